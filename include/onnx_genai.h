@@ -1,0 +1,172 @@
+/*
+ * onnx_genai.h — the public C API of onnx-genai.
+ *
+ * Conventions, for every function in this header:
+ *   - A function that can fail returns `og_status *`. NULL means success; a non-NULL
+ *     status carries a code and a message and is owned by the caller, who frees it with
+ *     og_status_free(). Nothing in this library aborts the process on bad input.
+ *   - Every constructor names its destructor. Passing NULL to a destructor is a no-op.
+ *   - Output parameters are written only on success. Who owns what they point to is
+ *     stated at each function.
+ *   - Option structs carry `struct_size` so that they can grow: fill them from the
+ *     matching *_default() function, then change fields.
+ */
+#ifndef ONNX_GENAI_H
+#define ONNX_GENAI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------
+ * Status
+ * --------------------------------------------------------------------------------- */
+
+typedef enum og_code {
+    OG_OK = 0,
+    OG_ERR_INVALID_ARGUMENT = 1, /* the caller passed something wrong */
+    OG_ERR_INVALID_MODEL = 2,    /* a model file or config is malformed */
+    OG_ERR_NOT_FOUND = 3,        /* a file, input or output name does not exist */
+    OG_ERR_IO = 4,               /* reading or writing a file failed */
+    OG_ERR_UNSUPPORTED = 5,      /* valid ONNX, but an op / dtype / attribute we do not implement */
+    OG_ERR_OUT_OF_MEMORY = 6,
+    OG_ERR_RUNTIME = 7           /* anything else that went wrong while running */
+} og_code;
+
+typedef struct og_status og_status;
+
+/* The code of a status; OG_OK for NULL. */
+og_code og_status_code(const og_status *status);
+/* The message of a status ("" for NULL). Owned by the status. */
+const char *og_status_message(const og_status *status);
+/* Frees a status. NULL is a no-op. */
+void og_status_free(og_status *status);
+/* A short name for a code ("invalid model", ...). Static storage. */
+const char *og_code_name(og_code code);
+
+/* ---------------------------------------------------------------------------------
+ * Data types (the values are ONNX's TensorProto.DataType numbers)
+ * --------------------------------------------------------------------------------- */
+
+typedef enum og_dtype {
+    OG_UNDEFINED = 0,
+    OG_FLOAT32 = 1,
+    OG_UINT8 = 2,
+    OG_INT8 = 3,
+    OG_UINT16 = 4,
+    OG_INT16 = 5,
+    OG_INT32 = 6,
+    OG_INT64 = 7,
+    OG_STRING = 8,
+    OG_BOOL = 9,
+    OG_FLOAT16 = 10,
+    OG_FLOAT64 = 11,
+    OG_UINT32 = 12,
+    OG_UINT64 = 13,
+    OG_COMPLEX64 = 14,
+    OG_COMPLEX128 = 15,
+    OG_BFLOAT16 = 16,
+    OG_FLOAT8E4M3FN = 17,
+    OG_FLOAT8E4M3FNUZ = 18,
+    OG_FLOAT8E5M2 = 19,
+    OG_FLOAT8E5M2FNUZ = 20,
+    OG_UINT4 = 21, /* two elements per byte, the first in the low nibble */
+    OG_INT4 = 22,  /* two elements per byte, the first in the low nibble */
+    OG_FLOAT4E2M1 = 23,
+    OG_DTYPE_COUNT
+} og_dtype;
+
+/* "float32", "int4", ...; "unknown" for values outside the enum. Static storage. */
+const char *og_dtype_name(og_dtype dtype);
+/* Bits per element (4 for the packed types, 0 for string/unknown). */
+int og_dtype_bits(og_dtype dtype);
+
+/* The largest rank a tensor may have. */
+#define OG_MAX_RANK 8
+
+/* ---------------------------------------------------------------------------------
+ * Tensors
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_tensor og_tensor;
+
+/* A tensor that owns zero-filled memory for dims[0..rank). Free with og_tensor_free. */
+og_status *og_tensor_create(og_dtype dtype, const int64_t *dims, int rank, og_tensor **out);
+/* A tensor over caller memory: `data` (nbytes long, which must equal the size that
+ * dtype and dims imply) is not copied and must outlive the tensor. og_tensor_free frees
+ * only the handle. */
+og_status *og_tensor_wrap(og_dtype dtype, const int64_t *dims, int rank, void *data,
+                          size_t nbytes, og_tensor **out);
+/* Frees the handle and, if the tensor owns it, its memory. NULL is a no-op. */
+void og_tensor_free(og_tensor *tensor);
+
+og_dtype og_tensor_dtype(const og_tensor *tensor);
+int og_tensor_rank(const og_tensor *tensor);
+/* rank entries, owned by the tensor. */
+const int64_t *og_tensor_dims(const og_tensor *tensor);
+int64_t og_tensor_element_count(const og_tensor *tensor);
+size_t og_tensor_size_bytes(const og_tensor *tensor);
+/* The element bytes, owned by the tensor (or the caller, for a wrapped tensor). */
+void *og_tensor_data(og_tensor *tensor);
+
+/* ---------------------------------------------------------------------------------
+ * Sessions: one ONNX graph, run on the CPU
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_session og_session;
+
+typedef struct og_session_options {
+    size_t struct_size; /* sizeof(og_session_options), set by og_session_options_default */
+    int num_threads;    /* 0: one per online CPU core */
+} og_session_options;
+
+og_session_options og_session_options_default(void);
+
+/* Opens an .onnx file. External-data files are looked up relative to its folder. The
+ * file and its external data are memory-mapped; weights are not copied. `options` may
+ * be NULL for defaults. Free with og_session_close. */
+og_status *og_session_open(const char *path, const og_session_options *options,
+                           og_session **out);
+/* Opens a model held in memory. `data` is not copied and must outlive the session.
+ * `base_dir` (may be NULL: no external data allowed) locates external-data files. */
+og_status *og_session_open_bytes(const void *data, size_t size, const char *base_dir,
+                                 const og_session_options *options, og_session **out);
+/* Frees a session. NULL is a no-op. */
+void og_session_close(og_session *session);
+
+/* A graph input or output as declared. All pointers are owned by the session and live
+ * as long as it does. dims[i] is -1 where the dimension is symbolic or unknown, and then
+ * dim_names[i] is its symbol (e.g. "batch") or NULL. rank is -1 if unknown. */
+typedef struct og_value_info {
+    const char *name;
+    og_dtype dtype;
+    int rank;
+    const int64_t *dims;
+    const char *const *dim_names;
+} og_value_info;
+
+size_t og_session_input_count(const og_session *session);
+size_t og_session_output_count(const og_session *session);
+og_status *og_session_input_info(const og_session *session, size_t index, og_value_info *out);
+og_status *og_session_output_info(const og_session *session, size_t index, og_value_info *out);
+
+/* Runs the graph.
+ * Inputs: n_inputs named tensors, borrowed for the call. Every graph input without an
+ * initializer must be given; an input that has an initializer may be overridden.
+ * Outputs: n_outputs names; for each i, if outputs[i] is non-NULL on entry it is a
+ * caller tensor (e.g. from og_tensor_wrap) that must have the output's dtype and shape,
+ * and the result is written into its memory; if NULL, a new tensor owned by the caller
+ * (free with og_tensor_free) is stored there. On failure no new tensor is returned. */
+og_status *og_session_run(og_session *session, const char *const *input_names,
+                          og_tensor *const *inputs, size_t n_inputs,
+                          const char *const *output_names, og_tensor **outputs,
+                          size_t n_outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONNX_GENAI_H */

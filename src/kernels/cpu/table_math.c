@@ -1,0 +1,6 @@
+/* The math kernel table (see cpu_kernels.h). */
+#include "kernels/cpu/cpu_kernels.h"
+
+const kernel_def cpu_math_kernels[] = {
+    {0},
+};
