@@ -1,10 +1,43 @@
-#include "onnx_genai.h"
+/* onnx-genai: command dispatch. Commands follow the names users know from Ollama-style
+ * CLIs; `run` stays free for the interactive chat. */
+#include "tools/cli.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: onnx-genai COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  show FILE.onnx                 IR version, opsets, inputs/outputs, op histogram,\n"
+    "                                 initializer bytes, external-data files\n"
+    "  infer FILE.onnx --input NAME=PATH.pb ... [--output-dir DIR] [--threads N]\n"
+    "                                 run one graph on TensorProto files; write each output\n"
+    "                                 as DIR/<output name>.pb\n"
+    "  bench-load FILE.onnx           load time and RSS growth of opening a model\n"
+    "  help                           this text\n";
+
+int cli_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("onnx-genai: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
 
 int main(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "onnx-genai: not yet\n");
+    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "show") == 0) return cli_show(argc - 1, argv + 1);
+    if (strcmp(cmd, "infer") == 0) return cli_infer(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench-load") == 0) return cli_bench_load(argc - 1, argv + 1);
+    fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
 }

@@ -1,0 +1,12 @@
+/* The onnx-genai command-line tool: one file per command. */
+#ifndef OG_TOOLS_CLI_H
+#define OG_TOOLS_CLI_H
+
+int cli_show(int argc, char **argv);
+int cli_infer(int argc, char **argv);
+int cli_bench_load(int argc, char **argv);
+
+/* Prints "onnx-genai: <message>" to stderr; returns the exit status to use. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

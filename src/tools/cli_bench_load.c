@@ -1,0 +1,63 @@
+/* onnx-genai bench-load FILE.onnx: how long opening a model takes and how much resident
+ * memory it adds before the first run. Weights stay in the file mapping, so the growth
+ * should be a small fraction of the file size. */
+#include "tools/cli.h"
+
+#include "onnx_genai.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Resident set size now, from /proc/self/statm. */
+static long long rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%lld %lld", &size, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int cli_bench_load(int argc, char **argv) {
+    if (argc < 2) return cli_fail("usage: onnx-genai bench-load FILE.onnx [--repeat N]");
+    int repeat = 5;
+    if (argc >= 4) repeat = atoi(argv[3]);
+    if (repeat < 1) repeat = 1;
+    struct stat stt;
+    if (stat(argv[1], &stt) != 0) return cli_fail("%s: cannot stat", argv[1]);
+    double best = 1e30;
+    long long growth = 0;
+    for (int r = 0; r < repeat; r++) {
+        long long before = rss_bytes();
+        double t0 = now_s();
+        og_session *s;
+        og_session_options o = og_session_options_default();
+        o.num_threads = 1;
+        og_status *st = og_session_open(argv[1], &o, &s);
+        double t = now_s() - t0;
+        if (st) {
+            int rc = cli_fail("%s", og_status_message(st));
+            og_status_free(st);
+            return rc;
+        }
+        long long after = rss_bytes();
+        if (t < best) best = t;
+        growth = after - before;
+        og_session_close(s);
+    }
+    printf("file: %s (%.1f MB)\nload: %.2f ms (best of %d)\nRSS growth after load: %.2f MB "
+           "(%.2f%% of the file)\n",
+           argv[1], stt.st_size / 1e6, best * 1e3, repeat, growth / 1e6,
+           100.0 * (double)growth / (double)stt.st_size);
+    return 0;
+}

@@ -1,0 +1,121 @@
+/* onnx-genai infer FILE.onnx --input NAME=PATH.pb ... --output-dir DIR: one graph run on
+ * TensorProto files, through the public C API only. */
+#include "onnx/loader.h"
+#include "tools/cli.h"
+
+#include "onnx_genai.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Output names may hold '/' or ':'; keep file names flat and portable. */
+static void file_name_for(const char *name, char *out, size_t size) {
+    size_t o = 0;
+    for (const char *p = name; *p && o + 1 < size; p++)
+        out[o++] = (*p == '/' || *p == '\\' || *p == ':' || *p == ' ') ? '_' : *p;
+    out[o] = 0;
+}
+
+int cli_infer(int argc, char **argv) {
+    const char *path = NULL, *out_dir = ".";
+    int threads = 0, rc = 1;
+    int n_in = 0;
+    const char **names = calloc((size_t)argc, sizeof *names);
+    const char **files = calloc((size_t)argc, sizeof *files);
+    og_tensor **inputs = calloc((size_t)argc, sizeof *inputs);
+    og_tensor **outputs = NULL;
+    const char **out_names = NULL;
+    og_session *s = NULL;
+    og_status *st = NULL;
+    if (!names || !files || !inputs) {
+        rc = cli_fail("out of memory");
+        goto done;
+    }
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "--input") == 0 || strcmp(argv[i], "-i") == 0) && i + 1 < argc) {
+            char *eq = strchr(argv[++i], '=');
+            if (!eq || eq == argv[i]) {
+                rc = cli_fail("--input expects NAME=PATH.pb, got '%s'", argv[i]);
+                goto done;
+            }
+            *eq = 0;
+            names[n_in] = argv[i];
+            files[n_in++] = eq + 1;
+        } else if ((strcmp(argv[i], "--output-dir") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
+            out_dir = argv[++i];
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            threads = atoi(argv[++i]);
+        } else if (argv[i][0] == '-' || path) {
+            rc = cli_fail("infer: unexpected argument '%s'\nusage: onnx-genai infer FILE.onnx "
+                          "--input NAME=PATH.pb ... [--output-dir DIR] [--threads N]", argv[i]);
+            goto done;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        rc = cli_fail("usage: onnx-genai infer FILE.onnx --input NAME=PATH.pb ... [--output-dir DIR]");
+        goto done;
+    }
+    og_session_options opts = og_session_options_default();
+    opts.num_threads = threads;
+    if ((st = og_session_open(path, &opts, &s))) goto done;
+    for (int i = 0; i < n_in; i++) {
+        og_tensor *t = calloc(1, sizeof *t);
+        if (!t) {
+            rc = cli_fail("out of memory");
+            goto done;
+        }
+        inputs[i] = t;
+        if ((st = onnx_read_tensor_file(files[i], t, NULL))) goto done;
+    }
+    size_t no = og_session_output_count(s);
+    outputs = calloc(no + 1, sizeof *outputs);
+    out_names = calloc(no + 1, sizeof *out_names);
+    if (!outputs || !out_names) {
+        rc = cli_fail("out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < no; i++) {
+        og_value_info info;
+        if ((st = og_session_output_info(s, i, &info))) goto done;
+        out_names[i] = info.name;
+    }
+    if ((st = og_session_run(s, names, inputs, (size_t)n_in, out_names, outputs, no))) goto done;
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        rc = cli_fail("%s: cannot create the output folder: %s", out_dir, strerror(errno));
+        goto done;
+    }
+    for (size_t i = 0; i < no; i++) {
+        char fname[512], p[4096];
+        file_name_for(out_names[i], fname, sizeof fname);
+        snprintf(p, sizeof p, "%s/%s.pb", out_dir, fname);
+        if ((st = onnx_write_tensor_file(p, outputs[i], out_names[i]))) goto done;
+        char shp[160] = "[";
+        size_t o = 1;
+        for (int d = 0; d < og_tensor_rank(outputs[i]) && o < sizeof shp; d++)
+            o += (size_t)snprintf(shp + o, sizeof shp - o, d ? ",%lld" : "%lld",
+                                  (long long)og_tensor_dims(outputs[i])[d]);
+        snprintf(shp + o, sizeof shp - o, "]");
+        printf("%s: %s %s -> %s\n", out_names[i], og_dtype_name(og_tensor_dtype(outputs[i])), shp, p);
+    }
+    rc = 0;
+done:
+    if (st) {
+        rc = cli_fail("%s", og_status_message(st));
+        og_status_free(st);
+    }
+    for (int i = 0; inputs && i < n_in; i++) og_tensor_free(inputs[i]);
+    if (outputs)
+        for (size_t i = 0; i < og_session_output_count(s); i++) og_tensor_free(outputs[i]);
+    og_session_close(s);
+    free(outputs);
+    free(out_names);
+    free(names);
+    free(files);
+    free(inputs);
+    return rc;
+}
