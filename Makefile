@@ -1,0 +1,40 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Both install what
+# they need first (tools/install_deps.sh), then build with CMake.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+SHARED ?= ../shared
+GPT2 := $(SHARED)/models/ortgenai/hf-internal-testing/tiny-random-gpt2-fp32
+
+.PHONY: deps build demo test test-sanitize fuzz-smoke clean
+
+deps:
+	bash tools/install_deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Until the generation issue lands, the demo describes a real test graph.
+demo: build
+	./$(BUILD)/onnx-genai show $(GPT2)/past.onnx
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (clang).
+test-sanitize: deps
+	CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOG_SANITIZE=ON -DOG_NATIVE=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer on the loader, bounded, from the seed corpus.
+FUZZ_SECONDS ?= 60
+fuzz-smoke: deps
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader
+	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
+		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
+
+clean:
+	rm -rf build build-asan build-fuzz
