@@ -7,6 +7,7 @@
 /* Each table ends with an entry whose op_type is NULL. */
 extern const kernel_def cpu_math_kernels[];    /* elementwise, compare, logic, cast, activations */
 extern const kernel_def cpu_compute_kernels[]; /* matmul, gemm, einsum, reduce, softmax, norms, conv, quantize */
+extern const kernel_def cpu_compute2_kernels[]; /* reduce, argmax, topk, softmax, norms, einsum, conv, quantize */
 extern const kernel_def cpu_layout_kernels[];  /* shape, reshape, transpose, slice, gather, scatter, generators */
 
 #endif
