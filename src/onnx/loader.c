@@ -561,7 +561,7 @@ static og_status *parse_node(loader *L, gbuild *b, const wire_reader *r, const w
         if (n->n_outputs != 1 || n->outputs[0] < 0)
             return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: Constant needs one named output",
                              L->label, label);
-        tensor *t;
+        tensor *t = NULL;
         OG_TRY(constant_tensor(L, n, label, &t));
         graph_value *v = &b->vals[n->outputs[0]];
         if (v->initializer || v->producer >= 0)
