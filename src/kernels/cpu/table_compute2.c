@@ -23,5 +23,7 @@ const kernel_def cpu_compute2_kernels[] = {
     {"", "LogSoftmax", 1, 28, cpu_log_softmax},
     {"", "LayerNormalization", 17, 28, cpu_layer_norm},
     {"", "RMSNormalization", 23, 28, cpu_rms_norm},
+    {"", "Einsum", 12, 28, cpu_einsum},
+    {"", "Conv", 1, 28, cpu_conv},
     {0},
 };
