@@ -25,5 +25,7 @@ const kernel_def cpu_compute2_kernels[] = {
     {"", "RMSNormalization", 23, 28, cpu_rms_norm},
     {"", "Einsum", 12, 28, cpu_einsum},
     {"", "Conv", 1, 28, cpu_conv},
+    {"", "QuantizeLinear", 10, 28, cpu_quantize_linear},
+    {"", "DequantizeLinear", 10, 28, cpu_dequantize_linear},
     {0},
 };

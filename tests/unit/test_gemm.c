@@ -1,0 +1,123 @@
+#include "testing.h"
+
+#include "kernels/cpu/gemm_f32.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static uint64_t gemm_rng = 0x9e3779b97f4a7c15ull;
+static float rand_unit(void) {
+    gemm_rng ^= gemm_rng << 13;
+    gemm_rng ^= gemm_rng >> 7;
+    gemm_rng ^= gemm_rng << 17;
+    return (float)((gemm_rng >> 40) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* Runs the fast gemm on `pool` and the reference on the same operands, and compares
+ * element by element with a tolerance that grows with K. Leading dimensions are padded
+ * past the logical width so that stride handling is exercised. Returns false (after
+ * reporting) on mismatch. */
+static bool check_shape(threadpool *pool, int64_t M, int64_t N, int64_t K, bool ta, bool tb,
+                        float alpha, float beta, int line) {
+    int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int64_t lda = ac + 3, ldb = bc + 1, ldc = N + 2;
+    float *A = malloc(sizeof(float) * (size_t)(ar * lda + 1));
+    float *B = malloc(sizeof(float) * (size_t)(br * ldb + 1));
+    float *C = malloc(sizeof(float) * (size_t)(M * ldc + 1));
+    float *R = malloc(sizeof(float) * (size_t)(M * ldc + 1));
+    bool ok = A && B && C && R;
+    if (!ok) test_fail(__FILE__, line, "out of memory");
+    for (int64_t i = 0; ok && i < ar * lda; i++) A[i] = rand_unit();
+    for (int64_t i = 0; ok && i < br * ldb; i++) B[i] = rand_unit();
+    for (int64_t i = 0; ok && i < M * ldc; i++) C[i] = R[i] = rand_unit();
+    /* beta == 0 must ignore C, even NaN */
+    if (ok && beta == 0)
+        for (int64_t i = 0; i < M * ldc; i++) C[i] = NAN;
+    gemm_f32_args g = {ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc};
+    gemm_f32_args r = g;
+    r.C = R;
+    if (ok) {
+        og_status *s = gemm_f32(pool, &g, NULL);
+        if (s) {
+            test_fail(__FILE__, line, "gemm_f32 failed: %s", og_status_message(s));
+            og_status_free(s);
+            ok = false;
+        }
+    }
+    if (ok) gemm_f32_ref(&r);
+    for (int64_t i = 0; ok && i < M; i++)
+        for (int64_t j = 0; ok && j < N; j++) {
+            double want = R[i * ldc + j], got = C[i * ldc + j];
+            double tol = 1e-5 * (double)(K + 1) * (fabs(alpha) + 1) + 1e-6 * fabs(want);
+            if (!(fabs(want - got) <= tol)) {
+                test_fail(__FILE__, line,
+                          "M=%lld N=%lld K=%lld ta=%d tb=%d alpha=%g beta=%g threads=%d: "
+                          "C[%lld,%lld] = %.8g, reference %.8g",
+                          (long long)M, (long long)N, (long long)K, ta, tb, alpha, beta,
+                          threadpool_size(pool), (long long)i, (long long)j, got, want);
+                ok = false;
+            }
+        }
+    /* padding columns of C must be untouched */
+    for (int64_t i = 0; ok && i < M; i++)
+        for (int64_t j = N; j < ldc; j++)
+            if (!(C[i * ldc + j] == R[i * ldc + j] || (beta == 0 && isnan(C[i * ldc + j])))) {
+                test_fail(__FILE__, line, "padding C[%lld,%lld] was written", (long long)i,
+                          (long long)j);
+                ok = false;
+                break;
+            }
+    free(A);
+    free(B);
+    free(C);
+    free(R);
+    return ok;
+}
+
+static const int64_t sizes[] = {1, 2, 3, 5, 7, 12, 13, 16, 17, 31, 33, 47, 64, 100};
+
+static void sweep(threadpool *pool) {
+    int n = (int)(sizeof sizes / sizeof sizes[0]);
+    for (int mi = 0; mi < n; mi++)
+        for (int ni = 0; ni < n; ni += 2)
+            for (int ki = 0; ki < n; ki += 3)
+                for (int t = 0; t < 4; t++) {
+                    float alpha = (mi + ni) % 3 == 0 ? 1.0f : -0.5f;
+                    float beta = t == 0 ? 0.0f : t == 1 ? 1.0f : 0.25f;
+                    if (!check_shape(pool, sizes[mi], sizes[ni], sizes[ki], t & 1, t >> 1,
+                                     alpha, beta, __LINE__))
+                        return;
+                }
+}
+
+TEST(gemm_f32_matches_reference_single_thread) { sweep(NULL); }
+
+TEST(gemm_f32_matches_reference_two_threads) {
+    threadpool *pool = NULL;
+    CHECK_OK(threadpool_create(3, &pool));
+    sweep(pool);
+    threadpool_free(pool);
+}
+
+TEST(gemm_f32_large_and_edge_shapes) {
+    threadpool *pool = NULL;
+    CHECK_OK(threadpool_create(2, &pool));
+    static const int64_t shapes[][3] = {
+        {1, 896, 896},  {1, 4864, 896}, {1, 1000, 3},  {1, 3, 1000}, {300, 1, 700},
+        {257, 300, 513}, {1600, 40, 20}, {40, 4200, 20}, {5, 300, 3},  {2, 2, 600},
+        {0, 5, 5},      {5, 0, 5},      {5, 5, 0},     {1, 1, 1},    {64, 5000, 8},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int p = 0; p < 2; p++)
+                CHECK(check_shape(p ? pool : NULL, shapes[s][0], shapes[s][1], shapes[s][2],
+                                  t & 1, t >> 1, t == 3 ? 2.0f : 1.0f, t == 2 ? 0.5f : 0.0f,
+                                  __LINE__));
+    threadpool_free(pool);
+}
+
+TEST(gemm_f32_rejects_negative_sizes) {
+    float x = 0;
+    gemm_f32_args g = {false, false, -1, 1, 1, 1.0f, 0.0f, &x, 1, &x, 1, &x, 1};
+    CHECK_ERR(gemm_f32(NULL, &g, NULL), OG_ERR_INVALID_ARGUMENT, "negative");
+}
