@@ -3,8 +3,8 @@
  * integer types (shape arithmetic, rarely big) take a plain loop. */
 #include "kernels/cpu/matmul.h"
 
-#include "base/half.h"
 #include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/compute2.h"
 #include "kernels/cpu/gemm_f32.h"
 
 #include <string.h>
@@ -152,42 +152,6 @@ static og_status *matmul_f32(kernel_ctx *ctx, const mm_shape *s, const float *a,
     return NULL;
 }
 
-/* float16 / bfloat16 <-> float32 working copies. */
-static og_status *widen(kernel_ctx *ctx, const tensor *t, const float **out) {
-    if (t->dtype == OG_FLOAT32) {
-        *out = t->data;
-        return NULL;
-    }
-    int64_t n = tensor_count(t);
-    float *buf;
-    OG_TRY(kernel_scratch(ctx, (size_t)n * sizeof(float) + 1, (void **)&buf));
-    const uint16_t *h = t->data;
-    if (t->dtype == OG_FLOAT16)
-        for (int64_t i = 0; i < n; i++) buf[i] = f16_to_f32(h[i]);
-    else
-        for (int64_t i = 0; i < n; i++) buf[i] = bf16_to_f32(h[i]);
-    *out = buf;
-    return NULL;
-}
-
-static og_status *f32_target(kernel_ctx *ctx, tensor *t, float **out) {
-    if (t->dtype == OG_FLOAT32) {
-        *out = t->data;
-        return NULL;
-    }
-    return kernel_scratch(ctx, (size_t)tensor_count(t) * sizeof(float) + 1, (void **)out);
-}
-
-static void narrow(tensor *t, const float *buf) {
-    if (t->dtype == OG_FLOAT32) return;
-    int64_t n = tensor_count(t);
-    uint16_t *h = t->data;
-    if (t->dtype == OG_FLOAT16)
-        for (int64_t i = 0; i < n; i++) h[i] = f32_to_f16(buf[i]);
-    else
-        for (int64_t i = 0; i < n; i++) h[i] = f32_to_bf16(buf[i]);
-}
-
 static bool is_f32_family(og_dtype dt) {
     return dt == OG_FLOAT32 || dt == OG_FLOAT16 || dt == OG_BFLOAT16;
 }
@@ -245,15 +209,15 @@ og_status *cpu_matmul(kernel_ctx *ctx) {
     }
     const float *fa, *fb;
     float *fy;
-    OG_TRY(widen(ctx, a, &fa));
-    OG_TRY(widen(ctx, b, &fb));
-    OG_TRY(f32_target(ctx, y, &fy));
+    OG_TRY(cpu_in_f32(ctx, 0, &fa));
+    OG_TRY(cpu_in_f32(ctx, 1, &fb));
+    OG_TRY(cpu_out_f32(ctx, y, &fy));
     if (s.K == 0) {
         memset(fy, 0, sizeof(float) * (size_t)(s.batch * s.M * s.N));
     } else {
         OG_TRY(matmul_f32(ctx, &s, fa, fb, fy));
     }
-    narrow(y, fy);
+    cpu_out_f32_done(y, fy);
     return NULL;
 }
 
@@ -326,10 +290,10 @@ og_status *cpu_gemm(kernel_ctx *ctx) {
     }
     const float *fa, *fb, *fc = NULL;
     float *fy;
-    OG_TRY(widen(ctx, a, &fa));
-    OG_TRY(widen(ctx, b, &fb));
-    if (use_c) OG_TRY(widen(ctx, c, &fc));
-    OG_TRY(f32_target(ctx, y, &fy));
+    OG_TRY(cpu_in_f32(ctx, 0, &fa));
+    OG_TRY(cpu_in_f32(ctx, 1, &fb));
+    if (use_c) OG_TRY(cpu_in_f32(ctx, 2, &fc));
+    OG_TRY(cpu_out_f32(ctx, y, &fy));
     if (use_c)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) fy[i * N + j] = fc[i * csm + j * csn];
@@ -338,6 +302,6 @@ og_status *cpu_gemm(kernel_ctx *ctx) {
     size_t need = gemm_f32_work_size(&g);
     if (need) OG_TRY(kernel_scratch(ctx, need, &work));
     OG_TRY(gemm_f32(ctx->pool, &g, work));
-    narrow(y, fy);
+    cpu_out_f32_done(y, fy);
     return NULL;
 }
