@@ -9,5 +9,6 @@ extern const kernel_def cpu_math_kernels[];    /* elementwise, compare, logic, c
 extern const kernel_def cpu_compute_kernels[]; /* matmul, gemm, einsum, reduce, softmax, norms, conv, quantize */
 extern const kernel_def cpu_compute2_kernels[]; /* reduce, argmax, topk, softmax, norms, einsum, conv, quantize */
 extern const kernel_def cpu_layout_kernels[];  /* shape, reshape, transpose, slice, gather, scatter, generators */
+extern const kernel_def cpu_contrib_kernels[]; /* com.microsoft: Attention, Embed/SkipLayerNormalization, FastGelu */
 
 #endif
