@@ -719,6 +719,17 @@ static og_status *build_graph(loader *L, gbuild *b, const wire_reader *parent,
     for (int i = 0; i < b->inputs.n; i++) {
         graph_value *v = &b->vals[b->inputs.v[i]];
         if (v->initializer) continue;
+        if (v->producer >= 0) {
+            free(ins.v);
+            return og_errorf(OG_ERR_INVALID_MODEL,
+                             "%s: %s: graph input '%s' is also the output of node #%d", L->label,
+                             b->what, v->name, v->producer);
+        }
+        if (v->is_input) {
+            free(ins.v);
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: graph input '%s' is listed twice",
+                             L->label, b->what, v->name);
+        }
         v->is_input = true;
         if (!ivec_push(&ins, b->inputs.v[i])) {
             free(ins.v);

@@ -579,6 +579,16 @@ TEST(loader_bad_graph) {
     pbuf mb = model_of(8, &g);
     CHECK_ERR(load_raw(mb.d, mb.n), OG_ERR_INVALID_MODEL, "node 'b' (Relu): output 'y' is also produced");
     free(mb.d);
+    /* a graph input that a node also produces */
+    g = (pbuf){0};
+    n = node("Relu", "r", "x", NULL, "x2");
+    pb_msg(&g, 1, &n);
+    int64_t d1[1] = {1};
+    pbuf vi = value_info("x2", 1, 1, d1);
+    pb_msg(&g, 11, &vi);
+    mb = model_of(8, &g);
+    CHECK_ERR(load_raw(mb.d, mb.n), OG_ERR_INVALID_MODEL, "graph input 'x2' is also the output");
+    free(mb.d);
     /* Constant with a string value */
     pbuf a = {0};
     g = (pbuf){0};
