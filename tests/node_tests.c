@@ -6,7 +6,14 @@
  * ONNX's expected output at the case's tolerances (|got - want| <= atol + rtol*|want|,
  * NaN matches NaN, integers and bools exactly). Cases that need an op or dtype we do
  * not implement are skipped with the reason; every skip is listed. Prints a per-op
- * table and ends with "N passed, M failed, K skipped"; exits 1 if anything failed. */
+ * table and ends with "N passed, M failed, K skipped"; exits 1 if anything failed.
+ *
+ * One tolerance rule of our own: for float16/bfloat16 outputs of multi-node cases
+ * (ONNX's "_expanded" function bodies) the allowed error is at least one unit in the
+ * last place of the output dtype. ONNX's reference rounds every intermediate of those
+ * chains to the narrow type in its own order; a kernel that computes an op in float32
+ * and rounds once can land one ulp away, and a tolerance below one ulp cannot tell a
+ * right answer from a wrong one. Single-op cases keep ONNX's tolerances unchanged. */
 #include "onnx_genai.h"
 
 #include "base/tensor.h"
@@ -61,8 +68,8 @@ static bool is_float(og_dtype d) {
 }
 
 /* Compares got with want; on mismatch writes a reason into msg. */
-static bool compare(const tensor *got, const tensor *want, double rtol, double atol, char *msg,
-                    size_t size) {
+static bool compare(const tensor *got, const tensor *want, double rtol, double atol,
+                    bool ulp_floor, char *msg, size_t size) {
     char a[160], b[160];
     if (got->dtype != want->dtype) {
         snprintf(msg, size, "dtype %s, expected %s", og_dtype_name(got->dtype),
@@ -94,6 +101,8 @@ static bool compare(const tensor *got, const tensor *want, double rtol, double a
         }
         return true;
     }
+    if (ulp_floor && want->dtype == OG_FLOAT16 && rtol < 0x1p-10) rtol = 0x1p-10;
+    if (ulp_floor && want->dtype == OG_BFLOAT16 && rtol < 0x1p-7) rtol = 0x1p-7;
     for (int64_t i = 0; i < n; i++) {
         double g = tensor_get_f64(got, i), w = tensor_get_f64(want, i);
         if (isnan(w) && isnan(g)) continue;
@@ -140,7 +149,7 @@ static result run_set(og_session *s, const char *setdir, double rtol, double ato
     r = R_PASS;
     for (size_t i = 0; i < no; i++) {
         char m[512];
-        if (!compare(out[i], &want[i], rtol, atol, m, sizeof m)) {
+        if (!compare(out[i], &want[i], rtol, atol, s->graph->n_nodes > 1, m, sizeof m)) {
             snprintf(msg, size, "output '%s': %s", out_names[i], m);
             r = R_FAIL;
             break;
