@@ -14,10 +14,9 @@ static void copy_block(kernel_ctx *ctx, char *joined, char *part, bool into_join
 }
 
 og_status *cpu_concat(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 1));
-    const tensor *x0 = ctx->inputs[0];
+    const tensor *x0;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 1, &x0, &es));
     if (!graph_attr_find(ctx->node, "axis"))
         return kernel_error(ctx, OG_ERR_INVALID_MODEL, "attribute 'axis' is required");
     int axis;
@@ -101,10 +100,9 @@ static og_status *split_sizes(kernel_ctx *ctx, int64_t dim, int n, int64_t *size
 }
 
 og_status *cpu_split(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 1));
-    const tensor *x = ctx->inputs[0];
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 1, &x, &es));
     int axis, n = ctx->n_outputs;
     OG_TRY(layout_axis(ctx, graph_attr_int(ctx->node, "axis", 0), x->rank, "axis", &axis));
     if (n < 1) return kernel_error(ctx, OG_ERR_INVALID_MODEL, "has no outputs");

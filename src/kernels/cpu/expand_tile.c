@@ -5,10 +5,9 @@
 #include "kernels/cpu/layout_util.h"
 
 og_status *cpu_expand(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 2));
-    const tensor *x = ctx->inputs[0];
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 2, &x, &es));
     int64_t shape[OG_MAX_RANK], dims[OG_MAX_RANK], src_st[OG_MAX_RANK], dst_st[OG_MAX_RANK];
     int n, r;
     OG_TRY(layout_read_ints(ctx, 1, "shape", shape, OG_MAX_RANK, &n));
@@ -23,11 +22,10 @@ og_status *cpu_expand(kernel_ctx *ctx) {
 }
 
 og_status *cpu_tile(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 2));
-    const tensor *x = ctx->inputs[0];
-    int r = x->rank;
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 2, &x, &es));
+    int r = x->rank;
     int64_t reps[OG_MAX_RANK], dims[OG_MAX_RANK], ist[OG_MAX_RANK], ost[OG_MAX_RANK];
     int n;
     OG_TRY(layout_read_ints(ctx, 1, "repeats", reps, OG_MAX_RANK, &n));

@@ -27,16 +27,15 @@ static void run_blocks(kernel_ctx *ctx, void *dst, const void *src, const int64_
 }
 
 og_status *cpu_gather(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 2));
-    const tensor *x = ctx->inputs[0], *ind = ctx->inputs[1];
-    int axis;
-    OG_TRY(layout_axis(ctx, graph_attr_int(ctx->node, "axis", 0), x->rank, "axis", &axis));
+    const tensor *x;
     size_t es;
-    int64_t *idx, n = tensor_count(ind);
-    OG_TRY(layout_elem_size(ctx, 0, &es));
-    OG_TRY(layout_check_index_dtype(ctx, 1, "indices"));
-    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)(n ? n : 1), (void **)&idx));
-    OG_TRY(layout_indices(ctx, 1, ind, x->dims[axis], idx));
+    int axis;
+    int64_t *idx;
+    OG_TRY(layout_data(ctx, 2, &x, &es));
+    const tensor *ind = ctx->inputs[1];
+    int64_t n = tensor_count(ind);
+    OG_TRY(layout_axis(ctx, graph_attr_int(ctx->node, "axis", 0), x->rank, "axis", &axis));
+    OG_TRY(layout_indices(ctx, 1, x->dims[axis], &idx));
     int r = x->rank - 1 + ind->rank;
     if (r > OG_MAX_RANK)
         return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "output rank %d exceeds %d", r, OG_MAX_RANK);
@@ -74,10 +73,8 @@ og_status *layout_elements_offsets(kernel_ctx *ctx, const tensor *data, const te
                              shape_str(ind->dims, ind->rank, a, sizeof a),
                              shape_str(data->dims, r, b, sizeof b));
     }
-    OG_TRY(layout_check_index_dtype(ctx, 1, "indices"));
     int64_t n = tensor_count(ind), st[OG_MAX_RANK];
-    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)(n ? n : 1), (void **)off));
-    OG_TRY(layout_indices(ctx, 1, ind, data->dims[axis], *off));
+    OG_TRY(layout_indices(ctx, 1, data->dims[axis], off));
     layout_strides(data->dims, r, st);
     for (int64_t p = 0; p < n; p++) {
         int64_t o = 0, u = p;
@@ -92,12 +89,12 @@ og_status *layout_elements_offsets(kernel_ctx *ctx, const tensor *data, const te
 }
 
 og_status *cpu_gather_elements(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 2));
-    const tensor *x = ctx->inputs[0], *ind = ctx->inputs[1];
-    int axis;
+    const tensor *x;
     size_t es;
+    int axis;
     int64_t *off;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 2, &x, &es));
+    const tensor *ind = ctx->inputs[1];
     OG_TRY(layout_axis(ctx, graph_attr_int(ctx->node, "axis", 0), x->rank, "axis", &axis));
     OG_TRY(layout_elements_offsets(ctx, x, ind, axis, &off));
     tensor *y;
@@ -143,10 +140,10 @@ og_status *layout_nd_offsets(kernel_ctx *ctx, const tensor *data, const tensor *
 }
 
 og_status *cpu_gather_nd(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 2));
-    const tensor *x = ctx->inputs[0], *ind = ctx->inputs[1];
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 2, &x, &es));
+    const tensor *ind = ctx->inputs[1];
     int b = ctx->opset >= 12 ? (int)graph_attr_int(ctx->node, "batch_dims", 0) : 0;
     int64_t *off, count, slice;
     OG_TRY(layout_nd_offsets(ctx, x, ind, b, &off, &count, &slice));

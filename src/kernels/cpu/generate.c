@@ -114,10 +114,9 @@ og_status *cpu_range(kernel_ctx *ctx) {
 }
 
 og_status *cpu_trilu(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 1));
-    const tensor *x = ctx->inputs[0];
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 1, &x, &es));
     if (x->rank < 2)
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 0 has rank %d, expected >= 2",
                              x->rank);
@@ -158,10 +157,9 @@ static bool elem_nonzero(const char *p, size_t es, og_dtype dt) {
 }
 
 og_status *cpu_nonzero(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 1));
-    const tensor *x = ctx->inputs[0];
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 1, &x, &es));
     if (es > 8) return kernel_unsupported_dtype(ctx, 0, x->dtype);
     int64_t n = tensor_count(x), nnz = 0;
     const char *p = x->data;

@@ -5,10 +5,11 @@
 #include <math.h>
 #include <string.h>
 
-og_status *layout_elem_size(const kernel_ctx *ctx, int input, size_t *es) {
-    og_dtype dt = ctx->inputs[input]->dtype;
-    *es = dtype_size(dt);
-    if (*es == 0) return kernel_unsupported_dtype(ctx, input, dt);
+og_status *layout_data(const kernel_ctx *ctx, int min_inputs, const tensor **x, size_t *es) {
+    OG_TRY(kernel_require_inputs(ctx, min_inputs));
+    *x = ctx->inputs[0];
+    *es = dtype_size((*x)->dtype);
+    if (*es == 0) return kernel_unsupported_dtype(ctx, 0, (*x)->dtype);
     return NULL;
 }
 
@@ -55,12 +56,14 @@ og_status *layout_fix_index(const kernel_ctx *ctx, int input, int64_t pos, int64
     return NULL;
 }
 
-og_status *layout_indices(const kernel_ctx *ctx, int input, const tensor *idx, int64_t bound,
-                          int64_t *out) {
+og_status *layout_indices(kernel_ctx *ctx, int input, int64_t bound, int64_t **out) {
+    const tensor *idx = ctx->inputs[input];
+    OG_TRY(layout_check_index_dtype(ctx, input, "indices"));
     int64_t n = tensor_count(idx);
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)(n ? n : 1), (void **)out));
     for (int64_t i = 0; i < n; i++) {
-        out[i] = layout_index_at(idx, i);
-        OG_TRY(layout_fix_index(ctx, input, i, &out[i], bound));
+        (*out)[i] = layout_index_at(idx, i);
+        OG_TRY(layout_fix_index(ctx, input, i, &(*out)[i], bound));
     }
     return NULL;
 }

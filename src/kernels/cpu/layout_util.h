@@ -13,8 +13,9 @@
 /* The newest opset any layout kernel is registered up to. */
 #define LAYOUT_MAX_OPSET 28
 
-/* Bytes per element of input `input`; UNSUPPORTED for packed 4-bit and string data. */
-og_status *layout_elem_size(const kernel_ctx *ctx, int input, size_t *es);
+/* Requires min_inputs inputs; *x = input 0 and *es its bytes per element (UNSUPPORTED
+ * for packed 4-bit and string data). */
+og_status *layout_data(const kernel_ctx *ctx, int min_inputs, const tensor **x, size_t *es);
 
 /* NULL when input `input` (`what` in messages) is int32 or int64, else UNSUPPORTED. */
 og_status *layout_check_index_dtype(const kernel_ctx *ctx, int input, const char *what);
@@ -33,11 +34,10 @@ og_status *layout_read_ints(const kernel_ctx *ctx, int input, const char *what, 
 og_status *layout_axis(const kernel_ctx *ctx, int64_t axis, int rank, const char *what,
                        int *out);
 
-/* Validates and normalises every index of an int32/int64 input against [-bound, bound)
- * into out[count]; an out-of-range value is INVALID_ARGUMENT naming the input, the
- * position, the value and the bound. */
-og_status *layout_indices(const kernel_ctx *ctx, int input, const tensor *idx, int64_t bound,
-                          int64_t *out);
+/* Validates and normalises every index of int32/int64 input `input` against
+ * [-bound, bound) into *out (scratch, one int64 per index); an out-of-range value is
+ * INVALID_ARGUMENT naming the input, the position, the value and the bound. */
+og_status *layout_indices(kernel_ctx *ctx, int input, int64_t bound, int64_t **out);
 /* The same check for one index (at position pos of input `input`). */
 og_status *layout_fix_index(const kernel_ctx *ctx, int input, int64_t pos, int64_t *idx,
                             int64_t bound);

@@ -72,11 +72,11 @@ static void pad_rows(void *arg, int64_t begin, int64_t end) {
 }
 
 og_status *cpu_pad(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 2));
-    const tensor *x = ctx->inputs[0], *cv = kernel_input(ctx, 2);
-    int r = x->rank;
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 2, &x, &es));
+    const tensor *cv = kernel_input(ctx, 2);
+    int r = x->rank;
     if (r == 0) return layout_copy_as(ctx, 0, x->dims);
     const char *mode_s = graph_attr_string(ctx->node, "mode", "constant");
     static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};

@@ -9,9 +9,9 @@
 /* Copies data into the output and picks the combiner; *es is the element size. */
 static og_status *scatter_begin(kernel_ctx *ctx, tensor **y, size_t *es,
                                 layout_combine_fn *fn) {
-    OG_TRY(kernel_require_inputs(ctx, 3));
-    const tensor *x = ctx->inputs[0], *upd = ctx->inputs[2];
-    OG_TRY(layout_elem_size(ctx, 0, es));
+    const tensor *x, *upd;
+    OG_TRY(layout_data(ctx, 3, &x, es));
+    upd = ctx->inputs[2];
     if (upd->dtype != x->dtype)
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "updates have dtype %s, data %s",
                              og_dtype_name(upd->dtype), og_dtype_name(x->dtype));

@@ -8,11 +8,10 @@
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 og_status *cpu_slice(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 3));
-    const tensor *x = ctx->inputs[0];
-    int r = x->rank;
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 3, &x, &es));
+    int r = x->rank;
     int64_t starts[OG_MAX_RANK], ends[OG_MAX_RANK], axes[OG_MAX_RANK], steps[OG_MAX_RANK];
     int ns, ne, na, nst;
     OG_TRY(layout_read_ints(ctx, 1, "starts", starts, OG_MAX_RANK, &ns));

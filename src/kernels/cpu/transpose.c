@@ -5,11 +5,10 @@
 #include "kernels/cpu/layout_util.h"
 
 og_status *cpu_transpose(kernel_ctx *ctx) {
-    OG_TRY(kernel_require_inputs(ctx, 1));
-    const tensor *x = ctx->inputs[0];
-    int r = x->rank;
+    const tensor *x;
     size_t es;
-    OG_TRY(layout_elem_size(ctx, 0, &es));
+    OG_TRY(layout_data(ctx, 1, &x, &es));
+    int r = x->rank;
     int64_t perm[OG_MAX_RANK], dims[OG_MAX_RANK], in_st[OG_MAX_RANK], src_st[OG_MAX_RANK],
         dst_st[OG_MAX_RANK];
     const int64_t *p;
