@@ -165,6 +165,89 @@ og_status *og_session_run(og_session *session, const char *const *input_names,
                           const char *const *output_names, og_tensor **outputs,
                           size_t n_outputs);
 
+
+/* ---------------------------------------------------------------------------------
+ * Model packages and generation
+ *
+ * A package is a folder as onnxruntime-genai reads it: genai_config.json, the decoder
+ * graph(s), tokenizer.json. A generator holds the state of one generation (sequences,
+ * KV cache, attention mask, positions) and is driven one token at a time:
+ *
+ *     og_generator_append_tokens(g, prompt, n);     // runs the prompt (prefill)
+ *     while (!og_generator_is_done(g))
+ *         og_generator_generate_next_token(g);      // one decode step + choice
+ *     og_generator_get_sequence(g, 0, &ids, &len);
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_model og_model;
+typedef struct og_generator og_generator;
+
+typedef struct og_model_options {
+    size_t struct_size; /* sizeof(og_model_options) */
+    int num_threads;    /* 0: one per online core (the config's intra_op_num_threads wins
+                           when set and this is 0) */
+} og_model_options;
+
+og_model_options og_model_options_default(void);
+
+/* Opens a package folder. Free with og_model_close. */
+og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out);
+void og_model_close(og_model *model);
+/* The config's model.type ("gpt2", "qwen2", ...). Owned by the model. */
+const char *og_model_type(const og_model *model);
+int og_model_vocab_size(const og_model *model);
+
+/* Search options. Fill with og_generator_params_default(model), which takes the
+ * package's search block (and onnxruntime-genai's defaults where it is silent). */
+typedef struct og_generator_params {
+    size_t struct_size;
+    int batch_size;
+    int max_length;          /* total tokens per sequence, prompt included */
+    int min_length;          /* EOS is blocked while shorter */
+    int do_sample;
+    int top_k;               /* sampling: keep the k most likely (0: all) */
+    float top_p;             /* sampling: keep the smallest set reaching p (1: all) */
+    float temperature;
+    float repetition_penalty;
+    int no_repeat_ngram_size;
+    int num_beams;
+    int num_return_sequences;
+    float length_penalty;
+    int early_stopping;
+    int64_t random_seed;     /* -1: seed from the clock */
+} og_generator_params;
+
+og_generator_params og_generator_params_default(const og_model *model);
+
+/* Free with og_generator_destroy. */
+og_status *og_generator_create(og_model *model, const og_generator_params *params,
+                               og_generator **out);
+void og_generator_destroy(og_generator *gen);
+
+/* Appends tokens to every sequence and runs them through the model. For batch_size 1,
+ * ids holds n tokens. For batch_size B > 1, ids holds B rows of n tokens each (row-major;
+ * shorter prompts left-padded with the model's pad token), and this may be called only
+ * while the sequences are empty. */
+og_status *og_generator_append_tokens(og_generator *gen, const int32_t *ids, size_t n);
+/* Runs the model if needed, applies the logits processors and picks the next token of
+ * every sequence. */
+og_status *og_generator_generate_next_token(og_generator *gen);
+/* True once every sequence has hit an EOS id or max_length. */
+int og_generator_is_done(const og_generator *gen);
+/* Sequence `index` (< batch_size * num_return_sequences once done with beam search;
+ * else < batch_size). *ids is owned by the generator and valid until its next call. */
+og_status *og_generator_get_sequence(const og_generator *gen, size_t index,
+                                     const int32_t **ids, size_t *len);
+/* Cuts every sequence back to new_length tokens (batch_size 1, or new_length 0);
+ * generation may then continue or more tokens be appended. */
+og_status *og_generator_rewind_to(og_generator *gen, size_t new_length);
+/* A copy of the logits for the next token, [batch*beams, vocab] float32 (computed first
+ * if needed). The caller frees *out with og_tensor_free. */
+og_status *og_generator_get_logits(og_generator *gen, og_tensor **out);
+/* A copy of any output of the last model run, by graph name (e.g. "logits", which is
+ * [batch, new_tokens, vocab]). The caller frees *out with og_tensor_free. */
+og_status *og_generator_get_output(og_generator *gen, const char *name, og_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif
