@@ -2,8 +2,11 @@
  * groups, strides, pads, dilations and auto_pad. Direct method, parallel over (batch,
  * output channel): for each input channel and kernel tap, one weight is multiplied into
  * the output plane along whole rows, whose valid range is computed once per tap, so the
- * innermost loop is a branch-free strided axpy. */
+ * innermost loop is a branch-free strided axpy. Convolutions with several output channels
+ * per group instead gather input patches into columns (im2col, in slabs of output rows
+ * to bound memory) and multiply them with the weights through gemm_f32. */
 #include "kernels/cpu/compute2.h"
+#include "kernels/cpu/gemm_f32.h"
 
 #include <string.h>
 
@@ -60,6 +63,72 @@ static void conv_planes(void *arg, int64_t b, int64_t e) {
             }
         }
     }
+}
+
+typedef struct col_job {
+    const conv_job *j;
+    const float *x; /* the group's first input channel */
+    float *col;     /* K rows of (o0 range) x out[1] x out[2] */
+    int64_t o0a, o0b;
+} col_job;
+
+static void im2col_rows(void *arg, int64_t b, int64_t e) {
+    const col_job *cj = arg;
+    const conv_job *j = cj->j;
+    int64_t ksz = j->k[0] * j->k[1] * j->k[2], isz = j->in[0] * j->in[1] * j->in[2];
+    int64_t width = (cj->o0b - cj->o0a) * j->out[1] * j->out[2];
+    for (int64_t r = b; r < e; r++) {
+        int64_t c = r / ksz, t = r % ksz, t2 = t % j->k[2], t1 = (t / j->k[2]) % j->k[1];
+        int64_t t0 = t / (j->k[2] * j->k[1]);
+        const float *x = cj->x + c * isz;
+        float *out = cj->col + r * width;
+        for (int64_t o0 = cj->o0a; o0 < cj->o0b; o0++) {
+            int64_t i0 = o0 * j->s[0] - j->p[0] + t0 * j->d[0];
+            for (int64_t o1 = 0; o1 < j->out[1]; o1++) {
+                int64_t i1 = o1 * j->s[1] - j->p[1] + t1 * j->d[1];
+                bool row_ok = i0 >= 0 && i0 < j->in[0] && i1 >= 0 && i1 < j->in[1];
+                const float *xr = x + (row_ok ? (i0 * j->in[1] + i1) * j->in[2] : 0);
+                for (int64_t o2 = 0; o2 < j->out[2]; o2++) {
+                    int64_t i2 = o2 * j->s[2] - j->p[2] + t2 * j->d[2];
+                    *out++ = row_ok && i2 >= 0 && i2 < j->in[2] ? xr[i2] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* Y[n, group] = W[group] (mg x K) * columns (K x out); bias added after. */
+static og_status *conv_gemm(kernel_ctx *ctx, const conv_job *j, int64_t n_batch) {
+    int64_t ksz = j->k[0] * j->k[1] * j->k[2], K = j->cg * ksz;
+    int64_t osz = j->out[0] * j->out[1] * j->out[2], isz = j->in[0] * j->in[1] * j->in[2];
+    int64_t plane = j->out[1] * j->out[2];
+    int64_t slab = (int64_t)(8u << 20) / (K * plane + 1); /* o0 rows per ~32 MB of columns */
+    if (slab < 1) slab = 1;
+    if (slab > j->out[0]) slab = j->out[0];
+    float *col;
+    OG_TRY(kernel_scratch(ctx, (size_t)(K * plane * slab) * sizeof(float), (void **)&col));
+    gemm_f32_args g = {.M = j->mg, .K = K, .alpha = 1, .lda = K, .ldc = osz};
+    void *work = NULL;
+    g.N = slab * plane, g.ldb = g.N;
+    size_t need = gemm_f32_work_size(&g);
+    if (need) OG_TRY(kernel_scratch(ctx, need, &work));
+    for (int64_t n = 0; n < n_batch; n++)
+        for (int64_t gr = 0; gr < j->m_out / j->mg; gr++) {
+            col_job cj = {.j = j, .x = j->x + (n * j->c_in + gr * j->cg) * isz, .col = col};
+            for (cj.o0a = 0; cj.o0a < j->out[0]; cj.o0a = cj.o0b) {
+                cj.o0b = cj.o0a + slab < j->out[0] ? cj.o0a + slab : j->out[0];
+                threadpool_parallel_for(ctx->pool, K, 1, im2col_rows, &cj);
+                g.A = j->w + gr * j->mg * K;
+                g.B = col, g.N = g.ldb = (cj.o0b - cj.o0a) * plane;
+                g.C = j->y + (n * j->m_out + gr * j->mg) * osz + cj.o0a * plane;
+                OG_TRY(gemm_f32(ctx->pool, &g, work));
+            }
+        }
+    for (int64_t pl = 0; j->b && pl < n_batch * j->m_out; pl++) {
+        float bias = j->b[pl % j->m_out], *y = j->y + pl * osz;
+        for (int64_t i = 0; i < osz; i++) y[i] += bias;
+    }
+    return NULL;
 }
 
 /* Reads an INTS attribute of `n` entries (or fills `dflt` when absent). */
@@ -135,7 +204,10 @@ og_status *cpu_conv(kernel_ctx *ctx) {
     OG_TRY(cpu_out_f32(ctx, y, &yb));
     j.y = yb;
     if (tensor_count(y) == 0) return NULL;
-    threadpool_parallel_for(ctx->pool, x->dims[0] * j.m_out, 1, conv_planes, &j);
+    if (j.mg >= 4 && j.cg * j.k[0] * j.k[1] * j.k[2] >= 4)
+        OG_TRY(conv_gemm(ctx, &j, x->dims[0]));
+    else
+        threadpool_parallel_for(ctx->pool, x->dims[0] * j.m_out, 1, conv_planes, &j);
     cpu_out_f32_done(y, yb);
     return NULL;
 }
