@@ -105,9 +105,9 @@ int32_t gen_sample(const float *logits, int vocab, int top_k, float top_p, float
     qsort(c, (size_t)vocab, sizeof *c, by_prob_desc);
     int keep = top_k > 0 && top_k < vocab ? top_k : vocab;
     /* softmax over the kept candidates (sorted, so c[0] holds the maximum) */
-    double sum = 0;
+    double sum = 0, mx = c[0].p;
     for (int i = 0; i < keep; i++) {
-        double e = isinf(c[i].p) && c[i].p < 0 ? 0 : exp((double)c[i].p - c[0].p);
+        double e = isinf(c[i].p) && c[i].p < 0 ? 0 : exp((double)c[i].p - mx);
         c[i].p = (float)e;
         sum += e;
     }
