@@ -21,10 +21,6 @@ og_status *ct_out_f32(kernel_ctx *ctx, tensor *t, float **out);
 /* Converts what was written into buf back into t (no-op when buf is t's data). */
 void ct_out_done(tensor *t, const float *buf);
 
-/* Rounds n float32 values to the precision of dtype in place (f16/bf16 storage), so that
- * intermediate values the reference runtime keeps in that type match. */
-void ct_round_to(og_dtype dt, float *v, int64_t n);
-
 /* Whether the node declares output i (present and not omitted). */
 bool ct_wants_output(const kernel_ctx *ctx, int i);
 

@@ -9,8 +9,9 @@
  * replaces, not adds), and the softmax then runs over all keys. mask_index may be
  * (B, T) or (B, S, T) with 0 = masked, (B) right-padding ends or (2B) ends then starts.
  *
- * Computation is float32 whatever the storage type; for float16/bfloat16 the projected
- * Q, K and V are rounded to that type first, as the cache they become is stored in it. */
+ * Computation is float32 whatever the storage type: the projected Q, K and V stay in
+ * float32 for this step (only `present` is rounded to the storage type), which is what
+ * the reference runtime's CPU kernel does too. */
 #include "kernels/cpu/contrib.h"
 #include "kernels/cpu/gemm_f32.h"
 
@@ -305,7 +306,6 @@ og_status *cpu_contrib_attention(kernel_ctx *ctx) {
         if (bf)
             for (int64_t r = 0; r < M; r++)
                 for (int64_t c = 0; c < Htot; c++) qkv[r * Htot + c] += bf[c];
-        ct_round_to(dt, qkv, M * Htot);
     }
     j.qkv = qkv;
     if (past) OG_TRY(ct_in_f32(ctx, 4, &j.past));

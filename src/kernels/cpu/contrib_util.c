@@ -49,13 +49,6 @@ void ct_out_done(tensor *t, const float *buf) {
         for (int64_t i = 0; i < n; i++) dst[i] = f32_to_bf16(buf[i]);
 }
 
-void ct_round_to(og_dtype dt, float *v, int64_t n) {
-    if (dt == OG_FLOAT16)
-        for (int64_t i = 0; i < n; i++) v[i] = f16_to_f32(f32_to_f16(v[i]));
-    else if (dt == OG_BFLOAT16)
-        for (int64_t i = 0; i < n; i++) v[i] = bf16_to_f32(f32_to_bf16(v[i]));
-}
-
 bool ct_wants_output(const kernel_ctx *ctx, int i) {
     return i < ctx->n_outputs && i < ctx->node->n_outputs && ctx->node->outputs[i] >= 0;
 }
