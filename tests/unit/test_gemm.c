@@ -121,3 +121,99 @@ TEST(gemm_f32_rejects_negative_sizes) {
     gemm_f32_args g = {false, false, -1, 1, 1, 1.0f, 0.0f, &x, 1, &x, 1, &x, 1};
     CHECK_ERR(gemm_f32(NULL, &g, NULL), OG_ERR_INVALID_ARGUMENT, "negative");
 }
+
+/* ---- the MatMul kernel on a thread pool (the node-test runner uses one thread) ---- */
+
+#include "kernels/cpu/matmul.h"
+
+typedef struct fake_exec {
+    tensor out;
+    void *scratch[16];
+    int n_scratch;
+} fake_exec;
+
+static og_status *fake_output(kernel_ctx *ctx, int index, og_dtype dtype, int rank,
+                              const int64_t *dims, tensor **out) {
+    fake_exec *e = ctx->exec;
+    OG_TRY(tensor_set_shape(&e->out, dtype, rank, dims));
+    OG_TRY(tensor_alloc_data(&e->out));
+    *out = &e->out;
+    return NULL;
+}
+
+static og_status *fake_scratch(kernel_ctx *ctx, size_t size, void **out) {
+    fake_exec *e = ctx->exec;
+    if (e->n_scratch == 16) return og_oom();
+    void *p = aligned_alloc(64, (size + 63) / 64 * 64);
+    if (!p) return og_oom();
+    e->scratch[e->n_scratch++] = *out = p;
+    return NULL;
+}
+
+/* MatMul of [batch..., M, K] x [bbatch..., K, N] through cpu_matmul on `pool`, checked
+ * against gemm_f32_ref per batch (B's batch broadcast when it is 1). */
+static bool check_matmul(threadpool *pool, int64_t batch, int64_t bbatch, int64_t M,
+                         int64_t N, int64_t K, int line) {
+    tensor a = {0}, b = {0};
+    int64_t ad[3] = {batch, M, K}, bd[3] = {bbatch, K, N};
+    bool ok = !tensor_set_shape(&a, OG_FLOAT32, 3, ad) && !tensor_set_shape(&b, OG_FLOAT32, 3, bd) &&
+              !tensor_alloc_data(&a) && !tensor_alloc_data(&b);
+    fake_exec e = {0};
+    float *ref = malloc(sizeof(float) * (size_t)(batch * M * N + 1));
+    if (!ok || !ref) {
+        test_fail(__FILE__, line, "setup failed");
+        ok = false;
+    }
+    if (ok) {
+        for (int64_t i = 0; i < batch * M * K; i++) ((float *)a.data)[i] = rand_unit();
+        for (int64_t i = 0; i < bbatch * K * N; i++) ((float *)b.data)[i] = rand_unit();
+        const tensor *ins[2] = {&a, &b};
+        graph_node node = {.name = "mm", .op_type = "MatMul", .domain = ""};
+        kernel_ctx ctx = {.node = &node, .opset = 13, .n_inputs = 2, .inputs = ins,
+                          .n_outputs = 1, .pool = pool, .output = fake_output,
+                          .scratch = fake_scratch, .exec = &e, .where = "test"};
+        og_status *s = cpu_matmul(&ctx);
+        if (s) {
+            test_fail(__FILE__, line, "cpu_matmul: %s", og_status_message(s));
+            og_status_free(s);
+            ok = false;
+        }
+    }
+    for (int64_t t = 0; ok && t < batch; t++) {
+        const float *pb = (const float *)b.data + (bbatch == 1 ? 0 : t) * K * N;
+        gemm_f32_args g = {false, false, M, N, K, 1.0f, 0.0f, (const float *)a.data + t * M * K,
+                           K, pb, N, ref + t * M * N, N};
+        gemm_f32_ref(&g);
+    }
+    for (int64_t i = 0; ok && i < batch * M * N; i++) {
+        float got = ((float *)e.out.data)[i];
+        if (!(fabs(got - ref[i]) <= 1e-5 * (double)(K + 1))) {
+            test_fail(__FILE__, line, "batch=%lld/%lld M=%lld N=%lld K=%lld: y[%lld] = %.8g, "
+                      "reference %.8g", (long long)batch, (long long)bbatch, (long long)M,
+                      (long long)N, (long long)K, (long long)i, got, ref[i]);
+            ok = false;
+        }
+    }
+    for (int i = 0; i < e.n_scratch; i++) free(e.scratch[i]);
+    tensor_release(&e.out);
+    tensor_release(&a);
+    tensor_release(&b);
+    free(ref);
+    return ok;
+}
+
+TEST(matmul_kernel_batches_on_a_pool) {
+    threadpool *pool = NULL;
+    CHECK_OK(threadpool_create(3, &pool));
+    /* many small products (split by batch), a few big ones (split inside the gemm),
+     * a shared B (folded into one tall product), decode-like M = 1 */
+    static const int64_t cases[][5] = {
+        {12, 12, 7, 9, 5}, {2, 2, 130, 70, 90}, {3, 3, 150, 100, 120}, {5, 1, 33, 47, 20},
+        {14, 14, 1, 40, 64}, {7, 7, 40, 1, 64}, {1, 1, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int p = 0; p < 2; p++)
+            CHECK(check_matmul(p ? pool : NULL, cases[i][0], cases[i][1], cases[i][2],
+                               cases[i][3], cases[i][4], __LINE__));
+    threadpool_free(pool);
+}

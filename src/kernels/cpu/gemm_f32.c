@@ -310,21 +310,30 @@ static void gemv_rows_range(const gemv_job *J, int64_t c0, int64_t c1) {
         int64_t w = min64(GEMV_CB, c1 - nb), wv = w / VL * VL;
         memset(acc, 0, (size_t)w * sizeof(float));
         int64_t k = 0;
-        for (; k + 4 <= J->K; k += 4) {
-            const float *r0 = J->mat + k * J->ld + nb, *r1 = r0 + J->ld, *r2 = r1 + J->ld,
-                        *r3 = r2 + J->ld;
-            vf x0 = v_set1(J->x[k]), x1 = v_set1(J->x[k + 1]), x2 = v_set1(J->x[k + 2]),
-               x3 = v_set1(J->x[k + 3]);
+        for (; k + 8 <= J->K; k += 8) {
+            const float *r[8];
+            vf xv[8];
+            UNROLL for (int q = 0; q < 8; q++) {
+                r[q] = J->mat + (k + q) * J->ld + nb;
+                xv[q] = v_set1(J->x[k + q]);
+            }
             for (int64_t n = 0; n < wv; n += VL) {
-                vf s = v_fma(x0, v_load(r0 + n), v_load(acc + n));
-                vf t = v_mul(x1, v_load(r1 + n));
-                s = v_fma(x2, v_load(r2 + n), s);
-                t = v_fma(x3, v_load(r3 + n), t);
+#ifdef GEMV_PF
+                UNROLL for (int q = 0; q < 8; q++) __builtin_prefetch(r[q] + n + GEMV_PF);
+#endif
+                vf s = v_fma(xv[0], v_load(r[0] + n), v_load(acc + n));
+                vf t = v_mul(xv[1], v_load(r[1] + n));
+                UNROLL for (int q = 2; q < 8; q += 2) {
+                    s = v_fma(xv[q], v_load(r[q] + n), s);
+                    t = v_fma(xv[q + 1], v_load(r[q + 1] + n), t);
+                }
                 v_store(acc + n, v_add(s, t));
             }
-            for (int64_t n = wv; n < w; n++)
-                acc[n] += J->x[k] * r0[n] + J->x[k + 1] * r1[n] + J->x[k + 2] * r2[n] +
-                          J->x[k + 3] * r3[n];
+            for (int64_t n = wv; n < w; n++) {
+                float v = acc[n];
+                for (int q = 0; q < 8; q++) v += J->x[k + q] * r[q][n];
+                acc[n] = v;
+            }
         }
         for (; k < J->K; k++) {
             const float *r0 = J->mat + k * J->ld + nb;
