@@ -3,8 +3,13 @@
  * dimension gets stride 0). Output labels index the result; the remaining labels are
  * summed by an odometer whose innermost label runs as a plain strided loop. Operands are
  * read as double, so one path serves every dtype. Ellipsis dimensions become labels
- * numbered after the 52 letters. */
+ * numbered after the 52 letters.
+ *
+ * Two float operands without diagonals, broadcasting or one-sided sums are contractions:
+ * they are permuted into [batch, M, K] and [batch, K, N], multiplied with gemm_f32 and
+ * the [batch, M, N] result permuted into the output order. */
 #include "kernels/cpu/compute2.h"
+#include "kernels/cpu/gemm_f32.h"
 
 #include <string.h>
 
@@ -83,6 +88,91 @@ static og_status *ein_term(const kernel_ctx *ctx, const char *s, size_t len, int
     return NULL;
 }
 
+/* dst (contiguous, dims[0..n)) = src read with strides str. */
+static void ein_gather(float *dst, const float *src, int n, const int64_t *dims,
+                       const int64_t *str) {
+    int64_t total = cpu_dims_prod(dims, 0, n), inner = n ? dims[n - 1] : 1;
+    int64_t is = n ? str[n - 1] : 0;
+    for (int64_t o = 0; o < total; o += inner) {
+        const float *p = src + cpu_offset_of(o / inner, n - 1, dims, str);
+        for (int64_t i = 0; i < inner; i++) *dst++ = p[i * is];
+    }
+}
+
+/* The gemm path; *done stays false when the equation is not a plain contraction. */
+static og_status *ein_matmul(kernel_ctx *ctx, int (*lab)[OG_MAX_RANK], const int *nl,
+                             const int *olab, int no, const int64_t *size, bool *done) {
+    int64_t lstr[2][EIN_MAX_LABELS] = {{0}};
+    bool in[3][EIN_MAX_LABELS] = {{0}};
+    for (int k = 0; k < 2; k++) {
+        const tensor *t = ctx->inputs[k];
+        if (t->dtype != OG_FLOAT32 && t->dtype != OG_FLOAT16 && t->dtype != OG_BFLOAT16)
+            return NULL;
+        int64_t st = 1;
+        for (int d = nl[k] - 1; d >= 0; d--) {
+            int l = lab[k][d];
+            if (in[k][l] || t->dims[d] != size[l]) return NULL;
+            in[k][l] = true, lstr[k][l] = st, st *= t->dims[d];
+        }
+    }
+    for (int d = 0; d < no; d++) in[2][olab[d]] = true;
+    /* label lists per role: 0 batch, 1 M, 2 N, 3 K */
+    int role[4][EIN_MAX_LABELS], nr[4] = {0};
+    int64_t ext[4] = {1, 1, 1, 1};
+    for (int l = 0; l < EIN_MAX_LABELS; l++) {
+        bool a = in[0][l], b = in[1][l], o = in[2][l];
+        if (!a && !b) continue;
+        int r = a && b ? (o ? 0 : 3) : !o ? -1 : a ? 1 : 2;
+        if (r < 0) return NULL;
+        role[r][nr[r]++] = l, ext[r] *= size[l];
+    }
+    const int order[2][3] = {{0, 1, 3}, {0, 3, 2}}; /* A as [B,M,K], B as [B,K,N] */
+    float *op[2];
+    for (int k = 0; k < 2; k++) {
+        const float *src;
+        OG_TRY(cpu_in_f32(ctx, k, &src));
+        int64_t dims[EIN_MAX_LABELS], str[EIN_MAX_LABELS];
+        int n = 0;
+        for (int q = 0; q < 3; q++)
+            for (int i = 0; i < nr[order[k][q]]; i++) {
+                int l = role[order[k][q]][i];
+                dims[n] = size[l], str[n++] = lstr[k][l];
+            }
+        int64_t cnt = cpu_dims_prod(dims, 0, n);
+        OG_TRY(kernel_scratch(ctx, (size_t)cnt * sizeof(float) + 1, (void **)&op[k]));
+        ein_gather(op[k], src, n, dims, str);
+    }
+    int64_t nb = ext[0], M = ext[1], N = ext[2], K = ext[3];
+    float *c;
+    OG_TRY(kernel_scratch(ctx, (size_t)(nb * M * N) * sizeof(float) + 1, (void **)&c));
+    gemm_f32_args g = {.M = M, .N = N, .K = K, .alpha = 1, .lda = K, .ldb = N, .ldc = N};
+    void *work = NULL;
+    size_t need = gemm_f32_work_size(&g);
+    if (need && nb * M * N * K != 0) OG_TRY(kernel_scratch(ctx, need, &work));
+    for (int64_t b = 0; b < nb && M * N != 0; b++) {
+        g.A = op[0] + b * M * K, g.B = op[1] + b * K * N, g.C = c + b * M * N;
+        if (K) OG_TRY(gemm_f32(ctx->pool, &g, work));
+        else memset(g.C, 0, (size_t)(M * N) * sizeof(float));
+    }
+    /* strides of each label in c = [batch..., M..., N...] */
+    int64_t cstr[EIN_MAX_LABELS], st = 1, od[OG_MAX_RANK], ostr[OG_MAX_RANK];
+    const int corder[3] = {2, 1, 0};
+    for (int q = 0; q < 3; q++)
+        for (int i = nr[corder[q]] - 1; i >= 0; i--) {
+            int l = role[corder[q]][i];
+            cstr[l] = st, st *= size[l];
+        }
+    for (int d = 0; d < no; d++) od[d] = size[olab[d]], ostr[d] = cstr[olab[d]];
+    tensor *y;
+    float *yf;
+    OG_TRY(kernel_output(ctx, 0, ctx->inputs[0]->dtype, no, od, &y));
+    OG_TRY(cpu_out_f32(ctx, y, &yf));
+    if (tensor_count(y)) ein_gather(yf, c, no, od, ostr);
+    cpu_out_f32_done(y, yf);
+    *done = true;
+    return NULL;
+}
+
 og_status *cpu_einsum(kernel_ctx *ctx) {
     const char *eq = graph_attr_string(ctx->node, "equation", NULL);
     if (!eq) return kernel_error(ctx, OG_ERR_INVALID_MODEL, "attribute 'equation' is missing");
@@ -151,6 +241,11 @@ og_status *cpu_einsum(kernel_ctx *ctx) {
                     return kernel_error(ctx, OG_ERR_UNSUPPORTED, "output rank is above 8");
                 olab[no++] = l;
             }
+    }
+    if (nin == 2 && ctx->inputs[0]->dtype == ctx->inputs[1]->dtype) {
+        bool done = false;
+        OG_TRY(ein_matmul(ctx, lab, nl, olab, no, size, &done));
+        if (done) return NULL;
     }
     ein_job *j;
     OG_TRY(kernel_scratch(ctx, sizeof *j, (void **)&j));
