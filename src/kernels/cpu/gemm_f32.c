@@ -68,16 +68,13 @@ static inline float v_sum(vf v) { return v; }
 #endif
 
 #define NR (VL * NV)
-#ifndef GEMV_CB_SIZE
-#define GEMV_CB_SIZE 2048
-#endif
 
 enum {
     KC = 256,       /* depth of a packed block */
     MC_PANELS = 8,  /* MR panels per compute tile */
     NC = 4096,      /* columns of a packed B block */
     MB = 1536,      /* rows of a packed A block */
-    GEMV_CB = GEMV_CB_SIZE, /* columns a matrix-vector pass accumulates at once */
+    GEMV_CB = 2048, /* columns a matrix-vector pass accumulates in L1 */
 };
 
 const char *gemm_f32_isa(void) { return GEMM_ISA; }
@@ -303,7 +300,7 @@ static inline void store_y(float *y, const float *acc, int64_t n, float alpha, f
 }
 
 /* y[n] = alpha * sum_k x[k] mat[k, n] + beta y[n] for columns [c0, c1): rows of mat are
- * read as long contiguous runs four at a time into an L1-resident accumulator. */
+ * read as contiguous runs eight at a time into an L1-resident accumulator. */
 static void gemv_rows_range(const gemv_job *J, int64_t c0, int64_t c1) {
     float acc[GEMV_CB] __attribute__((aligned(64)));
     for (int64_t nb = c0; nb < c1; nb += GEMV_CB) {
@@ -318,9 +315,6 @@ static void gemv_rows_range(const gemv_job *J, int64_t c0, int64_t c1) {
                 xv[q] = v_set1(J->x[k + q]);
             }
             for (int64_t n = 0; n < wv; n += VL) {
-#ifdef GEMV_PF
-                UNROLL for (int q = 0; q < 8; q++) __builtin_prefetch(r[q] + n + GEMV_PF);
-#endif
                 vf s = v_fma(xv[0], v_load(r[0] + n), v_load(acc + n));
                 vf t = v_mul(xv[1], v_load(r[1] + n));
                 UNROLL for (int q = 2; q < 8; q += 2) {
