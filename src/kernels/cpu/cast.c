@@ -236,8 +236,8 @@ typedef struct cast_job {
     }
 
 static void cast_block(const cast_job *j, int64_t first, int64_t m) {
-    DIRECT(OG_FLOAT32, OG_FLOAT16, float, uint16_t, f32_to_f16)
-    DIRECT(OG_FLOAT16, OG_FLOAT32, uint16_t, float, f16_to_f32)
+    DIRECT(OG_FLOAT32, OG_FLOAT16, float, uint16_t, mk_f2h)
+    DIRECT(OG_FLOAT16, OG_FLOAT32, uint16_t, float, mk_h2f)
     DIRECT(OG_FLOAT32, OG_BFLOAT16, float, uint16_t, f32_to_bf16)
     DIRECT(OG_BFLOAT16, OG_FLOAT32, uint16_t, float, bf16_to_f32)
     DIRECT(OG_INT64, OG_INT32, int64_t, int32_t, (int32_t))

@@ -32,7 +32,7 @@ static void run_f64(char *const *p, const int64_t *s, int64_t n, const void *par
             for (int64_t k = 0; k < m; k++) y[i + k] = ST(buf[k]);                       \
         }                                                                                \
     }
-HALF_RUNNER(f16, f16_to_f32, f32_to_f16)
+HALF_RUNNER(f16, mk_h2f, mk_f2h)
 HALF_RUNNER(bf16, bf16_to_f32, f32_to_bf16)
 
 og_status *cpu_unary_loop(kernel_ctx *ctx, og_dtype out_dtype, ew_loop_fn fn,
