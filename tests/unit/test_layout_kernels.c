@@ -2,6 +2,7 @@
  * heap), checked against naive index arithmetic. */
 #include "testing.h"
 
+#include "base/threadpool.h"
 #include "kernels/cpu/layout_ops.h"
 
 #include <stdlib.h>
@@ -32,6 +33,8 @@ static og_status *lk_scratch(kernel_ctx *c, size_t n, void **p) {
     return NULL;
 }
 
+static threadpool *lk_pool; /* set by tests that exercise the parallel paths */
+
 static og_status *lk_call(lk_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, int na,
                           const tensor *const *in, int nin, int nout) {
     memset(r, 0, sizeof *r);
@@ -39,7 +42,7 @@ static og_status *lk_call(lk_run *r, kernel_fn fn, int64_t opset, graph_attr *at
                            .n_inputs = nin, .n_outputs = nout, .outputs = r->out_idx,
                            .n_attrs = na, .attrs = attrs};
     r->ctx = (kernel_ctx){.node = &r->node, .opset = opset, .n_inputs = nin, .inputs = in,
-                          .n_outputs = nout, .output = lk_output, .scratch = lk_scratch,
+                          .n_outputs = nout, .pool = lk_pool, .output = lk_output, .scratch = lk_scratch,
                           .exec = r, .where = "test"};
     return fn(&r->ctx);
 }
@@ -211,4 +214,36 @@ TEST(layout_reshape_zero_and_infer) {
     shape[2] = 5;
     CHECK_ERR(lk_call(&r, cpu_reshape, 14, NULL, 0, in, 2, 1), OG_ERR_INVALID_ARGUMENT, "-1");
     lk_free(&r);
+}
+
+TEST(layout_parallel_concat_and_transpose) {
+    /* long rows (chunked across the pool) and a tiled transpose, with 4 threads */
+    enum { N = 700000 };
+    float *a = malloc(sizeof(float) * N), *b = malloc(sizeof(float) * N);
+    CHECK(a && b);
+    for (int i = 0; i < N; i++) a[i] = (float)i, b[i] = (float)-i;
+    CHECK_OK(threadpool_create(4, &lk_pool));
+    int64_t d = N;
+    tensor x = lk_tensor(OG_FLOAT32, 1, &d, a), y = lk_tensor(OG_FLOAT32, 1, &d, b);
+    const tensor *in[2] = {&x, &y};
+    graph_attr axis = lk_int("axis", 0);
+    lk_run r;
+    og_status *st = lk_call(&r, cpu_concat, 13, &axis, 1, in, 2, 1);
+    bool ok = !st && r.out[0].dims[0] == 2 * N;
+    for (int i = 0; ok && i < N; i++)
+        ok = ((float *)r.out[0].data)[i] == a[i] && ((float *)r.out[0].data)[N + i] == b[i];
+    lk_free(&r);
+    int64_t d2[2] = {700, 1000};
+    tensor m = lk_tensor(OG_FLOAT32, 2, d2, a);
+    const tensor *in2[1] = {&m};
+    if (!st) st = lk_call(&r, cpu_transpose, 13, NULL, 0, in2, 1, 1);
+    for (int i = 0; ok && !st && i < 700; i++)
+        for (int j = 0; ok && j < 1000; j++) ok = ((float *)r.out[0].data)[j * 700 + i] == a[i * 1000 + j];
+    lk_free(&r);
+    threadpool_free(lk_pool);
+    lk_pool = NULL;
+    free(a);
+    free(b);
+    CHECK_OK(st);
+    CHECK(ok);
 }

@@ -133,7 +133,8 @@ typedef struct sc_job {
     size_t es;
     int rank, outer_rank; /* outer_rank: dims enumerated per work unit */
     int64_t dims[SC_MAX], dst_st[SC_MAX], src_st[SC_MAX];
-    int64_t blocks; /* transpose mode: row blocks per outer position, else 0 */
+    int64_t blocks; /* transpose mode: row blocks per outer position */
+    int64_t chunk;  /* row mode: elements of the innermost run per work unit */
 } sc_job;
 
 /* Byte offsets of outer position u (over dims[0..outer_rank)). */
@@ -149,13 +150,18 @@ static void sc_offsets(const sc_job *j, int64_t u, int64_t *doff, int64_t *soff)
     *soff = s * (int64_t)j->es;
 }
 
+/* Work unit u = (row, chunk of the innermost run), so that a few long rows (Concat
+ * along axis 0, Expand of a scalar) still spread over the pool. */
 static void sc_rows(void *arg, int64_t begin, int64_t end) {
     const sc_job *j = arg;
     int r = j->rank - 1;
+    int64_t chunks = (j->dims[r] + j->chunk - 1) / j->chunk, es = (int64_t)j->es;
     for (int64_t u = begin; u < end; u++) {
-        int64_t d, s;
-        sc_offsets(j, u, &d, &s);
-        copy_run(j->dst + d, j->src + s, j->es, j->dims[r], j->dst_st[r], j->src_st[r]);
+        int64_t d, s, c0 = (u % chunks) * j->chunk;
+        int64_t n = j->dims[r] - c0 < j->chunk ? j->dims[r] - c0 : j->chunk;
+        sc_offsets(j, u / chunks, &d, &s);
+        copy_run(j->dst + d + c0 * j->dst_st[r] * es, j->src + s + c0 * j->src_st[r] * es,
+                 j->es, n, j->dst_st[r], j->src_st[r]);
     }
 }
 
@@ -217,8 +223,10 @@ void layout_strided_copy(threadpool *pool, void *dst, const void *src, size_t es
     j.outer_rank = r - 1;
     int64_t rows = 1;
     for (int i = 0; i < r - 1; i++) rows *= j.dims[i];
-    int64_t row_bytes = j.dims[r - 1] * (int64_t)es;
-    threadpool_parallel_for(pool, rows, 1 + 65536 / row_bytes, sc_rows, &j);
+    j.chunk = 1 + (1 << 20) / (int64_t)es;
+    int64_t chunks = (j.dims[r - 1] + j.chunk - 1) / j.chunk;
+    int64_t unit_bytes = (chunks > 1 ? j.chunk : j.dims[r - 1]) * (int64_t)es;
+    threadpool_parallel_for(pool, rows * chunks, 1 + 65536 / unit_bytes, sc_rows, &j);
 }
 
 typedef struct memcpy_job {
