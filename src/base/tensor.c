@@ -76,12 +76,22 @@ og_status *tensor_set_shape(tensor *t, og_dtype dtype, int rank, const int64_t *
     return NULL;
 }
 
+void *tensor_empty_data(void) {
+    static _Alignas(64) unsigned char empty[64];
+    return empty;
+}
+
 og_status *tensor_alloc_data(tensor *t) {
+    if (t->nbytes == 0) {
+        t->data = tensor_empty_data();
+        t->owns_data = false;
+        return NULL;
+    }
     size_t size = (t->nbytes + 63) & ~(size_t)63;
     void *p = NULL;
-    if (size && posix_memalign(&p, 64, size) != 0) return og_oom();
+    if (posix_memalign(&p, 64, size) != 0) return og_oom();
     t->data = p;
-    t->owns_data = size != 0;
+    t->owns_data = true;
     return NULL;
 }
 

@@ -13,7 +13,7 @@ struct og_tensor {
     og_dtype dtype;
     int rank;
     int64_t dims[OG_MAX_RANK]; /* dims[0..rank) */
-    void *data;                /* nbytes of elements, row-major; may be NULL when nbytes == 0 */
+    void *data;                /* nbytes of elements, row-major; never NULL (see below) */
     size_t nbytes;
     bool owns_data; /* data was malloc'd for this tensor and is freed with it */
 };
@@ -33,7 +33,13 @@ static inline int64_t tensor_count(const tensor *t) { return shape_count(t->dims
 /* Sets dtype and shape and computes nbytes; data untouched. Error for rank > OG_MAX_RANK,
  * negative dims or overflow. */
 og_status *tensor_set_shape(tensor *t, og_dtype dtype, int rank, const int64_t *dims);
-/* Allocates (64-byte aligned, uninitialized) memory for a tensor whose shape is set. */
+/* Empty tensors point here, so that data is never NULL and kernels may form pointers
+ * into any tensor (pointer arithmetic on NULL is undefined behaviour). Never written:
+ * an empty tensor has no bytes to write. */
+void *tensor_empty_data(void);
+
+/* Allocates (64-byte aligned, uninitialized) memory for a tensor whose shape is set;
+ * an empty tensor gets tensor_empty_data(). */
 og_status *tensor_alloc_data(tensor *t);
 /* Frees owned data (not the struct). */
 void tensor_release(tensor *t);

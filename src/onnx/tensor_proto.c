@@ -168,7 +168,7 @@ static size_t dtype_align(og_dtype dt) {
 /* Points the tensor at bytes in a mapping, or copies them when misaligned. */
 static og_status *set_bytes(model *m, tensor *t, const uint8_t *p, size_t n) {
     if (n == 0) {
-        t->data = NULL;
+        t->data = tensor_empty_data();
         return NULL;
     }
     if ((uintptr_t)p % dtype_align(t->dtype) == 0) {

@@ -47,7 +47,7 @@ og_status *og_tensor_wrap(og_dtype dtype, const int64_t *dims, int rank, void *d
         free(t);
         return st;
     }
-    t->data = data;
+    t->data = data ? data : tensor_empty_data();
     t->owns_data = false;
     *out = t;
     return NULL;
