@@ -1,0 +1,81 @@
+/* The tokenizer layer: Hugging Face tokenizer.json (BPE models) in C.
+ *
+ * It stands apart from graphs and sessions. Supported: BPE in both flavours that LLM
+ * packages use (byte-level as in GPT-2 / Qwen / Llama-3, SentencePiece-style as in
+ * Llama-2 / Phi-3 with Metaspace and <0xNN> byte fallback), the common normalizers,
+ * pre-tokenizers, decoders and post-processors, added and special tokens. Anything
+ * else in tokenizer.json is refused at load time with OG_ERR_UNSUPPORTED naming the
+ * JSON path, so a tokenizer either loads and matches HF `tokenizers`, or does not load.
+ *
+ * Text is UTF-8. Input that is not valid UTF-8 is encoded as if every maximal invalid
+ * subsequence had been replaced by U+FFFD (what Python's bytes.decode("utf-8",
+ * "replace") produces before handing a str to HF tokenizers). Decoded text is always
+ * valid UTF-8.
+ *
+ * Thread safety: a loaded tokenizer is immutable apart from an internal, locked word
+ * cache, so tok_encode / tok_decode may run concurrently on one tokenizer. A stream is
+ * for one thread at a time. */
+#ifndef OG_TOKENIZER_TOKENIZER_H
+#define OG_TOKENIZER_TOKENIZER_H
+
+#include "onnx_genai.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tok_tokenizer tok_tokenizer;
+typedef struct tok_stream tok_stream;
+
+/* Loads a tokenizer. `path` is a package folder holding tokenizer.json (and optionally
+ * tokenizer_config.json, read for bos/eos tokens and add_bos_token/add_eos_token), or
+ * the path of a tokenizer.json file itself (tokenizer_config.json is then looked for
+ * beside it). On success *out owns the tokenizer: free it with tok_tokenizer_free.
+ * Errors: OG_ERR_NOT_FOUND / OG_ERR_IO (file), OG_ERR_INVALID_MODEL (malformed JSON or
+ * inconsistent vocabulary, naming the file), OG_ERR_UNSUPPORTED (a construct we do not
+ * implement, naming its JSON path). */
+og_status *tok_tokenizer_load(const char *path, tok_tokenizer **out);
+void tok_tokenizer_free(tok_tokenizer *tok);
+
+/* Encodes `len` bytes of `text` (need not be NUL-terminated, may contain NUL). When
+ * add_special_tokens is true the post-processor (e.g. a BOS template) is applied.
+ * On success *ids is a malloc'ed array of *n ids that the caller frees with free();
+ * for an empty result *ids may be NULL with *n == 0. */
+og_status *tok_encode(const tok_tokenizer *tok, const char *text, size_t len,
+                      bool add_special_tokens, int32_t **ids, size_t *n);
+
+/* Decodes ids to text. skip_special_tokens drops ids of added tokens marked special.
+ * Ids that name no token are dropped (as HF tokenizers does). On success *text is a
+ * malloc'ed NUL-terminated UTF-8 string that the caller frees with free(); *text_len
+ * (may be NULL) receives its length without the NUL. */
+og_status *tok_decode(const tok_tokenizer *tok, const int32_t *ids, size_t n,
+                      bool skip_special_tokens, char **text, size_t *text_len);
+
+/* Streaming decoder for generation: feed ids one at a time, get back only text that is
+ * complete (never a partial UTF-8 character, never text that a later id could still
+ * change). The concatenation of every piece plus the flush equals tok_decode of all
+ * ids. The stream borrows `tok`, which must outlive it. */
+og_status *tok_stream_new(const tok_tokenizer *tok, bool skip_special_tokens,
+                          tok_stream **out);
+/* Feeds one id. *piece points at the new text (NUL-terminated, possibly ""), owned by
+ * the stream and valid until the next call on it; *piece_len (may be NULL) gets its
+ * length. */
+og_status *tok_stream_feed(tok_stream *s, int32_t id, const char **piece, size_t *piece_len);
+/* Emits whatever is still held back (e.g. an incomplete UTF-8 tail, as U+FFFD) and
+ * resets the stream. Same ownership as tok_stream_feed. */
+og_status *tok_stream_flush(tok_stream *s, const char **piece, size_t *piece_len);
+void tok_stream_free(tok_stream *s);
+
+/* The id of a token string (added tokens first, then the model's vocabulary), or -1. */
+int32_t tok_token_to_id(const tok_tokenizer *tok, const char *token, size_t len);
+/* The token string of an id (NUL-terminated, owned by the tokenizer), or NULL. */
+const char *tok_id_to_token(const tok_tokenizer *tok, int32_t id);
+/* One past the largest id (the model's vocabulary plus added tokens). */
+size_t tok_vocab_size(const tok_tokenizer *tok);
+/* BOS / EOS ids from tokenizer_config.json (bos_token / eos_token), or -1 if unknown. */
+int32_t tok_bos_id(const tok_tokenizer *tok);
+int32_t tok_eos_id(const tok_tokenizer *tok);
+/* Whether id is an added token marked special. */
+bool tok_is_special(const tok_tokenizer *tok, int32_t id);
+
+#endif

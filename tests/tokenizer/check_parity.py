@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Tokenizer parity: our C tokenizer (through tok-cli) against HF tokenizers.
+
+For each tokenizer (the GPT-2 and Phi-3-vision ones from the shared model folder, a
+SentencePiece-style one made by make_sp_tokenizer.py, and two byte-level ones built here
+from the GPT-2 vocabulary with Qwen2's and Llama-3's Split regexes), every case is
+encoded with and without special tokens and decoded (keeping and skipping special
+tokens, and through the streaming decoder); ids and text must match exactly.
+
+Cases: every line of corpus.txt (escapes: \\n newline, \\r carriage return, \\\\
+backslash), blocks of consecutive lines joined by newlines, the whole corpus as one
+text, and byte strings that are not valid UTF-8 (HF gets them decoded with
+errors="replace", which is the behaviour we document).
+
+A tokenizer whose data file is missing is reported as SKIP; a disagreement fails.
+Exit status: 0 when every tokenizer that ran agreed, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                  r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def unescape(line):
+    out, i = [], 0
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line):
+            out.append({"n": "\n", "r": "\r", "\\": "\\"}.get(line[i + 1], line[i:i + 2]))
+            i += 2
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out)
+
+
+def cases(corpus_path):
+    with open(corpus_path, encoding="utf-8") as f:
+        lines = [unescape(l) for l in f.read().split("\n")[:-1]]
+    raw = [l.encode("utf-8") for l in lines]
+    for i in range(0, len(lines), 5):
+        raw.append("\n".join(lines[i:i + 5]).encode("utf-8"))
+    raw.append("\n\n".join(lines).encode("utf-8"))
+    raw.append(b"")
+    # Not UTF-8: a lone continuation byte, a truncated sequence, an overlong form, a
+    # surrogate, bytes past U+10FFFF, a truncated sequence at the very end.
+    raw += [b"abc\x80def", b"caf\xc3 ok", b"\xc0\xafslash", b"sur\xed\xa0\x80rogate",
+            b"big\xf4\x90\x80\x80 and \xff\xfe", b"tail \xe2\x82", b"\xf0\x9f\x98 emoji cut"]
+    return raw
+
+
+def gpt2_based(gpt2_json, pattern, out_dir, llama3):
+    """GPT-2's vocabulary with a regex Split + ByteLevel(use_regex=False) pipeline and
+    added tokens exercising lstrip / rstrip / single_word / normalized."""
+    tok = Tokenizer.from_file(gpt2_json)
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("<|im_start|>", normalized=False),
+                            AddedToken("<|im_end|>", normalized=False),
+                            AddedToken("<mask>", lstrip=True, normalized=False)])
+    tok.add_tokens([AddedToken("[SEP]", rstrip=True, normalized=False),
+                    AddedToken("hello", single_word=True, normalized=True),
+                    AddedToken("\u00c9COLE", normalized=True)])
+    if llama3:
+        bos = tok.token_to_id("<|im_start|>")
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single="<|im_start|> $A", special_tokens=[("<|im_start|>", bos)]),
+        ])
+        j = json.loads(tok.to_str())
+        j["model"]["ignore_merges"] = True
+        tok = Tokenizer.from_str(json.dumps(j))
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "tokenizer.json")
+    tok.save(path)
+    return path
+
+
+def run_one(name, path, cli, work, texts):
+    tok = Tokenizer.from_file(path if path.endswith(".json") else os.path.join(path, "tokenizer.json"))
+    hexfile = os.path.join(work, name + ".hex")
+    with open(hexfile, "w") as f:
+        for t in texts:
+            f.write(t.hex() + "\n")
+    res = subprocess.run([cli, "batch", path, hexfile], capture_output=True)
+    if res.returncode != 0:
+        print(f"FAIL {name}: tok-cli exited {res.returncode}: {res.stderr.decode(errors='replace')}")
+        return len(texts), len(texts)
+    out = res.stdout.decode().split("\n")
+    mismatches = 0
+    shown = 0
+    for i, raw in enumerate(texts):
+        rec = {l[0]: l[2:] for l in out[6 * i:6 * i + 6]}
+        text = raw.decode("utf-8", errors="replace")
+        ours = {
+            "ids": [int(x) for x in rec["E"].split()],
+            "ids_plain": [int(x) for x in rec["N"].split()],
+            "decode": bytes.fromhex(rec["D"]).decode("utf-8"),
+            "decode_skip": bytes.fromhex(rec["S"]).decode("utf-8"),
+            "stream": bytes.fromhex(rec["T"]).decode("utf-8"),
+            "stream_broken_pieces": int(rec["B"]),
+        }
+        ids = tok.encode(text, add_special_tokens=True).ids
+        skip = tok.decode(ids, skip_special_tokens=True)
+        hf = {
+            "ids": ids,
+            "ids_plain": tok.encode(text, add_special_tokens=False).ids,
+            "decode": tok.decode(ids, skip_special_tokens=False),
+            "decode_skip": skip,
+            "stream": skip,
+            "stream_broken_pieces": 0,
+        }
+        bad = [k for k in hf if hf[k] != ours[k]]
+        if bad:
+            mismatches += 1
+            if shown < 8:
+                shown += 1
+                print(f"  mismatch {name} case {i} {text[:60]!r}:")
+                for k in bad:
+                    print(f"    {k}: hf   {str(hf[k])[:300]}")
+                    print(f"    {k}: ours {str(ours[k])[:300]}")
+    return len(texts), mismatches
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    texts = cases(args.corpus)
+
+    gpt2_dir = os.path.join(args.shared, "models/ortgenai/hf-internal-testing/tiny-random-gpt2-fp32")
+    phi3_dir = os.path.join(args.shared, "models/ortgenai/phi3-v")
+    sp_dir = os.path.join(args.work, "sp")
+    subprocess.run([sys.executable, os.path.join(here, "make_sp_tokenizer.py"), sp_dir], check=True)
+
+    todo = [("sp", sp_dir)]
+    for name, d in (("gpt2", gpt2_dir), ("phi3-v", phi3_dir)):
+        if os.path.exists(os.path.join(d, "tokenizer.json")):
+            todo.append((name, d))
+        else:
+            print(f"SKIP {name}: {d}/tokenizer.json is missing")
+    gpt2_json = os.path.join(gpt2_dir, "tokenizer.json")
+    if os.path.exists(gpt2_json):
+        todo.append(("qwen2-style", gpt2_based(gpt2_json, QWEN2_PATTERN, os.path.join(args.work, "qwen2"), False)))
+        todo.append(("llama3-style", gpt2_based(gpt2_json, LLAMA3_PATTERN, os.path.join(args.work, "llama3"), True)))
+    else:
+        print("SKIP qwen2-style, llama3-style: they are built from the GPT-2 tokenizer, which is missing")
+
+    failed = 0
+    for name, path in todo:
+        n, bad = run_one(name, path, args.cli, args.work, texts)
+        print(f"{'ok  ' if bad == 0 else 'FAIL'} {name}: {n} cases, {bad} mismatches")
+        failed += bad > 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
