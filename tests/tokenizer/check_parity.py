@@ -89,6 +89,83 @@ def gpt2_based(gpt2_json, pattern, out_dir, llama3):
     return path
 
 
+def variants(corpus_path, work):
+    """Small BPE tokenizers trained here, one per combination of the components that the
+    real tokenizers above do not use (other normalizers, every Split behaviour with and
+    without invert, the other pre-tokenizers, subword prefix/suffix, unk without byte
+    fallback, no decoder, Bert/Roberta post-processors)."""
+    from tokenizers import models, trainers
+    with open(corpus_path, encoding="utf-8") as f:
+        train = [unescape(l) for l in f.read().split("\n")[:-1]]
+    specials = ["[UNK]", "<s>", "</s>"]
+    out = []
+
+    def build(name, model, norm, pre, dec, post, byte_level=False, **trainer_kw):
+        tok = Tokenizer(model)
+        if norm is not None:
+            tok.normalizer = norm
+        if pre is not None:
+            tok.pre_tokenizer = pre
+        kw = dict(vocab_size=700, special_tokens=specials, limit_alphabet=90, show_progress=False)
+        if byte_level:
+            kw["initial_alphabet"] = pre_tokenizers.ByteLevel.alphabet()
+            kw.pop("limit_alphabet")
+        kw.update(trainer_kw)
+        tok.train_from_iterator(train, trainers.BpeTrainer(**kw))
+        if dec is not None:
+            tok.decoder = dec
+        if post is not None:
+            tok.post_processor = post
+        d = os.path.join(work, "variants", name)
+        os.makedirs(d, exist_ok=True)
+        tok.save(os.path.join(d, "tokenizer.json"))
+        out.append((name, os.path.join(d, "tokenizer.json")))
+
+    build("subword-affixes",
+          models.BPE(unk_token="[UNK]", continuing_subword_prefix="##", end_of_word_suffix="</w>"),
+          normalizers.Sequence([normalizers.NFD(), normalizers.StripAccents(), normalizers.Lowercase(),
+                                normalizers.Strip()]),
+          pre_tokenizers.BertPreTokenizer(), None,
+          processors.BertProcessing(("</s>", 2), ("<s>", 1)),
+          continuing_subword_prefix="##", end_of_word_suffix="</w>")
+    build("nfkd-whitespace-split",
+          models.BPE(unk_token="[UNK]", fuse_unk=True),
+          normalizers.Sequence([normalizers.NFKD(), normalizers.Replace("  ", " "),
+                                normalizers.Prepend("\u00a7"), normalizers.Strip(left=False, right=True)]),
+          pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                   pre_tokenizers.Punctuation(behavior="contiguous"),
+                                   pre_tokenizers.Digits(individual_digits=False)]),
+          decoders.Sequence([decoders.Replace(Regex("[aeiou]"), "_"), decoders.Fuse(),
+                             decoders.Strip(" ", 1, 0)]),
+          processors.RobertaProcessing(("</s>", 2), ("<s>", 1)))
+    build("whitespace-lowercase",
+          models.BPE(unk_token="[UNK]"),
+          normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()]),
+          pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.CharDelimiterSplit("-")]),
+          None, None)
+    build("metaspace-always",
+          models.BPE(unk_token="[UNK]", fuse_unk=True),
+          normalizers.Lowercase(),
+          pre_tokenizers.Metaspace(prepend_scheme="always", split=False),
+          decoders.Metaspace(prepend_scheme="always"),
+          processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)]))
+    build("metaspace-never",
+          models.BPE(unk_token="[UNK]"),
+          None,
+          pre_tokenizers.Metaspace(prepend_scheme="never", split=True),
+          decoders.Metaspace(prepend_scheme="never"), None)
+    for behavior in ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"):
+        for invert in (False, True):
+            build(f"split-{behavior}{'-invert' if invert else ''}",
+                  models.BPE(),
+                  None,
+                  pre_tokenizers.Sequence([
+                      pre_tokenizers.Split(Regex(r"\s+|[,.!?]") if not invert else " ", behavior, invert=invert),
+                      pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=False)]),
+                  decoders.ByteLevel(), None, byte_level=True)
+    return out
+
+
 def run_one(name, path, cli, work, texts):
     tok = Tokenizer.from_file(path if path.endswith(".json") else os.path.join(path, "tokenizer.json"))
     hexfile = os.path.join(work, name + ".hex")
@@ -164,6 +241,7 @@ def main():
     else:
         print("SKIP qwen2-style, llama3-style: they are built from the GPT-2 tokenizer, which is missing")
 
+    todo += variants(args.corpus, args.work)
     failed = 0
     for name, path in todo:
         n, bad = run_one(name, path, args.cli, args.work, texts)
