@@ -115,11 +115,12 @@ static void q_range(og_dtype dt, float *lo, float *hi) {
     }
 }
 
-/* Scale (and zero-point) index of element (row r, inner index i). */
-static inline int64_t q_sidx(const q_job *j, int64_t r, int64_t i) {
+/* Scale (and zero-point) index of row r's element 0, and its step along the row. */
+static inline int64_t q_sbase(const q_job *j, int64_t r, int64_t *step) {
+    *step = j->mode == 2;
     if (j->mode == 0) return 0;
     if (j->mode == 1) return r % j->len;
-    return ((r / j->len) * j->sa + (r % j->len) / j->bs) * j->inner + i;
+    return ((r / j->len) * j->sa + (r % j->len) / j->bs) * j->inner;
 }
 
 static inline float q_zero(const q_job *j, int64_t s) {
@@ -130,12 +131,14 @@ static inline float q_zero(const q_job *j, int64_t s) {
 static void deq_rows(void *arg, int64_t b, int64_t e) {
     const q_job *j = arg;
     bool use_zp = !j->mf; /* float8/float4 zero points carry no offset */
-    for (int64_t r = b; r < e; r++)
+    for (int64_t r = b; r < e; r++) {
+        int64_t step, s0 = q_sbase(j, r, &step);
         for (int64_t i = 0; i < j->inner; i++) {
-            int64_t k = r * j->inner + i, s = q_sidx(j, r, i);
+            int64_t k = r * j->inner + i, s = s0 + i * step;
             float v = q_ld(j->x, j->xdt, k, j->lut);
             j->yf[k] = (v - (use_zp ? q_zero(j, s) : 0.0f)) * j->scale[s];
         }
+    }
 }
 
 static void q_rows(void *arg, int64_t b, int64_t e) {
@@ -143,9 +146,10 @@ static void q_rows(void *arg, int64_t b, int64_t e) {
     float lo = 0, hi = 0;
     if (!j->mf) q_range(j->ydt, &lo, &hi);
     uint8_t *u = j->y;
-    for (int64_t r = b; r < e; r++)
+    for (int64_t r = b; r < e; r++) {
+        int64_t step, s0 = q_sbase(j, r, &step);
         for (int64_t i = 0; i < j->inner; i++) {
-            int64_t k = r * j->inner + i, s = q_sidx(j, r, i);
+            int64_t k = r * j->inner + i, s = s0 + i * step;
             float v = j->xf[k] / j->scale[s];
             unsigned code;
             if (j->mf) {
@@ -164,6 +168,7 @@ static void q_rows(void *arg, int64_t b, int64_t e) {
             else if (k & 1) u[k >> 1] |= (uint8_t)((code & 15) << 4);
             else u[k >> 1] = (uint8_t)(code & 15);
         }
+    }
 }
 
 /* Checks scale (input 1) and zero point (input 2) against x and fills the row layout. */

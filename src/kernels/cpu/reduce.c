@@ -395,13 +395,31 @@ static int topk_cmp_small(const void *a, const void *b) {
     return p->idx < q->idx ? -1 : p->idx > q->idx;
 }
 
+/* Keeps the k best of a line sorted in pairs[0..k): cheap when k is small, since most
+ * values lose to the current k-th at once. */
+static void topk_select(topk_pair *pairs, int64_t k, topk_pair p, int64_t *n, bool large) {
+    int (*cmp)(const void *, const void *) = large ? topk_cmp_large : topk_cmp_small;
+    if (*n == k && cmp(&p, &pairs[k - 1]) >= 0) return;
+    int64_t i = *n < k ? (*n)++ : k - 1;
+    for (; i > 0 && cmp(&p, &pairs[i - 1]) < 0; i--) pairs[i] = pairs[i - 1];
+    pairs[i] = p;
+}
+
 static void topk_line(const line_job *j, topk_pair *pairs, int64_t l) {
     size_t es = dtype_size(j->dt);
     int64_t outer = l / j->inner, in = l % j->inner;
     int64_t base = outer * j->len * j->inner + in, obase = outer * j->k * j->inner + in;
-    for (int64_t i = 0; i < j->len; i++)
-        pairs[i] = (topk_pair){topk_key(j->x, j->dt, base + i * j->inner), i};
-    qsort(pairs, (size_t)j->len, sizeof *pairs, j->flag_a ? topk_cmp_large : topk_cmp_small);
+    if (j->k <= 64 && j->k * 8 < j->len) {
+        int64_t n = 0;
+        for (int64_t i = 0; i < j->len; i++)
+            topk_select(pairs, j->k, (topk_pair){topk_key(j->x, j->dt, base + i * j->inner), i},
+                        &n, j->flag_a);
+    } else {
+        for (int64_t i = 0; i < j->len; i++)
+            pairs[i] = (topk_pair){topk_key(j->x, j->dt, base + i * j->inner), i};
+        qsort(pairs, (size_t)j->len, sizeof *pairs,
+              j->flag_a ? topk_cmp_large : topk_cmp_small);
+    }
     for (int64_t t = 0; t < j->k; t++) {
         int64_t o = obase + t * j->inner;
         memcpy((char *)j->y + o * es, (const char *)j->x + (base + pairs[t].idx * j->inner) * es,
