@@ -652,7 +652,7 @@ static bool ends_with_replacement(const tok_buf *b) {
 static og_status *stream_emit(tok_stream *s, bool reset) {
     const tok_buf *f = &s->full;
     size_t from = s->ctx_text.n;
-    if (from > f->n || memcmp(f->p, s->ctx_text.p, from) != 0) {
+    if (from > f->n || (from && memcmp(f->p, s->ctx_text.p, from) != 0)) {
         /* The decoder changed earlier text: emit from the first difference, at a
          * character boundary, rather than repeat or lose text. */
         size_t k = 0, lim = from < f->n ? from : f->n;
