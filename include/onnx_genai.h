@@ -196,6 +196,8 @@ void og_model_close(og_model *model);
 /* The config's model.type ("gpt2", "qwen2", ...). Owned by the model. */
 const char *og_model_type(const og_model *model);
 int og_model_vocab_size(const og_model *model);
+/* model.pad_token_id: the id that left-pads shorter prompts of a batch. */
+int32_t og_model_pad_token_id(const og_model *model);
 
 /* Search options. Fill with og_generator_params_default(model), which takes the
  * package's search block (and onnxruntime-genai's defaults where it is silent). */
@@ -247,6 +249,41 @@ og_status *og_generator_get_logits(og_generator *gen, og_tensor **out);
 /* A copy of any output of the last model run, by graph name (e.g. "logits", which is
  * [batch, new_tokens, vocab]). The caller frees *out with og_tensor_free. */
 og_status *og_generator_get_output(og_generator *gen, const char *name, og_tensor **out);
+
+
+/* ---------------------------------------------------------------------------------
+ * Tokenizers (tokenizer.json, BPE in byte-level and SentencePiece style)
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_tokenizer og_tokenizer;
+typedef struct og_tokenizer_stream og_tokenizer_stream;
+
+/* Loads the tokenizer of a package (tokenizer.json and tokenizer_config.json in its
+ * folder). Free with og_tokenizer_free. */
+og_status *og_tokenizer_create(const og_model *model, og_tokenizer **out);
+/* Loads a tokenizer from a folder or a tokenizer.json path. */
+og_status *og_tokenizer_open(const char *path, og_tokenizer **out);
+void og_tokenizer_free(og_tokenizer *tok);
+
+/* Text (UTF-8, len bytes) -> ids, with the post-processor's special tokens (e.g. BOS)
+ * when add_special_tokens is non-zero. *ids is owned by the caller: free with og_free. */
+og_status *og_tokenizer_encode(const og_tokenizer *tok, const char *text, size_t len,
+                               int add_special_tokens, int32_t **ids, size_t *n);
+/* Ids -> text, NUL-terminated. *text is owned by the caller: free with og_free. */
+og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size_t n,
+                               int skip_special_tokens, char **text);
+/* Frees memory that this API handed to the caller (ids, text). NULL is a no-op. */
+void og_free(void *p);
+
+/* Streaming decode: feed generated ids one at a time; each call yields only complete
+ * text (never a broken UTF-8 sequence). Free with og_tokenizer_stream_free. The stream
+ * borrows tok, which must outlive it. */
+og_status *og_tokenizer_stream_create(const og_tokenizer *tok, og_tokenizer_stream **out);
+/* *piece is owned by the stream and valid until its next call. */
+og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece);
+/* Whatever is still held back at the end of generation. */
+og_status *og_tokenizer_stream_flush(og_tokenizer_stream *s, const char **piece);
+void og_tokenizer_stream_free(og_tokenizer_stream *s);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,8 @@ static const char usage[] =
     "usage: onnx-genai COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
+    "  generate [-m] DIR [-p TEXT | --ids 1,2,3] [options]\n"
+    "                                 generate text with a model package (see generate --help)\n"
     "  show FILE.onnx                 IR version, opsets, inputs/outputs, op histogram,\n"
     "                                 initializer bytes, external-data files\n"
     "  infer FILE.onnx --input NAME=PATH.pb ... [--output-dir DIR] [--threads N]\n"
@@ -35,6 +37,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
     if (strcmp(cmd, "show") == 0) return cli_show(argc - 1, argv + 1);
     if (strcmp(cmd, "infer") == 0) return cli_infer(argc - 1, argv + 1);
     if (strcmp(cmd, "bench-load") == 0) return cli_bench_load(argc - 1, argv + 1);

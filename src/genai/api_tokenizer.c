@@ -1,0 +1,83 @@
+/* The public og_tokenizer functions over the tokenizer layer. */
+#include "genai/model.h"
+#include "genai/config.h"
+#include "tokenizer/tokenizer.h"
+
+#include <stdlib.h>
+
+struct og_tokenizer {
+    tok_tokenizer *t;
+};
+
+struct og_tokenizer_stream {
+    tok_stream *s;
+};
+
+og_status *og_tokenizer_open(const char *path, og_tokenizer **out) {
+    if (!path || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_open: NULL argument");
+    og_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return og_oom();
+    og_status *st = tok_tokenizer_load(path, &t->t);
+    if (st) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return NULL;
+}
+
+og_status *og_tokenizer_create(const og_model *model, og_tokenizer **out) {
+    if (!model) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_create: NULL model");
+    return og_tokenizer_open(model->cfg->dir, out);
+}
+
+void og_tokenizer_free(og_tokenizer *tok) {
+    if (!tok) return;
+    tok_tokenizer_free(tok->t);
+    free(tok);
+}
+
+og_status *og_tokenizer_encode(const og_tokenizer *tok, const char *text, size_t len,
+                               int add_special_tokens, int32_t **ids, size_t *n) {
+    if (!tok || (!text && len) || !ids || !n)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_encode: NULL argument");
+    return tok_encode(tok->t, text ? text : "", len, add_special_tokens != 0, ids, n);
+}
+
+og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size_t n,
+                               int skip_special_tokens, char **text) {
+    if (!tok || (!ids && n) || !text)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_decode: NULL argument");
+    return tok_decode(tok->t, ids, n, skip_special_tokens != 0, text, NULL);
+}
+
+void og_free(void *p) { free(p); }
+
+og_status *og_tokenizer_stream_create(const og_tokenizer *tok, og_tokenizer_stream **out) {
+    if (!tok || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_create: NULL");
+    og_tokenizer_stream *s = calloc(1, sizeof *s);
+    if (!s) return og_oom();
+    og_status *st = tok_stream_new(tok->t, true, &s->s);
+    if (st) {
+        free(s);
+        return st;
+    }
+    *out = s;
+    return NULL;
+}
+
+og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece) {
+    if (!s || !piece) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_decode: NULL");
+    return tok_stream_feed(s->s, id, piece, NULL);
+}
+
+og_status *og_tokenizer_stream_flush(og_tokenizer_stream *s, const char **piece) {
+    if (!s || !piece) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_flush: NULL");
+    return tok_stream_flush(s->s, piece, NULL);
+}
+
+void og_tokenizer_stream_free(og_tokenizer_stream *s) {
+    if (!s) return;
+    tok_stream_free(s->s);
+    free(s);
+}
