@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Write onnxruntime-genai model packages in the model builder's layout.
+
+  make_model.py --from-llama2c CKPT --tokenizer TOK --out DIR [--dtype fp32|fp16|int4]
+                [--accuracy-level 0|4] [--rotary-interleaved] [--asymmetric]
+  make_model.py --synthetic qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b --out DIR
+                [--dtype int4] [--seed N] [--layers N]
+
+Needs onnx and numpy only.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from model_maker import llama2c, synthetic  # noqa: E402
+from model_maker.decoder import BuildOptions  # noqa: E402
+from model_maker.package import write_package  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--from-llama2c", metavar="CKPT", help="llama2.c checkpoint (legacy float32 format)")
+    src.add_argument("--synthetic", choices=sorted(synthetic.SPECS), help="random weights at real shapes")
+    ap.add_argument("--tokenizer", metavar="TOK", help="llama2.c tokenizer.bin (with --from-llama2c)")
+    ap.add_argument("--out", required=True, help="package folder to write")
+    ap.add_argument("--dtype", choices=["fp32", "fp16", "int4"], default=None,
+                    help="weights/activations: fp32, fp16, or int4 MatMulNBits with fp32 activations "
+                         "(default fp32 for llama2.c, int4 for synthetic)")
+    ap.add_argument("--accuracy-level", type=int, choices=[0, 1, 2, 3, 4], default=4,
+                    help="MatMulNBits accuracy_level (builder's CPU default 4; 0 omits the attribute)")
+    ap.add_argument("--block-size", type=int, default=32, choices=[16, 32, 64, 128])
+    ap.add_argument("--asymmetric", action="store_true",
+                    help="int4 with zero points (builder default is symmetric: none)")
+    ap.add_argument("--rotary-interleaved", action="store_true",
+                    help="llama2.c: keep q/k rows as trained, rotary_interleaved=1 in GQA")
+    ap.add_argument("--head-multiple", type=int, default=16,
+                    help="pad head_size with zero dimensions to this multiple, exactly (onnxruntime's "
+                         "GroupQueryAttention needs 16); 0 keeps the model's head size")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=None, help="synthetic: fewer layers (tests)")
+    a = ap.parse_args(argv)
+
+    if a.from_llama2c:
+        if not a.tokenizer:
+            ap.error("--from-llama2c needs --tokenizer")
+        weights = llama2c.Llama2cWeights(a.from_llama2c, keep_interleaved=a.rotary_interleaved)
+        spec = weights.spec()
+        pieces, scores, _ = llama2c.read_tokenizer_bin(a.tokenizer, spec.vocab_size)
+        tok = llama2c.tokenizer_json(pieces, scores)
+        tok_cfg = llama2c.tokenizer_config(spec.context_length)
+        dtype = a.dtype or "fp32"
+    else:
+        spec = synthetic.make_spec(a.synthetic, a.layers)
+        weights = synthetic.RandomWeights(spec, a.seed)
+        tok = synthetic.tokenizer_json(a.synthetic)
+        tok_cfg = synthetic.tokenizer_config(a.synthetic, spec.context_length)
+        dtype = a.dtype or "int4"
+
+    opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
+                        symmetric=not a.asymmetric, head_multiple=a.head_multiple)
+    info = write_package(a.out, spec, weights, opts, tok, tok_cfg)
+    print(f"wrote {info['dir']}: model.onnx {info['model_bytes']} B, model.onnx.data {info['data_bytes']} B, "
+          f"{info['initializers']} initializers")
+    if info["head_size"] != info["true_head_size"]:
+        print(f"head_size {info['true_head_size']} padded to {info['head_size']} (zero dimensions)")
+    print("ops: " + ", ".join(f"{k} {v}" for k, v in info["ops"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

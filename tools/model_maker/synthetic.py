@@ -1,0 +1,188 @@
+"""Random-weight models at the real shapes of a few public checkpoints.
+
+Weights are seeded numpy normals, generated one layer at a time (so a full-size model
+never sits in memory at once) and kept small (std 0.02, norms near 1) so activations
+stay finite in fp16 and after int4 rounding. The tokenizer is a small byte-level BPE
+(GPT-2 byte alphabet plus a few merges) with the model's special tokens at their real
+ids; the graph keeps the real vocab_size.
+"""
+
+import numpy as np
+
+from .decoder import DecoderSpec
+
+SPECS = {
+    # Qwen/Qwen2.5-0.5B config.json
+    "qwen2.5-0.5b": dict(
+        model_type="qwen2", hidden_size=896, intermediate_size=4864, num_layers=24, num_heads=14,
+        num_kv_heads=2, head_size=64, vocab_size=151936, context_length=32768, rms_eps=1e-6,
+        rope_theta=1000000.0, qkv_bias=True, bos_token_id=151643, eos_token_id=151643,
+        pad_token_id=151643),
+    # Qwen/Qwen3-0.6B config.json
+    "qwen3-0.6b": dict(
+        model_type="qwen3", hidden_size=1024, intermediate_size=3072, num_layers=28, num_heads=16,
+        num_kv_heads=8, head_size=128, vocab_size=151936, context_length=40960, rms_eps=1e-6,
+        rope_theta=1000000.0, qk_norm=True, bos_token_id=151643, eos_token_id=151645,
+        pad_token_id=151643),
+    # meta-llama/Llama-3.2-1B config.json
+    "llama-3.2-1b": dict(
+        model_type="llama", hidden_size=2048, intermediate_size=8192, num_layers=16, num_heads=32,
+        num_kv_heads=8, head_size=64, vocab_size=128256, context_length=131072, rms_eps=1e-5,
+        rope_theta=500000.0,
+        rope_scaling=dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                          original_max_position_embeddings=8192),
+        bos_token_id=128000, eos_token_id=128001, pad_token_id=128001),
+}
+
+SPECIAL_TOKENS = {
+    "qwen2.5-0.5b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
+    "qwen3-0.6b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
+    "llama-3.2-1b": [(128000, "<|begin_of_text|>"), (128001, "<|end_of_text|>"),
+                     (128009, "<|eot_id|>")],
+}
+
+
+def make_spec(name, layers=None):
+    if name not in SPECS:
+        raise ValueError(f"unknown synthetic model {name!r}; one of {', '.join(SPECS)}")
+    spec = DecoderSpec(**SPECS[name])
+    if layers is not None:
+        if layers < 1:
+            raise ValueError("--layers must be at least 1")
+        spec.num_layers = layers
+    return spec
+
+
+class RandomWeights:
+    STD = 0.02
+
+    def __init__(self, spec, seed):
+        self.s = spec
+        self.seed = seed
+
+    def _rng(self, *key):
+        return np.random.default_rng([self.seed, *key])
+
+    def _normal(self, rng, shape, std=None):
+        return (rng.standard_normal(shape, dtype=np.float32) * np.float32(std or self.STD))
+
+    def _norm(self, rng, n):
+        return (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+
+    def embed(self):
+        return self._normal(self._rng(1), (self.s.vocab_size, self.s.hidden_size))
+
+    def layer(self, i):
+        s = self.s
+        rng = self._rng(2, i)
+        h, f = s.hidden_size, s.intermediate_size
+        q, kv = s.num_heads * s.head_size, s.num_kv_heads * s.head_size
+        w = {
+            "input_norm": self._norm(rng, h), "post_norm": self._norm(rng, h),
+            "q": self._normal(rng, (q, h)), "k": self._normal(rng, (kv, h)), "v": self._normal(rng, (kv, h)),
+            "o": self._normal(rng, (h, q)),
+            "gate": self._normal(rng, (f, h)), "up": self._normal(rng, (f, h)), "down": self._normal(rng, (h, f)),
+        }
+        if s.qkv_bias:
+            w["q_bias"] = self._normal(rng, q, 0.1)
+            w["k_bias"] = self._normal(rng, kv, 0.1)
+            w["v_bias"] = self._normal(rng, kv, 0.1)
+        if s.qk_norm:
+            w["q_norm"] = self._norm(rng, s.head_size)
+            w["k_norm"] = self._norm(rng, s.head_size)
+        return w
+
+    def final_norm(self):
+        return self._norm(self._rng(3), self.s.hidden_size)
+
+    def lm_head(self):
+        # all three models tie lm_head to the embedding
+        return self.embed()
+
+
+def _bytes_to_unicode():
+    # GPT-2's reversible byte -> printable character map used by ByteLevel
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) \
+        + list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+# A few common English merges so that the tokenizer does more than map bytes.
+_MERGE_WORDS = ["the", "and", "ing", "ion", "ed", "er", "in", "on", "an", "re", "he", "at", "is",
+                "it", "or", "en", "to", "of", "as", "es", " t", " a", " s", " the", " and", " of",
+                " to", " in", " is", " it", "hello", " world", "ll", "ou"]
+
+
+def tokenizer_json(name):
+    b2u = _bytes_to_unicode()
+    vocab = {b2u[b]: i for i, b in enumerate(range(256))}
+    merges = []
+    for word in _MERGE_WORDS:
+        sym = [b2u[b] for b in word.encode("utf-8")]
+        # merge left to right, adding each intermediate piece
+        while len(sym) > 1:
+            a, b = sym[0], sym[1]
+            if (a, b) not in merges:
+                merges.append((a, b))
+            if a + b not in vocab:
+                vocab[a + b] = len(vocab)
+            sym = [a + b] + sym[2:]
+    specials = SPECIAL_TOKENS[name]
+    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, c in specials]
+    is_llama = name.startswith("llama")
+    pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+    tok = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None if is_llama else {"type": "NFC"},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+        ]},
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                           "use_regex": False},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                  "ignore_merges": is_llama, "vocab": vocab, "merges": [[a, b] for a, b in merges]},
+    }
+    if is_llama:
+        bos = specials[0][1]
+        tok["post_processor"] = {"type": "TemplateProcessing",
+                                 "single": [{"SpecialToken": {"id": bos, "type_id": 0}},
+                                            {"Sequence": {"id": "A", "type_id": 0}}],
+                                 "pair": [{"SpecialToken": {"id": bos, "type_id": 0}},
+                                          {"Sequence": {"id": "A", "type_id": 0}},
+                                          {"SpecialToken": {"id": bos, "type_id": 1}},
+                                          {"Sequence": {"id": "B", "type_id": 1}}],
+                                 "special_tokens": {bos: {"id": bos, "ids": [specials[0][0]], "tokens": [bos]}}}
+    return tok
+
+
+def tokenizer_config(name, context_length):
+    specials = SPECIAL_TOKENS[name]
+    cfg = {
+        "add_prefix_space": False,
+        "added_tokens_decoder": {str(i): {"content": c, "lstrip": False, "normalized": False, "rstrip": False,
+                                          "single_word": False, "special": True} for i, c in specials},
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": context_length,
+    }
+    if name.startswith("llama"):
+        cfg.update(bos_token=specials[0][1], eos_token=specials[1][1], tokenizer_class="PreTrainedTokenizerFast")
+    else:
+        cfg.update(bos_token=None, eos_token=specials[2][1] if name.startswith("qwen3") else specials[0][1],
+                   pad_token=specials[0][1], errors="replace", split_special_tokens=False,
+                   tokenizer_class="Qwen2Tokenizer")
+    return cfg
