@@ -241,7 +241,9 @@ static og_status *get_int_range(pctx *c, const char *path, const cJSON *v, long 
         snprintf(what, sizeof what, "an integer in [%lld, %lld]", lo, hi);
     if (!cJSON_IsNumber(v)) return bad_value(c, path, v, what);
     double d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < (double)INT64_MIN || d > (double)INT64_MAX)
+    /* 2^63 itself does not fit: compare against it exactly */
+    if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0 ||
+        d >= 9223372036854775808.0)
         return bad_value(c, path, v, what);
     long long i = (long long)d;
     if (i < lo || i > hi) return bad_value(c, path, v, what);
@@ -327,6 +329,11 @@ static bool in_list(const char *key, const char *const *list) {
 
 static og_status *unknown_key(pctx *c, const char *path) {
     return warnf(c, "%s: %s: unknown key, ignored", c->file, path);
+}
+
+/* An unknown input/output name is still kept: a newer exporter's names need no code. */
+static og_status *unknown_name(pctx *c, const char *path) {
+    return warnf(c, "%s: %s: unknown key, kept as a name", c->file, path);
 }
 
 /* ---- name tables (inputs / outputs) ------------------------------------------------ */
@@ -475,7 +482,7 @@ static og_status *parse_names(pctx *c, const char *path, const cJSON *obj,
         if (why)
             return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is \"%s\": %s", c->file, p,
                              v->valuestring, why);
-        if (!find_name(known, v->string)) OG_TRY(unknown_key(c, p));
+        if (!find_name(known, v->string)) OG_TRY(unknown_name(c, p));
         OG_TRY(kvs_set(out, v->string, v->valuestring, false));
     }
     return NULL;

@@ -12,7 +12,8 @@
  * message naming the file and the key path, e.g.
  *   "<dir>/genai_config.json: search.top_p is 1.5, expected a number in [0, 1]".
  * A key this parser does not know is not an error: it becomes a warning in
- * gen_config.warnings ("model.decoder.foo: unknown key, ignored"). The library never
+ * gen_config.warnings ("model.decoder.foo: unknown key, ignored"; an unknown input or
+ * output name is kept in its table all the same). The library never
  * prints them; the CLI may. Keys that onnxruntime-genai knows but this runtime does not
  * use (audio-model settings, speculative decoding, runtime profiles, ...) are kept
  * silently as raw JSON text in the `extra` tables. */

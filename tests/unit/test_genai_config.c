@@ -374,6 +374,8 @@ TEST(genai_config_unknown_keys_warn) {
         }
     }
     /* an unknown name is still usable: new names need no code */
+    for (int w = 0; w < cfg->n_warnings; w++)
+        if (strstr(cfg->warnings[w], "brand_new_input")) CHECK(strstr(cfg->warnings[w], "kept"));
     CHECK(strcmp(gen_kvs_get(&cfg->model.decoder.c.inputs, "brand_new_input"), "bni") == 0);
     gen_config_free(cfg);
 }
@@ -432,6 +434,8 @@ TEST(genai_config_bad_values) {
          "search.num_return_sequences is 3, expected at most search.num_beams (2)"},
         {"", ", \"search\": {\"min_length\": 10, \"max_length\": 5}", "search.min_length is 10"},
         {"", ", \"search\": {\"random_seed\": -2}", "search.random_seed is -2"},
+        {"", ", \"search\": {\"random_seed\": 9223372036854775808}", "search.random_seed is 9"},
+        {"", ", \"search\": {\"random_seed\": 9223372036854775808}", "search.random_seed is 9"},
         {"", ", \"search\": []", "search is an array, expected an object"},
         {", \"inputs\": {\"past_key_names\": \"past.%d.%d\"}", "",
          "model.decoder.inputs.past_key_names is \"past.%d.%d\": it has more than one %d"},
