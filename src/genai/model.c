@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 og_model_options og_model_options_default(void) {
@@ -202,6 +203,12 @@ og_status *og_model_open(const char *dir, const og_model_options *options, og_mo
     m->dir = strdup(dir);
     if (!m->dir) {
         st = og_oom();
+        goto fail;
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        st = og_errorf(OG_ERR_NOT_FOUND, "%s: no such model folder (expected a package with "
+                       "genai_config.json)", dir);
         goto fail;
     }
     if ((st = gen_config_load(dir, &m->cfg))) goto fail;

@@ -104,7 +104,7 @@ static int parse_ids(const char *s, int32_t **ids, size_t *n) {
 
 #define NEED_ARG()                                                                       \
     do {                                                                                 \
-        if (i + 1 >= argc) return cli_fail("%s needs a value\n%s", a, generate_usage);   \
+        if (i + 1 >= argc) return cli_fail("%s needs a value (see 'onnx-genai generate --help')", a); \
     } while (0)
 #define INT_ARG(field, flag, lo, hi)                                                     \
     do {                                                                                 \
@@ -178,10 +178,11 @@ static int parse_args(int argc, char **argv, opts *o) {
         } else if (a[0] != '-' && !o->model) {
             o->model = a;
         } else {
-            return cli_fail("generate: unknown argument '%s'\n%s", a, generate_usage);
+            return cli_fail("generate: unknown argument '%s' (see 'onnx-genai generate --help')", a);
         }
     }
-    if (!o->model) return cli_fail("generate: no model folder given\n%s", generate_usage);
+    if (!o->model)
+        return cli_fail("generate: no model folder given (see 'onnx-genai generate --help')");
     if (o->have_prompt && o->n_batches)
         return cli_fail("generate: give either -p or --ids, not both");
     return 0;
@@ -302,7 +303,8 @@ int cli_generate(int argc, char **argv) {
             flat[b * width + i] = i < off ? pad : o.ids[b][i - off];
     }
     if ((st = og_generator_create(model, &p, &gen))) goto done;
-    bool streaming = !o.json && batch == 1 && p.num_beams == 1 && tok;
+    /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
+    bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
     if (streaming && (st = og_tokenizer_stream_create(tok, &stream))) goto done;
     double t1 = now_s();
     if ((st = og_generator_append_tokens(gen, flat, batch * width))) goto done;
@@ -359,7 +361,7 @@ int cli_generate(int argc, char **argv) {
             const int32_t *seq;
             size_t len;
             if ((st = og_generator_get_sequence(gen, s, &seq, &len))) goto done;
-            if (tok) {
+            if (tok && !o.n_batches) {
                 char *text;
                 if ((st = og_tokenizer_decode(tok, seq, len, 1, &text))) goto done;
                 printf("%s\n", text);

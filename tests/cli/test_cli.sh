@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The onnx-genai CLI as a user meets it: output of show/generate on real packages, and
+# one-line errors with a non-zero exit on bad input.
+# Usage: test_cli.sh BUILD_DIR SHARED_DIR
+set -u
+bin="$1/onnx-genai"
+shared="$2"
+gpt2="$shared/models/ortgenai/hf-internal-testing/tiny-random-gpt2-fp32"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1: $2"; }
+
+expect_out() { # name, regex, command...
+  local name="$1" re="$2"; shift 2
+  local out; out=$("$@" 2>&1); local rc=$?
+  if [ $rc -ne 0 ]; then bad "$name" "exit $rc: $out"; return; fi
+  if printf '%s' "$out" | grep -Eq -- "$re"; then ok "$name"; else bad "$name" "output lacks /$re/: $out"; fi
+}
+expect_err() { # name, regex, command... : must exit non-zero with one line matching
+  local name="$1" re="$2"; shift 2
+  local out; out=$("$@" 2>&1 >/dev/null); local rc=$?
+  if [ $rc -eq 0 ]; then bad "$name" "exited 0"; return; fi
+  local lines; lines=$(printf '%s\n' "$out" | grep -c .)
+  if printf '%s' "$out" | grep -Eq -- "$re"; then
+    if [ "$lines" -le 2 ]; then ok "$name"; else bad "$name" "error is $lines lines: $out"; fi
+  else bad "$name" "error lacks /$re/: $out"; fi
+}
+
+if [ ! -d "$gpt2" ]; then
+  echo "SKIP: $gpt2 is missing (the shared test models are not beside the project)"
+  skip=1
+else
+  expect_out show_ops '16  MatMul' "$bin" show "$gpt2/past.onnx"
+  expect_out show_inputs 'past_0 +float32 +\[2, batch_size, 4, past_seq_len, 8\]' "$bin" show "$gpt2/past.onnx"
+  expect_out show_contrib 'com\.microsoft\.Attention' "$bin" show "$gpt2/past.onnx"
+  expect_out generate_ids '^0,0,195,731,731,114,114,114,114,114$' "$bin" generate -m "$gpt2" --ids 0,0,195,731 --max-length 10
+  expect_out generate_json '"sequences": \[\[0, 0, 0, 52, 204, 204, 204, 204, 204, 204\], \[0, 0, 195, 731, 731, 114, 114, 114, 114, 114\]\]' \
+    "$bin" generate "$gpt2" --ids 0,0,0,52 --ids 0,0,195,731 --max-length 10 --json
+  expect_err generate_vocab 'token 15496 at position 0 is outside the vocabulary \[0, 1000\)' \
+    "$bin" generate -m "$gpt2" -p "Hello" --max-length 10
+  expect_err generate_too_long 'exceed max_length 3' "$bin" generate -m "$gpt2" --ids 1,2,3,4 --max-length 3
+  expect_err generate_bad_flag "unknown argument '--bogus'" "$bin" generate -m "$gpt2" --bogus
+  expect_err generate_bad_number "--top-p: 'abc' is not a number" "$bin" generate -m "$gpt2" --top-p abc
+  head -c 1000 "$gpt2/past.onnx" > "$tmp/truncated.onnx"
+  expect_err show_truncated 'truncated.onnx: .*(truncated|past the end|remain)' "$bin" show "$tmp/truncated.onnx"
+fi
+expect_err generate_no_model 'genai_config.json' "$bin" generate -m "$tmp/nowhere" --ids 1
+expect_err show_missing 'nothing.onnx: cannot open' "$bin" show "$tmp/nothing.onnx"
+expect_err infer_bad_input "--input expects NAME=PATH.pb" "$bin" infer x.onnx --input oops
+"$bin" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok unknown_command || bad unknown_command "exit status is not 2"
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
