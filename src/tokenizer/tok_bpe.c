@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CACHE_CAP = 1 << 15, CACHE_MAX_WORD = 256, MAX_AFFIX = 64 };
+enum { CACHE_CAP = 1 << 15, CACHE_MAX_WORD = 256, MAX_AFFIX = 64, CHAR_TABLE = 0x800,
+       SCAN_MAX = 96 };
 
 typedef struct cache_ent {
     uint32_t hash, klen, ilen;
@@ -29,7 +30,11 @@ struct tok_cache {
 /* ---- merges map ---- */
 
 static inline size_t merge_slot(uint64_t key, size_t cap) {
-    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+    /* Both halves of the key must reach the low bits (a murmur-style finalizer). */
+    key ^= key >> 33;
+    key *= 0xFF51AFD7ED558CCDull;
+    key ^= key >> 33;
+    return (size_t)key & (cap - 1);
 }
 
 static inline bool merge_get(const tok_bpe *m, int32_t a, int32_t b, uint32_t *rank, int32_t *nid) {
@@ -124,6 +129,12 @@ og_status *tok_bpe_parse(tok_bpe *m, const cJSON *j, const char *file) {
         /* HF only complains once an unknown character needs the token. */
         if (m->unk_id < 0) m->unk_id = -2;
     }
+    m->char_ids = malloc(CHAR_TABLE * sizeof *m->char_ids);
+    if (!m->char_ids) return og_oom();
+    for (int32_t cp = 0; cp < CHAR_TABLE; cp++) {
+        char enc[4];
+        m->char_ids[cp] = tok_smap_get(&m->vocab, enc, tok_utf8_put(cp, enc), -1);
+    }
     for (int b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof name, "<0x%02X>", b);
@@ -189,6 +200,7 @@ void tok_bpe_free(tok_bpe *m) {
     free(m->mnew);
     free(m->prefix);
     free(m->suffix);
+    free(m->char_ids);
     if (m->cache) {
         pthread_mutex_destroy(&m->cache->lock);
         free(m->cache->ents);
@@ -343,6 +355,39 @@ static bool word_add(word *w, int32_t c, size_t len) {
     return true;
 }
 
+/* The same merges as the heap loop below, for short words: repeatedly merge the
+ * adjacent pair of lowest (rank, position). A popped heap entry is only acted on while
+ * its pair is unchanged (a changed pair covers a longer span, so names another token),
+ * so both pick the same pair every step; scanning a few dozen ranks beats the heap. */
+static og_status *merge_scan(const tok_bpe *m, word *wd) {
+    enum { NONE = UINT32_MAX };
+    size_t n = wd->n;
+    int32_t c[SCAN_MAX], nid[SCAN_MAX];
+    uint32_t rank[SCAN_MAX];
+    for (size_t i = 0; i < n; i++) c[i] = wd->s[i].c;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!merge_get(m, c[i], c[i + 1], &rank[i], &nid[i])) rank[i] = NONE;
+    while (n > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < n; i++)
+            if (rank[i] < rank[best]) best = i;
+        if (rank[best] == NONE) break;
+        c[best] = nid[best];
+        size_t tail = n - best - 2;
+        memmove(c + best + 1, c + best + 2, tail * sizeof *c);
+        memmove(rank + best + 1, rank + best + 2, tail * sizeof *rank);
+        memmove(nid + best + 1, nid + best + 2, tail * sizeof *nid);
+        n--;
+        if (best > 0 && !merge_get(m, c[best - 1], c[best], &rank[best - 1], &nid[best - 1]))
+            rank[best - 1] = NONE;
+        if (best + 1 < n && !merge_get(m, c[best], c[best + 1], &rank[best], &nid[best]))
+            rank[best] = NONE;
+    }
+    for (size_t i = 0; i < n; i++) wd->s[i] = (symbol){c[i], 0, 0, 1};
+    wd->n = n;
+    return NULL;
+}
+
 static og_status *merge_word(const tok_bpe *m, const char *w, size_t n, word *wd) {
     char buf[MAX_AFFIX * 2 + 8];
     int32_t unk = -1;
@@ -368,7 +413,8 @@ static og_status *merge_word(const tok_bpe *m, const char *w, size_t n, word *wd
             s = buf;
         }
         i += k;
-        int32_t id = tok_smap_get(&m->vocab, s, sl, -1);
+        int32_t id = s == w + i - k && cp < CHAR_TABLE ? m->char_ids[cp]
+                                                        : tok_smap_get(&m->vocab, s, sl, -1);
         if (id >= 0) {
             if (unk >= 0 && !word_add(wd, unk, unk_len)) return og_oom();
             unk = -1;
@@ -399,6 +445,7 @@ static og_status *merge_word(const tok_bpe *m, const char *w, size_t n, word *wd
     }
     if (unk >= 0 && !word_add(wd, unk, unk_len)) return og_oom();
 
+    if (wd->n <= SCAN_MAX) return merge_scan(m, wd);
     heap h = {0};
     og_status *st = NULL;
     for (size_t i = 0; i + 1 < wd->n; i++) {

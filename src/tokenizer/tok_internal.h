@@ -171,6 +171,7 @@ typedef struct tok_bpe {
     char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix, or NULL */
     size_t prefix_len, suffix_len;
     int32_t byte_ids[256]; /* ids of <0xNN>, -1 if absent */
+    int32_t *char_ids;     /* id of each single character below U+0800, -1 if none */
     tok_cache *cache;
 } tok_bpe;
 og_status *tok_bpe_parse(tok_bpe *m, const cJSON *j, const char *file);
@@ -219,6 +220,10 @@ typedef struct tok_added {
 typedef struct tok_matcher {
     const tok_added **by_byte[256]; /* candidates by first byte, longest first */
     size_t n_by_byte[256];
+    /* Per first byte: which second bytes any candidate has, and whether a one-byte
+     * candidate exists -- rejects most positions without a string compare. */
+    uint64_t second[256][4];
+    bool single[256];
 } tok_matcher;
 
 /* ---- post-processor, compiled to the single-sequence template ---- */

@@ -71,6 +71,11 @@ static og_status *build_matcher(tok_matcher *mt, tok_added *added, size_t n, boo
         if (!v) return og_oom();
         v[mt->n_by_byte[b]++] = &added[i];
         mt->by_byte[b] = v;
+        if (added[i].match_len == 1) mt->single[b] = true;
+        else {
+            unsigned char b2 = (unsigned char)added[i].match[1];
+            mt->second[b][b2 >> 6] |= 1ull << (b2 & 63);
+        }
     }
     for (int b = 0; b < 256; b++)
         if (mt->n_by_byte[b] > 1)
@@ -96,6 +101,11 @@ static const tok_added *find_added(const tok_matcher *mt, const char *s, size_t 
         unsigned char b = (unsigned char)s[p];
         size_t k = mt->n_by_byte[b];
         if (!k) continue;
+        if (!mt->single[b]) {
+            if (p + 1 >= n) continue;
+            unsigned char b2 = (unsigned char)s[p + 1];
+            if (!(mt->second[b][b2 >> 6] >> (b2 & 63) & 1)) continue;
+        }
         const tok_added **c = mt->by_byte[b];
         for (size_t i = 0; i < k; i++)
             if (c[i]->match_len <= n - p && !memcmp(s + p, c[i]->match, c[i]->match_len)) {
