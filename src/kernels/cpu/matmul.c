@@ -212,8 +212,9 @@ og_status *cpu_matmul(kernel_ctx *ctx) {
     OG_TRY(cpu_in_f32(ctx, 0, &fa));
     OG_TRY(cpu_in_f32(ctx, 1, &fb));
     OG_TRY(cpu_out_f32(ctx, y, &fy));
+    int64_t count = s.batch * s.M * s.N;
     if (s.K == 0) {
-        memset(fy, 0, sizeof(float) * (size_t)(s.batch * s.M * s.N));
+        if (count > 0) memset(fy, 0, sizeof(float) * (size_t)count);
     } else {
         OG_TRY(matmul_f32(ctx, &s, fa, fb, fy));
     }
