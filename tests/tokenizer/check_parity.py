@@ -9,7 +9,7 @@ tokens, and through the streaming decoder); ids and text must match exactly.
 
 Cases: every line of corpus.txt (escapes: \\n newline, \\r carriage return, \\\\
 backslash), blocks of consecutive lines joined by newlines, the whole corpus as one
-text, and byte strings that are not valid UTF-8 (HF gets them decoded with
+text, random mixtures (fixed seed) and byte strings that are not valid UTF-8 (HF gets them decoded with
 errors="replace", which is the behaviour we document).
 
 A tokenizer whose data file is missing is reported as SKIP; a disagreement fails.
@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 
@@ -41,7 +42,7 @@ def unescape(line):
     return "".join(out)
 
 
-def cases(corpus_path):
+def cases(corpus_path, seed=1234, n_random=150):
     with open(corpus_path, encoding="utf-8") as f:
         lines = [unescape(l) for l in f.read().split("\n")[:-1]]
     raw = [l.encode("utf-8") for l in lines]
@@ -53,6 +54,34 @@ def cases(corpus_path):
     # surrogate, bytes past U+10FFFF, a truncated sequence at the very end.
     raw += [b"abc\x80def", b"caf\xc3 ok", b"\xc0\xafslash", b"sur\xed\xa0\x80rogate",
             b"big\xf4\x90\x80\x80 and \xff\xfe", b"tail \xe2\x82", b"\xf0\x9f\x98 emoji cut"]
+    # Random text from a fixed seed: pieces of the corpus, random code points from
+    # several planes, runs of spaces, special-token fragments and stray bytes.
+    import random
+    rng = random.Random(seed)
+    alphabet = [" ", "  ", "\n", "\t", "<|endoftext|>", "<s>", "</s>", "<|user|>", "<|", "|>",
+                "\u2581", "'s", "'LL", "0", "42", "\u0301", "\u200d", "\U0001F600", "\ufffd"]
+    for _ in range(n_random):
+        parts = []
+        for _ in range(rng.randint(1, 12)):
+            r = rng.random()
+            if r < 0.3:
+                parts.append(rng.choice(alphabet).encode())
+            elif r < 0.55:
+                line = rng.choice(lines)
+                a = rng.randint(0, len(line))
+                parts.append(line[a:a + rng.randint(1, 20)].encode())
+            elif r < 0.85:
+                cp = rng.choice([rng.randint(0x20, 0x7e), rng.randint(0xa0, 0x2fff),
+                                 rng.randint(0x3000, 0xd7ff), rng.randint(0x10000, 0x1faff)])
+                # Only characters that Unicode 3.2 already had: HF's character classes
+                # come from older Unicode tables than utf8proc's (see docs), and random
+                # recent code points would test the table versions, not the logic.
+                if unicodedata.ucd_3_2_0.category(chr(cp)) == "Cn":
+                    cp = 0x41 + cp % 26
+                parts.append(chr(cp).encode())
+            else:
+                parts.append(bytes([rng.randint(0x80, 0xff)]))
+        raw.append(b"".join(parts))
     return raw
 
 
@@ -218,10 +247,12 @@ def main():
     ap.add_argument("--shared", required=True)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--seed", type=int, default=1234, help="seed of the random cases")
+    ap.add_argument("--random", type=int, default=150, help="how many random cases")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
-    texts = cases(args.corpus)
+    texts = cases(args.corpus, args.seed, args.random)
 
     gpt2_dir = os.path.join(args.shared, "models/ortgenai/hf-internal-testing/tiny-random-gpt2-fp32")
     phi3_dir = os.path.join(args.shared, "models/ortgenai/phi3-v")
