@@ -10,5 +10,6 @@ extern const kernel_def cpu_compute_kernels[]; /* matmul, gemm, einsum, reduce, 
 extern const kernel_def cpu_compute2_kernels[]; /* reduce, argmax, topk, softmax, norms, einsum, conv, quantize */
 extern const kernel_def cpu_layout_kernels[];  /* shape, reshape, transpose, slice, gather, scatter, generators */
 extern const kernel_def cpu_contrib_kernels[]; /* com.microsoft: Attention, Embed/SkipLayerNormalization, FastGelu */
+extern const kernel_def cpu_contrib2_kernels[]; /* com.microsoft: GroupQueryAttention, MultiHeadAttention, RotaryEmbedding, RMS norms, gelus */
 
 #endif

@@ -286,11 +286,17 @@ static void gemm_blocked(threadpool *pool, const gemm_f32_args *g, float *work) 
 
 typedef struct gemv_job {
     int64_t K, N;
-    const float *x, *mat;
+    int m;              /* vectors sharing one pass over mat (1..GEMV_MAX_M) */
+    const float *x;     /* vector i at x + i * ldx */
+    int64_t ldx;
+    const float *mat;
     int64_t ld;
-    float *y;
+    float *y;           /* result i at y + i * ldy */
+    int64_t ldy;
     float alpha, beta;
 } gemv_job;
+
+enum { GEMV_MAX_M = 4 };
 
 static inline void store_y(float *y, const float *acc, int64_t n, float alpha, float beta) {
     if (beta == 0)
@@ -299,44 +305,68 @@ static inline void store_y(float *y, const float *acc, int64_t n, float alpha, f
         for (int64_t i = 0; i < n; i++) y[i] = alpha * acc[i] + beta * y[i];
 }
 
-/* y[n] = alpha * sum_k x[k] mat[k, n] + beta y[n] for columns [c0, c1): rows of mat are
- * read as contiguous runs eight at a time into an L1-resident accumulator. */
-static void gemv_rows_range(const gemv_job *J, int64_t c0, int64_t c1) {
+/* y_i[n] = alpha * sum_k x_i[k] mat[k, n] + beta y_i[n] for columns [c0, c1) and the m
+ * vectors i: rows of mat are read as contiguous runs, R at a time, into an L1-resident
+ * accumulator, so mat streams from memory once whatever m is. m and R are constants
+ * after inlining, which lets the register arrays unroll. */
+static inline __attribute__((always_inline)) void gemv_rows_m(const gemv_job *J, int64_t c0,
+                                                              int64_t c1, const int m) {
+    enum { R_MAX = 8 };
+    const int R = m == 1 ? 8 : 4;
     float acc[GEMV_CB] __attribute__((aligned(64)));
-    for (int64_t nb = c0; nb < c1; nb += GEMV_CB) {
-        int64_t w = min64(GEMV_CB, c1 - nb), wv = w / VL * VL;
-        memset(acc, 0, (size_t)w * sizeof(float));
+    const int64_t cw = GEMV_CB / m / VL * VL;
+    for (int64_t nb = c0; nb < c1; nb += cw) {
+        int64_t w = min64(cw, c1 - nb), wv = w / VL * VL;
+        for (int i = 0; i < m; i++) memset(acc + i * cw, 0, (size_t)w * sizeof(float));
         int64_t k = 0;
-        for (; k + 8 <= J->K; k += 8) {
-            const float *r[8];
-            vf xv[8];
-            UNROLL for (int q = 0; q < 8; q++) {
-                r[q] = J->mat + (k + q) * J->ld + nb;
-                xv[q] = v_set1(J->x[k + q]);
-            }
+        for (; k + R <= J->K; k += R) {
+            const float *r[R_MAX];
+            UNROLL for (int q = 0; q < R; q++) r[q] = J->mat + (k + q) * J->ld + nb;
             for (int64_t n = 0; n < wv; n += VL) {
-                vf s = v_fma(xv[0], v_load(r[0] + n), v_load(acc + n));
-                vf t = v_mul(xv[1], v_load(r[1] + n));
-                UNROLL for (int q = 2; q < 8; q += 2) {
-                    s = v_fma(xv[q], v_load(r[q] + n), s);
-                    t = v_fma(xv[q + 1], v_load(r[q + 1] + n), t);
+                vf bv[R_MAX];
+                UNROLL for (int q = 0; q < R; q++) bv[q] = v_load(r[q] + n);
+                UNROLL for (int i = 0; i < m; i++) {
+                    const float *xi = J->x + i * J->ldx + k;
+                    float *ai = acc + i * cw + n;
+                    vf s = v_fma(v_set1(xi[0]), bv[0], v_load(ai));
+                    vf t = v_mul(v_set1(xi[1]), bv[1]);
+                    UNROLL for (int q = 2; q < R; q += 2) {
+                        s = v_fma(v_set1(xi[q]), bv[q], s);
+                        t = v_fma(v_set1(xi[q + 1]), bv[q + 1], t);
+                    }
+                    v_store(ai, v_add(s, t));
                 }
-                v_store(acc + n, v_add(s, t));
             }
-            for (int64_t n = wv; n < w; n++) {
-                float v = acc[n];
-                for (int q = 0; q < 8; q++) v += J->x[k + q] * r[q][n];
-                acc[n] = v;
+            for (int i = 0; i < m; i++) {
+                const float *xi = J->x + i * J->ldx + k;
+                for (int64_t n = wv; n < w; n++) {
+                    float v = acc[i * cw + n];
+                    for (int q = 0; q < R; q++) v += xi[q] * r[q][n];
+                    acc[i * cw + n] = v;
+                }
             }
         }
         for (; k < J->K; k++) {
             const float *r0 = J->mat + k * J->ld + nb;
-            vf x0 = v_set1(J->x[k]);
-            for (int64_t n = 0; n < wv; n += VL)
-                v_store(acc + n, v_fma(x0, v_load(r0 + n), v_load(acc + n)));
-            for (int64_t n = wv; n < w; n++) acc[n] += J->x[k] * r0[n];
+            for (int i = 0; i < m; i++) {
+                float xk = J->x[i * J->ldx + k], *ai = acc + i * cw;
+                vf x0 = v_set1(xk);
+                for (int64_t n = 0; n < wv; n += VL)
+                    v_store(ai + n, v_fma(x0, v_load(r0 + n), v_load(ai + n)));
+                for (int64_t n = wv; n < w; n++) ai[n] += xk * r0[n];
+            }
         }
-        store_y(J->y + nb, acc, w, J->alpha, J->beta);
+        for (int i = 0; i < m; i++)
+            store_y(J->y + i * J->ldy + nb, acc + i * cw, w, J->alpha, J->beta);
+    }
+}
+
+static void gemv_rows_range(const gemv_job *J, int64_t c0, int64_t c1) {
+    switch (J->m) {
+    case 1: gemv_rows_m(J, c0, c1, 1); break;
+    case 2: gemv_rows_m(J, c0, c1, 2); break;
+    case 3: gemv_rows_m(J, c0, c1, 3); break;
+    default: gemv_rows_m(J, c0, c1, 4); break;
     }
 }
 
@@ -405,40 +435,52 @@ static void gemv(threadpool *pool, const gemv_job *J, bool rows) {
     }
 }
 
-/* M == 1 or N == 1: gather the vector operand contiguously if needed, compute into a
- * contiguous y, scatter y if C's column has a stride. */
+/* A few rows of C against an untransposed B: one streaming pass over B per group of
+ * GEMV_MAX_M rows beats packing B when B is big and M tiny (decode, short prompts). */
+static bool small_m(const gemm_f32_args *g) {
+    return g->M > 1 && g->N > 1 && g->M <= 2 * GEMV_MAX_M && !g->trans_b;
+}
+
+/* M == 1, small M, or N == 1: the matrix-vector passes. Vector operands with a stride
+ * are gathered into `work` first; a C column with a stride is computed aside. */
 static void gemm_vector(threadpool *pool, const gemm_f32_args *g, float *work) {
-    gemv_job J = {.K = g->K, .alpha = g->alpha, .beta = g->beta};
-    bool rows;
-    int64_t xstride;
-    const float *xsrc;
-    if (g->M == 1) {
-        /* y[1, N]: x = op(A) row 0, matrix = op(B) */
+    gemv_job J = {.K = g->K, .m = 1, .alpha = g->alpha, .beta = g->beta};
+    if (g->M == 1 || small_m(g)) {
+        /* rows of C: x_i = op(A) row i, matrix = op(B) */
         J.N = g->N;
-        xsrc = g->A;
-        xstride = g->trans_a ? g->lda : 1;
         J.mat = g->B;
         J.ld = g->ldb;
-        rows = !g->trans_b;
-        J.y = g->C;
-    } else {
-        /* y[M, 1]: x = op(B) column 0, matrix = op(A) */
-        J.N = g->M;
-        xsrc = g->B;
-        xstride = g->trans_b ? 1 : g->ldb;
-        J.mat = g->A;
-        J.ld = g->lda;
-        rows = g->trans_a;
-        J.y = g->ldc == 1 ? g->C : work + g->K;
+        J.ldy = g->ldc;
+        for (int64_t i0 = 0; i0 < g->M; i0 += GEMV_MAX_M) {
+            J.m = (int)min64(GEMV_MAX_M, g->M - i0);
+            if (!g->trans_a) {
+                J.x = g->A + i0 * g->lda;
+                J.ldx = g->lda;
+            } else {
+                for (int i = 0; i < J.m; i++)
+                    for (int64_t k = 0; k < g->K; k++) work[i * g->K + k] = g->A[k * g->lda + i0 + i];
+                J.x = work;
+                J.ldx = g->K;
+            }
+            J.y = g->C + i0 * g->ldc;
+            gemv(pool, &J, !g->trans_b);
+        }
+        return;
     }
+    /* y[M, 1]: x = op(B) column 0, matrix = op(A) */
+    J.N = g->M;
+    J.mat = g->A;
+    J.ld = g->lda;
+    J.y = g->ldc == 1 ? g->C : work + g->K;
+    int64_t xstride = g->trans_b ? 1 : g->ldb;
     if (xstride == 1) {
-        J.x = xsrc;
+        J.x = g->B;
     } else {
-        for (int64_t k = 0; k < g->K; k++) work[k] = xsrc[k * xstride];
+        for (int64_t k = 0; k < g->K; k++) work[k] = g->B[k * xstride];
         J.x = work;
     }
     if (J.y != g->C) J.beta = 0;
-    gemv(pool, &J, rows);
+    gemv(pool, &J, g->trans_a);
     if (J.y != g->C)
         for (int64_t i = 0; i < g->M; i++) {
             float *p = &g->C[i * g->ldc];
@@ -448,11 +490,13 @@ static void gemm_vector(threadpool *pool, const gemm_f32_args *g, float *work) {
 
 /* ---- entry ------------------------------------------------------------------------- */
 
-static bool use_vector_path(const gemm_f32_args *g) { return g->M == 1 || g->N == 1; }
+static bool use_vector_path(const gemm_f32_args *g) {
+    return g->M == 1 || g->N == 1 || small_m(g);
+}
 
 size_t gemm_f32_work_size(const gemm_f32_args *g) {
     if (g->M <= 0 || g->N <= 0 || g->K <= 0) return 0;
-    size_t floats = use_vector_path(g) ? (size_t)(g->K + g->M) : blocked_work_floats(g);
+    size_t floats = use_vector_path(g) ? (size_t)(g->K * GEMV_MAX_M + g->M) : blocked_work_floats(g);
     return floats * sizeof(float) + 64;
 }
 
