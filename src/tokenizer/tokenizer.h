@@ -14,7 +14,37 @@
  *
  * Thread safety: a loaded tokenizer is immutable apart from an internal, locked word
  * cache, so tok_encode / tok_decode may run concurrently on one tokenizer. A stream is
- * for one thread at a time. */
+ * for one thread at a time.
+ *
+ * Supported tokenizer.json constructs:
+ *   model          BPE (vocab; merges as "a b" strings or [a, b] pairs; unk_token,
+ *                  fuse_unk, byte_fallback, ignore_merges, continuing_subword_prefix,
+ *                  end_of_word_suffix; dropout null or 0)
+ *   normalizer     NFC NFD NFKC NFKD Lowercase Strip StripAccents Prepend
+ *                  Replace (String or Regex pattern) Sequence
+ *   pre_tokenizer  ByteLevel (add_prefix_space, use_regex) Split (String/Regex, all five
+ *                  behaviors, invert) Metaspace (prepend_scheme always/first/never,
+ *                  split, legacy add_prefix_space) Digits Whitespace WhitespaceSplit
+ *                  Punctuation CharDelimiterSplit BertPreTokenizer Sequence
+ *   decoder        ByteLevel Metaspace ByteFallback Fuse Strip Replace Sequence
+ *   post_processor TemplateProcessing (single: one $A) ByteLevel RobertaProcessing
+ *                  BertProcessing Sequence
+ *   added_tokens   single_word, lstrip, rstrip, normalized, special
+ * Not supported (load fails with OG_ERR_UNSUPPORTED naming the path): other model
+ * types (WordPiece, Unigram, WordLevel), BPE dropout, the Precompiled / NMT / Bert /
+ * ByteLevel normalizers, the UnicodeScripts / FixedLength pre-tokenizers, the
+ * WordPiece / CTC / BPEDecoder decoders, templates without exactly one $A.
+ * Ignored: "truncation" and "padding" (a generation runtime wants the whole prompt),
+ * the pair template. Regexes are Oniguruma patterns run by PCRE2 (same syntax for what
+ * tokenizers use: \p{..} classes, lookahead, (?i:)). Character classes (whitespace,
+ * punctuation, \w, combining marks) and normal forms use utf8proc's Unicode 15 tables;
+ * HF's come from older crates, so characters assigned in Unicode 10 and later may be
+ * classed differently (never seen on real text; the parity test's random cases keep
+ * to long-assigned characters).
+ *
+ * bos/eos: from tokenizer_config.json. Its add_bos_token / add_eos_token are applied
+ * only when tokenizer.json has no post_processor (HF tokenizers follows the
+ * post_processor, and conversions write the flags into it). */
 #ifndef OG_TOKENIZER_TOKENIZER_H
 #define OG_TOKENIZER_TOKENIZER_H
 

@@ -5,6 +5,7 @@
 
 #include "tokenizer/tokenizer.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -246,4 +247,48 @@ TEST(tokenizer_load_errors) {
     CHECK(p);
     CHECK_ERR(tok_tokenizer_load(p, &t), OG_ERR_UNSUPPORTED, "normalizer.pattern: regex '(' does not compile");
     CHECK(t == NULL);
+}
+
+/* Encoding shares one word cache between threads: results must not depend on it. */
+typedef struct enc_job {
+    tok_tokenizer *t;
+    int errors;
+} enc_job;
+
+static void *encode_many(void *arg) {
+    enc_job *job = arg;
+    static const char *texts[] = {"aab<eos>b", "ab \xC3\xA9", "zz ab", "ab ab ab aab", "b a ba ab"};
+    static const int32_t want0[] = {4, 5, 9, 1, 3};
+    for (int r = 0; r < 2000; r++) {
+        const char *s = texts[r % 5];
+        int32_t *ids = NULL;
+        size_t n = 0;
+        og_status *st = tok_encode(job->t, s, strlen(s), false, &ids, &n);
+        if (st) {
+            og_status_free(st);
+            job->errors++;
+            continue;
+        }
+        if (r % 5 == 0 && !ids_equal(ids, n, want0, 5)) job->errors++;
+        free(ids);
+    }
+    return NULL;
+}
+
+TEST(tokenizer_concurrent_encode) {
+    tok_tokenizer *t = load_tiny();
+    CHECK(t);
+    pthread_t th[4];
+    enc_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (enc_job){t, 0};
+        CHECK(pthread_create(&th[i], NULL, encode_many, &jobs[i]) == 0);
+    }
+    int errors = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        errors += jobs[i].errors;
+    }
+    tok_tokenizer_free(t);
+    CHECK_EQ_INT(errors, 0);
 }
