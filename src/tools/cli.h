@@ -5,6 +5,7 @@
 int cli_show(int argc, char **argv);
 int cli_infer(int argc, char **argv);
 int cli_bench_load(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
 
 /* Prints "onnx-genai: <message>" to stderr; returns the exit status to use. */

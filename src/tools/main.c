@@ -17,6 +17,9 @@ static const char usage[] =
     "  infer FILE.onnx --input NAME=PATH.pb ... [--output-dir DIR] [--threads N]\n"
     "                                 run one graph on TensorProto files; write each output\n"
     "                                 as DIR/<output name>.pb\n"
+    "  bench [-m] DIR [-p 512] [-n 128] [-d 0] [-r 5] [--threads N] [--json]\n"
+    "                                 generation speed: pp/tg tokens/s, TTFT, peak RSS, and\n"
+    "                                 decode against a bandwidth roofline (see bench --help)\n"
     "  bench-load FILE.onnx           load time and RSS growth of opening a model\n"
     "  help                           this text\n";
 
@@ -40,6 +43,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
     if (strcmp(cmd, "show") == 0) return cli_show(argc - 1, argv + 1);
     if (strcmp(cmd, "infer") == 0) return cli_infer(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "bench-load") == 0) return cli_bench_load(argc - 1, argv + 1);
     fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
