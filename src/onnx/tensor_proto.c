@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 enum { TP_FLOAT = 0, TP_INT32, TP_INT64, TP_DOUBLE, TP_UINT64, TP_STRING, TP_NKINDS };
 
@@ -165,6 +167,22 @@ static size_t dtype_align(og_dtype dt) {
     return es > 8 ? 8 : es;
 }
 
+/* After copying bytes out of a (private, read-only) file mapping, drops the whole pages
+ * they covered from this process: the copy is what is used, and keeping both would
+ * double the resident memory of files whose weights sit unaligned in raw_data. The
+ * pages stay in the page cache; touching them again would simply map them back. */
+static void release_pages(const model *m, const uint8_t *p, size_t n) {
+    bool mapped = false; /* never for caller memory (og_session_open_bytes) */
+    for (int i = 0; i < m->n_mappings && !mapped; i++)
+        mapped = m->mappings[i].data && p >= m->mappings[i].data &&
+                 p + n <= m->mappings[i].data + m->mappings[i].size;
+    if (!mapped) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)p + n) & ~(page - 1);
+    if (end > begin) madvise((void *)begin, end - begin, MADV_DONTNEED);
+}
+
 /* Points the tensor at bytes in a mapping, or copies them when misaligned. */
 static og_status *set_bytes(model *m, tensor *t, const uint8_t *p, size_t n) {
     if (n == 0) {
@@ -180,6 +198,7 @@ static og_status *set_bytes(model *m, tensor *t, const uint8_t *p, size_t n) {
     memcpy(copy, p, n);
     m->copied_bytes += n;
     t->data = copy;
+    release_pages(m, p, n);
     return NULL;
 }
 
