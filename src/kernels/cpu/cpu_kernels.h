@@ -11,5 +11,6 @@ extern const kernel_def cpu_compute2_kernels[]; /* reduce, argmax, topk, softmax
 extern const kernel_def cpu_layout_kernels[];  /* shape, reshape, transpose, slice, gather, scatter, generators */
 extern const kernel_def cpu_contrib_kernels[]; /* com.microsoft: Attention, Embed/SkipLayerNormalization, FastGelu */
 extern const kernel_def cpu_contrib2_kernels[]; /* com.microsoft: GroupQueryAttention, MultiHeadAttention, RotaryEmbedding, RMS norms, gelus */
+extern const kernel_def cpu_quant_kernels[];   /* com.microsoft: MatMulNBits, GatherBlockQuantized */
 
 #endif

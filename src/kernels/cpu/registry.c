@@ -5,7 +5,8 @@
 
 static const kernel_def *const tables[] = {cpu_math_kernels, cpu_compute_kernels,
                                            cpu_compute2_kernels, cpu_layout_kernels, cpu_contrib_kernels,
-                                           cpu_contrib2_kernels};
+                                           cpu_contrib2_kernels,
+                                           cpu_quant_kernels};
 
 const kernel_def *kernel_find(const char *domain, const char *op_type, int64_t version,
                               bool *known_op) {

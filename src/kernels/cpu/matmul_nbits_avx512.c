@@ -1,0 +1,266 @@
+/* MatMulNBits column kernels for AVX-512 with VNNI (built when -march enables them).
+ *
+ * int8 arithmetic streams each column's bytes in 64-byte chunks: vpdpbusd multiplies
+ * the unsigned weights (0..15 nibbles, or 0..255 bytes) with the signed quantized A and
+ * sums groups of four into 16 int32 lanes; every lane lies inside one block (blocks
+ * are >= 16 values, lanes cover 4 or 8), so it is scaled by its block's
+ * scale_a * scale_b through a lane->block permute. The zero points come out of the
+ * dot product as sum_b scale_b * zp_b * (scale_a * sum q_a)_b, one vector pass over
+ * the blocks at the end.
+ *
+ * For 4 bits a chunk holds 128 values: the low nibbles of its 64 bytes are the even
+ * positions and the high nibbles the odd ones, so A is prepared with each 128-value
+ * chunk's even elements first (mnb_a_pos). Float arithmetic uses 16-byte groups: the
+ * bytes widen to 32-bit lanes and a 16-entry table lookup (vpermps reads the low 4
+ * bits of each index) turns a nibble straight into a float, (q - 8) for the default
+ * zero point. */
+#include "kernels/cpu/matmul_nbits.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) &&          \
+    defined(__AVX512VNNI__)
+#include <immintrin.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+bool mnb_x512_handles(const mnb_problem *p) { return p->bits == 4 || p->bits == 8; }
+
+int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
+    if (p->bits != 4) return k;
+    int64_t span = p->int8 ? 128 : 32, r = k % span;
+    return k - r + (r & 1) * (span / 2) + r / 2;
+}
+
+static inline __mmask16 mask16(int64_t count) {
+    return count >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
+}
+
+/* 16 zero points of column n from block fb on (count of them valid). */
+INLINE __m512 zero_points16(const mnb_problem *p, int64_t n, int64_t fb, int64_t count) {
+    if (p->zp_float) return _mm512_maskz_loadu_ps(mask16(count), p->zp_float + n * p->k_blocks + fb);
+    if (!p->zp_packed) return _mm512_set1_ps((float)(1 << (p->bits - 1)));
+    float z[16] = {0};
+    for (int64_t i = 0; i < count && i < 16; i++) z[i] = mnb_zero_point(p, n, fb + i);
+    return _mm512_loadu_ps(z);
+}
+
+/* sum over blocks of scale_b * zp_b * a_corr_b for each of mr rows. */
+INLINE void zero_point_terms(const mnb_job *j, int64_t m0, const int mr, int64_t n,
+                             float *out) {
+    const mnb_problem *p = j->p;
+    const float *sc = p->scales + n * p->k_blocks;
+    __m512 acc[4];
+    for (int r = 0; r < mr; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < p->k_blocks; b += 16) {
+        int64_t cnt = p->k_blocks - b;
+        __m512 sz = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(cnt), sc + b),
+                                  zero_points16(p, n, b, cnt));
+        for (int r = 0; r < mr; r++)
+            acc[r] = _mm512_fmadd_ps(sz, _mm512_loadu_ps(j->a_corr + (m0 + r) * j->s_stride + b),
+                                     acc[r]);
+    }
+    for (int r = 0; r < mr; r++) out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+/* Lane l of a chunk starting at block fb belongs to block fb + idx[l]. */
+static __m512i lane_blocks(int64_t values_per_lane, int64_t block_size) {
+    int32_t v[16];
+    for (int l = 0; l < 16; l++) v[l] = (int32_t)(l * values_per_lane / block_size);
+    return _mm512_loadu_si512(v);
+}
+
+INLINE void int8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n, __m512i idx) {
+    const mnb_problem *p = j->p;
+    const int four = p->bits == 4;
+    const int64_t per_chunk = four ? 128 : 64, bs = p->block_size;
+    const uint8_t *col = p->B + n * p->k_blocks * p->blob;
+    const float *sc = p->scales + n * p->k_blocks;
+    const int64_t bytes = p->k_blocks * p->blob;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[4];
+    for (int r = 0; r < mr; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t c = 0; c * 64 < bytes; c++) {
+        int64_t left = bytes - c * 64;
+        __m512i x = left >= 64 ? _mm512_loadu_si512(col + c * 64)
+                               : _mm512_maskz_loadu_epi8((1ull << left) - 1, col + c * 64);
+        int64_t fb = c * per_chunk / bs;
+        __m512 sb = _mm512_maskz_loadu_ps(mask16(p->k_blocks - fb), sc + fb);
+        __m512i lo = x, hi = x;
+        if (four) {
+            lo = _mm512_and_si512(x, low4);
+            hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+        }
+        for (int r = 0; r < mr; r++) {
+            const int8_t *a = j->aq + (m0 + r) * j->a_stride + c * per_chunk;
+            __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(a));
+            if (four) d = _mm512_dpbusd_epi32(d, hi, _mm512_loadu_si512(a + 64));
+            __m512 s = _mm512_mul_ps(sb, _mm512_loadu_ps(j->a_scale + (m0 + r) * j->s_stride + fb));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s), acc[r]);
+        }
+    }
+    float zt[4];
+    zero_point_terms(j, m0, mr, n, zt);
+    float bias = p->bias ? p->bias[n] : 0.0f;
+    for (int r = 0; r < mr; r++)
+        p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
+}
+
+INLINE void float4_column(const mnb_job *j, int64_t m0, const int mr, int64_t n) {
+    const mnb_problem *p = j->p;
+    const bool has_zp = p->zp_float || p->zp_packed;
+    const int64_t bs = p->block_size;
+    const uint8_t *col = p->B + n * p->k_blocks * p->blob;
+    const float *sc = p->scales + n * p->k_blocks;
+    const int64_t bytes = p->k_blocks * p->blob;
+    const __m512 lut = _mm512_sub_ps(
+        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_ps(has_zp ? 0.0f : 8.0f));
+    __m512 acc[4];
+    for (int r = 0; r < mr; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t g = 0; g * 16 < bytes; g++) {
+        int64_t left = bytes - g * 16;
+        __m128i x8 = left >= 16 ? _mm_loadu_si128((const __m128i *)(col + g * 16))
+                                : _mm_maskz_loadu_epi8((__mmask16)((1u << left) - 1), col + g * 16);
+        __m512i x = _mm512_cvtepu8_epi32(x8);
+        __m512 wl = _mm512_permutexvar_ps(x, lut);
+        __m512 wh = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
+        __m512 s;
+        if (bs >= 32) {
+            s = _mm512_set1_ps(sc[g * 32 / bs]);
+        } else { /* 16: lanes 0-7 are one block, 8-15 the next */
+            int64_t b = 2 * g;
+            s = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(sc[b]),
+                                     _mm512_set1_ps(b + 1 < p->k_blocks ? sc[b + 1] : 0.0f));
+        }
+        for (int r = 0; r < mr; r++) {
+            const float *a = j->af + (m0 + r) * j->a_stride + g * 32;
+            __m512 d = _mm512_mul_ps(wl, _mm512_loadu_ps(a));
+            d = _mm512_fmadd_ps(wh, _mm512_loadu_ps(a + 16), d);
+            acc[r] = _mm512_fmadd_ps(d, s, acc[r]);
+        }
+    }
+    float zt[4] = {0};
+    if (has_zp) zero_point_terms(j, m0, mr, n, zt);
+    float bias = p->bias ? p->bias[n] : 0.0f;
+    for (int r = 0; r < mr; r++)
+        p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
+}
+
+INLINE void float8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n) {
+    const mnb_problem *p = j->p;
+    const int64_t bs = p->block_size;
+    const uint8_t *col = p->B + n * p->k_blocks * p->blob;
+    const float *sc = p->scales + n * p->k_blocks;
+    __m512 acc[4];
+    for (int r = 0; r < mr; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < p->k_blocks; b++) {
+        __m512 d[4];
+        for (int r = 0; r < mr; r++) d[r] = _mm512_setzero_ps();
+        for (int64_t g = 0; g < bs; g += 16) {
+            __m512 w = _mm512_cvtepi32_ps(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(col + b * bs + g))));
+            for (int r = 0; r < mr; r++)
+                d[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(j->af + (m0 + r) * j->a_stride + b * bs + g),
+                                       d[r]);
+        }
+        __m512 s = _mm512_set1_ps(sc[b]);
+        for (int r = 0; r < mr; r++) acc[r] = _mm512_fmadd_ps(d[r], s, acc[r]);
+    }
+    float zt[4];
+    zero_point_terms(j, m0, mr, n, zt);
+    float bias = p->bias ? p->bias[n] : 0.0f;
+    for (int r = 0; r < mr; r++)
+        p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
+}
+
+#define MNB_COLUMNS(NAME, CALL)                                                          \
+    static void NAME(const mnb_job *j, int64_t m0, const int mr, int64_t n0, int64_t n1, \
+                     __m512i idx) {                                                      \
+        (void)idx;                                                                       \
+        for (int64_t n = n0; n < n1; n++) CALL;                                          \
+    }
+MNB_COLUMNS(int8_cols1, int8_column(j, m0, 1, n, idx))
+MNB_COLUMNS(int8_cols2, int8_column(j, m0, 2, n, idx))
+MNB_COLUMNS(int8_cols3, int8_column(j, m0, 3, n, idx))
+MNB_COLUMNS(int8_cols4, int8_column(j, m0, 4, n, idx))
+MNB_COLUMNS(float4_cols1, float4_column(j, m0, 1, n))
+MNB_COLUMNS(float4_cols2, float4_column(j, m0, 2, n))
+MNB_COLUMNS(float4_cols3, float4_column(j, m0, 3, n))
+MNB_COLUMNS(float4_cols4, float4_column(j, m0, 4, n))
+MNB_COLUMNS(float8_cols1, float8_column(j, m0, 1, n))
+MNB_COLUMNS(float8_cols2, float8_column(j, m0, 2, n))
+MNB_COLUMNS(float8_cols3, float8_column(j, m0, 3, n))
+MNB_COLUMNS(float8_cols4, float8_column(j, m0, 4, n))
+
+typedef void (*cols_fn)(const mnb_job *, int64_t, int, int64_t, int64_t, __m512i);
+
+void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1) {
+    static const cols_fn int8_fns[4] = {int8_cols1, int8_cols2, int8_cols3, int8_cols4};
+    static const cols_fn float4_fns[4] = {float4_cols1, float4_cols2, float4_cols3, float4_cols4};
+    static const cols_fn float8_fns[4] = {float8_cols1, float8_cols2, float8_cols3, float8_cols4};
+    const mnb_problem *p = j->p;
+    const cols_fn *fns = p->int8 ? int8_fns : p->bits == 4 ? float4_fns : float8_fns;
+    __m512i idx = lane_blocks(p->bits == 4 ? 8 : 4, p->block_size);
+    fns[mr - 1](j, m0, mr, n0, n1, idx);
+}
+
+void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, int64_t ldw) {
+    const int64_t bs = p->block_size, bytes = p->k_blocks * p->blob;
+    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    /* interleave low (even) and high (odd) nibble values back into K order */
+    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+    for (int64_t n = n0; n < n1; n++) {
+        const uint8_t *col = p->B + n * p->k_blocks * p->blob;
+        float *w = W + (n - n0) * ldw;
+        if (p->bits != 4) {
+            for (int64_t k = 0; k < p->K; k++) {
+                int64_t b = k / bs;
+                w[k] = ((float)mnb_weight(p, n, k) - mnb_zero_point(p, n, b)) *
+                       p->scales[n * p->k_blocks + b];
+            }
+            continue;
+        }
+        for (int64_t g = 0; g * 16 < bytes && g * 32 < p->K; g++) {
+            int64_t left = bytes - g * 16;
+            __m128i x8 = left >= 16 ? _mm_loadu_si128((const __m128i *)(col + g * 16))
+                                    : _mm_maskz_loadu_epi8((__mmask16)((1u << left) - 1), col + g * 16);
+            __m512i x = _mm512_cvtepu8_epi32(x8);
+            int64_t b = g * 32 / bs;
+            __m512 lut = _mm512_mul_ps(_mm512_sub_ps(iota, _mm512_set1_ps(mnb_zero_point(p, n, b))),
+                                       _mm512_set1_ps(p->scales[n * p->k_blocks + b]));
+            __m512 lo = _mm512_permutexvar_ps(x, lut);
+            __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
+            if (bs == 16 && b + 1 < p->k_blocks) {
+                __m512 lut2 = _mm512_mul_ps(
+                    _mm512_sub_ps(iota, _mm512_set1_ps(mnb_zero_point(p, n, b + 1))),
+                    _mm512_set1_ps(p->scales[n * p->k_blocks + b + 1]));
+                lo = _mm512_mask_permutexvar_ps(lo, 0xff00, x, lut2);
+                hi = _mm512_mask_permutexvar_ps(hi, 0xff00, _mm512_srli_epi32(x, 4), lut2);
+            }
+            _mm512_storeu_ps(w + g * 32, _mm512_permutex2var_ps(lo, first, hi));
+            _mm512_storeu_ps(w + g * 32 + 16, _mm512_permutex2var_ps(lo, second, hi));
+        }
+    }
+}
+
+const char *mnb_isa(void) { return "avx512-vnni"; }
+
+#else
+
+bool mnb_x512_handles(const mnb_problem *p) {
+    (void)p;
+    return false;
+}
+int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
+    (void)p;
+    return k;
+}
+void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1) {
+    (void)j, (void)m0, (void)mr, (void)n0, (void)n1;
+}
+void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, int64_t ldw) {
+    (void)p, (void)n0, (void)n1, (void)W, (void)ldw;
+}
+const char *mnb_isa(void) { return "generic"; }
+
+#endif

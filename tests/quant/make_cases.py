@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Writes single-node test cases for com.microsoft MatMulNBits and GatherBlockQuantized,
+with onnxruntime's CPU results as the expected outputs, in the layout of ONNX's backend
+node tests (run by build/tests/node-tests):
+
+    OUT/<case>/model.onnx                 weights, scales, zero points, bias as initializers
+    OUT/<case>/test_data_set_0/input_N.pb (A, or the indices), output_0.pb
+    OUT/<case>/tolerance.txt              "rtol atol"
+
+usage: make_cases.py OUT_DIR
+
+The weights are initializers, as in real packages: onnxruntime takes its prepacked
+(MLAS) path only for constant weights, and that path is what accuracy_level 4 means.
+
+What onnxruntime 1.31.1 computes, measured with this script's own numpy model
+(`--explain` prints the comparison for every case):
+  * accuracy_level 0-3, and level 4 with float zero points: float32 arithmetic on the
+    dequantized weights (q - zp) * scale.
+  * accuracy_level 4 with packed or no zero points (bits 2, 4 and 8 alike, float32 or
+    float16 A): each row of A is quantized per block of block_size along K, with
+    amax = max |a|, scale = amax / 127, q = round-half-even(a * (127 / amax)); the block
+    products sum(q * (w - zp)) are exact integers, scaled by scale_a * scale_b. Ties are
+    rounded to even (a block of halves 2.5, 3.5 at amax 127 decides it) and the multiplier
+    is 127/amax: at the ulp-level cases where a * (127/amax) and a / (amax/127) round
+    differently, onnxruntime always agrees with the first.
+  * except bits=2 with block_size 16 or 256: float32 arithmetic even at level 4.
+  * block_size must be 16, 32, 64, 128 or 256.
+  * bits=8 with float zero points is refused by onnxruntime ("Only 2b and 4b quantization
+    is supported for unpacked compute"), so no case covers it (our kernel computes it).
+Tolerances: float32 outputs 1e-4 relative plus 2e-5 of the output's largest magnitude
+(summation order), float16 outputs 2e-3 relative plus 1e-3 of the largest magnitude
+(float16 rounding of the output and of the inputs' conversions)."""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+try:
+    import onnxruntime as ort
+except ImportError:  # pragma: no cover
+    sys.exit("make_cases.py: the onnxruntime Python package is required")
+
+MS = "com.microsoft"
+NP2ONNX = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16,
+           np.int32: TensorProto.INT32, np.int64: TensorProto.INT64,
+           np.uint8: TensorProto.UINT8}
+rng = np.random.RandomState(4321)
+written = []
+EXPLAIN = "--explain" in sys.argv
+
+
+def save_case(out_dir, name, model, feeds, outs, tol):
+    d = os.path.join(out_dir, "test_" + name)
+    ds = os.path.join(d, "test_data_set_0")
+    os.makedirs(ds)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for i, (n, v) in enumerate(feeds.items()):
+        onnx.save_tensor(numpy_helper.from_array(v, n), os.path.join(ds, f"input_{i}.pb"))
+    for i, v in enumerate(outs):
+        onnx.save_tensor(numpy_helper.from_array(v, "Y"), os.path.join(ds, f"output_{i}.pb"))
+    with open(os.path.join(d, "tolerance.txt"), "w") as f:
+        f.write(f"{tol[0]} {tol[1]}\n")
+    written.append(name)
+
+
+def run_ort(model, feeds):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def tolerance(y):
+    big = float(np.abs(y.astype(np.float32)).max()) if y.size else 0.0
+    if y.dtype == np.float16:
+        return (2e-3, 1e-3 * big + 1e-3)
+    return (1e-4, 2e-5 * big + 1e-6)
+
+
+# ---- MatMulNBits ---------------------------------------------------------------------
+
+def unpack(packed, bits, count):
+    """[rows, bytes] -> [rows, count] values, low bits first."""
+    packed = packed.reshape(packed.shape[0], -1)
+    per = 8 // bits
+    v = np.stack([(packed >> (bits * i)) & ((1 << bits) - 1) for i in range(per)], -1)
+    return v.reshape(packed.shape[0], -1)[:, :count].astype(np.int64)
+
+
+def mnb_model_numpy(A, B, S, Z, bias, K, N, bits, bs, int8):
+    """Our understanding of onnxruntime's arithmetic (see the module docstring)."""
+    kb = (K + bs - 1) // bs
+    q = unpack(B, bits, kb * bs)[:, :K]
+    s = S.astype(np.float32).reshape(N, kb).astype(np.float64)
+    if Z is None:
+        z = np.full((N, kb), 2.0 ** (bits - 1))
+    elif Z.dtype == np.uint8:
+        z = unpack(Z, bits, kb).astype(np.float64)
+    else:
+        z = Z.astype(np.float32).reshape(N, kb).astype(np.float64)
+    a = A.astype(np.float32).reshape(-1, K)
+    y = np.zeros((a.shape[0], N))
+    for b in range(kb):
+        ab, qb, zb = a[:, b * bs:(b + 1) * bs], q[:, b * bs:(b + 1) * bs], z[:, b]
+        if int8:
+            amax = np.abs(ab).max(1)
+            with np.errstate(divide="ignore"):
+                mul = np.where(amax != 0, np.float32(127) / amax, 0).astype(np.float32)
+            aq = np.rint((ab * mul[:, None]).astype(np.float32))
+            sa = (amax / np.float32(127)).astype(np.float32).astype(np.float64)
+            y += (aq @ (qb - zb[:, None]).T) * sa[:, None] * s[:, b][None]
+        else:
+            y += ab.astype(np.float64) @ ((qb - zb[:, None]) * s[:, b][:, None]).T
+    if bias is not None:
+        y += bias.astype(np.float64)
+    return y.reshape(A.shape[:-1] + (N,))
+
+
+def mnb_case(out, name, lead, K, N, bits, bs, acc, zp=None, bias=False, dt=np.float32):
+    kb = (K + bs - 1) // bs
+    blob = bs * bits // 8
+    B = rng.randint(0, 256, (N, kb, blob)).astype(np.uint8)
+    S = (rng.rand(N, kb) * 0.08 + 0.01).astype(dt)
+    Z = None
+    if zp == "packed":
+        Z = rng.randint(0, 256, (N, (kb * bits + 7) // 8)).astype(np.uint8)
+    elif zp == "float":  # not necessarily integral
+        Z = (rng.rand(N, kb) * (2 ** bits - 1)).astype(dt)
+    bv = rng.randn(N).astype(dt) if bias else None
+    A = rng.randn(*lead, K).astype(dt)
+    names = ["A", "B", "scales", "zp" if Z is not None else "", "", "bias" if bias else ""]
+    while names[-1] == "":
+        names.pop()
+    inits = [numpy_helper.from_array(B, "B"), numpy_helper.from_array(S, "scales")]
+    if Z is not None:
+        inits.append(numpy_helper.from_array(Z, "zp"))
+    if bias:
+        inits.append(numpy_helper.from_array(bv, "bias"))
+    node = helper.make_node("MatMulNBits", names, ["Y"], domain=MS, K=K, N=N, bits=bits,
+                            block_size=bs, accuracy_level=acc)
+    graph = helper.make_graph([node], "mnb", [helper.make_tensor_value_info("A", NP2ONNX[dt], A.shape)],
+                              [helper.make_tensor_value_info("Y", NP2ONNX[dt], lead + (N,))], inits)
+    model = helper.make_model(graph, ir_version=8, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    y = run_ort(model, {"A": A})[0]
+    if EXPLAIN and y.size:
+        int8 = acc == 4 and (Z is None or Z.dtype == np.uint8)
+        big = np.abs(y.astype(np.float64)).max()
+        for label, mode in (("float", False), ("int8", True)):
+            r = mnb_model_numpy(A, B, S, Z, bv, K, N, bits, bs, mode)
+            err = np.abs(y.astype(np.float64) - r).max() / big
+            print(f"{name:48s} {label:5s} rel.err {err:.2e}{'  <- expected' if mode == int8 else ''}")
+    save_case(out, name, model, {"A": A}, [y], tolerance(y))
+
+
+def mnb_cases(out):
+    ms = [(1,), (7,), (64,)]
+    zps = [None, "packed", "float"]
+    i = 0
+    for bits in (4, 8, 2):
+        for bs in (16, 32, 64, 128, 256):
+            for acc in (0, 4):
+                for zp in zps:
+                    if bits == 8 and zp == "float":
+                        continue  # onnxruntime refuses it
+                    lead = ms[i % 3]
+                    K = 2 * bs + (0 if i % 2 else bs // 2 + 8)  # some K with a partial block
+                    i += 1
+                    nm = f"mnb_b{bits}_bs{bs}_acc{acc}_{zp or 'nozp'}_m{lead[0]}_k{K}"
+                    mnb_case(out, nm, lead, K, 24 + i % 5, bits, bs, acc, zp)
+    for acc in (0, 4):
+        for dt, t in ((np.float32, "f32"), (np.float16, "f16")):
+            for m in (1, 7, 64):
+                mnb_case(out, f"mnb_{t}_bias_acc{acc}_m{m}", (m,), 96, 40, 4, 32, acc,
+                         bias=True, dt=dt)
+            mnb_case(out, f"mnb_{t}_packedzp_acc{acc}_3d", (2, 3), 200, 33, 4, 64, acc, "packed",
+                     dt=dt)
+            mnb_case(out, f"mnb_{t}_floatzp_acc{acc}", (5,), 128, 20, 4, 32, acc, "float", dt=dt)
+            mnb_case(out, f"mnb_{t}_b8_acc{acc}", (3,), 160, 20, 8, 32, acc, "packed", dt=dt)
+        # Qwen2.5-0.5B-like projection widths, decode and prefill
+        mnb_case(out, f"mnb_qwen_k896_acc{acc}_m1", (1, 1), 896, 136, 4, 32, acc)
+        mnb_case(out, f"mnb_qwen_k896_acc{acc}_m20", (1, 20), 896, 72, 4, 128, acc, "packed",
+                 bias=True)
+        mnb_case(out, f"mnb_qwen_k4864_acc{acc}_m3", (3,), 4864, 40, 4, 32, acc)
+    mnb_case(out, "mnb_f32_empty_m", (0,), 64, 8, 4, 32, 0)
+
+
+# ---- GatherBlockQuantized ------------------------------------------------------------
+
+def gbq_case(out, name, data, data_type, scales, zp, indices, **attrs):
+    names = ["data", "indices", "scales"] + (["zp"] if zp is not None else [])
+
+    def init(nm, v):
+        if data_type in (TensorProto.UINT8,):
+            return numpy_helper.from_array(v.astype(np.uint8), nm)
+        if data_type in (TensorProto.INT4, TensorProto.UINT4):
+            return helper.make_tensor(nm, data_type, v.shape, v.flatten().tolist())
+        # float8 / float4: raw codes
+        return helper.make_tensor(nm, data_type, v.shape, v.astype(np.uint8).tobytes()
+                                  if data_type != TensorProto.FLOAT4E2M1 else
+                                  (v.flatten()[0::2] | (np.append(v.flatten(), 0)[1::2][:(v.size + 1) // 2] << 4)).astype(np.uint8).tobytes(),
+                                  raw=True)
+    inits = [init("data", data), numpy_helper.from_array(scales, "scales")]
+    if zp is not None:
+        inits.append(init("zp", zp))
+    st = NP2ONNX[scales.dtype.type]
+    node = helper.make_node("GatherBlockQuantized", names, ["Y"], domain=MS, **attrs)
+    graph = helper.make_graph([node], "gbq", [helper.make_tensor_value_info(
+        "indices", NP2ONNX[indices.dtype.type], indices.shape)],
+        [helper.make_tensor_value_info("Y", st, None)], inits)
+    model = helper.make_model(graph, ir_version=10, opset_imports=[
+        helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    y = run_ort(model, {"indices": indices})[0]
+    save_case(out, name, model, {"indices": indices}, [y], tolerance(y))
+
+
+def gbq_cases(out):
+    V, H = 20, 96
+    U8 = TensorProto.UINT8
+    for sdt, t in ((np.float32, "f32"), (np.float16, "f16")):
+        for bs in (16, 32):
+            sc = (rng.rand(V, H // bs) * 0.1).astype(sdt)
+            idx = np.array([[3, 0, 19], [-1, 7, 25]], np.int64)  # 25: out of range -> zeros
+            d4 = rng.randint(0, 256, (V, H // 2))
+            gbq_case(out, f"gbq_u8_b4_bs{bs}_{t}", d4, U8, sc, None, idx, bits=4, block_size=bs,
+                     gather_axis=0, quantize_axis=1)
+            z4 = rng.randint(0, 256, (V, (H // bs + 1) // 2))
+            gbq_case(out, f"gbq_u8_b4_bs{bs}_{t}_zp", d4, U8, sc, z4, idx.astype(np.int32), bits=4,
+                     block_size=bs, gather_axis=0, quantize_axis=1)
+            d8 = rng.randint(0, 256, (V, H))
+            gbq_case(out, f"gbq_u8_b8_bs{bs}_{t}", d8, U8, sc, None, idx, bits=8, block_size=bs,
+                     gather_axis=0, quantize_axis=1)
+            gbq_case(out, f"gbq_u8_b8_bs{bs}_{t}_zp", d8, U8, sc, rng.randint(0, 256, (V, H // bs)),
+                     idx, bits=8, block_size=bs, gather_axis=0, quantize_axis=1)
+        d2 = rng.randint(0, 256, (V, H // 4))
+        gbq_case(out, f"gbq_u8_b2_{t}", d2, U8, (rng.rand(V, H // 32) * 0.1).astype(sdt),
+                 rng.randint(0, 256, (V, 1)), np.array([1, 2, 19], np.int64), bits=2,
+                 block_size=32, gather_axis=0, quantize_axis=1)
+        # int4/uint4 along other axes, 3-D
+        d = rng.randint(-8, 8, (64, 5, 3))
+        sc = (rng.rand(2, 5, 3) * 0.1).astype(sdt)
+        gbq_case(out, f"gbq_int4_g1_q0_{t}", d, TensorProto.INT4, sc, None,
+                 np.array([4, 0, -2], np.int64), block_size=32, gather_axis=1, quantize_axis=0)
+        gbq_case(out, f"gbq_int4_g1_q0_{t}_zp", d, TensorProto.INT4, sc,
+                 rng.randint(-8, 8, (2, 5, 3)), np.array([[4], [1]], np.int64), block_size=32,
+                 gather_axis=1, quantize_axis=0)
+        du = rng.randint(0, 16, (6, 48, 2))
+        gbq_case(out, f"gbq_uint4_g0_q1_{t}", du, TensorProto.UINT4,
+                 (rng.rand(6, 3, 2) * 0.1).astype(sdt), rng.randint(0, 16, (6, 3, 2)),
+                 np.array([5, 5, 0], np.int32), block_size=16, gather_axis=0, quantize_axis=1)
+        gbq_case(out, f"gbq_uint4_g2_q1_{t}", du, TensorProto.UINT4,
+                 (rng.rand(6, 3, 2) * 0.1).astype(sdt), None, np.array([[1, 0], [0, 1]], np.int64),
+                 block_size=16, gather_axis=2, quantize_axis=1)
+        gbq_case(out, f"gbq_int4_same_axis_{t}", rng.randint(-8, 8, (40, 6)), TensorProto.INT4,
+                 (rng.rand(3, 6) * 0.1).astype(sdt), None, np.array([39, 16, 0], np.int64),
+                 block_size=16, gather_axis=0, quantize_axis=0)
+    # float8: scales broadcast over rows, one block per row
+    try:
+        codes = rng.randint(0, 0x7f, (8, 32)) | (rng.randint(0, 2, (8, 32)) << 7)
+        codes[codes & 0x7f == 0x7f] = 0x10
+        gbq_case(out, "gbq_e4m3fn_block0", codes, TensorProto.FLOAT8E4M3FN,
+                 (rng.rand(8, 1) * 0.1).astype(np.float32), None, np.array([2, 7], np.int64),
+                 block_size=0, gather_axis=0, quantize_axis=1)
+        gbq_case(out, "gbq_e4m3fn_bcast", codes, TensorProto.FLOAT8E4M3FN,
+                 (rng.rand(1, 2) * 0.1).astype(np.float32), None, np.array([[0, 5]], np.int64),
+                 block_size=16, gather_axis=0, quantize_axis=1)
+    except Exception as e:  # pragma: no cover - older onnxruntime without float8 support
+        print(f"make_cases.py: float8 GatherBlockQuantized skipped: {str(e)[:120]}")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--explain"]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    out = args[0]
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    mnb_cases(out)
+    gbq_cases(out)
+    print(f"make_cases.py: wrote {len(written)} cases into {out}")
+
+
+if __name__ == "__main__":
+    main()
