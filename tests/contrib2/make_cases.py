@@ -13,6 +13,7 @@ one buffer (onnxruntime run with I/O binding so that past_key and present_key ar
 same memory): test_data_set_K is step K, shared.txt pairs input and output indices.
 
 usage: make_cases.py OUT_DIR [OUT_SHARED]"""
+import math
 import os
 import shutil
 import sys
@@ -83,6 +84,18 @@ def case(out_dir, name, op, in_names, feeds, out_names, dtype, tol=None, domain=
     name = "test_" + name
     save_case(os.path.join(out_dir, name), model,
               [([(n, feeds[n]) for n in present], list(zip(onames, outs)))], tol or TOL[dtype])
+    written.append(name)
+
+
+def case_np(out_dir, name, op, in_names, feeds, outs, dtype, tol=None, **attrs):
+    """A case whose expected outputs come from numpy (ops onnxruntime's CPU lacks)."""
+    model = make_model(op, in_names, feeds, [n for n, _ in outs], attrs)
+    del model.graph.output[:]
+    for n, v in outs:
+        model.graph.output.append(helper.make_tensor_value_info(n, NP2ONNX[v.dtype.type], v.shape))
+    name = "test_" + name
+    save_case(os.path.join(out_dir, name), model, [([(n, feeds[n]) for n in in_names if n], outs)],
+              tol or TOL[dtype])
     written.append(name)
 
 
@@ -262,6 +275,98 @@ def gqa_shared_cases(out_shared):
                     packed=True, local_window_size=3)
 
 
+# ---------------- norms, rotary, activations ----------------
+
+def norm_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        x = rnd((2, 3, 16), dt)
+        g = rnd((16,), dt)
+        case(out, f"sln_{t}", "SimplifiedLayerNormalization", ["x", "g"], {"x": x, "g": g},
+             ["y"], dt, domain="", epsilon=1e-6)
+        case(out, f"sln_{t}_inv_std", "SimplifiedLayerNormalization", ["x", "g"],
+             {"x": x, "g": g}, ["y", "inv"], dt, domain="")
+        s, b = rnd((2, 3, 16), dt), rnd((16,), dt)
+        case(out, f"sskipln_{t}_all", "SkipSimplifiedLayerNormalization", ["x", "s", "g", "b"],
+             {"x": x, "s": s, "g": g, "b": b}, ["y", "mean", "inv", "sum"], dt, epsilon=1e-6)
+        case(out, f"sskipln_{t}_sum_only", "SkipSimplifiedLayerNormalization", ["x", "s", "g"],
+             {"x": x, "s": s, "g": g}, ["y", "", "", "sum"], dt)
+        case(out, f"sskipln_{t}_2d", "SkipSimplifiedLayerNormalization", ["x", "s", "g", "b"],
+             {"x": rnd((5, 16), dt), "s": rnd((5, 16), dt), "g": g, "b": b}, ["y"], dt)
+        case(out, f"sskipln_{t}_skip_bcast", "SkipSimplifiedLayerNormalization", ["x", "s", "g"],
+             {"x": x, "s": rnd((1, 3, 16), dt), "g": g}, ["y", "", "inv", "sum"], dt)
+    dt = np.float32
+    x4 = rnd((2, 3, 4, 5), dt, 3)
+    case(out, "sln_f32_axis2", "SimplifiedLayerNormalization", ["x", "g"],
+         {"x": x4, "g": rnd((4, 5), dt)}, ["y", "inv"], dt, domain="", axis=2)
+    case(out, "sln_f32_axis2_bcast_scale", "SimplifiedLayerNormalization", ["x", "g"],
+         {"x": x4, "g": rnd((5,), dt)}, ["y"], dt, domain="", axis=-2)
+    case(out, "sln_f32_f16_scale", "SimplifiedLayerNormalization", ["x", "g"],
+         {"x": rnd((3, 24), dt), "g": rnd((24,), np.float16)}, ["y"], np.float16, domain="")
+    case(out, "sln_f16_f32_scale", "SimplifiedLayerNormalization", ["x", "g"],
+         {"x": rnd((3, 24), np.float16), "g": rnd((24,), dt)}, ["y"], np.float16, domain="")
+    case(out, "sln_f32_wide", "SimplifiedLayerNormalization", ["x", "g"],
+         {"x": rnd((37, 896), dt, 2) + 1, "g": rnd((896,), dt)}, ["y", "inv"], dt, domain="")
+    case(out, "sskipln_f32_wide_rows", "SkipSimplifiedLayerNormalization", ["x", "s", "g", "b"],
+         {"x": rnd((3, 50, 200), dt), "s": rnd((50, 200), dt), "g": rnd((200,), dt),
+          "b": rnd((200,), dt)}, ["y", "", "inv", "sum"], dt)
+
+
+def rotary_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        B, S, N, D = 2, 3, 2, 16
+        cos, sin = rope_caches(32, D // 2, dt)
+        pos = np.array([[0, 1, 2], [7, 9, 30]], np.int64)
+        for inter in (0, 1):
+            case(out, f"rotary_{t}_3d_i{inter}", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+                 {"x": rnd((B, S, N * D), dt), "pos": pos, "cos": cos, "sin": sin}, ["y"], dt,
+                 interleaved=inter)
+            case(out, f"rotary_{t}_4d_i{inter}", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+                 {"x": rnd((B, N, S, D), dt), "pos": pos, "cos": cos, "sin": sin}, ["y"], dt,
+                 interleaved=inter)
+        c4, s4 = rope_caches(32, 4, dt)
+        case(out, f"rotary_{t}_partial_3d", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+             {"x": rnd((B, S, N * D), dt), "pos": pos, "cos": c4, "sin": s4}, ["y"], dt,
+             rotary_embedding_dim=8, num_heads=N)
+    dt = np.float32
+    cos, sin = rope_caches(32, 8, dt)
+    case(out, "rotary_f32_scalar_position", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+         {"x": rnd((2, 4, 32), dt), "pos": np.array([5], np.int64), "cos": cos, "sin": sin},
+         ["y"], dt)
+    case(out, "rotary_f32_num_heads_3d", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+         {"x": rnd((1, 2, 48), dt), "pos": np.array([[3, 4]], np.int64), "cos": cos,
+          "sin": sin}, ["y"], dt, num_heads=3, interleaved=1)
+    c4, s4 = rope_caches(32, 4, dt)
+    case(out, "rotary_f32_partial_4d_interleaved", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+         {"x": rnd((2, 2, 3, 16), dt), "pos": np.array([[1, 2, 3], [4, 5, 6]], np.int64),
+          "cos": c4, "sin": s4}, ["y"], dt, rotary_embedding_dim=8, num_heads=2, interleaved=1)
+
+
+def activation_cases(out):
+    for dt in (np.float32, np.float16, np.float64):
+        t = dname(dt)
+        case(out, f"quickgelu_{t}", "QuickGelu", ["x"], {"x": rnd((3, 700), dt, 3)}, ["y"], dt)
+        case(out, f"quickgelu_{t}_alpha", "QuickGelu", ["x"], {"x": rnd((2, 5, 7), dt, 3)}, ["y"],
+             dt, alpha=1.0)
+    case(out, "biasgelu_f32", "BiasGelu", ["a", "b"],
+         {"a": rnd((2, 300, 7), np.float32, 2), "b": rnd((7,), np.float32)}, ["y"], np.float32)
+    # onnxruntime's CPU has BiasGelu in float32 only and no BiasAdd: numpy is the oracle
+    erf = np.vectorize(math.erf)
+    for dt in (np.float16, np.float64):
+        a, b = rnd((2, 30, 7), dt, 2), rnd((7,), dt)
+        v = a.astype(np.float64) + b.astype(np.float64)
+        case_np(out, f"biasgelu_{dname(dt)}", "BiasGelu", ["a", "b"], {"a": a, "b": b},
+                [("y", (0.5 * v * (1 + erf(v / math.sqrt(2)))).astype(dt))], dt)
+    for dt in (np.float32, np.float16):
+        x, b, sk = rnd((2, 9, 640), dt), rnd((640,), dt), rnd((2, 9, 640), dt)
+        y = (x.astype(np.float32) + b.astype(np.float32) + sk.astype(np.float32)).astype(dt)
+        case_np(out, f"biasadd_{dname(dt)}", "BiasAdd", ["x", "b", "s"], {"x": x, "b": b, "s": sk},
+                [("y", y)], dt)
+    case(out, "quickgelu_f32_empty", "QuickGelu", ["x"], {"x": rnd((2, 0), np.float32)}, ["y"],
+         np.float32)
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
@@ -271,6 +376,9 @@ def main():
         os.makedirs(d)
     out = sys.argv[1]
     gqa_cases(out)
+    norm_cases(out)
+    rotary_cases(out)
+    activation_cases(out)
     if len(sys.argv) == 3:
         gqa_shared_cases(sys.argv[2])
     print(f"make_cases.py: wrote {len(written)} cases")
