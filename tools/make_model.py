@@ -35,6 +35,9 @@ def main(argv=None):
     ap.add_argument("--block-size", type=int, default=32, choices=[16, 32, 64, 128])
     ap.add_argument("--asymmetric", action="store_true",
                     help="int4 with zero points (builder default is symmetric: none)")
+    ap.add_argument("--shared-embeddings", action="store_true",
+                    help="tied models: read the embedding from lm_head's weight (int4: "
+                         "GatherBlockQuantized; float: Transpose+Gather) instead of a separate fp32 copy")
     ap.add_argument("--rotary-interleaved", action="store_true",
                     help="llama2.c: keep q/k rows as trained, rotary_interleaved=1 in GQA")
     ap.add_argument("--head-multiple", type=int, default=16,
@@ -53,6 +56,8 @@ def main(argv=None):
         tok = llama2c.tokenizer_json(pieces, scores)
         tok_cfg = llama2c.tokenizer_config(spec.context_length)
         dtype = a.dtype or "fp32"
+        if a.shared_embeddings and not weights.shared:
+            ap.error("--shared-embeddings needs a checkpoint with a shared classifier")
     else:
         spec = synthetic.make_spec(a.synthetic, a.layers)
         weights = synthetic.RandomWeights(spec, a.seed)
@@ -61,7 +66,8 @@ def main(argv=None):
         dtype = a.dtype or "int4"
 
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
-                        symmetric=not a.asymmetric, head_multiple=a.head_multiple)
+                        symmetric=not a.asymmetric, head_multiple=a.head_multiple,
+                        shared_embeddings=a.shared_embeddings)
     info = write_package(a.out, spec, weights, opts, tok, tok_cfg)
     print(f"wrote {info['dir']}: model.onnx {info['model_bytes']} B, model.onnx.data {info['data_bytes']} B, "
           f"{info['initializers']} initializers")

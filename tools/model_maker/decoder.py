@@ -57,6 +57,7 @@ class BuildOptions:
     block_size: int = 32
     symmetric: bool = True       # int4 without zero points (builder default)
     head_multiple: int = 16      # pad head_size to this multiple (0: keep it)
+    shared_embeddings: bool = False  # builder's shared_embeddings: embedding read from lm_head's weight
 
 
 def rope_inv_freq(spec):
@@ -157,25 +158,33 @@ class DecoderBuilder:
         self.io_onnx = TensorProto.FLOAT16 if opts.dtype == "fp16" else TensorProto.FLOAT
 
     # -- pieces -------------------------------------------------------------------
-    def matmul(self, basename, x, w_nk):
-        """MatMul (or MatMulNBits for int4) of x by a [N, K] weight; returns output name."""
+    def weight(self, basename, w_nk):
+        """Write a MatMul weight; returns (N, K, initializer names) for matmul()."""
         g = self.g
         wname = basename[1:].replace("/", ".") + ".weight"
         n, k = w_nk.shape
         if self.o.dtype == "int4":
             packed, scales, zp = quantize_int4(w_nk, self.o.block_size, self.o.symmetric)
-            inputs = [x, g.initializer(wname + "_Q4", packed), g.initializer(wname + "_scales", scales)]
+            names = [g.initializer(wname + "_Q4", packed), g.initializer(wname + "_scales", scales)]
             if zp is not None:
-                inputs.append(g.initializer(wname + "_zero_points", zp))
+                names.append(g.initializer(wname + "_zero_points", zp))
+            return n, k, names
+        return n, k, [g.initializer(wname, np.ascontiguousarray(w_nk.T), self.io_np)]
+
+    def matmul(self, basename, x, w_nk, written=None):
+        """MatMul (or MatMulNBits for int4) of x by a [N, K] weight; returns output name."""
+        g = self.g
+        n, k, names = written or self.weight(basename, w_nk)
+        if self.o.dtype == "int4":
+            inputs = [x] + names
             attrs = dict(K=k, N=n, bits=4, block_size=self.o.block_size)
             if self.o.accuracy_level:
                 attrs["accuracy_level"] = self.o.accuracy_level
             out = f"{basename}/output_0" if basename != "/lm_head/MatMul" else "logits"
             g.node("MatMulNBits", inputs, [out], basename + "_Q4", domain="com.microsoft", **attrs)
             return out
-        w = g.initializer(wname, np.ascontiguousarray(w_nk.T), self.io_np)
         out = f"{basename}/output_0" if basename != "/lm_head/MatMul" else "logits"
-        g.node("MatMul", [x, w], [out], basename)
+        g.node("MatMul", [x, names[0]], [out], basename)
         return out
 
     def add_bias(self, name, x, bias):
@@ -224,8 +233,14 @@ class DecoderBuilder:
         self.io_inputs()
         seqlens, total = self.mask_subgraph()
 
-        emb = g.initializer("model.embed_tokens.weight", weights.embed(), self.io_np)
-        x = g.node("Gather", [emb, "input_ids"], ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
+        lm_written = None
+        if self.o.shared_embeddings:
+            lm_written = self.weight("/lm_head/MatMul", weights.lm_head())
+            x = self.shared_embedding(lm_written)
+        else:
+            emb = g.initializer("model.embed_tokens.weight", weights.embed(), self.io_np)
+            x = g.node("Gather", [emb, "input_ids"], ["/model/embed_tokens/Gather/output_0"],
+                       "/model/embed_tokens/Gather")
 
         cos, sin = rope_caches(s)
         cos_name = g.initializer("cos_cache", cos, self.io_np)
@@ -286,8 +301,29 @@ class DecoderBuilder:
                    [f"/model/layers.{L}/final_norm_layernorm/output_0"],
                    f"/model/layers.{L}/final_norm_layernorm/SkipLayerNorm", domain="com.microsoft",
                    epsilon=float(s.rms_eps))
-        self.matmul("/lm_head/MatMul", h, weights.lm_head())
+        self.matmul("/lm_head/MatMul", h, None if lm_written else weights.lm_head(), lm_written)
         return g.save()
+
+    def shared_embedding(self, lm_written):
+        """Embedding lookup reading the lm_head weight, as the builder's shared_embeddings does:
+        int4 -> Reshape(uint8 [V, K/2]) + GatherBlockQuantized [+ Slice of K padding];
+        float -> Transpose + Gather."""
+        g, s = self.g, self.s
+        b = "/model/embed_tokens"
+        v, k, names = lm_written
+        if self.o.dtype != "int4":
+            t = g.node("Transpose", [names[0]], [f"{b}/Transpose/output_0"], f"{b}/Transpose", perm=[1, 0])
+            return g.node("Gather", [t, "input_ids"], [f"{b}/Gather/output_0"], f"{b}/Gather")
+        bs = self.o.block_size
+        padded = (k + bs - 1) // bs * bs
+        r = g.node("Reshape", [names[0], g.const_i64([v, padded // 2])], [f"{b}/Reshape/output_0"], f"{b}/Reshape")
+        out = g.node("GatherBlockQuantized", [r, "input_ids"] + names[1:], [f"{b}/GatherBlockQuantized/output_0"],
+                     f"{b}/GatherBlockQuantized", domain="com.microsoft", bits=4, block_size=bs,
+                     gather_axis=0, quantize_axis=1)
+        if padded != k:
+            out = g.node("Slice", [out, g.const_i64([0]), g.const_i64([k]), g.const_i64([-1])],
+                         [f"{b}/Slice/output_0"], f"{b}/Slice")
+        return out
 
     def skip_norm(self, b, residual, skip, weight):
         out0, out3 = f"{b}/output_0", f"{b}/output_3"

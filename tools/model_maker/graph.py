@@ -50,23 +50,23 @@ class GraphWriter:
         """Append array (cast to dtype when given) to the data file; returns name."""
         if name in self._names:
             raise ValueError(f"initializer {name} defined twice")
-        arr = np.ascontiguousarray(array if dtype is None else array.astype(dtype))
+        arr = np.ascontiguousarray(array if dtype is None else array.astype(dtype, copy=False))
         onnx_type = NP_TO_ONNX[arr.dtype]
         pad = (-self._offset) % DATA_ALIGN
         if pad:
             self._data.write(b"\0" * pad)
             self._offset += pad
-        raw = arr.tobytes()
-        self._data.write(raw)
+        nbytes = arr.nbytes
+        self._data.write(arr.reshape(-1).view(np.uint8).data if nbytes else b"")
         t = TensorProto()
         t.name = name
         t.data_type = onnx_type
         t.dims.extend(arr.shape)
         t.data_location = TensorProto.EXTERNAL
-        for k, v in (("location", self.data_name), ("offset", str(self._offset)), ("length", str(len(raw)))):
+        for k, v in (("location", self.data_name), ("offset", str(self._offset)), ("length", str(nbytes))):
             e = t.external_data.add()
             e.key, e.value = k, v
-        self._offset += len(raw)
+        self._offset += nbytes
         self.initializers.append(t)
         self._names.add(name)
         return name

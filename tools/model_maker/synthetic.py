@@ -1,8 +1,8 @@
 """Random-weight models at the real shapes of a few public checkpoints.
 
-Weights are seeded numpy normals, generated one layer at a time (so a full-size model
-never sits in memory at once) and kept small (std 0.02, norms near 1) so activations
-stay finite in fp16 and after int4 rounding. The tokenizer is a small byte-level BPE
+Weights are seeded numpy uniforms (much cheaper than normals at 262M values), generated
+one layer at a time (so a full-size model never sits in memory at once) and kept small
+(std 0.02, norms near 1) so activations stay finite in fp16 and after int4 rounding. The tokenizer is a small byte-level BPE
 (GPT-2 byte alphabet plus a few merges) with the model's special tokens at their real
 ids; the graph keeps the real vocab_size.
 """
@@ -59,18 +59,26 @@ class RandomWeights:
     def __init__(self, spec, seed):
         self.s = spec
         self.seed = seed
+        self._embed = None
 
     def _rng(self, *key):
         return np.random.default_rng([self.seed, *key])
 
     def _normal(self, rng, shape, std=None):
-        return (rng.standard_normal(shape, dtype=np.float32) * np.float32(std or self.STD))
+        # uniform on [-a, a] with the requested standard deviation
+        a = np.float32((std or self.STD) * np.sqrt(3.0))
+        x = rng.random(shape, dtype=np.float32)
+        x *= 2 * a
+        x -= a
+        return x
 
     def _norm(self, rng, n):
-        return (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+        return (1.0 + self._normal(rng, n, 0.1)).astype(np.float32)
 
     def embed(self):
-        return self._normal(self._rng(1), (self.s.vocab_size, self.s.hidden_size))
+        if self._embed is None:
+            self._embed = self._normal(self._rng(1), (self.s.vocab_size, self.s.hidden_size))
+        return self._embed
 
     def layer(self, i):
         s = self.s
@@ -97,7 +105,9 @@ class RandomWeights:
 
     def lm_head(self):
         # all three models tie lm_head to the embedding
-        return self.embed()
+        w = self.embed()
+        self._embed = None
+        return w
 
 
 def _bytes_to_unicode():
