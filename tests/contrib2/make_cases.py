@@ -367,6 +367,69 @@ def activation_cases(out):
          np.float32)
 
 
+# ---------------- MultiHeadAttention ----------------
+
+MHA_IN = ["q", "k", "v", "bias", "mask", "ab", "past_k", "past_v"]
+
+
+def mha_case(out, name, dt, B, S, L, N, D, P=None, Dv=None, bias=False, mask=None, ab=None,
+             form="sep", outputs=3, **attrs):
+    Dv = Dv or D
+    f = {}
+    if form == "packed_qkv":
+        f["q"] = rnd((B, S, N, 3, D), dt)
+    else:
+        f["q"] = rnd((B, S, N * D), dt)
+        if form == "packed_kv":
+            f["k"] = rnd((B, L, N, 2, D), dt)
+        elif form == "bnsh":
+            f["k"], f["v"] = rnd((B, N, L, D), dt), rnd((B, N, L, Dv), dt)
+        else:
+            f["k"], f["v"] = rnd((B, L, N * D), dt), rnd((B, L, N * Dv), dt)
+    if bias:
+        f["bias"] = rnd((N * (2 * D + Dv),), dt)
+    if mask is not None:
+        f["mask"] = mask
+    if ab is not None:
+        f["ab"] = rnd(ab, dt)
+    if P is not None:
+        f["past_k"], f["past_v"] = rnd((B, N, P, D), dt), rnd((B, N, P, Dv), dt)
+    names = [n if n in f else "" for n in MHA_IN]
+    while names[-1] == "":
+        names.pop()
+    case(out, "mha_" + name, "MultiHeadAttention", names, f,
+         ["y", "present_k", "present_v"][:outputs], dt, num_heads=N, **attrs)
+
+
+def mha_cases(out):
+    lowest = float(np.finfo(np.float32).min)
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        mha_case(out, f"{t}_self", dt, 2, 4, 4, 2, 8, outputs=1)
+        mha_case(out, f"{t}_bias_past_causal", dt, 2, 3, 3, 2, 8, P=4, bias=True,
+                 unidirectional=1)
+        mha_case(out, f"{t}_decode_mask2d", dt, 2, 1, 1, 2, 8, P=5,
+                 mask=np.array([[0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 1]], np.int32),
+                 mask_filter_value=lowest)
+        # the builder's form: additive attention_bias carrying the mask, past/present
+        mha_case(out, f"{t}_attention_bias_past", dt, 2, 2, 2, 2, 8, P=3, ab=(2, 1, 2, 5))
+    dt = np.float32
+    mha_case(out, "f32_cross_lengths", dt, 2, 3, 5, 2, 8, Dv=4, mask=np.array([5, 2], np.int32),
+             outputs=1)
+    mha_case(out, "f32_mask_2d_nopast", dt, 2, 2, 3, 2, 8,
+             mask=np.array([[1, 0, 1], [0, 1, 1]], np.int32), outputs=1)
+    mha_case(out, "f32_mask_3d", dt, 2, 3, 3, 2, 8, P=1,
+             mask=rng.randint(0, 2, (2, 3, 4)).astype(np.int32), scale=0.5)
+    mha_case(out, "f32_fully_masked_rows", dt, 2, 3, 3, 2, 8, P=2,
+             mask=np.array([[0, 0, 0, 0, 0], [1, 1, 0, 0, 0]], np.int32), unidirectional=1)
+    mha_case(out, "f32_attention_bias_heads", dt, 1, 3, 3, 4, 8, ab=(1, 4, 3, 3), outputs=1)
+    mha_case(out, "f32_packed_qkv", dt, 2, 3, 3, 2, 8, outputs=1, unidirectional=1)
+    mha_case(out, "f32_packed_kv", dt, 2, 3, 4, 2, 8, outputs=1)
+    mha_case(out, "f32_cross_bnsh", dt, 2, 3, 5, 2, 8, outputs=1)
+    mha_case(out, "f32_empty_past", dt, 2, 3, 3, 2, 8, P=0, bias=True, unidirectional=1)
+    mha_case(out, "f32_long", dt, 1, 40, 40, 4, 32, P=30, unidirectional=1, tol=(2e-4, 2e-5))
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
@@ -379,6 +442,7 @@ def main():
     norm_cases(out)
     rotary_cases(out)
     activation_cases(out)
+    mha_cases(out)
     if len(sys.argv) == 3:
         gqa_shared_cases(sys.argv[2])
     print(f"make_cases.py: wrote {len(written)} cases")

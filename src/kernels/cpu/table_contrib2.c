@@ -7,6 +7,7 @@
 
 const kernel_def cpu_contrib2_kernels[] = {
     {"com.microsoft", "GroupQueryAttention", 1, 1, cpu_contrib_gqa},
+    {"com.microsoft", "MultiHeadAttention", 1, 1, cpu_contrib_mha},
     {"com.microsoft", "RotaryEmbedding", 1, 1, cpu_contrib_rotary},
     {"", "SimplifiedLayerNormalization", 1, 1000, cpu_simplified_layer_norm},
     {"com.microsoft", "SkipSimplifiedLayerNormalization", 1, 1,
