@@ -6,23 +6,37 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* One job at a time: the caller publishes (fn, arg, n, chunk) and bumps `generation`;
- * workers claim chunk indices from an atomic counter until none are left. */
+/* One job at a time: the caller publishes (fn, arg, n, chunk), then bumps `generation`;
+ * workers claim chunk indices from an atomic counter until none are left.
+ *
+ * Waking a sleeping thread costs about as much as a small kernel (~10 us), and a decode
+ * step runs hundreds of kernels back to back, so both sides spin briefly on the atomics
+ * before falling back to the condition variables: workers stay hot within a step and
+ * sleep between steps. */
+enum { SPIN_ROUNDS = 4000 };
+
 struct threadpool {
     int n_workers;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    uint64_t generation;
-    bool stop;
+    atomic_uint_fast64_t generation;
+    atomic_bool stop;
+    int sleeping; /* workers waiting on `wake` (under mu) */
     /* current job */
     parallel_fn fn;
     void *arg;
     int64_t n, chunk, n_chunks;
     atomic_llong next_chunk;
-    int busy; /* workers still inside the current job */
+    atomic_int busy; /* workers still inside the current job */
     atomic_bool in_job;
 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static void run_chunks(threadpool *p) {
     for (;;) {
@@ -36,18 +50,28 @@ static void run_chunks(threadpool *p) {
 
 static void *worker(void *vp) {
     threadpool *p = vp;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
+    uint_fast64_t seen = 0;
     for (;;) {
-        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->stop) break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->generation) == seen &&
+                        !atomic_load(&p->stop); i++)
+            cpu_relax();
+        if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
+            pthread_mutex_lock(&p->mu);
+            p->sleeping++;
+            while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen)
+                pthread_cond_wait(&p->wake, &p->mu);
+            p->sleeping--;
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) break;
+        seen = atomic_load(&p->generation);
         run_chunks(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_signal(&p->done);
+        if (atomic_fetch_sub(&p->busy, 1) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -83,7 +107,7 @@ og_status *threadpool_create(int n_threads, threadpool **out) {
 void threadpool_free(threadpool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->stop = true;
+    atomic_store(&p->stop, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_workers; i++) pthread_join(p->threads[i], NULL);
@@ -111,20 +135,23 @@ void threadpool_parallel_for(threadpool *p, int64_t n, int64_t grain, parallel_f
     if (chunks < 1) chunks = 1;
     int64_t chunk = (n + chunks - 1) / chunks;
     atomic_store(&p->in_job, true);
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->arg = arg;
     p->n = n;
     p->chunk = chunk;
     p->n_chunks = (n + chunk - 1) / chunk;
     atomic_store(&p->next_chunk, 0);
-    p->busy = p->n_workers;
-    p->generation++;
-    pthread_cond_broadcast(&p->wake);
+    atomic_store(&p->busy, p->n_workers);
+    atomic_fetch_add(&p->generation, 1); /* publishes the job (seq_cst) */
+    pthread_mutex_lock(&p->mu);
+    if (p->sleeping) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     run_chunks(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->busy) > 0; i++) cpu_relax();
+    if (atomic_load(&p->busy) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->busy) > 0) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
     atomic_store(&p->in_job, false);
 }
