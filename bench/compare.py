@@ -76,21 +76,21 @@ def ort_worker(a):
         t1 = time.perf_counter()
         g.generate_next_token()  # picks from the prefill's logits, as ours does
         t2 = time.perf_counter()
-        return a.p / (t1 - t0), t2 - t0
+        return a.p / (t1 - t0), t2 - t0, 0.0
 
     def run_tg():
         prompt = max(a.d, 1)
         g = generator(prompt + 1 + a.n)
         g.append_tokens(ids(prompt))
         g.generate_next_token()
-        worst, t0 = 0.0, time.perf_counter()
+        steps, t0 = [], time.perf_counter()
         prev = t0
         for _ in range(a.n):
             g.generate_next_token()
             t = time.perf_counter()
-            worst = max(worst, t - prev)
+            steps.append(t - prev)
             prev = t
-        return a.n / (prev - t0), worst
+        return a.n / (prev - t0), max(steps), statistics.median(steps)
 
     try:
         for kind, fn, n in (("pp", run_pp, a.p), ("tg", run_tg, a.n)):
@@ -103,6 +103,8 @@ def ort_worker(a):
                  "tokens_per_s": {"median": statistics.median(s[0] for s in samples)}}
             key = "ttft_s" if kind == "pp" else "slowest_step_s"
             t[key] = {"median": statistics.median(s[1] for s in samples)}
+            if kind == "tg":
+                t["median_step_s"] = {"median": statistics.median(s[2] for s in samples)}
             out["tests"].append(t)
     except Exception as e:
         out["error"] = f"run: {e}"
@@ -162,7 +164,11 @@ def environment(a):
             if m:
                 flags[m.group(1)] = m.group(2)
     env["cmake"] = flags
-    env["project_flags"] = "-O2 (Release) -march=native when OG_NATIVE, -Wall -Wextra -Werror"
+    fm = os.path.join(os.path.dirname(os.path.abspath(a.bin)), "CMakeFiles", "onnx_genai.dir", "flags.make")
+    if os.path.exists(fm):
+        for line in open(fm):
+            if line.startswith("C_FLAGS"):
+                env["c_flags"] = line.split("=", 1)[1].strip()
     try:
         info = open("/proc/cpuinfo").read()
         env["cpu"] = re.search(r"model name\s*:\s*(.*)", info).group(1)
@@ -305,6 +311,11 @@ def main():
                 row["pct_probe"] = 100 * row["gbps"] / bw if bw > 0 else float("nan")
                 if ort:
                     row["ort_gbps"] = row["ort"] * bpt / 1e9
+            for w in ("ours", "ort"):
+                vals = [t["median_step_s"]["median"] for r in kept for t in r[w].get("tests", [])
+                        if t["name"] == name and "median_step_s" in t]
+                if vals:
+                    row[f"{w}_step_us"] = 1e6 * statistics.median(vals)
             ttft_key = "ttft_s"
             for w in ("ours", "ort"):
                 vals = [t[ttft_key]["median"] for r in kept for t in r[w].get("tests", [])
@@ -330,21 +341,29 @@ def main():
         return f"{b:.0f} B"
 
     print("| model | format | test | bytes/token | ours tok/s ± sd | ORT-genai tok/s | ours ÷ ORT "
-          "| ours GB/s | % of probe | TTFT ours / ORT (ms) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| ours GB/s | % of probe | TTFT ours / ORT (ms) | median step ours / ORT (µs) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['model']} | {r['format']} | {r['test']} | | {r['error']} | | | | | |")
+            print(f"| {r['model']} | {r['format']} | {r['test']} | | {r['error']} | | | | | | |")
             continue
         tt = "-"
         if "ours_ttft_ms" in r or "ort_ttft_ms" in r:
             tt = f"{f(r.get('ours_ttft_ms'), '.2f')} / {f(r.get('ort_ttft_ms'), '.2f')}"
+        st = "-"
+        if "ours_step_us" in r or "ort_step_us" in r:
+            st = f"{f(r.get('ours_step_us'), '.1f')} / {f(r.get('ort_step_us'), '.1f')}"
         is_tg = r["test"].startswith("tg")
         print(f"| {r['model']} | {r['format']} | {r['test']} | {hb(r['bytes_per_token']) if is_tg else '-'} "
               f"| {f(r.get('ours'), '.1f')} ± {f(r.get('ours_sd'), '.1f')} | {f(r.get('ort'), '.1f')} "
               f"| {f(r.get('ratio'), '.2f')} | {f(r.get('gbps'), '.2f') if is_tg else '-'} "
-              f"| {f(r.get('pct_probe'), '.1f') if is_tg else '-'} | {tt} |")
+              f"| {f(r.get('pct_probe'), '.1f') if is_tg else '-'} | {tt} | {st} |")
     print(f"\ngeometric mean of ours ÷ ORT-genai over {len(ratios)} tests: {f(gmean(ratios), '.2f')}")
+    step_ratios = [r["ort_step_us"] / r["ours_step_us"] for r in rows
+                   if r.get("ours_step_us") and r.get("ort_step_us")]
+    if step_ratios:
+        print(f"geometric mean of ORT-genai ÷ ours median decode step time (>1: ours faster): "
+              f"{f(gmean(step_ratios), '.2f')}")
     for e in results:
         for i, r in enumerate(e["rounds"]):
             print(f"- {os.path.basename(e['model'].rstrip('/'))} d={e['depth']} round {i + 1}: probe "

@@ -297,7 +297,8 @@ typedef struct test_result {
     double *tps;      /* [reps] tokens/s */
     double *ttft;     /* [reps] seconds (pp only) */
     double *step_max; /* [reps] slowest decode step, seconds (tg only) */
-    stats s_tps, s_ttft, s_step_max;
+    double *step_med; /* [reps] median decode step: robust to preemption on a busy machine */
+    stats s_tps, s_ttft, s_step_max, s_step_med;
     double mean_ctx;  /* tg: mean attention length of the timed steps */
     double bytes_per_token, kv_copy_per_step, mean_past;
 } test_result;
@@ -339,7 +340,7 @@ done:
 /* One decode run: a prompt of max(D, 1) tokens, the first token picked from its logits
  * (no model run), then N timed steps that each run the model on one token. */
 static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, double *tps,
-                         double *step_max) {
+                         double *step_max, double *step_med, double *steps) {
     int prompt = o->d > 0 ? o->d : 1;
     og_generator *g;
     og_status *st = new_generator(m, prompt + 1 + o->n, &g);
@@ -352,10 +353,12 @@ static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *
         if ((st = og_generator_generate_next_token(g))) goto done;
         double t = now_s();
         if (t - prev > worst) worst = t - prev;
+        steps[i] = t - prev;
         prev = t;
     }
     *tps = o->n / (prev - t0);
     *step_max = worst;
+    *step_med = summarize(steps, o->n).median;
 done:
     og_generator_destroy(g);
     return st;
@@ -440,6 +443,7 @@ int cli_bench(int argc, char **argv) {
     og_model *m = NULL;
     og_status *st = NULL;
     int32_t *ids = NULL;
+    double *steps = NULL; /* [n] decode step times of one run */
     test_result tests[2];
     int n_tests = 0;
     memset(tests, 0, sizeof tests);
@@ -452,7 +456,8 @@ int cli_bench(int argc, char **argv) {
     int threads = threadpool_size(m->decoder->pool);
     int longest = o.d + (o.p > 1 ? o.p : 1) + 1 + o.n;
     ids = malloc((size_t)longest * sizeof *ids);
-    if (!ids) {
+    steps = malloc((size_t)(o.n > 0 ? o.n : 1) * sizeof *steps);
+    if (!ids || !steps) {
         rc = cli_fail("out of memory");
         goto done;
     }
@@ -488,20 +493,23 @@ int cli_bench(int argc, char **argv) {
         t->tps = calloc((size_t)o.reps, sizeof(double));
         t->ttft = calloc((size_t)o.reps, sizeof(double));
         t->step_max = calloc((size_t)o.reps, sizeof(double));
-        if (!t->tps || !t->ttft || !t->step_max) {
+        t->step_med = calloc((size_t)o.reps, sizeof(double));
+        if (!t->tps || !t->ttft || !t->step_max || !t->step_med) {
             rc = cli_fail("out of memory");
             goto done;
         }
-        double dummy1, dummy2;
+        double dummy[3];
         for (int r = -1; r < o.reps; r++) { /* r = -1: warm-up */
-            double *a = r < 0 ? &dummy1 : &t->tps[r];
-            double *b = r < 0 ? &dummy2 : (t->is_pp ? &t->ttft[r] : &t->step_max[r]);
-            st = t->is_pp ? run_pp(m, &rng, ids, &o, a, b) : run_tg(m, &rng, ids, &o, a, b);
+            double *a = r < 0 ? &dummy[0] : &t->tps[r];
+            double *b = r < 0 ? &dummy[1] : (t->is_pp ? &t->ttft[r] : &t->step_max[r]);
+            double *c = r < 0 ? &dummy[2] : &t->step_med[r];
+            st = t->is_pp ? run_pp(m, &rng, ids, &o, a, b) : run_tg(m, &rng, ids, &o, a, b, c, steps);
             if (st) goto done;
         }
         t->s_tps = summarize(t->tps, o.reps);
         t->s_ttft = summarize(t->ttft, o.reps);
         t->s_step_max = summarize(t->step_max, o.reps);
+        t->s_step_med = summarize(t->step_med, o.reps);
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -538,6 +546,7 @@ int cli_bench(int argc, char **argv) {
                 json_stats("ttft_s", t->s_ttft, "");
             } else {
                 json_stats("slowest_step_s", t->s_step_max, ", ");
+                json_stats("median_step_s", t->s_step_med, ", ");
                 double roof = pr.best_gbps > 0 ? bw / t->bytes_per_token : 0;
                 printf("\"mean_context\": %.1f, \"bytes_per_token\": %.0f, "
                        "\"kv_copy_bytes_per_step\": %.0f, \"roofline_tokens_per_s\": %.3f, "
@@ -597,9 +606,9 @@ int cli_bench(int argc, char **argv) {
                 printf("TTFT (%s): %.2f ms median [%.2f .. %.2f]\n", t->name, t->s_ttft.median * 1e3,
                        t->s_ttft.min * 1e3, t->s_ttft.max * 1e3);
             else
-                printf("%s: slowest step %.3f ms (median over runs); KV copied per step %s "
-                       "(mean past %.0f tokens); roofline %.1f tok/s\n", t->name,
-                       t->s_step_max.median * 1e3, human_bytes(t->kv_copy_per_step, b1, sizeof b1),
+                printf("%s: median step %.3f ms, slowest %.3f ms (medians over runs); KV copied "
+                       "per step %s (mean past %.0f tokens); roofline %.1f tok/s\n", t->name,
+                       t->s_step_med.median * 1e3, t->s_step_max.median * 1e3, human_bytes(t->kv_copy_per_step, b1, sizeof b1),
                        t->mean_past, pr.best_gbps > 0 ? bw / t->bytes_per_token : 0.0);
         }
     }
@@ -613,8 +622,10 @@ done:
         free(tests[k].tps);
         free(tests[k].ttft);
         free(tests[k].step_max);
+        free(tests[k].step_med);
     }
     free(ids);
+    free(steps);
     og_model_close(m);
     return rc;
 }
