@@ -3,7 +3,8 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 SHARED ?= ../shared
-GPT2 := $(SHARED)/models/ortgenai/hf-internal-testing/tiny-random-gpt2-fp32
+STORIES := $(BUILD)/stories260K
+LLAMA2C := $(SHARED)/models/llama2c
 
 .PHONY: deps build demo test test-sanitize fuzz-smoke clean
 
@@ -14,9 +15,14 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Until the generation issue lands, the demo describes a real test graph.
-demo: build
-	./$(BUILD)/onnx-genai show $(GPT2)/past.onnx
+# The demo: turn llama2.c's stories260K into an onnxruntime-genai package (builder
+# layout: GroupQueryAttention, SkipSimplifiedLayerNormalization, ...) and stream a story.
+$(STORIES)/genai_config.json: tools/make_model.py | build
+	python3 tools/make_model.py --from-llama2c $(LLAMA2C)/stories260K.bin \
+		--tokenizer $(LLAMA2C)/tok512.bin --dtype fp32 --out $(STORIES)
+
+demo: build $(STORIES)/genai_config.json
+	./$(BUILD)/onnx-genai generate -m $(STORIES) -p "Once upon a time" --max-length 200
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -272,6 +272,7 @@ int cli_generate(int argc, char **argv) {
                 rc = cli_fail("cannot read standard input");
                 goto done;
             }
+            while (len && (input[len - 1] == '\n' || input[len - 1] == '\r')) input[--len] = 0;
             text = input;
         } else {
             len = strlen(text);
@@ -306,6 +307,10 @@ int cli_generate(int argc, char **argv) {
     /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
     if (streaming && (st = og_tokenizer_stream_create(tok, &stream))) goto done;
+    if (streaming) { /* the prompt first, as llama.cpp and Ollama show it */
+        fputs(o.have_prompt ? o.prompt : input, stdout);
+        fflush(stdout);
+    }
     double t1 = now_s();
     if ((st = og_generator_append_tokens(gen, flat, batch * width))) goto done;
     double t_prompt = now_s() - t1, t2 = now_s();
