@@ -4,7 +4,9 @@
  * and as the present output of the run. Expected values come from onnxruntime run the same
  * way (make_cases.py); shared.txt lists "input_index output_index" pairs.
  *
- * usage: gqa-shared-check DIR (a folder of cases); exit 0 when every step matches. */
+ * usage: gqa-shared-check DIR (a folder of cases); exit 0 when every step matches.
+ *        gqa-shared-check --bench ITERS [--threads N] DIR: also times ITERS runs of each
+ *        case's first step (rerunning a step rewrites the same cache rows). */
 #include "onnx_genai.h"
 
 #include "base/half.h"
@@ -17,8 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 enum { MAXIO = 16, MAXPAIR = 4 };
+
+static int bench_iters, n_threads;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static double elem(const tensor *t, int64_t i) {
     switch (t->dtype) {
@@ -66,7 +77,9 @@ static int run_case(const char *dir) {
     }
     og_session *s = NULL;
     snprintf(p, sizeof p, "%s/model.onnx", dir);
-    og_status *st = og_session_open(p, NULL, &s);
+    og_session_options opt = og_session_options_default();
+    opt.num_threads = n_threads;
+    og_status *st = og_session_open(p, &opt, &s);
     tensor buf[MAXPAIR] = {{0}};
     size_t ni = s ? og_session_input_count(s) : 0, no = s ? og_session_output_count(s) : 0;
     if (!st && (ni > MAXIO || no > MAXIO)) st = og_errorf(OG_ERR_UNSUPPORTED, "too many inputs");
@@ -112,6 +125,21 @@ static int run_case(const char *dir) {
                     st = og_tensor_wrap(buf[k].dtype, buf[k].dims, buf[k].rank, buf[k].data,
                                         buf[k].nbytes, &out[o]);
         }
+        if (!st && bench_iters > 0 && step == 0) {
+            og_tensor *tmp[MAXIO] = {0};
+            for (size_t o = 0; o < no; o++) tmp[o] = out[o];
+            st = og_session_run(s, in_names, inp, n_in, out_names, tmp, no); /* warm-up */
+            double t0 = now_s();
+            for (int it = 0; it < bench_iters && !st; it++) {
+                for (size_t o = 0; o < no; o++)
+                    if (tmp[o] != out[o]) og_tensor_free(tmp[o]), tmp[o] = out[o];
+                st = og_session_run(s, in_names, inp, n_in, out_names, tmp, no);
+            }
+            double dt = (now_s() - t0) / bench_iters;
+            for (size_t o = 0; o < no; o++)
+                if (tmp[o] != out[o]) og_tensor_free(tmp[o]);
+            printf("BENCH %s: %.1f us per run\n", dir, dt * 1e6);
+        }
         if (!st) st = og_session_run(s, in_names, inp, n_in, out_names, out, no);
         for (size_t o = 0; o < no && !st; o++) {
             char what[256];
@@ -139,13 +167,19 @@ static int run_case(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gqa-shared-check DIR\n");
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc) bench_iters = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) n_threads = atoi(argv[++i]);
+        else dir = argv[i];
+    }
+    if (!dir) {
+        fprintf(stderr, "usage: gqa-shared-check [--bench ITERS] [--threads N] DIR\n");
         return 2;
     }
-    DIR *d = opendir(argv[1]);
+    DIR *d = opendir(dir);
     if (!d) {
-        fprintf(stderr, "gqa-shared-check: cannot open %s\n", argv[1]);
+        fprintf(stderr, "gqa-shared-check: cannot open %s\n", dir);
         return 2;
     }
     int fails = 0, cases = 0;
@@ -153,7 +187,7 @@ int main(int argc, char **argv) {
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
         char p[4096];
-        snprintf(p, sizeof p, "%s/%s", argv[1], e->d_name);
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         fails += run_case(p);
         cases++;
     }

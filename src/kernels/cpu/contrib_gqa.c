@@ -22,7 +22,9 @@
  * (or a zero sink with smooth_softmax). Masked keys are never computed.
  *
  * Work is split into (batch, head, block of 64 queries) tasks handed out dynamically
- * over the pool; each worker owns one slice of scratch (queries, scores, gemm panels). */
+ * over the pool; each worker owns one slice of scratch (queries, scores, gemm panels).
+ * A single new token instead splits (batch, kv head) over chunks of keys, each task
+ * scoring all query heads of the group so the cache is read once per step. */
 #include "kernels/cpu/contrib2.h"
 #include "kernels/cpu/gemm_f32.h"
 
@@ -58,6 +60,10 @@ typedef struct gqa_job {
     int64_t ntasks, nqb, per_worker;    /* floats per worker slice */
     size_t gemm_work;                   /* bytes of gemm panels per worker */
     float *wbuf;
+    /* single-token decode: (batch, kv head, key chunk) tasks over all the group's heads */
+    bool decode;
+    int64_t R, CK, nchunks;             /* heads per group, keys per chunk, chunks */
+    float *part;                        /* per task: R maxima, R sums, R * D outputs */
     atomic_long next;
     atomic_int failed;
 } gqa_job;
@@ -217,16 +223,88 @@ static void gqa_task(gqa_job *j, int64_t task, float *slice) {
             continue;
         }
         for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-        for (int64_t t = lo; t <= hi; t++) {
-            const float *vr = vs + t * D;
-            float p = s[t - c0];
-            for (int64_t d = 0; d < D; d++) o[d] += p * vr[d];
-        }
+        c2_weighted_rows(o, s + (lo - c0), vs + lo * D, D, hi - lo + 1, D);
     }
     if (use_gemm &&
         !run_gemm(false, rows, D, width, 1.0f, scores, width, vs + c0 * D, D,
                   j->out + ((b * j->S + i0) * j->N + h) * D, j->N * D, work, j->gemm_work))
         atomic_store(&j->failed, 1);
+}
+
+/* One key chunk of one (batch, kv head) for a single new token: the scores of all R
+ * query heads of the group against each key while it is in cache (the cache is read once
+ * per step, not once per query head), then per head the chunk's max, sum of exponentials
+ * and weighted value sum, combined across chunks by gqa_decode_combine. */
+static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
+    int64_t R = j->R, D = j->D, CK = j->CK;
+    int64_t bg = task / j->nchunks, c = task % j->nchunks, b = bg / j->KV, g = bg % j->KV;
+    int64_t T = j->seqlens[b] + 1, P = past_len(j, b), lo, hi;
+    float *part = j->part + task * R * (D + 2), *pm = part, *pl = part + R, *po = part + 2 * R;
+    key_range(j, P, T, 0, &lo, &hi);
+    int64_t k0 = lo + c * CK, k1 = k0 + CK - 1 < hi ? k0 + CK - 1 : hi, n = k1 - k0 + 1;
+    if (n <= 0) {
+        for (int64_t r = 0; r < R; r++) pm[r] = -INFINITY, pl[r] = 0.0f;
+        for (int64_t e = 0; e < R * D; e++) po[e] = 0.0f;
+        return;
+    }
+    float *qbuf = slice, *sc = slice + R * D; /* sc: R rows of CK scores */
+    for (int64_t r = 0; r < R; r++) load_queries(j, b, g * R + r, 0, 1, qbuf + r * D);
+    const float *ks = j->ks + bg * j->Tk * D + k0 * D, *vs = j->vs + bg * j->Tk * D + k0 * D;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t r = 0; r < R; r++) sc[r * CK + t] = j->scale * c2_dot(qbuf + r * D, ks + t * D, D);
+    for (int64_t r = 0; r < R; r++) {
+        int64_t h = g * R + r;
+        float *s = sc + r * CK;
+        if (j->softcap > 0) {
+            float cap = j->softcap, ic = 1.0f / j->softcap;
+            for (int64_t t = 0; t < n; t++) s[t] = cap * tanhf(s[t] * ic);
+        }
+        if (j->abias) {
+            const float *ab = j->abias + b * j->ab_b + h * j->ab_n + k0;
+            for (int64_t t = 0; t < n; t++) s[t] += ab[t];
+        }
+        float mx = s[0], sum = 0.0f;
+        for (int64_t t = 1; t < n; t++) mx = s[t] > mx ? s[t] : mx;
+        for (int64_t t = 0; t < n; t++) {
+            s[t] = expf(s[t] - mx);
+            sum += s[t];
+        }
+        pm[r] = mx;
+        pl[r] = sum;
+        float *o = po + r * D;
+        for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+        c2_weighted_rows(o, s, vs, D, n, D);
+    }
+}
+
+/* Merges the chunks of each (batch, head): out = sum_c e^(m_c - M) o_c / (sum_c e^(m_c -
+ * M) l_c [+ e^(sink - M)]). */
+static void gqa_decode_combine(gqa_job *j) {
+    int64_t R = j->R, D = j->D, C = j->nchunks;
+    bool has_sink = j->sink || j->smooth;
+    for (int64_t b = 0; b < j->B; b++)
+        for (int64_t h = 0; h < j->N; h++) {
+            int64_t g = h / R, r = h % R;
+            const float *base = j->part + (b * j->KV + g) * C * R * (D + 2);
+            float M = has_sink ? (j->sink ? j->sink[h] : 0.0f) : -INFINITY;
+            for (int64_t c = 0; c < C; c++) {
+                float m = base[c * R * (D + 2) + r];
+                M = m > M ? m : M;
+            }
+            float den = has_sink ? expf((j->sink ? j->sink[h] : 0.0f) - M) : 0.0f;
+            float *o = j->out + (b * j->N + h) * D;
+            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+            for (int64_t c = 0; c < C; c++) {
+                const float *pc = base + c * R * (D + 2);
+                if (pc[R + r] == 0.0f) continue; /* an empty chunk */
+                float w = expf(pc[r] - M);
+                den += w * pc[R + r];
+                const float *oc = pc + 2 * R + r * D;
+                for (int64_t d = 0; d < D; d++) o[d] += w * oc[d];
+            }
+            float inv = den > 0 ? 1.0f / den : 0.0f;
+            for (int64_t d = 0; d < D; d++) o[d] *= inv;
+        }
 }
 
 static void gqa_worker(void *arg, int64_t begin, int64_t end) {
@@ -236,7 +314,10 @@ static void gqa_worker(void *arg, int64_t begin, int64_t end) {
     for (;;) {
         long t = atomic_fetch_add(&j->next, 1);
         if (t >= j->ntasks) break;
-        gqa_task(j, t, slice);
+        if (j->decode)
+            gqa_decode_task(j, t, slice);
+        else
+            gqa_task(j, t, slice);
     }
 }
 
@@ -506,23 +587,48 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
 
     /* phase 2: attention */
     OG_TRY(ct_out_f32(ctx, out, &j.out));
-    j.nqb = (S + QB - 1) / QB;
-    j.ntasks = B * N * j.nqb;
-    int64_t rows = S < QB ? S : QB;
-    if (rows > 1) {
-        gemm_f32_args g1 = {.trans_b = true, .M = rows, .N = j.Tk, .K = D},
-                      g2 = {.M = rows, .N = D, .K = j.Tk};
-        size_t w1 = gemm_f32_work_size(&g1), w2 = gemm_f32_work_size(&g2);
-        j.gemm_work = (w1 > w2 ? w1 : w2) + 64;
+    int64_t workers = threadpool_size(ctx->pool), floats;
+    j.decode = S == 1;
+    if (j.decode) {
+        /* chunks of 256 keys, smaller when that leaves threads idle */
+        int64_t W = 1;
+        for (int64_t b = 0; b < B; b++) {
+            int64_t lo, hi;
+            key_range(&j, past_len(&j, b), j.seqlens[b] + 1, 0, &lo, &hi);
+            if (hi - lo + 1 > W) W = hi - lo + 1;
+        }
+        j.R = N / KV;
+        j.CK = 256;
+        int64_t want = 2 * workers;
+        if (B * KV * ((W + j.CK - 1) / j.CK) < want) {
+            int64_t per = (want + B * KV - 1) / (B * KV);
+            j.CK = (W + per - 1) / per;
+            if (j.CK < 32) j.CK = 32;
+        }
+        j.nchunks = (W + j.CK - 1) / j.CK;
+        j.ntasks = B * KV * j.nchunks;
+        OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(j.ntasks * j.R * (D + 2)) + 1,
+                              (void **)&j.part));
+        floats = j.R * D + j.R * j.CK + 16;
+    } else {
+        j.nqb = (S + QB - 1) / QB;
+        j.ntasks = B * N * j.nqb;
+        int64_t rows = S < QB ? S : QB;
+        if (rows > 1) {
+            gemm_f32_args g1 = {.trans_b = true, .M = rows, .N = j.Tk, .K = D},
+                          g2 = {.M = rows, .N = D, .K = j.Tk};
+            size_t w1 = gemm_f32_work_size(&g1), w2 = gemm_f32_work_size(&g2);
+            j.gemm_work = (w1 > w2 ? w1 : w2) + 64;
+        }
+        floats = QB * D + QB * j.Tk + (int64_t)(j.gemm_work / sizeof(float)) + 16;
     }
-    int64_t workers = threadpool_size(ctx->pool);
     if (workers > j.ntasks) workers = j.ntasks;
-    int64_t floats = QB * D + QB * j.Tk + (int64_t)(j.gemm_work / sizeof(float)) + 16;
     j.per_worker = (floats + 15) / 16 * 16;
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
     atomic_init(&j.next, 0);
     atomic_init(&j.failed, 0);
     threadpool_parallel_for(ctx->pool, workers, 1, gqa_worker, &j);
+    if (j.decode) gqa_decode_combine(&j);
     if (atomic_load(&j.failed))
         return kernel_error(ctx, OG_ERR_RUNTIME, "attention gemm failed");
     ct_out_done(out, j.out);

@@ -70,12 +70,9 @@ static void mha_row(const mha_job *j, int64_t b, int64_t n, int64_t i, float *s)
     }
     float inv = 1.0f / sum, *o = j->out + ((b * j->S + i) * j->N + n) * j->Dv;
     const float *v = j->v + bn * T * j->Dv;
+    for (int64_t t = 0; t < T; t++) s[t] *= inv;
     for (int64_t d = 0; d < j->Dv; d++) o[d] = 0.0f;
-    for (int64_t t = 0; t < T; t++) {
-        float p = s[t] * inv;
-        const float *vr = v + t * j->Dv;
-        for (int64_t d = 0; d < j->Dv; d++) o[d] += p * vr[d];
-    }
+    c2_weighted_rows(o, s, v, j->Dv, T, j->Dv);
 }
 
 static void mha_worker(void *arg, int64_t begin, int64_t end) {
