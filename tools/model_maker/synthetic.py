@@ -34,11 +34,13 @@ SPECS = {
         bos_token_id=128000, eos_token_id=128001, pad_token_id=128001),
 }
 
+# Special tokens at their real ids (contiguous, as in the real tokenizers).
 SPECIAL_TOKENS = {
     "qwen2.5-0.5b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
     "qwen3-0.6b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
-    "llama-3.2-1b": [(128000, "<|begin_of_text|>"), (128001, "<|end_of_text|>"),
-                     (128009, "<|eot_id|>")],
+    "llama-3.2-1b": [(128000, "<|begin_of_text|>"), (128001, "<|end_of_text|>")]
+    + [(128000 + i, f"<|reserved_special_token_{i - 2}|>") for i in range(2, 9)]
+    + [(128009, "<|eot_id|>")],
 }
 
 
@@ -130,20 +132,36 @@ _MERGE_WORDS = ["the", "and", "ing", "ion", "ed", "er", "in", "on", "an", "re", 
                 " to", " in", " is", " it", "hello", " world", "ll", "ou"]
 
 
+def _bpe(word, ranks):
+    """Plain BPE of a list of symbols under merge ranks (lowest rank first, leftmost)."""
+    sym = list(word)
+    while len(sym) > 1:
+        best = min(range(len(sym) - 1), key=lambda i: (ranks.get((sym[i], sym[i + 1]), 1 << 30), i))
+        if (sym[best], sym[best + 1]) not in ranks:
+            break
+        sym[best:best + 2] = [sym[best] + sym[best + 1]]
+    return sym
+
+
 def tokenizer_json(name):
+    """Byte-level BPE whose ids run densely up to the special tokens: 256 byte symbols, a
+    few merges (each word's merges added until plain BPE turns the word into one token, so
+    every BPE implementation agrees), then <|filler_N|> pieces that no text can produce."""
     b2u = _bytes_to_unicode()
     vocab = {b2u[b]: i for i, b in enumerate(range(256))}
-    merges = []
+    merges, ranks = [], {}
     for word in _MERGE_WORDS:
-        sym = [b2u[b] for b in word.encode("utf-8")]
-        # merge left to right, adding each intermediate piece
-        while len(sym) > 1:
-            a, b = sym[0], sym[1]
-            if (a, b) not in merges:
-                merges.append((a, b))
-            if a + b not in vocab:
-                vocab[a + b] = len(vocab)
-            sym = [a + b] + sym[2:]
+        while True:
+            sym = _bpe([b2u[b] for b in word.encode("utf-8")], ranks)
+            if len(sym) == 1:
+                break
+            pair = (sym[0], sym[1])
+            ranks[pair] = len(merges)
+            merges.append(pair)
+            vocab.setdefault(pair[0] + pair[1], len(vocab))
+    first_special = SPECIAL_TOKENS[name][0][0]
+    for i in range(len(vocab), first_special):
+        vocab[f"<|filler_{i}|>"] = i
     specials = SPECIAL_TOKENS[name]
     added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": True} for i, c in specials]
