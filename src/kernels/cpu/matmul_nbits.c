@@ -44,7 +44,9 @@ size_t mnb_work_size(const mnb_problem *p) {
         return (size_t)round_up(nt * tile_ld(p) * 4, 64) + round_up((int64_t)gemm_f32_work_size(&g), 64);
     }
     size_t a = (size_t)(p->M * a_stride(p)) * (p->int8 ? 1 : sizeof(float));
-    return (size_t)round_up((int64_t)a, 64) + 2 * (size_t)(p->M * s_stride(p)) * sizeof(float);
+    size_t lanes = p->int8 ? (size_t)(p->M * a_stride(p) / 4) * sizeof(int32_t) : 0;
+    return (size_t)round_up((int64_t)a, 64) + 2 * (size_t)(p->M * s_stride(p)) * sizeof(float) +
+           lanes;
 }
 
 /* ---- A preparation --------------------------------------------------------------- */
@@ -66,13 +68,20 @@ static void prep_rows(void *arg, int64_t r0, int64_t r1) {
         memset(corr, 0, sizeof(float) * (size_t)j->s_stride);
         if (p->int8) {
             int8_t *row = (int8_t *)j->aq + m * j->a_stride, q[MAX_BLOCK];
+            int64_t lanes = j->a_stride / j->lane_values;
+            int32_t *lane = (int32_t *)j->a_lane + m * lanes;
+            int32_t zdef = 1 << (p->bits - 1);
             memset(row, 0, (size_t)j->a_stride);
+            memset(lane, 0, sizeof(int32_t) * (size_t)lanes);
             for (int64_t b = 0; b < p->k_blocks; b++) {
                 int64_t k0 = b * bs, len = p->K - k0 < bs ? p->K - k0 : bs;
                 int32_t sum;
                 mnb_quantize_block(a + k0, len, q, &sc[b], &sum);
                 corr[b] = sc[b] * (float)sum;
-                for (int64_t i = 0; i < len; i++) row[mnb_a_pos(p, k0 + i)] = q[i];
+                for (int64_t i = 0; i < len; i++) {
+                    row[mnb_a_pos(p, k0 + i)] = q[i];
+                    lane[(k0 + i) / j->lane_values] -= zdef * q[i];
+                }
             }
         } else {
             float *row = (float *)j->af + m * j->a_stride;
@@ -113,6 +122,10 @@ static void columns(void *arg, int64_t n0, int64_t n1) {
     const mnb_job *j = arg;
     const mnb_problem *p = j->p;
     bool fast = mnb_x512_handles(p);
+    if (fast && p->M <= MR) { /* one row tile: no column blocking needed */
+        mnb_x512_columns(j, 0, (int)p->M, n0, n1);
+        return;
+    }
     for (int64_t nb = n0; nb < n1; nb += NB) {
         int64_t ne = nb + NB < n1 ? nb + NB : n1;
         for (int64_t m = 0; m < p->M; m += MR) {
@@ -186,6 +199,8 @@ og_status *mnb_run(threadpool *pool, const mnb_problem *p, void *work) {
         j.af = work;
     j.a_scale = (const float *)((char *)work + a_bytes);
     j.a_corr = j.a_scale + p->M * j.s_stride;
+    j.a_lane = (const int32_t *)(j.a_corr + p->M * j.s_stride);
+    j.lane_values = p->bits == 4 ? 8 : 4;
     prep_job pj = {p, &j};
     threadpool_parallel_for(pool, p->M, 4, prep_rows, &pj);
     /* each column costs about K*M/4 byte-steps; hand out pieces worth splitting */

@@ -83,7 +83,10 @@ const char *mnb_isa(void);
  * a_stride values per row, in the order the column kernels read it (mnb_a_pos), with
  * per-block arrays of s_stride floats per row (zero-padded by 16 past k_blocks):
  * a_scale (int8: the block scales of A) and a_corr (int8: scale * sum of q; float: the
- * plain block sums), used to apply the zero points after the dot products. */
+ * plain block sums), used to apply the zero points after the dot products. In int8
+ * arithmetic without zero points, a_lane holds -2^(bits-1) times the sum of q over each
+ * run of a_stride/lanes_per_row values (the lanes of the integer dot products), so that
+ * the default zero point is applied by starting each lane's sum there. */
 typedef struct mnb_job {
     const mnb_problem *p;
     const int8_t *aq;
@@ -91,12 +94,30 @@ typedef struct mnb_job {
     int64_t a_stride;
     const float *a_scale, *a_corr;
     int64_t s_stride;
+    const int32_t *a_lane;
+    int64_t lane_values; /* values of A per lane; a_stride / lane_values lanes per row */
 } mnb_job;
 
-/* Whether the ISA kernels take (bits, int8) and with which A order. */
-bool mnb_x512_handles(const mnb_problem *p);
-/* Position of element k of a row of A in the prepared row. */
-int64_t mnb_a_pos(const mnb_problem *p, int64_t k);
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) &&          \
+    defined(__AVX512VNNI__)
+#define MNB_X512 1
+#else
+#define MNB_X512 0
+#endif
+
+/* Whether the ISA kernels take these bits. */
+static inline bool mnb_x512_handles(const mnb_problem *p) {
+    return MNB_X512 && (p->bits == 4 || p->bits == 8);
+}
+
+/* Position of element k of a row of A in the prepared row: for 4 bits the ISA kernels
+ * want each span (128 values for int8, 32 for float) as its even elements, then its odd
+ * ones (the low and high nibbles of the span's bytes). */
+static inline int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
+    if (!MNB_X512 || p->bits != 4) return k;
+    int64_t span = p->int8 ? 128 : 32, r = k & (span - 1);
+    return k - r + (r & 1) * (span / 2) + (r >> 1);
+}
 /* Y[m0..m0+mr) x [n0, n1) for mr <= 4, bias included. */
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1);
 /* Dequantized float columns n0..n1 into W (row stride ldw >= K rounded up to 32). */

@@ -16,19 +16,11 @@
  * zero point. */
 #include "kernels/cpu/matmul_nbits.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) &&          \
-    defined(__AVX512VNNI__)
+#if MNB_X512
 #include <immintrin.h>
 
 #define INLINE static inline __attribute__((always_inline))
 
-bool mnb_x512_handles(const mnb_problem *p) { return p->bits == 4 || p->bits == 8; }
-
-int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
-    if (p->bits != 4) return k;
-    int64_t span = p->int8 ? 128 : 32, r = k % span;
-    return k - r + (r & 1) * (span / 2) + r / 2;
-}
 
 static inline __mmask16 mask16(int64_t count) {
     return count >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
@@ -76,6 +68,8 @@ INLINE void int8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n, _
     const float *sc = p->scales + n * p->k_blocks;
     const int64_t bytes = p->k_blocks * p->blob;
     const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const bool default_zp = !p->zp_packed;
+    const int64_t lanes = j->a_stride / j->lane_values;
     __m512 acc[4];
     for (int r = 0; r < mr; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t c = 0; c * 64 < bytes; c++) {
@@ -91,14 +85,16 @@ INLINE void int8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n, _
         }
         for (int r = 0; r < mr; r++) {
             const int8_t *a = j->aq + (m0 + r) * j->a_stride + c * per_chunk;
-            __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(a));
+            __m512i d0 = default_zp ? _mm512_loadu_si512(j->a_lane + (m0 + r) * lanes + c * 16)
+                                    : _mm512_setzero_si512();
+            __m512i d = _mm512_dpbusd_epi32(d0, lo, _mm512_loadu_si512(a));
             if (four) d = _mm512_dpbusd_epi32(d, hi, _mm512_loadu_si512(a + 64));
             __m512 s = _mm512_mul_ps(sb, _mm512_loadu_ps(j->a_scale + (m0 + r) * j->s_stride + fb));
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s), acc[r]);
         }
     }
-    float zt[4];
-    zero_point_terms(j, m0, mr, n, zt);
+    float zt[4] = {0};
+    if (!default_zp) zero_point_terms(j, m0, mr, n, zt);
     float bias = p->bias ? p->bias[n] : 0.0f;
     for (int r = 0; r < mr; r++)
         p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
@@ -172,6 +168,111 @@ INLINE void float8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n)
         p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
 }
 
+/* Sums of four vectors, as one 4-float vector. */
+INLINE __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+    __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+    __m512 z = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(z),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+INLINE void store4(const mnb_job *j, int64_t m, int64_t n, __m128 sums, bool zero_points) {
+    const mnb_problem *p = j->p;
+    float out[4];
+    _mm_storeu_ps(out, sums);
+    for (int i = 0; i < 4; i++) {
+        float zt = 0.0f;
+        if (zero_points) zero_point_terms(j, m, 1, n + i, &zt);
+        p->Y[m * p->N + n + i] = out[i] - zt + (p->bias ? p->bias[n + i] : 0.0f);
+    }
+}
+
+/* One row of A against four columns at a time (decode): the A chunk, its lane sums and
+ * scales are loaded once for the four, and the four sums reduce together. */
+INLINE void int8_row_4cols(const mnb_job *j, int64_t m, int64_t n, const int four, __m512i idx) {
+    const mnb_problem *p = j->p;
+    const int64_t per_chunk = four ? 128 : 64, kb = p->k_blocks;
+    const int64_t colbytes = kb * p->blob, bytes = colbytes;
+    const int lbs = __builtin_ctz((unsigned)p->block_size);
+    const uint8_t *col = p->B + n * colbytes;
+    const float *sc = p->scales + n * kb;
+    const int8_t *aq = j->aq + m * j->a_stride;
+    const float *as = j->a_scale + m * j->s_stride;
+    const bool default_zp = !p->zp_packed;
+    const int32_t *lane = j->a_lane + m * (j->a_stride / j->lane_values);
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (int64_t c = 0, off = 0; off < bytes; c++, off += 64) {
+        int64_t left = bytes - off;
+        __mmask64 bm = left >= 64 ? ~0ull : (1ull << left) - 1;
+        int64_t fb = (c * per_chunk) >> lbs;
+        __mmask16 sm = mask16(kb - fb);
+        __m512i alo = _mm512_loadu_si512(aq + c * per_chunk), ahi = alo;
+        if (four) ahi = _mm512_loadu_si512(aq + c * per_chunk + 64);
+        __m512i d0 = default_zp ? _mm512_loadu_si512(lane + c * 16) : _mm512_setzero_si512();
+        __m512 a_s = _mm512_loadu_ps(as + fb);
+#define MNB_COL(I, ACC)                                                                  \
+    do {                                                                                 \
+        __m512i x = _mm512_maskz_loadu_epi8(bm, col + (I) * colbytes + off);             \
+        __m512i d;                                                                       \
+        if (four) {                                                                      \
+            d = _mm512_dpbusd_epi32(d0, _mm512_and_si512(x, low4), alo);                 \
+            d = _mm512_dpbusd_epi32(d, _mm512_and_si512(_mm512_srli_epi16(x, 4), low4), ahi); \
+        } else {                                                                         \
+            d = _mm512_dpbusd_epi32(d0, x, alo);                                         \
+        }                                                                                \
+        __m512 s = _mm512_mul_ps(_mm512_maskz_loadu_ps(sm, sc + (I) * kb + fb), a_s);     \
+        ACC = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s), ACC); \
+    } while (0)
+        MNB_COL(0, acc0);
+        MNB_COL(1, acc1);
+        MNB_COL(2, acc2);
+        MNB_COL(3, acc3);
+#undef MNB_COL
+    }
+    store4(j, m, n, reduce4(acc0, acc1, acc2, acc3), !default_zp);
+}
+
+INLINE void float4_row_4cols(const mnb_job *j, int64_t m, int64_t n) {
+    const mnb_problem *p = j->p;
+    const bool has_zp = p->zp_float || p->zp_packed;
+    const int64_t bs = p->block_size, kb = p->k_blocks, bytes = kb * p->blob;
+    const int lbs = __builtin_ctz((unsigned)bs);
+    const uint8_t *col = p->B + n * bytes;
+    const float *sc = p->scales + n * kb;
+    const float *af = j->af + m * j->a_stride;
+    const __m512 lut = _mm512_sub_ps(
+        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_ps(has_zp ? 0.0f : 8.0f));
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (int64_t g = 0, off = 0; off < bytes; g++, off += 16) {
+        int64_t left = bytes - off;
+        __mmask16 bm = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+        __m512 a_e = _mm512_loadu_ps(af + g * 32), a_o = _mm512_loadu_ps(af + g * 32 + 16);
+        int64_t b = (g * 32) >> lbs;
+#define MNB_COL(I, ACC)                                                                  \
+    do {                                                                                 \
+        __m512i x = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(bm, col + (I) * bytes + off)); \
+        __m512 d = _mm512_mul_ps(_mm512_permutexvar_ps(x, lut), a_e);                    \
+        d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut), a_o, d);  \
+        __m512 s = _mm512_set1_ps(sc[(I) * kb + b]);                                     \
+        if (bs == 16)                                                                    \
+            s = _mm512_mask_blend_ps(0xff00, s,                                          \
+                                     _mm512_set1_ps(b + 1 < kb ? sc[(I) * kb + b + 1] : 0.0f)); \
+        ACC = _mm512_fmadd_ps(d, s, ACC);                                                \
+    } while (0)
+        MNB_COL(0, acc0);
+        MNB_COL(1, acc1);
+        MNB_COL(2, acc2);
+        MNB_COL(3, acc3);
+#undef MNB_COL
+    }
+    store4(j, m, n, reduce4(acc0, acc1, acc2, acc3), has_zp);
+}
+
 #define MNB_COLUMNS(NAME, CALL)                                                          \
     static void NAME(const mnb_job *j, int64_t m0, const int mr, int64_t n0, int64_t n1, \
                      __m512i idx) {                                                      \
@@ -200,7 +301,17 @@ void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t 
     const mnb_problem *p = j->p;
     const cols_fn *fns = p->int8 ? int8_fns : p->bits == 4 ? float4_fns : float8_fns;
     __m512i idx = lane_blocks(p->bits == 4 ? 8 : 4, p->block_size);
-    fns[mr - 1](j, m0, mr, n0, n1, idx);
+    if (mr == 1 && (p->int8 || p->bits == 4)) {
+        for (; n0 + 4 <= n1; n0 += 4) {
+            if (!p->int8)
+                float4_row_4cols(j, m0, n0);
+            else if (p->bits == 4)
+                int8_row_4cols(j, m0, n0, 1, idx);
+            else
+                int8_row_4cols(j, m0, n0, 0, idx);
+        }
+    }
+    if (n0 < n1) fns[mr - 1](j, m0, mr, n0, n1, idx);
 }
 
 void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, int64_t ldw) {
@@ -246,15 +357,6 @@ void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, in
 const char *mnb_isa(void) { return "avx512-vnni"; }
 
 #else
-
-bool mnb_x512_handles(const mnb_problem *p) {
-    (void)p;
-    return false;
-}
-int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
-    (void)p;
-    return k;
-}
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1) {
     (void)j, (void)m0, (void)mr, (void)n0, (void)n1;
 }

@@ -5,7 +5,10 @@
 
 void mnb_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum) {
     float amax = 0.0f;
-    for (int64_t i = 0; i < len; i++) amax = fmaxf(amax, fabsf(a[i]));
+    for (int64_t i = 0; i < len; i++) {
+        float v = fabsf(a[i]);
+        amax = v > amax ? v : amax;
+    }
     /* onnxruntime multiplies by 127/amax (not by 1/scale), then rounds half to even */
     float mul = amax != 0.0f ? 127.0f / amax : 0.0f;
     int32_t s = 0;

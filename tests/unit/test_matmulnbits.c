@@ -1,0 +1,133 @@
+/* MatMulNBits: the fast path (ISA column kernels, row tiles, dequantize + sgemm,
+ * threaded) against the plain reference loops, and the A quantizer's rounding. */
+#include "testing.h"
+
+#include "base/threadpool.h"
+#include "kernels/cpu/matmul_nbits.h"
+
+#include <stdlib.h>
+
+static uint32_t lcg = 12345;
+static uint32_t next_u32(void) {
+    lcg = lcg * 1664525u + 1013904223u;
+    return lcg >> 8;
+}
+static float next_f(void) { return (float)(next_u32() % 20001) / 10000.0f - 1.0f; }
+
+TEST(mnb_quantize_rounds_half_to_even_with_127_over_amax) {
+    /* amax 127: the multiplier is exactly 1, so the halves decide the rounding */
+    float a[16] = {127, 2.5f, 3.5f, -2.5f, -0.5f, 0.5f, 1.5f, 126.5f};
+    int8_t q[16];
+    float scale;
+    int32_t sum;
+    mnb_quantize_block(a, 16, q, &scale, &sum);
+    CHECK_EQ_INT(q[0], 127);
+    CHECK_EQ_INT(q[1], 2);
+    CHECK_EQ_INT(q[2], 4);
+    CHECK_EQ_INT(q[3], -2);
+    CHECK_EQ_INT(q[4], 0);
+    CHECK_EQ_INT(q[5], 0);
+    CHECK_EQ_INT(q[6], 2);
+    CHECK_EQ_INT(q[7], 126);
+    CHECK_EQ_INT(sum, 127 + 2 + 4 - 2 + 2 + 126);
+    CHECK_NEAR(scale, 1.0, 0);
+    /* measured against onnxruntime: a * (127/amax) gives 111 where a / (amax/127) gives 112 */
+    float b[16] = {1.1659795f, 1.0236748f};
+    mnb_quantize_block(b, 2, q, &scale, &sum);
+    CHECK_EQ_INT(q[1], 111);
+    float z[16] = {0};
+    mnb_quantize_block(z, 16, q, &scale, &sum);
+    CHECK_EQ_INT(q[3], 0);
+    CHECK_NEAR(scale, 0, 0);
+}
+
+typedef struct config {
+    int bits, bs;
+    int64_t M, N, K;
+    bool int8;
+    int zp; /* 0 none, 1 packed, 2 float */
+    bool bias;
+} config;
+
+static void check_config(const config *c, threadpool *pool) {
+    int64_t kb = (c->K + c->bs - 1) / c->bs, blob = c->bs * c->bits / 8;
+    int64_t zstride = (kb * c->bits + 7) / 8;
+    uint8_t *B = malloc((size_t)(c->N * kb * blob));
+    uint8_t *zp = malloc((size_t)(c->N * zstride));
+    float *S = malloc(sizeof(float) * (size_t)(c->N * kb));
+    float *zf = malloc(sizeof(float) * (size_t)(c->N * kb));
+    float *bias = malloc(sizeof(float) * (size_t)c->N);
+    float *A = malloc(sizeof(float) * (size_t)(c->M * c->K));
+    float *Y = malloc(sizeof(float) * (size_t)(c->M * c->N));
+    float *R = malloc(sizeof(float) * (size_t)(c->M * c->N));
+    void *work = NULL;
+    CHECK(B && zp && S && zf && bias && A && Y && R);
+    for (int64_t i = 0; i < c->N * kb * blob; i++) B[i] = (uint8_t)next_u32();
+    for (int64_t i = 0; i < c->N * zstride; i++) zp[i] = (uint8_t)next_u32();
+    for (int64_t i = 0; i < c->N * kb; i++) {
+        S[i] = 0.01f + 0.05f * (next_f() + 1.0f);
+        zf[i] = (float)(next_u32() % 1000) / 1000.0f * (float)((1 << c->bits) - 1);
+    }
+    for (int64_t i = 0; i < c->N; i++) bias[i] = next_f();
+    for (int64_t i = 0; i < c->M * c->K; i++) A[i] = next_f() * 3.0f;
+    if (c->M > 1) A[c->K + 1] = 0; /* a block of zeros would have amax 0: keep one sane */
+    mnb_problem p = {.M = c->M, .N = c->N, .K = c->K, .bits = c->bits, .block_size = c->bs,
+                     .k_blocks = kb, .blob = blob, .B = B, .scales = S,
+                     .zp_packed = c->zp == 1 ? zp : NULL, .zp_stride = zstride,
+                     .zp_float = c->zp == 2 ? zf : NULL, .bias = c->bias ? bias : NULL,
+                     .int8 = c->int8, .A = A, .Y = R};
+    mnb_ref(&p);
+    p.Y = Y;
+    size_t ws = (mnb_work_size(&p) + 63) / 64 * 64 + 64;
+    work = aligned_alloc(64, ws);
+    CHECK(work);
+    CHECK_OK(mnb_run(pool, &p, work));
+    double big = 0;
+    for (int64_t i = 0; i < c->M * c->N; i++) big = fmax(big, fabs(R[i]));
+    for (int64_t i = 0; i < c->M * c->N; i++)
+        if (!(fabs(Y[i] - R[i]) <= 1e-5 * big + 1e-6)) {
+            test_fail(__FILE__, __LINE__, "bits %d bs %d M %lld N %lld K %lld int8 %d zp %d: "
+                      "Y[%lld] = %.7g, reference %.7g", c->bits, c->bs, (long long)c->M,
+                      (long long)c->N, (long long)c->K, c->int8, c->zp, (long long)i, Y[i], R[i]);
+            break;
+        }
+    free(work);
+    free(B);
+    free(zp);
+    free(S);
+    free(zf);
+    free(bias);
+    free(A);
+    free(Y);
+    free(R);
+}
+
+static void sweep(threadpool *pool) {
+    static const int bss[] = {16, 32, 64, 128, 256};
+    static const int64_t ms[] = {1, 3, 6, 17};
+    int i = 0;
+    for (int bits = 2; bits <= 8; bits *= 2)
+        for (int b = 0; b < 5; b++)
+            for (int mode = 0; mode < 2; mode++)
+                for (int zp = 0; zp < 3; zp++, i++) {
+                    if (mode == 1 && zp == 2) continue; /* int8 never has float zero points */
+                    int bs = bss[b];
+                    config c = {bits, bs, ms[i % 4], 5 + i % 37, 2 * bs + (i % 3 ? bs / 2 + 8 : 0),
+                                mode == 1, zp, i % 2 == 0};
+                    check_config(&c, pool);
+                }
+    /* a decode-sized product split over many columns */
+    config big = {4, 32, 1, 300, 896, true, 0, false};
+    check_config(&big, pool);
+    big.int8 = false;
+    check_config(&big, pool);
+}
+
+TEST(mnb_fast_path_matches_reference_inline) { sweep(NULL); }
+
+TEST(mnb_fast_path_matches_reference_on_pool) {
+    threadpool *pool = NULL;
+    CHECK_OK(threadpool_create(3, &pool));
+    sweep(pool);
+    threadpool_free(pool);
+}
