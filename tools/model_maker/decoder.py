@@ -18,7 +18,7 @@ torch Linear orientation ([out, in]); MatMul initializers are stored transposed 
 (or as MatMulNBits blocks for int4).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from onnx import TensorProto
@@ -116,7 +116,6 @@ def pad_heads(spec, weights, multiple=16):
         index = np.arange(t)
     else:  # half-split pairs (j, j + t/2) must become (j, j + h/2)
         index = np.concatenate([np.arange(t // 2), h // 2 + np.arange(t // 2)])
-    from dataclasses import replace
     new_spec = replace(spec, head_size=h, true_head_size=t)
     return new_spec, _PaddedHeads(weights, spec, t, h, index)
 
