@@ -569,7 +569,6 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     int64_t Tk = 0;
     for (int64_t b = 0; b < B; b++)
         if (j.seqlens[b] + 1 > Tk) Tk = j.seqlens[b] + 1;
-    size_t slab = sizeof(float) * (size_t)(B * KV * Tk * D) + 64;
     if (dt == OG_FLOAT32 && prk && prv) {
         j.Tk = j.L;
         j.ks = prk->data;
@@ -578,7 +577,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         j.Tk = Tk;
         if (dt == OG_FLOAT32 && prk) j.ks = prk->data, j.Tk = j.L;
         if (dt == OG_FLOAT32 && prv) j.vs = prv->data, j.Tk = j.L;
-        slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
+        size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
         if (!j.ks) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
         if (!j.vs) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
     }
