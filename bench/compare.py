@@ -151,10 +151,18 @@ def ort_cmd(a, model, d):
 
 def environment(a):
     env = {"python": platform.python_version(), "threads": a.threads}
-    r = sh(["git", "-C", ROOT, "rev-parse", "HEAD"])
-    env["commit"] = r.stdout.strip()
-    r = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
-    env["tree_dirty"] = bool(r.stdout.strip())
+    env["bin"] = os.path.abspath(a.bin)
+    # A binary built from an exported tree (git archive) names its commit in a COMMIT file
+    # beside its build folder; otherwise it is this checkout's, possibly with edits.
+    marker = os.path.join(os.path.dirname(os.path.dirname(env["bin"])), "COMMIT")
+    if os.path.exists(marker):
+        env["commit"] = open(marker).read().strip()
+        env["tree_dirty"] = False
+    else:
+        r = sh(["git", "-C", ROOT, "rev-parse", "HEAD"])
+        env["commit"] = r.stdout.strip()
+        r = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+        env["tree_dirty"] = bool(r.stdout.strip())
     cache = os.path.join(os.path.dirname(os.path.abspath(a.bin)), "CMakeCache.txt")
     flags = {}
     if os.path.exists(cache):
@@ -371,9 +379,10 @@ def main():
                   f"{' DISCARDED' if r['discarded'] else ''}")
     for r in rows:
         if r.get("kv_copy_bytes_per_step"):
-            print(f"- {r['model']} {r['test']}: our Attention copies {hb(r['kv_copy_bytes_per_step'])} "
-                  f"of past KV into present per decode step (mean); "
-                  f"{1e6 / r['ours']:.1f} µs per step" if r.get("ours") else "")
+            step = r.get("ours_step_us") or (1e6 / r["ours"] if r.get("ours") else float("nan"))
+            print(f"- {r['model']} {r['test']}: our attention copies {hb(r['kv_copy_bytes_per_step'])} "
+                  f"of past KV into present per decode step (mean over the run); median step "
+                  f"{f(step, '.1f')} µs")
     print("\nenvironment: " + json.dumps(env))
     if a.json_out:
         with open(a.json_out, "w") as fh:
