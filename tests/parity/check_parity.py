@@ -5,7 +5,8 @@ Cases (each made or found at test time; a missing input skips loudly, a mismatch
   qwen35      ../shared tiny-qwen35-cuda (qwen2, fp16 GroupQueryAttention) on CPU: greedy
               from [10,20,30,40] to 10 tokens, then rewind to 3 and append [40].
   stories     stories260K made by tools/make_model.py (fp32): greedy from BOS for 200
-              tokens; the decoded text must equal the published text in
+              steps (llama2.c's 200 forward passes each emit a token: BOS + 200 tokens,
+              max_length 201); the decoded text must equal the published text in
               ../shared/models/README.md, through both runtimes.
   stories4    the same checkpoint as int4 (MatMulNBits, accuracy_level 0): 200 greedy
               tokens identical to onnxruntime-genai's; accuracy_level 4 is reported.
@@ -123,8 +124,8 @@ def case_stories(build, work):
         raise Skip("the published story is not in ../shared/models/README.md")
     d = make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
                      "--tokenizer", tok, "--dtype", "fp32")
-    theirs, model = ort_generate(d, [1], 200)
-    ours = ours_json(build, d, [1], 200)
+    theirs, model = ort_generate(d, [1], 201)
+    ours = ours_json(build, d, [1], 201)
     ok = compare("stories fp32 tokens", ours["sequences"][0], theirs[0])
     for who, text in (("onnx-genai", ours["text"][0]), ("onnxruntime-genai", ort_decode(model, theirs[0]))):
         if text == want:
@@ -141,8 +142,8 @@ def case_stories4(build, work):
     for level in (0, 4):
         d = make_package(os.path.join(work, f"stories260K-int4-acc{level}"), "--from-llama2c",
                          ckpt, "--tokenizer", tok, "--dtype", "int4", "--accuracy-level", str(level))
-        theirs, _ = ort_generate(d, [1], 200)
-        ours = ours_json(build, d, [1], 200)["sequences"][0]
+        theirs, _ = ort_generate(d, [1], 201)
+        ours = ours_json(build, d, [1], 201)["sequences"][0]
         same = compare(f"stories int4 accuracy_level {level}", ours, theirs[0])
         if level == 0:
             ok &= same
