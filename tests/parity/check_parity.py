@@ -10,6 +10,9 @@ Cases (each made or found at test time; a missing input skips loudly, a mismatch
               ../shared/models/README.md, through both runtimes.
   stories4    the same checkpoint as int4 (MatMulNBits, accuracy_level 0): 200 greedy
               tokens identical to onnxruntime-genai's; accuracy_level 4 is reported.
+  prompts     the stories260K tokenizer.json as the maker writes it: our tokenizer
+              encodes prompts to exactly the ids of llama2.c's own encoder (run.c's
+              score-driven merge, ported in tools/model_maker/llama2c.py).
   qwen05      a qwen2.5-0.5b-shaped int4 package (random weights): the first 32 greedy
               tokens from a fixed prompt identical to onnxruntime-genai's.
 
@@ -152,6 +155,36 @@ def case_stories4(build, work):
     return ok
 
 
+def case_prompts(build, work):
+    ckpt, tok = stories_inputs()
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    from model_maker import llama2c
+    d = make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
+                     "--tokenizer", tok, "--dtype", "fp32")
+    pieces, scores, _ = llama2c.read_tokenizer_bin(tok, 512)
+    prompts = ["Once upon a time", "Hello world!", "Lily's mom said, \"Lily, let's go.\"",
+               "  two  spaces", "tab\there", "new\nline", "\u00fcn\u00efc\u00f6d\u00e9 \u2603",
+               "The quick brown fox jumps over the lazy dog. 1234567890", "a", " x"]
+    hexfile = os.path.join(work, "prompts.hex")
+    with open(hexfile, "w") as f:
+        f.write("".join(p.encode("utf-8").hex() + "\n" for p in prompts))
+    r = subprocess.run([os.path.join(build, "tests", "tokenizer", "tok-cli"), "batch",
+                        os.path.join(d, "tokenizer.json"), hexfile], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL prompts: tok-cli: {r.stderr.strip()}")
+        return False
+    ours = [[int(x) for x in line.split()[1:]] for line in r.stdout.splitlines() if line.startswith("E")]
+    ok = len(ours) == len(prompts)
+    for p, got in zip(prompts, ours):
+        want = llama2c.llama2c_encode(p, pieces, scores)
+        if got != want:
+            print(f"FAIL prompts: {p!r}: ours {got}, llama2.c {want}")
+            ok = False
+    if ok:
+        print(f"ok   prompts: {len(prompts)} prompts encode to llama2.c's ids")
+    return ok
+
+
 def case_qwen05(build, work):
     d = make_package(os.path.join(work, "qwen2.5-0.5b-int4"), "--synthetic", "qwen2.5-0.5b",
                      "--dtype", "int4", "--seed", "0")
@@ -163,7 +196,7 @@ def case_qwen05(build, work):
 
 
 CASES = {"qwen35": case_qwen35, "stories": case_stories, "stories4": case_stories4,
-         "qwen05": case_qwen05}
+         "prompts": case_prompts, "qwen05": case_qwen05}
 
 
 def main():
