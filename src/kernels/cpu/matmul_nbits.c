@@ -19,7 +19,7 @@ enum {
     MR = 4,          /* rows of A per column kernel call */
     NB = 16,         /* columns per L1 block in the row-tile loop */
     GEMM_MIN_M = 16, /* float arithmetic from this many rows on: dequantize + sgemm */
-    TILE_N = 256,    /* columns dequantized per sgemm call */
+    TILE_FLOATS = 1 << 22, /* dequantized columns per sgemm call: about 16 MB of them */
     MAX_BLOCK = 256, /* onnxruntime's limit too */
 };
 
@@ -31,6 +31,14 @@ static int64_t a_stride(const mnb_problem *p) { return round_up(p->k_blocks * p-
 static int64_t s_stride(const mnb_problem *p) { return round_up(p->k_blocks, 16) + 16; }
 static int64_t tile_ld(const mnb_problem *p) { return round_up(p->K, 32); }
 
+/* Columns per sgemm call: wide enough that packing A is amortized, small enough that
+ * the dequantized tile stays in L2/L3. */
+static int64_t tile_n(const mnb_problem *p) {
+    int64_t nt = TILE_FLOATS / tile_ld(p) / 64 * 64;
+    nt = nt < 64 ? 64 : nt;
+    return p->N < nt ? p->N : nt;
+}
+
 static gemm_f32_args tile_gemm(const mnb_problem *p, int64_t n0, int64_t nt, const float *W) {
     gemm_f32_args g = {false, true, p->M, nt, p->K, 1.0f, 0.0f, p->A, p->K,
                        W,     tile_ld(p), p->Y + n0, p->N};
@@ -39,7 +47,7 @@ static gemm_f32_args tile_gemm(const mnb_problem *p, int64_t n0, int64_t nt, con
 
 size_t mnb_work_size(const mnb_problem *p) {
     if (use_gemm(p)) {
-        int64_t nt = p->N < TILE_N ? p->N : TILE_N;
+        int64_t nt = tile_n(p);
         gemm_f32_args g = tile_gemm(p, 0, nt, NULL);
         return (size_t)round_up(nt * tile_ld(p) * 4, 64) + round_up((int64_t)gemm_f32_work_size(&g), 64);
     }
@@ -174,11 +182,11 @@ static void add_bias(void *arg, int64_t r0, int64_t r1) {
 }
 
 static og_status *run_gemm(threadpool *pool, const mnb_problem *p, void *work) {
-    int64_t nt_max = p->N < TILE_N ? p->N : TILE_N;
+    int64_t nt_max = tile_n(p);
     float *W = work;
     void *gwork = (char *)work + round_up(nt_max * tile_ld(p) * 4, 64);
-    for (int64_t n0 = 0; n0 < p->N; n0 += TILE_N) {
-        int64_t nt = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
+    for (int64_t n0 = 0; n0 < p->N; n0 += nt_max) {
+        int64_t nt = p->N - n0 < nt_max ? p->N - n0 : nt_max;
         dequant_job d = {p, n0, W};
         threadpool_parallel_for(pool, nt, 8, dequant_cols, &d);
         gemm_f32_args g = tile_gemm(p, n0, nt, W);

@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #define INLINE static inline __attribute__((always_inline))
+#define MNB_TILE_NC 2
 
 
 static inline __mmask16 mask16(int64_t count) {
@@ -273,6 +274,62 @@ INLINE void float4_row_4cols(const mnb_job *j, int64_t m, int64_t n) {
     store4(j, m, n, reduce4(acc0, acc1, acc2, acc3), has_zp);
 }
 
+/* mr rows of A against nc columns (prefill in int8 arithmetic): each chunk of each column
+ * is unpacked once for the mr rows, each chunk of A loaded once for the nc columns. */
+INLINE void int8_tile(const mnb_job *j, int64_t m0, const int mr, int64_t n, const int nc,
+                      const int four, __m512i idx) {
+    const mnb_problem *p = j->p;
+    const int64_t per_chunk = four ? 128 : 64, kb = p->k_blocks;
+    const int64_t bytes = kb * p->blob;
+    const int lbs = __builtin_ctz((unsigned)p->block_size);
+    const bool default_zp = !p->zp_packed;
+    const int64_t lanes = j->a_stride / j->lane_values;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[4][4];
+    for (int r = 0; r < mr; r++)
+        for (int i = 0; i < nc; i++) acc[r][i] = _mm512_setzero_ps();
+    for (int64_t c = 0, off = 0; off < bytes; c++, off += 64) {
+        int64_t left = bytes - off;
+        __mmask64 bm = left >= 64 ? ~0ull : (1ull << left) - 1;
+        int64_t fb = (c * per_chunk) >> lbs;
+        __mmask16 sm = mask16(kb - fb);
+        __m512i lo[4], hi[4];
+        __m512 sb[4];
+        for (int i = 0; i < nc; i++) {
+            __m512i x = _mm512_maskz_loadu_epi8(bm, p->B + (n + i) * bytes + off);
+            lo[i] = four ? _mm512_and_si512(x, low4) : x;
+            hi[i] = four ? _mm512_and_si512(_mm512_srli_epi16(x, 4), low4) : x;
+            sb[i] = _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(sm, p->scales + (n + i) * kb + fb));
+        }
+        for (int r = 0; r < mr; r++) {
+            const int8_t *a = j->aq + (m0 + r) * j->a_stride + c * per_chunk;
+            __m512i alo = _mm512_loadu_si512(a), ahi = four ? _mm512_loadu_si512(a + 64) : alo;
+            __m512i d0 = default_zp ? _mm512_loadu_si512(j->a_lane + (m0 + r) * lanes + c * 16)
+                                    : _mm512_setzero_si512();
+            __m512 as = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(j->a_scale + (m0 + r) * j->s_stride + fb));
+            for (int i = 0; i < nc; i++) {
+                __m512i d = _mm512_dpbusd_epi32(d0, lo[i], alo);
+                if (four) d = _mm512_dpbusd_epi32(d, hi[i], ahi);
+                acc[r][i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), as), sb[i], acc[r][i]);
+            }
+        }
+    }
+    for (int r = 0; r < mr; r++)
+        for (int i = 0; i < nc; i++) {
+            float zt = 0.0f;
+            if (!default_zp) zero_point_terms(j, m0 + r, 1, n + i, &zt);
+            p->Y[(m0 + r) * p->N + n + i] = _mm512_reduce_add_ps(acc[r][i]) - zt +
+                                            (p->bias ? p->bias[n + i] : 0.0f);
+        }
+}
+
+static void int8_tiles4(const mnb_job *j, int64_t m0, int64_t n0, int64_t n1, __m512i idx) {
+    if (j->p->bits == 4)
+        for (int64_t n = n0; n < n1; n += MNB_TILE_NC) int8_tile(j, m0, 4, n, MNB_TILE_NC, 1, idx);
+    else
+        for (int64_t n = n0; n < n1; n += MNB_TILE_NC) int8_tile(j, m0, 4, n, MNB_TILE_NC, 0, idx);
+}
+
 #define MNB_COLUMNS(NAME, CALL)                                                          \
     static void NAME(const mnb_job *j, int64_t m0, const int mr, int64_t n0, int64_t n1, \
                      __m512i idx) {                                                      \
@@ -310,6 +367,11 @@ void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t 
             else
                 int8_row_4cols(j, m0, n0, 0, idx);
         }
+    }
+    if (mr == 4 && p->int8) {
+        int64_t full = n0 + (n1 - n0) / MNB_TILE_NC * MNB_TILE_NC;
+        int8_tiles4(j, m0, n0, full, idx);
+        n0 = full;
     }
     if (n0 < n1) fns[mr - 1](j, m0, mr, n0, n1, idx);
 }
