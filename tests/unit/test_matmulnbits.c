@@ -131,3 +131,22 @@ TEST(mnb_fast_path_matches_reference_on_pool) {
     sweep(pool);
     threadpool_free(pool);
 }
+
+TEST(mnb_vector_quantizer_matches_scalar_bit_for_bit) {
+    float a[256];
+    int8_t q1[256], q2[256];
+    for (int t = 0; t < 400; t++) {
+        int len = 16 + (int)(next_u32() % 241);
+        for (int i = 0; i < len; i++) /* halves at amax 127 make ties; others random */
+            a[i] = t % 2 ? (float)((int)(next_u32() % 509) - 254) * 0.5f : next_f() * 7.0f;
+        if (t % 2) a[0] = 127.0f;
+        if (t == 10) memset(a, 0, sizeof a);
+        float s1, s2;
+        int32_t u1, u2;
+        mnb_quantize_block(a, len, q1, &s1, &u1);
+        mnb_x512_quantize_block(a, len, q2, &s2, &u2);
+        CHECK(memcmp(q1, q2, (size_t)len) == 0);
+        CHECK_EQ_INT(u1, u2);
+        CHECK(s1 == s2);
+    }
+}

@@ -81,23 +81,38 @@ static void prep_rows(void *arg, int64_t r0, int64_t r1) {
             int32_t zdef = 1 << (p->bits - 1);
             memset(row, 0, (size_t)j->a_stride);
             memset(lane, 0, sizeof(int32_t) * (size_t)lanes);
+            const int64_t lv = j->lane_values;
+            const bool permute = mnb_a_pos(p, 1) != 1;
             for (int64_t b = 0; b < p->k_blocks; b++) {
                 int64_t k0 = b * bs, len = p->K - k0 < bs ? p->K - k0 : bs;
                 int32_t sum;
-                mnb_quantize_block(a + k0, len, q, &sc[b], &sum);
+                if (MNB_X512)
+                    mnb_x512_quantize_block(a + k0, len, q, &sc[b], &sum);
+                else
+                    mnb_quantize_block(a + k0, len, q, &sc[b], &sum);
                 corr[b] = sc[b] * (float)sum;
-                for (int64_t i = 0; i < len; i++) {
-                    row[mnb_a_pos(p, k0 + i)] = q[i];
-                    lane[(k0 + i) / j->lane_values] -= zdef * q[i];
+                if (permute)
+                    for (int64_t i = 0; i < len; i++) row[mnb_a_pos(p, k0 + i)] = q[i];
+                else
+                    memcpy(row + k0, q, (size_t)len);
+                /* lanes never straddle blocks: k0 and block sizes are multiples of lv */
+                for (int64_t i = 0; i < len; i += lv) {
+                    int32_t ls = 0;
+                    for (int64_t t = i; t < i + lv && t < len; t++) ls += q[t];
+                    lane[(k0 + i) / lv] = -zdef * ls;
                 }
             }
         } else {
             float *row = (float *)j->af + m * j->a_stride;
             memset(row, 0, sizeof(float) * (size_t)j->a_stride);
-            for (int64_t k = 0; k < p->K; k++) {
-                row[mnb_a_pos(p, k)] = a[k];
-                corr[k / bs] += a[k];
-            }
+            for (int64_t k = 0; k < p->K; k++) row[mnb_a_pos(p, k)] = a[k];
+            /* block sums serve zero points (for 4 bits the default one is in the table) */
+            if (p->zp_float || p->zp_packed || p->bits != 4)
+                for (int64_t b = 0; b < p->k_blocks; b++) {
+                    float t = 0.0f;
+                    for (int64_t k = b * bs; k < (b + 1) * bs && k < p->K; k++) t += a[k];
+                    corr[b] = t;
+                }
         }
     }
 }

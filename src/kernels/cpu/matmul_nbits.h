@@ -118,6 +118,8 @@ static inline int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
     int64_t span = p->int8 ? 128 : 32, r = k & (span - 1);
     return k - r + (r & 1) * (span / 2) + (r >> 1);
 }
+/* mnb_quantize_block, vectorized (the same results bit for bit). */
+void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum);
 /* Y[m0..m0+mr) x [n0, n1) for mr <= 4, bias included. */
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1);
 /* Dequantized float columns n0..n1 into W (row stride ldw >= K rounded up to 32). */

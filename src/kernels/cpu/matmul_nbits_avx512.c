@@ -416,9 +416,32 @@ void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, in
     }
 }
 
+void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    __m512 mx = _mm512_setzero_ps();
+    for (int64_t i = 0; i < len; i += 16)
+        mx = _mm512_max_ps(mx, _mm512_andnot_ps(sign, _mm512_maskz_loadu_ps(mask16(len - i), a + i)));
+    float amax = _mm512_reduce_max_ps(mx);
+    float mul = amax != 0.0f ? 127.0f / amax : 0.0f;
+    __m512 vm = _mm512_set1_ps(mul);
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t i = 0; i < len; i += 16) {
+        __mmask16 k = mask16(len - i);
+        /* the default rounding mode (nearest, ties to even) is nearbyintf's */
+        __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + i), vm));
+        acc = _mm512_add_epi32(acc, v);
+        _mm512_mask_cvtepi32_storeu_epi8(q + i, k, v);
+    }
+    *scale = amax / 127.0f;
+    *sum = _mm512_reduce_add_epi32(acc);
+}
+
 const char *mnb_isa(void) { return "avx512-vnni"; }
 
 #else
+void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum) {
+    mnb_quantize_block(a, len, q, scale, sum);
+}
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1) {
     (void)j, (void)m0, (void)mr, (void)n0, (void)n1;
 }
