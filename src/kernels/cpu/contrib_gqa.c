@@ -65,7 +65,6 @@ typedef struct gqa_job {
     int64_t R, CK, nchunks;             /* heads per group, keys per chunk, chunks */
     float *part;                        /* per task: R maxima, R sums, R * D outputs */
     atomic_long next;
-    atomic_int failed;
 } gqa_job;
 
 static inline int64_t past_len(const gqa_job *j, int64_t b) {
@@ -227,8 +226,17 @@ static void gqa_task(gqa_job *j, int64_t task, float *slice) {
     }
     if (use_gemm &&
         !run_gemm(false, rows, D, width, 1.0f, scores, width, vs + c0 * D, D,
-                  j->out + ((b * j->S + i0) * j->N + h) * D, j->N * D, work, j->gemm_work))
-        atomic_store(&j->failed, 1);
+                  j->out + ((b * j->S + i0) * j->N + h) * D, j->N * D, work, j->gemm_work)) {
+        /* The gemm's working memory depends on the path it picks for this exact shape
+         * (a short last query block may take the matrix-vector path), which the slice
+         * sized from the largest block does not always cover: weight the value rows
+         * directly instead (the scores outside each row's range are zero). */
+        for (int64_t r = 0; r < rows; r++) {
+            float *o = j->out + ((b * j->S + i0 + r) * j->N + h) * D;
+            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+            c2_weighted_rows(o, scores + r * width, vs + c0 * D, D, width, D);
+        }
+    }
 }
 
 /* One key chunk of one (batch, kv head) for a single new token: the scores of all R
@@ -625,11 +633,8 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     j.per_worker = (floats + 15) / 16 * 16;
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
     atomic_init(&j.next, 0);
-    atomic_init(&j.failed, 0);
     threadpool_parallel_for(ctx->pool, workers, 1, gqa_worker, &j);
     if (j.decode) gqa_decode_combine(&j);
-    if (atomic_load(&j.failed))
-        return kernel_error(ctx, OG_ERR_RUNTIME, "attention gemm failed");
     ct_out_done(out, j.out);
     return NULL;
 }
