@@ -6,29 +6,37 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* One job at a time: the caller publishes (fn, arg, n, chunk), then bumps `generation`;
- * workers claim chunk indices from an atomic counter until none are left.
+/* One job at a time. The caller writes the job into one of two slots (by generation
+ * parity), then publishes it through `claim`, a word holding the job's generation (high
+ * 32 bits) and the next chunk to hand out (low 32 bits). Anyone, the caller included,
+ * takes a chunk by compare-and-swap on `claim`, which succeeds only while the word still
+ * names the generation it saw, so a worker that wakes late can never run a chunk of a
+ * job it did not read. The caller returns once every chunk is done, not once every
+ * worker has checked in: a worker the OS has not scheduled costs nothing.
  *
  * Waking a sleeping thread costs about as much as a small kernel (~10 us), and a decode
- * step runs hundreds of kernels back to back, so both sides spin briefly on the atomics
- * before falling back to the condition variables: workers stay hot within a step and
- * sleep between steps. */
+ * step runs hundreds of kernels back to back, so workers spin briefly on `generation`
+ * before sleeping on the condition variable: they stay hot within a step and sleep
+ * between steps. */
 enum { SPIN_ROUNDS = 4000 };
+
+typedef struct job_slot {
+    _Atomic(parallel_fn) fn;
+    _Atomic(void *) arg;
+    atomic_llong n, chunk, n_chunks;
+} job_slot;
 
 struct threadpool {
     int n_workers;
     pthread_t *threads;
     pthread_mutex_t mu;
-    pthread_cond_t wake, done;
+    pthread_cond_t wake, done_cv;
     atomic_uint_fast64_t generation;
     atomic_bool stop;
     int sleeping; /* workers waiting on `wake` (under mu) */
-    /* current job */
-    parallel_fn fn;
-    void *arg;
-    int64_t n, chunk, n_chunks;
-    atomic_llong next_chunk;
-    atomic_int busy; /* workers still inside the current job */
+    job_slot slots[2];
+    atomic_uint_fast64_t claim; /* (generation << 32) | next chunk */
+    atomic_llong done;          /* chunks finished in the current job */
     atomic_bool in_job;
 };
 
@@ -38,19 +46,31 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void run_chunks(threadpool *p) {
+/* Runs chunks of job `gen` until none are left; returns true if it finished the last. */
+static bool run_chunks(threadpool *p, uint64_t gen) {
+    job_slot *s = &p->slots[gen & 1];
+    uint64_t tag = (gen & 0xffffffffu) << 32;
+    bool last = false;
     for (;;) {
-        int64_t c = atomic_fetch_add(&p->next_chunk, 1);
-        if (c >= p->n_chunks) break;
-        int64_t b = c * p->chunk, e = b + p->chunk;
-        if (e > p->n) e = p->n;
-        p->fn(p->arg, b, e);
+        uint64_t c = atomic_load(&p->claim);
+        if ((c & ~(uint64_t)0xffffffffu) != tag) break; /* another job by now */
+        int64_t idx = (int64_t)(c & 0xffffffffu);
+        int64_t n_chunks = atomic_load_explicit(&s->n_chunks, memory_order_relaxed);
+        if (idx >= n_chunks) break;
+        if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) continue;
+        int64_t chunk = atomic_load_explicit(&s->chunk, memory_order_relaxed);
+        int64_t n = atomic_load_explicit(&s->n, memory_order_relaxed);
+        int64_t b = idx * chunk, e = b + chunk < n ? b + chunk : n;
+        parallel_fn fn = atomic_load_explicit(&s->fn, memory_order_relaxed);
+        fn(atomic_load_explicit(&s->arg, memory_order_relaxed), b, e);
+        if (atomic_fetch_add(&p->done, 1) + 1 == n_chunks) last = true;
     }
+    return last;
 }
 
 static void *worker(void *vp) {
     threadpool *p = vp;
-    uint_fast64_t seen = 0;
+    uint64_t seen = 0;
     for (;;) {
         for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->generation) == seen &&
                         !atomic_load(&p->stop); i++)
@@ -65,10 +85,9 @@ static void *worker(void *vp) {
         }
         if (atomic_load(&p->stop)) break;
         seen = atomic_load(&p->generation);
-        run_chunks(p);
-        if (atomic_fetch_sub(&p->busy, 1) == 1) {
+        if (run_chunks(p, seen)) { /* the caller may be asleep waiting for the last chunk */
             pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done);
+            pthread_cond_signal(&p->done_cv);
             pthread_mutex_unlock(&p->mu);
         }
     }
@@ -85,7 +104,7 @@ og_status *threadpool_create(int n_threads, threadpool **out) {
     p->n_workers = n_threads - 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
     if (p->n_workers > 0) {
         p->threads = calloc((size_t)p->n_workers, sizeof *p->threads);
         if (!p->threads) {
@@ -114,7 +133,7 @@ void threadpool_free(threadpool *p) {
     free(p->threads);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->done_cv);
     free(p);
 }
 
@@ -135,22 +154,25 @@ void threadpool_parallel_for(threadpool *p, int64_t n, int64_t grain, parallel_f
     if (chunks < 1) chunks = 1;
     int64_t chunk = (n + chunks - 1) / chunks;
     atomic_store(&p->in_job, true);
-    p->fn = fn;
-    p->arg = arg;
-    p->n = n;
-    p->chunk = chunk;
-    p->n_chunks = (n + chunk - 1) / chunk;
-    atomic_store(&p->next_chunk, 0);
-    atomic_store(&p->busy, p->n_workers);
-    atomic_fetch_add(&p->generation, 1); /* publishes the job (seq_cst) */
+    uint64_t gen = atomic_load(&p->generation) + 1;
+    job_slot *s = &p->slots[gen & 1];
+    atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&s->arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&s->n, n, memory_order_relaxed);
+    atomic_store_explicit(&s->chunk, chunk, memory_order_relaxed);
+    atomic_store_explicit(&s->n_chunks, (n + chunk - 1) / chunk, memory_order_relaxed);
+    int64_t n_chunks = (n + chunk - 1) / chunk;
+    atomic_store(&p->done, 0);
+    atomic_store(&p->claim, (gen & 0xffffffffu) << 32); /* publishes the slot (seq_cst) */
+    atomic_store(&p->generation, gen);
     pthread_mutex_lock(&p->mu);
     if (p->sleeping) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
-    run_chunks(p);
-    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->busy) > 0; i++) cpu_relax();
-    if (atomic_load(&p->busy) > 0) {
+    run_chunks(p, gen);
+    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->done) < n_chunks; i++) cpu_relax();
+    if (atomic_load(&p->done) < n_chunks) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->busy) > 0) pthread_cond_wait(&p->done, &p->mu);
+        while (atomic_load(&p->done) < n_chunks) pthread_cond_wait(&p->done_cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
     atomic_store(&p->in_job, false);
