@@ -23,6 +23,8 @@ Cases (each made or found at test time; a missing input skips loudly, a mismatch
               its own graph optimization levels (docs/PERFORMANCE.md, MatMulNBits).
 
 Usage: check_parity.py BUILD_DIR WORK_DIR [CASE ...]
+       check_parity.py BUILD_DIR WORK_DIR --make    (writes every package first, so that
+                                                    cases run in parallel share them)
 """
 import json
 import os
@@ -221,10 +223,30 @@ CASES = {"qwen35": case_qwen35, "stories": case_stories, "stories4": case_storie
          "continuous": case_continuous, "prompts": case_prompts, "qwen05": case_qwen05}
 
 
+def make_all(work):
+    try:
+        ckpt, tok = stories_inputs()
+    except Skip as e:
+        print(f"SKIP making stories packages: {e}")
+    else:
+        make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
+                     "--tokenizer", tok, "--dtype", "fp32")
+        for level in (0, 4):
+            make_package(os.path.join(work, f"stories260K-int4-acc{level}"), "--from-llama2c",
+                         ckpt, "--tokenizer", tok, "--dtype", "int4", "--accuracy-level",
+                         str(level))
+    make_package(os.path.join(work, "qwen2.5-0.5b-int4-acc0"), "--synthetic", "qwen2.5-0.5b",
+                 "--dtype", "int4", "--seed", "0", "--accuracy-level", "0")
+    print("packages written to", work)
+
+
 def main():
     build, work = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or list(CASES)
     os.makedirs(work, exist_ok=True)
+    if sys.argv[3:] == ["--make"]:
+        make_all(work)
+        return
+    names = sys.argv[3:] or list(CASES)
     passed = failed = skipped = 0
     for n in names:
         try:
