@@ -29,7 +29,7 @@ test: build
 
 # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (clang).
 test-sanitize: deps
-	CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOG_SANITIZE=ON -DOG_NATIVE=ON
+	CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOG_SANITIZE=ON -DOG_NATIVE=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
