@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static const kernel_def *const tables[] = {cpu_math_kernels, cpu_compute_kernels,
-                                           cpu_compute2_kernels, cpu_layout_kernels, cpu_contrib_kernels,
-                                           cpu_contrib2_kernels,
-                                           cpu_quant_kernels};
+/* One table per op family group (see cpu_kernels.h); a lookup scans them in order. */
+static const kernel_def *const tables[] = {
+    cpu_math_kernels,    cpu_compute_kernels,  cpu_compute2_kernels, cpu_layout_kernels,
+    cpu_contrib_kernels, cpu_contrib2_kernels, cpu_quant_kernels};
 
 const kernel_def *kernel_find(const char *domain, const char *op_type, int64_t version,
                               bool *known_op) {
