@@ -163,8 +163,7 @@ static og_status *run_node(og_session *s, run_state *rs, int step) {
                          graph_node_label(n, lab, sizeof lab), n->n_inputs, n->n_outputs);
     }
     for (int k = 0; k < n->n_inputs; k++) ins[k] = n->inputs[k] >= 0 ? s->cur[n->inputs[k]] : NULL;
-    char where[512], lab[256];
-    snprintf(where, sizeof where, "%s: node %s", s->label, graph_node_label(n, lab, sizeof lab));
+    const char *where = s->where[n->index];
     kernel_ctx ctx = {
         .node = n,
         .opset = n->opset,

@@ -4,6 +4,7 @@
 #include "onnx/loader.h"
 #include "runtime/plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,20 @@ og_status *session_create(model *m, const og_session_options *options, og_sessio
     }
     if ((st = graph_topo_order(g, s->label, s->order))) goto fail;
     if ((st = resolve_kernels(s))) goto fail;
+    s->where = calloc(nn, sizeof *s->where);
+    if (!s->where) {
+        st = og_oom();
+        goto fail;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        char lab[256], buf[512];
+        snprintf(buf, sizeof buf, "%s: node %s", s->label,
+                 graph_node_label(&g->nodes[i], lab, sizeof lab));
+        if (!(s->where[i] = strdup(buf))) {
+            st = og_oom();
+            goto fail;
+        }
+    }
     plan_compute_last_use(g, s->order, s->last_use);
     fill_info(s, s->input_info, g->inputs, g->n_inputs);
     fill_info(s, s->output_info, g->outputs, g->n_outputs);
@@ -126,6 +141,8 @@ void og_session_close(og_session *s) {
     for (int i = 0; i < s->n_plans; i++) plan_free(s->plans[i]);
     if (s->slots && s->graph)
         for (int v = 0; v < s->graph->n_values; v++) tensor_release(&s->slots[v]);
+    for (int i = 0; s->where && i < s->graph->n_nodes; i++) free(s->where[i]);
+    free(s->where);
     threadpool_free(s->pool);
     model_free(s->model);
     free(s->label);

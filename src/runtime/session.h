@@ -25,6 +25,7 @@ struct og_session {
     char *label;                  /* model file name for messages */
     int *order;                   /* [n_nodes] topological order */
     const kernel_def **kernels;   /* [n_nodes] indexed by node index */
+    char **where;                 /* [n_nodes] "model.onnx: node 'X' (Op)", made once */
     int *last_use;                /* [n_values] step of last read; n_nodes for outputs */
     og_value_info *input_info, *output_info;
     exec_plan *plans[SESSION_MAX_PLANS];
