@@ -58,4 +58,12 @@ static inline uint16_t f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* Widens n float16 (bf16 = false) or bfloat16 (bf16 = true) values to float32. */
+static inline void half_array_to_f32(const uint16_t *src, float *dst, int64_t n, int bf16) {
+    if (bf16)
+        for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = f16_to_f32(src[i]);
+}
+
 #endif

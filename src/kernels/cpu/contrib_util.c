@@ -22,11 +22,7 @@ og_status *ct_in_f32(kernel_ctx *ctx, int index, const float **out) {
     int64_t n = tensor_count(t);
     float *buf;
     OG_TRY(kernel_scratch(ctx, (size_t)n * sizeof(float) + 1, (void **)&buf));
-    const uint16_t *src = t->data;
-    if (t->dtype == OG_FLOAT16)
-        for (int64_t i = 0; i < n; i++) buf[i] = f16_to_f32(src[i]);
-    else
-        for (int64_t i = 0; i < n; i++) buf[i] = bf16_to_f32(src[i]);
+    half_array_to_f32(t->data, buf, n, t->dtype == OG_BFLOAT16);
     *out = buf;
     return NULL;
 }

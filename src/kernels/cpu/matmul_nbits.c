@@ -246,11 +246,7 @@ static og_status *f32_view(kernel_ctx *ctx, const tensor *t, int64_t n, const fl
     }
     float *buf;
     OG_TRY(kernel_scratch(ctx, (size_t)n * sizeof(float) + 64, (void **)&buf));
-    const uint16_t *src = t->data;
-    if (t->dtype == OG_FLOAT16)
-        for (int64_t i = 0; i < n; i++) buf[i] = f16_to_f32(src[i]);
-    else
-        for (int64_t i = 0; i < n; i++) buf[i] = bf16_to_f32(src[i]);
+    half_array_to_f32(t->data, buf, n, t->dtype == OG_BFLOAT16);
     *out = buf;
     return NULL;
 }
