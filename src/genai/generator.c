@@ -56,8 +56,9 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->feed_ids = calloc(rows * L, sizeof(int64_t));
     g->feed_mask = calloc(rows * L, sizeof(int64_t));
     g->feed_pos = calloc(rows * L, sizeof(int64_t));
+    g->step_logits = malloc(rows * (size_t)m->vocab_size * sizeof(float) + 64);
     if (!g->seq || !g->mask || !g->done || !g->logits || !g->work || !g->feed_ids ||
-        !g->feed_mask || !g->feed_pos)
+        !g->feed_mask || !g->feed_pos || !g->step_logits)
         return og_oom();
     if (m->kv != GEN_KV_NONE) {
         g->kv_bytes = kv_block_bytes(g, g->max_len);
@@ -92,6 +93,7 @@ void gen_generator_free(og_generator *g) {
     free(g->feed_ids);
     free(g->feed_mask);
     free(g->feed_pos);
+    free(g->step_logits);
     free(g->final_seqs);
     free(g->final_lens);
     gen_beam_free(g->beam);
@@ -188,6 +190,10 @@ static og_status *compute_logits(og_generator *g) {
         out_names[no++] = m->present_names[i];
     }
     int logits_at = no;
+    if (n == 1) { /* a decode step: the logits land in the generator's own buffer */
+        int64_t ld[3] = {rows, 1, m->vocab_size};
+        if ((st = wrap(m->logits.dtype, ld, 3, g->step_logits, &outs[no]))) goto done;
+    }
     out_names[no++] = m->logits.name;
     if ((st = og_session_run(m->decoder, in_names, ins, (size_t)ni, out_names, outs, (size_t)no)))
         goto done;

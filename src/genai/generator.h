@@ -22,6 +22,8 @@ struct og_generator {
     bool has_logits;
     float *work;         /* [2 * vocab] sampling scratch */
     int64_t *feed_ids, *feed_mask, *feed_pos; /* [rows * max_len] graph input staging */
+    void *step_logits; /* [rows][vocab] logits output of a one-token step, bound each run so
+                          that decode allocates nothing for them */
     /* KV cache: kv[b][i] is buffer b of cache tensor i, each kv_bytes long. With a
      * shared buffer only kv[0] exists; otherwise kv[kv_cur] holds the past. */
     void **kv[2];

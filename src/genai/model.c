@@ -151,6 +151,10 @@ static og_status *resolve_io(og_model *m) {
     OG_TRY(og_session_output_info(m->decoder, (size_t)lo, &lv));
     m->logits.name = lv.name;
     m->logits.dtype = lv.dtype;
+    if (lv.dtype != OG_FLOAT32 && lv.dtype != OG_FLOAT16 && lv.dtype != OG_BFLOAT16)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: output '%s' has dtype %s; logits must be "
+                         "float32, float16 or bfloat16", d->c.filename, lv.name,
+                         og_dtype_name(lv.dtype));
     if (lv.rank == 3 && lv.dims[2] > 0 && lv.dims[2] != m->vocab_size)
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab_size is %d, but the decoder's "
                          "'%s' has %lld entries per token", m->cfg->path, m->vocab_size, lv.name,
