@@ -198,6 +198,10 @@ const char *og_model_type(const og_model *model);
 int og_model_vocab_size(const og_model *model);
 /* model.pad_token_id: the id that left-pads shorter prompts of a batch. */
 int32_t og_model_pad_token_id(const og_model *model);
+/* Warnings about genai_config.json (unknown keys, odd values), one sentence each naming
+ * the key path. Owned by the model. */
+size_t og_model_warning_count(const og_model *model);
+const char *og_model_warning(const og_model *model, size_t index);
 
 /* Search options. Fill with og_generator_params_default(model), which takes the
  * package's search block (and onnxruntime-genai's defaults where it is silent). */

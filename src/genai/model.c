@@ -280,6 +280,14 @@ const char *og_model_type(const og_model *m) { return m ? m->cfg->model.type : "
 int og_model_vocab_size(const og_model *m) { return m ? m->vocab_size : 0; }
 int32_t og_model_pad_token_id(const og_model *m) { return m ? m->pad_id : 0; }
 
+size_t og_model_warning_count(const og_model *m) {
+    return m ? (size_t)m->cfg->n_warnings : 0;
+}
+
+const char *og_model_warning(const og_model *m, size_t i) {
+    return m && i < (size_t)m->cfg->n_warnings ? m->cfg->warnings[i] : "";
+}
+
 og_generator_params og_generator_params_default(const og_model *m) {
     og_generator_params p;
     memset(&p, 0, sizeof p);

@@ -253,6 +253,8 @@ int cli_generate(int argc, char **argv) {
     og_model_options mo = og_model_options_default();
     mo.num_threads = o.threads;
     if ((st = og_model_open(o.model, &mo, &model))) goto done;
+    for (size_t i = 0; i < og_model_warning_count(model); i++)
+        fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(model, i));
     og_status *tst = og_tokenizer_create(model, &tok);
     if (tst && !o.n_batches) { /* text in or out needs the tokenizer */
         st = tst;

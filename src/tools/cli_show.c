@@ -1,4 +1,5 @@
 /* onnx-genai show FILE.onnx: what a graph is made of, without running it. */
+#include "genai/config.h"
 #include "kernels/kernel.h"
 #include "onnx/loader.h"
 #include "tools/cli.h"
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void print_value(const graph_value *v) {
     printf("  %-32s %-8s ", v->name, og_dtype_name(v->dtype));
@@ -41,10 +43,59 @@ static void human(size_t bytes, char *buf, size_t size) {
     else snprintf(buf, size, "%zu B", bytes);
 }
 
+static int show_graph(const char *path);
+
+/* A package folder: what genai_config.json says, then the decoder graph. */
+static int show_package(const char *dir) {
+    gen_config *c;
+    og_status *st = gen_config_load(dir, &c);
+    if (st) {
+        int rc = cli_fail("%s", og_status_message(st));
+        og_status_free(st);
+        return rc;
+    }
+    const gen_model *gm = &c->model;
+    const gen_decoder *d = &gm->decoder;
+    printf("package:     %s\n", c->dir);
+    printf("model.type:  %s\n", gm->type);
+    printf("vocab_size:  %d   context_length: %d\n", gm->vocab_size, gm->context_length);
+    printf("tokens:      bos %d, pad %d, eos", gm->bos_token_id, gm->pad_token_id);
+    for (int i = 0; i < gm->n_eos_token_ids; i++) printf(" %d", gm->eos_token_ids[i]);
+    printf("\ndecoder:     %s: %d layers, hidden %d, %d heads (%d kv), head_size %d\n",
+           d->c.filename ? d->c.filename : "(none)", d->num_hidden_layers, d->hidden_size,
+           d->num_attention_heads, d->num_key_value_heads, d->head_size);
+    const gen_component *parts[] = {&gm->embedding, &gm->vision, &gm->speech, &gm->encoder};
+    const char *names[] = {"embedding", "vision", "speech", "encoder"};
+    for (int i = 0; i < 4; i++)
+        if (parts[i]->present)
+            printf("%-12s %s\n", names[i], parts[i]->filename ? parts[i]->filename : "(none)");
+    const gen_search *sr = &c->search;
+    printf("search:      max_length %d, %s, top_k %d, top_p %g, temperature %g, beams %d, "
+           "past_present_share_buffer %s\n", sr->max_length, sr->do_sample ? "sampling" : "greedy",
+           sr->top_k, sr->top_p, sr->temperature, sr->num_beams,
+           sr->past_present_share_buffer ? "true" : "false");
+    for (int i = 0; i < c->n_warnings; i++) printf("warning:     %s\n", c->warnings[i]);
+    int rc = 0;
+    if (d->c.filename) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", c->dir, d->c.filename);
+        printf("\n");
+        rc = show_graph(path);
+    }
+    gen_config_free(c);
+    return rc;
+}
+
 int cli_show(int argc, char **argv) {
-    if (argc != 2) return cli_fail("usage: onnx-genai show FILE.onnx");
+    if (argc != 2) return cli_fail("usage: onnx-genai show FILE.onnx | PACKAGE_DIR");
+    struct stat sb;
+    if (stat(argv[1], &sb) == 0 && S_ISDIR(sb.st_mode)) return show_package(argv[1]);
+    return show_graph(argv[1]);
+}
+
+static int show_graph(const char *path) {
     model *m;
-    og_status *st = onnx_load_file(argv[1], &m);
+    og_status *st = onnx_load_file(path, &m);
     if (st) {
         int rc = cli_fail("%s", og_status_message(st));
         og_status_free(st);

@@ -43,6 +43,10 @@ else
   expect_err generate_too_long 'exceed max_length 3' "$bin" generate -m "$gpt2" --ids 1,2,3,4 --max-length 3
   expect_err generate_bad_flag "unknown argument '--bogus'" "$bin" generate -m "$gpt2" --bogus
   expect_err generate_bad_number "--top-p: 'abc' is not a number" "$bin" generate -m "$gpt2" --top-p abc
+  expect_out show_package 'model\.type: +gpt2' "$bin" show "$gpt2"
+  mkdir -p "$tmp/warn" && ln -s "$gpt2/past.onnx" "$tmp/warn/past.onnx" &&
+    sed 's/"model": {/"model": {"frobnicate": 1, /' "$gpt2/genai_config.json" > "$tmp/warn/genai_config.json"
+  expect_out generate_warns 'warning: .*model\.frobnicate: unknown key' "$bin" generate "$tmp/warn" --ids 0,0,195,731 --max-length 6
   head -c 1000 "$gpt2/past.onnx" > "$tmp/truncated.onnx"
   expect_err show_truncated 'truncated.onnx: .*(truncated|past the end|remain)' "$bin" show "$tmp/truncated.onnx"
 fi
