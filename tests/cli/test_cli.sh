@@ -44,7 +44,7 @@ else
   expect_err generate_bad_flag "unknown argument '--bogus'" "$bin" generate -m "$gpt2" --bogus
   expect_err generate_bad_number "--top-p: 'abc' is not a number" "$bin" generate -m "$gpt2" --top-p abc
   expect_out show_package 'model\.type: +gpt2' "$bin" show "$gpt2"
-  mkdir -p "$tmp/warn" && ln -s "$gpt2/past.onnx" "$tmp/warn/past.onnx" &&
+  mkdir -p "$tmp/warn" && ln -s "$(realpath "$gpt2/past.onnx")" "$tmp/warn/past.onnx" &&
     sed 's/"model": {/"model": {"frobnicate": 1, /' "$gpt2/genai_config.json" > "$tmp/warn/genai_config.json"
   expect_out generate_warns 'warning: .*model\.frobnicate: unknown key' "$bin" generate "$tmp/warn" --ids 0,0,195,731 --max-length 6
   head -c 1000 "$gpt2/past.onnx" > "$tmp/truncated.onnx"
