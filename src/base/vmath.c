@@ -1,0 +1,251 @@
+/* Vectorized float32 transcendental functions (see vmath.h). Each function is written
+ * once over a tiny set of vector operations (V* macros) that map to AVX-512, AVX2+FMA or
+ * plain scalar float code, so the three builds share one algorithm and one error budget.
+ * Polynomial coefficients are minimax-style fits (relative error, Lawson-weighted least
+ * squares in double) made for this file. */
+#include "base/vmath.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define W 16
+#define ISA "avx512"
+typedef __m512 vf;
+typedef __m512i vi;
+typedef __mmask16 vm;
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#define VSET(c) _mm512_set1_ps(c)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VDIV(a, b) _mm512_div_ps(a, b)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VFNMA(a, b, c) _mm512_fnmadd_ps(a, b, c) /* c - a*b */
+#define VMIN(a, b) _mm512_min_ps(a, b)           /* b where either is NaN */
+#define VMAX(a, b) _mm512_max_ps(a, b)
+#define VABS(a) _mm512_abs_ps(a)
+#define VLT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define VISNAN(a) _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)
+#define VSEL(m, a, b) _mm512_mask_blend_ps(m, b, a) /* m ? a : b */
+#define VROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VCVTI(a) _mm512_cvtps_epi32(a)
+#define VHALFI(k) _mm512_srai_epi32(k, 1)
+#define VSUBI(a, b) _mm512_sub_epi32(a, b)
+#define VPOW2I(k) \
+    _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(127)), 23))
+#define VCOPYSIGN(mag, sgn)                                                              \
+    _mm512_castsi512_ps(_mm512_or_si512(                                                 \
+        _mm512_castps_si512(mag),                                                        \
+        _mm512_and_si512(_mm512_castps_si512(sgn), _mm512_set1_epi32(INT32_MIN))))
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define W 8
+#define ISA "avx2"
+typedef __m256 vf;
+typedef __m256i vi;
+typedef __m256 vm;
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define VSET(c) _mm256_set1_ps(c)
+#define VADD(a, b) _mm256_add_ps(a, b)
+#define VSUB(a, b) _mm256_sub_ps(a, b)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VDIV(a, b) _mm256_div_ps(a, b)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VFNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define VMIN(a, b) _mm256_min_ps(a, b)
+#define VMAX(a, b) _mm256_max_ps(a, b)
+#define VABS(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a)
+#define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define VISNAN(a) _mm256_cmp_ps(a, a, _CMP_UNORD_Q)
+#define VSEL(m, a, b) _mm256_blendv_ps(b, a, m)
+#define VROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VCVTI(a) _mm256_cvtps_epi32(a)
+#define VHALFI(k) _mm256_srai_epi32(k, 1)
+#define VSUBI(a, b) _mm256_sub_epi32(a, b)
+#define VPOW2I(k) \
+    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23))
+#define VCOPYSIGN(mag, sgn) \
+    _mm256_or_ps(mag, _mm256_and_ps(sgn, _mm256_set1_ps(-0.0f)))
+#else
+#define W 1
+#define ISA "scalar"
+typedef float vf;
+typedef int32_t vi;
+typedef int vm;
+static inline float s_load(const float *p) { return *p; }
+static inline void s_store(float *p, float v) { *p = v; }
+/* min/max return b when either is NaN, as the x86 instructions do */
+static inline float s_min(float a, float b) { return a < b ? a : b; }
+static inline float s_max(float a, float b) { return a > b ? a : b; }
+static inline int32_t s_cvti(float a) { return a == a ? (int32_t)a : 0; }
+static inline float s_pow2i(int32_t k) {
+    uint32_t u = (uint32_t)(k + 127) << 23;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+#define VLOAD(p) s_load(p)
+#define VSTORE(p, v) s_store(p, v)
+#define VSET(c) (c)
+#define VADD(a, b) ((a) + (b))
+#define VSUB(a, b) ((a) - (b))
+#define VMUL(a, b) ((a) * (b))
+#define VDIV(a, b) ((a) / (b))
+/* a true fused multiply-add even where it is emulated: the error budget relies on it */
+#define VFMA(a, b, c) fmaf(a, b, c)
+#define VFNMA(a, b, c) fmaf(-(a), b, c)
+#define VMIN(a, b) s_min(a, b)
+#define VMAX(a, b) s_max(a, b)
+#define VABS(a) fabsf(a)
+#define VLT(a, b) ((a) < (b))
+#define VISNAN(a) ((a) != (a))
+#define VSEL(m, a, b) ((m) ? (a) : (b))
+#define VROUND(a) nearbyintf(a)
+#define VCVTI(a) s_cvti(a)
+#define VHALFI(k) ((k) >> 1)
+#define VSUBI(a, b) ((a) - (b))
+#define VPOW2I(k) s_pow2i(k)
+#define VCOPYSIGN(mag, sgn) copysignf(mag, sgn)
+#endif
+
+const char *vmath_isa(void) { return ISA; }
+
+/* exp(x) = 2^n e^r, n = round(x / ln2), |r| <= ln2/2, ln2 split in two so n*LN2_HI is
+ * exact. x is clamped to [-110, 89]: beyond those exp is 0 or inf in float anyway, and
+ * 2^n is applied as two halves so both the overflow to inf near 88.7 and the gradual
+ * underflow below -87.3 round once, from an exact normal intermediate. */
+static inline vf v_exp(vf x) {
+    x = VMIN(VSET(89.0f), VMAX(VSET(-110.0f), x)); /* NaN passes through */
+    vf n = VROUND(VMUL(x, VSET(1.44269504088896341f)));
+    vf r = VFNMA(n, VSET(0.693359375f), x);
+    r = VFNMA(n, VSET(-2.12194440e-4f), r);
+    vf p = VSET(1.383682946e-03f);
+    p = VFMA(p, r, VSET(8.374822326e-03f));
+    p = VFMA(p, r, VSET(4.166822508e-02f));
+    p = VFMA(p, r, VSET(1.666641980e-01f));
+    p = VFMA(p, r, VSET(4.999999106e-01f));
+    p = VFMA(p, r, VSET(1.0f));
+    p = VFMA(p, r, VSET(1.0f));
+    vi k = VCVTI(n);
+    vi k1 = VHALFI(k);
+    return VMUL(VMUL(p, VPOW2I(k1)), VPOW2I(VSUBI(k, k1)));
+}
+
+/* 1 / (1 + e^-|x|) or e^-|x| / (1 + e^-|x|): the exponent is never positive, so tiny
+ * results for very negative x keep their subnormal value instead of 1/inf. */
+static inline vf v_sigmoid(vf x) {
+    vf e = v_exp(VSUB(VSET(0.0f), VABS(x)));
+    vf d = VADD(VSET(1.0f), e);
+    vf dlo = VADD(VSUB(VSET(1.0f), d), e); /* 1 + e = d + dlo exactly (e <= 1) */
+    vf q = VDIV(VSEL(VLT(x, VSET(0.0f)), e, VSET(1.0f)), d);
+    /* num / (d + dlo) ~= q (1 - dlo / d), 1/d ~= 2 - d close enough for a correction */
+    return VFNMA(q, VMUL(dlo, VSUB(VSET(2.0f), d)), q);
+}
+
+/* |x| < 0.625: x + x^3 Q(x^2). Above: 1 - 2 / (e^2|x| + 1), where the subtraction loses
+ * at most a bit; |x| > 9.5 gives 1 exactly. */
+static inline vf v_tanh(vf x) {
+    vf a = VABS(x), u = VMUL(a, a);
+    vf q = VSET(2.293378115e-03f);
+    q = VFMA(q, u, VSET(-8.344619535e-03f));
+    q = VFMA(q, u, VSET(2.176917903e-02f));
+    q = VFMA(q, u, VSET(-5.395930260e-02f));
+    q = VFMA(q, u, VSET(1.333330423e-01f));
+    q = VFMA(q, u, VSET(-3.333333433e-01f));
+    vf ys = VFMA(VMUL(a, u), q, a);
+    vf am = VMIN(a, VSET(9.5f));
+    vf e = v_exp(VADD(am, am));
+    vf yb = VSUB(VSET(1.0f), VDIV(VSET(2.0f), VADD(e, VSET(1.0f))));
+    vf y = VCOPYSIGN(VSEL(VLT(a, VSET(0.625f)), ys, yb), x);
+    return VSEL(VISNAN(x), x, y);
+}
+
+/* |x| < 1: x (2/sqrt(pi) + x^2 P(x^2)). Above: 1 - e^-x^2 Q(|x| - 2.4), Q fitted to erfc(x) e^(x^2) on
+ * [1, 3.93]; erf rounds to 1 beyond 3.93. The rounding of x^2 is compensated. */
+static inline vf v_erf(vf x) {
+    vf a = VMIN(VABS(x), VSET(3.93f)), u = VMUL(a, a);
+    vf p = VSET(8.358919149e-05f);
+    p = VFMA(p, u, VSET(-8.156735566e-04f));
+    p = VFMA(p, u, VSET(5.204114597e-03f));
+    p = VFMA(p, u, VSET(-2.686153166e-02f));
+    p = VFMA(p, u, VSET(1.128375158e-01f));
+    p = VFMA(p, u, VSET(-3.761263788e-01f));
+    /* 2/sqrt(pi) carried as float + remainder so it costs no rounding */
+    p = VFMA(p, u, VSET(-5.863538344e-08f));
+    vf ys = VFMA(a, VSET(1.128379226e+00f), VMUL(a, p));
+    vf t = VSUB(a, VSET(2.4f));
+    vf q = VSET(1.091278108e-07f);
+    q = VFMA(q, t, VSET(-5.493549793e-07f));
+    q = VFMA(q, t, VSET(1.473883572e-06f));
+    q = VFMA(q, t, VSET(-4.986923159e-06f));
+    q = VFMA(q, t, VSET(2.009748823e-05f));
+    q = VFMA(q, t, VSET(-7.387921505e-05f));
+    q = VFMA(q, t, VSET(2.573267848e-04f));
+    q = VFMA(q, t, VSET(-8.731739945e-04f));
+    q = VFMA(q, t, VSET(2.867534291e-03f));
+    q = VFMA(q, t, VSET(-9.066264145e-03f));
+    q = VFMA(q, t, VSET(2.749417722e-02f));
+    q = VFMA(q, t, VSET(-7.958523184e-02f));
+    q = VFMA(q, t, VSET(2.184987366e-01f));
+    vf ulo = VFMA(a, a, VSUB(VSET(0.0f), u)); /* a*a - u: exact with FMA, else 0 */
+    vf e = v_exp(VSUB(VSET(0.0f), u));
+    e = VFNMA(e, ulo, e);
+    vf yb = VFNMA(e, q, VSET(1.0f));
+    vf y = VCOPYSIGN(VSEL(VLT(a, VSET(1.0f)), ys, yb), x);
+    return VSEL(VISNAN(x), x, y);
+}
+
+static inline vf silu_one(vf x, vf alpha) { return VMUL(x, v_sigmoid(VMUL(alpha, x))); }
+
+static inline vf gelu_erf_one(vf x) {
+    vf h = VMUL(VSET(0.5f), x);
+    return VFMA(h, v_erf(VMUL(x, VSET(0.70710678118654752f))), h);
+}
+
+static inline vf gelu_tanh_one(vf x) {
+    vf h = VMUL(VSET(0.5f), x);
+    vf u = VMUL(VMUL(VSET(0.79788456080286536f), x),
+                VFMA(VMUL(VSET(0.044715f), x), x, VSET(1.0f)));
+    return VFMA(h, v_tanh(u), h);
+}
+
+/* Applies F (a macro of one vf) to n floats: whole vectors, then the tail through a
+ * padded buffer. */
+#define MAP(X, Y, N, F)                                                                  \
+    do {                                                                                 \
+        int64_t i_ = 0;                                                                  \
+        for (; i_ + W <= (N); i_ += W) VSTORE((Y) + i_, F(VLOAD((X) + i_)));             \
+        if (i_ < (N)) {                                                                  \
+            float b_[W] = {0};                                                           \
+            size_t m_ = (size_t)((N) - i_);                                              \
+            memcpy(b_, (X) + i_, sizeof(float) * m_);                                    \
+            VSTORE(b_, F(VLOAD(b_)));                                                    \
+            memcpy((Y) + i_, b_, sizeof(float) * m_);                                    \
+        }                                                                                \
+    } while (0)
+
+void vexp_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, v_exp); }
+void vsigmoid_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, v_sigmoid); }
+void vtanh_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, v_tanh); }
+void verf_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, v_erf); }
+
+void vgelu_erf_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, gelu_erf_one); }
+void vgelu_tanh_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, gelu_tanh_one); }
+
+void vexp_shift_f32(const float *x, float *y, int64_t n, float shift) {
+    vf s = VSET(shift);
+#define F_SHIFT(v) v_exp(VSUB(v, s))
+    MAP(x, y, n, F_SHIFT);
+#undef F_SHIFT
+}
+
+void vsilu_f32(const float *x, float *y, int64_t n, float alpha) {
+    vf al = VSET(alpha);
+#define F_SILU(v) silu_one(v, al)
+    MAP(x, y, n, F_SILU);
+#undef F_SILU
+}

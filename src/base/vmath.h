@@ -1,0 +1,27 @@
+/* Vectorized float32 exp, sigmoid, tanh, erf and the GELU / SiLU forms built on them.
+ * Each takes n elements of x and writes y (x == y is allowed). AVX-512 or AVX2+FMA when
+ * the build targets them, portable scalar code otherwise. Accuracy: within 2 ulp of the
+ * correctly rounded result over the whole float range (measured bounds in
+ * tests/unit/test_vmath.c); inf, NaN, overflow to inf and underflow to 0 (through the
+ * subnormals) come out as from libm, with no errno and no slow paths. */
+#ifndef OG_BASE_VMATH_H
+#define OG_BASE_VMATH_H
+
+#include <stdint.h>
+
+void vexp_f32(const float *x, float *y, int64_t n);
+/* y = exp(x - shift): the shifted exponentials of a softmax row. */
+void vexp_shift_f32(const float *x, float *y, int64_t n, float shift);
+void vsigmoid_f32(const float *x, float *y, int64_t n);
+void vtanh_f32(const float *x, float *y, int64_t n);
+void verf_f32(const float *x, float *y, int64_t n);
+/* y = x * sigmoid(alpha * x): SiLU (alpha 1) and QuickGelu. */
+void vsilu_f32(const float *x, float *y, int64_t n, float alpha);
+/* y = 0.5 x (1 + erf(x / sqrt(2))): the exact GELU. */
+void vgelu_erf_f32(const float *x, float *y, int64_t n);
+/* y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): the tanh-approximated GELU. */
+void vgelu_tanh_f32(const float *x, float *y, int64_t n);
+/* Which implementation was compiled in: "avx512", "avx2" or "scalar". */
+const char *vmath_isa(void);
+
+#endif
