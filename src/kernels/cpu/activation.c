@@ -1,6 +1,8 @@
 /* Activations: Sigmoid Relu LeakyRelu Softplus Gelu HardSigmoid HardSwish Clip. */
 #include "kernels/cpu/math_kernels.h"
 
+#include "base/vmath.h"
+
 #include <string.h>
 #include <tgmath.h>
 
@@ -18,8 +20,23 @@ MK_UNARY_FLOAT(a_gelu_tanh, (R)0.5 * v *
                                 ((R)1 + tanh((R)0.79788456080286535588 *
                                              (v + (R)0.044715 * v * v * v))))
 
+/* float32 paths (and the widened float16/bfloat16 blocks) of vmath.h */
+static void vec_sigmoid(const float *x, float *y, int64_t n, const unary_op *op) {
+    (void)op;
+    vsigmoid_f32(x, y, n);
+}
+static void vec_gelu(const float *x, float *y, int64_t n, const unary_op *op) {
+    (void)op;
+    vgelu_erf_f32(x, y, n);
+}
+static void vec_gelu_tanh(const float *x, float *y, int64_t n, const unary_op *op) {
+    (void)op;
+    vgelu_tanh_f32(x, y, n);
+}
+
 og_status *cpu_sigmoid(kernel_ctx *ctx) {
     unary_op op = MK_UNARY_OP(a_sigmoid, EW_GRAIN_HEAVY);
+    op.f32 = vec_sigmoid;
     return cpu_unary_float(ctx, &op);
 }
 
@@ -63,8 +80,11 @@ og_status *cpu_hardswish(kernel_ctx *ctx) {
 og_status *cpu_gelu(kernel_ctx *ctx) {
     const char *approx = graph_attr_string(ctx->node, "approximate", "none");
     unary_op op = MK_UNARY_OP(a_gelu, EW_GRAIN_HEAVY);
-    if (strcmp(approx, "tanh") == 0) op = MK_UNARY_OP(a_gelu_tanh, EW_GRAIN_HEAVY);
-    else if (strcmp(approx, "none") != 0)
+    op.f32 = vec_gelu;
+    if (strcmp(approx, "tanh") == 0) {
+        op = MK_UNARY_OP(a_gelu_tanh, EW_GRAIN_HEAVY);
+        op.f32 = vec_gelu_tanh;
+    } else if (strcmp(approx, "none") != 0)
         return kernel_errorf(ctx, OG_ERR_INVALID_MODEL,
                              "approximate is '%s', expected 'none' or 'tanh'", approx);
     return cpu_unary_float(ctx, &op);

@@ -2,6 +2,8 @@
  * the integer forms of Abs, Neg and Sign. */
 #include "kernels/cpu/math_kernels.h"
 
+#include "base/vmath.h"
+
 #include <tgmath.h>
 
 enum { BLOCK = 256 };
@@ -105,10 +107,22 @@ MK_UNARY_FLOAT(u_sign, v > 0 ? (R)1 : v < 0 ? (R)-1 : v)
     }
 FLOAT_KERNEL(sqrt, EW_GRAIN)
 FLOAT_KERNEL(reciprocal, EW_GRAIN)
-FLOAT_KERNEL(exp, EW_GRAIN_HEAVY)
 FLOAT_KERNEL(log, EW_GRAIN_HEAVY)
-FLOAT_KERNEL(erf, EW_GRAIN_HEAVY)
-FLOAT_KERNEL(tanh, EW_GRAIN_HEAVY)
+
+/* float32 (and the widened float16/bfloat16 blocks) through the vectorized vmath.h */
+#define VEC_KERNEL(name)                                                                 \
+    static void vec_##name(const float *x, float *y, int64_t n, const unary_op *op) {    \
+        (void)op;                                                                        \
+        v##name##_f32(x, y, n);                                                          \
+    }                                                                                    \
+    og_status *cpu_##name(kernel_ctx *ctx) {                                             \
+        unary_op op = MK_UNARY_OP(u_##name, EW_GRAIN_HEAVY);                             \
+        op.f32 = vec_##name;                                                             \
+        return cpu_unary_float(ctx, &op);                                                \
+    }
+VEC_KERNEL(exp)
+VEC_KERNEL(erf)
+VEC_KERNEL(tanh)
 FLOAT_KERNEL(sin, EW_GRAIN_HEAVY)
 FLOAT_KERNEL(cos, EW_GRAIN_HEAVY)
 FLOAT_KERNEL(floor, EW_GRAIN)
