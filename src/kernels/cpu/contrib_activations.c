@@ -4,6 +4,8 @@
  * double), in parallel over the pool. */
 #include "kernels/cpu/contrib2.h"
 
+#include "base/vmath.h"
+
 #include <math.h>
 
 enum { CHUNK = 512 };
@@ -16,12 +18,6 @@ typedef struct act_job {
     int op;                   /* 0 QuickGelu, 1 BiasGelu, 2 BiasAdd */
     float alpha;
 } act_job;
-
-static inline float act_f(const act_job *j, float x) {
-    if (j->op == 0) return x / (1.0f + expf(-j->alpha * x));
-    if (j->op == 1) return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2));
-    return x;
-}
 
 static inline double act_d(const act_job *j, double x) {
     if (j->op == 0) return x / (1.0 + exp(-(double)j->alpha * x));
@@ -58,8 +54,10 @@ static void act_fn(void *arg, int64_t begin, int64_t end) {
             float v = xb[i];
             if (j->b) v += bb[i];
             if (j->skip) v += sb[i];
-            xb[i] = act_f(j, v);
+            xb[i] = v;
         }
+        if (j->op == 0) vsilu_f32(xb, xb, m, j->alpha);
+        if (j->op == 1) vgelu_erf_f32(xb, xb, m);
         c2_store(j->dt, (char *)j->y + (size_t)c0 * es, m, xb);
     }
 }

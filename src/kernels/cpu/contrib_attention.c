@@ -12,6 +12,7 @@
  * Computation is float32 whatever the storage type: the projected Q, K and V stay in
  * float32 for this step (only `present` is rounded to the storage type), which is what
  * the reference runtime's CPU kernel does too. */
+#include "base/vmath.h"
 #include "kernels/cpu/contrib.h"
 #include "kernels/cpu/gemm_f32.h"
 
@@ -124,10 +125,8 @@ static void attn_head(const attn_job *j, int64_t bn, float *scores) {
         float mx = s[0];
         for (int64_t t = 1; t < T; t++) mx = s[t] > mx ? s[t] : mx;
         float sum = 0;
-        for (int64_t t = 0; t < T; t++) {
-            s[t] = expf(s[t] - mx);
-            sum += s[t];
-        }
+        vexp_shift_f32(s, s, T, mx);
+        for (int64_t t = 0; t < T; t++) sum += s[t];
         float inv = 1.0f / sum;
         for (int64_t t = 0; t < T; t++) s[t] *= inv;
     }

@@ -3,6 +3,8 @@
  * (one value per element of the last dimension) is given. */
 #include "kernels/cpu/contrib.h"
 
+#include "base/vmath.h"
+
 #include <math.h>
 
 typedef struct gelu_job {
@@ -18,11 +20,12 @@ static const double GELU_B = 0.044715;
 
 static void gelu_f32(void *arg, int64_t b, int64_t e) {
     const gelu_job *j = arg;
-    const float a = (float)GELU_A, c = (float)GELU_B;
-    for (int64_t i = b; i < e; i++) {
-        float v = j->x[i] + (j->bias ? j->bias[i % j->cols] : 0.0f);
-        j->y[i] = 0.5f * v * (1.0f + tanhf(a * v * (1.0f + c * v * v)));
+    const float *x = j->x + b;
+    if (j->bias) { /* x + bias staged in y, then the vectorized GELU in place */
+        for (int64_t i = b; i < e; i++) j->y[i] = j->x[i] + j->bias[i % j->cols];
+        x = j->y + b;
     }
+    vgelu_tanh_f32(x, j->y + b, e - b);
 }
 
 static void gelu_f64(void *arg, int64_t b, int64_t e) {

@@ -25,6 +25,7 @@
  * over the pool; each worker owns one slice of scratch (queries, scores, gemm panels).
  * A single new token instead splits (batch, kv head) over chunks of keys, each task
  * scoring all query heads of the group so the cache is read once per step. */
+#include "base/vmath.h"
 #include "kernels/cpu/contrib2.h"
 #include "kernels/cpu/gemm_f32.h"
 
@@ -146,7 +147,9 @@ static void softmax_row(const gqa_job *j, float *s, int64_t lo, int64_t hi, cons
                         int64_t h) {
     if (j->softcap > 0) {
         float c = j->softcap, ic = 1.0f / j->softcap;
-        for (int64_t t = lo; t <= hi; t++) s[t] = c * tanhf(s[t] * ic);
+        for (int64_t t = lo; t <= hi; t++) s[t] *= ic;
+        vtanh_f32(s + lo, s + lo, hi - lo + 1);
+        for (int64_t t = lo; t <= hi; t++) s[t] *= c;
     }
     if (ab)
         for (int64_t t = lo; t <= hi; t++) s[t] += ab[t];
@@ -155,10 +158,8 @@ static void softmax_row(const gqa_job *j, float *s, int64_t lo, int64_t hi, cons
     float mx = has_sink ? sink : s[lo];
     for (int64_t t = lo; t <= hi; t++) mx = s[t] > mx ? s[t] : mx;
     float sum = has_sink ? expf(sink - mx) : 0.0f;
-    for (int64_t t = lo; t <= hi; t++) {
-        s[t] = expf(s[t] - mx);
-        sum += s[t];
-    }
+    vexp_shift_f32(s + lo, s + lo, hi - lo + 1, mx);
+    for (int64_t t = lo; t <= hi; t++) sum += s[t];
     float inv = 1.0f / sum;
     for (int64_t t = lo; t <= hi; t++) s[t] *= inv;
 }
@@ -265,7 +266,9 @@ static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
         float *s = sc + r * CK;
         if (j->softcap > 0) {
             float cap = j->softcap, ic = 1.0f / j->softcap;
-            for (int64_t t = 0; t < n; t++) s[t] = cap * tanhf(s[t] * ic);
+            for (int64_t t = 0; t < n; t++) s[t] *= ic;
+            vtanh_f32(s, s, n);
+            for (int64_t t = 0; t < n; t++) s[t] *= cap;
         }
         if (j->abias) {
             const float *ab = j->abias + b * j->ab_b + h * j->ab_n + k0;
@@ -273,10 +276,8 @@ static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
         }
         float mx = s[0], sum = 0.0f;
         for (int64_t t = 1; t < n; t++) mx = s[t] > mx ? s[t] : mx;
-        for (int64_t t = 0; t < n; t++) {
-            s[t] = expf(s[t] - mx);
-            sum += s[t];
-        }
+        vexp_shift_f32(s, s, n, mx);
+        for (int64_t t = 0; t < n; t++) sum += s[t];
         pm[r] = mx;
         pl[r] = sum;
         float *o = po + r * D;

@@ -4,6 +4,8 @@
  * exp never overflows; sums accumulate in double. */
 #include "kernels/cpu/compute2.h"
 
+#include "base/vmath.h"
+
 #include <math.h>
 
 typedef struct sm_job {
@@ -24,10 +26,15 @@ static void sm_lines(void *arg, int64_t b, int64_t e) {
         for (int64_t i = 0; i < j->len; i++) m = x[i * st] > m ? x[i * st] : m;
         if (isinf(m)) m = 0; /* all -inf (or +inf present): let exp give 0/nan as numpy does */
         double sum = 0;
-        for (int64_t i = 0; i < j->len; i++) {
-            float v = expf(x[i * st] - m);
-            sum += v;
-            if (!j->log) y[i * st] = v;
+        if (st == 1) { /* contiguous rows: vectorized exp into y, which is rewritten below */
+            vexp_shift_f32(x, y, j->len, m);
+            for (int64_t i = 0; i < j->len; i++) sum += y[i];
+        } else {
+            for (int64_t i = 0; i < j->len; i++) {
+                float v = expf(x[i * st] - m);
+                sum += v;
+                if (!j->log) y[i * st] = v;
+            }
         }
         if (j->log) {
             float ls = (float)log(sum) + m;
