@@ -226,16 +226,29 @@ INLINE void int8_row_4cols(const mnb_job *j, int64_t m, int64_t n, const int fou
     const bool default_zp = !p->zp_packed;
     const int32_t *lane = j->a_lane + m * (j->a_stride / j->lane_values);
     const __m512i low4 = _mm512_set1_epi8(0x0f);
+    /* A chunk spans bpc whole blocks when blocks are no longer than a chunk; then the
+     * products scale_b * scale_a of 16 blocks serve 16 / bpc chunks in a row, each
+     * picking its blocks with the lane map shifted by its offset in the run. */
+    const int64_t bpc = per_chunk >> lbs, run = bpc ? 16 / bpc : 1;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t c = 0, off = 0; off < bytes; c++, off += 64) {
         int64_t left = bytes - off;
         __mmask64 bm = left >= 64 ? ~0ull : (1ull << left) - 1;
-        int64_t fb = (c * per_chunk) >> lbs;
-        __mmask16 sm = mask16(kb - fb);
+        int64_t in_run = c % run;
+        if (in_run == 0) {
+            int64_t fb = (c * per_chunk) >> lbs;
+            __mmask16 sm = mask16(kb - fb);
+            __m512 a_s = _mm512_loadu_ps(as + fb);
+            s0 = _mm512_mul_ps(_mm512_maskz_loadu_ps(sm, sc + fb), a_s);
+            s1 = _mm512_mul_ps(_mm512_maskz_loadu_ps(sm, sc + kb + fb), a_s);
+            s2 = _mm512_mul_ps(_mm512_maskz_loadu_ps(sm, sc + 2 * kb + fb), a_s);
+            s3 = _mm512_mul_ps(_mm512_maskz_loadu_ps(sm, sc + 3 * kb + fb), a_s);
+        }
+        const __m512i idc = _mm512_add_epi32(idx, _mm512_set1_epi32((int)(in_run * bpc)));
         __m512i alo = _mm512_loadu_si512(aq + c * per_chunk), ahi = alo;
         if (four) ahi = _mm512_loadu_si512(aq + c * per_chunk + 64);
         __m512i d0 = default_zp ? _mm512_loadu_si512(lane + c * 16) : _mm512_setzero_si512();
-        __m512 a_s = _mm512_loadu_ps(as + fb);
         prefetch_group(col, sc, c);
 #define MNB_COL(I, ACC)                                                                  \
     do {                                                                                 \
@@ -247,8 +260,7 @@ INLINE void int8_row_4cols(const mnb_job *j, int64_t m, int64_t n, const int fou
         } else {                                                                         \
             d = _mm512_dpbusd_epi32(d0, x, alo);                                         \
         }                                                                                \
-        __m512 s = _mm512_mul_ps(_mm512_maskz_loadu_ps(sm, sc + (I) * kb + fb), a_s);     \
-        ACC = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s), ACC); \
+        ACC = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idc, s##I), ACC); \
     } while (0)
         MNB_COL(0, acc0);
         MNB_COL(1, acc1);
