@@ -123,6 +123,32 @@ static void sweep(threadpool *pool) {
     check_config(&big, pool);
 }
 
+/* One row of A (decode): the 4-column kernels, whose scale products serve runs of
+ * chunks, over every block size, with K ending inside a run and inside a block. */
+static void decode_sweep(threadpool *pool) {
+    static const int bss[] = {16, 32, 64, 128, 256};
+    for (int bits = 4; bits <= 8; bits *= 4)
+        for (int b = 0; b < 5; b++)
+            for (int mode = 0; mode < 2; mode++)
+                for (int zp = 0; zp < 3; zp++) {
+                    if (mode == 1 && zp == 2) continue;
+                    int bs = bss[b];
+                    int64_t Ks[] = {896, 4864, 7 * bs + bs / 2 + 8};
+                    for (int k = 0; k < 3; k++) {
+                        config c = {bits, bs, 1, 41, Ks[k], mode == 1, zp, k == 1};
+                        check_config(&c, pool);
+                    }
+                }
+}
+
+TEST(mnb_decode_kernels_match_reference) {
+    threadpool *pool = NULL;
+    decode_sweep(NULL);
+    CHECK_OK(threadpool_create(2, &pool));
+    decode_sweep(pool);
+    threadpool_free(pool);
+}
+
 TEST(mnb_fast_path_matches_reference_inline) { sweep(NULL); }
 
 TEST(mnb_fast_path_matches_reference_on_pool) {
