@@ -83,6 +83,16 @@ static void prep_rows(void *arg, int64_t r0, int64_t r1) {
             memset(lane, 0, sizeof(int32_t) * (size_t)lanes);
             const int64_t lv = j->lane_values;
             const bool permute = mnb_a_pos(p, 1) != 1;
+            if (permute) { /* the ISA kernels' 4-bit order: quantize in K order, then reorder */
+                for (int64_t b = 0; b < p->k_blocks; b++) {
+                    int64_t k0 = b * bs, len = p->K - k0 < bs ? p->K - k0 : bs;
+                    int32_t sum;
+                    mnb_x512_quantize_block(a + k0, len, row + k0, &sc[b], &sum);
+                    corr[b] = sc[b] * (float)sum;
+                }
+                mnb_x512_finish_row4(row, j->a_stride, zdef, lane);
+                continue;
+            }
             for (int64_t b = 0; b < p->k_blocks; b++) {
                 int64_t k0 = b * bs, len = p->K - k0 < bs ? p->K - k0 : bs;
                 int32_t sum;

@@ -120,6 +120,10 @@ static inline int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
 }
 /* mnb_quantize_block, vectorized (the same results bit for bit). */
 void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum);
+/* For 4 bits in int8 arithmetic: a prepared row of a_stride quantized values, written
+ * in K order, put into the mnb_a_pos order in place, and its lane sums (8 values a
+ * lane) times -zdef into lane[a_stride / 8]. */
+void mnb_x512_finish_row4(int8_t *row, int64_t a_stride, int32_t zdef, int32_t *lane);
 /* Y[m0..m0+mr) x [n0, n1) for mr <= 4, bias included. */
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1);
 /* Dequantized float columns n0..n1 into W (row stride ldw >= K rounded up to 32). */

@@ -451,6 +451,28 @@ void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, in
     }
 }
 
+void mnb_x512_finish_row4(int8_t *row, int64_t a_stride, int32_t zdef, int32_t *lane) {
+    const __m512i bias = _mm512_set1_epi8(-128), zero = _mm512_setzero_si512();
+    const __m256i neg_z = _mm256_set1_epi32(-zdef);
+    for (int64_t s = 0; s < a_stride; s += 128) {
+        __m512i w0 = _mm512_loadu_si512(row + s), w1 = _mm512_loadu_si512(row + s + 64);
+        /* q + 128 is unsigned, so one sum of absolute differences adds eight of them */
+        __m512i t0 = _mm512_sad_epu8(_mm512_xor_si512(w0, bias), zero);
+        __m512i t1 = _mm512_sad_epu8(_mm512_xor_si512(w1, bias), zero);
+        t0 = _mm512_sub_epi64(t0, _mm512_set1_epi64(8 * 128));
+        t1 = _mm512_sub_epi64(t1, _mm512_set1_epi64(8 * 128));
+        _mm256_storeu_si256((__m256i *)(lane + s / 8),
+                            _mm256_mullo_epi32(_mm512_cvtepi64_epi32(t0), neg_z));
+        _mm256_storeu_si256((__m256i *)(lane + s / 8 + 8),
+                            _mm256_mullo_epi32(_mm512_cvtepi64_epi32(t1), neg_z));
+        /* byte pairs as 16-bit words: the low bytes are the even positions */
+        _mm256_storeu_si256((__m256i *)(row + s), _mm512_cvtepi16_epi8(w0));
+        _mm256_storeu_si256((__m256i *)(row + s + 32), _mm512_cvtepi16_epi8(w1));
+        _mm256_storeu_si256((__m256i *)(row + s + 64), _mm512_cvtepi16_epi8(_mm512_srli_epi16(w0, 8)));
+        _mm256_storeu_si256((__m256i *)(row + s + 96), _mm512_cvtepi16_epi8(_mm512_srli_epi16(w1, 8)));
+    }
+}
+
 void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum) {
     const __m512 sign = _mm512_set1_ps(-0.0f);
     __m512 mx = _mm512_setzero_ps();
@@ -474,6 +496,9 @@ void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scal
 const char *mnb_isa(void) { return "avx512-vnni"; }
 
 #else
+void mnb_x512_finish_row4(int8_t *row, int64_t a_stride, int32_t zdef, int32_t *lane) {
+    (void)row, (void)a_stride, (void)zdef, (void)lane;
+}
 void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum) {
     mnb_quantize_block(a, len, q, scale, sum);
 }
