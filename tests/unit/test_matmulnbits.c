@@ -124,7 +124,9 @@ static void sweep(threadpool *pool) {
 }
 
 /* One row of A (decode): the 4-column kernels, whose scale products serve runs of
- * chunks, over every block size, with K ending inside a run and inside a block. */
+ * chunks, over every block size, with K ending inside a run and inside a block; on a
+ * pool the columns (more than one thread's grain, not a multiple of 4) go out in
+ * guided pieces. */
 static void decode_sweep(threadpool *pool) {
     static const int bss[] = {16, 32, 64, 128, 256};
     for (int bits = 4; bits <= 8; bits *= 4)
@@ -135,7 +137,7 @@ static void decode_sweep(threadpool *pool) {
                     int bs = bss[b];
                     int64_t Ks[] = {896, 4864, 7 * bs + bs / 2 + 8};
                     for (int k = 0; k < 3; k++) {
-                        config c = {bits, bs, 1, 41, Ks[k], mode == 1, zp, k == 1};
+                        config c = {bits, bs, 1, 203, Ks[k], mode == 1, zp, k == 1};
                         check_config(&c, pool);
                     }
                 }

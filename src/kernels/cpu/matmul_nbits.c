@@ -13,6 +13,7 @@
 
 #include "base/half.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 enum {
@@ -173,6 +174,36 @@ static void columns(void *arg, int64_t n0, int64_t n1) {
     }
 }
 
+/* Short A (decode) hands out ranges of columns by guided self-scheduling: each claim
+ * takes a share of what is left (down to a few KiB of weights), so the first pieces are
+ * long runs the prefetch streams well and the last ones short, and neither thread waits
+ * long on the other's final piece (the pool's fixed 4 chunks per thread left one
+ * thread idle for up to an eighth of the product). Every piece starts at a multiple of
+ * 4 columns, the 4-column kernels' step. */
+typedef struct col_sched {
+    const mnb_job *j;
+    atomic_llong next;
+    int64_t n, min_piece, parts;
+} col_sched;
+
+static void guided_columns(void *arg, int64_t t0, int64_t t1) {
+    col_sched *cs = arg;
+    (void)t0, (void)t1; /* one call per thread; the pieces come from cs->next */
+    for (;;) {
+        long long cur = atomic_load_explicit(&cs->next, memory_order_relaxed);
+        int64_t end;
+        do {
+            if (cur >= cs->n) return;
+            int64_t take = (cs->n - cur) / cs->parts & ~(int64_t)3;
+            take = take < cs->min_piece ? cs->min_piece : take;
+            end = cur + take < cs->n ? cur + take : cs->n;
+        } while (!atomic_compare_exchange_weak_explicit(&cs->next, &cur, (long long)end,
+                                                        memory_order_relaxed,
+                                                        memory_order_relaxed));
+        columns((void *)cs->j, cur, end);
+    }
+}
+
 /* ---- long A, float arithmetic: dequantized tiles through the sgemm ------------------ */
 
 typedef struct dequant_job {
@@ -238,6 +269,15 @@ og_status *mnb_run(threadpool *pool, const mnb_problem *p, void *work) {
     threadpool_parallel_for(pool, p->M, 4, prep_rows, &pj);
     /* each column costs about K*M/4 byte-steps; hand out pieces worth splitting */
     int64_t grain = 1 + 65536 / (p->K * (p->M < MR ? p->M : MR) + 1);
+    int threads = threadpool_size(pool);
+    if (p->M <= MR && threads > 1 && p->N > grain) {
+        int64_t col_bytes = p->k_blocks * (p->blob + 4);
+        col_sched cs = {.j = &j, .n = p->N, .parts = 2 * (int64_t)threads,
+                        .min_piece = round_up(4096 / col_bytes + 1, 4)};
+        atomic_init(&cs.next, 0);
+        threadpool_parallel_for(pool, threads, 1, guided_columns, &cs);
+        return NULL;
+    }
     threadpool_parallel_for(pool, p->N, grain, columns, &j);
     return NULL;
 }
