@@ -250,8 +250,10 @@ og_status *og_generator_rewind_to(og_generator *gen, size_t new_length);
 /* A copy of the logits for the next token, [batch*beams, vocab] float32 (computed first
  * if needed). The caller frees *out with og_tensor_free. */
 og_status *og_generator_get_logits(og_generator *gen, og_tensor **out);
-/* A copy of any output of the last model run, by graph name (e.g. "logits", which is
- * [batch, new_tokens, vocab]). The caller frees *out with og_tensor_free. */
+/* A copy of an output of the last model run, by graph name: the logits (e.g. "logits",
+ * [batch, new_tokens, vocab]) or a present key/value output (the KV cache as it stands:
+ * [.., tokens so far, ..], or the whole max_length buffer when past and present share
+ * it). The caller frees *out with og_tensor_free. */
 og_status *og_generator_get_output(og_generator *gen, const char *name, og_tensor **out);
 
 

@@ -481,6 +481,18 @@ og_status *og_generator_get_output(og_generator *g, const char *name, og_tensor 
         *out = t;
         return NULL;
     }
-    return og_errorf(OG_ERR_NOT_FOUND, "generator: no output named '%s' from the last run "
-                     "(kept: '%s')", name, g->n_outputs ? g->output_names[0] : "none");
+    /* present key/value outputs live in the cache: the current one holds the last run's */
+    const og_model *m = g->m;
+    for (int i = 0; m->kv != GEN_KV_NONE && i < m->n_past; i++) {
+        if (strcmp(m->present_names[i], name) != 0) continue;
+        int64_t dims[5];
+        int rank = kv_dims(g, g->share_buffer ? g->max_len : g->fed, dims);
+        og_tensor *t;
+        OG_TRY(og_tensor_create(m->kv_dtype, dims, rank, &t));
+        memcpy(og_tensor_data(t), g->kv[g->share_buffer ? 0 : g->kv_cur][i], og_tensor_size_bytes(t));
+        *out = t;
+        return NULL;
+    }
+    return og_errorf(OG_ERR_NOT_FOUND, "generator: the last run has no output named '%s' "
+                     "(the logits are '%s')", name, m->logits.name);
 }

@@ -161,6 +161,13 @@ TEST(generate_gpt2_fp32_logits) {
     CHECK_OK(og_generator_generate_next_token(g));
     CHECK_OK(og_generator_get_output(g, "logits", &lt));
     CHECK_EQ_INT(og_tensor_dims(lt)[1], 1);
+    og_tensor *present;
+    CHECK_OK(og_generator_get_output(g, "present_0", &present));
+    CHECK_EQ_INT(og_tensor_rank(present), 5); /* [2, batch 2, 4 heads, 5 tokens, 8] */
+    CHECK_EQ_INT(og_tensor_dims(present)[1], 2);
+    CHECK_EQ_INT(og_tensor_dims(present)[3], 5);
+    og_tensor_free(present);
+    CHECK_ERR(og_generator_get_output(g, "nope", &present), OG_ERR_NOT_FOUND, "'nope'");
     static const float step[2][5] = {
         {0.03742531f, -0.05752287f, 0.14159015f, 0.04210977f, -0.1484456f},
         {0.3041716f, -0.08701379f, -0.03778192f, 0.07471392f, -0.02049096f}};
