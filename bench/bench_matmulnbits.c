@@ -6,7 +6,7 @@
  * Prints one line per case: "M N K level ms GB/s GFLOP/s" with the median call time;
  * GB/s counts the packed weights and their scales (what a decode step must stream),
  * GFLOP/s counts 2*M*N*K. bench/matmulnbits_vs_ort.py runs this and onnxruntime. */
-#include "kernels/cpu/matmul_nbits.h"
+#include "backends/native/kernels/matmul_nbits.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #define OG_TESTS_KERNEL_HARNESS_H
 
 #include "base/threadpool.h"
-#include "kernels/kernel.h"
+#include "backends/native/kernels/kernel.h"
 
 typedef struct kh_run {
     kernel_ctx ctx;

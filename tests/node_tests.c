@@ -21,7 +21,7 @@
 
 #include "base/tensor.h"
 #include "onnx/loader.h"
-#include "runtime/session.h"
+#include "backends/native/session.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -4,7 +4,7 @@
 
 #include "genai/config.h"
 #include "genai/generator.h"
-#include "runtime/session.h"
+#include "backends/native/session.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/model.h"
-#include "runtime/session.h"
+#include "backends/native/session.h"
 #include "tools/cli.h"
 
 #include "onnx_genai.h"

@@ -2,7 +2,7 @@
  * memory it adds before the first run. Weights stay in the file mapping, so the growth
  * should be a small fraction of the file size. */
 #include "base/mapped_file.h"
-#include "runtime/session.h"
+#include "backends/native/session.h"
 #include "tools/cli.h"
 
 #include "onnx_genai.h"

@@ -1,6 +1,6 @@
 /* onnx-genai show FILE.onnx: what a graph is made of, without running it. */
 #include "genai/config.h"
-#include "kernels/kernel.h"
+#include "backends/native/kernels/kernel.h"
 #include "onnx/loader.h"
 #include "tools/cli.h"
 

@@ -6,7 +6,9 @@
 #include "kernel_harness.h"
 
 #include "base/threadpool.h"
-#include "kernels/cpu/compute2.h"
+#include "backends/native/kernels/linalg.h"
+#include "backends/native/kernels/quant.h"
+#include "backends/native/kernels/reduce.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 #include "testing.h"
 
-#include "kernels/cpu/gemm_f32.h"
+#include "backends/native/kernels/gemm_f32.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -124,7 +124,7 @@ TEST(gemm_f32_rejects_negative_sizes) {
 
 /* ---- the MatMul kernel on a thread pool (the node-test runner uses one thread) ---- */
 
-#include "kernels/cpu/matmul.h"
+#include "backends/native/kernels/linalg.h"
 
 typedef struct fake_exec {
     tensor out;

@@ -5,7 +5,7 @@
 #include "kernel_harness.h"
 
 #include "base/threadpool.h"
-#include "kernels/cpu/layout_ops.h"
+#include "backends/native/kernels/layout.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
 #include "testing.h"
 
 #include "base/half.h"
-#include "kernels/cpu/math_kernels.h"
+#include "backends/native/kernels/elementwise.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
 #include "testing.h"
 
 #include "base/threadpool.h"
-#include "kernels/cpu/matmul_nbits.h"
+#include "backends/native/kernels/matmul_nbits.h"
 
 #include <stdlib.h>
 

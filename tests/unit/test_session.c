@@ -2,7 +2,7 @@
  * tests/models/make_test_models.py (directory in $OG_TEST_MODELS). */
 #include "testing.h"
 
-#include "runtime/session.h"
+#include "backends/native/session.h"
 
 #include <stdlib.h>
 

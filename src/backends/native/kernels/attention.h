@@ -1,0 +1,70 @@
+/* The attention family (com.microsoft Attention, MultiHeadAttention,
+ * GroupQueryAttention, RotaryEmbedding): kernels and the float32 row helpers they share.
+ * They compute in float32 whatever the storage type is. */
+#ifndef OG_NATIVE_KERNELS_ATTENTION_H
+#define OG_NATIVE_KERNELS_ATTENTION_H
+
+#include "backends/native/kernels/kernel_util.h"
+
+/* Rotates the first 2*half elements of x in place by the angles whose cosines and sines
+ * are c[0..half) and s[0..half): pairs (x[j], x[j + half]), or (x[2j], x[2j + 1]) when
+ * interleaved. */
+static inline void cpu_rope(float *x, const float *c, const float *s, int64_t half,
+                           bool interleaved) {
+    if (interleaved) {
+        for (int64_t j = 0; j < half; j++) {
+            float a = x[2 * j], b = x[2 * j + 1];
+            x[2 * j] = a * c[j] - b * s[j];
+            x[2 * j + 1] = a * s[j] + b * c[j];
+        }
+    } else {
+        for (int64_t j = 0; j < half; j++) {
+            float a = x[j], b = x[j + half];
+            x[j] = a * c[j] - b * s[j];
+            x[j + half] = a * s[j] + b * c[j];
+        }
+    }
+}
+
+/* Dot product with eight independent partial sums, so that it vectorizes without
+ * reassociation flags. */
+static inline float cpu_dot(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    float r = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+/* y[0..n) += sum over k < m of p[k] * rows[k * ld + 0..n): the probability-weighted sum
+ * of value rows, four rows per pass so that y is loaded and stored once per four. The
+ * inner loops are blocks of eight so that they vectorize at -O2 (no epilogue needed). */
+static inline void cpu_weighted_rows(float *restrict y, const float *restrict p,
+                                    const float *restrict rows, int64_t ld, int64_t m,
+                                    int64_t n) {
+    int64_t k = 0, n8 = n & ~(int64_t)7;
+    for (; k + 4 <= m; k += 4) {
+        const float *r0 = rows + k * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+        float p0 = p[k], p1 = p[k + 1], p2 = p[k + 2], p3 = p[k + 3];
+        for (int64_t d = 0; d < n8; d += 8)
+            for (int e = 0; e < 8; e++)
+                y[d + e] += p0 * r0[d + e] + p1 * r1[d + e] + p2 * r2[d + e] + p3 * r3[d + e];
+        for (int64_t d = n8; d < n; d++) y[d] += p0 * r0[d] + p1 * r1[d] + p2 * r2[d] + p3 * r3[d];
+    }
+    for (; k < m; k++) {
+        const float *r = rows + k * ld;
+        float pk = p[k];
+        for (int64_t d = 0; d < n8; d += 8)
+            for (int e = 0; e < 8; e++) y[d + e] += pk * r[d + e];
+        for (int64_t d = n8; d < n; d++) y[d] += pk * r[d];
+    }
+}
+
+og_status *cpu_contrib_attention(kernel_ctx *ctx);
+og_status *cpu_contrib_gqa(kernel_ctx *ctx);
+og_status *cpu_contrib_mha(kernel_ctx *ctx);
+og_status *cpu_contrib_rotary(kernel_ctx *ctx);
+
+#endif

@@ -1,0 +1,641 @@
+/* com.microsoft GroupQueryAttention: causal attention of num_heads query heads over
+ * kv_num_heads key/value heads (query head h reads kv head h / (num_heads / kv_num_heads)),
+ * with a BNSH key/value cache, as onnxruntime-genai's decoder graphs use it.
+ *
+ * Lengths. seqlens_k[b] + 1 = T_b is the valid total length of batch entry b and
+ * total_sequence_length the batch maximum. When the new sequence length S equals
+ * total_sequence_length the step is the first prompt: the S new rows go to cache rows
+ * [0, S) (entries shorter than S are right-padded, their padded queries attend to the
+ * T_b valid keys). Otherwise the S new rows of entry b go to rows [T_b - S, T_b), after
+ * the T_b - S past rows. The present cache has max(past length, total_sequence_length)
+ * rows; when it is the same memory as the past (the decode loop's shared buffer, sized
+ * max_length) only the new rows are written, otherwise the past rows are copied and the
+ * rows after the new ones are zeroed, as the reference runtime does.
+ *
+ * Positions for the rotary embedding: i (+ position_ids[0][0] when given) in the first
+ * prompt, else T_b - S + i (or position_ids[b][i] when given). Rotated Q and K are
+ * rounded to the storage type before the products, as the reference runtime keeps them.
+ *
+ * Scores: scale * q.k, then softcap * tanh(x / softcap), then + attention_bias, over
+ * keys [lo, hi] only: hi = min(T_b - 1, past + i) when causal, lo = hi - window + 1 for
+ * a local window. The softmax adds exp(sink - max) to its denominator with head_sink
+ * (or a zero sink with smooth_softmax). Masked keys are never computed.
+ *
+ * Work is split into (batch, head, block of 64 queries) tasks handed out dynamically
+ * over the pool; each worker owns one slice of scratch (queries, scores, gemm panels).
+ * A single new token instead splits (batch, kv head) over chunks of keys, each task
+ * scoring all query heads of the group so the cache is read once per step. */
+#include "base/vmath.h"
+#include "backends/native/kernels/attention.h"
+#include "backends/native/kernels/gemm_f32.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include <string.h>
+
+enum { QB = 64 };                 /* query rows per task */
+enum { GEMM_MIN = 32768 };        /* rows * width * D below which plain loops win */
+
+typedef struct gqa_job {
+    og_dtype dt;
+    int64_t B, S, N, KV, D, L, M, Tk, tsl, half;
+    bool first, causal, interleaved, rotary, smooth;
+    int64_t window;
+    float scale, softcap;
+    /* f32 views of the inputs: query rows have stride q_ld; K and V rows k_ld / v_ld */
+    const float *q, *k, *v;
+    int64_t q_ld, k_ld, v_ld;
+    const void *past_k, *past_v;        /* storage type, (B, KV, M, D) */
+    void *pres_k, *pres_v;              /* storage type, (B, KV, L, D) or NULL */
+    bool shared_k, shared_v;
+    float *ks, *vs;                     /* f32 keys/values (B*KV, Tk, D): may be pres_k/v */
+    const int64_t *pos;                 /* rotary positions (B*S) */
+    const float *cos, *sin;
+    const int32_t *seqlens;
+    const float *abias, *sink;
+    int64_t ab_b, ab_n;                 /* batch and head strides of attention_bias */
+    float *rowbuf;                      /* (B*KV, D) for phase 1 */
+    float *out;                         /* (B, S, N*D) */
+    /* phase 2 */
+    int64_t ntasks, nqb, per_worker;    /* floats per worker slice */
+    size_t gemm_work;                   /* bytes of gemm panels per worker */
+    float *wbuf;
+    /* single-token decode: (batch, kv head, key chunk) tasks over all the group's heads */
+    bool decode;
+    int64_t R, CK, nchunks;             /* heads per group, keys per chunk, chunks */
+    float *part;                        /* per task: R maxima, R sums, R * D outputs */
+    atomic_long next;
+} gqa_job;
+
+static inline int64_t past_len(const gqa_job *j, int64_t b) {
+    return j->first ? 0 : (int64_t)j->seqlens[b] + 1 - j->S;
+}
+
+static inline size_t esz(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
+
+/* Phase 1, per (batch, kv head): the cache rows and the float32 key/value slabs. */
+static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
+    gqa_job *j = arg;
+    int64_t D = j->D, S = j->S, L = j->L, M = j->M, KV = j->KV;
+    size_t es = esz(j->dt), row = es * (size_t)D;
+    for (int64_t bg = begin; bg < end; bg++) {
+        int64_t b = bg / KV, g = bg % KV, P = past_len(j, b), T = j->seqlens[b] + 1;
+        float *tmp = j->rowbuf + bg * D;
+        for (int pass = 0; pass < 2; pass++) {
+            const void *past = pass ? j->past_v : j->past_k;
+            char *pres = pass ? j->pres_v : j->pres_k;
+            bool shared = pass ? j->shared_v : j->shared_k;
+            float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
+            bool own_slab = (void *)(pass ? j->vs : j->ks) != (void *)pres;
+            const float *src = pass ? j->v : j->k;
+            int64_t ld = pass ? j->v_ld : j->k_ld;
+            if (pres) {
+                char *dst = pres + (size_t)(bg * L) * row;
+                if (!shared && P > 0)
+                    memcpy(dst, (const char *)past + (size_t)(bg * M) * row, (size_t)P * row);
+                if (!shared && P + S < L) memset(dst + (size_t)(P + S) * row, 0, (size_t)(L - P - S) * row);
+            }
+            for (int64_t i = 0; i < S; i++) {
+                memcpy(tmp, src + (b * S + i) * ld + g * D, sizeof(float) * (size_t)D);
+                if (!pass && j->rotary) {
+                    int64_t p = j->pos[b * S + i];
+                    cpu_rope(tmp, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+                }
+                if (pres) cpu_store_f32(j->dt, pres + (size_t)(bg * L + P + i) * row, D, tmp);
+                if (own_slab && P + i < T)
+                    for (int64_t d = 0; d < D; d++) slab[(P + i) * D + d] = cpu_round_to(j->dt, tmp[d]);
+            }
+            if (own_slab && P > 0) {
+                const char *from = pres ? pres + (size_t)(bg * L) * row
+                                        : (const char *)past + (size_t)(bg * M) * row;
+                cpu_load_f32(j->dt, from, P * D, slab);
+            }
+        }
+    }
+}
+
+/* Query rows [i0, i1) of head h of batch b, rotated and rounded, into qbuf. */
+static void load_queries(const gqa_job *j, int64_t b, int64_t h, int64_t i0, int64_t i1,
+                         float *qbuf) {
+    int64_t D = j->D;
+    for (int64_t i = i0; i < i1; i++) {
+        float *q = qbuf + (i - i0) * D;
+        memcpy(q, j->q + (b * j->S + i) * j->q_ld + h * D, sizeof(float) * (size_t)D);
+        if (j->rotary) {
+            int64_t p = j->pos[b * j->S + i];
+            cpu_rope(q, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+            if (j->dt != OG_FLOAT32)
+                for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->dt, q[d]);
+        }
+    }
+}
+
+/* The key range [lo, hi] query i of entry b (past length P, total T) attends to. Padded
+ * queries of a first prompt (i >= T) keep their unclamped window start, as the reference
+ * does; its output there is zero when the window holds no valid key. */
+static inline void key_range(const gqa_job *j, int64_t P, int64_t T, int64_t i, int64_t *lo,
+                             int64_t *hi) {
+    int64_t last = j->causal ? P + i : T - 1, h = last < T - 1 ? last : T - 1;
+    int64_t l = j->window > 0 && last + 1 > j->window ? last - j->window + 1 : 0;
+    *hi = h;
+    *lo = l; /* past hi for a padded query whose whole window is padding: no keys */
+}
+
+/* softcap, bias, and the (smooth) softmax of s[lo..hi] in place (ab indexed alike). */
+static void softmax_row(const gqa_job *j, float *s, int64_t lo, int64_t hi, const float *ab,
+                        int64_t h) {
+    if (j->softcap > 0) {
+        float c = j->softcap, ic = 1.0f / j->softcap;
+        for (int64_t t = lo; t <= hi; t++) s[t] *= ic;
+        vtanh_f32(s + lo, s + lo, hi - lo + 1);
+        for (int64_t t = lo; t <= hi; t++) s[t] *= c;
+    }
+    if (ab)
+        for (int64_t t = lo; t <= hi; t++) s[t] += ab[t];
+    bool has_sink = j->sink || j->smooth;
+    float sink = j->sink ? j->sink[h] : 0.0f;
+    float mx = has_sink ? sink : s[lo];
+    for (int64_t t = lo; t <= hi; t++) mx = s[t] > mx ? s[t] : mx;
+    float sum = has_sink ? expf(sink - mx) : 0.0f;
+    vexp_shift_f32(s + lo, s + lo, hi - lo + 1, mx);
+    for (int64_t t = lo; t <= hi; t++) sum += s[t];
+    float inv = 1.0f / sum;
+    for (int64_t t = lo; t <= hi; t++) s[t] *= inv;
+}
+
+static bool run_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                     void *work, size_t work_size) {
+    gemm_f32_args g = {.trans_b = trans_b, .M = m, .N = n, .K = k, .alpha = alpha, .beta = 0,
+                       .A = a, .lda = lda, .B = b, .ldb = ldb, .C = c, .ldc = ldc};
+    if (gemm_f32_work_size(&g) > work_size) return false;
+    og_status *st = gemm_f32(NULL, &g, work);
+    if (st) {
+        og_status_free(st);
+        return false;
+    }
+    return true;
+}
+
+static void gqa_task(gqa_job *j, int64_t task, float *slice) {
+    int64_t BN = j->B * j->N, qb = j->nqb - 1 - task / BN, bh = task % BN;
+    int64_t b = bh / j->N, h = bh % j->N, D = j->D, g = h / (j->N / j->KV);
+    int64_t i0 = qb * QB, i1 = i0 + QB < j->S ? i0 + QB : j->S, rows = i1 - i0;
+    int64_t T = j->seqlens[b] + 1, P = past_len(j, b);
+    const float *ks = j->ks + (b * j->KV + g) * j->Tk * D, *vs = j->vs + (b * j->KV + g) * j->Tk * D;
+    float *qbuf = slice, *scores = slice + QB * D;
+    void *work = scores + QB * j->Tk;
+    load_queries(j, b, h, i0, i1, qbuf);
+    int64_t c0 = INT64_MAX, c1 = 0, lo, hi;
+    for (int64_t i = i0; i < i1; i++) {
+        key_range(j, P, T, i, &lo, &hi);
+        if (lo <= hi && lo < c0) c0 = lo;
+        if (lo <= hi && hi + 1 > c1) c1 = hi + 1;
+    }
+    if (c1 == 0) c0 = 0;
+    int64_t width = c1 - c0;
+    bool use_gemm = rows > 1 && rows * width * D >= GEMM_MIN;
+    if (use_gemm &&
+        !run_gemm(true, rows, width, D, j->scale, qbuf, D, ks + c0 * D, D, scores, width, work,
+                  j->gemm_work))
+        use_gemm = false;
+    const float *ab_base = j->abias ? j->abias + b * j->ab_b + h * j->ab_n : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = i0 + r;
+        key_range(j, P, T, i, &lo, &hi);
+        float *s = scores + r * width; /* s[t - c0] is key t */
+        if (lo > hi) {
+            for (int64_t t = c0; t < c1; t++) s[t - c0] = 0.0f;
+            if (!use_gemm)
+                for (int64_t d = 0; d < D; d++) j->out[((b * j->S + i) * j->N + h) * D + d] = 0.0f;
+            continue;
+        }
+        if (!use_gemm) {
+            const float *q = qbuf + r * D;
+            for (int64_t t = lo; t <= hi; t++) s[t - c0] = j->scale * cpu_dot(q, ks + t * D, D);
+        }
+        softmax_row(j, s, lo - c0, hi - c0, ab_base ? ab_base + i * j->tsl + c0 : NULL, h);
+        float *o = j->out + ((b * j->S + i) * j->N + h) * D;
+        if (use_gemm) {
+            for (int64_t t = c0; t < lo; t++) s[t - c0] = 0.0f;
+            for (int64_t t = hi + 1; t < c1; t++) s[t - c0] = 0.0f;
+            continue;
+        }
+        for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+        cpu_weighted_rows(o, s + (lo - c0), vs + lo * D, D, hi - lo + 1, D);
+    }
+    if (use_gemm &&
+        !run_gemm(false, rows, D, width, 1.0f, scores, width, vs + c0 * D, D,
+                  j->out + ((b * j->S + i0) * j->N + h) * D, j->N * D, work, j->gemm_work)) {
+        /* The gemm's working memory depends on the path it picks for this exact shape
+         * (a short last query block may take the matrix-vector path), which the slice
+         * sized from the largest block does not always cover: weight the value rows
+         * directly instead (the scores outside each row's range are zero). */
+        for (int64_t r = 0; r < rows; r++) {
+            float *o = j->out + ((b * j->S + i0 + r) * j->N + h) * D;
+            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+            cpu_weighted_rows(o, scores + r * width, vs + c0 * D, D, width, D);
+        }
+    }
+}
+
+/* One key chunk of one (batch, kv head) for a single new token: the scores of all R
+ * query heads of the group against each key while it is in cache (the cache is read once
+ * per step, not once per query head), then per head the chunk's max, sum of exponentials
+ * and weighted value sum, combined across chunks by gqa_decode_combine. */
+static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
+    int64_t R = j->R, D = j->D, CK = j->CK;
+    int64_t bg = task / j->nchunks, c = task % j->nchunks, b = bg / j->KV, g = bg % j->KV;
+    int64_t T = j->seqlens[b] + 1, P = past_len(j, b), lo, hi;
+    float *part = j->part + task * R * (D + 2), *pm = part, *pl = part + R, *po = part + 2 * R;
+    key_range(j, P, T, 0, &lo, &hi);
+    int64_t k0 = lo + c * CK, k1 = k0 + CK - 1 < hi ? k0 + CK - 1 : hi, n = k1 - k0 + 1;
+    if (n <= 0) {
+        for (int64_t r = 0; r < R; r++) pm[r] = -INFINITY, pl[r] = 0.0f;
+        for (int64_t e = 0; e < R * D; e++) po[e] = 0.0f;
+        return;
+    }
+    float *qbuf = slice, *sc = slice + R * D; /* sc: R rows of CK scores */
+    for (int64_t r = 0; r < R; r++) load_queries(j, b, g * R + r, 0, 1, qbuf + r * D);
+    const float *ks = j->ks + bg * j->Tk * D + k0 * D, *vs = j->vs + bg * j->Tk * D + k0 * D;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t r = 0; r < R; r++) sc[r * CK + t] = j->scale * cpu_dot(qbuf + r * D, ks + t * D, D);
+    for (int64_t r = 0; r < R; r++) {
+        int64_t h = g * R + r;
+        float *s = sc + r * CK;
+        if (j->softcap > 0) {
+            float cap = j->softcap, ic = 1.0f / j->softcap;
+            for (int64_t t = 0; t < n; t++) s[t] *= ic;
+            vtanh_f32(s, s, n);
+            for (int64_t t = 0; t < n; t++) s[t] *= cap;
+        }
+        if (j->abias) {
+            const float *ab = j->abias + b * j->ab_b + h * j->ab_n + k0;
+            for (int64_t t = 0; t < n; t++) s[t] += ab[t];
+        }
+        float mx = s[0], sum = 0.0f;
+        for (int64_t t = 1; t < n; t++) mx = s[t] > mx ? s[t] : mx;
+        vexp_shift_f32(s, s, n, mx);
+        for (int64_t t = 0; t < n; t++) sum += s[t];
+        pm[r] = mx;
+        pl[r] = sum;
+        float *o = po + r * D;
+        for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+        cpu_weighted_rows(o, s, vs, D, n, D);
+    }
+}
+
+/* Merges the chunks of each (batch, head): out = sum_c e^(m_c - M) o_c / (sum_c e^(m_c -
+ * M) l_c [+ e^(sink - M)]). */
+static void gqa_decode_combine(gqa_job *j) {
+    int64_t R = j->R, D = j->D, C = j->nchunks;
+    bool has_sink = j->sink || j->smooth;
+    for (int64_t b = 0; b < j->B; b++)
+        for (int64_t h = 0; h < j->N; h++) {
+            int64_t g = h / R, r = h % R;
+            const float *base = j->part + (b * j->KV + g) * C * R * (D + 2);
+            float M = has_sink ? (j->sink ? j->sink[h] : 0.0f) : -INFINITY;
+            for (int64_t c = 0; c < C; c++) {
+                float m = base[c * R * (D + 2) + r];
+                M = m > M ? m : M;
+            }
+            float den = has_sink ? expf((j->sink ? j->sink[h] : 0.0f) - M) : 0.0f;
+            float *o = j->out + (b * j->N + h) * D;
+            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+            for (int64_t c = 0; c < C; c++) {
+                const float *pc = base + c * R * (D + 2);
+                if (pc[R + r] == 0.0f) continue; /* an empty chunk */
+                float w = expf(pc[r] - M);
+                den += w * pc[R + r];
+                const float *oc = pc + 2 * R + r * D;
+                for (int64_t d = 0; d < D; d++) o[d] += w * oc[d];
+            }
+            float inv = den > 0 ? 1.0f / den : 0.0f;
+            for (int64_t d = 0; d < D; d++) o[d] *= inv;
+        }
+}
+
+static void gqa_worker(void *arg, int64_t begin, int64_t end) {
+    gqa_job *j = arg;
+    (void)end;
+    float *slice = j->wbuf + begin * j->per_worker;
+    for (;;) {
+        long t = atomic_fetch_add(&j->next, 1);
+        if (t >= j->ntasks) break;
+        if (j->decode)
+            gqa_decode_task(j, t, slice);
+        else
+            gqa_task(j, t, slice);
+    }
+}
+
+/* ---------- input checks ---------- */
+
+static og_status *want_dtype(kernel_ctx *ctx, int i, const char *what, og_dtype dt) {
+    const tensor *t = kernel_input(ctx, i);
+    if (t && t->dtype != dt)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) is %s, expected %s",
+                             i, what, og_dtype_name(t->dtype), og_dtype_name(dt));
+    return NULL;
+}
+
+static og_status *want_shape(kernel_ctx *ctx, int i, const char *what, int rank,
+                             const int64_t *dims) {
+    const tensor *t = kernel_input(ctx, i);
+    bool ok = t->rank == rank;
+    for (int d = 0; ok && d < rank; d++) ok = t->dims[d] == dims[d];
+    if (ok) return NULL;
+    char a[96], b[96];
+    return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) has shape %s, expected %s",
+                         i, what, shape_str(t->dims, t->rank, a, sizeof a),
+                         shape_str(dims, rank, b, sizeof b));
+}
+
+static og_status *unsupported_inputs(kernel_ctx *ctx) {
+    static const struct { int i; const char *name; } extra[] = {
+        {12, "k_scale"}, {13, "v_scale"}, {14, "q_norm_weight"}, {15, "k_norm_weight"}};
+    for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++)
+        if (kernel_input(ctx, extra[e].i))
+            return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "input %d (%s) is not implemented on "
+                                 "CPU (quantized KV cache / fused Q-K norm)", extra[e].i,
+                                 extra[e].name);
+    const graph_node *n = ctx->node;
+    const char *kq = graph_attr_string(n, "k_quant_type", "NONE");
+    const char *vq = graph_attr_string(n, "v_quant_type", "NONE");
+    if (strcmp(kq, "NONE") != 0 || strcmp(vq, "NONE") != 0)
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "quantized KV cache (k_quant_type %s, "
+                             "v_quant_type %s) is not implemented", kq, vq);
+    if (graph_attr_int(n, "sliding_window_cache", 0) != 0)
+        return kernel_error(ctx, OG_ERR_UNSUPPORTED, "sliding_window_cache=1 (window-sized KV "
+                            "buffers) is not implemented");
+    if (graph_attr_int(n, "qk_output", 0) != 0 || cpu_wants_output(ctx, 3))
+        return kernel_error(ctx, OG_ERR_UNSUPPORTED, "output 3 (output_qk) / qk_output is not "
+                            "implemented");
+    return NULL;
+}
+
+/* Rotary positions per (batch, new row), checked against the cache length. */
+static og_status *gqa_positions(kernel_ctx *ctx, gqa_job *j, int64_t max_pos) {
+    const tensor *pid = kernel_input(ctx, 9);
+    int64_t *pos;
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)(j->B * j->S) + 1, (void **)&pos));
+    const int64_t *p = NULL;
+    bool shared_row = false;
+    if (pid) {
+        if (pid->dtype != OG_INT64)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 9 (position_ids) is %s, "
+                                 "expected int64", og_dtype_name(pid->dtype));
+        if (pid->rank != 2 || (pid->dims[0] != j->B && pid->dims[0] != 1) || pid->dims[1] != j->S) {
+            char a[96];
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 9 (position_ids) has shape "
+                                 "%s, expected (%lld, %lld)", shape_str(pid->dims, pid->rank, a, sizeof a),
+                                 (long long)j->B, (long long)j->S);
+        }
+        p = pid->data;
+        shared_row = pid->dims[0] == 1;
+    }
+    for (int64_t b = 0; b < j->B; b++)
+        for (int64_t i = 0; i < j->S; i++) {
+            int64_t v;
+            if (j->first)
+                v = (p ? p[0] : 0) + i;
+            else
+                v = p ? p[(shared_row ? 0 : b) * j->S + i] : past_len(j, b) + i;
+            if (v < 0 || v >= max_pos)
+                return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "rotary position %lld of batch "
+                                     "%lld, token %lld is outside the cos/sin caches (%lld rows)",
+                                     (long long)v, (long long)b, (long long)i, (long long)max_pos);
+            pos[b * j->S + i] = v;
+        }
+    j->pos = pos;
+    return NULL;
+}
+
+og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
+    OG_TRY(kernel_require_inputs(ctx, 1));
+    const graph_node *node = ctx->node;
+    const tensor *q = ctx->inputs[0], *key = kernel_input(ctx, 1), *val = kernel_input(ctx, 2);
+    const tensor *pk = kernel_input(ctx, 3), *pv = kernel_input(ctx, 4);
+    const tensor *sl = kernel_input(ctx, 5), *tl = kernel_input(ctx, 6);
+    const tensor *cosc = kernel_input(ctx, 7), *sinc = kernel_input(ctx, 8);
+    const tensor *ab = kernel_input(ctx, 10), *sink = kernel_input(ctx, 11);
+    og_dtype dt = q->dtype;
+    if (!cpu_is_f32able(dt)) return kernel_unsupported_dtype(ctx, 0, dt);
+    OG_TRY(unsupported_inputs(ctx));
+    if (!sl || !tl)
+        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "inputs 5 (seqlens_k) and 6 "
+                            "(total_sequence_length) are required");
+    static const char *names[] = {"query", "key", "value", "past_key", "past_value", "", "",
+                                  "cos_cache", "sin_cache", "", "attention_bias", "head_sink"};
+    for (int i = 1; i < 12; i++)
+        if (names[i][0]) OG_TRY(want_dtype(ctx, i, names[i], dt));
+    OG_TRY(want_dtype(ctx, 5, "seqlens_k", OG_INT32));
+    OG_TRY(want_dtype(ctx, 6, "total_sequence_length", OG_INT32));
+
+    gqa_job j = {.dt = dt, .N = graph_attr_int(node, "num_heads", 0),
+                 .KV = graph_attr_int(node, "kv_num_heads", 0),
+                 .causal = graph_attr_int(node, "causal", 1) != 0,
+                 .rotary = graph_attr_int(node, "do_rotary", 0) != 0,
+                 .interleaved = graph_attr_int(node, "rotary_interleaved", 0) != 0,
+                 .smooth = graph_attr_int(node, "smooth_softmax", 0) != 0,
+                 .window = graph_attr_int(node, "local_window_size", -1),
+                 .softcap = graph_attr_float(node, "softcap", 0.0f)};
+    char a[96];
+    if (j.N <= 0 || j.KV <= 0 || j.N % j.KV)
+        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "num_heads %lld and kv_num_heads %lld "
+                             "must be positive and num_heads a multiple of kv_num_heads",
+                             (long long)j.N, (long long)j.KV);
+    if (q->rank != 3)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 0 (query) has shape %s, "
+                             "expected (batch, sequence, hidden)", shape_str(q->dims, q->rank, a, sizeof a));
+    int64_t B = q->dims[0], S = q->dims[1], H = q->dims[2], N = j.N, KV = j.KV, D;
+    bool packed = key == NULL;
+    if (packed != (val == NULL))
+        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "key (input 1) and value (input 2) must "
+                            "be given together, or both omitted for packed QKV");
+    if (packed) {
+        if (H % (N + 2 * KV))
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "packed QKV width %lld is not a "
+                                 "multiple of num_heads + 2 * kv_num_heads = %lld", (long long)H,
+                                 (long long)(N + 2 * KV));
+        D = H / (N + 2 * KV);
+    } else {
+        if (H % N)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "query width %lld is not a "
+                                 "multiple of num_heads %lld", (long long)H, (long long)N);
+        D = H / N;
+        int64_t kd[3] = {B, S, KV * D};
+        OG_TRY(want_shape(ctx, 1, "key", 3, kd));
+        OG_TRY(want_shape(ctx, 2, "value", 3, kd));
+    }
+    j.B = B, j.S = S, j.D = D;
+    if ((pk == NULL) != (pv == NULL))
+        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "past_key and past_value must be given "
+                            "together");
+    if (pk) {
+        j.M = pk->dims[pk->rank > 2 ? 2 : 0];
+        int64_t pd[4] = {B, KV, j.M, D};
+        OG_TRY(want_shape(ctx, 3, "past_key", 4, pd));
+        OG_TRY(want_shape(ctx, 4, "past_value", 4, pd));
+    }
+    int64_t one = 1;
+    OG_TRY(want_shape(ctx, 5, "seqlens_k", 1, &B));
+    if (tensor_count(tl) != 1 || tl->rank > 1)
+        OG_TRY(want_shape(ctx, 6, "total_sequence_length", 1, &one));
+    j.tsl = *(const int32_t *)tl->data;
+    j.first = S == j.tsl;
+    j.L = pk && j.M > j.tsl ? j.M : j.tsl;
+    j.seqlens = sl->data;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t T = (int64_t)j.seqlens[b] + 1;
+        bool ok = T >= 1 && T <= j.L && (j.first ? T <= S : T >= S);
+        if (ok && !j.first && T - S > (pk ? j.M : 0)) ok = false;
+        if (!ok)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "seqlens_k[%lld] = %d does not fit: "
+                                 "total length must be in [1, %lld], %s the new sequence length "
+                                 "%lld and leave at most %lld past rows (total_sequence_length %lld)",
+                                 (long long)b, j.seqlens[b], (long long)j.L,
+                                 j.first ? "at most" : "at least", (long long)S,
+                                 (long long)(pk ? j.M : 0), (long long)j.tsl);
+    }
+    float sc = graph_attr_float(node, "scale", 0.0f);
+    j.scale = sc != 0.0f ? sc : 1.0f / sqrtf((float)D);
+    if (j.rotary) {
+        if (!cosc || !sinc)
+            return kernel_error(ctx, OG_ERR_INVALID_MODEL, "do_rotary=1 needs cos_cache (input 7) "
+                                "and sin_cache (input 8)");
+        j.half = cosc->rank == 2 ? cosc->dims[1] : -1;
+        if (j.half <= 0 || 2 * j.half > D)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 7 (cos_cache) has shape %s, "
+                                 "expected (max_position, rotary_dim / 2) with rotary_dim <= %lld",
+                                 shape_str(cosc->dims, cosc->rank, a, sizeof a), (long long)D);
+        OG_TRY(want_shape(ctx, 8, "sin_cache", 2, cosc->dims));
+        OG_TRY(gqa_positions(ctx, &j, cosc->dims[0]));
+        OG_TRY(cpu_in_f32(ctx, 7, &j.cos));
+        OG_TRY(cpu_in_f32(ctx, 8, &j.sin));
+    }
+    if (ab) {
+        if (ab->rank != 4 || (ab->dims[0] != B && ab->dims[0] != 1) ||
+            (ab->dims[1] != N && ab->dims[1] != 1) || ab->dims[2] != S || ab->dims[3] < j.tsl)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 10 (attention_bias) has shape "
+                                 "%s, expected (%lld or 1, %lld or 1, %lld, %lld)",
+                                 shape_str(ab->dims, ab->rank, a, sizeof a), (long long)B,
+                                 (long long)N, (long long)S, (long long)j.tsl);
+        for (int64_t b = 0; b < B; b++)
+            if (j.seqlens[b] + 1 > ab->dims[3])
+                return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "seqlens_k[%lld] + 1 exceeds "
+                                     "attention_bias' last dimension %lld", (long long)b,
+                                     (long long)ab->dims[3]);
+        j.tsl = ab->dims[3]; /* the row stride */
+        j.ab_n = ab->dims[1] == 1 ? 0 : S * j.tsl;
+        j.ab_b = ab->dims[0] == 1 ? 0 : ab->dims[1] * S * j.tsl;
+        OG_TRY(cpu_in_f32(ctx, 10, &j.abias));
+    }
+    if (sink) {
+        OG_TRY(want_shape(ctx, 11, "head_sink", 1, &N));
+        OG_TRY(cpu_in_f32(ctx, 11, &j.sink));
+    }
+
+    int64_t od[3] = {B, S, N * D}, pd[4] = {B, KV, j.L, D};
+    tensor *out, *prk = NULL, *prv = NULL;
+    OG_TRY(kernel_output(ctx, 0, dt, 3, od, &out));
+    if (cpu_wants_output(ctx, 1)) OG_TRY(kernel_output(ctx, 1, dt, 4, pd, &prk));
+    if (cpu_wants_output(ctx, 2)) OG_TRY(kernel_output(ctx, 2, dt, 4, pd, &prv));
+    if (B * S * N * D == 0) {
+        /* nothing new: present is still the past plus zeroed rows */
+        for (int pass = 0; pass < 2; pass++) {
+            tensor *pr = pass ? prv : prk;
+            const tensor *pa = pass ? pv : pk;
+            if (!pr || (pa && pa->data == pr->data)) continue;
+            memset(pr->data, 0, pr->nbytes);
+        }
+        return NULL;
+    }
+
+    /* f32 views of the new rows */
+    const float *qf;
+    OG_TRY(cpu_in_f32(ctx, 0, &qf));
+    j.q = qf;
+    if (packed) {
+        j.q_ld = j.k_ld = j.v_ld = H;
+        j.k = qf + N * D;
+        j.v = qf + (N + KV) * D;
+    } else {
+        j.q_ld = N * D;
+        j.k_ld = j.v_ld = KV * D;
+        OG_TRY(cpu_in_f32(ctx, 1, &j.k));
+        OG_TRY(cpu_in_f32(ctx, 2, &j.v));
+    }
+    j.past_k = pk ? pk->data : NULL;
+    j.past_v = pv ? pv->data : NULL;
+    j.pres_k = prk ? prk->data : NULL;
+    j.pres_v = prv ? prv->data : NULL;
+    j.shared_k = prk && pk && pk->data == prk->data;
+    j.shared_v = prv && pv && pv->data == prv->data;
+
+    /* float32 key/value slabs: the present cache itself when it is float32 */
+    int64_t Tk = 0;
+    for (int64_t b = 0; b < B; b++)
+        if (j.seqlens[b] + 1 > Tk) Tk = j.seqlens[b] + 1;
+    if (dt == OG_FLOAT32 && prk && prv) {
+        j.Tk = j.L;
+        j.ks = prk->data;
+        j.vs = prv->data;
+    } else {
+        j.Tk = Tk;
+        if (dt == OG_FLOAT32 && prk) j.ks = prk->data, j.Tk = j.L;
+        if (dt == OG_FLOAT32 && prv) j.vs = prv->data, j.Tk = j.L;
+        size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
+        if (!j.ks) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
+        if (!j.vs) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
+    }
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * KV * D) + 1, (void **)&j.rowbuf));
+    threadpool_parallel_for(ctx->pool, B * KV, 1, gqa_kv_fn, &j);
+
+    /* phase 2: attention */
+    OG_TRY(cpu_out_f32(ctx, out, &j.out));
+    int64_t workers = threadpool_size(ctx->pool), floats;
+    j.decode = S == 1;
+    if (j.decode) {
+        /* chunks of 256 keys, smaller when that leaves threads idle */
+        int64_t W = 1;
+        for (int64_t b = 0; b < B; b++) {
+            int64_t lo, hi;
+            key_range(&j, past_len(&j, b), j.seqlens[b] + 1, 0, &lo, &hi);
+            if (hi - lo + 1 > W) W = hi - lo + 1;
+        }
+        j.R = N / KV;
+        j.CK = 256;
+        int64_t want = 2 * workers;
+        if (B * KV * ((W + j.CK - 1) / j.CK) < want) {
+            int64_t per = (want + B * KV - 1) / (B * KV);
+            j.CK = (W + per - 1) / per;
+            if (j.CK < 32) j.CK = 32;
+        }
+        j.nchunks = (W + j.CK - 1) / j.CK;
+        j.ntasks = B * KV * j.nchunks;
+        OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(j.ntasks * j.R * (D + 2)) + 1,
+                              (void **)&j.part));
+        floats = j.R * D + j.R * j.CK + 16;
+    } else {
+        j.nqb = (S + QB - 1) / QB;
+        j.ntasks = B * N * j.nqb;
+        int64_t rows = S < QB ? S : QB;
+        if (rows > 1) {
+            gemm_f32_args g1 = {.trans_b = true, .M = rows, .N = j.Tk, .K = D},
+                          g2 = {.M = rows, .N = D, .K = j.Tk};
+            size_t w1 = gemm_f32_work_size(&g1), w2 = gemm_f32_work_size(&g2);
+            j.gemm_work = (w1 > w2 ? w1 : w2) + 64;
+        }
+        floats = QB * D + QB * j.Tk + (int64_t)(j.gemm_work / sizeof(float)) + 16;
+    }
+    if (workers > j.ntasks) workers = j.ntasks;
+    j.per_worker = (floats + 15) / 16 * 16;
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
+    atomic_init(&j.next, 0);
+    threadpool_parallel_for(ctx->pool, workers, 1, gqa_worker, &j);
+    if (j.decode) gqa_decode_combine(&j);
+    cpu_out_f32_done(out, j.out);
+    return NULL;
+}

@@ -1,0 +1,80 @@
+/* The contract between the executor and an op implementation.
+ *
+ * A kernel is one function per (domain, op type, opset range). It reads its node's
+ * attributes, checks its inputs, asks the executor for each output buffer with
+ * kernel_output() once the output shape is known, and fills it. The executor decides
+ * where output memory comes from (planned arena, caller buffer, heap); a kernel never
+ * allocates outputs itself. Dtype dispatch happens inside the kernel: an input dtype it
+ * does not implement is an OG_ERR_UNSUPPORTED error naming the dtype. */
+#ifndef OG_NATIVE_KERNELS_KERNEL_H
+#define OG_NATIVE_KERNELS_KERNEL_H
+
+#include "base/status.h"
+#include "base/tensor.h"
+#include "base/threadpool.h"
+#include "graph/graph.h"
+
+typedef struct kernel_ctx kernel_ctx;
+
+/* Output allocator supplied by the executor. */
+typedef og_status *(*kernel_output_fn)(kernel_ctx *ctx, int index, og_dtype dtype,
+                                       int rank, const int64_t *dims, tensor **out);
+/* Scratch memory valid until the kernel returns (64-byte aligned, uninitialized). */
+typedef og_status *(*kernel_scratch_fn)(kernel_ctx *ctx, size_t size, void **out);
+
+struct kernel_ctx {
+    const graph_node *node;
+    int64_t opset;                  /* version of the node's domain the model imports */
+    int n_inputs;
+    const tensor *const *inputs;    /* inputs[i] NULL for an omitted optional input */
+    int n_outputs;                  /* as the node declares (omitted ones included) */
+    threadpool *pool;               /* may be NULL: run inline */
+    kernel_output_fn output;
+    kernel_scratch_fn scratch;
+    void *exec;                     /* the executor's private state */
+    const char *where;              /* "model.onnx: node 'X' (Op)", for messages */
+};
+
+typedef og_status *(*kernel_fn)(kernel_ctx *ctx);
+
+typedef struct kernel_def {
+    const char *domain;  /* "" or "com.microsoft" */
+    const char *op_type;
+    int since;           /* first opset version this implementation covers */
+    int until;           /* last one (inclusive) */
+    kernel_fn run;
+} kernel_def;
+
+/* Convenience wrappers. */
+static inline og_status *kernel_output(kernel_ctx *ctx, int index, og_dtype dtype, int rank,
+                                       const int64_t *dims, tensor **out) {
+    return ctx->output(ctx, index, dtype, rank, dims, out);
+}
+
+static inline og_status *kernel_scratch(kernel_ctx *ctx, size_t size, void **out) {
+    return ctx->scratch(ctx, size, out);
+}
+
+static inline const tensor *kernel_input(const kernel_ctx *ctx, int i) {
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+/* Errors with the node's location prefixed: "model.onnx: node 'X' (Op): ..." */
+#define kernel_errorf(ctx, code, fmt, ...)                                               \
+    og_errorf((code), "%s: " fmt, (ctx)->where, __VA_ARGS__)
+#define kernel_error(ctx, code, msg) og_errorf((code), "%s: %s", (ctx)->where, (msg))
+
+/* Common checks, each returning an error that names the node and the input. */
+og_status *kernel_require_inputs(const kernel_ctx *ctx, int min_count);
+og_status *kernel_unsupported_dtype(const kernel_ctx *ctx, int input, og_dtype dtype);
+
+/* Looks up the implementation of (domain, op_type) at opset `version`. Returns NULL
+ * when none exists; then *known_op says whether any version of the op is implemented
+ * (so that the error can say "op X is not implemented" vs "opset N of X is not"). */
+const kernel_def *kernel_find(const char *domain, const char *op_type, int64_t version,
+                              bool *known_op);
+
+/* Calls visit for every registered kernel (for `show` and the node-test report). */
+void kernel_each(void (*visit)(const kernel_def *def, void *arg), void *arg);
+
+#endif

@@ -1,0 +1,471 @@
+/* Reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin, CumSum and TopK.
+ *
+ * A reduction is planned as: every output element reads the same set of input offsets
+ * (the reduced sub-box, precomputed once as a table) from its own base offset (from the
+ * kept dimensions). That is one code path for any set of axes, parallel over outputs,
+ * and contiguous when the reduced axes are the trailing ones. Floats accumulate in
+ * double; integers in int64 (or double for ops that leave the integers: mean, L2, logs). */
+#include "backends/native/kernels/reduce.h"
+
+#include "base/half.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE };
+
+typedef struct red_job {
+    const void *x;
+    void *y;
+    int op, nk;
+    int64_t kdims[OG_MAX_RANK], kstr[OG_MAX_RANK];
+    const int64_t *roff;
+    int64_t nred;
+} red_job;
+
+#define ID(v) (v)
+#define F16IN(v) f16_to_f32(v)
+#define BF16IN(v) bf16_to_f32(v)
+#define F16OUT(v) f32_to_f16((float)(v))
+#define BF16OUT(v) f32_to_bf16((float)(v))
+#define NOT_NAN(v) 0
+#define IS_NAN(v) isnan(v)
+
+/* One reduction loop per (element type, accumulator type). */
+#define RED_FN(NAME, T, ACC, ISNAN, IN, OUT)                                             \
+    static void NAME(void *arg, int64_t b, int64_t e) {                                  \
+        const red_job *j = arg;                                                          \
+        const T *x = j->x;                                                               \
+        T *y = j->y;                                                                     \
+        const int64_t *r = j->roff;                                                      \
+        int64_t n = j->nred;                                                             \
+        for (int64_t o = b; o < e; o++) {                                                \
+            const T *p = x + cpu_offset_of(o, j->nk, j->kdims, j->kstr);                                             \
+            ACC acc = 0, m = 0;                                                          \
+            switch (j->op) {                                                             \
+            case R_SUM: case R_MEAN: case R_LOGSUM:                                      \
+                for (int64_t k = 0; k < n; k++) acc += (ACC)IN(p[r[k]]);                 \
+                break;                                                                   \
+            case R_PROD:                                                                 \
+                acc = 1;                                                                 \
+                for (int64_t k = 0; k < n; k++) acc *= (ACC)IN(p[r[k]]);                 \
+                break;                                                                   \
+            case R_MAX: case R_MIN: case R_LSE:                                          \
+                acc = (ACC)IN(p[r[0]]);                                                  \
+                for (int64_t k = 1; k < n && !ISNAN(acc); k++) {                         \
+                    ACC v = (ACC)IN(p[r[k]]);                                            \
+                    if (ISNAN(v) || (j->op == R_MIN ? v < acc : v > acc)) acc = v;       \
+                }                                                                        \
+                if (j->op != R_LSE) break;                                               \
+                m = isfinite((double)acc) ? acc : 0;                                     \
+                acc = 0;                                                                 \
+                for (int64_t k = 0; k < n; k++) acc += (ACC)exp((double)IN(p[r[k]]) - m); \
+                break;                                                                   \
+            case R_L1:                                                                   \
+                for (int64_t k = 0; k < n; k++) {                                        \
+                    ACC v = (ACC)IN(p[r[k]]);                                            \
+                    acc += v < 0 ? -v : v;                                               \
+                }                                                                        \
+                break;                                                                   \
+            default: /* L2, SUMSQ */                                                     \
+                for (int64_t k = 0; k < n; k++) {                                        \
+                    ACC v = (ACC)IN(p[r[k]]);                                            \
+                    acc += v * v;                                                        \
+                }                                                                        \
+            }                                                                            \
+            if (j->op == R_MEAN) acc /= (ACC)n;                                          \
+            if (j->op == R_L2) acc = (ACC)sqrt((double)acc);                             \
+            if (j->op == R_LOGSUM) acc = (ACC)log((double)acc);                          \
+            if (j->op == R_LSE) acc = (ACC)(log((double)acc) + (double)m);               \
+            y[o] = OUT(acc);                                                             \
+        }                                                                                \
+    }
+
+RED_FN(red_f32, float, double, IS_NAN, ID, (float))
+RED_FN(red_f64, double, double, IS_NAN, ID, ID)
+RED_FN(red_f16, uint16_t, double, IS_NAN, F16IN, F16OUT)
+RED_FN(red_bf16, uint16_t, double, IS_NAN, BF16IN, BF16OUT)
+#define RED_INT(SUF, T)                                                                  \
+    RED_FN(red_i_##SUF, T, int64_t, NOT_NAN, ID, (T))                                    \
+    RED_FN(red_d_##SUF, T, double, NOT_NAN, ID, (T)cpu_f2i)
+RED_INT(i8, int8_t)
+RED_INT(u8, uint8_t)
+RED_INT(i16, int16_t)
+RED_INT(u16, uint16_t)
+RED_INT(i32, int32_t)
+RED_INT(u32, uint32_t)
+RED_INT(i64, int64_t)
+RED_INT(u64, uint64_t)
+
+static const struct {
+    og_dtype dt;
+    parallel_fn int_acc, dbl_acc;
+} red_fns[] = {
+    {OG_FLOAT32, red_f32, red_f32},     {OG_FLOAT64, red_f64, red_f64},
+    {OG_FLOAT16, red_f16, red_f16},     {OG_BFLOAT16, red_bf16, red_bf16},
+    {OG_INT8, red_i_i8, red_d_i8},      {OG_UINT8, red_i_u8, red_d_u8},
+    {OG_BOOL, red_i_u8, red_d_u8},      {OG_INT16, red_i_i16, red_d_i16},
+    {OG_UINT16, red_i_u16, red_d_u16},  {OG_INT32, red_i_i32, red_d_i32},
+    {OG_UINT32, red_i_u32, red_d_u32},  {OG_INT64, red_i_i64, red_d_i64},
+    {OG_UINT64, red_i_u64, red_d_u64},
+};
+
+/* The value of a reduction over no elements. */
+static double red_identity(int op, og_dtype dt) {
+    bool is_max = op == R_MAX;
+    switch (op) {
+    case R_PROD: return 1;
+    case R_MEAN: return NAN;
+    case R_LOGSUM: case R_LSE: return -INFINITY;
+    case R_MAX: case R_MIN:
+        switch (dt) {
+        case OG_BOOL: return is_max ? 0 : 1;
+        case OG_INT8: return is_max ? INT8_MIN : INT8_MAX;
+        case OG_UINT8: return is_max ? 0 : UINT8_MAX;
+        case OG_INT16: return is_max ? INT16_MIN : INT16_MAX;
+        case OG_UINT16: return is_max ? 0 : UINT16_MAX;
+        case OG_INT32: return is_max ? INT32_MIN : INT32_MAX;
+        case OG_UINT32: return is_max ? 0 : UINT32_MAX;
+        case OG_INT64: return is_max ? (double)INT64_MIN : 9.2233720368547748e18;
+        case OG_UINT64: return is_max ? 0 : 1.8446744073709550e19;
+        default: return is_max ? -INFINITY : INFINITY;
+        }
+    default: return 0;
+    }
+}
+
+/* Reads the axes to reduce into mask; *all when every axis is reduced. */
+static og_status *red_axes(kernel_ctx *ctx, int input_since, int rank, bool *mask) {
+    const int64_t *ax = NULL;
+    int64_t n = -1;
+    bool noop = false;
+    const tensor *at = NULL;
+    if (ctx->opset >= input_since) {
+        noop = graph_attr_int(ctx->node, "noop_with_empty_axes", 0) != 0;
+        at = kernel_input(ctx, 1);
+        if (at && at->dtype != OG_INT64)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 1 (axes) has dtype %s, "
+                                 "expected int64", og_dtype_name(at->dtype));
+        if (at) ax = at->data, n = tensor_count(at);
+    } else {
+        n = graph_attr_ints(ctx->node, "axes", &ax);
+    }
+    for (int i = 0; i < rank; i++) mask[i] = n <= 0 && !noop;
+    for (int64_t i = 0; i < n; i++) {
+        int a;
+        OG_TRY(cpu_axis(ctx, ax[i], rank, "axes entry", &a));
+        if (mask[a])
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "axes lists axis %d twice", a);
+        mask[a] = true;
+    }
+    return NULL;
+}
+
+static og_status *reduce_run(kernel_ctx *ctx, int op, int input_since) {
+    OG_TRY(kernel_require_inputs(ctx, 1));
+    const tensor *x = ctx->inputs[0];
+    int rank = x->rank, orank = 0;
+    bool mask[OG_MAX_RANK];
+    OG_TRY(red_axes(ctx, input_since, rank, mask));
+    bool keep = graph_attr_int(ctx->node, "keepdims", 1) != 0;
+    red_job j = {.x = x->data, .op = op, .nred = 1};
+    int64_t odims[OG_MAX_RANK], str[OG_MAX_RANK], rdims[OG_MAX_RANK], rstr[OG_MAX_RANK];
+    int nr = 0;
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) str[i] = s, s *= x->dims[i];
+    for (int i = 0; i < rank; i++) {
+        if (mask[i]) {
+            if (keep) odims[orank++] = 1;
+            rdims[nr] = x->dims[i], rstr[nr++] = str[i];
+            j.nred *= x->dims[i];
+        } else {
+            odims[orank++] = x->dims[i];
+            j.kdims[j.nk] = x->dims[i], j.kstr[j.nk++] = str[i];
+        }
+    }
+    parallel_fn fn = NULL;
+    bool dbl = op == R_MEAN || op == R_L2 || op == R_LOGSUM || op == R_LSE;
+    for (size_t i = 0; i < sizeof red_fns / sizeof red_fns[0]; i++)
+        if (red_fns[i].dt == x->dtype) fn = dbl ? red_fns[i].dbl_acc : red_fns[i].int_acc;
+    if (!fn) return kernel_unsupported_dtype(ctx, 0, x->dtype);
+    tensor *y;
+    OG_TRY(kernel_output(ctx, 0, x->dtype, orank, odims, &y));
+    int64_t nout = tensor_count(y);
+    if (nout == 0) return NULL;
+    if (j.nred == 0) {
+        double *v;
+        OG_TRY(kernel_scratch(ctx, (size_t)nout * sizeof(double), (void **)&v));
+        double id = red_identity(op, x->dtype);
+        for (int64_t i = 0; i < nout; i++) v[i] = id;
+        cpu_store_f64(y, v);
+        return NULL;
+    }
+    int64_t *roff;
+    OG_TRY(kernel_scratch(ctx, (size_t)j.nred * sizeof(int64_t), (void **)&roff));
+    int64_t idx[OG_MAX_RANK] = {0}, off = 0;
+    for (int64_t k = 0; k < j.nred; k++) {
+        roff[k] = off;
+        for (int d = nr - 1; d >= 0; d--) {
+            off += rstr[d];
+            if (++idx[d] < rdims[d]) break;
+            off -= rstr[d] * rdims[d];
+            idx[d] = 0;
+        }
+    }
+    j.roff = roff;
+    j.y = y->data;
+    threadpool_parallel_for(ctx->pool, nout, 1 + 32768 / j.nred, fn, &j);
+    return NULL;
+}
+
+#define REDUCE_OP(NAME, OP, SINCE)                                                       \
+    og_status *NAME(kernel_ctx *ctx) { return reduce_run(ctx, OP, SINCE); }
+REDUCE_OP(cpu_reduce_sum, R_SUM, 13)
+REDUCE_OP(cpu_reduce_mean, R_MEAN, 18)
+REDUCE_OP(cpu_reduce_max, R_MAX, 18)
+REDUCE_OP(cpu_reduce_min, R_MIN, 18)
+REDUCE_OP(cpu_reduce_prod, R_PROD, 18)
+REDUCE_OP(cpu_reduce_l1, R_L1, 18)
+REDUCE_OP(cpu_reduce_l2, R_L2, 18)
+REDUCE_OP(cpu_reduce_sumsq, R_SUMSQ, 18)
+REDUCE_OP(cpu_reduce_logsum, R_LOGSUM, 18)
+REDUCE_OP(cpu_reduce_lse, R_LSE, 18)
+
+/* ---- element access for the per-line ops below (ArgMax, CumSum, TopK) ---- */
+
+static inline double ld_f64(const void *p, og_dtype dt, int64_t i) {
+    switch (dt) {
+    case OG_FLOAT32: return ((const float *)p)[i];
+    case OG_FLOAT64: return ((const double *)p)[i];
+    case OG_FLOAT16: return f16_to_f32(((const uint16_t *)p)[i]);
+    case OG_BFLOAT16: return bf16_to_f32(((const uint16_t *)p)[i]);
+    case OG_INT32: return ((const int32_t *)p)[i];
+    case OG_INT64: return (double)((const int64_t *)p)[i];
+    case OG_INT8: return ((const int8_t *)p)[i];
+    case OG_UINT8: return ((const uint8_t *)p)[i];
+    case OG_INT16: return ((const int16_t *)p)[i];
+    case OG_UINT16: return ((const uint16_t *)p)[i];
+    case OG_UINT32: return ((const uint32_t *)p)[i];
+    case OG_UINT64: return (double)((const uint64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+static bool line_dtype_ok(og_dtype dt) {
+    return cpu_is_float(dt) || (cpu_is_int(dt) && dt != OG_BOOL);
+}
+
+/* A tensor seen as [outer, len, inner] around one axis. */
+typedef struct line_job {
+    const kernel_ctx *ctx;
+    const void *x;
+    void *y, *yi;
+    og_dtype dt;
+    int64_t len, inner, k;
+    int flag_a, flag_b; /* per op: (max?, last?) (exclusive, reverse) (largest, -) */
+    int64_t lines, slots; /* TopK: lines split over `slots` tasks */
+    void *keys;           /* TopK: slots rows of len (key, index) pairs */
+} line_job;
+
+static void argm_lines(void *arg, int64_t b, int64_t e) {
+    const line_job *j = arg;
+    int64_t *y = j->y;
+    for (int64_t l = b; l < e; l++) {
+        int64_t base = (l / j->inner) * j->len * j->inner + l % j->inner, best = 0;
+        double bv = ld_f64(j->x, j->dt, base);
+        for (int64_t i = 1; i < j->len; i++) {
+            double v = ld_f64(j->x, j->dt, base + i * j->inner);
+            bool better = j->flag_a ? v > bv : v < bv;
+            if (better || (j->flag_b && v == bv)) bv = v, best = i;
+        }
+        y[l] = best;
+    }
+}
+
+static og_status *argm_run(kernel_ctx *ctx, bool is_max) {
+    OG_TRY(kernel_require_inputs(ctx, 1));
+    const tensor *x = ctx->inputs[0];
+    if (!line_dtype_ok(x->dtype)) return kernel_unsupported_dtype(ctx, 0, x->dtype);
+    int axis;
+    OG_TRY(cpu_axis(ctx, graph_attr_int(ctx->node, "axis", 0), x->rank, "axis", &axis));
+    if (x->rank == 0 || x->dims[axis] == 0)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 0 must have a non-empty "
+                             "axis %d to take the %s of", axis, is_max ? "argmax" : "argmin");
+    bool keep = graph_attr_int(ctx->node, "keepdims", 1) != 0;
+    int64_t od[OG_MAX_RANK];
+    int orank = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (i != axis || keep) od[orank++] = i == axis ? 1 : x->dims[i];
+    tensor *y;
+    OG_TRY(kernel_output(ctx, 0, OG_INT64, orank, od, &y));
+    line_job j = {.ctx = ctx, .x = x->data, .y = y->data, .dt = x->dtype,
+                  .len = x->dims[axis], .inner = cpu_dims_prod(x->dims, axis + 1, x->rank),
+                  .flag_a = is_max,
+                  .flag_b = graph_attr_int(ctx->node, "select_last_index", 0) != 0};
+    threadpool_parallel_for(ctx->pool, tensor_count(y), 1 + 16384 / j.len, argm_lines, &j);
+    return NULL;
+}
+
+og_status *cpu_argmax(kernel_ctx *ctx) { return argm_run(ctx, true); }
+og_status *cpu_argmin(kernel_ctx *ctx) { return argm_run(ctx, false); }
+
+static inline void st_num(void *p, og_dtype dt, int64_t i, double d, int64_t v) {
+    switch (dt) {
+    case OG_FLOAT32: ((float *)p)[i] = (float)d; break;
+    case OG_FLOAT64: ((double *)p)[i] = d; break;
+    case OG_FLOAT16: ((uint16_t *)p)[i] = f32_to_f16((float)d); break;
+    case OG_BFLOAT16: ((uint16_t *)p)[i] = f32_to_bf16((float)d); break;
+    case OG_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case OG_INT64: ((int64_t *)p)[i] = v; break;
+    case OG_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case OG_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case OG_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case OG_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case OG_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    }
+}
+
+static void cumsum_lines(void *arg, int64_t b, int64_t e) {
+    const line_job *j = arg;
+    bool excl = j->flag_a, rev = j->flag_b, fl = cpu_is_float(j->dt);
+    tensor src = {.dtype = j->dt, .data = (void *)j->x};
+    for (int64_t l = b; l < e; l++) {
+        int64_t base = (l / j->inner) * j->len * j->inner + l % j->inner;
+        double sd = 0;
+        int64_t si = 0;
+        for (int64_t t = 0; t < j->len; t++) {
+            int64_t i = base + (rev ? j->len - 1 - t : t) * j->inner;
+            double vd = fl ? ld_f64(j->x, j->dt, i) : 0;
+            int64_t vi = fl ? 0 : tensor_get_i64(&src, i);
+            if (!excl) sd += vd, si += vi;
+            st_num(j->y, j->dt, i, sd, si);
+            if (excl) sd += vd, si += vi;
+        }
+    }
+}
+
+og_status *cpu_cumsum(kernel_ctx *ctx) {
+    OG_TRY(kernel_require_inputs(ctx, 2));
+    const tensor *x = ctx->inputs[0];
+    if (!line_dtype_ok(x->dtype)) return kernel_unsupported_dtype(ctx, 0, x->dtype);
+    int64_t a;
+    int axis;
+    OG_TRY(cpu_scalar_i64(ctx, 1, &a));
+    OG_TRY(cpu_axis(ctx, a, x->rank, "axis (input 1)", &axis));
+    tensor *y;
+    OG_TRY(kernel_output(ctx, 0, x->dtype, x->rank, x->dims, &y));
+    if (tensor_count(y) == 0) return NULL;
+    line_job j = {.ctx = ctx, .x = x->data, .y = y->data, .dt = x->dtype,
+                  .len = x->rank ? x->dims[axis] : 1,
+                  .inner = cpu_dims_prod(x->dims, axis + 1, x->rank),
+                  .flag_a = graph_attr_int(ctx->node, "exclusive", 0) != 0,
+                  .flag_b = graph_attr_int(ctx->node, "reverse", 0) != 0};
+    threadpool_parallel_for(ctx->pool, tensor_count(y) / j.len, 1 + 16384 / j.len,
+                            cumsum_lines, &j);
+    return NULL;
+}
+
+/* TopK sorts (key, index) pairs where the key is an order-preserving uint64 image of the
+ * value, so one comparison serves every dtype; ties go to the lower index. */
+typedef struct topk_pair {
+    uint64_t key;
+    int64_t idx;
+} topk_pair;
+
+static uint64_t topk_key(const void *p, og_dtype dt, int64_t i) {
+    if (dt == OG_UINT64) return ((const uint64_t *)p)[i];
+    if (dt == OG_INT64) return (uint64_t)((const int64_t *)p)[i] ^ (1ull << 63);
+    double v = ld_f64(p, dt, i);
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    return (u >> 63) ? ~u : u | (1ull << 63);
+}
+
+static int topk_cmp_large(const void *a, const void *b) {
+    const topk_pair *p = a, *q = b;
+    if (p->key != q->key) return p->key > q->key ? -1 : 1;
+    return p->idx < q->idx ? -1 : p->idx > q->idx;
+}
+
+static int topk_cmp_small(const void *a, const void *b) {
+    const topk_pair *p = a, *q = b;
+    if (p->key != q->key) return p->key < q->key ? -1 : 1;
+    return p->idx < q->idx ? -1 : p->idx > q->idx;
+}
+
+/* Keeps the k best of a line sorted in pairs[0..k): cheap when k is small, since most
+ * values lose to the current k-th at once. */
+static void topk_select(topk_pair *pairs, int64_t k, topk_pair p, int64_t *n, bool large) {
+    int (*cmp)(const void *, const void *) = large ? topk_cmp_large : topk_cmp_small;
+    if (*n == k && cmp(&p, &pairs[k - 1]) >= 0) return;
+    int64_t i = *n < k ? (*n)++ : k - 1;
+    for (; i > 0 && cmp(&p, &pairs[i - 1]) < 0; i--) pairs[i] = pairs[i - 1];
+    pairs[i] = p;
+}
+
+static void topk_line(const line_job *j, topk_pair *pairs, int64_t l) {
+    size_t es = dtype_size(j->dt);
+    int64_t outer = l / j->inner, in = l % j->inner;
+    int64_t base = outer * j->len * j->inner + in, obase = outer * j->k * j->inner + in;
+    if (j->k <= 64 && j->k * 8 < j->len) {
+        int64_t n = 0;
+        for (int64_t i = 0; i < j->len; i++)
+            topk_select(pairs, j->k, (topk_pair){topk_key(j->x, j->dt, base + i * j->inner), i},
+                        &n, j->flag_a);
+    } else {
+        for (int64_t i = 0; i < j->len; i++)
+            pairs[i] = (topk_pair){topk_key(j->x, j->dt, base + i * j->inner), i};
+        qsort(pairs, (size_t)j->len, sizeof *pairs,
+              j->flag_a ? topk_cmp_large : topk_cmp_small);
+    }
+    for (int64_t t = 0; t < j->k; t++) {
+        int64_t o = obase + t * j->inner;
+        memcpy((char *)j->y + o * es, (const char *)j->x + (base + pairs[t].idx * j->inner) * es,
+               es);
+        ((int64_t *)j->yi)[o] = pairs[t].idx;
+    }
+}
+
+/* Tasks are slots, each owning a row of pairs in scratch and a share of the lines. */
+static void topk_slots(void *arg, int64_t b, int64_t e) {
+    const line_job *j = arg;
+    int64_t per = (j->lines + j->slots - 1) / j->slots;
+    for (int64_t s = b; s < e; s++)
+        for (int64_t l = s * per; l < (s + 1) * per && l < j->lines; l++)
+            topk_line(j, (topk_pair *)j->keys + s * j->len, l);
+}
+
+og_status *cpu_topk(kernel_ctx *ctx) {
+    OG_TRY(kernel_require_inputs(ctx, 2));
+    const tensor *x = ctx->inputs[0];
+    if (!line_dtype_ok(x->dtype)) return kernel_unsupported_dtype(ctx, 0, x->dtype);
+    int axis;
+    int64_t k;
+    OG_TRY(cpu_axis(ctx, graph_attr_int(ctx->node, "axis", -1), x->rank, "axis", &axis));
+    OG_TRY(cpu_scalar_i64(ctx, 1, &k));
+    if (x->rank == 0 || k < 0 || k > x->dims[axis])
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "k (input 1) is %lld, expected "
+                             "0..%lld (the size of axis %d of input 0)", (long long)k,
+                             (long long)(x->rank ? x->dims[axis] : 0), axis);
+    int64_t od[OG_MAX_RANK];
+    memcpy(od, x->dims, sizeof od);
+    od[axis] = k;
+    tensor *y, *yi;
+    OG_TRY(kernel_output(ctx, 0, x->dtype, x->rank, od, &y));
+    OG_TRY(kernel_output(ctx, 1, OG_INT64, x->rank, od, &yi));
+    int64_t lines = tensor_count(x) / (x->dims[axis] ? x->dims[axis] : 1);
+    if (k == 0 || lines == 0) return NULL;
+    line_job j = {.ctx = ctx, .x = x->data, .y = y->data, .yi = yi->data, .dt = x->dtype,
+                  .len = x->dims[axis], .inner = cpu_dims_prod(x->dims, axis + 1, x->rank),
+                  .k = k, .flag_a = graph_attr_int(ctx->node, "largest", 1) != 0,
+                  .lines = lines};
+    int64_t work = lines * j.len;
+    j.slots = work < 65536 ? 1 : threadpool_size(ctx->pool);
+    if (j.slots > lines) j.slots = lines;
+    OG_TRY(kernel_scratch(ctx, (size_t)(j.slots * j.len) * sizeof(topk_pair), &j.keys));
+    threadpool_parallel_for(ctx->pool, j.slots, 1, topk_slots, &j);
+    return NULL;
+}
+

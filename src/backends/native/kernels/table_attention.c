@@ -1,0 +1,11 @@
+/* The attention table (see tables.h); the com.microsoft domain is at version 1. */
+#include "backends/native/kernels/attention.h"
+#include "backends/native/kernels/tables.h"
+
+const kernel_def cpu_attention_kernels[] = {
+    {"com.microsoft", "Attention", 1, 1, cpu_contrib_attention},
+    {"com.microsoft", "MultiHeadAttention", 1, 1, cpu_contrib_mha},
+    {"com.microsoft", "GroupQueryAttention", 1, 1, cpu_contrib_gqa},
+    {"com.microsoft", "RotaryEmbedding", 1, 1, cpu_contrib_rotary},
+    {0},
+};

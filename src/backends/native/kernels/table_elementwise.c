@@ -1,0 +1,62 @@
+/* The elementwise table (see tables.h). One implementation serves every version
+ * listed: the versions in between only widened type lists (and Clip moved its bounds
+ * from attributes to inputs at 11, which cpu_clip handles). */
+#include "backends/native/kernels/tables.h"
+#include "backends/native/kernels/elementwise.h"
+
+#define LAST 28 /* the newest default-domain opset onnx 1.23 defines */
+
+const kernel_def cpu_elementwise_kernels[] = {
+    {"", "Add", 7, LAST, cpu_add},
+    {"", "Sub", 7, LAST, cpu_sub},
+    {"", "Mul", 7, LAST, cpu_mul},
+    {"", "Div", 7, LAST, cpu_div},
+    {"", "Pow", 7, LAST, cpu_pow},
+    {"", "Mod", 10, LAST, cpu_mod},
+    {"", "Sqrt", 6, LAST, cpu_sqrt},
+    {"", "Reciprocal", 6, LAST, cpu_reciprocal},
+    {"", "Neg", 6, LAST, cpu_neg},
+    {"", "Abs", 6, LAST, cpu_abs},
+    {"", "Exp", 6, LAST, cpu_exp},
+    {"", "Log", 6, LAST, cpu_log},
+    {"", "Erf", 9, LAST, cpu_erf},
+    {"", "Tanh", 6, LAST, cpu_tanh},
+    {"", "Sin", 7, LAST, cpu_sin},
+    {"", "Cos", 7, LAST, cpu_cos},
+    {"", "Floor", 6, LAST, cpu_floor},
+    {"", "Ceil", 6, LAST, cpu_ceil},
+    {"", "Round", 11, LAST, cpu_round},
+    {"", "Sign", 9, LAST, cpu_sign},
+    {"", "IsNaN", 9, LAST, cpu_isnan},
+    {"", "IsInf", 10, LAST, cpu_isinf},
+    {"", "Sigmoid", 6, LAST, cpu_sigmoid},
+    {"", "Relu", 6, LAST, cpu_relu},
+    {"", "LeakyRelu", 6, LAST, cpu_leakyrelu},
+    {"", "Softplus", 1, LAST, cpu_softplus},
+    {"", "Gelu", 20, LAST, cpu_gelu},
+    {"", "HardSigmoid", 6, LAST, cpu_hardsigmoid},
+    {"", "HardSwish", 14, LAST, cpu_hardswish},
+    {"", "Clip", 6, LAST, cpu_clip},
+    {"", "Equal", 7, LAST, cpu_equal},
+    {"", "Less", 7, LAST, cpu_less},
+    {"", "Greater", 7, LAST, cpu_greater},
+    {"", "LessOrEqual", 12, LAST, cpu_less_equal},
+    {"", "GreaterOrEqual", 12, LAST, cpu_greater_equal},
+    {"", "Not", 1, LAST, cpu_not},
+    {"", "And", 7, LAST, cpu_and},
+    {"", "Or", 7, LAST, cpu_or},
+    {"", "Xor", 7, LAST, cpu_xor},
+    {"", "Where", 9, LAST, cpu_where},
+    {"", "Max", 6, LAST, cpu_max},
+    {"", "Min", 6, LAST, cpu_min},
+    {"", "Sum", 6, LAST, cpu_sum},
+    {"", "Mean", 6, LAST, cpu_mean},
+    {"", "Cast", 6, LAST, cpu_cast},
+    {"", "CastLike", 15, LAST, cpu_castlike},
+    /* com.microsoft fused activations (that domain is at version 1). */
+    {"com.microsoft", "FastGelu", 1, 1, cpu_contrib_fast_gelu},
+    {"com.microsoft", "QuickGelu", 1, 1, cpu_contrib_quick_gelu},
+    {"com.microsoft", "BiasGelu", 1, 1, cpu_contrib_bias_gelu},
+    {"com.microsoft", "BiasAdd", 1, 1, cpu_contrib_bias_add},
+    {0},
+};
