@@ -180,6 +180,24 @@ TEST(math_pow_mixed_dtypes) {
     mk_free(&r);
 }
 
+/* numpy (onnx's reference) refuses integers to negative integer powers; so do we, with
+ * the element named, in the same-dtype and the mixed-dtype paths. */
+TEST(math_pow_integer_negative_exponent_is_an_error) {
+    int32_t base[3] = {2, 1, -1}, e32[3] = {3, 2, -1};
+    int8_t e8[3] = {1, -2, 0};
+    int64_t d3[1] = {3};
+    tensor tb = mk_t(OG_INT32, 1, d3, base), te = mk_t(OG_INT32, 1, d3, e32);
+    tensor te8 = mk_t(OG_INT8, 1, d3, e8);
+    const tensor *in[2] = {&tb, &te}, *in8[2] = {&tb, &te8};
+    mk_run r;
+    CHECK_ERR(mk_call(&r, cpu_pow, NULL, 0, in, 2, 1), OG_ERR_INVALID_ARGUMENT,
+              "element 2 is -1");
+    mk_free(&r);
+    CHECK_ERR(mk_call(&r, cpu_pow, NULL, 0, in8, 2, 1), OG_ERR_INVALID_ARGUMENT,
+              "element 1 is -2");
+    mk_free(&r);
+}
+
 static og_status *cast_to(mk_run *r, const tensor *x, og_dtype to, int saturate) {
     graph_attr at[2] = {mk_int_attr("to", to), mk_int_attr("saturate", saturate)};
     const tensor *in[1] = {x};

@@ -17,7 +17,8 @@ typedef struct run_state {
     const graph_node *node;
     void **scratch;               /* heap blocks to free after the node */
     int n_scratch, cap_scratch;
-    tensor temp[16];              /* omitted optional outputs of the current node */
+    tensor *temp;                 /* [cap_temp] omitted optional outputs of the node */
+    int cap_temp;
     size_t heap_allocs;
 } run_state;
 
@@ -73,7 +74,7 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
                               const int64_t *dims, tensor **out) {
     run_state *rs = ctx->exec;
     og_session *s = rs->s;
-    if (index < 0 || index >= ctx->n_outputs || index >= 16)
+    if (index < 0 || index >= ctx->n_outputs)
         return kernel_errorf(ctx, OG_ERR_RUNTIME, "kernel asked for output %d of %d", index,
                              ctx->n_outputs);
     int v = rs->node->outputs[index];
@@ -130,7 +131,7 @@ static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
 static void free_scratch(run_state *rs) {
     for (int i = 0; i < rs->n_scratch; i++) free(rs->scratch[i]);
     rs->n_scratch = 0;
-    for (int i = 0; i < 16; i++) tensor_release(&rs->temp[i]);
+    for (int i = 0; i < rs->cap_temp; i++) tensor_release(&rs->temp[i]);
 }
 
 static exec_plan *find_plan(og_session *s, const int64_t *key, size_t len) {
@@ -152,16 +153,33 @@ static void store_plan(og_session *s, exec_plan *p) {
     s->plans[s->n_plans++] = p;
 }
 
+/* Makes room for a node's inputs (ins: a stack array of 64, or the heap beyond that:
+ * Concat and Sum take any number) and omitted outputs. */
+static og_status *node_room(run_state *rs, const graph_node *n, const tensor **stack,
+                            const tensor ***ins) {
+    *ins = stack;
+    if (n->n_inputs > 64) {
+        *ins = malloc(sizeof **ins * (size_t)n->n_inputs);
+        if (!*ins) return og_oom();
+    }
+    if (n->n_outputs > rs->cap_temp) {
+        tensor *t = realloc(rs->temp, sizeof *t * (size_t)n->n_outputs);
+        if (!t) {
+            if (*ins != stack) free(*ins);
+            return og_oom();
+        }
+        memset(t + rs->cap_temp, 0, sizeof *t * (size_t)(n->n_outputs - rs->cap_temp));
+        rs->temp = t;
+        rs->cap_temp = n->n_outputs;
+    }
+    return NULL;
+}
+
 static og_status *run_node(og_session *s, run_state *rs, int step) {
     const graph *g = s->graph;
     const graph_node *n = &g->nodes[s->order[step]];
-    const tensor *ins[64];
-    if (n->n_inputs > 64 || n->n_outputs > 16) {
-        char lab[256];
-        return og_errorf(OG_ERR_UNSUPPORTED, "%s: node %s has %d inputs and %d outputs; at "
-                         "most 64 and 16 are supported", s->label,
-                         graph_node_label(n, lab, sizeof lab), n->n_inputs, n->n_outputs);
-    }
+    const tensor *stack[64], **ins;
+    OG_TRY(node_room(rs, n, stack, &ins));
     for (int k = 0; k < n->n_inputs; k++) ins[k] = n->inputs[k] >= 0 ? s->cur[n->inputs[k]] : NULL;
     const char *where = s->where[n->index];
     kernel_ctx ctx = {
@@ -180,6 +198,7 @@ static og_status *run_node(og_session *s, run_state *rs, int step) {
     rs->node = n;
     og_status *st = s->kernels[n->index]->run(&ctx);
     free_scratch(rs);
+    if (ins != stack) free(ins);
     if (st) return st;
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];
@@ -340,6 +359,7 @@ done:
     s->last_stats_heap = rs.heap_allocs;
     free_scratch(&rs);
     free(rs.scratch);
+    free(rs.temp);
     for (int v = 0; v < g->n_values; v++) tensor_release(&s->slots[v]);
     if (st) /* no new tensor is returned on failure */
         for (size_t i = 0; i < n_outputs; i++)

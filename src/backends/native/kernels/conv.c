@@ -4,7 +4,8 @@
  * the output plane along whole rows, whose valid range is computed once per tap, so the
  * innermost loop is a branch-free strided axpy. Convolutions with several output channels
  * per group instead gather input patches into columns (im2col, in slabs of output rows
- * to bound memory) and multiply them with the weights through gemm_f32. */
+ * to bound memory) and multiply them with the weights through gemm_f32. float64 runs
+ * the direct method in double. */
 #include "backends/native/kernels/linalg.h"
 #include "backends/native/kernels/kernel_util.h"
 #include "backends/native/kernels/gemm_f32.h"
@@ -14,6 +15,8 @@
 typedef struct conv_job {
     const float *x, *w, *b;
     float *y;
+    const double *xd, *wd, *bd; /* float64 inputs, computed in double by the direct path */
+    double *yd;
     int64_t c_in, m_out, cg, mg;      /* channels in/out, per group */
     int64_t in[3], out[3], k[3], s[3], d[3], p[3];
 } conv_job;
@@ -29,42 +32,50 @@ static void conv_range(int64_t n_out, int64_t n_in, int64_t s, int64_t p, int64_
     if (*lo > *hi) *lo = *hi;
 }
 
-static void conv_planes(void *arg, int64_t b, int64_t e) {
-    const conv_job *j = arg;
-    int64_t osz = j->out[0] * j->out[1] * j->out[2], isz = j->in[0] * j->in[1] * j->in[2];
-    int64_t ksz = j->k[0] * j->k[1] * j->k[2];
-    for (int64_t pl = b; pl < e; pl++) {
-        int64_t n = pl / j->m_out, m = pl % j->m_out, g = m / j->mg;
-        float *y = j->y + pl * osz;
-        float bias = j->b ? j->b[m] : 0.0f;
-        for (int64_t i = 0; i < osz; i++) y[i] = bias;
-        for (int64_t c = 0; c < j->cg; c++) {
-            const float *x = j->x + (n * j->c_in + g * j->cg + c) * isz;
-            const float *w = j->w + (m * j->cg + c) * ksz;
-            for (int64_t t0 = 0; t0 < j->k[0]; t0++) {
-                int64_t l0, h0, l1, h1, l2, h2;
-                conv_range(j->out[0], j->in[0], j->s[0], j->p[0], t0 * j->d[0], &l0, &h0);
-                for (int64_t t1 = 0; t1 < j->k[1]; t1++) {
-                    conv_range(j->out[1], j->in[1], j->s[1], j->p[1], t1 * j->d[1], &l1, &h1);
-                    for (int64_t t2 = 0; t2 < j->k[2]; t2++) {
-                        float wv = w[(t0 * j->k[1] + t1) * j->k[2] + t2];
-                        int64_t off2 = t2 * j->d[2] - j->p[2];
-                        conv_range(j->out[2], j->in[2], j->s[2], j->p[2], t2 * j->d[2], &l2, &h2);
-                        for (int64_t o0 = l0; o0 < h0; o0++)
-                            for (int64_t o1 = l1; o1 < h1; o1++) {
-                                int64_t i0 = o0 * j->s[0] - j->p[0] + t0 * j->d[0];
-                                int64_t i1 = o1 * j->s[1] - j->p[1] + t1 * j->d[1];
-                                const float *xr = x + (i0 * j->in[1] + i1) * j->in[2];
-                                float *yr = y + (o0 * j->out[1] + o1) * j->out[2];
-                                int64_t s2 = j->s[2];
-                                for (int64_t o2 = l2; o2 < h2; o2++) yr[o2] += wv * xr[o2 * s2 + off2];
-                            }
-                    }
-                }
-            }
-        }
+#define CONV_PLANES(NAME, T, X, W, B, Y)                                                 \
+    static void NAME(void *arg, int64_t b, int64_t e) {                                  \
+        const conv_job *j = arg;                                                         \
+        int64_t osz = j->out[0] * j->out[1] * j->out[2];                                 \
+        int64_t isz = j->in[0] * j->in[1] * j->in[2];                                    \
+        int64_t ksz = j->k[0] * j->k[1] * j->k[2];                                       \
+        for (int64_t pl = b; pl < e; pl++) {                                             \
+            int64_t n = pl / j->m_out, m = pl % j->m_out, g = m / j->mg;                 \
+            T *y = j->Y + pl * osz;                                                      \
+            T bias = j->B ? j->B[m] : 0;                                                 \
+            for (int64_t i = 0; i < osz; i++) y[i] = bias;                               \
+            for (int64_t c = 0; c < j->cg; c++) {                                        \
+                const T *x = j->X + (n * j->c_in + g * j->cg + c) * isz;                 \
+                const T *w = j->W + (m * j->cg + c) * ksz;                               \
+                for (int64_t t0 = 0; t0 < j->k[0]; t0++) {                               \
+                    int64_t l0, h0, l1, h1, l2, h2;                                      \
+                    conv_range(j->out[0], j->in[0], j->s[0], j->p[0],                    \
+                               t0 * j->d[0], &l0, &h0);                                  \
+                    for (int64_t t1 = 0; t1 < j->k[1]; t1++) {                           \
+                        conv_range(j->out[1], j->in[1], j->s[1], j->p[1],                \
+                                   t1 * j->d[1], &l1, &h1);                              \
+                        for (int64_t t2 = 0; t2 < j->k[2]; t2++) {                       \
+                            T wv = w[(t0 * j->k[1] + t1) * j->k[2] + t2];                \
+                            int64_t off2 = t2 * j->d[2] - j->p[2];                       \
+                            conv_range(j->out[2], j->in[2], j->s[2], j->p[2],            \
+                                       t2 * j->d[2], &l2, &h2);                          \
+                            for (int64_t o0 = l0; o0 < h0; o0++)                         \
+                                for (int64_t o1 = l1; o1 < h1; o1++) {                   \
+                                    int64_t i0 = o0 * j->s[0] - j->p[0] + t0 * j->d[0];  \
+                                    int64_t i1 = o1 * j->s[1] - j->p[1] + t1 * j->d[1];  \
+                                    const T *xr = x + (i0 * j->in[1] + i1) * j->in[2];   \
+                                    T *yr = y + (o0 * j->out[1] + o1) * j->out[2];       \
+                                    int64_t s2 = j->s[2];                                \
+                                    for (int64_t o2 = l2; o2 < h2; o2++)                 \
+                                        yr[o2] += wv * xr[o2 * s2 + off2];               \
+                                }                                                        \
+                        }                                                                \
+                    }                                                                    \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
     }
-}
+CONV_PLANES(conv_planes, float, x, w, b, y)
+CONV_PLANES(conv_planes_f64, double, xd, wd, bd, yd)
 
 typedef struct col_job {
     const conv_job *j;
@@ -196,10 +207,21 @@ og_status *cpu_conv(kernel_ctx *ctx) {
         j.in[q] = in, j.k[q] = k, j.s[q] = st[i], j.d[q] = dl[i], j.p[q] = pb;
         j.out[q] = od[2 + i] = out;
     }
+    tensor *y;
+    if (x->dtype == OG_FLOAT64) {
+        for (int i = 1; i < 3; i++)
+            if (kernel_input(ctx, i) && ctx->inputs[i]->dtype != OG_FLOAT64)
+                return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "input %d is %s, input 0 "
+                                     "float64", i, og_dtype_name(ctx->inputs[i]->dtype));
+        OG_TRY(kernel_output(ctx, 0, x->dtype, x->rank, od, &y));
+        j.xd = x->data, j.wd = w->data, j.bd = b ? b->data : NULL, j.yd = y->data;
+        if (tensor_count(y))
+            threadpool_parallel_for(ctx->pool, x->dims[0] * j.m_out, 1, conv_planes_f64, &j);
+        return NULL;
+    }
     OG_TRY(cpu_in_f32(ctx, 0, &j.x));
     OG_TRY(cpu_in_f32(ctx, 1, &j.w));
     if (b) OG_TRY(cpu_in_f32(ctx, 2, &j.b));
-    tensor *y;
     OG_TRY(kernel_output(ctx, 0, x->dtype, x->rank, od, &y));
     float *yb;
     OG_TRY(cpu_out_f32(ctx, y, &yb));

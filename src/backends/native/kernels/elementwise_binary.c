@@ -2,6 +2,7 @@
  * ops Add Sub Mul Div Pow Mod. */
 #include "backends/native/kernels/broadcast.h"
 #include "backends/native/kernels/elementwise.h"
+#include "backends/native/kernels/kernel_util.h"
 
 #include <string.h>
 #include <tgmath.h>
@@ -122,10 +123,10 @@ static inline uint64_t u_pow(uint64_t a, uint64_t e) {
         if (e & 1) r *= a;
     return r;
 }
-/* A negative integer exponent has no integer result except for bases 1 and -1. */
+/* cpu_pow refuses negative integer exponents before this runs; they give 0 here
+ * rather than undefined behaviour. */
 static inline int64_t s_pow(int64_t a, int64_t e) {
-    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;
-    return (int64_t)u_pow((uint64_t)a, (uint64_t)e);
+    return e < 0 ? 0 : (int64_t)u_pow((uint64_t)a, (uint64_t)e);
 }
 /* numpy's mod for floats: the sign of the divisor, zero carries it too. */
 static inline double f_mod(double a, double b) {
@@ -222,27 +223,92 @@ og_status *cpu_mod(kernel_ctx *ctx) {
     return binary(ctx, f ? BIN_FMOD : BIN_MOD);
 }
 
-/* Pow with an exponent of another dtype: computed in double (as numpy promotes) and
- * stored with Cast's rules into the base dtype. */
+/* Pow follows onnx's reference, np.power(a, b).astype(a.dtype):
+ *  - a float base is raised in double when the exponent has another dtype (numpy
+ *    promotes the pairs that matter at least that far) and rounded to the base type;
+ *  - an integer base with an integer exponent is an integer power by squaring in 64-bit
+ *    unsigned arithmetic, wrapped to the base type, as numpy's integer power wraps
+ *    (u_pow); a negative exponent is an error, as numpy refuses integers to negative
+ *    integer powers;
+ *  - an integer base with a float exponent, or a signed base with a uint64 exponent
+ *    (numpy promotes that pair to float64), is raised in double and converted back as
+ *    numpy's astype does (cpu_f2i_numpy). */
+enum { POW_FLOAT, POW_INT, POW_INT_VIA_DOUBLE };
+
 typedef struct pow_mixed {
     og_dtype da, db;
+    int mode;
 } pow_mixed;
+
+static bool pow_signed(og_dtype dt) {
+    return dt == OG_INT8 || dt == OG_INT16 || dt == OG_INT32 || dt == OG_INT64;
+}
+
+/* Element i of an integer run as its bits widened to 64 (sign-extended when signed). */
+static uint64_t pow_ld_int(og_dtype dt, const char *p, int64_t i) {
+    switch (dt) {
+    case OG_INT8: return (uint64_t)((const int8_t *)p)[i];
+    case OG_INT16: return (uint64_t)((const int16_t *)p)[i];
+    case OG_INT32: return (uint64_t)((const int32_t *)p)[i];
+    case OG_INT64: return (uint64_t)((const int64_t *)p)[i];
+    case OG_UINT8: return ((const uint8_t *)p)[i];
+    case OG_UINT16: return ((const uint16_t *)p)[i];
+    case OG_UINT32: return ((const uint32_t *)p)[i];
+    default: return ((const uint64_t *)p)[i];
+    }
+}
+
+static void pow_st_int(og_dtype dt, char *p, int64_t i, uint64_t v) {
+    switch (dtype_size(dt)) {
+    case 1: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case 2: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case 4: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)p)[i] = v; break;
+    }
+}
 
 static void pow_mixed_loop(char *const *p, const int64_t *s, int64_t n, const void *param) {
     const pow_mixed *m = param;
     for (int64_t i = 0; i < n; i++) {
-        double a = cpu_math_load_f64(m->da, p[1], i * s[1]), b = cpu_math_load_f64(m->db, p[2], i * s[2]);
-        cpu_math_store_f64(m->da, p[0], i, pow(a, b));
+        if (m->mode == POW_INT) {
+            uint64_t a = pow_ld_int(m->da, p[1], i * s[1]), e = pow_ld_int(m->db, p[2], i * s[2]);
+            pow_st_int(m->da, p[0], i, u_pow(a, e));
+            continue;
+        }
+        double v = pow(cpu_math_load_f64(m->da, p[1], i * s[1]),
+                       cpu_math_load_f64(m->db, p[2], i * s[2]));
+        if (m->mode == POW_FLOAT) cpu_math_store_f64(m->da, p[0], i, v);
+        else pow_st_int(m->da, p[0], i, (uint64_t)cpu_f2i_numpy(v, og_dtype_bits(m->da)));
     }
+}
+
+/* The first negative element of a signed integer exponent, as an error. */
+static og_status *pow_check_exponent(kernel_ctx *ctx, const tensor *e) {
+    if (!pow_signed(e->dtype)) return NULL;
+    int64_t n = tensor_count(e);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = tensor_get_i64(e, i);
+        if (v < 0)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 1 (the exponent) element "
+                                 "%lld is %lld: an integer base has no integer power below 0 "
+                                 "(numpy, onnx's reference, refuses it too)", (long long)i,
+                                 (long long)v);
+    }
+    return NULL;
 }
 
 og_status *cpu_pow(kernel_ctx *ctx) {
     OG_TRY(kernel_require_inputs(ctx, 2));
     const tensor *in[2] = {ctx->inputs[0], ctx->inputs[1]};
-    if (in[0]->dtype == in[1]->dtype) return binary(ctx, BIN_POW);
-    pow_mixed m = {in[0]->dtype, in[1]->dtype};
     for (int k = 0; k < 2; k++)
         if (!cpu_binary_loop(BIN_POW, in[k]->dtype))
             return kernel_unsupported_dtype(ctx, k, in[k]->dtype);
+    pow_mixed m = {in[0]->dtype, in[1]->dtype, POW_FLOAT};
+    if (!mk_is_float(m.da)) {
+        bool int_exp = !mk_is_float(m.db) && !(pow_signed(m.da) && m.db == OG_UINT64);
+        m.mode = int_exp ? POW_INT : POW_INT_VIA_DOUBLE;
+        if (int_exp) OG_TRY(pow_check_exponent(ctx, in[1]));
+    }
+    if (m.da == m.db) return binary(ctx, BIN_POW);
     return cpu_ew_op(ctx, 2, in, m.da, pow_mixed_loop, &m, EW_GRAIN_HEAVY);
 }

@@ -47,6 +47,17 @@ static inline int64_t cpu_f2i(double v) {
     return (int64_t)v;
 }
 
+/* double -> integer as numpy's astype does on x86-64, for ops whose reference converts
+ * a float result back to the integer type (Pow, ReduceL2): truncation, and for NaN or
+ * a value outside the conversion's range the "integer indefinite" of the instruction
+ * numpy uses: 0x80000000 for types of up to 32 bits (through int32, then wrapped to
+ * the type by the caller's cast), INT64_MIN for 64-bit types. C leaves these cases
+ * undefined; this pins one answer without undefined behaviour. */
+static inline int64_t cpu_f2i_numpy(double v, int bits) {
+    if (bits <= 32) return v > -2147483649.0 && v < 2147483648.0 ? (int64_t)v : INT32_MIN;
+    return v >= -9.2233720368547758e18 && v < 9.2233720368547758e18 ? (int64_t)v : INT64_MIN;
+}
+
 /* Reads a scalar or 1-element integer input (axis, k) as int64. */
 og_status *cpu_scalar_i64(const kernel_ctx *ctx, int index, int64_t *out);
 

@@ -4,7 +4,7 @@
  * (the reduced sub-box, precomputed once as a table) from its own base offset (from the
  * kept dimensions). That is one code path for any set of axes, parallel over outputs,
  * and contiguous when the reduced axes are the trailing ones. Floats accumulate in
- * double; integers in int64 (or double for ops that leave the integers: mean, L2, logs). */
+ * double; integers as numpy does (see RED_INT_FN). */
 #include "backends/native/kernels/reduce.h"
 
 #include "base/half.h"
@@ -31,9 +31,11 @@ typedef struct red_job {
 #define BF16OUT(v) f32_to_bf16((float)(v))
 #define NOT_NAN(v) 0
 #define IS_NAN(v) isnan(v)
+#define S_NEG(v) ((v) < 0)
+#define U_NEG(v) 0
 
-/* One reduction loop per (element type, accumulator type). */
-#define RED_FN(NAME, T, ACC, ISNAN, IN, OUT)                                             \
+/* One reduction loop per float type, accumulating in double. */
+#define RED_FN(NAME, T, IN, OUT)                                                         \
     static void NAME(void *arg, int64_t b, int64_t e) {                                  \
         const red_job *j = arg;                                                          \
         const T *x = j->x;                                                               \
@@ -41,74 +43,129 @@ typedef struct red_job {
         const int64_t *r = j->roff;                                                      \
         int64_t n = j->nred;                                                             \
         for (int64_t o = b; o < e; o++) {                                                \
-            const T *p = x + cpu_offset_of(o, j->nk, j->kdims, j->kstr);                                             \
-            ACC acc = 0, m = 0;                                                          \
+            const T *p = x + cpu_offset_of(o, j->nk, j->kdims, j->kstr);                 \
+            double acc = 0, m = 0;                                                       \
             switch (j->op) {                                                             \
             case R_SUM: case R_MEAN: case R_LOGSUM:                                      \
-                for (int64_t k = 0; k < n; k++) acc += (ACC)IN(p[r[k]]);                 \
+                for (int64_t k = 0; k < n; k++) acc += IN(p[r[k]]);                      \
                 break;                                                                   \
             case R_PROD:                                                                 \
                 acc = 1;                                                                 \
-                for (int64_t k = 0; k < n; k++) acc *= (ACC)IN(p[r[k]]);                 \
+                for (int64_t k = 0; k < n; k++) acc *= IN(p[r[k]]);                      \
                 break;                                                                   \
             case R_MAX: case R_MIN: case R_LSE:                                          \
-                acc = (ACC)IN(p[r[0]]);                                                  \
-                for (int64_t k = 1; k < n && !ISNAN(acc); k++) {                         \
-                    ACC v = (ACC)IN(p[r[k]]);                                            \
-                    if (ISNAN(v) || (j->op == R_MIN ? v < acc : v > acc)) acc = v;       \
+                acc = IN(p[r[0]]);                                                       \
+                for (int64_t k = 1; k < n && !isnan(acc); k++) {                         \
+                    double v = IN(p[r[k]]);                                              \
+                    if (isnan(v) || (j->op == R_MIN ? v < acc : v > acc)) acc = v;       \
                 }                                                                        \
                 if (j->op != R_LSE) break;                                               \
-                m = isfinite((double)acc) ? acc : 0;                                     \
+                m = isfinite(acc) ? acc : 0;                                             \
                 acc = 0;                                                                 \
-                for (int64_t k = 0; k < n; k++) acc += (ACC)exp((double)IN(p[r[k]]) - m); \
+                for (int64_t k = 0; k < n; k++) acc += exp(IN(p[r[k]]) - m);             \
                 break;                                                                   \
             case R_L1:                                                                   \
-                for (int64_t k = 0; k < n; k++) {                                        \
-                    ACC v = (ACC)IN(p[r[k]]);                                            \
-                    acc += v < 0 ? -v : v;                                               \
-                }                                                                        \
+                for (int64_t k = 0; k < n; k++) acc += fabs(IN(p[r[k]]));                \
                 break;                                                                   \
             default: /* L2, SUMSQ */                                                     \
                 for (int64_t k = 0; k < n; k++) {                                        \
-                    ACC v = (ACC)IN(p[r[k]]);                                            \
+                    double v = IN(p[r[k]]);                                              \
                     acc += v * v;                                                        \
                 }                                                                        \
             }                                                                            \
-            if (j->op == R_MEAN) acc /= (ACC)n;                                          \
-            if (j->op == R_L2) acc = (ACC)sqrt((double)acc);                             \
-            if (j->op == R_LOGSUM) acc = (ACC)log((double)acc);                          \
-            if (j->op == R_LSE) acc = (ACC)(log((double)acc) + (double)m);               \
+            if (j->op == R_MEAN) acc /= (double)n;                                       \
+            if (j->op == R_L2) acc = sqrt(acc);                                          \
+            if (j->op == R_LOGSUM) acc = log(acc);                                       \
+            if (j->op == R_LSE) acc = log(acc) + m;                                      \
             y[o] = OUT(acc);                                                             \
         }                                                                                \
     }
 
-RED_FN(red_f32, float, double, IS_NAN, ID, (float))
-RED_FN(red_f64, double, double, IS_NAN, ID, ID)
-RED_FN(red_f16, uint16_t, double, IS_NAN, F16IN, F16OUT)
-RED_FN(red_bf16, uint16_t, double, IS_NAN, BF16IN, BF16OUT)
-#define RED_INT(SUF, T)                                                                  \
-    RED_FN(red_i_##SUF, T, int64_t, NOT_NAN, ID, (T))                                    \
-    RED_FN(red_d_##SUF, T, double, NOT_NAN, ID, (T)cpu_f2i)
-RED_INT(i8, int8_t)
-RED_INT(u8, uint8_t)
-RED_INT(i16, int16_t)
-RED_INT(u16, uint16_t)
-RED_INT(i32, int32_t)
-RED_INT(u32, uint32_t)
-RED_INT(i64, int64_t)
-RED_INT(u64, uint64_t)
+RED_FN(red_f32, float, ID, (float))
+RED_FN(red_f64, double, ID, ID)
+RED_FN(red_f16, uint16_t, F16IN, F16OUT)
+RED_FN(red_bf16, uint16_t, BF16IN, BF16OUT)
+
+/* v (within the range of the element type) truncated toward zero, as its bits. */
+static inline uint64_t red_trunc(double v, bool is_signed) {
+    if (is_signed) return (uint64_t)cpu_f2i(v);
+    return v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+}
+
+/* Integer reductions compute as onnx's reference (numpy) does: in the element type with
+ * wraparound (Sum, Prod, and the squares of SumSquare and L2; unsigned arithmetic, so
+ * no undefined behaviour), the sums of L1/SumSquare/L2 terms wrapped to 64 bits; Mean
+ * truncates the wrapped sum divided by n; L2 takes the square root of the 64-bit sum
+ * (signed for signed types); LogSum and LogSumExp go through double. */
+#define RED_INT_FN(NAME, T, SIGNED, NEG)                                                 \
+    static void NAME(void *arg, int64_t b, int64_t e) {                                  \
+        const red_job *j = arg;                                                          \
+        const T *x = j->x;                                                               \
+        T *y = j->y;                                                                     \
+        const int64_t *r = j->roff;                                                      \
+        int64_t n = j->nred;                                                             \
+        for (int64_t o = b; o < e; o++) {                                                \
+            const T *p = x + cpu_offset_of(o, j->nk, j->kdims, j->kstr);                 \
+            uint64_t acc = 0;                                                            \
+            double d = 0, m = 0;                                                         \
+            T v, best;                                                                   \
+            switch (j->op) {                                                             \
+            case R_SUM: case R_MEAN:                                                     \
+                for (int64_t k = 0; k < n; k++) acc += (uint64_t)p[r[k]];                \
+                if (j->op == R_MEAN) acc = red_trunc((double)(T)acc / (double)n, SIGNED); \
+                break;                                                                   \
+            case R_PROD:                                                                 \
+                acc = 1;                                                                 \
+                for (int64_t k = 0; k < n; k++) acc *= (uint64_t)p[r[k]];                \
+                break;                                                                   \
+            case R_MAX: case R_MIN:                                                      \
+                best = p[r[0]];                                                          \
+                for (int64_t k = 1; k < n; k++) {                                        \
+                    v = p[r[k]];                                                         \
+                    if (j->op == R_MIN ? v < best : v > best) best = v;                  \
+                }                                                                        \
+                acc = (uint64_t)best;                                                    \
+                break;                                                                   \
+            case R_L1:                                                                   \
+                for (int64_t k = 0; k < n; k++) {                                        \
+                    v = p[r[k]];                                                         \
+                    acc += (uint64_t)(T)(NEG(v) ? 0 - (uint64_t)v : (uint64_t)v);            \
+                }                                                                        \
+                break;                                                                   \
+            case R_SUMSQ: case R_L2:                                                     \
+                for (int64_t k = 0; k < n; k++)                                          \
+                    acc += (uint64_t)(T)((uint64_t)p[r[k]] * (uint64_t)p[r[k]]);         \
+                if (j->op == R_SUMSQ) break;                                             \
+                d = sqrt(SIGNED ? (double)(int64_t)acc : (double)acc);                   \
+                acc = (uint64_t)cpu_f2i_numpy(d, 8 * (int)sizeof(T));                    \
+                break;                                                                   \
+            default: /* LogSum, LogSumExp */                                             \
+                for (int64_t k = 0; k < n; k++) m = k && m > p[r[k]] ? m : (double)p[r[k]]; \
+                for (int64_t k = 0; k < n; k++)                                          \
+                    d += j->op == R_LSE ? exp((double)p[r[k]] - m) : (double)p[r[k]];    \
+                d = log(d) + (j->op == R_LSE ? m : 0);                                   \
+                acc = (uint64_t)cpu_f2i(d);                                              \
+            }                                                                            \
+            y[o] = (T)acc;                                                               \
+        }                                                                                \
+    }
+RED_INT_FN(red_i8, int8_t, 1, S_NEG)
+RED_INT_FN(red_u8, uint8_t, 0, U_NEG)
+RED_INT_FN(red_i16, int16_t, 1, S_NEG)
+RED_INT_FN(red_u16, uint16_t, 0, U_NEG)
+RED_INT_FN(red_i32, int32_t, 1, S_NEG)
+RED_INT_FN(red_u32, uint32_t, 0, U_NEG)
+RED_INT_FN(red_i64, int64_t, 1, S_NEG)
+RED_INT_FN(red_u64, uint64_t, 0, U_NEG)
 
 static const struct {
     og_dtype dt;
-    parallel_fn int_acc, dbl_acc;
+    parallel_fn fn;
 } red_fns[] = {
-    {OG_FLOAT32, red_f32, red_f32},     {OG_FLOAT64, red_f64, red_f64},
-    {OG_FLOAT16, red_f16, red_f16},     {OG_BFLOAT16, red_bf16, red_bf16},
-    {OG_INT8, red_i_i8, red_d_i8},      {OG_UINT8, red_i_u8, red_d_u8},
-    {OG_BOOL, red_i_u8, red_d_u8},      {OG_INT16, red_i_i16, red_d_i16},
-    {OG_UINT16, red_i_u16, red_d_u16},  {OG_INT32, red_i_i32, red_d_i32},
-    {OG_UINT32, red_i_u32, red_d_u32},  {OG_INT64, red_i_i64, red_d_i64},
-    {OG_UINT64, red_i_u64, red_d_u64},
+    {OG_FLOAT32, red_f32}, {OG_FLOAT64, red_f64}, {OG_FLOAT16, red_f16},
+    {OG_BFLOAT16, red_bf16}, {OG_INT8, red_i8}, {OG_UINT8, red_u8}, {OG_BOOL, red_u8},
+    {OG_INT16, red_i16}, {OG_UINT16, red_u16}, {OG_INT32, red_i32}, {OG_UINT32, red_u32},
+    {OG_INT64, red_i64}, {OG_UINT64, red_u64},
 };
 
 /* The value of a reduction over no elements. */
@@ -185,9 +242,8 @@ static og_status *reduce_run(kernel_ctx *ctx, int op, int input_since) {
         }
     }
     parallel_fn fn = NULL;
-    bool dbl = op == R_MEAN || op == R_L2 || op == R_LOGSUM || op == R_LSE;
     for (size_t i = 0; i < sizeof red_fns / sizeof red_fns[0]; i++)
-        if (red_fns[i].dt == x->dtype) fn = dbl ? red_fns[i].dbl_acc : red_fns[i].int_acc;
+        if (red_fns[i].dt == x->dtype) fn = red_fns[i].fn;
     if (!fn) return kernel_unsupported_dtype(ctx, 0, x->dtype);
     tensor *y;
     OG_TRY(kernel_output(ctx, 0, x->dtype, orank, odims, &y));
@@ -268,25 +324,66 @@ typedef struct line_job {
     void *keys;           /* TopK: slots rows of len (key, index) pairs */
 } line_job;
 
-static void argm_lines(void *arg, int64_t b, int64_t e) {
-    const line_job *j = arg;
-    int64_t *y = j->y;
-    for (int64_t l = b; l < e; l++) {
-        int64_t base = (l / j->inner) * j->len * j->inner + l % j->inner, best = 0;
-        double bv = ld_f64(j->x, j->dt, base);
-        for (int64_t i = 1; i < j->len; i++) {
-            double v = ld_f64(j->x, j->dt, base + i * j->inner);
-            bool better = j->flag_a ? v > bv : v < bv;
-            if (better || (j->flag_b && v == bv)) bv = v, best = i;
-        }
-        y[l] = best;
+/* ArgMax/ArgMin of each line in the element type itself (int64 beyond 2^53 stays
+ * exact). A NaN wins, as in numpy: the first NaN's index, or the last one's with
+ * select_last_index (the reference flips the axis and takes the first). */
+#define ARGM_FN(NAME, T, C, LD, NANQ)                                                    \
+    static void NAME(void *arg, int64_t b, int64_t e) {                                  \
+        const line_job *j = arg;                                                         \
+        const T *x = j->x;                                                               \
+        int64_t *y = j->y;                                                               \
+        bool is_max = j->flag_a, last = j->flag_b;                                       \
+        for (int64_t l = b; l < e; l++) {                                                \
+            int64_t base = (l / j->inner) * j->len * j->inner + l % j->inner, best = 0;  \
+            C bv = LD(x[base]);                                                          \
+            bool nan = NANQ(bv);                                                         \
+            for (int64_t i = 1; i < j->len && (last || !nan); i++) {                     \
+                C v = LD(x[base + i * j->inner]);                                        \
+                if (NANQ(v)) {                                                           \
+                    best = i, nan = true;                                                \
+                } else if (!nan && ((is_max ? v > bv : v < bv) || (last && v == bv))) {  \
+                    bv = v, best = i;                                                    \
+                }                                                                        \
+            }                                                                            \
+            y[l] = best;                                                                 \
+        }                                                                                \
+    }
+ARGM_FN(argm_f32, float, float, ID, IS_NAN)
+ARGM_FN(argm_f64, double, double, ID, IS_NAN)
+ARGM_FN(argm_f16, uint16_t, float, F16IN, IS_NAN)
+ARGM_FN(argm_bf16, uint16_t, float, BF16IN, IS_NAN)
+ARGM_FN(argm_i8, int8_t, int8_t, ID, NOT_NAN)
+ARGM_FN(argm_u8, uint8_t, uint8_t, ID, NOT_NAN)
+ARGM_FN(argm_i16, int16_t, int16_t, ID, NOT_NAN)
+ARGM_FN(argm_u16, uint16_t, uint16_t, ID, NOT_NAN)
+ARGM_FN(argm_i32, int32_t, int32_t, ID, NOT_NAN)
+ARGM_FN(argm_u32, uint32_t, uint32_t, ID, NOT_NAN)
+ARGM_FN(argm_i64, int64_t, int64_t, ID, NOT_NAN)
+ARGM_FN(argm_u64, uint64_t, uint64_t, ID, NOT_NAN)
+
+static parallel_fn argm_fn(og_dtype dt) {
+    switch (dt) {
+    case OG_FLOAT32: return argm_f32;
+    case OG_FLOAT64: return argm_f64;
+    case OG_FLOAT16: return argm_f16;
+    case OG_BFLOAT16: return argm_bf16;
+    case OG_INT8: return argm_i8;
+    case OG_UINT8: return argm_u8;
+    case OG_INT16: return argm_i16;
+    case OG_UINT16: return argm_u16;
+    case OG_INT32: return argm_i32;
+    case OG_UINT32: return argm_u32;
+    case OG_INT64: return argm_i64;
+    case OG_UINT64: return argm_u64;
+    default: return NULL;
     }
 }
 
 static og_status *argm_run(kernel_ctx *ctx, bool is_max) {
     OG_TRY(kernel_require_inputs(ctx, 1));
     const tensor *x = ctx->inputs[0];
-    if (!line_dtype_ok(x->dtype)) return kernel_unsupported_dtype(ctx, 0, x->dtype);
+    parallel_fn fn = argm_fn(x->dtype);
+    if (!fn) return kernel_unsupported_dtype(ctx, 0, x->dtype);
     int axis;
     OG_TRY(cpu_axis(ctx, graph_attr_int(ctx->node, "axis", 0), x->rank, "axis", &axis));
     if (x->rank == 0 || x->dims[axis] == 0)
@@ -303,7 +400,7 @@ static og_status *argm_run(kernel_ctx *ctx, bool is_max) {
                   .len = x->dims[axis], .inner = cpu_dims_prod(x->dims, axis + 1, x->rank),
                   .flag_a = is_max,
                   .flag_b = graph_attr_int(ctx->node, "select_last_index", 0) != 0};
-    threadpool_parallel_for(ctx->pool, tensor_count(y), 1 + 16384 / j.len, argm_lines, &j);
+    threadpool_parallel_for(ctx->pool, tensor_count(y), 1 + 16384 / j.len, fn, &j);
     return NULL;
 }
 

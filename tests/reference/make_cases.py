@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Writes single-node test cases whose expected outputs come from onnx's own
+ReferenceEvaluator (onnx.reference), in the layout of ONNX's backend node tests (run by
+build/tests/node-tests):
+
+    OUT/<case>/model.onnx
+    OUT/<case>/test_data_set_0/input_N.pb, output_N.pb
+    OUT/<case>/tolerance.txt            "rtol atol"
+
+They pin the numerics the backend node tests leave open, each found against the
+reference: float64 computed in double (no float32 round trip), integer wraparound as
+numpy's (Pow, the reductions), the index of a NaN in ArgMax/ArgMin, variadic ops with
+more inputs than a fixed table would hold, and string tensors moved by Identity, Gather,
+Concat, Reshape, ... and cast to and from numbers.
+
+Where the reference's answer is the platform's (numpy's float-to-integer conversion of
+a NaN is the x86-64 instruction's), the case is written only on x86-64; elsewhere it is
+written with a skip.txt saying why.
+
+usage: make_cases.py OUT_DIR"""
+import os
+import platform
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+rng = np.random.RandomState(1234)
+written = []
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def write_tensor(path, value, name):
+    if value.dtype == object or value.dtype.kind in "US":
+        value = value.astype(object)
+    t = numpy_helper.from_array(value, name)
+    with open(path, "wb") as f:
+        f.write(t.SerializeToString())
+
+
+def case(out, name, op, feeds, attrs=None, opset=19, tol=(0.0, 0.0), out_types=None,
+         n_out=1, skip=None):
+    """One single-node case: inputs `feeds` (name -> array, None for an omitted optional
+    input), expected outputs from the reference, cast to `out_types` where the reference
+    returns a wider numpy type than the ONNX output type (np.sum of int32 is int64)."""
+    in_names = list(feeds)
+    inputs = [helper.make_tensor_value_info(
+        n, helper.np_dtype_to_tensor_dtype(v.dtype) if v.dtype != object else TensorProto.STRING,
+        v.shape) for n, v in feeds.items() if v is not None]
+    outs = [f"y{i}" for i in range(n_out)]
+    node = helper.make_node(op, [n if feeds[n] is not None else "" for n in in_names], outs,
+                            **(attrs or {}))
+    graph = helper.make_graph([node], name, inputs, [onnx.ValueInfoProto(name=o) for o in outs])
+    model = helper.make_model(graph, ir_version=10,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    d = os.path.join(out, "test_" + name)
+    ds = os.path.join(d, "test_data_set_0")
+    os.makedirs(ds)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    with open(os.path.join(d, "tolerance.txt"), "w") as f:
+        f.write(f"{tol[0]} {tol[1]}\n")
+    written.append(name)
+    if skip:
+        with open(os.path.join(d, "skip.txt"), "w") as f:
+            f.write(skip + "\n")
+        return
+    given = {n: v for n, v in feeds.items() if v is not None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ReferenceEvaluator(model).run(None, given)
+    for i, (n, v) in enumerate(given.items()):
+        write_tensor(os.path.join(ds, f"input_{i}.pb"), v, n)
+    for i, v in enumerate(got):
+        v = np.asarray(v)
+        if out_types and out_types[i] is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                v = v.astype(out_types[i])
+        write_tensor(os.path.join(ds, f"output_{i}.pb"), v, outs[i])
+
+
+F64 = (1e-12, 1e-300)  # float64 computed in double: far below float32's 6e-8
+
+
+def softmax_cases(out):
+    for op in ("Softmax", "LogSoftmax"):
+        # The reference applies opset 13's per-axis semantics at every opset; before 13
+        # the spec flattens [axis:] into one row, so opset 11 is tested on 2-D input,
+        # where the two agree.
+        for opset in (11, 13):
+            x = rng.uniform(-5, 5, (3, 4, 5) if opset >= 13 else (4, 5)).astype(np.float64)
+            case(out, f"{op.lower()}_f64_random_op{opset}", op, {"x": x}, {"axis": 1},
+                 opset=opset, tol=F64)
+        # magnitudes beyond float32's range, equal per row so that nothing underflows
+        big = np.array([[1e300] * 4, [-3e300] * 4, [5e38] * 4, [1e-310] * 4])
+        case(out, f"{op.lower()}_f64_beyond_float32", op, {"x": big}, {"axis": -1},
+             opset=13, tol=F64)
+    x = np.array([[1e300, 1e299, -1e300, 0.0], [4e38, 3.9e38, 1.0, -1.0]])
+    case(out, "softmax_f64_huge_spread", "Softmax", {"x": x}, {"axis": 1}, opset=13, tol=F64)
+    # rows with a NaN, +inf, or only -inf are all NaN in the reference
+    x = np.array([[np.nan, 1, 2], [np.inf, 1, 2], [-np.inf, -np.inf, -np.inf],
+                  [-np.inf, 0, 1]], dtype=np.float32)
+    for op in ("Softmax", "LogSoftmax"):
+        case(out, f"{op.lower()}_nonfinite_rows", op, {"x": x}, {"axis": 1}, opset=13,
+             tol=(1e-6, 1e-7))
+        case(out, f"{op.lower()}_nonfinite_rows_f64", op, {"x": x.astype(np.float64)},
+             {"axis": 1}, opset=13, tol=F64)
+
+
+def float64_cases(out):
+    """Ops that take float64 and must not pass it through float32 (the audit that found
+    Softmax's round trip also found LayerNormalization's and Conv's)."""
+    x = rng.randn(2, 3, 8) * 1e3 + 1e-3
+    w, b = rng.randn(8), rng.randn(8)
+    case(out, "layernorm_f64", "LayerNormalization", {"x": x, "w": w, "b": b},
+         {"axis": -1}, opset=17, tol=F64)
+    case(out, "rmsnorm_f64", "RMSNormalization", {"x": x, "w": w}, {"axis": 1}, opset=23,
+         tol=F64)
+    xc, wc, bc = rng.randn(1, 2, 6, 6), rng.randn(3, 2, 3, 3), rng.randn(3)
+    case(out, "conv_f64", "Conv", {"x": xc, "w": wc, "b": bc}, {"pads": [1, 1, 1, 1]},
+         opset=11, tol=F64)
+    case(out, "conv_f64_grouped_gemm_shape", "Conv",
+         {"x": rng.randn(2, 4, 5, 5), "w": rng.randn(8, 2, 3, 3), "b": None},
+         {"group": 2, "strides": [2, 1]}, opset=11, tol=F64)
+    a, m = rng.randn(3, 4, 5), rng.randn(5, 6)
+    case(out, "matmul_f64", "MatMul", {"a": a, "b": m}, opset=13, tol=F64)
+    case(out, "gemm_f64", "Gemm", {"a": rng.randn(4, 5), "b": rng.randn(6, 5), "c": rng.randn(6)},
+         {"transB": 1, "alpha": 0.5, "beta": 2.0}, opset=13, tol=F64)
+    case(out, "einsum_f64", "Einsum", {"a": rng.randn(2, 3, 4), "b": rng.randn(2, 4, 5)},
+         {"equation": "bij,bjk->bik"}, opset=12, tol=F64)
+
+
+def pow_cases(out):
+    i32 = np.array([3, -3, 7, 2, 0, 1, -1, 12345], dtype=np.int32)
+    e32 = np.array([40, 41, 23, 31, 5, 100, 33, 3], dtype=np.int32)
+    case(out, "pow_int32_wraps", "Pow", {"x": i32, "y": e32}, opset=15)
+    i64 = i32.astype(np.int64) * 1000003
+    e64 = np.array([50, 41, 23, 63, 5, 100, 33, 7], dtype=np.int64)
+    case(out, "pow_int64_wraps", "Pow", {"x": i64, "y": e64}, opset=15)
+    for et in (np.int64, np.int8, np.uint8, np.int16, np.uint32):
+        case(out, f"pow_int32_exponent_{np.dtype(et).name}", "Pow",
+             {"x": i32, "y": e32.astype(et)}, opset=15)
+        case(out, f"pow_int64_exponent_{np.dtype(et).name}", "Pow",
+             {"x": i64, "y": e32.astype(et)}, opset=15)
+    # numpy promotes int64 ** uint64 to float64: results in int64's range stay exact
+    case(out, "pow_int64_exponent_uint64", "Pow",
+         {"x": np.array([3, -2, 5, 7], dtype=np.int64),
+          "y": np.array([30, 61, 20, 1], dtype=np.uint64)}, opset=15)
+    # an integer base with a float exponent: power in double, truncated
+    xf = np.array([2, 3, 10, 7, 1000], dtype=np.int32)
+    case(out, "pow_int32_exponent_float", "Pow",
+         {"x": xf, "y": np.array([0.5, 2.5, 3.0, -1.0, 3.0], dtype=np.float32)}, opset=15)
+    case(out, "pow_int64_exponent_double", "Pow",
+         {"x": xf.astype(np.int64), "y": np.array([0.5, 2.5, 9.0, -1.0, 6.0])}, opset=15)
+    if X86:  # out of int32's range: numpy's astype gives the x86 instruction's INT32_MIN
+        case(out, "pow_int32_exponent_float_out_of_range", "Pow",
+             {"x": np.array([10, -10, 2], dtype=np.int32),
+              "y": np.array([12.0, 11.0, 40.0], dtype=np.float32)}, opset=15)
+    case(out, "pow_float_exponent_int64", "Pow",
+         {"x": np.array([1.5, -2.0, 0.5, 10.0], dtype=np.float32),
+          "y": np.array([3, 5, -2, 30], dtype=np.int64)}, opset=15, tol=(1e-6, 0))
+    case(out, "pow_double_exponent_int32", "Pow",
+         {"x": np.array([1.5, -2.0, 0.5, 10.0]), "y": np.array([3, 5, -2, 300], dtype=np.int32)},
+         opset=15, tol=F64)
+    case(out, "pow_float16_exponent_int8", "Pow",
+         {"x": np.array([1.5, -2.0, 0.5, 3.0], dtype=np.float16),
+          "y": np.array([3, 5, -2, 7], dtype=np.int8)}, opset=15, tol=(1e-3, 0))
+
+
+def argm_cases(out):
+    x = np.array([[1.0, np.nan, 3.0, np.nan, -1.0],
+                  [5.0, 4.0, 5.0, 2.0, 5.0],
+                  [np.nan, 0.0, 1.0, 2.0, np.nan],
+                  [-np.inf, -np.inf, 0.0, np.inf, np.inf]])
+    for op in ("ArgMax", "ArgMin"):
+        for dt in (np.float32, np.float64, np.float16):
+            for last in (0, 1):
+                for axis in (0, 1):
+                    case(out, f"{op.lower()}_nan_{np.dtype(dt).name}_axis{axis}_last{last}", op,
+                         {"x": x.astype(dt)}, {"axis": axis, "select_last_index": last,
+                                               "keepdims": 1 - axis}, opset=13)
+        big = np.array([[2**62 + 1, 2**62, 2**62 + 1], [-(2**62) - 1, -(2**62), 3]],
+                       dtype=np.int64)
+        case(out, f"{op.lower()}_int64_beyond_2p53", op, {"x": big}, {"axis": 1}, opset=13)
+        u = np.array([[2**63 + 5, 2**63 + 7, 1]], dtype=np.uint64)
+        case(out, f"{op.lower()}_uint64_high", op, {"x": u}, {"axis": 1}, opset=13)
+
+
+def reduce_cases(out):
+    ops = ["ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceProd",
+           "ReduceMean", "ReduceMax", "ReduceMin"]
+    data = {
+        np.int8: np.array([[100, 100, -128, 127], [-100, 90, 80, 70]], dtype=np.int8),
+        np.uint8: np.array([[200, 200, 255, 3], [17, 18, 19, 250]], dtype=np.uint8),
+        np.int32: np.array([[50000, 60000, -2**31, 2**31 - 1], [46341, 46341, 3, -7]],
+                           dtype=np.int32),
+        np.int64: np.array([[2**40, 3 * 2**40, -(2**63), 2**63 - 1], [3037000500, 7, -5, 1]],
+                           dtype=np.int64),
+        np.uint64: np.array([[2**63 + 1, 2**63 + 3, 2**64 - 1, 2], [2**32 + 1, 5, 6, 7]],
+                            dtype=np.uint64),
+    }
+    for dt, x in data.items():
+        name = np.dtype(dt).name
+        for op in ops:
+            # signed squares that wrap negative can make a negative sum, whose sqrt is
+            # NaN; numpy's astype of NaN is the x86 conversion's "integer indefinite"
+            skip = None
+            if op == "ReduceL2" and name.startswith("int") and not X86:
+                skip = "numpy's float-to-integer conversion of NaN is platform-specific"
+            case(out, f"{op.lower()}_{name}_wraps", op, {"x": x, "axes": np.array([1])},
+                 {"keepdims": 1}, opset=18, out_types=[dt], skip=skip)
+    neg = np.array([[46341, 46341, 46341], [3, 4, 0]], dtype=np.int32)
+    skip = None if X86 else "numpy's float-to-integer conversion of NaN is platform-specific"
+    case(out, "reducel2_int32_negative_wrapped_sum", "ReduceL2",
+         {"x": neg, "axes": np.array([1])}, {"keepdims": 0}, opset=18, out_types=[np.int32],
+         skip=skip)
+
+
+def variadic_cases(out):
+    parts = [rng.randint(-9, 9, (2, k % 3 + 1)).astype(np.float32) for k in range(100)]
+    case(out, "concat_100_inputs", "Concat", {f"x{k}": p for k, p in enumerate(parts)},
+         {"axis": 1}, opset=13)
+    same = {f"x{k}": rng.uniform(-1, 1, (3, 4)).astype(np.float32) for k in range(70)}
+    for op in ("Sum", "Max", "Min", "Mean"):
+        case(out, f"{op.lower()}_70_inputs", op, same, opset=13, tol=(1e-5, 1e-6))
+    case(out, "split_20_outputs", "Split", {"x": np.arange(40, dtype=np.int64).reshape(2, 20)},
+         {"axis": 1, "num_outputs": 20}, opset=18, n_out=20)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    softmax_cases(out)
+    float64_cases(out)
+    pow_cases(out)
+    argm_cases(out)
+    reduce_cases(out)
+    variadic_cases(out)
+    print(f"wrote {len(written)} reference cases to {out}")
+
+
+if __name__ == "__main__":
+    main()
