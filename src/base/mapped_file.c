@@ -1,34 +1,24 @@
 #include "base/mapped_file.h"
 
+#include "base/pkg_file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 og_status *mapped_file_open(const char *path, mapped_file *out) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return og_errorf(errno == ENOENT ? OG_ERR_NOT_FOUND : OG_ERR_IO,
-                                 "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        og_status *s = og_errorf(OG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return s;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return og_errorf(OG_ERR_IO, "%s: not a regular file", path);
-    }
+    int fd;
+    size_t size;
+    OG_TRY(pkg_open_regular(path, &fd, &size)); /* never blocks; regular files only */
     out->path = strdup(path);
     if (!out->path) {
         close(fd);
-        return og_oom();
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
-    out->size = (size_t)st.st_size;
+    out->size = size;
     if (out->size > 0) {
         void *p = mmap(NULL, out->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {

@@ -22,6 +22,8 @@
  * ORT_ENABLE_EXTENDED / ORT_ENABLE_ALL. */
 #include "genai/config.h"
 
+#include "base/pkg_file.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
@@ -1173,10 +1175,54 @@ static og_status *check_model(pctx *c, gen_config *cfg) {
     return NULL;
 }
 
+/* ---- paths the package names ------------------------------------------------------ */
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Keys whose values name files or folders of the package. Matched by name anywhere in
+ * the document, blocks kept raw included (draft models, speculative decoding, audio
+ * settings): onnxruntime-genai would open those files, so a package naming a path
+ * outside itself is refused as a whole, whichever part we happen to use. */
+static bool names_a_file(const char *key) {
+    return !strcmp(key, "filename") || !strcmp(key, "filenames") ||
+           ends_with(key, "_filename") || ends_with(key, "_filenames") ||
+           ends_with(key, "_file") || ends_with(key, "_dir");
+}
+
+static og_status *check_paths(pctx *c, const cJSON *v, const char *path) {
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        char p[PATH_MAX_LEN];
+        if (cJSON_IsObject(v)) child_path(p, sizeof p, path, e->string);
+        else snprintf(p, sizeof p, "%s[%d]", path, i);
+        i++;
+        bool file_key = cJSON_IsObject(v) && names_a_file(e->string);
+        if (file_key && cJSON_IsString(e)) {
+            OG_TRY(pkg_path_check(c->file, p, e->valuestring));
+        } else if (file_key && cJSON_IsArray(e)) {
+            int k = 0;
+            const cJSON *f;
+            cJSON_ArrayForEach(f, e) {
+                char pk[PATH_MAX_LEN];
+                snprintf(pk, sizeof pk, "%s[%d]", p, k++);
+                if (cJSON_IsString(f)) OG_TRY(pkg_path_check(c->file, pk, f->valuestring));
+            }
+        } else if (cJSON_IsObject(e) || cJSON_IsArray(e)) {
+            OG_TRY(check_paths(c, e, p));
+        }
+    }
+    return NULL;
+}
+
 static og_status *parse_root(pctx *c, const cJSON *root, gen_config *cfg) {
     if (!cJSON_IsObject(root))
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: the top level is not a JSON object",
                          c->file);
+    OG_TRY(check_paths(c, root, ""));
     const cJSON *model = NULL;
     const cJSON *v;
     cJSON_ArrayForEach(v, root) {
@@ -1306,39 +1352,10 @@ og_status *gen_config_load(const char *dir_or_file, gen_config **out) {
         path = dup_str(dir_or_file);
         if (!path) return og_oom();
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        og_status *st = og_errorf(e == ENOENT ? OG_ERR_NOT_FOUND : OG_ERR_IO, "%s: %s", path,
-                                  strerror(e));
-        free(path);
-        return st;
-    }
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    og_status *st = NULL;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                st = og_oom();
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f)) st = og_errorf(OG_ERR_IO, "%s: read failed", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (!st) {
-        buf[len] = '\0';
-        st = gen_config_parse(buf, len, path, out);
-    }
+    size_t len = 0;
+    og_status *st = pkg_read_file(path, PKG_MAX_JSON_BYTES, &buf, &len);
+    if (!st) st = gen_config_parse(buf, len, path, out);
     free(buf);
     free(path);
     return st;

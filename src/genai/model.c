@@ -2,6 +2,8 @@
  * inputs and outputs resolved against the graph itself. */
 #include "genai/model.h"
 
+#include "base/pkg_file.h"
+
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "backends/native/session.h"
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 og_model_options og_model_options_default(void) {
     og_model_options o;
@@ -197,6 +200,24 @@ static og_status *resolve_io(og_model *m) {
     return check_all_inputs_known(m);
 }
 
+/* A file given where a package folder belongs: an .onnx name, or a ModelProto's first
+ * byte (field 1, ir_version, as a varint: 0x08) where JSON would start with '{'. */
+static bool looks_like_onnx(const char *path) {
+    size_t n = strlen(path);
+    if (n >= 5 && strcmp(path + n - 5, ".onnx") == 0) return true;
+    int fd;
+    size_t size;
+    og_status *st = pkg_open_regular(path, &fd, &size);
+    if (st) {
+        og_status_free(st);
+        return false;
+    }
+    unsigned char b = 0;
+    bool onnx = read(fd, &b, 1) == 1 && b == 0x08;
+    close(fd);
+    return onnx;
+}
+
 og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out) {
     if (!dir || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_open: NULL argument");
     og_model_options o = og_model_options_default();
@@ -213,6 +234,13 @@ og_status *og_model_open(const char *dir, const og_model_options *options, og_mo
     if (stat(dir, &sb) != 0) {
         st = og_errorf(OG_ERR_NOT_FOUND, "%s: no such model folder (expected a package with "
                        "genai_config.json)", dir);
+        goto fail;
+    }
+    if (!S_ISDIR(sb.st_mode) && looks_like_onnx(dir)) {
+        st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: this is an ONNX graph, not a model "
+                       "package: give the package folder (the one holding genai_config.json "
+                       "and the graph); a single graph runs with og_session_open (the CLI's "
+                       "'infer')", dir);
         goto fail;
     }
     if ((st = gen_config_load(dir, &m->cfg))) goto fail;
@@ -243,13 +271,17 @@ og_status *og_model_open(const char *dir, const og_model_options *options, og_mo
                        m->cfg->path, m->vocab_size);
         goto fail;
     }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", m->cfg->dir, gm->decoder.c.filename);
+    char *path = NULL;
+    if ((st = pkg_path_join(m->cfg->dir, gm->decoder.c.filename, m->cfg->path,
+                            "model.decoder.filename", &path)))
+        goto fail;
     og_session_options so = og_session_options_default();
     so.num_threads = o.num_threads;
     if (so.num_threads == 0 && gm->decoder.c.session_options.intra_op_num_threads > 0)
         so.num_threads = gm->decoder.c.session_options.intra_op_num_threads;
-    if ((st = og_session_open(path, &so, &m->decoder))) {
+    st = og_session_open(path, &so, &m->decoder);
+    free(path);
+    if (st) {
         st = og_status_wrap(st, "%s: model.decoder.filename", m->cfg->path);
         goto fail;
     }

@@ -1,6 +1,7 @@
 #include "onnx/tensor_proto.h"
 
 #include "base/mapped_file.h"
+#include "base/pkg_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,18 +117,6 @@ static bool parse_decimal(const uint8_t *s, size_t n, uint64_t *out) {
     return true;
 }
 
-static bool location_is_safe(const char *loc) {
-    if (!loc[0] || loc[0] == '/' || loc[0] == '\\') return false;
-    const char *p = loc;
-    while (*p) {
-        const char *e = p;
-        while (*e && *e != '/' && *e != '\\') e++;
-        if (e - p == 2 && p[0] == '.' && p[1] == '.') return false;
-        p = *e ? e + 1 : e;
-    }
-    return true;
-}
-
 static og_status *add_external_name(model *m, const char *loc) {
     const char **names = arena_alloc(&m->arena, sizeof(char *) * ((size_t)m->n_external_files + 1));
     if (!names) return og_oom();
@@ -210,11 +199,12 @@ static og_status *load_external(model *m, const tp_info *ti, const char *label,
                          label, ctx);
     char *loc = arena_strndup(&m->arena, (const char *)ti->ext_loc, ti->ext_loc_len);
     if (!loc) return og_oom();
-    if (strlen(loc) != ti->ext_loc_len || !location_is_safe(loc))
-        return og_errorf(OG_ERR_INVALID_MODEL,
-                         "%s: %s: external data location '%s' must be a relative path inside "
-                         "the model's folder (no '..', not absolute)",
-                         label, ctx, loc);
+    if (strlen(loc) != ti->ext_loc_len)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: external data location '%s' holds a "
+                         "NUL byte", label, ctx, loc);
+    char key[600];
+    snprintf(key, sizeof key, "%s: external data location", ctx);
+    OG_TRY(pkg_path_check(label, key, loc));
     if (!m->base_dir)
         return og_errorf(OG_ERR_INVALID_MODEL,
                          "%s: %s: uses external data '%s', but the model was loaded from memory "
@@ -231,10 +221,8 @@ static og_status *load_external(model *m, const tp_info *ti, const char *label,
                          "%s: %s: external data '%s': length '%.*s' is not a decimal number",
                          label, ctx, loc, (int)(ti->ext_len_len > 40 ? 40 : ti->ext_len_len),
                          (const char *)ti->ext_len);
-    size_t blen = strlen(m->base_dir);
-    char *full = malloc(blen + strlen(loc) + 2);
-    if (!full) return og_oom();
-    sprintf(full, "%s/%s", m->base_dir, loc);
+    char *full = NULL;
+    OG_TRY(pkg_path_join(m->base_dir, loc, label, key, &full));
     const mapped_file *mf = NULL;
     og_status *st = external_map(m, loc, full, &mf);
     free(full);

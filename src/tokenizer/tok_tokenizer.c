@@ -6,6 +6,8 @@
  * through the BPE model, and the post-processor adds special tokens on request. */
 #include "tokenizer/tok_internal.h"
 
+#include "base/pkg_file.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,36 +16,10 @@
 
 /* ---- files ---- */
 
-static og_status *read_file(const char *path, char **data, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return og_errorf(errno == ENOENT ? OG_ERR_NOT_FOUND : OG_ERR_IO, "%s: cannot open: %s",
-                         path, strerror(errno));
-    tok_buf b = {0};
-    char chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (!tok_buf_put(&b, chunk, got)) {
-            fclose(f);
-            tok_buf_free(&b);
-            return og_oom();
-        }
-    bool err = ferror(f);
-    fclose(f);
-    if (err) {
-        tok_buf_free(&b);
-        return og_errorf(OG_ERR_IO, "%s: read failed", path);
-    }
-    if (!tok_buf_put(&b, "", 0)) return og_oom();
-    *data = b.p;
-    *len = b.n;
-    return NULL;
-}
-
 static og_status *parse_json(const char *path, cJSON **out) {
     char *data;
     size_t len;
-    OG_TRY(read_file(path, &data, &len));
+    OG_TRY(pkg_read_file(path, PKG_MAX_JSON_BYTES, &data, &len)); /* regular files only */
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, false);
     if (!j) {

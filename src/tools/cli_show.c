@@ -1,4 +1,5 @@
 /* onnx-genai show FILE.onnx: what a graph is made of, without running it. */
+#include "base/pkg_file.h"
 #include "genai/config.h"
 #include "backends/native/kernels/kernel.h"
 #include "onnx/loader.h"
@@ -77,10 +78,16 @@ static int show_package(const char *dir) {
     for (int i = 0; i < c->n_warnings; i++) printf("warning:     %s\n", c->warnings[i]);
     int rc = 0;
     if (d->c.filename) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", c->dir, d->c.filename);
-        printf("\n");
-        rc = show_graph(path);
+        char *path = NULL;
+        st = pkg_path_join(c->dir, d->c.filename, c->path, "model.decoder.filename", &path);
+        if (st) {
+            rc = cli_fail("%s", og_status_message(st));
+            og_status_free(st);
+        } else {
+            printf("\n");
+            rc = show_graph(path);
+        }
+        free(path);
     }
     gen_config_free(c);
     return rc;

@@ -553,9 +553,13 @@ TEST(loader_bad_external_data) {
     t = external_tensor("w", "short.bin", "0", "100", 20);
     CHECK_ERR(load_init(&t), OG_ERR_INVALID_MODEL, "has length 100, dims [20] of float32 need 80");
     t = external_tensor("w", "../short.bin", NULL, NULL, 25);
-    CHECK_ERR(load_init(&t), OG_ERR_INVALID_MODEL, "'../short.bin' must be a relative path");
+    CHECK_ERR(load_init(&t), OG_ERR_INVALID_MODEL,
+              "t.onnx: initializer 'w': external data location is '../short.bin': the path "
+              "goes up with '..'");
     t = external_tensor("w", "/etc/passwd", NULL, NULL, 25);
-    CHECK_ERR(load_init(&t), OG_ERR_INVALID_MODEL, "must be a relative path");
+    CHECK_ERR(load_init(&t), OG_ERR_INVALID_MODEL, "'/etc/passwd': the path is absolute");
+    t = external_tensor("w", "sub\\..\\..\\short.bin", NULL, NULL, 25);
+    CHECK_ERR(load_init(&t), OG_ERR_INVALID_MODEL, "goes up with '..'");
     t = external_tensor("w", "short.bin", "x1", NULL, 25);
     CHECK_ERR(load_init(&t), OG_ERR_INVALID_MODEL, "offset 'x1' is not a decimal number");
     /* loaded from memory without a base folder */
