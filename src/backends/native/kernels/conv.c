@@ -9,6 +9,7 @@
 #include "backends/native/kernels/linalg.h"
 #include "backends/native/kernels/kernel_util.h"
 #include "backends/native/kernels/gemm_f32.h"
+#include "backends/native/kernels/window.h"
 
 #include <string.h>
 
@@ -143,22 +144,6 @@ static og_status *conv_gemm(kernel_ctx *ctx, const conv_job *j, int64_t n_batch)
     return NULL;
 }
 
-/* Reads an INTS attribute of `n` entries (or fills `dflt` when absent). */
-static og_status *conv_ints(kernel_ctx *ctx, const char *name, int n, int64_t dflt,
-                            int64_t *out) {
-    const int64_t *v;
-    int64_t cnt = graph_attr_ints(ctx->node, name, &v);
-    if (cnt < 0) {
-        for (int i = 0; i < n; i++) out[i] = dflt;
-        return NULL;
-    }
-    if (cnt != n)
-        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "attribute '%s' has %lld values, "
-                             "expected %d", name, (long long)cnt, n);
-    for (int i = 0; i < n; i++) out[i] = v[i];
-    return NULL;
-}
-
 og_status *cpu_conv(kernel_ctx *ctx) {
     OG_TRY(kernel_require_inputs(ctx, 2));
     const tensor *x = ctx->inputs[0], *w = ctx->inputs[1], *b = kernel_input(ctx, 2);
@@ -177,36 +162,21 @@ og_status *cpu_conv(kernel_ctx *ctx) {
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 2 (bias) must have shape "
                              "[%lld]", (long long)j.m_out);
     j.cg = j.c_in / group, j.mg = j.m_out / group;
-    int64_t ks[3], st[3], dl[3], pads[6];
-    OG_TRY(conv_ints(ctx, "kernel_shape", sp, 0, ks));
-    OG_TRY(conv_ints(ctx, "strides", sp, 1, st));
-    OG_TRY(conv_ints(ctx, "dilations", sp, 1, dl));
-    OG_TRY(conv_ints(ctx, "pads", 2 * sp, 0, pads));
-    const char *ap = graph_attr_string(ctx->node, "auto_pad", "NOTSET");
+    int64_t ks[3];
+    OG_TRY(cpu_attr_ints(ctx, "kernel_shape", sp, 0, ks));
+    for (int i = 0; i < sp; i++)
+        if (ks[i] && ks[i] != w->dims[2 + i])
+            return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "spatial dim %d: kernel_shape "
+                                 "%lld but the weight has %lld", i, (long long)ks[i],
+                                 (long long)w->dims[2 + i]);
+    cpu_window win;
+    OG_TRY(cpu_window_init(ctx, sp, x->dims + 2, w->dims + 2, false, &win));
     int64_t od[OG_MAX_RANK] = {x->dims[0], j.m_out};
-    for (int i = 0; i < 3; i++) j.in[i] = j.out[i] = j.k[i] = j.s[i] = j.d[i] = 1, j.p[i] = 0;
-    for (int i = 0; i < sp; i++) {
-        int q = 3 - sp + i;
-        int64_t in = x->dims[2 + i], k = w->dims[2 + i];
-        if ((ks[i] && ks[i] != k) || st[i] < 1 || dl[i] < 1)
-            return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "spatial dim %d: kernel_shape %lld "
-                                 "vs weight %lld, stride %lld, dilation %lld", i,
-                                 (long long)ks[i], (long long)k, (long long)st[i],
-                                 (long long)dl[i]);
-        int64_t ext = dl[i] * (k - 1) + 1, pb = pads[i], out;
-        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-            out = (in + st[i] - 1) / st[i];
-            int64_t tot = (out - 1) * st[i] + ext - in;
-            if (tot < 0) tot = 0;
-            pb = ap[5] == 'U' ? tot / 2 : tot - tot / 2;
-        } else {
-            if (!strcmp(ap, "VALID")) pb = 0, pads[sp + i] = 0;
-            out = (in + pb + pads[sp + i] - ext) / st[i] + 1;
-            if (in + pb + pads[sp + i] < ext) out = 0;
-        }
-        j.in[q] = in, j.k[q] = k, j.s[q] = st[i], j.d[q] = dl[i], j.p[q] = pb;
-        j.out[q] = od[2 + i] = out;
+    for (int q = 0; q < 3; q++) {
+        j.in[q] = win.in[q], j.out[q] = win.out[q], j.k[q] = win.k[q];
+        j.s[q] = win.s[q], j.d[q] = win.d[q], j.p[q] = win.pb[q];
     }
+    for (int i = 0; i < sp; i++) od[2 + i] = win.out[3 - sp + i];
     tensor *y;
     if (x->dtype == OG_FLOAT64) {
         for (int i = 1; i < 3; i++)

@@ -2,6 +2,7 @@
 
 #include "base/half.h"
 
+#include <math.h>
 #include <string.h>
 
 og_status *cpu_axis(const kernel_ctx *ctx, int64_t axis, int rank, const char *what, int *out) {
@@ -140,4 +141,68 @@ bool cpu_is_f32able(og_dtype dt) {
 
 bool cpu_wants_output(const kernel_ctx *ctx, int i) {
     return i < ctx->n_outputs && i < ctx->node->n_outputs && ctx->node->outputs[i] >= 0;
+}
+
+void cpu_load_f64(og_dtype dt, const void *src, int64_t off, int64_t n, double *dst) {
+    switch (dt) {
+#define LD(DT, T, EXPR)                                                                  \
+    case DT: {                                                                           \
+        const T *s = (const T *)src + off;                                               \
+        for (int64_t i = 0; i < n; i++) dst[i] = EXPR;                                   \
+        break;                                                                           \
+    }
+        LD(OG_FLOAT32, float, s[i])
+        LD(OG_FLOAT64, double, s[i])
+        LD(OG_FLOAT16, uint16_t, f16_to_f32(s[i]))
+        LD(OG_BFLOAT16, uint16_t, bf16_to_f32(s[i]))
+        LD(OG_INT8, int8_t, s[i])
+        LD(OG_UINT8, uint8_t, s[i])
+        LD(OG_INT16, int16_t, s[i])
+        LD(OG_UINT16, uint16_t, s[i])
+        LD(OG_INT32, int32_t, s[i])
+        LD(OG_UINT32, uint32_t, s[i])
+        LD(OG_INT64, int64_t, (double)s[i])
+        LD(OG_UINT64, uint64_t, (double)s[i])
+        LD(OG_BOOL, uint8_t, s[i] != 0)
+#undef LD
+    default:
+        for (int64_t i = 0; i < n; i++) dst[i] = 0;
+        break;
+    }
+}
+
+/* rint then clamp into [lo, hi]; NaN becomes 0. */
+static inline double cpu_round_clamp(double v, double lo, double hi) {
+    if (!(v == v)) return 0;
+    v = nearbyint(v);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void cpu_store_f64_rounded(og_dtype dt, void *dst, int64_t off, int64_t n, const double *src) {
+    switch (dt) {
+#define ST(DT, T, EXPR)                                                                  \
+    case DT: {                                                                           \
+        T *d = (T *)dst + off;                                                           \
+        for (int64_t i = 0; i < n; i++) d[i] = EXPR;                                     \
+        break;                                                                           \
+    }
+        ST(OG_FLOAT32, float, (float)src[i])
+        ST(OG_FLOAT64, double, src[i])
+        ST(OG_FLOAT16, uint16_t, f32_to_f16((float)src[i]))
+        ST(OG_BFLOAT16, uint16_t, f32_to_bf16((float)src[i]))
+        ST(OG_INT8, int8_t, (int8_t)cpu_round_clamp(src[i], INT8_MIN, INT8_MAX))
+        ST(OG_UINT8, uint8_t, (uint8_t)cpu_round_clamp(src[i], 0, UINT8_MAX))
+        ST(OG_INT16, int16_t, (int16_t)cpu_round_clamp(src[i], INT16_MIN, INT16_MAX))
+        ST(OG_UINT16, uint16_t, (uint16_t)cpu_round_clamp(src[i], 0, UINT16_MAX))
+        ST(OG_INT32, int32_t, (int32_t)cpu_round_clamp(src[i], INT32_MIN, INT32_MAX))
+        ST(OG_UINT32, uint32_t, (uint32_t)cpu_round_clamp(src[i], 0, UINT32_MAX))
+        ST(OG_INT64, int64_t, cpu_f2i(nearbyint(src[i])))
+        ST(OG_UINT64, uint64_t, src[i] >= 1.8446744073709552e19 ? UINT64_MAX
+                                : src[i] >= 9.2233720368547758e18
+                                    ? (uint64_t)nearbyint(src[i])
+                                    : (uint64_t)(src[i] > 0 ? cpu_f2i(nearbyint(src[i])) : 0))
+        ST(OG_BOOL, uint8_t, src[i] != 0)
+#undef ST
+    default: break;
+    }
 }

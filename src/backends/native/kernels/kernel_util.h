@@ -115,4 +115,10 @@ static inline float cpu_round_to(og_dtype dt, float x) {
     return x;
 }
 
+/* Converts n elements of any float or integer dtype at src[off..] into doubles. */
+void cpu_load_f64(og_dtype dt, const void *src, int64_t off, int64_t n, double *dst);
+/* Writes n doubles into elements dst[off..] of dtype dt; integers are rounded half to
+ * even and saturated (numpy's rint + clip, what resampling ops store), NaN as 0. */
+void cpu_store_f64_rounded(og_dtype dt, void *dst, int64_t off, int64_t n, const double *src);
+
 #endif

@@ -11,6 +11,7 @@ extern const kernel_def cpu_reduce_kernels[];      /* Reduce*, ArgMax/ArgMin, Cu
 extern const kernel_def cpu_norm_kernels[];        /* LayerNormalization, RMSNormalization, com.microsoft Simplified/Skip/Embed norms */
 extern const kernel_def cpu_layout_kernels[];      /* shape, reshape, transpose, slice, gather, scatter, generators */
 extern const kernel_def cpu_attention_kernels[];   /* com.microsoft Attention, MultiHeadAttention, GroupQueryAttention, RotaryEmbedding */
+extern const kernel_def cpu_spatial_kernels[];     /* pooling, Resize, Upsample, GridSample */
 extern const kernel_def cpu_quant_kernels[];       /* Quantize/DequantizeLinear, com.microsoft MatMulNBits, GatherBlockQuantized */
 
 #endif

@@ -1,0 +1,15 @@
+/* The spatial family: pooling (pool.c), Resize and Upsample (resize.c), GridSample
+ * (grid_sample.c). */
+#ifndef OG_NATIVE_KERNELS_SPATIAL_H
+#define OG_NATIVE_KERNELS_SPATIAL_H
+
+#include "backends/native/kernels/kernel.h"
+
+og_status *cpu_max_pool(kernel_ctx *ctx);
+og_status *cpu_average_pool(kernel_ctx *ctx);
+og_status *cpu_lp_pool(kernel_ctx *ctx);
+og_status *cpu_global_max_pool(kernel_ctx *ctx);
+og_status *cpu_global_average_pool(kernel_ctx *ctx);
+og_status *cpu_global_lp_pool(kernel_ctx *ctx);
+
+#endif

@@ -1,0 +1,16 @@
+/* The spatial table (see tables.h). Each kernel reads the attributes its newest version
+ * defines; older versions simply lack some of them (AveragePool gained
+ * count_include_pad in 7, ceil_mode in 10 and dilations in 19; MaxPool its Indices
+ * output in 8 and ceil_mode and dilations in 10; LpPool's p was a float in 1). */
+#include "backends/native/kernels/spatial.h"
+#include "backends/native/kernels/tables.h"
+
+const kernel_def cpu_spatial_kernels[] = {
+    {"", "MaxPool", 1, 28, cpu_max_pool},
+    {"", "AveragePool", 1, 28, cpu_average_pool},
+    {"", "LpPool", 1, 28, cpu_lp_pool},
+    {"", "GlobalMaxPool", 1, 28, cpu_global_max_pool},
+    {"", "GlobalAveragePool", 1, 28, cpu_global_average_pool},
+    {"", "GlobalLpPool", 1, 28, cpu_global_lp_pool},
+    {0},
+};

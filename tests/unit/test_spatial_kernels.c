@@ -1,0 +1,134 @@
+/* The spatial kernels (pools, Resize, GridSample) and Conv's window geometry through the
+ * stand-in executor: the threaded paths equal the inline ones, and the behaviours where
+ * ONNX's reference and onnxruntime disagree with each other or with the spec are pinned
+ * here with the reasoning. Values are checked against onnxruntime in
+ * tests/vision_seq/make_cases.py. */
+#include "testing.h"
+
+#include "kernel_harness.h"
+
+#include "backends/native/kernels/linalg.h"
+#include "backends/native/kernels/spatial.h"
+#include "base/threadpool.h"
+
+#include <stdlib.h>
+
+static float sk_rand(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* Runs fn once inline and once on a pool of 4; every output must match bit for bit. */
+static void sk_same_threaded(kernel_fn fn, int64_t opset, graph_attr *a, int na,
+                             const tensor *const *in, int nin, int nout) {
+    kh_run r1, r2;
+    CHECK_OK(kh_call(&r1, fn, opset, a, na, in, nin, nout));
+    CHECK_OK(threadpool_create(4, &kh_pool));
+    og_status *st = kh_call(&r2, fn, opset, a, na, in, nin, nout);
+    threadpool_free(kh_pool);
+    kh_pool = NULL;
+    CHECK_OK(st);
+    for (int i = 0; i < nout; i++) {
+        CHECK(r1.out[i].nbytes == r2.out[i].nbytes && r1.out[i].nbytes > 0);
+        CHECK(memcmp(r1.out[i].data, r2.out[i].data, r1.out[i].nbytes) == 0);
+    }
+    kh_free(&r1);
+    kh_free(&r2);
+}
+
+TEST(spatial_pools_threaded_match_inline) {
+    enum { N = 3, C = 5, H = 23, W = 21 };
+    static float x[N * C * H * W];
+    unsigned s = 5;
+    for (size_t i = 0; i < sizeof x / 4; i++) x[i] = sk_rand(&s);
+    int64_t d[4] = {N, C, H, W}, k[2] = {3, 2}, st[2] = {2, 1}, pads[4] = {1, 0, 1, 1};
+    int64_t dil[2] = {1, 2};
+    tensor t = kh_tensor(OG_FLOAT32, 4, d, x);
+    const tensor *in[1] = {&t};
+    graph_attr a[6] = {{.name = "kernel_shape", .type = ATTR_INTS, .ints = k, .n = 2},
+                       {.name = "strides", .type = ATTR_INTS, .ints = st, .n = 2},
+                       {.name = "pads", .type = ATTR_INTS, .ints = pads, .n = 4},
+                       {.name = "dilations", .type = ATTR_INTS, .ints = dil, .n = 2},
+                       {.name = "ceil_mode", .type = ATTR_INT, .i = 1},
+                       {.name = "count_include_pad", .type = ATTR_INT, .i = 1}};
+    sk_same_threaded(cpu_max_pool, 22, a, 5, in, 1, 2);
+    sk_same_threaded(cpu_average_pool, 22, a, 6, in, 1, 1);
+    sk_same_threaded(cpu_lp_pool, 22, a, 5, in, 1, 1);
+    sk_same_threaded(cpu_global_average_pool, 22, NULL, 0, in, 1, 1);
+}
+
+/* MaxPool's NaN and empty-window answers (see pool.c): a NaN wins its window, as numpy's
+ * max and PyTorch's max_pool give; ONNX's reference drops a NaN that is not the first
+ * tap and onnxruntime ignores NaN, so neither is an oracle here. A window wholly in the
+ * padding (pads as large as the window) is -inf with index -1: the max of no values. */
+TEST(spatial_maxpool_nan_wins_and_empty_window_is_minus_inf) {
+    float x[6] = {1, NAN, 3, -2, 5, 4};
+    int64_t d[3] = {1, 1, 6}, k[1] = {2}, st[1] = {2}, pads[2] = {0, 0};
+    tensor t = kh_tensor(OG_FLOAT32, 3, d, x);
+    const tensor *in[1] = {&t};
+    graph_attr a[3] = {{.name = "kernel_shape", .type = ATTR_INTS, .ints = k, .n = 1},
+                       {.name = "strides", .type = ATTR_INTS, .ints = st, .n = 1},
+                       {.name = "pads", .type = ATTR_INTS, .ints = pads, .n = 2}};
+    kh_run r;
+    CHECK_OK(kh_call(&r, cpu_max_pool, 22, a, 3, in, 1, 2));
+    const float *y = r.out[0].data;
+    const int64_t *ix = r.out[1].data;
+    CHECK(isnan(y[0]));
+    CHECK_EQ_INT(ix[0], 1);
+    CHECK_NEAR(y[1], 3, 0);
+    CHECK_EQ_INT(ix[1], 2);
+    CHECK_NEAR(y[2], 5, 0);
+    CHECK_EQ_INT(ix[2], 4);
+    kh_free(&r);
+    k[0] = 1, st[0] = 1, pads[0] = pads[1] = 1; /* the first and last windows see only padding */
+    CHECK_OK(kh_call(&r, cpu_max_pool, 22, a, 3, in, 1, 2));
+    CHECK_EQ_INT(r.out[0].dims[2], 8);
+    y = r.out[0].data, ix = r.out[1].data;
+    CHECK(isinf(y[0]) && y[0] < 0);
+    CHECK_EQ_INT(ix[0], -1);
+    CHECK(isinf(y[7]) && y[7] < 0);
+    CHECK_NEAR(y[5], 5, 0);
+    CHECK_EQ_INT(ix[5], 4);
+    kh_free(&r);
+}
+
+/* auto_pad SAME with dilation: the output extent is ceil(in / stride) and the padding
+ * is computed from the dilated kernel extent, dilation * (k - 1) + 1, as the spec's
+ * formula for the pools states and as SAME ("output size equals input size / stride")
+ * requires. ONNX's reference evaluator pads for the undilated kernel instead and so
+ * returns a smaller output (for Conv: in 9, kernel 3, dilation 2 gives 7 there rather
+ * than 9), onnxruntime's Conv refuses dilation with SAME, and onnxruntime's pools pad
+ * like the reference. Our answer for Conv and the pools is the spec's; here it must
+ * equal the same op with the explicit pads SAME stands for. */
+TEST(spatial_same_auto_pad_with_dilation_keeps_ceil_in_over_stride) {
+    enum { H = 9, W = 10 };
+    float x[H * W], w[9];
+    unsigned s = 9;
+    for (int i = 0; i < H * W; i++) x[i] = sk_rand(&s);
+    for (int i = 0; i < 9; i++) w[i] = sk_rand(&s);
+    int64_t xd[4] = {1, 1, H, W}, wd[4] = {1, 1, 3, 3}, dil[2] = {2, 2}, st[2] = {1, 2};
+    int64_t pads[4] = {2, 1, 2, 2}; /* SAME_UPPER: totals (9-1)*1+5-9 = 4 and (5-1)*2+5-10 = 3 */
+    tensor tx = kh_tensor(OG_FLOAT32, 4, xd, x), tw = kh_tensor(OG_FLOAT32, 4, wd, w);
+    const tensor *in[2] = {&tx, &tw};
+    graph_attr same[3] = {{.name = "auto_pad", .type = ATTR_STRING, .s = {"SAME_UPPER", 10}},
+                          {.name = "dilations", .type = ATTR_INTS, .ints = dil, .n = 2},
+                          {.name = "strides", .type = ATTR_INTS, .ints = st, .n = 2}};
+    graph_attr expl[3] = {{.name = "pads", .type = ATTR_INTS, .ints = pads, .n = 4},
+                          {.name = "dilations", .type = ATTR_INTS, .ints = dil, .n = 2},
+                          {.name = "strides", .type = ATTR_INTS, .ints = st, .n = 2}};
+    kernel_fn fns[3] = {cpu_conv, cpu_max_pool, cpu_average_pool};
+    int64_t k[2] = {3, 3};
+    graph_attr ks = {.name = "kernel_shape", .type = ATTR_INTS, .ints = k, .n = 2};
+    for (int f = 0; f < 3; f++) {
+        graph_attr a1[4] = {same[0], same[1], same[2], ks}, a2[4] = {expl[0], expl[1], expl[2], ks};
+        kh_run r1, r2;
+        CHECK_OK(kh_call(&r1, fns[f], 22, a1, f ? 4 : 3, in, f ? 1 : 2, 1));
+        CHECK_EQ_INT(r1.out[0].dims[2], H);         /* ceil(9 / 1) */
+        CHECK_EQ_INT(r1.out[0].dims[3], (W + 1) / 2); /* ceil(10 / 2) */
+        CHECK_OK(kh_call(&r2, fns[f], 22, a2, f ? 4 : 3, in, f ? 1 : 2, 1));
+        CHECK(r1.out[0].nbytes == r2.out[0].nbytes);
+        CHECK(memcmp(r1.out[0].data, r2.out[0].data, r1.out[0].nbytes) == 0);
+        kh_free(&r1);
+        kh_free(&r2);
+    }
+}

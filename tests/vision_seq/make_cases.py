@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Writes single-node cases for the pooling, Resize/Upsample, GridSample, recurrent
+(RNN/GRU/LSTM) and integer convolution/matmul kernels: the dtypes, opsets and attributes
+ONNX's backend node tests leave out, and shapes large enough to split over the thread
+pool. Layout as ONNX's node tests (run by build/tests/node-tests --threads 4 --strict):
+
+    OUT/<case>/model.onnx
+    OUT/<case>/test_data_set_0/input_N.pb, output_N.pb
+    OUT/<case>/tolerance.txt            "rtol atol"
+
+usage: make_cases.py OUT_DIR
+
+Oracles. Each case names its own:
+  ort   onnxruntime's CPU kernels (pinned in tools/requirements.txt), with graph
+        optimizations off. Used wherever onnxruntime implements the op for the dtype.
+  ref   onnx's ReferenceEvaluator, where onnxruntime lacks the dtype (bfloat16, some
+        float16) or the opset.
+  ort32 onnxruntime on the float32 version of the case (inputs rounded to the case's
+        dtype first), the result converted to the case's dtype: for float16/float64
+        cases of ops onnxruntime implements in float32 only. The tolerance then covers
+        float32 arithmetic, which is looser than what our double arithmetic achieves.
+Where onnxruntime and the reference disagree, the docstring of the case's function says
+which one we follow and why."""
+import os
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+try:
+    import onnxruntime as ort
+except ImportError:  # pragma: no cover
+    sys.exit("make_cases.py: the onnxruntime Python package is required")
+
+try:
+    import ml_dtypes
+    BF16 = ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover - onnx depends on ml_dtypes
+    BF16 = None
+
+rng = np.random.RandomState(2024)
+written = []
+OUT = None
+
+NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+           np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.int8): TensorProto.INT8,
+           np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int32): TensorProto.INT32,
+           np.dtype(np.int64): TensorProto.INT64}
+if BF16 is not None:
+    NP2ONNX[np.dtype(BF16)] = TensorProto.BFLOAT16
+
+
+def tensor_type(v):
+    return NP2ONNX[np.asarray(v).dtype]
+
+
+def make_model(op, inputs, n_out, opset, out_types=None, domain="", **attrs):
+    """A one-node model; `inputs` is a list of (name, array or None); None is an omitted
+    optional input (empty name)."""
+    names = [n if v is not None else "" for n, v in inputs]
+    outs = [f"Y{i}" for i in range(n_out)]
+    node = helper.make_node(op, names, outs, domain=domain or None, **attrs)
+    g_in = [helper.make_tensor_value_info(n, tensor_type(v), list(np.shape(v)))
+            for n, v in inputs if v is not None]
+    out_types = out_types or [tensor_type(inputs[0][1])] * n_out
+    g_out = [helper.make_tensor_value_info(o, t, None) for o, t in zip(outs, out_types)]
+    graph = helper.make_graph([node], "g", g_in, g_out)
+    imports = [helper.make_opsetid("", opset)]
+    m = helper.make_model(graph, opset_imports=imports)
+    m.ir_version = 8 if opset < 21 else 10
+    return m
+
+
+def run_ort(model, feeds):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def run_ref(model, feeds):
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+def to32(v):
+    v = np.asarray(v)
+    return v.astype(np.float32) if v.dtype.kind == "f" or v.dtype == BF16 else v
+
+
+def case(name, op, inputs, n_out=1, opset=22, oracle="ort", tol=(1e-5, 1e-6), out_types=None,
+         oracle_attrs=None, **attrs):
+    """Writes one case. oracle_attrs: attributes the oracle runs with instead of attrs
+    (an equivalent spelling of the same computation, see same_pads)."""
+    model = make_model(op, inputs, n_out, opset, out_types, **attrs)
+    feeds = {n: v for n, v in inputs if v is not None}
+    if oracle_attrs is not None:
+        outs = run_ort(make_model(op, inputs, n_out, opset, out_types, **oracle_attrs), feeds)
+    elif oracle == "ort":
+        outs = run_ort(model, feeds)
+    elif oracle == "ref":
+        outs = run_ref(model, feeds)
+    elif oracle == "ort32":
+        types32 = [TensorProto.FLOAT if t in (TensorProto.FLOAT16, TensorProto.DOUBLE,
+                                              TensorProto.BFLOAT16) else t
+                   for t in (out_types or [tensor_type(inputs[0][1])] * n_out)]
+        ins32 = [(n, None if v is None else to32(v)) for n, v in inputs]
+        outs = run_ort(make_model(op, ins32, n_out, opset, types32, **attrs),
+                       {n: v for n, v in ins32 if v is not None})
+        want = out_types or [tensor_type(inputs[0][1])] * n_out
+        outs = [o.astype(helper.tensor_dtype_to_np_dtype(t)) for o, t in zip(outs, want)]
+    else:
+        raise ValueError(oracle)
+    d = os.path.join(OUT, "test_" + name)
+    ds = os.path.join(d, "test_data_set_0")
+    os.makedirs(ds)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for i, (n, v) in enumerate(x for x in inputs if x[1] is not None):
+        onnx.save_tensor(numpy_helper.from_array(np.asarray(v), n), os.path.join(ds, f"input_{i}.pb"))
+    for i, v in enumerate(outs):
+        onnx.save_tensor(numpy_helper.from_array(np.asarray(v), f"Y{i}"),
+                         os.path.join(ds, f"output_{i}.pb"))
+    with open(os.path.join(d, "tolerance.txt"), "w") as f:
+        f.write(f"{tol[0]} {tol[1]}\n")
+    written.append(name)
+
+
+def rand(shape, dt=np.float32, lo=-2.0, hi=2.0):
+    v = rng.uniform(lo, hi, shape)
+    return v.astype(dt)
+
+
+def same_pads(mode, in_shape, kernel, strides, dilations):
+    """The explicit pads that auto_pad SAME_UPPER/SAME_LOWER stands for, by the spec's
+    formula: output ceil(in / stride), total padding (out - 1) * stride + dilated extent
+    - in, the odd one at the end (UPPER) or the start (LOWER). onnxruntime and ONNX's
+    reference both pad for the undilated kernel instead (onnxruntime's Conv refuses
+    dilation with SAME), so cases with dilation run the oracle with these pads."""
+    begin, end = [], []
+    for n, k, s, d in zip(in_shape, kernel, strides, dilations):
+        out = -(-n // s)
+        tot = max(0, (out - 1) * s + d * (k - 1) + 1 - n)
+        b = tot // 2 if mode == "SAME_UPPER" else tot - tot // 2
+        begin.append(b)
+        end.append(tot - b)
+    return begin + end
+
+
+F16_TOL = (2e-3, 1e-3)
+BF16_TOL = (1.6e-2, 1e-2)
+
+
+# ---- pooling ---------------------------------------------------------------------------
+
+def pool_cases():
+    """Pools in float16/float64/bfloat16/int8/uint8, dilations with ceil_mode, Indices with
+    storage_order, auto_pad with dilation, the Global forms at rank 5; shapes big enough
+    for several planes per thread."""
+    x = rand((2, 6, 17, 19))
+    kw = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 2], ceil_mode=1)
+    case("maxpool_f32_ceil_pads_indices", "MaxPool", [("X", x)], 2, oracle="ort",
+         out_types=[TensorProto.FLOAT, TensorProto.INT64], **kw)
+    case("maxpool_f64_dilated_indices_colmajor", "MaxPool", [("X", x.astype(np.float64))], 2,
+         oracle="ort", out_types=[TensorProto.DOUBLE, TensorProto.INT64], kernel_shape=[2, 3],
+         dilations=[2, 2], storage_order=1, ceil_mode=1, strides=[1, 2])
+    x3 = rand((1, 3, 7, 8, 9))
+    case("maxpool_3d_f32_indices_colmajor", "MaxPool", [("X", x3)], 2, oracle="ort",
+         out_types=[TensorProto.FLOAT, TensorProto.INT64], kernel_shape=[2, 3, 2],
+         strides=[2, 1, 2], dilations=[1, 2, 1], storage_order=1, pads=[0, 1, 1, 1, 0, 0])
+    case("maxpool_f16_pads", "MaxPool", [("X", x.astype(np.float16))], oracle="ort",
+         tol=(0, 0), kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    case("maxpool_int8_strides", "MaxPool", [("X", rng.randint(-128, 128, (2, 3, 9, 10)).astype(np.int8))],
+         oracle="ort", kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 1, 0])
+    case("maxpool_uint8_same_upper", "MaxPool", [("X", rng.randint(0, 256, (1, 4, 11, 6)).astype(np.uint8))],
+         oracle="ort", kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+    case("maxpool_bf16_ref", "MaxPool", [("X", x.astype(BF16))], oracle="ref", tol=(0, 0),
+         kernel_shape=[2, 2], strides=[2, 2])
+    case("maxpool_1d_f64_ceil", "MaxPool", [("X", rand((3, 2, 20), np.float64))], oracle="ort",
+         kernel_shape=[4], strides=[3], ceil_mode=1)
+    # auto_pad with dilation: the output is ceil(in / stride), pads from the dilated extent
+    # (onnxruntime and the spec's formula; ONNX's reference uses the undilated kernel)
+    for op, mode, k, d, st in (("MaxPool", "SAME_LOWER", [4, 3], [2, 2], [1, 1]),
+                               ("AveragePool", "SAME_UPPER", [3, 3], [2, 2], [2, 1])):
+        case(f"{op.lower()}_{mode.lower()}_dilated", op, [("X", x)], kernel_shape=k,
+             dilations=d, strides=st, auto_pad=mode,
+             oracle_attrs=dict(kernel_shape=k, dilations=d, strides=st,
+                               pads=same_pads(mode, x.shape[2:], k, st, d)))
+    for cip in (0, 1):
+        case(f"averagepool_f64_ceil_pads_cip{cip}", "AveragePool", [("X", x.astype(np.float64))],
+             oracle="ort32", tol=(1e-5, 1e-6), count_include_pad=cip, **kw)
+        case(f"averagepool_3d_dilated_ceil_cip{cip}", "AveragePool", [("X", x3)], oracle="ort",
+             kernel_shape=[2, 3, 3], strides=[2, 2, 3], dilations=[2, 1, 2], pads=[1, 1, 0, 0, 1, 2],
+             ceil_mode=1, count_include_pad=cip)
+    case("averagepool_f16_pads", "AveragePool", [("X", x.astype(np.float16))], oracle="ort32",
+         tol=F16_TOL, kernel_shape=[3, 2], pads=[1, 1, 1, 1], count_include_pad=1)
+    case("averagepool_bf16_ref", "AveragePool", [("X", x.astype(BF16))], oracle="ref",
+         tol=BF16_TOL, kernel_shape=[2, 2], strides=[2, 2])
+    case("averagepool_opset7_cip", "AveragePool", [("X", x)], opset=7, oracle="ort",
+         kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+    case("lppool_f32_p3_pads_dilated", "LpPool", [("X", np.abs(x) + 0.1)], oracle="ort",
+         tol=(1e-5, 1e-6), kernel_shape=[3, 2], p=3, pads=[1, 0, 1, 1], dilations=[1, 2],
+         strides=[2, 2])
+    case("lppool_f64_p1", "LpPool", [("X", x.astype(np.float64))], oracle="ort32",
+         tol=(1e-5, 1e-6), kernel_shape=[2, 2], p=1)
+    case("lppool_opset2_p2", "LpPool", [("X", x)], opset=2, oracle="ort", kernel_shape=[2, 3],
+         strides=[1, 2])
+    x5 = rand((2, 3, 4, 5, 6))
+    case("globalaveragepool_3d_f64", "GlobalAveragePool", [("X", x5.astype(np.float64))],
+         oracle="ref", tol=(1e-12, 1e-13))
+    case("globalaveragepool_f16", "GlobalAveragePool", [("X", x.astype(np.float16))],
+         oracle="ort32", tol=F16_TOL)
+    case("globalmaxpool_1d_f64", "GlobalMaxPool", [("X", rand((2, 5, 13), np.float64))],
+         oracle="ort32")
+    case("globallppool_p3", "GlobalLpPool", [("X", x5)], opset=2, oracle="ort", tol=(1e-5, 1e-6), p=3)
+    case("globallppool_default_p", "GlobalLpPool", [("X", x)], opset=2, oracle="ort", tol=(1e-5, 1e-6))
+
+
+def conv_cases():
+    """Conv with auto_pad and dilation: the output extent is ceil(in / stride) and the
+    pads come from the dilated kernel extent, as the spec's formula and onnxruntime say.
+    ONNX's reference evaluator pads for the undilated kernel, which yields a smaller
+    output than SAME promises (7 instead of 9 here) and onnxruntime refuses dilation with
+    SAME, so the oracle is onnxruntime with the explicit pads SAME stands for."""
+    x = rand((1, 3, 9, 10))
+    w = rand((4, 3, 3, 3))
+    for mode, d, st in (("SAME_UPPER", [2, 2], [1, 1]), ("SAME_LOWER", [2, 3], [2, 3])):
+        case(f"conv_{mode.lower()}_dilated", "Conv", [("X", x), ("W", w)], tol=(1e-5, 1e-5),
+             auto_pad=mode, dilations=d, strides=st,
+             oracle_attrs=dict(dilations=d, strides=st,
+                               pads=same_pads(mode, x.shape[2:], [3, 3], st, d)))
+
+
+def main():
+    global OUT
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    OUT = sys.argv[1]
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(OUT)
+    warnings.simplefilter("ignore")
+    pool_cases()
+    conv_cases()
+    print(f"make_cases.py: wrote {len(written)} cases into {OUT}")
+
+
+if __name__ == "__main__":
+    main()
