@@ -340,18 +340,6 @@ static og_status *want_dtype(kernel_ctx *ctx, int i, const char *what, og_dtype 
     return NULL;
 }
 
-static og_status *want_shape(kernel_ctx *ctx, int i, const char *what, int rank,
-                             const int64_t *dims) {
-    const tensor *t = kernel_input(ctx, i);
-    bool ok = t->rank == rank;
-    for (int d = 0; ok && d < rank; d++) ok = t->dims[d] == dims[d];
-    if (ok) return NULL;
-    char a[96], b[96];
-    return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) has shape %s, expected %s",
-                         i, what, shape_str(t->dims, t->rank, a, sizeof a),
-                         shape_str(dims, rank, b, sizeof b));
-}
-
 static og_status *unsupported_inputs(kernel_ctx *ctx) {
     static const struct { int i; const char *name; } extra[] = {
         {12, "k_scale"}, {13, "v_scale"}, {14, "q_norm_weight"}, {15, "k_norm_weight"}};
@@ -466,8 +454,8 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
                                  "multiple of num_heads %lld", (long long)H, (long long)N);
         D = H / N;
         int64_t kd[3] = {B, S, KV * D};
-        OG_TRY(want_shape(ctx, 1, "key", 3, kd));
-        OG_TRY(want_shape(ctx, 2, "value", 3, kd));
+        OG_TRY(cpu_want_shape(ctx, 1, "key", 3, kd));
+        OG_TRY(cpu_want_shape(ctx, 2, "value", 3, kd));
     }
     j.B = B, j.S = S, j.D = D;
     if ((pk == NULL) != (pv == NULL))
@@ -476,13 +464,13 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     if (pk) {
         j.M = pk->dims[pk->rank > 2 ? 2 : 0];
         int64_t pd[4] = {B, KV, j.M, D};
-        OG_TRY(want_shape(ctx, 3, "past_key", 4, pd));
-        OG_TRY(want_shape(ctx, 4, "past_value", 4, pd));
+        OG_TRY(cpu_want_shape(ctx, 3, "past_key", 4, pd));
+        OG_TRY(cpu_want_shape(ctx, 4, "past_value", 4, pd));
     }
     int64_t one = 1;
-    OG_TRY(want_shape(ctx, 5, "seqlens_k", 1, &B));
+    OG_TRY(cpu_want_shape(ctx, 5, "seqlens_k", 1, &B));
     if (tensor_count(tl) != 1 || tl->rank > 1)
-        OG_TRY(want_shape(ctx, 6, "total_sequence_length", 1, &one));
+        OG_TRY(cpu_want_shape(ctx, 6, "total_sequence_length", 1, &one));
     j.tsl = *(const int32_t *)tl->data;
     j.first = S == j.tsl;
     j.L = pk && j.M > j.tsl ? j.M : j.tsl;
@@ -510,7 +498,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
             return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 7 (cos_cache) has shape %s, "
                                  "expected (max_position, rotary_dim / 2) with rotary_dim <= %lld",
                                  shape_str(cosc->dims, cosc->rank, a, sizeof a), (long long)D);
-        OG_TRY(want_shape(ctx, 8, "sin_cache", 2, cosc->dims));
+        OG_TRY(cpu_want_shape(ctx, 8, "sin_cache", 2, cosc->dims));
         OG_TRY(gqa_positions(ctx, &j, cosc->dims[0]));
         OG_TRY(cpu_in_f32(ctx, 7, &j.cos));
         OG_TRY(cpu_in_f32(ctx, 8, &j.sin));
@@ -533,7 +521,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         OG_TRY(cpu_in_f32(ctx, 10, &j.abias));
     }
     if (sink) {
-        OG_TRY(want_shape(ctx, 11, "head_sink", 1, &N));
+        OG_TRY(cpu_want_shape(ctx, 11, "head_sink", 1, &N));
         OG_TRY(cpu_in_f32(ctx, 11, &j.sink));
     }
 

@@ -206,3 +206,15 @@ void cpu_store_f64_rounded(og_dtype dt, void *dst, int64_t off, int64_t n, const
     default: break;
     }
 }
+
+og_status *cpu_want_shape(const kernel_ctx *ctx, int i, const char *what, int rank,
+                          const int64_t *dims) {
+    const tensor *t = kernel_input(ctx, i);
+    bool ok = t->rank == rank;
+    for (int d = 0; ok && d < rank; d++) ok = t->dims[d] == dims[d];
+    if (ok) return NULL;
+    char a[96], b[96];
+    return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) has shape %s, expected %s",
+                         i, what, shape_str(t->dims, t->rank, a, sizeof a),
+                         shape_str(dims, rank, b, sizeof b));
+}

@@ -64,6 +64,11 @@ og_status *cpu_scalar_i64(const kernel_ctx *ctx, int index, int64_t *out);
 /* True for the storage types computed through float32 (f32, f16, bf16). */
 bool cpu_is_f32able(og_dtype dt);
 
+/* NULL when input i has exactly this shape, else an error naming the input (`what`), its
+ * shape and the expected one. */
+og_status *cpu_want_shape(const kernel_ctx *ctx, int i, const char *what, int rank,
+                          const int64_t *dims);
+
 /* Whether the node declares output i (present and not omitted). */
 bool cpu_wants_output(const kernel_ctx *ctx, int i);
 

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Writes single-node test cases for the ops of hybrid and mixture-of-experts decoders
+(Qwen3.5, LFM2, gpt-oss, Gemma 2/3): CausalConvWithState, LinearAttention,
+LinearAttentionGate, GatedRMSNorm, GatedAdd, MRotaryEmbedding, GroupQueryAttention with
+window-sized KV buffers, MoE and QMoE, in the node-test layout of
+tests/contrib_llm/make_cases.py (whose helpers this reuses), with onnxruntime's CPU
+results as the expected outputs.
+
+Where onnxruntime's CPU kernel lacks a dtype (CausalConvWithState and LinearAttention
+have float32 only), the float16 case's expected outputs are onnxruntime's float32 results
+on the same (float16-representable) inputs, rounded to float16. Where onnxruntime refuses
+a form outright, the case says which oracle it uses instead.
+
+usage: make_cases.py OUT_DIR [OUT_SHARED]"""
+import importlib.util
+import os
+import shutil
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+# tests/contrib_llm/make_cases.py: case(), case_np(), make_model(), session(), save_case()
+_spec = importlib.util.spec_from_file_location(
+    "contrib_llm_cases", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                      "contrib_llm", "make_cases.py"))
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
+
+MS = base.MS
+TOL = base.TOL
+rng = np.random.RandomState(2468)
+written = base.written
+
+
+def rnd(shape, dtype, scale=1.0):
+    return (rng.randn(*shape) * scale).astype(dtype)
+
+
+def dname(dt):
+    return base.dname(dt)
+
+
+def case_f32_oracle(out_dir, name, op, in_names, feeds, out_names, dtype, tol=None, domain=MS,
+                    **attrs):
+    """A case in `dtype` whose expected outputs are onnxruntime's float32 results on the
+    same inputs (for ops whose CPU kernel is float32 only), rounded to `dtype`."""
+    if dtype == np.float32:
+        return base.case(out_dir, name, op, in_names, feeds, out_names, dtype, tol, domain, **attrs)
+    f32 = {n: (v.astype(np.float32) if v.dtype == dtype else v) for n, v in feeds.items()}
+    model32 = base.make_model(op, in_names, f32, out_names, attrs, domain)
+    present = [n for n in in_names if n]
+    outs = base.session(model32).run(None, {n: f32[n] for n in present})
+    onames = [n for n in out_names if n]
+    outs = [o.astype(dtype) if o.dtype == np.float32 else o for o in outs]
+    base.case_np(out_dir, name, op, in_names, feeds, list(zip(onames, outs)), dtype, tol, **attrs)
+
+
+# ---------------- CausalConvWithState ----------------
+
+def conv_case(out, name, dt, B, C, L, K, past=True, bias=True, act="silu", dil=1, last=False):
+    S = (K - 1) * dil
+    f = {"x": rnd((B, L, C) if last else (B, C, L), dt), "w": rnd((C, 1, K), dt, 0.5)}
+    if bias:
+        f["b"] = rnd((C,), dt)
+    if past:
+        f["p"] = rnd((B, S, C) if last else (B, C, S), dt)
+    names = ["x", "w", "b" if bias else "", "p" if past else ""]
+    while names[-1] == "":
+        names.pop()
+    attrs = {"activation": act}
+    if dil != 1:
+        attrs["dilation"] = dil
+    if last:
+        attrs["channels_last"] = 1
+    case_f32_oracle(out, "conv_" + name, "CausalConvWithState", names, f, ["y", "present"], dt,
+                    **attrs)
+
+
+def conv_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        conv_case(out, f"{t}_prefill_past", dt, 2, 6, 7, 4)
+        conv_case(out, f"{t}_prefill_nopast", dt, 2, 6, 7, 4, past=False)
+        conv_case(out, f"{t}_decode", dt, 2, 6, 1, 4)
+        # shorter than the state: part of the past stays in the present state
+        conv_case(out, f"{t}_short_past", dt, 1, 5, 2, 4)
+        conv_case(out, f"{t}_short_nopast", dt, 1, 5, 2, 4, past=False)
+        conv_case(out, f"{t}_none_nobias", dt, 2, 3, 5, 3, bias=False, act="none")
+    dt = np.float32
+    conv_case(out, "f32_swish", dt, 1, 4, 3, 4, act="swish")
+    conv_case(out, "f32_k1", dt, 2, 4, 3, 1)
+    conv_case(out, "f32_k2_decode", dt, 2, 4, 1, 2, act="none")
+    conv_case(out, "f32_dilation2", dt, 2, 4, 6, 3, dil=2)
+    conv_case(out, "f32_dilation3_short", dt, 1, 4, 2, 3, dil=3)
+    conv_case(out, "f32_dilation2_nopast", dt, 1, 3, 4, 4, dil=2, past=False)
+    conv_case(out, "f32_channels_last", dt, 2, 5, 4, 4, last=True)
+    conv_case(out, "f32_channels_last_decode", dt, 2, 5, 1, 4, last=True, dil=2)
+    # many channels (split over the pool) and a long prompt
+    conv_case(out, "f32_decode_wide", dt, 1, 700, 1, 4)
+    conv_case(out, "f32_prefill_long", dt, 2, 40, 90, 4)
+    conv_case(out, "f16_prefill_long", np.float16, 1, 64, 70, 4)
+
+
+# ---------------- LinearAttention, LinearAttentionGate ----------------
+
+def la_case(out, name, dt, B, T, Hq, Hkv, dk, dv, rule="gated_delta", Nk=None, past=True,
+            decay_vec=False, beta_one=False, tol=None, decay_scale=0.5, **attrs):
+    Nk = Nk or min(Hq, Hkv)
+    k = rng.randn(B, T, Nk, dk)
+    if rule in ("delta", "gated_delta"):  # keys are L2-normalized for the delta rules
+        k /= np.linalg.norm(k, axis=-1, keepdims=True)
+    f = {"q": rnd((B, T, Hq * dk), dt, 0.5), "k": k.reshape(B, T, Nk * dk).astype(dt),
+         "v": rnd((B, T, Hkv * dv), dt)}
+    if past:
+        f["s"] = rnd((B, Hkv, dk, dv), dt, 0.3)
+    if rule in ("gated", "gated_delta"):
+        f["g"] = (-np.abs(rng.randn(B, T, Hkv * dk if decay_vec else Hkv)) * decay_scale).astype(dt)
+    if rule in ("delta", "gated_delta"):
+        f["b"] = (1 / (1 + np.exp(-rng.randn(B, T, 1 if beta_one else Hkv)))).astype(dt)
+    names = [n if n in f else "" for n in ("q", "k", "v", "s", "g", "b")]
+    while names[-1] == "":
+        names.pop()
+    case_f32_oracle(out, "la_" + name, "LinearAttention", names, f, ["y", "present"], dt, tol,
+                    q_num_heads=Hq, kv_num_heads=Hkv, update_rule=rule, **attrs)
+
+
+def la_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        for rule in ("linear", "gated", "delta", "gated_delta"):
+            la_case(out, f"{t}_{rule}_gqa_prefill", dt, 2, 5, 4, 2, 8, 8, rule)
+        # Qwen3.5's form: fewer query/key heads than value heads, scale 1 (q pre-scaled)
+        la_case(out, f"{t}_gated_delta_inverse_gqa", dt, 2, 4, 2, 4, 8, 8, scale=1.0)
+        la_case(out, f"{t}_gated_delta_decode", dt, 2, 1, 2, 4, 16, 16, scale=1.0)
+        la_case(out, f"{t}_gated_delta_decode_nopast", dt, 1, 1, 4, 2, 8, 8, past=False)
+    dt = np.float32
+    for rule in ("gated", "gated_delta"):
+        la_case(out, f"f32_{rule}_decay_per_key_dim", dt, 2, 4, 4, 2, 8, 8, rule, decay_vec=True)
+        la_case(out, f"f32_{rule}_decay_per_key_dim_inverse", dt, 1, 3, 2, 4, 8, 8, rule,
+                decay_vec=True)
+    for rule in ("delta", "gated_delta"):
+        la_case(out, f"f32_{rule}_beta_one", dt, 2, 3, 4, 4, 8, 8, rule, beta_one=True)
+    la_case(out, "f32_linear_nopast_scale0", dt, 2, 3, 2, 2, 8, 8, "linear", past=False)
+    la_case(out, "f32_gated_explicit_scale", dt, 1, 3, 2, 2, 8, 8, "gated", scale=0.3)
+    la_case(out, "f32_mqa", dt, 2, 3, 4, 1, 8, 8)
+    la_case(out, "f32_key_heads_below_kv", dt, 1, 3, 2, 4, 8, 8, Nk=1)
+    la_case(out, "f32_inverse_ratio4", dt, 1, 3, 1, 4, 8, 8)
+    la_case(out, "f32_dk_ne_dv_tails", dt, 2, 3, 4, 2, 6, 13)
+    la_case(out, "f32_delta_inverse_nopast", dt, 1, 4, 2, 4, 8, 8, "delta", past=False)
+    # decays strong enough that the kernel folds them back mid-chunk (sums below -30)
+    la_case(out, "f32_strong_decay", dt, 2, 40, 2, 4, 16, 32, decay_scale=12.0)
+    la_case(out, "f32_strong_decay_per_key_dim", dt, 1, 37, 2, 2, 16, 32, decay_vec=True,
+            decay_scale=15.0)
+    la_case(out, "f32_gated_strong_decay", dt, 1, 9, 2, 2, 8, 32, "gated", decay_scale=40.0)
+    # chunks of 32 tokens: a prompt ending in a chunk of 3
+    la_case(out, "f32_two_chunks", dt, 1, 35, 4, 2, 8, 40)
+    # Qwen3.5-like head sizes, a long prompt and a decode step
+    la_case(out, "f32_qwen_prefill", dt, 1, 40, 2, 4, 64, 64, scale=1.0, tol=(2e-4, 2e-5))
+    la_case(out, "f32_qwen_decode", dt, 2, 1, 4, 8, 64, 64, scale=1.0)
+    la_case(out, "f16_qwen_prefill", np.float16, 1, 24, 2, 4, 32, 32, scale=1.0)
+
+
+def gate_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        H = 6
+        f = {"a": rnd((2, 3, H), dt, 2), "dtb": rnd((H,), np.float32),
+             "sc": -np.exp(rnd((H,), np.float32)), "b": rnd((2, 3, H), dt, 2)}
+        base.case(out, f"lagate_{t}", "LinearAttentionGate", ["a", "dtb", "sc", "b"], f,
+                  ["decay", "beta"], dt)
+        base.case(out, f"lagate_{t}_decay_only", "LinearAttentionGate", ["a", "dtb", "sc"], f,
+                  ["decay"], dt)
+    f = {"a": rnd((1, 1, 300), np.float32, 20), "dtb": rnd((300,), np.float32),
+         "sc": -np.exp(rnd((300,), np.float32)), "b": rnd((1, 1, 300), np.float32, 20)}
+    base.case(out, "lagate_f32_wide_extremes", "LinearAttentionGate", ["a", "dtb", "sc", "b"], f,
+              ["decay", "beta"], np.float32)
+
+
+# ---------------- state loops: past and present as one buffer ----------------
+
+def state_loop(out_shared, name, op, dt, lengths, feeds_for, names, state_in, state_shape,
+               out_names, **attrs):
+    """Runs of `op` with token counts `lengths` (a prompt, then decode steps), each step's
+    past state being the previous step's present. Run by gqa-shared-check with the past
+    and present bound to one buffer (shared.txt); the expected values are onnxruntime's
+    float32 results (the state rounded to dt between steps, as a dt buffer keeps it)."""
+    state = rnd(state_shape, dt, 0.3)
+    sets = []
+    for T in lengths:
+        f = feeds_for(T)
+        f[state_in] = state
+        f32 = {n: (v.astype(np.float32) if v.dtype == dt else v) for n, v in f.items()}
+        model32 = base.make_model(op, names, f32, out_names, attrs, dynamic=True)
+        outs = [o.astype(dt) for o in base.session(model32).run(None, f32)]
+        sets.append(([(n, f[n]) for n in names if n], list(zip(out_names, outs))))
+        state = outs[1]
+    model = base.make_model(op, names, dict(sets[0][0]), out_names, attrs,
+                            dynamic=True)
+    del model.graph.output[:]
+    for n, v in sets[0][1]:
+        model.graph.output.append(helper.make_tensor_value_info(n, base.NP2ONNX[v.dtype.type], None))
+    d = os.path.join(out_shared, "test_state_" + name)
+    base.save_case(d, model, sets, TOL[dt])
+    with open(os.path.join(d, "shared.txt"), "w") as fh:
+        fh.write(f"{names.index(state_in)} 1\n")
+    written.append("state_" + name)
+
+
+def state_cases(out_shared):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        B, C, K = 2, 24, 4
+
+        def conv_feeds(T, dt=dt):
+            return {"x": rnd((B, C, T), dt), "w": W, "b": bias}
+        W, bias = rnd((C, 1, K), dt, 0.5), rnd((C,), dt)
+        state_loop(out_shared, f"conv_{t}", "CausalConvWithState", dt, [5, 1, 1, 2, 1],
+                   conv_feeds, ["x", "w", "b", "p"], "p", (B, C, K - 1), ["y", "present"],
+                   activation="silu")
+        Hq, Hkv, dk, dv = 2, 4, 16, 16
+
+        def la_feeds(T, dt=dt):
+            k = rng.randn(B, T, Hq * dk).reshape(B, T, Hq, dk)
+            k /= np.linalg.norm(k, axis=-1, keepdims=True)
+            return {"q": rnd((B, T, Hq * dk), dt, 0.3), "k": k.reshape(B, T, -1).astype(dt),
+                    "v": rnd((B, T, Hkv * dv), dt),
+                    "g": (-np.abs(rng.randn(B, T, Hkv)) * 0.5).astype(dt),
+                    "b": (1 / (1 + np.exp(-rng.randn(B, T, Hkv)))).astype(dt)}
+        state_loop(out_shared, f"la_{t}", "LinearAttention", dt, [6, 1, 1, 3, 1], la_feeds,
+                   ["q", "k", "v", "s", "g", "b"], "s", (B, Hkv, dk, dv), ["y", "present"],
+                   q_num_heads=Hq, kv_num_heads=Hkv, update_rule="gated_delta", scale=1.0)
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__)
+    for d in sys.argv[1:]:
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+    out = sys.argv[1]
+    conv_cases(out)
+    la_cases(out)
+    gate_cases(out)
+    if len(sys.argv) == 3:
+        state_cases(sys.argv[2])
+    print(f"make_cases.py: wrote {len(written)} cases")
+
+
+if __name__ == "__main__":
+    main()
