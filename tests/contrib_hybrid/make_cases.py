@@ -41,6 +41,18 @@ def dname(dt):
     return base.dname(dt)
 
 
+def case_np(out_dir, name, op, in_names, feeds, outs, dtype, tol=None, domain=MS, **attrs):
+    """A case whose expected outputs are given (computed by the caller)."""
+    model = base.make_model(op, in_names, feeds, [n for n, _ in outs], attrs, domain)
+    del model.graph.output[:]
+    for n, v in outs:
+        model.graph.output.append(helper.make_tensor_value_info(n, base.NP2ONNX[v.dtype.type],
+                                                                v.shape))
+    base.save_case(os.path.join(out_dir, "test_" + name), model,
+                   [([(n, feeds[n]) for n in in_names if n], outs)], tol or TOL[dtype])
+    written.append("test_" + name)
+
+
 def case_f32_oracle(out_dir, name, op, in_names, feeds, out_names, dtype, tol=None, domain=MS,
                     **attrs):
     """A case in `dtype` whose expected outputs are onnxruntime's float32 results on the
@@ -53,7 +65,7 @@ def case_f32_oracle(out_dir, name, op, in_names, feeds, out_names, dtype, tol=No
     outs = base.session(model32).run(None, {n: f32[n] for n in present})
     onames = [n for n in out_names if n]
     outs = [o.astype(dtype) if o.dtype == np.float32 else o for o in outs]
-    base.case_np(out_dir, name, op, in_names, feeds, list(zip(onames, outs)), dtype, tol, **attrs)
+    case_np(out_dir, name, op, in_names, feeds, list(zip(onames, outs)), dtype, tol, domain, **attrs)
 
 
 # ---------------- CausalConvWithState ----------------
@@ -177,6 +189,48 @@ def gate_cases(out):
               ["decay", "beta"], np.float32)
 
 
+# ---------------- GatedRMSNorm, GatedAdd, LpNormalization, Softplus ----------------
+
+def norm_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        x, z = rnd((2, 3, 4 * 16), dt, 2), rnd((2, 3, 4 * 16), dt, 2)
+        sc = (1 + rnd((16,), dt, 0.3)).astype(dt)
+        for act in ("silu", "swish", "sigmoid"):
+            base.case(out, f"grms_{t}_{act}_per_head", "GatedRMSNorm", ["x", "s", "g"],
+                      {"x": x, "s": sc, "g": z}, ["y"], dt, activation=act, epsilon=1e-6)
+        base.case(out, f"grms_{t}_whole_row", "GatedRMSNorm", ["x", "s", "g"],
+                  {"x": rnd((5, 40), dt), "s": rnd((40,), dt), "g": rnd((5, 40), dt)}, ["y"], dt)
+        x, y = rnd((2, 5, 48), dt), rnd((2, 5, 48), dt, 3)
+        base.case(out, f"gatedadd_{t}", "GatedAdd", ["x", "y", "g"],
+                  {"x": x, "y": y, "g": rnd((2, 5, 1), dt)}, ["o"], dt)
+        base.case(out, f"gatedadd_{t}_2d", "GatedAdd", ["x", "y", "g"],
+                  {"x": rnd((7, 300), dt), "y": rnd((7, 300), dt), "g": rnd((7, 1), dt)}, ["o"],
+                  dt)
+    dt = np.float32
+    base.case(out, "grms_f32_wide", "GatedRMSNorm", ["x", "s", "g"],
+              {"x": rnd((3, 9, 8 * 128), dt), "s": rnd((128,), dt), "g": rnd((3, 9, 8 * 128), dt)},
+              ["y"], dt)
+    # LpNormalization: onnxruntime has float32 and float64; float16 through its float32
+    x = rnd((3, 4, 5), np.float32)
+    x[1, :, 2] = 0  # a zero vector along axis 1: 0, not NaN
+    for p in (1, 2):
+        for axis in (0, 1, -1):
+            base.case(out, f"lpnorm_f32_p{p}_axis{axis % 3}", "LpNormalization", ["x"], {"x": x},
+                      ["y"], dt, domain="", axis=axis, p=p)
+        base.case(out, f"lpnorm_f64_p{p}", "LpNormalization", ["x"], {"x": x.astype(np.float64)},
+                  ["y"], np.float64, domain="", p=p)
+        case_f32_oracle(out, f"lpnorm_f16_p{p}", "LpNormalization", ["x"],
+                        {"x": x.astype(np.float16)}, ["y"], np.float16, domain="", axis=1, p=p)
+    # Softplus in float16 and float64 (onnxruntime's CPU has float32 only)
+    sx = rnd((4, 50), np.float32, 8)
+    case_f32_oracle(out, "softplus_f16", "Softplus", ["x"], {"x": sx.astype(np.float16)}, ["y"],
+                    np.float16, domain="")
+    sx64 = sx.astype(np.float64)
+    case_np(out, "softplus_f64", "Softplus", ["x"], {"x": sx64},
+                 [("y", np.logaddexp(0, sx64))], np.float64, domain="")
+
+
 # ---------------- state loops: past and present as one buffer ----------------
 
 def state_loop(out_shared, name, op, dt, lengths, feeds_for, names, state_in, state_shape,
@@ -243,6 +297,7 @@ def main():
     conv_cases(out)
     la_cases(out)
     gate_cases(out)
+    norm_cases(out)
     if len(sys.argv) == 3:
         state_cases(sys.argv[2])
     print(f"make_cases.py: wrote {len(written)} cases")

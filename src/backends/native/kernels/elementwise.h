@@ -181,5 +181,6 @@ og_status *cpu_contrib_fast_gelu(kernel_ctx *ctx);
 og_status *cpu_contrib_quick_gelu(kernel_ctx *ctx);
 og_status *cpu_contrib_bias_gelu(kernel_ctx *ctx);
 og_status *cpu_contrib_bias_add(kernel_ctx *ctx);
+og_status *cpu_contrib_gated_add(kernel_ctx *ctx);
 
 #endif

@@ -1,5 +1,6 @@
-/* The normalization family: LayerNormalization, RMSNormalization and the com.microsoft
- * Simplified/Skip/SkipSimplified/EmbedLayerNormalization kernels. */
+/* The normalization family: LayerNormalization, RMSNormalization, LpNormalization and the
+ * com.microsoft Simplified/Skip/SkipSimplified/EmbedLayerNormalization and GatedRMSNorm
+ * kernels. */
 #ifndef OG_NATIVE_KERNELS_NORM_H
 #define OG_NATIVE_KERNELS_NORM_H
 
@@ -16,5 +17,7 @@ og_status *cpu_simplified_layer_norm(kernel_ctx *ctx);
 og_status *cpu_contrib_skip_simplified_layer_norm(kernel_ctx *ctx);
 og_status *cpu_contrib_embed_layer_norm(kernel_ctx *ctx);
 og_status *cpu_contrib_skip_layer_norm(kernel_ctx *ctx);
+og_status *cpu_contrib_gated_rms_norm(kernel_ctx *ctx);
+og_status *cpu_lp_normalization(kernel_ctx *ctx);
 
 #endif

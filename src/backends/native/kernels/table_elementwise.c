@@ -58,5 +58,6 @@ const kernel_def cpu_elementwise_kernels[] = {
     {"com.microsoft", "QuickGelu", 1, 1, cpu_contrib_quick_gelu},
     {"com.microsoft", "BiasGelu", 1, 1, cpu_contrib_bias_gelu},
     {"com.microsoft", "BiasAdd", 1, 1, cpu_contrib_bias_add},
+    {"com.microsoft", "GatedAdd", 1, 1, cpu_contrib_gated_add},
     {0},
 };

@@ -13,5 +13,7 @@ const kernel_def cpu_norm_kernels[] = {
      cpu_contrib_skip_simplified_layer_norm},
     {"com.microsoft", "SkipLayerNormalization", 1, 1, cpu_contrib_skip_layer_norm},
     {"com.microsoft", "EmbedLayerNormalization", 1, 1, cpu_contrib_embed_layer_norm},
+    {"", "LpNormalization", 1, 28, cpu_lp_normalization},
+    {"com.microsoft", "GatedRMSNorm", 1, 1, cpu_contrib_gated_rms_norm},
     {0},
 };

@@ -5,10 +5,10 @@
 #include "backends/native/kernels/kernel.h"
 
 /* Each table ends with an entry whose op_type is NULL. */
-extern const kernel_def cpu_elementwise_kernels[]; /* arithmetic, compare, logic, cast, activations (incl. com.microsoft fused gelus, BiasAdd) */
+extern const kernel_def cpu_elementwise_kernels[]; /* arithmetic, compare, logic, cast, activations (incl. com.microsoft fused gelus, BiasAdd, GatedAdd) */
 extern const kernel_def cpu_linalg_kernels[];      /* MatMul, Gemm, Einsum, Conv */
 extern const kernel_def cpu_reduce_kernels[];      /* Reduce*, ArgMax/ArgMin, CumSum, TopK, Softmax, LogSoftmax */
-extern const kernel_def cpu_norm_kernels[];        /* LayerNormalization, RMSNormalization, com.microsoft Simplified/Skip/Embed norms */
+extern const kernel_def cpu_norm_kernels[];        /* LayerNormalization, RMSNormalization, LpNormalization, com.microsoft Simplified/Skip/Embed norms, GatedRMSNorm */
 extern const kernel_def cpu_layout_kernels[];      /* shape, reshape, transpose, slice, gather, scatter, generators */
 extern const kernel_def cpu_attention_kernels[];   /* com.microsoft Attention, MultiHeadAttention, GroupQueryAttention, RotaryEmbedding */
 extern const kernel_def cpu_spatial_kernels[];     /* pooling, Resize, Upsample, GridSample */
