@@ -33,7 +33,11 @@ typedef enum og_code {
     OG_ERR_IO = 4,               /* reading or writing a file failed */
     OG_ERR_UNSUPPORTED = 5,      /* valid ONNX, but an op / dtype / attribute we do not implement */
     OG_ERR_OUT_OF_MEMORY = 6,
-    OG_ERR_RUNTIME = 7           /* anything else that went wrong while running */
+    OG_ERR_RUNTIME = 7,          /* anything else that went wrong while running */
+    OG_ERR_INCOMPLETE_MODEL = 8  /* a package lacks a piece it needs to run: a graph file it
+                                    names, or a graph input nothing in it can feed. (A package
+                                    whose vision/audio part cannot be used is not incomplete:
+                                    it opens for text only, see og_model_text_only.) */
 } og_code;
 
 typedef struct og_status og_status;
@@ -186,18 +190,32 @@ typedef struct og_model_options {
     size_t struct_size; /* sizeof(og_model_options) */
     int num_threads;    /* 0: one per online core (the config's intra_op_num_threads wins
                            when set and this is 0) */
+    int allow_text_only; /* 1 (default): a vision/audio package whose image or audio side
+                            cannot be used opens for text decoding, with a warning and
+                            og_model_text_only() saying why; 0: such a package is refused
+                            with OG_ERR_UNSUPPORTED */
 } og_model_options;
 
 og_model_options og_model_options_default(void);
 
-/* Opens a package folder. Free with og_model_close. */
+/* Opens a package folder. Free with og_model_close. Fails with OG_ERR_INCOMPLETE_MODEL
+ * when the package lacks a piece (a graph file, a graph input nothing can feed), with
+ * OG_ERR_UNSUPPORTED when it needs something this runtime does not implement (an op, a
+ * model type, a graph input kind), naming it. */
 og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out);
 void og_model_close(og_model *model);
 /* The config's model.type ("gpt2", "qwen2", ...). Owned by the model. */
 const char *og_model_type(const og_model *model);
 int og_model_vocab_size(const og_model *model);
-/* model.pad_token_id: the id that left-pads shorter prompts of a batch. */
+/* model.pad_token_id: the id that right-pads shorter prompts of a batch given to
+ * og_generator_append_tokens. */
 int32_t og_model_pad_token_id(const og_model *model);
+/* 1 when the package was opened for text decoding only: it is a vision (or audio)
+ * package whose image/audio side this runtime cannot use (e.g. its processor config
+ * resizes with smart_resize, which cannot be represented yet). *reason (may be NULL)
+ * gets the sentence saying why, owned by the model ("" when 0). The same sentence is
+ * among the warnings. */
+int og_model_text_only(const og_model *model, const char **reason);
 /* Warnings about genai_config.json (unknown keys, odd values), one sentence each naming
  * the key path. Owned by the model. */
 size_t og_model_warning_count(const og_model *model);
@@ -231,21 +249,37 @@ og_status *og_generator_create(og_model *model, const og_generator_params *param
 void og_generator_destroy(og_generator *gen);
 
 /* Appends tokens to every sequence and runs them through the model. For batch_size 1,
- * ids holds n tokens. For batch_size B > 1, ids holds B rows of n tokens each (row-major;
- * shorter prompts left-padded with the model's pad token), and this may be called only
- * while the sequences are empty. */
+ * ids holds n tokens. For batch_size B > 1, ids holds B rows of n / B tokens each
+ * (row-major), shorter prompts right-padded with the model's pad token: a row's trailing
+ * pad tokens are padding, as onnxruntime-genai reads such a batch (any other token,
+ * leading pad tokens too, is part of the prompt). With B > 1 this may be called only
+ * while the sequences are empty.
+ *
+ * Every row of a batch gives exactly the tokens its prompt gives alone: padding never
+ * reaches the model (prompts of different lengths are run row by row, then decoded
+ * together). Sequences keep their own lengths: og_generator_get_sequence returns a
+ * row's prompt without padding, then its generated tokens. */
 og_status *og_generator_append_tokens(og_generator *gen, const int32_t *ids, size_t n);
+/* Appends batch_size prompts of any lengths: rows[b] holds lens[b] >= 1 tokens. Only
+ * while the sequences are empty (or for batch_size 1, as og_generator_append_tokens). */
+og_status *og_generator_append_token_rows(og_generator *gen, const int32_t *const *rows,
+                                          const size_t *lens);
 /* Runs the model if needed, applies the logits processors and picks the next token of
  * every sequence. */
 og_status *og_generator_generate_next_token(og_generator *gen);
-/* True once every sequence has hit an EOS id or max_length. */
+/* True once every sequence has hit an EOS id or max_length. A sequence that stops on
+ * an EOS id does not include it (as onnxruntime-genai returns a lone sequence), and a
+ * sequence that stopped gets no further tokens while its batch-mates go on. */
 int og_generator_is_done(const og_generator *gen);
 /* Sequence `index` (< batch_size * num_return_sequences once done with beam search;
  * else < batch_size). *ids is owned by the generator and valid until its next call. */
 og_status *og_generator_get_sequence(const og_generator *gen, size_t index,
                                      const int32_t **ids, size_t *len);
 /* Cuts every sequence back to new_length tokens (batch_size 1, or new_length 0);
- * generation may then continue or more tokens be appended. */
+ * generation may then continue or more tokens be appended. Models that carry a state
+ * (conv / recurrent) restore it from the latest snapshot at or before new_length - 1
+ * (one is taken before the last token of every appended prompt, and the empty state
+ * always exists) and run the tokens after it again. */
 og_status *og_generator_rewind_to(og_generator *gen, size_t new_length);
 /* A copy of the logits for the next token, [batch*beams, vocab] float32 (computed first
  * if needed). The caller frees *out with og_tensor_free. */

@@ -82,6 +82,7 @@ const char *og_code_name(og_code code) {
     case OG_ERR_UNSUPPORTED: return "unsupported";
     case OG_ERR_OUT_OF_MEMORY: return "out of memory";
     case OG_ERR_RUNTIME: return "runtime error";
+    case OG_ERR_INCOMPLETE_MODEL: return "incomplete model";
     }
     return "unknown error";
 }

@@ -1,4 +1,5 @@
-/* The generator's state (see generator.c for how the decode loop uses it). */
+/* The generator's state (see generator.c for the decode loop, generator_run.c for how
+ * one step runs the pipeline, generator_cache.c for the loop-carried buffers). */
 #ifndef OG_GENAI_GENERATOR_H
 #define OG_GENAI_GENERATOR_H
 
@@ -8,32 +9,52 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The loop-carried tensors at one sequence length, kept so that rewind_to can go back
+ * before it (a state cannot be cut back the way a KV cache can). */
+typedef struct gen_snapshot {
+    int fed;
+    void **data; /* [n_cache] copies of the STATE entries (NULL for KV) */
+} gen_snapshot;
+
+enum { GEN_MAX_SNAPSHOTS = 8 };
+
 struct og_generator {
     og_model *m;
     og_generator_params p;
     int rows;            /* batch_size * num_beams */
     int max_len;
-    int32_t *seq;        /* [rows][max_len] tokens */
-    uint8_t *mask;       /* [rows][max_len] 1 = real token, 0 = padding */
-    int len;             /* tokens in every sequence */
-    int fed;             /* of which already in the KV cache */
-    bool *done;          /* [rows] hit an EOS id (greedy / sampling) */
+    int32_t *seq;        /* [rows][max_len] each row's own tokens, no padding */
+    int *len;            /* [rows] tokens in the row */
+    int *fed;            /* [rows] of which the model has seen (in the cache/state) */
+    bool *done;          /* [rows] stopped: an EOS id or max_length */
+    /* KV columns. Compact layout (attention finds a row's length from the mask): row r's
+     * entries are [0, fed[r]) and kv_len = the longest. Otherwise all rows share kv_len
+     * columns and cmask says which hold a real token of the row. */
+    int kv_len;
+    int col_cap;         /* columns the KV buffers hold */
+    uint8_t *cmask;      /* [rows][col_cap], the shared-column layout only */
     float *logits;       /* [rows][vocab] next-token logits, valid when has_logits */
     bool has_logits;
     float *work;         /* [2 * vocab] sampling scratch */
-    int64_t *feed_ids, *feed_mask, *feed_pos; /* [rows * max_len] graph input staging */
-    void *step_logits; /* [rows][vocab] logits output of a one-token step, bound each run so
-                          that decode allocates nothing for them */
-    /* KV cache: kv[b][i] is buffer b of cache tensor i, each kv_bytes long. With a
-     * shared buffer only kv[0] exists; otherwise kv[kv_cur] holds the past. */
-    void **kv[2];
-    size_t kv_bytes;
-    int kv_cur;
-    bool share_buffer;
-    /* outputs of the last run kept for og_generator_get_output */
-    og_tensor **outputs;
-    const char **output_names;
-    int n_outputs;
+    int64_t *feed_ids, *feed_mask, *feed_pos; /* graph input staging */
+    int32_t *feed_ids32, *feed_mask32, *feed_pos32;
+    size_t mask_cap;     /* entries of feed_mask */
+    int *start;          /* [rows] first position fed in a run */
+    void *step_logits;   /* [rows][vocab] logits of a one-token step, bound each run so that
+                            decode allocates nothing for them */
+    /* Loop-carried buffers: buf[b][i] is buffer b of cache entry i (bytes[i] long). Past
+     * is buf[cur[i]][i]; present goes to the other one (then cur flips) unless the entry
+     * is written in place (inplace[i]: past and present are buf[cur[i]][i]). A shared KV
+     * buffer ([rows, heads, max_length, head_size]) has only buf[0]. */
+    void **buf[2];
+    size_t *bytes;
+    int *cur;
+    bool *inplace;
+    bool share_kv;       /* KV past and present are one max_length buffer */
+    gen_snapshot snaps[GEN_MAX_SNAPSHOTS];
+    int n_snaps;
+    /* logits of the last run, kept for og_generator_get_output */
+    og_tensor *last_logits;
     gen_rng rng;
     gen_beam *beam;      /* NULL unless num_beams > 1 */
     gen_beam_options beam_opts;
@@ -44,5 +65,31 @@ struct og_generator {
 
 og_status *gen_generator_alloc(og_generator *g);
 void gen_generator_free(og_generator *g);
+
+/* generator_cache.c */
+og_status *gen_cache_alloc(og_generator *g);
+void gen_cache_free(og_generator *g);
+/* Dims of KV entry i holding `seq` positions for `nr` rows. */
+int gen_kv_dims(const og_generator *g, int i, int nr, int seq, int64_t *dims);
+/* Bytes of one row of KV entry i at `seq` positions (one half for a combined pair). */
+size_t gen_kv_row_bytes(const og_generator *g, int i, int seq);
+/* Writes a row's present ([1, H, n, D] or [2, 1, H, n, D]) into KV entry i's current
+ * buffer at row r, columns [col, col + n), with kv_len columns per row. */
+void gen_kv_place_row(og_generator *g, int i, int r, const void *src, int n, int col);
+/* Grows the KV buffers of the shared-column layout to hold `cols` columns. */
+og_status *gen_kv_reserve(og_generator *g, int cols);
+/* Cache rows follow the beams: row r takes parent[r]'s state and cache. */
+og_status *gen_cache_reorder(og_generator *g, const int32_t *parents);
+/* Cuts the KV cache of a single row back to `keep` positions. */
+void gen_kv_truncate(og_generator *g, int keep);
+/* Zero state (rows empty). */
+void gen_cache_reset(og_generator *g);
+og_status *gen_snapshot_take(og_generator *g);
+/* Restores the latest snapshot at or before `keep` (or the empty state); returns its
+ * length. */
+int gen_snapshot_restore(og_generator *g, int keep);
+
+/* generator_run.c: runs the pending tokens of every row (prefill, decode, re-feed). */
+og_status *gen_compute_logits(og_generator *g);
 
 #endif

@@ -1,203 +1,470 @@
-/* og_model_open: a package folder -> config, decoder session, and the decoder's
- * inputs and outputs resolved against the graph itself. */
-#include "genai/model.h"
+/* og_model_open: a package folder -> config, the pipeline of sessions, and the inputs
+ * and outputs of every session resolved against the graphs themselves.
+ *
+ * Two ways a package can fall short, kept apart for the caller:
+ *   - incomplete (OG_ERR_INCOMPLETE_MODEL): a graph file it names is missing, or a graph
+ *     input nothing in the package can feed. It cannot run at all.
+ *   - text only: a vision (or audio) package whose image side this runtime cannot use
+ *     (its processor config needs smart_resize, or images are not implemented). Its text
+ *     decoder is whole, so it opens for text with a warning and og_model_text_only()
+ *     says why; with og_model_options.allow_text_only = 0 it is refused instead
+ *     (OG_ERR_UNSUPPORTED). */
+#include "genai/model_internal.h"
 
 #include "base/pkg_file.h"
-
 #include "genai/config.h"
 #include "genai/generator.h"
-#include "backends/native/session.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 og_model_options og_model_options_default(void) {
     og_model_options o;
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
+    o.allow_text_only = 1;
     return o;
 }
 
-/* Model types whose decoder takes input_ids and a KV cache, as onnxruntime-genai's
- * decoder-only models do. */
-static const char *const decoder_types[] = {
-    "gpt2", "llama", "mistral", "phi", "phi3", "phi3small", "phimoe", "qwen2", "qwen3",
-    "gemma", "gemma2", "gemma3_text", "granite", "smollm3", "olmo", "nemotron", "chatglm",
-    "ernie4_5", "gptoss", "decoder", NULL};
+/* onnxruntime-genai's model types (model_type.h) that decode text with a decoder-only
+ * graph. Whether a package of one of them runs is decided by its graphs: every input
+ * must be one we feed, every op one we implement; otherwise opening names what is
+ * missing. */
+static const char *const llm_types[] = {
+    "chatglm", "decoder", "ernie4_5", "gemma", "gemma2", "gemma3_text", "gemma4_text", "gpt2",
+    "gptoss", "granite", "granitemoehybrid", "hunyuandensev1", "internlm2", "lfm2", "llama",
+    "mistral", "nemotron", "olmo", "phi", "phimoe", "phi3", "phi3small", "qwen2", "qwen3",
+    "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "decoder-pipeline", NULL};
+/* Vision-language types: their text decoder runs; images are not fed. */
+static const char *const vlm_types[] = {"fara", "gemma3", "mistral3", "phi3v", "qwen2_5_vl",
+                                        "qwen3_vl", "qwen3_5", "qwen3_5_moe",
+                                        "videochat_flash_qwen", NULL};
 
-static bool is_decoder_type(const char *t) {
-    for (int i = 0; decoder_types[i]; i++)
-        if (strcmp(decoder_types[i], t) == 0) return true;
+static bool in_list(const char *const *l, const char *t) {
+    for (; *l; l++)
+        if (strcmp(*l, t) == 0) return true;
     return false;
 }
 
-/* Index of a graph input by name, or -1. */
-static int find_input(const og_session *s, const char *name) {
-    for (size_t i = 0; i < og_session_input_count(s); i++) {
-        og_value_info v;
-        if (!og_session_input_info(s, i, &v) && strcmp(v.name, name) == 0) return (int)i;
-    }
-    return -1;
-}
-
-static int find_output(const og_session *s, const char *name) {
-    for (size_t i = 0; i < og_session_output_count(s); i++) {
-        og_value_info v;
-        if (!og_session_output_info(s, i, &v) && strcmp(v.name, name) == 0) return (int)i;
-    }
-    return -1;
-}
-
-/* Binds an optional nominal input to the graph's input of the configured name. */
-static void bind_optional(og_model *m, gen_io *io, const char *nominal) {
-    const char *name = gen_kvs_get(&m->cfg->model.decoder.c.inputs, nominal);
-    int i = name ? find_input(m->decoder, name) : -1;
-    if (i < 0) return;
-    og_value_info v;
-    og_session_input_info(m->decoder, (size_t)i, &v);
-    io->name = v.name;
-    io->dtype = v.dtype;
-}
-
-static og_status *name_list(og_model *m, const char *tmpl, const char *key, bool input,
-                            char **names, int stride, int offset) {
-    for (int l = 0; l < m->n_layers; l++) {
-        char buf[512];
-        og_status *st = gen_config_format_name(tmpl, l, buf, sizeof buf);
-        if (st)
-            return og_status_wrap(st, "%s: model.decoder.%s.%s", m->cfg->path,
-                                  input ? "inputs" : "outputs", key);
-        int idx = input ? find_input(m->decoder, buf) : find_output(m->decoder, buf);
-        if (idx < 0)
-            return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.%s.%s names '%s' for "
-                             "layer %d, but the decoder graph %s has no such %s", m->cfg->path,
-                             input ? "inputs" : "outputs", key, buf, l,
-                             m->cfg->model.decoder.c.filename, input ? "input" : "output");
-        names[l * stride + offset] = strdup(buf);
-        if (!names[l * stride + offset]) return og_oom();
-    }
+static og_status *add_warning(og_model *m, const char *text) {
+    char **w = realloc(m->warnings, (size_t)(m->n_warnings + 1) * sizeof *w);
+    if (!w) return og_oom();
+    m->warnings = w;
+    if (!(w[m->n_warnings] = strdup(text))) return og_oom();
+    m->n_warnings++;
     return NULL;
 }
 
-/* Reads heads and head size of the cache from the past input's declared shape, falling
- * back to the config where the graph leaves them symbolic. */
-static og_status *cache_shape(og_model *m) {
-    int i = find_input(m->decoder, m->past_names[0]);
-    og_value_info v;
-    OG_TRY(og_session_input_info(m->decoder, (size_t)i, &v));
-    int want = m->kv == GEN_KV_COMBINED ? 5 : 4;
-    if (v.rank != want)
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: cache input '%s' has rank %d, expected %d",
-                         m->cfg->model.decoder.c.filename, v.name, v.rank, want);
-    m->kv_dtype = v.dtype;
-    const gen_decoder *d = &m->cfg->model.decoder;
-    int64_t heads = v.dims[want - 3], hs = v.dims[want - 1];
-    m->kv_heads = heads > 0 ? (int)heads
-                            : (d->num_key_value_heads > 0 ? d->num_key_value_heads
-                                                          : d->num_attention_heads);
-    m->head_size = hs > 0 ? (int)hs : d->head_size;
-    if (m->kv_heads <= 0 || m->head_size <= 0)
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: cannot tell the cache's heads and head size: "
-                         "input '%s' leaves them symbolic and the config lacks "
-                         "model.decoder.num_key_value_heads / head_size",
-                         m->cfg->path, v.name);
-    if (m->kv_dtype != OG_FLOAT32 && m->kv_dtype != OG_FLOAT16 && m->kv_dtype != OG_BFLOAT16)
-        return og_errorf(OG_ERR_UNSUPPORTED, "%s: cache input '%s' has dtype %s",
-                         m->cfg->model.decoder.c.filename, v.name, og_dtype_name(v.dtype));
+/* "<dir>/<file>" after checking that the package may name it (base/pkg_file.h) and
+ * has it. */
+static og_status *package_file(const og_model *m, const char *key, const char *file, char *path,
+                               size_t size) {
+    if (!file || !*file)
+        return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: %s is missing (the package names no graph "
+                         "file)", m->cfg->path, key);
+    char *joined = NULL;
+    OG_TRY(pkg_path_join(m->cfg->dir, file, m->cfg->path, key, &joined));
+    snprintf(path, size, "%s", joined);
+    free(joined);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: %s names '%s', which is not in the "
+                         "package (%s)", m->cfg->path, key, file, path);
     return NULL;
 }
 
-/* Every graph input must be one the generator feeds. */
-static og_status *check_all_inputs_known(og_model *m) {
-    for (size_t i = 0; i < og_session_input_count(m->decoder); i++) {
+static og_status *open_stage(og_model *m, const og_model_options *o, const char *name,
+                             const char *key, const char *file, const gen_session_options *so_cfg) {
+    char path[4096];
+    OG_TRY(package_file(m, key, file, path, sizeof path));
+    gen_stage *st = realloc(m->stages, (size_t)(m->n_stages + 1) * sizeof *st);
+    if (!st) return og_oom();
+    m->stages = st;
+    st = &m->stages[m->n_stages];
+    memset(st, 0, sizeof *st);
+    st->on_prompt = st->on_token = true;
+    st->name = strdup(name);
+    st->file = strdup(file);
+    m->n_stages++;
+    if (!st->name || !st->file) return og_oom();
+    og_session_options so = og_session_options_default();
+    so.num_threads = o->num_threads;
+    if (so.num_threads == 0 && so_cfg && so_cfg->intra_op_num_threads > 0)
+        so.num_threads = so_cfg->intra_op_num_threads;
+    og_status *e = og_session_open(path, &so, &st->s);
+    return e ? og_status_wrap(e, "%s: %s", m->cfg->path, key) : NULL;
+}
+
+static bool has_input(const og_session *s, const char *name, og_value_info *out) {
+    for (size_t i = 0; name && i < og_session_input_count(s); i++) {
         og_value_info v;
-        OG_TRY(og_session_input_info(m->decoder, i, &v));
-        bool known = (m->input_ids.name && !strcmp(v.name, m->input_ids.name)) ||
-                     (m->attention_mask.name && !strcmp(v.name, m->attention_mask.name)) ||
-                     (m->position_ids.name && !strcmp(v.name, m->position_ids.name));
-        for (int k = 0; !known && k < m->n_past; k++) known = !strcmp(v.name, m->past_names[k]);
-        if (!known)
-            return og_errorf(OG_ERR_UNSUPPORTED, "%s: decoder input '%s' is not one the generator "
-                             "knows how to feed (input_ids, attention_mask, position_ids and the "
-                             "KV cache named in genai_config.json)",
-                             m->cfg->model.decoder.c.filename, v.name);
-    }
-    return NULL;
-}
-
-static og_status *resolve_io(og_model *m) {
-    const gen_decoder *d = &m->cfg->model.decoder;
-    const char *ids = gen_kvs_get(&d->c.inputs, "input_ids");
-    if (!ids || find_input(m->decoder, ids) < 0) {
-        const char *emb = gen_kvs_get(&d->c.inputs, "inputs_embeds");
-        if (emb && find_input(m->decoder, emb) >= 0)
-            return og_errorf(OG_ERR_UNSUPPORTED, "%s: the decoder takes inputs_embeds, which needs "
-                             "the package's embedding model; not supported yet", m->cfg->path);
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.inputs.input_ids is '%s', but "
-                         "the decoder graph %s has no such input", m->cfg->path,
-                         ids ? ids : "(unset)", d->c.filename);
-    }
-    bind_optional(m, &m->input_ids, "input_ids");
-    bind_optional(m, &m->attention_mask, "attention_mask");
-    bind_optional(m, &m->position_ids, "position_ids");
-    const char *logits = gen_kvs_get(&d->c.outputs, "logits");
-    int lo = logits ? find_output(m->decoder, logits) : -1;
-    if (lo < 0)
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.outputs.logits is '%s', but "
-                         "the decoder graph %s has no such output", m->cfg->path,
-                         logits ? logits : "(unset)", d->c.filename);
-    og_value_info lv;
-    OG_TRY(og_session_output_info(m->decoder, (size_t)lo, &lv));
-    m->logits.name = lv.name;
-    m->logits.dtype = lv.dtype;
-    if (lv.dtype != OG_FLOAT32 && lv.dtype != OG_FLOAT16 && lv.dtype != OG_BFLOAT16)
-        return og_errorf(OG_ERR_UNSUPPORTED, "%s: output '%s' has dtype %s; logits must be "
-                         "float32, float16 or bfloat16", d->c.filename, lv.name,
-                         og_dtype_name(lv.dtype));
-    if (lv.rank == 3 && lv.dims[2] > 0 && lv.dims[2] != m->vocab_size)
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab_size is %d, but the decoder's "
-                         "'%s' has %lld entries per token", m->cfg->path, m->vocab_size, lv.name,
-                         (long long)lv.dims[2]);
-
-    m->n_layers = d->num_hidden_layers;
-    const char *past = gen_kvs_get_explicit(&d->c.inputs, "past_names");
-    const char *past_k = gen_kvs_get(&d->c.inputs, "past_key_names");
-    bool combined = past || strcmp(m->cfg->model.type, "gpt2") == 0;
-    if (combined && !past) past = gen_kvs_get(&d->c.inputs, "past_names");
-    if (m->n_layers <= 0) {
-        m->kv = GEN_KV_NONE;
-    } else if (combined && past && find_input(m->decoder, past) < 0) {
-        /* a template: past_%d */
-        m->kv = GEN_KV_COMBINED;
-    } else {
-        m->kv = combined ? GEN_KV_COMBINED : GEN_KV_SEPARATE;
-    }
-    if (m->kv != GEN_KV_NONE) {
-        int per = m->kv == GEN_KV_COMBINED ? 1 : 2;
-        m->n_past = per * m->n_layers;
-        m->past_names = calloc((size_t)m->n_past, sizeof(char *));
-        m->present_names = calloc((size_t)m->n_past, sizeof(char *));
-        if (!m->past_names || !m->present_names) return og_oom();
-        if (m->kv == GEN_KV_COMBINED) {
-            const char *pres = gen_kvs_get(&d->c.outputs, "present_names");
-            OG_TRY(name_list(m, past, "past_names", true, m->past_names, 1, 0));
-            OG_TRY(name_list(m, pres, "present_names", false, m->present_names, 1, 0));
-        } else {
-            const char *pv = gen_kvs_get(&d->c.inputs, "past_value_names");
-            const char *ok = gen_kvs_get(&d->c.outputs, "present_key_names");
-            const char *ov = gen_kvs_get(&d->c.outputs, "present_value_names");
-            OG_TRY(name_list(m, past_k, "past_key_names", true, m->past_names, 2, 0));
-            OG_TRY(name_list(m, pv, "past_value_names", true, m->past_names, 2, 1));
-            OG_TRY(name_list(m, ok, "present_key_names", false, m->present_names, 2, 0));
-            OG_TRY(name_list(m, ov, "present_value_names", false, m->present_names, 2, 1));
+        if (!og_session_input_info(s, i, &v) && strcmp(v.name, name) == 0) {
+            if (out) *out = v;
+            return true;
         }
-        OG_TRY(cache_shape(m));
     }
-    return check_all_inputs_known(m);
+    return false;
+}
+
+static bool has_output(const og_session *s, const char *name) {
+    for (size_t i = 0; name && i < og_session_output_count(s); i++) {
+        og_value_info v;
+        if (!og_session_output_info(s, i, &v) && strcmp(v.name, name) == 0) return true;
+    }
+    return false;
+}
+
+static og_status *add_out(gen_stage *st, const char *name, gen_sink sink, int index) {
+    for (int i = 0; i < st->n_outs; i++)
+        if (strcmp(st->outs[i].name, name) == 0) return NULL;
+    gen_out *o = realloc(st->outs, (size_t)(st->n_outs + 1) * sizeof *o);
+    if (!o) return og_oom();
+    st->outs = o;
+    o[st->n_outs++] = (gen_out){name, sink, index};
+    return NULL;
+}
+
+/* The nominal key of a decoder input name ("attention_mask" -> "attention_mask"), for
+ * messages about inputs we know of but do not feed. */
+static const char *nominal_key(const og_model *m, const char *name) {
+    const gen_kvs *t = &m->cfg->model.decoder.c.inputs;
+    for (int i = 0; i < t->n; i++)
+        if (t->items[i].value && !strchr(t->items[i].value, '%') &&
+            strcmp(t->items[i].value, name) == 0)
+            return t->items[i].key;
+    return NULL;
+}
+
+/* Where each graph input of stage `si` comes from. */
+static og_status *resolve_feeds(og_model *m, int si, const char *ids_name,
+                                const char *image_name, const char *embeds_from) {
+    gen_stage *st = &m->stages[si];
+    size_t n = og_session_input_count(st->s);
+    st->feeds = calloc(n ? n : 1, sizeof *st->feeds);
+    if (!st->feeds) return og_oom();
+    const gen_decoder *d = &m->cfg->model.decoder;
+    const char *embeds = gen_kvs_get(&d->c.inputs, "inputs_embeds");
+    for (size_t i = 0; i < n; i++) {
+        og_value_info v;
+        OG_TRY(og_session_input_info(st->s, i, &v));
+        gen_feed *f = &st->feeds[st->n_feeds++];
+        f->name = v.name;
+        f->dtype = v.dtype;
+        f->index = f->out = -1;
+        bool is_int = v.dtype == OG_INT32 || v.dtype == OG_INT64;
+        if (ids_name && !strcmp(v.name, ids_name)) {
+            f->src = GEN_SRC_IDS;
+        } else if (m->attention_mask && !strcmp(v.name, m->attention_mask)) {
+            f->src = GEN_SRC_MASK;
+        } else if (m->position_ids && !strcmp(v.name, m->position_ids)) {
+            f->src = GEN_SRC_POS;
+            int rank = v.rank;
+            if (rank != 2 && rank != 3)
+                return og_errorf(OG_ERR_UNSUPPORTED, "%s: position_ids '%s' has rank %d (2: "
+                                 "[batch, sequence] or 3: [3, batch, sequence] expected)",
+                                 st->file, v.name, rank);
+            if (rank == 3 && v.dims[0] > 0 && v.dims[0] != 3)
+                return og_errorf(OG_ERR_UNSUPPORTED, "%s: position_ids '%s' has %lld sections "
+                                 "(3 expected for mRoPE)", st->file, v.name, (long long)v.dims[0]);
+            if (m->position_rank && m->position_rank != rank)
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: position_ids has rank %d here and "
+                                 "%d in another stage", st->file, rank, m->position_rank);
+            m->position_rank = rank;
+        } else if (image_name && !strcmp(v.name, image_name)) {
+            f->src = GEN_SRC_IMAGE;
+            /* no image: the first symbolic axis (image tokens) is 0, any other is hidden */
+            bool first = true;
+            for (int k = 0; k < v.rank; k++) {
+                int64_t dim = v.dims[k];
+                if (dim <= 0) {
+                    dim = first ? 0 : d->hidden_size;
+                    if (!first && dim <= 0)
+                        return og_errorf(OG_ERR_INVALID_MODEL, "%s: cannot shape an empty '%s': "
+                                         "model.decoder.hidden_size is not set", st->file, v.name);
+                    first = false;
+                }
+                m->image_feature_dims[k] = dim;
+            }
+            if (first && v.rank > 0) m->image_feature_dims[0] = 0; /* all fixed: no tokens */
+            m->image_feature_rank = v.rank;
+            m->image_feature_dtype = v.dtype;
+            m->image_features = v.name;
+        } else {
+            int c = -1;
+            for (int k = 0; k < m->n_cache && c < 0; k++)
+                if (!strcmp(m->cache[k].past, v.name)) c = k;
+            if (c >= 0) {
+                if (m->cache[c].stage != si)
+                    return og_errorf(OG_ERR_UNSUPPORTED, "%s: '%s' is carried by another stage",
+                                     st->file, v.name);
+                f->src = GEN_SRC_PAST;
+                f->index = c;
+                continue;
+            }
+            const char *want = (embeds_from && embeds && !strcmp(v.name, embeds)) ? embeds_from
+                                                                                   : v.name;
+            for (int s = si - 1; s >= 0 && f->index < 0; s--)
+                for (int k = 0; k < m->stages[s].n_outs; k++)
+                    if (!strcmp(m->stages[s].outs[k].name, want) &&
+                        m->stages[s].outs[k].sink == GEN_SINK_VALUE) {
+                        f->index = s;
+                        f->out = k;
+                        break;
+                    }
+            if (f->index >= 0) {
+                f->src = GEN_SRC_VALUE;
+                continue;
+            }
+            const char *key = nominal_key(m, v.name);
+            if (key && embeds && !strcmp(v.name, embeds))
+                return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: the decoder takes inputs_embeds "
+                                 "('%s'), but the package has no model.embedding to make them "
+                                 "from token ids", m->cfg->path, v.name);
+            if (key)
+                return og_errorf(OG_ERR_UNSUPPORTED, "%s: graph input '%s' "
+                                 "(model.decoder.inputs.%s) is not one this runtime feeds (it "
+                                 "feeds input_ids, inputs_embeds, attention_mask, position_ids, "
+                                 "the KV cache and conv/recurrent state)", st->file, v.name, key);
+            return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: graph input '%s' cannot be fed: it is "
+                             "not an input the generator makes (%s), nor an output of an earlier "
+                             "stage of the package", st->file, v.name,
+                             is_int ? "ids, mask, positions" : "embeddings, cache, state");
+        }
+        if ((f->src == GEN_SRC_IDS || f->src == GEN_SRC_MASK || f->src == GEN_SRC_POS) &&
+            v.dtype != OG_INT32 && v.dtype != OG_INT64)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s: input '%s' has dtype %s (int32 or int64 "
+                             "expected)", st->file, v.name, og_dtype_name(v.dtype));
+    }
+    return NULL;
+}
+
+/* The logits output: its dtype and vocabulary size. */
+static og_status *check_logits(og_model *m, const gen_stage *st) {
+    for (size_t i = 0; i < og_session_output_count(st->s); i++) {
+        og_value_info lv;
+        OG_TRY(og_session_output_info(st->s, i, &lv));
+        if (strcmp(lv.name, m->logits.name) != 0) continue;
+        m->logits.name = lv.name;
+        m->logits.dtype = lv.dtype;
+        if (lv.dtype != OG_FLOAT32 && lv.dtype != OG_FLOAT16 && lv.dtype != OG_BFLOAT16)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s: output '%s' has dtype %s; logits must be "
+                             "float32, float16 or bfloat16", st->file, lv.name,
+                             og_dtype_name(lv.dtype));
+        if (lv.rank == 3 && lv.dims[2] > 0 && lv.dims[2] != m->vocab_size)
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab_size is %d, but '%s' in %s "
+                             "has %lld entries per token", m->cfg->path, m->vocab_size, lv.name,
+                             st->file, (long long)lv.dims[2]);
+        m->decoder = st->s;
+        return NULL;
+    }
+    return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.outputs.logits is '%s', but the "
+                     "decoder graph %s has no such output", m->cfg->path, m->logits.name,
+                     st->file);
+}
+
+/* The stages of a decoder-pipeline package, as genai_config.json lists them. */
+static og_status *open_pipeline(og_model *m, const og_model_options *o) {
+    const gen_decoder *d = &m->cfg->model.decoder;
+    for (int i = 0; i < d->n_pipeline; i++) {
+        const gen_pipeline_stage *p = &d->pipeline[i];
+        char key[300];
+        snprintf(key, sizeof key, "model.decoder.pipeline[%d].%s.filename", i, p->name);
+        OG_TRY(open_stage(m, o, p->name, key, p->filename,
+                          p->session_options.present ? &p->session_options
+                                                     : &d->c.session_options));
+        gen_stage *st = &m->stages[m->n_stages - 1];
+        st->on_prompt = p->run_on_prompt;
+        st->on_token = p->run_on_token_gen;
+        for (int k = 0; k < p->n_inputs; k++)
+            if (!has_input(st->s, p->inputs[k], NULL))
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.pipeline[%d].%s.inputs "
+                                 "names '%s', which %s does not take", m->cfg->path, i, p->name,
+                                 p->inputs[k], p->filename);
+        for (int k = 0; k < p->n_outputs; k++) {
+            if (!has_output(st->s, p->outputs[k]))
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.pipeline[%d].%s.outputs "
+                                 "names '%s', which %s does not produce", m->cfg->path, i,
+                                 p->name, p->outputs[k], p->filename);
+        }
+    }
+    return NULL;
+}
+
+/* Requested outputs: the config's list (pipelines), the embeddings (embedding stage),
+ * and for every stage the presents it carries and the logits if it makes them. */
+static og_status *resolve_outs(og_model *m, int embedding_stage) {
+    const gen_decoder *d = &m->cfg->model.decoder;
+    for (int si = 0; si < m->n_stages; si++) {
+        gen_stage *st = &m->stages[si];
+        if (has_output(st->s, m->logits.name)) OG_TRY(add_out(st, m->logits.name, GEN_SINK_LOGITS, 0));
+        for (int c = 0; c < m->n_cache; c++)
+            if (m->cache[c].stage == si)
+                OG_TRY(add_out(st, m->cache[c].present, GEN_SINK_PRESENT, c));
+        if (si == embedding_stage) {
+            const char *e = gen_kvs_get(&m->cfg->model.embedding.outputs, "inputs_embeds");
+            if (!e || !has_output(st->s, e))
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.embedding.outputs.inputs_embeds "
+                                 "is '%s', but %s has no such output", m->cfg->path,
+                                 e ? e : "(unset)", st->file);
+            OG_TRY(add_out(st, e, GEN_SINK_VALUE, -1));
+        }
+        for (int p = 0; d->n_pipeline && p < d->pipeline[si].n_outputs; p++) {
+            const char *name = d->pipeline[si].outputs[p];
+            for (size_t k = 0; k < og_session_output_count(st->s); k++) {
+                og_value_info ov;
+                OG_TRY(og_session_output_info(st->s, k, &ov));
+                if (!strcmp(ov.name, name)) OG_TRY(add_out(st, ov.name, GEN_SINK_VALUE, -1));
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Why a vision package decodes text only. NULL reason: it has no vision part. */
+static og_status *text_only_reason(og_model *m, char *why, size_t size) {
+    const gen_model *gm = &m->cfg->model;
+    why[0] = '\0';
+    bool vlm = in_list(vlm_types, gm->type);
+    const gen_component *vis = &gm->vision;
+    if (vis->present && vis->filename) {
+        char path[4096];
+        OG_TRY(package_file(m, "model.vision.filename", vis->filename, path, sizeof path));
+    }
+    if (gm->speech.present && gm->speech.filename) {
+        char path[4096];
+        OG_TRY(package_file(m, "model.speech.filename", gm->speech.filename, path, sizeof path));
+    }
+    if (!vlm && !vis->present && !gm->speech.present) return NULL;
+    const char *pc = vis->config_filename ? vis->config_filename : "processor_config.json";
+    /* no processor config: nothing says how images are prepared, text decoding is whole */
+    bool smart = false;
+    char *path = NULL, *buf = NULL;
+    size_t len = 0;
+    OG_TRY(pkg_path_join(m->cfg->dir, pc, m->cfg->path, "model.vision.config_filename", &path));
+    og_status *rs = pkg_read_file(path, PKG_MAX_JSON_BYTES, &buf, &len);
+    free(path);
+    if (rs && og_status_code(rs) != OG_ERR_NOT_FOUND) return rs;
+    og_status_free(rs);
+    if (buf) {
+        /* a resize step that sets smart_resize: the size depends on the image in a way the
+         * processor description cannot express for us */
+        const char *p = strstr(buf, "\"smart_resize\"");
+        if (p) {
+            p += strlen("\"smart_resize\"");
+            while (*p == ' ' || *p == ':' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+            smart = *p == 't' || (*p >= '1' && *p <= '9');
+        }
+        free(buf);
+    }
+    if (smart)
+        snprintf(why, size, "%s: its image preprocessing (%s: Resize with smart_resize) cannot be "
+                 "represented yet, so images cannot be fed; the package is opened for text "
+                 "decoding only", m->cfg->path, pc);
+    else
+        snprintf(why, size, "%s: model.type '%s' %s, and image/audio input is not implemented; "
+                 "the package is opened for text decoding only", m->cfg->path, gm->type,
+                 vis->present ? "has a vision model" : "is multimodal");
+    return NULL;
+}
+
+static og_status *open_model(og_model *m, const og_model_options *o) {
+    const gen_model *gm = &m->cfg->model;
+    const gen_decoder *d = &gm->decoder;
+    if (!in_list(llm_types, gm->type) && !in_list(vlm_types, gm->type))
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: model.type '%s' is not supported (supported: "
+                         "onnxruntime-genai's decoder-only language model types such as llama, "
+                         "qwen2, qwen3_5_text, lfm2, decoder-pipeline, and the text decoder of "
+                         "its vision-language types such as qwen3_5, phi3v)", m->cfg->path,
+                         gm->type);
+    m->vocab_size = gm->vocab_size;
+    m->context_length = gm->context_length;
+    m->pad_id = gm->pad_token_id;
+    m->bos_id = gm->bos_token_id;
+    m->n_eos = gm->n_eos_token_ids;
+    m->eos_ids = calloc((size_t)m->n_eos + 1, sizeof *m->eos_ids);
+    if (!m->eos_ids) return og_oom();
+    memcpy(m->eos_ids, gm->eos_token_ids, sizeof(int32_t) * (size_t)m->n_eos);
+    if (m->vocab_size <= 0)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab_size is %d, expected > 0",
+                         m->cfg->path, m->vocab_size);
+    for (int i = 0; i < m->cfg->n_warnings; i++) OG_TRY(add_warning(m, m->cfg->warnings[i]));
+
+    char why[1024];
+    OG_TRY(text_only_reason(m, why, sizeof why));
+    if (why[0]) {
+        if (!o->allow_text_only)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s (refused: allow_text_only is 0)", why);
+        if (!(m->text_only = strdup(why))) return og_oom();
+        OG_TRY(add_warning(m, why));
+    }
+
+    const gen_kvs *din = &d->c.inputs;
+    m->attention_mask = gen_kvs_get(din, "attention_mask");
+    m->position_ids = gen_kvs_get(din, "position_ids");
+    m->logits.name = gen_kvs_get(&d->c.outputs, "logits");
+    if (!m->logits.name)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.outputs.logits is not set",
+                         m->cfg->path);
+    int embedding_stage = -1;
+    const char *embeds_from = NULL;
+    if (d->n_pipeline > 0) {
+        OG_TRY(open_pipeline(m, o));
+    } else {
+        OG_TRY(open_stage(m, o, "decoder", "model.decoder.filename", d->c.filename,
+                          &d->c.session_options));
+        const char *embeds = gen_kvs_get(din, "inputs_embeds");
+        if (has_input(m->stages[0].s, embeds, NULL) && gm->embedding.present) {
+            /* the split layout: the embedding runs first; put it in front */
+            OG_TRY(open_stage(m, o, "embedding", "model.embedding.filename",
+                              gm->embedding.filename, &gm->embedding.session_options));
+            gen_stage t = m->stages[0];
+            m->stages[0] = m->stages[1];
+            m->stages[1] = t;
+            embedding_stage = 0;
+            embeds_from = gen_kvs_get(&gm->embedding.outputs, "inputs_embeds");
+        }
+    }
+    OG_TRY(gen_model_find_caches(m));
+    OG_TRY(resolve_outs(m, embedding_stage));
+    bool have_logits = false;
+    for (int si = 0; si < m->n_stages; si++) {
+        const gen_stage *st = &m->stages[si];
+        for (int k = 0; k < st->n_outs; k++)
+            if (st->outs[k].sink == GEN_SINK_LOGITS) {
+                OG_TRY(check_logits(m, st));
+                have_logits = true;
+            }
+    }
+    if (!have_logits)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.outputs.logits is '%s', but "
+                         "the decoder graph %s has no such output", m->cfg->path, m->logits.name,
+                         m->stages[m->n_stages - 1].file);
+    for (int si = 0; si < m->n_stages; si++) {
+        bool emb = si == embedding_stage;
+        const char *ids = gen_kvs_get(emb ? &gm->embedding.inputs : din, "input_ids");
+        const char *img = emb ? gen_kvs_get(&gm->embedding.inputs, "image_features") : NULL;
+        OG_TRY(resolve_feeds(m, si, ids, img, si > embedding_stage ? embeds_from : NULL));
+    }
+    m->input_ids = gen_kvs_get(din, "input_ids");
+    bool takes_tokens = false;
+    for (int si = 0; si < m->n_stages; si++)
+        for (int k = 0; k < m->stages[si].n_feeds; k++)
+            takes_tokens |= m->stages[si].feeds[k].src == GEN_SRC_IDS;
+    if (!takes_tokens)
+        return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: no graph of the package takes token ids "
+                         "(model.decoder.inputs.input_ids)", m->cfg->path);
+    if (!m->position_rank) m->position_rank = 2;
+    /* attention that reads each row's length from the mask keeps rows compact */
+    for (int si = 0; si < m->n_stages; si++) {
+        const graph *g = m->stages[si].s->graph;
+        for (int k = 0; k < g->n_nodes; k++)
+            if (!strcmp(g->nodes[k].op_type, "GroupQueryAttention")) m->compact = true;
+    }
+    return NULL;
 }
 
 /* A file given where a package folder belongs: an .onnx name, or a ModelProto's first
@@ -221,7 +488,11 @@ static bool looks_like_onnx(const char *path) {
 og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out) {
     if (!dir || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_open: NULL argument");
     og_model_options o = og_model_options_default();
-    if (options) o.num_threads = options->num_threads;
+    if (options) {
+        o.num_threads = options->num_threads;
+        if (options->struct_size >= offsetof(og_model_options, allow_text_only) + sizeof(int))
+            o.allow_text_only = options->allow_text_only;
+    }
     og_model *m = calloc(1, sizeof *m);
     if (!m) return og_oom();
     og_status *st = NULL;
@@ -244,48 +515,7 @@ og_status *og_model_open(const char *dir, const og_model_options *options, og_mo
         goto fail;
     }
     if ((st = gen_config_load(dir, &m->cfg))) goto fail;
-    const gen_model *gm = &m->cfg->model;
-    if (!is_decoder_type(gm->type)) {
-        st = og_errorf(OG_ERR_UNSUPPORTED, "%s: model.type '%s' is not supported yet (supported: "
-                       "decoder-only models such as gpt2, llama, qwen2, phi3)", m->cfg->path,
-                       gm->type);
-        goto fail;
-    }
-    if (!gm->decoder.c.filename) {
-        st = og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.filename is missing", m->cfg->path);
-        goto fail;
-    }
-    m->vocab_size = gm->vocab_size;
-    m->context_length = gm->context_length;
-    m->pad_id = gm->pad_token_id;
-    m->bos_id = gm->bos_token_id;
-    m->n_eos = gm->n_eos_token_ids;
-    m->eos_ids = calloc((size_t)m->n_eos + 1, sizeof *m->eos_ids);
-    if (!m->eos_ids) {
-        st = og_oom();
-        goto fail;
-    }
-    memcpy(m->eos_ids, gm->eos_token_ids, sizeof(int32_t) * (size_t)m->n_eos);
-    if (m->vocab_size <= 0) {
-        st = og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab_size is %d, expected > 0",
-                       m->cfg->path, m->vocab_size);
-        goto fail;
-    }
-    char *path = NULL;
-    if ((st = pkg_path_join(m->cfg->dir, gm->decoder.c.filename, m->cfg->path,
-                            "model.decoder.filename", &path)))
-        goto fail;
-    og_session_options so = og_session_options_default();
-    so.num_threads = o.num_threads;
-    if (so.num_threads == 0 && gm->decoder.c.session_options.intra_op_num_threads > 0)
-        so.num_threads = gm->decoder.c.session_options.intra_op_num_threads;
-    st = og_session_open(path, &so, &m->decoder);
-    free(path);
-    if (st) {
-        st = og_status_wrap(st, "%s: model.decoder.filename", m->cfg->path);
-        goto fail;
-    }
-    if ((st = resolve_io(m))) goto fail;
+    if ((st = open_model(m, &o))) goto fail;
     *out = m;
     return NULL;
 fail:
@@ -295,14 +525,23 @@ fail:
 
 void og_model_close(og_model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_past; i++) {
-        if (m->past_names) free(m->past_names[i]);
-        if (m->present_names) free(m->present_names[i]);
+    for (int i = 0; i < m->n_cache; i++) {
+        free(m->cache[i].past);
+        free(m->cache[i].present);
     }
-    free(m->past_names);
-    free(m->present_names);
+    free(m->cache);
+    for (int i = 0; i < m->n_stages; i++) {
+        og_session_close(m->stages[i].s);
+        free(m->stages[i].name);
+        free(m->stages[i].file);
+        free(m->stages[i].feeds);
+        free(m->stages[i].outs);
+    }
+    free(m->stages);
+    for (int i = 0; i < m->n_warnings; i++) free(m->warnings[i]);
+    free(m->warnings);
+    free(m->text_only);
     free(m->eos_ids);
-    og_session_close(m->decoder);
     gen_config_free(m->cfg);
     free(m->dir);
     free(m);
@@ -312,12 +551,15 @@ const char *og_model_type(const og_model *m) { return m ? m->cfg->model.type : "
 int og_model_vocab_size(const og_model *m) { return m ? m->vocab_size : 0; }
 int32_t og_model_pad_token_id(const og_model *m) { return m ? m->pad_id : 0; }
 
-size_t og_model_warning_count(const og_model *m) {
-    return m ? (size_t)m->cfg->n_warnings : 0;
+int og_model_text_only(const og_model *m, const char **reason) {
+    if (reason) *reason = m && m->text_only ? m->text_only : "";
+    return m && m->text_only ? 1 : 0;
 }
 
+size_t og_model_warning_count(const og_model *m) { return m ? (size_t)m->n_warnings : 0; }
+
 const char *og_model_warning(const og_model *m, size_t i) {
-    return m && i < (size_t)m->cfg->n_warnings ? m->cfg->warnings[i] : "";
+    return m && i < (size_t)m->n_warnings ? m->warnings[i] : "";
 }
 
 og_generator_params og_generator_params_default(const og_model *m) {
@@ -342,58 +584,3 @@ og_generator_params og_generator_params_default(const og_model *m) {
     if (p.batch_size < 1) p.batch_size = 1;
     return p;
 }
-
-og_status *og_generator_create(og_model *m, const og_generator_params *params,
-                               og_generator **out) {
-    if (!m || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_create: NULL argument");
-    og_generator_params p = params ? *params : og_generator_params_default(m);
-    if (params && params->struct_size < sizeof p)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_params.struct_size is %zu; fill "
-                         "params from og_generator_params_default()", params->struct_size);
-    if (p.max_length <= 0) p.max_length = m->context_length;
-    if (p.batch_size < 1 || p.num_beams < 1 || p.max_length < 1)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: batch_size %d, num_beams %d and "
-                         "max_length %d must be >= 1", p.batch_size, p.num_beams, p.max_length);
-    if (m->context_length > 0 && p.max_length > m->context_length)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: max_length %d exceeds the model's "
-                         "context_length %d", p.max_length, m->context_length);
-    if (p.num_return_sequences < 1 || (p.num_beams > 1 && p.num_return_sequences > p.num_beams))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: num_return_sequences %d must be in "
-                         "[1, num_beams %d]", p.num_return_sequences, p.num_beams);
-    if (p.num_beams > 1 && p.do_sample)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: sampling cannot be combined with "
-                         "beam search (num_beams %d)", p.num_beams);
-    if (p.do_sample && (p.top_p < 0 || p.top_p > 1 || p.top_k < 0 || p.temperature < 0))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: top_p %g must be in [0, 1], top_k "
-                         "%d and temperature %g >= 0", p.top_p, p.top_k, p.temperature);
-    og_generator *g = calloc(1, sizeof *g);
-    if (!g) return og_oom();
-    g->m = m;
-    g->p = p;
-    if (g->p.top_p <= 0) g->p.top_p = 1.0f; /* 0 means no top-p filtering */
-    if (p.num_beams == 1) g->p.num_return_sequences = 1;
-    g->rows = p.batch_size * p.num_beams;
-    g->max_len = p.max_length;
-    g->share_buffer = m->cfg->search.past_present_share_buffer && p.num_beams == 1 &&
-                      m->kv == GEN_KV_SEPARATE;
-    og_status *st = gen_generator_alloc(g);
-    if (!st && p.num_beams > 1) {
-        g->beam_opts = (gen_beam_options){
-            .batch = p.batch_size, .num_beams = p.num_beams, .vocab = m->vocab_size,
-            .max_length = p.max_length, .num_return_sequences = p.num_return_sequences,
-            .length_penalty = p.length_penalty, .early_stopping = p.early_stopping != 0,
-            .eos_ids = m->eos_ids, .n_eos = m->n_eos, .pad_id = m->pad_id};
-        st = gen_beam_create(&g->beam_opts, &g->beam);
-    }
-    if (st) {
-        gen_generator_free(g);
-        return st;
-    }
-    uint64_t seed = p.random_seed >= 0 ? (uint64_t)p.random_seed
-                                       : (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)g;
-    gen_rng_seed(&g->rng, seed);
-    *out = g;
-    return NULL;
-}
-
-void og_generator_destroy(og_generator *g) { gen_generator_free(g); }

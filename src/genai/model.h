@@ -1,43 +1,133 @@
-/* An opened package: its config, the decoder session, and what the generator needs to
- * know about the decoder graph's inputs and outputs (read from the graph itself, as
- * onnxruntime-genai does: which inputs exist and their dtypes decide what is fed). */
+/* An opened package: its config, the sessions that make up the model, and what the
+ * generator needs to know about their inputs and outputs (read from the graphs
+ * themselves, as onnxruntime-genai does: which inputs exist and their dtypes decide what
+ * is fed, which layers carry a KV cache and which a fixed-size state).
+ *
+ * A model is a pipeline of stages run in order on every step; each stage is one
+ * session. A classic package has one stage (the decoder). A split package (embedding +
+ * text decoder fed `inputs_embeds`, as vision packages are laid out) has two: the
+ * embedding turns ids into embeddings, the decoder takes them. A `decoder-pipeline`
+ * package lists its stages in genai_config.json. Values flow between stages by name. */
 #ifndef OG_GENAI_MODEL_H
 #define OG_GENAI_MODEL_H
 
 #include "onnx_genai.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct gen_config;
 
 typedef enum gen_kv_layout {
-    GEN_KV_NONE,     /* a graph without a cache (engine/dummy-decoder) */
+    GEN_KV_NONE,     /* no KV cache (engine/dummy-decoder, a state-only model) */
     GEN_KV_COMBINED, /* one tensor per layer: [2, batch, heads, seq, head_size] (gpt2 past_%d) */
     GEN_KV_SEPARATE  /* key and value per layer: [batch, kv_heads, seq, head_size] */
 } gen_kv_layout;
+
+/* A loop-carried tensor: fed as `past`, returned as `present`, fed back next step. */
+typedef enum gen_cache_kind {
+    GEN_CACHE_KV,    /* grows along its sequence axis (key, value or gpt2's pair) */
+    GEN_CACHE_STATE  /* fixed shape with a leading batch axis (conv / recurrent state) */
+} gen_cache_kind;
+
+typedef struct gen_cache {
+    char *past, *present; /* graph names */
+    const char *what;     /* "key", "value", "kv", "conv_state", "recurrent_state", "conv" */
+    gen_cache_kind kind;
+    int layer;
+    og_dtype dtype;
+    int heads, head_size; /* KV */
+    int rank;             /* STATE: its rank and dims, dims[0] (the batch) = -1 */
+    int64_t dims[OG_MAX_RANK];
+    size_t row_bytes;     /* STATE: bytes of one batch row */
+    bool shareable;       /* the op that writes present may write it over past in place */
+    int stage;            /* the stage whose session takes past and returns present */
+} gen_cache;
 
 typedef struct gen_io {
     const char *name; /* graph name, NULL when the graph lacks this input */
     og_dtype dtype;
 } gen_io;
 
+/* Where a stage's graph input comes from. */
+typedef enum gen_src {
+    GEN_SRC_IDS,   /* the new tokens [B, S] */
+    GEN_SRC_MASK,  /* attention mask [B, total] */
+    GEN_SRC_POS,   /* positions [B, S] or [3, B, S] */
+    GEN_SRC_IMAGE, /* an empty image_features tensor (text only: no image tokens) */
+    GEN_SRC_PAST,  /* cache entry `index` */
+    GEN_SRC_VALUE  /* output `out` of the earlier stage `index` */
+} gen_src;
+
+typedef struct gen_feed {
+    const char *name; /* the graph input */
+    og_dtype dtype;
+    gen_src src;
+    int index, out;
+} gen_feed;
+
+/* Where a stage's requested output goes. */
+typedef enum gen_sink {
+    GEN_SINK_VALUE,   /* kept for later stages */
+    GEN_SINK_PRESENT, /* cache entry `index` */
+    GEN_SINK_LOGITS
+} gen_sink;
+
+typedef struct gen_out {
+    const char *name;
+    gen_sink sink;
+    int index;
+} gen_out;
+
+/* One session of the pipeline: every graph input has a feed, and the outputs it must
+ * produce have sinks. */
+typedef struct gen_stage {
+    char *name;   /* "decoder", "embedding" or the pipeline stage's key */
+    char *file;   /* as genai_config.json names it */
+    og_session *s;
+    gen_feed *feeds;
+    int n_feeds;
+    gen_out *outs;
+    int n_outs;
+    bool on_prompt, on_token; /* runs on a prompt (several new tokens) / a one-token step */
+} gen_stage;
+
 struct og_model {
     struct gen_config *cfg;
     char *dir;
-    og_session *decoder;
-    gen_io input_ids, attention_mask, position_ids, logits;
+    gen_stage *stages;
+    int n_stages;
+    og_session *decoder; /* the stage that returns the logits */
+    /* nominal inputs: the graph name the generator feeds them under (any stage may take
+     * them; the dtype is each stage's own) */
+    const char *input_ids, *attention_mask, *position_ids, *image_features;
+    int position_rank;           /* 2: [B, S]; 3: [3, B, S] (mRoPE) */
+    int64_t image_feature_dims[OG_MAX_RANK]; /* the empty tensor fed when there is no image */
+    int image_feature_rank;
+    og_dtype image_feature_dtype;
+    gen_io logits;
+    gen_cache *cache;
+    int n_cache;
+    bool has_state;  /* some cache entry is a STATE */
+    bool compact;    /* attention finds each row's length from the mask (GroupQueryAttention):
+                        a row's cache entries are [0, its length); otherwise rows share
+                        columns and shorter rows are masked on the left */
+    /* summary of the KV entries for benchmarks (the first KV entry's shape) */
     gen_kv_layout kv;
-    int n_layers;
+    int n_layers;            /* layers that carry KV */
     og_dtype kv_dtype;
-    int kv_heads, head_size; /* per layer cache dims, read from the graph's past input */
-    char **past_names;       /* [n_layers] (COMBINED) or [2*n_layers] key,value (SEPARATE) */
-    char **present_names;
-    int n_past;              /* entries in past_names / present_names */
+    int kv_heads, head_size;
     int vocab_size;
     int32_t *eos_ids;
     int n_eos;
     int32_t pad_id, bos_id;
     int context_length;
+    char *text_only;         /* why the package decodes text only; NULL when it is whole */
+    char **warnings;         /* the config's warnings, then the model's own */
+    int n_warnings;
 };
+
+/* Bytes of KV per cached position, all KV layers, batch 1. */
+double gen_model_kv_bytes_per_position(const og_model *m);
 
 #endif

@@ -241,8 +241,7 @@ static void weight_bytes(const og_model *m, double *total, double *streamed) {
 
 /* KV bytes per cached position (all layers, keys and values, batch 1). */
 static double kv_bytes_per_position(const og_model *m) {
-    if (m->kv == GEN_KV_NONE) return 0;
-    return 2.0 * m->n_layers * m->kv_heads * m->head_size * (double)dtype_size(m->kv_dtype);
+    return gen_model_kv_bytes_per_position(m);
 }
 
 /* Past and present in one buffer (the generator's rule): no per-step copy of the past. */

@@ -246,7 +246,7 @@ int cli_generate(int argc, char **argv) {
     og_tokenizer_stream *stream = NULL;
     og_generator *gen = NULL;
     og_status *st = NULL;
-    int32_t *flat = NULL, *enc = NULL;
+    int32_t *enc = NULL;
     char *input = NULL;
     if (rc) goto done;
     double t0 = now_s();
@@ -263,7 +263,7 @@ int cli_generate(int argc, char **argv) {
     og_status_free(tst);
     double t_load = now_s() - t0;
 
-    /* The prompt rows, left-padded to one length. */
+    /* The prompt rows, each its own length (the generator never pads inside the model). */
     size_t batch = o.n_batches ? (size_t)o.n_batches : 1, width = 0;
     if (!o.n_batches) {
         size_t len = 0;
@@ -289,22 +289,10 @@ int cli_generate(int argc, char **argv) {
         o.n_ids[0] = n;
         enc = NULL;
     }
-    for (size_t b = 0; b < batch; b++)
-        if (o.n_ids[b] > width) width = o.n_ids[b];
+    for (size_t b = 0; b < batch; b++) width += o.n_ids[b];
     og_generator_params p = og_generator_params_default(model);
     apply_overrides(&o, &p);
     p.batch_size = (int)batch;
-    int32_t pad = og_model_pad_token_id(model);
-    flat = malloc(batch * width * sizeof *flat);
-    if (!flat) {
-        rc = cli_fail("out of memory");
-        goto done;
-    }
-    for (size_t b = 0; b < batch; b++) {
-        size_t off = width - o.n_ids[b];
-        for (size_t i = 0; i < width; i++)
-            flat[b * width + i] = i < off ? pad : o.ids[b][i - off];
-    }
     if ((st = og_generator_create(model, &p, &gen))) goto done;
     /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
@@ -314,9 +302,11 @@ int cli_generate(int argc, char **argv) {
         fflush(stdout);
     }
     double t1 = now_s();
-    if ((st = og_generator_append_tokens(gen, flat, batch * width))) goto done;
+    if ((st = og_generator_append_token_rows(gen, (const int32_t *const *)o.ids, o.n_ids)))
+        goto done;
     double t_prompt = now_s() - t1, t2 = now_s();
     int generated = 0;
+    size_t shown = o.n_ids[0];
     while (!og_generator_is_done(gen)) {
         if ((st = og_generator_generate_next_token(gen))) goto done;
         generated++;
@@ -325,6 +315,8 @@ int cli_generate(int argc, char **argv) {
             size_t len;
             const char *piece;
             if ((st = og_generator_get_sequence(gen, 0, &seq, &len))) goto done;
+            if (len == shown) continue; /* stopped on EOS, which is not appended */
+            shown = len;
             if ((st = og_tokenizer_stream_decode(stream, seq[len - 1], &piece))) goto done;
             fputs(piece, stdout);
             fflush(stdout);
@@ -361,7 +353,7 @@ int cli_generate(int argc, char **argv) {
         }
         printf("], \"timing\": {\"load_s\": %.6f, \"prompt_s\": %.6f, \"prompt_tokens\": %zu, "
                "\"decode_s\": %.6f, \"generated_tokens\": %d, \"decode_tokens_per_s\": %.3f}}\n",
-               t_load, t_prompt, width * batch, t_decode, generated,
+               t_load, t_prompt, width, t_decode, generated,
                t_decode > 0 ? generated / t_decode : 0.0);
     } else if (!streaming) {
         for (size_t s = 0; s < n_seq; s++) {
@@ -386,7 +378,6 @@ done:
         og_status_free(st);
     }
     for (int b = 0; b < 64; b++) free(o.ids[b]);
-    free(flat);
     free(enc);
     free(input);
     og_tokenizer_stream_free(stream);

@@ -246,7 +246,8 @@ TEST(generate_rejects_bad_input) {
     snprintf(dir, sizeof dir, "%s/no_graph", tmp);
     snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/genai_config.json %s/", dir, dir_, dir);
     CHECK(system(cmd) == 0);
-    CHECK_ERR(og_model_open(dir, NULL, &bad), OG_ERR_NOT_FOUND, "past.onnx");
+    CHECK_ERR(og_model_open(dir, NULL, &bad), OG_ERR_INCOMPLETE_MODEL,
+              "model.decoder.filename names 'past.onnx', which is not in the package");
     snprintf(dir, sizeof dir, "%s/bad_names", tmp);
     snprintf(cmd, sizeof cmd,
              "mkdir -p %s && ln -sf %s/past.onnx %s/past.onnx && sed 's/\"past_%%d\"/\"cache_%%d\"/' "

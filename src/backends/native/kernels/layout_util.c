@@ -278,7 +278,9 @@ og_status *layout_copy_as(kernel_ctx *ctx, int rank, const int64_t *dims) {
     if (y->nbytes != x->nbytes)
         return kernel_errorf(ctx, OG_ERR_RUNTIME, "output holds %zu bytes, input %zu",
                              y->nbytes, x->nbytes);
-    layout_memcpy(ctx->pool, y->data, x->data, x->nbytes);
+    /* the generator may bind an output over its input (a loop-carried value written in
+     * place): nothing to move then */
+    if (y->data != x->data) layout_memcpy(ctx->pool, y->data, x->data, x->nbytes);
     return NULL;
 }
 

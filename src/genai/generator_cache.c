@@ -1,0 +1,235 @@
+/* The loop-carried buffers of a generator: KV caches that grow along a sequence axis and
+ * fixed-size states (conv / recurrent), with their row layouts, beam reordering,
+ * rewinding and state snapshots.
+ *
+ * KV: allocated once at max_length columns. A shared buffer (GroupQueryAttention with
+ * past_present_share_buffer, one beam) is [rows, heads, max_length, head_size] and the
+ * kernel writes the new entries in place. Otherwise each entry has two buffers holding
+ * [rows, heads, kv_len, head_size] (or gpt2's [2, rows, ...]) contiguously: past is read
+ * from one, present written into the other, then they swap.
+ *
+ * States: [rows, ...] zero-initialized, two buffers (present written into the other,
+ * or over the past when the op that writes it allows it). Rewind cannot cut a state
+ * back, so snapshots of all states are kept at chosen lengths. */
+#include "genai/generator.h"
+
+#include "base/tensor.h"
+#include "genai/config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_pair(const gen_cache *c) { return c->kind == GEN_CACHE_KV && !strcmp(c->what, "kv"); }
+
+size_t gen_kv_row_bytes(const og_generator *g, int i, int seq) {
+    const gen_cache *c = &g->m->cache[i];
+    return (size_t)c->heads * (size_t)seq * (size_t)c->head_size * dtype_size(c->dtype);
+}
+
+int gen_kv_dims(const og_generator *g, int i, int nr, int seq, int64_t *dims) {
+    const gen_cache *c = &g->m->cache[i];
+    int r = 0;
+    if (is_pair(c)) dims[r++] = 2;
+    dims[r++] = nr;
+    dims[r++] = c->heads;
+    dims[r++] = seq;
+    dims[r++] = c->head_size;
+    return r;
+}
+
+static size_t entry_bytes(const og_generator *g, int i, int cols) {
+    const gen_cache *c = &g->m->cache[i];
+    if (c->kind == GEN_CACHE_STATE) return c->row_bytes * (size_t)g->rows;
+    return gen_kv_row_bytes(g, i, cols) * (size_t)g->rows * (is_pair(c) ? 2 : 1);
+}
+
+static og_status *alloc_zero(void **p, size_t n) {
+    if (posix_memalign(p, 64, n ? n : 64) != 0) {
+        *p = NULL;
+        return og_oom();
+    }
+    memset(*p, 0, n);
+    return NULL;
+}
+
+og_status *gen_cache_alloc(og_generator *g) {
+    const og_model *m = g->m;
+    int n = m->n_cache;
+    g->bytes = calloc((size_t)n + 1, sizeof *g->bytes);
+    g->cur = calloc((size_t)n + 1, sizeof *g->cur);
+    g->inplace = calloc((size_t)n + 1, sizeof *g->inplace);
+    g->buf[0] = calloc((size_t)n + 1, sizeof(void *));
+    g->buf[1] = calloc((size_t)n + 1, sizeof(void *));
+    if (!g->bytes || !g->cur || !g->inplace || !g->buf[0] || !g->buf[1]) return og_oom();
+    g->col_cap = g->max_len;
+    for (int i = 0; i < n; i++) {
+        const gen_cache *c = &m->cache[i];
+        bool kv = c->kind == GEN_CACHE_KV;
+        g->inplace[i] = kv ? (g->share_kv && c->shareable) : c->shareable;
+        g->bytes[i] = entry_bytes(g, i, g->max_len);
+        OG_TRY(alloc_zero(&g->buf[0][i], g->bytes[i]));
+        if (kv && g->inplace[i]) {
+            g->buf[1][i] = g->buf[0][i]; /* one buffer: never swapped, never reordered */
+        } else {
+            OG_TRY(alloc_zero(&g->buf[1][i], g->bytes[i]));
+        }
+    }
+    return NULL;
+}
+
+static void snapshot_free(og_generator *g, gen_snapshot *s) {
+    for (int i = 0; s->data && i < g->m->n_cache; i++) free(s->data[i]);
+    free(s->data);
+    s->data = NULL;
+}
+
+void gen_cache_free(og_generator *g) {
+    for (int i = 0; g->buf[0] && i < g->m->n_cache; i++) {
+        if (g->buf[1] && g->buf[1][i] != g->buf[0][i]) free(g->buf[1][i]);
+        free(g->buf[0][i]);
+    }
+    free(g->buf[0]);
+    free(g->buf[1]);
+    free(g->bytes);
+    free(g->cur);
+    free(g->inplace);
+    for (int s = 0; s < g->n_snaps; s++) snapshot_free(g, &g->snaps[s]);
+    g->n_snaps = 0;
+}
+
+void gen_cache_reset(og_generator *g) {
+    for (int i = 0; i < g->m->n_cache; i++) {
+        /* KV beyond the fed length is never read; states must start at zero */
+        if (g->m->cache[i].kind == GEN_CACHE_STATE) {
+            memset(g->buf[0][i], 0, g->bytes[i]);
+            if (g->buf[1][i] != g->buf[0][i]) memset(g->buf[1][i], 0, g->bytes[i]);
+        }
+        g->cur[i] = 0;
+    }
+    for (int s = 0; s < g->n_snaps; s++) snapshot_free(g, &g->snaps[s]);
+    g->n_snaps = 0;
+    g->kv_len = 0;
+    if (g->cmask) memset(g->cmask, 0, (size_t)g->rows * (size_t)g->col_cap);
+}
+
+void gen_kv_place_row(og_generator *g, int i, int r, const void *src, int n, int col) {
+    const gen_cache *c = &g->m->cache[i];
+    size_t pos = (size_t)c->head_size * dtype_size(c->dtype);
+    int S = g->share_kv && g->inplace[i] ? g->max_len : g->kv_len;
+    int halves = is_pair(c) ? 2 : 1;
+    char *dst = g->buf[g->cur[i]][i];
+    const char *s = src;
+    for (int h = 0; h < halves; h++)
+        for (int k = 0; k < c->heads; k++) {
+            char *row = dst + (((size_t)h * g->rows + r) * c->heads + k) * S * pos;
+            memset(row, 0, (size_t)S * pos);
+            memcpy(row + (size_t)col * pos, s, (size_t)n * pos);
+            s += (size_t)n * pos;
+        }
+}
+
+og_status *gen_kv_reserve(og_generator *g, int cols) {
+    if (cols <= g->col_cap) return NULL;
+    for (int i = 0; i < g->m->n_cache; i++) {
+        if (g->m->cache[i].kind != GEN_CACHE_KV) continue;
+        size_t nb = entry_bytes(g, i, cols);
+        for (int b = 0; b < 2; b++) {
+            void *p;
+            OG_TRY(alloc_zero(&p, nb));
+            /* the data is laid out by kv_len, not by capacity: it moves as is */
+            memcpy(p, g->buf[b][i], g->bytes[i]);
+            free(g->buf[b][i]);
+            g->buf[b][i] = p;
+        }
+        g->bytes[i] = nb;
+    }
+    uint8_t *cm = calloc((size_t)g->rows * (size_t)cols, 1);
+    if (!cm) return og_oom();
+    for (int r = 0; r < g->rows && g->cmask; r++)
+        memcpy(cm + (size_t)r * cols, g->cmask + (size_t)r * g->col_cap, (size_t)g->col_cap);
+    free(g->cmask);
+    g->cmask = cm;
+    g->col_cap = cols;
+    return NULL;
+}
+
+og_status *gen_cache_reorder(og_generator *g, const int32_t *parents) {
+    for (int i = 0; i < g->m->n_cache; i++) {
+        const gen_cache *c = &g->m->cache[i];
+        if (g->buf[0][i] == g->buf[1][i])
+            return og_errorf(OG_ERR_UNSUPPORTED, "generator: a shared KV buffer cannot follow "
+                             "beams");
+        size_t row = c->kind == GEN_CACHE_STATE ? c->row_bytes : gen_kv_row_bytes(g, i, g->kv_len);
+        int halves = is_pair(c) ? 2 : 1;
+        const char *src = g->buf[g->cur[i]][i];
+        char *dst = g->buf[1 - g->cur[i]][i];
+        for (int h = 0; h < halves; h++)
+            for (int r = 0; r < g->rows; r++)
+                memcpy(dst + ((size_t)h * g->rows + r) * row,
+                       src + ((size_t)h * g->rows + parents[r]) * row, row);
+        g->cur[i] = 1 - g->cur[i];
+    }
+    return NULL;
+}
+
+void gen_kv_truncate(og_generator *g, int keep) {
+    if (keep >= g->kv_len) return;
+    for (int i = 0; i < g->m->n_cache; i++) {
+        const gen_cache *c = &g->m->cache[i];
+        if (c->kind != GEN_CACHE_KV || (g->share_kv && g->inplace[i])) continue;
+        /* every (half, row, head) block goes from stride kv_len to stride keep */
+        size_t blk = (size_t)c->head_size * dtype_size(c->dtype);
+        int n_blocks = (is_pair(c) ? 2 : 1) * g->rows * c->heads;
+        char *p = g->buf[g->cur[i]][i];
+        for (int b = 0; b < n_blocks; b++)
+            memmove(p + (size_t)b * keep * blk, p + (size_t)b * g->kv_len * blk,
+                    (size_t)keep * blk);
+    }
+    g->kv_len = keep;
+}
+
+og_status *gen_snapshot_take(og_generator *g) {
+    const og_model *m = g->m;
+    if (g->n_snaps == GEN_MAX_SNAPSHOTS) { /* the oldest goes */
+        snapshot_free(g, &g->snaps[0]);
+        memmove(&g->snaps[0], &g->snaps[1], sizeof g->snaps[0] * (GEN_MAX_SNAPSHOTS - 1));
+        g->n_snaps--;
+    }
+    gen_snapshot *s = &g->snaps[g->n_snaps];
+    s->fed = g->fed[0];
+    s->data = calloc((size_t)m->n_cache, sizeof(void *));
+    if (!s->data) return og_oom();
+    g->n_snaps++;
+    for (int i = 0; i < m->n_cache; i++) {
+        if (m->cache[i].kind != GEN_CACHE_STATE) continue;
+        if (!(s->data[i] = malloc(g->bytes[i]))) return og_oom();
+        memcpy(s->data[i], g->buf[g->cur[i]][i], g->bytes[i]);
+    }
+    return NULL;
+}
+
+int gen_snapshot_restore(og_generator *g, int keep) {
+    int best = -1;
+    for (int s = 0; s < g->n_snaps; s++)
+        if (g->snaps[s].fed <= keep && (best < 0 || g->snaps[s].fed > g->snaps[best].fed)) best = s;
+    /* snapshots past the new length describe tokens that are gone */
+    int w = 0;
+    for (int s = 0; s < g->n_snaps; s++) {
+        if (g->snaps[s].fed > keep) {
+            snapshot_free(g, &g->snaps[s]);
+            continue;
+        }
+        if (s == best) best = w;
+        g->snaps[w++] = g->snaps[s];
+    }
+    g->n_snaps = w;
+    for (int i = 0; i < g->m->n_cache; i++) {
+        if (g->m->cache[i].kind != GEN_CACHE_STATE) continue;
+        void *dst = g->buf[g->cur[i]][i];
+        if (best >= 0)
+            memcpy(dst, g->snaps[best].data[i], g->bytes[i]);
+        else
+            memset(dst, 0, g->bytes[i]);
+    }
+    return best >= 0 ? g->snaps[best].fed : 0;
+}

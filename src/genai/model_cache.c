@@ -1,0 +1,261 @@
+/* Which graph inputs are loop-carried, read from the graphs themselves.
+ *
+ * The config gives name templates ("past_key_values.%d.key"); a layer carries a KV cache
+ * when a stage's graph has an input of that name for its index, and a fixed-size state
+ * when it has one of the state templates: `conv_state` / `recurrent_state` derived from
+ * the KV templates (Qwen3.5's linear-attention layers: past_key_values.%d.conv_state ->
+ * present.%d.conv_state) or the config's own past_conv_names / past_recurrent_names
+ * (LFM2's past_conv.%d -> present_conv.%d). The config's num_hidden_layers is not trusted
+ * for this: hybrid packages carry KV on some layers only. */
+#include "genai/model_internal.h"
+
+#include "base/tensor.h"
+#include "genai/config.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The layer index when `name` is `tmpl` with its %d replaced by digits, else -1. */
+static int match_template(const char *tmpl, const char *name) {
+    const char *pct = tmpl ? strstr(tmpl, "%d") : NULL;
+    if (!pct) return -1;
+    size_t pre = (size_t)(pct - tmpl), suf = strlen(pct + 2), n = strlen(name);
+    if (n <= pre + suf || strncmp(name, tmpl, pre) != 0 || strcmp(name + n - suf, pct + 2) != 0)
+        return -1;
+    long v = 0;
+    for (size_t i = pre; i < n - suf; i++) {
+        if (!isdigit((unsigned char)name[i]) || v > 100000000) return -1;
+        v = v * 10 + (name[i] - '0');
+    }
+    return (int)v;
+}
+
+/* "past_key_values.%d.key" -> "past_key_values.%d.<suffix>" (NULL when no '.'). */
+static char *derive_template(const char *kv_tmpl, const char *suffix) {
+    const char *dot = kv_tmpl ? strrchr(kv_tmpl, '.') : NULL;
+    if (!dot || !strstr(kv_tmpl, "%d")) return NULL;
+    size_t pre = (size_t)(dot - kv_tmpl) + 1;
+    char *s = malloc(pre + strlen(suffix) + 1);
+    if (!s) return NULL;
+    memcpy(s, kv_tmpl, pre);
+    strcpy(s + pre, suffix);
+    return s;
+}
+
+typedef struct cache_rule {
+    const char *past, *present; /* templates */
+    const char *past_key, *present_key; /* config keys, for messages */
+    const char *what;
+    gen_cache_kind kind;
+} cache_rule;
+
+static int find_output_index(const og_session *s, const char *name) {
+    for (size_t i = 0; i < og_session_output_count(s); i++) {
+        og_value_info v;
+        if (!og_session_output_info(s, i, &v) && strcmp(v.name, name) == 0) return (int)i;
+    }
+    return -1;
+}
+
+/* Ops whose kernels accept present written over past in one buffer. */
+static bool op_writes_in_place(const char *op) {
+    static const char *const ok[] = {"GroupQueryAttention", "Identity", NULL};
+    for (int i = 0; ok[i]; i++)
+        if (strcmp(ok[i], op) == 0) return true;
+    return false;
+}
+
+static bool present_shareable(const og_session *s, const char *present) {
+    const graph *g = s->graph;
+    int v = strmap_get(&g->by_name, present, -1);
+    if (v < 0 || g->values[v].producer < 0) return false;
+    return op_writes_in_place(g->nodes[g->values[v].producer].op_type);
+}
+
+static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const cache_rule *r,
+                            int layer, const og_value_info *past) {
+    for (int i = 0; i < m->n_cache; i++)
+        if (strcmp(m->cache[i].past, past->name) == 0) return NULL; /* two rules, one name */
+    char present[512];
+    og_status *e = gen_config_format_name(r->present, layer, present, sizeof present);
+    if (e) return og_status_wrap(e, "%s: model.decoder.outputs.%s", m->cfg->path, r->present_key);
+    int oi = find_output_index(st->s, present);
+    if (oi < 0)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: graph input '%s' (model.decoder.inputs.%s) is "
+                         "loop-carried, but the graph has no output '%s' (model.decoder.outputs.%s) "
+                         "to carry it", st->file, past->name, r->past_key, present, r->present_key);
+    gen_cache *c = realloc(m->cache, (size_t)(m->n_cache + 1) * sizeof *c);
+    if (!c) return og_oom();
+    m->cache = c;
+    c = &m->cache[m->n_cache];
+    memset(c, 0, sizeof *c);
+    c->past = strdup(past->name);
+    c->present = strdup(present);
+    if (!c->past || !c->present) {
+        free(c->past);
+        free(c->present);
+        return og_oom();
+    }
+    m->n_cache++;
+    c->what = r->what;
+    c->kind = r->kind;
+    c->layer = layer;
+    c->dtype = past->dtype;
+    c->stage = stage;
+    c->shareable = present_shareable(st->s, present);
+    if (c->dtype != OG_FLOAT32 && c->dtype != OG_FLOAT16 && c->dtype != OG_BFLOAT16)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: loop-carried input '%s' has dtype %s (float32, "
+                         "float16 or bfloat16 expected)", st->file, past->name,
+                         og_dtype_name(past->dtype));
+    if (r->kind == GEN_CACHE_STATE) {
+        bool windowed = (!strcmp(r->what, "conv_state") && past->rank == 4) ||
+                        (!strcmp(r->what, "recurrent_state") && past->rank == 5);
+        if (windowed)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s: state input '%s' has rank %d: a state with a "
+                             "leading window axis (built with state_window) is not supported",
+                             st->file, past->name, past->rank);
+        if (past->rank < 1 || past->rank > OG_MAX_RANK)
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: state input '%s' has no declared shape",
+                             st->file, past->name);
+        c->rank = past->rank;
+        size_t row = dtype_size(c->dtype);
+        for (int d = 0; d < past->rank; d++) {
+            c->dims[d] = past->dims[d];
+            if (d == 0) continue;
+            if (past->dims[d] <= 0)
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: state input '%s' has a symbolic "
+                                 "dimension %d ('%s'); only the leading batch dimension may be "
+                                 "symbolic", st->file, past->name, d,
+                                 past->dim_names[d] ? past->dim_names[d] : "?");
+            row *= (size_t)past->dims[d];
+        }
+        c->row_bytes = row;
+        m->has_state = true;
+        return NULL;
+    }
+    bool pair = !strcmp(r->what, "kv");
+    int want = pair ? 5 : 4;
+    if (past->rank != want)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: cache input '%s' has rank %d, expected %d",
+                         st->file, past->name, past->rank, want);
+    const gen_decoder *d = &m->cfg->model.decoder;
+    int64_t heads = past->dims[want - 3], hs = past->dims[want - 1];
+    c->heads = heads > 0 ? (int)heads
+                         : (d->num_key_value_heads > 0 ? d->num_key_value_heads
+                                                       : d->num_attention_heads);
+    c->head_size = hs > 0 ? (int)hs : d->head_size;
+    if (c->heads <= 0 || c->head_size <= 0)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: cannot tell the cache's heads and head size: "
+                         "input '%s' leaves them symbolic and the config lacks "
+                         "model.decoder.num_key_value_heads / head_size", m->cfg->path, past->name);
+    gen_kv_layout lay = pair ? GEN_KV_COMBINED : GEN_KV_SEPARATE;
+    if (m->kv != GEN_KV_NONE && m->kv != lay)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: the graphs mix combined (past_%%d) and "
+                         "separate key/value caches", m->cfg->path);
+    if (m->kv == GEN_KV_NONE) {
+        m->kv = lay;
+        m->kv_dtype = c->dtype;
+        m->kv_heads = c->heads;
+        m->head_size = c->head_size;
+    }
+    return NULL;
+}
+
+/* A KV layer needs both its key and its value. */
+static og_status *check_pairs(const og_model *m) {
+    for (int i = 0; i < m->n_cache; i++) {
+        const gen_cache *c = &m->cache[i];
+        if (c->kind != GEN_CACHE_KV || !strcmp(c->what, "kv")) continue;
+        const char *other = !strcmp(c->what, "key") ? "value" : "key";
+        bool found = false;
+        for (int j = 0; j < m->n_cache && !found; j++)
+            found = m->cache[j].layer == c->layer && !strcmp(m->cache[j].what, other);
+        if (!found)
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: layer %d has a cached %s ('%s') but no "
+                             "cached %s", m->cfg->path, c->layer, c->what, c->past, other);
+    }
+    return NULL;
+}
+
+og_status *gen_model_find_caches(og_model *m) {
+    const gen_decoder *d = &m->cfg->model.decoder;
+    const gen_kvs *in = &d->c.inputs, *out = &d->c.outputs;
+    const char *pk = gen_kvs_get(in, "past_key_names"), *ok = gen_kvs_get(out, "present_key_names");
+    const char *combined = gen_kvs_get(in, "past_names");
+    char *dc = derive_template(pk, "conv_state"), *dr = derive_template(pk, "recurrent_state");
+    char *oc = derive_template(ok, "conv_state"), *orr = derive_template(ok, "recurrent_state");
+    cache_rule rules[8];
+    int nr = 0;
+    if (combined)
+        rules[nr++] = (cache_rule){combined, gen_kvs_get(out, "present_names"), "past_names",
+                                   "present_names", "kv", GEN_CACHE_KV};
+    rules[nr++] = (cache_rule){pk, ok, "past_key_names", "present_key_names", "key", GEN_CACHE_KV};
+    rules[nr++] = (cache_rule){gen_kvs_get(in, "past_value_names"),
+                               gen_kvs_get(out, "present_value_names"), "past_value_names",
+                               "present_value_names", "value", GEN_CACHE_KV};
+    if (dc && oc)
+        rules[nr++] = (cache_rule){dc, oc, "past_key_names", "present_key_names", "conv_state",
+                                   GEN_CACHE_STATE};
+    if (dr && orr)
+        rules[nr++] = (cache_rule){dr, orr, "past_key_names", "present_key_names",
+                                   "recurrent_state", GEN_CACHE_STATE};
+    if (gen_kvs_get(in, "past_conv_names"))
+        rules[nr++] = (cache_rule){gen_kvs_get(in, "past_conv_names"),
+                                   gen_kvs_get(out, "present_conv_names"), "past_conv_names",
+                                   "present_conv_names", "conv", GEN_CACHE_STATE};
+    if (gen_kvs_get(in, "past_recurrent_names"))
+        rules[nr++] = (cache_rule){gen_kvs_get(in, "past_recurrent_names"),
+                                   gen_kvs_get(out, "present_recurrent_names"),
+                                   "past_recurrent_names", "present_recurrent_names",
+                                   "recurrent_state", GEN_CACHE_STATE};
+    og_status *st = NULL;
+    for (int s = 0; !st && s < m->n_stages; s++) {
+        const gen_stage *sg = &m->stages[s];
+        for (size_t i = 0; !st && i < og_session_input_count(sg->s); i++) {
+            og_value_info v;
+            if ((st = og_session_input_info(sg->s, i, &v))) break;
+            for (int r = 0; r < nr && !st; r++) {
+                if (!rules[r].present) continue;
+                int layer = match_template(rules[r].past, v.name);
+                if (layer < 0) continue;
+                st = add_entry(m, sg, s, &rules[r], layer, &v);
+                break;
+            }
+        }
+    }
+    free(dc);
+    free(dr);
+    free(oc);
+    free(orr);
+    OG_TRY(st);
+    OG_TRY(check_pairs(m));
+    if (m->n_cache == 0 && d->num_hidden_layers > 0) {
+        /* the config promises layers: say which name the first one should have */
+        const char *t = combined ? combined : pk;
+        const char *key = combined ? "past_names" : "past_key_names";
+        char buf[512];
+        og_status *e = gen_config_format_name(t, 0, buf, sizeof buf);
+        if (e) return og_status_wrap(e, "%s: model.decoder.inputs.%s", m->cfg->path, key);
+        const gen_stage *last = &m->stages[m->n_stages - 1];
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.inputs.%s names '%s' for "
+                         "layer 0, but the decoder graph %s has no such input", m->cfg->path, key,
+                         buf, last->file);
+    }
+    int layers = 0;
+    for (int i = 0; i < m->n_cache; i++)
+        layers += m->cache[i].kind == GEN_CACHE_KV && strcmp(m->cache[i].what, "value") != 0;
+    m->n_layers = layers;
+    return NULL;
+}
+
+double gen_model_kv_bytes_per_position(const og_model *m) {
+    double b = 0;
+    for (int i = 0; m && i < m->n_cache; i++) {
+        const gen_cache *c = &m->cache[i];
+        if (c->kind != GEN_CACHE_KV) continue;
+        b += (double)c->heads * c->head_size * (double)dtype_size(c->dtype) *
+             (!strcmp(c->what, "kv") ? 2 : 1);
+    }
+    return b;
+}
