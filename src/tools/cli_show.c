@@ -1,6 +1,7 @@
 /* onnx-genai show FILE.onnx: what a graph is made of, without running it. */
 #include "base/pkg_file.h"
 #include "genai/config.h"
+#include "genai/model.h"
 #include "backends/native/kernels/kernel.h"
 #include "onnx/loader.h"
 #include "tools/cli.h"
@@ -46,6 +47,81 @@ static void human(size_t bytes, char *buf, size_t size) {
 
 static int show_graph(const char *path);
 
+static const char *src_name(const og_model *m, const gen_feed *f, char *buf, size_t size) {
+    switch (f->src) {
+    case GEN_SRC_IDS: return "token ids";
+    case GEN_SRC_MASK: return "attention mask";
+    case GEN_SRC_POS:
+        return m->position_rank == 3 ? "position ids [3, batch, seq] (mRoPE: text positions on "
+                                       "every axis)" : "position ids";
+    case GEN_SRC_IMAGE: return "empty (no image tokens: text only)";
+    case GEN_SRC_PAST:
+        snprintf(buf, size, "loop-carried (from %s)", m->cache[f->index].present);
+        return buf;
+    case GEN_SRC_VALUE:
+        snprintf(buf, size, "stage %d (%s) output '%s'", f->index, m->stages[f->index].name,
+                 m->stages[f->index].outs[f->out].name);
+        return buf;
+    }
+    return "?";
+}
+
+/* How the package runs: its sessions, what feeds each input, the state each layer
+ * carries, and whether it opened for text only. */
+static void show_pipeline(const char *dir, const gen_config *c) {
+    og_model *m = NULL;
+    og_status *st = og_model_open(dir, NULL, &m);
+    printf("\nruns as:     ");
+    if (st) {
+        printf("does not open: [%s] %s\n", og_code_name(og_status_code(st)), og_status_message(st));
+        og_status_free(st);
+        const gen_decoder *d = &c->model.decoder;
+        for (int i = 0; i < d->n_pipeline; i++) {
+            const gen_pipeline_stage *p = &d->pipeline[i];
+            printf("  config stage %d '%s': %s, inputs", i, p->name, p->filename ? p->filename : "(none)");
+            for (int k = 0; k < p->n_inputs; k++) printf(" %s", p->inputs[k]);
+            printf("; outputs");
+            for (int k = 0; k < p->n_outputs; k++) printf(" %s", p->outputs[k]);
+            printf("\n");
+        }
+        return;
+    }
+    printf("%d session%s%s\n", m->n_stages, m->n_stages == 1 ? "" : "s",
+           m->text_only ? ", text only" : "");
+    for (int s = 0; s < m->n_stages; s++) {
+        const gen_stage *sg = &m->stages[s];
+        printf("  stage %d '%s': %s%s%s\n", s, sg->name, sg->file,
+               sg->on_prompt ? "" : " (not on prompts)", sg->on_token ? "" : " (not on tokens)");
+        for (int k = 0; k < sg->n_feeds; k++) {
+            char buf[600];
+            printf("    in  %-34s <- %s\n", sg->feeds[k].name, src_name(m, &sg->feeds[k], buf, sizeof buf));
+        }
+        for (int k = 0; k < sg->n_outs; k++)
+            printf("    out %-34s -> %s\n", sg->outs[k].name,
+                   sg->outs[k].sink == GEN_SINK_LOGITS ? "logits"
+                   : sg->outs[k].sink == GEN_SINK_PRESENT ? "carried to the next step"
+                                                          : "later stages");
+    }
+    printf("carried:     %d tensor%s; KV rows %s%s\n", m->n_cache, m->n_cache == 1 ? "" : "s",
+           m->compact ? "compact (each row's length from the mask)"
+                      : "in shared columns (shorter rows masked)",
+           m->has_state ? "; states restored from snapshots on rewind" : "");
+    for (int i = 0; i < m->n_cache; i++) {
+        const gen_cache *e = &m->cache[i];
+        printf("  layer %-3d %-16s %-8s ", e->layer, e->what, og_dtype_name(e->dtype));
+        if (e->kind == GEN_CACHE_KV) {
+            printf("KV [batch, %d heads, seq, %d]", e->heads, e->head_size);
+        } else {
+            printf("state [batch");
+            for (int d = 1; d < e->rank; d++) printf(", %lld", (long long)e->dims[d]);
+            printf("]");
+        }
+        printf("%s\n", e->shareable ? ", written in place" : "");
+    }
+    if (m->text_only) printf("text only:   %s\n", m->text_only);
+    og_model_close(m);
+}
+
 /* A package folder: what genai_config.json says, then the decoder graph. */
 static int show_package(const char *dir) {
     gen_config *c;
@@ -76,8 +152,9 @@ static int show_package(const char *dir) {
            sr->top_k, sr->top_p, sr->temperature, sr->num_beams,
            sr->past_present_share_buffer ? "true" : "false");
     for (int i = 0; i < c->n_warnings; i++) printf("warning:     %s\n", c->warnings[i]);
+    show_pipeline(dir, c);
     int rc = 0;
-    if (d->c.filename) {
+    if (d->c.filename && !d->n_pipeline) {
         char *path = NULL;
         st = pkg_path_join(c->dir, d->c.filename, c->path, "model.decoder.filename", &path);
         if (st) {

@@ -50,6 +50,19 @@ else
   head -c 1000 "$gpt2/past.onnx" > "$tmp/truncated.onnx"
   expect_err show_truncated 'truncated.onnx: .*(truncated|past the end|remain)' "$bin" show "$tmp/truncated.onnx"
 fi
+q35="$shared/models/ortgenai/qwen3-5"
+if [ -d "$q35" ]; then
+  # a split hybrid package: its sessions, what feeds them, the state per layer, text only
+  expect_out show_pipeline_stages "stage 1 'decoder': dummy_text.onnx" "$bin" show "$q35"
+  expect_out show_pipeline_feeds 'inputs_embeds +<- stage 0 \(embedding\) output' "$bin" show "$q35"
+  expect_out show_pipeline_state 'layer 2 +recurrent_state +float32 +state \[batch, 16, 128, 128\]' "$bin" show "$q35"
+  expect_out show_pipeline_text_only 'text only: .*smart_resize' "$bin" show "$q35"
+  expect_out generate_text_only '^2,3,4,0,0,0$' "$bin" generate "$q35" --ids 2,3,4 --max-length 6
+else
+  echo "SKIP qwen3-5 cases: $q35 is missing"; skip=$((skip + 1))
+fi
+pm="$shared/models/ortgenai/pipeline-model"
+[ -d "$pm" ] && expect_out show_pipeline_config "config stage 1 'transformer': transformer.onnx" "$bin" show "$pm"
 expect_err generate_no_model 'genai_config.json' "$bin" generate -m "$tmp/nowhere" --ids 1
 expect_err show_missing 'nothing.onnx: cannot open' "$bin" show "$tmp/nothing.onnx"
 expect_err infer_bad_input "--input expects NAME=PATH.pb" "$bin" infer x.onnx --input oops
