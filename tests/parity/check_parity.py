@@ -219,7 +219,88 @@ def case_qwen05(build, work):
     return compare("qwen2.5-0.5b int4 first 32 tokens", ours, theirs[0])
 
 
-CASES = {"qwen35": case_qwen35, "stories": case_stories, "stories4": case_stories4,
+def ort_batch(model_dir, rows, max_length):
+    """onnxruntime-genai on a right-padded batch; each row's generated tokens (up to EOS)."""
+    import numpy as np
+    import onnxruntime_genai as og
+    cfg = og.Config(model_dir)
+    cfg.clear_providers()
+    model = og.Model(cfg)
+    conf = json.load(open(os.path.join(model_dir, "genai_config.json")))["model"]
+    pad = conf["pad_token_id"]
+    eos = conf["eos_token_id"] if isinstance(conf["eos_token_id"], list) else [conf["eos_token_id"]]
+    width = max(len(r) for r in rows)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=max_length, do_sample=False, batch_size=len(rows))
+    gen = og.Generator(model, params)
+    gen.append_tokens(np.array([r + [pad] * (width - len(r)) for r in rows], dtype=np.int32))
+    while not gen.is_done():
+        gen.generate_next_token()
+    out = []
+    for i in range(len(rows)):
+        new = [int(t) for t in gen.get_sequence(i)][width:]
+        cut = next((k for k, t in enumerate(new) if t in eos), len(new))
+        out.append(new[:cut])
+    return out
+
+
+def ours_batch(build, model_dir, rows, max_length):
+    cmd = [os.path.join(build, "onnx-genai"), "generate", "-m", model_dir, "--max-length",
+           str(max_length), "--json"]
+    for r in rows:
+        cmd += ["--ids", ",".join(map(str, r))]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {res.stderr.strip()}")
+    return json.loads(res.stdout)["sequences"]
+
+
+def batch_checks(build, name, d, rows, max_length, ort_ragged=True):
+    """A batch of prompts of different lengths: every row equals its single run (ours);
+    a batch of equal prompts equals onnxruntime-genai's; and for attention that reads
+    row lengths from the mask (GroupQueryAttention), onnxruntime-genai's right-padded
+    rows equal ours too."""
+    ok = True
+    batch = ours_batch(build, d, rows, max_length)
+    for i, r in enumerate(rows):
+        single = ours_batch(build, d, [r], max_length)[0]
+        ok &= compare(f"{name} batch row {i} ({len(r)} prompt tokens) = its single run", batch[i], single)
+    equal = [r[:len(rows[-1])] for r in rows[:2]]
+    w = len(equal[0])
+    theirs = ort_batch(d, equal, max_length)
+    ours = ours_batch(build, d, equal, max_length)
+    for i in range(2):
+        ok &= compare(f"{name} equal-length batch row {i} vs onnxruntime-genai", ours[i][w:], theirs[i])
+    if ort_ragged:
+        theirs = ort_batch(d, rows, max_length)
+        width = max(len(r) for r in rows)
+        for i, r in enumerate(rows):
+            n = len(theirs[i]) if len(theirs[i]) < max_length - width else max_length - width
+            ok &= compare(f"{name} ragged batch row {i} vs onnxruntime-genai (right-padded)",
+                          batch[i][len(r):len(r) + n], theirs[i][:n])
+    return ok
+
+
+def case_batch(build, work):
+    ckpt, tok = stories_inputs()
+    d = make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
+                     "--tokenizer", tok, "--dtype", "fp32")
+    rows = [[1, 403, 261, 300, 411, 500, 23, 426], [1, 403, 261, 378], [1, 5]]
+    ok = batch_checks(build, "stories fp32", d, rows, 48)
+    q = make_package(os.path.join(work, "qwen2.5-0.5b-int4-acc0"), "--synthetic", "qwen2.5-0.5b",
+                     "--dtype", "int4", "--seed", "0", "--accuracy-level", "0")
+    rows = [[9707, 11, 1879, 374, 264, 1273, 315, 279], [9707, 11, 1879], [13, 9707]]
+    ok &= batch_checks(build, "qwen2.5-0.5b int4", q, rows, 24)
+    g = os.path.join(SHARED, "models", "ortgenai", "hf-internal-testing", "tiny-random-gpt2-fp32")
+    if os.path.isdir(g):
+        # gpt2's Attention masks columns: onnxruntime-genai right-pads into the cache, so
+        # only the equal-length batch is compared with it
+        ok &= batch_checks(build, "tiny gpt2", g, [[0, 0, 195, 731, 5, 9], [41, 554, 74], [7, 7]],
+                           16, ort_ragged=False)
+    return ok
+
+
+CASES = {"batch": case_batch, "qwen35": case_qwen35, "stories": case_stories, "stories4": case_stories4,
          "continuous": case_continuous, "prompts": case_prompts, "qwen05": case_qwen05}
 
 
