@@ -5,6 +5,7 @@
                 [--accuracy-level 0|4] [--rotary-interleaved] [--asymmetric]
   make_model.py --synthetic qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b --out DIR
                 [--dtype int4] [--seed N] [--layers N]
+  ... --pipeline: the same model as a decoder-pipeline package (three graphs)
 
 Needs onnx and numpy only.
 """
@@ -45,6 +46,9 @@ def main(argv=None):
                          "GroupQueryAttention needs 16); 0 keeps the model's head size")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=None, help="synthetic: fewer layers (tests)")
+    ap.add_argument("--pipeline", action="store_true",
+                    help="write a decoder-pipeline package instead: embeds.onnx -> transformer.onnx "
+                         "-> lm_head.onnx, values passed by name")
     a = ap.parse_args(argv)
 
     if a.from_llama2c:
@@ -68,7 +72,17 @@ def main(argv=None):
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
                         symmetric=not a.asymmetric, head_multiple=a.head_multiple,
                         shared_embeddings=a.shared_embeddings)
-    info = write_package(a.out, spec, weights, opts, tok, tok_cfg)
+    out = a.out
+    if a.pipeline:
+        import tempfile
+        tmp = tempfile.TemporaryDirectory()
+        out = tmp.name
+    info = write_package(out, spec, weights, opts, tok, tok_cfg)
+    if a.pipeline:
+        from model_maker.pipeline import split_package
+        files = split_package(out, a.out)
+        info["dir"] = a.out
+        print("decoder-pipeline: " + " -> ".join(files))
     print(f"wrote {info['dir']}: model.onnx {info['model_bytes']} B, model.onnx.data {info['data_bytes']} B, "
           f"{info['initializers']} initializers")
     if info["head_size"] != info["true_head_size"]:

@@ -281,6 +281,31 @@ def batch_checks(build, name, d, rows, max_length, ort_ragged=True):
     return ok
 
 
+def case_pipeline(build, work):
+    """A decoder-pipeline package (embeds -> transformer -> lm_head, made from stories260K):
+    the same tokens as onnxruntime-genai and as the one-graph package; rewind; batches."""
+    ckpt, tok = stories_inputs()
+    d = make_package(os.path.join(work, "stories260K-pipeline"), "--from-llama2c", ckpt,
+                     "--tokenizer", tok, "--dtype", "fp32", "--pipeline")
+    one = make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
+                       "--tokenizer", tok, "--dtype", "fp32")
+    prompt = [1, 403, 261, 300]
+    theirs, _ = ort_generate(d, prompt, 64)
+    ours = ours_json(build, d, prompt, 64)["sequences"][0]
+    ok = compare("pipeline vs onnxruntime-genai", ours, theirs[0])
+    ok &= compare("pipeline vs the one-graph package", ours, ours_json(build, one, prompt, 64)["sequences"][0])
+    r = subprocess.run([os.path.join(build, "tests", "rewind-check"), d, "64", "20",
+                        ",".join(map(str, prompt)), "411"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL pipeline rewind: {r.stderr.strip()}")
+        return False
+    lines = [[int(x) for x in line.split(",")] for line in r.stdout.split()]
+    # onnxruntime-genai cannot rewind a pipeline: its fresh run of the same tokens is the oracle
+    fresh, _ = ort_generate(d, lines[0][:20] + [411], 64)
+    ok &= compare("pipeline rewind to 20 + [411] vs onnxruntime-genai's fresh run", lines[1], fresh[0])
+    return ok & batch_checks(build, "pipeline", d, [[1, 403, 261, 300, 411, 500], [1, 5]], 32)
+
+
 def case_batch(build, work):
     ckpt, tok = stories_inputs()
     d = make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
@@ -300,7 +325,7 @@ def case_batch(build, work):
     return ok
 
 
-CASES = {"batch": case_batch, "qwen35": case_qwen35, "stories": case_stories, "stories4": case_stories4,
+CASES = {"batch": case_batch, "pipeline": case_pipeline, "qwen35": case_qwen35, "stories": case_stories, "stories4": case_stories4,
          "continuous": case_continuous, "prompts": case_prompts, "qwen05": case_qwen05}
 
 
@@ -312,6 +337,8 @@ def make_all(work):
     else:
         make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
                      "--tokenizer", tok, "--dtype", "fp32")
+        make_package(os.path.join(work, "stories260K-pipeline"), "--from-llama2c", ckpt,
+                     "--tokenizer", tok, "--dtype", "fp32", "--pipeline")
         for level in (0, 4):
             make_package(os.path.join(work, f"stories260K-int4-acc{level}"), "--from-llama2c",
                          ckpt, "--tokenizer", tok, "--dtype", "int4", "--accuracy-level",
