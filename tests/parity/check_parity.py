@@ -314,8 +314,9 @@ def case_batch(build, work):
     ok = batch_checks(build, "stories fp32", d, rows, 48)
     q = make_package(os.path.join(work, "qwen2.5-0.5b-int4-acc0"), "--synthetic", "qwen2.5-0.5b",
                      "--dtype", "int4", "--seed", "0", "--accuracy-level", "0")
-    rows = [[9707, 11, 1879, 374, 264, 1273, 315, 279], [9707, 11, 1879], [13, 9707]]
-    ok &= batch_checks(build, "qwen2.5-0.5b int4", q, rows, 24)
+    # real shapes make this the slow part: two rows, few tokens
+    rows = [[9707, 11, 1879, 374, 264, 1273], [13, 9707]]
+    ok &= batch_checks(build, "qwen2.5-0.5b int4", q, rows, 14)
     g = os.path.join(SHARED, "models", "ortgenai", "hf-internal-testing", "tiny-random-gpt2-fp32")
     if os.path.isdir(g):
         # gpt2's Attention masks columns: onnxruntime-genai right-pads into the cache, so
