@@ -41,9 +41,10 @@ def dname(dt):
     return base.dname(dt)
 
 
-def case_np(out_dir, name, op, in_names, feeds, outs, dtype, tol=None, domain=MS, **attrs):
+def case_np(out_dir, name, op, in_names, feeds, outs, dtype, tol=None, domain=MS, opset=17,
+            **attrs):
     """A case whose expected outputs are given (computed by the caller)."""
-    model = base.make_model(op, in_names, feeds, [n for n, _ in outs], attrs, domain)
+    model = base.make_model(op, in_names, feeds, [n for n, _ in outs], attrs, domain, opset=opset)
     del model.graph.output[:]
     for n, v in outs:
         model.graph.output.append(helper.make_tensor_value_info(n, base.NP2ONNX[v.dtype.type],
@@ -231,6 +232,66 @@ def norm_cases(out):
                  [("y", np.logaddexp(0, sx64))], np.float64, domain="")
 
 
+# ---------------- MRotaryEmbedding, RotaryEmbedding ----------------
+
+def rotary_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        B, S, N, D = 2, 3, 2, 16
+        for layout in (0, 1):
+            for inter in (0, 1):
+                cos, sin = base.rope_caches(32, D // 2, dt)
+                pos = rng.randint(0, 32, (3, B, S)).astype(np.int64)
+                base.case(out, f"mrope_{t}_layout{layout}_i{inter}", "MRotaryEmbedding",
+                          ["x", "pos", "cos", "sin"],
+                          {"x": rnd((B, S, N * D), dt), "pos": pos, "cos": cos, "sin": sin},
+                          ["y"], dt, num_heads=N, mrope_section=[4, 2, 2], mrope_layout=layout,
+                          interleaved=inter)
+        # Qwen3.5's form: partial rotary (a quarter of the head), interleaved sections,
+        # text positions (T = H = W)
+        D, R = 64, 16
+        cos, sin = base.rope_caches(40, R // 2, dt)
+        tp = np.tile((np.arange(S) + 5)[None, None], (3, B, 1)).astype(np.int64)
+        base.case(out, f"mrope_{t}_partial_text", "MRotaryEmbedding", ["x", "pos", "cos", "sin"],
+                  {"x": rnd((B, S, 4 * D), dt), "pos": tp, "cos": cos, "sin": sin}, ["y"], dt,
+                  num_heads=4, rotary_embedding_dim=R, mrope_section=[3, 3, 2], mrope_layout=1)
+        cos, sin = base.rope_caches(32, 4, dt)
+        base.case(out, f"rotary_{t}_3d_num_heads_partial_interleaved", "RotaryEmbedding",
+                  ["x", "pos", "cos", "sin"],
+                  {"x": rnd((2, 3, 3 * 16), dt), "pos": rng.randint(0, 32, (2, 3)).astype(np.int64),
+                   "cos": cos, "sin": sin}, ["y"], dt, num_heads=3, rotary_embedding_dim=8,
+                  interleaved=1)
+        # the default domain's RotaryEmbedding (opset 23): cos/sin before position_ids, or
+        # per-token caches without them
+        cos, sin = base.rope_caches(32, 4, dt)
+        x = rnd((2, 3, 2 * 16), dt)
+        base.case(out, f"rotary23_{t}_partial", "RotaryEmbedding", ["x", "cos", "sin", "pos"],
+                  {"x": x, "cos": cos, "sin": sin,
+                   "pos": rng.randint(0, 32, (2, 3)).astype(np.int64)}, ["y"], dt, domain="",
+                  opset=23, num_heads=2, rotary_embedding_dim=8)
+        ct, st = base.rope_caches(6, 8, dt)
+        base.case(out, f"rotary23_{t}_no_position_ids_4d", "RotaryEmbedding", ["x", "cos", "sin"],
+                  {"x": rnd((2, 2, 3, 16), dt), "cos": ct.reshape(2, 3, 8),
+                   "sin": st.reshape(2, 3, 8)}, ["y"], dt, domain="", opset=23, interleaved=1)
+    dt = np.float32
+    cos, sin = base.rope_caches(32, 8, dt)
+    base.case(out, "mrope_f32_4d_scale", "MRotaryEmbedding", ["x", "pos", "cos", "sin"],
+              {"x": rnd((2, 2, 3, 16), dt), "pos": rng.randint(0, 32, (3, 2, 3)).astype(np.int64),
+               "cos": cos, "sin": sin}, ["y"], dt, mrope_section=[2, 3, 3], mrope_layout=1,
+              scale=0.5)
+    cos, sin = base.rope_caches(32, 4, dt)
+    base.case(out, "mrope_f32_partial_scale_sectioned", "MRotaryEmbedding",
+              ["x", "pos", "cos", "sin"],
+              {"x": rnd((1, 4, 2 * 16), dt), "pos": rng.randint(0, 32, (3, 1, 4)).astype(np.int64),
+               "cos": cos, "sin": sin}, ["y"], dt, num_heads=2, rotary_embedding_dim=8,
+              mrope_section=[1, 2, 1], scale=2.0)
+    cos, sin = base.rope_caches(300, 32, dt)
+    base.case(out, "mrope_f32_long", "MRotaryEmbedding", ["x", "pos", "cos", "sin"],
+              {"x": rnd((1, 200, 8 * 64), dt),
+               "pos": rng.randint(0, 300, (3, 1, 200)).astype(np.int64), "cos": cos, "sin": sin},
+              ["y"], dt, num_heads=8, mrope_section=[12, 10, 10], mrope_layout=1)
+
+
 # ---------------- state loops: past and present as one buffer ----------------
 
 def state_loop(out_shared, name, op, dt, lengths, feeds_for, names, state_in, state_shape,
@@ -298,6 +359,7 @@ def main():
     la_cases(out)
     gate_cases(out)
     norm_cases(out)
+    rotary_cases(out)
     if len(sys.argv) == 3:
         state_cases(sys.argv[2])
     print(f"make_cases.py: wrote {len(written)} cases")

@@ -39,15 +39,15 @@ rng = np.random.RandomState(4321)
 written = []
 
 
-def make_model(op, in_names, feeds, out_names, attrs, domain=MS, dynamic=False):
+def make_model(op, in_names, feeds, out_names, attrs, domain=MS, dynamic=False, opset=17):
     inputs = [helper.make_tensor_value_info(n, NP2ONNX[feeds[n].dtype.type],
                                             [None] * feeds[n].ndim if dynamic else feeds[n].shape)
               for n in in_names if n]
     outputs = [onnx.ValueInfoProto(name=n) for n in out_names if n]
     node = helper.make_node(op, in_names, out_names, domain=domain, **attrs)
     graph = helper.make_graph([node], op.lower(), inputs, outputs)
-    return helper.make_model(graph, ir_version=8,
-                             opset_imports=[helper.make_opsetid("", 17),
+    return helper.make_model(graph, ir_version=8 if opset < 21 else 10,
+                             opset_imports=[helper.make_opsetid("", opset),
                                             helper.make_opsetid(MS, 1)])
 
 
@@ -72,8 +72,9 @@ def save_case(d, model, sets, tol):
         f.write(f"{tol[0]} {tol[1]}\n")
 
 
-def case(out_dir, name, op, in_names, feeds, out_names, dtype, tol=None, domain=MS, **attrs):
-    model = make_model(op, in_names, feeds, out_names, attrs, domain)
+def case(out_dir, name, op, in_names, feeds, out_names, dtype, tol=None, domain=MS, opset=17,
+         **attrs):
+    model = make_model(op, in_names, feeds, out_names, attrs, domain, opset=opset)
     present = [n for n in in_names if n]
     outs = session(model).run(None, {n: feeds[n] for n in present})
     del model.graph.output[:]

@@ -1,6 +1,7 @@
 /* The attention family (com.microsoft Attention, MultiHeadAttention,
- * GroupQueryAttention, RotaryEmbedding): kernels and the float32 row helpers they share.
- * They compute in float32 whatever the storage type is. */
+ * GroupQueryAttention, RotaryEmbedding, MRotaryEmbedding; RotaryEmbedding of opset 23):
+ * kernels and the float32 row helpers they share. They compute in float32 whatever the
+ * storage type is. */
 #ifndef OG_NATIVE_KERNELS_ATTENTION_H
 #define OG_NATIVE_KERNELS_ATTENTION_H
 
@@ -66,5 +67,7 @@ og_status *cpu_contrib_attention(kernel_ctx *ctx);
 og_status *cpu_contrib_gqa(kernel_ctx *ctx);
 og_status *cpu_contrib_mha(kernel_ctx *ctx);
 og_status *cpu_contrib_rotary(kernel_ctx *ctx);
+og_status *cpu_contrib_mrotary(kernel_ctx *ctx);
+og_status *cpu_rotary(kernel_ctx *ctx);
 
 #endif

@@ -1,4 +1,5 @@
-/* The attention table (see tables.h); the com.microsoft domain is at version 1. */
+/* The attention table (see tables.h); the com.microsoft domain is at version 1, and the
+ * default domain's RotaryEmbedding exists from opset 23. */
 #include "backends/native/kernels/attention.h"
 #include "backends/native/kernels/tables.h"
 
@@ -7,5 +8,7 @@ const kernel_def cpu_attention_kernels[] = {
     {"com.microsoft", "MultiHeadAttention", 1, 1, cpu_contrib_mha},
     {"com.microsoft", "GroupQueryAttention", 1, 1, cpu_contrib_gqa},
     {"com.microsoft", "RotaryEmbedding", 1, 1, cpu_contrib_rotary},
+    {"com.microsoft", "MRotaryEmbedding", 1, 1, cpu_contrib_mrotary},
+    {"", "RotaryEmbedding", 23, 28, cpu_rotary},
     {0},
 };

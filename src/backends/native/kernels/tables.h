@@ -10,7 +10,7 @@ extern const kernel_def cpu_linalg_kernels[];      /* MatMul, Gemm, Einsum, Conv
 extern const kernel_def cpu_reduce_kernels[];      /* Reduce*, ArgMax/ArgMin, CumSum, TopK, Softmax, LogSoftmax */
 extern const kernel_def cpu_norm_kernels[];        /* LayerNormalization, RMSNormalization, LpNormalization, com.microsoft Simplified/Skip/Embed norms, GatedRMSNorm */
 extern const kernel_def cpu_layout_kernels[];      /* shape, reshape, transpose, slice, gather, scatter, generators */
-extern const kernel_def cpu_attention_kernels[];   /* com.microsoft Attention, MultiHeadAttention, GroupQueryAttention, RotaryEmbedding */
+extern const kernel_def cpu_attention_kernels[];   /* com.microsoft Attention, MultiHeadAttention, GroupQueryAttention, (M)RotaryEmbedding; RotaryEmbedding */
 extern const kernel_def cpu_spatial_kernels[];     /* pooling, Resize, Upsample, GridSample */
 extern const kernel_def cpu_quant_kernels[];       /* Quantize/DequantizeLinear, com.microsoft MatMulNBits, GatherBlockQuantized */
 extern const kernel_def cpu_recurrent_kernels[];   /* CausalConvWithState, LinearAttention, com.microsoft LinearAttentionGate */
