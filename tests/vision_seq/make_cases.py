@@ -93,13 +93,17 @@ def to32(v):
 
 
 def case(name, op, inputs, n_out=1, opset=22, oracle="ort", tol=(1e-5, 1e-6), out_types=None,
-         oracle_attrs=None, **attrs):
-    """Writes one case. oracle_attrs: attributes the oracle runs with instead of attrs
-    (an equivalent spelling of the same computation, see same_pads)."""
+         oracle_attrs=None, oracle_inputs=None, **attrs):
+    """Writes one case. oracle_attrs / oracle_inputs: attributes or inputs the oracle runs
+    with instead (an equivalent spelling of the same computation that the oracle
+    accepts, see same_pads)."""
     model = make_model(op, inputs, n_out, opset, out_types, **attrs)
     feeds = {n: v for n, v in inputs if v is not None}
-    if oracle_attrs is not None:
-        outs = run_ort(make_model(op, inputs, n_out, opset, out_types, **oracle_attrs), feeds)
+    if oracle_attrs is not None or oracle_inputs is not None:
+        o_in = oracle_inputs or inputs
+        o_model = make_model(op, o_in, n_out, opset, out_types, **(oracle_attrs or attrs))
+        o_feeds = {n: v for n, v in o_in if v is not None}
+        outs = (run_ort if oracle == "ort" else run_ref)(o_model, o_feeds)
     elif oracle == "ort":
         outs = run_ort(model, feeds)
     elif oracle == "ref":
@@ -234,6 +238,83 @@ def conv_cases():
                                pads=same_pads(mode, x.shape[2:], [3, 3], st, d)))
 
 
+# ---- integer convolution and matmul ----------------------------------------------------
+
+def q8(shape, dt):
+    lo, hi = (-128, 128) if dt == np.int8 else (0, 256)
+    return rng.randint(lo, hi, shape).astype(dt)
+
+
+def integer_cases():
+    """MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv beyond the node tests'
+    uint8 examples: int8, batches broadcast against a 2-D B, per-row/per-column/per-
+    channel zero points and scales, groups, strides, dilations, 1-D and 3-D convolutions,
+    sizes that split over the pool. Results are exact integers (tolerance 0)."""
+    i8, u8 = np.int8, np.uint8
+    a, b = q8((3, 37, 300), u8), q8((300, 129), i8)
+    case("matmulinteger_u8i8_batched", "MatMulInteger",
+         [("A", a), ("B", b), ("az", np.array(7, u8)), ("bz", np.array(-3, i8))],
+         opset=10, oracle="ort", tol=(0, 0), out_types=[TensorProto.INT32])
+    case("matmulinteger_i8_row_col_zp", "MatMulInteger",
+         [("A", q8((2, 1, 5, 40), i8)), ("B", q8((3, 40, 6), i8)), ("az", q8((5, 1), i8)),
+          ("bz", q8((6,), i8))], opset=10, oracle="ref", tol=(0, 0), out_types=[TensorProto.INT32])
+    # a 1-D zero point of A is per row (the spec's "M element vector"): the reference runs
+    # it as the [M, 1] column it stands for
+    a6, b3, az, bz = q8((6, 20), u8), q8((20, 3), u8), q8((6,), u8), q8((3,), u8)
+    case("matmulinteger_per_row_vector_zp", "MatMulInteger",
+         [("A", a6), ("B", b3), ("az", az), ("bz", bz)], opset=10, oracle="ref", tol=(0, 0),
+         out_types=[TensorProto.INT32],
+         oracle_inputs=[("A", a6), ("B", b3), ("az", az.reshape(6, 1)), ("bz", bz)])
+    case("matmulinteger_1d_a", "MatMulInteger", [("A", q8((17,), u8)), ("B", q8((17, 4), u8))],
+         opset=10, oracle="ort", tol=(0, 0), out_types=[TensorProto.INT32])
+    x = q8((2, 6, 15, 14), u8)
+    case("convinteger_u8_group_stride_pads", "ConvInteger",
+         [("x", x), ("w", q8((4, 3, 3, 2), u8)), ("xz", np.array(128, u8)), ("wz", np.array(3, u8))],
+         opset=10, oracle="ort", tol=(0, 0), out_types=[TensorProto.INT32], group=2,
+         strides=[2, 1], pads=[1, 0, 1, 1], dilations=[1, 2])
+    case("convinteger_i8_per_channel_zp", "ConvInteger",
+         [("x", q8((1, 4, 9, 8), i8)), ("w", q8((5, 4, 2, 3), i8)), ("xz", np.array(-5, i8)),
+          ("wz", q8((5,), i8))], opset=10, oracle="ref", tol=(0, 0),
+         out_types=[TensorProto.INT32], pads=[1, 1, 0, 1])
+    case("convinteger_large_gemm", "ConvInteger",
+         [("x", q8((1, 16, 20, 20), u8)), ("w", q8((32, 16, 3, 3), u8))], opset=10, oracle="ort",
+         tol=(0, 0), out_types=[TensorProto.INT32], pads=[1, 1, 1, 1])
+    for dt, name in ((u8, "u8"), (i8, "i8")):
+        xs, ys = np.array(0.05, np.float32), np.array(0.2, np.float32)
+        w = q8((8, 3, 3, 3), i8)
+        case(f"qlinearconv_{name}_per_channel_bias", "QLinearConv",
+             [("x", q8((2, 6, 11, 10), dt)), ("xs", xs), ("xz", np.array(3, dt)), ("w", w),
+              ("ws", rng.uniform(0.01, 0.05, 8).astype(np.float32)), ("wz", np.zeros(8, i8)),
+              ("ys", ys), ("yz", np.array(5, dt)), ("B", rng.randint(-500, 500, 8).astype(np.int32))],
+             opset=10, oracle="ort", tol=(0, 0), group=2, strides=[2, 2], pads=[1, 1, 1, 1])
+        case(f"qlinearconv_1d_{name}", "QLinearConv",
+             [("x", q8((1, 3, 30), dt)), ("xs", xs), ("xz", np.array(1, dt)),
+              ("w", q8((4, 3, 5), i8)), ("ws", np.array(0.02, np.float32)), ("wz", np.array(0, i8)),
+              ("ys", ys), ("yz", np.array(-2 if dt == i8 else 7, dt))],
+             opset=10, oracle="ort", tol=(0, 0), dilations=[2], auto_pad="SAME_UPPER",
+             oracle_attrs=dict(dilations=[2], pads=same_pads("SAME_UPPER", [30], [5], [1], [2])))
+    case("qlinearconv_3d_u8", "QLinearConv",
+         [("x", q8((1, 2, 5, 6, 7), u8)), ("xs", np.array(0.03, np.float32)), ("xz", np.array(100, u8)),
+          ("w", q8((3, 2, 2, 3, 2), u8)), ("ws", np.array(0.04, np.float32)), ("wz", np.array(120, u8)),
+          ("ys", np.array(0.5, np.float32)), ("yz", np.array(128, u8))],
+         opset=10, oracle="ort", tol=(0, 0), strides=[1, 2, 2])
+    # QLinearMatMul requantizes in double (quant_integer.c): onnxruntime multiplies in
+    # float32 and lands on the other side of a .5 tie in one element of the int8 case
+    # (tests/unit/test_vision_seq_kernels.c pins it), so the reference is the oracle.
+    for dt, name in ((u8, "u8"), (i8, "i8")):
+        case(f"qlinearmatmul_{name}_batched", "QLinearMatMul",
+             [("a", q8((2, 33, 70), dt)), ("as", np.array(0.02, np.float32)), ("az", np.array(2, dt)),
+              ("b", q8((70, 40), dt)), ("bs", np.array(0.03, np.float32)), ("bz", np.array(1, dt)),
+              ("ys", np.array(0.7, np.float32)), ("yz", np.array(3, dt))],
+             opset=10, oracle="ref", tol=(0, 0))
+    case("qlinearmatmul_per_row_col", "QLinearMatMul",
+         [("a", q8((4, 9), u8)), ("as", rng.uniform(0.01, 0.03, (4, 1)).astype(np.float32)),
+          ("az", q8((4, 1), u8)), ("b", q8((9, 5), u8)),
+          ("bs", rng.uniform(0.01, 0.03, (1, 5)).astype(np.float32)), ("bz", q8((1, 5), u8)),
+          ("ys", np.array(0.01, np.float32)), ("yz", np.array(128, u8))],
+         opset=21, oracle="ref", tol=(0, 0))
+
+
 def main():
     global OUT
     if len(sys.argv) != 2:
@@ -245,6 +326,7 @@ def main():
     warnings.simplefilter("ignore")
     pool_cases()
     conv_cases()
+    integer_cases()
     print(f"make_cases.py: wrote {len(written)} cases into {OUT}")
 
 

@@ -20,6 +20,7 @@ typedef struct conv_job {
     double *yd;
     int64_t c_in, m_out, cg, mg;      /* channels in/out, per group */
     int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+    cpu_window win; /* the same geometry, for im2col */
 } conv_job;
 
 /* Outputs o in [lo, hi) read input o*s - p + t*d inside [0, n). */
@@ -87,27 +88,7 @@ typedef struct col_job {
 
 static void im2col_rows(void *arg, int64_t b, int64_t e) {
     const col_job *cj = arg;
-    const conv_job *j = cj->j;
-    int64_t ksz = j->k[0] * j->k[1] * j->k[2], isz = j->in[0] * j->in[1] * j->in[2];
-    int64_t width = (cj->o0b - cj->o0a) * j->out[1] * j->out[2];
-    for (int64_t r = b; r < e; r++) {
-        int64_t c = r / ksz, t = r % ksz, t2 = t % j->k[2], t1 = (t / j->k[2]) % j->k[1];
-        int64_t t0 = t / (j->k[2] * j->k[1]);
-        const float *x = cj->x + c * isz;
-        float *out = cj->col + r * width;
-        for (int64_t o0 = cj->o0a; o0 < cj->o0b; o0++) {
-            int64_t i0 = o0 * j->s[0] - j->p[0] + t0 * j->d[0];
-            for (int64_t o1 = 0; o1 < j->out[1]; o1++) {
-                int64_t i1 = o1 * j->s[1] - j->p[1] + t1 * j->d[1];
-                bool row_ok = i0 >= 0 && i0 < j->in[0] && i1 >= 0 && i1 < j->in[1];
-                const float *xr = x + (row_ok ? (i0 * j->in[1] + i1) * j->in[2] : 0);
-                for (int64_t o2 = 0; o2 < j->out[2]; o2++) {
-                    int64_t i2 = o2 * j->s[2] - j->p[2] + t2 * j->d[2];
-                    *out++ = row_ok && i2 >= 0 && i2 < j->in[2] ? xr[i2] : 0.0f;
-                }
-            }
-        }
-    }
+    cpu_window_im2col32(&cj->j->win, cj->x, cj->col, cj->o0a, cj->o0b, b, e);
 }
 
 /* Y[n, group] = W[group] (mg x K) * columns (K x out); bias added after. */
@@ -147,36 +128,18 @@ static og_status *conv_gemm(kernel_ctx *ctx, const conv_job *j, int64_t n_batch)
 og_status *cpu_conv(kernel_ctx *ctx) {
     OG_TRY(kernel_require_inputs(ctx, 2));
     const tensor *x = ctx->inputs[0], *w = ctx->inputs[1], *b = kernel_input(ctx, 2);
-    int sp = x->rank - 2;
-    if (sp < 1 || sp > 3 || w->rank != x->rank)
-        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 0 has rank %d and input 1 "
-                             "rank %d; expected equal ranks of 3 to 5", x->rank, w->rank);
-    int64_t group = graph_attr_int(ctx->node, "group", 1);
-    conv_job j = {.c_in = x->dims[1], .m_out = w->dims[0]};
-    if (group < 1 || j.c_in % group || j.m_out % group || w->dims[1] * group != j.c_in)
-        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 1 has shape [%lld,%lld,...] "
-                             "which does not fit %lld input channels in %lld groups",
-                             (long long)w->dims[0], (long long)w->dims[1], (long long)j.c_in,
-                             (long long)group);
+    int64_t group, od[OG_MAX_RANK];
+    conv_job j = {0};
+    OG_TRY(cpu_conv_window(ctx, 0, 1, &group, &j.win, od));
+    j.c_in = x->dims[1], j.m_out = w->dims[0];
     if (b && (b->rank != 1 || b->dims[0] != j.m_out))
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 2 (bias) must have shape "
                              "[%lld]", (long long)j.m_out);
     j.cg = j.c_in / group, j.mg = j.m_out / group;
-    int64_t ks[3];
-    OG_TRY(cpu_attr_ints(ctx, "kernel_shape", sp, 0, ks));
-    for (int i = 0; i < sp; i++)
-        if (ks[i] && ks[i] != w->dims[2 + i])
-            return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "spatial dim %d: kernel_shape "
-                                 "%lld but the weight has %lld", i, (long long)ks[i],
-                                 (long long)w->dims[2 + i]);
-    cpu_window win;
-    OG_TRY(cpu_window_init(ctx, sp, x->dims + 2, w->dims + 2, false, &win));
-    int64_t od[OG_MAX_RANK] = {x->dims[0], j.m_out};
     for (int q = 0; q < 3; q++) {
-        j.in[q] = win.in[q], j.out[q] = win.out[q], j.k[q] = win.k[q];
-        j.s[q] = win.s[q], j.d[q] = win.d[q], j.p[q] = win.pb[q];
+        j.in[q] = j.win.in[q], j.out[q] = j.win.out[q], j.k[q] = j.win.k[q];
+        j.s[q] = j.win.s[q], j.d[q] = j.win.d[q], j.p[q] = j.win.pb[q];
     }
-    for (int i = 0; i < sp; i++) od[2 + i] = win.out[3 - sp + i];
     tensor *y;
     if (x->dtype == OG_FLOAT64) {
         for (int i = 1; i < 3; i++)

@@ -6,6 +6,24 @@
 
 /* numpy matmul: 1-D operands promoted and squeezed, batch dimensions broadcast. */
 og_status *cpu_matmul(kernel_ctx *ctx);
+
+/* One MatMul after numpy's 1-D promotion: `batch` products of [M,K] x [K,N], with the
+ * batch dimensions broadcast. a_str / b_str count whole matrices. */
+typedef struct cpu_mm_shape {
+    int64_t M, N, K;
+    int brank;
+    int64_t bdims[OG_MAX_RANK];
+    int64_t a_str[OG_MAX_RANK], b_str[OG_MAX_RANK];
+    int64_t batch;
+    int out_rank;
+    int64_t out_dims[OG_MAX_RANK];
+} cpu_mm_shape;
+/* Plans a (numpy) MatMul of a and b; errors name both shapes. Shared with the integer
+ * matmuls (MatMulInteger, QLinearMatMul). */
+og_status *cpu_matmul_plan(const kernel_ctx *ctx, const tensor *a, const tensor *b,
+                           cpu_mm_shape *s);
+/* Element offsets of batch `t`'s A and B matrices. */
+void cpu_matmul_offsets(const cpu_mm_shape *s, int64_t t, int64_t *ao, int64_t *bo);
 /* Y = alpha * op(A) op(B) + beta * C, C broadcast to [M, N] (opset 7 and later). */
 og_status *cpu_gemm(kernel_ctx *ctx);
 og_status *cpu_einsum(kernel_ctx *ctx);

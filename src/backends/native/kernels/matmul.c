@@ -9,20 +9,10 @@
 
 #include <string.h>
 
-/* One MatMul after numpy's 1-D promotion: `batch` products of [M,K] x [K,N], with the
- * batch dimensions broadcast. a_str / b_str count whole matrices. */
-typedef struct mm_shape {
-    int64_t M, N, K;
-    int brank;
-    int64_t bdims[OG_MAX_RANK];
-    int64_t a_str[OG_MAX_RANK], b_str[OG_MAX_RANK];
-    int64_t batch;
-    int out_rank;
-    int64_t out_dims[OG_MAX_RANK];
-} mm_shape;
+typedef cpu_mm_shape mm_shape;
 
-static og_status *mm_plan(const kernel_ctx *ctx, const tensor *a, const tensor *b,
-                          mm_shape *s) {
+og_status *cpu_matmul_plan(const kernel_ctx *ctx, const tensor *a, const tensor *b,
+                           mm_shape *s) {
     for (int i = 0; i < 2; i++) {
         const tensor *t = i ? b : a;
         if (t->rank < 1)
@@ -69,8 +59,7 @@ static og_status *mm_plan(const kernel_ctx *ctx, const tensor *a, const tensor *
     return NULL;
 }
 
-/* Element offsets of batch `t`'s A and B matrices. */
-static void mm_offsets(const mm_shape *s, int64_t t, int64_t *ao, int64_t *bo) {
+void cpu_matmul_offsets(const mm_shape *s, int64_t t, int64_t *ao, int64_t *bo) {
     int64_t a = 0, b = 0;
     for (int i = s->brank - 1; i >= 0; i--) {
         int64_t idx = t % s->bdims[i];
@@ -102,7 +91,7 @@ static void mm_batch_items(void *arg, int64_t begin, int64_t end) {
         int64_t t0 = s->batch * it / J->items, t1 = s->batch * (it + 1) / J->items;
         for (int64_t t = t0; t < t1; t++) {
             int64_t ao, bo;
-            mm_offsets(s, t, &ao, &bo);
+            cpu_matmul_offsets(s, t, &ao, &bo);
             gemm_f32_args g = {false, false, s->M, s->N, s->K, 1.0f, 0.0f, J->a + ao, s->K,
                                J->b + bo, s->N, J->c + t * s->M * s->N, s->N};
             og_status *st = gemm_f32(NULL, &g, J->work ? J->work + it * J->work_size : NULL);
@@ -142,7 +131,7 @@ static og_status *matmul_f32(kernel_ctx *ctx, const mm_shape *s, const float *a,
     }
     for (int64_t t = 0; t < s->batch; t++) {
         int64_t ao, bo;
-        mm_offsets(s, t, &ao, &bo);
+        cpu_matmul_offsets(s, t, &ao, &bo);
         gemm_f32_args g = g1;
         g.A = a + ao;
         g.B = b + bo;
@@ -165,7 +154,7 @@ static bool is_f32_family(og_dtype dt) {
         T *pc = y->data;                                                                 \
         for (int64_t t = 0; t < s->batch; t++) {                                         \
             int64_t ao, bo;                                                              \
-            mm_offsets(s, t, &ao, &bo);                                                  \
+            cpu_matmul_offsets(s, t, &ao, &bo);                                                  \
             const T *ma = pa + ao, *mb = pb + bo;                                        \
             T *mc = pc + t * s->M * s->N;                                                \
             for (int64_t i = 0; i < s->M; i++)                                           \
@@ -200,7 +189,7 @@ og_status *cpu_matmul(kernel_ctx *ctx) {
     if (!is_f32_family(a->dtype) && !generic)
         return kernel_unsupported_dtype(ctx, 0, a->dtype);
     mm_shape s;
-    OG_TRY(mm_plan(ctx, a, b, &s));
+    OG_TRY(cpu_matmul_plan(ctx, a, b, &s));
     tensor *y;
     OG_TRY(kernel_output(ctx, 0, a->dtype, s.out_rank, s.out_dims, &y));
     if (generic) {

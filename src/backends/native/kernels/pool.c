@@ -4,7 +4,7 @@
  * result in the output dtype, so one loop serves float16/bfloat16/float32/float64 and
  * the 8-bit integers MaxPool accepts (exact in double).
  *
- * Semantics where the spec leaves room (each pinned in tests/unit/test_spatial_kernels.c):
+ * Semantics where the spec leaves room (each pinned in tests/unit/test_vision_seq_kernels.c):
  *  - MaxPool propagates NaN (the first NaN in a window wins, as numpy's max and PyTorch
  *    do); a window that lies wholly in the padding gives -inf (the lowest integer for
  *    integer types) and index -1. ONNX's reference implementation skips NaNs after the

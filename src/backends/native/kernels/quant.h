@@ -1,5 +1,6 @@
 /* The quantization family: QuantizeLinear, DequantizeLinear and the com.microsoft
- * quantized-weight kernels MatMulNBits and GatherBlockQuantized. */
+ * quantized-weight kernels MatMulNBits and GatherBlockQuantized, and the integer
+ * products MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv. */
 #ifndef OG_NATIVE_KERNELS_QUANT_H
 #define OG_NATIVE_KERNELS_QUANT_H
 
@@ -9,5 +10,10 @@ og_status *cpu_quantize_linear(kernel_ctx *ctx);
 og_status *cpu_dequantize_linear(kernel_ctx *ctx);
 og_status *cpu_matmul_nbits(kernel_ctx *ctx);
 og_status *cpu_gather_block_quantized(kernel_ctx *ctx);
+/* Integer products of 8-bit tensors (quant_integer.c). */
+og_status *cpu_matmul_integer(kernel_ctx *ctx);
+og_status *cpu_conv_integer(kernel_ctx *ctx);
+og_status *cpu_qlinear_matmul(kernel_ctx *ctx);
+og_status *cpu_qlinear_conv(kernel_ctx *ctx);
 
 #endif

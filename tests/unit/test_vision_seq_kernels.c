@@ -1,13 +1,15 @@
-/* The spatial kernels (pools, Resize, GridSample) and Conv's window geometry through the
- * stand-in executor: the threaded paths equal the inline ones, and the behaviours where
- * ONNX's reference and onnxruntime disagree with each other or with the spec are pinned
- * here with the reasoning. Values are checked against onnxruntime in
+/* The kernels of tests/vision_seq (pools, Resize, GridSample, the recurrent ops, the
+ * integer convolutions and matmuls) and Conv's window geometry, through the stand-in
+ * executor: the threaded paths equal the inline ones, and the behaviours where ONNX's
+ * reference and onnxruntime disagree with each other or with the spec are pinned here
+ * with the reasoning. Values are checked against the oracles in
  * tests/vision_seq/make_cases.py. */
 #include "testing.h"
 
 #include "kernel_harness.h"
 
 #include "backends/native/kernels/linalg.h"
+#include "backends/native/kernels/quant.h"
 #include "backends/native/kernels/spatial.h"
 #include "base/threadpool.h"
 
@@ -131,4 +133,41 @@ TEST(spatial_same_auto_pad_with_dilation_keeps_ceil_in_over_stride) {
         kh_free(&r1);
         kh_free(&r2);
     }
+}
+
+TEST(vision_seq_integer_conv_threaded_matches_inline) {
+    enum { N = 2, C = 32, H = 13, W = 11, M = 8 }; /* K = 144: the product splits */
+    static uint8_t x[N * C * H * W];
+    static int8_t w[M * (C / 2) * 3 * 3];
+    unsigned s = 3;
+    for (size_t i = 0; i < sizeof x; i++) x[i] = (uint8_t)(sk_rand(&s) * 127 + 128);
+    for (size_t i = 0; i < sizeof w; i++) w[i] = (int8_t)(sk_rand(&s) * 127);
+    uint8_t xz = 131;
+    int8_t wz[M] = {0, 1, -2, 3, -4, 5, -6, 7};
+    int64_t xd[4] = {N, C, H, W}, wd[4] = {M, C / 2, 3, 3}, zd[1] = {M}, pads[4] = {1, 0, 1, 1};
+    tensor tx = kh_tensor(OG_UINT8, 4, xd, x), tw = kh_tensor(OG_INT8, 4, wd, w);
+    tensor txz = kh_tensor(OG_UINT8, 0, NULL, &xz), twz = kh_tensor(OG_INT8, 1, zd, wz);
+    const tensor *in[4] = {&tx, &tw, &txz, &twz};
+    graph_attr a[2] = {{.name = "group", .type = ATTR_INT, .i = 2},
+                       {.name = "pads", .type = ATTR_INTS, .ints = pads, .n = 4}};
+    sk_same_threaded(cpu_conv_integer, 10, a, 2, in, 4, 1);
+}
+
+/* QLinearMatMul at a rounding tie: acc = 125 * 70 = 8750, scales 0.02, 0.03, 0.7
+ * (float32). The multiplier in float32 is 0.00085714285 and acc times it in double is
+ * 7.49999992, which rounds to 7; onnxruntime multiplies in float32, where the product
+ * rounds to exactly 7.5, and returns 8 (ties to even). ONNX's reference computes as we
+ * do (quant_integer.c), and exact arithmetic on the float32 scales gives 7.4999998. */
+TEST(vision_seq_qlinear_matmul_requantizes_like_the_reference_at_a_tie) {
+    int8_t a = 125, b = 70, zp = 0;
+    float as = 0.02f, bs = 0.03f, ys = 0.7f;
+    int64_t d[2] = {1, 1};
+    tensor ta = kh_tensor(OG_INT8, 2, d, &a), tb = kh_tensor(OG_INT8, 2, d, &b);
+    tensor tas = kh_tensor(OG_FLOAT32, 0, NULL, &as), tbs = kh_tensor(OG_FLOAT32, 0, NULL, &bs);
+    tensor tys = kh_tensor(OG_FLOAT32, 0, NULL, &ys), tz = kh_tensor(OG_INT8, 0, NULL, &zp);
+    const tensor *in[8] = {&ta, &tas, &tz, &tb, &tbs, &tz, &tys, &tz};
+    kh_run r;
+    CHECK_OK(kh_call(&r, cpu_qlinear_matmul, 10, NULL, 0, in, 8, 1));
+    CHECK_EQ_INT(((const int8_t *)r.out[0].data)[0], 7);
+    kh_free(&r);
 }
