@@ -116,6 +116,13 @@ size_t og_tensor_size_bytes(const og_tensor *tensor);
 /* The element bytes, owned by the tensor (or the caller, for a wrapped tensor). */
 void *og_tensor_data(og_tensor *tensor);
 
+/* An element of a string tensor (OG_STRING): `size` bytes at `data`, not NUL-terminated
+ * (`data` may be NULL when `size` is 0). */
+typedef struct og_string {
+    const char *data;
+    size_t size;
+} og_string;
+
 /* ---------------------------------------------------------------------------------
  * Sessions: one ONNX graph, run on the CPU
  * --------------------------------------------------------------------------------- */

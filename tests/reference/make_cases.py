@@ -231,6 +231,85 @@ def variadic_cases(out):
          {"axis": 1, "num_outputs": 20}, opset=18, n_out=20)
 
 
+def new_op_cases(out):
+    """The ops added with these cases, in the dtypes the backend node tests leave out."""
+    try:
+        import ml_dtypes
+        bf16 = [ml_dtypes.bfloat16]
+    except ImportError:  # pragma: no cover
+        bf16 = []
+    floats = [np.float64, np.float16] + bf16
+    tol = {np.float64: F64, np.float16: (2e-3, 1e-3)}
+    x = rng.uniform(-0.95, 0.95, (3, 5))
+    for op, attrs, data in [
+            ("Tan", {}, x), ("Acos", {}, x), ("Asin", {}, x), ("Atan", {}, x * 4),
+            ("Cosh", {}, x * 4), ("Sinh", {}, x * 4), ("Acosh", {}, 1 + np.abs(x) * 3),
+            ("Asinh", {}, x * 4), ("Atanh", {}, x), ("Elu", {"alpha": 0.7}, x * 4),
+            ("Selu", {}, x * 4), ("Celu", {"alpha": 1.5}, x * 4), ("Softsign", {}, x * 4),
+            ("ThresholdedRelu", {"alpha": 0.25}, x * 2), ("Mish", {}, x * 6),
+            ("Shrink", {"lambd": 0.3, "bias": 0.1}, x * 2)]:
+        for dt in floats:
+            name = f"{op.lower()}_{np.dtype(dt).name}"
+            case(out, name, op, {"x": data.astype(dt)}, attrs, opset=22 if op != "Shrink" else 9,
+                 tol=tol.get(dt, (1.6e-2, 1e-2)))
+    for dt in (np.int8, np.int32, np.uint8, np.int64):
+        xi = np.array([-5, -1, 0, 1, 2, 3, 100, 7], dtype=dt if dt != np.uint8 else np.int16)
+        case(out, f"shrink_{np.dtype(dt).name}", "Shrink", {"x": np.abs(xi).astype(dt)
+                                                            if dt == np.uint8 else xi},
+             {"lambd": 1.5, "bias": 0.5}, opset=9)
+    hx = np.array([[1, 3, 3, 0], [np.nan, 1, np.nan, 2], [-1, -1, -2, -1]], dtype=np.float32)
+    case(out, "hardmax_nan_and_ties", "Hardmax", {"x": hx}, {"axis": 1}, opset=13)
+    case(out, "hardmax_f64_axis0", "Hardmax", {"x": hx.astype(np.float64)}, {"axis": 0}, opset=13)
+    case(out, "hardmax_op11_2d", "Hardmax", {"x": hx[:2]}, {"axis": 1}, opset=11)
+    for dt in (np.float64, np.float32):
+        case(out, f"det_batched_{np.dtype(dt).name}", "Det",
+             {"x": rng.randn(2, 3, 4, 4).astype(dt)}, opset=22,
+             tol=F64 if dt == np.float64 else (1e-4, 1e-5))
+    case(out, "det_singular", "Det", {"x": np.array([[1.0, 2.0], [2.0, 4.0]])}, opset=22,
+         tol=(0.0, 1e-12))
+    ints = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+    for dt in ints:
+        info = np.iinfo(dt)
+        a = rng.randint(info.min, info.max, (3, 4), dtype=dt)
+        b = rng.randint(info.min, info.max, (4,), dtype=dt)
+        for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+            case(out, f"{op.lower()}_{np.dtype(dt).name}", op, {"a": a, "b": b}, opset=18)
+        case(out, f"bitwisenot_{np.dtype(dt).name}", "BitwiseNot", {"a": a}, opset=18)
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+        v = np.array([1, 5, 255, 77], dtype=dt)
+        for d in ("LEFT", "RIGHT"):
+            case(out, f"bitshift_op11_{d.lower()}_{np.dtype(dt).name}", "BitShift",
+                 {"x": v, "y": np.array([1, 2, 3, 0], dtype=dt)}, {"direction": d}, opset=11)
+    xs = rng.randint(0, 5, (2, 3, 4)).astype(np.float32)
+    for axis in (None, 0, 1, -1):
+        cond = np.array([True, False, True, True][: (xs.shape[axis] if axis is not None else 4)])
+        attrs = {} if axis is None else {"axis": axis}
+        for dt in (np.int64, np.float64, np.uint8, np.bool_):
+            case(out, f"compress_axis{axis}_{np.dtype(dt).name}".replace("-", "m"), "Compress",
+                 {"x": xs.astype(dt), "c": cond}, attrs, opset=11)
+    for mode in ("DCR", "CRD"):
+        for dt in (np.int64, np.float16, np.bool_):
+            d = rng.randint(0, 9, (2, 8, 2, 3)).astype(dt)
+            case(out, f"depthtospace_{mode.lower()}_{np.dtype(dt).name}", "DepthToSpace",
+                 {"x": d}, {"blocksize": 2, "mode": mode}, opset=13)
+            case(out, f"spacetodepth_{mode.lower()}_{np.dtype(dt).name}", "SpaceToDepth",
+                 {"x": d.reshape(2, 2, 4, 6)}, {"blocksize": 2, "mode": mode}, opset=28)
+    u = np.array([[2, 1, 2, 0], [2, 1, 2, 0], [1, 1, 1, 1], [2, 1, 2, 0]], dtype=np.int32)
+    for dt in (np.int32, np.uint64, np.float64):
+        for srt in (0, 1):
+            case(out, f"unique_axis0_sorted{srt}_{np.dtype(dt).name}", "Unique",
+                 {"x": u.astype(dt)}, {"axis": 0, "sorted": srt}, opset=11, n_out=4)
+            # flattened, 1-D: the reference's unsorted path fails on an N-D input (numpy
+            # 2 returns inverse indices in the input's shape)
+            case(out, f"unique_flat_sorted{srt}_{np.dtype(dt).name}", "Unique",
+                 {"x": u.reshape(-1).astype(dt)}, {"sorted": srt}, opset=11, n_out=4)
+    case(out, "unique_axis1_sorted", "Unique", {"x": u}, {"axis": 1, "sorted": 1}, opset=11,
+         n_out=4)
+    case(out, "unique_nan_and_signed_zero", "Unique",
+         {"x": np.array([np.nan, 1.0, -0.0, np.nan, 0.0, -1.0], dtype=np.float32)}, {},
+         opset=11, n_out=4)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -243,6 +322,7 @@ def main():
     argm_cases(out)
     reduce_cases(out)
     variadic_cases(out)
+    new_op_cases(out)
     print(f"wrote {len(written)} reference cases to {out}")
 
 

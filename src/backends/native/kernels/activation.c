@@ -1,4 +1,5 @@
-/* Activations: Sigmoid Relu LeakyRelu Softplus Gelu HardSigmoid HardSwish Clip. */
+/* Activations: Sigmoid Relu LeakyRelu Softplus Gelu HardSigmoid HardSwish Clip, the
+ * exponential units Elu Selu Celu, Softsign ThresholdedRelu Mish, and Shrink. */
 #include "backends/native/kernels/elementwise.h"
 
 #include "base/vmath.h"
@@ -19,6 +20,20 @@ MK_UNARY_FLOAT(a_gelu, (R)0.5 * v * ((R)1 + erf(v * (R)0.70710678118654752440)))
 MK_UNARY_FLOAT(a_gelu_tanh, (R)0.5 * v *
                                 ((R)1 + tanh((R)0.79788456080286535588 *
                                              (v + (R)0.044715 * v * v * v))))
+
+/* expm1 keeps the small negative inputs' digits that exp(x) - 1 would cancel. */
+MK_UNARY_FLOAT(a_elu, v < 0 ? (R)op->alpha * expm1(v) : v)
+/* beta is gamma */
+MK_UNARY_FLOAT(a_selu, v <= 0 ? (R)op->beta * ((R)op->alpha * expm1(v)) : (R)op->beta * v)
+MK_UNARY_FLOAT(a_celu, (v > 0 ? v : (R)0) +
+                           fmin((R)0, (R)op->alpha * expm1(v / (R)op->alpha)))
+MK_UNARY_FLOAT(a_softsign, v / ((R)1 + fabs(v)))
+MK_UNARY_FLOAT(a_thresholded_relu, v > (R)op->alpha ? v : (R)0)
+/* x * tanh(softplus(x)), softplus without overflow as above */
+MK_UNARY_FLOAT(a_mish, v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v))))
+/* alpha is lambd, beta the bias */
+MK_UNARY_FLOAT(a_shrink, v < -(R)op->alpha ? v + (R)op->beta
+                                           : v > (R)op->alpha ? v - (R)op->beta : (R)0)
 
 /* float32 paths (and the widened float16/bfloat16 blocks) of vmath.h */
 static void vec_sigmoid(const float *x, float *y, int64_t n, const unary_op *op) {
@@ -59,22 +74,22 @@ og_status *cpu_relu(kernel_ctx *ctx) {
     return cpu_unary_float(ctx, &op);
 }
 
+/* op with its alpha and beta read from the named float attributes (NULL: none). */
+static og_status *with_attrs(kernel_ctx *ctx, unary_op op, const char *a, float da,
+                             const char *b, float db) {
+    if (a) op.alpha = graph_attr_float(ctx->node, a, da);
+    if (b) op.beta = graph_attr_float(ctx->node, b, db);
+    return cpu_unary_float(ctx, &op);
+}
+
 og_status *cpu_leakyrelu(kernel_ctx *ctx) {
-    unary_op op = MK_UNARY_OP(a_leakyrelu, EW_GRAIN);
-    op.alpha = graph_attr_float(ctx->node, "alpha", 0.01f);
-    return cpu_unary_float(ctx, &op);
+    return with_attrs(ctx, MK_UNARY_OP(a_leakyrelu, EW_GRAIN), "alpha", 0.01f, NULL, 0);
 }
-
 og_status *cpu_hardsigmoid(kernel_ctx *ctx) {
-    unary_op op = MK_UNARY_OP(a_hardsigmoid, EW_GRAIN);
-    op.alpha = graph_attr_float(ctx->node, "alpha", 0.2f);
-    op.beta = graph_attr_float(ctx->node, "beta", 0.5f);
-    return cpu_unary_float(ctx, &op);
+    return with_attrs(ctx, MK_UNARY_OP(a_hardsigmoid, EW_GRAIN), "alpha", 0.2f, "beta", 0.5f);
 }
-
 og_status *cpu_hardswish(kernel_ctx *ctx) {
-    unary_op op = MK_UNARY_OP(a_hardswish, EW_GRAIN);
-    return cpu_unary_float(ctx, &op);
+    return with_attrs(ctx, MK_UNARY_OP(a_hardswish, EW_GRAIN), NULL, 0, NULL, 0);
 }
 
 og_status *cpu_gelu(kernel_ctx *ctx) {
@@ -125,4 +140,58 @@ og_status *cpu_clip(kernel_ctx *ctx) {
     if (!bound[0] || !bound[1]) return NULL;
     const tensor *pass2[2] = {y, bound[1]};
     return cpu_ew_run(ctx, y, 2, pass2, fmin_, NULL, EW_GRAIN);
+}
+
+og_status *cpu_elu(kernel_ctx *ctx) {
+    return with_attrs(ctx, MK_UNARY_OP(a_elu, EW_GRAIN_HEAVY), "alpha", 1.0f, NULL, 0);
+}
+og_status *cpu_thresholded_relu(kernel_ctx *ctx) {
+    return with_attrs(ctx, MK_UNARY_OP(a_thresholded_relu, EW_GRAIN), "alpha", 1.0f, NULL, 0);
+}
+/* The defaults are the float32 values the spec states. */
+og_status *cpu_selu(kernel_ctx *ctx) {
+    return with_attrs(ctx, MK_UNARY_OP(a_selu, EW_GRAIN_HEAVY), "alpha",
+                      1.67326319217681884765625f, "gamma", 1.05070102214813232421875f);
+}
+og_status *cpu_softsign(kernel_ctx *ctx) {
+    return with_attrs(ctx, MK_UNARY_OP(a_softsign, EW_GRAIN), NULL, 0, NULL, 0);
+}
+og_status *cpu_mish(kernel_ctx *ctx) {
+    return with_attrs(ctx, MK_UNARY_OP(a_mish, EW_GRAIN_HEAVY), NULL, 0, NULL, 0);
+}
+og_status *cpu_celu(kernel_ctx *ctx) {
+    if (graph_attr_float(ctx->node, "alpha", 1.0f) == 0)
+        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "alpha is 0");
+    return with_attrs(ctx, MK_UNARY_OP(a_celu, EW_GRAIN_HEAVY), "alpha", 1.0f, NULL, 0);
+}
+
+/* Shrink on integers computes as the reference, np.where(...).astype(x.dtype): the float
+ * attributes promote to double, the result is truncated back (Cast's rules). */
+typedef struct shrink_param {
+    og_dtype dt;
+    double lambd, bias;
+} shrink_param;
+
+static void shrink_int(char *const *p, const int64_t *s, int64_t n, const void *param) {
+    (void)s;
+    const shrink_param *sp = param;
+    for (int64_t i = 0; i < n; i++) {
+        double v = cpu_math_load_f64(sp->dt, p[1], i);
+        double r = v < -sp->lambd ? v + sp->bias : v > sp->lambd ? v - sp->bias : 0;
+        cpu_math_store_f64(sp->dt, p[0], i, r);
+    }
+}
+
+og_status *cpu_shrink(kernel_ctx *ctx) {
+    OG_TRY(kernel_require_inputs(ctx, 1));
+    og_dtype dt = ctx->inputs[0]->dtype;
+    shrink_param sp = {dt, graph_attr_float(ctx->node, "lambd", 0.5f),
+                       graph_attr_float(ctx->node, "bias", 0.0f)};
+    if (!mk_is_float(dt)) {
+        if (!cpu_binary_loop(BIN_ADD, dt)) return kernel_unsupported_dtype(ctx, 0, dt);
+        return cpu_unary_loop(ctx, dt, shrink_int, &sp, EW_GRAIN);
+    }
+    unary_op op = MK_UNARY_OP(a_shrink, EW_GRAIN);
+    op.alpha = sp.lambd, op.beta = sp.bias;
+    return cpu_unary_float(ctx, &op);
 }

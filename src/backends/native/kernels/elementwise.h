@@ -165,11 +165,14 @@ void cpu_math_store_f64(og_dtype dt, void *data, int64_t i, double v);
 #define MK_KERNELS(X)                                                                    \
     X(add) X(sub) X(mul) X(div) X(pow) X(mod)                                            \
     X(sqrt) X(reciprocal) X(neg) X(abs) X(exp) X(log) X(erf) X(tanh) X(sin) X(cos)       \
+    X(tan) X(acos) X(asin) X(atan) X(cosh) X(sinh) X(acosh) X(asinh) X(atanh)           \
     X(floor) X(ceil) X(round) X(sign) X(isnan) X(isinf)                                  \
     X(sigmoid) X(relu) X(leakyrelu) X(softplus) X(gelu) X(hardsigmoid) X(hardswish)      \
+    X(elu) X(selu) X(celu) X(softsign) X(thresholded_relu) X(mish) X(shrink)             \
     X(clip)                                                                              \
     X(equal) X(less) X(greater) X(less_equal) X(greater_equal)                           \
     X(not) X(and) X(or) X(xor) X(where)                                                  \
+    X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(bitwise_not) X(bitshift)               \
     X(max) X(min) X(sum) X(mean)                                                         \
     X(cast) X(castlike)
 #define MK_DECLARE(name) og_status *cpu_##name(kernel_ctx *ctx);

@@ -28,6 +28,11 @@ og_status *cpu_gather_elements(kernel_ctx *ctx);
 og_status *cpu_gather_nd(kernel_ctx *ctx);
 og_status *cpu_scatter_nd(kernel_ctx *ctx);
 og_status *cpu_scatter_elements(kernel_ctx *ctx);
+/* depth_space.c, compress.c, unique.c */
+og_status *cpu_depth_to_space(kernel_ctx *ctx);
+og_status *cpu_space_to_depth(kernel_ctx *ctx);
+og_status *cpu_compress(kernel_ctx *ctx);
+og_status *cpu_unique(kernel_ctx *ctx);
 /* generate.c */
 og_status *cpu_constant_of_shape(kernel_ctx *ctx);
 og_status *cpu_constant(kernel_ctx *ctx);

@@ -566,3 +566,32 @@ og_status *cpu_topk(kernel_ctx *ctx) {
     return NULL;
 }
 
+/* Hardmax: 1 at each line's ArgMax (the first maximum, or the first NaN as numpy's
+ * argmax in the reference), 0 elsewhere. Lines as Softmax's: before opset 13 the input
+ * is seen as 2-D [prod(dims[:axis]), prod(dims[axis:])]; from 13 on, along axis. */
+og_status *cpu_hardmax(kernel_ctx *ctx) {
+    OG_TRY(kernel_require_inputs(ctx, 1));
+    const tensor *x = ctx->inputs[0];
+    if (!cpu_is_float(x->dtype)) return kernel_unsupported_dtype(ctx, 0, x->dtype);
+    bool v13 = ctx->opset >= 13;
+    int axis;
+    OG_TRY(cpu_axis(ctx, graph_attr_int(ctx->node, "axis", v13 ? -1 : 1), x->rank, "axis",
+                    &axis));
+    tensor *y;
+    OG_TRY(kernel_output(ctx, 0, x->dtype, x->rank, x->dims, &y));
+    int64_t n = tensor_count(x);
+    line_job j = {.ctx = ctx, .x = x->data, .dt = x->dtype, .flag_a = 1,
+                  .inner = v13 ? cpu_dims_prod(x->dims, axis + 1, x->rank) : 1,
+                  .len = x->rank == 0 ? 1 : cpu_dims_prod(x->dims, axis, v13 ? axis + 1 : x->rank)};
+    if (n == 0 || j.len == 0) return NULL;
+    int64_t lines = n / j.len, *best;
+    OG_TRY(kernel_scratch(ctx, sizeof *best * (size_t)lines, (void **)&best));
+    j.y = best;
+    threadpool_parallel_for(ctx->pool, lines, 1 + 16384 / j.len, argm_fn(x->dtype), &j);
+    memset(y->data, 0, y->nbytes);
+    for (int64_t l = 0; l < lines; l++) {
+        int64_t o = (l / j.inner) * j.len * j.inner + l % j.inner + best[l] * j.inner;
+        st_num(y->data, x->dtype, o, 1.0, 1);
+    }
+    return NULL;
+}

@@ -1,4 +1,5 @@
-/* The reduction family: Reduce*, ArgMax/ArgMin, CumSum, TopK, Softmax, LogSoftmax. */
+/* The reduction family: Reduce*, ArgMax/ArgMin, CumSum, TopK, Softmax, LogSoftmax,
+ * Hardmax. */
 #ifndef OG_NATIVE_KERNELS_REDUCE_H
 #define OG_NATIVE_KERNELS_REDUCE_H
 
@@ -20,5 +21,6 @@ og_status *cpu_cumsum(kernel_ctx *ctx);
 og_status *cpu_topk(kernel_ctx *ctx);
 og_status *cpu_softmax(kernel_ctx *ctx);
 og_status *cpu_log_softmax(kernel_ctx *ctx);
+og_status *cpu_hardmax(kernel_ctx *ctx);
 
 #endif

@@ -36,5 +36,9 @@ const kernel_def cpu_layout_kernels[] = {
     ALL("Range", 11, cpu_range),
     ALL("Trilu", 14, cpu_trilu),
     ALL("NonZero", 9, cpu_nonzero),
+    ALL("DepthToSpace", 1, cpu_depth_to_space),
+    ALL("SpaceToDepth", 1, cpu_space_to_depth),
+    ALL("Compress", 9, cpu_compress),
+    ALL("Unique", 11, cpu_unique),
     {0},
 };

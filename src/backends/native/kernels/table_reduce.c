@@ -20,5 +20,6 @@ const kernel_def cpu_reduce_kernels[] = {
     {"", "TopK", 10, 28, cpu_topk},
     {"", "Softmax", 1, 28, cpu_softmax},
     {"", "LogSoftmax", 1, 28, cpu_log_softmax},
+    {"", "Hardmax", 1, 28, cpu_hardmax},
     {0},
 };
