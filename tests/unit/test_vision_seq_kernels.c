@@ -171,3 +171,39 @@ TEST(vision_seq_qlinear_matmul_requantizes_like_the_reference_at_a_tie) {
     CHECK_EQ_INT(((const int8_t *)r.out[0].data)[0], 7);
     kh_free(&r);
 }
+
+TEST(vision_seq_resize_threaded_matches_inline) {
+    enum { N = 2, C = 3, H = 37, W = 29 };
+    static float x[N * C * H * W];
+    unsigned s = 17;
+    for (size_t i = 0; i < sizeof x / 4; i++) x[i] = sk_rand(&s);
+    int64_t d[4] = {N, C, H, W}, sd[1] = {4};
+    float sc[4] = {1, 1, 1.75f, 0.45f};
+    tensor t = kh_tensor(OG_FLOAT32, 4, d, x), ts = kh_tensor(OG_FLOAT32, 1, sd, sc);
+    const tensor *in[3] = {&t, NULL, &ts};
+    const char *modes[3] = {"nearest", "linear", "cubic"};
+    for (int m = 0; m < 3; m++) {
+        graph_attr a[2] = {{.name = "mode", .type = ATTR_STRING, .s = {modes[m], strlen(modes[m])}},
+                           {.name = "antialias", .type = ATTR_INT, .i = m > 0}};
+        sk_same_threaded(cpu_resize, 19, a, 2, in, 3, 1);
+    }
+}
+
+/* pytorch_half_pixel with an output length of 1: the spec maps the one output to
+ * x_original = 0 ("length_resized > 1 ? ... : 0"), as onnxruntime does; ONNX's reference
+ * maps it to -0.5. For cubic that moves the taps: at 0 the weights are (0, 0, 1, 0) and
+ * the output is exactly the first input element, at -0.5 it would blend in the second. */
+TEST(vision_seq_resize_pytorch_half_pixel_length_one_is_zero) {
+    float x[4] = {1, 5, -2, 7};
+    int64_t d[2] = {1, 4}, sz[2] = {1, 1}, szd[1] = {2};
+    tensor t = kh_tensor(OG_FLOAT32, 2, d, x), ts = kh_tensor(OG_INT64, 1, szd, sz);
+    const tensor *in[4] = {&t, NULL, NULL, &ts};
+    graph_attr a[2] = {{.name = "mode", .type = ATTR_STRING, .s = {"cubic", 5}},
+                       {.name = "coordinate_transformation_mode", .type = ATTR_STRING,
+                        .s = {"pytorch_half_pixel", 18}}};
+    kh_run r;
+    CHECK_OK(kh_call(&r, cpu_resize, 19, a, 2, in, 4, 1));
+    CHECK_EQ_INT(tensor_count(&r.out[0]), 1);
+    CHECK_NEAR(((const float *)r.out[0].data)[0], 1, 0);
+    kh_free(&r);
+}

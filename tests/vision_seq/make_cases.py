@@ -315,6 +315,143 @@ def integer_cases():
          opset=21, oracle="ref", tol=(0, 0))
 
 
+# ---- Resize and Upsample -------------------------------------------------------------
+
+def f32(*v):
+    return np.array(v, np.float32)
+
+
+def i64(*v):
+    return np.array(v, np.int64)
+
+
+EMPTY = np.zeros((0,), np.float32)
+
+
+def resize_cases():
+    """Resize at opsets 10, 11, 13, 18 and 19 and Upsample 7 and 9 (the node tests cover
+    19 and Upsample 9 nearest only), every mode and coordinate transform against
+    onnxruntime, dtypes float16/float64/int8/uint8/int32/int64/bool, N-D linear, and
+    sizes that split over the pool.
+
+    onnxruntime computes in float32 (tolerance 1e-5 absolute on values of magnitude 2)
+    and differs from the spec in two places, where the reference is the oracle:
+    align_corners with scales (onnxruntime divides by the integer output length minus 1,
+    the spec by scale * length - 1, and ONNX's expected outputs agree with the spec), and
+    output sizes, which onnxruntime rounds in float32 (1.9f * 40 = 76) where the spec's
+    floor(length * scale) of the float32 scale 1.89999998 is 75."""
+    x = rand((1, 2, 5, 7))
+    rt = (1e-5, 1e-5)
+    up, down = f32(1, 1, 2.5, 1.7), f32(1, 1, 0.6, 0.45)
+    # opset 10 and Upsample: asymmetric coordinates; nearest downsampling takes ceil
+    for mode in ("nearest", "linear"):
+        for nm, sc in (("up", up), ("down", down)):
+            case(f"resize10_{mode}_{nm}", "Resize", [("X", x), ("scales", sc)], opset=10,
+                 mode=mode)
+    case("upsample7_nearest_attr", "Upsample", [("X", x)], opset=7, mode="nearest",
+         scales=[1.0, 1.0, 2.0, 3.0])
+    case("upsample7_linear_attr", "Upsample", [("X", x)], opset=7, mode="linear",
+         scales=[1.0, 1.0, 1.5, 2.5])
+    case("upsample9_linear_f64", "Upsample", [("X", x.astype(np.float64)), ("scales", up)],
+         opset=9, mode="linear", oracle="ort32", tol=(1e-5, 1e-6))
+    # opset 11: roi and scales inputs always present (empty when unused)
+    for ct in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+               "tf_half_pixel_for_nn"):
+        for mode in ("nearest", "linear", "cubic"):
+            if ct == "tf_half_pixel_for_nn" and mode != "nearest":
+                continue
+            for nm, sc in (("up", up), ("down", down)):
+                case(f"resize11_{mode}_{ct}_{nm}", "Resize",
+                     [("X", x), ("roi", EMPTY), ("scales", sc)], opset=11, mode=mode,
+                     coordinate_transformation_mode=ct, tol=rt,
+                     oracle="ref" if ct == "align_corners" else "ort")
+            if ct == "align_corners":
+                case(f"resize11_{mode}_{ct}_sizes", "Resize",
+                     [("X", x), ("roi", EMPTY), ("scales", EMPTY), ("sizes", i64(1, 2, 9, 4))],
+                     opset=11, mode=mode, coordinate_transformation_mode=ct, tol=rt)
+    for nmode in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
+        case(f"resize11_nearest_{nmode}_sizes", "Resize",
+             [("X", x), ("roi", EMPTY), ("scales", EMPTY), ("sizes", i64(1, 2, 8, 3))],
+             opset=11, mode="nearest", nearest_mode=nmode)
+    case("resize11_cubic_a05_exclude_outside_down", "Resize",
+         [("X", x), ("roi", EMPTY), ("scales", down)], opset=11, mode="cubic",
+         cubic_coeff_a=-0.5, exclude_outside=1, tol=rt)
+    case("resize11_tf_crop_and_resize_linear", "Resize",
+         [("X", x), ("roi", f32(0, 0, 0.1, -0.2, 1, 1, 0.8, 1.3)), ("scales", EMPTY),
+          ("sizes", i64(1, 2, 6, 9))], opset=11, mode="linear", tol=rt,
+         coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.0)
+    case("resize11_tf_crop_and_resize_nearest_int32", "Resize",
+         [("X", rng.randint(-1000, 1000, (1, 2, 5, 7)).astype(np.int32)),
+          ("roi", f32(0, 0, -0.2, 0.1, 1, 1, 0.9, 1.2)), ("scales", EMPTY),
+          ("sizes", i64(1, 2, 7, 6))], opset=11, mode="nearest", tol=(0, 0),
+         coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0)
+    # pytorch_half_pixel with an output length of 1 maps to 0 (spec, onnxruntime); the
+    # reference maps it to -0.5, which moves cubic's taps
+    case("resize13_cubic_pytorch_half_pixel_len1", "Resize",
+         [("X", x), ("", None), ("", None), ("sizes", i64(1, 2, 1, 4))], opset=13, mode="cubic",
+         coordinate_transformation_mode="pytorch_half_pixel", tol=rt)
+    case("resize13_linear_f16", "Resize",
+         [("X", x.astype(np.float16)), ("", None), ("scales", up)], opset=13, mode="linear",
+         oracle="ort32", tol=F16_TOL)
+    case("resize13_nearest_f16_exact", "Resize",
+         [("X", x.astype(np.float16)), ("", None), ("scales", down)], opset=13, tol=(0, 0))
+    case("resize13_linear_f64", "Resize",
+         [("X", x.astype(np.float64)), ("", None), ("scales", down)], opset=13, mode="linear",
+         oracle="ref", tol=(1e-12, 1e-12))
+    for dt in (np.uint8, np.int8):
+        xi = q8((1, 3, 6, 5), dt)
+        case(f"resize13_linear_{np.dtype(dt).name}", "Resize",
+             [("X", xi), ("", None), ("scales", f32(1, 1, 1.5, 2.2))], opset=13, mode="linear",
+             oracle="ref", tol=(0, 0))
+        case(f"resize13_nearest_{np.dtype(dt).name}", "Resize",
+             [("X", xi), ("", None), ("scales", f32(1, 1, 1.5, 0.7))], opset=13, tol=(0, 0))
+    case("resize13_nearest_int64_bool_rank2", "Resize",
+         [("X", rng.randint(-2**40, 2**40, (3, 4)).astype(np.int64)), ("", None),
+          ("scales", f32(2.0, 0.75))], opset=13, oracle="ref", tol=(0, 0))
+    case("resize13_nearest_all_axes", "Resize",
+         [("X", x), ("", None), ("scales", f32(2, 0.5, 1.4, 1))], opset=13, oracle="ref")
+    x5 = rand((1, 2, 3, 4, 5))
+    case("resize13_trilinear_5d", "Resize",
+         [("X", x5), ("", None), ("scales", f32(1, 1, 1.7, 0.8, 2.2))], opset=13, mode="linear",
+         tol=rt)
+    xb = rand((2, 3, 40, 33))
+    case("resize13_cubic_big_exclude_outside", "Resize",
+         [("X", xb), ("", None), ("", None), ("sizes", i64(2, 3, 57, 29))], opset=13,
+         mode="cubic", exclude_outside=1, tol=rt)
+    case("resize13_linear_big_align_corners", "Resize",
+         [("X", xb), ("", None), ("", None), ("sizes", i64(2, 3, 75, 77))], opset=13,
+         mode="linear", coordinate_transformation_mode="align_corners", tol=rt)
+    case("resize13_nearest_scale_1p9_floors_to_75_ref", "Resize",
+         [("X", xb), ("", None), ("scales", f32(1, 1, 1.9, 1))], opset=13, oracle="ref",
+         tol=(0, 0))
+    # opset 18: antialias, axes, keep_aspect_ratio_policy
+    for mode in ("linear", "cubic"):
+        case(f"resize18_{mode}_antialias_axes", "Resize",
+             [("X", xb), ("", None), ("scales", f32(0.375, 0.625))], opset=18, mode=mode,
+             antialias=1, axes=[2, 3], tol=rt)
+        # the reference forms the antialiased cubic weights in float32 (its cubic_coeff_a
+        # is a numpy float32), so float64 agrees to about 1e-6
+        case(f"resize18_{mode}_antialias_f64_ref", "Resize",
+             [("X", xb.astype(np.float64)), ("", None), ("scales", f32(1, 1, 0.3, 0.7))],
+             opset=18, mode=mode, antialias=1, oracle="ref", tol=(1e-5, 1e-5))
+    case("resize18_linear_antialias_exclude_outside_ref", "Resize",
+         [("X", x), ("", None), ("scales", f32(1, 1, 0.4, 0.6))], opset=18, mode="linear",
+         antialias=1, exclude_outside=1, oracle="ref", tol=(1e-5, 1e-6))
+    for pol in ("not_larger", "not_smaller"):
+        case(f"resize18_linear_{pol}_axes_3_2", "Resize",
+             [("X", x), ("", None), ("", None), ("sizes", i64(9, 4))], opset=18, mode="linear",
+             axes=[3, 2], keep_aspect_ratio_policy=pol, oracle="ref", tol=(1e-5, 1e-6))
+    case("resize18_tf_crop_and_resize_axes_negative", "Resize",
+         [("X", x), ("roi", f32(0.2, -0.1, 0.9, 1.1)), ("", None), ("sizes", i64(4, 8))],
+         opset=18, mode="linear", axes=[-2, -1], coordinate_transformation_mode="tf_crop_and_resize",
+         oracle="ref", tol=(1e-5, 1e-6),
+         oracle_attrs=dict(mode="linear", axes=[2, 3],  # the reference wants them positive
+                           coordinate_transformation_mode="tf_crop_and_resize"))
+    case("resize19_half_pixel_symmetric_cubic", "Resize",
+         [("X", x), ("", None), ("scales", f32(1, 1, 1.3, 0.7))], opset=19, mode="cubic",
+         coordinate_transformation_mode="half_pixel_symmetric", oracle="ref", tol=(1e-5, 1e-6))
+
+
 def main():
     global OUT
     if len(sys.argv) != 2:
@@ -327,6 +464,7 @@ def main():
     pool_cases()
     conv_cases()
     integer_cases()
+    resize_cases()
     print(f"make_cases.py: wrote {len(written)} cases into {OUT}")
 
 

@@ -11,5 +11,7 @@ og_status *cpu_lp_pool(kernel_ctx *ctx);
 og_status *cpu_global_max_pool(kernel_ctx *ctx);
 og_status *cpu_global_average_pool(kernel_ctx *ctx);
 og_status *cpu_global_lp_pool(kernel_ctx *ctx);
+og_status *cpu_resize(kernel_ctx *ctx);
+og_status *cpu_upsample(kernel_ctx *ctx);
 
 #endif

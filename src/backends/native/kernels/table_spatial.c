@@ -12,5 +12,10 @@ const kernel_def cpu_spatial_kernels[] = {
     {"", "GlobalMaxPool", 1, 28, cpu_global_max_pool},
     {"", "GlobalAveragePool", 1, 28, cpu_global_average_pool},
     {"", "GlobalLpPool", 1, 28, cpu_global_lp_pool},
+    /* Resize 11 added roi, sizes and the coordinate/nearest/cubic attributes, 13 made
+     * roi and scales optional, 18 added antialias, axes and keep_aspect_ratio_policy,
+     * 19 half_pixel_symmetric. Upsample 9 moved scales from attribute to input. */
+    {"", "Resize", 10, 28, cpu_resize},
+    {"", "Upsample", 7, 9, cpu_upsample},
     {0},
 };
