@@ -34,13 +34,19 @@ test-sanitize: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer on the loader, bounded, from the seed corpus.
+# libFuzzer on the loader and on the chat-template parser/renderer, bounded, from the
+# seed corpora (the chat-template corpus in ../shared seeds the second when present).
 FUZZ_SECONDS ?= 60
+FUZZ_CHAT_SECONDS ?= 30
+CHAT_SEEDS := $(wildcard $(SHARED)/chat-templates/templates)
 fuzz-smoke: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template
 	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
+	mkdir -p build-fuzz/corpus-chat && ./build-fuzz/fuzz/fuzz_chat_template \
+		-max_total_time=$(FUZZ_CHAT_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
+		build-fuzz/corpus-chat fuzz/corpus/chat_template $(CHAT_SEEDS)
 
 clean:
 	rm -rf build build-asan build-fuzz

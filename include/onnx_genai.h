@@ -332,6 +332,82 @@ og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const 
 og_status *og_tokenizer_stream_flush(og_tokenizer_stream *s, const char **piece);
 void og_tokenizer_stream_free(og_tokenizer_stream *s);
 
+/* ---------------------------------------------------------------------------------
+ * Chat templates: the Jinja program a model ships to turn a conversation into its
+ * prompt, rendered byte for byte as Hugging Face transformers' apply_chat_template
+ * renders it (jinja2's sandbox with trim_blocks and lstrip_blocks, transformers'
+ * globals and tojson).
+ *
+ *     og_chat_template *ct;
+ *     og_chat_template_open("path/to/package", &ct);
+ *     og_chat_options o = og_chat_options_default();
+ *     o.add_generation_prompt = 1;
+ *     char *prompt;
+ *     og_chat_template_apply(ct, "[{\"role\": \"user\", \"content\": \"Hi\"}]", &o, &prompt);
+ *     ... og_free(prompt); og_chat_template_free(ct);
+ *
+ * Errors: a template with a syntax error is OG_ERR_INVALID_MODEL (reported when that
+ * template is applied); a construct the engine does not implement OG_ERR_UNSUPPORTED,
+ * naming it and its line; the template's own raise_exception() (e.g. "System role not
+ * supported") OG_ERR_INVALID_ARGUMENT; bad JSON OG_ERR_INVALID_ARGUMENT; anything else
+ * the template does wrong at render time (Python's TypeError, UndefinedError, a limit)
+ * OG_ERR_RUNTIME. Rendering is bounded (output 32 MiB, 10 million loop iterations,
+ * 128 nested macro calls) and reaches no file or environment variable except
+ * CHAT_TEMPLATE_NOW (YYYY-MM-DDTHH:MM:SS), which fixes what strftime_now() sees.
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_chat_template og_chat_template;
+
+/* Loads the chat template(s) of path:
+ *   - a package folder: chat_template.jinja, else tokenizer_config.json "chat_template"
+ *     (a string, or a list of {"name", "template"}), else chat_template.json; plus
+ *     additional_chat_templates/NAME.jinja as named templates;
+ *   - a tokenizer_config.json (or any .json with "chat_template");
+ *   - any other file: its text is the template.
+ * The special tokens (bos_token, eos_token, unk_token, sep_token, pad_token, cls_token,
+ * mask_token, additional_special_tokens) come from tokenizer_config.json (beside a
+ * template file too), as transformers passes them. Free with og_chat_template_free. */
+og_status *og_chat_template_open(const char *path, og_chat_template **out);
+/* The chat template of an opened package (its folder, as og_chat_template_open). */
+og_status *og_chat_template_create(const og_model *model, og_chat_template **out);
+/* A template from its text (len bytes, UTF-8), without special tokens. */
+og_status *og_chat_template_from_string(const char *source, size_t len, og_chat_template **out);
+void og_chat_template_free(og_chat_template *t);
+
+/* Sets the variable `name` (e.g. "bos_token") that every render sees; value NULL removes
+ * it. The value is copied. */
+og_status *og_chat_template_set_token(og_chat_template *t, const char *name, const char *value);
+/* A special-token variable's value, or NULL. Owned by t. */
+const char *og_chat_template_token(const og_chat_template *t, const char *name);
+
+/* The templates t holds: their names ("default", "tool_use", ...) and where each came
+ * from (a file, or "FILE chat_template['NAME']"). Owned by t; NULL past the end. */
+size_t og_chat_template_count(const og_chat_template *t);
+const char *og_chat_template_name(const og_chat_template *t, size_t index);
+const char *og_chat_template_origin(const og_chat_template *t, size_t index);
+
+typedef struct og_chat_options {
+    size_t struct_size;          /* sizeof(og_chat_options), set by og_chat_options_default */
+    const char *tools_json;      /* a JSON array of tool schemas, or NULL (tools=None) */
+    const char *documents_json;  /* a JSON array of documents, or NULL (documents=None) */
+    int add_generation_prompt;   /* end with the assistant's turn header */
+    const char *extra_json;      /* a JSON object of more variables, e.g.
+                                    {"enable_thinking": false}; NULL for none. They replace
+                                    special tokens of the same name. */
+    const char *template_name;   /* NULL: transformers' choice ("tool_use" when tools are
+                                    given and the package has it, else "default") */
+} og_chat_options;
+
+og_chat_options og_chat_options_default(void);
+
+/* Renders messages_json (a JSON array of {"role", "content", ...}: string content or
+ * content parts, tool_calls, "tool" messages, reasoning_content) with options (NULL for
+ * defaults). Keys whose value is null are dropped and reasoning_content / thinking /
+ * reasoning are aliased, as transformers does. *text (NUL-terminated UTF-8) is the
+ * caller's: free with og_free. */
+og_status *og_chat_template_apply(const og_chat_template *t, const char *messages_json,
+                                  const og_chat_options *options, char **text);
+
 #ifdef __cplusplus
 }
 #endif

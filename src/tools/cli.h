@@ -7,6 +7,10 @@ int cli_infer(int argc, char **argv);
 int cli_bench_load(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
+int cli_template(int argc, char **argv);
+
+/* The whole of a file ('-': standard input), NUL-terminated, or NULL. Free with free(). */
+char *cli_read_all(const char *path);
 
 /* Prints "onnx-genai: <message>" to stderr; returns the exit status to use. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
