@@ -864,6 +864,19 @@ static og_status *macro_bits(parser *p, ast *x) {
     return NULL;
 }
 
+/* The body of a macro or call block: a function of its own in jinja2's compiled code,
+ * so break/continue do not reach loops outside it. Closes the open block. */
+static og_status *function_body(parser *p, const char *end, ast *x) {
+    const char *const ends[] = {end, NULL};
+    int loops = p->loops;
+    p->loops = 0;
+    OG_TRY(parse_statements(p, ends, true, &x->b));
+    p->loops = loops;
+    OG_TRY(macro_bits(p, x));
+    p->nopen--;
+    return NULL;
+}
+
 static og_status *parse_statement(parser *p, ast **out) {
     tok *t = cur(p);
     if (t->type != TK_NAME) return unexpected(p, "a statement name");
@@ -943,13 +956,7 @@ static og_status *parse_statement(parser *p, ast **out) {
         x->sym = nm->sym;
         x->name = nm->name;
         OG_TRY(parse_signature(p, x));
-        static const char *const ends[] = {"endmacro", NULL};
-        int loops = p->loops;
-        p->loops = 0;
-        OG_TRY(parse_statements(p, ends, true, &x->b));
-        p->loops = loops;
-        OG_TRY(macro_bits(p, x));
-        p->nopen--;
+        OG_TRY(function_body(p, "endmacro", x));
         *out = x;
     } else if (!strcmp(name, "call")) {
         OG_TRY(open_block(p, "call", line));
@@ -957,13 +964,7 @@ static og_status *parse_statement(parser *p, ast **out) {
         if (is_op(cur(p), K_LPAREN)) OG_TRY(parse_signature(p, x));
         OG_TRY(parse_expression(p, true, &x->a));
         if (x->a->kind != AX_CALL) return perr(p, line, "expected call");
-        static const char *const ends[] = {"endcall", NULL};
-        int loops = p->loops;
-        p->loops = 0;
-        OG_TRY(parse_statements(p, ends, true, &x->b));
-        p->loops = loops;
-        OG_TRY(macro_bits(p, x));
-        p->nopen--;
+        OG_TRY(function_body(p, "endcall", x));
         *out = x;
     } else if (!strcmp(name, "filter")) {
         OG_TRY(open_block(p, "filter", line));
