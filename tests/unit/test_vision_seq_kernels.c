@@ -207,3 +207,39 @@ TEST(vision_seq_resize_pytorch_half_pixel_length_one_is_zero) {
     CHECK_NEAR(((const float *)r.out[0].data)[0], 1, 0);
     kh_free(&r);
 }
+
+TEST(vision_seq_grid_sample_threaded_matches_inline) {
+    enum { N = 2, C = 5, H = 19, W = 23, HO = 17, WO = 13 };
+    static float x[N * C * H * W], g[N * HO * WO * 2];
+    unsigned s = 23;
+    for (size_t i = 0; i < sizeof x / 4; i++) x[i] = sk_rand(&s);
+    for (size_t i = 0; i < sizeof g / 4; i++) g[i] = sk_rand(&s) * 1.3f;
+    int64_t xd[4] = {N, C, H, W}, gd[4] = {N, HO, WO, 2};
+    tensor tx = kh_tensor(OG_FLOAT32, 4, xd, x), tg = kh_tensor(OG_FLOAT32, 4, gd, g);
+    const tensor *in[2] = {&tx, &tg};
+    const char *modes[3] = {"nearest", "linear", "cubic"};
+    for (int m = 0; m < 3; m++) {
+        graph_attr a[2] = {{.name = "mode", .type = ATTR_STRING, .s = {modes[m], strlen(modes[m])}},
+                           {.name = "padding_mode", .type = ATTR_STRING, .s = {"reflection", 10}}};
+        sk_same_threaded(cpu_grid_sample, 20, a, 2, in, 2, 1);
+    }
+}
+
+/* Cubic with border padding: the sampling point stays where the grid puts it and each
+ * tap is clamped to the border, as PyTorch's grid_sample (cited by the spec) and
+ * onnxruntime compute. Row [1, 2, 4, 8], align_corners, x = 1.5 -> 3.75: taps 2, 3, 4, 5
+ * clamp to 2, 3, 3, 3 and the result is 8 + W(1.75) * (4 - 8) = 8.140625 with Keys'
+ * W(1.75) = -0.03515625. ONNX's reference clamps the point to 3 first and returns 8. */
+TEST(vision_seq_grid_sample_cubic_border_clamps_taps_not_the_point) {
+    float x[4] = {1, 2, 4, 8}, g[2] = {1.5f, 0};
+    int64_t xd[4] = {1, 1, 1, 4}, gd[4] = {1, 1, 1, 2};
+    tensor tx = kh_tensor(OG_FLOAT32, 4, xd, x), tg = kh_tensor(OG_FLOAT32, 4, gd, g);
+    const tensor *in[2] = {&tx, &tg};
+    graph_attr a[3] = {{.name = "mode", .type = ATTR_STRING, .s = {"cubic", 5}},
+                       {.name = "padding_mode", .type = ATTR_STRING, .s = {"border", 6}},
+                       {.name = "align_corners", .type = ATTR_INT, .i = 1}};
+    kh_run r;
+    CHECK_OK(kh_call(&r, cpu_grid_sample, 20, a, 3, in, 2, 1));
+    CHECK_NEAR(((const float *)r.out[0].data)[0], 8.140625, 1e-6);
+    kh_free(&r);
+}

@@ -452,6 +452,49 @@ def resize_cases():
          coordinate_transformation_mode="half_pixel_symmetric", oracle="ref", tol=(1e-5, 1e-6))
 
 
+# ---- GridSample ------------------------------------------------------------------------
+
+def grid_sample_cases():
+    """GridSample at opset 16 (bilinear/bicubic names, 4-D) and 20 (1-D to 3-D), every
+    mode, padding and align_corners, with grid coordinates reaching outside [-1, 1] so
+    that the padding rules act; float64, float16, int32; shapes that split over the pool.
+    onnxruntime is the oracle: with cubic and border padding ONNX's reference clamps the
+    sampling coordinate before forming the taps, where PyTorch's grid_sample (which the
+    spec cites) and onnxruntime clamp only the taps (grid_sample.c)."""
+    x = rand((2, 3, 6, 7))
+    grid = rand((2, 5, 4, 2), lo=-1.6, hi=1.6)
+    for opset, modes in ((16, ("bilinear", "nearest", "bicubic")), (20, ("linear", "nearest", "cubic"))):
+        for mode in modes:
+            for pad in ("zeros", "border", "reflection"):
+                for ac in (0, 1):
+                    case(f"gridsample{opset}_{mode}_{pad}_ac{ac}", "GridSample",
+                         [("X", x), ("grid", grid)], opset=opset, mode=mode, padding_mode=pad,
+                         align_corners=ac, tol=(1e-5, 1e-5))
+    case("gridsample20_linear_f64", "GridSample", [("X", x.astype(np.float64)),
+         ("grid", grid.astype(np.float64))], opset=20, mode="linear", padding_mode="reflection",
+         tol=(1e-12, 1e-12))
+    case("gridsample20_cubic_f16", "GridSample", [("X", x.astype(np.float16)),
+         ("grid", grid.astype(np.float16))], opset=20, mode="cubic", oracle="ort32", tol=F16_TOL)
+    case("gridsample20_nearest_int32_ref", "GridSample",
+         [("X", rng.randint(-100, 100, (1, 2, 5, 4)).astype(np.int32)), ("grid", grid[:1])],
+         opset=20, mode="nearest", padding_mode="border", oracle="ref", tol=(0, 0))
+    x3, g3 = rand((1, 2, 4, 5, 6)), rand((1, 3, 4, 2, 3), lo=-1.3, hi=1.3)
+    for mode in ("linear", "nearest", "cubic"):
+        for pad in ("zeros", "border", "reflection"):
+            if mode == "cubic" and pad == "border":
+                continue  # onnxruntime has no 3-D cubic and the reference clamps (above)
+            case(f"gridsample20_3d_{mode}_{pad}", "GridSample", [("X", x3), ("grid", g3)],
+                 opset=20, mode=mode, padding_mode=pad, align_corners=1, tol=(1e-5, 1e-5),
+                 oracle="ref" if mode == "cubic" else "ort")
+    x1, g1 = rand((2, 3, 9)), rand((2, 11, 1), lo=-1.4, hi=1.4)
+    for mode in ("linear", "cubic"):
+        case(f"gridsample20_1d_{mode}_ref", "GridSample", [("X", x1), ("grid", g1)], opset=20,
+             mode=mode, padding_mode="reflection", oracle="ref", tol=(1e-5, 1e-5))
+    xb, gb = rand((2, 8, 30, 40)), rand((2, 33, 27, 2), lo=-1.1, hi=1.1)
+    case("gridsample20_big_bilinear", "GridSample", [("X", xb), ("grid", gb)], opset=20,
+         mode="linear", tol=(1e-5, 1e-5))
+
+
 def main():
     global OUT
     if len(sys.argv) != 2:
@@ -465,6 +508,7 @@ def main():
     conv_cases()
     integer_cases()
     resize_cases()
+    grid_sample_cases()
     print(f"make_cases.py: wrote {len(written)} cases into {OUT}")
 
 

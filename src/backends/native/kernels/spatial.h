@@ -13,5 +13,6 @@ og_status *cpu_global_average_pool(kernel_ctx *ctx);
 og_status *cpu_global_lp_pool(kernel_ctx *ctx);
 og_status *cpu_resize(kernel_ctx *ctx);
 og_status *cpu_upsample(kernel_ctx *ctx);
+og_status *cpu_grid_sample(kernel_ctx *ctx);
 
 #endif

@@ -17,5 +17,7 @@ const kernel_def cpu_spatial_kernels[] = {
      * 19 half_pixel_symmetric. Upsample 9 moved scales from attribute to input. */
     {"", "Resize", 10, 28, cpu_resize},
     {"", "Upsample", 7, 9, cpu_upsample},
+    /* GridSample 16: 4-D, modes bilinear/bicubic; 20: N-D, modes linear/cubic. */
+    {"", "GridSample", 16, 28, cpu_grid_sample},
     {0},
 };
