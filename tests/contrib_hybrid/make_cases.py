@@ -18,7 +18,8 @@ import shutil
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
+import onnx
+from onnx import helper, numpy_helper
 
 # tests/contrib_llm/make_cases.py: case(), case_np(), make_model(), session(), save_case()
 _spec = importlib.util.spec_from_file_location(
@@ -292,6 +293,118 @@ def rotary_cases(out):
               ["y"], dt, num_heads=8, mrope_section=[12, 10, 10], mrope_layout=1)
 
 
+# ---------------- GroupQueryAttention with window-sized KV caches ----------------
+
+GQA_IN = base.GQA_IN  # q k v past_k past_v seqlens_k tsl cos sin pos ab sink
+
+
+def swc_resident(T, C, W):
+    """Rows a window-sized cache of capacity C holds after T positions (onnxruntime's
+    contract for sliding_window_cache=1)."""
+    if T <= C:
+        return T
+    G = C - W + 1
+    return T - G * -(-(T - C) // G)
+
+
+def gqa_graph(dt, feeds, names, attrs, masks=None, ymask=None, dynamic=False):
+    """GroupQueryAttention; with `masks` (B, 1, C, 1 bool) the present outputs go through
+    Where(mask, present, 0) so that rows the contract leaves unspecified are not compared;
+    `ymask` (B, S, 1) does the same for the output rows of padding tokens."""
+    node = helper.make_node("GroupQueryAttention", names, ["y", "pk", "pv"], domain=MS, **attrs)
+    ins = [helper.make_tensor_value_info(n, base.NP2ONNX[feeds[n].dtype.type],
+                                         [None] * feeds[n].ndim if dynamic else feeds[n].shape)
+           for n in names if n]
+    nodes, outs, inits = [node], ["y", "pk", "pv"], []
+    if masks is not None:
+        zero = numpy_helper.from_array(np.zeros((), dt), "zero")
+        inits = [zero, numpy_helper.from_array(masks, "mask")]
+        nodes += [helper.make_node("Where", ["mask", "pk", "zero"], ["pk_resident"]),
+                  helper.make_node("Where", ["mask", "pv", "zero"], ["pv_resident"])]
+        outs = ["y", "pk_resident", "pv_resident"]
+    if ymask is not None:
+        inits.append(numpy_helper.from_array(ymask, "ymask"))
+        nodes.append(helper.make_node("Where", ["ymask", "y", "zero"], ["y_valid"]))
+        outs[0] = "y_valid"
+    graph = helper.make_graph(nodes, "gqa", ins, [onnx.ValueInfoProto(name=n) for n in outs],
+                              initializer=inits)
+    return helper.make_model(graph, ir_version=8, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+
+
+def swc_case(out, name, dt, B, S, N, KV, D, C, W, seqlens, rotary_half=0, sink=False, ab=False,
+             full_oracle=False, **attrs):
+    """One step with window-sized caches: the past holds L(T - S) rows (random; the prompt
+    ignores them). full_oracle: onnxruntime refuses the form (a right-padded first
+    prompt), so the expected values come from its full-length cache on the same tokens."""
+    tsl = max(seqlens) + 1
+    f = base.gqa_feeds(dt, B, S, N, KV, D, C, seqlens, tsl, rotary_half=rotary_half, sink=sink,
+                       ab=(B, N, S, tsl) if ab else None, max_pos=64)
+    names = [n if n in f else "" for n in GQA_IN]
+    while names[-1] == "":
+        names.pop()
+    attrs = dict(num_heads=N, kv_num_heads=KV, local_window_size=W, **attrs)
+    if rotary_half:
+        attrs["do_rotary"] = 1
+    L = [swc_resident(t + 1, C, W) for t in seqlens]
+    masks = np.zeros((B, 1, C, 1), bool)
+    for b in range(B):
+        masks[b, 0, :L[b]] = True
+    # the output rows of padding tokens are not compared (onnxruntime's float16 and float32
+    # kernels differ there)
+    ymask = np.array([[[i <= t] for i in range(S)] for t in seqlens]) if full_oracle else None
+    model = gqa_graph(dt, f, names, dict(attrs, sliding_window_cache=1), masks, ymask)
+    present = [n for n in names if n]
+    if full_oracle:
+        full = dict(f, past_k=np.zeros((B, KV, tsl, D), dt), past_v=np.zeros((B, KV, tsl, D), dt))
+        y, pk, pv = base.session(gqa_graph(dt, full, names, attrs)).run(
+            None, {n: full[n] for n in present})
+        y = np.where(ymask, y, np.zeros((), dt))
+        rk, rv = np.zeros((B, KV, C, D), dt), np.zeros((B, KV, C, D), dt)
+        for b in range(B):
+            T = seqlens[b] + 1
+            rk[b, :, :L[b]], rv[b, :, :L[b]] = pk[b, :, T - L[b]:T], pv[b, :, T - L[b]:T]
+        outs = [y, rk, rv]
+    else:
+        outs = base.session(model).run(None, {n: f[n] for n in present})
+    onames = [o.name for o in model.graph.output]
+    del model.graph.output[:]
+    for n, v in zip(onames, outs):
+        model.graph.output.append(helper.make_tensor_value_info(n, base.NP2ONNX[v.dtype.type],
+                                                                v.shape))
+    base.save_case(os.path.join(out, "test_gqa_swc_" + name), model,
+                   [([(n, f[n]) for n in present], list(zip(onames, outs)))], TOL[dt])
+    written.append("gqa_swc_" + name)
+
+
+def swc_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        # decode before, at and after evictions; capacity equal to and above the window
+        swc_case(out, f"{t}_decode_filling", dt, 1, 1, 4, 2, 8, 6, 4, [3])
+        swc_case(out, f"{t}_decode_evict", dt, 2, 1, 4, 2, 8, 6, 4, [6, 9])
+        swc_case(out, f"{t}_decode_c_eq_w", dt, 2, 1, 4, 2, 8, 4, 4, [4, 11])
+        # a prompt longer than the capacity
+        swc_case(out, f"{t}_prompt_long", dt, 1, 9, 4, 2, 8, 5, 3, [8])
+        # later chunks (speculative / chunked prefill), shorter and longer than C
+        swc_case(out, f"{t}_chunk", dt, 1, 3, 4, 2, 8, 6, 4, [10])
+        swc_case(out, f"{t}_chunk_longer_than_c", dt, 1, 7, 4, 2, 8, 5, 4, [13])
+        # the builders' forms: Gemma 2/3 (rotary, softcap), gpt-oss (attention sinks)
+        swc_case(out, f"{t}_rotary_softcap", dt, 2, 1, 4, 2, 16, 6, 4, [7, 12], rotary_half=8,
+                 softcap=3.0)
+        swc_case(out, f"{t}_sinks", dt, 1, 1, 4, 2, 8, 5, 5, [9], sink=True)
+        swc_case(out, f"{t}_prompt_rotary_sinks", dt, 1, 6, 4, 2, 16, 4, 3, [5], rotary_half=8,
+                 sink=True)
+    dt = np.float32
+    swc_case(out, "f32_attention_bias", dt, 2, 1, 4, 2, 8, 6, 4, [9, 4], ab=True)
+    swc_case(out, "f32_attention_bias_prompt", dt, 1, 5, 4, 2, 8, 4, 3, [4], ab=True)
+    swc_case(out, "f32_ratio4_long_window", dt, 1, 1, 8, 2, 64, 80, 64, [150])
+    # a right-padded first prompt (onnxruntime refuses it): full-cache oracle
+    swc_case(out, "f32_prompt_ragged", dt, 2, 6, 4, 2, 8, 4, 3, [5, 2], full_oracle=True)
+    swc_case(out, "f16_prompt_ragged_rotary", np.float16, 2, 5, 4, 2, 16, 6, 4, [4, 1],
+             rotary_half=8, full_oracle=True)
+
+
 # ---------------- state loops: past and present as one buffer ----------------
 
 def state_loop(out_shared, name, op, dt, lengths, feeds_for, names, state_in, state_shape,
@@ -322,7 +435,70 @@ def state_loop(out_shared, name, op, dt, lengths, feeds_for, names, state_in, st
     written.append("state_" + name)
 
 
+def swc_loop(out_shared, name, dt, B, N, KV, D, C, W, prompt, steps, rotary_half=0, sink=False,
+             **attrs):
+    """A prompt of `prompt` tokens per entry (right-padded to the longest), then `steps`
+    decode tokens, with window-sized past and present bound to one buffer. Expected values
+    from onnxruntime's full-length cache on the same tokens (the outputs are the same; a
+    padded batch it refuses with window-sized caches): the output rows of padding tokens
+    and the cache rows past the resident L(T) are NaN, not compared."""
+    S0 = max(prompt)
+    attrs = dict(num_heads=N, kv_num_heads=KV, local_window_size=W, **attrs)
+    if rotary_half:
+        attrs["do_rotary"] = 1
+    f = base.gqa_feeds(dt, B, S0, N, KV, D, C, [p - 1 for p in prompt], S0,
+                       rotary_half=rotary_half, sink=sink, max_pos=64)
+    names = [n if n in f else "" for n in GQA_IN]
+    while names[-1] == "":
+        names.pop()
+    total = S0 + steps
+    fk, fv = np.zeros((B, KV, total, D), dt), np.zeros((B, KV, total, D), dt)
+    full_sess = base.session(gqa_graph(dt, dict(f, past_k=fk, past_v=fv), names, attrs,
+                                       dynamic=True))
+    sets, lens = [], list(prompt)
+    past_k, past_v = np.zeros((B, KV, C, D), dt), np.zeros((B, KV, C, D), dt)
+    for step in range(steps + 1):
+        if step:
+            g = base.gqa_feeds(dt, B, 1, N, KV, D, None, [], 0)
+            f = dict(f, q=g["q"], k=g["k"], v=g["v"])
+            lens = [n + 1 for n in lens]
+            f["seqlens_k"] = np.array([n - 1 for n in lens], np.int32)
+            f["tsl"] = np.array(max(lens), np.int32)
+        run = dict(f, past_k=fk, past_v=fv)
+        y, fk, fv = full_sess.run(None, {n: run[n] for n in names if n})
+        y = y.copy()
+        if not step:
+            for b, n in enumerate(prompt):
+                y[b, n:] = np.nan
+        pk, pv = np.full((B, KV, C, D), np.nan, dt), np.full((B, KV, C, D), np.nan, dt)
+        for b, T in enumerate(lens):
+            L = swc_resident(T, C, W)
+            pk[b, :, :L], pv[b, :, :L] = fk[b, :, T - L:T], fv[b, :, T - L:T]
+        f["past_k"], f["past_v"] = past_k, past_v  # the buffer before the run (step 0 seeds it)
+        sets.append(([(n, f[n]) for n in names if n], [("y", y), ("present_k", pk),
+                                                        ("present_v", pv)]))
+        past_k, past_v = pk, pv
+    model = gqa_graph(dt, f, names, dict(attrs, sliding_window_cache=1), dynamic=True)
+    del model.graph.output[:]
+    for n in ("y", "present_k", "present_v"):
+        model.graph.output.append(helper.make_tensor_value_info(n, base.NP2ONNX[dt], None))
+    model.graph.node[0].output[:] = ["y", "present_k", "present_v"]
+    d = os.path.join(out_shared, "test_gqa_swc_loop_" + name)
+    base.save_case(d, model, sets, TOL[dt])
+    gi = [n for n in names if n]
+    with open(os.path.join(d, "shared.txt"), "w") as fh:
+        fh.write(f"{gi.index('past_k')} 1\n{gi.index('past_v')} 2\n")
+    open(os.path.join(d, "nan_matches_any"), "w").close()
+    written.append("gqa_swc_loop_" + name)
+
+
 def state_cases(out_shared):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        swc_loop(out_shared, f"{t}_rotary", dt, 1, 4, 2, 16, 5, 3, [4], 9, rotary_half=8)
+        swc_loop(out_shared, f"{t}_ragged_sinks", dt, 2, 4, 2, 8, 6, 4, [5, 2], 8, sink=True)
+    swc_loop(out_shared, "f32_c_eq_w_softcap", np.float32, 2, 4, 1, 8, 4, 4, [3, 3], 7,
+             softcap=2.0)
     for dt in (np.float32, np.float16):
         t = dname(dt)
         B, C, K = 2, 24, 4
@@ -360,6 +536,7 @@ def main():
     gate_cases(out)
     norm_cases(out)
     rotary_cases(out)
+    swc_cases(out)
     if len(sys.argv) == 3:
         state_cases(sys.argv[2])
     print(f"make_cases.py: wrote {len(written)} cases")

@@ -21,6 +21,15 @@
  * a local window. The softmax adds exp(sink - max) to its denominator with head_sink
  * (or a zero sink with smooth_softmax). Masked keys are never computed.
  *
+ * Window-sized caches (sliding_window_cache=1, onnxruntime's contract): past and present
+ * hold C rows (C >= local_window_size W) and rows [0, L) hold the L most recent positions
+ * in order, L(T) = T for T <= C, else T - G ceil((T - C) / G) with G = C - W + 1, so that
+ * eviction moves the rows only every G steps. The past's L(T - S) rows and the S new
+ * ones are read into float32 slabs first; attention indexes the slabs (row r is position
+ * base + r); then present rows [0, L(T)) are written from the slab (rows after them are
+ * zero, or untouched when present is the past's buffer). A first prompt shorter than the
+ * batch's (right padding) keeps only its valid positions, which onnxruntime refuses.
+ *
  * Work is split into (batch, head, block of 64 queries) tasks handed out dynamically
  * over the pool; each worker owns one slice of scratch (queries, scores, gemm panels).
  * A single new token instead splits (batch, kv head) over chunks of keys, each task
@@ -53,6 +62,9 @@ typedef struct gqa_job {
     const int64_t *pos;                 /* rotary positions (B*S) */
     const float *cos, *sin;
     const int32_t *seqlens;
+    bool swc;                           /* window-sized caches */
+    int64_t window_cap;                 /* C */
+    const int64_t *base;                /* per batch: position of slab row 0 (swc), or NULL */
     const float *abias, *sink;
     int64_t ab_b, ab_n;                 /* batch and head strides of attention_bias */
     float *rowbuf;                      /* (B*KV, D) for phase 1 */
@@ -73,6 +85,56 @@ static inline int64_t past_len(const gqa_job *j, int64_t b) {
 }
 
 static inline size_t esz(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
+
+/* Past rows before the new ones and valid rows of entry b, in slab rows (positions
+ * minus base[b] with window-sized caches). */
+static inline void slab_lengths(const gqa_job *j, int64_t b, int64_t *P, int64_t *T) {
+    int64_t base = j->base ? j->base[b] : 0;
+    *P = past_len(j, b) - base;
+    *T = (int64_t)j->seqlens[b] + 1 - base;
+}
+
+/* Rows a window-sized cache of capacity C keeps after T positions (see the top). */
+static inline int64_t swc_resident(int64_t T, int64_t C, int64_t W) {
+    if (T <= C) return T;
+    int64_t G = C - W + 1;
+    return T - G * ((T - C + G - 1) / G);
+}
+
+/* Phase 1 with window-sized caches, per (batch, kv head): the slabs hold the past's
+ * resident rows then the S new ones; present rows [0, L(T)) are then written from them. */
+static void gqa_swc_kv_fn(void *arg, int64_t begin, int64_t end) {
+    gqa_job *j = arg;
+    int64_t D = j->D, S = j->S, C = j->window_cap, KV = j->KV;
+    size_t es = esz(j->dt), row = es * (size_t)D;
+    for (int64_t bg = begin; bg < end; bg++) {
+        int64_t b = bg / KV, g = bg % KV, T0 = past_len(j, b), T = j->seqlens[b] + 1;
+        int64_t L0 = T0 - j->base[b], L1 = swc_resident(T, C, j->window);
+        int64_t off = T - L1 - j->base[b]; /* slab row of present row 0 */
+        for (int pass = 0; pass < 2; pass++) {
+            const char *past = pass ? j->past_v : j->past_k;
+            char *pres = pass ? j->pres_v : j->pres_k;
+            bool shared = pass ? j->shared_v : j->shared_k;
+            float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
+            const float *src = pass ? j->v : j->k;
+            int64_t ld = pass ? j->v_ld : j->k_ld;
+            cpu_load_f32(j->dt, past + (size_t)(bg * C) * row, L0 * D, slab);
+            for (int64_t i = 0; i < S; i++) {
+                float *r = slab + (L0 + i) * D;
+                memcpy(r, src + (b * S + i) * ld + g * D, sizeof(float) * (size_t)D);
+                if (!pass && j->rotary) {
+                    int64_t p = j->pos[b * S + i];
+                    cpu_rope(r, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+                }
+                for (int64_t d = 0; d < D; d++) r[d] = cpu_round_to(j->dt, r[d]);
+            }
+            if (!pres) continue;
+            char *dst = pres + (size_t)(bg * C) * row;
+            cpu_store_f32(j->dt, dst, L1 * D, slab + off * D);
+            if (!shared && L1 < C) memset(dst + (size_t)L1 * row, 0, (size_t)(C - L1) * row);
+        }
+    }
+}
 
 /* Phase 1, per (batch, kv head): the cache rows and the float32 key/value slabs. */
 static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
@@ -182,7 +244,8 @@ static void gqa_task(gqa_job *j, int64_t task, float *slice) {
     int64_t BN = j->B * j->N, qb = j->nqb - 1 - task / BN, bh = task % BN;
     int64_t b = bh / j->N, h = bh % j->N, D = j->D, g = h / (j->N / j->KV);
     int64_t i0 = qb * QB, i1 = i0 + QB < j->S ? i0 + QB : j->S, rows = i1 - i0;
-    int64_t T = j->seqlens[b] + 1, P = past_len(j, b);
+    int64_t T, P;
+    slab_lengths(j, b, &P, &T);
     const float *ks = j->ks + (b * j->KV + g) * j->Tk * D, *vs = j->vs + (b * j->KV + g) * j->Tk * D;
     float *qbuf = slice, *scores = slice + QB * D;
     void *work = scores + QB * j->Tk;
@@ -200,7 +263,9 @@ static void gqa_task(gqa_job *j, int64_t task, float *slice) {
         !run_gemm(true, rows, width, D, j->scale, qbuf, D, ks + c0 * D, D, scores, width, work,
                   j->gemm_work))
         use_gemm = false;
-    const float *ab_base = j->abias ? j->abias + b * j->ab_b + h * j->ab_n : NULL;
+    /* attention_bias columns are positions: slab row t is column base + t */
+    const float *ab_base = j->abias ? j->abias + b * j->ab_b + h * j->ab_n +
+                                          (j->base ? j->base[b] : 0) : NULL;
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = i0 + r;
         key_range(j, P, T, i, &lo, &hi);
@@ -247,7 +312,8 @@ static void gqa_task(gqa_job *j, int64_t task, float *slice) {
 static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
     int64_t R = j->R, D = j->D, CK = j->CK;
     int64_t bg = task / j->nchunks, c = task % j->nchunks, b = bg / j->KV, g = bg % j->KV;
-    int64_t T = j->seqlens[b] + 1, P = past_len(j, b), lo, hi;
+    int64_t T, P, lo, hi;
+    slab_lengths(j, b, &P, &T);
     float *part = j->part + task * R * (D + 2), *pm = part, *pl = part + R, *po = part + 2 * R;
     key_range(j, P, T, 0, &lo, &hi);
     int64_t k0 = lo + c * CK, k1 = k0 + CK - 1 < hi ? k0 + CK - 1 : hi, n = k1 - k0 + 1;
@@ -271,7 +337,8 @@ static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
             for (int64_t t = 0; t < n; t++) s[t] *= cap;
         }
         if (j->abias) {
-            const float *ab = j->abias + b * j->ab_b + h * j->ab_n + k0;
+            const float *ab = j->abias + b * j->ab_b + h * j->ab_n + k0 +
+                              (j->base ? j->base[b] : 0);
             for (int64_t t = 0; t < n; t++) s[t] += ab[t];
         }
         float mx = s[0], sum = 0.0f;
@@ -354,12 +421,33 @@ static og_status *unsupported_inputs(kernel_ctx *ctx) {
     if (strcmp(kq, "NONE") != 0 || strcmp(vq, "NONE") != 0)
         return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "quantized KV cache (k_quant_type %s, "
                              "v_quant_type %s) is not implemented", kq, vq);
-    if (graph_attr_int(n, "sliding_window_cache", 0) != 0)
-        return kernel_error(ctx, OG_ERR_UNSUPPORTED, "sliding_window_cache=1 (window-sized KV "
-                            "buffers) is not implemented");
     if (graph_attr_int(n, "qk_output", 0) != 0 || cpu_wants_output(ctx, 3))
         return kernel_error(ctx, OG_ERR_UNSUPPORTED, "output 3 (output_qk) / qk_output is not "
                             "implemented");
+    return NULL;
+}
+
+/* Window-sized caches: the capacity, the lengths' checks and each entry's slab base. */
+static og_status *gqa_swc_setup(kernel_ctx *ctx, gqa_job *j, bool has_past) {
+    if (!has_past || j->window <= 0 || j->M < j->window)
+        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "sliding_window_cache=1 needs past_key "
+                             "and past_value of capacity C >= local_window_size (got %s, "
+                             "local_window_size %lld)", has_past ? "a smaller C" : "no past",
+                             (long long)j->window);
+    j->window_cap = j->L = j->M;
+    int64_t *base;
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)j->B + 1, (void **)&base));
+    for (int64_t b = 0; b < j->B; b++) {
+        int64_t T = (int64_t)j->seqlens[b] + 1;
+        if (T < 1 || (j->first ? T > j->S : T < j->S))
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "seqlens_k[%lld] = %d does not fit: "
+                                 "total length must be at least 1 and %s the new sequence "
+                                 "length %lld", (long long)b, j->seqlens[b],
+                                 j->first ? "at most" : "at least", (long long)j->S);
+        int64_t T0 = past_len(j, b);
+        base[b] = T0 - swc_resident(T0, j->M, j->window);
+    }
+    j->base = base;
     return NULL;
 }
 
@@ -475,7 +563,9 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     j.first = S == j.tsl;
     j.L = pk && j.M > j.tsl ? j.M : j.tsl;
     j.seqlens = sl->data;
-    for (int64_t b = 0; b < B; b++) {
+    j.swc = graph_attr_int(node, "sliding_window_cache", 0) != 0;
+    if (j.swc) OG_TRY(gqa_swc_setup(ctx, &j, pk != NULL));
+    for (int64_t b = 0; b < B && !j.swc; b++) {
         int64_t T = (int64_t)j.seqlens[b] + 1;
         bool ok = T >= 1 && T <= j.L && (j.first ? T <= S : T >= S);
         if (ok && !j.first && T - S > (pk ? j.M : 0)) ok = false;
@@ -562,11 +652,19 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     j.shared_k = prk && pk && pk->data == prk->data;
     j.shared_v = prv && pv && pv->data == prv->data;
 
-    /* float32 key/value slabs: the present cache itself when it is float32 */
+    /* float32 key/value slabs: the present cache itself when it is float32 (except for
+     * window-sized caches, whose slabs hold the past's rows and all new ones) */
     int64_t Tk = 0;
-    for (int64_t b = 0; b < B; b++)
-        if (j.seqlens[b] + 1 > Tk) Tk = j.seqlens[b] + 1;
-    if (dt == OG_FLOAT32 && prk && prv) {
+    for (int64_t b = 0; b < B; b++) {
+        int64_t rows = j.swc ? past_len(&j, b) - j.base[b] + S : j.seqlens[b] + 1;
+        if (rows > Tk) Tk = rows;
+    }
+    if (j.swc) {
+        j.Tk = Tk;
+        size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
+        OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
+        OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
+    } else if (dt == OG_FLOAT32 && prk && prv) {
         j.Tk = j.L;
         j.ks = prk->data;
         j.vs = prv->data;
@@ -579,7 +677,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         if (!j.vs) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
     }
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * KV * D) + 1, (void **)&j.rowbuf));
-    threadpool_parallel_for(ctx->pool, B * KV, 1, gqa_kv_fn, &j);
+    threadpool_parallel_for(ctx->pool, B * KV, 1, j.swc ? gqa_swc_kv_fn : gqa_kv_fn, &j);
 
     /* phase 2: attention */
     OG_TRY(cpu_out_f32(ctx, out, &j.out));
@@ -590,7 +688,9 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         int64_t W = 1;
         for (int64_t b = 0; b < B; b++) {
             int64_t lo, hi;
-            key_range(&j, past_len(&j, b), j.seqlens[b] + 1, 0, &lo, &hi);
+            int64_t P, T;
+            slab_lengths(&j, b, &P, &T);
+            key_range(&j, P, T, 0, &lo, &hi);
             if (hi - lo + 1 > W) W = hi - lo + 1;
         }
         j.R = N / KV;
