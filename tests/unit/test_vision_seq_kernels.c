@@ -10,6 +10,7 @@
 
 #include "backends/native/kernels/linalg.h"
 #include "backends/native/kernels/quant.h"
+#include "backends/native/kernels/rnn.h"
 #include "backends/native/kernels/spatial.h"
 #include "base/threadpool.h"
 
@@ -242,4 +243,34 @@ TEST(vision_seq_grid_sample_cubic_border_clamps_taps_not_the_point) {
     CHECK_OK(kh_call(&r, cpu_grid_sample, 20, a, 3, in, 2, 1));
     CHECK_NEAR(((const float *)r.out[0].data)[0], 8.140625, 1e-6);
     kh_free(&r);
+}
+
+/* The recurrent products split over the pool (gemm_f32 for float32, the double loop for
+ * float64) and must give the same bits as inline. */
+TEST(vision_seq_rnn_family_threaded_matches_inline) {
+    enum { T = 4, B = 3, I = 40, H = 48, D = 2 };
+    static float xf[T * B * I], wf[D * 4 * H * I], rf[D * 4 * H * H], bf[D * 8 * H];
+    static double xd[T * B * I], wd[D * 4 * H * I], rd[D * 4 * H * H], bd[D * 8 * H];
+    unsigned s = 29;
+    for (int i = 0; i < T * B * I; i++) xd[i] = xf[i] = sk_rand(&s);
+    for (int i = 0; i < D * 4 * H * I; i++) wd[i] = wf[i] = sk_rand(&s) * 0.2f;
+    for (int i = 0; i < D * 4 * H * H; i++) rd[i] = rf[i] = sk_rand(&s) * 0.2f;
+    for (int i = 0; i < D * 8 * H; i++) bd[i] = bf[i] = sk_rand(&s) * 0.2f;
+    kernel_fn fns[3] = {cpu_rnn, cpu_gru, cpu_lstm};
+    for (int k = 0; k < 3; k++) {
+        int64_t G = k == 0 ? 1 : k == 1 ? 3 : 4;
+        int64_t xdm[3] = {T, B, I}, wdm[3] = {D, G * H, I}, rdm[3] = {D, G * H, H};
+        int64_t bdm[2] = {D, 2 * G * H};
+        for (int f64 = 0; f64 < 2; f64++) {
+            og_dtype dt = f64 ? OG_FLOAT64 : OG_FLOAT32;
+            tensor tx = kh_tensor(dt, 3, xdm, f64 ? (void *)xd : (void *)xf);
+            tensor tw = kh_tensor(dt, 3, wdm, f64 ? (void *)wd : (void *)wf);
+            tensor tr = kh_tensor(dt, 3, rdm, f64 ? (void *)rd : (void *)rf);
+            tensor tb = kh_tensor(dt, 2, bdm, f64 ? (void *)bd : (void *)bf);
+            const tensor *in[4] = {&tx, &tw, &tr, &tb};
+            graph_attr a[2] = {{.name = "direction", .type = ATTR_STRING, .s = {"bidirectional", 13}},
+                               {.name = "hidden_size", .type = ATTR_INT, .i = H}};
+            sk_same_threaded(fns[k], 14, a, 2, in, 4, k == 2 ? 3 : 2);
+        }
+    }
 }

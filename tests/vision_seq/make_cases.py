@@ -93,13 +93,16 @@ def to32(v):
 
 
 def case(name, op, inputs, n_out=1, opset=22, oracle="ort", tol=(1e-5, 1e-6), out_types=None,
-         oracle_attrs=None, oracle_inputs=None, **attrs):
+         oracle_attrs=None, oracle_inputs=None, oracle_run=None, **attrs):
     """Writes one case. oracle_attrs / oracle_inputs: attributes or inputs the oracle runs
     with instead (an equivalent spelling of the same computation that the oracle
-    accepts, see same_pads)."""
+    accepts, see same_pads); oracle_run: a function of the feeds that returns the
+    expected outputs (see rnn_layout1_oracle)."""
     model = make_model(op, inputs, n_out, opset, out_types, **attrs)
     feeds = {n: v for n, v in inputs if v is not None}
-    if oracle_attrs is not None or oracle_inputs is not None:
+    if oracle_run is not None:
+        outs = oracle_run(feeds)
+    elif oracle_attrs is not None or oracle_inputs is not None:
         o_in = oracle_inputs or inputs
         o_model = make_model(op, o_in, n_out, opset, out_types, **(oracle_attrs or attrs))
         o_feeds = {n: v for n, v in o_in if v is not None}
@@ -495,6 +498,100 @@ def grid_sample_cases():
          mode="linear", tol=(1e-5, 1e-5))
 
 
+# ---- RNN, GRU, LSTM ----------------------------------------------------------------------
+
+def rnn_inputs(kind, T, B, I, H, dirs, dt=np.float32, layout=0, bias=True, seq=None,
+               init=True, peep=False):
+    G = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    X = rand((B, T, I) if layout else (T, B, I), dt, -1, 1)
+    s = 1 / np.sqrt(H)
+    ins = [("X", X), ("W", rand((dirs, G * H, I), dt, -s, s)), ("R", rand((dirs, G * H, H), dt, -s, s)),
+           ("B", rand((dirs, 2 * G * H), dt, -s, s) if bias else None),
+           ("sequence_lens", None if seq is None else np.array(seq, np.int32))]
+    hshape = (B, dirs, H) if layout else (dirs, B, H)
+    ins.append(("initial_h", rand(hshape, dt, -1, 1) if init else None))
+    if kind == "LSTM":
+        ins.append(("initial_c", rand(hshape, dt, -1, 1) if init else None))
+        ins.append(("P", rand((dirs, 3 * H), dt, -s, s) if peep else None))
+    while ins[-1][1] is None:
+        ins.pop()
+    return ins
+
+
+def rnn_layout1_oracle(kind, ins, n_out, opset, **attrs):
+    """onnxruntime refuses layout 1 (batch first), so the oracle runs the layout-0 model
+    on the transposed inputs and transposes its outputs back: Y [T, dirs, B, H] becomes
+    [B, T, dirs, H] and the states [dirs, B, H] become [B, dirs, H]."""
+    def run(feeds):
+        t_in = []
+        for n, v in ins:
+            if v is not None and n == "X":
+                v = np.swapaxes(v, 0, 1)
+            elif v is not None and n in ("initial_h", "initial_c"):
+                v = np.swapaxes(v, 0, 1)
+            t_in.append((n, v))
+        outs = run_ort(make_model(kind, t_in, n_out, opset, **attrs),
+                       {n: v for n, v in t_in if v is not None})
+        return [np.transpose(outs[0], (2, 0, 1, 3))] + [np.swapaxes(o, 0, 1) for o in outs[1:]]
+    return run
+
+
+def rnn_cases():
+    """RNN, GRU and LSTM beyond the node tests: bidirectional with sequence_lens (each
+    direction runs only the entry's own steps), initial states, layout 1, clip, the
+    activation list with alpha/beta, LSTM peepholes and input_forget, GRU's
+    linear_before_reset both ways, float64 and float16, and hidden sizes that split the
+    products over the pool. onnxruntime is the oracle throughout (the reference ignores
+    sequence_lens, clip and the activations); it computes in float32."""
+    for kind in ("RNN", "GRU", "LSTM"):
+        nout = 3 if kind == "LSTM" else 2
+        H = 5
+        for dirn, dirs in (("forward", 1), ("reverse", 1), ("bidirectional", 2)):
+            ins = rnn_inputs(kind, 6, 4, 3, H, dirs, seq=[6, 3, 1, 5], peep=True)
+            extra = dict(linear_before_reset=1) if kind == "GRU" else {}
+            case(f"{kind.lower()}_{dirn}_seq_lens_init", kind, ins, nout, opset=14,
+                 hidden_size=H, direction=dirn, tol=(1e-5, 1e-6), **extra)
+            ins = rnn_inputs(kind, 5, 3, 4, H, dirs, layout=1, seq=[2, 5, 4], peep=True)
+            case(f"{kind.lower()}_{dirn}_layout1", kind, ins, nout, opset=14, hidden_size=H,
+                 direction=dirn, layout=1, tol=(1e-5, 1e-6), **extra,
+                 oracle_run=rnn_layout1_oracle(kind, ins, nout, 14, hidden_size=H,
+                                               direction=dirn, **extra))
+        ins = rnn_inputs(kind, 7, 5, 48, 64, 2, init=False)
+        case(f"{kind.lower()}_bidirectional_big", kind, ins, nout, opset=14, hidden_size=64,
+             direction="bidirectional", tol=(1e-4, 1e-5))
+        ins = rnn_inputs(kind, 6, 3, 4, H, 1)
+        case(f"{kind.lower()}_clip", kind, ins, nout, opset=14, hidden_size=H, clip=0.3,
+             tol=(1e-5, 1e-6))
+        ins = rnn_inputs(kind, 5, 2, 3, H, 2, dt=np.float64, seq=[5, 2])
+        case(f"{kind.lower()}_f64", kind, ins, nout, opset=14, hidden_size=H,
+             direction="bidirectional", oracle="ort32", tol=(1e-5, 1e-6))
+        ins = rnn_inputs(kind, 5, 2, 3, H, 1, dt=np.float16)
+        case(f"{kind.lower()}_f16", kind, ins, nout, opset=14, hidden_size=H, oracle="ort32",
+             tol=F16_TOL)
+    acts = {"RNN": (["LeakyRelu", "ScaledTanh"], [0.2, 0.7], [1.3]),
+            "GRU": (["HardSigmoid", "Softsign", "Sigmoid", "Affine"], [0.3, 0.6], [0.4, 0.1]),
+            "LSTM": (["HardSigmoid", "Elu", "Softplus", "Sigmoid", "ThresholdedRelu", "Tanh"],
+                     [0.25, 0.8, 0.1], [0.55])}
+    for kind, (names, al, be) in acts.items():
+        nout = 3 if kind == "LSTM" else 2
+        ins = rnn_inputs(kind, 5, 3, 4, 6, 2)
+        case(f"{kind.lower()}_activations_alpha_beta", kind, ins, nout, opset=14, hidden_size=6,
+             direction="bidirectional", activations=names, activation_alpha=al,
+             activation_beta=be, tol=(1e-5, 1e-6))
+    ins = rnn_inputs("GRU", 6, 3, 4, 5, 2, seq=[6, 2, 4])
+    case("gru_linear_before_reset0_bidirectional", "GRU", ins, 2, opset=14, hidden_size=5,
+         direction="bidirectional", linear_before_reset=0, tol=(1e-5, 1e-6))
+    ins = rnn_inputs("LSTM", 6, 3, 4, 5, 1, peep=True)
+    case("lstm_input_forget_peepholes", "LSTM", ins, 3, opset=14, hidden_size=5,
+         input_forget=1, tol=(1e-5, 1e-6))
+    ins = rnn_inputs("LSTM", 4, 2, 3, 5, 1)
+    case("lstm_opset7", "LSTM", ins, 3, opset=7, hidden_size=5, tol=(1e-5, 1e-6))
+    # GRU 3 computes what 7 does (7 dropped output_sequence); onnxruntime starts at 7
+    ins = rnn_inputs("GRU", 4, 2, 3, 5, 1)
+    case("gru_opset3", "GRU", ins, 2, opset=3, hidden_size=5, tol=(1e-5, 1e-6),
+         oracle_run=lambda f: run_ort(make_model("GRU", ins, 2, 7, hidden_size=5), f))
+
+
 def main():
     global OUT
     if len(sys.argv) != 2:
@@ -509,6 +606,7 @@ def main():
     integer_cases()
     resize_cases()
     grid_sample_cases()
+    rnn_cases()
     print(f"make_cases.py: wrote {len(written)} cases into {OUT}")
 
 

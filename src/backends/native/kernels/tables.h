@@ -13,6 +13,7 @@ extern const kernel_def cpu_layout_kernels[];      /* shape, reshape, transpose,
 extern const kernel_def cpu_attention_kernels[];   /* com.microsoft Attention, MultiHeadAttention, GroupQueryAttention, (M)RotaryEmbedding; RotaryEmbedding */
 extern const kernel_def cpu_spatial_kernels[];     /* pooling, Resize, Upsample, GridSample */
 extern const kernel_def cpu_quant_kernels[];       /* Quantize/DequantizeLinear, com.microsoft MatMulNBits, GatherBlockQuantized */
+extern const kernel_def cpu_rnn_kernels[];         /* RNN, GRU, LSTM */
 extern const kernel_def cpu_recurrent_kernels[];   /* CausalConvWithState, LinearAttention, com.microsoft LinearAttentionGate */
 
 #endif
