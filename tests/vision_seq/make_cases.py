@@ -401,10 +401,14 @@ def resize_cases():
     case("resize13_linear_f64", "Resize",
          [("X", x.astype(np.float64)), ("", None), ("scales", down)], opset=13, mode="linear",
          oracle="ref", tol=(1e-12, 1e-12))
+    # integer outputs round half to even: with half_pixel, scales 3 and 0.6 put every
+    # sampling point on a third of a pixel, so the weights are ninths and no output lies
+    # near a .5 tie, where ulp-level differences in the arithmetic (FMA contraction,
+    # summation order) would decide the rounding
     for dt in (np.uint8, np.int8):
         xi = q8((1, 3, 6, 5), dt)
         case(f"resize13_linear_{np.dtype(dt).name}", "Resize",
-             [("X", xi), ("", None), ("scales", f32(1, 1, 1.5, 2.2))], opset=13, mode="linear",
+             [("X", xi), ("", None), ("scales", f32(1, 1, 3, 0.6))], opset=13, mode="linear",
              oracle="ref", tol=(0, 0))
         case(f"resize13_nearest_{np.dtype(dt).name}", "Resize",
              [("X", xi), ("", None), ("scales", f32(1, 1, 1.5, 0.7))], opset=13, tol=(0, 0))

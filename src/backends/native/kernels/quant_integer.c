@@ -121,9 +121,10 @@ static og_status *qi_scale(kernel_ctx *ctx, int index, const float **out) {
     return cpu_in_f32(ctx, index, out);
 }
 
-/* Saturating store of rint(v) + zp into element i of an int8/uint8 tensor. */
-static inline void qi_store(tensor *y, int64_t i, double v) {
-    v = nearbyint(v);
+/* Saturating store of rint(v) + zp into element i of an int8/uint8 tensor (rounded
+ * before the zero point is added, so that no fused multiply-add can move a tie). */
+static inline void qi_store(tensor *y, int64_t i, double v, int32_t zp) {
+    v = nearbyint(v) + zp;
     if (y->dtype == OG_INT8)
         ((int8_t *)y->data)[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
     else
@@ -238,7 +239,7 @@ og_status *cpu_qlinear_matmul(kernel_ctx *ctx) {
         float m = qi_mult(sdt, as[cpu_offset_of(i, r, s.out_dims, sa)],
                           bs[cpu_offset_of(i, r, s.out_dims, sb)],
                           ys[cpu_offset_of(i, r, s.out_dims, sy)]);
-        qi_store(y, i, (double)acc[i] * m + zp);
+        qi_store(y, i, (double)acc[i] * m, zp);
     }
     return NULL;
 }
@@ -342,7 +343,7 @@ og_status *cpu_qlinear_conv(kernel_ctx *ctx) {
             int64_t base = (n * M + m) * P;
             uint32_t bm = b ? (uint32_t)b[m] : 0;
             for (int64_t q = 0; q < P; q++)
-                qi_store(y, base + q, (double)(int32_t)((uint32_t)acc[base + q] + bm) * mult + zp);
+                qi_store(y, base + q, (double)(int32_t)((uint32_t)acc[base + q] + bm) * mult, zp);
         }
     return NULL;
 }
