@@ -116,12 +116,25 @@ size_t og_tensor_size_bytes(const og_tensor *tensor);
 /* The element bytes, owned by the tensor (or the caller, for a wrapped tensor). */
 void *og_tensor_data(og_tensor *tensor);
 
-/* An element of a string tensor (OG_STRING): `size` bytes at `data`, not NUL-terminated
- * (`data` may be NULL when `size` is 0). */
+/* String tensors (OG_STRING). Each element is an og_string: `size` bytes at `data`, not
+ * NUL-terminated, any bytes (ONNX strings are UTF-8 by convention; nothing checks it);
+ * `data` may be NULL when `size` is 0. og_tensor_data() of a string tensor is its
+ * og_string array and og_tensor_size_bytes() that array's size.
+ *  - og_tensor_create(OG_STRING, ...) gives empty strings;
+ *  - og_tensor_create_strings copies the strings into the tensor, which then owns one
+ *    block holding the array and the bytes;
+ *  - og_tensor_wrap(OG_STRING, ...) takes the caller's og_string array as is: the array
+ *    and the bytes it points to must outlive the tensor;
+ *  - string outputs of og_session_run are always new tensors that own their bytes (a
+ *    caller-given output tensor is refused for a string output). */
 typedef struct og_string {
     const char *data;
     size_t size;
 } og_string;
+
+/* A string tensor of dims[0..rank) holding copies of strings[0..element count). */
+og_status *og_tensor_create_strings(const int64_t *dims, int rank, const og_string *strings,
+                                    og_tensor **out);
 
 /* ---------------------------------------------------------------------------------
  * Sessions: one ONNX graph, run on the CPU

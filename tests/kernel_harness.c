@@ -31,7 +31,8 @@ og_status *kh_call(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, in
                            .n_attrs = na, .attrs = attrs};
     r->ctx = (kernel_ctx){.node = &r->node, .opset = opset, .n_inputs = nin, .inputs = in,
                           .n_outputs = nout, .pool = kh_pool, .output = kh_output,
-                          .scratch = kh_scratch, .exec = r, .where = "test"};
+                          .scratch = kh_scratch, .exec = r, .where = "test",
+                          .hold = kh_scratch /* both live until kh_free */};
     return fn(&r->ctx);
 }
 

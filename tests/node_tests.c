@@ -7,9 +7,9 @@
  * a skipped case as a failure, for suites written for ops we claim in full.
  * A case runs when every op in its model has a kernel. Each output is compared with
  * ONNX's expected output at the case's tolerances (|got - want| <= atol + rtol*|want|;
- * an expected NaN or ±inf must be matched exactly; integers and bools exactly). Cases
- * that need an op or dtype we do not implement are skipped with the reason; every skip
- * is listed. Prints a per-op table and ends with "N passed, M failed, K skipped"; exits
+ * an expected NaN or ±inf must be matched exactly; integers, bools and strings
+ * exactly). Cases that need an op or dtype we do not implement are skipped with the
+ * reason; every skip is listed. Prints a per-op table and ends with "N passed, M failed, K skipped"; exits
  * 1 if anything failed.
  *
  * One tolerance rule of our own: for float16/bfloat16 outputs of multi-node cases
@@ -90,6 +90,19 @@ static bool compare(const tensor *got, const tensor *want, double rtol, double a
         return false;
     }
     int64_t n = tensor_count(want);
+    if (want->dtype == OG_STRING) {
+        const og_string *g = got->data, *w = want->data;
+        for (int64_t i = 0; i < n; i++)
+            if (!og_string_eq(g[i], w[i])) {
+                snprintf(msg, size, "element %lld is \"%.*s\" (%zu bytes), expected \"%.*s\" "
+                         "(%zu bytes)", (long long)i, (int)(g[i].size > 60 ? 60 : g[i].size),
+                         g[i].data ? g[i].data : "", g[i].size,
+                         (int)(w[i].size > 60 ? 60 : w[i].size), w[i].data ? w[i].data : "",
+                         w[i].size);
+                return false;
+            }
+        return true;
+    }
     if (!is_float(want->dtype)) {
         if (og_dtype_bits(want->dtype) == 4 || dtype_size(want->dtype) == 0) {
             if (memcmp(got->data, want->data, want->nbytes) != 0) {

@@ -7,7 +7,8 @@
 
 Newer onnx releases build the cases in memory (onnx.backend.test.loader), older ones
 ship them as files; both end up in the same layout. Cases whose inputs or outputs are
-sequences, optionals or maps are written with a `skip.txt` naming why, so that the
+sequences, optionals or maps are written with a `skip.txt` naming why (string tensors are
+written as TensorProto string_data), so that the
 runner can list them as skipped rather than silently dropping them.
 
 Usage: python3 tools/onnx_node_tests.py OUT_DIR
@@ -30,8 +31,10 @@ def write_value(path, value, name):
         return
     if isinstance(value, np.ndarray) or np.isscalar(value):
         arr = np.asarray(value)
-        if arr.dtype == object:
-            raise TypeError("string tensor")
+        if arr.dtype.kind in "USO":  # strings: TensorProto string_data
+            if arr.dtype == object and not all(isinstance(v, (str, bytes)) for v in arr.flat):
+                raise TypeError("object tensor that is not strings")
+            arr = arr.astype(object)
         t = numpy_helper.from_array(arr, name)
         with open(path, "wb") as f:
             f.write(t.SerializeToString())
@@ -55,6 +58,8 @@ def main():
     for case in cases:
         d = os.path.join(out, case.name)
         os.makedirs(d, exist_ok=True)
+        if os.path.exists(os.path.join(d, "skip.txt")):  # from an earlier run
+            os.remove(os.path.join(d, "skip.txt"))
         if case.model is not None:
             onnx.save(case.model, os.path.join(d, "model.onnx"))
         elif case.model_dir:

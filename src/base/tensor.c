@@ -25,18 +25,20 @@ size_t dtype_size(og_dtype dt) {
     case OG_UINT16: case OG_INT16: case OG_FLOAT16: case OG_BFLOAT16: return 2;
     case OG_INT64: case OG_UINT64: case OG_FLOAT64: case OG_COMPLEX64: return 8;
     case OG_COMPLEX128: return 16;
+    case OG_STRING: return sizeof(og_string);
     default: return 0;
     }
 }
 
 int og_dtype_bits(og_dtype dt) {
     if (dt == OG_INT4 || dt == OG_UINT4 || dt == OG_FLOAT4E2M1) return 4;
+    if (dt == OG_STRING) return 0; /* no fixed width: the element is a view */
     return (int)dtype_size(dt) * 8;
 }
 
 size_t dtype_nbytes(og_dtype dt, int64_t count) {
     if (count < 0) return SIZE_MAX;
-    int bits = og_dtype_bits(dt);
+    int bits = dt == OG_STRING ? (int)sizeof(og_string) * 8 : og_dtype_bits(dt);
     if (bits == 0) return SIZE_MAX;
     if (bits == 4) return (size_t)((count + 1) / 2);
     size_t es = (size_t)bits / 8;
@@ -99,6 +101,34 @@ void tensor_release(tensor *t) {
     if (t->owns_data) free(t->data);
     t->data = NULL;
     t->owns_data = false;
+}
+
+og_status *tensor_own_strings(const tensor *src, tensor *out) {
+    int64_t n = tensor_count(src);
+    const og_string *v = src->data;
+    size_t views = (size_t)n * sizeof(og_string), total = views;
+    for (int64_t i = 0; i < n; i++) {
+        if (v[i].size > SIZE_MAX - total)
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "the strings of a string tensor exceed "
+                             "the address space");
+        total += v[i].size;
+    }
+    tensor t;
+    memset(&t, 0, sizeof t);
+    OG_TRY(tensor_set_shape(&t, OG_STRING, src->rank, src->dims));
+    t.nbytes = total; /* allocate views and bytes in one block */
+    OG_TRY(tensor_alloc_data(&t));
+    t.nbytes = views;
+    og_string *dst = t.data;
+    char *bytes = (char *)t.data + views;
+    for (int64_t i = 0; i < n; i++) {
+        dst[i].size = v[i].size;
+        dst[i].data = v[i].size ? bytes : NULL;
+        if (v[i].size) memcpy(bytes, v[i].data, v[i].size);
+        bytes += v[i].size;
+    }
+    *out = t;
+    return NULL;
 }
 
 const char *shape_str(const int64_t *dims, int rank, char *buf, size_t size) {

@@ -478,7 +478,20 @@ static og_status *constant_tensor(loader *L, const graph_node *n, const char *la
         bool fl = a->type == ATTR_FLOATS;
         OG_TRY(tensor_set_shape(t, fl ? OG_FLOAT32 : OG_INT64, 1, &d));
         t->data = fl ? (void *)a->floats : (void *)a->ints;
-    } else if (strncmp(a->name, "value_string", 12) == 0 || strcmp(a->name, "sparse_value") == 0) {
+    } else if ((strcmp(a->name, "value_string") == 0 && a->type == ATTR_STRING) ||
+               (strcmp(a->name, "value_strings") == 0 && a->type == ATTR_STRINGS)) {
+        /* views of the attribute's bytes, which the model holds */
+        bool one = a->type == ATTR_STRING;
+        int64_t d = one ? 1 : a->n;
+        OG_TRY(tensor_set_shape(t, OG_STRING, one ? 0 : 1, &d));
+        og_string *v = arena_alloc(&m->arena, t->nbytes + 1);
+        if (!v) return og_oom();
+        for (int64_t i = 0; i < d; i++) {
+            const graph_bytes *s = one ? &a->s : &a->strings[i];
+            v[i] = (og_string){s->len ? s->s : NULL, s->len};
+        }
+        t->data = v;
+    } else if (strcmp(a->name, "sparse_value") == 0) {
         return og_errorf(OG_ERR_UNSUPPORTED, "%s: node %s: Constant attribute '%s' is not supported",
                          L->label, label, a->name);
     } else {

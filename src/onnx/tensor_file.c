@@ -47,10 +47,14 @@ og_status *onnx_read_tensor_file(const char *path, tensor *out, char **name_out)
     if (!st) {
         tensor res;
         memset(&res, 0, sizeof res);
-        st = tensor_set_shape(&res, t.dtype, t.rank, t.dims);
-        if (!st) st = tensor_alloc_data(&res);
+        if (t.dtype == OG_STRING) { /* the views point into the file: copy them with it */
+            st = tensor_own_strings(&t, &res);
+        } else {
+            st = tensor_set_shape(&res, t.dtype, t.rank, t.dims);
+            if (!st) st = tensor_alloc_data(&res);
+            if (!st && t.nbytes) memcpy(res.data, t.data, t.nbytes);
+        }
         if (!st) {
-            if (t.nbytes) memcpy(res.data, t.data, t.nbytes);
             *out = res;
             if (name_out) *name_out = name_copy;
             name_copy = NULL;
@@ -73,33 +77,46 @@ og_status *onnx_write_tensor_file(const char *path, const tensor *t, const char 
     if (t->rank < 0 || t->rank > OG_MAX_RANK)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: tensor rank %d is invalid", path, t->rank);
     size_t name_len = name ? strlen(name) : 0;
-    /* header: dims, data_type, name key+len, raw_data key+len */
+    bool strings = t->dtype == OG_STRING;
+    int64_t n = strings ? tensor_count(t) : 0;
+    /* header: dims, data_type, name key+len, raw_data key+len (strings: no raw_data;
+     * each string's key+len is written through the same buffer) */
     size_t cap = (size_t)(t->rank + 4) * 11 + name_len + 16;
     unsigned char *hdr = malloc(cap);
     if (!hdr) return og_oom();
-    size_t n = 0;
+    size_t hn = 0;
     for (int i = 0; i < t->rank; i++) {
-        put_varint(hdr, &n, (1 << 3) | 0);
-        put_varint(hdr, &n, (uint64_t)t->dims[i]);
+        put_varint(hdr, &hn, (1 << 3) | 0);
+        put_varint(hdr, &hn, (uint64_t)t->dims[i]);
     }
-    put_varint(hdr, &n, (2 << 3) | 0);
-    put_varint(hdr, &n, (uint64_t)t->dtype);
+    put_varint(hdr, &hn, (2 << 3) | 0);
+    put_varint(hdr, &hn, (uint64_t)t->dtype);
     if (name_len) {
-        put_varint(hdr, &n, (8 << 3) | 2);
-        put_varint(hdr, &n, name_len);
-        memcpy(hdr + n, name, name_len);
-        n += name_len;
+        put_varint(hdr, &hn, (8 << 3) | 2);
+        put_varint(hdr, &hn, name_len);
+        memcpy(hdr + hn, name, name_len);
+        hn += name_len;
     }
-    put_varint(hdr, &n, (9 << 3) | 2);
-    put_varint(hdr, &n, t->nbytes);
+    if (!strings) {
+        put_varint(hdr, &hn, (9 << 3) | 2);
+        put_varint(hdr, &hn, t->nbytes);
+    }
     FILE *fp = fopen(path, "wb");
     if (!fp) {
         og_status *st = og_errorf(OG_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
         free(hdr);
         return st;
     }
-    bool ok = fwrite(hdr, 1, n, fp) == n;
-    if (ok && t->nbytes) ok = fwrite(t->data, 1, t->nbytes, fp) == t->nbytes;
+    bool ok = fwrite(hdr, 1, hn, fp) == hn;
+    if (ok && !strings && t->nbytes) ok = fwrite(t->data, 1, t->nbytes, fp) == t->nbytes;
+    const og_string *v = t->data;
+    for (int64_t i = 0; ok && i < n; i++) { /* string_data (6), one field per element */
+        size_t k = 0;
+        put_varint(hdr, &k, (6 << 3) | 2);
+        put_varint(hdr, &k, v[i].size);
+        ok = fwrite(hdr, 1, k, fp) == k;
+        if (ok && v[i].size) ok = fwrite(v[i].data, 1, v[i].size, fp) == v[i].size;
+    }
     free(hdr);
     if (fclose(fp) != 0) ok = false;
     if (!ok) return og_errorf(OG_ERR_IO, "%s: write failed: %s", path, strerror(errno));

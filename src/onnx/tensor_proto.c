@@ -384,9 +384,9 @@ og_status *tensor_proto_decode(model *m, const wire_reader *parent, const uint8_
                          (long long)ti.data_type);
     }
     og_dtype dt = (og_dtype)ti.data_type;
-    if (dt == OG_STRING)
-        return og_errorf(OG_ERR_UNSUPPORTED, "%s: %s: string tensors are not supported", label,
-                         ctx);
+    if (dt == OG_STRING && (ti.location == 1 || ti.has_raw))
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: a string tensor's data must be in "
+                         "string_data (not raw_data or external data)", label, ctx);
     size_t nbytes = dtype_nbytes(dt, count);
     if (nbytes == SIZE_MAX)
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: dims %s of %s are too large", label, ctx,
@@ -437,6 +437,19 @@ og_status *tensor_proto_decode(model *m, const wire_reader *parent, const uint8_
                              "%s: %s: %s has %zu entries, dims %s of %s need %lld", label, ctx,
                              tp_kinds[kind].name, ti.kind_count[kind], shape, og_dtype_name(dt),
                              (long long)entries);
+        } else if (nbytes > 0 && kind == TP_STRING) {
+            /* views of the bytes where they stand in the file (or caller memory) */
+            og_string *views = arena_alloc(&m->arena, nbytes);
+            if (!views) return og_oom();
+            size_t k = 0;
+            wire_reader r2 = wire_sub(parent, data, len, "TensorProto");
+            for (;;) {
+                OG_TRY(wire_next(&r2, &f, &has));
+                if (!has) break;
+                if (f.number == tp_kinds[kind].field && k < (size_t)entries)
+                    views[k++] = (og_string){f.len ? (const char *)f.data : NULL, f.len};
+            }
+            t.data = views;
         } else if (nbytes > 0) {
             unsigned char *dst = arena_alloc(&m->arena, nbytes);
             if (!dst) return og_oom();

@@ -7,7 +7,7 @@
 static og_status *new_tensor(og_dtype dtype, const int64_t *dims, int rank, og_tensor **out) {
     if (!out || (rank > 0 && !dims))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tensor: NULL argument");
-    if (og_dtype_bits(dtype) == 0)
+    if (og_dtype_bits(dtype) == 0 && dtype != OG_STRING)
         return og_errorf(OG_ERR_UNSUPPORTED, "og_tensor: dtype %s has no fixed element size",
                          og_dtype_name(dtype));
     og_tensor *t = calloc(1, sizeof *t);
@@ -49,6 +49,39 @@ og_status *og_tensor_wrap(og_dtype dtype, const int64_t *dims, int rank, void *d
     }
     t->data = data ? data : tensor_empty_data();
     t->owns_data = false;
+    const og_string *v = t->data;
+    for (int64_t i = 0; dtype == OG_STRING && i < tensor_count(t); i++)
+        if (v[i].size && !v[i].data) {
+            free(t);
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tensor_wrap: string %lld has %zu "
+                             "bytes at NULL", (long long)i, v[i].size);
+        }
+    *out = t;
+    return NULL;
+}
+
+og_status *og_tensor_create_strings(const int64_t *dims, int rank, const og_string *strings,
+                                    og_tensor **out) {
+    og_tensor *t;
+    OG_TRY(new_tensor(OG_STRING, dims, rank, &t));
+    int64_t n = tensor_count(t);
+    if (n && !strings) {
+        free(t);
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tensor_create_strings: NULL strings");
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (strings[i].size && !strings[i].data) {
+            free(t);
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tensor_create_strings: string %lld "
+                             "has %zu bytes at NULL", (long long)i, strings[i].size);
+        }
+    tensor view = *t;
+    view.data = n ? (void *)strings : tensor_empty_data();
+    og_status *st = tensor_own_strings(&view, t);
+    if (st) {
+        free(t);
+        return og_status_wrap(st, "og_tensor_create_strings");
+    }
     *out = t;
     return NULL;
 }

@@ -77,6 +77,25 @@ def main():
                  [helper.make_tensor_value_info("y", F, [1, 256])], [big], check=False)
     onnx.save(m, os.path.join(out, "external.onnx"), save_as_external_data=True,
               all_tensors_to_one_file=True, location="external.bin", size_threshold=0)
+    # strings: a vocabulary initializer, lookups, a passthrough output, numbers as text
+    S = TensorProto.STRING
+    vocab = numpy_helper.from_array(np.array(["<unk>", "ĉu", ""], dtype=object), "vocab")
+    nodes = [helper.make_node("Gather", ["words", "idx"], ["picked"], name="pick"),
+             helper.make_node("Concat", ["picked", "vocab"], ["joined"], name="join", axis=0),
+             helper.make_node("Slice", ["vocab", "zero", "one"], ["vocab_head"], name="head"),
+             helper.make_node("Equal", ["picked", "vocab_head"], ["same"], name="eq"),
+             helper.make_node("Cast", ["x"], ["text"], name="fmt", to=S)]
+    zero = numpy_helper.from_array(np.array([0], dtype=np.int64), "zero")
+    one1 = numpy_helper.from_array(np.array([1], dtype=np.int64), "one")
+    save(model_of(nodes,
+                  [helper.make_tensor_value_info("words", S, ["n"]),
+                   helper.make_tensor_value_info("idx", TensorProto.INT64, ["m"]),
+                   helper.make_tensor_value_info("x", F, [3])],
+                  [helper.make_tensor_value_info("joined", S, [None]),
+                   helper.make_tensor_value_info("same", TensorProto.BOOL, [None]),
+                   helper.make_tensor_value_info("text", S, [3]),
+                   helper.make_tensor_value_info("words", S, ["n"])],
+                  [vocab, zero, one1]), out, "strings.onnx")
     print(f"wrote test models to {out}")
 
 

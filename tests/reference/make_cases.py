@@ -42,19 +42,27 @@ def write_tensor(path, value, name):
         f.write(t.SerializeToString())
 
 
+def elem_type(v):
+    return TensorProto.STRING if v.dtype.kind in "OU" else helper.np_dtype_to_tensor_dtype(v.dtype)
+
+
 def case(out, name, op, feeds, attrs=None, opset=19, tol=(0.0, 0.0), out_types=None,
-         n_out=1, skip=None):
+         n_out=1, skip=None, inits=None):
     """One single-node case: inputs `feeds` (name -> array, None for an omitted optional
-    input), expected outputs from the reference, cast to `out_types` where the reference
-    returns a wider numpy type than the ONNX output type (np.sum of int32 is int64)."""
-    in_names = list(feeds)
-    inputs = [helper.make_tensor_value_info(
-        n, helper.np_dtype_to_tensor_dtype(v.dtype) if v.dtype != object else TensorProto.STRING,
-        v.shape) for n, v in feeds.items() if v is not None]
+    input), node inputs `inits` (name -> array) stored as initializers, expected outputs
+    from the reference, cast to `out_types` where the reference returns a wider numpy type
+    than the ONNX output type (np.sum of int32 is int64)."""
+    inits = inits or {}
+    in_names = list(inits) + list(feeds)
+    inputs = [helper.make_tensor_value_info(n, elem_type(v), v.shape)
+              for n, v in feeds.items() if v is not None]
     outs = [f"y{i}" for i in range(n_out)]
-    node = helper.make_node(op, [n if feeds[n] is not None else "" for n in in_names], outs,
-                            **(attrs or {}))
-    graph = helper.make_graph([node], name, inputs, [onnx.ValueInfoProto(name=o) for o in outs])
+    node = helper.make_node(op, [n if n in inits or feeds[n] is not None else ""
+                                 for n in in_names], outs, **(attrs or {}))
+    graph = helper.make_graph([node], name, inputs, [onnx.ValueInfoProto(name=o) for o in outs],
+                              initializer=[numpy_helper.from_array(
+                                  v.astype(object) if v.dtype.kind == "U" else v, n)
+                                  for n, v in inits.items()])
     model = helper.make_model(graph, ir_version=10,
                               opset_imports=[helper.make_opsetid("", opset)])
     d = os.path.join(out, "test_" + name)
@@ -310,6 +318,103 @@ def new_op_cases(out):
          opset=11, n_out=4)
 
 
+def string_cases(out):
+    """String tensors moved by the layout ops, compared by Equal, cast to and from numbers,
+    read from initializers and Constant nodes."""
+    words = np.array([["alpha", "", "gamma", "δέλτα"], ["ε", "zeta", "", "theta 8"],
+                      ["alpha", "iota", "kappa", "λ"]], dtype=object)
+    idx = np.array([[2, 0], [1, 1]], dtype=np.int64)
+    case(out, "string_identity", "Identity", {"x": words}, opset=19)
+    case(out, "string_reshape", "Reshape", {"x": words, "s": np.array([4, 3])}, opset=19)
+    case(out, "string_flatten", "Flatten", {"x": words}, {"axis": 1}, opset=13)
+    case(out, "string_squeeze", "Squeeze", {"x": words[None], "a": np.array([0])}, opset=13)
+    case(out, "string_unsqueeze", "Unsqueeze", {"x": words, "a": np.array([1])}, opset=13)
+    case(out, "string_transpose", "Transpose", {"x": words}, {"perm": [1, 0]}, opset=13)
+    case(out, "string_slice", "Slice", {"x": words, "s": np.array([0, 3]), "e": np.array([3, 0]),
+                                        "a": np.array([0, 1]), "t": np.array([2, -1])}, opset=13)
+    case(out, "string_gather", "Gather", {"x": words, "i": idx}, {"axis": 0}, opset=13)
+    case(out, "string_gather_axis1", "Gather", {"x": words, "i": np.array([3, -4])}, {"axis": 1},
+         opset=13)
+    case(out, "string_gather_elements", "GatherElements",
+         {"x": words, "i": np.array([[0, 3], [2, 1], [1, 1]])}, {"axis": 1}, opset=13)
+    case(out, "string_gather_nd", "GatherND", {"x": words, "i": np.array([[2, 3], [0, 0]])},
+         opset=13)
+    case(out, "string_concat", "Concat", {"a": words, "b": words[:1], "c": words[1:]},
+         {"axis": 0}, opset=13)
+    case(out, "string_split", "Split", {"x": words, "s": np.array([1, 3])}, {"axis": 1},
+         opset=13, n_out=2)
+    case(out, "string_expand", "Expand", {"x": words[:1], "s": np.array([2, 4])}, opset=13)
+    case(out, "string_tile", "Tile", {"x": words, "r": np.array([1, 2])}, opset=13)
+    case(out, "string_where", "Where", {"c": np.array([True, False, True, False]),
+                                        "x": words, "y": words[::-1]}, opset=16)
+    case(out, "string_compress", "Compress", {"x": words, "c": np.array([True, False, True])},
+         {"axis": 0}, opset=11)
+    case(out, "string_unique", "Unique", {"x": words.reshape(-1)}, {"sorted": 1}, opset=11,
+         n_out=4)
+    case(out, "string_unique_unsorted", "Unique", {"x": words.reshape(-1)}, {"sorted": 0},
+         opset=11, n_out=4)
+    case(out, "string_shape", "Shape", {"x": words}, opset=15)
+    case(out, "string_equal", "Equal", {"a": words, "b": words[2:3]}, opset=19)
+    # a vocabulary in an initializer, looked up by index
+    vocab = np.array(["<unk>", "the", "ĉu", "日本語", ""], dtype=object)
+    case(out, "string_initializer_gather", "Gather", {"i": np.array([[1, 3], [4, 0]])},
+         {"axis": 0}, opset=13, inits={"vocab": vocab})
+    case(out, "string_constant", "Constant", {}, {"value": numpy_helper.from_array(vocab, "v")},
+         opset=13)
+    case(out, "string_constant_value_strings", "Constant", {},
+         {"value_strings": ["a", "", "ĉu"]}, opset=13)
+    case(out, "string_constant_value_string", "Constant", {}, {"value_string": "日本"},
+         opset=13)
+    # numbers to strings: numpy's str of each type
+    special = [0.0, -0.0, 1.0, 0.1, 1e-4, 9.99e-5, 1e-5, 123456789.0, 999999.0, 1e6, 1e15,
+               1e16, 1.5e16, 3.4028235e38, 1e-45, 65504.0, 1234.5, 2.5e-7, 100.0, 1e3,
+               np.nan, np.inf, -np.inf, -7.25, 16777217.0, 0.3]
+    for dt in (np.float32, np.float64, np.float16):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = np.concatenate([np.array(special, dtype=dt),
+                                (rng.randn(40) * 10.0 ** rng.randint(-8, 9, 40)).astype(dt)])
+        case(out, f"cast_{np.dtype(dt).name}_to_string", "Cast", {"x": x},
+             {"to": TensorProto.STRING}, opset=19)
+    for dt in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+        info = np.iinfo(dt)
+        x = np.array([info.min, info.max, 0, 7, info.max // 3], dtype=dt)
+        case(out, f"cast_{np.dtype(dt).name}_to_string", "Cast", {"x": x},
+             {"to": TensorProto.STRING}, opset=19)
+    case(out, "cast_bool_to_string", "Cast", {"x": np.array([True, False])},
+         {"to": TensorProto.STRING}, opset=19)
+    # strings to numbers: Python's float() and int()
+    texts = np.array([" 1.5 ", "1_000", "1e400", "-1e-400", ".5", "5.", "+1.5", "NaN", "-nan",
+                      "INF", "Infinity", "-iNf", "  inf\n", "0.1", "3.4028235e38", "1e-45",
+                      "123456789", "-0", "2.5e-07", "65519"], dtype=object)
+    for dt in (np.float32, np.float64, np.float16):
+        case(out, f"cast_string_to_{np.dtype(dt).name}", "Cast", {"x": texts},
+             {"to": helper.np_dtype_to_tensor_dtype(np.dtype(dt))}, opset=19)
+    ints = np.array(["100", " 7 ", "-3", "+4", "1_0", "127", "-128", "0", "-0"], dtype=object)
+    for dt in (np.int8, np.int16, np.int32, np.int64):
+        case(out, f"cast_string_to_{np.dtype(dt).name}", "Cast", {"x": ints},
+             {"to": helper.np_dtype_to_tensor_dtype(np.dtype(dt))}, opset=19)
+    uints = np.array(["255", " 7 ", "+4", "1_0", "0", "-0"], dtype=object)
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+        case(out, f"cast_string_to_{np.dtype(dt).name}", "Cast", {"x": uints},
+             {"to": helper.np_dtype_to_tensor_dtype(np.dtype(dt))}, opset=19)
+    case(out, "cast_string_to_uint64_max", "Cast",
+         {"x": np.array(["18446744073709551615", "9223372036854775808"], dtype=object)},
+         {"to": TensorProto.UINT64}, opset=19)
+    case(out, "cast_string_to_int64_limits", "Cast",
+         {"x": np.array(["-9223372036854775808", "9223372036854775807"], dtype=object)},
+         {"to": TensorProto.INT64}, opset=19)
+    case(out, "cast_string_to_bool", "Cast",
+         {"x": np.array(["True", "False", "", "0", "abc"], dtype=object)},
+         {"to": TensorProto.BOOL}, opset=19)
+    case(out, "string_concat_broadcast", "StringConcat",
+         {"a": words, "b": np.array(["!", "", "ß", "\u2603"], dtype=object)}, opset=20)
+    # round trip: float -> string -> float is the identity
+    case(out, "castlike_string_to_float", "CastLike",
+         {"x": np.array(["0.25", "-3e3"], dtype=object), "like": np.array([1.0], np.float32)},
+         opset=19)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -323,6 +428,7 @@ def main():
     reduce_cases(out)
     variadic_cases(out)
     new_op_cases(out)
+    string_cases(out)
     print(f"wrote {len(written)} reference cases to {out}")
 
 

@@ -593,17 +593,17 @@ TEST(loader_bad_graph) {
     mb = model_of(8, &g);
     CHECK_ERR(load_raw(mb.d, mb.n), OG_ERR_INVALID_MODEL, "graph input 'x2' is also the output");
     free(mb.d);
-    /* Constant with a string value */
+    /* Constant with a sparse value (a string value is a string tensor) */
     pbuf a = {0};
     g = (pbuf){0};
     n = node("Constant", "k", NULL, NULL, "y");
-    pb_str(&a, 1, "value_string");
+    pb_str(&a, 1, "sparse_value");
     pb_int(&a, 20, 3);
     pb_str(&a, 4, "s");
     pb_msg(&n, 5, &a);
     pb_msg(&g, 1, &n);
     mb = model_of(8, &g);
-    CHECK_ERR(load_raw(mb.d, mb.n), OG_ERR_UNSUPPORTED, "node 'k' (Constant): Constant attribute 'value_string'");
+    CHECK_ERR(load_raw(mb.d, mb.n), OG_ERR_UNSUPPORTED, "node 'k' (Constant): Constant attribute 'sparse_value'");
     free(mb.d);
     /* subgraphs nested 100 deep */
     pbuf inner = {0};

@@ -18,6 +18,8 @@ typedef struct run_state {
     void **scratch;               /* heap blocks to free after the node */
     int n_scratch, cap_scratch;
     tensor *temp;                 /* [cap_temp] omitted optional outputs of the node */
+    void **held;                  /* kernel_hold blocks (string bytes), freed after the run */
+    int n_held, cap_held;
     int cap_temp;
     size_t heap_allocs;
 } run_state;
@@ -85,6 +87,10 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
     if (st) return og_status_wrap(st, "%s: output %d", ctx->where, index);
     if (v >= 0 && rs->want_out[v]) {
         og_tensor *u = rs->user_out[v];
+        if (u && dtype == OG_STRING)
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: output '%s' is a string tensor: "
+                             "pass NULL for it and take the new tensor (it owns its bytes)",
+                             s->label, s->graph->values[v].name);
         if (u) { /* caller buffer: must match exactly */
             char a[160], b[160];
             if (u->dtype != dtype || u->rank != rank || memcmp(u->dims, dims, sizeof(int64_t) * (size_t)rank))
@@ -110,22 +116,33 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
     return NULL;
 }
 
-static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
-    run_state *rs = ctx->exec;
-    if (rs->n_scratch == rs->cap_scratch) {
-        int cap = rs->cap_scratch ? rs->cap_scratch * 2 : 8;
-        void **p = realloc(rs->scratch, (size_t)cap * sizeof *p);
+/* Appends a new 64-byte aligned block of `size` bytes to the list (*blocks, *n, *cap). */
+static og_status *add_block(void ***blocks, int *n, int *cap, size_t size, void **out) {
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 8;
+        void **p = realloc(*blocks, (size_t)c * sizeof *p);
         if (!p) return og_oom();
-        rs->scratch = p;
-        rs->cap_scratch = cap;
+        *blocks = p;
+        *cap = c;
     }
     void *p = NULL;
     size_t sz = (size + 63) & ~(size_t)63;
     if (posix_memalign(&p, 64, sz ? sz : 64) != 0) return og_oom();
-    rs->heap_allocs++;
-    rs->scratch[rs->n_scratch++] = p;
+    (*blocks)[(*n)++] = p;
     *out = p;
     return NULL;
+}
+
+static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
+    run_state *rs = ctx->exec;
+    rs->heap_allocs++;
+    return add_block(&rs->scratch, &rs->n_scratch, &rs->cap_scratch, size, out);
+}
+
+static og_status *exec_hold(kernel_ctx *ctx, size_t size, void **out) {
+    run_state *rs = ctx->exec;
+    rs->heap_allocs++;
+    return add_block(&rs->held, &rs->n_held, &rs->cap_held, size, out);
 }
 
 static void free_scratch(run_state *rs) {
@@ -191,6 +208,7 @@ static og_status *run_node(og_session *s, run_state *rs, int step) {
         .pool = s->pool,
         .output = exec_output,
         .scratch = exec_scratch,
+        .hold = exec_hold,
         .exec = rs,
         .where = where,
     };
@@ -227,6 +245,21 @@ static og_status *run_node(og_session *s, run_state *rs, int step) {
 /* Copies a value that no node produces (an input or initializer listed as an output). */
 static og_status *copy_passthrough(og_session *s, const tensor *src, og_tensor **dst,
                                    const char *name) {
+    if (src->dtype == OG_STRING) {
+        if (*dst)
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: output '%s' is a string tensor: pass "
+                             "NULL for it and take the new tensor (it owns its bytes)",
+                             s->label, name);
+        og_tensor *t = calloc(1, sizeof *t);
+        if (!t) return og_oom();
+        og_status *st = tensor_own_strings(src, t);
+        if (st) {
+            free(t);
+            return st;
+        }
+        *dst = t;
+        return NULL;
+    }
     if (*dst) {
         if ((*dst)->dtype != src->dtype || (*dst)->rank != src->rank ||
             memcmp((*dst)->dims, src->dims, sizeof(int64_t) * (size_t)src->rank))
@@ -338,7 +371,16 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
             st = og_oom();
             goto done;
         }
-        *t = s->slots[v]; /* the slot's heap buffer moves to the caller */
+        if (s->slots[v].dtype == OG_STRING) { /* its bytes may be the model's, the caller's
+                                                 or held for this run: copy them along */
+            if ((st = tensor_own_strings(&s->slots[v], t))) {
+                free(t);
+                goto done;
+            }
+            tensor_release(&s->slots[v]);
+        } else {
+            *t = s->slots[v]; /* the slot's heap buffer moves to the caller */
+        }
         memset(&s->slots[v], 0, sizeof s->slots[v]);
         s->cur[v] = NULL;
         outputs[i] = t;
@@ -360,6 +402,8 @@ done:
     free_scratch(&rs);
     free(rs.scratch);
     free(rs.temp);
+    for (int i = 0; i < rs.n_held; i++) free(rs.held[i]);
+    free(rs.held);
     for (int v = 0; v < g->n_values; v++) tensor_release(&s->slots[v]);
     if (st) /* no new tensor is returned on failure */
         for (size_t i = 0; i < n_outputs; i++)

@@ -263,6 +263,7 @@ static void cast_task(void *arg, int64_t begin, int64_t end) {
 
 static og_status *cast_to(kernel_ctx *ctx, og_dtype to) {
     const tensor *x = ctx->inputs[0];
+    if (x->dtype == OG_STRING || to == OG_STRING) return cpu_cast_string(ctx, x, to);
     if (!castable(x->dtype)) return kernel_unsupported_dtype(ctx, 0, x->dtype);
     if (!castable(to))
         return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "casting to dtype %s is not implemented",

@@ -1,4 +1,5 @@
-/* Comparisons (to bool), logic on bool, Where, IsNaN and IsInf. */
+/* Comparisons (to bool; Equal also on strings), logic on bool, Where (any element type,
+ * strings included), IsNaN and IsInf. */
 #include "backends/native/kernels/elementwise.h"
 
 #include <math.h>
@@ -18,12 +19,15 @@ MK_BIN_LOOP(eq_bool, uint8_t, uint8_t, MK_ID, uint8_t, B8, !a == !b)
 MK_BIN_LOOP(and_bool, uint8_t, uint8_t, MK_ID, uint8_t, B8, a && b)
 MK_BIN_LOOP(or_bool, uint8_t, uint8_t, MK_ID, uint8_t, B8, a || b)
 MK_BIN_LOOP(xor_bool, uint8_t, uint8_t, MK_ID, uint8_t, B8, !a != !b)
+/* strings are equal when their bytes are */
+MK_BIN_LOOP(eq_string, og_string, og_string, MK_ID, uint8_t, B8, og_string_eq(a, b))
 
 #define CMP_ENTRIES(T, DT, S, C, LD, ST)                                                 \
     [CMP_EQ][DT] = eq_##S, [CMP_LT][DT] = lt_##S, [CMP_GT][DT] = gt_##S,                 \
     [CMP_LE][DT] = le_##S, [CMP_GE][DT] = ge_##S,
 static const ew_loop_fn cmp_loops[CMP_COUNT][OG_DTYPE_COUNT] = {
     MK_NUM_TYPES(CMP_ENTRIES)[CMP_EQ][OG_BOOL] = eq_bool,
+    [CMP_EQ][OG_STRING] = eq_string,
     [CMP_AND][OG_BOOL] = and_bool,
     [CMP_OR][OG_BOOL] = or_bool,
     [CMP_XOR][OG_BOOL] = xor_bool,
@@ -91,6 +95,7 @@ WHERE_LOOP(uint8_t)
 WHERE_LOOP(uint16_t)
 WHERE_LOOP(uint32_t)
 WHERE_LOOP(uint64_t)
+WHERE_LOOP(og_string)
 
 og_status *cpu_where(kernel_ctx *ctx) {
     OG_TRY(kernel_require_inputs(ctx, 3));
@@ -100,12 +105,13 @@ og_status *cpu_where(kernel_ctx *ctx) {
     if (in[2]->dtype != dt)
         return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "input 2 has dtype %s, input 1 %s",
                              og_dtype_name(in[2]->dtype), og_dtype_name(dt));
-    size_t es = dt == OG_STRING ? 0 : dtype_size(dt);
+    size_t es = dtype_size(dt);
     ew_loop_fn fn = es == 1 ? where_uint8_t
                     : es == 2 ? where_uint16_t
                     : es == 4 ? where_uint32_t
                     : es == 8 ? where_uint64_t
-                              : NULL;
+                    : es == 16 ? where_og_string /* strings' views (and complex128) */
+                               : NULL;
     if (!fn) return kernel_unsupported_dtype(ctx, 1, dt);
     return cpu_ew_op(ctx, 3, in, dt, fn, NULL, EW_GRAIN);
 }

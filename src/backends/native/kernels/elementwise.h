@@ -160,6 +160,8 @@ og_status *cpu_unary_loop(kernel_ctx *ctx, og_dtype out_dtype, ew_loop_fn fn,
  * with Cast's rules (float->int truncates; NaN and out-of-range are defined, no UB). */
 double cpu_math_load_f64(og_dtype dt, const void *data, int64_t i);
 void cpu_math_store_f64(og_dtype dt, void *data, int64_t i, double v);
+/* Cast to or from OG_STRING (cast_string.c): output 0 of ctx. */
+og_status *cpu_cast_string(kernel_ctx *ctx, const tensor *x, og_dtype to);
 
 /* ---- kernels ---------------------------------------------------------------------- */
 #define MK_KERNELS(X)                                                                    \
@@ -174,7 +176,7 @@ void cpu_math_store_f64(og_dtype dt, void *data, int64_t i, double v);
     X(not) X(and) X(or) X(xor) X(where)                                                  \
     X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(bitwise_not) X(bitshift)               \
     X(max) X(min) X(sum) X(mean)                                                         \
-    X(cast) X(castlike)
+    X(cast) X(castlike) X(string_concat)
 #define MK_DECLARE(name) og_status *cpu_##name(kernel_ctx *ctx);
 MK_KERNELS(MK_DECLARE)
 #undef MK_DECLARE

@@ -14,3 +14,10 @@ og_status *kernel_unsupported_dtype(const kernel_ctx *ctx, int input, og_dtype d
     return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "input %d has dtype %s, which this op does "
                          "not implement", input, og_dtype_name(dtype));
 }
+
+og_status *kernel_hold(kernel_ctx *ctx, size_t size, void **out) {
+    if (!ctx->hold)
+        return kernel_error(ctx, OG_ERR_UNSUPPORTED, "makes new strings, which need memory "
+                            "held for the run; this executor holds none");
+    return ctx->hold(ctx, size, out);
+}

@@ -22,6 +22,10 @@ typedef og_status *(*kernel_output_fn)(kernel_ctx *ctx, int index, og_dtype dtyp
 /* Scratch memory valid until the kernel returns (64-byte aligned, uninitialized). */
 typedef og_status *(*kernel_scratch_fn)(kernel_ctx *ctx, size_t size, void **out);
 
+/* Memory valid until the run ends (64-byte aligned, uninitialized): the bytes of strings
+ * a kernel makes (Cast to string), which its string outputs point to. */
+typedef og_status *(*kernel_hold_fn)(kernel_ctx *ctx, size_t size, void **out);
+
 struct kernel_ctx {
     const graph_node *node;
     int64_t opset;                  /* version of the node's domain the model imports */
@@ -33,6 +37,7 @@ struct kernel_ctx {
     kernel_scratch_fn scratch;
     void *exec;                     /* the executor's private state */
     const char *where;              /* "model.onnx: node 'X' (Op)", for messages */
+    kernel_hold_fn hold;            /* may be NULL: kernel_hold() then fails */
 };
 
 typedef og_status *(*kernel_fn)(kernel_ctx *ctx);
@@ -54,6 +59,11 @@ static inline og_status *kernel_output(kernel_ctx *ctx, int index, og_dtype dtyp
 static inline og_status *kernel_scratch(kernel_ctx *ctx, size_t size, void **out) {
     return ctx->scratch(ctx, size, out);
 }
+
+/* String tensors hold og_string views (see tensor.h); a kernel that only moves elements
+ * moves the views, and the bytes stay where they are (the model, the caller's inputs,
+ * or memory held for the run). */
+og_status *kernel_hold(kernel_ctx *ctx, size_t size, void **out);
 
 static inline const tensor *kernel_input(const kernel_ctx *ctx, int i) {
     return i < ctx->n_inputs ? ctx->inputs[i] : NULL;

@@ -74,6 +74,7 @@ const kernel_def cpu_elementwise_kernels[] = {
     {"", "Mean", 6, LAST, cpu_mean},
     {"", "Cast", 6, LAST, cpu_cast},
     {"", "CastLike", 15, LAST, cpu_castlike},
+    {"", "StringConcat", 20, LAST, cpu_string_concat},
     /* com.microsoft fused activations (that domain is at version 1). */
     {"com.microsoft", "FastGelu", 1, 1, cpu_contrib_fast_gelu},
     {"com.microsoft", "QuickGelu", 1, 1, cpu_contrib_quick_gelu},
