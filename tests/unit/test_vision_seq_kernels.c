@@ -274,3 +274,42 @@ TEST(vision_seq_rnn_family_threaded_matches_inline) {
         }
     }
 }
+
+TEST(vision_seq_conv_transpose_threaded_matches_inline) {
+    enum { N = 2, C = 8, H = 11, W = 9, MG = 6, G = 2 };
+    static float x[N * C * H * W], w[C * MG * 3 * 3], b[MG * G];
+    unsigned s = 31;
+    for (size_t i = 0; i < sizeof x / 4; i++) x[i] = sk_rand(&s);
+    for (size_t i = 0; i < sizeof w / 4; i++) w[i] = sk_rand(&s);
+    for (size_t i = 0; i < sizeof b / 4; i++) b[i] = sk_rand(&s);
+    int64_t xd[4] = {N, C, H, W}, wd[4] = {C, MG, 3, 3}, bd[1] = {MG * G}, st[2] = {2, 3};
+    tensor tx = kh_tensor(OG_FLOAT32, 4, xd, x), tw = kh_tensor(OG_FLOAT32, 4, wd, w);
+    tensor tb = kh_tensor(OG_FLOAT32, 1, bd, b);
+    const tensor *in[3] = {&tx, &tw, &tb};
+    graph_attr a[2] = {{.name = "group", .type = ATTR_INT, .i = G},
+                       {.name = "strides", .type = ATTR_INTS, .ints = st, .n = 2}};
+    sk_same_threaded(cpu_conv_transpose, 22, a, 2, in, 3, 1);
+}
+
+/* ConvTranspose with auto_pad SAME: the output extent is in * stride, as the spec states
+ * ("pad the input so that output_shape[i] = input_shape[i] * strides[i]"), even where
+ * the kernel's full extent stride * (in - 1) + kernel is shorter: in 6, stride 3,
+ * kernel 2 reach 17 positions and the 18th is zero (a negative pad). ONNX's reference
+ * agrees; onnxruntime clamps the padding at 0 and returns 17. */
+TEST(vision_seq_conv_transpose_same_is_in_times_stride) {
+    float x[6] = {1, 2, 3, 4, 5, 6}, w[2] = {1, 10};
+    int64_t xd[3] = {1, 1, 6}, wd[3] = {1, 1, 2}, st[1] = {3};
+    tensor tx = kh_tensor(OG_FLOAT32, 3, xd, x), tw = kh_tensor(OG_FLOAT32, 3, wd, w);
+    const tensor *in[2] = {&tx, &tw};
+    graph_attr a[2] = {{.name = "auto_pad", .type = ATTR_STRING, .s = {"SAME_UPPER", 10}},
+                       {.name = "strides", .type = ATTR_INTS, .ints = st, .n = 1}};
+    kh_run r;
+    CHECK_OK(kh_call(&r, cpu_conv_transpose, 22, a, 2, in, 2, 1));
+    CHECK_EQ_INT(r.out[0].dims[2], 18);
+    const float *y = r.out[0].data; /* total pad -1: SAME_UPPER puts floor(-1/2) = -1 first */
+    CHECK_NEAR(y[0], 0, 0);          /* position -1 + 1: before the first tap */
+    CHECK_NEAR(y[1], 1, 0);
+    CHECK_NEAR(y[2], 10, 0);
+    CHECK_NEAR(y[17], 60, 0);
+    kh_free(&r);
+}

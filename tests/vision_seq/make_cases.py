@@ -596,6 +596,53 @@ def rnn_cases():
          oracle_run=lambda f: run_ort(make_model("GRU", ins, 2, 7, hidden_size=5), f))
 
 
+# ---- ConvTranspose, MaxUnpool, AffineGrid -------------------------------------------------
+
+def conv_transpose_cases():
+    """ConvTranspose with groups, strides, dilations, pads, output_padding, output_shape
+    and auto_pad in 1-D to 3-D, float64/float16, and sizes that split over the pool;
+    MaxUnpool of MaxPool's indices with and without output_shape; AffineGrid 2-D and 3-D.
+    onnxruntime is the oracle."""
+    x, w = rand((2, 4, 5, 6)), rand((4, 3, 3, 2))
+    ct = [("X", x), ("W", w), ("B", rand((6,)))]
+    case("convtranspose_group_stride_dil_pads_outpad", "ConvTranspose", ct, tol=(1e-5, 1e-5),
+         group=2, strides=[2, 3], dilations=[2, 1], pads=[1, 0, 2, 1], output_padding=[1, 2])
+    case("convtranspose_output_shape_pads_derived", "ConvTranspose", ct[:2], tol=(1e-5, 1e-5),
+         strides=[2, 2], output_shape=[12, 13])
+    # auto_pad SAME: the output is in * stride (the spec's words), here 10 x 18; where the
+    # kernel's full extent is shorter (17 along W) the missing position is zero.
+    # onnxruntime clamps the padding at 0 and returns 10 x 17, so the reference is the
+    # oracle (ConvTranspose's SAME is pinned in tests/unit/test_vision_seq_kernels.c).
+    for ap in ("SAME_UPPER", "SAME_LOWER"):
+        case(f"convtranspose_{ap.lower()}_stride", "ConvTranspose", ct[:2], tol=(1e-5, 1e-5),
+             strides=[2, 3], auto_pad=ap, oracle="ref")
+    case("convtranspose_1d", "ConvTranspose", [("X", rand((1, 3, 7))), ("W", rand((3, 2, 4)))],
+         tol=(1e-5, 1e-5), strides=[3], pads=[1, 2])
+    case("convtranspose_3d", "ConvTranspose", [("X", rand((1, 2, 3, 4, 3))), ("W", rand((2, 2, 2, 3, 2)))],
+         tol=(1e-5, 1e-5), strides=[2, 1, 2], dilations=[1, 2, 1])
+    case("convtranspose_f64", "ConvTranspose", [(n, v.astype(np.float64)) for n, v in ct],
+         oracle="ort32", tol=(1e-5, 1e-5), group=2, strides=[2, 2], pads=[0, 1, 1, 0])
+    case("convtranspose_f16", "ConvTranspose", [(n, v.astype(np.float16)) for n, v in ct],
+         oracle="ort32", tol=(4e-3, 4e-3), group=2, strides=[2, 2])
+    case("convtranspose_big", "ConvTranspose", [("X", rand((2, 16, 15, 17))), ("W", rand((16, 24, 4, 4)))],
+         tol=(1e-4, 1e-4), strides=[2, 2], pads=[1, 1, 1, 1])
+    xp = rand((2, 3, 8, 8))
+    ort_out = run_ort(make_model("MaxPool", [("X", xp)], 2, 12,
+                                 [TensorProto.FLOAT, TensorProto.INT64], kernel_shape=[2, 2],
+                                 strides=[2, 2]), {"X": xp})
+    case("maxunpool_from_maxpool", "MaxUnpool", [("X", ort_out[0]), ("I", ort_out[1])], opset=11,
+         tol=(0, 0), kernel_shape=[2, 2], strides=[2, 2])
+    case("maxunpool_output_shape", "MaxUnpool",
+         [("X", ort_out[0]), ("I", ort_out[1]), ("shape", i64(2, 3, 9, 10))], opset=11,
+         oracle="ref", tol=(0, 0), kernel_shape=[2, 2], strides=[2, 2])
+    for ac in (0, 1):
+        case(f"affinegrid_2d_ac{ac}", "AffineGrid", [("theta", rand((2, 2, 3))), ("size", i64(2, 3, 5, 7))],
+             opset=20, align_corners=ac, tol=(1e-6, 1e-6))
+        case(f"affinegrid_3d_f64_ac{ac}", "AffineGrid",
+             [("theta", rand((1, 3, 4), np.float64)), ("size", i64(1, 2, 3, 4, 5))], opset=20,
+             align_corners=ac, oracle="ort32", tol=(1e-6, 1e-6))
+
+
 def main():
     global OUT
     if len(sys.argv) != 2:
@@ -611,6 +658,7 @@ def main():
     resize_cases()
     grid_sample_cases()
     rnn_cases()
+    conv_transpose_cases()
     print(f"make_cases.py: wrote {len(written)} cases into {OUT}")
 
 

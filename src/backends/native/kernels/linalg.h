@@ -1,4 +1,4 @@
-/* The linear-algebra family: MatMul, Gemm (over gemm_f32), Einsum, Conv, Det. */
+/* The linear-algebra family: MatMul, Gemm (over gemm_f32), Einsum, Conv, ConvTranspose, Det. */
 #ifndef OG_NATIVE_KERNELS_LINALG_H
 #define OG_NATIVE_KERNELS_LINALG_H
 
@@ -28,6 +28,7 @@ void cpu_matmul_offsets(const cpu_mm_shape *s, int64_t t, int64_t *ao, int64_t *
 og_status *cpu_gemm(kernel_ctx *ctx);
 og_status *cpu_einsum(kernel_ctx *ctx);
 og_status *cpu_conv(kernel_ctx *ctx);
+og_status *cpu_conv_transpose(kernel_ctx *ctx);
 /* The determinant of each matrix of a [*, M, M] input. */
 og_status *cpu_det(kernel_ctx *ctx);
 

@@ -1,5 +1,5 @@
-/* The spatial family: pooling (pool.c), Resize and Upsample (resize.c), GridSample
- * (grid_sample.c). */
+/* The spatial family: pooling (pool.c, max_unpool.c), Resize and Upsample (resize.c),
+ * GridSample (grid_sample.c) and AffineGrid (affine_grid.c). */
 #ifndef OG_NATIVE_KERNELS_SPATIAL_H
 #define OG_NATIVE_KERNELS_SPATIAL_H
 
@@ -14,5 +14,7 @@ og_status *cpu_global_lp_pool(kernel_ctx *ctx);
 og_status *cpu_resize(kernel_ctx *ctx);
 og_status *cpu_upsample(kernel_ctx *ctx);
 og_status *cpu_grid_sample(kernel_ctx *ctx);
+og_status *cpu_affine_grid(kernel_ctx *ctx);
+og_status *cpu_max_unpool(kernel_ctx *ctx);
 
 #endif

@@ -11,6 +11,7 @@ const kernel_def cpu_linalg_kernels[] = {
     {"", "Gemm", 7, 28, cpu_gemm},
     {"", "Einsum", 12, 28, cpu_einsum},
     {"", "Conv", 1, 28, cpu_conv},
+    {"", "ConvTranspose", 1, 28, cpu_conv_transpose},
     {"", "Det", 11, 28, cpu_det},
     {0},
 };

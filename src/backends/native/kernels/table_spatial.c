@@ -19,5 +19,8 @@ const kernel_def cpu_spatial_kernels[] = {
     {"", "Upsample", 7, 9, cpu_upsample},
     /* GridSample 16: 4-D, modes bilinear/bicubic; 20: N-D, modes linear/cubic. */
     {"", "GridSample", 16, 28, cpu_grid_sample},
+    {"", "AffineGrid", 20, 28, cpu_affine_grid},
+    /* MaxUnpool 9 and 11 differ only in accepted types. */
+    {"", "MaxUnpool", 9, 28, cpu_max_unpool},
     {0},
 };
