@@ -236,6 +236,11 @@ int32_t og_model_pad_token_id(const og_model *model);
  * gets the sentence saying why, owned by the model ("" when 0). The same sentence is
  * among the warnings. */
 int og_model_text_only(const og_model *model, const char **reason);
+/* A token id genai_config.json gives under model.<key>: "bos_token_id", "eos_token_id"
+ * (the first), "pad_token_id", and for chat "bot_token_id" / "eot_token_id" (a tool
+ * call's start and end) and "bor_token_id" / "eor_token_id" (reasoning's start and end).
+ * -1 when the config has none. */
+int32_t og_model_token_id(const og_model *model, const char *key);
 /* Warnings about genai_config.json (unknown keys, odd values), one sentence each naming
  * the key path. Owned by the model. */
 size_t og_model_warning_count(const og_model *model);

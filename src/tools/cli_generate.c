@@ -44,7 +44,10 @@ static const char generate_usage[] =
     "  --num-beams N, --num-return-sequences N\n"
     "  --repetition-penalty F, --no-repeat-ngram-size N\n"
     "  --threads N                compute threads (default: all cores)\n"
-    "  --json                     print {\"sequences\", \"text\", \"timing\"} instead of streaming\n";
+    "  --json                     print {\"sequences\", \"text\", \"timing\"} instead of streaming\n"
+    "  --chat                     the prompt is a user message: render it with the package's\n"
+    "                             chat template, print the answer (--system, --stop,\n"
+    "                             --max-new-tokens, --extra ...: see 'onnx-genai run --help')\n";
 
 static bool parse_int(const char *s, long lo, long hi, int *out) {
     char *end;
@@ -238,6 +241,8 @@ static void apply_overrides(const opts *o, og_generator_params *p) {
 }
 
 int cli_generate(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--chat")) return cli_chat_generate(argc, argv);
     opts o;
     memset(&o, 0, sizeof o);
     int rc = parse_args(argc, argv, &o);

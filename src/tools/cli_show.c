@@ -151,6 +151,7 @@ static int show_package(const char *dir) {
            "past_present_share_buffer %s\n", sr->max_length, sr->do_sample ? "sampling" : "greedy",
            sr->top_k, sr->top_p, sr->temperature, sr->num_beams,
            sr->past_present_share_buffer ? "true" : "false");
+    cli_show_chat(c->dir);
     for (int i = 0; i < c->n_warnings; i++) printf("warning:     %s\n", c->warnings[i]);
     show_pipeline(dir, c);
     int rc = 0;

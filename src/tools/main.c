@@ -21,6 +21,9 @@ static const char usage[] =
     "                                 generation speed: pp/tg tokens/s, TTFT, peak RSS, and\n"
     "                                 decode against a bandwidth roofline (see bench --help)\n"
     "  bench-load FILE.onnx           load time and RSS growth of opening a model\n"
+    "  run [-m] DIR [--system TEXT] [--stop TEXT] [--max-new-tokens N] [--verbose]\n"
+    "                                 chat in the terminal with the model's chat template\n"
+    "                                 (one prompt from stdin when not a terminal)\n"
     "  template DIR|FILE --messages FILE.json [--tools FILE.json] [--add-generation-prompt]\n"
     "           [--extra JSON] [--bos TEXT --eos TEXT]\n"
     "                                 print a conversation rendered with the chat template\n"
@@ -49,6 +52,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "bench-load") == 0) return cli_bench_load(argc - 1, argv + 1);
     if (strcmp(cmd, "template") == 0) return cli_template(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0) return cli_run(argc - 1, argv + 1);
     fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
 }
