@@ -1,9 +1,10 @@
 /* Reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin, CumSum and TopK.
  *
  * A reduction is planned as: every output element reads the same set of input offsets
- * (the reduced sub-box, precomputed once as a table) from its own base offset (from the
- * kept dimensions). That is one code path for any set of axes, parallel over outputs,
- * and contiguous when the reduced axes are the trailing ones. Floats accumulate in
+ * (the reduced sub-box: a table of run starts, precomputed once, each run a strided
+ * walk of the innermost reduced dimensions) from its own base offset (from the kept
+ * dimensions). That is one code path for any set of axes, parallel over outputs, and
+ * one contiguous run when the reduced axes are the trailing ones. Floats accumulate in
  * double; integers as numpy does (see RED_INT_FN). */
 #include "backends/native/kernels/reduce.h"
 
@@ -20,8 +21,11 @@ typedef struct red_job {
     void *y;
     int op, nk;
     int64_t kdims[OG_MAX_RANK], kstr[OG_MAX_RANK];
+    /* The reduced sub-box of one output: ntab table offsets, each the start of a run of
+     * `inner` elements `istr` apart (the innermost reduced dimension, merged with the
+     * ones contiguous with it); nred = ntab * inner. */
     const int64_t *roff;
-    int64_t nred;
+    int64_t ntab, inner, istr, nred;
 } red_job;
 
 #define ID(v) (v)
@@ -34,44 +38,55 @@ typedef struct red_job {
 #define S_NEG(v) ((v) < 0)
 #define U_NEG(v) 0
 
+/* Runs the statement(s) for every reduced element E_ (of type T) of the output whose
+ * sub-box starts at p, in row-major order. */
+#define RED_EACH(T, ...)                                                                 \
+    for (int64_t t_ = 0; t_ < j->ntab; t_++) {                                           \
+        const T *q_ = p + j->roff[t_];                                                   \
+        for (int64_t i_ = 0; i_ < j->inner; i_++) {                                      \
+            const T E_ = q_[i_ * j->istr];                                               \
+            __VA_ARGS__                                                                  \
+        }                                                                                \
+    }
+
 /* One reduction loop per float type, accumulating in double. */
 #define RED_FN(NAME, T, IN, OUT)                                                         \
     static void NAME(void *arg, int64_t b, int64_t e) {                                  \
         const red_job *j = arg;                                                          \
         const T *x = j->x;                                                               \
         T *y = j->y;                                                                     \
-        const int64_t *r = j->roff;                                                      \
         int64_t n = j->nred;                                                             \
         for (int64_t o = b; o < e; o++) {                                                \
             const T *p = x + cpu_offset_of(o, j->nk, j->kdims, j->kstr);                 \
             double acc = 0, m = 0;                                                       \
             switch (j->op) {                                                             \
             case R_SUM: case R_MEAN: case R_LOGSUM:                                      \
-                for (int64_t k = 0; k < n; k++) acc += IN(p[r[k]]);                      \
+                RED_EACH(T, acc += IN(E_);)                                              \
                 break;                                                                   \
             case R_PROD:                                                                 \
                 acc = 1;                                                                 \
-                for (int64_t k = 0; k < n; k++) acc *= IN(p[r[k]]);                      \
+                RED_EACH(T, acc *= IN(E_);)                                              \
                 break;                                                                   \
             case R_MAX: case R_MIN: case R_LSE:                                          \
-                acc = IN(p[r[0]]);                                                       \
-                for (int64_t k = 1; k < n && !isnan(acc); k++) {                         \
-                    double v = IN(p[r[k]]);                                              \
-                    if (isnan(v) || (j->op == R_MIN ? v < acc : v > acc)) acc = v;       \
-                }                                                                        \
+                acc = IN(p[j->roff[0]]);                                                 \
+                RED_EACH(T, { /* the first NaN wins and stays */                         \
+                    double v = IN(E_);                                                   \
+                    if (!isnan(acc) && (isnan(v) || (j->op == R_MIN ? v < acc : v > acc))) \
+                        acc = v;                                                         \
+                })                                                                       \
                 if (j->op != R_LSE) break;                                               \
                 m = isfinite(acc) ? acc : 0;                                             \
                 acc = 0;                                                                 \
-                for (int64_t k = 0; k < n; k++) acc += exp(IN(p[r[k]]) - m);             \
+                RED_EACH(T, acc += exp(IN(E_) - m);)                                     \
                 break;                                                                   \
             case R_L1:                                                                   \
-                for (int64_t k = 0; k < n; k++) acc += fabs(IN(p[r[k]]));                \
+                RED_EACH(T, acc += fabs(IN(E_));)                                        \
                 break;                                                                   \
             default: /* L2, SUMSQ */                                                     \
-                for (int64_t k = 0; k < n; k++) {                                        \
-                    double v = IN(p[r[k]]);                                              \
+                RED_EACH(T, {                                                            \
+                    double v = IN(E_);                                                   \
                     acc += v * v;                                                        \
-                }                                                                        \
+                })                                                                       \
             }                                                                            \
             if (j->op == R_MEAN) acc /= (double)n;                                       \
             if (j->op == R_L2) acc = sqrt(acc);                                          \
@@ -102,7 +117,6 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
         const red_job *j = arg;                                                          \
         const T *x = j->x;                                                               \
         T *y = j->y;                                                                     \
-        const int64_t *r = j->roff;                                                      \
         int64_t n = j->nred;                                                             \
         for (int64_t o = b; o < e; o++) {                                                \
             const T *p = x + cpu_offset_of(o, j->nk, j->kdims, j->kstr);                 \
@@ -111,38 +125,37 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
             T v, best;                                                                   \
             switch (j->op) {                                                             \
             case R_SUM: case R_MEAN:                                                     \
-                for (int64_t k = 0; k < n; k++) acc += (uint64_t)p[r[k]];                \
+                RED_EACH(T, acc += (uint64_t)E_;)                                        \
                 if (j->op == R_MEAN) acc = red_trunc((double)(T)acc / (double)n, SIGNED); \
                 break;                                                                   \
             case R_PROD:                                                                 \
                 acc = 1;                                                                 \
-                for (int64_t k = 0; k < n; k++) acc *= (uint64_t)p[r[k]];                \
+                RED_EACH(T, acc *= (uint64_t)E_;)                                        \
                 break;                                                                   \
             case R_MAX: case R_MIN:                                                      \
-                best = p[r[0]];                                                          \
-                for (int64_t k = 1; k < n; k++) {                                        \
-                    v = p[r[k]];                                                         \
+                best = p[j->roff[0]];                                                    \
+                RED_EACH(T, {                                                            \
+                    v = E_;                                                              \
                     if (j->op == R_MIN ? v < best : v > best) best = v;                  \
-                }                                                                        \
+                })                                                                       \
                 acc = (uint64_t)best;                                                    \
                 break;                                                                   \
             case R_L1:                                                                   \
-                for (int64_t k = 0; k < n; k++) {                                        \
-                    v = p[r[k]];                                                         \
-                    acc += (uint64_t)(T)(NEG(v) ? 0 - (uint64_t)v : (uint64_t)v);            \
-                }                                                                        \
+                RED_EACH(T, {                                                            \
+                    v = E_;                                                              \
+                    acc += (uint64_t)(T)(NEG(v) ? 0 - (uint64_t)v : (uint64_t)v);        \
+                })                                                                       \
                 break;                                                                   \
             case R_SUMSQ: case R_L2:                                                     \
-                for (int64_t k = 0; k < n; k++)                                          \
-                    acc += (uint64_t)(T)((uint64_t)p[r[k]] * (uint64_t)p[r[k]]);         \
+                RED_EACH(T, acc += (uint64_t)(T)((uint64_t)E_ * (uint64_t)E_);)          \
                 if (j->op == R_SUMSQ) break;                                             \
                 d = sqrt(SIGNED ? (double)(int64_t)acc : (double)acc);                   \
                 acc = (uint64_t)cpu_f2i_numpy(d, 8 * (int)sizeof(T));                    \
                 break;                                                                   \
             default: /* LogSum, LogSumExp */                                             \
-                for (int64_t k = 0; k < n; k++) m = k && m > p[r[k]] ? m : (double)p[r[k]]; \
-                for (int64_t k = 0; k < n; k++)                                          \
-                    d += j->op == R_LSE ? exp((double)p[r[k]] - m) : (double)p[r[k]];    \
+                m = (double)p[j->roff[0]];                                               \
+                RED_EACH(T, m = m > E_ ? m : (double)E_;)                                \
+                RED_EACH(T, d += j->op == R_LSE ? exp((double)E_ - m) : (double)E_;)     \
                 d = log(d) + (j->op == R_LSE ? m : 0);                                   \
                 acc = (uint64_t)cpu_f2i(d);                                              \
             }                                                                            \
@@ -257,10 +270,33 @@ static og_status *reduce_run(kernel_ctx *ctx, int op, int input_since) {
         cpu_store_f64(y, v);
         return NULL;
     }
-    int64_t *roff;
-    OG_TRY(kernel_scratch(ctx, (size_t)j.nred * sizeof(int64_t), (void **)&roff));
+    /* Merge reduced dimensions that are contiguous with the next one: a full or trailing
+     * reduction becomes one run, and the offset table covers only what is left (a table
+     * per element took 8 bytes per input element: 2 GiB for a 1 GiB float tensor). */
+    if (nr == 0) { /* nothing reduced: each output reads its own element */
+        rdims[0] = 1;
+        rstr[0] = 1;
+        nr = 1;
+    }
+    int m = 0;
+    for (int d = 0; d < nr; d++) {
+        if (m > 0 && rstr[m - 1] == rstr[d] * rdims[d]) {
+            rdims[m - 1] *= rdims[d];
+            rstr[m - 1] = rstr[d];
+        } else {
+            rdims[m] = rdims[d];
+            rstr[m++] = rstr[d];
+        }
+    }
+    nr = m - 1; /* the table walks the dims before the inner run */
+    j.inner = rdims[nr];
+    j.istr = rstr[nr];
+    j.ntab = j.nred / j.inner;
+    int64_t small[64], *roff = small; /* most tables are tiny: no allocation */
+    if (j.ntab > 64)
+        OG_TRY(kernel_scratch(ctx, (size_t)j.ntab * sizeof(int64_t), (void **)&roff));
     int64_t idx[OG_MAX_RANK] = {0}, off = 0;
-    for (int64_t k = 0; k < j.nred; k++) {
+    for (int64_t k = 0; k < j.ntab; k++) {
         roff[k] = off;
         for (int d = nr - 1; d >= 0; d--) {
             off += rstr[d];
