@@ -98,17 +98,99 @@ const tensor *graph_attr_tensor(const graph_node *n, const char *name) {
     return a && a->type == ATTR_TENSOR ? a->t : NULL;
 }
 
+/* Adds to out every outer-scope reference of sub, and of the graphs nested in it, that
+ * resolves to a value of g; duplicates are dropped while they fit in cap (*n counts on
+ * past cap so that the caller learns how much room to give). */
+static void implicit_walk(const graph *g, const graph *sub, int *out, int cap, int *n) {
+    for (int v = 0; v < sub->n_values; v++) {
+        if (!sub->values[v].from_outer_scope) continue;
+        for (const graph *p = sub->parent; p; p = p->parent) {
+            int i = graph_find_value(p, sub->values[v].name);
+            if (i < 0) continue;
+            if (p == g) {
+                bool seen = false;
+                for (int k = 0; k < *n && k < cap && !seen; k++) seen = out[k] == i;
+                if (!seen) {
+                    if (*n < cap) out[*n] = i;
+                    (*n)++;
+                }
+            }
+            break; /* the nearest enclosing definition wins */
+        }
+    }
+    for (int i = 0; i < sub->n_nodes; i++) {
+        const graph_node *nd = &sub->nodes[i];
+        for (int a = 0; a < nd->n_attrs; a++) {
+            const graph_attr *at = &nd->attrs[a];
+            if (at->g) implicit_walk(g, at->g, out, cap, n);
+            for (int64_t k = 0; at->graphs && k < at->n; k++)
+                if (at->graphs[k]) implicit_walk(g, at->graphs[k], out, cap, n);
+        }
+    }
+}
+
+int graph_node_implicit_inputs(const graph *g, const graph_node *n, int *out, int cap) {
+    int count = 0;
+    for (int a = 0; a < n->n_attrs; a++) {
+        const graph_attr *at = &n->attrs[a];
+        if (at->g) implicit_walk(g, at->g, out, cap, &count);
+        for (int64_t k = 0; at->graphs && k < at->n; k++)
+            if (at->graphs[k]) implicit_walk(g, at->graphs[k], out, cap, &count);
+    }
+    return count;
+}
+
+og_status *graph_implicit_inputs(const graph *g, int **start_out, int **vals_out) {
+    int *start = calloc((size_t)g->n_nodes + 1, sizeof *start);
+    int cap = 16, total = 0;
+    int *vals = malloc((size_t)cap * sizeof *vals);
+    if (!start || !vals) goto oom;
+    for (int i = 0; i < g->n_nodes; i++) {
+        start[i] = total;
+        for (;;) {
+            int n = graph_node_implicit_inputs(g, &g->nodes[i], vals + total, cap - total);
+            if (n <= cap - total) {
+                total += n;
+                break;
+            }
+            int *grown = realloc(vals, (size_t)(cap = total + n + 16) * sizeof *vals);
+            if (!grown) goto oom;
+            vals = grown;
+        }
+    }
+    start[g->n_nodes] = total;
+    *start_out = start;
+    *vals_out = vals;
+    return NULL;
+oom:
+    free(start);
+    free(vals);
+    return og_oom();
+}
+
 /* Kahn's algorithm over value availability, keeping file order among ready nodes so
  * that a valid file order is preserved exactly. */
+/* Dependency k of node i: its explicit inputs, then its implicit ones (-1 = none). */
+static int node_dep(const graph *g, const int *istart, const int *ivals, int i, int k) {
+    int ne = g->nodes[i].n_inputs;
+    return k < ne ? g->nodes[i].inputs[k] : ivals[istart[i] + k - ne];
+}
+
+static int node_ndeps(const graph *g, const int *istart, int i) {
+    return g->nodes[i].n_inputs + istart[i + 1] - istart[i];
+}
+
 og_status *graph_topo_order(const graph *g, const char *what, int *order) {
     og_status *st = NULL;
+    int *istart = NULL, *ivals = NULL;
+    OG_TRY(graph_implicit_inputs(g, &istart, &ivals));
     int *missing = calloc((size_t)g->n_nodes + 1, sizeof *missing); /* unmet inputs per node */
     char *ready_val = calloc((size_t)g->n_values + 1, 1);
     int *queue = malloc(((size_t)g->n_nodes + 1) * sizeof *queue);
     /* consumers: CSR arrays value -> nodes */
     int *cstart = calloc((size_t)g->n_values + 2, sizeof *cstart);
     int total = 0;
-    for (int i = 0; i < g->n_nodes; i++) total += g->nodes[i].n_inputs;
+    for (int i = 0; i < g->n_nodes; i++) total += node_ndeps(g, istart, i);
     int *cons = malloc(((size_t)total + 1) * sizeof *cons);
     if (!missing || !ready_val || !queue || !cstart || !cons) {
         st = og_oom();
@@ -119,8 +201,8 @@ og_status *graph_topo_order(const graph *g, const char *what, int *order) {
         if (gv->is_input || gv->initializer || gv->from_outer_scope) ready_val[v] = 1;
     }
     for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i].n_inputs; k++) {
-            int v = g->nodes[i].inputs[k];
+        for (int k = 0; k < node_ndeps(g, istart, i); k++) {
+            int v = node_dep(g, istart, ivals, i, k);
             if (v >= 0) cstart[v + 1]++;
         }
     for (int v = 0; v < g->n_values; v++) cstart[v + 1] += cstart[v];
@@ -131,8 +213,8 @@ og_status *graph_topo_order(const graph *g, const char *what, int *order) {
             goto out;
         }
         for (int i = 0; i < g->n_nodes; i++)
-            for (int k = 0; k < g->nodes[i].n_inputs; k++) {
-                int v = g->nodes[i].inputs[k];
+            for (int k = 0; k < node_ndeps(g, istart, i); k++) {
+                int v = node_dep(g, istart, ivals, i, k);
                 if (v < 0) continue;
                 cons[cstart[v] + fill[v]++] = i;
                 if (!ready_val[v]) missing[i]++;
@@ -169,8 +251,8 @@ og_status *graph_topo_order(const graph *g, const char *what, int *order) {
                 if (missing[i] == 0) continue;
                 const graph_node *n = &g->nodes[i];
                 char lab[256];
-                for (int k = 0; k < n->n_inputs; k++) {
-                    int v = n->inputs[k];
+                for (int k = 0; k < node_ndeps(g, istart, i); k++) {
+                    int v = node_dep(g, istart, ivals, i, k);
                     if (v < 0 || ready_val[v]) continue;
                     bool dangling = g->values[v].producer < 0;
                     if (pass == 0 && dangling) {
@@ -193,6 +275,8 @@ og_status *graph_topo_order(const graph *g, const char *what, int *order) {
         st = og_errorf(OG_ERR_INVALID_MODEL, "%s: the graph cannot be ordered", what);
     }
 out:
+    free(istart);
+    free(ivals);
     free(missing);
     free(ready_val);
     free(queue);

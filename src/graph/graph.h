@@ -150,10 +150,22 @@ int64_t graph_attr_ints(const graph_node *n, const char *name, const int64_t **v
 int64_t graph_attr_floats(const graph_node *n, const char *name, const float **vals);
 const tensor *graph_attr_tensor(const graph_node *n, const char *name);
 
+/* The values of g that node n's subgraphs read from the enclosing scope: outer-scope
+ * references at any depth that resolve (by name, through the nearest enclosing graph
+ * that has the name) to a value of g. Such a value is an implicit input of n: it must
+ * exist before n runs and live until n ends. Writes up to cap distinct value indices to
+ * out and returns how many it found; a result above cap means the list was cut: call
+ * again with at least that much room. */
+int graph_node_implicit_inputs(const graph *g, const graph_node *n, int *out, int cap);
+/* The implicit inputs of every node of g as CSR arrays: node i's are
+ * vals[start[i] .. start[i+1]). Caller frees both. */
+og_status *graph_implicit_inputs(const graph *g, int **start, int **vals);
+
 /* Topological order of g's nodes into order[n_nodes] (caller-allocated). Values are
  * available when they are graph inputs, initializers, outer-scope references or
- * produced earlier. Errors: a cycle (naming a node on it), a value used before any
- * node produces it (naming the node and the value), two producers of one value. */
+ * produced earlier; a node waits for its inputs and its implicit inputs (above).
+ * Errors: a cycle (naming a node on it), a value used before any node produces it
+ * (naming the node and the value), two producers of one value. */
 og_status *graph_topo_order(const graph *g, const char *what, int *order);
 
 #endif
