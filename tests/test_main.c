@@ -49,6 +49,11 @@ const char *test_shared_dir(void) {
     return d && *d ? d : OG_DEFAULT_SHARED_DIR;
 }
 
+const char *test_models_dir(void) {
+    const char *d = getenv("OG_TEST_MODELS");
+    return d && *d ? d : NULL;
+}
+
 const char *test_tmp_dir(void) {
     static char dir[256];
     if (!dir[0]) {

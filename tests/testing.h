@@ -20,6 +20,21 @@ void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *test_shared_dir(void);
 /* A scratch directory for this test run (created on first use). */
 const char *test_tmp_dir(void);
+/* The folder of the graphs tests/models/make_test_models.py writes ($OG_TEST_MODELS,
+ * set by ctest), or NULL. */
+const char *test_models_dir(void);
+
+/* Declares `char path[1024]` naming model `name` in test_models_dir(), or skips the test
+ * loudly when that folder is not set. */
+#define NEED_TEST_MODEL(path, name)                                                      \
+    char path[1024];                                                                     \
+    do {                                                                                 \
+        if (!test_models_dir()) {                                                        \
+            test_skip("OG_TEST_MODELS is not set: run through ctest, which writes them"); \
+            return;                                                                      \
+        }                                                                                \
+        snprintf(path, sizeof path, "%s/%s", test_models_dir(), name);                   \
+    } while (0)
 
 #define TEST(name)                                                                       \
     static void test_##name(void);                                                      \

@@ -96,6 +96,66 @@ def main():
                    helper.make_tensor_value_info("text", S, [3]),
                    helper.make_tensor_value_info("words", S, ["n"])],
                   [vocab, zero, one1]), out, "strings.onnx")
+
+    # memory: a chain of elementwise and reshaping ops over one large tensor whose size
+    # comes from the input `shape`; in place, the chain needs one tensor's bytes
+    I64 = TensorProto.INT64
+    half = numpy_helper.from_array(np.array([0.5], dtype=np.float32), "half")
+    flat = numpy_helper.from_array(np.array([-1], dtype=np.int64), "flat")
+    axis0 = numpy_helper.from_array(np.array([0], dtype=np.int64), "axis0")
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["c"], value=half),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Neg", ["r"], ["n"]),
+             helper.make_node("Mul", ["n", "two"], ["m"]),
+             helper.make_node("Sigmoid", ["m"], ["sg"]),
+             helper.make_node("Exp", ["sg"], ["e"]),
+             helper.make_node("Reshape", ["e", "flat"], ["f"]),
+             helper.make_node("Add", ["f", "f"], ["a"]),
+             helper.make_node("Unsqueeze", ["a", "axis0"], ["u"]),
+             helper.make_node("Cast", ["u"], ["k"], to=F),
+             helper.make_node("ReduceSum", ["k"], ["sum"], keepdims=0)]
+    save(model_of(nodes, [helper.make_tensor_value_info("shape", I64, [2])],
+                  [helper.make_tensor_value_info("sum", F, [])], [two, flat, axis0]), out,
+         "big_chain.onnx")
+
+    # in place must wait for a value's last reader: a is read again after Neg and Add
+    nodes = [helper.make_node("Exp", ["x"], ["a"]),
+             helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["c"]),
+             helper.make_node("Sigmoid", ["c"], ["d"]),
+             helper.make_node("Mul", ["d", "a"], ["y"])]
+    save(model_of(nodes, [helper.make_tensor_value_info("x", F, ["n"])],
+                  [helper.make_tensor_value_info("y", F, ["n"])]), out, "inplace_guard.onnx")
+
+    # Loop: M iterations (the body passes cond through), a carried [4] value that reads
+    # `w` from the main graph, and a scan output
+    B = TensorProto.BOOL
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Mul", ["v_in", "w"], ["p"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Add", ["p", "fi"], ["v_out"]),
+         helper.make_node("Relu", ["v_out"], ["s"])],
+        "body", [helper.make_tensor_value_info("i", I64, []),
+                 helper.make_tensor_value_info("c_in", B, []),
+                 helper.make_tensor_value_info("v_in", F, [4])],
+        [helper.make_tensor_value_info("c_out", B, []),
+         helper.make_tensor_value_info("v_out", F, [4]),
+         helper.make_tensor_value_info("s", F, [4])])
+    nodes = [helper.make_node("Loop", ["M", "", "v0"], ["v", "scan"], body=body, name="loop")]
+    save(model_of(nodes, [helper.make_tensor_value_info("M", I64, []),
+                          helper.make_tensor_value_info("v0", F, [4]),
+                          helper.make_tensor_value_info("w", F, [4])],
+                  [helper.make_tensor_value_info("v", F, [4]),
+                   helper.make_tensor_value_info("scan", F, [None, 4])], opset=17), out,
+         "loop.onnx")
+    # a Loop with neither a trip count nor a condition would never end
+    nodes = [helper.make_node("Loop", ["", "", "v0"], ["v", "scan"], body=body, name="forever")]
+    save(model_of(nodes, [helper.make_tensor_value_info("v0", F, [4]),
+                          helper.make_tensor_value_info("w", F, [4])],
+                  [helper.make_tensor_value_info("v", F, [4]),
+                   helper.make_tensor_value_info("scan", F, [None, 4])], opset=17, check=False),
+         out, "loop_forever.onnx")
     print(f"wrote test models to {out}")
 
 

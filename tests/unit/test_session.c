@@ -6,21 +6,6 @@
 
 #include <stdlib.h>
 
-static const char *models_dir(void) {
-    const char *d = getenv("OG_TEST_MODELS");
-    return d && *d ? d : NULL;
-}
-
-#define NEED_MODELS(path, name)                                                          \
-    char path[1024];                                                                     \
-    do {                                                                                 \
-        if (!models_dir()) {                                                             \
-            test_skip("OG_TEST_MODELS is not set: run through ctest, which writes them"); \
-            return;                                                                      \
-        }                                                                                \
-        snprintf(path, sizeof path, "%s/%s", models_dir(), name);                        \
-    } while (0)
-
 static og_status *run_chain(og_session *s, float *x, float *z, int64_t batch, og_tensor **y) {
     int64_t dims[2] = {batch, 4};
     og_tensor *tx, *tz;
@@ -39,7 +24,7 @@ static og_status *run_chain(og_session *s, float *x, float *z, int64_t batch, og
 }
 
 TEST(session_runs_chain_and_reuses_plan) {
-    NEED_MODELS(path, "chain.onnx");
+    NEED_TEST_MODEL(path, "chain.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
     CHECK_EQ_INT(og_session_input_count(s), 2);
@@ -76,7 +61,7 @@ TEST(session_runs_chain_and_reuses_plan) {
 }
 
 TEST(session_writes_into_caller_output) {
-    NEED_MODELS(path, "chain.onnx");
+    NEED_TEST_MODEL(path, "chain.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
     float x[4] = {1, 2, 3, 4}, z[4] = {0}, out[4] = {0};
@@ -100,7 +85,7 @@ TEST(session_writes_into_caller_output) {
 }
 
 TEST(session_rejects_bad_inputs) {
-    NEED_MODELS(path, "chain.onnx");
+    NEED_TEST_MODEL(path, "chain.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
     float buf[16] = {0};
@@ -144,24 +129,24 @@ TEST(session_rejects_bad_inputs) {
 }
 
 TEST(session_open_errors_name_the_node) {
-    NEED_MODELS(path, "cycle.onnx");
+    NEED_TEST_MODEL(path, "cycle.onnx");
     og_session *s = NULL;
     CHECK_ERR(og_session_open(path, NULL, &s), OG_ERR_INVALID_MODEL, "cycle through node 'first'");
-    snprintf(path, sizeof path, "%s/unknown_op.onnx", models_dir());
+    snprintf(path, sizeof path, "%s/unknown_op.onnx", test_models_dir());
     CHECK_ERR(og_session_open(path, NULL, &s), OG_ERR_UNSUPPORTED,
               "node 'weird' (FrobnicateX): op FrobnicateX is not implemented");
-    snprintf(path, sizeof path, "%s/unknown_domain.onnx", models_dir());
+    snprintf(path, sizeof path, "%s/unknown_domain.onnx", test_models_dir());
     CHECK_ERR(og_session_open(path, NULL, &s), OG_ERR_UNSUPPORTED, "op org.example.Foo");
-    snprintf(path, sizeof path, "%s/dangling.onnx", models_dir());
+    snprintf(path, sizeof path, "%s/dangling.onnx", test_models_dir());
     CHECK_ERR(og_session_open(path, NULL, &s), OG_ERR_INVALID_MODEL,
               "input 'nowhere' is not a graph input");
-    snprintf(path, sizeof path, "%s/does_not_exist.onnx", models_dir());
+    snprintf(path, sizeof path, "%s/does_not_exist.onnx", test_models_dir());
     CHECK_ERR(og_session_open(path, NULL, &s), OG_ERR_NOT_FOUND, "does_not_exist.onnx");
     CHECK(s == NULL);
 }
 
 TEST(session_runs_external_data_out_of_order) {
-    NEED_MODELS(path, "external.onnx");
+    NEED_TEST_MODEL(path, "external.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
     CHECK_EQ_INT(s->model->n_external_files, 1);

@@ -1,5 +1,6 @@
 /* og_session_run: binds inputs, checks them against the declared types, picks or
- * records the plan for their shape class, and runs the nodes in order. */
+ * records the plan for their shape class, and runs the nodes in order. Subgraphs (the
+ * bodies of If, Loop, Scan) run through the same code when their kernel asks. */
 #include "backends/native/plan.h"
 #include "backends/native/session.h"
 
@@ -7,22 +8,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* State of one run, reached by the kernel callbacks through ctx->exec. */
+/* Memory kernels ask to keep until the whole og_session_run ends (kernel_hold: the bytes
+ * of strings they make), subgraph runs included. */
+typedef struct held_list {
+    void **blocks;
+    size_t *sizes;
+    int n, cap;
+} held_list;
+
+/* State of one run of one graph, reached by the kernel callbacks through ctx->exec. */
 typedef struct run_state {
+    exec_graph *eg;
+    held_list *held;              /* the og_session_run's */
     og_session *s;
     exec_plan *plan;              /* NULL while recording */
-    og_tensor **user_out;         /* [n_values] caller tensors for requested outputs */
-    bool *want_out;               /* [n_values] value is a requested output */
+    og_tensor **user_out;         /* [n_values] caller tensors for requested outputs (main graph) */
+    bool *want_out;               /* [n_values] value is a requested output; NULL in subgraphs */
     int step;
     const graph_node *node;
     void **scratch;               /* heap blocks to free after the node */
+    size_t *scratch_size;
     int n_scratch, cap_scratch;
-    tensor *temp;                 /* [cap_temp] omitted optional outputs of the node */
-    void **held;                  /* kernel_hold blocks (string bytes), freed after the run */
-    int n_held, cap_held;
-    int cap_temp;
     size_t heap_allocs;
 } run_state;
+
+/* ---- the executor's byte count ---------------------------------------------------- */
+
+static void mem_add(og_session *s, size_t n) {
+    s->mem_live += n;
+    if (s->mem_live > s->mem_peak) s->mem_peak = s->mem_live;
+}
+
+static void slot_release(og_session *s, tensor *t) {
+    if (t->owns_data) s->mem_live -= t->nbytes;
+    tensor_release(t);
+}
+
+/* ---- inputs --------------------------------------------------------------------------- */
 
 static og_status *check_input(og_session *s, const graph_value *v, const tensor *t,
                               const char **sym_name, int64_t *sym_val, const char **sym_from,
@@ -66,108 +88,260 @@ static og_status *check_input(og_session *s, const graph_value *v, const tensor 
     return NULL;
 }
 
-static og_status *alloc_heap(run_state *rs, tensor *t) {
-    rs->heap_allocs++;
-    return tensor_alloc_data(t);
+/* ---- kernel callbacks ------------------------------------------------------------------ */
+
+/* Heap memory for output `index` of the current node, with a message that says for what.
+ * `intermediate` counts it in the run's heap allocations (what a plan should avoid);
+ * an output for the caller is not. */
+static og_status *alloc_heap(run_state *rs, kernel_ctx *ctx, int index, tensor *t,
+                             bool intermediate) {
+    og_status *st = tensor_alloc_data(t);
+    if (st) {
+        og_status_free(st);
+        char a[160];
+        int v = rs->node->outputs[index];
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for output %d ('%s', %s %s, "
+                         "%zu bytes)", ctx->where, index,
+                         v >= 0 ? rs->eg->graph->values[v].name : "", og_dtype_name(t->dtype),
+                         shape_str(t->dims, t->rank, a, sizeof a), t->nbytes);
+    }
+    if (t->owns_data) {
+        rs->heap_allocs += intermediate;
+        mem_add(rs->s, t->nbytes);
+    }
+    return NULL;
+}
+
+/* The input whose buffer output `index` may take over (see kernel_def.inplace), or -1:
+ * an intermediate of this run that dies at this node, with the output's element count
+ * and element size. */
+static int inplace_source(const run_state *rs, int index, const tensor *t) {
+    const exec_graph *eg = rs->eg;
+    const graph_node *n = rs->node;
+    unsigned mask = eg->kernels[n->index]->inplace;
+    size_t es = dtype_size(t->dtype);
+    if (index != 0 || !mask || !es || !t->nbytes) return -1;
+    for (int k = 0; k < n->n_inputs && k < 32; k++) {
+        int u = n->inputs[k];
+        if (!(mask & KERNEL_INPLACE(k)) || u < 0 || eg->last_use[u] != rs->step) continue;
+        const tensor *in = &eg->slots[u];
+        if (eg->cur[u] != in || dtype_size(in->dtype) != es || in->nbytes != t->nbytes) continue;
+        bool elsewhere = false; /* also read through an input the kernel did not vouch for */
+        for (int j = 0; j < n->n_inputs && !elsewhere; j++)
+            elsewhere = n->inputs[j] == u && (j >= 32 || !(mask & KERNEL_INPLACE(j)));
+        if (!elsewhere) return u;
+    }
+    return -1;
 }
 
 /* kernel_ctx.output: decide where output `index` of the current node lives. */
 static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int rank,
                               const int64_t *dims, tensor **out) {
     run_state *rs = ctx->exec;
+    exec_graph *eg = rs->eg;
     og_session *s = rs->s;
     if (index < 0 || index >= ctx->n_outputs)
         return kernel_errorf(ctx, OG_ERR_RUNTIME, "kernel asked for output %d of %d", index,
                              ctx->n_outputs);
     int v = rs->node->outputs[index];
-    tensor *t = v >= 0 ? &s->slots[v] : &rs->temp[index];
-    if (t->data && t->owns_data) tensor_release(t);
+    tensor *t = v >= 0 ? &eg->slots[v] : &eg->temp[index];
+    if (t->data && t->owns_data) slot_release(s, t);
     memset(t, 0, sizeof *t);
     og_status *st = tensor_set_shape(t, dtype, rank, dims);
     if (st) return og_status_wrap(st, "%s: output %d", ctx->where, index);
-    if (v >= 0 && rs->want_out[v]) {
-        og_tensor *u = rs->user_out[v];
-        if (u && dtype == OG_STRING)
+    int u;
+    if (v >= 0 && rs->want_out && rs->want_out[v]) {
+        og_tensor *user = rs->user_out[v];
+        if (user && dtype == OG_STRING)
             return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: output '%s' is a string tensor: "
                              "pass NULL for it and take the new tensor (it owns its bytes)",
-                             s->label, s->graph->values[v].name);
-        if (u) { /* caller buffer: must match exactly */
+                             s->label, eg->graph->values[v].name);
+        if (user) { /* caller buffer: must match exactly */
             char a[160], b[160];
-            if (u->dtype != dtype || u->rank != rank || memcmp(u->dims, dims, sizeof(int64_t) * (size_t)rank))
+            if (user->dtype != dtype || user->rank != rank ||
+                memcmp(user->dims, dims, sizeof(int64_t) * (size_t)rank))
                 return og_errorf(OG_ERR_INVALID_ARGUMENT,
                                  "%s: output '%s' is %s %s, but the caller's tensor is %s %s",
-                                 s->label, s->graph->values[v].name, og_dtype_name(dtype),
-                                 shape_str(dims, rank, a, sizeof a), og_dtype_name(u->dtype),
-                                 shape_str(u->dims, u->rank, b, sizeof b));
-            t->data = u->data;
+                                 s->label, eg->graph->values[v].name, og_dtype_name(dtype),
+                                 shape_str(dims, rank, a, sizeof a), og_dtype_name(user->dtype),
+                                 shape_str(user->dims, user->rank, b, sizeof b));
+            t->data = user->data;
             t->owns_data = false;
         } else {
-            OG_TRY(tensor_alloc_data(t)); /* handed to the caller after the run */
+            OG_TRY(alloc_heap(rs, ctx, index, t, false)); /* handed to the caller after the run */
         }
-    } else if (v >= 0 && rs->plan && rs->plan->offset[v] != SIZE_MAX && t->nbytes <= rs->plan->size[v]) {
+    } else if (v >= 0 && (u = inplace_source(rs, index, t)) >= 0 && eg->slots[u].owns_data) {
+        /* In place over a dying heap input: the buffer changes owner, the input stays
+         * readable through its slot until the node ends. In a planned run the arena
+         * placement below already gives the shared bytes. */
+        t->data = eg->slots[u].data;
+        t->owns_data = true;
+        eg->slots[u].owns_data = false;
+        if (!rs->plan) {
+            eg->recorded[v] = t->nbytes;
+            eg->alias[v] = u;
+        }
+    } else if (v >= 0 && rs->plan && rs->plan->offset[v] != SIZE_MAX &&
+               t->nbytes <= rs->plan->size[v]) {
         t->data = (char *)rs->plan->arena + rs->plan->offset[v];
         t->owns_data = false;
     } else {
-        OG_TRY(alloc_heap(rs, t));
-        if (v >= 0 && !rs->plan) s->recorded[v] = t->nbytes ? t->nbytes : 1;
+        OG_TRY(alloc_heap(rs, ctx, index, t, true));
+        if (v >= 0 && !rs->plan) eg->recorded[v] = t->nbytes ? t->nbytes : 1;
     }
-    if (v >= 0) s->cur[v] = t;
+    if (v >= 0) eg->cur[v] = t;
     *out = t;
     return NULL;
 }
 
-/* Appends a new 64-byte aligned block of `size` bytes to the list (*blocks, *n, *cap). */
-static og_status *add_block(void ***blocks, int *n, int *cap, size_t size, void **out) {
+/* Appends a new 64-byte aligned block of `size` bytes to (*blocks, *sizes, *n, *cap). */
+static og_status *add_block(kernel_ctx *ctx, void ***blocks, size_t **sizes, int *n, int *cap,
+                            size_t size, void **out) {
     if (*n == *cap) {
         int c = *cap ? *cap * 2 : 8;
         void **p = realloc(*blocks, (size_t)c * sizeof *p);
         if (!p) return og_oom();
         *blocks = p;
+        size_t *sz = realloc(*sizes, (size_t)c * sizeof *sz);
+        if (!sz) return og_oom();
+        *sizes = sz;
         *cap = c;
     }
     void *p = NULL;
     size_t sz = (size + 63) & ~(size_t)63;
-    if (posix_memalign(&p, 64, sz ? sz : 64) != 0) return og_oom();
-    (*blocks)[(*n)++] = p;
+    if (sz < size || posix_memalign(&p, 64, sz ? sz : 64) != 0)
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of scratch",
+                         ctx->where, size);
+    (*blocks)[*n] = p;
+    (*sizes)[(*n)++] = sz;
     *out = p;
     return NULL;
 }
 
 static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
     run_state *rs = ctx->exec;
+    OG_TRY(add_block(ctx, &rs->scratch, &rs->scratch_size, &rs->n_scratch, &rs->cap_scratch,
+                     size, out));
     rs->heap_allocs++;
-    return add_block(&rs->scratch, &rs->n_scratch, &rs->cap_scratch, size, out);
+    mem_add(rs->s, rs->scratch_size[rs->n_scratch - 1]);
+    return NULL;
 }
 
 static og_status *exec_hold(kernel_ctx *ctx, size_t size, void **out) {
     run_state *rs = ctx->exec;
+    held_list *h = rs->held;
+    OG_TRY(add_block(ctx, &h->blocks, &h->sizes, &h->n, &h->cap, size, out));
     rs->heap_allocs++;
-    return add_block(&rs->held, &rs->n_held, &rs->cap_held, size, out);
+    mem_add(rs->s, h->sizes[h->n - 1]);
+    return NULL;
+}
+
+static void free_held(og_session *s, held_list *h) {
+    for (int i = 0; i < h->n; i++) {
+        free(h->blocks[i]);
+        s->mem_live -= h->sizes[i];
+    }
+    free(h->blocks);
+    free(h->sizes);
+    memset(h, 0, sizeof *h);
 }
 
 static void free_scratch(run_state *rs) {
-    for (int i = 0; i < rs->n_scratch; i++) free(rs->scratch[i]);
+    for (int i = 0; i < rs->n_scratch; i++) {
+        free(rs->scratch[i]);
+        rs->s->mem_live -= rs->scratch_size[i];
+    }
     rs->n_scratch = 0;
-    for (int i = 0; i < rs->cap_temp; i++) tensor_release(&rs->temp[i]);
+    for (int i = 0; i < rs->eg->cap_temp; i++) slot_release(rs->s, &rs->eg->temp[i]);
 }
 
-static exec_plan *find_plan(og_session *s, const int64_t *key, size_t len) {
-    for (int i = 0; i < s->n_plans; i++) {
-        exec_plan *p = s->plans[i];
+static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *bound,
+                            int n_bound);
+
+/* kernel_ctx.subgraph: runs one of the current node's graph attributes. */
+static og_status *exec_subgraph(kernel_ctx *ctx, const graph *g, int n_inputs,
+                                const tensor *const *inputs, const tensor **outputs) {
+    run_state *rs = ctx->exec;
+    exec_graph *eg = rs->eg, *sub = NULL;
+    int ni = rs->node->index;
+    for (int k = eg->sub_start[ni]; k < eg->sub_start[ni + 1] && !sub; k++)
+        if (eg->subs[k].graph == g) sub = eg->subs[k].exec;
+    if (!sub || !g)
+        return kernel_error(ctx, OG_ERR_RUNTIME, "internal: the subgraph is not an attribute "
+                                                 "of this node");
+    if (n_inputs != g->n_inputs)
+        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "subgraph '%s' takes %d inputs, the "
+                             "node gives it %d", g->name, g->n_inputs, n_inputs);
+    if (sub->running)
+        return kernel_error(ctx, OG_ERR_RUNTIME, "internal: subgraph run re-entered");
+    exec_graph_release(sub); /* what its previous run left */
+    const graph *sg = sub->graph;
+    for (int v = 0; v < sg->n_values; v++) sub->cur[v] = sg->values[v].initializer;
+    int n_bound = n_inputs + sub->n_outer;
+    const tensor **bound = sub->bound;
+    og_status *st = NULL;
+    for (int i = 0; i < n_inputs && !st; i++) {
+        const graph_value *gv = &sg->values[sg->inputs[i]];
+        if (!inputs[i])
+            st = og_errorf(OG_ERR_INVALID_MODEL, "%s: input %d ('%s') is not given", sub->label,
+                           i, gv->name);
+        else if (gv->dtype != OG_UNDEFINED && inputs[i]->dtype != gv->dtype)
+            st = og_errorf(OG_ERR_INVALID_MODEL, "%s: input '%s' is %s, the graph declares %s",
+                           sub->label, gv->name, og_dtype_name(inputs[i]->dtype),
+                           og_dtype_name(gv->dtype));
+        sub->cur[sg->inputs[i]] = bound[i] = inputs[i];
+    }
+    for (int k = 0; k < sub->n_outer && !st; k++) {
+        const tensor *t = sub->outer_from[k]->cur[sub->outer_index[k]];
+        if (!t)
+            st = og_errorf(OG_ERR_RUNTIME, "%s: value '%s' of an enclosing graph is not "
+                           "available", sub->label, sg->values[sub->outer[k]].name);
+        sub->cur[sub->outer[k]] = bound[n_inputs + k] = t;
+    }
+    if (!st) {
+        run_state srs = {.eg = sub, .s = rs->s, .held = rs->held};
+        sub->running = true;
+        st = run_graph(sub, &srs, bound, n_bound);
+        sub->running = false;
+        rs->heap_allocs += srs.heap_allocs;
+    }
+    for (int i = 0; i < sg->n_outputs && !st; i++) {
+        outputs[i] = sub->cur[sg->outputs[i]];
+        if (!outputs[i])
+            st = og_errorf(OG_ERR_RUNTIME, "%s: output '%s' was not computed", sub->label,
+                           sg->values[sg->outputs[i]].name);
+    }
+    return st;
+}
+
+/* ---- running nodes ------------------------------------------------------------------- */
+
+static exec_plan *find_plan(exec_graph *eg, const int64_t *key, size_t len) {
+    for (int i = 0; i < eg->n_plans; i++) {
+        exec_plan *p = eg->plans[i];
         if (p->key_len == len && memcmp(p->key, key, len * sizeof *key) == 0) return p;
     }
     return NULL;
 }
 
-static void store_plan(og_session *s, exec_plan *p) {
-    if (s->n_plans == SESSION_MAX_PLANS) { /* evict the least recently used */
+static void store_plan(exec_graph *eg, exec_plan *p) {
+    if (eg->n_plans == SESSION_MAX_PLANS) { /* evict the least recently used */
         int lru = 0;
-        for (int i = 1; i < s->n_plans; i++)
-            if (s->plans[i]->last_used < s->plans[lru]->last_used) lru = i;
-        plan_free(s->plans[lru]);
-        s->plans[lru] = s->plans[--s->n_plans];
+        for (int i = 1; i < eg->n_plans; i++)
+            if (eg->plans[i]->last_used < eg->plans[lru]->last_used) lru = i;
+        session_plan_free(eg->session, eg->plans[lru]);
+        eg->plans[lru] = eg->plans[--eg->n_plans];
     }
-    s->plans[s->n_plans++] = p;
+    eg->plans[eg->n_plans++] = p;
+}
+
+static void retire(run_state *rs, int v) {
+    exec_graph *eg = rs->eg;
+    if (v >= 0 && eg->last_use[v] == rs->step && eg->cur[v] == &eg->slots[v] &&
+        !(rs->want_out && rs->want_out[v])) {
+        slot_release(rs->s, &eg->slots[v]);
+        eg->cur[v] = NULL;
+    }
 }
 
 /* Makes room for a node's inputs (ins: a stack array of 64, or the heap beyond that:
@@ -179,67 +353,105 @@ static og_status *node_room(run_state *rs, const graph_node *n, const tensor **s
         *ins = malloc(sizeof **ins * (size_t)n->n_inputs);
         if (!*ins) return og_oom();
     }
-    if (n->n_outputs > rs->cap_temp) {
-        tensor *t = realloc(rs->temp, sizeof *t * (size_t)n->n_outputs);
+    exec_graph *eg = rs->eg;
+    if (n->n_outputs > eg->cap_temp) { /* kept by the graph: no allocation per run */
+        tensor *t = realloc(eg->temp, sizeof *t * (size_t)n->n_outputs);
         if (!t) {
             if (*ins != stack) free(*ins);
             return og_oom();
         }
-        memset(t + rs->cap_temp, 0, sizeof *t * (size_t)(n->n_outputs - rs->cap_temp));
-        rs->temp = t;
-        rs->cap_temp = n->n_outputs;
+        memset(t + eg->cap_temp, 0, sizeof *t * (size_t)(n->n_outputs - eg->cap_temp));
+        eg->temp = t;
+        eg->cap_temp = n->n_outputs;
     }
     return NULL;
 }
 
-static og_status *run_node(og_session *s, run_state *rs, int step) {
-    const graph *g = s->graph;
-    const graph_node *n = &g->nodes[s->order[step]];
+static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
+    const graph *g = eg->graph;
+    const graph_node *n = &g->nodes[eg->order[step]];
     const tensor *stack[64], **ins;
     OG_TRY(node_room(rs, n, stack, &ins));
-    for (int k = 0; k < n->n_inputs; k++) ins[k] = n->inputs[k] >= 0 ? s->cur[n->inputs[k]] : NULL;
-    const char *where = s->where[n->index];
+    for (int k = 0; k < n->n_inputs; k++) ins[k] = n->inputs[k] >= 0 ? eg->cur[n->inputs[k]] : NULL;
+    const char *where = eg->where[n->index];
     kernel_ctx ctx = {
         .node = n,
         .opset = n->opset,
         .n_inputs = n->n_inputs,
         .inputs = ins,
         .n_outputs = n->n_outputs,
-        .pool = s->pool,
+        .pool = rs->s->pool,
         .output = exec_output,
         .scratch = exec_scratch,
         .hold = exec_hold,
         .exec = rs,
         .where = where,
+        .subgraph = exec_subgraph,
     };
     rs->step = step;
     rs->node = n;
-    og_status *st = s->kernels[n->index]->run(&ctx);
+    og_status *st = eg->kernels[n->index]->run(&ctx);
     free_scratch(rs);
     if (ins != stack) free(ins);
+    for (int k = eg->sub_start[n->index]; k < eg->sub_start[n->index + 1]; k++)
+        exec_graph_release(eg->subs[k].exec);
     if (st) return st;
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];
-        if (v >= 0 && !s->cur[v])
+        if (v >= 0 && !eg->cur[v])
             return og_errorf(OG_ERR_RUNTIME, "%s: kernel did not produce output %d ('%s')",
                              where, k, g->values[v].name);
     }
-    /* Retire values whose last reader was this node. */
-    for (int k = 0; k < n->n_inputs; k++) {
-        int v = n->inputs[k];
-        if (v >= 0 && s->last_use[v] == step && s->cur[v] == &s->slots[v]) {
-            tensor_release(&s->slots[v]);
-            s->cur[v] = NULL;
-        }
-    }
-    for (int k = 0; k < n->n_outputs; k++) {
-        int v = n->outputs[k];
-        if (v >= 0 && s->last_use[v] == step && !rs->want_out[v]) {
-            tensor_release(&s->slots[v]);
-            s->cur[v] = NULL;
-        }
-    }
+    /* Retire values whose last reader was this node, and outputs nobody reads. */
+    for (int k = 0; k < n->n_inputs; k++) retire(rs, n->inputs[k]);
+    for (int k = eg->imp_start[n->index]; k < eg->imp_start[n->index + 1]; k++)
+        retire(rs, eg->imp_vals[k]);
+    for (int k = 0; k < n->n_outputs; k++) retire(rs, n->outputs[k]);
     return NULL;
+}
+
+/* Runs eg's nodes once its inputs (and outer-scope values) are bound in eg->cur, with
+ * the plan of the shape class of `bound`, recording one when there is none. */
+static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *bound,
+                            int n_bound) {
+    const graph *g = eg->graph;
+    og_session *s = rs->s;
+    size_t key_len = plan_make_key(bound, n_bound, eg->key);
+    rs->plan = find_plan(eg, eg->key, key_len);
+    og_status *st = NULL;
+    if (!rs->plan) {
+        memset(eg->recorded, 0, ((size_t)g->n_values + 1) * sizeof *eg->recorded);
+        for (int v = 0; v < g->n_values; v++) eg->alias[v] = -1;
+    } else {
+        rs->plan->last_used = ++eg->run_count;
+        if (!rs->plan->arena && rs->plan->arena_size) {
+            if (posix_memalign(&rs->plan->arena, 64, rs->plan->arena_size) != 0) {
+                rs->plan->arena = NULL;
+                return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for the %zu-byte "
+                                 "arena of this input shape", eg->label, rs->plan->arena_size);
+            }
+            mem_add(s, rs->plan->arena_size);
+        }
+    }
+    for (int step = 0; step < g->n_nodes && !st; step++) st = run_node(eg, rs, step);
+    free_scratch(rs);
+    free(rs->scratch);
+    free(rs->scratch_size);
+    rs->scratch = NULL;
+    rs->scratch_size = NULL;
+    rs->cap_scratch = 0;
+    if (!st && !rs->plan) {
+        int64_t *key = malloc((key_len + 1) * sizeof *key);
+        if (!key) return og_oom();
+        memcpy(key, eg->key, key_len * sizeof *key);
+        exec_plan *p;
+        st = plan_build(g, eg->order, eg->last_use, eg->recorded, eg->alias, key, key_len, &p);
+        if (!st) {
+            p->last_used = ++eg->run_count;
+            store_plan(eg, p);
+        }
+    }
+    return st;
 }
 
 /* Copies a value that no node produces (an input or initializer listed as an output). */
@@ -281,22 +493,25 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
                           size_t n_outputs) {
     if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_run: NULL argument");
-    const graph *g = s->graph;
+    exec_graph *eg = s->main;
+    const graph *g = eg->graph;
     og_status *st = NULL;
     size_t nv = (size_t)g->n_values + 1;
-    run_state rs = {.s = s};
+    held_list held = {0};
+    run_state rs = {.eg = eg, .s = s, .held = &held};
     rs.user_out = calloc(nv, sizeof *rs.user_out);
     rs.want_out = calloc(nv, sizeof *rs.want_out);
-    const tensor **bound = calloc((size_t)g->n_inputs + 1, sizeof *bound);
+    const tensor **bound = eg->bound;
+    memset(bound, 0, ((size_t)g->n_inputs + 1) * sizeof *bound);
     int *out_val = calloc(n_outputs + 1, sizeof *out_val);
     bool *fresh = calloc(n_outputs + 1, sizeof *fresh);
-    int64_t *key = NULL;
-    size_t key_len = 0;
-    if (!rs.user_out || !rs.want_out || !bound || !out_val || !fresh) {
+    s->mem_peak = s->mem_live;
+    bool used_plan = false;
+    if (!rs.user_out || !rs.want_out || !out_val || !fresh) {
         st = og_oom();
         goto done;
     }
-    for (int v = 0; v < g->n_values; v++) s->cur[v] = g->values[v].initializer;
+    for (int v = 0; v < g->n_values; v++) eg->cur[v] = g->values[v].initializer;
 
     /* Inputs. */
     const char *sym_name[64], *sym_from[64];
@@ -316,7 +531,7 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
         }
         if ((st = check_input(s, &g->values[v], inputs[i], sym_name, sym_val, sym_from, &n_sym)))
             goto done;
-        s->cur[v] = inputs[i];
+        eg->cur[v] = inputs[i];
         for (int k = 0; k < g->n_inputs; k++)
             if (g->inputs[k] == v) bound[k] = inputs[i];
     }
@@ -343,25 +558,22 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
         out_val[i] = v;
     }
 
-    /* The plan for this shape class, or record one. */
-    if ((st = plan_make_key(g, bound, &key, &key_len))) goto done;
-    rs.plan = find_plan(s, key, key_len);
-    if (!rs.plan) memset(s->recorded, 0, nv * sizeof *s->recorded);
-    else rs.plan->last_used = ++s->run_count;
-
-    for (int step = 0; step < g->n_nodes; step++)
-        if ((st = run_node(s, &rs, step))) goto done;
+    eg->running = true;
+    st = run_graph(eg, &rs, bound, g->n_inputs);
+    eg->running = false;
+    used_plan = rs.plan != NULL;
+    if (st) goto done;
 
     /* Hand results to the caller. */
     for (size_t i = 0; i < n_outputs; i++) {
         int v = out_val[i];
-        const tensor *src = s->cur[v];
+        const tensor *src = eg->cur[v];
         if (!src) {
             st = og_errorf(OG_ERR_RUNTIME, "%s: output '%s' was not computed", s->label,
                            g->values[v].name);
             goto done;
         }
-        if (src != &s->slots[v] || g->values[v].producer < 0) {
+        if (src != &eg->slots[v] || g->values[v].producer < 0) {
             if ((st = copy_passthrough(s, src, &outputs[i], g->values[v].name))) goto done;
             continue;
         }
@@ -371,40 +583,27 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
             st = og_oom();
             goto done;
         }
-        if (s->slots[v].dtype == OG_STRING) { /* its bytes may be the model's, the caller's
-                                                 or held for this run: copy them along */
-            if ((st = tensor_own_strings(&s->slots[v], t))) {
+        if (eg->slots[v].dtype == OG_STRING) { /* its bytes may be the model's, the caller's
+                                                  or held for this run: copy them along */
+            if ((st = tensor_own_strings(&eg->slots[v], t))) {
                 free(t);
                 goto done;
             }
-            tensor_release(&s->slots[v]);
+            slot_release(s, &eg->slots[v]);
         } else {
-            *t = s->slots[v]; /* the slot's heap buffer moves to the caller */
+            *t = eg->slots[v]; /* the slot's heap buffer moves to the caller */
+            if (t->owns_data) s->mem_live -= t->nbytes;
         }
-        memset(&s->slots[v], 0, sizeof s->slots[v]);
-        s->cur[v] = NULL;
+        memset(&eg->slots[v], 0, sizeof eg->slots[v]);
+        eg->cur[v] = NULL;
         outputs[i] = t;
     }
-    if (!rs.plan) {
-        exec_plan *p;
-        if ((st = plan_build(g, s->order, s->last_use, s->recorded, key, key_len, &p))) {
-            key = NULL;
-            goto done;
-        }
-        key = NULL;
-        p->last_used = ++s->run_count;
-        store_plan(s, p);
-    }
 done:
-    s->last_stats_used_plan = rs.plan != NULL;
-    s->last_stats_arena = rs.plan ? rs.plan->arena_size : 0;
+    s->last_stats_used_plan = used_plan;
+    s->last_stats_arena = used_plan ? rs.plan->arena_size : 0;
     s->last_stats_heap = rs.heap_allocs;
-    free_scratch(&rs);
-    free(rs.scratch);
-    free(rs.temp);
-    for (int i = 0; i < rs.n_held; i++) free(rs.held[i]);
-    free(rs.held);
-    for (int v = 0; v < g->n_values; v++) tensor_release(&s->slots[v]);
+    exec_graph_release(eg);
+    free_held(s, &held);
     if (st) /* no new tensor is returned on failure */
         for (size_t i = 0; i < n_outputs; i++)
             if (fresh && fresh[i] && outputs[i]) {
@@ -413,10 +612,8 @@ done:
             }
     free(rs.user_out);
     free(rs.want_out);
-    free(bound);
     free(out_val);
     free(fresh);
-    free(key);
     return st;
 }
 
@@ -424,4 +621,5 @@ void session_last_stats(const og_session *s, session_run_stats *out) {
     out->used_plan = s->last_stats_used_plan;
     out->arena_bytes = s->last_stats_arena;
     out->heap_allocations = s->last_stats_heap;
+    out->peak_bytes = s->mem_peak;
 }

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void plan_compute_last_use(const graph *g, const int *order, int *last_use) {
+void plan_compute_last_use(const graph *g, const int *order, const int *istart,
+                           const int *ivals, int *last_use) {
     for (int v = 0; v < g->n_values; v++) last_use[v] = -1;
     for (int step = 0; step < g->n_nodes; step++) {
         const graph_node *n = &g->nodes[order[step]];
@@ -13,31 +14,26 @@ void plan_compute_last_use(const graph *g, const int *order, int *last_use) {
             if (n->outputs[k] >= 0 && last_use[n->outputs[k]] < step) last_use[n->outputs[k]] = step;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) last_use[n->inputs[k]] = step;
+        for (int k = istart[order[step]]; k < istart[order[step] + 1]; k++)
+            last_use[ivals[k]] = step;
     }
     for (int i = 0; i < g->n_outputs; i++) last_use[g->outputs[i]] = g->n_nodes;
 }
 
-og_status *plan_make_key(const graph *g, const struct og_tensor *const *bound, int64_t **key,
-                         size_t *len) {
-    size_t n = 0;
-    for (int i = 0; i < g->n_inputs; i++) n += 2 + (bound[i] ? (size_t)bound[i]->rank : 0);
-    int64_t *k = malloc((n + 1) * sizeof *k);
-    if (!k) return og_oom();
+size_t plan_make_key(const tensor *const *bound, int n, int64_t *key) {
     size_t o = 0;
-    for (int i = 0; i < g->n_inputs; i++) {
-        const struct og_tensor *t = bound[i];
+    for (int i = 0; i < n; i++) {
+        const tensor *t = bound[i];
         if (!t) {
-            k[o++] = -1;
-            k[o++] = -1;
+            key[o++] = -1;
+            key[o++] = -1;
             continue;
         }
-        k[o++] = t->dtype;
-        k[o++] = t->rank;
-        for (int d = 0; d < t->rank; d++) k[o++] = t->dims[d];
+        key[o++] = t->dtype;
+        key[o++] = t->rank;
+        for (int d = 0; d < t->rank; d++) key[o++] = t->dims[d];
     }
-    *key = k;
-    *len = o;
-    return NULL;
+    return o;
 }
 
 /* One placed block, kept in a list sorted by offset. */
@@ -47,7 +43,8 @@ typedef struct block {
 } block;
 
 og_status *plan_build(const graph *g, const int *order, const int *last_use,
-                      const size_t *recorded, int64_t *key, size_t key_len, exec_plan **out) {
+                      const size_t *recorded, const int *alias, int64_t *key, size_t key_len,
+                      exec_plan **out) {
     exec_plan *p = calloc(1, sizeof *p);
     size_t nv = (size_t)g->n_values + 1;
     if (p) {
@@ -74,6 +71,15 @@ og_status *plan_build(const graph *g, const int *order, const int *last_use,
             int v = n->outputs[k];
             if (v < 0 || recorded[v] == 0) continue;
             size_t need = (recorded[v] + 63) & ~(size_t)63;
+            int taken = -1; /* computed in place: v continues u's block */
+            for (int i = 0; alias[v] >= 0 && i < n_live && taken < 0; i++)
+                if (live[i].value == alias[v] && live[i].size >= need) taken = i;
+            if (taken >= 0) {
+                live[taken].value = v;
+                p->offset[v] = live[taken].off;
+                p->size[v] = live[taken].size;
+                continue;
+            }
             size_t at = 0;
             int pos = 0;
             for (; pos < n_live; pos++) {
@@ -99,10 +105,6 @@ og_status *plan_build(const graph *g, const int *order, const int *last_use,
     }
     free(live);
     p->arena_size = high;
-    if (high && posix_memalign(&p->arena, 64, high) != 0) {
-        plan_free(p);
-        return og_oom();
-    }
     *out = p;
     return NULL;
 }

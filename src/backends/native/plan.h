@@ -4,36 +4,44 @@
 #define OG_RUNTIME_PLAN_H
 
 #include "base/status.h"
+#include "base/tensor.h"
 #include "graph/graph.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 struct exec_plan {
-    int64_t *key;       /* the shape class: per graph input, rank then dims (-1 = absent) */
+    int64_t *key;       /* the shape class: per bound value, dtype, rank, dims (-1 = absent) */
     size_t key_len;
     size_t *offset;     /* [n_values] arena offset; SIZE_MAX = not in the arena */
     size_t *size;       /* [n_values] bytes reserved at offset */
     size_t arena_size;
-    void *arena;
+    void *arena;        /* allocated on the plan's first use (NULL until then) */
     uint64_t last_used; /* for eviction */
 };
 typedef struct exec_plan exec_plan;
 
-/* last_use[v] = the step (position in `order`) of the last node reading v; values
- * nobody reads get their producer's step; graph outputs get n_nodes (never freed). */
-void plan_compute_last_use(const graph *g, const int *order, int *last_use);
+/* last_use[v] = the step (position in `order`) of the last node reading v, explicitly
+ * or as an implicit input (a value its subgraphs read: CSR arrays istart/ivals from
+ * graph_implicit_inputs); values nobody reads get their producer's step; graph outputs
+ * get n_nodes (never freed). */
+void plan_compute_last_use(const graph *g, const int *order, const int *istart,
+                           const int *ivals, int *last_use);
 
-/* The shape-class key of the current inputs: for each graph input, its rank and dims,
- * or -1 when not bound. Caller frees *key. */
-og_status *plan_make_key(const graph *g, const struct og_tensor *const *bound, int64_t **key,
-                         size_t *len);
+/* The shape-class key of n bound values (graph inputs, then for a subgraph the
+ * outer-scope values it reads): dtype, rank and dims of each, or -1, -1 when absent.
+ * Writes at most PLAN_KEY_MAX(n) entries to key and returns how many. */
+#define PLAN_KEY_MAX(n) ((size_t)(n) * (2 + OG_MAX_RANK))
+size_t plan_make_key(const tensor *const *bound, int n, int64_t *key);
 
 /* Places the recorded sizes (bytes per value; 0 = not an arena value) into an arena:
  * value v is live from its producer's step to last_use[v]; values whose lives do not
- * overlap may share bytes. Takes ownership of key. */
+ * overlap may share bytes. alias[v] = u (or -1) says that v was computed in place over
+ * u, whose last use was v's producer: v then takes over u's bytes. The arena itself is
+ * not allocated here. Takes ownership of key. */
 og_status *plan_build(const graph *g, const int *order, const int *last_use,
-                      const size_t *recorded, int64_t *key, size_t key_len, exec_plan **out);
+                      const size_t *recorded, const int *alias, int64_t *key, size_t key_len,
+                      exec_plan **out);
 void plan_free(exec_plan *p);
 
 #endif

@@ -30,8 +30,8 @@ static og_status *fill_info(og_session *s, og_value_info *info, const int *idx, 
 }
 
 /* Every node needs a kernel for its (domain, op, opset); say precisely which is missing. */
-static og_status *resolve_kernels(og_session *s) {
-    const graph *g = s->graph;
+static og_status *resolve_kernels(exec_graph *eg) {
+    const graph *g = eg->graph;
     for (int i = 0; i < g->n_nodes; i++) {
         const graph_node *n = &g->nodes[i];
         bool known = false;
@@ -39,21 +39,192 @@ static og_status *resolve_kernels(og_session *s) {
         if (n->opset == 0)
             return og_errorf(OG_ERR_INVALID_MODEL,
                              "%s: node %s: domain '%s' is not imported by the model's "
-                             "opset_import", s->label, graph_node_label(n, lab, sizeof lab),
+                             "opset_import", eg->label, graph_node_label(n, lab, sizeof lab),
                              n->domain[0] ? n->domain : "ai.onnx");
-        s->kernels[i] = kernel_find(n->domain, n->op_type, n->opset, &known);
-        if (s->kernels[i]) continue;
+        eg->kernels[i] = kernel_find(n->domain, n->op_type, n->opset, &known);
+        if (eg->kernels[i]) continue;
         if (known)
             return og_errorf(OG_ERR_UNSUPPORTED,
                              "%s: node %s: op %s%s%s is implemented, but not for opset %lld",
-                             s->label, graph_node_label(n, lab, sizeof lab),
+                             eg->label, graph_node_label(n, lab, sizeof lab),
                              n->domain[0] ? n->domain : "", n->domain[0] ? "." : "",
                              n->op_type, (long long)n->opset);
         return og_errorf(OG_ERR_UNSUPPORTED, "%s: node %s: op %s%s%s is not implemented",
-                         s->label, graph_node_label(n, lab, sizeof lab),
+                         eg->label, graph_node_label(n, lab, sizeof lab),
                          n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type);
     }
     return NULL;
+}
+
+/* Binds each outer-scope reference to the nearest enclosing graph that defines the name
+ * (lexical scoping); at run time the value is read from that graph's current binding. */
+static og_status *resolve_outer(exec_graph *eg) {
+    const graph *g = eg->graph;
+    int n = 0;
+    for (int v = 0; v < g->n_values; v++) n += g->values[v].from_outer_scope;
+    eg->outer = calloc((size_t)n + 1, sizeof *eg->outer);
+    eg->outer_from = calloc((size_t)n + 1, sizeof *eg->outer_from);
+    eg->outer_index = calloc((size_t)n + 1, sizeof *eg->outer_index);
+    if (!eg->outer || !eg->outer_from || !eg->outer_index) return og_oom();
+    for (int v = 0; v < g->n_values; v++) {
+        if (!g->values[v].from_outer_scope) continue;
+        exec_graph *p = eg->parent;
+        int idx = -1;
+        for (; p; p = p->parent)
+            if ((idx = graph_find_value(p->graph, g->values[v].name)) >= 0) break;
+        if (!p)
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: value '%s' is not defined here or in "
+                             "an enclosing graph", eg->label, g->values[v].name);
+        eg->outer[eg->n_outer] = v;
+        eg->outer_from[eg->n_outer] = p;
+        eg->outer_index[eg->n_outer] = idx;
+        eg->n_outer++;
+    }
+    return NULL;
+}
+
+static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *parent,
+                                    const char *label, exec_graph **out);
+
+/* Prepares every graph attribute of every node (If branches, Loop and Scan bodies). */
+static og_status *create_subgraphs(exec_graph *eg) {
+    const graph *g = eg->graph;
+    int total = 0;
+    eg->sub_start = calloc((size_t)g->n_nodes + 1, sizeof *eg->sub_start);
+    if (!eg->sub_start) return og_oom();
+    for (int i = 0; i < g->n_nodes; i++) {
+        eg->sub_start[i] = total;
+        const graph_node *n = &g->nodes[i];
+        for (int a = 0; a < n->n_attrs; a++)
+            total += (n->attrs[a].g != NULL) + (n->attrs[a].graphs ? (int)n->attrs[a].n : 0);
+    }
+    eg->sub_start[g->n_nodes] = total;
+    eg->subs = calloc((size_t)total + 1, sizeof *eg->subs);
+    if (!eg->subs) return og_oom();
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        for (int a = 0; a < n->n_attrs; a++) {
+            const graph_attr *at = &n->attrs[a];
+            int count = (at->g != NULL) + (at->graphs ? (int)at->n : 0);
+            for (int j = 0; j < count; j++, k++) {
+                const graph *sg = at->g ? at->g : at->graphs[j];
+                char lab[256];
+                char *sub_label = NULL;
+                size_t len = strlen(eg->label) + strlen(at->name) + 300;
+                if (!(sub_label = malloc(len))) return og_oom();
+                snprintf(sub_label, len, "%s: node %s: %s", eg->label,
+                         graph_node_label(n, lab, sizeof lab), at->name);
+                eg->subs[k].graph = sg;
+                og_status *st = sg ? exec_graph_create(eg->session, sg, eg, sub_label,
+                                                       &eg->subs[k].exec)
+                                   : NULL;
+                free(sub_label);
+                if (st) return st;
+            }
+        }
+    }
+    return NULL;
+}
+
+static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *parent,
+                                    const char *label, exec_graph **out) {
+    exec_graph *eg = calloc(1, sizeof *eg);
+    if (!eg) return og_oom();
+    eg->session = s;
+    eg->graph = g;
+    eg->parent = parent;
+    size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+    eg->label = strdup(label);
+    eg->order = calloc(nn, sizeof *eg->order);
+    eg->kernels = calloc(nn, sizeof *eg->kernels);
+    eg->where = calloc(nn, sizeof *eg->where);
+    eg->last_use = calloc(nv, sizeof *eg->last_use);
+    eg->slots = calloc(nv, sizeof *eg->slots);
+    eg->cur = calloc(nv, sizeof *eg->cur);
+    eg->recorded = calloc(nv, sizeof *eg->recorded);
+    eg->alias = calloc(nv, sizeof *eg->alias);
+    og_status *st = NULL;
+    if (!eg->label || !eg->order || !eg->kernels || !eg->where || !eg->last_use ||
+        !eg->slots || !eg->cur || !eg->recorded || !eg->alias) {
+        st = og_oom();
+        goto fail;
+    }
+    if ((st = graph_topo_order(g, eg->label, eg->order))) goto fail;
+    if ((st = resolve_kernels(eg))) goto fail;
+    for (int i = 0; i < g->n_nodes; i++) {
+        char lab[256];
+        size_t len = strlen(eg->label) + 300;
+        if (!(eg->where[i] = malloc(len))) {
+            st = og_oom();
+            goto fail;
+        }
+        snprintf(eg->where[i], len, "%s: node %s", eg->label,
+                 graph_node_label(&g->nodes[i], lab, sizeof lab));
+    }
+    if ((st = graph_implicit_inputs(g, &eg->imp_start, &eg->imp_vals))) goto fail;
+    plan_compute_last_use(g, eg->order, eg->imp_start, eg->imp_vals, eg->last_use);
+    if ((st = resolve_outer(eg))) goto fail;
+    size_t n_bound = (size_t)g->n_inputs + (size_t)eg->n_outer;
+    eg->bound = calloc(n_bound + 1, sizeof *eg->bound);
+    eg->key = calloc(PLAN_KEY_MAX(n_bound) + 1, sizeof *eg->key);
+    if (!eg->bound || !eg->key) {
+        st = og_oom();
+        goto fail;
+    }
+    if ((st = create_subgraphs(eg))) goto fail;
+    *out = eg;
+    return NULL;
+fail:
+    exec_graph_free(eg);
+    *out = NULL;
+    return st;
+}
+
+void exec_graph_release(exec_graph *eg) {
+    if (!eg || !eg->slots) return;
+    og_session *s = eg->session;
+    for (int v = 0; v < eg->graph->n_values; v++) {
+        tensor *t = &eg->slots[v];
+        if (t->owns_data) s->mem_live -= t->nbytes;
+        tensor_release(t);
+        eg->cur[v] = NULL;
+    }
+}
+
+void session_plan_free(og_session *s, exec_plan *p) {
+    if (!p) return;
+    if (p->arena) s->mem_live -= p->arena_size;
+    plan_free(p);
+}
+
+void exec_graph_free(exec_graph *eg) {
+    if (!eg) return;
+    for (int i = 0; eg->subs && i < eg->sub_start[eg->graph->n_nodes]; i++)
+        exec_graph_free(eg->subs[i].exec);
+    exec_graph_release(eg);
+    for (int i = 0; i < eg->n_plans; i++) session_plan_free(eg->session, eg->plans[i]);
+    for (int i = 0; eg->where && i < eg->graph->n_nodes; i++) free(eg->where[i]);
+    free(eg->where);
+    free(eg->label);
+    free(eg->order);
+    free(eg->kernels);
+    free(eg->imp_start);
+    free(eg->imp_vals);
+    free(eg->last_use);
+    free(eg->outer);
+    free(eg->outer_from);
+    free(eg->outer_index);
+    free(eg->sub_start);
+    free(eg->subs);
+    free(eg->slots);
+    free(eg->cur);
+    free(eg->recorded);
+    free(eg->alias);
+    free(eg->bound);
+    free(eg->key);
+    free(eg->temp);
+    free(eg);
 }
 
 og_status *session_create(model *m, const og_session_options *options, og_session **out) {
@@ -77,38 +248,14 @@ og_status *session_create(model *m, const og_session_options *options, og_sessio
     const char *slash = strrchr(m->path, '/');
     s->label = strdup(slash ? slash + 1 : m->path);
     const graph *g = s->graph;
-    size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
-    s->order = calloc(nn, sizeof *s->order);
-    s->kernels = calloc(nn, sizeof *s->kernels);
-    s->last_use = calloc(nv, sizeof *s->last_use);
-    s->slots = calloc(nv, sizeof *s->slots);
-    s->cur = calloc(nv, sizeof *s->cur);
-    s->recorded = calloc(nv, sizeof *s->recorded);
     s->input_info = calloc((size_t)g->n_inputs + 1, sizeof *s->input_info);
     s->output_info = calloc((size_t)g->n_outputs + 1, sizeof *s->output_info);
     og_status *st = NULL;
-    if (!s->label || !s->order || !s->kernels || !s->last_use || !s->slots || !s->cur ||
-        !s->recorded || !s->input_info || !s->output_info) {
+    if (!s->label || !s->input_info || !s->output_info) {
         st = og_oom();
         goto fail;
     }
-    if ((st = graph_topo_order(g, s->label, s->order))) goto fail;
-    if ((st = resolve_kernels(s))) goto fail;
-    s->where = calloc(nn, sizeof *s->where);
-    if (!s->where) {
-        st = og_oom();
-        goto fail;
-    }
-    for (int i = 0; i < g->n_nodes; i++) {
-        char lab[256], buf[512];
-        snprintf(buf, sizeof buf, "%s: node %s", s->label,
-                 graph_node_label(&g->nodes[i], lab, sizeof lab));
-        if (!(s->where[i] = strdup(buf))) {
-            st = og_oom();
-            goto fail;
-        }
-    }
-    plan_compute_last_use(g, s->order, s->last_use);
+    if ((st = exec_graph_create(s, g, NULL, s->label, &s->main))) goto fail;
     fill_info(s, s->input_info, g->inputs, g->n_inputs);
     fill_info(s, s->output_info, g->outputs, g->n_outputs);
     if ((st = threadpool_create(opts.num_threads, &s->pool))) goto fail;
@@ -138,20 +285,10 @@ og_status *og_session_open_bytes(const void *data, size_t size, const char *base
 
 void og_session_close(og_session *s) {
     if (!s) return;
-    for (int i = 0; i < s->n_plans; i++) plan_free(s->plans[i]);
-    if (s->slots && s->graph)
-        for (int v = 0; v < s->graph->n_values; v++) tensor_release(&s->slots[v]);
-    for (int i = 0; s->where && i < s->graph->n_nodes; i++) free(s->where[i]);
-    free(s->where);
+    exec_graph_free(s->main);
     threadpool_free(s->pool);
     model_free(s->model);
     free(s->label);
-    free(s->order);
-    free(s->kernels);
-    free(s->last_use);
-    free(s->slots);
-    free(s->cur);
-    free(s->recorded);
     free(s->input_info);
     free(s->output_info);
     free(s);

@@ -1,12 +1,19 @@
 /* A session: one loaded graph, its kernels, and the execution plans made for it.
  *
  * Execution: nodes run in topological order. Every value has a last use (the last
- * step that reads it; graph outputs live to the end). The first run with a new
- * input-shape class records each value's byte size; from it a plan assigns every
- * intermediate value an offset in one arena so that values whose lifetimes do not
- * overlap share memory. Later runs of the same class allocate nothing for
- * intermediates. A value whose size at run time exceeds its planned size (a
- * data-dependent shape, e.g. NonZero) falls back to the heap for that run. */
+ * step that reads it, explicitly or through a subgraph; graph outputs live to the end).
+ * The first run with a new input-shape class records each value's byte size, freeing
+ * each buffer after its last use; from it a plan assigns every intermediate value an
+ * offset in one arena so that values whose lifetimes do not overlap share memory. A
+ * kernel that declares it (kernel_def.inplace) writes its output over an input that
+ * dies at its node, and the plan keeps that sharing. Later runs of the same class
+ * allocate nothing for intermediates. A value whose size at run time exceeds its
+ * planned size (a data-dependent shape, e.g. NonZero) falls back to the heap for that
+ * run.
+ *
+ * Subgraphs (If, Loop, Scan bodies) get the same machinery: an exec_graph each, made
+ * when the session opens, with its own plans keyed by the shapes of its inputs and of
+ * the enclosing values it reads. */
 #ifndef OG_RUNTIME_SESSION_H
 #define OG_RUNTIME_SESSION_H
 
@@ -15,26 +22,58 @@
 #include "backends/native/kernels/kernel.h"
 
 typedef struct exec_plan exec_plan;
+typedef struct exec_graph exec_graph;
 
 enum { SESSION_MAX_PLANS = 16 };
+
+/* One graph attribute of a node, prepared for execution. */
+typedef struct exec_sub {
+    const graph *graph;
+    exec_graph *exec;
+} exec_sub;
+
+/* A graph prepared for execution: the session's graph or one of its subgraphs. */
+struct exec_graph {
+    og_session *session;
+    const graph *graph;
+    exec_graph *parent;           /* the graph whose node owns this one; NULL for the main */
+    char *label;                  /* "model.onnx", or "model.onnx: node 'L' (Loop): body" */
+    int *order;                   /* [n_nodes] topological order */
+    const kernel_def **kernels;   /* [n_nodes] indexed by node index */
+    char **where;                 /* [n_nodes] "<label>: node 'X' (Op)", made once */
+    int *imp_start, *imp_vals;    /* implicit inputs per node (graph_implicit_inputs) */
+    int *last_use;                /* [n_values] step of last read; n_nodes for outputs */
+    int n_outer;                  /* values this graph reads from enclosing graphs */
+    int *outer;                   /* [n_outer] their indices here */
+    exec_graph **outer_from;      /* [n_outer] the nearest enclosing graph defining each */
+    int *outer_index;             /* [n_outer] the index there */
+    int *sub_start;               /* [n_nodes + 1] node i's subgraphs: subs[sub_start[i]..) */
+    exec_sub *subs;
+    exec_plan *plans[SESSION_MAX_PLANS];
+    int n_plans;
+    uint64_t run_count;
+    /* per-run state, allocated once */
+    const tensor **bound;         /* [n_inputs + n_outer] what the run's key is made of */
+    int64_t *key;                 /* [PLAN_KEY_MAX(n_inputs + n_outer)] the run's key */
+    tensor *slots;                /* [n_values] produced tensors of the current run */
+    tensor *temp;                 /* [cap_temp] omitted optional outputs of the current node */
+    int cap_temp;
+    const tensor **cur;           /* [n_values] what each value is bound to now */
+    size_t *recorded;             /* [n_values] sizes seen while recording a plan */
+    int *alias;                   /* [n_values] in-place source seen while recording, or -1 */
+    bool running;
+};
 
 struct og_session {
     model *model;
     const graph *graph;
     threadpool *pool;
     char *label;                  /* model file name for messages */
-    int *order;                   /* [n_nodes] topological order */
-    const kernel_def **kernels;   /* [n_nodes] indexed by node index */
-    char **where;                 /* [n_nodes] "model.onnx: node 'X' (Op)", made once */
-    int *last_use;                /* [n_values] step of last read; n_nodes for outputs */
     og_value_info *input_info, *output_info;
-    exec_plan *plans[SESSION_MAX_PLANS];
-    int n_plans;
-    uint64_t run_count;
-    /* per-run state */
-    tensor *slots;                /* [n_values] produced tensors of the current run */
-    const tensor **cur;           /* [n_values] what each value is bound to now */
-    size_t *recorded;             /* [n_values] sizes seen while recording a plan */
+    exec_graph *main;
+    /* Bytes the executor holds now (plan arenas, heap tensors, scratch) and the most it
+     * held during the current or last run. */
+    size_t mem_live, mem_peak;
     bool last_stats_used_plan;
     size_t last_stats_arena, last_stats_heap;
 };
@@ -42,11 +81,20 @@ struct og_session {
 /* Open from an already loaded model; takes ownership of m on success and on failure. */
 og_status *session_create(model *m, const og_session_options *options, og_session **out);
 
+/* Frees a prepared graph and its subgraphs (NULL is fine). */
+void exec_graph_free(exec_graph *eg);
+/* Frees the heap buffers a graph's last run left in its slots. */
+void exec_graph_release(exec_graph *eg);
+/* Frees a plan and takes its arena off the session's byte count. */
+void session_plan_free(og_session *s, exec_plan *p);
+
 /* Statistics of the last run, for tests and benchmarks. */
 typedef struct session_run_stats {
     bool used_plan;          /* true when a cached plan served the run */
     size_t arena_bytes;      /* size of that plan's arena */
-    size_t heap_allocations; /* intermediate/scratch allocations made on the heap */
+    size_t heap_allocations; /* intermediate/scratch allocations made on the heap, subgraphs included */
+    size_t peak_bytes;       /* the most the executor held during the run: plan arenas in
+                                use, heap tensors (outputs included), scratch */
 } session_run_stats;
 void session_last_stats(const og_session *s, session_run_stats *out);
 

@@ -271,7 +271,7 @@ static og_status *cast_to(kernel_ctx *ctx, og_dtype to) {
     tensor *y;
     OG_TRY(kernel_output(ctx, 0, to, x->rank, x->dims, &y));
     if (x->dtype == to) {
-        if (y->nbytes) memcpy(y->data, x->data, y->nbytes);
+        if (y->nbytes && y->data != x->data) memcpy(y->data, x->data, y->nbytes);
         return NULL;
     }
     cast_job j = {x->dtype, to, x->data, y->data, tensor_count(x),

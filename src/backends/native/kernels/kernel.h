@@ -21,6 +21,14 @@ typedef og_status *(*kernel_output_fn)(kernel_ctx *ctx, int index, og_dtype dtyp
                                        int rank, const int64_t *dims, tensor **out);
 /* Scratch memory valid until the kernel returns (64-byte aligned, uninitialized). */
 typedef og_status *(*kernel_scratch_fn)(kernel_ctx *ctx, size_t size, void **out);
+/* Runs g, one of the node's graph attributes, with inputs[i] bound to g's i-th input
+ * (n_inputs == g->n_inputs); values g reads from enclosing graphs are bound by the
+ * executor. On success outputs[i] is g's i-th output: read-only, valid until the next
+ * run of g or until the kernel returns. The executor prepares every subgraph when the
+ * session opens and plans it per shape class like a graph, so repeated runs of one
+ * shape (loop iterations) allocate nothing. */
+typedef og_status *(*kernel_subgraph_fn)(kernel_ctx *ctx, const graph *g, int n_inputs,
+                                         const tensor *const *inputs, const tensor **outputs);
 
 /* Memory valid until the run ends (64-byte aligned, uninitialized): the bytes of strings
  * a kernel makes (Cast to string), which its string outputs point to. */
@@ -38,6 +46,7 @@ struct kernel_ctx {
     void *exec;                     /* the executor's private state */
     const char *where;              /* "model.onnx: node 'X' (Op)", for messages */
     kernel_hold_fn hold;            /* may be NULL: kernel_hold() then fails */
+    kernel_subgraph_fn subgraph;    /* NULL where subgraphs cannot run (kernel tests) */
 };
 
 typedef og_status *(*kernel_fn)(kernel_ctx *ctx);
@@ -48,7 +57,18 @@ typedef struct kernel_def {
     int since;           /* first opset version this implementation covers */
     int until;           /* last one (inclusive) */
     kernel_fn run;
+    /* Optional fields follow; table entries leave out those they do not set. */
+    /* In-place: bit i set (KERNEL_INPLACE(i)) says output 0 may be given input i's buffer.
+     * The executor does so only when input i is an intermediate whose last reader is
+     * this node, and output 0 has the same element count and element size; the kernel
+     * must then be correct with the two aliased: it reads each element of input i before
+     * it writes the output element at the same position, and writes no other position
+     * of the output before it has read input i there (elementwise loops, block-wise
+     * conversions, copies that skip dst == src). */
+    unsigned inplace;
 } kernel_def;
+
+#define KERNEL_INPLACE(i) (1u << (i))
 
 /* Convenience wrappers. */
 static inline og_status *kernel_output(kernel_ctx *ctx, int index, og_dtype dtype, int rank,

@@ -8,16 +8,20 @@
 #include "backends/native/kernels/layout_util.h"
 
 #define ALL(op, since, fn) {"", op, since, LAYOUT_MAX_OPSET, fn}
+/* Ops that copy their input unchanged under a new shape: in place (kernel_def.inplace)
+ * the copy is skipped (layout_memcpy does nothing for dst == src). */
+#define SAME_BYTES(op, since, fn)                                                        \
+    {"", op, since, LAYOUT_MAX_OPSET, fn, .inplace = KERNEL_INPLACE(0)}
 
 const kernel_def cpu_layout_kernels[] = {
-    ALL("Reshape", 5, cpu_reshape),
-    ALL("Squeeze", 11, cpu_squeeze),
-    ALL("Unsqueeze", 11, cpu_unsqueeze),
-    ALL("Flatten", 9, cpu_flatten),
+    SAME_BYTES("Reshape", 5, cpu_reshape),
+    SAME_BYTES("Squeeze", 11, cpu_squeeze),
+    SAME_BYTES("Unsqueeze", 11, cpu_unsqueeze),
+    SAME_BYTES("Flatten", 9, cpu_flatten),
     ALL("Shape", 1, cpu_shape),
     ALL("Size", 1, cpu_size),
-    ALL("Identity", 1, cpu_identity),
-    ALL("Dropout", 10, cpu_dropout),
+    SAME_BYTES("Identity", 1, cpu_identity),
+    SAME_BYTES("Dropout", 10, cpu_dropout),
     ALL("Transpose", 1, cpu_transpose),
     ALL("Concat", 4, cpu_concat),
     ALL("Split", 11, cpu_split),

@@ -15,5 +15,6 @@ extern const kernel_def cpu_spatial_kernels[];     /* pooling, MaxUnpool, Resize
 extern const kernel_def cpu_quant_kernels[];       /* Quantize/DequantizeLinear, com.microsoft MatMulNBits, GatherBlockQuantized */
 extern const kernel_def cpu_rnn_kernels[];         /* RNN, GRU, LSTM */
 extern const kernel_def cpu_recurrent_kernels[];   /* CausalConvWithState, LinearAttention, com.microsoft LinearAttentionGate */
+extern const kernel_def cpu_control_kernels[];     /* If, Loop, Scan (run subgraphs) */
 
 #endif
