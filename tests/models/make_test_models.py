@@ -127,6 +127,16 @@ def main():
     save(model_of(nodes, [helper.make_tensor_value_info("x", F, ["n"])],
                   [helper.make_tensor_value_info("y", F, ["n"])]), out, "inplace_guard.onnx")
 
+    # a data-dependent shape: NonZero gives a [2, k] that Add either matches (k = 3: in
+    # place, and the plan records it) or broadcasts (k = 1: in place would overlap rows)
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]),
+             helper.make_node("Cast", ["nz"], ["a"], to=F),
+             helper.make_node("Add", ["a", "y"], ["o"]),
+             helper.make_node("Neg", ["o"], ["z"])]
+    save(model_of(nodes, [helper.make_tensor_value_info("x", F, [2, 3]),
+                          helper.make_tensor_value_info("y", F, [2, 3])],
+                  [helper.make_tensor_value_info("z", F, [2, 3])]), out, "inplace_nonzero.onnx")
+
     # Loop: M iterations (the body passes cond through), a carried [4] value that reads
     # `w` from the main graph, and a scan output
     B = TensorProto.BOOL

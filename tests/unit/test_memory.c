@@ -93,6 +93,36 @@ TEST(memory_inplace_waits_for_last_reader) {
     og_session_close(s);
 }
 
+/* A plan made when Add could write over its input must not place the output there when
+ * a data-dependent shape makes that input a broadcast operand (rows would overlap). */
+TEST(memory_inplace_plan_follows_data_dependent_shapes) {
+    NEED_TEST_MODEL(path, "inplace_nonzero.onnx");
+    og_session *s;
+    CHECK_OK(og_session_open(path, NULL, &s));
+    /* x with 3 non-zeros ([2, 3] indices), then with one at (1, 2) ([2, 1]) */
+    static const float xs[2][6] = {{1, 0, 1, 0, 1, 0}, {0, 0, 0, 0, 0, 5}};
+    static const float want[2][6] = {{0, 0, 1, 0, 2, 1}, {1, 1, 1, 2, 2, 2}};
+    float y[6] = {10, 20, 30, 40, 50, 60};
+    int64_t dims[2] = {2, 3};
+    for (int round = 0; round < 4; round++) {
+        float x[6];
+        memcpy(x, xs[round & 1], sizeof x);
+        og_tensor *tx, *ty, *o = NULL;
+        CHECK_OK(og_tensor_wrap(OG_FLOAT32, dims, 2, x, sizeof x, &tx));
+        CHECK_OK(og_tensor_wrap(OG_FLOAT32, dims, 2, y, sizeof y, &ty));
+        const char *in_names[] = {"x", "y"}, *out_names[] = {"z"};
+        og_tensor *ins[] = {tx, ty};
+        og_status *st = og_session_run(s, in_names, ins, 2, out_names, &o, 1);
+        og_tensor_free(tx);
+        og_tensor_free(ty);
+        CHECK_OK(st);
+        const float *po = og_tensor_data(o);
+        for (int i = 0; i < 6; i++) CHECK_NEAR(po[i], -(want[round & 1][i] + y[i]), 0);
+        og_tensor_free(o);
+    }
+    og_session_close(s);
+}
+
 #ifndef OG_ASAN
 /* Resident set in KiB from /proc/self/statm. */
 static long rss_kib(void) {

@@ -149,7 +149,7 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
     memset(t, 0, sizeof *t);
     og_status *st = tensor_set_shape(t, dtype, rank, dims);
     if (st) return og_status_wrap(st, "%s: output %d", ctx->where, index);
-    int u;
+    int u = -1;
     if (v >= 0 && rs->want_out && rs->want_out[v]) {
         og_tensor *user = rs->user_out[v];
         if (user && dtype == OG_STRING)
@@ -182,7 +182,10 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
             eg->alias[v] = u;
         }
     } else if (v >= 0 && rs->plan && rs->plan->offset[v] != SIZE_MAX &&
-               t->nbytes <= rs->plan->size[v]) {
+               t->nbytes <= rs->plan->size[v] &&
+               (rs->plan->alias[v] < 0 || rs->plan->alias[v] == u)) {
+        /* (a block planned in place over an input that does not qualify this time, when
+         * a data-dependent shape changed, would overlap that input: heap instead) */
         t->data = (char *)rs->plan->arena + rs->plan->offset[v];
         t->owns_data = false;
     } else {

@@ -50,9 +50,10 @@ og_status *plan_build(const graph *g, const int *order, const int *last_use,
     if (p) {
         p->offset = malloc(nv * sizeof *p->offset);
         p->size = calloc(nv, sizeof *p->size);
+        p->alias = malloc(nv * sizeof *p->alias);
     }
     block *live = malloc(nv * sizeof *live);
-    if (!p || !p->offset || !p->size || !live) {
+    if (!p || !p->offset || !p->size || !p->alias || !live) {
         free(live);
         free(key);
         plan_free(p);
@@ -60,7 +61,10 @@ og_status *plan_build(const graph *g, const int *order, const int *last_use,
     }
     p->key = key;
     p->key_len = key_len;
-    for (int v = 0; v < g->n_values; v++) p->offset[v] = SIZE_MAX;
+    for (int v = 0; v < g->n_values; v++) {
+        p->offset[v] = SIZE_MAX;
+        p->alias[v] = -1;
+    }
     int n_live = 0;
     size_t high = 0;
     /* Walk the steps in order: place each output by first fit among the gaps of the
@@ -76,6 +80,7 @@ og_status *plan_build(const graph *g, const int *order, const int *last_use,
                 if (live[i].value == alias[v] && live[i].size >= need) taken = i;
             if (taken >= 0) {
                 live[taken].value = v;
+                p->alias[v] = alias[v];
                 p->offset[v] = live[taken].off;
                 p->size[v] = live[taken].size;
                 continue;
@@ -114,6 +119,7 @@ void plan_free(exec_plan *p) {
     free(p->key);
     free(p->offset);
     free(p->size);
+    free(p->alias);
     free(p->arena);
     free(p);
 }

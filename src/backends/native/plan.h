@@ -15,6 +15,7 @@ struct exec_plan {
     size_t key_len;
     size_t *offset;     /* [n_values] arena offset; SIZE_MAX = not in the arena */
     size_t *size;       /* [n_values] bytes reserved at offset */
+    int *alias;         /* [n_values] the input whose block v took over in place, or -1 */
     size_t arena_size;
     void *arena;        /* allocated on the plan's first use (NULL until then) */
     uint64_t last_used; /* for eviction */
