@@ -30,6 +30,7 @@ _spec.loader.exec_module(base)
 
 MS = base.MS
 TOL = base.TOL
+base.NP2ONNX.setdefault(np.uint8, onnx.TensorProto.UINT8)  # QMoE's packed weights
 rng = np.random.RandomState(2468)
 written = base.written
 
@@ -405,6 +406,198 @@ def swc_cases(out):
              rotary_half=8, full_oracle=True)
 
 
+# ---------------- MoE, QMoE ----------------
+
+def quantize(w, bits, block, zero_points=False):
+    """w (E, N, K) quantized per row (block None) or per block along K: packed rows
+    (E, N, K * bits / 8), scales, packed zero points or None, and the dequantized w."""
+    E, N, K = w.shape
+    nb, bs = (K // block, block) if block else (1, K)
+    wb = w.reshape(E, N, nb, bs).astype(np.float64)
+    top = 2 ** bits - 1
+    if zero_points:
+        lo, hi = np.minimum(wb.min(-1), 0), np.maximum(wb.max(-1), 0)
+        sc = np.where(hi > lo, (hi - lo) / top, 1.0)
+        zp = np.clip(np.round(-lo / sc), 0, top)
+    else:
+        sc = np.abs(wb).max(-1) / (2 ** (bits - 1) - 1)
+        sc[sc == 0] = 1
+        zp = np.full(sc.shape, 2 ** (bits - 1))
+    sc = sc.astype(np.float32)
+    q = np.clip(np.round(wb / sc[..., None]) + zp[..., None], 0, top).astype(np.uint8)
+    deq = ((q.astype(np.float64) - zp[..., None]) * sc[..., None]).reshape(E, N, K)
+    per = 8 // bits
+
+    def pack(v):  # along the last axis, low bits first
+        v = v.reshape(*v.shape[:-1], -1)
+        pad = (-v.shape[-1]) % per
+        v = np.concatenate([v, np.zeros(v.shape[:-1] + (pad,), np.uint8)], -1) if pad else v
+        v = v.reshape(*v.shape[:-1], -1, per).astype(np.uint8)
+        out = np.zeros(v.shape[:-1], np.uint8)
+        for i in range(per):
+            out |= (v[..., i] << (bits * i)).astype(np.uint8)
+        return out
+    packed = pack(q.reshape(E, N, K))
+    zpp = None
+    if zero_points:
+        zi = zp.astype(np.uint8)
+        zpp = pack(zi) if block else pack(zi[..., 0])  # (E, N, ceil(nb*bits/8)) or (E, ceil(N*bits/8))
+    return packed, (sc if block else sc[..., 0]), zpp, deq
+
+
+def moe_np(x, router, w1, b1, w2, b2, k, act, fusion=0, alpha=1.0, beta=0.0, limit=None,
+           normalize=False, w3=None, b3=None, rw=None):
+    """The numpy model of moe.c's semantics (for the forms onnxruntime's CPU refuses)."""
+    xs = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    r = router.astype(np.float64)
+    p = np.exp(r - r.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    out = np.zeros_like(xs)
+    for t in range(xs.shape[0]):
+        idx = sorted(range(r.shape[1]), key=lambda e: (-p[t, e], -e))[:k]
+        wt = (rw[t, idx].astype(np.float64) if rw is not None else p[t, idx])
+        if normalize:
+            wt = wt / wt.sum()
+        for e, wg in zip(idx, wt):
+            h = w1[e] @ xs[t] + (b1[e] if b1 is not None else 0)
+            h3 = (w3[e] @ xs[t] + (b3[e] if b3 is not None else 0)) if w3 is not None else None
+            if act == "swiglu":
+                I = w2.shape[2]
+                g, l = ((h[0::2], h[1::2]) if fusion == 1 else (h[:I], h[I:]) if fusion == 2
+                        else (h, h3))
+                if limit is not None:
+                    g, l = np.minimum(g, limit), np.clip(l, -limit, limit)
+                a = g / (1 + np.exp(-alpha * g)) * (l + beta)
+            else:
+                a = {"relu": np.maximum(h, 0), "silu": h / (1 + np.exp(-h)), "identity": h,
+                     "gelu": 0.5 * h * (1 + np.tanh(0.7978845608 * (h + 0.044715 * h ** 3)))}[act]
+                if h3 is not None:
+                    a = a * h3
+            out[t] += wg * (w2[e] @ a + (b2[e] if b2 is not None else 0))
+    return out.reshape(x.shape)
+
+
+MOE_IN = ["x", "r", "w1", "b1", "w2", "b2", "w3", "b3"]
+QMOE_IN = ["x", "r", "w1", "s1", "b1", "w2", "s2", "b2", "w3", "s3", "b3", "z1", "z2", "z3", "rw"]
+
+
+def moe_feeds(dt, T, H, I, E, F, bias, fc3, shape3d=False):
+    f = {"x": rnd((1, T, H) if shape3d else (T, H), dt), "r": rnd((T, E), dt, 2),
+         "w1": rnd((E, F * I, H), np.float32, 0.15), "w2": rnd((E, H, I), np.float32, 0.15)}
+    if bias:
+        f["b1"], f["b2"] = rnd((E, F * I), dt, 0.1), rnd((E, H), dt, 0.1)
+    if fc3:
+        f["w3"] = rnd((E, I, H), np.float32, 0.15)
+        if bias:
+            f["b3"] = rnd((E, I), dt, 0.1)
+    return f
+
+
+def moe_case(out, name, dt, T, H, I, E, k, act, fusion=0, bias=True, fc3=False, numpy_ref=False,
+             shape3d=False, tol=None, **attrs):
+    F = 2 if act == "swiglu" and fusion else 1
+    f = moe_feeds(dt, T, H, I, E, F, bias, fc3, shape3d)
+    for w in ("w1", "w2", "w3"):
+        if w in f:
+            f[w] = f[w].astype(dt)
+    names = [n if n in f else "" for n in MOE_IN]
+    while names[-1] == "":
+        names.pop()
+    attrs = dict(k=k, activation_type=act, **attrs)
+    if act == "swiglu":
+        attrs["swiglu_fusion"] = fusion
+    if numpy_ref:
+        # onnxruntime's CPU MoE refuses this form: numpy model of the operator description
+        y = moe_np(f["x"], f["r"], f["w1"], f.get("b1"), f["w2"], f.get("b2"), k, act, fusion,
+                   attrs.get("activation_alpha", 1.0), attrs.get("activation_beta", 0.0),
+                   attrs.get("swiglu_limit"), attrs.get("normalize_routing_weights", 0),
+                   f.get("w3"), f.get("b3"))
+        case_np(out, "moe_" + name, "MoE", names, f, [("y", y.astype(dt))], dt, tol, **attrs)
+    else:
+        case_f32_oracle(out, "moe_" + name, "MoE", names, f, ["y"], dt, tol, **attrs)
+
+
+def qmoe_case(out, name, dt, T, H, I, E, k, act, bits, block, fusion=0, bias=True, zp=False,
+              fc3=False, rw=False, numpy_ref=False, tol=None, **attrs):
+    F = 2 if act == "swiglu" and fusion else 1
+    f = moe_feeds(dt, T, H, I, E, F, bias, fc3)
+    deq = {}
+    for i, w in ((1, "w1"), (2, "w2"), (3, "w3")):
+        if w in f:
+            f[w], s, z, deq[w] = quantize(f[w], bits, block, zp)
+            f[f"s{i}"] = s.astype(dt)
+            if zp:
+                f[f"z{i}"] = z
+    if rw:
+        f["rw"] = rng.rand(T, E).astype(dt)
+    names = [n if n in f else "" for n in QMOE_IN]
+    while names[-1] == "":
+        names.pop()
+    attrs = dict(k=k, activation_type=act, expert_weight_bits=bits, **attrs)
+    if block:
+        attrs["block_size"] = block
+    if act == "swiglu":
+        attrs["swiglu_fusion"] = fusion
+    if numpy_ref:
+        # onnxruntime's CPU QMoE refuses this form: numpy model of the operator description
+        # on the dequantized weights (float32 cases only: their scales are stored exactly)
+        assert dt == np.float32
+        y = moe_np(f["x"], f["r"], deq["w1"], f.get("b1"), deq["w2"], f.get("b2"), k, act,
+                   fusion, attrs.get("activation_alpha", 1.0), attrs.get("activation_beta", 0.0),
+                   attrs.get("swiglu_limit"), True, deq.get("w3"), f.get("b3"))
+        case_np(out, "qmoe_" + name, "QMoE", names, f, [("y", y.astype(dt))], dt, tol, **attrs)
+    else:
+        base.case(out, "qmoe_" + name, "QMoE", names, f, ["y"], dt, tol, **attrs)
+
+
+GPT_OSS = dict(activation_alpha=1.702, activation_beta=1.0, swiglu_limit=7.0,
+               normalize_routing_weights=1)
+
+
+def moe_cases(out):
+    for dt in (np.float32, np.float16):
+        t = dname(dt)
+        moe_case(out, f"{t}_swiglu_gpt_oss", dt, 5, 32, 24, 8, 4, "swiglu", 1, **GPT_OSS)
+        moe_case(out, f"{t}_silu_k2", dt, 6, 32, 16, 4, 2, "silu")
+        for bits in (4, 8):
+            qmoe_case(out, f"{t}_int{bits}_b32_swiglu_gpt_oss", dt, 5, 64, 32, 8, 4, "swiglu",
+                      bits, 32, 1, **GPT_OSS)
+            qmoe_case(out, f"{t}_int{bits}_b32_zp_relu", dt, 4, 64, 32, 4, 2, "relu", bits, 32,
+                      zp=True)
+        qmoe_case(out, f"{t}_int4_colwise_swiglu", dt, 3, 64, 32, 4, 2, "swiglu", 4, None, 1)
+    dt = np.float32
+    for act in ("relu", "gelu", "identity"):
+        for norm in (0, 1):
+            moe_case(out, f"f32_{act}_norm{norm}", dt, 6, 32, 16, 4, 2, act,
+                     normalize_routing_weights=norm)
+    moe_case(out, "f32_k1_nobias", dt, 7, 32, 16, 4, 1, "silu", bias=False)
+    moe_case(out, "f32_3d_input", dt, 4, 32, 16, 4, 2, "swiglu", 1, shape3d=True)
+    moe_case(out, "f32_prefill_gemm", dt, 48, 64, 32, 2, 1, "swiglu", 1, **GPT_OSS)
+    # forms onnxruntime's CPU refuses (numpy model of the description)
+    moe_case(out, "f32_swiglu_fusion2", dt, 5, 32, 16, 4, 2, "swiglu", 2, numpy_ref=True,
+             **GPT_OSS)
+    moe_case(out, "f32_swiglu_fc3", dt, 5, 32, 16, 4, 2, "swiglu", 0, fc3=True, numpy_ref=True)
+    moe_case(out, "f32_silu_fc3_mixtral", dt, 5, 32, 16, 4, 2, "silu", fc3=True, numpy_ref=True,
+             normalize_routing_weights=1)
+    for bits in (4, 8):
+        qmoe_case(out, f"f32_int{bits}_b64", dt, 4, 128, 64, 4, 2, "swiglu", bits, 64, 1)
+        qmoe_case(out, f"f32_int{bits}_colwise_zp", dt, 4, 64, 32, 4, 2, "silu", bits, None,
+                  zp=True)
+        qmoe_case(out, f"f32_int{bits}_b128_prefill", dt, 40, 128, 128, 2, 1, "swiglu", bits,
+                  128, 1, **GPT_OSS)
+    qmoe_case(out, "f32_int4_b16_zp_swiglu", dt, 5, 64, 32, 4, 2, "swiglu", 4, 16, 1, zp=True,
+              bias=False)
+    # QMoE divides by the chosen weights' sum even without normalize_routing_weights
+    qmoe_case(out, "f32_int4_unnormalized", dt, 5, 64, 32, 4, 2, "gelu", 4, 32)
+    for norm in (0, 1):
+        qmoe_case(out, f"f32_int8_router_weights_norm{norm}", dt, 5, 64, 32, 4, 2, "relu", 8, 32,
+                  rw=True, normalize_routing_weights=norm)
+    qmoe_case(out, "f32_int4_swiglu_fusion2", dt, 5, 64, 32, 4, 2, "swiglu", 4, 32, 2,
+              numpy_ref=True, **GPT_OSS)
+    qmoe_case(out, "f32_int8_silu_fc3", dt, 5, 64, 32, 4, 2, "silu", 8, 32, fc3=True,
+              numpy_ref=True)
+
+
 # ---------------- state loops: past and present as one buffer ----------------
 
 def state_loop(out_shared, name, op, dt, lengths, feeds_for, names, state_in, state_shape,
@@ -537,6 +730,7 @@ def main():
     norm_cases(out)
     rotary_cases(out)
     swc_cases(out)
+    moe_cases(out)
     if len(sys.argv) == 3:
         state_cases(sys.argv[2])
     print(f"make_cases.py: wrote {len(written)} cases")

@@ -1,10 +1,11 @@
-/* The recurrent-state kernels of hybrid decoders (CausalConvWithState, LinearAttention):
- * the forms they refuse, and the messages that name what was expected. Their values are
- * checked against onnxruntime in tests/contrib_hybrid. */
+/* The kernels of hybrid and mixture-of-experts decoders (CausalConvWithState,
+ * LinearAttention, MoE, QMoE): the forms they refuse, and the messages that name what was
+ * expected. Their values are checked against onnxruntime in tests/contrib_hybrid. */
 #include "testing.h"
 
 #include "kernel_harness.h"
 
+#include "backends/native/kernels/moe.h"
 #include "backends/native/kernels/recurrent.h"
 
 #include <string.h>
@@ -82,4 +83,40 @@ TEST(hybrid_linear_attention_checks) {
     const float *st = r.out[1].data;
     for (int i = 0; i < 32; i++) CHECK(st[i] == 0.0f);
     kh_free(&r);
+}
+
+TEST(hybrid_moe_refusals_name_what_is_wrong) {
+    float x[2 * 8] = {0}, r[2 * 4] = {0}, w1[4 * 6 * 8] = {0}, w2[4 * 8 * 6] = {0};
+    int64_t xd[2] = {2, 8}, rd[2] = {2, 4}, w1d[3] = {4, 6, 8}, w2d[3] = {4, 8, 6};
+    tensor tx = kh_tensor(OG_FLOAT32, 2, xd, x), tr = kh_tensor(OG_FLOAT32, 2, rd, r);
+    tensor t1 = kh_tensor(OG_FLOAT32, 3, w1d, w1), t2 = kh_tensor(OG_FLOAT32, 3, w2d, w2);
+    const tensor *in[5] = {&tx, &tr, &t1, NULL, &t2};
+    kh_run run;
+    graph_attr k5 = {.name = "k", .type = ATTR_INT, .i = 5};
+    CHECK_ERR(kh_call(&run, cpu_contrib_moe, 1, &k5, 1, in, 5, 1), OG_ERR_INVALID_MODEL,
+              "k=5 is not in [1, 4 experts]");
+    kh_free(&run);
+    graph_attr act = {.name = "activation_type", .type = ATTR_STRING, .s = {"tanh", 4}};
+    CHECK_ERR(kh_call(&run, cpu_contrib_moe, 1, &act, 1, in, 5, 1), OG_ERR_INVALID_MODEL,
+              "activation_type 'tanh'");
+    kh_free(&run);
+    graph_attr sw[2] = {{.name = "activation_type", .type = ATTR_STRING, .s = {"swiglu", 6}},
+                        {.name = "swiglu_fusion", .type = ATTR_INT, .i = 0}};
+    CHECK_ERR(kh_call(&run, cpu_contrib_moe, 1, sw, 2, in, 5, 1), OG_ERR_INVALID_MODEL,
+              "needs fc3_experts_weights");
+    kh_free(&run);
+    /* relu experts of zeros give zeros */
+    CHECK_OK(kh_call(&run, cpu_contrib_moe, 1, NULL, 0, in, 5, 1));
+    const float *y = run.out[0].data;
+    for (int i = 0; i < 16; i++) CHECK(y[i] == 0.0f);
+    kh_free(&run);
+    /* QMoE: float4 forms and CUDA's prepacked layout are refused */
+    graph_attr fp4 = {.name = "quant_type", .type = ATTR_STRING, .s = {"fp4", 3}};
+    CHECK_ERR(kh_call(&run, cpu_contrib_qmoe, 1, &fp4, 1, in, 5, 1), OG_ERR_UNSUPPORTED,
+              "quant_type 'fp4'");
+    kh_free(&run);
+    graph_attr pre = {.name = "weights_prepacked", .type = ATTR_INT, .i = 1};
+    CHECK_ERR(kh_call(&run, cpu_contrib_qmoe, 1, &pre, 1, in, 5, 1), OG_ERR_UNSUPPORTED,
+              "weights_prepacked=1");
+    kh_free(&run);
 }

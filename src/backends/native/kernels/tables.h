@@ -14,6 +14,7 @@ extern const kernel_def cpu_attention_kernels[];   /* com.microsoft Attention, M
 extern const kernel_def cpu_spatial_kernels[];     /* pooling, MaxUnpool, Resize, Upsample, GridSample, AffineGrid */
 extern const kernel_def cpu_quant_kernels[];       /* Quantize/DequantizeLinear, com.microsoft MatMulNBits, GatherBlockQuantized */
 extern const kernel_def cpu_rnn_kernels[];         /* RNN, GRU, LSTM */
+extern const kernel_def cpu_moe_kernels[];         /* com.microsoft MoE, QMoE */
 extern const kernel_def cpu_recurrent_kernels[];   /* CausalConvWithState, LinearAttention, com.microsoft LinearAttentionGate */
 extern const kernel_def cpu_control_kernels[];     /* If, Loop, Scan (run subgraphs) */
 
