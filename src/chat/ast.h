@@ -62,8 +62,10 @@ typedef struct ast {
     int line;
     int sym;              /* AX_NAME, AS_MACRO */
     int id;               /* AX_FILTER / AX_TEST: builtin index (-1: unknown name);
-                             AS_MACRO / AS_CALL_BLOCK: MACRO_* bits */
+                             AS_MACRO / AS_CALL_BLOCK: MACRO_* bits;
+                             AX_ATTR: chat_method_mask of the name */
     const char *name;     /* attribute, filter, test, macro or statement name */
+    size_t name_len;      /* AX_ATTR */
     cv val;               /* AX_CONST, AS_TEXT */
     struct ast *a, *b, *c, *d, *e;
     struct ast **items;

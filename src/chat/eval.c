@@ -30,11 +30,17 @@ typedef struct frame {
 
 enum { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE };
 
+/* Nested evaluation frames (expressions inside blocks inside macro calls ...) allowed
+ * before an error: it keeps the C stack bounded whatever a template does (each level is
+ * a few hundred bytes; jinja2 itself would hit Python's recursion limit long before). */
+enum { MAX_NEST = 2000 };
+
 typedef struct ev {
     crt rt;
     const chat_template *t;
     sbuf *out;
     int flow;
+    int nest;
     cv hole;          /* the value a filter chain of a set/filter block applies to */
     cv_func *globals[CB_COUNT];
 } ev;
@@ -516,7 +522,24 @@ static og_status *eval_compare(ev *e, const ast *x, frame *f, cv *out) {
     return NULL;
 }
 
+static og_status *nest_err(ev *e) {
+    return crt_err(&e->rt, OG_ERR_RUNTIME, "RecursionError: the template nests evaluation more "
+                   "than %d levels deep", MAX_NEST);
+}
+
+static og_status *eval_node(ev *e, const ast *x, frame *f, cv *out);
+
 static og_status *eval(ev *e, const ast *x, frame *f, cv *out) {
+    if (++e->nest > MAX_NEST) {
+        e->nest--;
+        return nest_err(e);
+    }
+    og_status *st = eval_node(e, x, f, out);
+    e->nest--;
+    return st;
+}
+
+static og_status *eval_node(ev *e, const ast *x, frame *f, cv *out) {
     switch ((ast_kind)x->kind) {
     case AX_CONST:
         *out = x->val;
@@ -559,6 +582,11 @@ static og_status *eval(ev *e, const ast *x, frame *f, cv *out) {
         cv obj;
         OG_TRY(eval(e, x->a, f, &obj));
         e->rt.line = x->line;
+        if (obj.kind == CV_DICT && !(x->id & CHAT_M_DICT)) { /* no dict method: the key */
+            const cv_entry *en = cv_dict_find_str(obj.d, x->name, x->name_len);
+            *out = en ? en->val : cv_undef_attr(&e->rt, obj, x->name);
+            return NULL;
+        }
         if (obj.kind == CV_LOOP) {
             bool found;
             OG_TRY(loop_attr(e, obj.loop, x->name, out, &found));
@@ -652,17 +680,27 @@ static og_status *eval(ev *e, const ast *x, frame *f, cv *out) {
         if (cv_truthy(*out)) return NULL;
         return eval(e, x->b, f, out);
     case AX_CONCAT: {
-        sbuf b;
-        sbuf_init(&b, e->rt.lim.max_output);
-        og_status *st = NULL;
-        for (int i = 0; i < x->n && !st; i++) {
-            cv v;
-            st = eval(e, x->items[i], f, &v);
-            if (!st) st = cv_write_str(&e->rt, &b, v);
+        /* str() of every part, then one allocation for the result */
+        cv *parts = crt_alloc(&e->rt, (size_t)x->n * sizeof *parts);
+        if (!parts) return crt_mem_err(&e->rt);
+        size_t total = 0, ncp = 0;
+        for (int i = 0; i < x->n; i++) {
+            OG_TRY(eval(e, x->items[i], f, &parts[i]));
+            if (parts[i].kind != CV_STR) OG_TRY(cv_to_str(&e->rt, parts[i], &parts[i]));
+            total += parts[i].s->len;
+            ncp += parts[i].s->ncp;
         }
-        if (!st) st = cv_make_str(&e->rt, b.p ? b.p : "", b.n, out);
-        sbuf_free(&b);
-        return st;
+        cv_str *r = cv_str_alloc(&e->rt, total);
+        if (!r) return total > e->rt.lim.max_output ? sbuf_err(&e->rt, e->out) : crt_mem_err(&e->rt);
+        size_t o = 0;
+        for (int i = 0; i < x->n; i++) {
+            memcpy(r->s + o, parts[i].s->s, parts[i].s->len);
+            o += parts[i].s->len;
+        }
+        r->s[total] = 0;
+        r->ncp = ncp;
+        *out = cv_of_str(r);
+        return NULL;
     }
     case AX_COND: {
         cv t;
@@ -702,7 +740,19 @@ static og_status *make_macro(ev *e, const ast *s, frame *f, cv *out) {
     return NULL;
 }
 
+static og_status *exec_node(ev *e, const ast *s, frame *f);
+
 static og_status *exec(ev *e, const ast *s, frame *f) {
+    if (++e->nest > MAX_NEST) {
+        e->nest--;
+        return nest_err(e);
+    }
+    og_status *st = exec_node(e, s, f);
+    e->nest--;
+    return st;
+}
+
+static og_status *exec_node(ev *e, const ast *s, frame *f) {
     e->rt.line = s->line;
     switch ((ast_kind)s->kind) {
     case AS_TEXT: return out_add(e, s->val.s->s, s->val.s->len);

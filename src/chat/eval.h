@@ -40,6 +40,10 @@ og_status *chat_attr_only(crt *rt, cv obj, const char *name, cv *out);
 /* Methods of str, dict and list: 0 none of that name, 1 a method, 2 one the immutable
  * sandbox forbids, 3 a method of Python's that this engine does not implement. */
 int chat_method_kind(cv self, const char *name);
+/* Which types have a method of that name (the parser notes it on attribute nodes, so
+ * that message.role on a dict goes straight to the key). */
+enum { CHAT_M_STR = 1, CHAT_M_DICT = 2, CHAT_M_LIST = 4 };
+int chat_method_mask(const char *name);
 og_status *chat_method_call(crt *rt, cv self, const char *name, const cargs *a, cv *out);
 
 /* Builtins by index (ast.h's chat_filter_find / chat_test_find / chat_global_find). */

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,16 +39,24 @@ static og_status *scan_numbers(jctx *j, const char *s, size_t len) {
     if (!j->nums) return og_oom();
     for (size_t i = 0; i < len;) {
         char c = s[i];
-        if (c == '"') {
-            i++;
-            while (i < len && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
-            i++;
+        if (c == '"') { /* skip the string: the next quote not escaped by a backslash */
+            const char *q = s + i + 1;
+            for (;;) {
+                q = memchr(q, '"', (size_t)(s + len - q));
+                if (!q) return NULL; /* unterminated: cJSON has said so already */
+                size_t bs = 0;
+                while (q - bs - 1 >= s + i + 1 && q[-(ptrdiff_t)bs - 1] == '\\') bs++;
+                if (bs % 2 == 0) break;
+                q++;
+            }
+            i = (size_t)(q - s) + 1;
             continue;
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
             size_t k = i + 1;
             bool is_int = true;
-            while (k < len && (strchr("0123456789.eE+-", s[k]) != NULL)) {
+            while (k < len && ((s[k] >= '0' && s[k] <= '9') || s[k] == '.' || s[k] == 'e' ||
+                               s[k] == 'E' || s[k] == '+' || s[k] == '-')) {
                 if (s[k] == '.' || s[k] == 'e' || s[k] == 'E') is_int = false;
                 k++;
             }

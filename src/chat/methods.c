@@ -33,6 +33,14 @@ static bool in(const char *const *names, const char *name) {
     return false;
 }
 
+int chat_method_mask(const char *name) {
+    int m = 0;
+    if (in(str_ok, name) || in(str_missing, name)) m |= CHAT_M_STR;
+    if (in(dict_ok, name) || in(dict_unsafe, name) || in(dict_missing, name)) m |= CHAT_M_DICT;
+    if (in(list_ok, name) || in(list_unsafe, name)) m |= CHAT_M_LIST;
+    return m;
+}
+
 int chat_method_kind(cv self, const char *name) {
     switch ((cv_kind)self.kind) {
     case CV_STR:

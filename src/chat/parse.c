@@ -12,6 +12,7 @@
 #include "chat/ast.h"
 #include "chat/lex.h"
 #include "chat/chat.h"
+#include "chat/eval.h"
 #include "chat/ustr.h"
 
 #include <stdarg.h>
@@ -351,6 +352,8 @@ static og_status *parse_subscript(parser *p, ast *obj, ast **out) {
             NEW(x, AX_ATTR, t->line);
             x->a = obj;
             x->name = a->s;
+            x->name_len = a->len;
+            x->id = chat_method_mask(a->s);
             *out = x;
             return NULL;
         }

@@ -1,5 +1,6 @@
 #include "chat/ustr.h"
 
+#include <string.h>
 #include <utf8proc.h>
 
 size_t u8_next(const char *s, size_t len, size_t i, int32_t *cp) {
@@ -50,15 +51,29 @@ int u8_put(int32_t cp, char *out) {
     return 4;
 }
 
+/* Bytes from i on that are ASCII, eight at a time (most template text is ASCII). */
+static size_t ascii_run(const char *s, size_t len, size_t i) {
+    while (i + 8 <= len) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ull) break;
+        i += 8;
+    }
+    while (i < len && !((unsigned char)s[i] & 0x80)) i++;
+    return i;
+}
+
 size_t u8_count(const char *s, size_t len) {
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    size_t i = ascii_run(s, len, 0), n = i;
+    for (; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
     return n;
 }
 
 bool u8_valid(const char *s, size_t len) {
     size_t i = 0;
     while (i < len) {
+        i = ascii_run(s, len, i);
+        if (i >= len) break;
         utf8proc_int32_t cp;
         utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
                                               (utf8proc_ssize_t)(len - i), &cp);

@@ -1,7 +1,7 @@
 /* chat-cases CASES.json: renders many small templates in one process, for the unit tests
  * that compare the engine with jinja2 (unit_test.py writes the cases and the expected
- * results). Each case is {"template": "...", "vars": {...}, "limits": {...}?}; "vars"
- * becomes the template's variables as they are, except "messages", which goes through
+ * results). Each case is {"template": "...", "vars": {"name": "JSON text"}, "limits":
+ * {...}?}; each variable is read from its JSON text, and "messages" goes through
  * transformers' message normalisation. Prints a JSON array: {"ok": true, "text": "..."}
  * or {"ok": false, "code": "...", "error": "..."} per case. */
 #include "chat/chat.h"
@@ -39,14 +39,13 @@ static og_status *run_case(const cJSON *c, char **out, size_t *len) {
     const cJSON *e;
     cJSON_ArrayForEach(e, vars) {
         if (st) break;
-        char *json = cJSON_PrintUnformatted(e);
-        if (!json) {
-            st = og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!cJSON_IsString(e)) {
+            st = og_errorf(OG_ERR_INVALID_ARGUMENT, "variable '%s' is not JSON text", e->string);
             break;
         }
+        const char *json = e->valuestring;
         if (!strcmp(e->string, "messages")) st = chat_vars_set_messages_json(v, json, strlen(json));
         else st = chat_vars_set_json(v, e->string, json, strlen(json));
-        free(json);
     }
     chat_limits l = chat_limits_default();
     if (cJSON_IsObject(lim)) {

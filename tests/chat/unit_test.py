@@ -350,6 +350,11 @@ case("ws_chat_style", "{%- for m in messages %}\n    {{- '<|' + m.role + '|>\\n'
      messages=MSGS, add_generation_prompt=True)
 case("ws_var_end_newline", "{{ 'a' }}\n{{ 'b' }}\n")
 
+# ---- JSON in: int/float kept apart, escapes around numbers, key order, duplicates
+case("json_numbers_and_escapes", "{{ d|tojson }}|{{ d.n + 1 }}|{{ d.f }}|{{ d.big }}|{{ d.neg }}",
+     d={"s": "q\"1\\", "n": 5, "t": "\\\"2", "f": 2.0, "e": 1e-7, "big": 2 ** 62, "neg": -3, "l": [1, 1.5, "3"]})
+case("json_unicode_keys", "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", d={"é": 1, "日本": [2], "z": None})
+
 # ---- messages as transformers passes them -------------------------------------------------
 case("messages_normalized", "{% for m in messages %}{{ m }}\n{% endfor %}", messages=MSGS)
 case("messages_thinking_alias", "{% for m in messages %}{{ m.thinking }}|{{ m.reasoning_content }}|{{ m.keys()|list }}\n{% endfor %}",
@@ -375,6 +380,8 @@ case("bad_macro_default_order", "{% macro m(a=1, b) %}{% endmacro %}")
 case("bad_include", "{% include 'other.jinja' %}")
 case("bad_extends", "{% extends 'base.jinja' %}")
 case("bad_deep_recursion", "{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}")
+case("bad_deep_recursion_nested_expressions",
+     "{% macro m(n) %}{% if n > 0 %}{{ " + "1 + (" * 40 + "m(n - 1)|int" + ")" * 40 + " }}{% endif %}{% endmacro %}{{ m(300) }}")
 case("bad_call_non_callable", "{{ 'abc'() }}")
 case("bad_unpack_non_iterable", "{% for a, b in [1] %}{% endfor %}")
 case("bad_iterate_int", "{% for x in 5 %}{% endfor %}")
@@ -403,7 +410,9 @@ def main():
     os.makedirs(work, exist_ok=True)
     payload, expected = [], []
     for name, template, variables, opts in CASES:
-        item = {"template": template, "vars": variables}
+        # each variable as its own JSON text, so that the engine's JSON reader sees what
+        # Python wrote (2.0 stays a float, 2**62 an int)
+        item = {"template": template, "vars": {k: json.dumps(v, ensure_ascii=False) for k, v in variables.items()}}
         if opts.get("limits"):
             item["limits"] = opts["limits"]
         payload.append(item)
