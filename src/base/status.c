@@ -62,6 +62,38 @@ og_status *og_status_wrap(og_status *inner, const char *fmt, ...) {
     return s;
 }
 
+og_status *og_oom_for(size_t bytes, const char *fmt, ...) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 6) {
+        v /= 1024;
+        u++;
+    }
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (u == 0)
+        return og_status_make(OG_ERR_OUT_OF_MEMORY, NULL, 0, "out of memory: %zu bytes for %s",
+                              bytes, what);
+    return og_status_make(OG_ERR_OUT_OF_MEMORY, NULL, 0, "out of memory: %.2f %s (%zu bytes) "
+                          "for %s", v, units[u], bytes, what);
+}
+
+og_status *og_oom_context(og_status *st, const char *fmt, ...) {
+    if (!st || og_status_code(st) != OG_ERR_OUT_OF_MEMORY ||
+        strncmp(og_status_message(st), "out of memory", 13) != 0)
+        return st;
+    char prefix[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    return og_status_wrap(st, "%s", prefix);
+}
+
 og_code og_status_code(const og_status *status) { return status ? status->code : OG_OK; }
 
 const char *og_status_message(const og_status *status) {

@@ -91,7 +91,11 @@ og_status *tensor_alloc_data(tensor *t) {
     }
     size_t size = (t->nbytes + 63) & ~(size_t)63;
     void *p = NULL;
-    if (posix_memalign(&p, 64, size) != 0) return og_oom();
+    if (posix_memalign(&p, 64, size) != 0) {
+        char buf[160];
+        return og_oom_for(t->nbytes, "a %s %s tensor", og_dtype_name(t->dtype),
+                          shape_str(t->dims, t->rank, buf, sizeof buf));
+    }
     t->data = p;
     t->owns_data = true;
     return NULL;

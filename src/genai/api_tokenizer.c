@@ -16,7 +16,7 @@ struct og_tokenizer_stream {
 og_status *og_tokenizer_open(const char *path, og_tokenizer **out) {
     if (!path || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_open: NULL argument");
     og_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return og_oom();
+    if (!t) return og_oom_context(og_oom(), "%s: the tokenizer", path);
     og_status *st = tok_tokenizer_load(path, &t->t);
     if (st) {
         free(t);
@@ -41,14 +41,16 @@ og_status *og_tokenizer_encode(const og_tokenizer *tok, const char *text, size_t
                                int add_special_tokens, int32_t **ids, size_t *n) {
     if (!tok || (!text && len) || !ids || !n)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_encode: NULL argument");
-    return tok_encode(tok->t, text ? text : "", len, add_special_tokens != 0, ids, n);
+    return og_oom_context(tok_encode(tok->t, text ? text : "", len, add_special_tokens != 0, ids, n),
+                          "tokenizer: encoding %zu bytes of text", len);
 }
 
 og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size_t n,
                                int skip_special_tokens, char **text) {
     if (!tok || (!ids && n) || !text)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_decode: NULL argument");
-    return tok_decode(tok->t, ids, n, skip_special_tokens != 0, text, NULL);
+    return og_oom_context(tok_decode(tok->t, ids, n, skip_special_tokens != 0, text, NULL),
+                          "tokenizer: decoding %zu tokens", n);
 }
 
 void og_free(void *p) { free(p); }
@@ -56,7 +58,7 @@ void og_free(void *p) { free(p); }
 og_status *og_tokenizer_stream_create(const og_tokenizer *tok, og_tokenizer_stream **out) {
     if (!tok || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_create: NULL");
     og_tokenizer_stream *s = calloc(1, sizeof *s);
-    if (!s) return og_oom();
+    if (!s) return og_oom_context(og_oom(), "tokenizer: a streaming decoder");
     og_status *st = tok_stream_new(tok->t, true, &s->s);
     if (st) {
         free(s);
@@ -68,7 +70,8 @@ og_status *og_tokenizer_stream_create(const og_tokenizer *tok, og_tokenizer_stre
 
 og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece) {
     if (!s || !piece) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_decode: NULL");
-    return tok_stream_feed(s->s, id, piece, NULL);
+    return og_oom_context(tok_stream_feed(s->s, id, piece, NULL), "tokenizer: decoding token %d",
+                          (int)id);
 }
 
 og_status *og_tokenizer_stream_flush(og_tokenizer_stream *s, const char **piece) {

@@ -26,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -253,9 +254,22 @@ static og_status *get_int_range(pctx *c, const char *path, const cJSON *v, long 
     return NULL;
 }
 
+/* Like get_int_range, but an integer above the range says so ("too large", with the
+ * limit) rather than that an integer was expected. */
+static og_status *get_int_limited(pctx *c, const char *path, const cJSON *v, long long lo,
+                                  long long hi, long long *out) {
+    if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble)) {
+        char d[96];
+        if (v->valuedouble >= (double)hi + 1.0) /* exact for INT_MAX; 2^63 for LLONG_MAX */
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is %s, too large: at most %lld",
+                             c->file, path, describe(v, d, sizeof d), hi);
+    }
+    return get_int_range(c, path, v, lo, hi, out);
+}
+
 static og_status *get_int(pctx *c, const char *path, const cJSON *v, int lo, int *out) {
     long long i = 0;
-    OG_TRY(get_int_range(c, path, v, lo, INT_MAX, &i));
+    OG_TRY(get_int_limited(c, path, v, lo, INT_MAX, &i));
     *out = (int)i;
     return NULL;
 }
@@ -1003,6 +1017,9 @@ static og_status *get_float_checked(pctx *c, const char *p, const cJSON *v, doub
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return bad_value(c, p, v, expected);
     double d = v->valuedouble;
     if (d < lo || (lo_open && d == lo) || d > hi) return bad_value(c, p, v, expected);
+    if (fabs(d) > FLT_MAX) /* stored as float: it would become infinite */
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is %g, too large: at most %g", c->file, p,
+                         d, (double)FLT_MAX);
     *out = (float)d;
     return NULL;
 }
@@ -1040,7 +1057,7 @@ static og_status *parse_search(pctx *c, const cJSON *obj, gen_search *s) {
             OG_TRY(get_int(c, p, v, 0, &s->chunk_size));
         } else if (!strcmp(k, "random_seed")) {
             long long seed = -1;
-            OG_TRY(get_int_range(c, p, v, -1, INT64_MAX, &seed));
+            OG_TRY(get_int_limited(c, p, v, -1, INT64_MAX, &seed));
             s->random_seed = seed;
         } else if (!strcmp(k, "top_p")) {
             OG_TRY(get_float_checked(c, p, v, 0, false, 1, "a number in [0, 1]", &s->top_p));
@@ -1330,7 +1347,7 @@ done:
     cJSON_Delete(root);
     if (st) {
         gen_config_free(cfg);
-        return st;
+        return og_oom_context(st, "%s", path);
     }
     *out = cfg;
     return NULL;

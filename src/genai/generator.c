@@ -13,6 +13,7 @@
 #include "genai/generator.h"
 
 #include "base/tensor.h"
+#include "genai/budget.h"
 #include "genai/config.h"
 #include "genai/search.h"
 
@@ -89,15 +90,12 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
     if (m->context_length > 0 && p.max_length > m->context_length)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: max_length %d exceeds the model's "
                          "context_length %d", p.max_length, m->context_length);
-    if (p.num_return_sequences < 1 || (p.num_beams > 1 && p.num_return_sequences > p.num_beams))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: num_return_sequences %d must be in "
-                         "[1, num_beams %d]", p.num_return_sequences, p.num_beams);
-    if (p.num_beams > 1 && p.do_sample)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: sampling cannot be combined with "
-                         "beam search (num_beams %d)", p.num_beams);
-    if (p.do_sample && (p.top_p < 0 || p.top_p > 1 || p.top_k < 0 || p.temperature < 0))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: top_p %g must be in [0, 1], top_k "
-                         "%d and temperature %g >= 0", p.top_p, p.top_k, p.temperature);
+    /* the search numbers, then what the generation will cost (genai/budget.c), before
+     * anything is allocated and before batch_size * num_beams is formed */
+    OG_TRY(gen_check_search_options(&p));
+    bool share_kv = m->cfg->search.past_present_share_buffer && p.num_beams == 1 &&
+                    m->kv == GEN_KV_SEPARATE;
+    OG_TRY(gen_budget_check(m, &p, share_kv));
     int rows = p.batch_size * p.num_beams;
     for (int i = 0; i < m->n_cache; i++)
         if (m->cache[i].kind == GEN_CACHE_STATE && m->cache[i].dims[0] > 0 &&
@@ -113,9 +111,10 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
     if (p.num_beams == 1) g->p.num_return_sequences = 1;
     g->rows = rows;
     g->max_len = p.max_length;
-    g->share_kv = m->cfg->search.past_present_share_buffer && p.num_beams == 1 &&
-                  m->kv == GEN_KV_SEPARATE;
-    og_status *st = gen_generator_alloc(g);
+    g->share_kv = share_kv;
+    og_status *st = og_oom_context(gen_generator_alloc(g), "generator: batch_size %d x num_beams "
+                                   "%d x max_length %d: the sequences and the caches",
+                                   p.batch_size, p.num_beams, p.max_length);
     if (!st && p.num_beams > 1) {
         g->beam_opts = (gen_beam_options){
             .batch = p.batch_size, .num_beams = p.num_beams, .vocab = m->vocab_size,

@@ -520,7 +520,7 @@ og_status *og_model_open(const char *dir, const og_model_options *options, og_mo
     return NULL;
 fail:
     og_model_close(m);
-    return st;
+    return og_oom_context(st, "%s: opening the model", dir);
 }
 
 void og_model_close(og_model *m) {

@@ -246,6 +246,18 @@ og_status *gen_model_find_caches(og_model *m) {
     for (int i = 0; i < m->n_cache; i++)
         layers += m->cache[i].kind == GEN_CACHE_KV && strcmp(m->cache[i].what, "value") != 0;
     m->n_layers = layers;
+    /* A plain KV model (no states, no layer_types) caches every layer, and
+     * onnxruntime-genai names one cache input per configured layer: a count that
+     * disagrees with the graph is an error there, and here too rather than ignored. */
+    bool states = m->has_state;
+    for (int i = 0; i < m->n_cache && !states; i++) states = m->cache[i].kind == GEN_CACHE_STATE;
+    if (!states && d->n_layer_types == 0 && layers > 0 && d->num_hidden_layers > 0 &&
+        d->num_hidden_layers != layers) {
+        const gen_stage *last = &m->stages[m->n_stages - 1];
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.num_hidden_layers is %d, but "
+                         "the graph %s carries a KV cache for %d layers", m->cfg->path,
+                         d->num_hidden_layers, last->file, layers);
+    }
     return NULL;
 }
 

@@ -233,6 +233,11 @@ static bool hyp_is_done(const gen_beam *b, const hyp_list *l, float best_sum, in
     return l->worst >= best_sum / powf((float)cur_len, b->o.length_penalty);
 }
 
+double gen_beam_step_ops(int num_beams, int vocab) {
+    double kv = (double)num_beams * vocab, want = 2.0 * num_beams < kv ? 2.0 * num_beams : kv;
+    return kv + want * kv; /* the candidates, then one pass over them per selected one */
+}
+
 og_status *gen_beam_step(gen_beam *b, const float *logprobs, const int32_t *const *seqs,
                          int cur_len, int32_t *parents, int32_t *tokens) {
     int K = b->o.num_beams, V = b->o.vocab;

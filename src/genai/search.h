@@ -55,6 +55,10 @@ typedef struct gen_beam_options {
 } gen_beam_options;
 
 og_status *gen_beam_create(const gen_beam_options *o, gen_beam **out);
+/* Elementary operations (compares, moves) of one gen_beam_step for one batch entry, as
+ * the step below does them: kept next to it so that the generation limits
+ * (genai/budget.c) estimate the algorithm that really runs. */
+double gen_beam_step_ops(int num_beams, int vocab);
 void gen_beam_free(gen_beam *b);
 /* One step. logprobs: [batch*num_beams, vocab] log-probabilities of the next token
  * (after processors); seqs[i] / cur_len: the current tokens of beam i. Writes for each

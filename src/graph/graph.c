@@ -55,47 +55,94 @@ const graph_attr *graph_attr_find(const graph_node *n, const char *name) {
     return NULL;
 }
 
-int64_t graph_attr_int(const graph_node *n, const char *name, int64_t dflt) {
-    const graph_attr *a = graph_attr_find(n, name);
-    return a && a->type == ATTR_INT ? a->i : dflt;
+/* Attributes of the wrong type that look-ups met on this thread, the first per node, until
+ * graph_attr_type_error(node) takes them. Look-ups cannot fail (they return the
+ * default), so the mismatch is noted here and the executor reports it after the node's
+ * kernel ran: one check for every op, in the accessors, instead of one per kernel.
+ * Per node, so that a node running a subgraph (If, Loop) keeps its own while the
+ * subgraph's nodes take theirs; thread-local because sessions may run on several
+ * threads at once. */
+enum { WRONG_MAX = 16 };
+static _Thread_local struct {
+    const graph_node *node;
+    const graph_attr *attr;
+    attr_type want;
+} wrong_attr[WRONG_MAX];
+static _Thread_local int n_wrong_attr;
+
+static const char *attr_type_name(attr_type t) {
+    static const char *const names[] = {
+        "undefined", "a float", "an int", "a string", "a tensor", "a graph", "floats",
+        "ints", "strings", "tensors", "graphs", "a sparse tensor", "sparse tensors",
+        "a type", "types"};
+    return (int)t >= 0 && t <= ATTR_TYPE_PROTOS ? names[t] : "of unknown type";
 }
 
-float graph_attr_float(const graph_node *n, const char *name, float dflt) {
+/* The attribute if present with type `want` (or an accepted `alt`); a present one of
+ * another type is noted and treated as absent. A reference to a caller's attribute
+ * inside a function body has no type of its own and is left to the function. */
+static const graph_attr *typed(const graph_node *n, const char *name, attr_type want,
+                               attr_type alt) {
     const graph_attr *a = graph_attr_find(n, name);
+    if (!a || a->type == want || a->type == alt) return a;
+    if (a->type == ATTR_UNDEFINED) return NULL;
+    for (int i = 0; i < n_wrong_attr; i++)
+        if (wrong_attr[i].node == n) return NULL; /* the node's first one is reported */
+    if (n_wrong_attr < WRONG_MAX) {
+        wrong_attr[n_wrong_attr].node = n;
+        wrong_attr[n_wrong_attr].attr = a;
+        wrong_attr[n_wrong_attr].want = want;
+        n_wrong_attr++;
+    }
+    return NULL;
+}
+
+og_status *graph_attr_type_error(const graph_node *n) {
+    for (int i = 0; i < n_wrong_attr; i++) {
+        if (wrong_attr[i].node != n) continue;
+        og_status *st = og_errorf(OG_ERR_INVALID_MODEL, "attribute '%s' is %s, expected %s",
+                                  wrong_attr[i].attr->name,
+                                  attr_type_name(wrong_attr[i].attr->type),
+                                  attr_type_name(wrong_attr[i].want));
+        wrong_attr[i] = wrong_attr[--n_wrong_attr];
+        return st;
+    }
+    return NULL;
+}
+
+int64_t graph_attr_int(const graph_node *n, const char *name, int64_t dflt) {
+    const graph_attr *a = typed(n, name, ATTR_INT, ATTR_INT);
+    return a ? a->i : dflt;
+}
+
+/* An integer where a float is expected is taken at its value: older exporters write
+ * e.g. LeakyRelu's alpha = 0 as an int, and the value is exact. */
+float graph_attr_float(const graph_node *n, const char *name, float dflt) {
+    const graph_attr *a = typed(n, name, ATTR_FLOAT, ATTR_INT);
     if (!a) return dflt;
-    if (a->type == ATTR_FLOAT) return a->f;
-    if (a->type == ATTR_INT) return (float)a->i;
-    return dflt;
+    return a->type == ATTR_FLOAT ? a->f : (float)a->i;
 }
 
 const char *graph_attr_string(const graph_node *n, const char *name, const char *dflt) {
-    const graph_attr *a = graph_attr_find(n, name);
-    return a && a->type == ATTR_STRING ? a->s.s : dflt;
+    const graph_attr *a = typed(n, name, ATTR_STRING, ATTR_STRING);
+    return a ? a->s.s : dflt;
 }
 
 int64_t graph_attr_ints(const graph_node *n, const char *name, const int64_t **vals) {
-    const graph_attr *a = graph_attr_find(n, name);
-    if (!a || a->type != ATTR_INTS) {
-        *vals = NULL;
-        return -1;
-    }
-    *vals = a->ints;
-    return a->n;
+    const graph_attr *a = typed(n, name, ATTR_INTS, ATTR_INTS);
+    *vals = a ? a->ints : NULL;
+    return a ? a->n : -1;
 }
 
 int64_t graph_attr_floats(const graph_node *n, const char *name, const float **vals) {
-    const graph_attr *a = graph_attr_find(n, name);
-    if (!a || a->type != ATTR_FLOATS) {
-        *vals = NULL;
-        return -1;
-    }
-    *vals = a->floats;
-    return a->n;
+    const graph_attr *a = typed(n, name, ATTR_FLOATS, ATTR_FLOATS);
+    *vals = a ? a->floats : NULL;
+    return a ? a->n : -1;
 }
 
 const tensor *graph_attr_tensor(const graph_node *n, const char *name) {
-    const graph_attr *a = graph_attr_find(n, name);
-    return a && a->type == ATTR_TENSOR ? a->t : NULL;
+    const graph_attr *a = typed(n, name, ATTR_TENSOR, ATTR_TENSOR);
+    return a ? a->t : NULL;
 }
 
 /* Adds to out every outer-scope reference of sub, and of the graphs nested in it, that

@@ -138,8 +138,9 @@ int graph_find_value(const graph *g, const char *name);
 const char *graph_node_label(const graph_node *n, char *buf, size_t size);
 
 /* Attribute look-ups on a node; the default is returned when the attribute is absent.
- * A present attribute of the wrong kind is reported through *err when err is non-NULL
- * (and the default returned). */
+ * A present attribute of the wrong type (Gather's axis given as a string) also gives
+ * the default, and is noted for graph_attr_type_error(node), which the executor calls
+ * after every node: an error naming node, attribute, expected and actual type. */
 const graph_attr *graph_attr_find(const graph_node *n, const char *name);
 int64_t graph_attr_int(const graph_node *n, const char *name, int64_t dflt);
 float graph_attr_float(const graph_node *n, const char *name, float dflt);
@@ -149,6 +150,10 @@ const char *graph_attr_string(const graph_node *n, const char *name, const char 
 int64_t graph_attr_ints(const graph_node *n, const char *name, const int64_t **vals);
 int64_t graph_attr_floats(const graph_node *n, const char *name, const float **vals);
 const tensor *graph_attr_tensor(const graph_node *n, const char *name);
+/* The first wrong-typed attribute of node n looked up on this thread, as an
+ * OG_ERR_INVALID_MODEL status "attribute 'axis' is a string, expected an int" (the
+ * caller adds the node), or NULL; taking it clears it. */
+og_status *graph_attr_type_error(const graph_node *n);
 
 /* The values of g that node n's subgraphs read from the enclosing scope: outer-scope
  * references at any depth that resolve (by name, through the nearest enclosing graph

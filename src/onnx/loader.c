@@ -919,7 +919,7 @@ static og_status *parse_model(loader *L, const uint8_t *data, size_t size) {
 
 static og_status *load_common(model *m, const uint8_t *data, size_t size, model **out) {
     loader L = {m, m->path, NULL, 0, 0};
-    og_status *st = parse_model(&L, data, size);
+    og_status *st = og_oom_context(parse_model(&L, data, size), "%s: loading", m->path);
     if (st) {
         for (int i = 0; i < L.n_graphs; i++) strmap_free(&L.graphs[i]->by_name);
         m->graph = NULL;

@@ -62,7 +62,7 @@ og_status *onnx_read_tensor_file(const char *path, tensor *out, char **name_out)
     }
     free(name_copy);
     model_free(m);
-    return st;
+    return og_oom_context(st, "%s", path);
 }
 
 static void put_varint(unsigned char *buf, size_t *n, uint64_t v) {

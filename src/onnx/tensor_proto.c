@@ -183,7 +183,7 @@ static og_status *set_bytes(model *m, tensor *t, const uint8_t *p, size_t n) {
         return NULL;
     }
     void *copy = arena_alloc(&m->arena, n);
-    if (!copy) return og_oom();
+    if (!copy) return og_oom_for(n, "a realigned copy of tensor data");
     memcpy(copy, p, n);
     m->copied_bytes += n;
     t->data = copy;

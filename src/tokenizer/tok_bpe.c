@@ -115,11 +115,11 @@ og_status *tok_bpe_parse(tok_bpe *m, const cJSON *j, const char *file) {
     if (!cJSON_IsObject(vocab))
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab must be an object", file);
     for (const cJSON *e = vocab->child; e; e = e->next) {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 2147483647.0 ||
-            e->valuedouble != (double)(int32_t)e->valuedouble)
-            return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab['%s'] must be a non-negative integer id",
-                             file, e->string ? e->string : "");
-        int32_t id = (int32_t)e->valuedouble;
+        int64_t id64;
+        if (!tok_json_index(e, TOK_MAX_ID, &id64))
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab['%.60s'] must be an integer id "
+                             "in [0, %d]", file, e->string ? e->string : "", TOK_MAX_ID);
+        int32_t id = (int32_t)id64;
         if (!tok_smap_put(&m->vocab, e->string, strlen(e->string), id)) return og_oom();
         if ((size_t)id + 1 > m->vocab_max) m->vocab_max = (size_t)id + 1;
     }

@@ -6,6 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Strip's start/stop: characters to remove; clamped so that a huge or odd number never
+ * becomes an out-of-range conversion (a count past any text strips it all). */
+static size_t strip_count(const cJSON *v) {
+    double x = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    return x > 0 ? (x < 2147483647.0 ? (size_t)x : (size_t)2147483647) : 0;
+}
+
 static int32_t first_char(const char *s) {
     int32_t cp = 0;
     if (s && *s) tok_utf8_next(s, strlen(s), &cp);
@@ -53,8 +60,8 @@ og_status *tok_dec_parse(tok_dec *d, const cJSON *j, const char *file, const cha
         d->ch = c ? first_char(c) : ' ';
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "start");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "stop");
-        d->start = cJSON_IsNumber(a) && a->valuedouble > 0 ? (size_t)a->valuedouble : 0;
-        d->stop = cJSON_IsNumber(b) && b->valuedouble > 0 ? (size_t)b->valuedouble : 0;
+        d->start = strip_count(a);
+        d->stop = strip_count(b);
     } else if (!strcmp(t, "Replace")) {
         d->kind = TOK_DEC_REPLACE;
         const char *c = tok_json_str(j, "content");

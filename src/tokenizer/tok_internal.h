@@ -256,6 +256,12 @@ struct tok_tokenizer {
 const char *tok_json_type(const cJSON *j);
 /* bool member, `dflt` when absent or null. */
 bool tok_json_bool(const cJSON *j, const char *key, bool dflt);
+/* Token ids are integers in [0, TOK_MAX_ID]: the id table is sized by the largest one,
+ * so a bound keeps a hostile file from sizing it (real vocabularies are below 300K). */
+#define TOK_MAX_ID ((1 << 24) - 1)
+/* A JSON number that is an integer in [0, max] into *out; false otherwise (never a
+ * float-to-int conversion out of range). */
+bool tok_json_index(const cJSON *v, double max, int64_t *out);
 /* string member, or NULL when absent / not a string. */
 const char *tok_json_str(const cJSON *j, const char *key);
 /* "<file>: <path>.type 'T' is not supported" (or "... has no type"). */

@@ -165,12 +165,13 @@ static og_status *parse_added(tok_tokenizer *t, const cJSON *arr) {
         tok_added *a = &t->added[t->n_added];
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
         const char *content = tok_json_str(e, "content");
-        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > 2147483647.0 || !content) {
-            st = og_errorf(OG_ERR_INVALID_MODEL, "%s: added_tokens[%d] needs an integer id and a content string",
-                           t->file, i);
+        int64_t id64;
+        if (!tok_json_index(id, TOK_MAX_ID, &id64) || !content) {
+            st = og_errorf(OG_ERR_INVALID_MODEL, "%s: added_tokens[%d] needs an integer id in "
+                           "[0, %d] and a content string", t->file, i, TOK_MAX_ID);
             break;
         }
-        a->id = (int32_t)id->valuedouble;
+        a->id = (int32_t)id64;
         a->len = strlen(content);
         a->content = strdup(content);
         if (!a->content) {
@@ -264,9 +265,10 @@ static og_status *parse_post(tok_tokenizer *t, const cJSON *j, const char *path)
                 break;
             }
             for (const cJSON *x = ids->child; x && !st; x = x->next) {
-                int32_t v = cJSON_IsNumber(x) ? (int32_t)x->valuedouble : -1;
-                if (v < 0) st = og_errorf(OG_ERR_INVALID_MODEL, "%s: %s.special_tokens['%s'].ids must be ids",
-                                          t->file, path, name);
+                int64_t v64 = -1;
+                int32_t v = tok_json_index(x, TOK_MAX_ID, &v64) ? (int32_t)v64 : -1;
+                if (v < 0) st = og_errorf(OG_ERR_INVALID_MODEL, "%s: %s.special_tokens['%s'].ids must be ids "
+                                          "in [0, %d]", t->file, path, name, TOK_MAX_ID);
                 else if (!(seen_seq ? ids_append(&after, &na, &v, 1) : ids_append(&before, &nb, &v, 1)))
                     st = og_oom();
             }
@@ -277,9 +279,11 @@ static og_status *parse_post(tok_tokenizer *t, const cJSON *j, const char *path)
         const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "cls");
         const cJSON *sep = cJSON_GetObjectItemCaseSensitive(j, "sep");
         const cJSON *ci = cJSON_GetArrayItem(cls, 1), *si = cJSON_GetArrayItem(sep, 1);
-        if (!cJSON_IsNumber(ci) || !cJSON_IsNumber(si))
-            return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: cls and sep must be [token, id]", t->file, path);
-        int32_t c = (int32_t)ci->valuedouble, s = (int32_t)si->valuedouble;
+        int64_t c64, s64;
+        if (!tok_json_index(ci, TOK_MAX_ID, &c64) || !tok_json_index(si, TOK_MAX_ID, &s64))
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: cls and sep must be [token, id] with ids "
+                             "in [0, %d]", t->file, path, TOK_MAX_ID);
+        int32_t c = (int32_t)c64, s = (int32_t)s64;
         if (!ids_append(&before, &nb, &c, 1) || !ids_append(&after, &na, &s, 1)) st = og_oom();
     } else {
         return tok_unsupported(t->file, path, ty);
@@ -415,6 +419,7 @@ og_status *tok_tokenizer_load(const char *path, tok_tokenizer **out) {
     cJSON_Delete(j);
     if (!st) st = load_config(t, dir);
     if (st) {
+        st = og_oom_context(st, "%s", file);
         tok_tokenizer_free(t);
         return st;
     }

@@ -2,6 +2,8 @@
  * character classes, literal/regex patterns. */
 #include "tokenizer/tok_internal.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -381,6 +383,14 @@ bool tok_json_bool(const cJSON *j, const char *key, bool dflt) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
     if (cJSON_IsBool(v)) return cJSON_IsTrue(v);
     return dflt;
+}
+
+bool tok_json_index(const cJSON *v, double max, int64_t *out) {
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!(d >= 0 && d <= max) || d != floor(d)) return false;
+    *out = (int64_t)d;
+    return true;
 }
 
 const char *tok_json_str(const cJSON *j, const char *key) {

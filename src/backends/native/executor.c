@@ -398,7 +398,12 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
     if (ins != stack) free(ins);
     for (int k = eg->sub_start[n->index]; k < eg->sub_start[n->index + 1]; k++)
         exec_graph_release(eg->subs[k].exec);
-    if (st) return st;
+    og_status *wrong = graph_attr_type_error(n); /* the cause of whatever else went wrong */
+    if (wrong) {
+        og_status_free(st);
+        return og_status_wrap(wrong, "%s", where);
+    }
+    if (st) return og_oom_context(st, "%s", where); /* a kernel's own small allocations */
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];
         if (v >= 0 && !eg->cur[v])
@@ -602,6 +607,7 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
         outputs[i] = t;
     }
 done:
+    st = og_oom_context(st, "%s: running the graph", s->label);
     s->last_stats_used_plan = used_plan;
     s->last_stats_arena = used_plan ? rs.plan->arena_size : 0;
     s->last_stats_heap = rs.heap_allocs;

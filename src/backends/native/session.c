@@ -271,7 +271,7 @@ og_status *og_session_open(const char *path, const og_session_options *options,
     if (!path || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_open: NULL argument");
     model *m;
     OG_TRY(onnx_load_file(path, &m));
-    return session_create(m, options, out);
+    return og_oom_context(session_create(m, options, out), "%s: opening a session", path);
 }
 
 og_status *og_session_open_bytes(const void *data, size_t size, const char *base_dir,

@@ -1,0 +1,64 @@
+/* What a generation will cost, estimated from the model and the search options before
+ * anything is allocated, and the limits it must stay within (README, "Limits"):
+ *
+ *  - rows: batch_size x num_beams is at most GEN_MAX_ROWS;
+ *  - memory: the KV cache (both buffers of a pair where past and present differ), the
+ *    per-row sequences, masks and input staging, the logits and the beam scratch must
+ *    fit in the memory available now (MemAvailable, the cgroup's memory.max, RLIMIT_AS);
+ *  - time: the search's own work over max_length steps (logits processing, sampling
+ *    sorts, beam selection, beam cache reordering) may not exceed GEN_SEARCH_ALLOWANCE_S
+ *    seconds unless the model's own work is larger still: a search that would run far
+ *    longer than the model it drives is a mistake (--num-beams 1024 on a 260K-parameter
+ *    model), while a long generation on a large model is not.
+ * Estimates use double arithmetic, so absurd options (2^31 beams) cannot overflow
+ * them; the allocations that follow are only reached for sizes that fit in memory. */
+#ifndef OG_GENAI_BUDGET_H
+#define OG_GENAI_BUDGET_H
+
+#include "genai/model.h"
+
+#include <stdbool.h>
+
+enum { GEN_MAX_ROWS = 4096 };
+
+/* Nominal rates that turn operation counts into seconds (messages, the time limit):
+ * vectorized model arithmetic, scalar search steps (compares, moves), memory copies.
+ * Orders of magnitude measured with perf on stories260K, 64 beams, max_length 256, one
+ * thread (AMD EPYC, 2 vCPUs, avx512; Release -O2 -march=native): beam selection ran at
+ * 3e8 steps/s and cache copies at 1.2e10 bytes/s. */
+#define GEN_RATE_MODEL_FLOPS 2e10
+#define GEN_RATE_SEARCH_OPS 5e8
+#define GEN_RATE_COPY_BYTES 5e9
+#define GEN_SEARCH_ALLOWANCE_S 60.0
+
+typedef struct gen_budget {
+    double rows;          /* batch_size x num_beams */
+    double kv_bytes;      /* all cache buffers (KV and states) */
+    double state_bytes;   /* sequences, masks, input staging, logits, beam scratch */
+    double model_flops;   /* the decoder over rows x max_length positions */
+    double model_copy_bytes; /* attention copying past into a separate present */
+    double search_ops;    /* logits processing, sampling, beam selection */
+    double copy_bytes;    /* beam reordering of the cache */
+    double model_s, search_s; /* the above at the nominal rates */
+} gen_budget;
+
+/* share_kv: KV past and present are one buffer (as the generator will decide). */
+void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool share_kv,
+                         gen_budget *out);
+
+/* OG_ERR_INVALID_ARGUMENT naming the options, the estimate and the limit when a limit is
+ * exceeded; NULL otherwise. `p` has positive sizes (batch, beams, max_length). */
+og_status *gen_budget_check(const og_model *m, const og_generator_params *p, bool share_kv);
+
+/* The search options that have no meaning, whether in use or not: NaN or negative
+ * temperature, top_p outside [0, 1], negative top_k, repetition_penalty <= 0, a
+ * non-finite length_penalty, more return sequences than beams, sampling with beams. */
+og_status *gen_check_search_options(const og_generator_params *p);
+
+/* Bytes of memory this process may still allocate (an estimate; SIZE_MAX if unknown). */
+double gen_available_memory(void);
+
+/* "1.50 GiB" into buf. */
+const char *gen_human_bytes(double bytes, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,169 @@
+/* Generation limits (src/genai/budget.c), search-option validation and typed attribute
+ * look-ups: each refusal is an error naming the option, the estimate and the limit. */
+#include "testing.h"
+
+#include "genai/budget.h"
+#include "genai/generator.h"
+#include "graph/graph.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+static bool gpt2_dir(char *buf, size_t size) {
+    snprintf(buf, size, "%s/models/ortgenai/hf-internal-testing/tiny-random-gpt2-fp32",
+             test_shared_dir());
+    char cfg[1100];
+    struct stat st;
+    snprintf(cfg, sizeof cfg, "%s/genai_config.json", buf);
+    if (stat(cfg, &st) != 0) {
+        test_skip("%s is missing: the shared test models are not beside the project", cfg);
+        return false;
+    }
+    return true;
+}
+
+#define OPEN_GPT2(m)                                                                     \
+    char dir_[1024];                                                                     \
+    if (!gpt2_dir(dir_, sizeof dir_)) return;                                            \
+    og_model *m;                                                                         \
+    CHECK_OK(og_model_open(dir_, NULL, &m))
+
+/* The memory estimate is what the generator then really allocates for the cache. */
+TEST(budget_kv_estimate_matches_the_allocation) {
+    OPEN_GPT2(m);
+    og_generator_params p = og_generator_params_default(m);
+    p.max_length = 20;
+    p.num_beams = 3;
+    p.num_return_sequences = 2;
+    p.batch_size = 2;
+    og_generator *g = NULL;
+    og_status *st = og_generator_create(m, &p, &g);
+    if (st) og_model_close(m);
+    CHECK_OK(st);
+    gen_budget b;
+    gen_budget_estimate(m, &p, g->share_kv, &b);
+    double want = 0; /* what generator_cache.c allocated */
+    for (int i = 0; i < m->n_cache; i++)
+        want += (double)g->bytes[i] * (g->buf[1][i] == g->buf[0][i] ? 1 : 2);
+    CHECK_NEAR(b.kv_bytes, want, 0.5);
+    /* gpt2: five layers of combined past [2, rows, 4 heads, len, 8] float32, two buffers */
+    CHECK_NEAR(b.kv_bytes, 5.0 * 2 * (2 * 6 * 4 * 20 * 8 * 4), 0.5);
+    CHECK_NEAR(b.rows, 6, 0);
+    og_generator_destroy(g);
+    og_model_close(m);
+}
+
+static void expect_refusal(og_model *m, og_generator_params p, const char *needle) {
+    og_generator *g = NULL;
+    og_status *st = og_generator_create(m, &p, &g);
+    if (!st) {
+        test_fail(__FILE__, __LINE__, "accepted, expected an error with '%s'", needle);
+        og_generator_destroy(g);
+        return;
+    }
+    if (og_status_code(st) != OG_ERR_INVALID_ARGUMENT || !strstr(og_status_message(st), needle))
+        test_fail(__FILE__, __LINE__, "got '%s', expected '%s'", og_status_message(st), needle);
+    og_status_free(st);
+}
+
+TEST(generator_refuses_unbounded_or_meaningless_options) {
+    OPEN_GPT2(m);
+    og_generator_params d = og_generator_params_default(m), p;
+    /* 1000 beams over a 1000-token vocabulary: the beam selection alone is about
+     * 2 * 1000^2 * 1000 compares per step, far beyond what the tiny model costs. */
+    p = d, p.num_beams = 1000, p.max_length = 512;
+    expect_refusal(m, p, "generator: num_beams 1000 x max_length 512 x vocab 1000 (batch_size 1): "
+                         "the search would take an estimated");
+    p = d, p.num_beams = 1000, p.max_length = 512;
+    expect_refusal(m, p, "more than the 60 s a search may add");
+    p = d, p.batch_size = 64, p.num_beams = 128;
+    expect_refusal(m, p, "batch_size 64 x num_beams 128 is 8192 rows; at most 4096");
+    p = d, p.batch_size = 65536, p.num_beams = 65536; /* the product overflows an int */
+    expect_refusal(m, p, "is 4294967296 rows");
+    p = d, p.num_return_sequences = 5;
+    expect_refusal(m, p, "num_return_sequences 5 must be in [1, num_beams 1]: more than one "
+                         "sequence per prompt needs beam search");
+    p = d, p.temperature = NAN;
+    expect_refusal(m, p, "temperature is nan, expected a finite number >= 0");
+    p = d, p.temperature = -1, p.do_sample = 1;
+    expect_refusal(m, p, "temperature is -1, expected a finite number >= 0");
+    p = d, p.top_p = 2; /* refused without do_sample too */
+    expect_refusal(m, p, "top_p is 2, expected a number in [0, 1]");
+    p = d, p.top_k = -1;
+    expect_refusal(m, p, "top_k is -1");
+    p = d, p.repetition_penalty = 0;
+    expect_refusal(m, p, "repetition_penalty is 0, expected a finite number > 0");
+    p = d, p.length_penalty = INFINITY;
+    expect_refusal(m, p, "length_penalty is inf");
+    p = d, p.max_length = 100000;
+    expect_refusal(m, p, "max_length 100000 exceeds the model's context_length 512");
+    og_model_close(m);
+}
+
+/* What is allowed stays allowed: a beam search of ordinary width on this model, and a
+ * long sampled generation (its cost is the model's, not the search's). */
+TEST(generator_allows_ordinary_searches) {
+    OPEN_GPT2(m);
+    og_generator_params p = og_generator_params_default(m);
+    p.num_beams = 16, p.num_return_sequences = 16, p.max_length = 512;
+    og_generator *g = NULL;
+    og_status *st = og_generator_create(m, &p, &g);
+    og_generator_destroy(g);
+    if (st) og_model_close(m);
+    CHECK_OK(st);
+    p = og_generator_params_default(m);
+    p.do_sample = 1, p.top_p = 0.9f, p.temperature = 0.7f, p.max_length = 512, p.batch_size = 8;
+    st = og_generator_create(m, &p, &g);
+    og_generator_destroy(g);
+    if (st) og_model_close(m);
+    CHECK_OK(st);
+    og_model_close(m);
+}
+
+TEST(budget_memory_estimate_is_compared_with_available_memory) {
+    double avail = gen_available_memory();
+    CHECK(avail > 0);
+    /* an estimate far beyond any machine: 2^31 positions of a 4096-row cache */
+    OPEN_GPT2(m);
+    og_generator_params p = og_generator_params_default(m);
+    p.batch_size = 4096, p.max_length = 2147483647;
+    gen_budget b;
+    gen_budget_estimate(m, &p, false, &b);
+    CHECK(b.kv_bytes + b.state_bytes > 1e15);
+    CHECK(isfinite(b.kv_bytes) && isfinite(b.search_ops) && isfinite(b.model_flops));
+    og_model_close(m);
+    char buf[32];
+    CHECK(strcmp(gen_human_bytes(1536.0 * 1024 * 1024, buf, sizeof buf), "1.50 GiB") == 0);
+}
+
+/* A node whose attribute has the wrong type: the look-up gives the default, and the
+ * type error is there to report (the executor does after every node). */
+TEST(attribute_of_the_wrong_type_is_an_error) {
+    graph_attr attrs[2] = {
+        {.name = "axis", .type = ATTR_STRING, .s = {"one", 3}},
+        {.name = "alpha", .type = ATTR_INT, .i = 2},
+    };
+    graph_node n = {.name = "g", .op_type = "Gather", .n_attrs = 2, .attrs = attrs};
+    CHECK_EQ_INT(graph_attr_int(&n, "axis", 0), 0);
+    CHECK_ERR(graph_attr_type_error(&n), OG_ERR_INVALID_MODEL,
+              "attribute 'axis' is a string, expected an int");
+    CHECK(graph_attr_type_error(&n) == NULL); /* cleared */
+    /* an int where a float is expected is its value (exact), not an error */
+    CHECK_NEAR(graph_attr_float(&n, "alpha", 0.5f), 2.0, 0);
+    CHECK(graph_attr_type_error(&n) == NULL);
+    const int64_t *v;
+    CHECK_EQ_INT(graph_attr_ints(&n, "alpha", &v), -1);
+    CHECK_ERR(graph_attr_type_error(&n), OG_ERR_INVALID_MODEL,
+              "attribute 'alpha' is an int, expected ints");
+    CHECK(graph_attr_string(&n, "missing", NULL) == NULL);
+    CHECK(graph_attr_type_error(&n) == NULL); /* absent is not an error */
+    /* per node: a node that runs a subgraph keeps its own while inner nodes take theirs */
+    graph_attr inner_attrs[1] = {{.name = "to", .type = ATTR_FLOAT, .f = 1}};
+    graph_node inner = {.name = "c", .op_type = "Cast", .n_attrs = 1, .attrs = inner_attrs};
+    CHECK_EQ_INT(graph_attr_int(&n, "axis", 1), 1);
+    CHECK_EQ_INT(graph_attr_int(&inner, "to", 1), 1);
+    CHECK_ERR(graph_attr_type_error(&inner), OG_ERR_INVALID_MODEL, "'to' is a float, expected an int");
+    CHECK_ERR(graph_attr_type_error(&n), OG_ERR_INVALID_MODEL, "'axis' is a string");
+}
