@@ -457,7 +457,7 @@ int cli_bench(int argc, char **argv) {
     ids = malloc((size_t)longest * sizeof *ids);
     steps = malloc((size_t)(o.n > 0 ? o.n : 1) * sizeof *steps);
     if (!ids || !steps) {
-        rc = cli_fail("out of memory");
+        rc = cli_fail("bench: out of memory for %d prompt ids", longest);
         goto done;
     }
     rng64 rng = {(uint64_t)o.seed * 0x2545F4914F6CDD1Dull + 1};
@@ -494,7 +494,7 @@ int cli_bench(int argc, char **argv) {
         t->step_max = calloc((size_t)o.reps, sizeof(double));
         t->step_med = calloc((size_t)o.reps, sizeof(double));
         if (!t->tps || !t->ttft || !t->step_max || !t->step_med) {
-            rc = cli_fail("out of memory");
+            rc = cli_fail("bench: out of memory for the timings of %d repetitions", o.reps);
             goto done;
         }
         double dummy[3];

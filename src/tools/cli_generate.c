@@ -7,6 +7,7 @@
 #include "onnx_genai.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,19 +59,34 @@ static bool parse_int(const char *s, long lo, long hi, int *out) {
     return true;
 }
 
-static bool parse_float(const char *s, float *out) {
+/* An integer option: the message says what is wrong with the value (not a number, not
+ * an integer, too large or too small, with the limit); returns the exit status. */
+static int int_option(const char *flag, const char *s, long lo, long hi, int *out) {
+    if (parse_int(s, lo, hi, out)) return 0;
+    char *end;
+    double d = strtod(s, &end);
+    if (end == s || *end || isnan(d)) return cli_fail("%s: '%s' is not a number", flag, s);
+    if (d != floor(d)) return cli_fail("%s: '%s' is not an integer", flag, s);
+    if (d > (double)hi) return cli_fail("%s: %s is too large: at most %ld", flag, s, hi);
+    return cli_fail("%s: %s is too small: at least %ld", flag, s, lo);
+}
+
+/* A float option: any spelling strtof reads ("nan" and "inf" included: the generator
+ * says what range each option takes); out of float range is an error here. */
+static int float_option(const char *flag, const char *s, float *out) {
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (errno || end == s || *end) return false;
+    if (end == s || *end) return cli_fail("%s: '%s' is not a number", flag, s);
+    if (errno == ERANGE && isinf(v)) return cli_fail("%s: %s is out of range", flag, s);
     *out = v;
-    return true;
+    return 0;
 }
 
 static int parse_ids(const char *s, int32_t **ids, size_t *n) {
     size_t cap = 16, len = 0;
     int32_t *a = malloc(cap * sizeof *a);
-    if (!a) return cli_fail("out of memory");
+    if (!a) return cli_fail("--ids: out of memory");
     const char *p = s;
     while (*p) {
         char *end;
@@ -84,7 +100,7 @@ static int parse_ids(const char *s, int32_t **ids, size_t *n) {
             int32_t *b = realloc(a, (cap *= 2) * sizeof *a);
             if (!b) {
                 free(a);
-                return cli_fail("out of memory");
+                return cli_fail("--ids: out of memory for %zu ids", cap);
             }
             a = b;
         }
@@ -112,16 +128,15 @@ static int parse_ids(const char *s, int32_t **ids, size_t *n) {
 #define INT_ARG(field, flag, lo, hi)                                                     \
     do {                                                                                 \
         NEED_ARG();                                                                      \
-        if (!parse_int(argv[++i], lo, hi, &o->p.field))                                 \
-            return cli_fail("%s: '%s' is not an integer in [%ld, %ld]", a, argv[i],      \
-                            (long)(lo), (long)(hi));                                     \
+        int rc_ = int_option(a, argv[++i], lo, hi, &o->p.field);                        \
+        if (rc_) return rc_;                                                             \
         o->flag = true;                                                                  \
     } while (0)
 #define FLOAT_ARG(field, flag)                                                           \
     do {                                                                                 \
         NEED_ARG();                                                                      \
-        if (!parse_float(argv[++i], &o->p.field))                                        \
-            return cli_fail("%s: '%s' is not a number", a, argv[i]);                     \
+        int rc_ = float_option(a, argv[++i], &o->p.field);                              \
+        if (rc_) return rc_;                                                             \
         o->flag = true;                                                                  \
     } while (0)
 
@@ -157,8 +172,8 @@ static int parse_args(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--seed")) {
             int seed;
             NEED_ARG();
-            if (!parse_int(argv[++i], 0, INT32_MAX, &seed))
-                return cli_fail("--seed: '%s' is not a non-negative integer", argv[i]);
+            int rc_ = int_option(a, argv[++i], 0, INT32_MAX, &seed);
+            if (rc_) return rc_;
             o->p.random_seed = seed;
             o->set_seed = true;
         } else if (!strcmp(a, "--num-beams")) {
@@ -171,8 +186,8 @@ static int parse_args(int argc, char **argv, opts *o) {
             INT_ARG(no_repeat_ngram_size, set_ngram, 0, 1 << 20);
         } else if (!strcmp(a, "--threads")) {
             NEED_ARG();
-            if (!parse_int(argv[++i], 0, 4096, &o->threads))
-                return cli_fail("--threads: '%s' is not a thread count", argv[i]);
+            int rc_ = int_option(a, argv[++i], 0, 4096, &o->threads);
+            if (rc_) return rc_;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -260,8 +275,10 @@ int cli_generate(int argc, char **argv) {
     if ((st = og_model_open(o.model, &mo, &model))) goto done;
     for (size_t i = 0; i < og_model_warning_count(model); i++)
         fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(model, i));
+    /* Text in or out needs the tokenizer; with --ids a package may lack one (ids in, ids
+     * out), but a tokenizer that is there and broken is an error all the same. */
     og_status *tst = og_tokenizer_create(model, &tok);
-    if (tst && !o.n_batches) { /* text in or out needs the tokenizer */
+    if (tst && (!o.n_batches || og_status_code(tst) != OG_ERR_NOT_FOUND)) {
         st = tst;
         goto done;
     }

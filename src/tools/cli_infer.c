@@ -6,6 +6,7 @@
 #include "onnx_genai.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,24 @@ static void file_name_for(const char *name, char *out, size_t size) {
     out[o] = 0;
 }
 
+/* File names for outputs 0..n: flattened names, made distinct where two flatten alike
+ * ('a/b' and 'a_b'): a later one gets "-<output index>" appended, so no output
+ * overwrites another. fnames is [n][256]. */
+static void distinct_file_names(const char *const *names, size_t n, char (*fnames)[256]) {
+    for (size_t i = 0; i < n; i++) {
+        file_name_for(names[i], fnames[i], 200);
+        for (int round = 0;; round++) {
+            bool clash = false;
+            for (size_t k = 0; k < i && !clash; k++) clash = !strcmp(fnames[k], fnames[i]);
+            if (!clash) break;
+            char base[256];
+            file_name_for(names[i], base, 200);
+            if (round == 0) snprintf(fnames[i], 256, "%s-%zu", base, i);
+            else snprintf(fnames[i], 256, "%s-%zu-%d", base, i, round); /* i names: ends */
+        }
+    }
+}
+
 int cli_infer(int argc, char **argv) {
     const char *path = NULL, *out_dir = ".";
     int threads = 0, rc = 1;
@@ -28,10 +47,11 @@ int cli_infer(int argc, char **argv) {
     og_tensor **inputs = calloc((size_t)argc, sizeof *inputs);
     og_tensor **outputs = NULL;
     const char **out_names = NULL;
+    char (*fnames)[256] = NULL;
     og_session *s = NULL;
     og_status *st = NULL;
     if (!names || !files || !inputs) {
-        rc = cli_fail("out of memory");
+        rc = cli_fail("infer: out of memory for %d arguments", argc);
         goto done;
     }
     for (int i = 1; i < argc; i++) {
@@ -42,12 +62,24 @@ int cli_infer(int argc, char **argv) {
                 goto done;
             }
             *eq = 0;
+            for (int k = 0; k < n_in; k++)
+                if (!strcmp(names[k], argv[i])) {
+                    rc = cli_fail("--input %s= is given twice ('%s' and '%s')", argv[i], files[k],
+                                  eq + 1);
+                    goto done;
+                }
             names[n_in] = argv[i];
             files[n_in++] = eq + 1;
         } else if ((strcmp(argv[i], "--output-dir") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
             out_dir = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            threads = atoi(argv[++i]);
+            char *end;
+            long t = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || t < 0 || t > 4096) {
+                rc = cli_fail("--threads: '%s' is not a thread count in [0, 4096]", argv[i]);
+                goto done;
+            }
+            threads = (int)t;
         } else if (argv[i][0] == '-' || path) {
             rc = cli_fail("infer: unexpected argument '%s'\nusage: onnx-genai infer FILE.onnx "
                           "--input NAME=PATH.pb ... [--output-dir DIR] [--threads N]", argv[i]);
@@ -66,7 +98,7 @@ int cli_infer(int argc, char **argv) {
     for (int i = 0; i < n_in; i++) {
         og_tensor *t = calloc(1, sizeof *t);
         if (!t) {
-            rc = cli_fail("out of memory");
+            rc = cli_fail("infer: out of memory for input %d (%s)", i, names[i]);
             goto done;
         }
         inputs[i] = t;
@@ -76,7 +108,7 @@ int cli_infer(int argc, char **argv) {
     outputs = calloc(no + 1, sizeof *outputs);
     out_names = calloc(no + 1, sizeof *out_names);
     if (!outputs || !out_names) {
-        rc = cli_fail("out of memory");
+        rc = cli_fail("infer: out of memory for %zu outputs", no);
         goto done;
     }
     for (size_t i = 0; i < no; i++) {
@@ -89,10 +121,15 @@ int cli_infer(int argc, char **argv) {
         rc = cli_fail("%s: cannot create the output folder: %s", out_dir, strerror(errno));
         goto done;
     }
+    fnames = calloc(no + 1, sizeof *fnames);
+    if (!fnames) {
+        rc = cli_fail("infer: out of memory for %zu output file names", no);
+        goto done;
+    }
+    distinct_file_names(out_names, no, fnames);
     for (size_t i = 0; i < no; i++) {
-        char fname[512], p[4096];
-        file_name_for(out_names[i], fname, sizeof fname);
-        snprintf(p, sizeof p, "%s/%s.pb", out_dir, fname);
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s.pb", out_dir, fnames[i]);
         if ((st = onnx_write_tensor_file(p, outputs[i], out_names[i]))) goto done;
         char shp[160] = "[";
         size_t o = 1;
@@ -114,6 +151,7 @@ done:
     og_session_close(s);
     free(outputs);
     free(out_names);
+    free(fnames);
     free(names);
     free(files);
     free(inputs);
