@@ -1300,7 +1300,7 @@ void gen_config_free(gen_config *cfg) {
 static void line_col(const char *text, size_t off, int *line, int *col) {
     *line = 1;
     *col = 1;
-    for (size_t i = 0; i < off && text[i]; i++) {
+    for (size_t i = 0; i < off; i++) { /* off <= len: a NUL byte is just a byte */
         if (text[i] == '\n') {
             (*line)++;
             *col = 1;
