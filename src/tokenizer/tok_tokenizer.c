@@ -16,20 +16,24 @@
 
 /* ---- files ---- */
 
-static og_status *parse_json(const char *path, cJSON **out) {
-    char *data;
-    size_t len;
-    OG_TRY(pkg_read_file(path, PKG_MAX_JSON_BYTES, &data, &len)); /* regular files only */
+static og_status *parse_text(const char *label, const char *data, size_t len, cJSON **out) {
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, false);
     if (!j) {
         size_t at = end && end >= data && end <= data + len ? (size_t)(end - data) : 0;
-        free(data);
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: malformed JSON near byte %zu", path, at);
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: malformed JSON near byte %zu", label, at);
     }
-    free(data);
     *out = j;
     return NULL;
+}
+
+static og_status *parse_json(const char *path, cJSON **out) {
+    char *data;
+    size_t len;
+    OG_TRY(pkg_read_file(path, PKG_MAX_JSON_BYTES, &data, &len)); /* regular files only */
+    og_status *st = parse_text(path, data, len, out);
+    free(data);
+    return st;
 }
 
 /* ---- added tokens ---- */
@@ -405,21 +409,35 @@ og_status *tok_tokenizer_load(const char *path, tok_tokenizer **out) {
         if (slash) *slash = 0;
         else snprintf(dir, sizeof dir, ".");
     }
+    char *data;
+    size_t len;
+    OG_TRY(pkg_read_file(file, PKG_MAX_JSON_BYTES, &data, &len)); /* regular files only */
+    tok_tokenizer *t = NULL;
+    og_status *st = tok_tokenizer_parse(data, len, file, &t);
+    free(data);
+    if (!st && (st = load_config(t, dir))) {
+        st = og_oom_context(st, "%s", file);
+        tok_tokenizer_free(t);
+    }
+    if (st) return st;
+    *out = t;
+    return NULL;
+}
+
+og_status *tok_tokenizer_parse(const char *json, size_t len, const char *label,
+                               tok_tokenizer **out) {
+    if ((!json && len) || !label || !out)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "tok_tokenizer_parse: NULL argument");
     tok_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return og_oom();
     t->bos_id = t->eos_id = -1;
-    t->file = strdup(file);
-    if (!t->file) {
-        free(t);
-        return og_oom();
-    }
+    t->file = strdup(label);
     cJSON *j = NULL;
-    og_status *st = parse_json(file, &j);
+    og_status *st = t->file ? parse_text(label, json ? json : "", len, &j) : og_oom();
     if (!st) st = load_json(t, j);
     cJSON_Delete(j);
-    if (!st) st = load_config(t, dir);
     if (st) {
-        st = og_oom_context(st, "%s", file);
+        st = og_oom_context(st, "%s", label);
         tok_tokenizer_free(t);
         return st;
     }

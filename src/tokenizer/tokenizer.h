@@ -65,6 +65,10 @@ typedef struct tok_stream tok_stream;
  * inconsistent vocabulary, naming the file), OG_ERR_UNSUPPORTED (a construct we do not
  * implement, naming its JSON path). */
 og_status *tok_tokenizer_load(const char *path, tok_tokenizer **out);
+/* The same from tokenizer.json text in memory (`label` names it in messages; no
+ * tokenizer_config.json is read). For tests and the fuzzer. */
+og_status *tok_tokenizer_parse(const char *json, size_t len, const char *label,
+                               tok_tokenizer **out);
 void tok_tokenizer_free(tok_tokenizer *tok);
 
 /* Encodes `len` bytes of `text` (need not be NUL-terminated, may contain NUL). When
