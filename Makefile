@@ -34,19 +34,26 @@ test-sanitize: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer on the loader and on the chat-template parser/renderer, bounded, from the
-# seed corpora (the chat-template corpus in ../shared seeds the second when present).
+# libFuzzer on the loader, the chat-template parser/renderer, genai_config.json and
+# tokenizer.json, bounded, from the seed corpora (the chat-template corpus in ../shared
+# seeds the second when present).
 FUZZ_SECONDS ?= 60
 FUZZ_CHAT_SECONDS ?= 30
+FUZZ_JSON_SECONDS ?= 15
 CHAT_SEEDS := $(wildcard $(SHARED)/chat-templates/templates)
 fuzz-smoke: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template \
+		fuzz_genai_config fuzz_tokenizer
 	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
 	mkdir -p build-fuzz/corpus-chat && ./build-fuzz/fuzz/fuzz_chat_template \
 		-max_total_time=$(FUZZ_CHAT_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
 		build-fuzz/corpus-chat fuzz/corpus/chat_template $(CHAT_SEEDS)
+	for t in genai_config tokenizer; do mkdir -p build-fuzz/corpus-$$t && \
+		./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_JSON_SECONDS) -rss_limit_mb=2048 \
+		-max_len=65536 -timeout=10 -artifact_prefix=build-fuzz/$$t- \
+		build-fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -269,7 +269,7 @@ static void cache_put(tok_cache *c, const char *w, size_t n, uint32_t h, const i
             goto out; /* another thread got there first */
     size_t koff = c->keys.n;
     if (!tok_buf_put(&c->keys, w, n)) goto out;
-    memcpy(c->ids + c->n_ids, ids, k * sizeof *ids);
+    if (k) memcpy(c->ids + c->n_ids, ids, k * sizeof *ids); /* ids and c->ids may be NULL for 0 */
     c->ents[j] = (cache_ent){h, (uint32_t)n, (uint32_t)k, koff, c->n_ids};
     c->n_ids += k;
     c->n++;
@@ -509,6 +509,7 @@ og_status *tok_bpe_tokenize(const tok_bpe *m, const char *w, size_t n, int32_t *
     for (size_t i = 0; !st && i < wd.n; i++)
         if (wd.s[i].len && !push_id(ids, n_ids, cap_ids, wd.s[i].c)) st = og_oom();
     free(wd.s);
-    if (!st && cacheable) cache_put(m->cache, w, n, h, *ids + start, *n_ids - start);
+    /* a word may give no ids at all (every piece empty): then *ids may still be NULL */
+    if (!st && cacheable) cache_put(m->cache, w, n, h, *ids ? *ids + start : NULL, *n_ids - start);
     return st;
 }
