@@ -54,6 +54,16 @@ const char *test_models_dir(void) {
     return d && *d ? d : NULL;
 }
 
+bool test_ortgenai_package(char *buf, size_t size, const char *rel) {
+    snprintf(buf, size, "%s/models/ortgenai/%s", test_shared_dir(), rel);
+    char cfg[4200];
+    struct stat st;
+    snprintf(cfg, sizeof cfg, "%s/genai_config.json", buf);
+    if (stat(cfg, &st) == 0) return true;
+    test_skip("%s is missing: the shared test models are not beside the project", cfg);
+    return false;
+}
+
 const char *test_tmp_dir(void) {
     static char dir[256];
     if (!dir[0]) {

@@ -7,6 +7,7 @@
 #include "onnx_genai.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +19,9 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Path of the shared/ folder next to the project ("../shared" unless OG_SHARED_DIR). */
 const char *test_shared_dir(void);
+/* The folder of shared/models/ortgenai/<rel> into buf; false (after a loud skip) when
+ * its genai_config.json is missing. */
+bool test_ortgenai_package(char *buf, size_t size, const char *rel);
 /* A scratch directory for this test run (created on first use). */
 const char *test_tmp_dir(void);
 /* The folder of the graphs tests/models/make_test_models.py writes ($OG_TEST_MODELS,

@@ -9,24 +9,11 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-
-static bool gpt2_dir(char *buf, size_t size) {
-    snprintf(buf, size, "%s/models/ortgenai/hf-internal-testing/tiny-random-gpt2-fp32",
-             test_shared_dir());
-    char cfg[1100];
-    struct stat st;
-    snprintf(cfg, sizeof cfg, "%s/genai_config.json", buf);
-    if (stat(cfg, &st) != 0) {
-        test_skip("%s is missing: the shared test models are not beside the project", cfg);
-        return false;
-    }
-    return true;
-}
 
 #define OPEN_GPT2(m)                                                                     \
     char dir_[1024];                                                                     \
-    if (!gpt2_dir(dir_, sizeof dir_)) return;                                            \
+    if (!test_ortgenai_package(dir_, sizeof dir_, "hf-internal-testing/tiny-random-gpt2-fp32")) \
+        return;                                                                          \
     og_model *m;                                                                         \
     CHECK_OK(og_model_open(dir_, NULL, &m))
 
@@ -53,6 +40,35 @@ TEST(budget_kv_estimate_matches_the_allocation) {
     CHECK_NEAR(b.rows, 6, 0);
     og_generator_destroy(g);
     og_model_close(m);
+}
+
+/* The same where past and present share one buffer (GroupQueryAttention, one beam) and
+ * where the model carries states (the hybrid package). */
+static void check_estimate(const char *rel, int max_length) {
+    char dir[1024];
+    if (!test_ortgenai_package(dir, sizeof dir, rel)) return;
+    og_model *m;
+    CHECK_OK(og_model_open(dir, NULL, &m));
+    og_generator_params p = og_generator_params_default(m);
+    p.max_length = max_length;
+    og_generator *g = NULL;
+    og_status *st = og_generator_create(m, &p, &g);
+    if (st) og_model_close(m);
+    CHECK_OK(st);
+    gen_budget b;
+    gen_budget_estimate(m, &p, g->share_kv, &b);
+    double want = 0;
+    for (int i = 0; i < m->n_cache; i++)
+        want += (double)g->bytes[i] * (g->buf[1][i] == g->buf[0][i] ? 1 : 2);
+    og_generator_destroy(g);
+    og_model_close(m);
+    CHECK(want > 0);
+    CHECK_NEAR(b.kv_bytes, want, 0.5);
+}
+
+TEST(budget_estimate_matches_shared_and_state_caches) {
+    check_estimate("hf-internal-testing/tiny-qwen35-cuda", 32);
+    check_estimate("qwen3-5", 16);
 }
 
 static void expect_refusal(og_model *m, og_generator_params p, const char *needle) {
