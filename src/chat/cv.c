@@ -430,6 +430,8 @@ og_status *cv_iterate(crt *rt, cv v, cv_list **out) {
         *out = l;
         return NULL;
     }
+    case CV_LOOP: /* jinja2's LoopContext iterates by advancing the loop itself */
+        return crt_err(rt, OG_ERR_UNSUPPORTED, "iterating the loop object is not implemented");
     default:
         return crt_err(rt, OG_ERR_RUNTIME, "TypeError: '%s' object is not iterable",
                        cv_type_name(v));

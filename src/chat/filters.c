@@ -140,7 +140,6 @@ static og_status *new_list(crt *rt, size_t cap, cv_seq seq, cv_list **out) {
 
 FILTER(abs) {
     NOARGS("abs");
-    if (in.kind == CV_UNDEF) return cv_undef_error(rt, in);
     if (in.kind == CV_FLOAT) {
         *out = cv_float(fabs(in.f));
         return NULL;
@@ -291,6 +290,7 @@ FILTER(last) {
     cv_list *items;
     OG_TRY(items_of(rt, in, &items));
     *out = items->n ? items->v[items->n - 1] : cv_undef_hint(rt, "No last item, sequence was empty.");
+    if (in.kind == CV_STR && items->n) out->flags = in.flags; /* reversed(Markup) yields Markup */
     return NULL;
 }
 
@@ -461,9 +461,15 @@ FILTER(indent) {
         cv_str_done(sp);
         ind = cv_of_str(sp);
     }
-    cv s;
-    OG_TRY(soft_str(rt, in, &s));
-    /* s += "\n" (jinja2's trick so that the last line is handled), then splitlines */
+    /* jinja2 does `s += "\n"` on the value as it is (then s.splitlines()): only a str works */
+    if (in.kind == CV_UNDEF) return cv_undef_error(rt, in);
+    if (in.kind == CV_LIST && in.l->seq == CV_SEQ_LIST)
+        return crt_err(rt, OG_ERR_RUNTIME, "AttributeError: 'list' object has no attribute 'splitlines'");
+    if (in.kind == CV_LIST && in.l->seq == CV_SEQ_TUPLE)
+        return chat_type_err(rt, "can only concatenate tuple (not \"str\") to tuple");
+    if (in.kind != CV_STR)
+        return chat_type_err(rt, "unsupported operand type(s) for +=: '%s' and 'str'", cv_type_name(in));
+    cv s = in;
     cv_str *sn = cv_str_alloc(rt, s.s->len + 1);
     if (!sn) return crt_mem_err(rt);
     memcpy(sn->s, s.s->s, s.s->len);
@@ -735,8 +741,7 @@ FILTER(round) {
             return filter_arg_err(rt, "method must be common, ceil or floor");
         method = v[1].s->s;
     }
-    if (in.kind == CV_UNDEF) return cv_undef_error(rt, in);
-    if (!cv_is_number(in))
+    if (!cv_is_number(in)) /* Python's round() on an undefined value too */
         return chat_type_err(rt, "type %s doesn't define __round__ method", cv_type_name(in));
     if (!strcmp(method, "common")) {
         if (intlike(in)) {
@@ -922,12 +927,21 @@ FILTER(truncate) {
     if (leeway < 0)
         return crt_err(rt, OG_ERR_RUNTIME, "AssertionError: expected leeway >= 0, got %lld",
                        (long long)leeway);
+    /* jinja2 takes len() of the value as it is: a short list comes back unchanged */
     int64_t n;
     OG_TRY(cv_len(rt, in, &n));
-    if (in.kind != CV_STR) return chat_type_err(rt, "truncate expects a string");
     if (n <= length + leeway) {
         *out = in;
         return NULL;
+    }
+    if (in.kind != CV_STR) {
+        if (g[1] && cv_truthy(v[1])) {
+            cv head;
+            OG_TRY(chat_slice(rt, in, cv_none(), cv_int(length - (int64_t)end.s->ncp), cv_none(), &head));
+            return chat_binop(rt, OP_ADD, head, end, out);
+        }
+        return crt_err(rt, OG_ERR_RUNTIME, "AttributeError: '%s' object has no attribute 'rsplit'",
+                       cv_type_name(in));
     }
     cv head;
     OG_TRY(chat_str_slice_cp(rt, in.s, 0, (size_t)(length - (int64_t)end.s->ncp), &head));

@@ -103,6 +103,8 @@ static og_status *concat_str(crt *rt, cv a, cv b, cv *out) {
 }
 
 og_status *chat_binop(crt *rt, ast_op op, cv a, cv b, cv *out) {
+    /* str % x formats whatever x is (str.__mod__ never defers to an undefined's __rmod__) */
+    if (op == OP_MOD && a.kind == CV_STR) return chat_percent_format(rt, a, b, out);
     if (a.kind == CV_UNDEF) return cv_undef_error(rt, a);
     if (b.kind == CV_UNDEF) return cv_undef_error(rt, b);
     bool num = cv_is_number(a) && cv_is_number(b);
@@ -246,7 +248,6 @@ og_status *chat_contains(crt *rt, cv container, cv item, bool *out) {
     switch ((cv_kind)container.kind) {
     case CV_UNDEF: *out = false; return NULL; /* Undefined iterates as empty */
     case CV_STR:
-        if (item.kind == CV_UNDEF) return cv_undef_error(rt, item);
         if (item.kind != CV_STR)
             return chat_type_err(rt, "'in <string>' requires string as left operand, not %s",
                                  cv_type_name(item));
@@ -426,7 +427,9 @@ og_status *chat_getitem(crt *rt, cv obj, cv key, cv *out) {
             bool ascii = obj.s->len == obj.s->ncp;
             size_t from = u8_offset(obj.s->s, obj.s->len, ascii, idx);
             size_t to = u8_offset(obj.s->s, obj.s->len, ascii, idx + 1);
-            return cv_make_str(rt, obj.s->s + from, to - from, out);
+            OG_TRY(cv_make_str(rt, obj.s->s + from, to - from, out));
+            out->flags = obj.flags; /* Markup's items are Markup */
+            return NULL;
         }
         break;
     default:
@@ -492,7 +495,9 @@ og_status *chat_slice(crt *rt, cv obj, cv start, cv stop, cv step, cv *out) {
     if (st == 1) {
         size_t from = u8_offset(s->s, s->len, ascii, (size_t)s0);
         size_t to = u8_offset(s->s, s->len, ascii, (size_t)(s0 + count));
-        return cv_make_str(rt, s->s + from, to - from, out);
+        OG_TRY(cv_make_str(rt, s->s + from, to - from, out));
+        out->flags = obj.flags;
+        return NULL;
     }
     sbuf b;
     sbuf_init(&b, rt->lim.max_output);
@@ -503,6 +508,7 @@ og_status *chat_slice(crt *rt, cv obj, cv start, cv stop, cv step, cv *out) {
         if (!sbuf_add(&b, s->s + from, to - from)) err = sbuf_err(rt, &b);
     }
     if (!err) err = cv_make_str(rt, b.p ? b.p : "", b.n, out);
+    if (!err) out->flags = obj.flags;
     sbuf_free(&b);
     return err;
 }

@@ -205,11 +205,16 @@ static og_status *percent_one(crt *rt, sbuf *b, const pspec *p, char conv, cv v,
 }
 
 og_status *chat_percent_format(crt *rt, cv fmt, cv args, cv *out) {
-    if (args.kind == CV_UNDEF) return cv_undef_error(rt, args);
     const cv_str *f = fmt.s;
     bool markup = fmt.flags & CVF_MARKUP;
     bool is_tuple = args.kind == CV_LIST && args.l->seq == CV_SEQ_TUPLE;
     bool is_map = args.kind == CV_DICT;
+    /* Python treats anything with __getitem__ (a list, a range, an undefined value) as a
+     * mapping here: unused, it is no error ('abc' % [1] is 'abc') */
+    bool map_like = is_map || args.kind == CV_UNDEF ||
+                    (args.kind == CV_LIST && !is_tuple && args.l->seq != CV_SEQ_GEN &&
+                     args.l->seq != CV_SEQ_REVITER && args.l->seq != CV_SEQ_KEYS &&
+                     args.l->seq != CV_SEQ_VALUES && args.l->seq != CV_SEQ_ITEMS);
     const cv *items = is_tuple ? args.l->v : &args;
     int64_t nargs = is_tuple ? (int64_t)args.l->n : 1, next = 0;
     bool used_map = false;
@@ -232,6 +237,9 @@ og_status *chat_percent_format(crt *rt, cv fmt, cv args, cv *out) {
         cv v = cv_undef();
         bool have_v = false;
         if (f->s[i] == '(') {
+            if (args.kind == CV_UNDEF) FAIL(cv_undef_error(rt, args));
+            if (args.kind == CV_LIST && map_like)
+                FAIL(chat_type_err(rt, "%s indices must be integers or slices, not str", cv_type_name(args)));
             if (!is_map) FAIL(chat_type_err(rt, "format requires a mapping"));
             size_t depth = 1, k = ++i;
             while (k < f->len && depth) {
@@ -301,7 +309,7 @@ og_status *chat_percent_format(crt *rt, cv fmt, cv args, cv *out) {
         }
         if ((st = percent_one(rt, &b, &p, conv, v, markup))) goto done;
     }
-    if (!is_map && next < nargs)
+    if (!map_like && next < nargs)
         FAIL(chat_type_err(rt, "not all arguments converted during string formatting"));
     (void)used_map;
     st = cv_make_str(rt, b.p ? b.p : "", b.n, out);
