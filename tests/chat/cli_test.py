@@ -254,6 +254,37 @@ def test_tmux_turns(binary, pkg, timeout):
           f"{answers(screens['reuse'])} vs {answers(screens['no-reuse'])}")
 
 
+def test_tmux_commands(binary, pkg, timeout):
+    """/system changes the conversation's start (nothing can come from the cache), /clear
+    forgets it, Ctrl-C at the prompt gives a fresh prompt."""
+    t = Tmux(f"og-chat-{os.getpid()}-cmds", f"{binary} run {pkg} --max-new-tokens 8 --verbose")
+    try:
+        ok = t.wait(r"^>>>\s*$", timeout) is not None
+        t.send("Once upon a time", "Enter")
+        ok = ok and t.wait(r"^\[turn 1:.*\]\s*\n>>>\s*$", timeout) is not None
+        t.send("/system Tell a story", "Enter")
+        ok = ok and t.wait(r"^\(system prompt set\)", timeout) is not None
+        t.send("The dog", "Enter")
+        s2 = t.wait(r"^\[turn 2: prompt (\d+) tokens \(0 from the cache", timeout)
+        check("tmux_system_prompt", ok and s2 is not None and "Tell a story" in s2, t.screen()[-600:])
+        t.send("/clear", "Enter")
+        ok = t.wait(r"^\(conversation cleared\)", timeout) is not None
+        t.send("The dog", "Enter")
+        s3 = t.wait(r"^\[turn 3: prompt (\d+) tokens \(0 from the cache, (\d+) prefilled", timeout)
+        if ok and s3:
+            p2 = int(re.search(r"\[turn 2: prompt (\d+) tokens", s3).group(1))
+            p3 = int(re.search(r"\[turn 3: prompt (\d+) tokens", s3).group(1))
+            ok = p3 < p2  # the first turn is gone; the system prompt stays
+        check("tmux_clear", ok and s3 is not None, t.screen()[-600:])
+        t.send("half a line")
+        t.send("C-c")
+        ok = t.wait(r"^>>> half a line.*\n>>>\s*$", timeout) is not None
+        t.send("/exit", "Enter")
+        check("tmux_ctrl_c_at_prompt", ok and t.wait(r"EXITED 0", timeout) is not None, t.screen()[-400:])
+    finally:
+        t.close()
+
+
 def test_tmux_ctrl_c(binary, qwen, work, timeout):
     pkg = os.path.join(work, "qwen-chat")
     make_package(qwen, pkg, CHATML)
@@ -292,6 +323,7 @@ def main():
         print("SKIP tmux tests: tmux is not installed (tools/install_deps.sh installs it)")
     else:
         test_tmux_turns(binary, pkg, timeout)
+        test_tmux_commands(binary, pkg, timeout)
         qwen = os.path.join(parity, "qwen2.5-0.5b-int4-acc0")
         if os.path.isfile(os.path.join(qwen, "genai_config.json")):
             test_tmux_ctrl_c(binary, qwen, work, timeout)
