@@ -1202,7 +1202,10 @@ static bool ends_with(const char *s, const char *suffix) {
 /* Keys whose values name files or folders of the package. Matched by name anywhere in
  * the document, blocks kept raw included (draft models, speculative decoding, audio
  * settings): onnxruntime-genai would open those files, so a package naming a path
- * outside itself is refused as a whole, whichever part we happen to use. */
+ * outside itself is refused as a whole, whichever part we happen to use. Session and
+ * run options are settings of onnxruntime's execution providers (OpenVINO's cache_dir,
+ * QNN's backend_path: places on the user's machine, not files of the package) and are
+ * not searched; this runtime uses none of them. */
 static bool names_a_file(const char *key) {
     return !strcmp(key, "filename") || !strcmp(key, "filenames") ||
            ends_with(key, "_filename") || ends_with(key, "_filenames") ||
@@ -1228,7 +1231,9 @@ static og_status *check_paths(pctx *c, const cJSON *v, const char *path) {
                 snprintf(pk, sizeof pk, "%s[%d]", p, k++);
                 if (cJSON_IsString(f)) OG_TRY(pkg_path_check(c->file, pk, f->valuestring));
             }
-        } else if (cJSON_IsObject(e) || cJSON_IsArray(e)) {
+        } else if ((cJSON_IsObject(e) || cJSON_IsArray(e)) &&
+                   !(cJSON_IsObject(v) && (!strcmp(e->string, "session_options") ||
+                                           !strcmp(e->string, "run_options")))) {
             OG_TRY(check_paths(c, e, p));
         }
     }

@@ -113,6 +113,12 @@ TEST(genai_config_refuses_paths_outside_the_package) {
     gen_config_free(cfg);
     CHECK_OK(parse_with("\"tokenizer_dir\": \"tok\",", ", \"filename\": \"sub/model.onnx\"", &cfg));
     gen_config_free(cfg);
+    /* provider options name places on the user's machine for onnxruntime's execution
+     * providers, not files of the package: left alone */
+    CHECK_OK(parse_with("", ", \"session_options\": {\"provider_options\": [{\"openvino\": "
+                        "{\"cache_dir\": \"/var/cache/ov\"}}], \"ep.context_file_path\": \"/x\"}",
+                        &cfg));
+    gen_config_free(cfg);
     static const struct {
         const char *model_extra, *decoder_extra, *needle;
     } cases[] = {
