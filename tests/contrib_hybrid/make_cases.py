@@ -168,8 +168,8 @@ def la_cases(out):
     la_case(out, "f32_strong_decay_per_key_dim", dt, 1, 37, 2, 2, 16, 32, decay_vec=True,
             decay_scale=15.0)
     la_case(out, "f32_gated_strong_decay", dt, 1, 9, 2, 2, 8, 32, "gated", decay_scale=40.0)
-    # chunks of 32 tokens: a prompt ending in a chunk of 3
-    la_case(out, "f32_two_chunks", dt, 1, 35, 4, 2, 8, 40)
+    # chunks of 64 tokens: a prompt ending in a chunk of 3
+    la_case(out, "f32_two_chunks", dt, 1, 67, 4, 2, 8, 40)
     # Qwen3.5-like head sizes, a long prompt and a decode step
     la_case(out, "f32_qwen_prefill", dt, 1, 40, 2, 4, 64, 64, scale=1.0, tol=(2e-4, 2e-5))
     la_case(out, "f32_qwen_decode", dt, 2, 1, 4, 8, 64, 64, scale=1.0)

@@ -54,10 +54,44 @@ static void store_strided(og_dtype dt, void *base, int64_t off, int64_t stride, 
         cpu_store_f32(dt, (char *)base + (size_t)(off + i * stride) * es, 1, src + i);
 }
 
+/* float32 channels-first with a few new positions (decode): rows are contiguous in x, y
+ * and the state, so each row's taps are read in place and the activation runs once over
+ * the chunk's outputs. The present row is written after the row's outputs (it may be the
+ * past row itself: its values move left, each read before it is overwritten). */
+static void conv_rows_short(const conv_job *j, int64_t begin, int64_t end) {
+    int64_t L = j->L, S = j->S, K = j->K, dil = j->dil, C = j->C;
+    const float *x = j->x, *past = j->past;
+    float *y = j->y, *pres = j->pres;
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = x + r * L, *pr = past ? past + r * S : NULL, *w = j->w + (r % C) * K;
+        float *yr = y + r * L, b0 = j->bias ? j->bias[r % C] : 0.0f;
+        for (int64_t t = 0; t < L; t++) {
+            float acc = b0;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t i = t + k * dil; /* into concat(past, x) */
+                acc += w[k] * (i >= S ? xr[i - S] : pr ? pr[i] : 0.0f);
+            }
+            yr[t] = acc;
+        }
+        if (pres) {
+            float *qr = pres + r * S;
+            for (int64_t s2 = 0; s2 < S; s2++) {
+                int64_t i = L + s2;
+                qr[s2] = i >= S ? xr[i - S] : pr ? pr[i] : 0.0f;
+            }
+        }
+    }
+    if (j->silu) vsilu_f32(y + begin * L, y + begin * L, (end - begin) * L, 1.0f);
+}
+
 static void conv_rows(void *arg, int64_t cb, int64_t ce) {
     const conv_job *j = arg;
     int64_t L = j->L, S = j->S, K = j->K, dil = j->dil, C = j->C;
     int64_t begin = cb * j->grain, end = ce * j->grain < j->rows ? ce * j->grain : j->rows;
+    if (j->dt == OG_FLOAT32 && !j->last && L < 16) {
+        conv_rows_short(j, begin, end);
+        return;
+    }
     float *ext = j->buf + cb * (2 * L + S), *y = ext + S + L;
     for (int64_t r = begin; r < end; r++) {
         int64_t b = r / C, c = r % C;

@@ -18,7 +18,7 @@
  * it does no fewer multiply-adds, and this loop already runs at vector speed from L1).
  * How:
  *  - The recurrence is independent per column of S, so each block of 32 columns runs a
- *    chunk of up to 32 tokens while it stays in L1; the chunk's per-token vectors are
+ *    chunk of up to 64 tokens while it stays in L1; the chunk's per-token vectors are
  *    gathered first (successive tokens' rows lie a whole token width apart).
  *  - One pass over the block per token: the update of token t and the sums that token
  *    t + 1 reads, (e^g S)^T k = S^T (e^g . k) and S^T (e^g . q), share the sweep; then
@@ -41,7 +41,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-enum { JB = 32, TC = 32 };   /* state columns per block; tokens per chunk */
+enum { JB = 32, TC = 64 };   /* state columns per block; tokens per chunk */
 static const float FOLD_AT = -30.0f; /* fold the decay back before G passes this */
 
 /* The block's 32 columns as vectors: two of 16 with AVX-512, four of 8 otherwise.
@@ -168,6 +168,32 @@ static void update(float *restrict S, int64_t ld, int64_t dk, const float *restr
 #undef STEP
         }
     }
+}
+
+/* d = beta (v - rv) over a block row (n <= 32 columns). */
+static void delta_row(float *restrict d, float beta, const float *restrict v,
+                      const float *restrict rv, int64_t n) {
+    if (n == JB) {
+        vf b = splat(beta);
+#define STEP(e) stv(d + (e) * VW, b * (ldv(v + (e) * VW) - ldv(rv + (e) * VW)));
+        EACH(STEP)
+#undef STEP
+        return;
+    }
+    for (int64_t e = 0; e < n; e++) d[e] = beta * (v[e] - rv[e]);
+}
+
+/* o = scale (u + qk d) over a block row (n <= 32 columns). */
+static void out_row(float *restrict o, float scale, const float *restrict u, float qk,
+                    const float *restrict d, int64_t n) {
+    if (n == JB) {
+        vf sc = splat(scale), q = splat(qk);
+#define STEP(e) stv(o + (e) * VW, sc * fmav(q, ldv(d + (e) * VW), ldv(u + (e) * VW)));
+        EACH(STEP)
+#undef STEP
+        return;
+    }
+    for (int64_t e = 0; e < n; e++) o[e] = scale * (u[e] + qk * d[e]);
 }
 
 /* Both for a block narrower than 32 columns (n < 32), plainly. */
@@ -357,17 +383,14 @@ static void la_head(la_job *j, int64_t task, float *w) {
                 const float *vt = c.v + t * dv + j0, *kk = c.kk + t * dk;
                 const float *fold = c.fold_at[t] ? c.fold + t * dk : NULL;
                 if (j->delta)
-                    for (int64_t e = 0; e < nb; e++) d[e] = c.beta[t] * (vt[e] - rv[e]);
+                    delta_row(d, c.beta[t], vt, rv, nb);
                 else
                     memcpy(d, vt, sizeof(float) * (size_t)nb);
                 /* o = scale (u + (q . k) d), which is q^T S_new */
                 int64_t bt = b * j->T + t0 + t;
-                for (int64_t r = 0; r < R; r++) {
-                    float *o = j->out + (bt * j->Hout + ho0 + r) * dv + j0;
-                    const float *ur = u + r * JB;
-                    float qk = c.qk[t * R + r];
-                    for (int64_t e = 0; e < nb; e++) o[e] = j->scale * (ur[e] + qk * d[e]);
-                }
+                for (int64_t r = 0; r < R; r++)
+                    out_row(j->out + (bt * j->Hout + ho0 + r) * dv + j0, j->scale, u + r * JB,
+                            c.qk[t * R + r], d, nb);
                 /* the update, sharing its sweep with the next token's first sums */
                 if (t + 1 < n) {
                     pass(j, &c, t + 1, 0, Sb, ld, nb, fold, kk, d, sums);
