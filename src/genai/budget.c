@@ -101,6 +101,13 @@ void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool s
     if (K > 1) per_step += B * gen_beam_step_ops(p->num_beams, m->vocab_size);
     b->search_ops = per_step * L;
 
+    /* With beams, past and present cannot share one buffer, so the attention's copy of
+     * the past into present exists only because of the beams: it is search overhead,
+     * like the reordering. Without beams (gpt2's Attention) it is the model's own. */
+    if (K > 1) {
+        b->copy_bytes += b->model_copy_bytes;
+        b->model_copy_bytes = 0;
+    }
     b->model_s = b->model_flops / GEN_RATE_MODEL_FLOPS + b->model_copy_bytes / GEN_RATE_COPY_BYTES;
     b->search_s = b->search_ops / GEN_RATE_SEARCH_OPS + b->copy_bytes / GEN_RATE_COPY_BYTES;
 }
@@ -217,7 +224,7 @@ og_status *gen_budget_check(const og_model *m, const og_generator_params *p, boo
         return og_errorf(OG_ERR_INVALID_ARGUMENT,
                          "generator: num_beams %d x max_length %d x vocab %d (batch_size %d): "
                          "the search would take an estimated %.2g operations and %s of cache "
-                         "reordering, about %s, more than the model's own work (about %s) and "
+                         "copying, about %s, more than the model's own work (about %s) and "
                          "more than the %.0f s a search may add; lower num_beams or max_length",
                          p->num_beams, p->max_length, m->vocab_size, p->batch_size,
                          b.search_ops, gen_human_bytes(b.copy_bytes, a, sizeof a),

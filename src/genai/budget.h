@@ -38,7 +38,8 @@ typedef struct gen_budget {
     double model_flops;   /* the decoder over rows x max_length positions */
     double model_copy_bytes; /* attention copying past into a separate present */
     double search_ops;    /* logits processing, sampling, beam selection */
-    double copy_bytes;    /* beam reordering of the cache */
+    double copy_bytes;    /* beams: reordering of the cache, and the past->present copies
+                           * that beams force (no shared buffer) */
     double model_s, search_s; /* the above at the nominal rates */
 } gen_budget;
 

@@ -151,7 +151,7 @@ struct gen_beam {
     float *scores;      /* [batch*num_beams] running sums of log-probabilities */
     float *next_scores; /* scratch */
     hyp_list *hyps;     /* [batch] */
-    scored *cand;       /* [num_beams*vocab] scratch for one batch entry */
+    scored *cand;       /* [2*num_beams] the kept candidates of one batch entry */
 };
 
 og_status *gen_beam_create(const gen_beam_options *o, gen_beam **out) {
@@ -163,7 +163,7 @@ og_status *gen_beam_create(const gen_beam_options *o, gen_beam **out) {
     b->scores = calloc((size_t)nb, sizeof *b->scores);
     b->next_scores = calloc((size_t)nb, sizeof *b->next_scores);
     b->hyps = calloc((size_t)o->batch, sizeof *b->hyps);
-    b->cand = malloc((size_t)o->num_beams * (size_t)o->vocab * sizeof *b->cand);
+    b->cand = malloc((size_t)o->num_beams * 2 * sizeof *b->cand);
     if (!b->eos || !b->scores || !b->next_scores || !b->hyps || !b->cand) {
         gen_beam_free(b);
         return og_oom();
@@ -233,9 +233,47 @@ static bool hyp_is_done(const gen_beam *b, const hyp_list *l, float best_sum, in
     return l->worst >= best_sum / powf((float)cur_len, b->o.length_penalty);
 }
 
+/* The best `want` of n candidates, best first: a min-heap of the kept ones (the worst on
+ * top) replaced while scanning, then sorted. Work is n comparisons plus log2(want) per
+ * candidate that enters, instead of one pass over n per selected candidate (which made
+ * 1024 beams cost num_beams^2 x vocab per step). */
+static bool beats(scored a, scored b) { return a.p > b.p || (a.p == b.p && a.id < b.id); }
+
+static void heap_sift_down(scored *h, int n, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && beats(h[w], h[l])) w = l;
+        if (r < n && beats(h[w], h[r])) w = r;
+        if (w == i) return;
+        scored t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static void heap_push(scored *h, int n, scored v) { /* n: size before the push */
+    int i = n;
+    h[i] = v;
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!beats(h[parent], h[i])) return;
+        scored t = h[i];
+        h[i] = h[parent];
+        h[parent] = t;
+        i = parent;
+    }
+}
+
+static int by_beats(const void *a, const void *b) {
+    const scored *x = a, *y = b;
+    return beats(*x, *y) ? -1 : beats(*y, *x) ? 1 : 0;
+}
+
 double gen_beam_step_ops(int num_beams, int vocab) {
     double kv = (double)num_beams * vocab, want = 2.0 * num_beams < kv ? 2.0 * num_beams : kv;
-    return kv + want * kv; /* the candidates, then one pass over them per selected one */
+    /* every candidate is compared once; at worst each enters the heap */
+    return kv * (1.0 + log2(want + 1.0));
 }
 
 og_status *gen_beam_step(gen_beam *b, const float *logprobs, const int32_t *const *seqs,
@@ -251,23 +289,23 @@ og_status *gen_beam_step(gen_beam *b, const float *logprobs, const int32_t *cons
             }
             continue;
         }
-        /* Candidates: every (beam, token) with its total score; take the best 2K. */
+        /* Candidates: every (beam, token) with its total score; keep the best 2K. */
         scored *c = b->cand;
+        int want = 2 * K < K * V ? 2 * K : K * V, n = 0;
         for (int j = 0; j < K; j++) {
             const float *row = logprobs + (size_t)(e * K + j) * (size_t)V;
             float base = b->scores[e * K + j];
-            for (int t = 0; t < V; t++) c[j * V + t] = (scored){row[t] + base, j * V + t};
+            for (int t = 0; t < V; t++) {
+                scored v = {row[t] + base, j * V + t};
+                if (n < want) {
+                    heap_push(c, n++, v);
+                } else if (beats(v, c[0])) {
+                    c[0] = v;
+                    heap_sift_down(c, n, 0);
+                }
+            }
         }
-        int want = 2 * K < K * V ? 2 * K : K * V;
-        /* partial selection: want passes of max (K is small) */
-        for (int i = 0; i < want; i++) {
-            int best = i;
-            for (int m = i + 1; m < K * V; m++)
-                if (c[m].p > c[best].p || (c[m].p == c[best].p && c[m].id < c[best].id)) best = m;
-            scored tmp = c[i];
-            c[i] = c[best];
-            c[best] = tmp;
-        }
+        qsort(c, (size_t)want, sizeof *c, by_beats);
         int filled = 0;
         for (int i = 0; i < want && filled < K; i++) {
             int beam = c[i].id / V;

@@ -87,8 +87,8 @@ static void expect_refusal(og_model *m, og_generator_params p, const char *needl
 TEST(generator_refuses_unbounded_or_meaningless_options) {
     OPEN_GPT2(m);
     og_generator_params d = og_generator_params_default(m), p;
-    /* 1000 beams over a 1000-token vocabulary: the beam selection alone is about
-     * 2 * 1000^2 * 1000 compares per step, far beyond what the tiny model costs. */
+    /* 1000 beams over 512 positions: copying the beams' caches (reordering, and the
+     * past->present copies beams force) costs far more than the tiny model's arithmetic. */
     p = d, p.num_beams = 1000, p.max_length = 512;
     expect_refusal(m, p, "generator: num_beams 1000 x max_length 512 x vocab 1000 (batch_size 1): "
                          "the search would take an estimated");

@@ -114,3 +114,50 @@ TEST(search_beam_picks_best_sequences) {
     CHECK_EQ_INT(out[2], 0); /* padded with pad_id to max_length */
     gen_beam_free(b);
 }
+
+/* The beam step keeps the best 2K of K x V candidates with a heap; it must pick exactly
+ * what a full sort by (score descending, index ascending) picks, ties included. */
+static int by_score_then_index(const void *a, const void *b) {
+    const float *x = a, *y = b; /* {score, index} */
+    if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+TEST(beam_step_selects_as_a_full_sort) {
+    enum { K = 6, V = 37 };
+    static float lp[K * V], cand[K * V][2];
+    gen_rng rng;
+    gen_rng_seed(&rng, 7);
+    for (int i = 0; i < K * V; i++) /* few distinct values: many ties */
+        lp[i] = -(float)(gen_rng_next(&rng) % 5);
+    int32_t eos = V + 1; /* never produced: every candidate extends a beam */
+    gen_beam_options o = {.batch = 1, .num_beams = K, .vocab = V, .max_length = 8,
+                          .num_return_sequences = 1, .length_penalty = 1.0f,
+                          .early_stopping = true, .eos_ids = &eos, .n_eos = 1, .pad_id = 0};
+    gen_beam *b;
+    CHECK_OK(gen_beam_create(&o, &b));
+    int32_t seq[K][8] = {{0}};
+    const int32_t *seqs[K];
+    for (int j = 0; j < K; j++) seqs[j] = seq[j];
+    int32_t parents[K], tokens[K];
+    CHECK_OK(gen_beam_step(b, lp, seqs, 1, parents, tokens));
+    /* the scores start at 0 for beam 0 and -1e9 for the others only on the first
+     * step, so compare against what the scorer itself held: one more step from here */
+    float base[K];
+    for (int j = 0; j < K; j++) base[j] = gen_beam_score(b, j);
+    for (int i = 0; i < K * V; i++) lp[i] = -(float)(gen_rng_next(&rng) % 3);
+    CHECK_OK(gen_beam_step(b, lp, seqs, 2, parents, tokens));
+    for (int j = 0; j < K; j++)
+        for (int t = 0; t < V; t++) {
+            cand[j * V + t][0] = lp[j * V + t] + base[j];
+            cand[j * V + t][1] = (float)(j * V + t);
+        }
+    qsort(cand, K * V, sizeof cand[0], by_score_then_index);
+    for (int j = 0; j < K; j++) {
+        int id = (int)cand[j][1];
+        CHECK_EQ_INT(parents[j], id / V);
+        CHECK_EQ_INT(tokens[j], id % V);
+        CHECK_NEAR(gen_beam_score(b, j), cand[j][0], 0);
+    }
+    gen_beam_free(b);
+}
