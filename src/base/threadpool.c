@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* One job at a time. The caller writes the job into one of two slots (by generation
@@ -17,8 +18,10 @@
  * Waking a sleeping thread costs about as much as a small kernel (~10 us), and a decode
  * step runs hundreds of kernels back to back, so workers spin briefly on `generation`
  * before sleeping on the condition variable: they stay hot within a step and sleep
- * between steps. */
-enum { SPIN_ROUNDS = 4000 };
+ * between steps. The spin is bounded by time, not by rounds (a pause takes from ~10 to
+ * ~150 cycles depending on the core), and is short: on a machine whose cores are taken
+ * by other processes a spinning worker only delays the thread it waits for. */
+enum { SPIN_NS = 50000, SPIN_CHECK = 64 };
 
 typedef struct job_slot {
     _Atomic(parallel_fn) fn;
@@ -38,12 +41,43 @@ struct threadpool {
     atomic_uint_fast64_t claim; /* (generation << 32) | next chunk */
     atomic_llong done;          /* chunks finished in the current job */
     atomic_bool in_job;
+    double inline_ns;           /* threadpool_parallel_for_cost's threshold */
+    atomic_uint_fast64_t jobs;  /* jobs handed to the workers */
 };
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins for up to SPIN_NS while cond(p, v) holds; the clock is read every SPIN_CHECK
+ * pauses. Returns whether cond still holds. */
+static bool spin_while(threadpool *p, uint64_t v, bool (*cond)(threadpool *, uint64_t)) {
+    int64_t until = 0;
+    for (int i = 1;; i++) {
+        if (!cond(p, v)) return false;
+        cpu_relax();
+        if (i % SPIN_CHECK == 0) {
+            int64_t t = now_ns();
+            if (!until) until = t + SPIN_NS;
+            else if (t >= until) return cond(p, v);
+        }
+    }
+}
+
+static bool no_new_job(threadpool *p, uint64_t seen) {
+    return atomic_load(&p->generation) == seen && !atomic_load(&p->stop);
+}
+
+static bool chunks_pending(threadpool *p, uint64_t n_chunks) {
+    return (uint64_t)atomic_load(&p->done) < n_chunks;
 }
 
 /* Runs chunks of job `gen` until none are left; returns true if it finished the last. */
@@ -72,10 +106,7 @@ static void *worker(void *vp) {
     threadpool *p = vp;
     uint64_t seen = 0;
     for (;;) {
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->generation) == seen &&
-                        !atomic_load(&p->stop); i++)
-            cpu_relax();
-        if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
+        if (spin_while(p, seen, no_new_job)) {
             pthread_mutex_lock(&p->mu);
             p->sleeping++;
             while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen)
@@ -102,6 +133,13 @@ og_status *threadpool_create(int n_threads, threadpool **out) {
     threadpool *p = calloc(1, sizeof *p);
     if (!p) return og_oom();
     p->n_workers = n_threads - 1;
+    p->inline_ns = THREADPOOL_INLINE_NS;
+    const char *env = getenv("OG_INLINE_NS");
+    if (env && *env) {
+        char *end;
+        double v = strtod(env, &end);
+        if (!*end && v >= 0) p->inline_ns = v;
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done_cv, NULL);
@@ -168,12 +206,33 @@ void threadpool_parallel_for(threadpool *p, int64_t n, int64_t grain, parallel_f
     pthread_mutex_lock(&p->mu);
     if (p->sleeping) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add_explicit(&p->jobs, 1, memory_order_relaxed);
     run_chunks(p, gen);
-    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->done) < n_chunks; i++) cpu_relax();
-    if (atomic_load(&p->done) < n_chunks) {
+    if (spin_while(p, (uint64_t)n_chunks, chunks_pending)) {
         pthread_mutex_lock(&p->mu);
         while (atomic_load(&p->done) < n_chunks) pthread_cond_wait(&p->done_cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
     atomic_store(&p->in_job, false);
+}
+
+void threadpool_parallel_for_cost(threadpool *p, int64_t n, double item_ns, parallel_fn fn,
+                                  void *arg) {
+    if (n <= 0) return;
+    double limit = p ? p->inline_ns : 0;
+    if (!p || p->n_workers == 0 || item_ns * (double)n < limit) {
+        fn(arg, 0, n);
+        return;
+    }
+    double per = item_ns > 0 ? 0.5 * limit / item_ns : 1;
+    int64_t grain = per >= (double)n ? n : per < 1 ? 1 : (int64_t)per;
+    threadpool_parallel_for(p, n, grain, fn, arg);
+}
+
+void threadpool_set_inline_ns(threadpool *p, double ns) {
+    if (p) p->inline_ns = ns > 0 ? ns : 0;
+}
+
+uint64_t threadpool_jobs(const threadpool *p) {
+    return p ? atomic_load_explicit(&((threadpool *)p)->jobs, memory_order_relaxed) : 0;
 }

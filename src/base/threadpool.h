@@ -23,4 +23,23 @@ int threadpool_size(const threadpool *pool); /* threads including the caller; 1 
 void threadpool_parallel_for(threadpool *pool, int64_t n, int64_t grain, parallel_fn fn,
                              void *arg);
 
+/* threadpool_parallel_for with the grain taken from a cost estimate: item_ns is about
+ * how long one item takes on one core, in nanoseconds. Waking a worker and waiting for
+ * it costs microseconds (far more on a machine whose cores are busy with other work),
+ * so work below the pool's inline threshold in total runs on the caller, and no chunk
+ * handed out is smaller than half of it: small kernels never pay for threads, and two
+ * threads are not slower than one. */
+void threadpool_parallel_for_cost(threadpool *pool, int64_t n, double item_ns, parallel_fn fn,
+                                  void *arg);
+
+/* The threshold of threadpool_parallel_for_cost, in nanoseconds: THREADPOOL_INLINE_NS,
+ * or the environment variable OG_INLINE_NS when a pool is created (the tests set 0 so
+ * that every parallel path runs split, whatever the size of their cases). */
+enum { THREADPOOL_INLINE_NS = 20000 };
+void threadpool_set_inline_ns(threadpool *pool, double ns);
+
+/* parallel_for calls that were handed to the workers so far (not run inline); for the
+ * profiler. */
+uint64_t threadpool_jobs(const threadpool *pool);
+
 #endif

@@ -243,6 +243,49 @@ void vexp_shift_f32(const float *x, float *y, int64_t n, float shift) {
 #undef F_SHIFT
 }
 
+/* The W lanes of v added in order (the same sum on every run and thread). */
+static inline float lanes_sum(vf v) {
+    float b[W];
+    VSTORE(b, v);
+    float s = 0.0f;
+    for (int i = 0; i < W; i++) s += b[i];
+    return s;
+}
+
+float vexp_shift_sum_f32(const float *x, float *y, int64_t n, float shift) {
+    vf s = VSET(shift), acc = VSET(0.0f);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        vf e = v_exp(VSUB(VLOAD(x + i), s));
+        VSTORE(y + i, e);
+        acc = VADD(acc, e);
+    }
+    float total = lanes_sum(acc);
+    for (; i < n; i++) { /* the tail one value at a time, through the same function */
+        float b[W] = {0};
+        b[0] = x[i];
+        VSTORE(b, v_exp(VSUB(VLOAD(b), s)));
+        y[i] = b[0];
+        total += b[0];
+    }
+    return total;
+}
+
+float vmax_f32(const float *x, int64_t n) {
+    float m = x[0];
+    int64_t i = 0;
+    if (n >= W) {
+        vf a = VLOAD(x);
+        for (i = W; i + W <= n; i += W) a = VMAX(VLOAD(x + i), a);
+        float b[W];
+        VSTORE(b, a);
+        m = b[0];
+        for (int k = 1; k < W; k++) m = b[k] > m ? b[k] : m;
+    }
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
 void vsilu_f32(const float *x, float *y, int64_t n, float alpha) {
     vf al = VSET(alpha);
 #define F_SILU(v) silu_one(v, al)

@@ -39,9 +39,24 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->feed_mask = calloc(g->mask_cap, sizeof(int64_t));
     g->feed_mask32 = calloc(g->mask_cap, sizeof(int32_t));
     g->step_logits = malloc(rows * (size_t)m->vocab_size * sizeof(float) + 64);
+    int io = 1;
+    for (int s = 0; s < m->n_stages; s++) {
+        io = m->stages[s].n_feeds > io ? m->stages[s].n_feeds : io;
+        io = m->stages[s].n_outs > io ? m->stages[s].n_outs : io;
+    }
+    g->max_io = io;
+    g->io_in = calloc((size_t)io, sizeof *g->io_in);
+    g->io_out = calloc((size_t)io, sizeof *g->io_out);
+    g->ins = calloc((size_t)io, sizeof *g->ins);
+    g->outs = calloc((size_t)io, sizeof *g->outs);
+    g->in_owned = calloc((size_t)io, sizeof *g->in_owned);
+    g->in_names = calloc((size_t)io, sizeof *g->in_names);
+    g->out_names = calloc((size_t)io, sizeof *g->out_names);
+    g->vals = calloc((size_t)m->n_stages * 64 + 1, sizeof *g->vals);
     if (!g->seq || !g->len || !g->fed || !g->start || !g->done || !g->logits || !g->work ||
         !g->feed_ids || !g->feed_ids32 || !g->feed_pos || !g->feed_pos32 || !g->feed_mask ||
-        !g->feed_mask32 || !g->step_logits)
+        !g->feed_mask32 || !g->step_logits || !g->io_in || !g->io_out || !g->ins || !g->outs ||
+        !g->in_owned || !g->in_names || !g->out_names || !g->vals)
         return og_oom();
     OG_TRY(gen_cache_alloc(g));
     if (!m->compact) {
@@ -54,7 +69,15 @@ og_status *gen_generator_alloc(og_generator *g) {
 void gen_generator_free(og_generator *g) {
     if (!g) return;
     gen_cache_free(g);
-    og_tensor_free(g->last_logits);
+    if (g->last_logits != &g->step_logits_t) og_tensor_free(g->last_logits);
+    free(g->io_in);
+    free(g->io_out);
+    free(g->ins);
+    free(g->outs);
+    free(g->in_owned);
+    free(g->in_names);
+    free(g->out_names);
+    free(g->vals);
     free(g->seq);
     free(g->len);
     free(g->fed);

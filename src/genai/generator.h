@@ -3,6 +3,7 @@
 #ifndef OG_GENAI_GENERATOR_H
 #define OG_GENAI_GENERATOR_H
 
+#include "base/tensor.h"
 #include "genai/model.h"
 #include "genai/search.h"
 
@@ -53,8 +54,19 @@ struct og_generator {
     bool share_kv;       /* KV past and present are one max_length buffer */
     gen_snapshot snaps[GEN_MAX_SNAPSHOTS];
     int n_snaps;
-    /* logits of the last run, kept for og_generator_get_output */
+    /* logits of the last run, kept for og_generator_get_output: a tensor of its own after a
+     * prompt, or step_logits_t (over step_logits) after a one-token step */
     og_tensor *last_logits;
+    og_tensor step_logits_t;
+    /* one run's graph inputs and outputs, kept so that a step allocates nothing: the
+     * tensor structs that wrap the staging and cache buffers, and the arrays handed to
+     * og_session_run (generator_run.c) */
+    int max_io;              /* the most feeds or outputs of any stage */
+    og_tensor *io_in, *io_out;  /* [max_io] wraps */
+    og_tensor **ins, **outs;    /* [max_io] */
+    bool *in_owned;             /* [max_io] ins[k] was made for this run: free it */
+    const char **in_names, **out_names;
+    og_tensor **vals;           /* [n_stages * 64] outputs of a stage another one reads */
     gen_rng rng;
     gen_beam *beam;      /* NULL unless num_beams > 1 */
     gen_beam_options beam_opts;

@@ -31,9 +31,15 @@ typedef struct run_spec {
     bool alone;   /* a row run alone from the empty cache (prompts of different lengths) */
 } run_spec;
 
-static og_status *wrap(og_dtype dt, const int64_t *dims, int rank, void *data, og_tensor **out) {
-    int64_t count = shape_count(dims, rank);
-    return og_tensor_wrap(dt, dims, rank, data, dtype_nbytes(dt, count), out);
+/* *out = slot, made a view of `data` (the generator's staging or cache buffers). */
+static og_status *wrap(og_dtype dt, const int64_t *dims, int rank, void *data, og_tensor *slot,
+                       og_tensor **out) {
+    memset(slot, 0, sizeof *slot);
+    OG_TRY(tensor_set_shape(slot, dt, rank, dims));
+    slot->data = data ? data : tensor_empty_data();
+    slot->owns_data = false;
+    *out = slot;
+    return NULL;
 }
 
 static void *as_dtype(const int64_t *v, int32_t *v32, size_t n, og_dtype dt) {
@@ -98,30 +104,33 @@ static int stage_inputs(og_generator *g, const run_spec *rs) {
     return W;
 }
 
-/* The tensor a feed gets. */
+/* The tensor a feed gets: a view in `slot`, or (*owned) a tensor made for this run. */
 static og_status *feed_tensor(og_generator *g, const run_spec *rs, int W, const gen_feed *f,
-                              og_tensor *const *vals, og_tensor **out) {
+                              og_tensor *const *vals, og_tensor *slot, og_tensor **out,
+                              bool *owned) {
     const og_model *m = g->m;
     int nr = rs->nr, n = rs->n;
+    *owned = false;
     switch (f->src) {
     case GEN_SRC_IDS: {
         int64_t d[2] = {nr, n};
         void *p = as_dtype(g->feed_ids, g->feed_ids32, (size_t)nr * n, f->dtype);
-        return wrap(f->dtype, d, 2, p, out);
+        return wrap(f->dtype, d, 2, p, slot, out);
     }
     case GEN_SRC_MASK: {
         int64_t d[2] = {nr, W};
         void *p = as_dtype(g->feed_mask, g->feed_mask32, (size_t)nr * W, f->dtype);
-        return wrap(f->dtype, d, 2, p, out);
+        return wrap(f->dtype, d, 2, p, slot, out);
     }
     case GEN_SRC_POS: {
         int rank = m->position_rank;
         int64_t d3[3] = {3, nr, n}, d2[2] = {nr, n};
         size_t cnt = (size_t)nr * n * (rank == 3 ? 3 : 1);
         void *p = as_dtype(g->feed_pos, g->feed_pos32, cnt, f->dtype);
-        return wrap(f->dtype, rank == 3 ? d3 : d2, rank, p, out);
+        return wrap(f->dtype, rank == 3 ? d3 : d2, rank, p, slot, out);
     }
     case GEN_SRC_IMAGE:
+        *owned = true;
         return og_tensor_create(m->image_feature_dtype, m->image_feature_dims,
                                 m->image_feature_rank, out);
     case GEN_SRC_PAST: {
@@ -132,33 +141,33 @@ static og_status *feed_tensor(og_generator *g, const run_spec *rs, int W, const 
             int64_t d[OG_MAX_RANK];
             memcpy(d, c->dims, sizeof d);
             d[0] = nr;
-            return wrap(c->dtype, d, c->rank, base + (size_t)rs->r0 * c->row_bytes, out);
+            return wrap(c->dtype, d, c->rank, base + (size_t)rs->r0 * c->row_bytes, slot, out);
         }
         int64_t d[5];
         if (g->share_kv && g->inplace[i]) {
             int rank = gen_kv_dims(g, i, nr, g->max_len, d);
             return wrap(c->dtype, d, rank, base + (size_t)rs->r0 * gen_kv_row_bytes(g, i, g->max_len),
-                        out);
+                        slot, out);
         }
         int seq = rs->alone ? 0 : g->kv_len;
         int rank = gen_kv_dims(g, i, nr, seq, d);
-        return wrap(c->dtype, d, rank, base, out);
+        return wrap(c->dtype, d, rank, base, slot, out);
     }
-    case GEN_SRC_VALUE:
-        if (!vals[f->index * 64 + f->out])
+    case GEN_SRC_VALUE: {
+        const og_tensor *v = vals[f->index * 64 + f->out];
+        if (!v)
             return og_errorf(OG_ERR_INVALID_MODEL, "generator: '%s' is needed, but the stage "
                              "that makes it did not run in this step", f->name);
-        return og_tensor_wrap(vals[f->index * 64 + f->out]->dtype, vals[f->index * 64 + f->out]->dims,
-                              vals[f->index * 64 + f->out]->rank,
-                              vals[f->index * 64 + f->out]->data,
-                              vals[f->index * 64 + f->out]->nbytes, out);
+        return wrap(v->dtype, v->dims, v->rank, v->data, slot, out);
+    }
     }
     return og_errorf(OG_ERR_RUNTIME, "generator: feed '%s' has no source", f->name);
 }
 
-/* The caller tensor a present output is written into, or NULL to receive a new one. */
+/* The caller tensor a present output is written into (a view in `slot`), or NULL to
+ * receive a new one. */
 static og_status *present_tensor(og_generator *g, const run_spec *rs, int W, int i,
-                                 og_tensor **out) {
+                                 og_tensor *slot, og_tensor **out) {
     const gen_cache *c = &g->m->cache[i];
     *out = NULL;
     if (c->kind == GEN_CACHE_STATE) {
@@ -166,86 +175,95 @@ static og_status *present_tensor(og_generator *g, const run_spec *rs, int W, int
         memcpy(d, c->dims, sizeof d);
         d[0] = rs->nr;
         char *base = g->buf[g->inplace[i] ? g->cur[i] : 1 - g->cur[i]][i];
-        return wrap(c->dtype, d, c->rank, base + (size_t)rs->r0 * c->row_bytes, out);
+        return wrap(c->dtype, d, c->rank, base + (size_t)rs->r0 * c->row_bytes, slot, out);
     }
     int64_t d[5];
     if (g->share_kv && g->inplace[i]) {
         int rank = gen_kv_dims(g, i, rs->nr, g->max_len, d);
         return wrap(c->dtype, d, rank,
                     (char *)g->buf[0][i] + (size_t)rs->r0 * gen_kv_row_bytes(g, i, g->max_len),
-                    out);
+                    slot, out);
     }
     if (rs->alone) return NULL; /* placed into the shared layout afterwards */
     int seq = g->m->compact ? (W > g->kv_len ? W : g->kv_len) : g->kv_len + rs->n;
     int rank = gen_kv_dims(g, i, rs->nr, seq, d);
-    return wrap(c->dtype, d, rank, g->buf[1 - g->cur[i]][i], out);
+    return wrap(c->dtype, d, rank, g->buf[1 - g->cur[i]][i], slot, out);
 }
 
-enum { MAX_IO = 1024 };
+/* Frees what a run made (stage values, new outputs, made inputs), not the views. */
+static void drop(og_generator *g, og_tensor **t, int n, const og_tensor *views) {
+    for (int k = 0; k < n; k++) {
+        if (t[k] && (!views || t[k] != &views[k])) og_tensor_free(t[k]);
+        t[k] = NULL;
+    }
+}
 
-/* Runs rows [r0, r0 + nr) through every stage. */
+/* Runs rows [r0, r0 + nr) through every stage. Nothing is allocated for inputs (views
+ * of the staging and cache buffers) or for present outputs and a step's logits (written
+ * into the generator's buffers). */
 static og_status *run_rows(og_generator *g, const run_spec *rs) {
     og_model *m = g->m;
     if (m->n_stages > 64) return og_errorf(OG_ERR_UNSUPPORTED, "generator: more than 64 stages");
     int W = stage_inputs(g, rs);
     og_status *st = NULL;
-    og_tensor **vals = calloc((size_t)m->n_stages * 64, sizeof *vals); /* [stage][out] */
-    og_tensor **ins = calloc(MAX_IO, sizeof *ins), **outs = calloc(MAX_IO, sizeof *outs);
-    const char **in_names = calloc(MAX_IO, sizeof *in_names);
-    const char **out_names = calloc(MAX_IO, sizeof *out_names);
+    og_tensor **vals = g->vals, **ins = g->ins, **outs = g->outs; /* vals: [stage][out] */
     og_tensor *logits = NULL;
     int ni = 0, no = 0;
-    if (!vals || !ins || !outs || !in_names || !out_names) {
-        st = og_oom();
-        goto done;
-    }
     for (int s = 0; s < m->n_stages && !st; s++) {
         const gen_stage *sg = &m->stages[s];
         if ((rs->n > 1 && !sg->on_prompt) || (rs->n == 1 && !sg->on_token)) continue;
-        if (sg->n_feeds > MAX_IO || sg->n_outs > 64 || sg->n_outs > MAX_IO) {
-            st = og_errorf(OG_ERR_UNSUPPORTED, "generator: %s has too many inputs/outputs", sg->file);
+        if (sg->n_outs > 64) {
+            st = og_errorf(OG_ERR_UNSUPPORTED, "generator: %s has too many outputs", sg->file);
             break;
         }
         ni = no = 0;
         for (int k = 0; k < sg->n_feeds && !st; k++) {
-            st = feed_tensor(g, rs, W, &sg->feeds[k], vals, &ins[ni]);
-            in_names[ni++] = sg->feeds[k].name;
+            st = feed_tensor(g, rs, W, &sg->feeds[k], vals, &g->io_in[ni], &ins[ni],
+                             &g->in_owned[ni]);
+            g->in_names[ni++] = sg->feeds[k].name;
         }
         for (int k = 0; k < sg->n_outs && !st; k++) {
             const gen_out *o = &sg->outs[k];
             outs[no] = NULL;
             if (o->sink == GEN_SINK_PRESENT) {
-                st = present_tensor(g, rs, W, o->index, &outs[no]);
+                st = present_tensor(g, rs, W, o->index, &g->io_out[no], &outs[no]);
             } else if (o->sink == GEN_SINK_LOGITS && rs->n == 1 && rs->nr == g->rows) {
                 int64_t ld[3] = {rs->nr, 1, m->vocab_size};
-                st = wrap(m->logits.dtype, ld, 3, g->step_logits, &outs[no]);
+                st = wrap(m->logits.dtype, ld, 3, g->step_logits, &g->io_out[no], &outs[no]);
             }
-            out_names[no++] = o->name;
+            g->out_names[no++] = o->name;
         }
-        if (!st) st = og_session_run(sg->s, in_names, ins, (size_t)ni, out_names, outs, (size_t)no);
+        if (!st)
+            st = og_session_run(sg->s, g->in_names, ins, (size_t)ni, g->out_names, outs,
+                                (size_t)no);
         for (int k = 0; k < ni; k++) {
-            og_tensor_free(ins[k]);
+            if (ins[k] && g->in_owned[k]) og_tensor_free(ins[k]);
             ins[k] = NULL;
         }
         if (st) break;
         for (int k = 0; k < no; k++) {
             const gen_out *o = &sg->outs[k];
+            og_tensor *t = outs[k];
+            bool view = t == &g->io_out[k];
+            outs[k] = NULL;
             if (o->sink == GEN_SINK_VALUE) {
-                vals[s * 64 + k] = outs[k];
+                vals[s * 64 + k] = t;
             } else if (o->sink == GEN_SINK_LOGITS) {
-                og_tensor_free(logits);
-                logits = outs[k];
+                if (logits != &g->step_logits_t) og_tensor_free(logits);
+                if (view) { /* the step's logits: keep the view where it stays valid */
+                    g->step_logits_t = *t;
+                    t = &g->step_logits_t;
+                }
+                logits = t;
             } else if (rs->alone && !(g->share_kv && g->inplace[o->index]) &&
                        m->cache[o->index].kind == GEN_CACHE_KV) {
-                const og_tensor *t = outs[k];
                 int pos = (int)t->dims[t->rank - 2];
                 int col = m->compact ? 0 : g->kv_len - pos;
                 gen_kv_place_row(g, o->index, rs->r0, t->data, pos, col);
-                og_tensor_free(outs[k]);
-            } else {
-                og_tensor_free(outs[k]);
+                if (!view) og_tensor_free(t);
+            } else if (!view) {
+                og_tensor_free(t);
             }
-            outs[k] = NULL;
         }
     }
     if (st) goto done;
@@ -257,19 +275,18 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
         goto done;
     }
     take_last_logits(g, logits, rs->r0);
-    og_tensor_free(g->last_logits);
+    if (g->last_logits != &g->step_logits_t && g->last_logits != logits)
+        og_tensor_free(g->last_logits);
     g->last_logits = logits;
     logits = NULL;
 done:
-    for (int k = 0; vals && k < m->n_stages * 64; k++) og_tensor_free(vals[k]);
-    for (int k = 0; ins && k < MAX_IO; k++) og_tensor_free(ins[k]);
-    for (int k = 0; outs && k < MAX_IO; k++) og_tensor_free(outs[k]);
-    og_tensor_free(logits);
-    free(vals);
-    free(ins);
-    free(outs);
-    free(in_names);
-    free(out_names);
+    drop(g, vals, m->n_stages * 64, NULL);
+    for (int k = 0; k < g->max_io; k++) {
+        if (ins[k] && g->in_owned[k]) og_tensor_free(ins[k]);
+        ins[k] = NULL;
+    }
+    drop(g, outs, g->max_io, g->io_out);
+    if (logits != &g->step_logits_t) og_tensor_free(logits);
     return st;
 }
 

@@ -11,6 +11,7 @@
  *     (OG_ERR_UNSUPPORTED). */
 #include "genai/model_internal.h"
 
+#include "backends/native/profile.h"
 #include "base/pkg_file.h"
 #include "genai/config.h"
 #include "genai/generator.h"
@@ -525,6 +526,7 @@ fail:
 
 void og_model_close(og_model *m) {
     if (!m) return;
+    profiler_free(m->prof);
     for (int i = 0; i < m->n_cache; i++) {
         free(m->cache[i].past);
         free(m->cache[i].present);
@@ -583,4 +585,25 @@ og_generator_params og_generator_params_default(const og_model *m) {
     p.random_seed = s ? s->random_seed : -1;
     if (p.batch_size < 1) p.batch_size = 1;
     return p;
+}
+
+/* ---- profiling ---------------------------------------------------------------------- */
+
+og_status *og_model_profile_start(og_model *m) {
+    if (!m) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_profile_start: NULL model");
+    if (!m->prof) OG_TRY(profiler_create(&m->prof));
+    for (int i = 0; i < m->n_stages; i++) session_set_profiler(m->stages[i].s, m->prof);
+    return NULL;
+}
+
+og_status *og_model_profile_write(og_model *m, const char *path) {
+    if (!m || !path) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_profile_write: NULL argument");
+    if (!m->prof)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_profile_write: profiling was not "
+                         "started (og_model_profile_start)");
+    og_status *st = profiler_write_trace(m->prof, path);
+    for (int i = 0; i < m->n_stages; i++) session_set_profiler(m->stages[i].s, NULL);
+    profiler_free(m->prof);
+    m->prof = NULL;
+    return st;
 }

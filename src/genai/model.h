@@ -125,6 +125,7 @@ struct og_model {
     char *text_only;         /* why the package decodes text only; NULL when it is whole */
     char **warnings;         /* the config's warnings, then the model's own */
     int n_warnings;
+    struct og_profiler *prof; /* set by og_model_profile_start: times every stage's nodes */
 };
 
 /* Bytes of KV per cached position, all KV layers, batch 1. */

@@ -1,4 +1,5 @@
-/* onnx-genai bench -m DIR [-p 512] [-n 128] [-d 0] [-r 5] [--threads N] [--json]
+/* onnx-genai bench -m DIR [-p 512] [-n 128] [-d 0] [-b 1] [-r 5] [--threads N] [--json]
+ *                  [--per-op] [--profile FILE]
  *
  * Generation speed as llama-bench reports it (see docs/PERFORMANCE.md):
  *   pp<P>[@d<D>]  prefill tokens/s of a P-token prompt (after D cached tokens)
@@ -9,10 +10,19 @@
  *
  * Token ids are random (seeded) so that no tokenizer runs; EOS is blocked for the whole
  * run (min_length = max_length) so every run does the same work; the choice is greedy,
- * which costs one pass over the logits. Each test runs once to warm up, then R times. */
+ * which costs one pass over the logits. Each test runs once to warm up, then R times.
+ *
+ * With -b B every test runs B sequences together (prompts of equal length, so they run
+ * as one batch): tokens/s counts the tokens of all rows, and one decode step reads the
+ * weights once for all B rows plus each row's KV cache.
+ *
+ * --per-op prints, per test, the ops by total time over the timed repetitions (the
+ * warm-up run excluded); --profile FILE writes a Chrome/Perfetto trace of every node
+ * run (see backends/native/profile.h). Both time every node, which costs a little. */
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/model.h"
+#include "backends/native/profile.h"
 #include "backends/native/session.h"
 #include "tools/cli.h"
 
@@ -40,18 +50,21 @@ static const char bench_usage[] =
     "  -p N            prompt tokens for the prefill test pp<N> (default 512; 0: skip)\n"
     "  -n N            generated tokens for the decode test tg<N> (default 128; 0: skip)\n"
     "  -d N            tokens already in the cache before both tests (default 0)\n"
+    "  -b N            sequences decoded together (batch size, default 1)\n"
     "  -r N            repetitions after one warm-up run (default 5)\n"
     "  --threads N     compute threads (default: all cores)\n"
     "  --seed N        seed of the random token ids (default 1)\n"
     "  --probe-mb N    size of the bandwidth probe's buffer in MiB (default 512; 0: skip)\n"
     "  --probe-only    run only the bandwidth probe\n"
-    "  --json          one JSON object instead of the table\n";
+    "  --json          one JSON object instead of the table\n"
+    "  --per-op        per test, the ops by total time (timed repetitions only)\n"
+    "  --profile FILE  write a Chrome/Perfetto trace (JSON) of every node run\n";
 
 typedef struct bench_opts {
-    const char *model;
-    int p, n, d, reps, threads, probe_mb;
+    const char *model, *profile;
+    int p, n, d, b, reps, threads, probe_mb;
     long long seed;
-    bool json, probe_only;
+    bool json, probe_only, per_op;
 } bench_opts;
 
 static bool parse_int(const char *s, long lo, long hi, int *out) {
@@ -78,6 +91,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             target = &o->n;
         } else if (!strcmp(a, "-d")) {
             target = &o->d;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) {
+            target = &o->b;
+            lo = 1;
+            hi = 4096;
         } else if (!strcmp(a, "-r")) {
             target = &o->reps;
             lo = 1;
@@ -101,6 +118,13 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (!strcmp(a, "--probe-only")) {
             o->probe_only = true;
             continue;
+        } else if (!strcmp(a, "--per-op")) {
+            o->per_op = true;
+            continue;
+        } else if (!strcmp(a, "--profile")) {
+            if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
+            o->profile = argv[++i];
+            continue;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(bench_usage, stdout);
             exit(0);
@@ -118,6 +142,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         return cli_fail("bench: no model folder given (see 'onnx-genai bench --help')");
     if (!o->probe_only && o->p == 0 && o->n == 0)
         return cli_fail("bench: -p 0 and -n 0 leave nothing to measure");
+    if (o->b > 1 && o->d > 0 && o->p > 0)
+        return cli_fail("bench: a prefill after -d cached tokens runs with batch 1 only (a batch "
+                        "is appended to only while empty): add -p 0, or leave out -b");
     return 0;
 }
 
@@ -263,8 +290,15 @@ static uint32_t rng_next(rng64 *r) {
     return (uint32_t)((z ^ (z >> 31)) >> 32);
 }
 
-static void random_ids(rng64 *r, int32_t *ids, int n, int vocab) {
-    for (int i = 0; i < n; i++) ids[i] = (int32_t)(rng_next(r) % (uint32_t)vocab);
+/* B rows of n random ids; a row never ends in the pad id (trailing pad tokens would be
+ * read as padding, and rows of different lengths run one by one). */
+static void random_ids(rng64 *r, int32_t *ids, int rows, int n, int vocab, int32_t pad) {
+    for (int b = 0; b < rows; b++)
+        for (int i = 0; i < n; i++) {
+            int32_t *t = &ids[(size_t)b * n + i];
+            do *t = (int32_t)(rng_next(r) % (uint32_t)vocab);
+            while (i == n - 1 && *t == pad && vocab > 1);
+        }
 }
 
 typedef struct stats {
@@ -302,9 +336,9 @@ typedef struct test_result {
     double bytes_per_token, kv_copy_per_step, mean_past;
 } test_result;
 
-static og_status *new_generator(og_model *m, int max_length, og_generator **g) {
+static og_status *new_generator(og_model *m, int batch, int max_length, og_generator **g) {
     og_generator_params p = og_generator_params_default(m);
-    p.batch_size = 1;
+    p.batch_size = batch;
     p.num_beams = 1;
     p.num_return_sequences = 1;
     p.do_sample = 0;
@@ -315,21 +349,38 @@ static og_status *new_generator(og_model *m, int max_length, og_generator **g) {
     return og_generator_create(m, &p, g);
 }
 
-/* One prefill: D untimed tokens, then P timed; TTFT adds the first token's choice. */
-static og_status *run_pp(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, double *tps,
-                         double *ttft) {
+/* Appends B rows of n tokens each (ids: B rows of n). */
+static og_status *append_rows(og_generator *g, const int32_t *ids, int rows, int n) {
+    if (rows == 1) return og_generator_append_tokens(g, ids, (size_t)n);
+    const int32_t *row[4096];
+    size_t len[4096];
+    for (int b = 0; b < rows; b++) row[b] = ids + (size_t)b * n, len[b] = (size_t)n;
+    return og_generator_append_token_rows(g, row, len);
+}
+
+/* One prefill: D untimed tokens, then P timed; TTFT adds the first token's choice. (A
+ * batch is appended to only while empty, so parse_args refuses pp with both -d and -b.) */
+static og_status *run_pp(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, int tag,
+                         double *tps, double *ttft) {
     og_generator *g;
-    og_status *st = new_generator(m, o->d + o->p + 1, &g);
+    og_status *st = new_generator(m, o->b, o->d + o->p + 1, &g);
     if (st) return st;
     int V = og_model_vocab_size(m);
-    random_ids(r, ids, o->d + o->p, V);
-    if (o->d > 0 && (st = og_generator_append_tokens(g, ids, (size_t)o->d))) goto done;
+    int32_t pad = og_model_pad_token_id(m);
+    if (o->d > 0) {
+        random_ids(r, ids, 1, o->d, V, pad);
+        if ((st = og_generator_append_tokens(g, ids, (size_t)o->d))) goto done;
+    }
+    random_ids(r, ids, o->b, o->p, V, pad);
+    if (m->prof) profiler_set_tag(m->prof, tag);
     double t0 = now_s();
-    if ((st = og_generator_append_tokens(g, ids + o->d, (size_t)o->p))) goto done;
+    st = append_rows(g, ids, o->b, o->p);
     double t1 = now_s();
+    if (m->prof) profiler_set_tag(m->prof, 0);
+    if (st) goto done;
     if ((st = og_generator_generate_next_token(g))) goto done;
     double t2 = now_s();
-    *tps = o->p / (t1 - t0);
+    *tps = (double)o->b * o->p / (t1 - t0);
     *ttft = t2 - t0;
 done:
     og_generator_destroy(g);
@@ -338,24 +389,27 @@ done:
 
 /* One decode run: a prompt of max(D, 1) tokens, the first token picked from its logits
  * (no model run), then N timed steps that each run the model on one token. */
-static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, double *tps,
-                         double *step_max, double *step_med, double *steps) {
+static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, int tag,
+                         double *tps, double *step_max, double *step_med, double *steps) {
     int prompt = o->d > 0 ? o->d : 1;
     og_generator *g;
-    og_status *st = new_generator(m, prompt + 1 + o->n, &g);
+    og_status *st = new_generator(m, o->b, prompt + 1 + o->n, &g);
     if (st) return st;
-    random_ids(r, ids, prompt, og_model_vocab_size(m));
-    if ((st = og_generator_append_tokens(g, ids, (size_t)prompt))) goto done;
+    random_ids(r, ids, o->b, prompt, og_model_vocab_size(m), og_model_pad_token_id(m));
+    if ((st = append_rows(g, ids, o->b, prompt))) goto done;
     if ((st = og_generator_generate_next_token(g))) goto done;
+    if (m->prof) profiler_set_tag(m->prof, tag);
     double worst = 0, t0 = now_s(), prev = t0;
     for (int i = 0; i < o->n; i++) {
-        if ((st = og_generator_generate_next_token(g))) goto done;
+        if ((st = og_generator_generate_next_token(g))) break;
         double t = now_s();
         if (t - prev > worst) worst = t - prev;
         steps[i] = t - prev;
         prev = t;
     }
-    *tps = o->n / (prev - t0);
+    if (m->prof) profiler_set_tag(m->prof, 0);
+    if (st) goto done;
+    *tps = (double)o->b * o->n / (prev - t0);
     *step_max = worst;
     *step_med = summarize(steps, o->n).median;
 done:
@@ -421,7 +475,7 @@ static void print_probe_json(const probe_result *pr) {
 }
 
 int cli_bench(int argc, char **argv) {
-    bench_opts o = {.p = 512, .n = 128, .d = 0, .reps = 5, .threads = 0, .probe_mb = 512,
+    bench_opts o = {.p = 512, .n = 128, .d = 0, .b = 1, .reps = 5, .threads = 0, .probe_mb = 512,
                     .seed = 1};
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
@@ -454,7 +508,7 @@ int cli_bench(int argc, char **argv) {
     double load_s = now_s() - t0;
     int threads = threadpool_size(m->decoder->pool);
     int longest = o.d + (o.p > 1 ? o.p : 1) + 1 + o.n;
-    ids = malloc((size_t)longest * sizeof *ids);
+    ids = malloc((size_t)longest * (size_t)o.b * sizeof *ids);
     steps = malloc((size_t)(o.n > 0 ? o.n : 1) * sizeof *steps);
     if (!ids || !steps) {
         rc = cli_fail("bench: out of memory for %d prompt ids", longest);
@@ -465,28 +519,32 @@ int cli_bench(int argc, char **argv) {
     weight_bytes(m, &w_total, &w_streamed);
     double kv_pos = kv_bytes_per_position(m);
 
+    char bsuf[16] = "";
+    if (o.b > 1) snprintf(bsuf, sizeof bsuf, "@b%d", o.b);
     if (o.p > 0) {
         test_result *t = &tests[n_tests++];
         t->is_pp = true;
         t->n_prompt = o.p;
         t->depth = o.d;
-        if (o.d) snprintf(t->name, sizeof t->name, "pp%d@d%d", o.p, o.d);
-        else snprintf(t->name, sizeof t->name, "pp%d", o.p);
+        if (o.d) snprintf(t->name, sizeof t->name, "pp%d@d%d%s", o.p, o.d, bsuf);
+        else snprintf(t->name, sizeof t->name, "pp%d%s", o.p, bsuf);
     }
     if (o.n > 0) {
         test_result *t = &tests[n_tests++];
         t->n_gen = o.n;
         t->depth = o.d;
-        if (o.d) snprintf(t->name, sizeof t->name, "tg%d@d%d", o.n, o.d);
-        else snprintf(t->name, sizeof t->name, "tg%d", o.n);
+        if (o.d) snprintf(t->name, sizeof t->name, "tg%d@d%d%s", o.n, o.d, bsuf);
+        else snprintf(t->name, sizeof t->name, "tg%d%s", o.n, bsuf);
         int prompt = o.d > 0 ? o.d : 1;
         t->mean_ctx = prompt + (o.n + 1) / 2.0;
         t->mean_past = t->mean_ctx - 1;
-        t->bytes_per_token = w_streamed + kv_pos * t->mean_ctx;
+        /* one step reads the weights once for all rows, and every row's cache */
+        t->bytes_per_token = (w_streamed + o.b * kv_pos * t->mean_ctx) / o.b;
         /* a present output that is a new tensor gets the whole past copied into it */
         bool shared = kv_shared(m);
-        t->kv_copy_per_step = shared ? 0 : kv_pos * t->mean_past;
+        t->kv_copy_per_step = shared ? 0 : o.b * kv_pos * t->mean_past;
     }
+    if ((o.per_op || o.profile) && (st = og_model_profile_start(m))) goto done;
     for (int k = 0; k < n_tests; k++) {
         test_result *t = &tests[k];
         t->tps = calloc((size_t)o.reps, sizeof(double));
@@ -502,7 +560,9 @@ int cli_bench(int argc, char **argv) {
             double *a = r < 0 ? &dummy[0] : &t->tps[r];
             double *b = r < 0 ? &dummy[1] : (t->is_pp ? &t->ttft[r] : &t->step_max[r]);
             double *c = r < 0 ? &dummy[2] : &t->step_med[r];
-            st = t->is_pp ? run_pp(m, &rng, ids, &o, a, b) : run_tg(m, &rng, ids, &o, a, b, c, steps);
+            int tag = r < 0 ? 0 : k + 1; /* the timed repetitions, for --per-op */
+            st = t->is_pp ? run_pp(m, &rng, ids, &o, tag, a, b)
+                          : run_tg(m, &rng, ids, &o, tag, a, b, c, steps);
             if (st) goto done;
         }
         t->s_tps = summarize(t->tps, o.reps);
@@ -521,8 +581,8 @@ int cli_bench(int argc, char **argv) {
         json_str(o.model);
         printf(", \"model_type\": ");
         json_str(og_model_type(m));
-        printf(", \"engine\": \"onnx-genai\", \"threads\": %d, \"reps\": %d, \"seed\": %lld, "
-               "\"compiler\": ", threads, o.reps, o.seed);
+        printf(", \"engine\": \"onnx-genai\", \"threads\": %d, \"batch\": %d, \"reps\": %d, "
+               "\"seed\": %lld, \"compiler\": ", threads, o.b, o.reps, o.seed);
         json_str(__VERSION__);
         printf(", \"compile_flags\": \"%s\", \"load_s\": %.6f, \"peak_rss_bytes\": %.0f, "
                "\"weight_bytes\": %.0f, \"weight_bytes_streamed\": %.0f, "
@@ -611,6 +671,16 @@ int cli_bench(int argc, char **argv) {
                        t->mean_past, pr.best_gbps > 0 ? bw / t->bytes_per_token : 0.0);
         }
     }
+    if (o.per_op) /* after the JSON object (on stderr then), so that it stays parseable */
+        for (int k = 0; k < n_tests; k++) {
+            test_result *t = &tests[k];
+            FILE *f = o.json ? stderr : stdout;
+            fprintf(f, "\nops by total time, %s (%s):\n", t->name,
+                    t->is_pp ? "per prefill run" : "per decode step");
+            profiler_print_ops(m->prof, k + 1, t->is_pp ? o.reps : (double)o.reps * o.n,
+                               t->is_pp ? "ms/run" : "ms/step", f);
+        }
+    if (o.profile && (st = og_model_profile_write(m, o.profile))) goto done;
     rc = 0;
 done:
     if (st) {

@@ -22,7 +22,7 @@ static double now_s(void) {
 }
 
 typedef struct opts {
-    const char *model, *prompt;
+    const char *model, *prompt, *profile;
     int32_t *ids[64];
     size_t n_ids[64];
     int n_batches;
@@ -46,6 +46,7 @@ static const char generate_usage[] =
     "  --repetition-penalty F, --no-repeat-ngram-size N\n"
     "  --threads N                compute threads (default: all cores)\n"
     "  --json                     print {\"sequences\", \"text\", \"timing\"} instead of streaming\n"
+    "  --profile FILE             write a Chrome/Perfetto trace of every node run (JSON)\n"
     "  --chat                     the prompt is a user message: render it with the package's\n"
     "                             chat template, print the answer (--system, --stop,\n"
     "                             --max-new-tokens, --extra ...: see 'onnx-genai run --help')\n";
@@ -190,6 +191,9 @@ static int parse_args(int argc, char **argv, opts *o) {
             if (rc_) return rc_;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
+        } else if (!strcmp(a, "--profile")) {
+            NEED_ARG();
+            o->profile = argv[++i];
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(generate_usage, stdout);
             exit(0);
@@ -284,6 +288,7 @@ int cli_generate(int argc, char **argv) {
     }
     og_status_free(tst);
     double t_load = now_s() - t0;
+    if (o.profile && (st = og_model_profile_start(model))) goto done;
 
     /* The prompt rows, each its own length (the generator never pads inside the model). */
     size_t batch = o.n_batches ? (size_t)o.n_batches : 1, width = 0;
@@ -345,6 +350,7 @@ int cli_generate(int argc, char **argv) {
         }
     }
     double t_decode = now_s() - t2;
+    if (o.profile && (st = og_model_profile_write(model, o.profile))) goto done;
     if (streaming) {
         const char *piece;
         if ((st = og_tokenizer_stream_flush(stream, &piece))) goto done;

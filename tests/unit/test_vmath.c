@@ -134,3 +134,24 @@ TEST(vmath_special_values) {
         CHECK_NEAR(a[i], r, 1e-6);
     }
 }
+
+/* The softmax helpers: the largest value, and the shifted exponentials with their sum,
+ * against plain loops, for every length around the vector width. */
+TEST(vmath_softmax_helpers) {
+    float x[70], y[70];
+    for (int n = 1; n <= 70; n++) {
+        for (int i = 0; i < n; i++) x[i] = (float)((i * 37) % 23) * 0.37f - 4.0f;
+        x[(n * 5) % n] = 3.75f; /* the maximum somewhere */
+        float ref_max = x[0];
+        for (int i = 1; i < n; i++) ref_max = x[i] > ref_max ? x[i] : ref_max;
+        CHECK(vmax_f32(x, n) == ref_max);
+        float sum = vexp_shift_sum_f32(x, y, n, ref_max);
+        double ref = 0;
+        for (int i = 0; i < n; i++) {
+            double e = exp((double)x[i] - (double)ref_max);
+            CHECK_NEAR(y[i], e, 3e-7 * e);
+            ref += y[i];
+        }
+        CHECK_NEAR(sum, ref, 1e-6 * ref);
+    }
+}

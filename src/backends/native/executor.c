@@ -2,6 +2,7 @@
  * records the plan for their shape class, and runs the nodes in order. Subgraphs (the
  * bodies of If, Loop, Scan) run through the same code when their kernel asks. */
 #include "backends/native/plan.h"
+#include "backends/native/profile.h"
 #include "backends/native/session.h"
 
 #include <stdio.h>
@@ -22,13 +23,12 @@ typedef struct run_state {
     held_list *held;              /* the og_session_run's */
     og_session *s;
     exec_plan *plan;              /* NULL while recording */
+    bool trial;                   /* plan is another shape class's, tried for this one */
+    size_t misses;                /* intermediates that did not fit the plan (heap) */
     og_tensor **user_out;         /* [n_values] caller tensors for requested outputs (main graph) */
     bool *want_out;               /* [n_values] value is a requested output; NULL in subgraphs */
     int step;
     const graph_node *node;
-    void **scratch;               /* heap blocks to free after the node */
-    size_t *scratch_size;
-    int n_scratch, cap_scratch;
     size_t heap_allocs;
 } run_state;
 
@@ -177,7 +177,7 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
         t->data = eg->slots[u].data;
         t->owns_data = true;
         eg->slots[u].owns_data = false;
-        if (!rs->plan) {
+        if (!rs->plan || rs->trial) {
             eg->recorded[v] = t->nbytes;
             eg->alias[v] = u;
         }
@@ -188,9 +188,14 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
          * a data-dependent shape changed, would overlap that input: heap instead) */
         t->data = (char *)rs->plan->arena + rs->plan->offset[v];
         t->owns_data = false;
+        if (rs->trial) {
+            eg->recorded[v] = t->nbytes ? t->nbytes : 1;
+            eg->alias[v] = rs->plan->alias[v];
+        }
     } else {
         OG_TRY(alloc_heap(rs, ctx, index, t, true));
-        if (v >= 0 && !rs->plan) eg->recorded[v] = t->nbytes ? t->nbytes : 1;
+        if (v >= 0 && (!rs->plan || rs->trial)) eg->recorded[v] = t->nbytes ? t->nbytes : 1;
+        rs->misses += v >= 0 && rs->plan;
     }
     if (v >= 0) eg->cur[v] = t;
     *out = t;
@@ -221,12 +226,95 @@ static og_status *add_block(kernel_ctx *ctx, void ***blocks, size_t **sizes, int
     return NULL;
 }
 
+/* ---- scratch: a stack of chunks kept by the session --------------------------------
+ * A node's scratch is released when it returns (subgraph nodes run inside their
+ * parent's node, above its mark), so scratch is a stack: bump allocation in the current
+ * chunk, the next chunk when it is full, and back to the node's mark afterwards. Chunks
+ * stay allocated from run to run (a decode step asks for the same scratch every time, so
+ * it allocates nothing); big ones are given back when the run ends. */
+enum { SCRATCH_MIN_CHUNK = 256 << 10, SCRATCH_KEEP = 8 << 20 };
+
+typedef struct scratch_mark {
+    int chunk;
+    size_t used, live;
+} scratch_mark;
+
+static scratch_mark scratch_save(const og_session *s) {
+    const session_scratch *sc = &s->scratch;
+    return (scratch_mark){sc->cur, sc->n ? sc->chunks[sc->cur].used : 0, sc->live};
+}
+
+static void scratch_restore(og_session *s, scratch_mark m) {
+    session_scratch *sc = &s->scratch;
+    if (!sc->n) return;
+    sc->cur = m.chunk;
+    sc->chunks[m.chunk].used = m.used;
+    s->mem_live -= sc->live - m.live;
+    sc->live = m.live;
+}
+
+/* Gives back chunks beyond the first few MiB (what a prefill needed); the stack is empty. */
+static void scratch_trim(og_session *s) {
+    session_scratch *sc = &s->scratch;
+    size_t kept = 0;
+    int n = 0;
+    for (int i = 0; i < sc->n; i++) {
+        if (kept + sc->chunks[i].size <= SCRATCH_KEEP) {
+            kept += sc->chunks[i].size;
+            sc->chunks[n++] = sc->chunks[i];
+        } else {
+            free(sc->chunks[i].base);
+        }
+    }
+    sc->n = n;
+    sc->cur = 0;
+    if (n) sc->chunks[0].used = 0;
+}
+
 static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
     run_state *rs = ctx->exec;
-    OG_TRY(add_block(ctx, &rs->scratch, &rs->scratch_size, &rs->n_scratch, &rs->cap_scratch,
-                     size, out));
-    rs->heap_allocs++;
-    mem_add(rs->s, rs->scratch_size[rs->n_scratch - 1]);
+    session_scratch *sc = &rs->s->scratch;
+    size_t need = (size + 63) & ~(size_t)63;
+    if (need < size) need = SIZE_MAX;
+    if (need == SIZE_MAX)
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of scratch",
+                         ctx->where, size);
+    if (!sc->n || sc->chunks[sc->cur].size - sc->chunks[sc->cur].used < need) {
+        /* the next chunk (free: above the stack), replaced when too small */
+        int next = sc->n ? sc->cur + 1 : 0;
+        if (next < sc->n && sc->chunks[next].size < need) {
+            free(sc->chunks[next].base);
+            memmove(&sc->chunks[next], &sc->chunks[next + 1],
+                    (size_t)(sc->n - next - 1) * sizeof *sc->chunks);
+            sc->n--;
+        }
+        if (next >= sc->n) {
+            if (sc->n == sc->cap) {
+                int c = sc->cap ? sc->cap * 2 : 8;
+                scratch_chunk *ch = realloc(sc->chunks, (size_t)c * sizeof *ch);
+                if (!ch) return og_oom();
+                sc->chunks = ch;
+                sc->cap = c;
+            }
+            size_t csize = need > SCRATCH_MIN_CHUNK ? need : SCRATCH_MIN_CHUNK;
+            void *p = NULL;
+            if (posix_memalign(&p, 64, csize) != 0)
+                return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of "
+                                 "scratch", ctx->where, size);
+            memmove(&sc->chunks[next + 1], &sc->chunks[next],
+                    (size_t)(sc->n - next) * sizeof *sc->chunks);
+            sc->chunks[next] = (scratch_chunk){p, csize, 0};
+            sc->n++;
+            rs->heap_allocs++;
+        }
+        sc->cur = next;
+        sc->chunks[next].used = 0;
+    }
+    scratch_chunk *c = &sc->chunks[sc->cur];
+    *out = c->base + c->used;
+    c->used += need;
+    sc->live += need;
+    mem_add(rs->s, need);
     return NULL;
 }
 
@@ -249,12 +337,7 @@ static void free_held(og_session *s, held_list *h) {
     memset(h, 0, sizeof *h);
 }
 
-static void free_scratch(run_state *rs) {
-    for (int i = 0; i < rs->n_scratch; i++) {
-        free(rs->scratch[i]);
-        rs->s->mem_live -= rs->scratch_size[i];
-    }
-    rs->n_scratch = 0;
+static void free_temp(run_state *rs) {
     for (int i = 0; i < rs->eg->cap_temp; i++) slot_release(rs->s, &rs->eg->temp[i]);
 }
 
@@ -393,8 +476,22 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
     };
     rs->step = step;
     rs->node = n;
+    scratch_mark mark = scratch_save(rs->s);
+    og_profiler *prof = rs->s->prof;
+    int64_t t0 = prof ? profiler_now_ns() : 0;
+    uint64_t jobs0 = prof ? threadpool_jobs(ctx.pool) : 0;
     og_status *st = eg->kernels[n->index]->run(&ctx);
-    free_scratch(rs);
+    if (prof && !st) {
+        int64_t t1 = profiler_now_ns();
+        const tensor *outs[64];
+        int no = n->n_outputs < 64 ? n->n_outputs : 64;
+        for (int k = 0; k < no; k++) outs[k] = n->outputs[k] >= 0 ? eg->cur[n->outputs[k]] : NULL;
+        profiler_node(prof, eg->label, n, t0, t1, (int)(threadpool_jobs(ctx.pool) - jobs0),
+                      threadpool_size(ctx.pool), n->n_inputs < 64 ? n->n_inputs : 64, ins, no,
+                      outs);
+    }
+    scratch_restore(rs->s, mark);
+    free_temp(rs);
     if (ins != stack) free(ins);
     for (int k = eg->sub_start[n->index]; k < eg->sub_start[n->index + 1]; k++)
         exec_graph_release(eg->subs[k].exec);
@@ -426,11 +523,25 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
     og_session *s = rs->s;
     size_t key_len = plan_make_key(bound, n_bound, eg->key);
     rs->plan = find_plan(eg, eg->key, key_len);
+    rs->trial = false;
+    rs->misses = 0;
     og_status *st = NULL;
-    if (!rs->plan) {
+    if (!rs->plan && eg->n_plans > 0) {
+        /* A new shape class often has intermediates no larger than the last one's (a
+         * decode step's attention mask grows by one column, which only Shape and
+         * ReduceSum read): try the most recently used plan, recording sizes as we go.
+         * If everything fits, the plan takes this class's key; if not, the values that
+         * did not fit went to the heap and a plan is built from the recorded sizes. */
+        rs->plan = eg->plans[0];
+        for (int i = 1; i < eg->n_plans; i++)
+            if (eg->plans[i]->last_used > rs->plan->last_used) rs->plan = eg->plans[i];
+        rs->trial = true;
+    }
+    if (!rs->plan || rs->trial) {
         memset(eg->recorded, 0, ((size_t)g->n_values + 1) * sizeof *eg->recorded);
         for (int v = 0; v < g->n_values; v++) eg->alias[v] = -1;
-    } else {
+    }
+    if (rs->plan) {
         rs->plan->last_used = ++eg->run_count;
         if (!rs->plan->arena && rs->plan->arena_size) {
             if (posix_memalign(&rs->plan->arena, 64, rs->plan->arena_size) != 0) {
@@ -442,13 +553,18 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
         }
     }
     for (int step = 0; step < g->n_nodes && !st; step++) st = run_node(eg, rs, step);
-    free_scratch(rs);
-    free(rs->scratch);
-    free(rs->scratch_size);
-    rs->scratch = NULL;
-    rs->scratch_size = NULL;
-    rs->cap_scratch = 0;
-    if (!st && !rs->plan) {
+    free_temp(rs);
+    if (!st && rs->trial && rs->misses == 0) { /* the plan serves this class too */
+        if (key_len > rs->plan->key_len) {
+            int64_t *k = realloc(rs->plan->key, (key_len + 1) * sizeof *k);
+            if (!k) return og_oom();
+            rs->plan->key = k;
+        }
+        memcpy(rs->plan->key, eg->key, key_len * sizeof *eg->key);
+        rs->plan->key_len = key_len;
+        return NULL;
+    }
+    if (!st && (!rs->plan || rs->trial)) {
         int64_t *key = malloc((key_len + 1) * sizeof *key);
         if (!key) return og_oom();
         memcpy(key, eg->key, key_len * sizeof *key);
@@ -504,21 +620,28 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
     exec_graph *eg = s->main;
     const graph *g = eg->graph;
     og_status *st = NULL;
-    size_t nv = (size_t)g->n_values + 1;
     held_list held = {0};
-    run_state rs = {.eg = eg, .s = s, .held = &held};
-    rs.user_out = calloc(nv, sizeof *rs.user_out);
-    rs.want_out = calloc(nv, sizeof *rs.want_out);
+    /* user_out and want_out are the graph's (all NULL and false between runs) */
+    run_state rs = {.eg = eg, .s = s, .held = &held, .user_out = eg->user_out,
+                    .want_out = eg->want_out};
     const tensor **bound = eg->bound;
     memset(bound, 0, ((size_t)g->n_inputs + 1) * sizeof *bound);
-    int *out_val = calloc(n_outputs + 1, sizeof *out_val);
-    bool *fresh = calloc(n_outputs + 1, sizeof *fresh);
+    int out_stack[16];
+    bool fresh_stack[16];
+    int *out_val = out_stack;
+    bool *fresh = fresh_stack;
+    if (n_outputs > 16) {
+        out_val = calloc(n_outputs, sizeof *out_val);
+        fresh = calloc(n_outputs, sizeof *fresh);
+    }
     s->mem_peak = s->mem_live;
     bool used_plan = false;
-    if (!rs.user_out || !rs.want_out || !out_val || !fresh) {
+    size_t n_requested = 0; /* entries of user_out / want_out to clear afterwards */
+    if (!out_val || !fresh) {
         st = og_oom();
         goto done;
     }
+    memset(fresh, 0, (n_outputs > 16 ? n_outputs : 16) * sizeof *fresh);
     for (int v = 0; v < g->n_values; v++) eg->cur[v] = g->values[v].initializer;
 
     /* Inputs. */
@@ -564,12 +687,15 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
         rs.want_out[v] = true;
         rs.user_out[v] = outputs[i];
         out_val[i] = v;
+        n_requested = i + 1;
     }
 
     eg->running = true;
+    int64_t t0 = s->prof ? profiler_now_ns() : 0;
     st = run_graph(eg, &rs, bound, g->n_inputs);
+    if (s->prof) profiler_run(s->prof, eg->label, t0, profiler_now_ns());
     eg->running = false;
-    used_plan = rs.plan != NULL;
+    used_plan = rs.plan != NULL && !(rs.trial && rs.misses);
     if (st) goto done;
 
     /* Hand results to the caller. */
@@ -612,6 +738,7 @@ done:
     s->last_stats_arena = used_plan ? rs.plan->arena_size : 0;
     s->last_stats_heap = rs.heap_allocs;
     exec_graph_release(eg);
+    scratch_trim(s);
     free_held(s, &held);
     if (st) /* no new tensor is returned on failure */
         for (size_t i = 0; i < n_outputs; i++)
@@ -619,12 +746,16 @@ done:
                 og_tensor_free(outputs[i]);
                 outputs[i] = NULL;
             }
-    free(rs.user_out);
-    free(rs.want_out);
-    free(out_val);
-    free(fresh);
+    for (size_t i = 0; i < n_requested; i++) {
+        rs.want_out[out_val[i]] = false;
+        rs.user_out[out_val[i]] = NULL;
+    }
+    if (out_val != out_stack) free(out_val);
+    if (fresh != fresh_stack) free(fresh);
     return st;
 }
+
+void session_set_profiler(og_session *s, og_profiler *p) { s->prof = p; }
 
 void session_last_stats(const og_session *s, session_run_stats *out) {
     out->used_plan = s->last_stats_used_plan;

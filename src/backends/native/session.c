@@ -144,9 +144,11 @@ static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *p
     eg->cur = calloc(nv, sizeof *eg->cur);
     eg->recorded = calloc(nv, sizeof *eg->recorded);
     eg->alias = calloc(nv, sizeof *eg->alias);
+    eg->user_out = calloc(nv, sizeof *eg->user_out);
+    eg->want_out = calloc(nv, sizeof *eg->want_out);
     og_status *st = NULL;
     if (!eg->label || !eg->order || !eg->kernels || !eg->where || !eg->last_use ||
-        !eg->slots || !eg->cur || !eg->recorded || !eg->alias) {
+        !eg->slots || !eg->cur || !eg->recorded || !eg->alias || !eg->user_out || !eg->want_out) {
         st = og_oom();
         goto fail;
     }
@@ -221,6 +223,8 @@ void exec_graph_free(exec_graph *eg) {
     free(eg->cur);
     free(eg->recorded);
     free(eg->alias);
+    free(eg->user_out);
+    free(eg->want_out);
     free(eg->bound);
     free(eg->key);
     free(eg->temp);
@@ -286,6 +290,8 @@ og_status *og_session_open_bytes(const void *data, size_t size, const char *base
 void og_session_close(og_session *s) {
     if (!s) return;
     exec_graph_free(s->main);
+    for (int i = 0; i < s->scratch.n; i++) free(s->scratch.chunks[i].base);
+    free(s->scratch.chunks);
     threadpool_free(s->pool);
     model_free(s->model);
     free(s->label);

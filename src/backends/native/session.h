@@ -61,8 +61,21 @@ struct exec_graph {
     const tensor **cur;           /* [n_values] what each value is bound to now */
     size_t *recorded;             /* [n_values] sizes seen while recording a plan */
     int *alias;                   /* [n_values] in-place source seen while recording, or -1 */
+    struct og_tensor **user_out;  /* [n_values] (main graph) caller tensors of requested outputs */
+    bool *want_out;               /* [n_values] (main graph) value is a requested output */
     bool running;
 };
+
+/* Kernel scratch memory, a stack of chunks kept from run to run (executor.c). */
+typedef struct scratch_chunk {
+    char *base;
+    size_t size, used;
+} scratch_chunk;
+typedef struct session_scratch {
+    scratch_chunk *chunks;
+    int n, cap, cur;
+    size_t live;                  /* bytes handed out now */
+} session_scratch;
 
 struct og_session {
     model *model;
@@ -76,6 +89,8 @@ struct og_session {
     size_t mem_live, mem_peak;
     bool last_stats_used_plan;
     size_t last_stats_arena, last_stats_heap;
+    struct og_profiler *prof;     /* times every node while set (profile.h); not owned */
+    session_scratch scratch;
 };
 
 /* Open from an already loaded model; takes ownership of m on success and on failure. */
@@ -87,6 +102,9 @@ void exec_graph_free(exec_graph *eg);
 void exec_graph_release(exec_graph *eg);
 /* Frees a plan and takes its arena off the session's byte count. */
 void session_plan_free(og_session *s, exec_plan *p);
+
+/* Attaches a profiler (NULL detaches): every later node run is recorded in it. */
+void session_set_profiler(og_session *s, struct og_profiler *p);
 
 /* Statistics of the last run, for tests and benchmarks. */
 typedef struct session_run_stats {

@@ -38,6 +38,9 @@ typedef struct attn_job {
     float scale, mfv;
     bool causal;
     int failed;           /* out of memory in a worker */
+    float *scores;        /* n_slots buffers of S * T scores */
+    int *busy;            /* [n_slots] a call is using that buffer */
+    int n_slots;
 } attn_job;
 
 /* Products small enough that a plain loop beats packing for the blocked sgemm. */
@@ -123,12 +126,8 @@ static void attn_head(const attn_job *j, int64_t bn, float *scores) {
             const float *ab = j->abias + b * j->ab_b + n * j->ab_n + i * T;
             for (int64_t t = 0; t < T; t++) s[t] += ab[t];
         }
-        float mx = s[0];
-        for (int64_t t = 1; t < T; t++) mx = s[t] > mx ? s[t] : mx;
-        float sum = 0;
-        vexp_shift_f32(s, s, T, mx);
-        for (int64_t t = 0; t < T; t++) sum += s[t];
-        float inv = 1.0f / sum;
+        float mx = vmax_f32(s, T);
+        float inv = 1.0f / vexp_shift_sum_f32(s, s, T, mx);
         for (int64_t t = 0; t < T; t++) s[t] *= inv;
     }
     float *o = j->out + b * S * (j->N * Dv) + n * Dv;
@@ -136,18 +135,20 @@ static void attn_head(const attn_job *j, int64_t bn, float *scores) {
         __atomic_store_n((int *)&j->failed, 1, __ATOMIC_RELAXED);
 }
 
+/* Runs heads [b, e) with one of the score buffers: at most one call per pool thread
+ * runs at a time, so a free one is always there to claim. */
 static void attn_heads_fn(void *arg, int64_t b, int64_t e) {
     attn_job *j = arg;
-    float *scores = NULL;
-    if (j->S > 0) {
-        scores = malloc(sizeof(float) * (size_t)(j->S * j->T));
-        if (!scores) {
-            __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-            return;
-        }
+    int slot = 0;
+    for (;; slot = (slot + 1) % j->n_slots) {
+        int free_ = 0;
+        if (__atomic_compare_exchange_n(&j->busy[slot], &free_, 1, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            break;
     }
+    float *scores = j->scores + (size_t)slot * (size_t)(j->S * j->T);
     for (int64_t bn = b; bn < e; bn++) attn_head(j, bn, scores);
-    free(scores);
+    __atomic_store_n(&j->busy[slot], 0, __ATOMIC_RELEASE);
 }
 
 /* Reads mask_index (int32, or int64 converted) and classifies its layout. */
@@ -319,7 +320,14 @@ og_status *cpu_contrib_attention(kernel_ctx *ctx) {
     j.kbuf = kv;
     j.vbuf = kv + B * N * T * Dk;
     OG_TRY(cpu_out_f32(ctx, out, &j.out));
-    threadpool_parallel_for(ctx->pool, B * N, 1, attn_heads_fn, &j);
+    j.n_slots = threadpool_size(ctx->pool);
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(j.n_slots * S * T) + 1, (void **)&j.scores));
+    OG_TRY(kernel_scratch(ctx, sizeof(int) * (size_t)j.n_slots, (void **)&j.busy));
+    memset(j.busy, 0, sizeof(int) * (size_t)j.n_slots);
+    /* per head: the past copied, S x T scores and weighted values (short plain loops,
+     * about two multiply-adds a nanosecond), an exponential per score */
+    double head_ns = (double)(P * (Dk + Dv)) * 0.4 + (double)(S * T) * ((double)(Dk + Dv) * 0.5 + 2);
+    threadpool_parallel_for_cost(ctx->pool, B * N, head_ns, attn_heads_fn, &j);
     if (j.failed) return og_oom();
     cpu_out_f32_done(out, j.out);
     if (present) cpu_out_f32_done(present, kv);

@@ -217,11 +217,10 @@ static void softmax_row(const gqa_job *j, float *s, int64_t lo, int64_t hi, cons
         for (int64_t t = lo; t <= hi; t++) s[t] += ab[t];
     bool has_sink = j->sink || j->smooth;
     float sink = j->sink ? j->sink[h] : 0.0f;
-    float mx = has_sink ? sink : s[lo];
-    for (int64_t t = lo; t <= hi; t++) mx = s[t] > mx ? s[t] : mx;
-    float sum = has_sink ? expf(sink - mx) : 0.0f;
-    vexp_shift_f32(s + lo, s + lo, hi - lo + 1, mx);
-    for (int64_t t = lo; t <= hi; t++) sum += s[t];
+    float mx = vmax_f32(s + lo, hi - lo + 1);
+    if (has_sink && sink > mx) mx = sink;
+    float sum = vexp_shift_sum_f32(s + lo, s + lo, hi - lo + 1, mx);
+    if (has_sink) sum += expf(sink - mx);
     float inv = 1.0f / sum;
     for (int64_t t = lo; t <= hi; t++) s[t] *= inv;
 }
@@ -276,10 +275,7 @@ static void gqa_task(gqa_job *j, int64_t task, float *slice) {
                 for (int64_t d = 0; d < D; d++) j->out[((b * j->S + i) * j->N + h) * D + d] = 0.0f;
             continue;
         }
-        if (!use_gemm) {
-            const float *q = qbuf + r * D;
-            for (int64_t t = lo; t <= hi; t++) s[t - c0] = j->scale * cpu_dot(q, ks + t * D, D);
-        }
+        if (!use_gemm) cpu_attn_scores(qbuf + r * D, ks + lo * D, hi - lo + 1, D, j->scale, s + (lo - c0));
         softmax_row(j, s, lo - c0, hi - c0, ab_base ? ab_base + i * j->tsl + c0 : NULL, h);
         float *o = j->out + ((b * j->S + i) * j->N + h) * D;
         if (use_gemm) {
@@ -288,7 +284,7 @@ static void gqa_task(gqa_job *j, int64_t task, float *slice) {
             continue;
         }
         for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-        cpu_weighted_rows(o, s + (lo - c0), vs + lo * D, D, hi - lo + 1, D);
+        cpu_attn_weighted(o, s + (lo - c0), vs + lo * D, hi - lo + 1, D);
     }
     if (use_gemm &&
         !run_gemm(false, rows, D, width, 1.0f, scores, width, vs + c0 * D, D,
@@ -325,8 +321,7 @@ static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
     float *qbuf = slice, *sc = slice + R * D; /* sc: R rows of CK scores */
     for (int64_t r = 0; r < R; r++) load_queries(j, b, g * R + r, 0, 1, qbuf + r * D);
     const float *ks = j->ks + bg * j->Tk * D + k0 * D, *vs = j->vs + bg * j->Tk * D + k0 * D;
-    for (int64_t t = 0; t < n; t++)
-        for (int64_t r = 0; r < R; r++) sc[r * CK + t] = j->scale * cpu_dot(qbuf + r * D, ks + t * D, D);
+    for (int64_t r = 0; r < R; r++) cpu_attn_scores(qbuf + r * D, ks, n, D, j->scale, sc + r * CK);
     for (int64_t r = 0; r < R; r++) {
         int64_t h = g * R + r;
         float *s = sc + r * CK;
@@ -341,15 +336,13 @@ static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
                               (j->base ? j->base[b] : 0);
             for (int64_t t = 0; t < n; t++) s[t] += ab[t];
         }
-        float mx = s[0], sum = 0.0f;
-        for (int64_t t = 1; t < n; t++) mx = s[t] > mx ? s[t] : mx;
-        vexp_shift_f32(s, s, n, mx);
-        for (int64_t t = 0; t < n; t++) sum += s[t];
+        float mx = vmax_f32(s, n);
+        float sum = vexp_shift_sum_f32(s, s, n, mx);
         pm[r] = mx;
         pl[r] = sum;
         float *o = po + r * D;
         for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-        cpu_weighted_rows(o, s, vs, D, n, D);
+        cpu_attn_weighted(o, s, vs, n, D);
     }
 }
 
@@ -677,7 +670,11 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         if (!j.vs) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
     }
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * KV * D) + 1, (void **)&j.rowbuf));
-    threadpool_parallel_for(ctx->pool, B * KV, 1, j.swc ? gqa_swc_kv_fn : gqa_kv_fn, &j);
+    /* per (batch, kv head): the new rows rotated and stored, the past copied or loaded
+     * when it is not the present's float32 buffer itself (about 1 ns per value moved) */
+    bool slab_copy = j.swc || !(dt == OG_FLOAT32 && prk && prv && j.shared_k && j.shared_v);
+    double kv_ns = (double)(S * D) * 4.0 + (slab_copy ? (double)(Tk * D) * 2.0 : 0.0);
+    threadpool_parallel_for_cost(ctx->pool, B * KV, kv_ns, j.swc ? gqa_swc_kv_fn : gqa_kv_fn, &j);
 
     /* phase 2: attention */
     OG_TRY(cpu_out_f32(ctx, out, &j.out));
@@ -719,10 +716,20 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         floats = QB * D + QB * j.Tk + (int64_t)(j.gemm_work / sizeof(float)) + 16;
     }
     if (workers > j.ntasks) workers = j.ntasks;
+    /* All of it: every query row against its keys (scores and weighted values, about
+     * 8 multiply-adds a nanosecond, and an exponential), plus loading the queries. */
+    double work_ns = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t P, T;
+        slab_lengths(&j, b, &P, &T);
+        work_ns += (double)(S * N) * ((double)T * ((double)D * 0.25 + 1.0) + (double)D);
+    }
     j.per_worker = (floats + 15) / 16 * 16;
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
     atomic_init(&j.next, 0);
-    threadpool_parallel_for(ctx->pool, workers, 1, gqa_worker, &j);
+    /* each call of gqa_worker takes tasks until none are left, so one call does it all
+     * when the pool runs the work inline */
+    threadpool_parallel_for_cost(ctx->pool, workers, work_ns / (double)workers, gqa_worker, &j);
     if (j.decode) gqa_decode_combine(&j);
     cpu_out_f32_done(out, j.out);
     return NULL;
