@@ -3,20 +3,26 @@
  *   bench-matmulnbits                           every shape, M = 1 and 512, levels 0 and 4
  *   bench-matmulnbits M N K LEVEL THREADS [SEC] one case
  *
- * Prints one line per case: "M N K level ms GB/s GFLOP/s" with the median call time;
- * GB/s counts the packed weights and their scales (what a decode step must stream),
- * GFLOP/s counts 2*M*N*K. bench/matmulnbits_vs_ort.py runs this and onnxruntime. */
+ * LEVEL 4 runs what a session runs (weights prepacked when it opens, the int8 GEMM of
+ * matmul_nbits_pack.c); 40 is level 4 on the weights as stored (the unprepared path).
+ * Prints one line per case: "M N K level ms GB/s GFLOP/s cpu_ms kernel" with the median
+ * call time (cpu_ms: the median process CPU time per call, all threads, which a busy
+ * machine inflates less than the wall time); GB/s counts the packed weights and their
+ * scales (what a decode step must stream), GFLOP/s counts 2*M*N*K. OG_ISA selects the
+ * kernels (base/cpu.h). bench/matmulnbits_vs_ort.py runs this and onnxruntime. */
 #include "backends/native/kernels/matmul_nbits.h"
+#include "backends/native/kernels/matmul_nbits_pack.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-static double now_s(void) {
+static double clock_s(clockid_t c) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -33,10 +39,11 @@ static int bench_one(int64_t M, int64_t N, int64_t K, int level, int threads, do
     threadpool *pool = NULL;
     og_status *s = threadpool_create(threads, &pool);
     enum { MAX_RUNS = 10000 };
-    double *times = malloc(sizeof(double) * MAX_RUNS);
+    double *times = malloc(sizeof(double) * MAX_RUNS), *cpu = malloc(sizeof(double) * MAX_RUNS);
     void *work = NULL;
+    mnb_pack *pk = NULL;
     int rc = 1;
-    if (s || !B || !S || !A || !Y || !times) {
+    if (s || !B || !S || !A || !Y || !times || !cpu) {
         fprintf(stderr, "bench-matmulnbits: setup failed: %s\n", s ? og_status_message(s) : "out of memory");
         goto done;
     }
@@ -44,8 +51,9 @@ static int bench_one(int64_t M, int64_t N, int64_t K, int level, int threads, do
     for (int64_t i = 0; i < N * kb; i++) S[i] = 0.01f + (float)(i % 17) * 0.001f;
     for (int64_t i = 0; i < M * K; i++) A[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     mnb_problem p = {.M = M, .N = N, .K = K, .bits = 4, .block_size = bs, .k_blocks = kb,
-                     .blob = blob, .B = B, .scales = S, .int8 = level == 4, .A = A, .Y = Y};
-    size_t ws = (mnb_work_size(&p) + 63) / 64 * 64 + 64;
+                     .blob = blob, .B = B, .scales = S, .int8 = level >= 4, .A = A, .Y = Y};
+    if (level == 4 && !s) s = mnb_pack_create(&p, &pk);
+    size_t ws = pk ? mnb_pack_work_size(pk, M, threads) : (mnb_work_size(&p) + 63) / 64 * 64 + 64;
     work = aligned_alloc(64, ws);
     if (!work) {
         fprintf(stderr, "bench-matmulnbits: out of memory\n");
@@ -53,10 +61,15 @@ static int bench_one(int64_t M, int64_t N, int64_t K, int level, int threads, do
     }
     int n = 0;
     double start = now_s();
-    for (int warm = 0; warm < 2 && !s; warm++) s = mnb_run(pool, &p, work);
+    for (int warm = 0; warm < 2 && !s; warm++) {
+        if (pk) mnb_pack_run(pool, pk, A, M, NULL, Y, work);
+        else s = mnb_run(pool, &p, work);
+    }
     while (!s && n < MAX_RUNS && (n < 3 || now_s() - start < seconds)) {
-        double t0 = now_s();
-        s = mnb_run(pool, &p, work);
+        double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (pk) mnb_pack_run(pool, pk, A, M, NULL, Y, work);
+        else s = mnb_run(pool, &p, work);
+        cpu[n] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
         times[n++] = now_s() - t0;
     }
     if (s) {
@@ -64,16 +77,21 @@ static int bench_one(int64_t M, int64_t N, int64_t K, int level, int threads, do
         goto done;
     }
     qsort(times, (size_t)n, sizeof(double), cmp_double);
+    qsort(cpu, (size_t)n, sizeof(double), cmp_double);
     double t = times[n / 2];
     double bytes = (double)(N * kb * blob) + 4.0 * (double)(N * kb);
-    printf("%lld %lld %lld %d %.4f %.2f %.2f\n", (long long)M, (long long)N, (long long)K, level,
-           t * 1e3, bytes / t * 1e-9, 2.0 * (double)M * (double)N * (double)K / t * 1e-9);
+    printf("%lld %lld %lld %d %.4f %.2f %.2f %.4f %s\n", (long long)M, (long long)N,
+           (long long)K, level, t * 1e3, bytes / t * 1e-9,
+           2.0 * (double)M * (double)N * (double)K / t * 1e-9, cpu[n / 2] * 1e3,
+           pk ? mnb_pack_kernel_name(M) : mnb_isa());
     fflush(stdout);
     rc = 0;
 done:
     og_status_free(s);
     threadpool_free(pool);
     free(times);
+    free(cpu);
+    mnb_pack_free(pk);
     free(work);
     free(B);
     free(S);
@@ -87,14 +105,15 @@ int main(int argc, char **argv) {
         int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]);
         int level = atoi(argv[4]), threads = atoi(argv[5]);
         double sec = argc > 6 ? atof(argv[6]) : 1.0;
-        if (M < 1 || N < 1 || K < 1 || threads < 1 || (level != 0 && level != 4)) {
-            fprintf(stderr, "usage: bench-matmulnbits [M N K LEVEL(0|4) THREADS [SECONDS]]\n");
+        if (M < 1 || N < 1 || K < 1 || threads < 1 || (level != 0 && level != 4 && level != 40)) {
+            fprintf(stderr, "usage: bench-matmulnbits [M N K LEVEL(0|4|40) THREADS [SECONDS]]\n");
             return 2;
         }
         return bench_one(M, N, K, level, threads, sec);
     }
     static const int64_t shapes[][2] = {{896, 4864}, {4864, 896}, {896, 1152}, {896, 151936}};
-    printf("# isa %s, 2 threads, bits 4, block 32; M N K level ms GB/s GFLOP/s\n", mnb_isa());
+    printf("# isa %s, 2 threads, bits 4, block 32; M N K level ms GB/s GFLOP/s cpu_ms kernel\n",
+           cpu_isa_name(cpu_isa_active()));
     int rc = 0;
     for (int s = 0; s < 4; s++)
         for (int m = 0; m < 2; m++)

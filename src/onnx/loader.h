@@ -18,6 +18,12 @@ og_status *onnx_load_file(const char *path, model **out);
 og_status *onnx_load_bytes(const void *data, size_t size, const char *base_dir,
                            const char *label, model **out);
 
+/* Drops the whole pages of [p, p + n) from this process when they lie in one of m's
+ * (private, read-only) file mappings: for data a copy replaced. The pages stay in the
+ * page cache, and reading them again maps them back. Returns the bytes released (0 for
+ * memory that is not a mapping, e.g. og_session_open_bytes' caller buffer). */
+size_t model_release_pages(const model *m, const void *p, size_t n);
+
 /* Reads a serialized TensorProto file (the ONNX test-data .pb format) into *out with
  * heap-owned data (release with tensor_release). *name_out (may be NULL) receives a
  * malloc'd copy of the tensor's name. */

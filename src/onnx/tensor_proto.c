@@ -1,4 +1,5 @@
 #include "onnx/tensor_proto.h"
+#include "onnx/loader.h"
 
 #include "base/mapped_file.h"
 #include "base/pkg_file.h"
@@ -156,20 +157,18 @@ static size_t dtype_align(og_dtype dt) {
     return es > 8 ? 8 : es;
 }
 
-/* After copying bytes out of a (private, read-only) file mapping, drops the whole pages
- * they covered from this process: the copy is what is used, and keeping both would
- * double the resident memory of files whose weights sit unaligned in raw_data. The
- * pages stay in the page cache; touching them again would simply map them back. */
-static void release_pages(const model *m, const uint8_t *p, size_t n) {
+size_t model_release_pages(const model *m, const void *p, size_t n) {
+    const uint8_t *b = p;
     bool mapped = false; /* never for caller memory (og_session_open_bytes) */
     for (int i = 0; i < m->n_mappings && !mapped; i++)
-        mapped = m->mappings[i].data && p >= m->mappings[i].data &&
-                 p + n <= m->mappings[i].data + m->mappings[i].size;
-    if (!mapped) return;
+        mapped = m->mappings[i].data && b >= m->mappings[i].data &&
+                 b + n <= m->mappings[i].data + m->mappings[i].size;
+    if (!mapped) return 0;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)p + n) & ~(page - 1);
-    if (end > begin) madvise((void *)begin, end - begin, MADV_DONTNEED);
+    uintptr_t begin = ((uintptr_t)b + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)b + n) & ~(page - 1);
+    if (end <= begin || madvise((void *)begin, end - begin, MADV_DONTNEED) != 0) return 0;
+    return end - begin;
 }
 
 /* Points the tensor at bytes in a mapping, or copies them when misaligned. */
@@ -187,7 +186,9 @@ static og_status *set_bytes(model *m, tensor *t, const uint8_t *p, size_t n) {
     memcpy(copy, p, n);
     m->copied_bytes += n;
     t->data = copy;
-    release_pages(m, p, n);
+    /* the copy is what is used: keeping both would double the resident memory of files
+     * whose weights sit unaligned in raw_data */
+    model_release_pages(m, p, n);
     return NULL;
 }
 

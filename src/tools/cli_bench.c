@@ -22,6 +22,8 @@
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/model.h"
+#include "backends/native/kernels/gemm_f32.h"
+#include "backends/native/kernels/matmul_nbits_pack.h"
 #include "backends/native/profile.h"
 #include "backends/native/session.h"
 #include "tools/cli.h"
@@ -506,6 +508,9 @@ int cli_bench(int argc, char **argv) {
     mo.num_threads = o.threads;
     if ((st = og_model_open(o.model, &mo, &m))) goto done;
     double load_s = now_s() - t0;
+    size_t rss_open = cli_rss_now();
+    cli_prep prep;
+    cli_prep_of_model(m, &prep);
     int threads = threadpool_size(m->decoder->pool);
     int longest = o.d + (o.p > 1 ? o.p : 1) + 1 + o.n;
     ids = malloc((size_t)longest * (size_t)o.b * sizeof *ids);
@@ -573,6 +578,9 @@ int cli_bench(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double peak_rss = (double)ru.ru_maxrss * 1024.0; /* measured before the probe's buffer */
+    size_t rss_end = cli_rss_now();
+    char isa[160];
+    cli_isa_summary(isa, sizeof isa);
     if ((rc = bandwidth_probe(o.probe_mb, threads, &pr))) goto done;
     double bw = pr.best_gbps * 1e9;
 
@@ -591,6 +599,14 @@ int cli_bench(int argc, char **argv) {
                compiler_flags(), load_s, peak_rss, w_total, w_streamed, kv_pos,
                og_dtype_name(m->kv_dtype), m->n_layers, m->kv_heads, m->head_size,
                kv_shared(m) ? "true" : "false");
+        printf("\"isa\": \"%s\", \"kernels\": {\"matmulnbits_int8_short\": \"%s\", "
+               "\"matmulnbits_int8_long\": \"%s\", \"gemm_f32\": \"%s\"}, "
+               "\"prepared_bytes\": %zu, \"prepared_nodes\": %d, \"released_bytes\": %zu, "
+               "\"prepare_s\": %.6f, \"prepare_cpu_s\": %.6f, \"rss_after_open_bytes\": %zu, "
+               "\"rss_end_bytes\": %zu, ",
+               cpu_isa_name(cpu_isa_active()), mnb_pack_kernel_name(1), mnb_pack_kernel_name(512),
+               gemm_f32_isa(), prep.bytes, prep.nodes, prep.released, prep.secs, prep.cpu_secs,
+               rss_open, rss_end);
         print_probe_json(&pr);
         printf(", \"tests\": [");
         for (int k = 0; k < n_tests; k++) {
@@ -618,10 +634,19 @@ int cli_bench(int argc, char **argv) {
         }
         printf("]}\n");
     } else {
-        char b1[32], b2[32], b3[32];
+        char b1[32], b2[32], b3[32], b4[32];
         printf("model: %s (%s), %d thread%s, load %.1f ms, peak RSS %s\n", o.model,
                og_model_type(m), threads, threads == 1 ? "" : "s", load_s * 1e3,
                human_bytes(peak_rss, b1, sizeof b1));
+        printf("prepared at open: %d node%s, %s in %.1f ms (%.1f ms CPU; %s of mapped weights "
+               "released); RSS after open %s, at the end %s\n", prep.nodes,
+               prep.nodes == 1 ? "" : "s", human_bytes((double)prep.bytes, b1, sizeof b1),
+               prep.secs * 1e3, prep.cpu_secs * 1e3,
+               human_bytes((double)prep.released, b2, sizeof b2),
+               human_bytes((double)rss_open, b3, sizeof b3),
+               human_bytes((double)rss_end, b4, sizeof b4));
+        printf("kernels: %s; MatMulNBits int8 %s (M < 16), %s (M >= 16); sgemm %s\n", isa,
+               mnb_pack_kernel_name(1), mnb_pack_kernel_name(512), gemm_f32_isa());
         printf("weights: %s in initializers, %s streamed per token; KV %s per cached token "
                "(%s, %s)\n", human_bytes(w_total, b1, sizeof b1),
                human_bytes(w_streamed, b2, sizeof b2), human_bytes(kv_pos, b3, sizeof b3),

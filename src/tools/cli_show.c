@@ -92,6 +92,15 @@ static void show_pipeline(const char *dir, const gen_config *c) {
         const gen_stage *sg = &m->stages[s];
         printf("  stage %d '%s': %s%s%s\n", s, sg->name, sg->file,
                sg->on_prompt ? "" : " (not on prompts)", sg->on_token ? "" : " (not on tokens)");
+        cli_prep pp = {0};
+        cli_prep_add(sg->s, &pp);
+        if (pp.nodes) {
+            char a[32], b[32];
+            human(pp.bytes, a, sizeof a);
+            human(pp.released, b, sizeof b);
+            printf("    prepared at open: %d node%s, %s in %.1f ms (%s of mapped weights "
+                   "released)\n", pp.nodes, pp.nodes == 1 ? "" : "s", a, pp.secs * 1e3, b);
+        }
         for (int k = 0; k < sg->n_feeds; k++) {
             char buf[600];
             printf("    in  %-34s <- %s\n", sg->feeds[k].name, src_name(m, &sg->feeds[k], buf, sizeof buf));

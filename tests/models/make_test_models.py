@@ -166,6 +166,56 @@ def main():
                   [helper.make_tensor_value_info("v", F, [4]),
                    helper.make_tensor_value_info("scan", F, [None, 4])], opset=17, check=False),
          out, "loop_forever.onnx")
+
+    # Prepared kernel state (MatMulNBits, int4, accuracy_level 4): "small" (K=80 ends
+    # inside a block, N=37 is not a multiple of the 16-column panel) with zero points;
+    # "big" (weights in external data, large enough for whole pages to be released);
+    # "shared" reads the big weights too but from an Identity, so they stay mapped; and
+    # an If whose then-branch has a MatMulNBits over the subgraph's own initializers.
+    rng = np.random.default_rng(7)
+    MS = "com.microsoft"
+
+    def nbits_inits(prefix, n, k, zp):
+        kb = (k + 31) // 32
+        inits = [numpy_helper.from_array(rng.integers(0, 256, (n, kb, 16), dtype=np.uint8),
+                                         prefix + "_B"),
+                 numpy_helper.from_array((rng.random((n, kb)) * 0.1 + 0.01).astype(np.float32),
+                                         prefix + "_S")]
+        if zp:
+            inits.append(numpy_helper.from_array(
+                rng.integers(0, 256, (n, (kb + 1) // 2), dtype=np.uint8), prefix + "_Z"))
+        return inits
+
+    def nbits_node(a, prefix, n, k, zp, y):
+        ins = [a, prefix + "_B", prefix + "_S"] + ([prefix + "_Z"] if zp else [])
+        return helper.make_node("MatMulNBits", ins, [y], domain=MS, K=k, N=n, bits=4,
+                                block_size=32, accuracy_level=4, name=prefix)
+
+    then = helper.make_graph(
+        [nbits_node("a", "sub", 24, 80, False, "t")], "then", [],
+        [helper.make_tensor_value_info("t", F, ["m", 24])], initializer=nbits_inits("sub", 24, 80, False))
+    other = helper.make_graph(
+        [helper.make_node("Constant", [], ["e"], value=numpy_helper.from_array(
+            np.zeros((1, 24), np.float32)))], "else", [],
+        [helper.make_tensor_value_info("e", F, [1, 24])])
+    nodes = [nbits_node("a", "small", 37, 80, True, "y_small"),
+             nbits_node("a256", "big", 300, 256, False, "y_big"),
+             nbits_node("a256", "shared", 40, 256, False, "y_shared"),
+             helper.make_node("Identity", ["shared_B"], ["shared_copy"]),
+             helper.make_node("If", ["cond"], ["y_sub"], then_branch=then, else_branch=other)]
+    inits = (nbits_inits("small", 37, 80, True) + nbits_inits("big", 300, 256, False) +
+             nbits_inits("shared", 40, 256, False))
+    m = model_of(nodes, [helper.make_tensor_value_info("a", F, ["m", 80]),
+                         helper.make_tensor_value_info("a256", F, ["m", 256]),
+                         helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                 [helper.make_tensor_value_info("y_small", F, ["m", 37]),
+                  helper.make_tensor_value_info("y_big", F, ["m", 300]),
+                  helper.make_tensor_value_info("y_shared", F, ["m", 40]),
+                  helper.make_tensor_value_info("shared_copy", TensorProto.UINT8, [40, 8, 16]),
+                  helper.make_tensor_value_info("y_sub", F, [None, 24])],
+                 inits, extra_opsets=[helper.make_opsetid(MS, 1)])
+    onnx.save(m, os.path.join(out, "nbits_prepared.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="nbits_prepared.bin", size_threshold=0)
     print(f"wrote test models to {out}")
 
 

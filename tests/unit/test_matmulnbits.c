@@ -4,6 +4,7 @@
 
 #include "base/threadpool.h"
 #include "backends/native/kernels/matmul_nbits.h"
+#include "backends/native/kernels/matmul_nbits_pack.h"
 
 #include <stdlib.h>
 
@@ -161,6 +162,10 @@ TEST(mnb_fast_path_matches_reference_on_pool) {
 }
 
 TEST(mnb_vector_quantizer_matches_scalar_bit_for_bit) {
+    if (cpu_isa_supported() < CPU_ISA_AVX512) {
+        test_skip("this CPU has no AVX-512 VNNI: the vector quantizer cannot run here");
+        return;
+    }
     float a[256];
     int8_t q1[256], q2[256];
     for (int t = 0; t < 400; t++) {
@@ -177,4 +182,98 @@ TEST(mnb_vector_quantizer_matches_scalar_bit_for_bit) {
         CHECK_EQ_INT(u1, u2);
         CHECK(s1 == s2);
     }
+}
+
+/* ---- the prepacked int8 GEMM (matmul_nbits_pack.c) -------------------------------- */
+
+/* Every ISA level this CPU has (OG_ISA's levels, forced with cpu_isa_set) against the
+ * double reference, and bit for bit against the portable kernels: all run the same
+ * float operations in the same order. */
+static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bias,
+                       threadpool *pool) {
+    int64_t kb = (K + bs - 1) / bs, blob = bs / 2, zstride = (kb + 1) / 2;
+    uint8_t *B = malloc((size_t)(N * kb * blob)), *Z = malloc((size_t)(N * zstride));
+    float *S = malloc(sizeof(float) * (size_t)(N * kb)), *bv = malloc(sizeof(float) * (size_t)N);
+    float *A = malloc(sizeof(float) * (size_t)(M * K)), *R = malloc(sizeof(float) * (size_t)(M * N));
+    float *Y = malloc(sizeof(float) * (size_t)(M * N)), *G = malloc(sizeof(float) * (size_t)(M * N));
+    CHECK(B && Z && S && bv && A && R && Y && G);
+    for (int64_t i = 0; i < N * kb * blob; i++) B[i] = (uint8_t)next_u32();
+    for (int64_t i = 0; i < N * zstride; i++) Z[i] = (uint8_t)next_u32();
+    for (int64_t i = 0; i < N * kb; i++) S[i] = 0.01f + 0.05f * (next_f() + 1.0f);
+    for (int64_t i = 0; i < N; i++) bv[i] = next_f();
+    for (int64_t i = 0; i < M * K; i++) A[i] = next_f() * 3.0f;
+    if (M > 1) for (int64_t k = 0; k < K && k < bs; k++) A[K + k] = 0; /* a block of zeros */
+    mnb_problem p = {.M = M, .N = N, .K = K, .bits = 4, .block_size = bs, .k_blocks = kb,
+                     .blob = blob, .B = B, .scales = S, .zp_packed = zp ? Z : NULL,
+                     .zp_stride = zstride, .bias = bias ? bv : NULL, .int8 = true, .A = A,
+                     .Y = R};
+    mnb_ref(&p);
+    CHECK(mnb_pack_handles(&p));
+    mnb_pack *pk;
+    CHECK_OK(mnb_pack_create(&p, &pk));
+    cpu_isa saved = cpu_isa_active();
+    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
+        cpu_isa_set((cpu_isa)level);
+        size_t ws = mnb_pack_work_size(pk, M, threadpool_size(pool));
+        void *work = aligned_alloc(64, (ws + 63) / 64 * 64);
+        CHECK(work);
+        float *out = level == CPU_ISA_GENERIC ? G : Y;
+        for (int64_t i = 0; i < M * N; i++) out[i] = NAN; /* every element must be written */
+        mnb_pack_run(pool, pk, A, M, p.bias, out, work);
+        free(work);
+        double big = 0;
+        for (int64_t i = 0; i < M * N; i++) big = fmax(big, fabs(R[i]));
+        for (int64_t i = 0; i < M * N; i++) {
+            if (!(fabs(out[i] - R[i]) <= 1e-5 * big + 1e-6) ||
+                (level > CPU_ISA_GENERIC && memcmp(&out[i], &G[i], 4) != 0)) {
+                test_fail(__FILE__, __LINE__, "%s (%s): bs %d M %lld N %lld K %lld zp %d: "
+                          "Y[%lld] = %.9g, portable %.9g, reference %.9g",
+                          cpu_isa_name((cpu_isa)level), mnb_pack_kernel_name(M), bs,
+                          (long long)M, (long long)N, (long long)K, zp, (long long)i, out[i],
+                          G[i], R[i]);
+                break;
+            }
+        }
+    }
+    cpu_isa_set(saved);
+    mnb_pack_free(pk);
+    free(B);
+    free(Z);
+    free(S);
+    free(bv);
+    free(A);
+    free(R);
+    free(Y);
+    free(G);
+}
+
+/* M = 1, 2, 3 (the streaming row kernels), 17 (register tiles with a ragged last
+ * strip) and 512; K ending inside a block; N leaving a partial panel and an odd panel
+ * count; every block size; with and without zero points and bias. */
+static void pack_sweep(threadpool *pool) {
+    static const int bss[] = {16, 32, 64, 128, 256};
+    static const int64_t ms[] = {1, 2, 3, 17};
+    static const int64_t ns[] = {5, 21, 40, 67};
+    int i = 0;
+    for (int b = 0; b < 5; b++)
+        for (int zp = 0; zp < 2; zp++)
+            for (int m = 0; m < 4; m++, i++) {
+                int bs = bss[b];
+                int64_t K = i % 3 ? 2 * bs + bs / 2 + 8 : 3 * bs;
+                check_pack(bs, ms[m], ns[i % 4], K, zp, i % 2 == 0, pool);
+            }
+    check_pack(32, 512, 67, 200, false, true, pool);
+    check_pack(32, 512, 40, 96, true, false, pool);
+    check_pack(128, 512, 21, 300, false, false, pool);
+    check_pack(32, 4, 300, 896, false, false, pool); /* decode-like: many panels */
+    check_pack(32, 1, 300, 896, false, true, pool);
+}
+
+TEST(mnb_pack_every_isa_matches_reference_inline) { pack_sweep(NULL); }
+
+TEST(mnb_pack_every_isa_matches_reference_on_pool) {
+    threadpool *pool = NULL;
+    CHECK_OK(threadpool_create(3, &pool));
+    pack_sweep(pool);
+    threadpool_free(pool);
 }

@@ -473,6 +473,7 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
         .exec = rs,
         .where = where,
         .subgraph = exec_subgraph,
+        .prepared = session_prepared(eg, n, ins),
     };
     rs->step = step;
     rs->node = n;

@@ -4,9 +4,11 @@
 #include "onnx/loader.h"
 #include "backends/native/plan.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 og_session_options og_session_options_default(void) {
     og_session_options o;
@@ -85,6 +87,147 @@ static og_status *resolve_outer(exec_graph *eg) {
 
 static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *parent,
                                     const char *label, exec_graph **out);
+
+/* ---- preparation (kernel_def.prepare) ------------------------------------------------ */
+
+typedef struct prep_run {
+    exec_graph *eg;
+    int *items;                  /* node indices with a prepare, largest constant inputs first */
+    int n;
+    atomic_int next;
+    og_status **status;          /* [n] */
+    int *readers;                /* [n_values] reads of each value in this graph */
+    atomic_int *consumed;        /* [n_values] readers that consumed it so far */
+    atomic_size_t released, bytes;
+    atomic_int prepared;
+} prep_run;
+
+static og_status *prepare_node(prep_run *pr, int ni) {
+    exec_graph *eg = pr->eg;
+    const graph *g = eg->graph;
+    const graph_node *n = &g->nodes[ni];
+    const kernel_def *def = eg->kernels[ni];
+    const tensor **ins = calloc((size_t)n->n_inputs + 1, sizeof *ins);
+    if (!ins) return og_oom();
+    unsigned constant = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        if (v < 0 || !g->values[v].initializer || g->values[v].from_outer_scope) continue;
+        ins[k] = g->values[v].initializer;
+        if (k < 32) constant |= KERNEL_INPUT(k);
+    }
+    kernel_prep kp = {.node = n, .opset = n->opset, .n_inputs = n->n_inputs, .inputs = ins,
+                      .where = eg->where[ni]};
+    og_status *st = def->prepare(&kp);
+    free(ins);
+    if (st) {
+        if (kp.state) def->release(kp.state);
+        return og_oom_context(st, "%s: preparing", eg->where[ni]);
+    }
+    if (!kp.state) return NULL;
+    eg->prepared[ni] = kp.state;
+    eg->prep_const[ni] = constant;
+    atomic_fetch_add(&pr->bytes, kp.bytes);
+    atomic_fetch_add(&pr->prepared, 1);
+    unsigned used = kp.consumed & constant;
+    for (int k = 0; used && k < n->n_inputs && k < 32; k++) {
+        if (!(used & KERNEL_INPUT(k))) continue;
+        int v = n->inputs[k];
+        if (atomic_fetch_add(&pr->consumed[v], 1) + 1 == pr->readers[v]) {
+            const tensor *t = g->values[v].initializer;
+            atomic_fetch_add(&pr->released, model_release_pages(eg->session->model, t->data,
+                                                                t->nbytes));
+        }
+    }
+    return NULL;
+}
+
+/* One call per thread: each takes the next node until none is left. */
+static void prepare_items(void *arg, int64_t t0, int64_t t1) {
+    prep_run *pr = arg;
+    (void)t0, (void)t1;
+    for (int i; (i = atomic_fetch_add(&pr->next, 1)) < pr->n;)
+        pr->status[i] = prepare_node(pr, pr->items[i]);
+}
+
+typedef struct weighed {
+    size_t bytes;
+    int node;
+} weighed;
+
+static int heaviest_first(const void *a, const void *b) {
+    const weighed *x = a, *y = b;
+    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : x->node - y->node;
+}
+
+static og_status *prepare_graph(exec_graph *eg) {
+    const graph *g = eg->graph;
+    og_session *s = eg->session;
+    size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+    eg->prepared = calloc(nn, sizeof *eg->prepared);
+    eg->prep_const = calloc(nn, sizeof *eg->prep_const);
+    if (!eg->prepared || !eg->prep_const) return og_oom();
+    struct timespec t0, t1, c0, c1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    prep_run pr = {.eg = eg};
+    pr.items = calloc(nn, sizeof *pr.items);
+    weighed *w = calloc(nn, sizeof *w);
+    for (int i = 0; pr.items && w && i < g->n_nodes; i++) {
+        if (!eg->kernels[i]->prepare) continue;
+        const graph_node *n = &g->nodes[i];
+        w[pr.n].node = i;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int v = n->inputs[k];
+            if (v >= 0 && g->values[v].initializer) w[pr.n].bytes += g->values[v].initializer->nbytes;
+        }
+        pr.n++;
+    }
+    og_status *st = NULL;
+    if (!pr.items || !w) st = og_oom();
+    if (!st && pr.n > 0) {
+        pr.status = calloc((size_t)pr.n, sizeof *pr.status);
+        pr.readers = calloc(nv, sizeof *pr.readers);
+        pr.consumed = calloc(nv, sizeof *pr.consumed);
+        if (!pr.status || !pr.readers || !pr.consumed) st = og_oom();
+    }
+    if (!st && pr.n > 0) {
+        for (int i = 0; i < g->n_nodes; i++) {
+            const graph_node *n = &g->nodes[i];
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0) pr.readers[n->inputs[k]]++;
+        }
+        for (int k = 0; k < eg->imp_start[g->n_nodes]; k++) pr.readers[eg->imp_vals[k]]++;
+        for (int k = 0; k < g->n_outputs; k++) pr.readers[g->outputs[k]]++;
+        for (size_t v = 0; v < nv; v++) atomic_init(&pr.consumed[v], 0);
+        atomic_init(&pr.next, 0);
+        atomic_init(&pr.released, 0);
+        atomic_init(&pr.bytes, 0);
+        atomic_init(&pr.prepared, 0);
+        /* largest first, so that the last ones to finish are short */
+        qsort(w, (size_t)pr.n, sizeof *w, heaviest_first);
+        for (int i = 0; i < pr.n; i++) pr.items[i] = w[i].node;
+        int threads = threadpool_size(s->pool);
+        threadpool_parallel_for(s->pool, threads < pr.n ? threads : pr.n, 1, prepare_items, &pr);
+        for (int i = 0; i < pr.n; i++) {
+            if (pr.status[i] && !st) st = pr.status[i];
+            else og_status_free(pr.status[i]);
+        }
+        s->prepared_bytes += atomic_load(&pr.bytes);
+        s->released_bytes += atomic_load(&pr.released);
+        s->prepared_nodes += atomic_load(&pr.prepared);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    s->prepare_s += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    s->prepare_cpu_s += (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    free(pr.items);
+    free(w);
+    free(pr.status);
+    free(pr.readers);
+    free(pr.consumed);
+    return st;
+}
 
 /* Prepares every graph attribute of every node (If branches, Loop and Scan bodies). */
 static og_status *create_subgraphs(exec_graph *eg) {
@@ -174,6 +317,7 @@ static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *p
         st = og_oom();
         goto fail;
     }
+    if ((st = prepare_graph(eg))) goto fail;
     if ((st = create_subgraphs(eg))) goto fail;
     *out = eg;
     return NULL;
@@ -206,6 +350,10 @@ void exec_graph_free(exec_graph *eg) {
         exec_graph_free(eg->subs[i].exec);
     exec_graph_release(eg);
     for (int i = 0; i < eg->n_plans; i++) session_plan_free(eg->session, eg->plans[i]);
+    for (int i = 0; eg->prepared && i < eg->graph->n_nodes; i++)
+        if (eg->prepared[i]) eg->kernels[i]->release(eg->prepared[i]);
+    free(eg->prepared);
+    free(eg->prep_const);
     for (int i = 0; eg->where && i < eg->graph->n_nodes; i++) free(eg->where[i]);
     free(eg->where);
     free(eg->label);
@@ -259,10 +407,10 @@ og_status *session_create(model *m, const og_session_options *options, og_sessio
         st = og_oom();
         goto fail;
     }
+    if ((st = threadpool_create(opts.num_threads, &s->pool))) goto fail;
     if ((st = exec_graph_create(s, g, NULL, s->label, &s->main))) goto fail;
     fill_info(s, s->input_info, g->inputs, g->n_inputs);
     fill_info(s, s->output_info, g->outputs, g->n_outputs);
-    if ((st = threadpool_create(opts.num_threads, &s->pool))) goto fail;
     *out = s;
     return NULL;
 fail:
@@ -289,7 +437,7 @@ og_status *og_session_open_bytes(const void *data, size_t size, const char *base
 
 void og_session_close(og_session *s) {
     if (!s) return;
-    exec_graph_free(s->main);
+    exec_graph_free(s->main); /* kernels' prepared states first: they may use the model */
     for (int i = 0; i < s->scratch.n; i++) free(s->scratch.chunks[i].base);
     free(s->scratch.chunks);
     threadpool_free(s->pool);

@@ -63,6 +63,8 @@ struct exec_graph {
     int *alias;                   /* [n_values] in-place source seen while recording, or -1 */
     struct og_tensor **user_out;  /* [n_values] (main graph) caller tensors of requested outputs */
     bool *want_out;               /* [n_values] (main graph) value is a requested output */
+    void **prepared;              /* [n_nodes] kernel_def.prepare's state, or NULL */
+    unsigned *prep_const;         /* [n_nodes] inputs that were constant when prepared */
     bool running;
 };
 
@@ -91,6 +93,12 @@ struct og_session {
     size_t last_stats_arena, last_stats_heap;
     struct og_profiler *prof;     /* times every node while set (profile.h); not owned */
     session_scratch scratch;
+    /* Preparation at open (subgraphs included). */
+    size_t prepared_bytes;        /* held by prepared states */
+    int prepared_nodes;           /* nodes with a state */
+    size_t released_bytes;        /* mapped pages of consumed initializers given back */
+    double prepare_s;             /* wall time spent preparing */
+    double prepare_cpu_s;         /* CPU time of the process meanwhile (all threads) */
 };
 
 /* Open from an already loaded model; takes ownership of m on success and on failure. */
@@ -115,5 +123,18 @@ typedef struct session_run_stats {
                                 use, heap tensors (outputs included), scratch */
 } session_run_stats;
 void session_last_stats(const og_session *s, session_run_stats *out);
+
+/* The state node n of eg runs with (kernel_ctx.prepared): its prepared state when the
+ * run's inputs ins bind every input that was constant at preparation to that same
+ * initializer, else NULL. */
+static inline void *session_prepared(const exec_graph *eg, const graph_node *n,
+                                     const tensor *const *ins) {
+    void *st = eg->prepared[n->index];
+    if (!st) return NULL;
+    unsigned c = eg->prep_const[n->index];
+    for (int k = 0; c && k < n->n_inputs && k < 32; k++, c >>= 1)
+        if ((c & 1) && ins[k] != eg->graph->values[n->inputs[k]].initializer) return NULL;
+    return st;
+}
 
 #endif

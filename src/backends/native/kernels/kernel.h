@@ -5,7 +5,12 @@
  * kernel_output() once the output shape is known, and fills it. The executor decides
  * where output memory comes from (planned arena, caller buffer, heap); a kernel never
  * allocates outputs itself. Dtype dispatch happens inside the kernel: an input dtype it
- * does not implement is an OG_ERR_UNSUPPORTED error naming the dtype. */
+ * does not implement is an OG_ERR_UNSUPPORTED error naming the dtype.
+ *
+ * A kernel may also prepare per-node state once, when the session opens, from the
+ * node's constant inputs (prepacked weights, precomputed sums and scales), and receive
+ * it on every run as ctx->prepared; the executor owns its lifetime (kernel_def.prepare
+ * and .release below). */
 #ifndef OG_NATIVE_KERNELS_KERNEL_H
 #define OG_NATIVE_KERNELS_KERNEL_H
 
@@ -47,7 +52,39 @@ struct kernel_ctx {
     const char *where;              /* "model.onnx: node 'X' (Op)", for messages */
     kernel_hold_fn hold;            /* may be NULL: kernel_hold() then fails */
     kernel_subgraph_fn subgraph;    /* NULL where subgraphs cannot run (kernel tests) */
+    /* What kernel_def.prepare made for this node, or NULL: nothing was prepared, or this
+     * run binds a value of its own to an input that was constant at preparation (a
+     * caller may feed an initializer by name). With NULL the kernel computes from its
+     * inputs as if it had no preparation. */
+    void *prepared;
 };
+
+/* Preparation of one node when its session opens (kernel_def.prepare). The executor
+ * fills the first fields; prepare sets the results. Nodes are prepared in parallel
+ * (each prepare on one thread, never two for the same node). */
+typedef struct kernel_prep {
+    const graph_node *node;
+    int64_t opset;
+    int n_inputs;
+    const tensor *const *inputs;  /* the constant inputs (initializers of the node's own
+                                     graph); NULL for inputs given at run time and omitted ones */
+    const char *where;            /* as kernel_ctx.where */
+    /* results */
+    void *state;                  /* given to every run as kernel_ctx.prepared; NULL: none */
+    size_t bytes;                 /* memory the state holds (`show` and `bench` report it) */
+    unsigned consumed;            /* bit i (KERNEL_INPUT(i)): runs given the state never read
+                                     input i's data, so once no other reader needs it the
+                                     executor releases its pages from the file mapping */
+} kernel_prep;
+
+/* Returns an error only for what makes the session unusable (out of memory). A node the
+ * kernel cannot prepare (an input shape or attribute it does not handle, which the run
+ * will report) leaves state NULL. */
+typedef og_status *(*kernel_prepare_fn)(kernel_prep *prep);
+/* Frees a state made by prepare (called once, when the session closes). */
+typedef void (*kernel_release_fn)(void *state);
+
+#define KERNEL_INPUT(i) (1u << (i))
 
 typedef og_status *(*kernel_fn)(kernel_ctx *ctx);
 
@@ -66,6 +103,9 @@ typedef struct kernel_def {
      * of the output before it has read input i there (elementwise loops, block-wise
      * conversions, copies that skip dst == src). */
     unsigned inplace;
+    /* Preparation (see kernel_prep); release is required when prepare is set. */
+    kernel_prepare_fn prepare;
+    kernel_release_fn release;
 } kernel_def;
 
 #define KERNEL_INPLACE(i) (1u << (i))

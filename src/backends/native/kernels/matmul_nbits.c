@@ -1,19 +1,22 @@
 /* com.microsoft MatMulNBits (see matmul_nbits.h for the arithmetic): the kernel entry,
  * the per-call preparation of A, the thread split and the portable column loop.
  *
- * The weights are read as stored (row per output column, the order an M=1 product
- * streams best), so nothing is repacked: the kernel API has no per-node state. Short A
+ * Constant 4-bit weights in int8 arithmetic are prepacked when the session opens and
+ * run on matmul_nbits_pack.c. Otherwise the weights are read as stored (row per output
+ * column, the order an M=1 product streams best): that path is below. Short A
  * (decode) runs column kernels over ranges of N on the pool, each column's bytes read
  * once for up to four rows of A. Long A in float arithmetic dequantizes tiles of
  * columns to float32 and hands them to the sgemm; in int8 arithmetic the column
  * kernels run over row tiles with the column block kept in L1. */
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
+#include "backends/native/kernels/matmul_nbits_pack.h"
 #include "backends/native/kernels/quant.h"
 
 #include "base/half.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -83,7 +86,7 @@ static void prep_rows(void *arg, int64_t r0, int64_t r1) {
             memset(row, 0, (size_t)j->a_stride);
             memset(lane, 0, sizeof(int32_t) * (size_t)lanes);
             const int64_t lv = j->lane_values;
-            const bool permute = mnb_a_pos(p, 1) != 1;
+            const bool permute = mnb_a_pos(p, 1, j->x512) != 1;
             if (permute) { /* the ISA kernels' 4-bit order: quantize in K order, then reorder */
                 for (int64_t b = 0; b < p->k_blocks; b++) {
                     int64_t k0 = b * bs, len = p->K - k0 < bs ? p->K - k0 : bs;
@@ -97,13 +100,13 @@ static void prep_rows(void *arg, int64_t r0, int64_t r1) {
             for (int64_t b = 0; b < p->k_blocks; b++) {
                 int64_t k0 = b * bs, len = p->K - k0 < bs ? p->K - k0 : bs;
                 int32_t sum;
-                if (MNB_X512)
+                if (j->x512)
                     mnb_x512_quantize_block(a + k0, len, q, &sc[b], &sum);
                 else
                     mnb_quantize_block(a + k0, len, q, &sc[b], &sum);
                 corr[b] = sc[b] * (float)sum;
                 if (permute)
-                    for (int64_t i = 0; i < len; i++) row[mnb_a_pos(p, k0 + i)] = q[i];
+                    for (int64_t i = 0; i < len; i++) row[mnb_a_pos(p, k0 + i, j->x512)] = q[i];
                 else
                     memcpy(row + k0, q, (size_t)len);
                 /* lanes never straddle blocks: k0 and block sizes are multiples of lv */
@@ -116,7 +119,7 @@ static void prep_rows(void *arg, int64_t r0, int64_t r1) {
         } else {
             float *row = (float *)j->af + m * j->a_stride;
             memset(row, 0, sizeof(float) * (size_t)j->a_stride);
-            for (int64_t k = 0; k < p->K; k++) row[mnb_a_pos(p, k)] = a[k];
+            for (int64_t k = 0; k < p->K; k++) row[mnb_a_pos(p, k, j->x512)] = a[k];
             /* block sums serve zero points (for 4 bits the default one is in the table) */
             if (p->zp_float || p->zp_packed || p->bits != 4)
                 for (int64_t b = 0; b < p->k_blocks; b++) {
@@ -155,7 +158,7 @@ static void generic_column(const mnb_job *j, int64_t m, int64_t n) {
 static void columns(void *arg, int64_t n0, int64_t n1) {
     const mnb_job *j = arg;
     const mnb_problem *p = j->p;
-    bool fast = mnb_x512_handles(p);
+    bool fast = j->x512;
     if (fast && p->M <= MR) { /* one row tile: no column blocking needed */
         mnb_x512_columns(j, 0, (int)p->M, n0, n1);
         return;
@@ -255,7 +258,8 @@ static og_status *run_gemm(threadpool *pool, const mnb_problem *p, void *work) {
 og_status *mnb_run(threadpool *pool, const mnb_problem *p, void *work) {
     if (p->M == 0 || p->N == 0) return NULL;
     if (use_gemm(p)) return run_gemm(pool, p, work);
-    mnb_job j = {.p = p, .a_stride = a_stride(p), .s_stride = s_stride(p)};
+    mnb_job j = {.p = p, .a_stride = a_stride(p), .s_stride = s_stride(p),
+                 .x512 = mnb_x512_handles(p)};
     size_t a_bytes = (size_t)round_up((int64_t)((size_t)(p->M * j.a_stride) * (p->int8 ? 1 : sizeof(float))), 64);
     if (p->int8)
         j.aq = work;
@@ -280,6 +284,13 @@ og_status *mnb_run(threadpool *pool, const mnb_problem *p, void *work) {
     }
     threadpool_parallel_for(pool, p->N, grain, columns, &j);
     return NULL;
+}
+
+const char *mnb_isa(void) {
+#if defined(__x86_64__)
+    if (cpu_isa_active() >= CPU_ISA_AVX512) return "avx512-vnni";
+#endif
+    return "generic";
 }
 
 /* ---- the kernel ------------------------------------------------------------------ */
@@ -310,26 +321,96 @@ static og_status *check_count(kernel_ctx *ctx, int i, const char *name, const te
                          shape_str(t->dims, t->rank, got, sizeof got), shape, (long long)want);
 }
 
+/* The node's attributes, checked (shared by preparation and runs). */
+typedef struct mnb_attrs {
+    int64_t K, N, bits, bs, level, kb, blob;
+} mnb_attrs;
+
+static og_status *read_attrs(const graph_node *node, const char *where, mnb_attrs *a) {
+    a->K = graph_attr_int(node, "K", -1);
+    a->N = graph_attr_int(node, "N", -1);
+    a->bits = graph_attr_int(node, "bits", 4);
+    a->bs = graph_attr_int(node, "block_size", -1);
+    a->level = graph_attr_int(node, "accuracy_level", 0);
+    if (a->K < 1 || a->N < 1)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: attributes K=%lld and N=%lld must be "
+                         "positive", where, (long long)a->K, (long long)a->N);
+    if (a->bits != 2 && a->bits != 4 && a->bits != 8)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: bits=%lld is not implemented (2, 4, 8 are)",
+                         where, (long long)a->bits);
+    if (a->bs < 16 || a->bs > MAX_BLOCK || (a->bs & (a->bs - 1)))
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: block_size=%lld must be a power of two "
+                         "in [16, %d]", where, (long long)a->bs, MAX_BLOCK);
+    if (graph_attr_int(node, "weight_prepacked", 0) != 0)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: weight_prepacked (a CUDA layout) is not "
+                         "supported on the CPU", where);
+    a->kb = (a->K + a->bs - 1) / a->bs;
+    a->blob = a->bs * a->bits / 8;
+    return NULL;
+}
+
+/* onnxruntime quantizes A only at level 4, only with integer zero points, and for
+ * 2 bits only with blocks of 32 to 128 */
+static bool int8_math(const mnb_attrs *a, bool zp_float) {
+    return a->level == 4 && !zp_float && (a->bits != 2 || (a->bs >= 32 && a->bs <= 128));
+}
+
+/* Preparation: 4-bit weights in int8 arithmetic are packed for the int8 GEMM
+ * (matmul_nbits_pack.h); the pack replaces B, the scales and the zero points. */
+og_status *cpu_matmul_nbits_prepare(kernel_prep *kp) {
+    if (kp->n_inputs < 3) return NULL;
+    const tensor *B = kp->inputs[1], *S = kp->inputs[2];
+    const tensor *Z = kp->n_inputs > 3 ? kp->inputs[3] : NULL;
+    const tensor *G = kp->n_inputs > 4 ? kp->inputs[4] : NULL;
+    bool z_given = kp->n_inputs > 3 && kp->node->inputs[3] >= 0;
+    mnb_attrs a;
+    og_status *bad = read_attrs(kp->node, kp->where, &a);
+    if (bad) { /* the run reports it */
+        og_status_free(bad);
+        return NULL;
+    }
+    if (!B || !S || (z_given && !Z) || B->dtype != OG_UINT8 || !float_like(S->dtype) ||
+        (G && tensor_count(G) > 0) || (kp->n_inputs > 4 && kp->node->inputs[4] >= 0 && !G))
+        return NULL;
+    if (tensor_count(B) != a.N * a.kb * a.blob || tensor_count(S) != a.N * a.kb) return NULL;
+    mnb_problem p = {.M = 1, .N = a.N, .K = a.K, .bits = (int)a.bits, .block_size = (int)a.bs,
+                     .k_blocks = a.kb, .blob = a.blob, .B = B->data};
+    if (Z) {
+        if (Z->dtype != OG_UINT8) return NULL; /* float zero points: float arithmetic */
+        p.zp_stride = (a.kb * a.bits + 7) / 8;
+        if (tensor_count(Z) != a.N * p.zp_stride) return NULL;
+        p.zp_packed = Z->data;
+    }
+    p.int8 = int8_math(&a, false);
+    if (!mnb_pack_handles(&p)) return NULL;
+    float *conv = NULL;
+    if (S->dtype == OG_FLOAT32) {
+        p.scales = S->data;
+    } else {
+        if (!(conv = malloc(sizeof(float) * (size_t)(a.N * a.kb))))
+            return og_oom_for(sizeof(float) * (size_t)(a.N * a.kb), "converted scales");
+        half_array_to_f32(S->data, conv, a.N * a.kb, S->dtype == OG_BFLOAT16);
+        p.scales = conv;
+    }
+    mnb_pack *pk;
+    og_status *st = mnb_pack_create(&p, &pk);
+    free(conv);
+    if (st) return st;
+    kp->state = pk;
+    kp->bytes = pk->bytes;
+    kp->consumed = KERNEL_INPUT(1) | KERNEL_INPUT(2) | (Z ? KERNEL_INPUT(3) : 0);
+    return NULL;
+}
+
+void cpu_matmul_nbits_release(void *state) { mnb_pack_free(state); }
+
 og_status *cpu_matmul_nbits(kernel_ctx *ctx) {
     OG_TRY(kernel_require_inputs(ctx, 3));
     const tensor *A = ctx->inputs[0], *B = ctx->inputs[1], *S = ctx->inputs[2];
     const tensor *Z = kernel_input(ctx, 3), *G = kernel_input(ctx, 4), *bias = kernel_input(ctx, 5);
-    const graph_node *node = ctx->node;
-    int64_t K = graph_attr_int(node, "K", -1), N = graph_attr_int(node, "N", -1);
-    int64_t bits = graph_attr_int(node, "bits", 4), bs = graph_attr_int(node, "block_size", -1);
-    int64_t level = graph_attr_int(node, "accuracy_level", 0);
-    if (K < 1 || N < 1)
-        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "attributes K=%lld and N=%lld must be "
-                             "positive", (long long)K, (long long)N);
-    if (bits != 2 && bits != 4 && bits != 8)
-        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "bits=%lld is not implemented (2, 4, 8 are)",
-                             (long long)bits);
-    if (bs < 16 || bs > MAX_BLOCK || (bs & (bs - 1)))
-        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "block_size=%lld must be a power of two "
-                             "in [16, %d]", (long long)bs, MAX_BLOCK);
-    if (graph_attr_int(node, "weight_prepacked", 0) != 0)
-        return kernel_error(ctx, OG_ERR_UNSUPPORTED, "weight_prepacked (a CUDA layout) is not "
-                            "supported on the CPU");
+    mnb_attrs at;
+    OG_TRY(read_attrs(ctx->node, ctx->where, &at));
+    int64_t K = at.K, N = at.N, bits = at.bits, bs = at.bs, kb = at.kb, blob = at.blob;
     if (G && tensor_count(G) > 0)
         return kernel_error(ctx, OG_ERR_UNSUPPORTED, "input 4 (g_idx, deprecated) is not "
                             "supported");
@@ -345,7 +426,7 @@ og_status *cpu_matmul_nbits(kernel_ctx *ctx) {
                              "[..., K=%lld]", shape_str(A->dims, A->rank, a, sizeof a),
                              (long long)K);
     }
-    int64_t kb = (K + bs - 1) / bs, blob = bs * bits / 8;
+    const mnb_pack *pk = ctx->prepared;
     mnb_problem p = {.M = tensor_count(A) / K, .N = N, .K = K, .bits = (int)bits,
                      .block_size = (int)bs, .k_blocks = kb, .blob = blob, .B = B->data};
     OG_TRY(check_count(ctx, 1, "B", B, N * kb * blob, "[N, k_blocks, blob_size]"));
@@ -372,24 +453,28 @@ og_status *cpu_matmul_nbits(kernel_ctx *ctx) {
         OG_TRY(check_count(ctx, 5, "bias", bias, N, "[N]"));
         OG_TRY(f32_view(ctx, bias, N, &p.bias));
     }
-    /* onnxruntime quantizes A only at level 4, only with integer zero points, and for
-     * 2 bits only with blocks of 32 to 128 */
-    p.int8 = level == 4 && !p.zp_float && (bits != 2 || (bs >= 32 && bs <= 128));
+    p.int8 = int8_math(&at, p.zp_float != NULL);
     int64_t dims[OG_MAX_RANK];
     memcpy(dims, A->dims, sizeof(int64_t) * (size_t)A->rank);
     dims[A->rank - 1] = N;
     tensor *Y;
     OG_TRY(kernel_output(ctx, 0, dt, A->rank, dims, &Y));
     if (p.M == 0) return NULL;
-    OG_TRY(f32_view(ctx, S, N * kb, &p.scales));
+    if (!pk) OG_TRY(f32_view(ctx, S, N * kb, &p.scales)); /* the pack holds its own */
     OG_TRY(f32_view(ctx, A, p.M * K, &p.A));
     if (dt == OG_FLOAT32)
         p.Y = Y->data;
     else
         OG_TRY(kernel_scratch(ctx, (size_t)(p.M * N) * sizeof(float) + 64, (void **)&p.Y));
     void *work;
-    OG_TRY(kernel_scratch(ctx, mnb_work_size(&p) + 64, &work));
-    OG_TRY(mnb_run(ctx->pool, &p, work));
+    if (pk) {
+        int threads = threadpool_size(ctx->pool);
+        OG_TRY(kernel_scratch(ctx, mnb_pack_work_size(pk, p.M, threads) + 64, &work));
+        mnb_pack_run(ctx->pool, pk, p.A, p.M, p.bias, p.Y, work);
+    } else {
+        OG_TRY(kernel_scratch(ctx, mnb_work_size(&p) + 64, &work));
+        OG_TRY(mnb_run(ctx->pool, &p, work));
+    }
     if (dt != OG_FLOAT32) {
         uint16_t *y = Y->data;
         int64_t n = p.M * N;

@@ -20,6 +20,7 @@
 #ifndef OG_NATIVE_KERNELS_MATMUL_NBITS_H
 #define OG_NATIVE_KERNELS_MATMUL_NBITS_H
 
+#include "base/cpu.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 
@@ -75,7 +76,7 @@ size_t mnb_work_size(const mnb_problem *p);
  * Errors only from the float32 GEMM used for long A in float arithmetic. */
 og_status *mnb_run(threadpool *pool, const mnb_problem *p, void *work);
 
-/* Which kernels mnb_run uses ("avx512-vnni" or "generic"). */
+/* Which kernels mnb_run uses now ("avx512-vnni" or "generic"; see base/cpu.h). */
 const char *mnb_isa(void);
 
 /* ---- between matmul_nbits.c and the ISA file ---------------------------------------
@@ -96,25 +97,25 @@ typedef struct mnb_job {
     int64_t s_stride;
     const int32_t *a_lane;
     int64_t lane_values; /* values of A per lane; a_stride / lane_values lanes per row */
+    bool x512;           /* the AVX-512 column kernels run (mnb_x512_handles) */
 } mnb_job;
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) &&          \
-    defined(__AVX512VNNI__)
-#define MNB_X512 1
-#else
-#define MNB_X512 0
-#endif
-
-/* Whether the ISA kernels take these bits. */
+/* Whether the AVX-512 column kernels (matmul_nbits_avx512.c) take this problem now: the
+ * CPU has AVX-512 VNNI, OG_ISA allows it, and the bits are 4 or 8. */
 static inline bool mnb_x512_handles(const mnb_problem *p) {
-    return MNB_X512 && (p->bits == 4 || p->bits == 8);
+#if defined(__x86_64__)
+    return cpu_isa_active() >= CPU_ISA_AVX512 && (p->bits == 4 || p->bits == 8);
+#else
+    (void)p;
+    return false;
+#endif
 }
 
 /* Position of element k of a row of A in the prepared row: for 4 bits the ISA kernels
  * want each span (128 values for int8, 32 for float) as its even elements, then its odd
  * ones (the low and high nibbles of the span's bytes). */
-static inline int64_t mnb_a_pos(const mnb_problem *p, int64_t k) {
-    if (!MNB_X512 || p->bits != 4) return k;
+static inline int64_t mnb_a_pos(const mnb_problem *p, int64_t k, bool x512) {
+    if (!x512 || p->bits != 4) return k;
     int64_t span = p->int8 ? 128 : 32, r = k & (span - 1);
     return k - r + (r & 1) * (span / 2) + (r >> 1);
 }

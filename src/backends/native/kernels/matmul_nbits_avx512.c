@@ -1,4 +1,5 @@
-/* MatMulNBits column kernels for AVX-512 with VNNI (built when -march enables them).
+/* MatMulNBits column kernels for AVX-512 with VNNI (this file is compiled with those
+ * flags and only called when the CPU has them; see base/cpu.h).
  *
  * int8 arithmetic streams each column's bytes in 64-byte chunks: vpdpbusd multiplies
  * the unsigned weights (0..15 nibbles, or 0..255 bytes) with the signed quantized A and
@@ -16,7 +17,7 @@
  * zero point. */
 #include "backends/native/kernels/matmul_nbits.h"
 
-#if MNB_X512
+#if defined(__x86_64__)
 #include <immintrin.h>
 
 #define INLINE static inline __attribute__((always_inline))
@@ -493,7 +494,6 @@ void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scal
     *sum = _mm512_reduce_add_epi32(acc);
 }
 
-const char *mnb_isa(void) { return "avx512-vnni"; }
 
 #else
 void mnb_x512_finish_row4(int8_t *row, int64_t a_stride, int32_t zdef, int32_t *lane) {
@@ -508,6 +508,5 @@ void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t 
 void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, int64_t ldw) {
     (void)p, (void)n0, (void)n1, (void)W, (void)ldw;
 }
-const char *mnb_isa(void) { return "generic"; }
 
 #endif

@@ -9,6 +9,8 @@
 og_status *cpu_quantize_linear(kernel_ctx *ctx);
 og_status *cpu_dequantize_linear(kernel_ctx *ctx);
 og_status *cpu_matmul_nbits(kernel_ctx *ctx);
+og_status *cpu_matmul_nbits_prepare(kernel_prep *prep);
+void cpu_matmul_nbits_release(void *state);
 og_status *cpu_gather_block_quantized(kernel_ctx *ctx);
 /* Integer products of 8-bit tensors (quant_integer.c). */
 og_status *cpu_matmul_integer(kernel_ctx *ctx);

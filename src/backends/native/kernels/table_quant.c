@@ -11,7 +11,8 @@ const kernel_def cpu_quant_kernels[] = {
      * scales, which the float-scale path reads). */
     {"", "QLinearMatMul", 10, 28, cpu_qlinear_matmul},
     {"", "QLinearConv", 10, 28, cpu_qlinear_conv},
-    {"com.microsoft", "MatMulNBits", 1, 1, cpu_matmul_nbits},
+    {"com.microsoft", "MatMulNBits", 1, 1, cpu_matmul_nbits, .prepare = cpu_matmul_nbits_prepare,
+     .release = cpu_matmul_nbits_release},
     {"com.microsoft", "GatherBlockQuantized", 1, 1, cpu_gather_block_quantized},
     {0},
 };

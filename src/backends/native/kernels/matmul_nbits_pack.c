@@ -1,0 +1,342 @@
+/* MatMulNBits on prepacked 4-bit weights (see matmul_nbits_pack.h): packing, the
+ * per-call quantization of A, the thread split, the portable kernels and the choice of
+ * ISA kernels at run time. */
+#include "backends/native/kernels/matmul_nbits_pack.h"
+
+#include "base/bigalloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+enum {
+    SMALL_M = 4,      /* up to this many rows: the streaming row kernels */
+    TILE_MIN_M = 16,  /* from this many rows on: unpacked panel pairs and register tiles */
+    ROW_BLOCK_BYTES = 160 * 1024, /* quantized A per tile item, kept in L2 */
+};
+
+static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+bool mnb_pack_handles(const mnb_problem *p) {
+    return p->bits == 4 && p->int8 && !p->zp_float && p->block_size % 8 == 0;
+}
+
+static size_t pack_b_bytes(const mnb_pack *pk) { return (size_t)(pk->panels * pk->panel_bytes); }
+static size_t pack_s_count(const mnb_pack *pk) {
+    return (size_t)(pk->panels * pk->k_blocks * MNB_PANEL);
+}
+
+void mnb_pack_free(mnb_pack *pk) {
+    if (!pk) return;
+    big_free(pk->B, pack_b_bytes(pk));
+    big_free(pk->scales, pack_s_count(pk) * sizeof(float));
+    big_free(pk->zp, pack_s_count(pk));
+    free(pk);
+}
+
+/* Four original bytes (values 8g..8g+7 of a column, two per byte, low nibble first)
+ * as the packed group's four bytes: value i in the low nibble, value i + 4 in the high. */
+static inline uint32_t regroup(uint32_t o) {
+    uint32_t b0 = (o & 0x0f) | ((o >> 12) & 0xf0);
+    uint32_t b1 = ((o >> 4) & 0x0f) | ((o >> 16) & 0xf0);
+    uint32_t b2 = ((o >> 8) & 0x0f) | ((o >> 20) & 0xf0);
+    uint32_t b3 = ((o >> 12) & 0x0f) | ((o >> 24) & 0xf0);
+    return b0 | b1 << 8 | b2 << 16 | b3 << 24;
+}
+
+og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out) {
+    *out = NULL;
+    mnb_pack *pk = calloc(1, sizeof *pk);
+    if (!pk) return og_oom();
+    pk->N = p->N;
+    pk->K = p->K;
+    pk->k_blocks = p->k_blocks;
+    pk->block_size = p->block_size;
+    pk->panels = round_up((p->N + MNB_PANEL - 1) / MNB_PANEL, 2);
+    pk->panel_bytes = p->k_blocks * p->block_size * 8;
+    int64_t kb = p->k_blocks, groups = kb * p->block_size / 8;
+    size_t nb = pack_b_bytes(pk), ns = pack_s_count(pk);
+    pk->B = big_alloc(nb);
+    pk->scales = big_alloc(ns * sizeof(float));
+    if (p->zp_packed) pk->zp = big_alloc(ns);
+    if (!pk->B || !pk->scales || (p->zp_packed && !pk->zp)) {
+        mnb_pack_free(pk);
+        return og_oom_for(nb + ns * 5, "prepacked MatMulNBits weights");
+    }
+    pk->bytes = nb + ns * sizeof(float) + (pk->zp ? ns : 0);
+    const int64_t colbytes = kb * p->blob;
+    for (int64_t pn = 0; pn < pk->panels; pn++) {
+        uint8_t *dst = pk->B + pn * pk->panel_bytes;
+        int64_t n0 = pn * MNB_PANEL, cols = p->N - n0 < MNB_PANEL ? p->N - n0 : MNB_PANEL;
+        if (cols < 0) cols = 0;
+        const uint8_t *src = p->B + n0 * colbytes;
+        /* a group of the 16 columns at a time: 64 contiguous bytes out */
+        for (int64_t g = 0; g < groups; g++) {
+            uint32_t w[MNB_PANEL];
+            for (int c = 0; c < MNB_PANEL; c++) {
+                uint32_t o = 0;
+                if (c < cols) memcpy(&o, src + c * colbytes + g * 4, 4);
+                w[c] = regroup(o);
+            }
+            memcpy(dst + g * 64, w, sizeof w);
+        }
+        for (int c = 0; c < MNB_PANEL; c++) {
+            int64_t n = n0 + c;
+            for (int64_t b = 0; b < kb; b++) {
+                size_t at = (size_t)((pn * kb + b) * MNB_PANEL + c);
+                pk->scales[at] = c < cols ? p->scales[n * kb + b] : 0.0f;
+                if (pk->zp) pk->zp[at] = c < cols ? (uint8_t)mnb_zero_point(p, n, b) : 0;
+            }
+        }
+    }
+    *out = pk;
+    return NULL;
+}
+
+/* ---- the portable kernels (the arithmetic of the header, written out) ------------- */
+
+static inline int packed_weight(const mnb_pack *pk, int64_t p, int64_t b, int64_t k, int c) {
+    const uint8_t *g = pk->B + p * pk->panel_bytes + b * pk->block_size * 8 + (k / 8) * 64;
+    uint8_t byte = g[c * 4 + (k & 3)];
+    return (k & 4) ? byte >> 4 : byte & 15;
+}
+
+static inline int32_t zero_init(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                                int64_t b, int c) {
+    int32_t z = qa->zsum[m * qa->s_stride + b];
+    return pk->zp ? z * (int32_t)pk->zp[(p * pk->k_blocks + b) * MNB_PANEL + c] : z;
+}
+
+static inline float block_scale(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                                int64_t b, int c) {
+    return qa->scale[m * qa->s_stride + b] * pk->scales[(p * pk->k_blocks + b) * MNB_PANEL + c];
+}
+
+void mnb_pack_rows_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
+                           int64_t p0, int64_t p1, const mnb_out *o) {
+    const int64_t bs = pk->block_size;
+    for (int64_t p = p0; p < p1; p++)
+        for (int64_t m = m0; m < m0 + mr; m++) {
+            const int8_t *q = qa->q + m * qa->q_stride;
+            float acc[MNB_PANEL];
+            for (int c = 0; c < MNB_PANEL; c++) {
+                float a = 0.0f;
+                for (int64_t b = 0; b < pk->k_blocks; b++) {
+                    int32_t dot = zero_init(pk, qa, m, p, b, c);
+                    for (int64_t k = 0; k < bs; k++)
+                        dot += q[b * bs + k] * packed_weight(pk, p, b, k, c);
+                    a = fmaf((float)dot, block_scale(pk, qa, m, p, b, c), a);
+                }
+                acc[c] = a;
+            }
+            mnb_pack_store(pk, o, m, p, acc);
+        }
+}
+
+void mnb_pack_tile_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
+                           int64_t p, uint8_t *u8, const mnb_out *o) {
+    const int64_t bs = pk->block_size, groups = pk->k_blocks * bs / 8;
+    for (int64_t g = 0; g < groups; g++)
+        for (int j = 0; j < 2; j++) {
+            const uint8_t *x = pk->B + (p + j) * pk->panel_bytes + g * 64;
+            for (int t = 0; t < 64; t++) {
+                u8[(2 * g) * 128 + j * 64 + t] = x[t] & 15;
+                u8[(2 * g + 1) * 128 + j * 64 + t] = x[t] >> 4;
+            }
+        }
+    for (int64_t m = m0; m < m1; m++) {
+        const int8_t *q = qa->q + m * qa->q_stride;
+        for (int j = 0; j < 2; j++) {
+            float acc[MNB_PANEL];
+            for (int c = 0; c < MNB_PANEL; c++) {
+                float a = 0.0f;
+                for (int64_t b = 0; b < pk->k_blocks; b++) {
+                    int32_t dot = zero_init(pk, qa, m, p + j, b, c);
+                    for (int64_t k = b * bs; k < (b + 1) * bs; k++)
+                        dot += q[k] * u8[(k / 4) * 128 + j * 64 + c * 4 + (k & 3)];
+                    a = fmaf((float)dot, block_scale(pk, qa, m, p + j, b, c), a);
+                }
+                acc[c] = a;
+            }
+            mnb_pack_store(pk, o, m, p + j, acc);
+        }
+    }
+}
+
+/* ---- the ISA kernels in use --------------------------------------------------------- */
+
+typedef struct isa_fns {
+    mnb_rows_fn rows;
+    mnb_tile_fn tile;
+    void (*quantize)(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum);
+    const char *rows_name, *tile_name;
+} isa_fns;
+
+static isa_fns active_fns(void) {
+    switch (cpu_isa_active()) {
+#if defined(__x86_64__)
+#ifndef OG_NO_AMX
+    case CPU_ISA_AMX:
+        return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_amx, mnb_x512_quantize_block,
+                         "avx512-vnni", "amx-int8"};
+#endif
+    case CPU_ISA_AVX512:
+        return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_avx512, mnb_x512_quantize_block,
+                         "avx512-vnni", "avx512-vnni"};
+    case CPU_ISA_AVX2:
+        return (isa_fns){mnb_pack_rows_avx2, mnb_pack_tile_avx2, mnb_quantize_block, "avx2",
+                         "avx2"};
+#endif
+    default:
+        return (isa_fns){mnb_pack_rows_generic, mnb_pack_tile_generic, mnb_quantize_block,
+                         "generic", "generic"};
+    }
+}
+
+const char *mnb_pack_kernel_name(int64_t M) {
+    isa_fns f = active_fns();
+    return M >= TILE_MIN_M ? f.tile_name : f.rows_name;
+}
+
+/* ---- working memory ---------------------------------------------------------------- */
+
+typedef struct layout {
+    int64_t rows, q_stride, s_stride, u8_bytes;
+    size_t q_off, s_off, z_off, u8_off, total;
+} layout;
+
+static layout work_layout(const mnb_pack *pk, int64_t M, int threads) {
+    layout l;
+    l.rows = round_up(M, 16);
+    l.q_stride = round_up(pk->k_blocks * pk->block_size, 64);
+    l.s_stride = round_up(pk->k_blocks, 16);
+    l.u8_bytes = M >= TILE_MIN_M ? pk->k_blocks * pk->block_size / 4 * 128 : 0;
+    l.q_off = 0;
+    l.s_off = (size_t)round_up(l.rows * l.q_stride, 64);
+    l.z_off = l.s_off + (size_t)round_up(l.rows * l.s_stride * 4, 64);
+    l.u8_off = l.z_off + (size_t)round_up(l.rows * l.s_stride * 4, 64);
+    l.total = l.u8_off + (size_t)(l.u8_bytes * (threads > 0 ? threads : 1));
+    return l;
+}
+
+size_t mnb_pack_work_size(const mnb_pack *pk, int64_t M, int threads) {
+    return work_layout(pk, M, threads).total;
+}
+
+/* ---- A ------------------------------------------------------------------------------ */
+
+typedef struct quant_job {
+    const mnb_pack *pk;
+    const float *A;
+    int64_t M;
+    mnb_qa qa;
+    isa_fns f;
+} quant_job;
+
+static void quantize_rows(void *arg, int64_t r0, int64_t r1) {
+    const quant_job *J = arg;
+    const mnb_pack *pk = J->pk;
+    const int64_t bs = pk->block_size;
+    const int32_t mul = pk->zp ? -1 : -8;
+    for (int64_t m = r0; m < r1; m++) {
+        int8_t *q = (int8_t *)J->qa.q + m * J->qa.q_stride;
+        float *sc = (float *)J->qa.scale + m * J->qa.s_stride;
+        int32_t *zs = (int32_t *)J->qa.zsum + m * J->qa.s_stride;
+        memset(q, 0, (size_t)J->qa.q_stride);
+        memset(sc, 0, sizeof(float) * (size_t)J->qa.s_stride);
+        memset(zs, 0, sizeof(int32_t) * (size_t)J->qa.s_stride);
+        if (m >= J->M) continue; /* padding rows: zero */
+        const float *a = J->A + m * pk->K;
+        for (int64_t b = 0; b < pk->k_blocks; b++) {
+            int64_t k0 = b * bs, len = min64(bs, pk->K - k0);
+            int32_t sum;
+            J->f.quantize(a + k0, len, q + k0, &sc[b], &sum);
+            zs[b] = mul * sum;
+        }
+    }
+}
+
+/* ---- the thread split ---------------------------------------------------------------- */
+
+typedef struct run_job {
+    const mnb_pack *pk;
+    const mnb_qa *qa;
+    const mnb_out *o;
+    isa_fns f;
+    int64_t M;
+    /* small M: pieces of panels, guided (each claim a share of what is left) */
+    int64_t piece_min, parts;
+    /* large M: items (row block, panel pair) */
+    int64_t row_block, n_row_blocks, items;
+    uint8_t *u8;
+    int64_t u8_bytes;
+    atomic_llong next;
+} run_job;
+
+static void small_worker(void *arg, int64_t t0, int64_t t1) {
+    run_job *J = arg;
+    (void)t0, (void)t1;
+    const int64_t n = J->pk->panels;
+    for (;;) {
+        long long cur = atomic_load_explicit(&J->next, memory_order_relaxed);
+        int64_t end;
+        do {
+            if (cur >= n) return;
+            int64_t take = round_up((n - cur) / J->parts, 4);
+            take = take < J->piece_min ? J->piece_min : take;
+            end = min64(n, cur + take);
+        } while (!atomic_compare_exchange_weak_explicit(&J->next, &cur, (long long)end,
+                                                        memory_order_relaxed,
+                                                        memory_order_relaxed));
+        for (int64_t m = 0; m < J->M; m += SMALL_M)
+            J->f.rows(J->pk, J->qa, m, (int)min64(SMALL_M, J->M - m), cur, end, J->o);
+    }
+}
+
+/* One call per thread (t0 is unique among concurrent calls: its unpacking buffer). */
+static void tile_worker(void *arg, int64_t t0, int64_t t1) {
+    run_job *J = arg;
+    (void)t1;
+    uint8_t *u8 = J->u8 + t0 * J->u8_bytes;
+    for (long long it; (it = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
+                       J->items;) {
+        int64_t pair = it / J->n_row_blocks, rb = it % J->n_row_blocks;
+        int64_t m0 = rb * J->row_block, m1 = min64(J->M, m0 + J->row_block);
+        J->f.tile(J->pk, J->qa, m0, m1, 2 * pair, u8, J->o);
+    }
+}
+
+void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M,
+                  const float *bias, float *Y, void *work) {
+    if (M <= 0) return;
+    int threads = threadpool_size(pool);
+    layout l = work_layout(pk, M, threads);
+    char *w = work;
+    quant_job qj = {.pk = pk, .A = A, .M = M, .f = active_fns()};
+    qj.qa = (mnb_qa){.q = (int8_t *)(w + l.q_off), .q_stride = l.q_stride,
+                     .scale = (float *)(w + l.s_off), .zsum = (int32_t *)(w + l.z_off),
+                     .s_stride = l.s_stride};
+    threadpool_parallel_for(pool, l.rows, 4, quantize_rows, &qj);
+    mnb_out o = {.Y = Y, .ldy = pk->N, .bias = bias};
+    run_job J = {.pk = pk, .qa = &qj.qa, .o = &o, .f = qj.f, .M = M};
+    atomic_init(&J.next, 0);
+    if (M < TILE_MIN_M) {
+        /* about 4 KiB of weights at least per piece, in steps of 4 panels */
+        int64_t panel_bytes = pk->panel_bytes + pk->k_blocks * MNB_PANEL * 4;
+        J.piece_min = round_up(4096 / panel_bytes + 1, 4);
+        J.parts = 2 * (int64_t)threads;
+        int64_t items = (pk->panels + J.piece_min - 1) / J.piece_min;
+        threadpool_parallel_for(pool, threads < items ? threads : items, 1, small_worker, &J);
+        return;
+    }
+    J.row_block = round_up(ROW_BLOCK_BYTES / l.q_stride, 16);
+    if (J.row_block < 48) J.row_block = 48;
+    if (J.row_block > M) J.row_block = round_up(M, 16);
+    J.n_row_blocks = (M + J.row_block - 1) / J.row_block;
+    J.items = J.n_row_blocks * (pk->panels / 2);
+    J.u8 = (uint8_t *)(w + l.u8_off);
+    J.u8_bytes = l.u8_bytes;
+    threadpool_parallel_for(pool, threads < J.items ? threads : J.items, 1, tile_worker, &J);
+}

@@ -1,0 +1,110 @@
+/* MatMulNBits with 4-bit weights in int8 arithmetic (accuracy_level 4, see
+ * matmul_nbits.h) on weights prepacked once when the session opens.
+ *
+ * Layout. Columns go in panels of 16; the panel count is rounded up to even (the pad
+ * columns have zero weights and scales) so that kernels can always take two panels at
+ * once. Within a panel, per block of K and per group of 8 values of K, 64 bytes:
+ *
+ *     byte 4c + i = q(column c, k = 8g + i) | q(column c, k = 8g + 4 + i) << 4,  i < 4
+ *
+ * so the low nibbles of a group are 16 columns x 4 consecutive k and the high nibbles
+ * the next 4 k: masked, each half is exactly one row of the operand that vpdpbusd
+ * (16 int32 lanes, 4 byte products each) and an AMX B tile (K/4 rows of 16 columns x 4
+ * bytes) read. A panel's bytes are contiguous over the whole K, so a decode step streams
+ * them once; the block scales follow as [panel][block][16] floats, zero points (when the
+ * model has them) as [panel][block][16] bytes. The pack is as large as the original.
+ *
+ * Arithmetic, the same in every kernel so that all give identical bits: per row of A
+ * and block, A is quantized as mnb_quantize_block does; per (row, column, block) the
+ * exact integer dot of q_a with the weights, plus -zero_point * sum(q_a), is converted
+ * to float and accumulated as acc = fma(dot, scale_a * scale_b, acc) in block order;
+ * Y = acc + bias. */
+#ifndef OG_NATIVE_KERNELS_MATMUL_NBITS_PACK_H
+#define OG_NATIVE_KERNELS_MATMUL_NBITS_PACK_H
+
+#include "backends/native/kernels/matmul_nbits.h"
+#include "base/cpu.h"
+
+enum { MNB_PANEL = 16 };
+
+typedef struct mnb_pack {
+    int64_t N, K, k_blocks;
+    int block_size;
+    int64_t panels;      /* even */
+    int64_t panel_bytes; /* k_blocks * block_size * 8 */
+    uint8_t *B;          /* [panels][panel_bytes] */
+    float *scales;       /* [panels][k_blocks][16] */
+    uint8_t *zp;         /* [panels][k_blocks][16], or NULL: 8 everywhere */
+    size_t bytes;        /* held by the pack */
+} mnb_pack;
+
+/* Whether a problem (weights, scales, zero points as mnb_run takes them) can be packed:
+ * 4 bits in int8 arithmetic. */
+bool mnb_pack_handles(const mnb_problem *p);
+/* Packs p's B, scales and zero points (p->A, Y, bias, M are not used). */
+og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out);
+void mnb_pack_free(mnb_pack *pk);
+
+/* Bytes of working memory mnb_pack_run needs for M rows on `threads` threads. */
+size_t mnb_pack_work_size(const mnb_pack *pk, int64_t M, int threads);
+/* Y[M][N] = A[M][K] . W^T + bias (bias may be NULL), over the pool; `work` holds
+ * mnb_pack_work_size() bytes, 64-byte aligned. */
+void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M,
+                  const float *bias, float *Y, void *work);
+/* The kernels mnb_pack_run uses for M rows under the active ISA ("avx512-vnni", ...). */
+const char *mnb_pack_kernel_name(int64_t M);
+
+/* ---- between matmul_nbits_pack.c and the ISA files ---------------------------------
+ * Quantized A: row m's values in K order at q + m * q_stride (zero past K), its block
+ * scales at scale + m * s_stride and its zero-point terms at zsum + m * s_stride:
+ * -8 * sum(q) over the block without zero points, -sum(q) with them (the kernel then
+ * multiplies by the column's zero point). Rows are padded to a multiple of 16 (zero). */
+typedef struct mnb_qa {
+    const int8_t *q;
+    int64_t q_stride;
+    const float *scale;
+    const int32_t *zsum;
+    int64_t s_stride;
+} mnb_qa;
+
+/* The output: Y[m][n] for n < N, row stride ldy, bias[n] added when not NULL. */
+typedef struct mnb_out {
+    float *Y;
+    int64_t ldy;
+    const float *bias;
+} mnb_out;
+
+/* Rows m0..m0+mr (mr <= 4) against panels [p0, p1), unpacking nibbles as they stream
+ * (decode and short prompts). */
+typedef void (*mnb_rows_fn)(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
+                            int64_t p0, int64_t p1, const mnb_out *o);
+/* Rows [m0, m1) against the panel pair (p, p + 1), whose weights unpack into `u8`
+ * (K/4 rows of 128 bytes: 4 values of K for 16 columns of panel p, then of p + 1). */
+typedef void (*mnb_tile_fn)(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
+                            int64_t p, uint8_t *u8, const mnb_out *o);
+
+void mnb_pack_rows_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
+                           int64_t p0, int64_t p1, const mnb_out *o);
+void mnb_pack_tile_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
+                           int64_t p, uint8_t *u8, const mnb_out *o);
+void mnb_pack_rows_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
+                        int64_t p0, int64_t p1, const mnb_out *o);
+void mnb_pack_tile_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
+                        int64_t p, uint8_t *u8, const mnb_out *o);
+void mnb_pack_rows_avx512(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
+                          int64_t p0, int64_t p1, const mnb_out *o);
+void mnb_pack_tile_avx512(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
+                          int64_t p, uint8_t *u8, const mnb_out *o);
+void mnb_pack_tile_amx(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
+                       int64_t p, uint8_t *u8, const mnb_out *o);
+
+/* Writes the 16 columns of panel p for row m from 16 accumulated sums (bias added,
+ * columns past N left alone). */
+static inline void mnb_pack_store(const mnb_pack *pk, const mnb_out *o, int64_t m, int64_t p,
+                                  const float *acc) {
+    int64_t n0 = p * MNB_PANEL, n = pk->N - n0 < MNB_PANEL ? pk->N - n0 : MNB_PANEL;
+    float *y = o->Y + m * o->ldy + n0;
+    for (int64_t c = 0; c < n; c++) y[c] = o->bias ? acc[c] + o->bias[n0 + c] : acc[c];
+}
+
+#endif

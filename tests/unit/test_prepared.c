@@ -1,0 +1,125 @@
+/* Kernels with prepared state (kernel_def.prepare) on a session: MatMulNBits' prepacked
+ * weights against the reference on the very initializers, nodes inside subgraphs
+ * prepared too, a caller's own value for an initializer taking precedence over what was
+ * prepared from it, and the accounting (bytes prepared, mapped pages released). Run
+ * under ASan by `make test-sanitize`, this is also the lifetime test of the states. */
+#include "testing.h"
+
+#include "backends/native/kernels/matmul_nbits.h"
+#include "backends/native/session.h"
+
+#include <stdlib.h>
+
+static const tensor *init_of(const graph *g, const char *name) {
+    int v = graph_find_value(g, name);
+    return v >= 0 ? g->values[v].initializer : NULL;
+}
+
+/* The reference product of the node `prefix` (4 bits, block 32, level 4) over rows A. */
+static void reference(const graph *g, const char *prefix, const uint8_t *B_override, int64_t N,
+                      int64_t K, const float *A, int64_t M, float *Y) {
+    char name[64];
+    snprintf(name, sizeof name, "%s_B", prefix);
+    const tensor *B = init_of(g, name);
+    snprintf(name, sizeof name, "%s_S", prefix);
+    const tensor *S = init_of(g, name);
+    snprintf(name, sizeof name, "%s_Z", prefix);
+    const tensor *Z = init_of(g, name);
+    CHECK(B && S);
+    int64_t kb = (K + 31) / 32;
+    mnb_problem p = {.M = M, .N = N, .K = K, .bits = 4, .block_size = 32, .k_blocks = kb,
+                     .blob = 16, .B = B_override ? B_override : B->data, .scales = S->data,
+                     .zp_packed = Z ? Z->data : NULL, .zp_stride = (kb + 1) / 2, .int8 = true,
+                     .A = A, .Y = Y};
+    mnb_ref(&p);
+}
+
+static void check_close(const char *what, const float *y, const float *r, int64_t n) {
+    double big = 0;
+    for (int64_t i = 0; i < n; i++) big = fmax(big, fabs(r[i]));
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(y[i] - r[i]) <= 1e-5 * big + 1e-6)) {
+            test_fail(__FILE__, __LINE__, "%s[%lld] = %.7g, reference %.7g", what, (long long)i,
+                      y[i], r[i]);
+            return;
+        }
+}
+
+static const graph *then_branch(const graph *g) {
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int a = 0; a < g->nodes[i].n_attrs; a++)
+            if (strcmp(g->nodes[i].attrs[a].name, "then_branch") == 0) return g->nodes[i].attrs[a].g;
+    return NULL;
+}
+
+static float *random_rows(int64_t M, int64_t K, unsigned seed) {
+    float *a = malloc(sizeof(float) * (size_t)(M * K));
+    for (int64_t i = 0; a && i < M * K; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        a[i] = (float)((seed >> 9) % 20001) / 5000.0f - 2.0f;
+    }
+    return a;
+}
+
+/* One run with M rows; B_small, when given, is fed for the initializer small_B. */
+static void run_and_check(og_session *s, int64_t M, const uint8_t *B_small) {
+    const graph *g = s->graph;
+    float *a = random_rows(M, 80, 11u + (unsigned)M), *a256 = random_rows(M, 256, 5u * (unsigned)M);
+    CHECK(a && a256);
+    int64_t da[2] = {M, 80}, db[2] = {M, 256}, dB[3] = {37, 3, 16};
+    uint8_t cond = 1;
+    og_tensor *ta, *tb, *tc, *tB = NULL;
+    CHECK_OK(og_tensor_wrap(OG_FLOAT32, da, 2, a, sizeof(float) * (size_t)(M * 80), &ta));
+    CHECK_OK(og_tensor_wrap(OG_FLOAT32, db, 2, a256, sizeof(float) * (size_t)(M * 256), &tb));
+    CHECK_OK(og_tensor_wrap(OG_BOOL, NULL, 0, &cond, 1, &tc));
+    if (B_small) CHECK_OK(og_tensor_wrap(OG_UINT8, dB, 3, (void *)B_small, 37 * 3 * 16, &tB));
+    const char *in_names[] = {"a", "a256", "cond", "small_B"};
+    og_tensor *ins[] = {ta, tb, tc, tB};
+    const char *out_names[] = {"y_small", "y_big", "y_shared", "y_sub"};
+    og_tensor *outs[4] = {0};
+    CHECK_OK(og_session_run(s, in_names, ins, B_small ? 4 : 3, out_names, outs, 4));
+    float *r = malloc(sizeof(float) * (size_t)(M * 300));
+    CHECK(r);
+    reference(g, "small", B_small, 37, 80, a, M, r);
+    check_close("y_small", og_tensor_data(outs[0]), r, M * 37);
+    reference(g, "big", NULL, 300, 256, a256, M, r);
+    check_close("y_big", og_tensor_data(outs[1]), r, M * 300);
+    reference(g, "shared", NULL, 40, 256, a256, M, r);
+    check_close("y_shared", og_tensor_data(outs[2]), r, M * 40);
+    reference(then_branch(g), "sub", NULL, 24, 80, a, M, r);
+    check_close("y_sub", og_tensor_data(outs[3]), r, M * 24);
+    for (int i = 0; i < 4; i++) og_tensor_free(outs[i]);
+    og_tensor_free(ta);
+    og_tensor_free(tb);
+    og_tensor_free(tc);
+    og_tensor_free(tB);
+    free(r);
+    free(a);
+    free(a256);
+}
+
+TEST(prepared_state_matmulnbits_on_a_session) {
+    NEED_TEST_MODEL(path, "nbits_prepared.onnx");
+    og_session *s;
+    CHECK_OK(og_session_open(path, NULL, &s));
+    /* small, big and shared in the main graph, sub in the If's then-branch */
+    CHECK_EQ_INT(s->prepared_nodes, 4);
+    /* each pack holds 16 bytes of weights and a 4-byte scale per (column, block), and a
+     * byte of zero point where the model has them, over columns padded to an even count
+     * of 16-column panels: 64, 320, 64 and 32 columns */
+    size_t want = 64 * 3 * 21 + 320 * 8 * 20 + 64 * 8 * 20 + 32 * 3 * 20;
+    CHECK_EQ_INT(s->prepared_bytes, want);
+    /* big's weights went; shared_B stays (an Identity reads it), so at most the rest */
+    const graph *g = s->graph;
+    size_t bound = init_of(g, "big_B")->nbytes + init_of(g, "big_S")->nbytes + 4096 * 6;
+    CHECK(s->released_bytes >= 32768 && s->released_bytes <= bound);
+    for (int64_t M = 1; M <= 17; M += 8) run_and_check(s, M, NULL);
+    /* the caller's own small_B: the prepacked one must not be used */
+    uint8_t *other = malloc(37 * 3 * 16);
+    CHECK(other);
+    for (int i = 0; i < 37 * 3 * 16; i++) other[i] = (uint8_t)(i * 7 + 3);
+    run_and_check(s, 3, other);
+    run_and_check(s, 3, NULL); /* and the next run is back on the prepared state */
+    free(other);
+    og_session_close(s);
+}
