@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""onnx-genai against its peers on the same weights, in one run, one table.
+
+    python3 bench/peers.py --package DIR [--package DIR2] [--stories DIR] [--threads 2]
+        [--rounds 3] [--reps 3] [-p 512] [-n 128] [--depths 0,2048] [--batches 1,4,8,16]
+        [--llama-bench PATH] [--llama2c DIR] [--json-out FILE]
+
+Peers (docs/PERFORMANCE.md, ../shared/docs/benchmarking.md):
+  - onnxruntime-genai on the very same package folder (bench/compare.py's worker, same
+    threads through intra_op_num_threads);
+  - llama.cpp's llama-bench on the same int4 weights written as GGUF Q4_0 by
+    tools/make_gguf.py (made on first use next to --gguf-dir), same threads;
+  - llama2.c's run.c (-Ofast -march=native) on stories260K against our package made from
+    the same checkpoint (--stories; run.c reads stories260K.bin and tok512.bin from the
+    --llama2c folder). run.c stops at a generated BOS, so it is fed a prompt longer than
+    its steps: every step is then one forward pass, as each of our decode steps is.
+
+Each round starts every engine in a fresh process, in an order that rotates from round
+to round, with a streaming-read bandwidth probe (`onnx-genai bench --probe-only`) before
+and after; a round whose probe moved by more than 10 % is discarded (unless all were).
+Decode at batch B (-b) is ours alone: the aggregate tokens/s of B sequences, against
+our batch 1 in the same round. The table gives medians over the kept rounds' samples,
+their spread, ratios, achieved GB/s and the share of the probe (decode); the CPU model
+and flags, threads, commit and probes are printed with it.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import compare  # noqa: E402  (the onnxruntime-genai worker, probe, environment)
+
+LLAMA_DEFAULT = "/work/peers/llama_cpp_python-0.3.36/vendor/llama.cpp/build/bin/llama-bench"
+LLAMA2C_DEFAULT = "/work/peers/llama2c"
+
+
+def run(cmd, env=None, timeout=3600):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out"
+    if r.returncode != 0:
+        return None, (r.stderr.strip() or r.stdout.strip())[-400:]
+    return r, None
+
+
+# ---- one engine, one round: {test name: [tokens/s samples]} and extras ---------------
+
+def ours(a, pkg, d, p, n, b=1):
+    cmd = [a.bin, "bench", "-m", pkg, "-p", str(p), "-n", str(n), "-d", str(d), "-b", str(b),
+           "-r", str(a.reps), "--threads", str(a.threads), "--seed", str(a.seed),
+           "--probe-mb", "0", "--json"]
+    r, err = run(cmd)
+    if err:
+        return {"error": err}
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    return {"tests": {t["name"]: t["samples_tokens_per_s"] for t in j["tests"]},
+            "bytes_per_token": {t["name"]: t.get("bytes_per_token") for t in j["tests"]},
+            "peak_rss": j.get("peak_rss_bytes")}
+
+
+def ort(a, pkg, d, p, n):
+    c = argparse.Namespace(p=p, n=n, reps=a.reps, threads=a.threads, seed=a.seed)
+    r, err = run(compare.ort_cmd(c, pkg, d))
+    if err:
+        return {"error": err}
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    if "error" in j:
+        return {"error": j["error"]}
+    return {"tests": {t["name"]: t["samples_tokens_per_s"] for t in j["tests"]},
+            "peak_rss": j.get("peak_rss_bytes")}
+
+
+def llama(a, gguf, d, p, n):
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.dirname(a.llama_bench) + ":" + env.get("LD_LIBRARY_PATH", "")
+    tests = {}
+    for kind, pp, tg in (("pp", p, 0), ("tg", 0, n)):
+        if (pp or tg) == 0:
+            continue
+        cmd = [a.llama_bench, "-m", gguf, "-p", str(pp), "-n", str(tg), "-d", str(d), "-r",
+               str(a.reps), "-t", str(a.threads), "-o", "jsonl"]
+        r, err = run(cmd, env=env)
+        if err:
+            return {"error": err}
+        for line in r.stdout.splitlines():
+            if not line.startswith("{"):
+                continue
+            t = json.loads(line)
+            name = f"pp{t['n_prompt']}" if t["n_prompt"] else f"tg{t['n_gen']}"
+            if t.get("n_depth"):
+                name += f"@d{t['n_depth']}"
+            tests[name] = t["samples_ts"]
+            tests["_build"] = t.get("build_commit")
+    return {"tests": tests}
+
+
+def llama2c(a, steps):
+    """run.c on stories260K: one sample per process (it prints one tok/s)."""
+    ckpt = os.path.join(a.llama2c_models, "stories260K.bin")
+    tok = os.path.join(a.llama2c_models, "tok512.bin")
+    prompt = " ".join(["Once upon a time, there was a little girl named Lily who loved to play."] * 60)
+    samples = []
+    for _ in range(a.reps):
+        r, err = run([os.path.join(a.llama2c, "run"), ckpt, "-z", tok, "-t", "0", "-n",
+                      str(steps), "-i", prompt])
+        if err:
+            return {"error": err}
+        m = re.search(r"achieved tok/s: ([0-9.]+)", r.stderr + r.stdout)
+        if not m:
+            return {"error": "run.c printed no tok/s"}
+        samples.append(float(m.group(1)))
+    return {"tests": {f"tg{steps - 2}": samples}}
+
+
+# ---- the driver ------------------------------------------------------------------------
+
+def make_gguf(a, pkg):
+    name = os.path.basename(os.path.abspath(pkg)) + ".Q4_0.gguf"
+    path = os.path.join(a.gguf_dir, name)
+    if not os.path.exists(path):
+        os.makedirs(a.gguf_dir, exist_ok=True)
+        r, err = run([sys.executable, os.path.join(ROOT, "tools", "make_gguf.py"), "--package", pkg,
+                      "--out", path])
+        if err:
+            print(f"# no GGUF for {pkg}: {err}", file=sys.stderr)
+            return None
+    return path
+
+
+def lscpu():
+    info = {}
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for key in ("Model name", "CPU(s)", "L2 cache", "L3 cache", "CPU MHz", "Hypervisor vendor"):
+            m = re.search(rf"^{re.escape(key)}:\s*(.*)$", text, re.M)
+            if m:
+                info[key] = m.group(1).strip()
+        m = re.search(r"^Flags:\s*(.*)$", text, re.M)
+        if m:
+            info["flags"] = " ".join(f for f in m.group(1).split() if re.match(
+                r"avx|amx|fma|f16c|vnni|bf16", f))
+    except OSError:
+        pass
+    return info
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--package", action="append", default=[], help="int4 package (repeatable)")
+    ap.add_argument("--stories", help="stories260K fp32 package (tools/make_model.py --from-llama2c)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("-p", type=int, default=512)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("--depths", default="0,2048")
+    ap.add_argument("--batches", default="1,4,8,16")
+    ap.add_argument("--stories-steps", type=int, default=512, help="run.c -n; ours decodes n - 2")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--probe-mb", type=int, default=512)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "onnx-genai"))
+    ap.add_argument("--llama-bench", default=LLAMA_DEFAULT)
+    ap.add_argument("--llama2c", default=LLAMA2C_DEFAULT, help="folder with run.c's binary, run")
+    ap.add_argument("--llama2c-models", default=os.path.join(ROOT, "..", "shared", "models", "llama2c"),
+                    help="folder with stories260K.bin and tok512.bin")
+    ap.add_argument("--gguf-dir", default="/tmp/og-peers")
+    ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--json-out")
+    a = ap.parse_args()
+    depths = [int(x) for x in a.depths.split(",") if x.strip()]
+    batches = [int(x) for x in a.batches.split(",") if x.strip()]
+    have_llama = os.path.exists(a.llama_bench)
+    have_l2c = os.path.exists(os.path.join(a.llama2c, "run"))
+
+    # jobs: (model label, engine, callable) run once per round, engines rotating
+    jobs = []
+    for pkg in a.package:
+        label = os.path.basename(os.path.abspath(pkg))
+        gguf = make_gguf(a, pkg) if have_llama else None
+        for d in depths:
+            p = a.p if d == 0 else 0  # the prefill is measured from the empty cache
+            jobs.append((label, "ours", lambda pkg=pkg, d=d, p=p: ours(a, pkg, d, p, a.n)))
+            if not a.no_ort:
+                jobs.append((label, "ort", lambda pkg=pkg, d=d, p=p: ort(a, pkg, d, p, a.n)))
+            if gguf:
+                jobs.append((label, "llama.cpp", lambda g=gguf, d=d, p=p: llama(a, g, d, p, a.n)))
+        for b in batches:
+            if b > 1:
+                jobs.append((label, "ours", lambda pkg=pkg, b=b: ours(a, pkg, 0, 0, a.n, b)))
+    if a.stories:
+        label = os.path.basename(os.path.abspath(a.stories))
+        steps = a.stories_steps
+        jobs.append((label, "ours", lambda: ours(a, a.stories, 0, 128, 128)))
+        jobs.append((label, "ours", lambda: ours(a, a.stories, 0, 0, steps - 2)))
+        if not a.no_ort:
+            jobs.append((label, "ort", lambda: ort(a, a.stories, 0, 128, 128)))
+            jobs.append((label, "ort", lambda: ort(a, a.stories, 0, 0, steps - 2)))
+        if have_l2c:
+            jobs.append((label, "llama2.c", lambda: llama2c(a, steps)))
+
+    env = compare.environment(argparse.Namespace(bin=a.bin, threads=a.threads))
+    env["lscpu"] = lscpu()
+    env["llama_bench"] = a.llama_bench if have_llama else None
+    rounds = []
+    for r in range(a.rounds):
+        pa = argparse.Namespace(bin=a.bin, threads=a.threads, probe_mb=a.probe_mb)
+        before = compare.probe(pa)
+        k = r % max(1, len(jobs))
+        order = jobs[k:] + jobs[:k]
+        res = []
+        for label, eng, fn in order:
+            out = fn()
+            res.append({"model": label, "engine": eng, **out})
+            if "error" in out:
+                print(f"# {label} {eng}: {out['error']}", file=sys.stderr)
+        after = compare.probe(pa)
+        moved = abs(after - before) / before if before > 0 else float("inf")
+        rounds.append({"probe_before": before, "probe_after": after, "moved": moved,
+                       "discarded": not moved <= 0.10, "results": res})
+        print(f"# round {r + 1}: probe {before:.1f} -> {after:.1f} GB/s"
+              f"{' (discarded)' if not moved <= 0.10 else ''}", file=sys.stderr)
+    env["loadavg_end"] = os.getloadavg()
+
+    kept = [r for r in rounds if not r["discarded"]] or rounds
+    samples, bpt = {}, {}  # (model, test) -> engine -> [samples]
+    for r in kept:
+        for x in r["results"]:
+            for name, s in x.get("tests", {}).items():
+                if name.startswith("_"):
+                    continue
+                samples.setdefault((x["model"], name), {}).setdefault(x["engine"], []).extend(s)
+            for name, v in x.get("bytes_per_token", {}).items():
+                bpt[(x["model"], name)] = v
+    probes = [p for r in kept for p in (r["probe_before"], r["probe_after"])]
+    bw = statistics.median(probes) if probes else float("nan")
+
+    def med(xs):
+        return statistics.median(xs) if xs else float("nan")
+
+    def f(x, spec=".1f"):
+        return format(x, spec) if isinstance(x, (int, float)) and math.isfinite(x) else "-"
+
+    print(f"| model | test | bytes/token | ours tok/s [min .. max] | ORT-genai | ours ÷ ORT | llama.cpp "
+          f"| ours ÷ llama.cpp | llama2.c | ours ÷ llama2.c | ours GB/s | % of probe |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    for (model, test), by in samples.items():
+        o = by.get("ours", [])
+        om = med(o)
+        cells = [model, test]
+        b = bpt.get((model, test))
+        is_tg = test.startswith("tg")
+        cells.append(f"{b / 1e6:.1f} MB" if b and is_tg else "-")
+        cells.append(f"{f(om)} [{f(min(o) if o else None)} .. {f(max(o) if o else None)}]")
+        row = {"model": model, "test": test, "ours": om, "ours_samples": o}
+        for eng in ("ort", "llama.cpp", "llama2.c"):
+            pm = med(by.get(eng, []))
+            row[eng] = pm
+            cells += [f(pm), f(om / pm, ".2f") if by.get(eng) and o else "-"]
+        gbps = om * b / 1e9 if b and is_tg and o else float("nan")
+        cells += [f(gbps, ".2f"), f(100 * gbps / bw, ".0f") if is_tg else "-"]
+        m = re.match(r"(tg\d+)@b(\d+)$", test)
+        if m and (model, m.group(1)) in samples:
+            one = med(samples[(model, m.group(1))].get("ours", []))
+            cells[1] = f"{test} ({om / one:.2f}x batch 1)"
+            row["vs_batch1"] = om / one
+        rows.append(row)
+        print("| " + " | ".join(cells) + " |")
+    print(f"\nthreads {a.threads}; {len(kept)} of {len(rounds)} rounds kept; probe "
+          + ", ".join(f"{r['probe_before']:.1f}->{r['probe_after']:.1f}" for r in rounds) + " GB/s")
+    print("environment: " + json.dumps(env))
+    if a.json_out:
+        with open(a.json_out, "w") as fh:
+            json.dump({"environment": env, "rounds": [{k: v for k, v in r.items()} for r in rounds],
+                       "rows": rows}, fh, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
