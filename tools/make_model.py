@@ -5,6 +5,12 @@
                 [--accuracy-level 0|4] [--rotary-interleaved] [--asymmetric]
   make_model.py --synthetic qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b --out DIR
                 [--dtype int4] [--seed N] [--layers N]
+  make_model.py --type MODEL_TYPE --out DIR [--dtype fp32|int4] [--seed N] [--layers N]
+                a tiny random model of an onnxruntime-genai model type (llama, qwen3, gemma2,
+                gptoss, lfm2, qwen3_5_text, qwen3_5_moe_text, ...; qwen3_5 and qwen3_5_moe are
+                split vision-language packages: vision + embedding + text decoder)
+  make_model.py --real qwen3.5-0.8b|lfm2-350m --out DIR [--dtype int4] [--split]
+                random weights at a released model's real shapes (benchmarks)
   ... --pipeline: the same model as a decoder-pipeline package (three graphs)
 
 Needs onnx and numpy only.
@@ -16,9 +22,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from model_maker import llama2c, synthetic  # noqa: E402
+from model_maker import catalog, llama2c, synthetic  # noqa: E402
 from model_maker.decoder import BuildOptions  # noqa: E402
-from model_maker.package import write_package  # noqa: E402
+from model_maker.package import write_arch_package, write_package  # noqa: E402
+from model_maker.weights import RandomTensors  # noqa: E402
 
 
 def main(argv=None):
@@ -26,6 +33,9 @@ def main(argv=None):
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--from-llama2c", metavar="CKPT", help="llama2.c checkpoint (legacy float32 format)")
     src.add_argument("--synthetic", choices=sorted(synthetic.SPECS), help="random weights at real shapes")
+    src.add_argument("--type", choices=sorted(catalog.TINY) + sorted(catalog.SPLIT),
+                     help="a tiny random model of this onnxruntime-genai model type")
+    src.add_argument("--real", choices=sorted(catalog.REAL), help="random weights at a released model's shapes")
     ap.add_argument("--tokenizer", metavar="TOK", help="llama2.c tokenizer.bin (with --from-llama2c)")
     ap.add_argument("--out", required=True, help="package folder to write")
     ap.add_argument("--dtype", choices=["fp32", "fp16", "int4"], default=None,
@@ -45,12 +55,16 @@ def main(argv=None):
                     help="pad head_size with zero dimensions to this multiple, exactly (onnxruntime's "
                          "GroupQueryAttention needs 16); 0 keeps the model's head size")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--layers", type=int, default=None, help="synthetic: fewer layers (tests)")
+    ap.add_argument("--layers", type=int, default=None, help="synthetic, --type, --real: fewer layers")
+    ap.add_argument("--split", action="store_true",
+                    help="--real qwen3.5-*: a split vision-language package (model.type qwen3_5)")
     ap.add_argument("--pipeline", action="store_true",
                     help="write a decoder-pipeline package instead: embeds.onnx -> transformer.onnx "
                          "-> lm_head.onnx, values passed by name")
     a = ap.parse_args(argv)
 
+    if a.type or a.real:
+        return make_arch(ap, a)
     if a.from_llama2c:
         if not a.tokenizer:
             ap.error("--from-llama2c needs --tokenizer")
@@ -87,6 +101,32 @@ def main(argv=None):
           f"{info['initializers']} initializers")
     if info["head_size"] != info["true_head_size"]:
         print(f"head_size {info['true_head_size']} padded to {info['head_size']} (zero dimensions)")
+    print("ops: " + ", ".join(f"{k} {v}" for k, v in info["ops"].items()))
+    return 0
+
+
+def make_arch(ap, a):
+    if a.pipeline or a.shared_embeddings or a.tokenizer:
+        ap.error("--type/--real take neither --pipeline, --shared-embeddings nor --tokenizer")
+    split = a.split or a.type in catalog.SPLIT
+    arch = catalog.tiny(a.type, a.layers) if a.type else catalog.real(a.real, a.layers)
+    if a.split and not arch.model_type.startswith("qwen3_5"):
+        ap.error("--split is for Qwen3.5 models")
+    dtype = a.dtype or ("fp32" if a.type else "int4")
+    opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
+                        symmetric=not a.asymmetric, head_multiple=0)
+    ids = None
+    if split:
+        v = arch.vocab
+        ids = catalog.QWEN35_VISION_IDS if a.type else dict(
+            vision_start_token_id=v - 7, image_token_id=v - 5, video_token_id=v - 4)
+    weights = RandomTensors(a.seed, arch.weight_std)
+    try:
+        info = write_arch_package(a.out, arch, opts, weights, split_ids=ids)
+    except ValueError as e:
+        ap.error(str(e))
+    print(f"wrote {info['dir']}: model.onnx {info['model_bytes']} B, model.onnx.data {info['data_bytes']} B, "
+          f"{info['initializers']} initializers")
     print("ops: " + ", ".join(f"{k} {v}" for k, v in info["ops"].items()))
     return 0
 

@@ -99,7 +99,7 @@ def check_layout(path, dtype, vocab, layers, interleaved=0, accuracy=4, zero_poi
     io = onnx.TensorProto.FLOAT16 if dtype == "fp16" else onnx.TensorProto.FLOAT
     ins = {i.name: i for i in m.graph.input}
     outs = {o.name: o for o in m.graph.output}
-    ok = opsets.get("") == 21 and opsets.get("com.microsoft") == 1
+    ok = opsets.get("") == 22 and opsets.get("com.microsoft") == 1
     ok &= ins["input_ids"].type.tensor_type.elem_type == onnx.TensorProto.INT64
     ok &= ins["attention_mask"].type.tensor_type.elem_type == onnx.TensorProto.INT64
     ok &= all(f"past_key_values.{i}.{kv}" in ins and f"present.{i}.{kv}" in outs
@@ -107,7 +107,7 @@ def check_layout(path, dtype, vocab, layers, interleaved=0, accuracy=4, zero_poi
     ok &= ins["past_key_values.0.key"].type.tensor_type.elem_type == io
     ok &= outs["logits"].type.tensor_type.elem_type == io
     ok &= outs["logits"].type.tensor_type.shape.dim[2].dim_value == vocab
-    ok &= ins["past_key_values.0.key"].type.tensor_type.shape.dim[3].dim_value == dec["head_size"]
+    ok &= ins["past_key_values.0.key"].type.tensor_type.shape.dim[3].dim_param == "kv_cache_dim"
     ok &= len(ops["GroupQueryAttention"]) == layers
     ga = attrs(ops["GroupQueryAttention"][0])
     ok &= ga["do_rotary"] == 1 and ga["rotary_interleaved"] == interleaved

@@ -25,7 +25,7 @@ NP_TO_ONNX = {
     np.dtype(np.int8): TensorProto.INT8,
 }
 
-OPSET_DEFAULT = 21
+OPSET_DEFAULT = 22
 OPSET_MS = 1
 
 
@@ -80,7 +80,9 @@ class GraphWriter:
         else:
             text = str(int(value))
             arr = np.array(value, dtype=np.int64)
-        name = f"/model/constants/INT64/{text}"
+        return self._const(f"/model/constants/INT64/{text}", arr)
+
+    def _const(self, name, arr):
         if name not in self._consts:
             self._consts.add(name)
             tensor = onnx.numpy_helper.from_array(arr, name=name)
@@ -88,6 +90,17 @@ class GraphWriter:
                 "Constant", [], [name], name=name.replace("constants", "constant_nodes"), value=tensor))
             self.op_counts["Constant"] = self.op_counts.get("Constant", 0) + 1
         return name
+
+    def const_i32(self, value):
+        """Name of an int32 Constant node output holding the list value."""
+        text = "[" + ", ".join(str(int(v)) for v in value) + "]"
+        return self._const(f"/model/constants/INT32/{text}", np.array(value, dtype=np.int32))
+
+    def const_f32(self, value, text, dtype=np.float32):
+        """Name of a scalar float Constant (float32, or float16 in a float16 graph); `text`
+        is how its name spells the value, as the model builder writes it."""
+        kind = "FLOAT16" if np.dtype(dtype) == np.float16 else "FLOAT"
+        return self._const(f"/model/constants/{kind}/{text}", np.array(value, dtype=dtype))
 
     # -- nodes --------------------------------------------------------------------
     def node(self, op_type, inputs, outputs, name, domain="", **attrs):

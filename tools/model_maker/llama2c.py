@@ -77,7 +77,7 @@ class Llama2cWeights:
         # rows (2j, 2j+1) of each head -> (j, j + d/2)
         return w.reshape(n_heads, d // 2, 2, -1).transpose(0, 2, 1, 3).reshape(n_heads * d, -1)
 
-    # provider interface used by DecoderBuilder
+    # provider interface read by transformer.WeightSource
     def embed(self):
         return self.tok
 

@@ -3,7 +3,7 @@
 import json
 import os
 
-from .decoder import DecoderBuilder, pad_heads
+from .decoder import arch_from_spec, pad_heads
 
 
 def genai_config(spec, filename="model.onnx"):
@@ -37,22 +37,27 @@ def genai_config(spec, filename="model.onnx"):
             "type": spec.model_type,
             "vocab_size": spec.vocab_size,
         },
-        "search": {
-            "diversity_penalty": 0.0,
-            "do_sample": False,
-            "early_stopping": True,
-            "length_penalty": 1.0,
-            "max_length": spec.context_length,
-            "min_length": 0,
-            "no_repeat_ngram_size": 0,
-            "num_beams": 1,
-            "num_return_sequences": 1,
-            "past_present_share_buffer": True,
-            "repetition_penalty": 1.0,
-            "temperature": 1.0,
-            "top_k": 50,
-            "top_p": 1.0,
-        },
+        "search": search_section(spec.context_length),
+    }
+
+
+def search_section(max_length):
+    """genai_config.json's search section as the builder writes it."""
+    return {
+        "diversity_penalty": 0.0,
+        "do_sample": False,
+        "early_stopping": True,
+        "length_penalty": 1.0,
+        "max_length": max_length,
+        "min_length": 0,
+        "no_repeat_ngram_size": 0,
+        "num_beams": 1,
+        "num_return_sequences": 1,
+        "past_present_share_buffer": True,
+        "repetition_penalty": 1.0,
+        "temperature": 1.0,
+        "top_k": 50,
+        "top_p": 1.0,
     }
 
 
@@ -67,9 +72,17 @@ def write_package(out_dir, spec, weights, opts, tokenizer, tokenizer_cfg):
     os.makedirs(out_dir, exist_ok=True)
     if opts.head_multiple:
         spec, weights = pad_heads(spec, weights, opts.head_multiple)
-    builder = DecoderBuilder(spec, opts, out_dir)
-    model_path, data_bytes = builder.build(weights)
-    write_json(os.path.join(out_dir, "genai_config.json"), genai_config(spec))
+    from .transformer import TransformerBuilder
+    builder = TransformerBuilder(arch_from_spec(spec, opts.shared_embeddings), opts, out_dir)
+    model_path, data_bytes = builder.build(weights, true_head=spec.true_head_size)
+    info = _finish(out_dir, genai_config(spec), tokenizer, tokenizer_cfg, builder, model_path, data_bytes)
+    info.update(head_size=spec.head_size, true_head_size=spec.true_head_size or spec.head_size)
+    return info
+
+
+def _finish(out_dir, cfg, tokenizer, tokenizer_cfg, builder, model_path, data_bytes):
+    """Writes the config and tokenizer files; the summary of a written package."""
+    write_json(os.path.join(out_dir, "genai_config.json"), cfg)
     write_json(os.path.join(out_dir, "tokenizer.json"), tokenizer)
     write_json(os.path.join(out_dir, "tokenizer_config.json"), tokenizer_cfg)
     return {
@@ -78,6 +91,111 @@ def write_package(out_dir, spec, weights, opts, tokenizer, tokenizer_cfg):
         "data_bytes": data_bytes,
         "ops": dict(sorted(builder.g.op_counts.items())),
         "initializers": len(builder.g.initializers),
-        "head_size": spec.head_size,
-        "true_head_size": spec.true_head_size or spec.head_size,
     }
+
+
+# -- packages of any Arch (arch.py): hybrids, MoE, every model type of catalog.py --------
+
+def arch_genai_config(a, split=False):
+    """genai_config.json as the builder writes it for Arch a (split: the text decoder of a
+    vision-language package, fed inputs_embeds, with its embedding and vision sections)."""
+    from .arch import ATTENTION, CONV, LINEAR
+    kinds = {a.kind(i) for i in range(a.layers)}
+    ins = {"inputs_embeds": "inputs_embeds"} if split else {"input_ids": "input_ids"}
+    ins["attention_mask"] = "attention_mask"
+    outs = {"logits": "logits"}
+    if a.position_rank():
+        ins["position_ids"] = "position_ids"
+    if ATTENTION in kinds:
+        ins.update(past_key_names="past_key_values.%d.key", past_value_names="past_key_values.%d.value")
+        outs.update(present_key_names="present.%d.key", present_value_names="present.%d.value")
+    if kinds & {LINEAR, CONV}:
+        ins["past_conv_names"] = "past.%d.conv"
+        outs["present_conv_names"] = "present.%d.conv"
+    if LINEAR in kinds:
+        ins["past_recurrent_names"] = "past.%d.recurrent"
+        outs["present_recurrent_names"] = "present.%d.recurrent"
+    dec = {
+        "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+        "filename": "model.onnx",
+        "head_size": a.head_dim,
+        "hidden_size": a.hidden,
+        "inputs": ins,
+        "outputs": outs,
+        "num_attention_heads": a.heads,
+        "num_hidden_layers": a.layers,
+        "num_key_value_heads": a.kv_heads,
+    }
+    if CONV in kinds:
+        dec["layer_types"] = ["conv" if a.kind(i) == CONV else "full_attention" for i in range(a.layers)]
+        dec["conv_cache_size"] = a.conv_L - 1
+    windowed = [i for i in a.attention_layers() if a.sliding(i)]
+    if windowed:
+        dec["sliding_window"] = {"window_size": a.sliding_window, "slide_key_value_cache": False,
+                                 "slide_inputs": False, "layers": windowed, "cache_slack": 0}
+    model = {"bos_token_id": a.bos, "context_length": a.context, "decoder": dec, "eos_token_id": a.eos,
+             "pad_token_id": a.pad, "type": a.model_type, "vocab_size": a.vocab}
+    model.update(a.config_extra)
+    return {"model": model, "search": search_section(a.context)}
+
+
+def arch_tokenizer(a, extra_specials=()):
+    """A byte-level BPE tokenizer.json and tokenizer_config.json with the model's bos/pad and
+    eos (and any extra special tokens) as contiguous special ids at the top of the range."""
+    from .synthetic import byte_bpe_tokenizer
+    eos = a.eos[0] if isinstance(a.eos, list) else a.eos
+    named = {a.bos: "<|endoftext|>", a.pad: "<|endoftext|>", eos: "<|im_end|>"}
+    for i, text in extra_specials:
+        named[i] = text
+    ids = sorted(named)
+    lo = ids[0]
+    specials = [(i, named.get(i, f"<|special_{i}|>")) for i in range(lo, ids[-1] + 1)]
+    if lo < 300:
+        raise ValueError("special token ids must lie above the byte and merge ids")
+    tok = byte_bpe_tokenizer(specials)
+    cfg = {
+        "add_prefix_space": False,
+        "added_tokens_decoder": {str(i): {"content": c, "lstrip": False, "normalized": False, "rstrip": False,
+                                          "single_word": False, "special": True} for i, c in specials},
+        "bos_token": named[a.bos], "eos_token": named[eos], "pad_token": named[a.pad],
+        "clean_up_tokenization_spaces": False, "model_max_length": a.context,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
+    return tok, cfg
+
+
+def write_arch_package(out_dir, a, opts, weights, split_ids=None):
+    """Writes a package for Arch a: model.onnx (+ .data), genai_config.json, tokenizer files;
+    with split_ids (the image token ids), a split vision-language package instead: the text
+    decoder fed inputs_embeds, embedding.onnx, vision.onnx and processor_config.json."""
+    from . import split as split_graphs
+    from .transformer import TransformerBuilder
+    os.makedirs(out_dir, exist_ok=True)
+    if opts.dtype == "fp16" and (a.layer_types or a.mlp == "moe"):
+        raise ValueError(f"{a.model_type}: fp16 packages are written for dense attention-only models only")
+    builder = TransformerBuilder(a, opts, out_dir, inputs_embeds=split_ids is not None)
+    model_path, data_bytes = builder.build(weights)
+    cfg = arch_genai_config(a, split=split_ids is not None)
+    extra = []
+    if split_ids is not None:
+        vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}[a.model_type]
+        m = cfg["model"]
+        m["type"] = vl_type
+        m["embedding"] = {"filename": "embedding.onnx",
+                          "inputs": {"input_ids": "input_ids", "image_features": "image_features"},
+                          "outputs": {"inputs_embeds": "inputs_embeds"}}
+        m["vision"] = {"filename": "vision.onnx", "spatial_merge_size": 2,
+                       "inputs": {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"},
+                       "outputs": {"image_features": "image_features"}}
+        for key in ("image_token_id", "video_token_id", "vision_start_token_id"):
+            m[key] = split_ids[key]
+        table = weights.get("embed", (a.vocab, a.hidden), "emb")
+        split_graphs.write_embedding(out_dir, a.hidden, table, split_ids["image_token_id"])
+        split_graphs.write_vision(out_dir, a.hidden,
+                                  weights.get("visual.merger", (a.hidden, split_graphs.MERGE * split_graphs.PATCH)))
+        write_json(os.path.join(out_dir, "processor_config.json"), split_graphs.processor_config())
+        names = {"vision_start_token_id": "<|vision_start|>", "vision_end_token_id": "<|vision_end|>",
+                 "image_token_id": "<|image_pad|>", "video_token_id": "<|video_pad|>"}
+        extra = [(split_ids[k], t) for k, t in names.items() if k in split_ids]
+    tok, tok_cfg = arch_tokenizer(a, extra)
+    return _finish(out_dir, cfg, tok, tok_cfg, builder, model_path, data_bytes)

@@ -144,9 +144,15 @@ def _bpe(word, ranks):
 
 
 def tokenizer_json(name):
+    """The tokenizer of synthetic model `name` (its special tokens at their real ids)."""
+    return byte_bpe_tokenizer(SPECIAL_TOKENS[name], llama_style=name.startswith("llama"))
+
+
+def byte_bpe_tokenizer(specials, llama_style=False):
     """Byte-level BPE whose ids run densely up to the special tokens: 256 byte symbols, a
     few merges (each word's merges added until plain BPE turns the word into one token, so
-    every BPE implementation agrees), then <|filler_N|> pieces that no text can produce."""
+    every BPE implementation agrees), then <|filler_N|> pieces that no text can produce,
+    then `specials` ([(id, text)], contiguous ids)."""
     b2u = _bytes_to_unicode()
     vocab = {b2u[b]: i for i, b in enumerate(range(256))}
     merges, ranks = [], {}
@@ -159,13 +165,12 @@ def tokenizer_json(name):
             ranks[pair] = len(merges)
             merges.append(pair)
             vocab.setdefault(pair[0] + pair[1], len(vocab))
-    first_special = SPECIAL_TOKENS[name][0][0]
+    first_special = specials[0][0]
     for i in range(len(vocab), first_special):
         vocab[f"<|filler_{i}|>"] = i
-    specials = SPECIAL_TOKENS[name]
     added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": True} for i, c in specials]
-    is_llama = name.startswith("llama")
+    is_llama = llama_style
     pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
     tok = {

@@ -1,0 +1,92 @@
+"""The two extra graphs of a split vision-language package (Qwen3.5's layout:
+vision.onnx -> embedding.onnx -> the text decoder fed inputs_embeds) and its image
+processor config. The model builder writes only the decoder (exclude_embeds); these are
+our own small graphs with the I/O onnxruntime-genai's qwen3_5 pipeline expects:
+
+  embedding.onnx  input_ids [B, S], image_features [N, hidden] -> inputs_embeds [B, S, hidden]:
+                  the token embedding, with the k-th image token's row replaced by row k of
+                  image_features (rows past the given features stay token embeddings)
+  vision.onnx     pixel_values [patches, 3 * 2 * 16 * 16], image_grid_thw [images, 3] ->
+                  image_features [patches / 4, hidden]: each 2x2 group of patches
+                  (spatial_merge_size 2) projected to the hidden size by one MatMul
+  processor_config.json  Qwen3-VL image preprocessing whose Resize uses smart_resize
+"""
+
+import numpy as np
+from onnx import TensorProto
+
+from .graph import GraphWriter
+
+PATCH = 3 * 2 * 16 * 16   # channels x temporal patch x patch x patch
+MERGE = 4                 # spatial_merge_size 2: 2 x 2 patches per image token
+
+
+def write_embedding(out_dir, hidden, table, image_token_id):
+    g = GraphWriter(out_dir, "embedding.onnx")
+    g.input("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"])
+    g.input("image_features", TensorProto.FLOAT, ["num_image_tokens", hidden])
+    g.output("inputs_embeds", TensorProto.FLOAT, ["batch_size", "sequence_length", hidden])
+    b = "/embedding"
+    w = g.initializer("model.embed_tokens.weight", table, np.float32)
+    emb = g.node("Gather", [w, "input_ids"], [f"{b}/Gather/output_0"], f"{b}/Gather")
+    flat = g.node("Reshape", ["input_ids", g.const_i64([-1])], [f"{b}/ids_flat/output_0"], f"{b}/ids_flat")
+    tok = g.node("Constant", [], [f"{b}/image_token"], f"{b}/image_token",
+                 value=_scalar_i64(image_token_id))
+    is_img = g.node("Equal", [flat, tok], [f"{b}/is_image/output_0"], f"{b}/is_image")
+    as_int = g.node("Cast", [is_img], [f"{b}/is_image_i64/output_0"], f"{b}/is_image_i64", to=TensorProto.INT64)
+    rank = g.node("CumSum", [as_int, g.const_i64(0)], [f"{b}/rank/output_0"], f"{b}/rank")
+    idx = g.node("Sub", [rank, g.const_i64([1])], [f"{b}/index/output_0"], f"{b}/index")
+    # rows beyond the given features (or no image at all) read an appended zero row and
+    # are not used: the token embedding stays
+    n = g.node("Shape", ["image_features"], [f"{b}/n_features/output_0"], f"{b}/n_features", start=0, end=1)
+    have = g.node("Less", [idx, n], [f"{b}/have_feature/output_0"], f"{b}/have_feature")
+    use = g.node("And", [is_img, have], [f"{b}/use/output_0"], f"{b}/use")
+    pick = g.node("Where", [use, idx, n], [f"{b}/pick/output_0"], f"{b}/pick")
+    zero = g.initializer("zero_feature", np.zeros((1, hidden), np.float32), np.float32)
+    feats = g.node("Concat", ["image_features", zero], [f"{b}/features/output_0"], f"{b}/features", axis=0)
+    rows = g.node("Gather", [feats, pick], [f"{b}/rows/output_0"], f"{b}/rows", axis=0)
+    shape = g.node("Shape", [emb], [f"{b}/shape/output_0"], f"{b}/shape")
+    rows3 = g.node("Reshape", [rows, shape], [f"{b}/rows3/output_0"], f"{b}/rows3")
+    ushape = g.node("Shape", ["input_ids"], [f"{b}/ids_shape/output_0"], f"{b}/ids_shape")
+    use2 = g.node("Reshape", [use, ushape], [f"{b}/use2/output_0"], f"{b}/use2")
+    use3 = g.node("Unsqueeze", [use2, g.const_i64([-1])], [f"{b}/use3/output_0"], f"{b}/use3")
+    g.node("Where", [use3, rows3, emb], ["inputs_embeds"], f"{b}/merge")
+    g.save()
+
+
+def write_vision(out_dir, hidden, weight):
+    g = GraphWriter(out_dir, "vision.onnx")
+    g.input("pixel_values", TensorProto.FLOAT, ["num_patches", PATCH])
+    g.input("image_grid_thw", TensorProto.INT64, ["num_images", 3])
+    g.output("image_features", TensorProto.FLOAT, ["num_image_tokens", hidden])
+    b = "/vision"
+    r = g.node("Reshape", ["pixel_values", g.const_i64([-1, MERGE * PATCH])], [f"{b}/merge/output_0"],
+               f"{b}/merge")
+    w = g.initializer("visual.merger.weight", np.ascontiguousarray(weight.T), np.float32)
+    g.node("MatMul", [r, w], ["image_features"], f"{b}/proj")
+    g.save()
+
+
+def _scalar_i64(v):
+    import onnx
+    return onnx.numpy_helper.from_array(np.array(v, dtype=np.int64))
+
+
+def processor_config():
+    """Qwen3-VL-style image preprocessing (onnxruntime-extensions' processor format) whose
+    Resize needs smart_resize: the size follows the image, snapped to 32-pixel multiples
+    within a pixel budget."""
+    def op(name, kind, **attrs):
+        o = {"operation": {"name": name, "type": kind}}
+        if attrs:
+            o["operation"]["attrs"] = attrs
+        return o
+    return {"processor": {"name": "qwen3_vl_image_processor", "transforms": [
+        op("decode_image", "DecodeImage", color_space="RGB"),
+        op("convert_to_rgb", "ConvertRGB"),
+        op("resize", "Resize", width=540, height=360, smart_resize=1, min_pixels=3136,
+           max_pixels=12845056, patch_size=16, merge_size=2),
+        op("rescale", "Rescale", rescale_factor=1.0 / 255.0),
+        op("normalize", "Normalize", mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5], qwen3_vl=1),
+        op("patch_image", "PatchImage", patch_size=16, temporal_patch_size=2, merge_size=2),
+    ]}}
