@@ -51,15 +51,18 @@ static double weight_count(const og_model *m) {
 
 /* Mirrors generator_cache.c: a KV entry holds rows x heads x max_length x head_size
  * (twice for gpt2's pair) in one buffer when past and present share it, else two; a
- * state holds rows x row_bytes, twice. */
+ * fixed-size entry (a state, a window-sized KV cache) holds rows x row_bytes, twice. */
 static void cache_estimate(const og_model *m, double rows, double L, bool share_kv,
                            bool beams, gen_budget *b) {
     double q_heads = m->cfg->model.decoder.num_attention_heads;
     for (int i = 0; i < m->n_cache; i++) {
         const gen_cache *c = &m->cache[i];
-        if (c->kind == GEN_CACHE_STATE) {
+        if (c->fixed) {
             b->kv_bytes += 2 * rows * (double)c->row_bytes;
             if (beams) b->copy_bytes += L * rows * (double)c->row_bytes;
+            if (c->window && strcmp(c->what, "value") != 0) /* scores over the window */
+                b->model_flops += rows * 4.0 * (q_heads > 0 ? q_heads : c->heads) * c->head_size *
+                                  L * (double)c->window;
             continue;
         }
         bool pair = !strcmp(c->what, "kv");

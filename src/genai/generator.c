@@ -377,7 +377,7 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
     } else if ((int)new_length != g->len[0] || g->done[0]) {
         int keep = (int)new_length - 1; /* the last token is fed again for its logits */
         if (g->fed[0] > keep) {
-            if (g->m->has_state) keep = gen_snapshot_restore(g, keep);
+            if (g->m->snapshots) keep = gen_snapshot_restore(g, keep);
             gen_kv_truncate(g, keep);
             g->fed[0] = keep;
         }
@@ -443,7 +443,7 @@ og_status *og_generator_get_output(og_generator *g, const char *name, og_tensor 
         if (strcmp(c->present, name) != 0) continue;
         int64_t dims[OG_MAX_RANK];
         int rank;
-        if (c->kind == GEN_CACHE_STATE) {
+        if (c->fixed) {
             memcpy(dims, c->dims, sizeof dims);
             dims[0] = g->rows;
             rank = c->rank;

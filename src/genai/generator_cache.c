@@ -1,6 +1,6 @@
 /* The loop-carried buffers of a generator: KV caches that grow along a sequence axis and
- * fixed-size states (conv / recurrent), with their row layouts, beam reordering,
- * rewinding and state snapshots.
+ * fixed-size ones (conv / recurrent states, window-sized KV caches), with their row
+ * layouts, beam reordering, rewinding and snapshots.
  *
  * KV: allocated once at max_length columns. A shared buffer (GroupQueryAttention with
  * past_present_share_buffer, one beam) is [rows, heads, max_length, head_size] and the
@@ -8,9 +8,11 @@
  * [rows, heads, kv_len, head_size] (or gpt2's [2, rows, ...]) contiguously: past is read
  * from one, present written into the other, then they swap.
  *
- * States: [rows, ...] zero-initialized, two buffers (present written into the other,
- * or over the past when the op that writes it allows it). Rewind cannot cut a state
- * back, so snapshots of all states are kept at chosen lengths. */
+ * Fixed-size entries: [rows, ...] zero-initialized, two buffers (present written into
+ * the other, or over the past when the op that writes it allows it). A state, and a
+ * window-sized KV cache ([rows, heads, C, head_size]: GroupQueryAttention keeps the last
+ * C positions in order, evicting the oldest itself), cannot be cut back by a rewind, so
+ * snapshots of all of them are kept at chosen lengths. */
 #include "genai/generator.h"
 
 #include "base/tensor.h"
@@ -39,7 +41,7 @@ int gen_kv_dims(const og_generator *g, int i, int nr, int seq, int64_t *dims) {
 
 static size_t entry_bytes(const og_generator *g, int i, int cols) {
     const gen_cache *c = &g->m->cache[i];
-    if (c->kind == GEN_CACHE_STATE) return c->row_bytes * (size_t)g->rows;
+    if (c->fixed) return c->row_bytes * (size_t)g->rows;
     return gen_kv_row_bytes(g, i, cols) * (size_t)g->rows * (is_pair(c) ? 2 : 1);
 }
 
@@ -64,7 +66,7 @@ og_status *gen_cache_alloc(og_generator *g) {
     g->col_cap = g->max_len;
     for (int i = 0; i < n; i++) {
         const gen_cache *c = &m->cache[i];
-        bool kv = c->kind == GEN_CACHE_KV;
+        bool kv = c->kind == GEN_CACHE_KV && !c->fixed;
         g->inplace[i] = kv ? (g->share_kv && c->shareable) : c->shareable;
         g->bytes[i] = entry_bytes(g, i, g->max_len);
         OG_TRY(alloc_zero(&g->buf[0][i], g->bytes[i]));
@@ -100,7 +102,7 @@ void gen_cache_free(og_generator *g) {
 void gen_cache_reset(og_generator *g) {
     for (int i = 0; i < g->m->n_cache; i++) {
         /* KV beyond the fed length is never read; states must start at zero */
-        if (g->m->cache[i].kind == GEN_CACHE_STATE) {
+        if (g->m->cache[i].fixed) {
             memset(g->buf[0][i], 0, g->bytes[i]);
             if (g->buf[1][i] != g->buf[0][i]) memset(g->buf[1][i], 0, g->bytes[i]);
         }
@@ -131,7 +133,7 @@ void gen_kv_place_row(og_generator *g, int i, int r, const void *src, int n, int
 og_status *gen_kv_reserve(og_generator *g, int cols) {
     if (cols <= g->col_cap) return NULL;
     for (int i = 0; i < g->m->n_cache; i++) {
-        if (g->m->cache[i].kind != GEN_CACHE_KV) continue;
+        if (g->m->cache[i].kind != GEN_CACHE_KV || g->m->cache[i].fixed) continue;
         size_t nb = entry_bytes(g, i, cols);
         for (int b = 0; b < 2; b++) {
             void *p;
@@ -159,7 +161,7 @@ og_status *gen_cache_reorder(og_generator *g, const int32_t *parents) {
         if (g->buf[0][i] == g->buf[1][i])
             return og_errorf(OG_ERR_UNSUPPORTED, "generator: a shared KV buffer cannot follow "
                              "beams");
-        size_t row = c->kind == GEN_CACHE_STATE ? c->row_bytes : gen_kv_row_bytes(g, i, g->kv_len);
+        size_t row = c->fixed ? c->row_bytes : gen_kv_row_bytes(g, i, g->kv_len);
         int halves = is_pair(c) ? 2 : 1;
         const char *src = g->buf[g->cur[i]][i];
         char *dst = g->buf[1 - g->cur[i]][i];
@@ -176,7 +178,7 @@ void gen_kv_truncate(og_generator *g, int keep) {
     if (keep >= g->kv_len) return;
     for (int i = 0; i < g->m->n_cache; i++) {
         const gen_cache *c = &g->m->cache[i];
-        if (c->kind != GEN_CACHE_KV || (g->share_kv && g->inplace[i])) continue;
+        if (c->kind != GEN_CACHE_KV || c->fixed || (g->share_kv && g->inplace[i])) continue;
         /* every (half, row, head) block goes from stride kv_len to stride keep */
         size_t blk = (size_t)c->head_size * dtype_size(c->dtype);
         int n_blocks = (is_pair(c) ? 2 : 1) * g->rows * c->heads;
@@ -201,7 +203,7 @@ og_status *gen_snapshot_take(og_generator *g) {
     if (!s->data) return og_oom();
     g->n_snaps++;
     for (int i = 0; i < m->n_cache; i++) {
-        if (m->cache[i].kind != GEN_CACHE_STATE) continue;
+        if (!m->cache[i].fixed) continue;
         if (!(s->data[i] = malloc(g->bytes[i]))) return og_oom();
         memcpy(s->data[i], g->buf[g->cur[i]][i], g->bytes[i]);
     }
@@ -224,7 +226,7 @@ int gen_snapshot_restore(og_generator *g, int keep) {
     }
     g->n_snaps = w;
     for (int i = 0; i < g->m->n_cache; i++) {
-        if (g->m->cache[i].kind != GEN_CACHE_STATE) continue;
+        if (!g->m->cache[i].fixed) continue;
         void *dst = g->buf[g->cur[i]][i];
         if (best >= 0)
             memcpy(dst, g->snaps[best].data[i], g->bytes[i]);

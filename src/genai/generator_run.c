@@ -11,8 +11,9 @@
  *   - shared-column layout (attention that masks columns, e.g. gpt2's Attention): rows
  *     share kv_len columns, a shorter prompt's columns come after masked ones, and a
  *     stopped row gets masked columns.
- * States (conv / recurrent) never see a pad token either way: a stopped row's state
- * changes, but it is never read again.
+ * States (conv / recurrent) and window-sized KV caches never see a pad token either way:
+ * a stopped row's state changes, but it is never read again (a batch cannot be
+ * continued or rewound but to 0).
  *
  * Positions are each row's own token positions, on every axis of rank-3 (mRoPE)
  * position_ids. */
@@ -137,7 +138,7 @@ static og_status *feed_tensor(og_generator *g, const run_spec *rs, int W, const 
         int i = f->index;
         const gen_cache *c = &m->cache[i];
         char *base = g->buf[g->cur[i]][i];
-        if (c->kind == GEN_CACHE_STATE) {
+        if (c->fixed) {
             int64_t d[OG_MAX_RANK];
             memcpy(d, c->dims, sizeof d);
             d[0] = nr;
@@ -170,7 +171,7 @@ static og_status *present_tensor(og_generator *g, const run_spec *rs, int W, int
                                  og_tensor *slot, og_tensor **out) {
     const gen_cache *c = &g->m->cache[i];
     *out = NULL;
-    if (c->kind == GEN_CACHE_STATE) {
+    if (c->fixed) {
         int64_t d[OG_MAX_RANK];
         memcpy(d, c->dims, sizeof d);
         d[0] = rs->nr;
@@ -256,7 +257,7 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
                 }
                 logits = t;
             } else if (rs->alone && !(g->share_kv && g->inplace[o->index]) &&
-                       m->cache[o->index].kind == GEN_CACHE_KV) {
+                       m->cache[o->index].kind == GEN_CACHE_KV && !m->cache[o->index].fixed) {
                 int pos = (int)t->dims[t->rank - 2];
                 int col = m->compact ? 0 : g->kv_len - pos;
                 gen_kv_place_row(g, o->index, rs->r0, t->data, pos, col);
@@ -347,7 +348,7 @@ static og_status *run_alone(og_generator *g) {
         g->fed[r] = g->len[r];
     }
     for (int i = 0; i < m->n_cache; i++)
-        if (!g->inplace[i] && m->cache[i].kind == GEN_CACHE_STATE) g->cur[i] = 1 - g->cur[i];
+        if (!g->inplace[i] && m->cache[i].fixed) g->cur[i] = 1 - g->cur[i];
     return NULL;
 }
 
@@ -380,7 +381,7 @@ og_status *gen_compute_logits(og_generator *g) {
     OG_TRY(ensure_staging(g, (size_t)g->rows * ((size_t)g->kv_len + (size_t)n + 1)));
     /* A prompt chunk of a model with state runs in two parts, keeping a snapshot before
      * its last token so that rewinding to the end of the prompt costs one token. */
-    if (m->has_state && g->rows == 1 && n > 1) {
+    if (m->snapshots && g->rows == 1 && n > 1) {
         run_spec a = {0, 1, n - 1, false};
         OG_TRY(run_rows(g, &a));
         advance(g, n - 1);

@@ -37,9 +37,14 @@ typedef struct gen_cache {
     int layer;
     og_dtype dtype;
     int heads, head_size; /* KV */
-    int rank;             /* STATE: its rank and dims, dims[0] (the batch) = -1 */
+    int window;           /* KV: capacity of a window-sized cache (the op keeps the last
+                             positions only: GroupQueryAttention's sliding_window_cache), 0 for
+                             a cache that grows */
+    bool fixed;           /* a fixed-shape [batch, ...] buffer: a STATE, or a window-sized KV
+                             cache; rank, dims and row_bytes describe it */
+    int rank;             /* fixed: its rank and dims, dims[0] (the batch) = -1 */
     int64_t dims[OG_MAX_RANK];
-    size_t row_bytes;     /* STATE: bytes of one batch row */
+    size_t row_bytes;     /* fixed: bytes of one batch row */
     bool shareable;       /* the op that writes present may write it over past in place */
     int stage;            /* the stage whose session takes past and returns present */
 } gen_cache;
@@ -109,6 +114,9 @@ struct og_model {
     gen_cache *cache;
     int n_cache;
     bool has_state;  /* some cache entry is a STATE */
+    bool has_window; /* some KV entry is window-sized */
+    bool snapshots;  /* some entry cannot be cut back (a state, a window): prompt chunks keep
+                        snapshots and rewind restores them */
     bool compact;    /* attention finds each row's length from the mask (GroupQueryAttention):
                         a row's cache entries are [0, its length); otherwise rows share
                         columns and shorter rows are masked on the left */

@@ -66,11 +66,44 @@ static bool op_writes_in_place(const char *op) {
     return false;
 }
 
-static bool present_shareable(const og_session *s, const char *present) {
+static const graph_node *producer_of(const og_session *s, const char *value) {
     const graph *g = s->graph;
-    int v = strmap_get(&g->by_name, present, -1);
-    if (v < 0 || g->values[v].producer < 0) return false;
-    return op_writes_in_place(g->nodes[g->values[v].producer].op_type);
+    int v = strmap_get(&g->by_name, value, -1);
+    if (v < 0 || g->values[v].producer < 0) return NULL;
+    return &g->nodes[g->values[v].producer];
+}
+
+static bool present_shareable(const og_session *s, const char *present) {
+    const graph_node *n = producer_of(s, present);
+    return n && op_writes_in_place(n->op_type);
+}
+
+/* A KV cache the attention op keeps window-sized (GroupQueryAttention with
+ * sliding_window_cache=1 holds the last C >= local_window_size positions, evicting the
+ * oldest): its capacity, the config's window plus cache_slack as onnxruntime-genai
+ * allocates it (or the past input's fixed length). 0 for a cache that grows. */
+static og_status *window_capacity(const og_model *m, const gen_stage *st, const og_value_info *past,
+                                  const char *present, int *cap) {
+    *cap = 0;
+    const graph_node *n = producer_of(st->s, present);
+    if (!n || strcmp(n->op_type, "GroupQueryAttention") != 0 ||
+        graph_attr_int(n, "sliding_window_cache", 0) == 0)
+        return NULL;
+    int64_t w = graph_attr_int(n, "local_window_size", -1);
+    if (w <= 0 || w > (1 << 30))
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: node '%s' keeps a window-sized cache "
+                         "(sliding_window_cache=1) but its local_window_size is %lld",
+                         st->file, n->name, (long long)w);
+    const gen_sliding_window *sw = &m->cfg->model.decoder.sliding_window;
+    int64_t c = w > sw->window_size ? w : sw->window_size;
+    c += sw->cache_slack > 0 ? sw->cache_slack : 0;
+    if (past->rank == 4 && past->dims[2] > 0) c = past->dims[2];
+    if (c < w || c > (1 << 30))
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: input '%s' holds %lld positions, fewer than "
+                         "node '%s''s local_window_size %lld", st->file, past->name, (long long)c,
+                         n->name, (long long)w);
+    *cap = (int)c;
+    return NULL;
 }
 
 static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const cache_rule *r,
@@ -131,7 +164,8 @@ static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const c
             row *= (size_t)past->dims[d];
         }
         c->row_bytes = row;
-        m->has_state = true;
+        c->fixed = true;
+        m->has_state = m->snapshots = true;
         return NULL;
     }
     bool pair = !strcmp(r->what, "kv");
@@ -158,6 +192,21 @@ static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const c
         m->kv_dtype = c->dtype;
         m->kv_heads = c->heads;
         m->head_size = c->head_size;
+    }
+    OG_TRY(window_capacity(m, st, past, present, &c->window));
+    if (c->window) {
+        if (pair)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s: a window-sized cache in the combined "
+                             "layout ('%s') is not supported", st->file, past->name);
+        c->fixed = true;
+        c->rank = 4;
+        c->dims[0] = -1;
+        c->dims[1] = c->heads;
+        c->dims[2] = c->window;
+        c->dims[3] = c->head_size;
+        c->row_bytes = (size_t)c->heads * (size_t)c->window * (size_t)c->head_size *
+                       dtype_size(c->dtype);
+        m->has_window = m->snapshots = true;
     }
     return NULL;
 }
@@ -265,7 +314,7 @@ double gen_model_kv_bytes_per_position(const og_model *m) {
     double b = 0;
     for (int i = 0; m && i < m->n_cache; i++) {
         const gen_cache *c = &m->cache[i];
-        if (c->kind != GEN_CACHE_KV) continue;
+        if (c->kind != GEN_CACHE_KV || c->window) continue; /* a window does not grow */
         b += (double)c->heads * c->head_size * (double)dtype_size(c->dtype) *
              (!strcmp(c->what, "kv") ? 2 : 1);
     }

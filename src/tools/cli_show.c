@@ -114,11 +114,13 @@ static void show_pipeline(const char *dir, const gen_config *c) {
     printf("carried:     %d tensor%s; KV rows %s%s\n", m->n_cache, m->n_cache == 1 ? "" : "s",
            m->compact ? "compact (each row's length from the mask)"
                       : "in shared columns (shorter rows masked)",
-           m->has_state ? "; states restored from snapshots on rewind" : "");
+           m->snapshots ? "; states and windows restored from snapshots on rewind" : "");
     for (int i = 0; i < m->n_cache; i++) {
         const gen_cache *e = &m->cache[i];
         printf("  layer %-3d %-16s %-8s ", e->layer, e->what, og_dtype_name(e->dtype));
-        if (e->kind == GEN_CACHE_KV) {
+        if (e->kind == GEN_CACHE_KV && e->window) {
+            printf("KV [batch, %d heads, window %d, %d]", e->heads, e->window, e->head_size);
+        } else if (e->kind == GEN_CACHE_KV) {
             printf("KV [batch, %d heads, seq, %d]", e->heads, e->head_size);
         } else {
             printf("state [batch");

@@ -2,7 +2,9 @@
  * append EXTRA, continue to MAX_LENGTH; prints the sequence after each phase on its
  * own line. check_parity.py runs onnxruntime-genai through the same steps.
  *
- *   rewind-check DIR MAX_LENGTH N PROMPT_IDS EXTRA_IDS      (ids comma-separated) */
+ *   rewind-check DIR MAX_LENGTH N PROMPT_IDS EXTRA_IDS [MIN_LENGTH]   (ids comma-separated)
+ *
+ * MIN_LENGTH (default 0) blocks EOS while a sequence is shorter, as the search option. */
 #include "onnx_genai.h"
 
 #include <stdio.h>
@@ -33,8 +35,8 @@ static og_status *finish_and_print(og_generator *g) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: rewind-check DIR MAX_LENGTH N PROMPT_IDS EXTRA_IDS\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: rewind-check DIR MAX_LENGTH N PROMPT_IDS EXTRA_IDS [MIN_LENGTH]\n");
         return 2;
     }
     int32_t prompt[1024], extra[1024];
@@ -46,6 +48,7 @@ int main(int argc, char **argv) {
         og_generator_params p = og_generator_params_default(m);
         p.max_length = atoi(argv[2]);
         p.do_sample = 0;
+        if (argc == 7) p.min_length = atoi(argv[6]);
         st = og_generator_create(m, &p, &g);
     }
     if (!st) st = og_generator_append_tokens(g, prompt, np);
