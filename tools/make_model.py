@@ -19,6 +19,7 @@ Needs onnx and numpy only.
 import argparse
 import os
 import sys
+from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,6 +57,9 @@ def main(argv=None):
                          "GroupQueryAttention needs 16); 0 keeps the model's head size")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=None, help="synthetic, --type, --real: fewer layers")
+    ap.add_argument("--full-kv", action="store_true",
+                    help="--type/--real: full-length KV caches on sliding-window layers (the builder's "
+                         "windowed_kv_cache=false; local_window_size stays)")
     ap.add_argument("--split", action="store_true",
                     help="--real qwen3.5-*: a split vision-language package (model.type qwen3_5)")
     ap.add_argument("--pipeline", action="store_true",
@@ -110,6 +114,8 @@ def make_arch(ap, a):
         ap.error("--type/--real take neither --pipeline, --shared-embeddings nor --tokenizer")
     split = a.split or a.type in catalog.SPLIT
     arch = catalog.tiny(a.type, a.layers) if a.type else catalog.real(a.real, a.layers)
+    if a.full_kv:
+        arch = replace(arch, window_cache=False)
     if a.split and not arch.model_type.startswith("qwen3_5"):
         ap.error("--split is for Qwen3.5 models")
     dtype = a.dtype or ("fp32" if a.type else "int4")

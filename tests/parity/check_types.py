@@ -17,12 +17,18 @@ early EOS (random weights) cannot shorten what is compared.
       - prompt then decode equals the whole sequence at once: a prompt that already
         holds 20 generated tokens continues exactly as the token-by-token run did;
       - rewind then re-append equals a fresh run (ours and onnxruntime-genai's), to a
-        length after the prompt, to the end of the prompt (the snapshot) and inside it.
+        length after the prompt, to the end of the prompt (the snapshot) and inside it;
+      - window-sized KV caches (gptoss): onnxruntime-genai refuses batches of different
+        lengths and beam search on them, so the same weights with full-length caches
+        (local_window_size kept) are its oracle for those: our rows and beams on the
+        window-sized package equal its on the full-length one. LFM2's beams are compared
+        directly (Qwen3.5's cannot be: onnxruntime-genai 0.18 passes position_ids of the
+        wrong shape with beams).
   types        every model type of tools/model_maker/catalog.py (fp32): 32 greedy tokens
                equal onnxruntime-genai's; a batch of two prompts of different lengths
                gives each row onnxruntime-genai's single run of its prompt, and for
-               KV-only types without window-sized caches also the rows of
-               onnxruntime-genai's own right-padded batch.
+               KV-only types also the rows of onnxruntime-genai's own right-padded batch
+               (for window-sized caches, of the full-length-cache package: see above).
 
 Usage: check_types.py BUILD_DIR WORK_DIR --make    (writes every package first)
        check_types.py BUILD_DIR WORK_DIR CASE ...   (hybrid:NAME or types)
@@ -49,11 +55,12 @@ def types():
     return sorted(catalog.TINY) + sorted(catalog.SPLIT)
 
 
-def package(work, name, dtype="fp32"):
-    """The package's folder, written by the maker unless it is there already."""
-    d = os.path.join(work, f"{name}-{dtype}")
+def package(work, name, dtype="fp32", full_kv=False):
+    """The package's folder, written by the maker unless it is there already (full_kv: the
+    same weights with full-length KV caches on its sliding-window layers)."""
+    d = os.path.join(work, f"{name}-{dtype}" + ("-fullkv" if full_kv else ""))
     if not os.path.exists(os.path.join(d, "genai_config.json")):
-        args = ["--type", name, "--dtype", dtype, "--seed", "1"]
+        args = ["--type", name, "--dtype", dtype, "--seed", "1"] + (["--full-kv"] if full_kv else [])
         if dtype == "int4":
             args += ["--accuracy-level", "0"]
         import contextlib
@@ -84,9 +91,25 @@ def theirs(d, rows, max_length, pad=True):
     return [[int(t) for t in gen.get_sequence(i)] for i in range(len(rows))]
 
 
-def ours(build, d, rows, max_length):
+def theirs_beams(d, prompt, max_length, beams=3, ret=2):
+    import numpy as np
+    import onnxruntime_genai as og
+    cfg = og.Config(d)
+    cfg.clear_providers()
+    model = og.Model(cfg)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=max_length, min_length=max_length, do_sample=False,
+                              num_beams=beams, num_return_sequences=ret)
+    gen = og.Generator(model, params)
+    gen.append_tokens(np.array([prompt], dtype=np.int32))
+    while not gen.is_done():
+        gen.generate_next_token()
+    return [[int(t) for t in gen.get_sequence(i)] for i in range(ret)]
+
+
+def ours(build, d, rows, max_length, extra=()):
     cmd = [os.path.join(build, "onnx-genai"), "generate", "-m", d, "--max-length", str(max_length),
-           "--min-length", str(max_length), "--json"]
+           "--min-length", str(max_length), "--json", *extra]
     for r in rows:
         cmd += ["--ids", ",".join(map(str, r))]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -135,6 +158,22 @@ def check_hybrid(build, work, name, dtype):
         differs = padded[len(Q) + (len(P) - len(Q)):] != single[tuple(Q)][len(Q):L - (len(P) - len(Q))]
         print(f"note {c.name}: onnxruntime-genai's right-padded row of prompt {Q} "
               f"{'differs from' if differs else 'equals'} its single run (pad tokens pass through the states)")
+    windowed = any(catalog.tiny(name).sliding(i) for i in range(catalog.tiny(name).layers))
+    if windowed:
+        # onnxruntime-genai refuses batches of different lengths and beams with window-sized
+        # caches; the same weights with full-length caches (local_window_size kept) are its
+        # oracle for ours
+        fk = package(work, name, dtype, full_kv=True)
+        padded = theirs(fk, [P, Q], L)
+        c.same("batch of lengths 8/3: row 0 vs onnxruntime-genai's batch (full-length KV)", batch[0], padded[0])
+        c.same("batch of lengths 8/3: row 1 vs onnxruntime-genai's right-padded row (full-length KV)",
+               ours(build, d, [P, Q], L)[1][len(Q):len(Q) + L - len(P)], padded[1][len(P):])
+    if windowed or name == "lfm2":
+        oracle = package(work, name, dtype, full_kv=True) if windowed else d
+        c.same("beam search (3 beams, 2 returned) vs onnxruntime-genai" +
+               (" (full-length KV)" if windowed else ""),
+               ours(build, d, [P], 40, ["--num-beams", "3", "--num-return-sequences", "2"]),
+               theirs_beams(oracle, P, 40))
     full = single[tuple(P)]
     k = len(P) + 20
     c.same("prompt of 28 tokens (20 generated) vs the token-by-token run", ours(build, d, [full[:k]], L)[0], full)
@@ -165,13 +204,17 @@ def check_types(build, work):
         c.same("batch [8, 3 tokens]: row 0 vs onnxruntime-genai's single run", batch[0], sp)
         c.same("batch [8, 3 tokens]: row 1 vs onnxruntime-genai's single run", batch[1], sq)
         how = "rows vs its single runs"
-        if kv_only(name):
-            padded = theirs(d, [P, Q], L)
+        a = catalog.tiny(name)
+        windowed = any(a.sliding(i) for i in range(a.layers))
+        if kv_only(name) or windowed:
+            # window-sized caches: onnxruntime-genai refuses the batch; its oracle is then
+            # the same weights with full-length caches
+            padded = theirs(package(work, name, full_kv=True) if windowed else d, [P, Q], L)
             n = L - len(P)  # the padded row has that many new tokens
             c.same("batch [8, 3 tokens]: row 0 vs onnxruntime-genai's batch", batch[0], padded[0])
             c.same("batch [8, 3 tokens]: row 1 vs onnxruntime-genai's right-padded row",
                    batch[1][len(Q):len(Q) + n], padded[1][len(P):])
-            how += " and its own right-padded batch"
+            how += " and its own right-padded batch" + (" (full-length KV)" if windowed else "")
         print(f"{'ok  ' if c.ok else 'FAIL'} {name}: 32 tokens and a batch of two lengths equal "
               f"onnxruntime-genai's ({how})")
         ok &= c.ok
@@ -183,6 +226,9 @@ def make_all(work):
         package(work, name)
     for name in HYBRID_INT4:
         package(work, name, "int4")
+    for name in ("gptoss", "gemma2", "gemma3_text"):
+        package(work, name, full_kv=True)
+    package(work, "gptoss", "int4", full_kv=True)
     print("packages written to", work)
 
 

@@ -130,7 +130,7 @@ def arch_genai_config(a, split=False):
         dec["layer_types"] = ["conv" if a.kind(i) == CONV else "full_attention" for i in range(a.layers)]
         dec["conv_cache_size"] = a.conv_L - 1
     windowed = [i for i in a.attention_layers() if a.sliding(i)]
-    if windowed:
+    if windowed and a.window_cache:  # full-length caches: the builder writes no section
         dec["sliding_window"] = {"window_size": a.sliding_window, "slide_key_value_cache": False,
                                  "slide_inputs": False, "layers": windowed, "cache_slack": 0}
     model = {"bos_token_id": a.bos, "context_length": a.context, "decoder": dec, "eos_token_id": a.eos,
