@@ -158,8 +158,8 @@ def check_hybrid(build, work, name, dtype):
         differs = padded[len(Q) + (len(P) - len(Q)):] != single[tuple(Q)][len(Q):L - (len(P) - len(Q))]
         print(f"note {c.name}: onnxruntime-genai's right-padded row of prompt {Q} "
               f"{'differs from' if differs else 'equals'} its single run (pad tokens pass through the states)")
-    windowed = any(catalog.tiny(name).sliding(i) for i in range(catalog.tiny(name).layers))
-    if windowed:
+    win = windowed(name)
+    if win:
         # onnxruntime-genai refuses batches of different lengths and beams with window-sized
         # caches; the same weights with full-length caches (local_window_size kept) are its
         # oracle for ours
@@ -168,10 +168,10 @@ def check_hybrid(build, work, name, dtype):
         c.same("batch of lengths 8/3: row 0 vs onnxruntime-genai's batch (full-length KV)", batch[0], padded[0])
         c.same("batch of lengths 8/3: row 1 vs onnxruntime-genai's right-padded row (full-length KV)",
                ours(build, d, [P, Q], L)[1][len(Q):len(Q) + L - len(P)], padded[1][len(P):])
-    if windowed or name == "lfm2":
-        oracle = package(work, name, dtype, full_kv=True) if windowed else d
+    if win or name == "lfm2":
+        oracle = package(work, name, dtype, full_kv=True) if win else d
         c.same("beam search (3 beams, 2 returned) vs onnxruntime-genai" +
-               (" (full-length KV)" if windowed else ""),
+               (" (full-length KV)" if win else ""),
                ours(build, d, [P], 40, ["--num-beams", "3", "--num-return-sequences", "2"]),
                theirs_beams(oracle, P, 40))
     full = single[tuple(P)]
@@ -187,9 +187,14 @@ def check_hybrid(build, work, name, dtype):
     return c.ok
 
 
-def kv_only(name):
+def windowed(name):
+    """Has the type sliding-window layers with window-sized KV caches?"""
     a = catalog.tiny(name)
-    return not a.layer_types and not any(a.sliding(i) for i in range(a.layers))
+    return a.window_cache and any(a.sliding(i) for i in range(a.layers))
+
+
+def kv_only(name):
+    return not catalog.tiny(name).layer_types and not windowed(name)
 
 
 def check_types(build, work):
@@ -204,17 +209,16 @@ def check_types(build, work):
         c.same("batch [8, 3 tokens]: row 0 vs onnxruntime-genai's single run", batch[0], sp)
         c.same("batch [8, 3 tokens]: row 1 vs onnxruntime-genai's single run", batch[1], sq)
         how = "rows vs its single runs"
-        a = catalog.tiny(name)
-        windowed = any(a.sliding(i) for i in range(a.layers))
-        if kv_only(name) or windowed:
+        win = windowed(name)
+        if kv_only(name) or win:
             # window-sized caches: onnxruntime-genai refuses the batch; its oracle is then
             # the same weights with full-length caches
-            padded = theirs(package(work, name, full_kv=True) if windowed else d, [P, Q], L)
+            padded = theirs(package(work, name, full_kv=True) if win else d, [P, Q], L)
             n = L - len(P)  # the padded row has that many new tokens
             c.same("batch [8, 3 tokens]: row 0 vs onnxruntime-genai's batch", batch[0], padded[0])
             c.same("batch [8, 3 tokens]: row 1 vs onnxruntime-genai's right-padded row",
                    batch[1][len(Q):len(Q) + n], padded[1][len(P):])
-            how += " and its own right-padded batch" + (" (full-length KV)" if windowed else "")
+            how += " and its own right-padded batch" + (" (full-length KV)" if win else "")
         print(f"{'ok  ' if c.ok else 'FAIL'} {name}: 32 tokens and a batch of two lengths equal "
               f"onnxruntime-genai's ({how})")
         ok &= c.ok
@@ -226,8 +230,9 @@ def make_all(work):
         package(work, name)
     for name in HYBRID_INT4:
         package(work, name, "int4")
-    for name in ("gptoss", "gemma2", "gemma3_text"):
-        package(work, name, full_kv=True)
+    for name in types():
+        if windowed(name):
+            package(work, name, full_kv=True)
     package(work, "gptoss", "int4", full_kv=True)
     print("packages written to", work)
 

@@ -40,6 +40,10 @@ class Arch:
     qk_norm_after_rope: bool = False   # HunYuan: rotary first, then the per-head norms
     attn_gate: bool = False      # Qwen3.5 full layers: q_proj doubled, output * sigmoid(gate)
     attn_scale: float = 0.0      # 0: 1/sqrt(head_dim)
+    global_head_dim: int = 0     # Gemma 4: head size of the full (not sliding) layers, 0 = head_dim
+    v_norm: bool = False         # Gemma 4: per-head RMS norm of the values too
+    kv_dim_fixed: bool = False   # KV inputs' last dim written as the number (Gemma 4: it varies by
+                                 # layer), else the builder's symbolic kv_cache_dim
     sliding_window: int = 0
     sliding_layers: tuple = ()   # layers with a local window (and window-sized KV buffers)
     window_cache: bool = True    # sliding_window_cache=1 (the builder's CPU default)
@@ -55,6 +59,7 @@ class Arch:
     emb_scale: float = 0.0       # embeddings * this (Gemma: sqrt(hidden), Granite)
     emb_scale_text: str = ""     # how the builder names that constant ("11.31")
     residual_mul: float = 0.0    # Granite: branch outputs * this before the residual add
+    layer_scalar: float = 0.0    # Gemma 4: residual stream and layer output * this after each layer
     logits_scale: float = 0.0    # Granite / Phi-3-small: logits * this
     final_softcap: float = 0.0   # Gemma 2: logits = c * tanh(logits / c)
     lm_head_bias: bool = False
@@ -97,14 +102,18 @@ class Arch:
     def sliding(self, i):
         return self.sliding_window > 0 and i in self.sliding_layers
 
-    def rotary_dim(self):
-        return int(self.head_dim * self.partial_rotary)
+    def hd(self, i):
+        """Head size of layer i."""
+        return self.global_head_dim if self.global_head_dim and not self.sliding(i) else self.head_dim
 
-    def q_width(self):
-        return self.heads * self.head_dim
+    def rotary_dim(self, i=None):
+        return int((self.head_dim if i is None else self.hd(i)) * self.partial_rotary)
 
-    def kv_width(self):
-        return self.kv_heads * self.head_dim
+    def q_width(self, i=None):
+        return self.heads * (self.head_dim if i is None else self.hd(i))
+
+    def kv_width(self, i=None):
+        return self.kv_heads * (self.head_dim if i is None else self.hd(i))
 
     def conv_dim(self):
         return 2 * self.lin_k_heads * self.lin_k_dim + self.lin_v_heads * self.lin_v_dim

@@ -64,6 +64,10 @@ TINY = {
                     final_softcap=30.0, **_GEMMA),
     "gemma3_text": _tiny("gemma3_text", layers=4, sandwich=True, qk_norm=True, sliding_window=8,
                          sliding_layers=(0, 2), rope_theta=1e6, local_rope_theta=1e4, **_GEMMA),
+    "gemma4_text": _tiny("gemma4_text", layers=4, sandwich=True, qk_norm=True, v_norm=True, sliding_window=8,
+                         sliding_layers=(0, 2), rotary="external", rope_theta=1e6, local_rope_theta=1e4,
+                         global_head_dim=64, attn_scale=1.0, kv_dim_fixed=True, layer_scalar=1.0,
+                         final_softcap=30.0, tied=True, **_GEMMA),
     "gptoss": _tiny("gptoss", eps=1e-5, qkv_bias=True, o_bias=True, sinks=True, sliding_window=8,
                     sliding_layers=(0,), mlp="moe", experts=4, top_k=2, moe_inter=128, inter=128,
                     router_bias=True, expert_bias="random", swiglu_alpha=1.702, swiglu_beta=1.0,
@@ -108,8 +112,8 @@ NOT_WRITTEN = {
             "../shared/models/ortgenai/hf-internal-testing/tiny-random-gpt2-* is one)",
     "phimoe": "the builder cannot produce it (Phi-3.5-MoE's LongRoPE is not implemented in its "
               "MoE path, and it targets CUDA only)",
-    "gemma4_text": "per-layer head sizes, KV shared across layers and its MoE (geglu, which "
-                   "onnxruntime's CPU MoE refuses) are not written yet",
+    "gemma4_text with MoE": "its experts use geglu, which onnxruntime's CPU MoE refuses (the dense "
+                            "gemma4_text is written)",
 }
 
 

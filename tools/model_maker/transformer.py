@@ -173,9 +173,9 @@ class TransformerBuilder:
                 win = a.sliding(i) and a.window_cache
                 past = "past_sliding_length" if win else "past_sequence_length"
                 total = "total_sliding_length" if win else "total_sequence_length"
-                g.input(f"past_key_values.{i}.{kv}", self.io_onnx,
-                        ["batch_size", a.kv_heads, past, "kv_cache_dim"])
-                g.output(f"present.{i}.{kv}", self.io_onnx, ["batch_size", a.kv_heads, total, "kv_cache_dim"])
+                d = a.hd(i) if a.kv_dim_fixed else "kv_cache_dim"
+                g.input(f"past_key_values.{i}.{kv}", self.io_onnx, ["batch_size", a.kv_heads, past, d])
+                g.output(f"present.{i}.{kv}", self.io_onnx, ["batch_size", a.kv_heads, total, d])
         states = []
         for i in range(a.layers):
             if a.kind(i) == LINEAR:
@@ -247,7 +247,10 @@ class TransformerBuilder:
         theta = a.local_rope_theta if which == "local" else a.rope_theta
         scaling = None if which == "local" else a.rope_scaling
         padded = self.true_head and self.true_head != a.head_dim
-        cos, sin = rope.caches(a.context, self.true_head if padded else a.rotary_dim(), theta, scaling)
+        dim = a.rotary_dim()
+        if which == "global" and a.global_head_dim:
+            dim = int(a.global_head_dim * a.partial_rotary)
+        cos, sin = rope.caches(a.context, self.true_head if padded else dim, theta, scaling)
         if padded:
             # padded heads (decoder.pad_heads): the extra, all-zero dimensions rotate by the identity
             extra = a.head_dim // 2 - cos.shape[1]
@@ -266,7 +269,7 @@ class TransformerBuilder:
     def attention(self, i, h, seqlens, total):
         a, g = self.a, self.g
         b = f"/model/layers.{i}/attn"
-        hd, qw, kvw = a.head_dim, a.q_width(), a.kv_width()
+        hd, qw, kvw = a.hd(i), a.q_width(i), a.kv_width(i)
         qrows = 2 * qw if a.attn_gate else qw
         w = np.concatenate([self.w.layer(i, "q", (qrows, a.hidden)), self.w.layer(i, "k", (kvw, a.hidden)),
                             self.w.layer(i, "v", (kvw, a.hidden))], axis=0)
@@ -278,7 +281,7 @@ class TransformerBuilder:
             qkv = self.add_bias(f"{b}/qkv_proj/Add", qkv, bias)
         outside = a.rotary in ("external", "mrope")
         gate = None
-        if a.qk_norm or a.attn_gate or outside:
+        if a.qk_norm or a.attn_gate or a.v_norm or outside:
             sp = f"{b}/qkv_proj/Split"
             q, k, v = [f"{sp}/output_{j}" for j in range(3)]
             g.node("Split", [qkv, g.const_i64([qrows, kvw, kvw])], [q, k, v], sp, axis=-1)
@@ -292,6 +295,9 @@ class TransformerBuilder:
                            f"{b}/q_proj/Reshape")
                 gate = g.node("Reshape", [gs, g.const_i64([0, 0, qw])], [f"{b}/gate/Reshape/output_0"],
                               f"{b}/gate/Reshape")
+            if a.v_norm:
+                v = self.head_norm(f"{b}/v_norm", v, f"model.layers.{i}.attn.v_norm.layernorm.weight",
+                                   self.w.layer(i, "v_norm", (hd,), "norm"), kvw, hd)
             if a.qk_norm and a.qk_norm_after_rope:
                 q, k = self.rotate(i, b, q, k)
             if a.qk_norm:
@@ -337,10 +343,10 @@ class TransformerBuilder:
                                    mrope_section=list(a.mrope_section), mrope_layout=1, is_packed_batching=0))
             else:
                 nm = f"{b}/{which}_rotary/RotaryEmbedding"
-                full = a.rotary_dim() == a.head_dim
+                full = a.rotary_dim(i) == a.hd(i)
                 outs.append(g.node("RotaryEmbedding", [x, "position_ids", cos, sin], [f"{nm}/output_0"], nm,
                                    domain=MS, interleaved=int(a.rotary_interleaved),
-                                   num_heads=0 if full else n, rotary_embedding_dim=0 if full else a.rotary_dim()))
+                                   num_heads=0 if full else n, rotary_embedding_dim=0 if full else a.rotary_dim(i)))
         return outs
 
     def linear_attention(self, i, h):
@@ -547,6 +553,11 @@ class TransformerBuilder:
             if a.residual_mul:
                 m = g.node("Mul", [m, self.const_f(a.residual_mul)], [f"{base}/residual_mul/Mul_2/output_0"],
                            f"{base}/residual_mul/Mul_2")
+            if a.layer_scalar:
+                c = self.const_f(a.layer_scalar)
+                m = g.node("Mul", [m, c], [f"{base}/layer_scalar/Mul_skip/output_0"], f"{base}/layer_scalar/Mul_skip")
+                residual = g.node("Mul", [residual, c], [f"{base}/layer_scalar/Mul_root/output_0"],
+                                  f"{base}/layer_scalar/Mul_root")
             skip = m
         L = a.layers
         h, _ = self.skip_norm(f"/model/layers.{L}/final_norm_layernorm", residual, skip, None, "final_norm",
