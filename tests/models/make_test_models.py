@@ -216,6 +216,26 @@ def main():
                  inits, extra_opsets=[helper.make_opsetid(MS, 1)])
     onnx.save(m, os.path.join(out, "nbits_prepared.onnx"), save_as_external_data=True,
               all_tensors_to_one_file=True, location="nbits_prepared.bin", size_threshold=0)
+
+    # Prepared float32 weights: MatMul with a constant [1, K, N] B over a batched A (wm,
+    # which a Neg reads too, so its pages stay), Gemm with transB, alpha, beta and a bias
+    # row (wg, released), and a MatMul whose B is computed (not prepared). K = 70 and
+    # N = 45 leave partial panels.
+    wm = numpy_helper.from_array(rng.standard_normal((1, 70, 45)).astype(np.float32), "wm")
+    wg = numpy_helper.from_array(rng.standard_normal((45, 70)).astype(np.float32), "wg")
+    cg = numpy_helper.from_array(rng.standard_normal((45,)).astype(np.float32), "cg")
+    nodes = [helper.make_node("MatMul", ["x", "wm"], ["ym"], name="mm"),
+             helper.make_node("Gemm", ["x2", "wg", "cg"], ["yg"], name="gemm", transB=1,
+                              alpha=0.5, beta=2.0),
+             helper.make_node("Neg", ["wm"], ["nwm"]),
+             helper.make_node("MatMul", ["x2", "nwm"], ["yd"], name="dynamic")]
+    m = model_of(nodes, [helper.make_tensor_value_info("x", F, [2, "m", 70]),
+                         helper.make_tensor_value_info("x2", F, ["m", 70])],
+                 [helper.make_tensor_value_info("ym", F, [2, "m", 45]),
+                  helper.make_tensor_value_info("yg", F, ["m", 45]),
+                  helper.make_tensor_value_info("yd", F, [1, "m", 45])], [wm, wg, cg])
+    onnx.save(m, os.path.join(out, "gemm_prepared.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="gemm_prepared.bin", size_threshold=0)
     print(f"wrote test models to {out}")
 
 

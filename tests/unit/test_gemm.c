@@ -13,62 +13,105 @@ static float rand_unit(void) {
     return (float)((gemm_rng >> 40) & 0xffff) / 32768.0f - 1.0f;
 }
 
-/* Runs the fast gemm on `pool` and the reference on the same operands, and compares
- * element by element with a tolerance that grows with K. Leading dimensions are padded
- * past the logical width so that stride handling is exercised. Returns false (after
- * reporting) on mismatch. */
+/* How B reaches the kernels: as given, prepacked once (gemm_f32_pack_b), or panel by
+ * panel from a callback (gemm_f32_panels_run). */
+enum { B_PLAIN, B_PACKED, B_PANELS, B_MODES };
+
+typedef struct panel_src {
+    const float *B;
+    int64_t ldb;
+    bool tb;
+} panel_src;
+
+static void panel_from(void *arg, int64_t j0, int64_t n, int64_t p0, int64_t kc, int nr,
+                       float *dst) {
+    const panel_src *ps = arg;
+    for (int64_t k = 0; k < kc; k++)
+        for (int j = 0; j < nr; j++)
+            dst[k * nr + j] = j >= n ? 0.0f
+                              : ps->tb ? ps->B[(j0 + j) * ps->ldb + p0 + k]
+                                       : ps->B[(p0 + k) * ps->ldb + j0 + j];
+}
+
+static og_status *run_mode(threadpool *pool, const gemm_f32_args *g, int mode) {
+    if (mode == B_PLAIN) return gemm_f32(pool, g, NULL);
+    if (mode == B_PANELS) {
+        panel_src ps = {g->B, g->ldb, g->trans_b};
+        return gemm_f32_panels_run(pool, g, panel_from, &ps, NULL);
+    }
+    gemm_f32_packed *pb;
+    OG_TRY(gemm_f32_pack_b(g->B, g->ldb, g->trans_b, g->K, g->N, &pb));
+    og_status *s = gemm_f32_packed_run(pool, g, pb, NULL);
+    gemm_f32_packed_free(pb);
+    return s;
+}
+
+/* Runs the fast gemm on `pool` under every instruction set this CPU has (forced with
+ * cpu_isa_set) and every way of giving B, and the reference once on the same operands,
+ * and compares element by element with a tolerance that grows with K. Leading
+ * dimensions are padded past the logical width so that stride handling is exercised.
+ * Returns false (after reporting) on mismatch. */
 static bool check_shape(threadpool *pool, int64_t M, int64_t N, int64_t K, bool ta, bool tb,
                         float alpha, float beta, int line) {
     int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     int64_t lda = ac + 3, ldb = bc + 1, ldc = N + 2;
     float *A = malloc(sizeof(float) * (size_t)(ar * lda + 1));
     float *B = malloc(sizeof(float) * (size_t)(br * ldb + 1));
+    float *C0 = malloc(sizeof(float) * (size_t)(M * ldc + 1));
     float *C = malloc(sizeof(float) * (size_t)(M * ldc + 1));
     float *R = malloc(sizeof(float) * (size_t)(M * ldc + 1));
-    bool ok = A && B && C && R;
+    bool ok = A && B && C0 && C && R;
     if (!ok) test_fail(__FILE__, line, "out of memory");
     for (int64_t i = 0; ok && i < ar * lda; i++) A[i] = rand_unit();
     for (int64_t i = 0; ok && i < br * ldb; i++) B[i] = rand_unit();
-    for (int64_t i = 0; ok && i < M * ldc; i++) C[i] = R[i] = rand_unit();
-    /* beta == 0 must ignore C, even NaN */
-    if (ok && beta == 0)
-        for (int64_t i = 0; i < M * ldc; i++) C[i] = NAN;
-    gemm_f32_args g = {ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc};
-    gemm_f32_args r = g;
-    r.C = R;
-    if (ok) {
-        og_status *s = gemm_f32(pool, &g, NULL);
-        if (s) {
-            test_fail(__FILE__, line, "gemm_f32 failed: %s", og_status_message(s));
-            og_status_free(s);
-            ok = false;
-        }
-    }
+    for (int64_t i = 0; ok && i < M * ldc; i++) C0[i] = R[i] = rand_unit();
+    gemm_f32_args r = {ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, R, ldc};
     if (ok) gemm_f32_ref(&r);
-    for (int64_t i = 0; ok && i < M; i++)
-        for (int64_t j = 0; ok && j < N; j++) {
-            double want = R[i * ldc + j], got = C[i * ldc + j];
-            double tol = 1e-5 * (double)(K + 1) * (fabs(alpha) + 1) + 1e-6 * fabs(want);
-            if (!(fabs(want - got) <= tol)) {
-                test_fail(__FILE__, line,
-                          "M=%lld N=%lld K=%lld ta=%d tb=%d alpha=%g beta=%g threads=%d: "
-                          "C[%lld,%lld] = %.8g, reference %.8g",
-                          (long long)M, (long long)N, (long long)K, ta, tb, alpha, beta,
-                          threadpool_size(pool), (long long)i, (long long)j, got, want);
+    cpu_isa saved = cpu_isa_active();
+    for (int level = CPU_ISA_GENERIC; ok && level <= (int)cpu_isa_supported(); level++)
+        for (int mode = 0; ok && mode < B_MODES; mode++) {
+            cpu_isa_set((cpu_isa)level);
+            memcpy(C, C0, sizeof(float) * (size_t)(M * ldc));
+            /* beta == 0 must ignore C, even NaN */
+            if (beta == 0)
+                for (int64_t i = 0; i < M * ldc; i++) C[i] = NAN;
+            gemm_f32_args g = r;
+            g.C = C;
+            og_status *s = run_mode(pool, &g, mode);
+            if (s) {
+                test_fail(__FILE__, line, "gemm_f32 failed: %s", og_status_message(s));
+                og_status_free(s);
                 ok = false;
             }
+            for (int64_t i = 0; ok && i < M; i++)
+                for (int64_t j = 0; ok && j < N; j++) {
+                    double want = R[i * ldc + j], got = C[i * ldc + j];
+                    double tol = 1e-5 * (double)(K + 1) * (fabs(alpha) + 1) + 1e-6 * fabs(want);
+                    if (!(fabs(want - got) <= tol)) {
+                        test_fail(__FILE__, line,
+                                  "%s, B mode %d: M=%lld N=%lld K=%lld ta=%d tb=%d alpha=%g "
+                                  "beta=%g threads=%d: C[%lld,%lld] = %.8g, reference %.8g",
+                                  gemm_f32_isa(), mode, (long long)M, (long long)N,
+                                  (long long)K, ta, tb, alpha, beta, threadpool_size(pool),
+                                  (long long)i, (long long)j, got, want);
+                        ok = false;
+                    }
+                }
+            /* padding columns of C must be untouched */
+            for (int64_t i = 0; ok && i < M; i++)
+                for (int64_t j = N; j < ldc; j++)
+                    if (!(C[i * ldc + j] == C0[i * ldc + j] ||
+                          (beta == 0 && isnan(C[i * ldc + j])))) {
+                        test_fail(__FILE__, line, "%s, B mode %d: padding C[%lld,%lld] was "
+                                  "written", gemm_f32_isa(), mode, (long long)i, (long long)j);
+                        ok = false;
+                        break;
+                    }
         }
-    /* padding columns of C must be untouched */
-    for (int64_t i = 0; ok && i < M; i++)
-        for (int64_t j = N; j < ldc; j++)
-            if (!(C[i * ldc + j] == R[i * ldc + j] || (beta == 0 && isnan(C[i * ldc + j])))) {
-                test_fail(__FILE__, line, "padding C[%lld,%lld] was written", (long long)i,
-                          (long long)j);
-                ok = false;
-                break;
-            }
+    cpu_isa_set(saved);
     free(A);
     free(B);
+    free(C0);
     free(C);
     free(R);
     return ok;

@@ -79,20 +79,27 @@ static void check_config(const config *c, threadpool *pool) {
                      .int8 = c->int8, .A = A, .Y = R};
     mnb_ref(&p);
     p.Y = Y;
-    size_t ws = (mnb_work_size(&p) + 63) / 64 * 64 + 64;
-    work = aligned_alloc(64, ws);
-    CHECK(work);
-    CHECK_OK(mnb_run(pool, &p, work));
     double big = 0;
     for (int64_t i = 0; i < c->M * c->N; i++) big = fmax(big, fabs(R[i]));
-    for (int64_t i = 0; i < c->M * c->N; i++)
-        if (!(fabs(Y[i] - R[i]) <= 1e-5 * big + 1e-6)) {
-            test_fail(__FILE__, __LINE__, "bits %d bs %d M %lld N %lld K %lld int8 %d zp %d: "
-                      "Y[%lld] = %.7g, reference %.7g", c->bits, c->bs, (long long)c->M,
-                      (long long)c->N, (long long)c->K, c->int8, c->zp, (long long)i, Y[i], R[i]);
-            break;
-        }
-    free(work);
+    /* the unprepared path under every instruction set this CPU has */
+    cpu_isa saved = cpu_isa_active();
+    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
+        cpu_isa_set((cpu_isa)level);
+        size_t ws = (mnb_work_size(&p) + 63) / 64 * 64 + 64;
+        work = aligned_alloc(64, ws);
+        CHECK(work);
+        CHECK_OK(mnb_run(pool, &p, work));
+        free(work);
+        for (int64_t i = 0; i < c->M * c->N; i++)
+            if (!(fabs(Y[i] - R[i]) <= 1e-5 * big + 1e-6)) {
+                test_fail(__FILE__, __LINE__, "%s: bits %d bs %d M %lld N %lld K %lld int8 %d "
+                          "zp %d: Y[%lld] = %.7g, reference %.7g", cpu_isa_name((cpu_isa)level),
+                          c->bits, c->bs, (long long)c->M, (long long)c->N, (long long)c->K,
+                          c->int8, c->zp, (long long)i, Y[i], R[i]);
+                break;
+            }
+    }
+    cpu_isa_set(saved);
     free(B);
     free(zp);
     free(S);
@@ -122,6 +129,14 @@ static void sweep(threadpool *pool) {
     check_config(&big, pool);
     big.int8 = false;
     check_config(&big, pool);
+    /* float prefill: the sgemm's panels (32 or 16 columns) dequantized from 4 bits, K
+     * blocks of the sgemm not on multiples of 8, zero points of every kind */
+    for (int zp = 0; zp < 3; zp++) {
+        config f = {4, 32, 40, 75, 900, false, zp, zp == 1};
+        check_config(&f, pool);
+        config g = {4, 16, 19, 33, 517, false, zp, false};
+        check_config(&g, pool);
+    }
 }
 
 /* One row of A (decode): the 4-column kernels, whose scale products serve runs of

@@ -5,6 +5,7 @@
  * under ASan by `make test-sanitize`, this is also the lifetime test of the states. */
 #include "testing.h"
 
+#include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
 #include "backends/native/session.h"
 
@@ -121,5 +122,53 @@ TEST(prepared_state_matmulnbits_on_a_session) {
     run_and_check(s, 3, other);
     run_and_check(s, 3, NULL); /* and the next run is back on the prepared state */
     free(other);
+    og_session_close(s);
+}
+
+/* MatMul and Gemm with constant float32 weights packed at open, against the plain
+ * product on the same initializers, and a MatMul whose B is computed at run time. */
+static void gemm_ref(const float *A, const float *B, int64_t M, int64_t N, int64_t K, bool tb,
+                     float alpha, float *C, float beta) {
+    gemm_f32_args g = {false, tb, M, N, K, alpha, beta, A, K, B, tb ? K : N, C, N};
+    gemm_f32_ref(&g);
+}
+
+TEST(prepared_state_matmul_and_gemm_weights) {
+    NEED_TEST_MODEL(path, "gemm_prepared.onnx");
+    og_session *s;
+    CHECK_OK(og_session_open(path, NULL, &s));
+    CHECK_EQ_INT(s->prepared_nodes, 2);
+    /* two packs of 70 x 45, columns padded to the kernels' panel width (at most 64) */
+    CHECK(s->prepared_bytes >= 2 * 70 * 45 * 4 && s->prepared_bytes <= 2 * 70 * 64 * 4);
+    /* wg (12.6 kB) goes, wm stays (a Neg reads it too) */
+    CHECK(s->released_bytes >= 8192 && s->released_bytes <= 70 * 45 * 4);
+    const graph *g = s->graph;
+    const float *wm = init_of(g, "wm")->data, *wg = init_of(g, "wg")->data,
+                *cg = init_of(g, "cg")->data;
+    for (int64_t M = 1; M <= 33; M += 16) {
+        float *x = random_rows(2 * M, 70, 3u * (unsigned)M), *x2 = random_rows(M, 70, 9u);
+        float *r = malloc(sizeof(float) * (size_t)(2 * M * 45));
+        CHECK(x && x2 && r);
+        int64_t dx[3] = {2, M, 70}, dx2[2] = {M, 70};
+        og_tensor *tx, *tx2;
+        CHECK_OK(og_tensor_wrap(OG_FLOAT32, dx, 3, x, sizeof(float) * (size_t)(2 * M * 70), &tx));
+        CHECK_OK(og_tensor_wrap(OG_FLOAT32, dx2, 2, x2, sizeof(float) * (size_t)(M * 70), &tx2));
+        const char *in_names[] = {"x", "x2"}, *out_names[] = {"ym", "yg", "yd"};
+        og_tensor *ins[] = {tx, tx2}, *outs[3] = {0};
+        CHECK_OK(og_session_run(s, in_names, ins, 2, out_names, outs, 3));
+        gemm_ref(x, wm, 2 * M, 45, 70, false, 1.0f, r, 0.0f);
+        check_close("ym", og_tensor_data(outs[0]), r, 2 * M * 45);
+        for (int64_t i = 0; i < M; i++) memcpy(r + i * 45, cg, sizeof(float) * 45);
+        gemm_ref(x2, wg, M, 45, 70, true, 0.5f, r, 2.0f);
+        check_close("yg", og_tensor_data(outs[1]), r, M * 45);
+        gemm_ref(x2, wm, M, 45, 70, false, -1.0f, r, 0.0f);
+        check_close("yd", og_tensor_data(outs[2]), r, M * 45);
+        for (int i = 0; i < 3; i++) og_tensor_free(outs[i]);
+        og_tensor_free(tx);
+        og_tensor_free(tx2);
+        free(x);
+        free(x2);
+        free(r);
+    }
     og_session_close(s);
 }

@@ -3,11 +3,14 @@
  * op(X) is X or its transpose; matrices are row-major with leading dimensions (element
  * strides between rows) lda, ldb, ldc. beta == 0 means C is only written, never read, so
  * an uninitialized output (NaN garbage) is fine. The fast path packs panels and runs a
- * register-blocked micro-kernel chosen at compile time (AVX-512, AVX2+FMA or portable C);
- * M == 1 or N == 1 take a matrix-vector path that streams the matrix once. */
+ * register-blocked micro-kernel chosen at run time (AVX-512, AVX2+FMA or portable C; see
+ * base/cpu.h, OG_ISA); M == 1 or N == 1 take a matrix-vector path that streams the
+ * matrix once. B may also be prepacked once (a constant weight) or produced panel by
+ * panel by a callback (weights dequantized on the fly). */
 #ifndef OG_NATIVE_KERNELS_GEMM_F32_H
 #define OG_NATIVE_KERNELS_GEMM_F32_H
 
+#include "base/cpu.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 
@@ -38,7 +41,55 @@ og_status *gemm_f32(threadpool *pool, const gemm_f32_args *g, void *work);
 /* The plain triple loop (double accumulation) that the fast path is tested against. */
 void gemm_f32_ref(const gemm_f32_args *g);
 
-/* Name of the micro-kernel compiled in ("avx512", "avx2", "scalar"). */
+/* Name of the micro-kernel in use ("avx512", "avx2", "scalar"). */
 const char *gemm_f32_isa(void);
+
+/* ---- a constant B, packed once ---------------------------------------------------- */
+
+typedef struct gemm_f32_packed {
+    int64_t K, N;
+    int nr;         /* panel width of the kernels it was packed for */
+    cpu_isa isa;    /* ... and their instruction set */
+    float *panels;  /* [ceil(N / nr)][K][nr], columns past N zero */
+    size_t bytes;
+} gemm_f32_packed;
+
+/* Packs op(B) (K x N; B[k * ldb + n], or B[n * ldb + k] when trans_b) for the kernels
+ * of the active instruction set. */
+og_status *gemm_f32_pack_b(const float *B, int64_t ldb, bool trans_b, int64_t K, int64_t N,
+                           gemm_f32_packed **out);
+void gemm_f32_packed_free(gemm_f32_packed *pb);
+/* Whether pb suits the kernels in use now (OG_ISA or a test may have changed them). */
+bool gemm_f32_packed_usable(const gemm_f32_packed *pb);
+/* gemm_f32 with op(B) = pb (g->B, ldb and trans_b are not read; g->K, g->N must be pb's).
+ * pb must be usable. `work`: gemm_f32_packed_work_size() bytes, or NULL (allocated). */
+size_t gemm_f32_packed_work_size(const gemm_f32_args *g);
+og_status *gemm_f32_packed_run(threadpool *pool, const gemm_f32_args *g,
+                               const gemm_f32_packed *pb, void *work);
+
+/* ---- B panel by panel ----------------------------------------------------------------
+ * fn writes dst[k * nr + j] = op(B)[p0 + k, j0 + j] for k < kc and j < n (n <= nr
+ * columns exist; the rest of each row must be zero). Called from the pool's threads. */
+typedef void (*gemm_f32_panel_fn)(void *arg, int64_t j0, int64_t n, int64_t p0, int64_t kc,
+                                  int nr, float *dst);
+size_t gemm_f32_panels_work_size(const gemm_f32_args *g);
+og_status *gemm_f32_panels_run(threadpool *pool, const gemm_f32_args *g, gemm_f32_panel_fn fn,
+                               void *arg, void *work);
+
+/* ---- between gemm_f32.c and the per-ISA files (gemm_f32_impl.h) --------------------- */
+typedef struct gemm_f32_bsrc {
+    gemm_f32_panel_fn panel; /* B from a callback, or */
+    void *arg;
+    const float *packed;     /* B prepacked whole */
+} gemm_f32_bsrc;
+#define GEMM_F32_VARIANT(n)                                                              \
+    int gemm_f32_##n##_nr(void);                                                         \
+    size_t gemm_f32_##n##_work_floats(const gemm_f32_args *g, const gemm_f32_bsrc *src);  \
+    void gemm_f32_##n##_run(threadpool *pool, const gemm_f32_args *g,                    \
+                            const gemm_f32_bsrc *src, float *work);                      \
+    void gemm_f32_##n##_pack_all(const gemm_f32_args *g, float *dst);
+GEMM_F32_VARIANT(avx512)
+GEMM_F32_VARIANT(avx2)
+GEMM_F32_VARIANT(generic)
 
 #endif

@@ -6,6 +6,10 @@
 
 /* numpy matmul: 1-D operands promoted and squeezed, batch dimensions broadcast. */
 og_status *cpu_matmul(kernel_ctx *ctx);
+/* A constant float32 B of MatMul or Gemm is packed once for the sgemm (gemm_f32_pack_b). */
+og_status *cpu_matmul_prepare(kernel_prep *prep);
+og_status *cpu_gemm_prepare(kernel_prep *prep);
+void cpu_gemm_release(void *state);
 
 /* One MatMul after numpy's 1-D promotion: `batch` products of [M,K] x [K,N], with the
  * batch dimensions broadcast. a_str / b_str count whole matrices. */

@@ -1,6 +1,7 @@
-/* MatMul and Gemm. float32 runs on the blocked sgemm core (gemm_f32.c); float16 and
- * bfloat16 are widened to float32 and rounded back once at the end; float64 and the
- * integer types (shape arithmetic, rarely big) take a plain loop. */
+/* MatMul and Gemm. float32 runs on the blocked sgemm core (gemm_f32.c), with a constant
+ * float32 B packed once when the session opens; float16 and bfloat16 are widened to
+ * float32 and rounded back once at the end; float64 and the integer types (shape
+ * arithmetic, rarely big) take a plain loop. */
 #include "backends/native/kernels/linalg.h"
 
 #include "backends/native/kernels/broadcast.h"
@@ -100,6 +101,54 @@ static void mm_batch_items(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* ---- a constant B, packed when the session opens ---------------------------------- */
+
+og_status *cpu_matmul_prepare(kernel_prep *kp) {
+    const tensor *b = kp->n_inputs >= 2 ? kp->inputs[1] : NULL;
+    if (!b || b->dtype != OG_FLOAT32 || b->rank < 2) return NULL;
+    for (int i = 0; i < b->rank - 2; i++) /* one matrix, shared by every batch of A */
+        if (b->dims[i] != 1) return NULL;
+    int64_t K = b->dims[b->rank - 2], N = b->dims[b->rank - 1];
+    if (K < 1 || N < 1) return NULL;
+    gemm_f32_packed *pb;
+    OG_TRY(gemm_f32_pack_b(b->data, N, false, K, N, &pb));
+    kp->state = pb;
+    kp->bytes = pb->bytes;
+    kp->consumed = KERNEL_INPUT(1);
+    return NULL;
+}
+
+og_status *cpu_gemm_prepare(kernel_prep *kp) {
+    const tensor *b = kp->n_inputs >= 2 ? kp->inputs[1] : NULL;
+    if (!b || b->dtype != OG_FLOAT32 || b->rank != 2) return NULL;
+    bool tb = graph_attr_int(kp->node, "transB", 0) != 0;
+    int64_t K = b->dims[tb ? 1 : 0], N = b->dims[tb ? 0 : 1];
+    if (K < 1 || N < 1) return NULL;
+    gemm_f32_packed *pb;
+    OG_TRY(gemm_f32_pack_b(b->data, b->dims[1], tb, K, N, &pb));
+    kp->state = pb;
+    kp->bytes = pb->bytes;
+    kp->consumed = KERNEL_INPUT(1);
+    return NULL;
+}
+
+void cpu_gemm_release(void *state) { gemm_f32_packed_free(state); }
+
+/* The packed B when it serves this product: made from this node's B (the executor
+ * checked the binding), for the kernels in use now, of the product's K and N. */
+static const gemm_f32_packed *packed_for(const kernel_ctx *ctx, int64_t K, int64_t N) {
+    const gemm_f32_packed *pb = ctx->prepared;
+    return pb && gemm_f32_packed_usable(pb) && pb->K == K && pb->N == N ? pb : NULL;
+}
+
+static og_status *gemm_maybe_packed(kernel_ctx *ctx, const gemm_f32_args *g) {
+    const gemm_f32_packed *pb = packed_for(ctx, g->K, g->N);
+    void *work = NULL;
+    size_t need = pb ? gemm_f32_packed_work_size(g) : gemm_f32_work_size(g);
+    if (need) OG_TRY(kernel_scratch(ctx, need, &work));
+    return pb ? gemm_f32_packed_run(ctx->pool, g, pb, work) : gemm_f32(ctx->pool, g, work);
+}
+
 static og_status *matmul_f32(kernel_ctx *ctx, const mm_shape *s, const float *a,
                              const float *b, float *c) {
     if (s->batch == 0 || s->M == 0 || s->N == 0) return NULL;
@@ -110,10 +159,7 @@ static og_status *matmul_f32(kernel_ctx *ctx, const mm_shape *s, const float *a,
     if (b_shared) {
         gemm_f32_args g = {false, false, s->batch * s->M, s->N, s->K, 1.0f, 0.0f,
                            a, s->K, b, s->N, c, s->N};
-        void *work = NULL;
-        size_t need = gemm_f32_work_size(&g);
-        if (need) OG_TRY(kernel_scratch(ctx, need, &work));
-        return gemm_f32(ctx->pool, &g, work);
+        return gemm_maybe_packed(ctx, &g);
     }
     gemm_f32_args g1 = {false, false, s->M, s->N, s->K, 1.0f, 0.0f, a, s->K, b, s->N, c, s->N};
     size_t per = (gemm_f32_work_size(&g1) + 63) / 64 * 64;
@@ -288,10 +334,7 @@ og_status *cpu_gemm(kernel_ctx *ctx) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) fy[i * N + j] = fc[i * csm + j * csn];
     gemm_f32_args g = {ta, tb, M, N, K, alpha, use_c ? beta : 0.0f, fa, lda, fb, ldb, fy, N};
-    void *work = NULL;
-    size_t need = gemm_f32_work_size(&g);
-    if (need) OG_TRY(kernel_scratch(ctx, need, &work));
-    OG_TRY(gemm_f32(ctx->pool, &g, work));
+    OG_TRY(gemm_maybe_packed(ctx, &g));
     cpu_out_f32_done(y, fy);
     return NULL;
 }

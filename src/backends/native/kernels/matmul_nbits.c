@@ -5,9 +5,9 @@
  * run on matmul_nbits_pack.c. Otherwise the weights are read as stored (row per output
  * column, the order an M=1 product streams best): that path is below. Short A
  * (decode) runs column kernels over ranges of N on the pool, each column's bytes read
- * once for up to four rows of A. Long A in float arithmetic dequantizes tiles of
- * columns to float32 and hands them to the sgemm; in int8 arithmetic the column
- * kernels run over row tiles with the column block kept in L1. */
+ * once for up to four rows of A. Long A in float arithmetic runs the sgemm with the
+ * weights dequantized straight into its B panels; in int8 arithmetic the column kernels
+ * run over row tiles with the column block kept in L1. */
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
 #include "backends/native/kernels/matmul_nbits_pack.h"
@@ -23,7 +23,6 @@ enum {
     MR = 4,          /* rows of A per column kernel call */
     NB = 16,         /* columns per L1 block in the row-tile loop */
     GEMM_MIN_M = 16, /* float arithmetic from this many rows on: dequantize + sgemm */
-    TILE_FLOATS = 1 << 22, /* dequantized columns per sgemm call: about 16 MB of them */
     MAX_BLOCK = 256, /* onnxruntime's limit too */
 };
 
@@ -33,27 +32,17 @@ static bool use_gemm(const mnb_problem *p) { return !p->int8 && p->M >= GEMM_MIN
 
 static int64_t a_stride(const mnb_problem *p) { return round_up(p->k_blocks * p->block_size, 128); }
 static int64_t s_stride(const mnb_problem *p) { return round_up(p->k_blocks, 16) + 16; }
-static int64_t tile_ld(const mnb_problem *p) { return round_up(p->K, 32); }
-
-/* Columns per sgemm call: wide enough that packing A is amortized, small enough that
- * the dequantized tile stays in L2/L3. */
-static int64_t tile_n(const mnb_problem *p) {
-    int64_t nt = TILE_FLOATS / tile_ld(p) / 64 * 64;
-    nt = nt < 64 ? 64 : nt;
-    return p->N < nt ? p->N : nt;
-}
-
-static gemm_f32_args tile_gemm(const mnb_problem *p, int64_t n0, int64_t nt, const float *W) {
-    gemm_f32_args g = {false, true, p->M, nt, p->K, 1.0f, 0.0f, p->A, p->K,
-                       W,     tile_ld(p), p->Y + n0, p->N};
+/* The float product of long A: its B comes panel by panel (dequant_panel). */
+static gemm_f32_args panel_gemm(const mnb_problem *p) {
+    gemm_f32_args g = {false, false, p->M, p->N, p->K, 1.0f, 0.0f, p->A, p->K, NULL, 0,
+                       p->Y, p->N};
     return g;
 }
 
 size_t mnb_work_size(const mnb_problem *p) {
     if (use_gemm(p)) {
-        int64_t nt = tile_n(p);
-        gemm_f32_args g = tile_gemm(p, 0, nt, NULL);
-        return (size_t)round_up(nt * tile_ld(p) * 4, 64) + round_up((int64_t)gemm_f32_work_size(&g), 64);
+        gemm_f32_args g = panel_gemm(p);
+        return gemm_f32_panels_work_size(&g);
     }
     size_t a = (size_t)(p->M * a_stride(p)) * (p->int8 ? 1 : sizeof(float));
     size_t lanes = p->int8 ? (size_t)(p->M * a_stride(p) / 4) * sizeof(int32_t) : 0;
@@ -207,29 +196,28 @@ static void guided_columns(void *arg, int64_t t0, int64_t t1) {
     }
 }
 
-/* ---- long A, float arithmetic: dequantized tiles through the sgemm ------------------ */
+/* ---- long A, float arithmetic: the sgemm, B dequantized panel by panel ------------- */
 
-typedef struct dequant_job {
-    const mnb_problem *p;
-    int64_t n0;
-    float *W;
-} dequant_job;
-
-static void dequant_cols(void *arg, int64_t c0, int64_t c1) {
-    const dequant_job *d = arg;
-    const mnb_problem *p = d->p;
-    int64_t ld = tile_ld(p);
-    if (mnb_x512_handles(p)) {
-        mnb_x512_dequant(p, d->n0 + c0, d->n0 + c1, d->W + c0 * ld, ld);
+/* The sgemm asks for op(B)[p0 .. p0 + kc) x [j0 .. j0 + n) as a panel (gemm_f32.h): the
+ * weights are dequantized straight into it, (q - zero_point) * scale in float as the
+ * reference does, so no dequantized copy of B is ever made. */
+static void dequant_panel(void *arg, int64_t j0, int64_t n, int64_t p0, int64_t kc, int nr,
+                          float *dst) {
+    const mnb_problem *p = arg;
+    if (mnb_x512_handles(p) && p->bits == 4 && nr % 16 == 0) {
+        mnb_x512_dequant_panel(p, j0, n, p0, kc, nr, dst);
         return;
     }
-    for (int64_t c = c0; c < c1; c++) {
-        int64_t n = d->n0 + c;
-        float *w = d->W + c * ld;
-        for (int64_t k = 0; k < p->K; k++) {
-            int64_t b = k / p->block_size;
-            w[k] = ((float)mnb_weight(p, n, k) - mnb_zero_point(p, n, b)) *
-                   p->scales[n * p->k_blocks + b];
+    for (int j = 0; j < nr; j++) {
+        int64_t col = j0 + j;
+        for (int64_t k = 0; k < kc; k++) {
+            float w = 0.0f;
+            if (j < n) {
+                int64_t b = (p0 + k) / p->block_size;
+                w = ((float)mnb_weight(p, col, p0 + k) - mnb_zero_point(p, col, b)) *
+                    p->scales[col * p->k_blocks + b];
+            }
+            dst[k * nr + j] = w;
         }
     }
 }
@@ -241,16 +229,8 @@ static void add_bias(void *arg, int64_t r0, int64_t r1) {
 }
 
 static og_status *run_gemm(threadpool *pool, const mnb_problem *p, void *work) {
-    int64_t nt_max = tile_n(p);
-    float *W = work;
-    void *gwork = (char *)work + round_up(nt_max * tile_ld(p) * 4, 64);
-    for (int64_t n0 = 0; n0 < p->N; n0 += nt_max) {
-        int64_t nt = p->N - n0 < nt_max ? p->N - n0 : nt_max;
-        dequant_job d = {p, n0, W};
-        threadpool_parallel_for(pool, nt, 8, dequant_cols, &d);
-        gemm_f32_args g = tile_gemm(p, n0, nt, W);
-        OG_TRY(gemm_f32(pool, &g, gwork));
-    }
+    gemm_f32_args g = panel_gemm(p);
+    OG_TRY(gemm_f32_panels_run(pool, &g, dequant_panel, (void *)p, work));
     if (p->bias) threadpool_parallel_for(pool, p->M, 16, add_bias, (void *)p);
     return NULL;
 }

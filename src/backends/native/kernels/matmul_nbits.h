@@ -127,7 +127,9 @@ void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scal
 void mnb_x512_finish_row4(int8_t *row, int64_t a_stride, int32_t zdef, int32_t *lane);
 /* Y[m0..m0+mr) x [n0, n1) for mr <= 4, bias included. */
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1);
-/* Dequantized float columns n0..n1 into W (row stride ldw >= K rounded up to 32). */
-void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, int64_t ldw);
+/* For 4 bits: the sgemm's B panel (gemm_f32_panel_fn) of columns [j0, j0 + n), values
+ * [p0, p0 + kc) of K, dequantized: dst[k * nr + j], zero for j >= n; nr % 16 == 0. */
+void mnb_x512_dequant_panel(const mnb_problem *p, int64_t j0, int64_t n, int64_t p0,
+                            int64_t kc, int nr, float *dst);
 
 #endif

@@ -412,43 +412,62 @@ void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t 
     if (n0 < n1) fns[mr - 1](j, m0, mr, n0, n1, idx);
 }
 
-void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, int64_t ldw) {
-    const int64_t bs = p->block_size, bytes = p->k_blocks * p->blob;
-    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    /* interleave low (even) and high (odd) nibble values back into K order */
-    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
-    for (int64_t n = n0; n < n1; n++) {
-        const uint8_t *col = p->B + n * p->k_blocks * p->blob;
-        float *w = W + (n - n0) * ldw;
-        if (p->bits != 4) {
-            for (int64_t k = 0; k < p->K; k++) {
-                int64_t b = k / bs;
-                w[k] = ((float)mnb_weight(p, n, k) - mnb_zero_point(p, n, b)) *
-                       p->scales[n * p->k_blocks + b];
+/* The zero points of columns n .. n + count - 1 in block b, one a lane. */
+static __m512 zero_point_lanes(const mnb_problem *p, int64_t n, int64_t b, int64_t count) {
+    if (!p->zp_packed) return _mm512_set1_ps((float)(1 << (p->bits - 1)));
+    float z[16] = {0};
+    for (int64_t c = 0; c < count; c++) z[c] = mnb_zero_point(p, n + c, b);
+    return _mm512_loadu_ps(z);
+}
+
+/* One value of a panel the scalar way (the vector loop's arithmetic). */
+static inline float panel_value(const mnb_problem *p, int64_t col, int64_t k) {
+    int64_t b = k / p->block_size;
+    return ((float)mnb_weight(p, col, k) - mnb_zero_point(p, col, b)) *
+           p->scales[col * p->k_blocks + b];
+}
+
+void mnb_x512_dequant_panel(const mnb_problem *p, int64_t j0, int64_t n, int64_t p0,
+                            int64_t kc, int nr, float *dst) {
+    const int64_t kb = p->k_blocks, colbytes = kb * p->blob, end = p0 + kc;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i col_off = _mm512_mullo_epi32(iota, _mm512_set1_epi32((int)colbytes));
+    const __m512i scale_off = _mm512_mullo_epi32(iota, _mm512_set1_epi32((int)kb));
+    const __m512i low4 = _mm512_set1_epi32(15);
+    for (int c0 = 0; c0 < nr; c0 += 16) {
+        int64_t cn = n - c0 < 0 ? 0 : n - c0 > 16 ? 16 : n - c0;
+        const __mmask16 m = mask16(cn);
+        const int64_t first = j0 + c0;
+        int64_t k = p0;
+        /* to a multiple of 8 (4 bytes of each column) the scalar way */
+        for (; k < end && (k & 7); k++)
+            for (int c = 0; c < 16; c++)
+                dst[(k - p0) * nr + c0 + c] = c < cn ? panel_value(p, first + c, k) : 0.0f;
+        int64_t blk = -1;
+        __m512 sv = _mm512_setzero_ps(), zv = sv;
+        for (; k + 8 <= end; k += 8) {
+            if (k / p->block_size != blk) { /* the 16 columns' scales and zero points */
+                blk = k / p->block_size;
+                sv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, scale_off,
+                                              p->scales + first * kb + blk, 4);
+                if (p->zp_float)
+                    zv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, scale_off,
+                                                  p->zp_float + first * kb + blk, 4);
+                else
+                    zv = zero_point_lanes(p, first, blk, cn);
             }
-            continue;
-        }
-        for (int64_t g = 0; g * 16 < bytes && g * 32 < p->K; g++) {
-            int64_t left = bytes - g * 16;
-            __m128i x8 = left >= 16 ? _mm_loadu_si128((const __m128i *)(col + g * 16))
-                                    : _mm_maskz_loadu_epi8((__mmask16)((1u << left) - 1), col + g * 16);
-            __m512i x = _mm512_cvtepu8_epi32(x8);
-            int64_t b = g * 32 / bs;
-            __m512 lut = _mm512_mul_ps(_mm512_sub_ps(iota, _mm512_set1_ps(mnb_zero_point(p, n, b))),
-                                       _mm512_set1_ps(p->scales[n * p->k_blocks + b]));
-            __m512 lo = _mm512_permutexvar_ps(x, lut);
-            __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
-            if (bs == 16 && b + 1 < p->k_blocks) {
-                __m512 lut2 = _mm512_mul_ps(
-                    _mm512_sub_ps(iota, _mm512_set1_ps(mnb_zero_point(p, n, b + 1))),
-                    _mm512_set1_ps(p->scales[n * p->k_blocks + b + 1]));
-                lo = _mm512_mask_permutexvar_ps(lo, 0xff00, x, lut2);
-                hi = _mm512_mask_permutexvar_ps(hi, 0xff00, _mm512_srli_epi32(x, 4), lut2);
+            /* values k..k+7 of each column: 4 bytes, value k+t in bits 4t..4t+3 */
+            __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, col_off,
+                                                    p->B + first * colbytes + k / 2, 1);
+            for (int t = 0; t < 8; t++) {
+                __m512i q = _mm512_and_si512(_mm512_srli_epi32(g, 4 * t), low4);
+                __m512 w = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(q), zv), sv);
+                _mm512_storeu_ps(dst + (k - p0 + t) * nr + c0, _mm512_maskz_mov_ps(m, w));
             }
-            _mm512_storeu_ps(w + g * 32, _mm512_permutex2var_ps(lo, first, hi));
-            _mm512_storeu_ps(w + g * 32 + 16, _mm512_permutex2var_ps(lo, second, hi));
         }
+        for (; k < end; k++)
+            for (int c = 0; c < 16; c++)
+                dst[(k - p0) * nr + c0 + c] = c < cn ? panel_value(p, first + c, k) : 0.0f;
     }
 }
 
@@ -505,8 +524,9 @@ void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scal
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1) {
     (void)j, (void)m0, (void)mr, (void)n0, (void)n1;
 }
-void mnb_x512_dequant(const mnb_problem *p, int64_t n0, int64_t n1, float *W, int64_t ldw) {
-    (void)p, (void)n0, (void)n1, (void)W, (void)ldw;
+void mnb_x512_dequant_panel(const mnb_problem *p, int64_t j0, int64_t n, int64_t p0,
+                            int64_t kc, int nr, float *dst) {
+    (void)p, (void)j0, (void)n, (void)p0, (void)kc, (void)nr, (void)dst;
 }
 
 #endif
