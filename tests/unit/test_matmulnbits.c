@@ -199,13 +199,64 @@ TEST(mnb_vector_quantizer_matches_scalar_bit_for_bit) {
     }
 }
 
+/* Three int8 digits stand for a float value of A to 2^-17 of the block scale, plus the
+ * rounding of a * (127/amax) (so float arithmetic on the int8 kernels is float32's to
+ * its rounding), and the vector version gives the same digits, scale and sums as the
+ * portable one. Halves at amax 127 make the ties that carry into the digit before. */
+TEST(mnb_digits_represent_a_and_match_vector) {
+    float a[256];
+    int8_t d1[3 * 256], d2[3 * 256];
+    for (int t = 0; t < 400; t++) {
+        int len = 16 + (int)(next_u32() % 241);
+        for (int i = 0; i < len; i++)
+            a[i] = t % 3 == 0 ? (float)((int)(next_u32() % 509) - 254) * 0.5f
+                              : next_f() * (t % 3 == 1 ? 7.0f : 1e-20f);
+        if (t % 3 == 0) a[0] = 127.0f;
+        if (t == 10) memset(a, 0, sizeof a);
+        float s1;
+        int32_t u1[3];
+        mnb_digits_block(a, len, d1, 256, &s1, u1);
+        float amax = 0;
+        for (int i = 0; i < len; i++) amax = fmaxf(amax, fabsf(a[i]));
+        CHECK(s1 == amax / 127.0f);
+        for (int r = 0; r < 3; r++) {
+            int32_t sum = 0;
+            for (int i = 0; i < len; i++) sum += d1[r * 256 + i];
+            CHECK_EQ_INT(sum, u1[r]);
+        }
+        for (int i = 0; i < len; i++) {
+            double v = (double)s1 * (d1[i] + d1[256 + i] / 256.0 + d1[512 + i] / 65536.0);
+            if (!(fabs(v - a[i]) <= (double)s1 * 0x1p-17 + fabs(a[i]) * 0x1p-22 + 1e-45)) {
+                test_fail(__FILE__, __LINE__, "case %d: a[%d] = %.9g, digits give %.9g (scale %g)",
+                          t, i, a[i], v, s1);
+                return;
+            }
+        }
+        if (cpu_isa_supported() >= CPU_ISA_AVX512) {
+            float s2;
+            int32_t u2[3];
+            memset(d2, 0x55, sizeof d2);
+            mnb_x512_digits_block(a, len, d2, 256, &s2, u2);
+            for (int r = 0; r < 3; r++) {
+                CHECK(memcmp(d1 + r * 256, d2 + r * 256, (size_t)len) == 0);
+                CHECK_EQ_INT(u1[r], u2[r]);
+            }
+            CHECK(s1 == s2);
+        }
+    }
+    if (cpu_isa_supported() < CPU_ISA_AVX512)
+        test_skip("this CPU has no AVX-512: the vector digits were not compared");
+}
+
 /* ---- the prepacked int8 GEMM (matmul_nbits_pack.c) -------------------------------- */
 
 /* Every ISA level this CPU has (OG_ISA's levels, forced with cpu_isa_set) against the
  * double reference, and bit for bit against the portable kernels: all run the same
- * float operations in the same order. */
-static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bias,
-                       threadpool *pool) {
+ * float operations in the same order. int8: accuracy_level 4's arithmetic (reference:
+ * int8 A in double); otherwise float arithmetic through the digits (reference: float A
+ * and weights in double), within a few float32 roundings of the largest output. */
+static void check_pack_as(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bias,
+                          threadpool *pool, bool int8) {
     int64_t kb = (K + bs - 1) / bs, blob = bs / 2, zstride = (kb + 1) / 2;
     uint8_t *B = malloc((size_t)(N * kb * blob)), *Z = malloc((size_t)(N * zstride));
     float *S = malloc(sizeof(float) * (size_t)(N * kb)), *bv = malloc(sizeof(float) * (size_t)N);
@@ -220,7 +271,7 @@ static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bi
     if (M > 1) for (int64_t k = 0; k < K && k < bs; k++) A[K + k] = 0; /* a block of zeros */
     mnb_problem p = {.M = M, .N = N, .K = K, .bits = 4, .block_size = bs, .k_blocks = kb,
                      .blob = blob, .B = B, .scales = S, .zp_packed = zp ? Z : NULL,
-                     .zp_stride = zstride, .bias = bias ? bv : NULL, .int8 = true, .A = A,
+                     .zp_stride = zstride, .bias = bias ? bv : NULL, .int8 = int8, .A = A,
                      .Y = R};
     mnb_ref(&p);
     CHECK(mnb_pack_handles(&p));
@@ -238,14 +289,15 @@ static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bi
         free(work);
         double big = 0;
         for (int64_t i = 0; i < M * N; i++) big = fmax(big, fabs(R[i]));
+        double tol = int8 ? 1e-5 * big + 1e-6 : 1e-6 * big + 1e-7;
         for (int64_t i = 0; i < M * N; i++) {
-            if (!(fabs(out[i] - R[i]) <= 1e-5 * big + 1e-6) ||
+            if (!(fabs(out[i] - R[i]) <= tol) ||
                 (level > CPU_ISA_GENERIC && memcmp(&out[i], &G[i], 4) != 0)) {
-                test_fail(__FILE__, __LINE__, "%s (%s): bs %d M %lld N %lld K %lld zp %d: "
+                test_fail(__FILE__, __LINE__, "%s (%s, %s): bs %d M %lld N %lld K %lld zp %d: "
                           "Y[%lld] = %.9g, portable %.9g, reference %.9g",
-                          cpu_isa_name((cpu_isa)level), mnb_pack_kernel_name(M), bs,
-                          (long long)M, (long long)N, (long long)K, zp, (long long)i, out[i],
-                          G[i], R[i]);
+                          cpu_isa_name((cpu_isa)level), mnb_pack_kernel_name(M),
+                          int8 ? "int8" : "float", bs, (long long)M, (long long)N,
+                          (long long)K, zp, (long long)i, out[i], G[i], R[i]);
                 break;
             }
         }
@@ -262,9 +314,16 @@ static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bi
     free(G);
 }
 
-/* M = 1, 2, 3 (the streaming row kernels), 17 (register tiles with a ragged last
- * strip) and 512; K ending inside a block; N leaving a partial panel and an odd panel
- * count; every block size; with and without zero points and bias. */
+static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bias,
+                       threadpool *pool) {
+    check_pack_as(bs, M, N, K, zp, bias, pool, true);
+    check_pack_as(bs, M, N, K, zp, bias, pool, false);
+}
+
+/* M = 1, 2, 3 (the streaming row kernels; float arithmetic runs 3M digit rows), 17
+ * (register tiles with a ragged last strip) and 512; K ending inside a block; N leaving
+ * a partial panel and an odd panel count; every block size; with and without zero
+ * points and bias; int8 and float arithmetic. */
 static void pack_sweep(threadpool *pool) {
     static const int bss[] = {16, 32, 64, 128, 256};
     static const int64_t ms[] = {1, 2, 3, 17};

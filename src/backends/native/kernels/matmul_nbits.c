@@ -1,8 +1,9 @@
 /* com.microsoft MatMulNBits (see matmul_nbits.h for the arithmetic): the kernel entry,
  * the per-call preparation of A, the thread split and the portable column loop.
  *
- * Constant 4-bit weights in int8 arithmetic are prepacked when the session opens and
- * run on matmul_nbits_pack.c. Otherwise the weights are read as stored (row per output
+ * Constant 4-bit weights (without float zero points) are prepacked when the session
+ * opens and run on matmul_nbits_pack.c, float arithmetic there through three int8 digits
+ * of A. Otherwise the weights are read as stored (row per output
  * column, the order an M=1 product streams best): that path is below. Short A
  * (decode) runs column kernels over ranges of N on the pool, each column's bytes read
  * once for up to four rows of A. Long A in float arithmetic runs the sgemm with the
@@ -335,8 +336,9 @@ static bool int8_math(const mnb_attrs *a, bool zp_float) {
     return a->level == 4 && !zp_float && (a->bits != 2 || (a->bs >= 32 && a->bs <= 128));
 }
 
-/* Preparation: 4-bit weights in int8 arithmetic are packed for the int8 GEMM
- * (matmul_nbits_pack.h); the pack replaces B, the scales and the zero points. */
+/* Preparation: 4-bit weights are packed for the int8 GEMM (matmul_nbits_pack.h), in
+ * int8 or (three digits of A) float arithmetic; the pack replaces B, the scales and the
+ * zero points. */
 og_status *cpu_matmul_nbits_prepare(kernel_prep *kp) {
     if (kp->n_inputs < 3) return NULL;
     const tensor *B = kp->inputs[1], *S = kp->inputs[2];

@@ -513,6 +513,38 @@ void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scal
     *sum = _mm512_reduce_add_epi32(acc);
 }
 
+void mnb_x512_digits_block(const float *a, int64_t len, int8_t *d, int64_t d_stride,
+                           float *scale, int32_t *sums) {
+    const __m512 sign = _mm512_set1_ps(-0.0f), s65536 = _mm512_set1_ps(65536.0f);
+    const __m512i half = _mm512_set1_epi32(128), byte = _mm512_set1_epi32(255);
+    __m512 mx = _mm512_setzero_ps();
+    for (int64_t i = 0; i < len; i += 16)
+        mx = _mm512_max_ps(mx, _mm512_andnot_ps(sign, _mm512_maskz_loadu_ps(mask16(len - i), a + i)));
+    float amax = _mm512_reduce_max_ps(mx);
+    __m512 vm = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m512i c1 = _mm512_setzero_si512(), c2 = c1, c3 = c1;
+    for (int64_t i = 0; i < len; i += 16) {
+        __mmask16 k = mask16(len - i);
+        /* cvtps rounds to nearest even, as nearbyintf does in the default mode */
+        __m512 u = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + i), vm);
+        __m512i U = _mm512_cvtps_epi32(_mm512_mul_ps(u, s65536));
+        __m512i d3 = _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(U, half), byte), half);
+        __m512i V = _mm512_srai_epi32(_mm512_sub_epi32(U, d3), 8);
+        __m512i d2 = _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(V, half), byte), half);
+        __m512i d1 = _mm512_srai_epi32(_mm512_sub_epi32(V, d2), 8);
+        c1 = _mm512_add_epi32(c1, d1);
+        c2 = _mm512_add_epi32(c2, d2);
+        c3 = _mm512_add_epi32(c3, d3);
+        _mm512_mask_cvtepi32_storeu_epi8(d + i, k, d1);
+        _mm512_mask_cvtepi32_storeu_epi8(d + d_stride + i, k, d2);
+        _mm512_mask_cvtepi32_storeu_epi8(d + 2 * d_stride + i, k, d3);
+    }
+    *scale = amax / 127.0f;
+    sums[0] = _mm512_reduce_add_epi32(c1);
+    sums[1] = _mm512_reduce_add_epi32(c2);
+    sums[2] = _mm512_reduce_add_epi32(c3);
+}
+
 
 #else
 void mnb_x512_finish_row4(int8_t *row, int64_t a_stride, int32_t zdef, int32_t *lane) {
@@ -520,6 +552,10 @@ void mnb_x512_finish_row4(int8_t *row, int64_t a_stride, int32_t zdef, int32_t *
 }
 void mnb_x512_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum) {
     mnb_quantize_block(a, len, q, scale, sum);
+}
+void mnb_x512_digits_block(const float *a, int64_t len, int8_t *d, int64_t d_stride,
+                           float *scale, int32_t *sums) {
+    mnb_digits_block(a, len, d, d_stride, scale, sums);
 }
 void mnb_x512_columns(const mnb_job *j, int64_t m0, int mr, int64_t n0, int64_t n1) {
     (void)j, (void)m0, (void)mr, (void)n0, (void)n1;

@@ -20,7 +20,7 @@ static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 bool mnb_pack_handles(const mnb_problem *p) {
-    return p->bits == 4 && p->int8 && !p->zp_float && p->block_size % 8 == 0;
+    return p->bits == 4 && !p->zp_float && p->block_size % 8 == 0;
 }
 
 static size_t pack_b_bytes(const mnb_pack *pk) { return (size_t)(pk->panels * pk->panel_bytes); }
@@ -56,6 +56,7 @@ og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out) {
     pk->block_size = p->block_size;
     pk->panels = round_up((p->N + MNB_PANEL - 1) / MNB_PANEL, 2);
     pk->panel_bytes = p->k_blocks * p->block_size * 8;
+    pk->digits = p->int8 ? 1 : 3;
     int64_t kb = p->k_blocks, groups = kb * p->block_size / 8;
     size_t nb = pack_b_bytes(pk), ns = pack_s_count(pk);
     pk->B = big_alloc(nb);
@@ -172,6 +173,8 @@ typedef struct isa_fns {
     mnb_tile_fn tile;
     void (*quantize)(const float *a, int64_t len, int8_t *q, float *scale, int32_t *sum);
     const char *rows_name, *tile_name;
+    void (*digits)(const float *a, int64_t len, int8_t *d, int64_t d_stride, float *scale,
+                   int32_t *sums);
 } isa_fns;
 
 static isa_fns active_fns(void) {
@@ -180,18 +183,18 @@ static isa_fns active_fns(void) {
 #ifndef OG_NO_AMX
     case CPU_ISA_AMX:
         return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_amx, mnb_x512_quantize_block,
-                         "avx512-vnni", "amx-int8"};
+                         "avx512-vnni", "amx-int8", mnb_x512_digits_block};
 #endif
     case CPU_ISA_AVX512:
         return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_avx512, mnb_x512_quantize_block,
-                         "avx512-vnni", "avx512-vnni"};
+                         "avx512-vnni", "avx512-vnni", mnb_x512_digits_block};
     case CPU_ISA_AVX2:
         return (isa_fns){mnb_pack_rows_avx2, mnb_pack_tile_avx2, mnb_quantize_block, "avx2",
-                         "avx2"};
+                         "avx2", mnb_digits_block};
 #endif
     default:
         return (isa_fns){mnb_pack_rows_generic, mnb_pack_tile_generic, mnb_quantize_block,
-                         "generic", "generic"};
+                         "generic", "generic", mnb_digits_block};
     }
 }
 
@@ -200,13 +203,17 @@ const char *mnb_pack_kernel_name(int64_t M) {
     return M >= TILE_MIN_M ? f.tile_name : f.rows_name;
 }
 
+/* Rows of the int8 problem the kernels run for M rows of A. */
+static int64_t kernel_rows(const mnb_pack *pk, int64_t M) { return M * pk->digits; }
+
 /* ---- working memory ---------------------------------------------------------------- */
 
 typedef struct layout {
     int64_t rows, q_stride, s_stride, u8_bytes;
-    size_t q_off, s_off, z_off, u8_off, total;
+    size_t q_off, s_off, z_off, u8_off, y_off, total;
 } layout;
 
+/* M is the kernels' rows (kernel_rows); float arithmetic adds the digit rows' Y'. */
 static layout work_layout(const mnb_pack *pk, int64_t M, int threads) {
     layout l;
     l.rows = round_up(M, 16);
@@ -217,12 +224,13 @@ static layout work_layout(const mnb_pack *pk, int64_t M, int threads) {
     l.s_off = (size_t)round_up(l.rows * l.q_stride, 64);
     l.z_off = l.s_off + (size_t)round_up(l.rows * l.s_stride * 4, 64);
     l.u8_off = l.z_off + (size_t)round_up(l.rows * l.s_stride * 4, 64);
-    l.total = l.u8_off + (size_t)(l.u8_bytes * (threads > 0 ? threads : 1));
+    l.y_off = (size_t)round_up((int64_t)(l.u8_off + (size_t)(l.u8_bytes * (threads > 0 ? threads : 1))), 64);
+    l.total = l.y_off + (pk->digits > 1 ? (size_t)(M * pk->N) * sizeof(float) : 0);
     return l;
 }
 
 size_t mnb_pack_work_size(const mnb_pack *pk, int64_t M, int threads) {
-    return work_layout(pk, M, threads).total;
+    return work_layout(pk, kernel_rows(pk, M), threads).total;
 }
 
 /* ---- A ------------------------------------------------------------------------------ */
@@ -230,10 +238,71 @@ size_t mnb_pack_work_size(const mnb_pack *pk, int64_t M, int threads) {
 typedef struct quant_job {
     const mnb_pack *pk;
     const float *A;
-    int64_t M;
+    int64_t M;      /* kernel rows (M digit rows per row of A in float arithmetic) */
     mnb_qa qa;
     isa_fns f;
 } quant_job;
+
+/* Float arithmetic: rows [r0, r1) of A, each as its three digit rows. */
+static void digit_rows(void *arg, int64_t r0, int64_t r1) {
+    const quant_job *J = arg;
+    const mnb_pack *pk = J->pk;
+    const int64_t bs = pk->block_size, qs = J->qa.q_stride, ss = J->qa.s_stride;
+    const int32_t mul = pk->zp ? -1 : -8;
+    for (int64_t m = r0; m < r1; m++) {
+        int8_t *q = (int8_t *)J->qa.q + 3 * m * qs;
+        float *sc = (float *)J->qa.scale + 3 * m * ss;
+        int32_t *zs = (int32_t *)J->qa.zsum + 3 * m * ss;
+        memset(q, 0, (size_t)(3 * qs));
+        memset(sc, 0, sizeof(float) * (size_t)(3 * ss));
+        memset(zs, 0, sizeof(int32_t) * (size_t)(3 * ss));
+        const float *a = J->A + m * pk->K;
+        for (int64_t b = 0; b < pk->k_blocks; b++) {
+            int64_t k0 = b * bs, len = min64(bs, pk->K - k0);
+            int32_t sums[3];
+            float s;
+            J->f.digits(a + k0, len, q + k0, qs, &s, sums);
+            for (int i = 0; i < 3; i++) {
+                sc[i * ss + b] = i == 0 ? s : i == 1 ? s * (1.0f / 256) : s * (1.0f / 65536);
+                zs[i * ss + b] = mul * sums[i];
+            }
+        }
+    }
+}
+
+/* The padding rows past the digit rows: zero. */
+static void zero_rows(const mnb_qa *qa, int64_t r0, int64_t r1) {
+    for (int64_t m = r0; m < r1; m++) {
+        memset((int8_t *)qa->q + m * qa->q_stride, 0, (size_t)qa->q_stride);
+        memset((float *)qa->scale + m * qa->s_stride, 0, sizeof(float) * (size_t)qa->s_stride);
+        memset((int32_t *)qa->zsum + m * qa->s_stride, 0, sizeof(int32_t) * (size_t)qa->s_stride);
+    }
+}
+
+/* Y[m][n0..n1) = (Y'[3m] + Y'[3m+1]) + Y'[3m+2] + bias: the digit rows' products summed. */
+static void sum_digits(const mnb_pack *pk, const float *Yd, float *Y, const float *bias,
+                       int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t N = pk->N;
+    for (int64_t m = m0; m < m1; m++) {
+        const float *y0 = Yd + 3 * m * N, *y1 = y0 + N, *y2 = y1 + N;
+        float *y = Y + m * N;
+        if (bias)
+            for (int64_t n = n0; n < n1; n++) y[n] = ((y0[n] + y1[n]) + y2[n]) + bias[n];
+        else
+            for (int64_t n = n0; n < n1; n++) y[n] = (y0[n] + y1[n]) + y2[n];
+    }
+}
+
+typedef struct sum_job {
+    const mnb_pack *pk;
+    const float *Yd, *bias;
+    float *Y;
+} sum_job;
+
+static void sum_rows(void *arg, int64_t r0, int64_t r1) {
+    const sum_job *S = arg;
+    sum_digits(S->pk, S->Yd, S->Y, S->bias, r0, r1, 0, S->pk->N);
+}
 
 static void quantize_rows(void *arg, int64_t r0, int64_t r1) {
     const quant_job *J = arg;
@@ -273,6 +342,10 @@ typedef struct run_job {
     uint8_t *u8;
     int64_t u8_bytes;
     atomic_llong next;
+    /* float arithmetic: the kernels write digit rows into Yd; pieces are summed into Y */
+    int64_t rows_a;
+    const float *Yd, *bias;
+    float *Y;
 } run_job;
 
 static void small_worker(void *arg, int64_t t0, int64_t t1) {
@@ -292,6 +365,9 @@ static void small_worker(void *arg, int64_t t0, int64_t t1) {
                                                         memory_order_relaxed));
         for (int64_t m = 0; m < J->M; m += SMALL_M)
             J->f.rows(J->pk, J->qa, m, (int)min64(SMALL_M, J->M - m), cur, end, J->o);
+        if (J->Yd) /* the piece's columns, while they are in cache */
+            sum_digits(J->pk, J->Yd, J->Y, J->bias, 0, J->rows_a, cur * MNB_PANEL,
+                       min64(J->pk->N, end * MNB_PANEL));
     }
 }
 
@@ -308,19 +384,29 @@ static void tile_worker(void *arg, int64_t t0, int64_t t1) {
     }
 }
 
-void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M,
+void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M_a,
                   const float *bias, float *Y, void *work) {
-    if (M <= 0) return;
+    if (M_a <= 0) return;
     int threads = threadpool_size(pool);
+    const int64_t M = kernel_rows(pk, M_a);
     layout l = work_layout(pk, M, threads);
     char *w = work;
     quant_job qj = {.pk = pk, .A = A, .M = M, .f = active_fns()};
     qj.qa = (mnb_qa){.q = (int8_t *)(w + l.q_off), .q_stride = l.q_stride,
                      .scale = (float *)(w + l.s_off), .zsum = (int32_t *)(w + l.z_off),
                      .s_stride = l.s_stride};
-    threadpool_parallel_for(pool, l.rows, 4, quantize_rows, &qj);
     mnb_out o = {.Y = Y, .ldy = pk->N, .bias = bias};
-    run_job J = {.pk = pk, .qa = &qj.qa, .o = &o, .f = qj.f, .M = M};
+    run_job J = {.pk = pk, .qa = &qj.qa, .o = &o, .f = qj.f, .M = M, .rows_a = M_a};
+    if (pk->digits > 1) {
+        threadpool_parallel_for(pool, M_a, 4, digit_rows, &qj);
+        zero_rows(&qj.qa, M, l.rows);
+        J.Yd = (float *)(w + l.y_off);
+        J.Y = Y;
+        J.bias = bias;
+        o = (mnb_out){.Y = (float *)J.Yd, .ldy = pk->N, .bias = NULL};
+    } else {
+        threadpool_parallel_for(pool, l.rows, 4, quantize_rows, &qj);
+    }
     atomic_init(&J.next, 0);
     if (M < TILE_MIN_M) {
         /* about 4 KiB of weights at least per piece, in steps of 4 panels */
@@ -339,4 +425,8 @@ void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t 
     J.u8 = (uint8_t *)(w + l.u8_off);
     J.u8_bytes = l.u8_bytes;
     threadpool_parallel_for(pool, threads < J.items ? threads : J.items, 1, tile_worker, &J);
+    if (J.Yd) {
+        sum_job S = {pk, J.Yd, bias, Y};
+        threadpool_parallel_for(pool, M_a, 1 + 65536 / (pk->N + 1), sum_rows, &S);
+    }
 }

@@ -1,5 +1,6 @@
-/* MatMulNBits with 4-bit weights in int8 arithmetic (accuracy_level 4, see
- * matmul_nbits.h) on weights prepacked once when the session opens.
+/* MatMulNBits with 4-bit weights on weights prepacked once when the session opens, in
+ * int8 arithmetic (accuracy_level 4, see matmul_nbits.h) or in float arithmetic (the
+ * other levels) through three int8 digits per value of A (mnb_digits_block).
  *
  * Layout. Columns go in panels of 16; the panel count is rounded up to even (the pad
  * columns have zero weights and scales) so that kernels can always take two panels at
@@ -18,7 +19,9 @@
  * and block, A is quantized as mnb_quantize_block does; per (row, column, block) the
  * exact integer dot of q_a with the weights, plus -zero_point * sum(q_a), is converted
  * to float and accumulated as acc = fma(dot, scale_a * scale_b, acc) in block order;
- * Y = acc + bias. */
+ * Y = acc + bias. In float arithmetic each row of A is three digit rows (scales s,
+ * s/256, s/65536, each with its own sums), run by the same kernels into three rows of a
+ * scratch Y', and Y = (Y'0 + Y'1) + Y'2 + bias. */
 #ifndef OG_NATIVE_KERNELS_MATMUL_NBITS_PACK_H
 #define OG_NATIVE_KERNELS_MATMUL_NBITS_PACK_H
 
@@ -36,10 +39,11 @@ typedef struct mnb_pack {
     float *scales;       /* [panels][k_blocks][16] */
     uint8_t *zp;         /* [panels][k_blocks][16], or NULL: 8 everywhere */
     size_t bytes;        /* held by the pack */
+    int digits;          /* int8 rows per row of A: 1 (int8 arithmetic) or 3 (float) */
 } mnb_pack;
 
 /* Whether a problem (weights, scales, zero points as mnb_run takes them) can be packed:
- * 4 bits in int8 arithmetic. */
+ * 4 bits without float zero points, in int8 or float arithmetic. */
 bool mnb_pack_handles(const mnb_problem *p);
 /* Packs p's B, scales and zero points (p->A, Y, bias, M are not used). */
 og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out);

@@ -22,6 +22,33 @@ void mnb_quantize_block(const float *a, int64_t len, int8_t *q, float *scale, in
     *sum = s;
 }
 
+void mnb_digits_block(const float *a, int64_t len, int8_t *d, int64_t d_stride, float *scale,
+                      int32_t *sums) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < len; i++) {
+        float v = fabsf(a[i]);
+        amax = v > amax ? v : amax;
+    }
+    float mul = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int32_t s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t i = 0; i < len; i++) {
+        /* u * 65536 is exact (|u| <= 127 + a rounding), its rounding a 24-bit integer */
+        int32_t U = (int32_t)nearbyintf(a[i] * mul * 65536.0f);
+        int32_t d3 = ((U + 128) & 255) - 128, V = (U - d3) / 256;
+        int32_t d2 = ((V + 128) & 255) - 128, d1 = (V - d2) / 256;
+        d[i] = (int8_t)d1;
+        d[d_stride + i] = (int8_t)d2;
+        d[2 * d_stride + i] = (int8_t)d3;
+        s1 += d1;
+        s2 += d2;
+        s3 += d3;
+    }
+    *scale = amax / 127.0f;
+    sums[0] = s1;
+    sums[1] = s2;
+    sums[2] = s3;
+}
+
 static double ref_float(const mnb_problem *p, int64_t m, int64_t n) {
     const float *a = p->A + m * p->K;
     double acc = 0;
