@@ -3,8 +3,9 @@
  *   bench-matmulnbits                           every shape, M = 1 and 512, levels 0 and 4
  *   bench-matmulnbits M N K LEVEL THREADS [SEC] one case
  *
- * LEVEL 4 runs what a session runs (weights prepacked when it opens, the int8 GEMM of
- * matmul_nbits_pack.c); 40 is level 4 on the weights as stored (the unprepared path).
+ * LEVEL 4 and 0 run what a session runs (weights prepacked when it opens, the int8 GEMM of
+ * matmul_nbits_pack.c; level 0 through three int8 digits of A); 40 and 10 are levels 4
+ * and 0 on the weights as stored (the unprepared paths).
  * Prints one line per case: "M N K level ms GB/s GFLOP/s cpu_ms kernel" with the median
  * call time (cpu_ms: the median process CPU time per call, all threads, which a busy
  * machine inflates less than the wall time); GB/s counts the packed weights and their
@@ -51,8 +52,9 @@ static int bench_one(int64_t M, int64_t N, int64_t K, int level, int threads, do
     for (int64_t i = 0; i < N * kb; i++) S[i] = 0.01f + (float)(i % 17) * 0.001f;
     for (int64_t i = 0; i < M * K; i++) A[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     mnb_problem p = {.M = M, .N = N, .K = K, .bits = 4, .block_size = bs, .k_blocks = kb,
-                     .blob = blob, .B = B, .scales = S, .int8 = level >= 4, .A = A, .Y = Y};
-    if (level == 4 && !s) s = mnb_pack_create(&p, &pk);
+                     .blob = blob, .B = B, .scales = S, .int8 = level == 4 || level == 40,
+                     .A = A, .Y = Y};
+    if ((level == 4 || level == 0) && !s) s = mnb_pack_create(&p, &pk);
     size_t ws = pk ? mnb_pack_work_size(pk, M, threads) : (mnb_work_size(&p) + 63) / 64 * 64 + 64;
     work = aligned_alloc(64, ws);
     if (!work) {
@@ -105,8 +107,9 @@ int main(int argc, char **argv) {
         int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]);
         int level = atoi(argv[4]), threads = atoi(argv[5]);
         double sec = argc > 6 ? atof(argv[6]) : 1.0;
-        if (M < 1 || N < 1 || K < 1 || threads < 1 || (level != 0 && level != 4 && level != 40)) {
-            fprintf(stderr, "usage: bench-matmulnbits [M N K LEVEL(0|4|40) THREADS [SECONDS]]\n");
+        if (M < 1 || N < 1 || K < 1 || threads < 1 ||
+            (level != 0 && level != 4 && level != 40 && level != 10)) {
+            fprintf(stderr, "usage: bench-matmulnbits [M N K LEVEL(0|4|10|40) THREADS [SECONDS]]\n");
             return 2;
         }
         return bench_one(M, N, K, level, threads, sec);
