@@ -218,6 +218,37 @@ typedef struct og_model_options {
 
 og_model_options og_model_options_default(void);
 
+/* A package's genai_config.json held in memory, to be changed before the model opens
+ * (onnxruntime-genai's OgaConfig): overlays of JSON, and the execution providers.
+ * Free with og_config_free. */
+typedef struct og_config og_config;
+
+/* Reads DIR/genai_config.json (DIR may also name the file itself) and checks it as
+ * og_model_open does. */
+og_status *og_config_open(const char *dir, og_config **out);
+void og_config_free(og_config *config);
+/* Merges a JSON object into the config: an object merges into the object of the same key
+ * (recursively), any other value replaces the key's value (arrays whole), e.g.
+ * {"search": {"max_length": 64}} or {"model": {"eos_token_id": [2, 7]}}. The result is
+ * checked as a whole; on failure the config is unchanged. */
+og_status *og_config_overlay(og_config *config, const char *json);
+/* Execution providers. This runtime computes on the CPU with its own kernels and never
+ * reads the config's provider_options, so clearing them (onnxruntime-genai's way to ask
+ * for the CPU) succeeds and changes nothing, and "cpu" (any case) may be appended; any
+ * other provider, and any provider option, is OG_ERR_UNSUPPORTED naming it. */
+/* A token id under model.<key>, as og_model_token_id; and every id of model.eos_token_id
+ * (an id or a list), *ids owned by the config and valid until its next change. */
+int32_t og_config_token_id(const og_config *config, const char *key);
+size_t og_config_eos_token_ids(const og_config *config, const int32_t **ids);
+og_status *og_config_clear_providers(og_config *config);
+og_status *og_config_append_provider(og_config *config, const char *provider);
+og_status *og_config_set_provider_option(og_config *config, const char *provider,
+                                         const char *key, const char *value);
+/* Opens the package the config describes, as og_model_open opens its folder (the graphs
+ * and tokenizer are found beside the config's file). The config may be freed after. */
+og_status *og_model_open_config(const og_config *config, const og_model_options *options,
+                                 og_model **out);
+
 /* Opens a package folder. Free with og_model_close. Fails with OG_ERR_INCOMPLETE_MODEL
  * when the package lacks a piece (a graph file, a graph input nothing can feed), with
  * OG_ERR_UNSUPPORTED when it needs something this runtime does not implement (an op, a
@@ -241,6 +272,8 @@ int og_model_text_only(const og_model *model, const char **reason);
  * call's start and end) and "bor_token_id" / "eor_token_id" (reasoning's start and end).
  * -1 when the config has none. */
 int32_t og_model_token_id(const og_model *model, const char *key);
+/* Every id of model.eos_token_id (an id or a list), in order; *ids owned by the model. */
+size_t og_model_eos_token_ids(const og_model *model, const int32_t **ids);
 /* Warnings about genai_config.json (unknown keys, odd values), one sentence each naming
  * the key path. Owned by the model. */
 size_t og_model_warning_count(const og_model *model);
@@ -272,6 +305,13 @@ typedef struct og_generator_params {
     float length_penalty;
     int early_stopping;
     int64_t random_seed;     /* -1: seed from the clock */
+    int padded_batch;        /* 0 (default): each row of a batch is its own sequence (see
+                                og_generator_append_tokens). 1: rows are laid out as
+                                onnxruntime-genai lays out a batch, with the same tokens
+                                chosen: a row's padding counts toward max_length and is
+                                part of its sequence (after the prompt), a row that stops
+                                on EOS while others go on keeps the EOS and then gets a
+                                pad token per step, so all rows have one length. */
 } og_generator_params;
 
 og_generator_params og_generator_params_default(const og_model *model);
@@ -308,6 +348,14 @@ int og_generator_is_done(const og_generator *gen);
  * else < batch_size). *ids is owned by the generator and valid until its next call. */
 og_status *og_generator_get_sequence(const og_generator *gen, size_t index,
                                      const int32_t **ids, size_t *len);
+/* The tokens the last og_generator_generate_next_token chose, one per sequence
+ * (batch_size * num_beams; with beam search the beams' tokens after reordering), as
+ * onnxruntime-genai's GetNextTokens gives them: the EOS id a sequence stopped on is
+ * included, and a sequence that had stopped before that call gets the pad token. *ids is
+ * owned by the generator and valid until its next call. OG_ERR_INVALID_ARGUMENT before a
+ * token is generated, and after tokens are appended or the sequences rewound. */
+og_status *og_generator_get_next_tokens(const og_generator *gen, const int32_t **ids,
+                                        size_t *n);
 /* Cuts every sequence back to new_length tokens (batch_size 1, or new_length 0);
  * generation may then continue or more tokens be appended. Models that carry a state
  * (conv / recurrent) restore it from the latest snapshot at or before new_length - 1
@@ -345,6 +393,9 @@ og_status *og_tokenizer_encode(const og_tokenizer *tok, const char *text, size_t
 /* Ids -> text, NUL-terminated. *text is owned by the caller: free with og_free. */
 og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size_t n,
                                int skip_special_tokens, char **text);
+/* The id of a token given by its text (a vocabulary entry as tokenizer.json spells it, or
+ * an added token such as "<|im_end|>"); -1 when the tokenizer has no such token. */
+int32_t og_tokenizer_token_to_id(const og_tokenizer *tok, const char *token);
 /* Frees memory that this API handed to the caller (ids, text). NULL is a no-op. */
 void og_free(void *p);
 
@@ -403,6 +454,11 @@ void og_chat_template_free(og_chat_template *t);
 /* Sets the variable `name` (e.g. "bos_token") that every render sees; value NULL removes
  * it. The value is copied. */
 og_status *og_chat_template_set_token(og_chat_template *t, const char *name, const char *value);
+/* Sets the special-token variables og_chat_template_open reads for path (a package
+ * folder's tokenizer_config.json, or that file) on t, replacing those of the same name:
+ * e.g. a template from og_chat_template_from_string gets its package's bos_token. A
+ * folder without tokenizer_config.json sets nothing. */
+og_status *og_chat_template_load_tokens(og_chat_template *t, const char *path);
 /* A special-token variable's value, or NULL. Owned by t. */
 const char *og_chat_template_token(const og_chat_template *t, const char *name);
 

@@ -319,6 +319,16 @@ og_status *og_chat_template_set_token(og_chat_template *t, const char *name, con
     return set_token(t, name, value, NULL);
 }
 
+og_status *og_chat_template_load_tokens(og_chat_template *t, const char *path) {
+    if (!t || !path) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_chat_template_load_tokens: NULL argument");
+    struct stat sb;
+    if (stat(path, &sb) != 0) return og_errorf(OG_ERR_NOT_FOUND, "%s: no such file or folder", path);
+    char p[4200];
+    snprintf(p, sizeof p, S_ISDIR(sb.st_mode) ? "%s/tokenizer_config.json" : "%s", path);
+    if (S_ISDIR(sb.st_mode) && !is_file(p)) return NULL; /* no tokens to set */
+    return read_config(t, p, false, true);
+}
+
 size_t og_chat_template_count(const og_chat_template *t) { return t ? t->n : 0; }
 
 const char *og_chat_template_name(const og_chat_template *t, size_t index) {

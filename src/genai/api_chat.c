@@ -12,15 +12,10 @@ og_status *og_chat_template_create(const og_model *model, og_chat_template **out
 }
 
 int32_t og_model_token_id(const og_model *model, const char *key) {
-    if (!model || !key) return -1;
-    const gen_model *gm = &model->cfg->model;
-    if (!strcmp(key, "bos_token_id")) return gm->bos_token_id;
-    if (!strcmp(key, "pad_token_id")) return gm->pad_token_id;
-    if (!strcmp(key, "eos_token_id")) return gm->n_eos_token_ids ? gm->eos_token_ids[0] : -1;
-    /* model-level keys this runtime keeps as raw JSON (bot/eot/bor/eor_token_id, ...) */
-    const char *raw = gen_kvs_get(&gm->extra, key);
-    if (!raw) return -1;
-    char *end;
-    long v = strtol(raw, &end, 10);
-    return (*end || end == raw || v < 0 || v > INT32_MAX) ? -1 : (int32_t)v;
+    return model ? gen_config_token_id(model->cfg, key) : -1;
+}
+
+size_t og_model_eos_token_ids(const og_model *model, const int32_t **ids) {
+    if (ids) *ids = model ? model->cfg->model.eos_token_ids : NULL;
+    return model ? (size_t)model->cfg->model.n_eos_token_ids : 0;
 }

@@ -4,6 +4,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct og_tokenizer {
     tok_tokenizer *t;
@@ -51,6 +52,10 @@ og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_decode: NULL argument");
     return og_oom_context(tok_decode(tok->t, ids, n, skip_special_tokens != 0, text, NULL),
                           "tokenizer: decoding %zu tokens", n);
+}
+
+int32_t og_tokenizer_token_to_id(const og_tokenizer *tok, const char *token) {
+    return tok && token ? tok_token_to_id(tok->t, token, strlen(token)) : -1;
 }
 
 void og_free(void *p) { free(p); }

@@ -209,6 +209,11 @@ og_status *gen_config_load(const char *dir_or_file, gen_config **out);
 og_status *gen_config_parse(const char *json, size_t len, const char *path, gen_config **out);
 void gen_config_free(gen_config *cfg);
 
+/* api_config.c: the config an og_config describes now, parsed anew (the caller owns it). */
+og_status *gen_config_of(const og_config *config, gen_config **out);
+/* A token id under model.<key> (og_model_token_id's rules); -1 when there is none. */
+int32_t gen_config_token_id(const gen_config *cfg, const char *key);
+
 /* Writes template with its single "%d" replaced by layer into buf. A template without
  * "%d" is copied as is. Fails (OG_ERR_INVALID_ARGUMENT) on any other conversion, a
  * second "%d", a negative layer or a result that does not fit in size bytes. "%%" is a

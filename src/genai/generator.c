@@ -53,11 +53,18 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->in_names = calloc((size_t)io, sizeof *g->in_names);
     g->out_names = calloc((size_t)io, sizeof *g->out_names);
     g->vals = calloc((size_t)m->n_stages * 64 + 1, sizeof *g->vals);
+    g->next = calloc(rows, sizeof *g->next);
+    g->pads = calloc(rows, sizeof *g->pads);
+    g->prompt_len = calloc(rows, sizeof *g->prompt_len);
+    g->eos_tok = malloc(rows * sizeof *g->eos_tok);
+    g->view = calloc(L, sizeof *g->view);
     if (!g->seq || !g->len || !g->fed || !g->start || !g->done || !g->logits || !g->work ||
         !g->feed_ids || !g->feed_ids32 || !g->feed_pos || !g->feed_pos32 || !g->feed_mask ||
         !g->feed_mask32 || !g->step_logits || !g->io_in || !g->io_out || !g->ins || !g->outs ||
-        !g->in_owned || !g->in_names || !g->out_names || !g->vals)
+        !g->in_owned || !g->in_names || !g->out_names || !g->vals || !g->next || !g->pads ||
+        !g->prompt_len || !g->eos_tok || !g->view)
         return og_oom();
+    for (size_t r = 0; r < rows; r++) g->eos_tok[r] = -1;
     OG_TRY(gen_cache_alloc(g));
     if (!m->compact) {
         g->cmask = calloc(rows * (size_t)g->col_cap, 1);
@@ -95,6 +102,11 @@ void gen_generator_free(og_generator *g) {
     free(g->step_logits);
     free(g->final_seqs);
     free(g->final_lens);
+    free(g->next);
+    free(g->pads);
+    free(g->prompt_len);
+    free(g->eos_tok);
+    free(g->view);
     gen_beam_free(g->beam);
     free(g);
 }
@@ -158,6 +170,14 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
 }
 
 void og_generator_destroy(og_generator *g) { gen_generator_free(g); }
+
+/* The padded layout matters only for a batch: one row has no padding and its EOS ends the
+ * generation, so its sequence is the same in both layouts. */
+static bool padded(const og_generator *g) { return g->p.padded_batch && g->p.batch_size > 1; }
+
+int gen_row_limit(const og_generator *g, int r) {
+    return padded(g) ? g->max_len - g->pads[r] : g->max_len;
+}
 
 static bool is_eos(const og_model *m, int32_t t) {
     for (int i = 0; i < m->n_eos; i++)
@@ -226,7 +246,9 @@ static og_status *beam_step(og_generator *g) {
         g->seq[(size_t)r * g->max_len + g->len[r]] = tokens[r];
         g->len[r]++;
     }
-    if (g->len[0] >= g->max_len || gen_beam_done(g->beam)) st = finalize_beams(g);
+    memcpy(g->next, tokens, sizeof(int32_t) * rows);
+    g->has_next = true;
+    if (g->len[0] >= gen_row_limit(g, 0) || gen_beam_done(g->beam)) st = finalize_beams(g);
 done:
     free(tokens);
     free(parents);
@@ -248,19 +270,35 @@ og_status *og_generator_generate_next_token(og_generator *g) {
     const og_model *m = g->m;
     int V = m->vocab_size;
     bool sample = g->p.do_sample && g->p.top_k != 1 && g->p.temperature != 0;
+    int active = 0, eos_now = 0;
     for (int r = 0; r < g->rows; r++) {
-        if (g->done[r]) continue;
+        if (g->done[r]) {
+            g->next[r] = m->pad_id;
+            continue;
+        }
+        active++;
         float *row = g->logits + (size_t)r * V;
         process_row(g, r, row);
         int32_t t = sample ? gen_sample(row, V, g->p.top_k, g->p.top_p, g->p.temperature,
                                         &g->rng, g->work)
                            : gen_argmax(row, V);
+        g->next[r] = t;
         if (is_eos(m, t)) {
             g->done[r] = true;
+            eos_now++;
             continue;
         }
         g->seq[(size_t)r * g->max_len + g->len[r]] = t;
-        if (++g->len[r] >= g->max_len) g->done[r] = true;
+        if (++g->len[r] >= gen_row_limit(g, r)) g->done[r] = true;
+    }
+    g->has_next = true;
+    /* The padded layout appends a step to every row unless it ended the generation with
+     * every remaining row's EOS (onnxruntime-genai appends nothing then); a row that
+     * stopped on EOS in an appended step keeps it. */
+    if (padded(g) && eos_now < active) {
+        g->steps++;
+        for (int r = 0; r < g->rows; r++)
+            if (g->done[r] && g->eos_tok[r] < 0 && is_eos(m, g->next[r])) g->eos_tok[r] = g->next[r];
     }
     return NULL;
 }
@@ -270,19 +308,21 @@ int og_generator_is_done(const og_generator *g) {
     if (g->beam) return g->finalized;
     for (int r = 0; r < g->rows; r++) {
         if (g->len[r] == 0) return 0;
-        if (!g->done[r] && g->len[r] < g->max_len) return 0;
+        if (!g->done[r] && g->len[r] < gen_row_limit(g, r)) return 0;
     }
     return 1;
 }
 
 /* Appends row b's tokens (to each of its beams). */
-static og_status *append_rows(og_generator *g, const int32_t *const *rows, const size_t *lens) {
+static og_status *append_rows(og_generator *g, const int32_t *const *rows, const size_t *lens,
+                              const size_t *pads) {
     const og_model *m = g->m;
     int B = g->p.batch_size, K = g->beam ? g->p.num_beams : 1;
     for (int b = 0; b < B; b++) {
         if (lens[b] == 0)
             return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: prompt %d has no tokens", b);
-        if ((size_t)g->len[b * K] + lens[b] > (size_t)g->max_len)
+        if ((size_t)g->len[b * K] + lens[b] > (size_t)g->max_len ||
+            (B > 1 && g->p.padded_batch && pads && (size_t)pads[b] + lens[b] > (size_t)g->max_len))
             return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: %zu prompt tokens + %d already "
                              "in the sequence exceed max_length %d", lens[b], g->len[b * K],
                              g->max_len);
@@ -301,9 +341,14 @@ static og_status *append_rows(og_generator *g, const int32_t *const *rows, const
             int r = b * K + k;
             memcpy(g->seq + (size_t)r * g->max_len + g->len[r], rows[b], sizeof(int32_t) * lens[b]);
             g->len[r] += (int)lens[b];
-            g->done[r] = g->len[r] >= g->max_len;
+            if (B > 1) {
+                g->prompt_len[r] = (int)lens[b];
+                g->pads[r] = pads ? (int)pads[b] : 0;
+            }
+            g->done[r] = g->len[r] >= gen_row_limit(g, r);
         }
     g->has_logits = false;
+    g->has_next = false;
     return gen_compute_logits(g);
 }
 
@@ -345,9 +390,13 @@ og_status *og_generator_append_tokens(og_generator *g, const int32_t *ids, size_
         if (lens[b] == 0)
             st = og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: prompt %d is all padding (pad "
                            "token %d)", b, g->m->pad_id);
-    if (!st) st = append_rows(g, rows, lens);
+    size_t *pads = NULL;
+    if (!st && !(pads = malloc(sizeof *pads * (size_t)B))) st = og_oom();
+    for (int b = 0; !st && b < B; b++) pads[b] = per - lens[b];
+    if (!st) st = append_rows(g, rows, lens, pads);
     free(rows);
     free(lens);
+    free(pads);
     return st;
 }
 
@@ -360,7 +409,17 @@ og_status *og_generator_append_token_rows(og_generator *g, const int32_t *const 
             return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_append_token_rows: row %d is "
                              "NULL", b);
     OG_TRY(check_append(g));
-    return append_rows(g, rows, lens);
+    /* rows of any lengths: in the padded layout the shorter ones count as right-padded to
+     * the longest */
+    size_t longest = 0;
+    for (int b = 0; b < g->p.batch_size; b++)
+        if (lens[b] > longest) longest = lens[b];
+    size_t *pads = malloc(sizeof *pads * (size_t)g->p.batch_size);
+    if (!pads) return og_oom();
+    for (int b = 0; b < g->p.batch_size; b++) pads[b] = longest - lens[b];
+    og_status *st = append_rows(g, rows, lens, pads);
+    free(pads);
+    return st;
 }
 
 og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
@@ -372,7 +431,11 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: cannot rewind to %zu, the sequence "
                          "has %d tokens", new_length, g->len[0]);
     if (new_length == 0) {
-        for (int r = 0; r < g->rows; r++) g->len[r] = g->fed[r] = 0;
+        for (int r = 0; r < g->rows; r++) {
+            g->len[r] = g->fed[r] = g->pads[r] = g->prompt_len[r] = 0;
+            g->eos_tok[r] = -1;
+        }
+        g->steps = 0;
         gen_cache_reset(g);
     } else if ((int)new_length != g->len[0] || g->done[0]) {
         int keep = (int)new_length - 1; /* the last token is fed again for its logits */
@@ -387,6 +450,7 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
     }
     for (int r = 0; r < g->rows; r++) g->done[r] = false;
     g->has_logits = false;
+    g->has_next = false;
     if (g->beam) {
         gen_beam *nb;
         OG_TRY(gen_beam_create(&g->beam_opts, &nb));
@@ -415,8 +479,37 @@ og_status *og_generator_get_sequence(const og_generator *g, size_t index, const 
     size_t rows = g->beam ? (size_t)g->rows : (size_t)g->p.batch_size;
     if (index >= rows)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: sequence %zu of %zu", index, rows);
-    *ids = g->seq + index * g->max_len;
-    *len = (size_t)g->len[index];
+    const int32_t *s = g->seq + index * g->max_len;
+    int r = (int)index, n = g->len[r], P = g->prompt_len[r];
+    if (!padded(g) || n == 0) {
+        *ids = s;
+        *len = (size_t)n;
+        return NULL;
+    }
+    /* the padded layout: prompt, its padding, generated tokens, the EOS kept, a pad token
+     * per later step; view is scratch memory, not state, hence written through const g */
+    int32_t *v = g->view, pad = g->m->pad_id;
+    int k = 0, generated = n - P, kept = g->eos_tok[r] >= 0;
+    memcpy(v, s, sizeof(int32_t) * (size_t)P);
+    k = P;
+    for (int i = 0; i < g->pads[r]; i++) v[k++] = pad;
+    memcpy(v + k, s + P, sizeof(int32_t) * (size_t)generated);
+    k += generated;
+    if (kept) v[k++] = g->eos_tok[r];
+    for (int i = generated + kept; !g->beam && i < g->steps; i++) v[k++] = pad;
+    *ids = v;
+    *len = (size_t)k;
+    return NULL;
+}
+
+og_status *og_generator_get_next_tokens(const og_generator *g, const int32_t **ids, size_t *n) {
+    if (!g || !ids || !n)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_get_next_tokens: NULL argument");
+    if (!g->has_next)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: no next tokens: none has been "
+                         "generated since the last append or rewind");
+    *ids = g->next;
+    *n = (size_t)g->rows;
     return NULL;
 }
 

@@ -73,7 +73,21 @@ struct og_generator {
     bool finalized;
     int32_t *final_seqs; /* [batch * num_return][max_len] after beam search */
     int *final_lens;
+    /* What the last generate_next_token chose per row (og_generator_get_next_tokens) */
+    int32_t *next;       /* [rows] */
+    bool has_next;
+    /* The padded batch layout (params.padded_batch with batch_size > 1): each row's
+     * padding, prompt length and whether it keeps the EOS it stopped on; `steps` counts
+     * the steps appended to the batch, which every row's view has. `view` holds the row
+     * og_generator_get_sequence last assembled. */
+    int *pads, *prompt_len;
+    int32_t *eos_tok;    /* [rows] the EOS a row keeps, -1 for none */
+    int steps;
+    int32_t *view;       /* [max_len] */
 };
+
+/* The tokens row r may hold: max_length, less its padding in the padded layout. */
+int gen_row_limit(const og_generator *g, int r);
 
 og_status *gen_generator_alloc(og_generator *g);
 void gen_generator_free(og_generator *g);

@@ -486,14 +486,38 @@ static bool looks_like_onnx(const char *path) {
     return onnx;
 }
 
-og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out) {
-    if (!dir || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_open: NULL argument");
+static og_model_options read_options(const og_model_options *options) {
     og_model_options o = og_model_options_default();
     if (options) {
         o.num_threads = options->num_threads;
         if (options->struct_size >= offsetof(og_model_options, allow_text_only) + sizeof(int))
             o.allow_text_only = options->allow_text_only;
     }
+    return o;
+}
+
+og_status *og_model_open_config(const og_config *config, const og_model_options *options,
+                                og_model **out) {
+    if (!config || !out)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_open_config: NULL argument");
+    og_model_options o = read_options(options);
+    og_model *m = calloc(1, sizeof *m);
+    if (!m) return og_oom();
+    og_status *st = gen_config_of(config, &m->cfg);
+    if (!st && !(m->dir = strdup(m->cfg->dir))) st = og_oom();
+    if (!st) st = open_model(m, &o);
+    if (st) {
+        og_status *ctx = og_oom_context(st, "%s: opening the model", m->dir ? m->dir : "config");
+        og_model_close(m);
+        return ctx;
+    }
+    *out = m;
+    return NULL;
+}
+
+og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out) {
+    if (!dir || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_open: NULL argument");
+    og_model_options o = read_options(options);
     og_model *m = calloc(1, sizeof *m);
     if (!m) return og_oom();
     og_status *st = NULL;
