@@ -135,7 +135,9 @@ og_status *gen_kv_reserve(og_generator *g, int cols) {
     for (int i = 0; i < g->m->n_cache; i++) {
         if (g->m->cache[i].kind != GEN_CACHE_KV || g->m->cache[i].fixed) continue;
         size_t nb = entry_bytes(g, i, cols);
-        for (int b = 0; b < 2; b++) {
+        /* a buffer written in place is both buffers of its pair: grown once */
+        bool one = g->buf[1][i] == g->buf[0][i];
+        for (int b = 0; b < (one ? 1 : 2); b++) {
             void *p;
             OG_TRY(alloc_zero(&p, nb));
             /* the data is laid out by kv_len, not by capacity: it moves as is */
@@ -143,6 +145,7 @@ og_status *gen_kv_reserve(og_generator *g, int cols) {
             free(g->buf[b][i]);
             g->buf[b][i] = p;
         }
+        if (one) g->buf[1][i] = g->buf[0][i];
         g->bytes[i] = nb;
     }
     uint8_t *cm = calloc((size_t)g->rows * (size_t)cols, 1);
