@@ -23,17 +23,24 @@ static og_status *kh_scratch(kernel_ctx *c, size_t n, void **p) {
     return NULL;
 }
 
-og_status *kh_call(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, int na,
-                   const tensor *const *in, int nin, int nout) {
+og_status *kh_call_ex(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, int na,
+                      const tensor *const *in, int nin, int nout, const graph *g,
+                      int *input_values, const struct paged_kv *paged_kv) {
     memset(r, 0, sizeof *r);
     r->node = (graph_node){.name = "t", .op_type = "T", .domain = "", .opset = opset,
                            .n_inputs = nin, .n_outputs = nout, .outputs = r->out_idx,
-                           .n_attrs = na, .attrs = attrs};
+                           .n_attrs = na, .attrs = attrs, .inputs = input_values};
     r->ctx = (kernel_ctx){.node = &r->node, .opset = opset, .n_inputs = nin, .inputs = in,
                           .n_outputs = nout, .pool = kh_pool, .output = kh_output,
                           .scratch = kh_scratch, .exec = r, .where = "test",
-                          .hold = kh_scratch /* both live until kh_free */};
+                          .hold = kh_scratch /* both live until kh_free */,
+                          .graph = g, .paged_kv = paged_kv};
     return fn(&r->ctx);
+}
+
+og_status *kh_call(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, int na,
+                   const tensor *const *in, int nin, int nout) {
+    return kh_call_ex(r, fn, opset, attrs, na, in, nin, nout, NULL, NULL, NULL);
 }
 
 void kh_free(kh_run *r) {

@@ -21,6 +21,11 @@ extern threadpool *kh_pool;
 /* Calls fn as a node of the given opset with these attributes and inputs. */
 og_status *kh_call(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, int na,
                    const tensor *const *in, int nin, int nout);
+/* kh_call with the node's input value indices in graph g (for kernels that look up
+ * input names) and a paged KV cache lent to the run (either may be NULL). */
+og_status *kh_call_ex(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, int na,
+                      const tensor *const *in, int nin, int nout, const graph *g,
+                      int *input_values, const struct paged_kv *paged_kv);
 /* Frees the outputs and scratch of a run. */
 void kh_free(kh_run *r);
 /* A tensor over test memory (not owned). */

@@ -474,6 +474,8 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
         .where = where,
         .subgraph = exec_subgraph,
         .prepared = session_prepared(eg, n, ins),
+        .graph = g,
+        .paged_kv = rs->s->paged_kv,
     };
     rs->step = step;
     rs->node = n;
@@ -757,6 +759,7 @@ done:
 }
 
 void session_set_profiler(og_session *s, og_profiler *p) { s->prof = p; }
+void session_set_paged_kv(og_session *s, const struct paged_kv *kv) { s->paged_kv = kv; }
 
 void session_last_stats(const og_session *s, session_run_stats *out) {
     out->used_plan = s->last_stats_used_plan;

@@ -99,6 +99,7 @@ struct og_session {
     size_t released_bytes;        /* mapped pages of consumed initializers given back */
     double prepare_s;             /* wall time spent preparing */
     double prepare_cpu_s;         /* CPU time of the process meanwhile (all threads) */
+    const struct paged_kv *paged_kv; /* lent to the kernels of every run (see below) */
 };
 
 /* Open from an already loaded model; takes ownership of m on success and on failure. */
@@ -113,6 +114,9 @@ void session_plan_free(og_session *s, exec_plan *p);
 
 /* Attaches a profiler (NULL detaches): every later node run is recorded in it. */
 void session_set_profiler(og_session *s, struct og_profiler *p);
+/* Lends a paged KV cache (kernels/paged_kv.h) to the kernels of the following runs, until
+ * set again (NULL: none). The caller owns it and keeps it valid while runs use it. */
+void session_set_paged_kv(og_session *s, const struct paged_kv *kv);
 
 /* Statistics of the last run, for tests and benchmarks. */
 typedef struct session_run_stats {

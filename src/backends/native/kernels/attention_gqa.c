@@ -36,6 +36,7 @@
  * scoring all query heads of the group so the cache is read once per step. */
 #include "base/vmath.h"
 #include "backends/native/kernels/attention.h"
+#include "backends/native/kernels/attention_paged.h"
 #include "backends/native/kernels/gemm_f32.h"
 
 #include <math.h>
@@ -483,6 +484,13 @@ static og_status *gqa_positions(kernel_ctx *ctx, gqa_job *j, int64_t max_pos) {
 
 og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     OG_TRY(kernel_require_inputs(ctx, 1));
+    int paged_layer = paged_kv_layer_of(ctx);
+    if (paged_layer >= 0) {
+        OG_TRY(unsupported_inputs(ctx));
+        if (!cpu_is_f32able(ctx->inputs[0]->dtype))
+            return kernel_unsupported_dtype(ctx, 0, ctx->inputs[0]->dtype);
+        return cpu_gqa_paged(ctx, paged_layer);
+    }
     const graph_node *node = ctx->node;
     const tensor *q = ctx->inputs[0], *key = kernel_input(ctx, 1), *val = kernel_input(ctx, 2);
     const tensor *pk = kernel_input(ctx, 3), *pv = kernel_input(ctx, 4);

@@ -20,6 +20,7 @@
 #include "graph/graph.h"
 
 typedef struct kernel_ctx kernel_ctx;
+struct paged_kv;
 
 /* Output allocator supplied by the executor. */
 typedef og_status *(*kernel_output_fn)(kernel_ctx *ctx, int index, og_dtype dtype,
@@ -57,6 +58,9 @@ struct kernel_ctx {
      * caller may feed an initializer by name). With NULL the kernel computes from its
      * inputs as if it had no preparation. */
     void *prepared;
+    const graph *graph;             /* the graph the node belongs to (may be NULL) */
+    const struct paged_kv *paged_kv; /* a paged KV cache lent for this run (paged_kv.h), or
+                                        NULL: GroupQueryAttention reads its layers from it */
 };
 
 /* Preparation of one node when its session opens (kernel_def.prepare). The executor
