@@ -30,22 +30,22 @@
  * zero, or untouched when present is the past's buffer). A first prompt shorter than the
  * batch's (right padding) keeps only its valid positions, which onnxruntime refuses.
  *
- * Work is split into (batch, head, block of 64 queries) tasks handed out dynamically
- * over the pool; each worker owns one slice of scratch (queries, scores, gemm panels).
- * A single new token instead splits (batch, kv head) over chunks of keys, each task
- * scoring all query heads of the group so the cache is read once per step. */
+ * The attention itself (after the keys and values are in float32 slabs) is the tile
+ * arithmetic of attention_tiles.h: fixed tiles of absolute key positions, each scored
+ * for all query heads of a group at once, merged in order. A query's output therefore
+ * does not depend on S, on the batch, or on the thread count: a prompt token, a decoded
+ * token and a token of the serving engine's paged batch (attention_paged.c, the same
+ * arithmetic over blocks) get the same bits. */
 #include "base/vmath.h"
 #include "backends/native/kernels/attention.h"
 #include "backends/native/kernels/attention_paged.h"
-#include "backends/native/kernels/gemm_f32.h"
+#include "backends/native/kernels/attention_tiles.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdatomic.h>
 #include <string.h>
 
-enum { QB = 64 };                 /* query rows per task */
-enum { GEMM_MIN = 32768 };        /* rows * width * D below which plain loops win */
 
 typedef struct gqa_job {
     og_dtype dt;
@@ -69,16 +69,7 @@ typedef struct gqa_job {
     const float *abias, *sink;
     int64_t ab_b, ab_n;                 /* batch and head strides of attention_bias */
     float *rowbuf;                      /* (B*KV, D) for phase 1 */
-    float *out;                         /* (B, S, N*D) */
-    /* phase 2 */
-    int64_t ntasks, nqb, per_worker;    /* floats per worker slice */
-    size_t gemm_work;                   /* bytes of gemm panels per worker */
-    float *wbuf;
-    /* single-token decode: (batch, kv head, key chunk) tasks over all the group's heads */
-    bool decode;
-    int64_t R, CK, nchunks;             /* heads per group, keys per chunk, chunks */
-    float *part;                        /* per task: R maxima, R sums, R * D outputs */
-    atomic_long next;
+    float *qrot;                        /* (B*S, N*D) rotated queries for the tiles */
 } gqa_job;
 
 static inline int64_t past_len(const gqa_job *j, int64_t b) {
@@ -178,25 +169,26 @@ static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Query rows [i0, i1) of head h of batch b, rotated and rounded, into qbuf. */
-static void load_queries(const gqa_job *j, int64_t b, int64_t h, int64_t i0, int64_t i1,
-                         float *qbuf) {
+/* The queries of batch entries [begin, end), rotated and rounded, into qrot. */
+static void gqa_queries_fn(void *arg, int64_t begin, int64_t end) {
+    gqa_job *j = arg;
     int64_t D = j->D;
-    for (int64_t i = i0; i < i1; i++) {
-        float *q = qbuf + (i - i0) * D;
-        memcpy(q, j->q + (b * j->S + i) * j->q_ld + h * D, sizeof(float) * (size_t)D);
-        if (j->rotary) {
-            int64_t p = j->pos[b * j->S + i];
-            cpu_rope(q, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
-            if (j->dt != OG_FLOAT32)
-                for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->dt, q[d]);
-        }
-    }
+    for (int64_t b = begin; b < end; b++)
+        for (int64_t i = 0; i < j->S; i++)
+            for (int64_t h = 0; h < j->N; h++) {
+                float *q = j->qrot + ((b * j->S + i) * j->N + h) * D;
+                memcpy(q, j->q + (b * j->S + i) * j->q_ld + h * D, sizeof(float) * (size_t)D);
+                if (!j->rotary) continue;
+                int64_t p = j->pos[b * j->S + i];
+                cpu_rope(q, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+                if (j->dt != OG_FLOAT32)
+                    for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->dt, q[d]);
+            }
 }
 
-/* The key range [lo, hi] query i of entry b (past length P, total T) attends to. Padded
- * queries of a first prompt (i >= T) keep their unclamped window start, as the reference
- * does; its output there is zero when the window holds no valid key. */
+/* The key range [lo, hi] query i of entry b (past length P, total T) attends to, in slab
+ * rows. Padded queries of a first prompt (i >= T) keep their unclamped window start, as
+ * the reference does; its output there is zero when the window holds no valid key. */
 static inline void key_range(const gqa_job *j, int64_t P, int64_t T, int64_t i, int64_t *lo,
                              int64_t *hi) {
     int64_t last = j->causal ? P + i : T - 1, h = last < T - 1 ? last : T - 1;
@@ -205,190 +197,19 @@ static inline void key_range(const gqa_job *j, int64_t P, int64_t T, int64_t i, 
     *lo = l; /* past hi for a padded query whose whole window is padding: no keys */
 }
 
-/* softcap, bias, and the (smooth) softmax of s[lo..hi] in place (ab indexed alike). */
-static void softmax_row(const gqa_job *j, float *s, int64_t lo, int64_t hi, const float *ab,
-                        int64_t h) {
-    if (j->softcap > 0) {
-        float c = j->softcap, ic = 1.0f / j->softcap;
-        for (int64_t t = lo; t <= hi; t++) s[t] *= ic;
-        vtanh_f32(s + lo, s + lo, hi - lo + 1);
-        for (int64_t t = lo; t <= hi; t++) s[t] *= c;
-    }
-    if (ab)
-        for (int64_t t = lo; t <= hi; t++) s[t] += ab[t];
-    bool has_sink = j->sink || j->smooth;
-    float sink = j->sink ? j->sink[h] : 0.0f;
-    float mx = vmax_f32(s + lo, hi - lo + 1);
-    if (has_sink && sink > mx) mx = sink;
-    float sum = vexp_shift_sum_f32(s + lo, s + lo, hi - lo + 1, mx);
-    if (has_sink) sum += expf(sink - mx);
-    float inv = 1.0f / sum;
-    for (int64_t t = lo; t <= hi; t++) s[t] *= inv;
-}
-
-static bool run_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                     int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-                     void *work, size_t work_size) {
-    gemm_f32_args g = {.trans_b = trans_b, .M = m, .N = n, .K = k, .alpha = alpha, .beta = 0,
-                       .A = a, .lda = lda, .B = b, .ldb = ldb, .C = c, .ldc = ldc};
-    if (gemm_f32_work_size(&g) > work_size) return false;
-    og_status *st = gemm_f32(NULL, &g, work);
-    if (st) {
-        og_status_free(st);
-        return false;
-    }
-    return true;
-}
-
-static void gqa_task(gqa_job *j, int64_t task, float *slice) {
-    int64_t BN = j->B * j->N, qb = j->nqb - 1 - task / BN, bh = task % BN;
-    int64_t b = bh / j->N, h = bh % j->N, D = j->D, g = h / (j->N / j->KV);
-    int64_t i0 = qb * QB, i1 = i0 + QB < j->S ? i0 + QB : j->S, rows = i1 - i0;
-    int64_t T, P;
+/* attention_tiles callbacks: ranges and bias rows in absolute positions. */
+static void gqa_tile_range(const void *arg, int b, int64_t i, int64_t *lo, int64_t *hi) {
+    const gqa_job *j = arg;
+    int64_t P, T, base = j->base ? j->base[b] : 0;
     slab_lengths(j, b, &P, &T);
-    const float *ks = j->ks + (b * j->KV + g) * j->Tk * D, *vs = j->vs + (b * j->KV + g) * j->Tk * D;
-    float *qbuf = slice, *scores = slice + QB * D;
-    void *work = scores + QB * j->Tk;
-    load_queries(j, b, h, i0, i1, qbuf);
-    int64_t c0 = INT64_MAX, c1 = 0, lo, hi;
-    for (int64_t i = i0; i < i1; i++) {
-        key_range(j, P, T, i, &lo, &hi);
-        if (lo <= hi && lo < c0) c0 = lo;
-        if (lo <= hi && hi + 1 > c1) c1 = hi + 1;
-    }
-    if (c1 == 0) c0 = 0;
-    int64_t width = c1 - c0;
-    bool use_gemm = rows > 1 && rows * width * D >= GEMM_MIN;
-    if (use_gemm &&
-        !run_gemm(true, rows, width, D, j->scale, qbuf, D, ks + c0 * D, D, scores, width, work,
-                  j->gemm_work))
-        use_gemm = false;
-    /* attention_bias columns are positions: slab row t is column base + t */
-    const float *ab_base = j->abias ? j->abias + b * j->ab_b + h * j->ab_n +
-                                          (j->base ? j->base[b] : 0) : NULL;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t i = i0 + r;
-        key_range(j, P, T, i, &lo, &hi);
-        float *s = scores + r * width; /* s[t - c0] is key t */
-        if (lo > hi) {
-            for (int64_t t = c0; t < c1; t++) s[t - c0] = 0.0f;
-            if (!use_gemm)
-                for (int64_t d = 0; d < D; d++) j->out[((b * j->S + i) * j->N + h) * D + d] = 0.0f;
-            continue;
-        }
-        if (!use_gemm) cpu_attn_scores(qbuf + r * D, ks + lo * D, hi - lo + 1, D, j->scale, s + (lo - c0));
-        softmax_row(j, s, lo - c0, hi - c0, ab_base ? ab_base + i * j->tsl + c0 : NULL, h);
-        float *o = j->out + ((b * j->S + i) * j->N + h) * D;
-        if (use_gemm) {
-            for (int64_t t = c0; t < lo; t++) s[t - c0] = 0.0f;
-            for (int64_t t = hi + 1; t < c1; t++) s[t - c0] = 0.0f;
-            continue;
-        }
-        for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-        cpu_attn_weighted(o, s + (lo - c0), vs + lo * D, hi - lo + 1, D);
-    }
-    if (use_gemm &&
-        !run_gemm(false, rows, D, width, 1.0f, scores, width, vs + c0 * D, D,
-                  j->out + ((b * j->S + i0) * j->N + h) * D, j->N * D, work, j->gemm_work)) {
-        /* The gemm's working memory depends on the path it picks for this exact shape
-         * (a short last query block may take the matrix-vector path), which the slice
-         * sized from the largest block does not always cover: weight the value rows
-         * directly instead (the scores outside each row's range are zero). */
-        for (int64_t r = 0; r < rows; r++) {
-            float *o = j->out + ((b * j->S + i0 + r) * j->N + h) * D;
-            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-            cpu_weighted_rows(o, scores + r * width, vs + c0 * D, D, width, D);
-        }
-    }
+    key_range(j, P, T, i, lo, hi);
+    *lo += base;
+    *hi += base;
 }
 
-/* One key chunk of one (batch, kv head) for a single new token: the scores of all R
- * query heads of the group against each key while it is in cache (the cache is read once
- * per step, not once per query head), then per head the chunk's max, sum of exponentials
- * and weighted value sum, combined across chunks by gqa_decode_combine. */
-static void gqa_decode_task(gqa_job *j, int64_t task, float *slice) {
-    int64_t R = j->R, D = j->D, CK = j->CK;
-    int64_t bg = task / j->nchunks, c = task % j->nchunks, b = bg / j->KV, g = bg % j->KV;
-    int64_t T, P, lo, hi;
-    slab_lengths(j, b, &P, &T);
-    float *part = j->part + task * R * (D + 2), *pm = part, *pl = part + R, *po = part + 2 * R;
-    key_range(j, P, T, 0, &lo, &hi);
-    int64_t k0 = lo + c * CK, k1 = k0 + CK - 1 < hi ? k0 + CK - 1 : hi, n = k1 - k0 + 1;
-    if (n <= 0) {
-        for (int64_t r = 0; r < R; r++) pm[r] = -INFINITY, pl[r] = 0.0f;
-        for (int64_t e = 0; e < R * D; e++) po[e] = 0.0f;
-        return;
-    }
-    float *qbuf = slice, *sc = slice + R * D; /* sc: R rows of CK scores */
-    for (int64_t r = 0; r < R; r++) load_queries(j, b, g * R + r, 0, 1, qbuf + r * D);
-    const float *ks = j->ks + bg * j->Tk * D + k0 * D, *vs = j->vs + bg * j->Tk * D + k0 * D;
-    for (int64_t r = 0; r < R; r++) cpu_attn_scores(qbuf + r * D, ks, n, D, j->scale, sc + r * CK);
-    for (int64_t r = 0; r < R; r++) {
-        int64_t h = g * R + r;
-        float *s = sc + r * CK;
-        if (j->softcap > 0) {
-            float cap = j->softcap, ic = 1.0f / j->softcap;
-            for (int64_t t = 0; t < n; t++) s[t] *= ic;
-            vtanh_f32(s, s, n);
-            for (int64_t t = 0; t < n; t++) s[t] *= cap;
-        }
-        if (j->abias) {
-            const float *ab = j->abias + b * j->ab_b + h * j->ab_n + k0 +
-                              (j->base ? j->base[b] : 0);
-            for (int64_t t = 0; t < n; t++) s[t] += ab[t];
-        }
-        float mx = vmax_f32(s, n);
-        float sum = vexp_shift_sum_f32(s, s, n, mx);
-        pm[r] = mx;
-        pl[r] = sum;
-        float *o = po + r * D;
-        for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-        cpu_attn_weighted(o, s, vs, n, D);
-    }
-}
-
-/* Merges the chunks of each (batch, head): out = sum_c e^(m_c - M) o_c / (sum_c e^(m_c -
- * M) l_c [+ e^(sink - M)]). */
-static void gqa_decode_combine(gqa_job *j) {
-    int64_t R = j->R, D = j->D, C = j->nchunks;
-    bool has_sink = j->sink || j->smooth;
-    for (int64_t b = 0; b < j->B; b++)
-        for (int64_t h = 0; h < j->N; h++) {
-            int64_t g = h / R, r = h % R;
-            const float *base = j->part + (b * j->KV + g) * C * R * (D + 2);
-            float M = has_sink ? (j->sink ? j->sink[h] : 0.0f) : -INFINITY;
-            for (int64_t c = 0; c < C; c++) {
-                float m = base[c * R * (D + 2) + r];
-                M = m > M ? m : M;
-            }
-            float den = has_sink ? expf((j->sink ? j->sink[h] : 0.0f) - M) : 0.0f;
-            float *o = j->out + (b * j->N + h) * D;
-            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-            for (int64_t c = 0; c < C; c++) {
-                const float *pc = base + c * R * (D + 2);
-                if (pc[R + r] == 0.0f) continue; /* an empty chunk */
-                float w = expf(pc[r] - M);
-                den += w * pc[R + r];
-                const float *oc = pc + 2 * R + r * D;
-                for (int64_t d = 0; d < D; d++) o[d] += w * oc[d];
-            }
-            float inv = den > 0 ? 1.0f / den : 0.0f;
-            for (int64_t d = 0; d < D; d++) o[d] *= inv;
-        }
-}
-
-static void gqa_worker(void *arg, int64_t begin, int64_t end) {
-    gqa_job *j = arg;
-    (void)end;
-    float *slice = j->wbuf + begin * j->per_worker;
-    for (;;) {
-        long t = atomic_fetch_add(&j->next, 1);
-        if (t >= j->ntasks) break;
-        if (j->decode)
-            gqa_decode_task(j, t, slice);
-        else
-            gqa_task(j, t, slice);
-    }
+static const float *gqa_tile_bias(const void *arg, int b, int64_t i, int64_t h) {
+    const gqa_job *j = arg;
+    return j->abias + b * j->ab_b + h * j->ab_n + i * j->tsl;
 }
 
 /* ---------- input checks ---------- */
@@ -684,61 +505,27 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     double kv_ns = (double)(S * D) * 4.0 + (slab_copy ? (double)(Tk * D) * 2.0 : 0.0);
     threadpool_parallel_for_cost(ctx->pool, B * KV, kv_ns, j.swc ? gqa_swc_kv_fn : gqa_kv_fn, &j);
 
-    /* phase 2: attention */
-    OG_TRY(cpu_out_f32(ctx, out, &j.out));
-    int64_t workers = threadpool_size(ctx->pool), floats;
-    j.decode = S == 1;
-    if (j.decode) {
-        /* chunks of 256 keys, smaller when that leaves threads idle */
-        int64_t W = 1;
-        for (int64_t b = 0; b < B; b++) {
-            int64_t lo, hi;
-            int64_t P, T;
-            slab_lengths(&j, b, &P, &T);
-            key_range(&j, P, T, 0, &lo, &hi);
-            if (hi - lo + 1 > W) W = hi - lo + 1;
-        }
-        j.R = N / KV;
-        j.CK = 256;
-        int64_t want = 2 * workers;
-        if (B * KV * ((W + j.CK - 1) / j.CK) < want) {
-            int64_t per = (want + B * KV - 1) / (B * KV);
-            j.CK = (W + per - 1) / per;
-            if (j.CK < 32) j.CK = 32;
-        }
-        j.nchunks = (W + j.CK - 1) / j.CK;
-        j.ntasks = B * KV * j.nchunks;
-        OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(j.ntasks * j.R * (D + 2)) + 1,
-                              (void **)&j.part));
-        floats = j.R * D + j.R * j.CK + 16;
-    } else {
-        j.nqb = (S + QB - 1) / QB;
-        j.ntasks = B * N * j.nqb;
-        int64_t rows = S < QB ? S : QB;
-        if (rows > 1) {
-            gemm_f32_args g1 = {.trans_b = true, .M = rows, .N = j.Tk, .K = D},
-                          g2 = {.M = rows, .N = D, .K = j.Tk};
-            size_t w1 = gemm_f32_work_size(&g1), w2 = gemm_f32_work_size(&g2);
-            j.gemm_work = (w1 > w2 ? w1 : w2) + 64;
-        }
-        floats = QB * D + QB * j.Tk + (int64_t)(j.gemm_work / sizeof(float)) + 16;
-    }
-    if (workers > j.ntasks) workers = j.ntasks;
-    /* All of it: every query row against its keys (scores and weighted values, about
-     * 8 multiply-adds a nanosecond, and an exponential), plus loading the queries. */
-    double work_ns = 0;
+    /* phase 2: attention over fixed key tiles (attention_tiles.h) */
+    float *outf;
+    OG_TRY(cpu_out_f32(ctx, out, &outf));
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * S * N * D) + 64, (void **)&j.qrot));
+    threadpool_parallel_for_cost(ctx->pool, B, (double)(S * N * D) * 2.0, gqa_queries_fn, &j);
+    gqa_tiles_seq *ts;
+    OG_TRY(kernel_scratch(ctx, sizeof *ts * (size_t)B + 1, (void **)&ts));
     for (int64_t b = 0; b < B; b++) {
-        int64_t P, T;
-        slab_lengths(&j, b, &P, &T);
-        work_ns += (double)(S * N) * ((double)T * ((double)D * 0.25 + 1.0) + (double)D);
+        int64_t base = j.base ? j.base[b] : 0;
+        size_t per_b = sizeof(float) * (size_t)(KV * j.Tk * D);
+        ts[b] = (gqa_tiles_seq){.tok0 = b * S, .n = S, .key0 = base,
+                                .keys = (int64_t)j.seqlens[b] + 1,
+                                .kbase = (const char *)j.ks + (size_t)b * per_b,
+                                .vbase = (const char *)j.vs + (size_t)b * per_b,
+                                .block_size = j.Tk, .block_bytes = per_b};
     }
-    j.per_worker = (floats + 15) / 16 * 16;
-    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
-    atomic_init(&j.next, 0);
-    /* each call of gqa_worker takes tasks until none are left, so one call does it all
-     * when the pool runs the work inline */
-    threadpool_parallel_for_cost(ctx->pool, workers, work_ns / (double)workers, gqa_worker, &j);
-    if (j.decode) gqa_decode_combine(&j);
-    cpu_out_f32_done(out, j.out);
+    gqa_tiles tiles = {.dt = OG_FLOAT32, .N = N, .KV = KV, .D = D, .scale = j.scale,
+                    .softcap = j.softcap, .smooth = j.smooth, .sink = j.sink, .q = j.qrot,
+                    .q_ld = N * D, .out = outf, .n_seqs = (int)B, .seqs = ts,
+                    .range = gqa_tile_range, .bias = j.abias ? gqa_tile_bias : NULL, .arg = &j};
+    OG_TRY(gqa_tiles_run(ctx, &tiles));
+    cpu_out_f32_done(out, outf);
     return NULL;
 }

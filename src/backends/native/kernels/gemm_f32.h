@@ -4,9 +4,15 @@
  * strides between rows) lda, ldb, ldc. beta == 0 means C is only written, never read, so
  * an uninitialized output (NaN garbage) is fine. The fast path packs panels and runs a
  * register-blocked micro-kernel chosen at run time (AVX-512, AVX2+FMA or portable C; see
- * base/cpu.h, OG_ISA); M == 1 or N == 1 take a matrix-vector path that streams the
- * matrix once. B may also be prepacked once (a constant weight) or produced panel by
- * panel by a callback (weights dequantized on the fly). */
+ * base/cpu.h, OG_ISA); a few rows against an untransposed B, or N == 1, take a
+ * matrix-vector path that streams the matrix once. B may also be prepacked once (a
+ * constant weight) or produced panel by panel by a callback (weights dequantized on the
+ * fly).
+ *
+ * Batch invariance: with one B (as given, prepacked or from panels) an element of C
+ * depends only on its row of op(A), op(B), K and the scalars, never on M, on which path
+ * ran or on the thread count (every path sums it in the blocked path's order), so a
+ * token's row of a batch has the bits it has alone (tests/unit/test_batch_invariance.c). */
 #ifndef OG_NATIVE_KERNELS_GEMM_F32_H
 #define OG_NATIVE_KERNELS_GEMM_F32_H
 

@@ -14,6 +14,7 @@
  * AVX-512 gives a 12 x 32 register tile, AVX2+FMA 6 x 16, the portable C a 4 x 4 one. */
 #include "backends/native/kernels/gemm_f32.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,6 @@ static inline vf v_load(const float *p) { return _mm512_loadu_ps(p); }
 static inline void v_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
 static inline vf v_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf v_set1(float x) { return _mm512_set1_ps(x); }
 static inline vf v_zero(void) { return _mm512_setzero_ps(); }
 static inline float v_sum(vf v) { return _mm512_reduce_add_ps(v); }
@@ -43,7 +43,6 @@ static inline vf v_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void v_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-static inline vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf v_set1(float x) { return _mm256_set1_ps(x); }
 static inline vf v_zero(void) { return _mm256_setzero_ps(); }
 static inline float v_sum(vf v) {
@@ -61,7 +60,6 @@ static inline vf v_load(const float *p) { return *p; }
 static inline void v_store(float *p, vf v) { *p = v; }
 static inline vf v_fma(vf a, vf b, vf c) { return a * b + c; }
 static inline vf v_mul(vf a, vf b) { return a * b; }
-static inline vf v_add(vf a, vf b) { return a + b; }
 static inline vf v_set1(float x) { return x; }
 static inline vf v_zero(void) { return 0.0f; }
 static inline float v_sum(vf v) { return v; }
@@ -119,15 +117,32 @@ static inline void ukernel(int64_t kc, const float *restrict a, const float *res
     }
 }
 
-/* A partial tile: compute the full padded tile aside, then merge the valid corner. */
+/* One element of C from its raw sum over a K block, exactly as the vector micro-kernel
+ * stores it (fused multiply-adds where it uses them), so that an edge tile, a full tile
+ * and the matrix-vector paths give the same bits (batch invariance, gemm_f32.h). */
+static inline float s_fma(float a, float b, float c) {
+#if VL > 1
+    return fmaf(a, b, c);
+#else
+    return v_fma(a, b, c);
+#endif
+}
+
+static inline float merge_c(float acc, float alpha, float beta, float c) {
+    if (beta == 0) return acc * alpha;
+    return s_fma(acc, alpha, beta == 1 ? c : beta * c);
+}
+
+/* A partial tile: compute the raw sums of the full padded tile aside, then merge the
+ * valid corner. */
 static void ukernel_edge(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                          int64_t mr, int64_t nr, float alpha, float beta) {
     float tmp[MR * NR];
-    ukernel(kc, a, b, NR, tmp, NR, alpha, 0.0f);
+    ukernel(kc, a, b, NR, tmp, NR, 1.0f, 0.0f);
     for (int64_t i = 0; i < mr; i++)
         for (int64_t j = 0; j < nr; j++) {
             float *p = &c[i * ldc + j];
-            *p = beta == 0 ? tmp[i * NR + j] : tmp[i * NR + j] + beta * *p;
+            *p = merge_c(tmp[i * NR + j], alpha, beta, beta == 0 ? 0.0f : *p);
         }
 }
 
@@ -296,57 +311,63 @@ static inline void store_y(float *y, const float *acc, int64_t n, float alpha, f
 
 /* y_i[n] = alpha * sum_k x_i[k] mat[k, n] + beta y_i[n] for columns [c0, c1) and the m
  * vectors i: rows of mat are read as contiguous runs, R at a time, into an L1-resident
- * accumulator, so mat streams from memory once whatever m is. m and R are constants
- * after inlining, which lets the register arrays unroll. */
+ * accumulator, so mat streams from memory once whatever m is. Every element is summed
+ * exactly as the blocked path sums it (one chain of fused multiply-adds in k order per
+ * K block of k_block(K), blocks merged into y as the micro-kernel merges them into C),
+ * so a row of C has the same bits whatever M is and whichever path computed it. m is a
+ * constant after inlining. */
 static inline __attribute__((always_inline)) void gemv_rows_m(const gemv_job *J, int64_t c0,
                                                               int64_t c1, const int m) {
-    enum { R_MAX = 8 };
-    const int R = m == 1 ? 8 : 4;
+    enum { R = 8 }; /* rows of mat per pass: one dependent chain of R per vector, many
+                       independent vectors in flight */
     float acc[GEMV_CB] __attribute__((aligned(64)));
-    const int64_t cw = GEMV_CB / m / VL * VL;
+    const int64_t cw = GEMV_CB / m / VL * VL, kcb = k_block(J->K);
     for (int64_t nb = c0; nb < c1; nb += cw) {
         int64_t w = min64(cw, c1 - nb), wv = w / VL * VL;
-        for (int i = 0; i < m; i++) memset(acc + i * cw, 0, (size_t)w * sizeof(float));
-        int64_t k = 0;
-        for (; k + R <= J->K; k += R) {
-            const float *r[R_MAX];
-            UNROLL for (int q = 0; q < R; q++) r[q] = J->mat + (k + q) * J->ld + nb;
-            for (int64_t n = 0; n < wv; n += VL) {
-                vf bv[R_MAX];
-                UNROLL for (int q = 0; q < R; q++) bv[q] = v_load(r[q] + n);
-                UNROLL for (int i = 0; i < m; i++) {
-                    const float *xi = J->x + i * J->ldx + k;
-                    float *ai = acc + i * cw + n;
-                    vf s = v_fma(v_set1(xi[0]), bv[0], v_load(ai));
-                    vf t = v_mul(v_set1(xi[1]), bv[1]);
-                    UNROLL for (int q = 2; q < R; q += 2) {
-                        s = v_fma(v_set1(xi[q]), bv[q], s);
-                        t = v_fma(v_set1(xi[q + 1]), bv[q + 1], t);
+        for (int64_t k0 = 0; k0 < J->K; k0 += kcb) {
+            int64_t k1 = min64(k0 + kcb, J->K), k = k0;
+            for (int i = 0; i < m; i++) memset(acc + i * cw, 0, (size_t)w * sizeof(float));
+            for (; k + R <= k1; k += R) {
+                const float *r[R];
+                UNROLL for (int q = 0; q < R; q++) r[q] = J->mat + (k + q) * J->ld + nb;
+                for (int64_t n = 0; n < wv; n += VL) {
+                    vf bv[R];
+                    UNROLL for (int q = 0; q < R; q++) bv[q] = v_load(r[q] + n);
+                    UNROLL for (int i = 0; i < m; i++) {
+                        const float *xi = J->x + i * J->ldx + k;
+                        float *ai = acc + i * cw + n;
+                        vf s = v_load(ai);
+                        UNROLL for (int q = 0; q < R; q++) s = v_fma(v_set1(xi[q]), bv[q], s);
+                        v_store(ai, s);
                     }
-                    v_store(ai, v_add(s, t));
+                }
+                for (int i = 0; i < m; i++) {
+                    const float *xi = J->x + i * J->ldx + k;
+                    for (int64_t n = wv; n < w; n++) {
+                        float v = acc[i * cw + n];
+                        for (int q = 0; q < R; q++) v = s_fma(xi[q], r[q][n], v);
+                        acc[i * cw + n] = v;
+                    }
                 }
             }
-            for (int i = 0; i < m; i++) {
-                const float *xi = J->x + i * J->ldx + k;
-                for (int64_t n = wv; n < w; n++) {
-                    float v = acc[i * cw + n];
-                    for (int q = 0; q < R; q++) v += xi[q] * r[q][n];
-                    acc[i * cw + n] = v;
+            for (; k < k1; k++) {
+                const float *r0 = J->mat + k * J->ld + nb;
+                for (int i = 0; i < m; i++) {
+                    float xk = J->x[i * J->ldx + k], *ai = acc + i * cw;
+                    vf x0 = v_set1(xk);
+                    for (int64_t n = 0; n < wv; n += VL)
+                        v_store(ai + n, v_fma(x0, v_load(r0 + n), v_load(ai + n)));
+                    for (int64_t n = wv; n < w; n++) ai[n] = s_fma(xk, r0[n], ai[n]);
                 }
             }
-        }
-        for (; k < J->K; k++) {
-            const float *r0 = J->mat + k * J->ld + nb;
+            float beta = k0 == 0 ? J->beta : 1.0f;
             for (int i = 0; i < m; i++) {
-                float xk = J->x[i * J->ldx + k], *ai = acc + i * cw;
-                vf x0 = v_set1(xk);
-                for (int64_t n = 0; n < wv; n += VL)
-                    v_store(ai + n, v_fma(x0, v_load(r0 + n), v_load(ai + n)));
-                for (int64_t n = wv; n < w; n++) ai[n] += xk * r0[n];
+                float *y = J->y + i * J->ldy + nb;
+                const float *ai = acc + i * cw;
+                for (int64_t n = 0; n < w; n++)
+                    y[n] = merge_c(ai[n], J->alpha, beta, beta == 0 ? 0.0f : y[n]);
             }
         }
-        for (int i = 0; i < m; i++)
-            store_y(J->y + i * J->ldy + nb, acc + i * cw, w, J->alpha, J->beta);
     }
 }
 
@@ -430,12 +451,12 @@ static bool small_m(const gemm_f32_args *g) {
     return g->M > 1 && g->N > 1 && g->M <= 2 * GEMV_MAX_M && !g->trans_b;
 }
 
-/* M == 1, small M, or N == 1: the matrix-vector passes. Vector operands with a stride
- * are gathered into `work` first; a C column with a stride is computed aside. */
+/* The matrix-vector passes (see vector_path). Vector operands with a stride are
+ * gathered into `work` first; a C column with a stride is computed aside. */
 static void gemm_vector(threadpool *pool, const gemm_f32_args *g, float *work) {
     gemv_job J = {.K = g->K, .m = 1, .alpha = g->alpha, .beta = g->beta};
-    if (g->M == 1 || small_m(g)) {
-        /* rows of C: x_i = op(A) row i, matrix = op(B) */
+    if (g->N > 1) {
+        /* rows of C: x_i = op(A) row i, matrix = B */
         J.N = g->N;
         J.mat = g->B;
         J.ld = g->ldb;
@@ -452,7 +473,7 @@ static void gemm_vector(threadpool *pool, const gemm_f32_args *g, float *work) {
                 J.ldx = g->K;
             }
             J.y = g->C + i0 * g->ldc;
-            gemv(pool, &J, !g->trans_b);
+            gemv(pool, &J, true);
         }
         return;
     }
@@ -490,25 +511,33 @@ static inline __attribute__((always_inline)) void packed_rows_m(const packed_row
                                                                 int64_t i0, const int m,
                                                                 int64_t q0, int64_t q1) {
     const gemm_f32_args *g = J->g;
+    const int64_t kcb = k_block(g->K);
     for (int64_t q = q0; q < q1; q++) {
-        const float *b = J->packed + q * g->K * NR;
-        vf acc[GEMV_MAX_M][NV];
-        UNROLL for (int i = 0; i < m; i++) UNROLL for (int j = 0; j < NV; j++) acc[i][j] = v_zero();
+        int64_t n0 = q * NR, nr = min64(NR, g->N - n0);
         const float *a[GEMV_MAX_M];
         UNROLL for (int i = 0; i < m; i++) a[i] = g->A + (i0 + i) * g->lda;
-        for (int64_t k = 0; k < g->K; k++) {
-            vf bv[NV];
-            UNROLL for (int j = 0; j < NV; j++) bv[j] = v_load(b + k * NR + j * VL);
-            UNROLL for (int i = 0; i < m; i++) {
-                vf av = v_set1(a[i][k]);
-                UNROLL for (int j = 0; j < NV; j++) acc[i][j] = v_fma(av, bv[j], acc[i][j]);
+        /* per K block of the blocked path, merged into C as it merges them */
+        for (int64_t k0 = 0; k0 < g->K; k0 += kcb) {
+            int64_t k1 = min64(k0 + kcb, g->K);
+            const float *b = J->packed + q * g->K * NR;
+            vf acc[GEMV_MAX_M][NV];
+            UNROLL for (int i = 0; i < m; i++) UNROLL for (int j = 0; j < NV; j++) acc[i][j] = v_zero();
+            for (int64_t k = k0; k < k1; k++) {
+                vf bv[NV];
+                UNROLL for (int j = 0; j < NV; j++) bv[j] = v_load(b + k * NR + j * VL);
+                UNROLL for (int i = 0; i < m; i++) {
+                    vf av = v_set1(a[i][k]);
+                    UNROLL for (int j = 0; j < NV; j++) acc[i][j] = v_fma(av, bv[j], acc[i][j]);
+                }
             }
-        }
-        int64_t n0 = q * NR, nr = min64(NR, g->N - n0);
-        for (int i = 0; i < m; i++) {
-            float out[NR];
-            UNROLL for (int j = 0; j < NV; j++) v_store(out + j * VL, acc[i][j]);
-            store_y(g->C + (i0 + i) * g->ldc + n0, out, nr, g->alpha, g->beta);
+            float beta = k0 == 0 ? g->beta : 1.0f;
+            for (int i = 0; i < m; i++) {
+                float out[NR];
+                UNROLL for (int j = 0; j < NV; j++) v_store(out + j * VL, acc[i][j]);
+                float *y = g->C + (i0 + i) * g->ldc + n0;
+                for (int64_t j = 0; j < nr; j++)
+                    y[j] = merge_c(out[j], g->alpha, beta, beta == 0 ? 0.0f : y[j]);
+            }
         }
     }
 }
@@ -527,8 +556,13 @@ static void packed_rows_items(void *arg, int64_t q0, int64_t q1) {
 
 /* ---- exported ----------------------------------------------------------------------- */
 
+/* Which path computes C. Each element must come out the same whatever M is (rows of C
+ * are the tokens of a batch): a few rows against an untransposed B stream through the
+ * matrix-vector pass with the blocked path's arithmetic; a transposed B with few rows
+ * takes the blocked path too (a dot-product pass would sum in another order); N == 1
+ * always takes the column pass, for every M. */
 static bool vector_path(const gemm_f32_args *g) {
-    return g->M == 1 || g->N == 1 || small_m(g);
+    return g->N == 1 || ((g->M == 1 || small_m(g)) && !g->trans_b);
 }
 
 int GEMM_NAME(nr)(void) { return NR; }

@@ -8,7 +8,14 @@
  * (decode) runs column kernels over ranges of N on the pool, each column's bytes read
  * once for up to four rows of A. Long A in float arithmetic runs the sgemm with the
  * weights dequantized straight into its B panels; in int8 arithmetic the column kernels
- * run over row tiles with the column block kept in L1. */
+ * run over row tiles with the column block kept in L1.
+ *
+ * Batch invariance: the packed path and the column kernels each compute an element of Y
+ * with one arithmetic whatever M is (the column kernels: the same chunk order, products
+ * and final reduction for one row or a tile of four). The one exception is float
+ * arithmetic (accuracy_level 0-3): from GEMM_MIN_M rows on, the sgemm over dequantized
+ * panels sums in another order than the column kernels below it (ARCHITECTURE.md,
+ * "Batch invariance"). */
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
 #include "backends/native/kernels/matmul_nbits_pack.h"

@@ -55,6 +55,26 @@ INLINE void zero_point_terms(const mnb_job *j, int64_t m0, const int mr, int64_t
     for (int r = 0; r < mr; r++) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
+/* Sums of four vectors, as one 4-float vector. */
+INLINE __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+    __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+    __m512 z = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(z),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/* The sum of one vector by reduce4's tree: every kernel reduces an output element this
+ * way, so that a row of Y has the same bits whichever kernel (one row against four
+ * columns, row tiles, single columns) computed it: the result of a token never depends
+ * on how many rows ran with it. */
+INLINE float hsum(__m512 v) {
+    __m512 z = _mm512_setzero_ps();
+    return _mm_cvtss_f32(reduce4(v, z, z, z));
+}
+
 /* Lane l of a chunk starting at block fb belongs to block fb + idx[l]. */
 static __m512i lane_blocks(int64_t values_per_lane, int64_t block_size) {
     int32_t v[16];
@@ -99,7 +119,7 @@ INLINE void int8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n, _
     if (!default_zp) zero_point_terms(j, m0, mr, n, zt);
     float bias = p->bias ? p->bias[n] : 0.0f;
     for (int r = 0; r < mr; r++)
-        p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
+        p->Y[(m0 + r) * p->N + n] = hsum(acc[r]) - zt[r] + bias;
 }
 
 INLINE void float4_column(const mnb_job *j, int64_t m0, const int mr, int64_t n) {
@@ -140,9 +160,11 @@ INLINE void float4_column(const mnb_job *j, int64_t m0, const int mr, int64_t n)
     if (has_zp) zero_point_terms(j, m0, mr, n, zt);
     float bias = p->bias ? p->bias[n] : 0.0f;
     for (int r = 0; r < mr; r++)
-        p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
+        p->Y[(m0 + r) * p->N + n] = hsum(acc[r]) - zt[r] + bias;
 }
 
+/* 8 bits in float arithmetic: (q - zero point) is exact in float, so it is taken per
+ * weight (subtracting zp * sum(a) at the end instead cancels badly for zp near 128). */
 INLINE void float8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n) {
     const mnb_problem *p = j->p;
     const int64_t bs = p->block_size;
@@ -152,10 +174,11 @@ INLINE void float8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n)
     for (int r = 0; r < mr; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < p->k_blocks; b++) {
         __m512 d[4];
+        __m512 z = _mm512_set1_ps(mnb_zero_point(p, n, b));
         for (int r = 0; r < mr; r++) d[r] = _mm512_setzero_ps();
         for (int64_t g = 0; g < bs; g += 16) {
-            __m512 w = _mm512_cvtepi32_ps(
-                _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(col + b * bs + g))));
+            __m512 w = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                         _mm_loadu_si128((const __m128i *)(col + b * bs + g)))), z);
             for (int r = 0; r < mr; r++)
                 d[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(j->af + (m0 + r) * j->a_stride + b * bs + g),
                                        d[r]);
@@ -163,22 +186,8 @@ INLINE void float8_column(const mnb_job *j, int64_t m0, const int mr, int64_t n)
         __m512 s = _mm512_set1_ps(sc[b]);
         for (int r = 0; r < mr; r++) acc[r] = _mm512_fmadd_ps(d[r], s, acc[r]);
     }
-    float zt[4];
-    zero_point_terms(j, m0, mr, n, zt);
     float bias = p->bias ? p->bias[n] : 0.0f;
-    for (int r = 0; r < mr; r++)
-        p->Y[(m0 + r) * p->N + n] = _mm512_reduce_add_ps(acc[r]) - zt[r] + bias;
-}
-
-/* Sums of four vectors, as one 4-float vector. */
-INLINE __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-    __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
-    __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
-    __m512 z = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(z),
-                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1)));
-    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    for (int r = 0; r < mr; r++) p->Y[(m0 + r) * p->N + n] = hsum(acc[r]) + bias;
 }
 
 INLINE void store4(const mnb_job *j, int64_t m, int64_t n, __m128 sums, bool zero_points) {
@@ -346,7 +355,8 @@ INLINE void int8_tile(const mnb_job *j, int64_t m0, const int mr, int64_t n, con
             for (int i = 0; i < nc; i++) {
                 __m512i d = _mm512_dpbusd_epi32(d0, lo[i], alo);
                 if (four) d = _mm512_dpbusd_epi32(d, hi[i], ahi);
-                acc[r][i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), as), sb[i], acc[r][i]);
+                /* scale_b * scale_a first, as the other kernels multiply them */
+                acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sb[i], as), acc[r][i]);
             }
         }
     }
@@ -354,7 +364,7 @@ INLINE void int8_tile(const mnb_job *j, int64_t m0, const int mr, int64_t n, con
         for (int i = 0; i < nc; i++) {
             float zt = 0.0f;
             if (!default_zp) zero_point_terms(j, m0 + r, 1, n + i, &zt);
-            p->Y[(m0 + r) * p->N + n + i] = _mm512_reduce_add_ps(acc[r][i]) - zt +
+            p->Y[(m0 + r) * p->N + n + i] = hsum(acc[r][i]) - zt +
                                             (p->bias ? p->bias[n + i] : 0.0f);
         }
 }

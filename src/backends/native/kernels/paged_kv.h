@@ -5,7 +5,9 @@
  * carries a paged_kv (kernel_ctx.paged_kv, set through session_set_paged_kv), a GQA node
  * whose past_key input is one of its layers' names reads and writes that layer's blocks
  * instead: the past inputs are ignored (the engine feeds empty ones), the present
- * outputs must not be requested, and seqlens_k / total_sequence_length are not read.
+ * outputs come out empty ([B, kv_heads, 0, head_size]), and seqlens_k /
+ * total_sequence_length are not read. Each such node adds one to layer_runs[layer]
+ * (when given), so that the engine can tell that every layer read the pool.
  *
  * Cache. Every layer has one key pool and one value pool of n_blocks blocks, each block
  * [kv_heads][block_size][head_size] in the storage dtype (the query's). Position p of a
@@ -48,6 +50,7 @@ typedef struct paged_kv {
     void *const *k, *const *v;      /* [n_layers] pools: [n_blocks][kv_heads][block_size][head_size] */
     int n_seqs;
     const paged_kv_seq *seqs;
+    int32_t *layer_runs;            /* [n_layers] or NULL: nodes run per layer */
 } paged_kv;
 
 #endif

@@ -1,0 +1,265 @@
+/* Attention over fixed key tiles, merged in order (see attention_tiles.h).
+ *
+ * A task is (sequence, kv head, block of QB query rows, key tile): the tile's key and
+ * value rows are located once (converted to float32 when stored narrower) and read by
+ * all query heads of the group and all rows of the block. Each (row, head, tile) writes
+ * its partial (m, l, o) to its own slot; the merge then reads the slots in tile order.
+ *
+ * The arithmetic of a row is fixed: a score is cpu_attn_scores' (whose value for a key
+ * does not depend on the keys beside it), the softmax runs
+ * over exactly the row's visible keys of the tile, and the output is the sum over
+ * those keys, in position order, of p * v (one key at a time, vectorized across the
+ * head dimension). Nothing in it depends on the other rows, the tile's width or how
+ * the keys are laid out (blocks of any size, or one contiguous run). */
+#include "backends/native/kernels/attention_tiles.h"
+
+#include "backends/native/kernels/attention.h"
+
+#include "backends/native/kernels/kernel_util.h"
+#include "base/vmath.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+enum { QB = 16, TK = GQA_TILE };
+
+typedef struct tl_task {
+    int32_t seq, g, i0, i1, tile;
+} tl_task;
+
+typedef struct tl_job {
+    const gqa_tiles *t;
+    int64_t R;
+    size_t row_bytes;        /* one position of one kv head */
+    int64_t *part_base, *tok_base, *tile0, *ntiles; /* per sequence */
+    float *part;             /* per (row, head, tile): m, l, o[D] */
+    tl_task *tasks;
+    int64_t ntasks;
+    float *wbuf;
+    int64_t per_worker;      /* floats per worker slice */
+    atomic_long next;
+} tl_job;
+
+/* Floats rounded up to 64 bytes, so that every part of a worker's slice is aligned. */
+static inline int64_t tl_round(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const char *base,
+                                 int64_t g, int64_t p) {
+    int64_t r = p - s->key0, bs = s->block_size;
+    int64_t blk = s->blocks ? s->blocks[r / bs] : 0;
+    return base + (size_t)blk * s->block_bytes + ((size_t)g * (size_t)bs + (size_t)(r % bs)) * j->row_bytes;
+}
+
+/* o += sum over x < n, in order, of w[x] * v[x] across the head dimension: four keys a
+ * pass, each element still summed one key after the other (((o + a) + b) + c) + d, so
+ * the grouping saves loads and stores without changing a bit. Blocks of eight vectorize
+ * at -O2 (o and the rows never overlap). */
+static void tl_weighted(float *restrict o, const float *w, const float *const *v, int64_t n,
+                        int64_t D) {
+    int64_t x = 0;
+    for (; x + 4 <= n; x += 4) {
+        const float *restrict v0 = v[x], *restrict v1 = v[x + 1], *restrict v2 = v[x + 2],
+                              *restrict v3 = v[x + 3];
+        float w0 = w[x], w1 = w[x + 1], w2 = w[x + 2], w3 = w[x + 3];
+        int64_t d = 0;
+        for (; d + 8 <= D; d += 8)
+            for (int e = 0; e < 8; e++)
+                o[d + e] = o[d + e] + w0 * v0[d + e] + w1 * v1[d + e] + w2 * v2[d + e] +
+                           w3 * v3[d + e];
+        for (; d < D; d++) o[d] = o[d] + w0 * v0[d] + w1 * v1[d] + w2 * v2[d] + w3 * v3[d];
+    }
+    for (; x < n; x++) {
+        const float *restrict vx = v[x];
+        float wx = w[x];
+        int64_t d = 0;
+        for (; d + 8 <= D; d += 8)
+            for (int e = 0; e < 8; e++) o[d + e] = o[d + e] + wx * vx[d + e];
+        for (; d < D; d++) o[d] = o[d] + wx * vx[d];
+    }
+}
+
+static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
+    const gqa_tiles *t = j->t;
+    const gqa_tiles_seq *s = &t->seqs[tk->seq];
+    int64_t D = t->D, R = j->R, g = tk->g;
+    int64_t c0 = (int64_t)tk->tile * TK, c1 = c0 + TK;
+    if (c0 < s->key0) c0 = s->key0;
+    if (c1 > s->keys) c1 = s->keys;
+    const float **kp = (const float **)slice, **vp = kp + TK;
+    float *kb = (float *)(vp + TK), *vb = kb + tl_round(TK * D), *sc = vb + tl_round(TK * D);
+    /* the tile's rows, walked block by block (no division per row) */
+    for (int64_t p = c0; p < c1;) {
+        int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
+        if (run > c1 - p) run = c1 - p;
+        const char *kr = tl_row(j, s, s->kbase, g, p), *vr = tl_row(j, s, s->vbase, g, p);
+        for (int64_t x = 0; x < run; x++, p++) {
+            const char *k = kr + (size_t)x * j->row_bytes, *v = vr + (size_t)x * j->row_bytes;
+            if (t->dt == OG_FLOAT32) {
+                kp[p - c0] = (const float *)k;
+                vp[p - c0] = (const float *)v;
+            } else {
+                cpu_load_f32(t->dt, k, D, kb + (p - c0) * D);
+                cpu_load_f32(t->dt, v, D, vb + (p - c0) * D);
+                kp[p - c0] = kb + (p - c0) * D;
+                vp[p - c0] = vb + (p - c0) * D;
+            }
+        }
+    }
+    int64_t nt = j->ntiles[tk->seq], ct = tk->tile - j->tile0[tk->seq];
+    for (int64_t i = tk->i0; i < tk->i1; i++) {
+        int64_t lo, hi;
+        t->range(t->arg, tk->seq, i, &lo, &hi);
+        int64_t a = lo > c0 ? lo : c0, b = hi < c1 - 1 ? hi : c1 - 1, n = b - a + 1;
+        for (int64_t r = 0; r < R; r++) {
+            int64_t h = g * R + r;
+            float *part = j->part + (j->part_base[tk->seq] + (i * t->N + h) * nt + ct) * (D + 2);
+            float *o = part + 2;
+            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+            if (n <= 0) {
+                part[0] = -INFINITY;
+                part[1] = 0.0f;
+                continue;
+            }
+            const float *q = t->q + (s->tok0 + i) * t->q_ld + h * D;
+            /* per contiguous run of keys; a key's score does not depend on the run */
+            for (int64_t x = 0; x < n;) {
+                int64_t run = 1;
+                while (x + run < n && kp[a - c0 + x + run] == kp[a - c0 + x] + run * D) run++;
+                cpu_attn_scores(q, kp[a - c0 + x], run, D, t->scale, sc + x);
+                x += run;
+            }
+            if (t->softcap > 0) {
+                float cap = t->softcap, ic = 1.0f / t->softcap;
+                for (int64_t x = 0; x < n; x++) sc[x] *= ic;
+                vtanh_f32(sc, sc, n);
+                for (int64_t x = 0; x < n; x++) sc[x] *= cap;
+            }
+            const float *bias = t->bias ? t->bias(t->arg, tk->seq, i, h) : NULL;
+            if (bias)
+                for (int64_t x = 0; x < n; x++) sc[x] += bias[a + x];
+            float mx = vmax_f32(sc, n);
+            float sum = vexp_shift_sum_f32(sc, sc, n, mx);
+            part[0] = mx;
+            part[1] = sum;
+            tl_weighted(o, sc, vp + (a - c0), n, D);
+        }
+    }
+}
+
+static void tl_worker(void *arg, int64_t begin, int64_t end) {
+    tl_job *j = arg;
+    (void)end;
+    float *slice = j->wbuf + begin * j->per_worker;
+    for (;;) {
+        long k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->ntasks) break;
+        tl_run_task(j, &j->tasks[k], slice);
+    }
+}
+
+/* Per (sequence, row): merge the tiles of every head in order. */
+static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
+    tl_job *j = arg;
+    const gqa_tiles *t = j->t;
+    int64_t D = t->D;
+    bool has_sink = t->sink || t->smooth;
+    for (int si = 0; si < t->n_seqs; si++) {
+        const gqa_tiles_seq *s = &t->seqs[si];
+        int64_t first = j->tok_base[si], nt = j->ntiles[si];
+        if (first >= end || first + s->n <= begin) continue;
+        for (int64_t i = 0; i < s->n; i++) {
+            if (first + i < begin || first + i >= end) continue;
+            int64_t lo, hi;
+            t->range(t->arg, si, i, &lo, &hi);
+            if (lo < s->key0) lo = s->key0;
+            if (hi > s->keys - 1) hi = s->keys - 1;
+            int64_t ca = lo / TK - j->tile0[si], cb = lo > hi ? ca - 1 : hi / TK - j->tile0[si];
+            for (int64_t h = 0; h < t->N; h++) {
+                const float *base = j->part + (j->part_base[si] + (i * t->N + h) * nt) * (D + 2);
+                float sk = t->sink ? t->sink[h] : 0.0f;
+                float M = has_sink ? sk : -INFINITY;
+                for (int64_t c = ca; c <= cb; c++) M = base[c * (D + 2)] > M ? base[c * (D + 2)] : M;
+                float den = has_sink ? expf(sk - M) : 0.0f;
+                float *o = t->out + (s->tok0 + i) * t->N * D + h * D;
+                for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+                for (int64_t c = ca; c <= cb; c++) {
+                    const float *pc = base + c * (D + 2);
+                    if (pc[1] == 0.0f) continue; /* no key of this tile is visible */
+                    float w = expf(pc[0] - M);
+                    den += w * pc[1];
+                    for (int64_t d = 0; d < D; d++) o[d] += w * pc[2 + d];
+                }
+                float inv = den > 0 ? 1.0f / den : 0.0f;
+                for (int64_t d = 0; d < D; d++) o[d] *= inv;
+            }
+        }
+    }
+}
+
+og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
+    tl_job j = {.t = t, .R = t->N / t->KV,
+                .row_bytes = (t->dt == OG_FLOAT32 ? 4 : 2) * (size_t)t->D};
+    int ns = t->n_seqs;
+    if (ns == 0) return NULL;
+    if (j.R > 64)
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "%lld query heads per kv head (at most 64)",
+                             (long long)j.R);
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)ns * 4 + 1, (void **)&j.part_base));
+    j.tok_base = j.part_base + ns;
+    j.tile0 = j.tok_base + ns;
+    j.ntiles = j.tile0 + ns;
+    int64_t nparts = 0, tokens = 0, ntasks = 0;
+    for (int i = 0; i < ns; i++) {
+        const gqa_tiles_seq *s = &t->seqs[i];
+        j.tile0[i] = s->key0 / TK;
+        j.ntiles[i] = s->keys > s->key0 ? (s->keys - 1) / TK - j.tile0[i] + 1 : 0;
+        j.part_base[i] = nparts;
+        j.tok_base[i] = tokens;
+        nparts += s->n * t->N * j.ntiles[i];
+        tokens += s->n;
+        ntasks += t->KV * ((s->n + QB - 1) / QB) * j.ntiles[i];
+    }
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(nparts * (t->D + 2)) + 1, (void **)&j.part));
+    OG_TRY(kernel_scratch(ctx, sizeof(tl_task) * (size_t)ntasks + 1, (void **)&j.tasks));
+    ntasks = 0;
+    for (int i = 0; i < ns; i++) {
+        const gqa_tiles_seq *s = &t->seqs[i];
+        for (int64_t i0 = 0; i0 < s->n; i0 += QB) {
+            int64_t i1 = i0 + QB < s->n ? i0 + QB : s->n, lo_min = INT64_MAX, hi_max = -1;
+            for (int64_t r = i0; r < i1; r++) {
+                int64_t lo, hi;
+                t->range(t->arg, i, r, &lo, &hi);
+                if (lo < s->key0) lo = s->key0;
+                if (hi > s->keys - 1) hi = s->keys - 1;
+                if (lo > hi) continue;
+                lo_min = lo < lo_min ? lo : lo_min;
+                hi_max = hi > hi_max ? hi : hi_max;
+            }
+            if (hi_max < 0) continue; /* no row sees a key: all zero */
+            for (int64_t c = lo_min / TK; c <= hi_max / TK; c++)
+                for (int64_t g = 0; g < t->KV; g++)
+                    j.tasks[ntasks++] = (tl_task){i, (int32_t)g, (int32_t)i0, (int32_t)i1, (int32_t)c};
+        }
+    }
+    j.ntasks = ntasks;
+    int64_t D = t->D;
+    int64_t ptr_floats = 2 * TK * 2; /* two row-pointer arrays, 8 bytes an entry */
+    j.per_worker = tl_round(ptr_floats) + 2 * tl_round(TK * D) + tl_round(TK);
+    int64_t workers = threadpool_size(ctx->pool);
+    if (workers > ntasks) workers = ntasks;
+    /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */
+    double work_ns = 0;
+    for (int i = 0; i < ns; i++)
+        work_ns += (double)(t->seqs[i].n * t->N) * (double)(t->seqs[i].keys - t->seqs[i].key0) *
+                   ((double)D * 0.25 + 1.0);
+    if (workers > 0) {
+        OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
+        atomic_init(&j.next, 0);
+        /* each call takes tasks until none are left: one call does it all inline */
+        threadpool_parallel_for_cost(ctx->pool, workers, work_ns / (double)workers, tl_worker, &j);
+    }
+    double merge_ns = (double)(t->N * D) * 0.5 * (double)(ntasks / (tokens > 0 ? tokens : 1) + 1);
+    threadpool_parallel_for_cost(ctx->pool, tokens, merge_ns, tl_merge_fn, &j);
+    return NULL;
+}

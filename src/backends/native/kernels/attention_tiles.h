@@ -1,0 +1,61 @@
+/* The attention arithmetic GroupQueryAttention shares between its contiguous caches and
+ * the serving engine's paged cache: softmax(scale q.k [softcap, bias]) . v over key
+ * tiles of fixed absolute positions, merged in order.
+ *
+ * Batch invariance. A query's output depends only on its own (rotated) query, the keys
+ * and values of its sequence, and the key range it sees, never on how many queries,
+ * sequences or threads take part, nor on how the prompt was cut into chunks or whether
+ * its cache is contiguous or paged:
+ *   - keys are cut into tiles [c TK, (c + 1) TK) of absolute positions; each (query,
+ *     head, tile) gets its partial maximum m, sum of exponentials l and weighted value
+ *     sum o, merged over the tiles in order: out = sum_c e^(m_c - M) o_c / (sum_c
+ *     e^(m_c - M) l_c [+ e^(sink - M)]);
+ *   - the products run on gemm_f32, whose elements do not depend on the number of rows;
+ *     a tile is at least two keys wide (a one-column product takes another path), and
+ *     keys outside a query's range weigh exactly zero, so a tile's width does not matter.
+ * So a token prefilled in a chunk of a long prompt, decoded alone, or decoded in a batch
+ * of 64 gets the same bits, and `generate` (contiguous cache) and the server (paged
+ * cache) give the same tokens. */
+#ifndef OG_NATIVE_KERNELS_ATTENTION_TILES_H
+#define OG_NATIVE_KERNELS_ATTENTION_TILES_H
+
+#include "backends/native/kernels/kernel.h"
+
+enum { GQA_TILE = 256 };
+
+/* One sequence: its query rows and where its keys and values are. */
+typedef struct gqa_tiles_seq {
+    int64_t tok0, n;      /* query rows tok0 .. tok0 + n of the flat [tokens] order */
+    int64_t key0, keys;   /* key positions [key0, keys) are held */
+    /* Position p of kv head g: base + blocks[(p - key0) / block_size] * block_bytes +
+     * (g * block_size + (p - key0) % block_size) * head_size elements (blocks NULL: block
+     * 0), in the storage dtype. */
+    const char *kbase, *vbase;
+    const int32_t *blocks;
+    int64_t block_size;
+    size_t block_bytes;
+} gqa_tiles_seq;
+
+typedef struct gqa_tiles {
+    og_dtype dt;            /* storage dtype of the keys and values (f32, f16, bf16) */
+    int64_t N, KV, D;       /* query heads, kv heads, head size */
+    float scale, softcap;
+    bool smooth;            /* a zero sink in the softmax's denominator */
+    const float *sink;      /* [N] or NULL */
+    const float *q;         /* rotated queries: token t, head h at q + t * q_ld + h * D */
+    int64_t q_ld;
+    float *out;             /* token t, head h at out + t * N * D + h * D */
+    int n_seqs;
+    const gqa_tiles_seq *seqs;
+    /* The key positions [*lo, *hi] query row i (0-based in its sequence) sees; lo > hi:
+     * none (its output is zero). */
+    void (*range)(const void *arg, int seq, int64_t i, int64_t *lo, int64_t *hi);
+    /* Additive bias of (row i, head h) indexed by key position, or NULL (may be NULL). */
+    const float *(*bias)(const void *arg, int seq, int64_t i, int64_t h);
+    const void *arg;
+} gqa_tiles;
+
+/* Runs the tiles and the merge on ctx->pool, scratch from ctx. */
+og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t);
+
+#endif

@@ -1,0 +1,193 @@
+/* Batch invariance of the kernels on a decoder's path: a row of the output (a token of a
+ * serving batch) must have the same bits whatever else runs with it: computed alone
+ * (M = 1), in any batch size, on one thread or several. The serving engine promises
+ * greedy results that do not depend on batch-mates and equal `generate`'s; these tests
+ * hold the kernels to it (see ARCHITECTURE.md, "Batch invariance"). */
+#include "testing.h"
+
+#include "base/threadpool.h"
+#include "backends/native/kernels/gemm_f32.h"
+#include "backends/native/kernels/matmul_nbits.h"
+#include "backends/native/kernels/matmul_nbits_pack.h"
+
+#include <stdlib.h>
+
+static uint32_t bi_lcg = 777;
+static float bi_rand(void) {
+    bi_lcg = bi_lcg * 1664525u + 1013904223u;
+    return (float)((bi_lcg >> 8) % 20001) / 10000.0f - 1.0f;
+}
+
+static const int64_t bi_rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33};
+enum { BI_NROWS = sizeof bi_rows / sizeof bi_rows[0], BI_MAXM = 33 };
+
+/* gemm_f32: every row of C for M rows equals the row computed alone. */
+static bool gemm_case(int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta,
+                      threadpool *pool) {
+    int64_t M = BI_MAXM;
+    float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+    float *C = malloc(sizeof(float) * (size_t)(M * N)), *C0 = malloc(sizeof(float) * (size_t)(M * N));
+    float *one = malloc(sizeof(float) * (size_t)N), *arow = malloc(sizeof(float) * (size_t)K);
+    for (int64_t i = 0; i < M * K; i++) A[i] = bi_rand();
+    for (int64_t i = 0; i < K * N; i++) B[i] = bi_rand();
+    for (int64_t i = 0; i < M * N; i++) C0[i] = bi_rand();
+    bool ok = true;
+    /* op(A) row i: A[i, :] or A^T stored as [K, M] */
+    for (int r = 0; r < BI_NROWS && ok; r++) {
+        int64_t m = bi_rows[r];
+        memcpy(C, C0, sizeof(float) * (size_t)(M * N));
+        gemm_f32_args g = {ta, tb, m, N, K, alpha, beta, A, ta ? M : K, B, tb ? K : N, C, N};
+        og_status *st = gemm_f32(pool, &g, NULL);
+        if (st) {
+            og_status_free(st);
+            return false;
+        }
+        for (int64_t i = 0; i < m && ok; i++) {
+            for (int64_t k = 0; k < K; k++) arow[k] = ta ? A[k * M + i] : A[i * K + k];
+            memcpy(one, C0 + i * N, sizeof(float) * (size_t)N);
+            /* the same layout, one row: A^T alone is [K, 1] */
+            gemm_f32_args g1 = {ta, tb, 1, N, K, alpha, beta, arow, ta ? 1 : K, B, tb ? K : N, one, N};
+            st = gemm_f32(NULL, &g1, NULL);
+            if (st) {
+                og_status_free(st);
+                return false;
+            }
+            if (memcmp(one, C + i * N, sizeof(float) * (size_t)N) != 0) {
+                fprintf(stderr, "    gemm N=%lld K=%lld ta=%d tb=%d alpha=%g beta=%g: row %lld of "
+                        "M=%lld differs from the row alone\n", (long long)N, (long long)K, ta, tb,
+                        alpha, beta, (long long)i, (long long)m);
+                ok = false;
+            }
+        }
+    }
+    free(A), free(B), free(C), free(C0), free(one), free(arow);
+    return ok;
+}
+
+TEST(batch_invariance_gemm_f32_rows_do_not_depend_on_m) {
+    threadpool *pool;
+    CHECK_OK(threadpool_create(2, &pool));
+    static const int64_t shapes[][2] = {{64, 64}, {172, 64}, {512, 300}, {33, 600}, {1, 70}, {97, 7}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            bool ta = t & 1, tb = t & 2;
+            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 1.0f, 0.0f, NULL));
+            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 1.0f, 0.0f, pool));
+            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 0.5f, 1.0f, pool));
+            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 1.5f, 0.25f, NULL));
+        }
+    threadpool_free(pool);
+}
+
+/* MatMulNBits: every row of Y for M rows equals the row computed alone. */
+typedef struct bi_mnb {
+    int bits, bs;
+    int64_t N, K;
+    bool int8;
+    int zp; /* 0 none, 1 packed, 2 float */
+    bool pack; /* through the prepacked int8 GEMM (4 bits, int8 arithmetic) */
+} bi_mnb;
+
+static bool mnb_case(const bi_mnb *c, threadpool *pool) {
+    int64_t M = BI_MAXM, kb = (c->K + c->bs - 1) / c->bs, blob = c->bs * c->bits / 8;
+    int64_t zstride = (kb * c->bits + 7) / 8;
+    uint8_t *B = malloc((size_t)(c->N * kb * blob)), *zp = malloc((size_t)(c->N * zstride));
+    float *S = malloc(sizeof(float) * (size_t)(c->N * kb)), *zf = malloc(sizeof(float) * (size_t)(c->N * kb));
+    float *bias = malloc(sizeof(float) * (size_t)c->N), *A = malloc(sizeof(float) * (size_t)(M * c->K));
+    float *Y = malloc(sizeof(float) * (size_t)(M * c->N)), *one = malloc(sizeof(float) * (size_t)c->N);
+    for (int64_t i = 0; i < c->N * kb * blob; i++) B[i] = (uint8_t)(bi_rand() * 1000);
+    for (int64_t i = 0; i < c->N * zstride; i++) zp[i] = (uint8_t)(bi_rand() * 1000);
+    for (int64_t i = 0; i < c->N * kb; i++) {
+        S[i] = 0.01f + 0.05f * (bi_rand() + 1.0f);
+        zf[i] = (bi_rand() + 1.0f) * 0.5f * (float)((1 << c->bits) - 1);
+    }
+    for (int64_t i = 0; i < c->N; i++) bias[i] = bi_rand();
+    for (int64_t i = 0; i < M * c->K; i++) A[i] = 3.0f * bi_rand();
+    mnb_problem p = {.N = c->N, .K = c->K, .bits = c->bits, .block_size = c->bs, .k_blocks = kb,
+                     .blob = blob, .B = B, .scales = S, .zp_packed = c->zp == 1 ? zp : NULL,
+                     .zp_stride = zstride, .zp_float = c->zp == 2 ? zf : NULL, .bias = bias,
+                     .int8 = c->int8};
+    bool ok = true;
+    mnb_pack *pk = NULL;
+    if (c->pack) {
+        p.M = 1;
+        og_status *st = mnb_pack_create(&p, &pk);
+        if (st) {
+            og_status_free(st);
+            return false;
+        }
+    }
+    for (int r = 0; r < BI_NROWS && ok; r++) {
+        p.M = bi_rows[r];
+        /* the documented exception (matmul_nbits.c): float arithmetic switches to the
+         * sgemm over dequantized panels at 16 rows; invariance holds below that */
+        if (!c->int8 && p.M >= 16) continue;
+        p.A = A;
+        p.Y = Y;
+        if (pk) { /* the prepacked int8 GEMM the session prepares for these weights */
+            int threads = threadpool_size(pool);
+            void *w = aligned_alloc(64, (mnb_pack_work_size(pk, p.M, threads) + 127) / 64 * 64);
+            mnb_pack_run(pool, pk, A, p.M, bias, Y, w);
+            free(w);
+            for (int64_t i = 0; i < p.M && ok; i++) {
+                void *w1 = aligned_alloc(64, (mnb_pack_work_size(pk, 1, 1) + 127) / 64 * 64);
+                mnb_pack_run(NULL, pk, A + i * c->K, 1, bias, one, w1);
+                free(w1);
+                if (memcmp(one, Y + i * c->N, sizeof(float) * (size_t)c->N) != 0) {
+                    fprintf(stderr, "    packed MatMulNBits bs=%d N=%lld K=%lld zp=%d: row %lld of "
+                            "M=%lld differs from the row alone (kernels %s / %s)\n", c->bs,
+                            (long long)c->N, (long long)c->K, c->zp, (long long)i, (long long)p.M,
+                            mnb_pack_kernel_name(p.M), mnb_pack_kernel_name(1));
+                    ok = false;
+                }
+            }
+            continue;
+        }
+        void *work = aligned_alloc(64, (mnb_work_size(&p) + 127) / 64 * 64);
+        og_status *st = mnb_run(pool, &p, work);
+        free(work);
+        if (st) {
+            og_status_free(st);
+            return false;
+        }
+        for (int64_t i = 0; i < p.M && ok; i++) {
+            mnb_problem q = p;
+            q.M = 1;
+            q.A = A + i * c->K;
+            q.Y = one;
+            work = aligned_alloc(64, (mnb_work_size(&q) + 127) / 64 * 64);
+            st = mnb_run(NULL, &q, work);
+            free(work);
+            if (st) {
+                og_status_free(st);
+                return false;
+            }
+            if (memcmp(one, Y + i * c->N, sizeof(float) * (size_t)c->N) != 0) {
+                fprintf(stderr, "    MatMulNBits bits=%d bs=%d N=%lld K=%lld int8=%d zp=%d: row %lld "
+                        "of M=%lld differs from the row alone\n", c->bits, c->bs, (long long)c->N,
+                        (long long)c->K, c->int8, c->zp, (long long)i, (long long)p.M);
+                ok = false;
+            }
+        }
+    }
+    mnb_pack_free(pk);
+    free(B), free(zp), free(S), free(zf), free(bias), free(A), free(Y), free(one);
+    return ok;
+}
+
+TEST(batch_invariance_matmul_nbits_rows_do_not_depend_on_m) {
+    threadpool *pool;
+    CHECK_OK(threadpool_create(2, &pool));
+    static const bi_mnb cases[] = {
+        {4, 32, 67, 128, true, 0},  {4, 32, 64, 896, true, 0}, {4, 16, 70, 96, true, 1},
+        {4, 64, 33, 200, true, 2},  {8, 32, 45, 160, true, 0}, {4, 32, 67, 128, false, 0},
+        {4, 16, 70, 96, false, 1},  {4, 128, 19, 300, false, 2}, {8, 32, 45, 160, false, 1},
+        {2, 32, 21, 64, false, 0},  {4, 32, 67, 128, true, 0, true}, {4, 32, 64, 896, true, 1, true},
+        {4, 16, 70, 96, true, 0, true}, {4, 128, 40, 512, true, 1, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(mnb_case(&cases[i], NULL));
+        CHECK(mnb_case(&cases[i], pool));
+    }
+    threadpool_free(pool);
+}
