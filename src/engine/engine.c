@@ -1,0 +1,413 @@
+/* The engine's thread, its queue, requests and statistics (see engine.h). */
+#include "engine/engine_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const double eng_hist_bounds[ENG_HIST_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                  0.25,  0.5,    1,     2.5,  5,     10,  30};
+
+double eng_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void eng_hist_add(eng_hist *h, double v) {
+    int b = 0;
+    while (b < ENG_HIST_BUCKETS && v > eng_hist_bounds[b]) b++;
+    h->count[b]++;
+    h->sum += v;
+    h->n++;
+}
+
+eng_options eng_options_default(void) {
+    return (eng_options){.block_size = 16, .max_batch = 32, .max_queue = 256,
+                         .prefix_cache = true};
+}
+
+/* ---- requests --------------------------------------------------------------------- */
+
+static void request_free(eng_request *r) {
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r->prompt);
+    free(r->out);
+    free(r->error);
+    free(r);
+}
+
+void eng_request_release(eng_request *r) {
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1) request_free(r);
+}
+
+void eng_request_cancel(eng_request *r) {
+    if (!r) return;
+    atomic_store(&r->cancel, true);
+}
+
+int eng_request_wait(eng_request *r, int have, double timeout_s) {
+    pthread_mutex_lock(&r->mu);
+    if (r->n_out <= have && r->finish == ENG_RUNNING && timeout_s > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double end = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + timeout_s;
+        ts.tv_sec = (time_t)end;
+        ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
+        while (r->n_out <= have && r->finish == ENG_RUNNING)
+            if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) != 0) break;
+    }
+    int n = r->n_out;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+void eng_request_tokens(eng_request *r, int from, int n, eng_token *out) {
+    pthread_mutex_lock(&r->mu);
+    if (from >= 0 && n > 0 && from + n <= r->n_out) memcpy(out, r->out + from, sizeof *out * (size_t)n);
+    pthread_mutex_unlock(&r->mu);
+}
+
+eng_finish eng_request_finish(eng_request *r, const char **error) {
+    pthread_mutex_lock(&r->mu);
+    eng_finish f = r->finish;
+    if (error) *error = r->error ? r->error : "";
+    pthread_mutex_unlock(&r->mu);
+    return f;
+}
+
+int eng_request_cached_tokens(eng_request *r) {
+    pthread_mutex_lock(&r->mu);
+    int n = r->cached_tokens;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+/* ---- delivering (engine thread) --------------------------------------------------- */
+
+void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t) {
+    eng_request *r = s->req;
+    double now = eng_now();
+    pthread_mutex_lock(&r->mu);
+    if (r->n_out == r->cap_out) {
+        int cap = r->cap_out ? 2 * r->cap_out : 16;
+        eng_token *o = realloc(r->out, sizeof *o * (size_t)cap);
+        if (!o) {
+            pthread_mutex_unlock(&r->mu);
+            eng_finish_seq(e, s, ENG_FINISH_ERROR, "out of memory for the generated tokens");
+            return;
+        }
+        r->out = o;
+        r->cap_out = cap;
+    }
+    r->out[r->n_out++] = *t;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&e->stats_mu);
+    if (s->n_gen == 0) eng_hist_add(&e->st.ttft, now - r->t_submit);
+    else eng_hist_add(&e->st.inter_token, now - r->t_last);
+    e->st.generated_tokens++;
+    pthread_mutex_unlock(&e->stats_mu);
+    r->t_last = now;
+    s->n_gen++;
+}
+
+static void seq_free(eng_engine *e, eng_seq *s) {
+    if (e->batched) eng_batch_drop_blocks(e, s);
+    og_generator_destroy(s->gen);
+    free(s->tokens);
+    free(s->blocks);
+    free(s);
+}
+
+/* Ends a sequence: the request learns how, the engine forgets it. The caller has taken
+ * it out of the waiting and running lists. */
+void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error) {
+    eng_request *r = s->req;
+    pthread_mutex_lock(&r->mu);
+    r->finish = why;
+    if (error && !r->error) r->error = strdup(error);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&e->stats_mu);
+    if (why == ENG_FINISH_CANCELLED) e->st.cancelled++;
+    else if (why == ENG_FINISH_ERROR) e->st.failed++;
+    else e->st.finished++;
+    pthread_mutex_unlock(&e->stats_mu);
+    r->seq = NULL;
+    seq_free(e, s);
+    eng_request_release(r);
+}
+
+/* ---- the thread --------------------------------------------------------------------- */
+
+static void take_incoming(eng_engine *e) {
+    for (int i = 0; i < e->n_incoming; i++) {
+        if (e->n_waiting == e->cap_waiting) {
+            int cap = e->cap_waiting ? 2 * e->cap_waiting : 64;
+            eng_seq **w = realloc(e->waiting, sizeof *w * (size_t)cap);
+            if (!w) { /* cannot queue it: it ends here */
+                e->n_queued--;
+                pthread_mutex_unlock(&e->mu);
+                eng_finish_seq(e, e->incoming[i], ENG_FINISH_ERROR, "out of memory for the queue");
+                pthread_mutex_lock(&e->mu);
+                continue;
+            }
+            e->waiting = w;
+            e->cap_waiting = cap;
+        }
+        e->waiting[e->n_waiting++] = e->incoming[i];
+    }
+    e->n_incoming = 0;
+}
+
+/* Waiting requests whose submitter gave up end before they ever run. */
+static void drop_cancelled_waiting(eng_engine *e) {
+    int k = 0;
+    for (int i = 0; i < e->n_waiting; i++) {
+        eng_seq *s = e->waiting[i];
+        if (atomic_load(&s->req->cancel)) {
+            pthread_mutex_lock(&e->mu);
+            e->n_queued--;
+            pthread_mutex_unlock(&e->mu);
+            eng_finish_seq(e, s, ENG_FINISH_CANCELLED, NULL);
+        } else {
+            e->waiting[k++] = s;
+        }
+    }
+    e->n_waiting = k;
+}
+
+static void *engine_main(void *arg) {
+    eng_engine *e = arg;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!e->stopping && e->n_incoming == 0 && e->n_waiting == 0 && e->n_running == 0)
+            pthread_cond_wait(&e->cv, &e->mu);
+        if (e->stopping) {
+            pthread_mutex_unlock(&e->mu);
+            break;
+        }
+        take_incoming(e);
+        pthread_mutex_unlock(&e->mu);
+        drop_cancelled_waiting(e);
+        double t0 = eng_now();
+        if (e->batched) eng_batch_step(e);
+        else eng_single_step(e);
+        pthread_mutex_lock(&e->stats_mu);
+        eng_hist_add(&e->st.step_time, eng_now() - t0);
+        e->st.steps++;
+        pthread_mutex_unlock(&e->stats_mu);
+    }
+    /* shutting down: everything still here is cancelled */
+    pthread_mutex_lock(&e->mu);
+    take_incoming(e);
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < e->n_running; i++) eng_finish_seq(e, e->running[i], ENG_FINISH_CANCELLED, NULL);
+    e->n_running = 0;
+    for (int i = 0; i < e->n_waiting; i++) eng_finish_seq(e, e->waiting[i], ENG_FINISH_CANCELLED, NULL);
+    e->n_waiting = 0;
+    return NULL;
+}
+
+/* ---- the engine ----------------------------------------------------------------------- */
+
+og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
+    eng_options opt = o ? *o : eng_options_default();
+    if (opt.block_size < 1 || opt.block_size > 1024 || opt.max_batch < 1 || opt.max_queue < 0 ||
+        opt.step_tokens < 0 || opt.threads < 0)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "engine: block size %d (1 to 1024), max batch %d "
+                         "(>= 1), queue %d, step tokens %d, threads %d: out of range",
+                         opt.block_size, opt.max_batch, opt.max_queue, opt.step_tokens, opt.threads);
+    eng_engine *e = calloc(1, sizeof *e);
+    if (!e) return og_oom();
+    e->m = model;
+    e->o = opt;
+    e->vocab = model->vocab_size;
+    og_generator_params gp = og_generator_params_default(model);
+    e->context = model->context_length > 0 ? model->context_length : gp.max_length;
+    if (e->context < 2) e->context = 2;
+    int budget = opt.step_tokens;
+    if (budget == 0) {
+        double b = 64.0 * 1024 * 1024 / (4.0 * (e->vocab > 0 ? e->vocab : 1));
+        budget = b < 16 ? 16 : b > 512 ? 512 : (int)b;
+    }
+    e->step_tokens = budget < opt.max_batch ? opt.max_batch : budget;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_mutex_init(&e->stats_mu, NULL);
+    og_status *st = NULL;
+    e->running = calloc((size_t)opt.max_batch, sizeof *e->running);
+    e->row = malloc(sizeof(float) * (size_t)e->vocab + 64);
+    e->work = malloc(sizeof(float) * 2 * (size_t)e->vocab + 64);
+    e->lp = malloc(sizeof(float) * (size_t)e->vocab + 64);
+    if (!e->running || !e->row || !e->work || !e->lp) {
+        st = og_oom();
+        goto fail;
+    }
+    if (opt.per_sequence) {
+        snprintf(e->note, sizeof e->note, "per-sequence mode was asked for");
+    } else {
+        og_status *why = eng_batch_init(e);
+        if (why) {
+            if (og_status_code(why) == OG_ERR_OUT_OF_MEMORY) {
+                st = why;
+                goto fail;
+            }
+            snprintf(e->note, sizeof e->note, "%s", og_status_message(why));
+            og_status_free(why);
+            eng_batch_free(e);
+        }
+    }
+    if (e->batched) {
+        e->st.kv_blocks_total = e->pool->n_blocks;
+        e->st.block_size = e->pool->block_size;
+    }
+    if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+        st = og_errorf(OG_ERR_RUNTIME, "engine: cannot start its thread");
+        goto fail;
+    }
+    e->thread_started = true;
+    *out = e;
+    return NULL;
+fail:
+    eng_destroy(e);
+    return st;
+}
+
+void eng_destroy(eng_engine *e) {
+    if (!e) return;
+    if (e->thread_started) {
+        pthread_mutex_lock(&e->mu);
+        e->stopping = true;
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->thread, NULL);
+    }
+    if (e->batched) eng_batch_free(e);
+    free(e->incoming);
+    free(e->waiting);
+    free(e->running);
+    free(e->row);
+    free(e->work);
+    free(e->lp);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->stats_mu);
+    free(e);
+}
+
+const char *eng_mode_note(const eng_engine *e) { return e->batched ? "" : e->note; }
+bool eng_batched(const eng_engine *e) { return e->batched; }
+int eng_context_length(const eng_engine *e) { return e->context; }
+
+eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
+                           eng_request **out, char *msg, size_t size) {
+    if (n < 1) {
+        snprintf(msg, size, "the prompt is empty");
+        return ENG_SUBMIT_INVALID;
+    }
+    for (int i = 0; i < n; i++)
+        if (prompt[i] < 0 || prompt[i] >= e->vocab) {
+            snprintf(msg, size, "token id %d (at %d) is outside the vocabulary [0, %d)", prompt[i],
+                     i, e->vocab);
+            return ENG_SUBMIT_INVALID;
+        }
+    if (n >= e->context) {
+        snprintf(msg, size, "the prompt has %d tokens; the model's context is %d, which leaves "
+                 "no room for a new token", n, e->context);
+        return ENG_SUBMIT_INVALID;
+    }
+    if (s->max_tokens < 1 || (s->logprobs > ENG_MAX_LOGPROBS) ||
+        (s->sample && !(s->temperature >= 0)) || s->top_k < 0 || !(s->top_p > 0 && s->top_p <= 1)) {
+        snprintf(msg, size, "sampling options out of range");
+        return ENG_SUBMIT_INVALID;
+    }
+    if (e->batched) {
+        int64_t total = (int64_t)n + s->max_tokens;
+        if (total > e->context) total = e->context;
+        int64_t need = (total + e->pool->block_size - 1) / e->pool->block_size;
+        if (need > e->pool->n_blocks) {
+            snprintf(msg, size, "the prompt (%d tokens) and max_tokens (%d) need %lld KV blocks "
+                     "of %d positions; the pool holds %d (raise --kv-memory)", n, s->max_tokens,
+                     (long long)need, e->pool->block_size, e->pool->n_blocks);
+            return ENG_SUBMIT_INVALID;
+        }
+    }
+    eng_request *r = calloc(1, sizeof *r);
+    eng_seq *q = calloc(1, sizeof *q);
+    int cap = n + (s->max_tokens < e->context ? s->max_tokens : e->context) + 1;
+    if (r) r->prompt = malloc(sizeof *r->prompt * (size_t)n);
+    if (q) q->tokens = malloc(sizeof *q->tokens * (size_t)cap);
+    if (!r || !q || !r->prompt || !q->tokens) {
+        if (r) free(r->prompt);
+        if (q) free(q->tokens);
+        free(r);
+        free(q);
+        snprintf(msg, size, "out of memory for the request");
+        return ENG_SUBMIT_NO_MEMORY;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    atomic_init(&r->refs, 2);
+    atomic_init(&r->cancel, false);
+    r->s = *s;
+    memcpy(r->prompt, prompt, sizeof *prompt * (size_t)n);
+    r->n_prompt = n;
+    r->seq = q;
+    r->t_submit = r->t_last = eng_now();
+    q->req = r;
+    memcpy(q->tokens, prompt, sizeof *prompt * (size_t)n);
+    q->n_tokens = n;
+    q->cap_tokens = cap;
+    gen_rng_seed(&q->rng, s->seed);
+    pthread_mutex_lock(&e->mu);
+    eng_submit_code code = ENG_SUBMIT_OK;
+    if (e->stopping) {
+        code = ENG_SUBMIT_STOPPED;
+        snprintf(msg, size, "the engine is shutting down");
+    } else if (e->n_queued >= e->o.max_queue) {
+        code = ENG_SUBMIT_QUEUE_FULL;
+        snprintf(msg, size, "%d requests are waiting, the most the queue takes", e->n_queued);
+    } else if (e->n_incoming == e->cap_incoming) {
+        int c = e->cap_incoming ? 2 * e->cap_incoming : 64;
+        eng_seq **w = realloc(e->incoming, sizeof *w * (size_t)c);
+        if (w) {
+            e->incoming = w;
+            e->cap_incoming = c;
+        } else {
+            code = ENG_SUBMIT_NO_MEMORY;
+            snprintf(msg, size, "out of memory for the queue");
+        }
+    }
+    if (code == ENG_SUBMIT_OK) {
+        e->incoming[e->n_incoming++] = q;
+        e->n_queued++;
+        pthread_cond_signal(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (code != ENG_SUBMIT_OK) {
+        free(q->tokens);
+        free(q);
+        request_free(r);
+        return code;
+    }
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.requests++;
+    e->st.prompt_tokens += (uint64_t)n;
+    pthread_mutex_unlock(&e->stats_mu);
+    *out = r;
+    return ENG_SUBMIT_OK;
+}
+
+void eng_get_stats(eng_engine *e, eng_stats *out) {
+    pthread_mutex_lock(&e->mu);
+    int queued = e->n_queued;
+    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_lock(&e->stats_mu);
+    *out = e->st;
+    pthread_mutex_unlock(&e->stats_mu);
+    out->queue_depth = queued;
+}

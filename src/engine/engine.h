@@ -1,0 +1,146 @@
+/* The serving engine: many generation requests on one model at once, with continuous
+ * batching over a paged KV cache.
+ *
+ * A thread of its own runs steps. Each step takes the running sequences' next token
+ * (decode) and chunks of prompts being prefilled, up to a token budget, as ONE model run
+ * in which the weights are read once for all of them; a request joins between steps and
+ * leaves as soon as it is done or cancelled, giving its KV blocks back at once. KV lives
+ * in fixed-size blocks of one pool (kv_pool.h) which GroupQueryAttention reads through
+ * the run's block tables (kernels/paged_kv.h); a prompt that starts with blocks already
+ * in the prefix cache prefills only the rest. When the pool runs out, the most recently
+ * admitted sequence is preempted (its blocks freed, its tokens recomputed later).
+ *
+ * Results never depend on batch-mates: every token is run through kernels whose per-token
+ * arithmetic does not depend on the other tokens of the run (see ARCHITECTURE.md,
+ * "Serving"), so greedy decoding gives each request the tokens it gets alone.
+ *
+ * Models whose attention cannot read a paged cache (gpt2's Attention, a graph that does
+ * not take past_key as an input of its GroupQueryAttention nodes) and models that carry a
+ * recurrent state are served one generator per sequence instead, stepped in turn
+ * ("per-sequence mode"): the same API, no shared batch.
+ *
+ * Requests are reference counted: the engine holds one reference until it has delivered
+ * the end, the submitter the other. */
+#ifndef OG_ENGINE_ENGINE_H
+#define OG_ENGINE_ENGINE_H
+
+#include "onnx_genai.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct eng_engine eng_engine;
+typedef struct eng_request eng_request;
+
+typedef struct eng_options {
+    size_t kv_memory;   /* bytes for the KV pool; 0: enough for max_batch full contexts,
+                           at most a quarter of the memory available */
+    int block_size;     /* positions per KV block (16) */
+    int max_batch;      /* sequences running at once (32) */
+    int max_queue;      /* requests waiting to start (256); more are refused */
+    int step_tokens;    /* tokens per step, decode and prefill chunks together (0: from the
+                           vocabulary size, so that a step's logits stay near 64 MiB) */
+    int threads;        /* compute threads (0: all cores) */
+    bool prefix_cache;  /* reuse cached prompt blocks (true) */
+    bool per_sequence;  /* force per-sequence mode (tests, comparisons) */
+} eng_options;
+
+eng_options eng_options_default(void);
+
+/* How one request chooses tokens. */
+typedef struct eng_sampling {
+    int max_tokens;     /* new tokens at most (>= 1) */
+    bool sample;        /* false: greedy */
+    float temperature;  /* > 0 when sampling */
+    int top_k;          /* 0: all */
+    float top_p;        /* 1: all */
+    uint64_t seed;
+    int logprobs;       /* -1: none; else the chosen token's log-probability and this many
+                           alternatives (<= ENG_MAX_LOGPROBS) */
+    bool ignore_eos;
+} eng_sampling;
+
+enum { ENG_MAX_LOGPROBS = 20 };
+
+typedef enum eng_finish {
+    ENG_RUNNING = 0,
+    ENG_FINISH_STOP,      /* an EOS token (not part of the output) */
+    ENG_FINISH_LENGTH,    /* max_tokens or the context length */
+    ENG_FINISH_CANCELLED, /* eng_request_cancel */
+    ENG_FINISH_ERROR
+} eng_finish;
+
+/* One generated token. */
+typedef struct eng_token {
+    int32_t id;
+    float logprob;                       /* when logprobs >= 0 */
+    int n_top;
+    int32_t top_ids[ENG_MAX_LOGPROBS];
+    float top_logprobs[ENG_MAX_LOGPROBS];
+} eng_token;
+
+/* Starts the engine of an opened model (borrowed: it must outlive the engine). The
+ * first run is a check that the model runs over the paged cache; when it cannot, the
+ * engine uses per-sequence mode and eng_mode_note says why. */
+og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out);
+/* Cancels everything, stops the thread, frees the engine. Requests still held by their
+ * submitters stay valid (finished as cancelled) until released. */
+void eng_destroy(eng_engine *e);
+/* Why the engine serves one generator per sequence ("" in batched mode). */
+const char *eng_mode_note(const eng_engine *e);
+bool eng_batched(const eng_engine *e);
+/* The context length (positions per sequence, prompt included). */
+int eng_context_length(const eng_engine *e);
+
+typedef enum eng_submit_code {
+    ENG_SUBMIT_OK = 0,
+    ENG_SUBMIT_INVALID,    /* the request can never run: empty, too long, ids out of range */
+    ENG_SUBMIT_QUEUE_FULL, /* max_queue requests are waiting */
+    ENG_SUBMIT_STOPPED,    /* the engine is shutting down or failed */
+    ENG_SUBMIT_NO_MEMORY
+} eng_submit_code;
+
+/* Queues a request: prompt[0..n) (copied). On success *out holds the submitter's
+ * reference. On failure msg (size bytes) says why. */
+eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
+                           eng_request **out, char *msg, size_t size);
+
+/* Waits until the request has more than `have` tokens or has finished, at most
+ * timeout_s seconds. Returns the number of tokens it has now. */
+int eng_request_wait(eng_request *r, int have, double timeout_s);
+/* Copies tokens [from, from + n) (n <= what eng_request_wait returned - from). */
+void eng_request_tokens(eng_request *r, int from, int n, eng_token *out);
+/* ENG_RUNNING while it runs; else how it ended (*error: the message of an error, owned
+ * by the request). */
+eng_finish eng_request_finish(eng_request *r, const char **error);
+/* Prompt tokens that came from the prefix cache (known once the request started). */
+int eng_request_cached_tokens(eng_request *r);
+/* Asks the engine to stop the request; its KV blocks are freed before the next step. */
+void eng_request_cancel(eng_request *r);
+void eng_request_release(eng_request *r);
+
+/* Counters and gauges for /metrics. Histograms have ENG_HIST_BUCKETS upper bounds
+ * (seconds) in eng_hist_bounds, and a count per bucket (not cumulative) plus the sum. */
+enum { ENG_HIST_BUCKETS = 14 };
+extern const double eng_hist_bounds[ENG_HIST_BUCKETS];
+
+typedef struct eng_hist {
+    uint64_t count[ENG_HIST_BUCKETS + 1]; /* the last one: above every bound */
+    double sum;
+    uint64_t n;
+} eng_hist;
+
+typedef struct eng_stats {
+    uint64_t requests, finished, cancelled, failed, preempted;
+    uint64_t prompt_tokens, generated_tokens, cached_prompt_tokens, steps;
+    int queue_depth, running;
+    int last_batch;          /* sequences in the last step */
+    int64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached;
+    int block_size;
+    eng_hist ttft, inter_token, step_time;
+} eng_stats;
+
+void eng_get_stats(eng_engine *e, eng_stats *out);
+
+#endif

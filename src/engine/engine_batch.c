@@ -1,0 +1,536 @@
+/* Batched steps over the paged KV cache (see engine.h).
+ *
+ * A step is one run of the model's pipeline over a flat batch: every scheduled token of
+ * every sequence in one row, input_ids [1, T], each token with its own position, and a
+ * paged_kv binding that tells GroupQueryAttention which tokens belong to which sequence
+ * and where each sequence's blocks are. Everything else in a decoder works token by
+ * token, so the row mixes decode tokens and prefill chunks freely and the weights are
+ * read once for all of them. The past_key/past_value inputs get empty tensors, the
+ * present outputs are not requested, and the attention mask is ones (its sum and width
+ * feed only seqlens_k and total_sequence_length, which the paged path does not read).
+ *
+ * Scheduling, once per step, within a token budget:
+ *   1. every running sequence that has one token to run (decode) gets it;
+ *   2. running sequences still prefilling get chunks, oldest first;
+ *   3. waiting requests are admitted in arrival order while the batch has room, the
+ *      budget lasts and the pool can give their first chunk its blocks (a preempted
+ *      sequence waits at the front). Admission first looks the prompt up in the prefix
+ *      cache and starts after the blocks it finds;
+ *   4. each scheduled sequence gets the blocks its new positions need; when the pool is
+ *      dry the most recently admitted sequence is preempted (its blocks are given back
+ *      and it waits at the front to be recomputed), never one that is older.
+ * After the run, full blocks are registered in the prefix cache and every sequence whose
+ * tokens have all been run chooses its next one. */
+#include "engine/engine_internal.h"
+
+#include "backends/native/session.h"
+#include "base/half.h"
+#include "base/tensor.h"
+#include "genai/budget.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t esize(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
+
+/* ---- one run of the pipeline -------------------------------------------------------- */
+
+static og_status *wrap(og_dtype dt, const int64_t *dims, int rank, void *data, og_tensor **out) {
+    int64_t n = shape_count(dims, rank);
+    static char none[64]; /* an empty tensor still gets an address */
+    return og_tensor_wrap(dt, dims, rank, n ? data : none, dtype_nbytes(dt, n), out);
+}
+
+static void *ints_as(og_dtype dt, int64_t *v, int32_t *v32, int n) {
+    if (dt != OG_INT32) return v;
+    for (int i = 0; i < n; i++) v32[i] = (int32_t)v[i];
+    return v32;
+}
+
+/* The tensor a stage's feed gets in a flat run of T tokens. */
+static og_status *flat_feed(eng_engine *e, const gen_feed *f, int T, og_tensor *const *vals,
+                            og_tensor **out) {
+    const og_model *m = e->m;
+    switch (f->src) {
+    case GEN_SRC_IDS: {
+        int64_t d[2] = {1, T};
+        return wrap(f->dtype, d, 2, ints_as(f->dtype, e->ids, e->ids32, T), out);
+    }
+    case GEN_SRC_MASK: {
+        int64_t d[2] = {1, T};
+        return wrap(f->dtype, d, 2, ints_as(f->dtype, e->mask, e->mask32, T), out);
+    }
+    case GEN_SRC_POS: {
+        if (m->position_rank == 3) {
+            for (int a = 1; a < 3; a++) memcpy(e->pos + (size_t)a * T, e->pos, sizeof *e->pos * (size_t)T);
+            int64_t d[3] = {3, 1, T};
+            return wrap(f->dtype, d, 3, ints_as(f->dtype, e->pos, e->pos32, 3 * T), out);
+        }
+        int64_t d[2] = {1, T};
+        return wrap(f->dtype, d, 2, ints_as(f->dtype, e->pos, e->pos32, T), out);
+    }
+    case GEN_SRC_IMAGE:
+        return og_tensor_create(m->image_feature_dtype, m->image_feature_dims,
+                                m->image_feature_rank, out);
+    case GEN_SRC_PAST: {
+        const gen_cache *c = &m->cache[f->index];
+        int64_t d[4] = {1, c->heads, 0, c->head_size};
+        return wrap(c->dtype, d, 4, NULL, out);
+    }
+    case GEN_SRC_VALUE: {
+        const og_tensor *v = vals[f->index * 64 + f->out];
+        if (!v)
+            return og_errorf(OG_ERR_INVALID_MODEL, "engine: '%s' is needed, but the stage that "
+                             "makes it did not run", f->name);
+        return og_tensor_wrap(v->dtype, v->dims, v->rank, v->data, v->nbytes, out);
+    }
+    }
+    return og_errorf(OG_ERR_RUNTIME, "engine: feed '%s' has no source", f->name);
+}
+
+enum { MAX_IO = 1024 };
+
+/* Runs the staged tokens ids/pos [0, T) with e->pk's sequences; logits land in e->logits
+ * as [T][vocab]. */
+static og_status *run_flat(eng_engine *e, int T, int n_seqs) {
+    og_model *m = e->m;
+    paged_kv pk = {.dtype = e->pool->dtype, .kv_heads = e->pool->kv_heads,
+                   .head_size = e->pool->head_size, .block_size = e->pool->block_size,
+                   .n_blocks = e->pool->n_blocks, .n_layers = e->pool->n_layers,
+                   .layer_names = e->layer_names, .k = e->pool->k, .v = e->pool->v,
+                   .n_seqs = n_seqs, .seqs = e->pseqs, .layer_runs = e->layer_runs};
+    memset(e->layer_runs, 0, sizeof *e->layer_runs * (size_t)pk.n_layers);
+    for (int i = 0; i < T; i++) e->mask[i] = 1;
+    og_status *st = NULL;
+    og_tensor **vals = calloc((size_t)m->n_stages * 64, sizeof *vals);
+    og_tensor **ins = calloc(MAX_IO, sizeof *ins), **outs = calloc(MAX_IO, sizeof *outs);
+    const char **in_names = calloc(MAX_IO, sizeof *in_names), **out_names = calloc(MAX_IO, sizeof *out_names);
+    int *out_of = calloc(MAX_IO, sizeof *out_of);
+    if (!vals || !ins || !outs || !in_names || !out_names || !out_of) {
+        st = og_oom();
+        goto done;
+    }
+    for (int s = 0; s < m->n_stages && !st; s++) {
+        gen_stage *sg = &m->stages[s];
+        int ni = 0, no = 0;
+        for (int k = 0; k < sg->n_feeds && !st; k++) {
+            st = flat_feed(e, &sg->feeds[k], T, vals, &ins[ni]);
+            in_names[ni++] = sg->feeds[k].name;
+        }
+        for (int k = 0; k < sg->n_outs && !st; k++) {
+            const gen_out *o = &sg->outs[k];
+            if (o->sink == GEN_SINK_PRESENT) continue; /* the cache lives in the pool */
+            outs[no] = NULL;
+            if (o->sink == GEN_SINK_LOGITS) {
+                int64_t d[3] = {1, T, e->vocab};
+                st = wrap(m->logits.dtype, d, 3, e->logits, &outs[no]);
+            }
+            out_of[no] = k;
+            out_names[no++] = o->name;
+        }
+        if (!st) {
+            session_set_paged_kv(sg->s, &pk);
+            st = og_session_run(sg->s, in_names, ins, (size_t)ni, out_names, outs, (size_t)no);
+            session_set_paged_kv(sg->s, NULL);
+        }
+        for (int k = 0; k < ni; k++) {
+            og_tensor_free(ins[k]);
+            ins[k] = NULL;
+        }
+        for (int k = 0; k < no; k++) {
+            const gen_out *o = &sg->outs[out_of[k]];
+            if (!st && o->sink == GEN_SINK_VALUE) vals[s * 64 + out_of[k]] = outs[k];
+            else og_tensor_free(outs[k]);
+            outs[k] = NULL;
+        }
+    }
+    for (int l = 0; l < pk.n_layers && !st; l++)
+        if (e->layer_runs[l] != 1)
+            st = og_errorf(OG_ERR_UNSUPPORTED, "engine: layer %d ('%s') was read by %d "
+                           "GroupQueryAttention nodes over the paged cache, expected 1 (its "
+                           "attention does not take the cache as a graph input)", l,
+                           e->layer_names[l], e->layer_runs[l]);
+done:
+    for (int k = 0; vals && k < m->n_stages * 64; k++) og_tensor_free(vals[k]);
+    for (int k = 0; ins && k < MAX_IO; k++) og_tensor_free(ins[k]);
+    for (int k = 0; outs && k < MAX_IO; k++) og_tensor_free(outs[k]);
+    free(vals);
+    free(ins);
+    free(outs);
+    free(in_names);
+    free(out_names);
+    free(out_of);
+    return st;
+}
+
+/* Logits row of token t as float32 in e->row. */
+static const float *logits_row(eng_engine *e, int t) {
+    og_dtype dt = e->m->logits.dtype;
+    size_t V = (size_t)e->vocab;
+    if (dt == OG_FLOAT32) return (const float *)e->logits + (size_t)t * V;
+    const uint16_t *src = (const uint16_t *)e->logits + (size_t)t * V;
+    for (size_t v = 0; v < V; v++) e->row[v] = dt == OG_FLOAT16 ? f16_to_f32(src[v]) : bf16_to_f32(src[v]);
+    return e->row;
+}
+
+/* ---- set-up -------------------------------------------------------------------------- */
+
+/* Why the model cannot be batched over the paged cache, or NULL. */
+static og_status *batchable(const og_model *m) {
+    if (m->has_state)
+        return og_errorf(OG_ERR_UNSUPPORTED, "the model carries a recurrent/conv state");
+    if (m->kv != GEN_KV_SEPARATE || !m->compact)
+        return og_errorf(OG_ERR_UNSUPPORTED, "its attention is not GroupQueryAttention over "
+                         "separate key/value caches");
+    for (int s = 0; s < m->n_stages; s++)
+        if (!m->stages[s].on_prompt || !m->stages[s].on_token)
+            return og_errorf(OG_ERR_UNSUPPORTED, "stage '%s' runs only on prompts or only on "
+                             "generated tokens", m->stages[s].name);
+    if (m->logits.dtype != OG_FLOAT32 && m->logits.dtype != OG_FLOAT16 && m->logits.dtype != OG_BFLOAT16)
+        return og_errorf(OG_ERR_UNSUPPORTED, "its logits are %s", og_dtype_name(m->logits.dtype));
+    return NULL;
+}
+
+/* The probe: one token through the paged path, every layer must read the pool. */
+static og_status *probe(eng_engine *e) {
+    int32_t b = kv_pool_alloc(e->pool);
+    if (b < 0) return og_errorf(OG_ERR_RUNTIME, "engine: the KV pool has no block");
+    e->ids[0] = e->m->bos_id >= 0 && e->m->bos_id < e->vocab ? e->m->bos_id : 0;
+    e->pos[0] = 0;
+    e->pseqs[0] = (paged_kv_seq){0, 0, 1, 0, &b};
+    og_status *st = run_flat(e, 1, 1);
+    kv_pool_release(e->pool, b);
+    return st;
+}
+
+og_status *eng_batch_init(eng_engine *e) {
+    og_model *m = e->m;
+    OG_TRY(batchable(m));
+    int n_layers = 0;
+    for (int i = 0; i < m->n_cache; i++) n_layers += !strcmp(m->cache[i].what, "key");
+    if (n_layers == 0) return og_errorf(OG_ERR_UNSUPPORTED, "the model has no KV cache");
+    const gen_cache *c0 = NULL;
+    for (int i = 0; i < m->n_cache; i++) {
+        const gen_cache *c = &m->cache[i];
+        if (!c0) c0 = c;
+        if (c->kind != GEN_CACHE_KV || c->heads != c0->heads || c->head_size != c0->head_size ||
+            c->dtype != c0->dtype)
+            return og_errorf(OG_ERR_UNSUPPORTED, "its KV caches differ in shape or type between "
+                             "layers ('%s')", c->past);
+    }
+    if (c0->dtype != OG_FLOAT32 && c0->dtype != OG_FLOAT16 && c0->dtype != OG_BFLOAT16)
+        return og_errorf(OG_ERR_UNSUPPORTED, "its KV cache is %s", og_dtype_name(c0->dtype));
+    int bs = e->o.block_size;
+    size_t pos_bytes = kv_pool_position_bytes(n_layers, c0->heads, c0->head_size, c0->dtype);
+    double want = (double)e->o.kv_memory;
+    if (want <= 0) {
+        want = (double)e->o.max_batch * (double)e->context * (double)pos_bytes;
+        double cap = gen_available_memory() / 4;
+        double one = ((double)e->context + bs) * (double)pos_bytes;
+        if (want > cap) want = cap > one ? cap : one;
+    }
+    double blocks = want / ((double)pos_bytes * bs);
+    if (blocks < 1)
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: --kv-memory %.0f bytes holds no block "
+                         "of %d positions (%zu bytes each)", want, bs, pos_bytes * (size_t)bs);
+    if (blocks > 1 << 30) blocks = 1 << 30;
+    OG_TRY(kv_pool_create(n_layers, c0->heads, c0->head_size, c0->dtype, bs, (int32_t)blocks, &e->pool));
+    e->layer_names = calloc((size_t)n_layers, sizeof *e->layer_names);
+    e->layer_runs = calloc((size_t)n_layers, sizeof *e->layer_runs);
+    e->pseqs = calloc((size_t)e->o.max_batch + 1, sizeof *e->pseqs);
+    int T = e->step_tokens;
+    e->tok_cap = T;
+    e->ids = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
+    e->pos = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
+    e->mask = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
+    e->ids32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
+    e->pos32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
+    e->mask32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
+    e->logits = malloc(esize(m->logits.dtype) * (size_t)T * (size_t)e->vocab + 64);
+    if (!e->layer_names || !e->layer_runs || !e->pseqs || !e->ids || !e->pos || !e->mask ||
+        !e->ids32 || !e->pos32 || !e->mask32 || !e->logits)
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
+    int l = 0;
+    for (int i = 0; i < m->n_cache; i++)
+        if (!strcmp(m->cache[i].what, "key")) e->layer_names[l++] = m->cache[i].past;
+    e->batched = true;
+    og_status *st = probe(e);
+    if (st) e->batched = false;
+    return st;
+}
+
+void eng_batch_free(eng_engine *e) {
+    kv_pool_free(e->pool);
+    e->pool = NULL;
+    free(e->layer_names);
+    free(e->layer_runs);
+    free(e->pseqs);
+    free(e->ids);
+    free(e->pos);
+    free(e->mask);
+    free(e->ids32);
+    free(e->pos32);
+    free(e->mask32);
+    free(e->logits);
+    e->layer_names = NULL, e->layer_runs = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
+    e->ids32 = e->pos32 = e->mask32 = NULL, e->logits = NULL;
+    e->batched = false;
+}
+
+/* ---- blocks ---------------------------------------------------------------------------- */
+
+void eng_batch_drop_blocks(eng_engine *e, eng_seq *s) {
+    for (int i = s->n_blocks - 1; i >= 0; i--) kv_pool_release(e->pool, s->blocks[i]);
+    s->n_blocks = 0;
+    s->n_cached = 0;
+    s->n_reg = 0;
+    s->reg_hash = 0;
+    s->matched = false;
+}
+
+static int blocks_for(const eng_engine *e, int positions) {
+    return (positions + e->pool->block_size - 1) / e->pool->block_size;
+}
+
+static bool table_room(eng_seq *s, int n) {
+    if (n <= s->cap_blocks) return true;
+    int cap = s->cap_blocks ? s->cap_blocks : 8;
+    while (cap < n) cap *= 2;
+    int32_t *b = realloc(s->blocks, sizeof *b * (size_t)cap);
+    if (!b) return false;
+    s->blocks = b;
+    s->cap_blocks = cap;
+    return true;
+}
+
+/* Blocks for positions [0, n_cached + step_n); false when the pool is dry. */
+static bool grow_blocks(eng_engine *e, eng_seq *s) {
+    int need = blocks_for(e, s->n_cached + s->step_n);
+    if (!table_room(s, need)) return false;
+    while (s->n_blocks < need) {
+        int32_t b = kv_pool_alloc(e->pool);
+        if (b < 0) return false;
+        s->blocks[s->n_blocks++] = b;
+    }
+    return true;
+}
+
+/* Looks the prompt up in the prefix cache (at admission). At least the last token is
+ * always run: its logits are needed, and the block it lands in must be the sequence's
+ * own. */
+static void match_prefix(eng_engine *e, eng_seq *s) {
+    s->matched = true;
+    if (!e->o.prefix_cache || s->n_blocks > 0) return;
+    int bs = e->pool->block_size, max_blocks = (s->n_tokens - 1) / bs;
+    if (max_blocks <= 0 || !table_room(s, max_blocks)) return;
+    uint64_t h;
+    int got = kv_pool_match(e->pool, s->tokens, s->n_tokens, max_blocks, s->blocks, &h);
+    s->n_blocks = got;
+    s->n_reg = got;
+    s->reg_hash = h;
+    s->n_cached = got * bs;
+}
+
+/* Counts the prefix-cache hit of an admitted sequence. */
+static void count_hit(eng_engine *e, eng_seq *s) {
+    if (s->n_cached == 0) return;
+    pthread_mutex_lock(&s->req->mu);
+    if (s->n_gen == 0) s->req->cached_tokens = s->n_cached;
+    pthread_mutex_unlock(&s->req->mu);
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.cached_prompt_tokens += (uint64_t)s->n_cached;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+static void register_blocks(eng_engine *e, eng_seq *s) {
+    if (!e->o.prefix_cache) return;
+    int bs = e->pool->block_size;
+    while (s->n_reg < s->n_cached / bs) {
+        int b = s->n_reg;
+        const int32_t *t = s->tokens + (size_t)b * bs;
+        uint64_t h = kv_pool_hash(s->reg_hash, t, bs);
+        kv_pool_register(e->pool, s->blocks[b], b > 0 ? s->blocks[b - 1] : -1, h, t);
+        s->reg_hash = h;
+        s->n_reg++;
+    }
+}
+
+/* ---- the step -------------------------------------------------------------------------- */
+
+static void remove_running(eng_engine *e, int i) {
+    memmove(e->running + i, e->running + i + 1, sizeof *e->running * (size_t)(e->n_running - i - 1));
+    e->n_running--;
+}
+
+/* Back to the front of the queue, its blocks given back. */
+static void preempt(eng_engine *e, int i) {
+    eng_seq *s = e->running[i];
+    remove_running(e, i);
+    eng_batch_drop_blocks(e, s);
+    s->step_n = 0;
+    pthread_mutex_lock(&e->mu);
+    bool room = true;
+    if (e->n_waiting == e->cap_waiting) {
+        int cap = e->cap_waiting ? 2 * e->cap_waiting : 64;
+        eng_seq **w = realloc(e->waiting, sizeof *w * (size_t)cap);
+        if (w) e->waiting = w, e->cap_waiting = cap;
+        else room = false;
+    }
+    if (room) {
+        memmove(e->waiting + 1, e->waiting, sizeof *e->waiting * (size_t)e->n_waiting);
+        e->waiting[0] = s;
+        e->n_waiting++;
+        e->n_queued++;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (!room) {
+        eng_finish_seq(e, s, ENG_FINISH_ERROR, "out of memory while preempting");
+        return;
+    }
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.preempted++;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+/* Sequences of the batch that will need a block they do not have yet. */
+static int new_blocks_needed(const eng_engine *e) {
+    int n = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        const eng_seq *s = e->running[i];
+        int need = blocks_for(e, s->n_cached + (s->step_n ? s->step_n : 1)) - s->n_blocks;
+        n += need > 0 ? need : 0;
+    }
+    return n;
+}
+
+static int schedule(eng_engine *e) {
+    int budget = e->step_tokens;
+    for (int i = 0; i < e->n_running; i++) e->running[i]->step_n = 0;
+    for (int i = 0; i < e->n_running && budget > 0; i++) {
+        eng_seq *s = e->running[i];
+        if (s->n_tokens - s->n_cached == 1) s->step_n = 1, budget--;
+    }
+    for (int i = 0; i < e->n_running && budget > 0; i++) {
+        eng_seq *s = e->running[i];
+        int pending = s->n_tokens - s->n_cached;
+        if (pending > 1) {
+            s->step_n = pending < budget ? pending : budget;
+            budget -= s->step_n;
+        }
+    }
+    while (budget > 0 && e->n_running < e->o.max_batch && e->n_waiting > 0) {
+        eng_seq *s = e->waiting[0];
+        if (!s->matched) match_prefix(e, s);
+        int pending = s->n_tokens - s->n_cached;
+        int chunk = pending < budget ? pending : budget;
+        int need = blocks_for(e, s->n_cached + chunk) - s->n_blocks;
+        if (need + new_blocks_needed(e) > kv_pool_available(e->pool)) {
+            /* it waits, holding nothing: the blocks it found stay cached (evictable), so
+             * that a sequence preempted to the front is never blocked by them */
+            eng_batch_drop_blocks(e, s);
+            break;
+        }
+        memmove(e->waiting, e->waiting + 1, sizeof *e->waiting * (size_t)(e->n_waiting - 1));
+        e->n_waiting--;
+        pthread_mutex_lock(&e->mu);
+        e->n_queued--;
+        pthread_mutex_unlock(&e->mu);
+        e->running[e->n_running++] = s;
+        count_hit(e, s);
+        s->step_n = chunk;
+        budget -= chunk;
+    }
+    /* blocks, preempting the youngest when the pool is dry */
+    for (int i = 0; i < e->n_running; i++) {
+        eng_seq *s = e->running[i];
+        if (!s->step_n) continue;
+        while (!grow_blocks(e, s)) {
+            int victim = e->n_running - 1;
+            preempt(e, victim);
+            if (victim == i) break;
+        }
+    }
+    int n = 0;
+    for (int i = 0; i < e->n_running; i++) n += e->running[i]->step_n > 0;
+    return n;
+}
+
+/* After a run: the cache grew; sequences at the end of their tokens choose the next. */
+static void advance(eng_engine *e) {
+    for (int i = 0; i < e->n_running;) {
+        eng_seq *s = e->running[i];
+        if (!s->step_n) {
+            i++;
+            continue;
+        }
+        s->n_cached += s->step_n;
+        register_blocks(e, s);
+        if (s->n_cached < s->n_tokens) {
+            i++;
+            continue;
+        }
+        eng_token t;
+        eng_choose(e, s, logits_row(e, s->step_off + s->step_n - 1), &t);
+        if (eng_is_eos(e, s, t.id)) {
+            remove_running(e, i);
+            eng_finish_seq(e, s, ENG_FINISH_STOP, NULL);
+            continue;
+        }
+        s->tokens[s->n_tokens++] = t.id;
+        eng_deliver(e, s, &t);
+        if (s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
+            remove_running(e, i);
+            eng_finish_seq(e, s, ENG_FINISH_LENGTH, NULL);
+            continue;
+        }
+        i++;
+    }
+}
+
+void eng_batch_step(eng_engine *e) {
+    for (int i = 0; i < e->n_running;) {
+        eng_seq *s = e->running[i];
+        if (atomic_load(&s->req->cancel)) {
+            remove_running(e, i);
+            eng_finish_seq(e, s, ENG_FINISH_CANCELLED, NULL);
+        } else {
+            i++;
+        }
+    }
+    int n_seqs = schedule(e), T = 0, k = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        eng_seq *s = e->running[i];
+        if (!s->step_n) continue;
+        s->step_off = T;
+        e->pseqs[k++] = (paged_kv_seq){0, T, s->step_n, s->n_cached, s->blocks};
+        for (int t = 0; t < s->step_n; t++) {
+            e->ids[T + t] = s->tokens[s->n_cached + t];
+            e->pos[T + t] = s->n_cached + t;
+        }
+        T += s->step_n;
+    }
+    if (T > 0) {
+        og_status *st = run_flat(e, T, n_seqs);
+        if (st) { /* every sequence of the run ends with the error */
+            for (int i = 0; i < e->n_running;) {
+                eng_seq *s = e->running[i];
+                if (!s->step_n) {
+                    i++;
+                    continue;
+                }
+                remove_running(e, i);
+                eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+            }
+            og_status_free(st);
+        } else {
+            advance(e);
+        }
+    }
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.running = e->n_running;
+    e->st.last_batch = n_seqs;
+    e->st.kv_blocks_used = kv_pool_in_use(e->pool);
+    e->st.kv_blocks_cached = e->pool->n_cached;
+    pthread_mutex_unlock(&e->stats_mu);
+}

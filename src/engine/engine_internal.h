@@ -1,0 +1,115 @@
+/* The engine's private state (engine.c: thread, queue, requests, statistics;
+ * engine_batch.c: batched steps over the paged cache; engine_single.c: per-sequence
+ * mode; engine_sample.c: choosing tokens). */
+#ifndef OG_ENGINE_ENGINE_INTERNAL_H
+#define OG_ENGINE_ENGINE_INTERNAL_H
+
+#include "engine/engine.h"
+#include "engine/kv_pool.h"
+
+#include "backends/native/kernels/paged_kv.h"
+#include "genai/model.h"
+#include "genai/search.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct eng_seq eng_seq;
+
+struct eng_request {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int refs;
+    atomic_bool cancel;
+    eng_sampling s;
+    int32_t *prompt;
+    int n_prompt;
+    /* under mu */
+    eng_token *out;
+    int n_out, cap_out;
+    eng_finish finish;
+    char *error;
+    int cached_tokens;
+    /* engine thread only */
+    eng_seq *seq;
+    double t_submit, t_last;
+};
+
+/* A request as the engine runs it. */
+struct eng_seq {
+    eng_request *req;
+    int32_t *tokens;     /* prompt, then generated tokens */
+    int n_tokens, cap_tokens;
+    int n_gen;           /* generated (delivered) */
+    int n_cached;        /* positions whose keys and values are in the blocks */
+    int32_t *blocks;     /* block table */
+    int n_blocks, cap_blocks;
+    int n_reg;           /* leading full blocks registered in the prefix cache (or matched) */
+    uint64_t reg_hash;   /* chained hash of the last of them */
+    bool matched;        /* the prefix cache was consulted for this admission */
+    gen_rng rng;
+    int step_n, step_off;/* tokens in the current step and where they start */
+    og_generator *gen;   /* per-sequence mode */
+};
+
+struct eng_engine {
+    og_model *m;
+    eng_options o;
+    int context, vocab, step_tokens;
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stopping;       /* under mu */
+    eng_seq **incoming;  /* under mu: submitted, not yet seen by the thread */
+    int n_incoming, cap_incoming;
+    int n_queued;        /* under mu: incoming + waiting */
+    /* engine thread only */
+    eng_seq **waiting;   /* admitted in order; a preempted sequence goes back to the front */
+    int n_waiting, cap_waiting;
+    eng_seq **running;   /* [max_batch] in admission order */
+    int n_running;
+    /* batched mode */
+    bool batched;
+    char note[512];
+    kv_pool *pool;
+    const char **layer_names;
+    int32_t *layer_runs;
+    paged_kv_seq *pseqs;
+    int64_t *ids, *pos, *mask;
+    int32_t *ids32, *pos32, *mask32;
+    int tok_cap;
+    void *logits;        /* [tok_cap][vocab] in the logits dtype */
+    float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
+    /* statistics */
+    pthread_mutex_t stats_mu;
+    eng_stats st;
+};
+
+double eng_now(void);
+void eng_hist_add(eng_hist *h, double v);
+
+/* engine.c: delivering results (engine thread) */
+void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t);
+void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error);
+
+/* engine_batch.c */
+og_status *eng_batch_init(eng_engine *e);
+void eng_batch_free(eng_engine *e);
+/* One step: schedule, run, deliver. */
+void eng_batch_step(eng_engine *e);
+/* Gives back a sequence's blocks (last first). */
+void eng_batch_drop_blocks(eng_engine *e, eng_seq *s);
+
+/* engine_single.c */
+void eng_single_step(eng_engine *e);
+
+/* engine_sample.c: the next token from a row of float32 logits (changed in place by
+ * nothing but sampling's own scratch); fills t (id, log-probabilities). */
+void eng_choose(eng_engine *e, eng_seq *s, const float *logits, eng_token *t);
+/* The request's top log-probability alternatives from e->lp (log-softmax of the row). */
+void eng_choose_top(eng_engine *e, const eng_seq *s, eng_token *t);
+/* Whether id ends generation (an EOS id of the model, unless ignore_eos). */
+bool eng_is_eos(const eng_engine *e, const eng_seq *s, int32_t id);
+
+#endif

@@ -1,0 +1,102 @@
+/* Per-sequence mode: one og_generator per running request, each stepped one token per
+ * engine step (its prompt runs whole when it is admitted). For models the paged path
+ * cannot take (see engine.h); the scheduling promises hold (a maximum batch, a queue,
+ * arrival order, cancellation between steps), the shared batch does not. EOS always
+ * ends a sequence here (the generator stops on it). */
+#include "engine/engine_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static og_status *start(eng_engine *e, eng_seq *s) {
+    const eng_sampling *sp = &s->req->s;
+    og_generator_params p = og_generator_params_default(e->m);
+    p.batch_size = 1;
+    p.num_beams = 1;
+    p.num_return_sequences = 1;
+    p.min_length = 0;
+    p.repetition_penalty = 1.0f;
+    p.no_repeat_ngram_size = 0;
+    int64_t total = (int64_t)s->n_tokens + sp->max_tokens;
+    p.max_length = total < e->context ? (int)total : e->context;
+    p.do_sample = sp->sample && sp->temperature > 0 && sp->top_k != 1;
+    p.temperature = sp->temperature > 0 ? sp->temperature : 1.0f;
+    p.top_k = sp->top_k;
+    p.top_p = sp->top_p;
+    p.random_seed = (int64_t)(sp->seed & INT64_MAX);
+    OG_TRY(og_generator_create(e->m, &p, &s->gen));
+    return og_generator_append_tokens(s->gen, s->tokens, (size_t)s->n_tokens);
+}
+
+/* One token of a running sequence; false when it ended. */
+static bool step_one(eng_engine *e, eng_seq *s) {
+    eng_token t = {0};
+    og_status *st = NULL;
+    bool logprobs = s->req->s.logprobs >= 0;
+    og_tensor *lg = NULL;
+    if (logprobs) st = og_generator_get_logits(s->gen, &lg);
+    if (!st) st = og_generator_generate_next_token(s->gen);
+    const int32_t *ids = NULL;
+    size_t len = 0;
+    if (!st) st = og_generator_get_sequence(s->gen, 0, &ids, &len);
+    if (st) {
+        og_tensor_free(lg);
+        eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+        og_status_free(st);
+        return false;
+    }
+    if ((int)len == s->n_tokens) { /* the generator stopped on an EOS id */
+        og_tensor_free(lg);
+        eng_finish_seq(e, s, ENG_FINISH_STOP, NULL);
+        return false;
+    }
+    t.id = ids[len - 1];
+    if (logprobs) {
+        memcpy(e->lp, og_tensor_data(lg), sizeof(float) * (size_t)e->vocab);
+        gen_log_softmax(e->lp, e->vocab);
+        t.logprob = e->lp[t.id];
+        /* alternatives: the same selection the batched mode makes */
+        eng_choose_top(e, s, &t);
+    }
+    og_tensor_free(lg);
+    s->tokens[s->n_tokens++] = t.id;
+    eng_deliver(e, s, &t);
+    if (s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context ||
+        og_generator_is_done(s->gen)) {
+        eng_finish_seq(e, s, ENG_FINISH_LENGTH, NULL);
+        return false;
+    }
+    return true;
+}
+
+void eng_single_step(eng_engine *e) {
+    while (e->n_running < e->o.max_batch && e->n_waiting > 0) {
+        eng_seq *s = e->waiting[0];
+        memmove(e->waiting, e->waiting + 1, sizeof *e->waiting * (size_t)(e->n_waiting - 1));
+        e->n_waiting--;
+        pthread_mutex_lock(&e->mu);
+        e->n_queued--;
+        pthread_mutex_unlock(&e->mu);
+        og_status *st = start(e, s);
+        if (st) {
+            eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+            og_status_free(st);
+            continue;
+        }
+        e->running[e->n_running++] = s;
+    }
+    int k = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        eng_seq *s = e->running[i];
+        if (atomic_load(&s->req->cancel)) {
+            eng_finish_seq(e, s, ENG_FINISH_CANCELLED, NULL);
+            continue;
+        }
+        if (step_one(e, s)) e->running[k++] = s;
+    }
+    e->n_running = k;
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.running = e->n_running;
+    e->st.last_batch = e->n_running;
+    pthread_mutex_unlock(&e->stats_mu);
+}

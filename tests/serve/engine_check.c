@@ -1,0 +1,200 @@
+/* engine-check PACKAGE_DIR [options]: the serving engine against the generator.
+ *
+ * Greedy tokens of N prompts of different lengths, each run alone through og_generator
+ * (the path `generate` takes), are the oracle. The engine then gets all N at once, and
+ * every request must give exactly its oracle tokens:
+ *   --shared K        every prompt starts with the same K tokens (a system prompt: the
+ *                     prefix cache serves them after the first request)
+ *   --kv-blocks B     a pool of B blocks, small enough that sequences are preempted and
+ *                     recomputed
+ *   --block-size S, --max-batch M, --step-tokens T, --per-sequence
+ *   --rounds R        submit the whole set R times (the prefix cache warm after the first)
+ *   --want-preemption, --want-cache-hits  fail unless the run preempted a sequence /
+ *                     served prompt tokens from the prefix cache (the case tests them)
+ *   --oracle-engine   the oracle is the engine itself with one request at a time (batch
+ *                     invariance alone, whatever the generator's arithmetic)
+ * Prints one line per request and a summary; exits 1 on any difference. */
+#include "engine/engine.h"
+#include "engine/kv_pool.h"
+#include "genai/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_PROMPTS = 64, MAX_NEW = 48 };
+
+static int fail(og_status *st) {
+    fprintf(stderr, "engine-check: %s\n", og_status_message(st));
+    og_status_free(st);
+    return 2;
+}
+
+/* Prompt i: K shared tokens then a tail of 3 + 7i tokens, ids from a fixed stream. */
+static int make_prompt(int i, int shared, int vocab, int32_t *out) {
+    uint32_t s = 7;
+    int n = 0;
+    for (int k = 0; k < shared; k++) {
+        s = s * 1103515245u + 12345u;
+        out[n++] = 3 + (int32_t)((s >> 8) % (uint32_t)(vocab - 3));
+    }
+    s = 1000u + (uint32_t)i;
+    for (int k = 0; k < 3 + 7 * i; k++) {
+        s = s * 1103515245u + 12345u;
+        out[n++] = 3 + (int32_t)((s >> 8) % (uint32_t)(vocab - 3));
+    }
+    return n;
+}
+
+static og_status *alone(og_model *m, const int32_t *prompt, int n, int max_new, int32_t *out, int *n_out) {
+    og_generator_params p = og_generator_params_default(m);
+    p.max_length = n + max_new;
+    p.do_sample = 0;
+    og_generator *g;
+    OG_TRY(og_generator_create(m, &p, &g));
+    og_status *st = og_generator_append_tokens(g, prompt, (size_t)n);
+    while (!st && !og_generator_is_done(g)) st = og_generator_generate_next_token(g);
+    const int32_t *ids;
+    size_t len = 0;
+    if (!st) st = og_generator_get_sequence(g, 0, &ids, &len);
+    if (!st) {
+        *n_out = (int)len - n;
+        memcpy(out, ids + n, sizeof *out * (size_t)*n_out);
+    }
+    og_generator_destroy(g);
+    return st;
+}
+
+/* The request alone through an engine of its own (no prefix cache). */
+static og_status *alone_engine(og_model *m, const eng_options *o, const int32_t *prompt, int n,
+                               int max_new, int32_t *out, int *n_out) {
+    eng_options one = *o;
+    one.max_batch = 1;
+    one.prefix_cache = false;
+    eng_engine *e;
+    OG_TRY(eng_create(m, &one, &e));
+    eng_sampling s = {.max_tokens = max_new, .top_p = 1, .logprobs = -1};
+    eng_request *r;
+    char msg[256];
+    if (eng_submit(e, prompt, n, &s, &r, msg, sizeof msg) != ENG_SUBMIT_OK) {
+        eng_destroy(e);
+        return og_errorf(OG_ERR_RUNTIME, "submit: %s", msg);
+    }
+    while (eng_request_finish(r, NULL) == ENG_RUNNING) eng_request_wait(r, 1 << 30, 1.0);
+    eng_token t[MAX_NEW];
+    *n_out = eng_request_wait(r, 0, 0);
+    eng_request_tokens(r, 0, *n_out, t);
+    for (int i = 0; i < *n_out; i++) out[i] = t[i].id;
+    eng_request_release(r);
+    eng_destroy(e);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: engine-check PACKAGE_DIR [--prompts N] [--shared K] [--kv-blocks B] "
+                        "[--block-size S] [--max-batch M] [--step-tokens T] [--rounds R] [--per-sequence]\n");
+        return 2;
+    }
+    int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1;
+    bool oracle_engine = false, want_preempt = false, want_hits = false;
+    eng_options o = eng_options_default();
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
+        if (!strcmp(a, "--prompts")) n_prompts = atoi(v), i++;
+        else if (!strcmp(a, "--shared")) shared = atoi(v), i++;
+        else if (!strcmp(a, "--kv-blocks")) kv_blocks = atoi(v), i++;
+        else if (!strcmp(a, "--block-size")) o.block_size = atoi(v), i++;
+        else if (!strcmp(a, "--max-batch")) o.max_batch = atoi(v), i++;
+        else if (!strcmp(a, "--step-tokens")) o.step_tokens = atoi(v), i++;
+        else if (!strcmp(a, "--rounds")) rounds = atoi(v), i++;
+        else if (!strcmp(a, "--per-sequence")) o.per_sequence = true;
+        else if (!strcmp(a, "--oracle-engine")) oracle_engine = true;
+        else if (!strcmp(a, "--want-preemption")) want_preempt = true;
+        else if (!strcmp(a, "--want-cache-hits")) want_hits = true;
+        else {
+            fprintf(stderr, "engine-check: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (n_prompts < 1 || n_prompts > MAX_PROMPTS || rounds < 1) return 2;
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s/genai_config.json", argv[1]);
+    FILE *probe = fopen(cfg, "r");
+    if (!probe) {
+        printf("SKIP: %s is missing (the test packages were not made)\n", cfg);
+        return 77;
+    }
+    fclose(probe);
+    og_model *m;
+    og_status *st = og_model_open(argv[1], NULL, &m);
+    if (st) return fail(st);
+    if (kv_blocks > 0)
+        o.kv_memory = (size_t)kv_blocks * (size_t)o.block_size *
+                      kv_pool_position_bytes(m->n_layers, m->kv_heads, m->head_size, m->kv_dtype);
+    static int32_t prompts[MAX_PROMPTS][4096], want[MAX_PROMPTS][MAX_NEW];
+    int plen[MAX_PROMPTS], wlen[MAX_PROMPTS];
+    for (int i = 0; i < n_prompts; i++) {
+        plen[i] = make_prompt(i, shared, m->vocab_size, prompts[i]);
+        if (oracle_engine) st = alone_engine(m, &o, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
+        else st = alone(m, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
+        if (st) return fail(st);
+    }
+    eng_engine *e;
+    if ((st = eng_create(m, &o, &e))) return fail(st);
+    printf("mode: %s%s\n", eng_batched(e) ? "batched" : "per-sequence: ", eng_mode_note(e));
+    int bad = 0;
+    for (int round = 0; round < rounds; round++) {
+        eng_request *req[MAX_PROMPTS];
+        for (int i = 0; i < n_prompts; i++) {
+            eng_sampling s = {.max_tokens = MAX_NEW, .top_p = 1, .logprobs = -1};
+            char msg[256];
+            if (eng_submit(e, prompts[i], plen[i], &s, &req[i], msg, sizeof msg) != ENG_SUBMIT_OK) {
+                fprintf(stderr, "engine-check: submit %d: %s\n", i, msg);
+                return 2;
+            }
+        }
+        for (int i = 0; i < n_prompts; i++) {
+            while (eng_request_finish(req[i], NULL) == ENG_RUNNING) eng_request_wait(req[i], 1 << 30, 1.0);
+            const char *err;
+            eng_finish f = eng_request_finish(req[i], &err);
+            int n = eng_request_wait(req[i], 0, 0);
+            eng_token got[MAX_NEW];
+            eng_request_tokens(req[i], 0, n, got);
+            bool same = n == wlen[i] && f != ENG_FINISH_ERROR;
+            for (int k = 0; same && k < n; k++) same = got[k].id == want[i][k];
+            printf("%s round %d prompt %d (%d tokens, %d cached): %d new tokens%s%s\n",
+                   same ? "ok  " : "FAIL", round, i, plen[i], eng_request_cached_tokens(req[i]), n,
+                   f == ENG_FINISH_ERROR ? ": " : "", f == ENG_FINISH_ERROR ? err : "");
+            if (!same) {
+                bad++;
+                for (int k = 0; k < n || k < wlen[i]; k++)
+                    if (k >= n || k >= wlen[i] || got[k].id != want[i][k]) {
+                        fprintf(stderr, "    first difference at new token %d: %d vs %d alone\n", k,
+                                k < n ? got[k].id : -1, k < wlen[i] ? want[i][k] : -1);
+                        break;
+                    }
+            }
+            eng_request_release(req[i]);
+        }
+    }
+    eng_stats es;
+    eng_get_stats(e, &es);
+    printf("steps %llu, preempted %llu, cached prompt tokens %llu, kv blocks %lld (in use %lld, "
+           "cached %lld)\n", (unsigned long long)es.steps, (unsigned long long)es.preempted,
+           (unsigned long long)es.cached_prompt_tokens, (long long)es.kv_blocks_total,
+           (long long)es.kv_blocks_used, (long long)es.kv_blocks_cached);
+    eng_destroy(e);
+    og_model_close(m);
+    if (want_preempt && es.preempted == 0) {
+        printf("FAIL: no sequence was preempted (the case needs a smaller pool)\n");
+        bad++;
+    }
+    if (want_hits && es.cached_prompt_tokens == 0) {
+        printf("FAIL: no prompt token came from the prefix cache\n");
+        bad++;
+    }
+    printf("%s: %d of %d requests differ from their run alone\n", bad ? "FAIL" : "ok", bad,
+           n_prompts * rounds);
+    return bad ? 1 : 0;
+}
