@@ -280,9 +280,10 @@ static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of scratch",
                          ctx->where, size);
     if (!sc->n || sc->chunks[sc->cur].size - sc->chunks[sc->cur].used < need) {
-        /* the next chunk (free: above the stack), replaced when too small */
+        /* the next chunk (free: above the stack), replaced when too small (every free
+         * chunk too small goes: the one that slides into its place may be too) */
         int next = sc->n ? sc->cur + 1 : 0;
-        if (next < sc->n && sc->chunks[next].size < need) {
+        while (next < sc->n && sc->chunks[next].size < need) {
             free(sc->chunks[next].base);
             memmove(&sc->chunks[next], &sc->chunks[next + 1],
                     (size_t)(sc->n - next - 1) * sizeof *sc->chunks);
