@@ -95,8 +95,8 @@ static bool mnb_case(const bi_mnb *c, threadpool *pool) {
     float *S = malloc(sizeof(float) * (size_t)(c->N * kb)), *zf = malloc(sizeof(float) * (size_t)(c->N * kb));
     float *bias = malloc(sizeof(float) * (size_t)c->N), *A = malloc(sizeof(float) * (size_t)(M * c->K));
     float *Y = malloc(sizeof(float) * (size_t)(M * c->N)), *one = malloc(sizeof(float) * (size_t)c->N);
-    for (int64_t i = 0; i < c->N * kb * blob; i++) B[i] = (uint8_t)(bi_rand() * 1000);
-    for (int64_t i = 0; i < c->N * zstride; i++) zp[i] = (uint8_t)(bi_rand() * 1000);
+    for (int64_t i = 0; i < c->N * kb * blob; i++) B[i] = (uint8_t)((bi_rand() + 1.0f) * 127.5f);
+    for (int64_t i = 0; i < c->N * zstride; i++) zp[i] = (uint8_t)((bi_rand() + 1.0f) * 127.5f);
     for (int64_t i = 0; i < c->N * kb; i++) {
         S[i] = 0.01f + 0.05f * (bi_rand() + 1.0f);
         zf[i] = (bi_rand() + 1.0f) * 0.5f * (float)((1 << c->bits) - 1);
