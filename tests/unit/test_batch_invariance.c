@@ -121,7 +121,7 @@ static bool mnb_case(const bi_mnb *c, threadpool *pool) {
         p.M = bi_rows[r];
         /* the documented exception (matmul_nbits.c): float arithmetic switches to the
          * sgemm over dequantized panels at 16 rows; invariance holds below that */
-        if (!c->int8 && p.M >= 16) continue;
+        if (!c->int8 && !c->pack && p.M >= 16) continue;
         p.A = A;
         p.Y = Y;
         if (pk) { /* the prepacked int8 GEMM the session prepares for these weights */
@@ -184,6 +184,8 @@ TEST(batch_invariance_matmul_nbits_rows_do_not_depend_on_m) {
         {4, 16, 70, 96, false, 1},  {4, 128, 19, 300, false, 2}, {8, 32, 45, 160, false, 1},
         {2, 32, 21, 64, false, 0},  {4, 32, 67, 128, true, 0, true}, {4, 32, 64, 896, true, 1, true},
         {4, 16, 70, 96, true, 0, true}, {4, 128, 40, 512, true, 1, true},
+        /* float arithmetic on the packs (three int8 digits of A) */
+        {4, 32, 67, 128, false, 0, true}, {4, 32, 64, 896, false, 1, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK(mnb_case(&cases[i], NULL));

@@ -13,9 +13,9 @@
  * Batch invariance: the packed path and the column kernels each compute an element of Y
  * with one arithmetic whatever M is (the column kernels: the same chunk order, products
  * and final reduction for one row or a tile of four). The one exception is float
- * arithmetic (accuracy_level 0-3): from GEMM_MIN_M rows on, the sgemm over dequantized
- * panels sums in another order than the column kernels below it (ARCHITECTURE.md,
- * "Batch invariance"). */
+ * arithmetic on weights as stored (levels 0-3, not prepacked): from GEMM_MIN_M rows on,
+ * the sgemm over dequantized panels sums in another order than the column kernels below
+ * it (ARCHITECTURE.md, "Batch invariance"). */
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
 #include "backends/native/kernels/matmul_nbits_pack.h"
