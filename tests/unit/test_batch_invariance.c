@@ -5,6 +5,7 @@
  * hold the kernels to it (see ARCHITECTURE.md, "Batch invariance"). */
 #include "testing.h"
 
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
@@ -21,9 +22,14 @@ static float bi_rand(void) {
 static const int64_t bi_rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33};
 enum { BI_NROWS = sizeof bi_rows / sizeof bi_rows[0], BI_MAXM = 33 };
 
+/* gemm_f32 with B as given, or prepacked once (a session's constant weights) when pb. */
+static og_status *gemm_run(threadpool *pool, const gemm_f32_args *g, const gemm_f32_packed *pb) {
+    return pb ? gemm_f32_packed_run(pool, g, pb, NULL) : gemm_f32(pool, g, NULL);
+}
+
 /* gemm_f32: every row of C for M rows equals the row computed alone. */
 static bool gemm_case(int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta,
-                      threadpool *pool) {
+                      threadpool *pool, bool packed) {
     int64_t M = BI_MAXM;
     float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
     float *C = malloc(sizeof(float) * (size_t)(M * N)), *C0 = malloc(sizeof(float) * (size_t)(M * N));
@@ -32,12 +38,20 @@ static bool gemm_case(int64_t N, int64_t K, bool ta, bool tb, float alpha, float
     for (int64_t i = 0; i < K * N; i++) B[i] = bi_rand();
     for (int64_t i = 0; i < M * N; i++) C0[i] = bi_rand();
     bool ok = true;
+    gemm_f32_packed *pb = NULL;
+    if (packed) {
+        og_status *st = gemm_f32_pack_b(B, tb ? K : N, tb, K, N, &pb);
+        if (st) {
+            og_status_free(st);
+            return false;
+        }
+    }
     /* op(A) row i: A[i, :] or A^T stored as [K, M] */
     for (int r = 0; r < BI_NROWS && ok; r++) {
         int64_t m = bi_rows[r];
         memcpy(C, C0, sizeof(float) * (size_t)(M * N));
         gemm_f32_args g = {ta, tb, m, N, K, alpha, beta, A, ta ? M : K, B, tb ? K : N, C, N};
-        og_status *st = gemm_f32(pool, &g, NULL);
+        og_status *st = gemm_run(pool, &g, pb);
         if (st) {
             og_status_free(st);
             return false;
@@ -47,19 +61,21 @@ static bool gemm_case(int64_t N, int64_t K, bool ta, bool tb, float alpha, float
             memcpy(one, C0 + i * N, sizeof(float) * (size_t)N);
             /* the same layout, one row: A^T alone is [K, 1] */
             gemm_f32_args g1 = {ta, tb, 1, N, K, alpha, beta, arow, ta ? 1 : K, B, tb ? K : N, one, N};
-            st = gemm_f32(NULL, &g1, NULL);
+            st = gemm_run(NULL, &g1, pb);
             if (st) {
                 og_status_free(st);
                 return false;
             }
             if (memcmp(one, C + i * N, sizeof(float) * (size_t)N) != 0) {
-                fprintf(stderr, "    gemm N=%lld K=%lld ta=%d tb=%d alpha=%g beta=%g: row %lld of "
-                        "M=%lld differs from the row alone\n", (long long)N, (long long)K, ta, tb,
-                        alpha, beta, (long long)i, (long long)m);
+                fprintf(stderr, "    gemm (%s, B %s) N=%lld K=%lld ta=%d tb=%d alpha=%g beta=%g: "
+                        "row %lld of M=%lld differs from the row alone\n", gemm_f32_isa(),
+                        pb ? "prepacked" : "as given", (long long)N, (long long)K, ta, tb, alpha,
+                        beta, (long long)i, (long long)m);
                 ok = false;
             }
         }
     }
+    gemm_f32_packed_free(pb);
     free(A), free(B), free(C), free(C0), free(one), free(arow);
     return ok;
 }
@@ -68,14 +84,21 @@ TEST(batch_invariance_gemm_f32_rows_do_not_depend_on_m) {
     threadpool *pool;
     CHECK_OK(threadpool_create(2, &pool));
     static const int64_t shapes[][2] = {{64, 64}, {172, 64}, {512, 300}, {33, 600}, {1, 70}, {97, 7}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int t = 0; t < 4; t++) {
-            bool ta = t & 1, tb = t & 2;
-            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 1.0f, 0.0f, NULL));
-            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 1.0f, 0.0f, pool));
-            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 0.5f, 1.0f, pool));
-            CHECK(gemm_case(shapes[s][0], shapes[s][1], ta, tb, 1.5f, 0.25f, NULL));
-        }
+    /* every kernel set this CPU has (each is chosen at run time) */
+    cpu_isa saved = cpu_isa_active();
+    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
+        cpu_isa_set((cpu_isa)level);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int t = 0; t < 8; t++) {
+                bool ta = t & 1, tb = t & 2, packed = t & 4;
+                int64_t N = shapes[s][0], K = shapes[s][1];
+                CHECK(gemm_case(N, K, ta, tb, 1.0f, 0.0f, NULL, packed));
+                CHECK(gemm_case(N, K, ta, tb, 1.0f, 0.0f, pool, packed));
+                CHECK(gemm_case(N, K, ta, tb, 0.5f, 1.0f, pool, packed));
+                CHECK(gemm_case(N, K, ta, tb, 1.5f, 0.25f, NULL, packed));
+            }
+    }
+    cpu_isa_set(saved);
     threadpool_free(pool);
 }
 
@@ -187,9 +210,14 @@ TEST(batch_invariance_matmul_nbits_rows_do_not_depend_on_m) {
         /* float arithmetic on the packs (three int8 digits of A) */
         {4, 32, 67, 128, false, 0, true}, {4, 32, 64, 896, false, 1, true},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        CHECK(mnb_case(&cases[i], NULL));
-        CHECK(mnb_case(&cases[i], pool));
+    cpu_isa saved = cpu_isa_active();
+    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
+        cpu_isa_set((cpu_isa)level);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            CHECK(mnb_case(&cases[i], NULL));
+            CHECK(mnb_case(&cases[i], pool));
+        }
     }
+    cpu_isa_set(saved);
     threadpool_free(pool);
 }
