@@ -53,21 +53,30 @@ def run(cmd, env=None, timeout=3600):
 
 # ---- one engine, one round: {test name: [tokens/s samples]} and extras ---------------
 
-def ours(a, pkg, d, p, n, b=1):
+# what `bench --json` says about opening and memory, kept per model for the summary lines
+MEMORY_KEYS = ("load_s", "prepare_s", "prepared_bytes", "released_bytes", "rss_after_open_bytes",
+               "peak_rss_bytes", "rss_decoding_bytes", "weight_bytes", "kv_bytes_per_position", "isa", "kernels")
+
+
+def ours(a, pkg, d, p, n, b=1, threads=None):
     cmd = [a.bin, "bench", "-m", pkg, "-p", str(p), "-n", str(n), "-d", str(d), "-b", str(b),
-           "-r", str(a.reps), "--threads", str(a.threads), "--seed", str(a.seed),
+           "-r", str(a.reps), "--threads", str(threads or a.threads), "--seed", str(a.seed),
            "--probe-mb", "0", "--json"]
     r, err = run(cmd)
     if err:
         return {"error": err}
     j = json.loads(r.stdout.strip().splitlines()[-1])
+    mem = {k: j.get(k) for k in MEMORY_KEYS}
+    # the most cache positions held at once: the depth plus the prompt, or plus the decode
+    mem["positions"] = b * (d + max(p, n + 1))
+    mem["run"] = f"-p {p} -n {n} -d {d} -b {b} --threads {threads or a.threads}"
     return {"tests": {t["name"]: t["samples_tokens_per_s"] for t in j["tests"]},
             "bytes_per_token": {t["name"]: t.get("bytes_per_token") for t in j["tests"]},
-            "peak_rss": j.get("peak_rss_bytes")}
+            "memory": mem}
 
 
-def ort(a, pkg, d, p, n):
-    c = argparse.Namespace(p=p, n=n, reps=a.reps, threads=a.threads, seed=a.seed)
+def ort(a, pkg, d, p, n, threads=None):
+    c = argparse.Namespace(p=p, n=n, reps=a.reps, threads=threads or a.threads, seed=a.seed)
     r, err = run(compare.ort_cmd(c, pkg, d))
     if err:
         return {"error": err}
@@ -164,6 +173,11 @@ def main():
     ap.add_argument("--depths", default="0,2048")
     ap.add_argument("--batches", default="1,4,8,16")
     ap.add_argument("--stories-steps", type=int, default=512, help="run.c -n; ours decodes n - 2")
+    ap.add_argument("--small", action="append", default=[],
+                    help="small package run like --stories without run.c (repeatable; e.g. the gpt2 test package)")
+    ap.add_argument("--small-threads", default="", help="thread counts for --small/--stories (default --threads)")
+    ap.add_argument("--small-p", type=int, default=128)
+    ap.add_argument("--small-n", type=int, default=128)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--probe-mb", type=int, default=512)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "onnx-genai"))
@@ -195,16 +209,22 @@ def main():
         for b in batches:
             if b > 1:
                 jobs.append((label, "ours", lambda pkg=pkg, b=b: ours(a, pkg, 0, 0, a.n, b)))
-    if a.stories:
-        label = os.path.basename(os.path.abspath(a.stories))
-        steps = a.stories_steps
-        jobs.append((label, "ours", lambda: ours(a, a.stories, 0, 128, 128)))
-        jobs.append((label, "ours", lambda: ours(a, a.stories, 0, 0, steps - 2)))
-        if not a.no_ort:
-            jobs.append((label, "ort", lambda: ort(a, a.stories, 0, 128, 128)))
-            jobs.append((label, "ort", lambda: ort(a, a.stories, 0, 0, steps - 2)))
-        if have_l2c:
-            jobs.append((label, "llama2.c", lambda: llama2c(a, steps)))
+    # small packages (the gpt2 test package, stories260K): pp and tg against onnxruntime-genai
+    # at each of --small-threads; stories260K's long decode also against run.c (one thread)
+    small_threads = [int(x) for x in a.small_threads.split(",") if x.strip()] or [a.threads]
+    for pkg in a.small + ([a.stories] if a.stories else []):
+        base = os.path.basename(os.path.abspath(pkg))
+        for t in small_threads:
+            label = f"{base} {t}t"
+            tests = [(a.small_p, a.small_n)]
+            if pkg == a.stories:
+                tests.append((0, a.stories_steps - 2))
+            for p, n in tests:
+                jobs.append((label, "ours", lambda pkg=pkg, p=p, n=n, t=t: ours(a, pkg, 0, p, n, 1, t)))
+                if not a.no_ort:
+                    jobs.append((label, "ort", lambda pkg=pkg, p=p, n=n, t=t: ort(a, pkg, 0, p, n, t)))
+            if pkg == a.stories and have_l2c:
+                jobs.append((label, "llama2.c", lambda: llama2c(a, a.stories_steps)))
 
     env = compare.environment(argparse.Namespace(bin=a.bin, threads=a.threads))
     env["lscpu"] = lscpu()
@@ -274,6 +294,30 @@ def main():
             row["vs_batch1"] = om / one
         rows.append(row)
         print("| " + " | ".join(cells) + " |")
+    # opening and memory: per model and run of ours, medians of the times over the kept
+    # rounds, the largest resident sizes; the goal is peak RSS <= weights + KV + 10 %
+    mems = {}
+    for r in kept:
+        for x in r["results"]:
+            if x["engine"] == "ours" and x.get("memory"):
+                mems.setdefault((x["model"], x["memory"]["run"]), []).append(x["memory"])
+    if mems:
+        print("\n| model | ours run | ISA | open s | prepare s | prepared MB | released MB "
+              "| RSS after open MB | peak RSS MB | RSS while decoding MB | weights + KV MB "
+              "| peak ÷ (weights + KV) | decoding ÷ (weights + KV) |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for (model, run_), ms in mems.items():
+            m0 = ms[0]
+            mb = lambda v: f"{v / 1e6:.1f}" if isinstance(v, (int, float)) else "-"  # noqa: E731
+            need = (m0.get("weight_bytes") or 0) + m0["positions"] * (m0.get("kv_bytes_per_position") or 0)
+            peak = max(m.get("peak_rss_bytes") or 0 for m in ms)
+            end = max(m.get("rss_decoding_bytes") or 0 for m in ms)
+            print(f"| {model} | {run_} | {m0.get('isa')} | {f(med([m.get('load_s') or 0 for m in ms]), '.3f')} "
+                  f"| {f(med([m.get('prepare_s') or 0 for m in ms]), '.3f')} | {mb(m0.get('prepared_bytes'))} "
+                  f"| {mb(m0.get('released_bytes'))} | {mb(max(m.get('rss_after_open_bytes') or 0 for m in ms))} "
+                  f"| {mb(peak)} | {mb(end)} | {mb(need)} | {f(peak / need if need else float('nan'), '.2f')} "
+                  f"| {f(end / need if need else float('nan'), '.2f')} |")
+        rows.append({"memory": {f"{k[0]} | {k[1]}": v for k, v in mems.items()}})
     print(f"\nthreads {a.threads}; {len(kept)} of {len(rounds)} rounds kept; probe "
           + ", ".join(f"{r['probe_before']:.1f}->{r['probe_after']:.1f}" for r in rounds) + " GB/s")
     print("environment: " + json.dumps(env))

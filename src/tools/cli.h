@@ -31,6 +31,10 @@ void cli_prep_of_model(const og_model *m, cli_prep *out);
 const char *cli_isa_summary(char *buf, size_t size);
 /* Resident memory now, in bytes (0 when /proc is not there). */
 size_t cli_rss_now(void);
+/* The most this process has had resident since it started or exec'd (VmHWM, per address
+ * space; getrusage's ru_maxrss survives exec, so under a launcher it reports the parent's
+ * size). 0 when /proc is not there. */
+size_t cli_rss_peak(void);
 
 /* The whole of a file ('-': standard input), NUL-terminated, or NULL. Free with free(). */
 char *cli_read_all(const char *path);

@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -392,7 +391,8 @@ done:
 /* One decode run: a prompt of max(D, 1) tokens, the first token picked from its logits
  * (no model run), then N timed steps that each run the model on one token. */
 static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, int tag,
-                         double *tps, double *step_max, double *step_med, double *steps) {
+                         double *tps, double *step_max, double *step_med, double *steps,
+                         size_t *rss_decoding) {
     int prompt = o->d > 0 ? o->d : 1;
     og_generator *g;
     og_status *st = new_generator(m, o->b, prompt + 1 + o->n, &g);
@@ -414,6 +414,10 @@ static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *
     *tps = (double)o->b * o->n / (prev - t0);
     *step_max = worst;
     *step_med = summarize(steps, o->n).median;
+    /* resident memory while the cache is full and the generator alive (the goal is about
+     * weights + KV; after the run the generator's memory is gone again) */
+    size_t rss = cli_rss_now();
+    if (rss > *rss_decoding) *rss_decoding = rss;
 done:
     og_generator_destroy(g);
     return st;
@@ -508,7 +512,7 @@ int cli_bench(int argc, char **argv) {
     mo.num_threads = o.threads;
     if ((st = og_model_open(o.model, &mo, &m))) goto done;
     double load_s = now_s() - t0;
-    size_t rss_open = cli_rss_now();
+    size_t rss_open = cli_rss_now(), rss_decoding = 0;
     cli_prep prep;
     cli_prep_of_model(m, &prep);
     int threads = threadpool_size(m->decoder->pool);
@@ -567,7 +571,7 @@ int cli_bench(int argc, char **argv) {
             double *c = r < 0 ? &dummy[2] : &t->step_med[r];
             int tag = r < 0 ? 0 : k + 1; /* the timed repetitions, for --per-op */
             st = t->is_pp ? run_pp(m, &rng, ids, &o, tag, a, b)
-                          : run_tg(m, &rng, ids, &o, tag, a, b, c, steps);
+                          : run_tg(m, &rng, ids, &o, tag, a, b, c, steps, &rss_decoding);
             if (st) goto done;
         }
         t->s_tps = summarize(t->tps, o.reps);
@@ -575,9 +579,7 @@ int cli_bench(int argc, char **argv) {
         t->s_step_max = summarize(t->step_max, o.reps);
         t->s_step_med = summarize(t->step_med, o.reps);
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double peak_rss = (double)ru.ru_maxrss * 1024.0; /* measured before the probe's buffer */
+    double peak_rss = (double)cli_rss_peak(); /* measured before the probe's buffer */
     size_t rss_end = cli_rss_now();
     char isa[160];
     cli_isa_summary(isa, sizeof isa);
@@ -603,10 +605,10 @@ int cli_bench(int argc, char **argv) {
                "\"matmulnbits_int8_long\": \"%s\", \"gemm_f32\": \"%s\"}, "
                "\"prepared_bytes\": %zu, \"prepared_nodes\": %d, \"released_bytes\": %zu, "
                "\"prepare_s\": %.6f, \"prepare_cpu_s\": %.6f, \"rss_after_open_bytes\": %zu, "
-               "\"rss_end_bytes\": %zu, ",
+               "\"rss_decoding_bytes\": %zu, \"rss_end_bytes\": %zu, ",
                cpu_isa_name(cpu_isa_active()), mnb_pack_kernel_name(1), mnb_pack_kernel_name(512),
                gemm_f32_isa(), prep.bytes, prep.nodes, prep.released, prep.secs, prep.cpu_secs,
-               rss_open, rss_end);
+               rss_open, rss_decoding, rss_end);
         print_probe_json(&pr);
         printf(", \"tests\": [");
         for (int k = 0; k < n_tests; k++) {
@@ -634,16 +636,17 @@ int cli_bench(int argc, char **argv) {
         }
         printf("]}\n");
     } else {
-        char b1[32], b2[32], b3[32], b4[32];
+        char b1[32], b2[32], b3[32], b4[32], b5[32];
         printf("model: %s (%s), %d thread%s, load %.1f ms, peak RSS %s\n", o.model,
                og_model_type(m), threads, threads == 1 ? "" : "s", load_s * 1e3,
                human_bytes(peak_rss, b1, sizeof b1));
         printf("prepared at open: %d node%s, %s in %.1f ms (%.1f ms CPU; %s of mapped weights "
-               "released); RSS after open %s, at the end %s\n", prep.nodes,
+               "released); RSS after open %s, decoding %s, at the end %s\n", prep.nodes,
                prep.nodes == 1 ? "" : "s", human_bytes((double)prep.bytes, b1, sizeof b1),
                prep.secs * 1e3, prep.cpu_secs * 1e3,
                human_bytes((double)prep.released, b2, sizeof b2),
                human_bytes((double)rss_open, b3, sizeof b3),
+               human_bytes((double)rss_decoding, b5, sizeof b5),
                human_bytes((double)rss_end, b4, sizeof b4));
         printf("kernels: %s; MatMulNBits int8 %s (M < 16), %s (M >= 16); sgemm %s\n", isa,
                mnb_pack_kernel_name(1), mnb_pack_kernel_name(512), gemm_f32_isa());

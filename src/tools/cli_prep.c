@@ -46,3 +46,14 @@ size_t cli_rss_now(void) {
     fclose(f);
     return n == 2 ? (size_t)pages_rss * (size_t)sysconf(_SC_PAGESIZE) : 0;
 }
+
+size_t cli_rss_peak(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (size_t)kb * 1024u;
+}
