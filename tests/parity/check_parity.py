@@ -15,6 +15,12 @@ Cases (each made or found at test time; a missing input skips loudly, a mismatch
   prompts     the stories260K tokenizer.json as the maker writes it: our tokenizer
               encodes prompts to exactly the ids of llama2.c's own encoder (run.c's
               score-driven merge, ported in tools/model_maker/llama2c.py).
+  isa         OG_ISA forces each instruction-set level below the CPU's (amx -> avx512 ->
+              avx2 -> generic; `bench --json` must report the level asked for): stories260K
+              fp32 and int4 accuracy_level 0 from a 41-token prompt (so prefill runs the
+              long-A GEMM kernels, decode the row kernels) give onnxruntime-genai's tokens
+              at every level; accuracy_level 4 gives at every level the tokens of the
+              CPU's own level (the int8 kernels of all levels compute identical bits).
   qwen05      a qwen2.5-0.5b-shaped int4 package (random weights, accuracy_level 0): the
               first 32 greedy tokens from a fixed prompt identical to onnxruntime-genai's.
               Not accuracy_level 4: random weights leave the top logits within 0.013 of
@@ -65,10 +71,18 @@ def ort_decode(model, ids):
     return og.Tokenizer(model).decode(ids)
 
 
-def ours_json(build, model_dir, ids, max_length):
+def isa_env(level):
+    env = dict(os.environ)
+    env.pop("OG_ISA", None)
+    if level:
+        env["OG_ISA"] = level
+    return env
+
+
+def ours_json(build, model_dir, ids, max_length, isa=None):
     cmd = [os.path.join(build, "onnx-genai"), "generate", "-m", model_dir, "--ids",
            ",".join(map(str, ids)), "--max-length", str(max_length), "--json"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=isa_env(isa))
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
     return json.loads(r.stdout)
@@ -160,6 +174,49 @@ def case_stories4(build, work):
             ok &= same
         elif not same:
             print("     (accuracy_level 4 quantizes activations; reported, not required)")
+    return ok
+
+
+ISA_LEVELS = ["generic", "avx2", "avx512", "amx"]
+
+
+def isa_in_use(build, model_dir, level):
+    """The level `bench` reports running under OG_ISA=level (None: unset)."""
+    cmd = [os.path.join(build, "onnx-genai"), "bench", "-m", model_dir, "-p", "1", "-n", "1",
+           "-r", "1", "--probe-mb", "0", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=isa_env(level))
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    return json.loads(r.stdout.strip().splitlines()[-1])["isa"]
+
+
+def case_isa(build, work):
+    ckpt, tok = stories_inputs()
+    fp32 = make_package(os.path.join(work, "stories260K-fp32"), "--from-llama2c", ckpt,
+                        "--tokenizer", tok, "--dtype", "fp32")
+    top = isa_in_use(build, fp32, None)
+    levels = ISA_LEVELS[:ISA_LEVELS.index(top)]
+    if not levels:
+        raise Skip(f"this CPU runs only the {top} kernels: no lower level to force")
+    prompt = ort_generate(fp32, [1], 41)[0][0]  # BOS + 40 tokens of the story
+    ok = True
+    for name, args in (("fp32", ["--dtype", "fp32"]),
+                       ("int4-acc0", ["--dtype", "int4", "--accuracy-level", "0"]),
+                       ("int4-acc4", ["--dtype", "int4", "--accuracy-level", "4"])):
+        d = make_package(os.path.join(work, f"stories260K-{name}"), "--from-llama2c", ckpt,
+                         "--tokenizer", tok, *args)
+        want = ours_json(build, d, prompt, 120)["sequences"][0]
+        if name != "int4-acc4":
+            ok &= compare(f"isa stories {name} at {top} vs onnxruntime-genai", want,
+                          ort_generate(d, prompt, 120)[0][0])
+        for level in levels:
+            got_level = isa_in_use(build, d, level)
+            if got_level != level:
+                print(f"FAIL isa: OG_ISA={level} runs {got_level}")
+                ok = False
+                continue
+            ok &= compare(f"isa stories {name} under OG_ISA={level}",
+                          ours_json(build, d, prompt, 120, isa=level)["sequences"][0], want)
     return ok
 
 
@@ -326,7 +383,7 @@ def case_batch(build, work):
     return ok
 
 
-CASES = {"batch": case_batch, "pipeline": case_pipeline, "qwen35": case_qwen35, "stories": case_stories, "stories4": case_stories4,
+CASES = {"batch": case_batch, "pipeline": case_pipeline, "qwen35": case_qwen35, "stories": case_stories, "stories4": case_stories4, "isa": case_isa,
          "continuous": case_continuous, "prompts": case_prompts, "qwen05": case_qwen05}
 
 
