@@ -27,6 +27,9 @@ static const char usage[] =
     "  template DIR|FILE --messages FILE.json [--tools FILE.json] [--add-generation-prompt]\n"
     "           [--extra JSON] [--bos TEXT --eos TEXT]\n"
     "                                 print a conversation rendered with the chat template\n"
+    "  serve [-m] DIR [--host 127.0.0.1] [--port 8080] [options]\n"
+    "                                 an OpenAI-compatible HTTP server with continuous\n"
+    "                                 batching (see serve --help)\n"
     "  help                           this text\n";
 
 int cli_fail(const char *fmt, ...) {
@@ -53,6 +56,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "bench-load") == 0) return cli_bench_load(argc - 1, argv + 1);
     if (strcmp(cmd, "template") == 0) return cli_template(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0) return cli_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0) return cli_serve(argc - 1, argv + 1);
     fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
 }

@@ -1,0 +1,29 @@
+/* onnx-genai serve: an OpenAI-compatible HTTP server over the serving engine
+ * (engine/engine.h). The CLI parses options into serve_options and calls serve_main. */
+#ifndef OG_SERVE_SERVE_H
+#define OG_SERVE_SERVE_H
+
+#include "engine/engine.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct serve_options {
+    const char *model_dir;  /* the package served */
+    const char *model_name; /* its id in the API (NULL: the folder's name) */
+    const char *host;       /* numeric address to listen on (127.0.0.1) */
+    int port;               /* 0: any free port (the one chosen is printed) */
+    size_t max_body;        /* request bodies above this are refused with 413 */
+    int max_connections;    /* open connections at most (each has its own thread) */
+    int max_n;              /* largest `n` a request may ask for */
+    eng_options eng;
+} serve_options;
+
+serve_options serve_options_default(void);
+
+/* Listens, loads the model (requests get 503 meanwhile), serves until SIGINT or SIGTERM,
+ * then shuts down cleanly. Prints "listening on http://HOST:PORT" on stdout once the
+ * socket is open. Returns the process exit status. */
+int serve_main(const serve_options *o);
+
+#endif

@@ -1,0 +1,201 @@
+/* The server's private state, shared by its files:
+ *   serve_http.c     libmicrohttpd: connections, bodies, routing, responses, shutdown
+ *   serve_params.c   OpenAI request bodies -> srv_params (every parameter checked)
+ *   serve_job.c      one request's choices on the engine: tokens -> text, stop strings
+ *   serve_openai.c   the routes: chat/completions (JSON and SSE), models, tokenize
+ *   serve_metrics.c  Prometheus text
+ *   serve_page.c     the chat page at /
+ *   serve_buf.c      a growable byte buffer
+ *
+ * Threads: libmicrohttpd runs one thread per connection; a handler parses, submits to
+ * the engine (whose own thread runs the steps) and waits on its requests, or, for a
+ * stream, returns a response whose reader callback waits and writes events as they come.
+ * A handler that sees its client gone cancels its engine requests. */
+#ifndef OG_SERVE_SERVE_INTERNAL_H
+#define OG_SERVE_SERVE_INTERNAL_H
+
+#include "serve/serve.h"
+#include "tools/chat_stream.h"
+
+#include "onnx_genai.h"
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- buffer ------------------------------------------------------------------------ */
+
+typedef struct srv_buf {
+    char *p; /* NUL-terminated when not NULL */
+    size_t n, cap;
+    bool oom;
+} srv_buf;
+
+void srv_buf_add(srv_buf *b, const char *s, size_t n);
+void srv_buf_str(srv_buf *b, const char *s);
+void srv_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands the bytes over (malloc'd, NUL-terminated; NULL when out of memory) and empties b. */
+char *srv_buf_take(srv_buf *b, size_t *n);
+void srv_buf_free(srv_buf *b);
+/* Empties b, keeping its memory. */
+void srv_buf_clear(srv_buf *b);
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+/* An error answer in OpenAI's shape: {"error": {"message", "type", "param", "code"}}. */
+typedef struct srv_error {
+    int status;       /* 0: no error */
+    const char *type; /* invalid_request_error, not_found_error, server_error, ... */
+    const char *code; /* NULL or e.g. "context_length_exceeded" */
+    char param[64];   /* "" when no single parameter is at fault */
+    char msg[768];
+    int retry_after;  /* seconds, for 429 and 503 (0: no header) */
+} srv_error;
+
+void srv_fail(srv_error *e, int status, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- the model ---------------------------------------------------------------------- */
+
+typedef struct srv_model {
+    char *name;
+    og_model *model;
+    og_tokenizer *tok;
+    og_chat_template *tpl;   /* NULL when the package has none (tpl_error says why) */
+    char tpl_error[256];
+    eng_engine *eng;
+    int32_t bor, eor;        /* reasoning start/end tokens (-1: none) */
+    int context, vocab;
+    og_generator_params defaults; /* the package's search block */
+    long created;
+} srv_model;
+
+/* ---- the server --------------------------------------------------------------------- */
+
+typedef enum srv_route {
+    SRV_CHAT, SRV_COMPLETIONS, SRV_MODELS, SRV_HEALTH, SRV_METRICS, SRV_TOKENIZE,
+    SRV_DETOKENIZE, SRV_PAGE, SRV_OTHER, SRV_ROUTES
+} srv_route;
+
+extern const char *const srv_route_names[SRV_ROUTES];
+
+enum { SRV_LOADING = 0, SRV_READY = 1, SRV_FAILED = 2 };
+
+typedef struct srv_server {
+    serve_options o;
+    struct MHD_Daemon *daemon;
+    atomic_int state;
+    char load_error[512];
+    srv_model m;
+    atomic_bool stopping;
+    atomic_ullong next_id;
+    atomic_llong in_flight;
+    pthread_mutex_t mu; /* the counters below */
+    uint64_t responses[SRV_ROUTES][600]; /* by route and status */
+    uint64_t stream_disconnects;
+} srv_server;
+
+void srv_count(srv_server *s, srv_route r, int status);
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+enum { SRV_MAX_STOPS = 4 };
+
+/* A chat or completions request, checked. */
+typedef struct srv_params {
+    bool chat;
+    char *messages_json;   /* chat: the messages as the template gets them */
+    char *tools_json;      /* chat: tools, or NULL */
+    char *extra_json;      /* chat: chat_template_kwargs, or NULL */
+    cJSON *prompts;        /* completions: array of prompts (strings or id arrays), owned */
+    int max_tokens;        /* -1: up to the context */
+    eng_sampling s;
+    int n;
+    bool stream, include_usage;
+    char *stops[SRV_MAX_STOPS];
+    int n_stops;
+    int logprobs;          /* -1: none */
+} srv_params;
+
+/* Reads body (len bytes) as a chat (chat true) or completions request; on failure fills
+ * err (400 naming the parameter, 404 for an unknown model) and returns false. */
+bool srv_parse_params(srv_server *s, const char *body, size_t len, bool chat, srv_params *p,
+                      srv_error *err);
+void srv_params_free(srv_params *p);
+/* Parses a JSON object body; on failure err says why (400). */
+cJSON *srv_parse_object(const char *body, size_t len, srv_error *err);
+/* Every field of body is among keys (NULL-terminated); else err names the first that is not. */
+bool srv_known_keys(const cJSON *body, const char *const *keys, srv_error *err);
+/* The `model` field, when present, must name the model served (else 404 / 400). */
+bool srv_check_model(srv_server *s, const cJSON *body, srv_error *err);
+
+/* One choice: an engine request and its text so far. */
+typedef struct srv_choice {
+    int index;
+    int prompt;             /* which prompt (completions with several) */
+    eng_request *req;
+    int have;               /* tokens taken from the request */
+    og_tokenizer_stream *ts;
+    chat_stream cs;
+    srv_buf delta[2];       /* answer / reasoning text not yet streamed */
+    eng_token *toks;        /* when logprobs: tokens not yet reported */
+    int n_toks, cap_toks;
+    const char *finish;     /* NULL while running: "stop", "length" */
+    bool cs_live;
+} srv_choice;
+
+typedef struct srv_job {
+    srv_server *srv;
+    srv_params *p;
+    int n_prompts;
+    int32_t **ids;          /* per prompt */
+    int *n_ids;
+    int n_choices;
+    srv_choice *c;
+    int prompt_tokens, cached_tokens, completion_tokens;
+    char id[48];
+    long created;
+    int fd;                 /* the client's socket (to notice it closing), -1 unknown */
+    bool failed;
+    srv_error err;          /* when failed */
+} srv_job;
+
+/* Tokenizes the prompts (the chat template for chat), submits every choice. On failure
+ * (err set) nothing is left running. */
+bool srv_job_start(srv_job *j, srv_server *s, srv_params *p, int fd, srv_error *err);
+/* Takes what the engine produced, waiting up to timeout_s when nothing is new. Returns
+ * true once every choice has finished (or the job failed). */
+bool srv_job_pump(srv_job *j, double timeout_s);
+/* True when the client has closed its connection (or the server is stopping). */
+bool srv_client_gone(srv_job *j);
+/* Cancels what still runs and frees everything. */
+void srv_job_free(srv_job *j);
+
+/* ---- routes ------------------------------------------------------------------------- */
+
+/* A response to queue: status, body (malloc'd), content type, headers. */
+typedef struct srv_reply {
+    int status;
+    char *body;
+    size_t len;
+    const char *type;
+    int retry_after;
+    struct MHD_Response *stream; /* set instead of body for a stream */
+} srv_reply;
+
+void srv_reply_error(srv_reply *r, const srv_error *e);
+void srv_reply_json(srv_reply *r, int status, cJSON *j); /* takes j */
+
+void srv_handle_generate(srv_server *s, bool chat, const char *body, size_t len, int fd,
+                         srv_reply *r);
+void srv_handle_models(srv_server *s, const char *url, srv_reply *r);
+void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply *r);
+void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_reply *r);
+void srv_handle_metrics(srv_server *s, srv_reply *r);
+
+extern const char srv_page_html[];
+
+#endif

@@ -1,0 +1,294 @@
+/* One chat or completions request on the engine: its prompts become token ids (through
+ * the chat template for chat), each choice is an engine request, and the tokens that
+ * come back become text through a streaming detokenizer and chat_stream, which cuts the
+ * answer before a stop string (text that could start one is held back until known not
+ * to) and sends the model's reasoning (between its bor/eor tokens) to its own channel. */
+#include "serve/serve_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static void on_text(void *ctx, chat_channel ch, const char *text, size_t len) {
+    srv_choice *c = ctx;
+    srv_buf_add(&c->delta[ch == CH_THINKING ? 1 : 0], text, len);
+}
+
+/* A status from the library as an answer: bad input is the client's (400), the rest ours. */
+static void fail_status(srv_error *err, og_status *st, const char *param, const char *what) {
+    og_code code = og_status_code(st);
+    int status = code == OG_ERR_OUT_OF_MEMORY || code == OG_ERR_RUNTIME ? 500 : 400;
+    srv_fail(err, status, status == 400 ? param : "", "%s: %s", what, og_status_message(st));
+    og_status_free(st);
+}
+
+static bool chat_prompt(srv_job *j, srv_error *err) {
+    srv_model *m = &j->srv->m;
+    if (!m->tpl) {
+        srv_fail(err, 400, "messages", "this model has no chat template (%s): use /v1/completions",
+                 m->tpl_error);
+        return false;
+    }
+    og_chat_options co = og_chat_options_default();
+    co.add_generation_prompt = 1;
+    co.tools_json = j->p->tools_json;
+    co.extra_json = j->p->extra_json;
+    char *text = NULL;
+    og_status *st = og_chat_template_apply(m->tpl, j->p->messages_json, &co, &text);
+    if (st) {
+        fail_status(err, st, "messages", "the chat template could not render the messages");
+        return false;
+    }
+    size_t n = 0;
+    st = og_tokenizer_encode(m->tok, text, strlen(text), 0, &j->ids[0], &n);
+    og_free(text);
+    if (st) {
+        fail_status(err, st, "messages", "tokenizing the rendered messages");
+        return false;
+    }
+    j->n_ids[0] = (int)n;
+    return true;
+}
+
+static bool completion_prompt(srv_job *j, int i, const cJSON *pr, srv_error *err) {
+    srv_model *m = &j->srv->m;
+    if (cJSON_IsString(pr)) {
+        size_t n = 0;
+        og_status *st = og_tokenizer_encode(m->tok, pr->valuestring, strlen(pr->valuestring), 1,
+                                            &j->ids[i], &n);
+        if (st) {
+            fail_status(err, st, "prompt", "tokenizing the prompt");
+            return false;
+        }
+        j->n_ids[i] = (int)n;
+        return true;
+    }
+    int n = cJSON_GetArraySize(pr);
+    if (!(j->ids[i] = malloc(sizeof(int32_t) * (size_t)n))) {
+        srv_fail(err, 500, "", "out of memory");
+        return false;
+    }
+    int k = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, pr) j->ids[i][k++] = (int32_t)v->valuedouble;
+    j->n_ids[i] = n;
+    return true;
+}
+
+static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
+    srv_model *m = &j->srv->m;
+    const int32_t *ids = j->ids[c->prompt];
+    int n = j->n_ids[c->prompt];
+    const char *param = j->p->chat ? "messages" : "prompt";
+    if (n == 0) {
+        srv_fail(err, 400, param, "the prompt is empty (it encodes to no tokens)");
+        return false;
+    }
+    if (n >= m->context) {
+        srv_fail(err, 400, param, "This model's maximum context length is %d tokens; the prompt "
+                 "has %d, which leaves no room for the answer", m->context, n);
+        err->code = "context_length_exceeded";
+        return false;
+    }
+    eng_sampling s = j->p->s;
+    s.max_tokens = j->p->max_tokens > 0 ? j->p->max_tokens : m->context - n;
+    s.seed += (uint64_t)c->index; /* n > 1: each choice its own draw */
+    char msg[512];
+    eng_submit_code code = eng_submit(m->eng, ids, n, &s, &c->req, msg, sizeof msg);
+    switch (code) {
+    case ENG_SUBMIT_OK:
+        break;
+    case ENG_SUBMIT_INVALID:
+        srv_fail(err, 400, param, "%s", msg);
+        return false;
+    case ENG_SUBMIT_QUEUE_FULL:
+        srv_fail(err, 429, "", "The server is busy (%s): retry later", msg);
+        err->retry_after = 1;
+        return false;
+    case ENG_SUBMIT_STOPPED:
+        srv_fail(err, 503, "", "%s", msg);
+        err->retry_after = 5;
+        return false;
+    default:
+        srv_fail(err, 500, "", "%s", msg);
+        return false;
+    }
+    og_status *st = og_tokenizer_stream_create(m->tok, &c->ts);
+    if (st) {
+        fail_status(err, st, "", "creating a streaming detokenizer");
+        return false;
+    }
+    int32_t bor = j->p->chat ? m->bor : -1, eor = j->p->chat ? m->eor : -1;
+    chat_stream_init(&c->cs, (const char *const *)j->p->stops, j->p->n_stops, bor, eor, -1, -1,
+                     on_text, c);
+    c->cs_live = true;
+    return true;
+}
+
+bool srv_job_start(srv_job *j, srv_server *s, srv_params *p, int fd, srv_error *err) {
+    memset(j, 0, sizeof *j);
+    j->srv = s;
+    j->p = p;
+    j->fd = fd;
+    j->created = (long)time(NULL);
+    snprintf(j->id, sizeof j->id, "%s-%016llx", p->chat ? "chatcmpl" : "cmpl",
+             (unsigned long long)atomic_fetch_add(&s->next_id, 1) * 0x9e3779b97f4a7c15ull);
+    j->n_prompts = p->chat ? 1 : cJSON_GetArraySize(p->prompts);
+    j->ids = calloc((size_t)j->n_prompts, sizeof *j->ids);
+    j->n_ids = calloc((size_t)j->n_prompts, sizeof *j->n_ids);
+    j->n_choices = j->n_prompts * p->n;
+    j->c = calloc((size_t)j->n_choices, sizeof *j->c);
+    if (!j->ids || !j->n_ids || !j->c) {
+        srv_fail(err, 500, "", "out of memory");
+        srv_job_free(j);
+        return false;
+    }
+    bool ok = true;
+    if (p->chat) {
+        ok = chat_prompt(j, err);
+    } else {
+        int i = 0;
+        const cJSON *pr;
+        cJSON_ArrayForEach(pr, p->prompts) if (ok) ok = completion_prompt(j, i++, pr, err);
+    }
+    for (int i = 0; ok && i < j->n_prompts; i++) j->prompt_tokens += j->n_ids[i];
+    for (int i = 0; ok && i < j->n_choices; i++) {
+        j->c[i].index = i;
+        j->c[i].prompt = i / p->n;
+        ok = submit(j, &j->c[i], err);
+    }
+    if (!ok) srv_job_free(j);
+    return ok;
+}
+
+static bool keep_token(srv_choice *c, const eng_token *t) {
+    if (c->n_toks == c->cap_toks) {
+        int cap = c->cap_toks ? 2 * c->cap_toks : 16;
+        eng_token *p = realloc(c->toks, sizeof *p * (size_t)cap);
+        if (!p) return false;
+        c->toks = p;
+        c->cap_toks = cap;
+    }
+    c->toks[c->n_toks++] = *t;
+    return true;
+}
+
+static void job_error(srv_job *j, int status, const char *msg) {
+    if (j->failed) return;
+    j->failed = true;
+    srv_fail(&j->err, status, "", "%s", msg);
+}
+
+/* Takes the choice's new tokens; true when it made progress (tokens or its end). */
+static bool choice_step(srv_job *j, srv_choice *c) {
+    if (c->finish) return false;
+    const char *why = "";
+    eng_finish f = eng_request_finish(c->req, &why); /* before counting: then every token is in */
+    int n = eng_request_wait(c->req, c->have, 0);
+    bool progressed = false;
+    eng_token t[32];
+    while (c->have < n && !c->finish) {
+        int k = n - c->have < 32 ? n - c->have : 32;
+        eng_request_tokens(c->req, c->have, k, t);
+        for (int i = 0; i < k && !c->finish; i++) {
+            c->have++;
+            j->completion_tokens++;
+            progressed = true;
+            if (j->p->logprobs >= 0 && !keep_token(c, &t[i])) {
+                job_error(j, 500, "out of memory");
+                c->finish = "error";
+                break;
+            }
+            const char *piece = "";
+            og_status *st = og_tokenizer_stream_decode(c->ts, t[i].id, &piece);
+            if (st) {
+                job_error(j, 500, og_status_message(st));
+                og_status_free(st);
+                c->finish = "error";
+                break;
+            }
+            chat_stream_token(&c->cs, t[i].id, piece);
+            if (c->cs.stopped) {
+                c->finish = "stop";
+                eng_request_cancel(c->req);
+            }
+        }
+    }
+    if (!c->finish && f != ENG_RUNNING && c->have >= n) {
+        progressed = true;
+        if (f == ENG_FINISH_ERROR) {
+            job_error(j, 500, why);
+            c->finish = "error";
+        } else if (f == ENG_FINISH_CANCELLED) {
+            job_error(j, 503, "the request was cancelled: the server is shutting down");
+            c->finish = "error";
+        } else {
+            const char *piece = "";
+            og_status *st = og_tokenizer_stream_flush(c->ts, &piece);
+            if (st) {
+                job_error(j, 500, og_status_message(st));
+                og_status_free(st);
+            } else {
+                chat_stream_token(&c->cs, -1, piece);
+            }
+            chat_stream_finish(&c->cs);
+            c->finish = f == ENG_FINISH_STOP ? "stop" : "length";
+        }
+    }
+    if (c->finish && c->cs.oom) job_error(j, 500, "out of memory");
+    if (c->finish && c->req && c->index % j->p->n == 0)
+        j->cached_tokens += eng_request_cached_tokens(c->req);
+    return progressed;
+}
+
+bool srv_job_pump(srv_job *j, double timeout_s) {
+    for (int pass = 0; pass < 2; pass++) {
+        bool progressed = false, done = true;
+        for (int i = 0; i < j->n_choices; i++) {
+            progressed |= choice_step(j, &j->c[i]);
+            done &= j->c[i].finish != NULL;
+        }
+        if (done || progressed || timeout_s <= 0 || pass == 1) return done;
+        for (int i = 0; i < j->n_choices; i++)
+            if (!j->c[i].finish) {
+                eng_request_wait(j->c[i].req, j->c[i].have, timeout_s);
+                break;
+            }
+    }
+    return false;
+}
+
+bool srv_client_gone(srv_job *j) {
+    if (atomic_load(&j->srv->stopping)) return true;
+    if (j->fd < 0) return false;
+    char b;
+    ssize_t r = recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0) return true;
+    if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
+    return false;
+}
+
+void srv_job_free(srv_job *j) {
+    for (int i = 0; j->c && i < j->n_choices; i++) {
+        srv_choice *c = &j->c[i];
+        if (c->req) {
+            eng_request_cancel(c->req); /* a no-op once it has finished */
+            eng_request_release(c->req);
+        }
+        og_tokenizer_stream_free(c->ts);
+        if (c->cs_live) chat_stream_free(&c->cs);
+        srv_buf_free(&c->delta[0]);
+        srv_buf_free(&c->delta[1]);
+        free(c->toks);
+    }
+    for (int i = 0; j->ids && i < j->n_prompts; i++) og_free(j->ids[i]);
+    free(j->ids);
+    free(j->n_ids);
+    free(j->c);
+    j->c = NULL;
+    j->ids = NULL;
+    j->n_ids = NULL;
+}

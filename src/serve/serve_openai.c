@@ -1,0 +1,523 @@
+/* The OpenAI routes: /v1/chat/completions and /v1/completions as one JSON answer or as
+ * server-sent events (OpenAI's chunk objects, then "data: [DONE]"), /v1/models, and
+ * vLLM-style /tokenize and /detokenize. */
+#include "serve/serve_internal.h"
+
+#include "base/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void srv_reply_json(srv_reply *r, int status, cJSON *j) {
+    r->status = status;
+    r->type = "application/json";
+    r->body = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!r->body) {
+        static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","
+                                  "\"param\":null,\"code\":null}}";
+        r->status = 500;
+        r->body = strdup(oom);
+    }
+    r->len = r->body ? strlen(r->body) : 0;
+}
+
+static cJSON *error_object(const srv_error *e) {
+    cJSON *o = cJSON_CreateObject(), *in = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(in, "message", e->msg);
+    cJSON_AddStringToObject(in, "type", e->type ? e->type : "invalid_request_error");
+    if (e->param[0]) cJSON_AddStringToObject(in, "param", e->param);
+    else cJSON_AddNullToObject(in, "param");
+    if (e->code) cJSON_AddStringToObject(in, "code", e->code);
+    else cJSON_AddNullToObject(in, "code");
+    return o;
+}
+
+void srv_reply_error(srv_reply *r, const srv_error *e) {
+    srv_reply_json(r, e->status ? e->status : 500, error_object(e));
+    r->retry_after = e->retry_after;
+}
+
+/* ---- logprobs ------------------------------------------------------------------------ */
+
+/* The text of a token alone, as valid UTF-8 (a byte-level piece of a longer character
+ * becomes U+FFFD; its bytes are given as numbers beside). */
+static char *token_text(srv_model *m, int32_t id, cJSON **bytes) {
+    char *raw = NULL;
+    og_status *st = og_tokenizer_decode(m->tok, &id, 1, 0, &raw);
+    if (st) {
+        og_status_free(st);
+        raw = NULL;
+    }
+    const unsigned char *s = (const unsigned char *)(raw ? raw : "");
+    size_t n = strlen((const char *)s);
+    if (bytes && (*bytes = cJSON_CreateArray()))
+        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(*bytes, cJSON_CreateNumber(s[i]));
+    char *out = malloc(3 * n + 1);
+    size_t k = 0;
+    for (size_t i = 0; out && i < n;) {
+        size_t len = s[i] < 0x80 ? 1 : (s[i] >> 5) == 6 ? 2 : (s[i] >> 4) == 14 ? 3 : (s[i] >> 3) == 30 ? 4 : 0;
+        bool ok = len > 0 && i + len <= n;
+        for (size_t q = 1; ok && q < len; q++) ok = (s[i + q] & 0xC0) == 0x80;
+        if (ok) {
+            memcpy(out + k, s + i, len);
+            k += len;
+            i += len;
+        } else {
+            memcpy(out + k, "\xEF\xBF\xBD", 3);
+            k += 3;
+            i++;
+        }
+    }
+    if (out) out[k] = 0;
+    og_free(raw);
+    return out;
+}
+
+static cJSON *chat_logprob_entry(srv_model *m, int32_t id, float lp) {
+    cJSON *e = cJSON_CreateObject(), *bytes = NULL;
+    char *t = token_text(m, id, &bytes);
+    cJSON_AddStringToObject(e, "token", t ? t : "");
+    cJSON_AddNumberToObject(e, "logprob", lp);
+    if (bytes) cJSON_AddItemToObject(e, "bytes", bytes);
+    free(t);
+    return e;
+}
+
+/* Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...]}. */
+static cJSON *chat_logprobs(srv_job *j, const eng_token *t, int n) {
+    cJSON *o = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(o, "content");
+    for (int i = 0; i < n; i++) {
+        cJSON *e = chat_logprob_entry(&j->srv->m, t[i].id, t[i].logprob);
+        cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
+        for (int k = 0; k < t[i].n_top && k < j->p->logprobs; k++)
+            cJSON_AddItemToArray(top, chat_logprob_entry(&j->srv->m, t[i].top_ids[k], t[i].top_logprobs[k]));
+        cJSON_AddItemToArray(content, e);
+    }
+    return o;
+}
+
+/* Completions: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; offsets count
+ * bytes of the choice's text from `offset`. */
+static cJSON *completion_logprobs(srv_job *j, const eng_token *t, int n, size_t *offset) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
+    cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
+    for (int i = 0; i < n; i++) {
+        char *s = token_text(&j->srv->m, t[i].id, NULL);
+        cJSON_AddItemToArray(toks, cJSON_CreateString(s ? s : ""));
+        cJSON_AddItemToArray(lps, cJSON_CreateNumber(t[i].logprob));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
+        *offset += s ? strlen(s) : 0;
+        free(s);
+        cJSON *top = cJSON_CreateObject();
+        for (int k = 0; k < t[i].n_top && k < j->p->logprobs; k++) {
+            char *a = token_text(&j->srv->m, t[i].top_ids[k], NULL);
+            if (a && !cJSON_GetObjectItemCaseSensitive(top, a))
+                cJSON_AddNumberToObject(top, a, t[i].top_logprobs[k]);
+            free(a);
+        }
+        cJSON_AddItemToArray(tops, top);
+    }
+    return o;
+}
+
+/* ---- whole answers --------------------------------------------------------------------- */
+
+static cJSON *usage(const srv_job *j) {
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, "prompt_tokens", j->prompt_tokens);
+    cJSON_AddNumberToObject(u, "completion_tokens", j->completion_tokens);
+    cJSON_AddNumberToObject(u, "total_tokens", j->prompt_tokens + j->completion_tokens);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", j->cached_tokens);
+    return u;
+}
+
+static cJSON *head(const srv_job *j, const char *object) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddNumberToObject(o, "created", (double)j->created);
+    cJSON_AddStringToObject(o, "model", j->srv->m.name);
+    return o;
+}
+
+static const char *text_of(const srv_buf *b) { return b->p ? b->p : ""; }
+
+static cJSON *whole_answer(srv_job *j) {
+    cJSON *o = head(j, j->p->chat ? "chat.completion" : "text_completion");
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+    for (int i = 0; i < j->n_choices; i++) {
+        srv_choice *c = &j->c[i];
+        cJSON *ch = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ch, "index", c->index);
+        if (j->p->chat) {
+            cJSON *msg = cJSON_AddObjectToObject(ch, "message");
+            cJSON_AddStringToObject(msg, "role", "assistant");
+            cJSON_AddStringToObject(msg, "content", text_of(&c->delta[0]));
+            if (c->delta[1].n) cJSON_AddStringToObject(msg, "reasoning_content", text_of(&c->delta[1]));
+        } else {
+            cJSON_AddStringToObject(ch, "text", text_of(&c->delta[0]));
+        }
+        if (j->p->logprobs < 0) {
+            cJSON_AddNullToObject(ch, "logprobs");
+        } else {
+            size_t off = 0;
+            cJSON_AddItemToObject(ch, "logprobs", j->p->chat ? chat_logprobs(j, c->toks, c->n_toks)
+                                                             : completion_logprobs(j, c->toks, c->n_toks, &off));
+        }
+        cJSON_AddStringToObject(ch, "finish_reason", c->finish);
+        cJSON_AddItemToArray(choices, ch);
+    }
+    cJSON_AddItemToObject(o, "usage", usage(j));
+    return o;
+}
+
+/* ---- streams --------------------------------------------------------------------------- */
+
+typedef struct srv_stream {
+    srv_server *srv;
+    srv_params p;
+    srv_job job;
+    srv_buf out;
+    size_t sent;
+    bool started, done;
+    bool *finish_sent;
+    size_t *offsets; /* completions' text_offset per choice */
+} srv_stream;
+
+static void sse(srv_buf *b, cJSON *j) {
+    char *t = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!t) {
+        b->oom = true;
+        return;
+    }
+    srv_buf_str(b, "data: ");
+    srv_buf_str(b, t);
+    srv_buf_str(b, "\n\n");
+    free(t);
+}
+
+static cJSON *chunk(srv_stream *st) {
+    cJSON *o = head(&st->job, st->p.chat ? "chat.completion.chunk" : "text_completion");
+    return o;
+}
+
+static void chunk_end(srv_stream *st, cJSON *o) {
+    if (st->p.include_usage) cJSON_AddNullToObject(o, "usage");
+    sse(&st->out, o);
+}
+
+/* One choice's chunk: its new text (and logprobs), or its finish_reason with no text. */
+static void choice_chunk(srv_stream *st, srv_choice *c, bool role, const char *finish) {
+    srv_job *j = &st->job;
+    cJSON *o = chunk(st), *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, ch);
+    cJSON_AddNumberToObject(ch, "index", c->index);
+    if (st->p.chat) {
+        cJSON *d = cJSON_AddObjectToObject(ch, "delta");
+        if (role) {
+            cJSON_AddStringToObject(d, "role", "assistant");
+            cJSON_AddStringToObject(d, "content", "");
+        } else if (!finish) {
+            if (c->delta[0].n) cJSON_AddStringToObject(d, "content", text_of(&c->delta[0]));
+            if (c->delta[1].n) cJSON_AddStringToObject(d, "reasoning_content", text_of(&c->delta[1]));
+        }
+    } else {
+        cJSON_AddStringToObject(ch, "text", finish ? "" : text_of(&c->delta[0]));
+    }
+    if (!role && !finish && j->p->logprobs >= 0 && c->n_toks) {
+        cJSON_AddItemToObject(ch, "logprobs", st->p.chat ? chat_logprobs(j, c->toks, c->n_toks)
+                                                         : completion_logprobs(j, c->toks, c->n_toks, &st->offsets[c->index]));
+        c->n_toks = 0;
+    } else {
+        cJSON_AddNullToObject(ch, "logprobs");
+    }
+    if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
+    else cJSON_AddNullToObject(ch, "finish_reason");
+    chunk_end(st, o);
+    if (!role && !finish) {
+        srv_buf_clear(&c->delta[0]);
+        srv_buf_clear(&c->delta[1]);
+    }
+}
+
+/* Events for what the engine produced since the last call. */
+static void stream_events(srv_stream *st) {
+    srv_job *j = &st->job;
+    if (!st->started) {
+        st->started = true;
+        if (st->p.chat)
+            for (int i = 0; i < j->n_choices; i++) choice_chunk(st, &j->c[i], true, NULL);
+        return;
+    }
+    bool done = srv_job_pump(j, 0.05);
+    for (int i = 0; i < j->n_choices && !j->failed; i++) {
+        srv_choice *c = &j->c[i];
+        if (c->delta[0].n || c->delta[1].n || (j->p->logprobs >= 0 && c->n_toks))
+            choice_chunk(st, c, false, NULL);
+        if (c->finish && !st->finish_sent[i]) {
+            choice_chunk(st, c, false, c->finish);
+            st->finish_sent[i] = true;
+        }
+    }
+    if (!done) return;
+    if (j->failed) {
+        sse(&st->out, error_object(&j->err));
+    } else if (st->p.include_usage) {
+        cJSON *o = chunk(st);
+        cJSON_AddArrayToObject(o, "choices");
+        cJSON_AddItemToObject(o, "usage", usage(j));
+        sse(&st->out, o);
+    }
+    srv_buf_str(&st->out, "data: [DONE]\n\n");
+    st->done = true;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    srv_stream *st = cls;
+    for (;;) {
+        if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (st->sent < st->out.n) {
+            size_t k = st->out.n - st->sent < max ? st->out.n - st->sent : max;
+            memcpy(buf, st->out.p + st->sent, k);
+            st->sent += k;
+            return (ssize_t)k;
+        }
+        if (st->done) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (srv_client_gone(&st->job)) {
+            pthread_mutex_lock(&st->srv->mu);
+            st->srv->stream_disconnects++;
+            pthread_mutex_unlock(&st->srv->mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR; /* the free callback cancels */
+        }
+        srv_buf_clear(&st->out);
+        st->sent = 0;
+        stream_events(st);
+    }
+}
+
+static void stream_free(void *cls) {
+    srv_stream *st = cls;
+    srv_job_free(&st->job); /* cancels what still runs: its KV is freed before the next step */
+    srv_params_free(&st->p);
+    srv_buf_free(&st->out);
+    free(st->finish_sent);
+    free(st->offsets);
+    atomic_fetch_sub(&st->srv->in_flight, 1);
+    free(st);
+}
+
+void srv_handle_generate(srv_server *s, bool chat, const char *body, size_t len, int fd,
+                         srv_reply *r) {
+    srv_error err = {0};
+    srv_stream *st = calloc(1, sizeof *st);
+    if (!st) {
+        srv_fail(&err, 500, "", "out of memory");
+        srv_reply_error(r, &err);
+        return;
+    }
+    st->srv = s;
+    if (!srv_parse_params(s, body, len, chat, &st->p, &err) ||
+        !srv_job_start(&st->job, s, &st->p, fd, &err)) {
+        srv_params_free(&st->p);
+        free(st);
+        srv_reply_error(r, &err);
+        return;
+    }
+    atomic_fetch_add(&s->in_flight, 1);
+    srv_job *j = &st->job;
+    j->p = &st->p;
+    if (st->p.stream) {
+        st->finish_sent = calloc((size_t)j->n_choices, sizeof *st->finish_sent);
+        st->offsets = calloc((size_t)j->n_choices, sizeof *st->offsets);
+        struct MHD_Response *resp = st->finish_sent && st->offsets
+            ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free)
+            : NULL;
+        if (!resp) {
+            stream_free(st);
+            srv_fail(&err, 500, "", "out of memory");
+            srv_reply_error(r, &err);
+            return;
+        }
+        r->status = 200;
+        r->type = "text/event-stream";
+        r->stream = resp;
+        return;
+    }
+    bool gone = false;
+    while (!srv_job_pump(j, 0.05))
+        if ((gone = srv_client_gone(j))) break;
+    if (gone) {
+        srv_fail(&err, 499, "", "the client closed the connection");
+        srv_reply_error(r, &err);
+    } else if (j->failed) {
+        srv_reply_error(r, &j->err);
+    } else {
+        srv_reply_json(r, 200, whole_answer(j));
+    }
+    stream_free(st);
+}
+
+/* ---- models, tokenize, detokenize ---------------------------------------------------------- */
+
+static cJSON *model_object(srv_server *s) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", s->m.name);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)s->m.created);
+    cJSON_AddStringToObject(m, "owned_by", "onnx-genai");
+    cJSON_AddNumberToObject(m, "max_model_len", s->m.context);
+    return m;
+}
+
+void srv_handle_models(srv_server *s, const char *url, srv_reply *r) {
+    const char *rest = url + strlen("/v1/models");
+    if (*rest == '/' && rest[1]) {
+        if (strcmp(rest + 1, s->m.name) != 0) {
+            srv_error err;
+            srv_fail(&err, 404, "model", "The model '%.200s' does not exist", rest + 1);
+            err.code = "model_not_found";
+            srv_reply_error(r, &err);
+            return;
+        }
+        srv_reply_json(r, 200, model_object(s));
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), model_object(s));
+    srv_reply_json(r, 200, o);
+}
+
+void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply *r) {
+    srv_error err = {0};
+    cJSON *j = srv_parse_object(body, len, &err);
+    if (!j || !srv_check_model(s, j, &err)) {
+        cJSON_Delete(j);
+        srv_reply_error(r, &err);
+        return;
+    }
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
+    static const char *const keys[] = {"model", "prompt", "messages", "add_special_tokens",
+                                       "add_generation_prompt", NULL};
+    if (!srv_known_keys(j, keys, &err)) goto out;
+    const cJSON *asp = cJSON_GetObjectItemCaseSensitive(j, "add_special_tokens");
+    const cJSON *agp = cJSON_GetObjectItemCaseSensitive(j, "add_generation_prompt");
+    if (asp && !cJSON_IsBool(asp)) {
+        srv_fail(&err, 400, "add_special_tokens", "'add_special_tokens' must be true or false");
+        goto out;
+    }
+    if (agp && !cJSON_IsBool(agp)) {
+        srv_fail(&err, 400, "add_generation_prompt", "'add_generation_prompt' must be true or false");
+        goto out;
+    }
+    if (!!prompt == !!msgs) {
+        srv_fail(&err, 400, prompt ? "messages" : "prompt", "give exactly one of 'prompt' and 'messages'");
+        goto out;
+    }
+    char *text = NULL, *rendered = NULL;
+    bool special;
+    if (prompt) {
+        if (!cJSON_IsString(prompt)) {
+            srv_fail(&err, 400, "prompt", "'prompt' must be a string");
+            goto out;
+        }
+        text = prompt->valuestring;
+        special = asp ? cJSON_IsTrue(asp) : true;
+    } else {
+        if (!cJSON_IsArray(msgs)) {
+            srv_fail(&err, 400, "messages", "'messages' must be an array of messages");
+            goto out;
+        }
+        if (!s->m.tpl) {
+            srv_fail(&err, 400, "messages", "this model has no chat template (%s)", s->m.tpl_error);
+            goto out;
+        }
+        char *mj = cJSON_PrintUnformatted(msgs);
+        og_chat_options co = og_chat_options_default();
+        co.add_generation_prompt = agp ? cJSON_IsTrue(agp) : 1;
+        og_status *st = mj ? og_chat_template_apply(s->m.tpl, mj, &co, &rendered)
+                           : og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+        cJSON_free(mj);
+        if (st) {
+            srv_fail(&err, og_status_code(st) == OG_ERR_OUT_OF_MEMORY ? 500 : 400, "messages",
+                     "the chat template could not render the messages: %s", og_status_message(st));
+            og_status_free(st);
+            goto out;
+        }
+        text = rendered;
+        special = asp ? cJSON_IsTrue(asp) : false;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    og_status *st = og_tokenizer_encode(s->m.tok, text, strlen(text), special, &ids, &n);
+    og_free(rendered);
+    if (st) {
+        srv_fail(&err, 400, prompt ? "prompt" : "messages", "tokenizing: %s", og_status_message(st));
+        og_status_free(st);
+        goto out;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "count", (double)n);
+    cJSON_AddNumberToObject(o, "max_model_len", s->m.context);
+    cJSON *arr = cJSON_AddArrayToObject(o, "tokens");
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+    og_free(ids);
+    cJSON_Delete(j);
+    srv_reply_json(r, 200, o);
+    return;
+out:
+    cJSON_Delete(j);
+    srv_reply_error(r, &err);
+}
+
+void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_reply *r) {
+    srv_error err = {0};
+    cJSON *j = srv_parse_object(body, len, &err);
+    int32_t *ids = NULL;
+    if (!j || !srv_check_model(s, j, &err)) goto out;
+    static const char *const keys[] = {"model", "tokens", NULL};
+    if (!srv_known_keys(j, keys, &err)) goto out;
+    const cJSON *toks = cJSON_GetObjectItemCaseSensitive(j, "tokens");
+    if (!cJSON_IsArray(toks)) {
+        srv_fail(&err, 400, "tokens", "'tokens' must be an array of token ids");
+        goto out;
+    }
+    int n = cJSON_GetArraySize(toks), i = 0;
+    if (!(ids = malloc(sizeof *ids * (size_t)(n ? n : 1)))) {
+        srv_fail(&err, 500, "", "out of memory");
+        goto out;
+    }
+    const cJSON *v;
+    cJSON_ArrayForEach(v, toks) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int32_t)v->valuedouble ||
+            v->valuedouble < 0 || v->valuedouble >= s->m.vocab) {
+            srv_fail(&err, 400, "tokens", "'tokens'[%d] is not a token id in [0, %d)", i, s->m.vocab);
+            goto out;
+        }
+        ids[i++] = (int32_t)v->valuedouble;
+    }
+    char *text = NULL;
+    og_status *st = og_tokenizer_decode(s->m.tok, ids, (size_t)n, 0, &text);
+    if (st) {
+        srv_fail(&err, 400, "tokens", "decoding: %s", og_status_message(st));
+        og_status_free(st);
+        goto out;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "prompt", text);
+    og_free(text);
+    free(ids);
+    cJSON_Delete(j);
+    srv_reply_json(r, 200, o);
+    return;
+out:
+    free(ids);
+    cJSON_Delete(j);
+    srv_reply_error(r, &err);
+}

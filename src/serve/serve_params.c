@@ -1,0 +1,402 @@
+/* OpenAI request bodies -> srv_params. Every field is checked for its type and range
+ * and a wrong one is a 400 naming it; a field we do not implement is refused (400) when
+ * it asks for something other than the default, never silently ignored. Sampling
+ * options not given come from the package's search block, as `generate` takes them. */
+#include "serve/serve_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cJSON *srv_parse_object(const char *body, size_t len, srv_error *err) {
+    if (len == 0) {
+        srv_fail(err, 400, "", "the request body is empty: a JSON object was expected");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!j) {
+        size_t at = end && end >= body ? (size_t)(end - body) : 0;
+        srv_fail(err, 400, "", "the request body is not valid JSON (error near byte %zu)", at);
+        return NULL;
+    }
+    /* nothing but white space may follow the value */
+    for (const char *q = end; q && q < body + len; q++)
+        if (*q != ' ' && *q != '\n' && *q != '\r' && *q != '\t') {
+            srv_fail(err, 400, "", "the request body has text after its JSON value (byte %zu)",
+                     (size_t)(q - body));
+            cJSON_Delete(j);
+            return NULL;
+        }
+    if (!cJSON_IsObject(j)) {
+        srv_fail(err, 400, "", "the request body must be a JSON object");
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+bool srv_check_model(srv_server *s, const cJSON *body, srv_error *err) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(body, "model");
+    if (!m || cJSON_IsNull(m)) return true;
+    if (!cJSON_IsString(m)) {
+        srv_fail(err, 400, "model", "'model' must be a string");
+        return false;
+    }
+    if (strcmp(m->valuestring, s->m.name) != 0) {
+        srv_fail(err, 404, "model", "The model '%.200s' does not exist: this server serves '%.200s'",
+                 m->valuestring, s->m.name);
+        err->code = "model_not_found";
+        return false;
+    }
+    return true;
+}
+
+/* ---- typed fields: 0 absent (or null), 1 read, -1 wrong (err set) ---------------------- */
+
+static int get_num(const cJSON *o, const char *k, double lo, double hi, double *out, srv_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+        srv_fail(err, 400, k, "'%s' must be a number", k);
+        return -1;
+    }
+    if (v->valuedouble < lo || v->valuedouble > hi) {
+        srv_fail(err, 400, k, "'%s' is %g: it must be between %g and %g", k, v->valuedouble, lo, hi);
+        return -1;
+    }
+    *out = v->valuedouble;
+    return 1;
+}
+
+static int get_int(const cJSON *o, const char *k, double lo, double hi, long long *out, srv_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !isfinite(v->valuedouble)) {
+        srv_fail(err, 400, k, "'%s' must be an integer", k);
+        return -1;
+    }
+    if (v->valuedouble < lo || v->valuedouble > hi) {
+        srv_fail(err, 400, k, "'%s' is %.0f: it must be between %.0f and %.0f", k, v->valuedouble,
+                 lo, hi);
+        return -1;
+    }
+    *out = (long long)v->valuedouble;
+    return 1;
+}
+
+static int get_bool(const cJSON *o, const char *k, bool *out, srv_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsBool(v)) {
+        srv_fail(err, 400, k, "'%s' must be true or false", k);
+        return -1;
+    }
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+/* A field we accept only at its default (a value that changes nothing). */
+static bool only_default(const cJSON *o, const char *k, srv_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!v || cJSON_IsNull(v)) return true;
+    bool is_default = (cJSON_IsNumber(v) && v->valuedouble == 0 && strcmp(k, "best_of") != 0) ||
+                      (cJSON_IsNumber(v) && v->valuedouble == 1 && strcmp(k, "best_of") == 0) ||
+                      (cJSON_IsFalse(v)) || (cJSON_IsObject(v) && !v->child) ||
+                      (cJSON_IsString(v) && !*v->valuestring);
+    if (!is_default) {
+        srv_fail(err, 400, k, "'%s' is not supported by this server (only its default value is "
+                 "accepted)", k);
+        return false;
+    }
+    return true;
+}
+
+static const char *const chat_keys[] = {
+    "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+    "seed", "stop", "n", "stream", "stream_options", "logprobs", "top_logprobs",
+    "frequency_penalty", "presence_penalty", "logit_bias", "tools", "tool_choice",
+    "parallel_tool_calls", "user", "metadata", "store", "response_format",
+    "chat_template_kwargs", "ignore_eos", NULL};
+static const char *const completion_keys[] = {
+    "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n",
+    "stream", "stream_options", "logprobs", "echo", "best_of", "suffix", "frequency_penalty",
+    "presence_penalty", "logit_bias", "user", "ignore_eos", NULL};
+
+bool srv_known_keys(const cJSON *body, const char *const *keys, srv_error *err) {
+    const cJSON *f;
+    cJSON_ArrayForEach(f, body) {
+        bool ok = false;
+        for (int i = 0; keys[i] && !ok; i++) ok = strcmp(f->string, keys[i]) == 0;
+        if (!ok) {
+            srv_fail(err, 400, f->string, "Unrecognized request argument supplied: %.100s", f->string);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* An array (or object) field passed on as JSON text to the chat template; absent: NULL. */
+static bool json_field(const cJSON *body, const char *k, bool array, char **out, srv_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, k);
+    if (!v || cJSON_IsNull(v)) return true;
+    if (array ? !cJSON_IsArray(v) : !cJSON_IsObject(v)) {
+        srv_fail(err, 400, k, "'%s' must be %s", k, array ? "an array" : "an object");
+        return false;
+    }
+    if (!(*out = cJSON_PrintUnformatted(v))) {
+        srv_fail(err, 500, "", "out of memory");
+        return false;
+    }
+    return true;
+}
+
+static bool read_messages(const cJSON *body, srv_params *p, srv_error *err) {
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
+    if (!msgs) {
+        srv_fail(err, 400, "messages", "'messages' is required");
+        return false;
+    }
+    if (!cJSON_IsArray(msgs) || !msgs->child) {
+        srv_fail(err, 400, "messages", "'messages' must be a non-empty array of messages");
+        return false;
+    }
+    int i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        char name[48];
+        snprintf(name, sizeof name, "messages[%d]", i);
+        if (!cJSON_IsObject(m)) {
+            srv_fail(err, 400, name, "'%s' must be an object", name);
+            return false;
+        }
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsString(role) || !*role->valuestring) {
+            snprintf(name, sizeof name, "messages[%d].role", i);
+            srv_fail(err, 400, name, "'%s' must be a non-empty string", name);
+            return false;
+        }
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) && !cJSON_IsArray(content)) {
+            snprintf(name, sizeof name, "messages[%d].content", i);
+            srv_fail(err, 400, name, "'%s' must be a string, an array of content parts or null",
+                     name);
+            return false;
+        }
+        i++;
+    }
+    p->messages_json = cJSON_PrintUnformatted(msgs);
+    if (!p->messages_json) {
+        srv_fail(err, 500, "", "out of memory");
+        return false;
+    }
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(body, "tool_choice");
+    if (tc && !cJSON_IsNull(tc) && !(cJSON_IsString(tc) && !strcmp(tc->valuestring, "auto"))) {
+        srv_fail(err, 400, "tool_choice", "'tool_choice' other than \"auto\" is not supported");
+        return false;
+    }
+    if (!json_field(body, "tools", true, &p->tools_json, err) ||
+        !json_field(body, "chat_template_kwargs", false, &p->extra_json, err))
+        return false;
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(body, "response_format");
+    if (rf && !cJSON_IsNull(rf)) {
+        const cJSON *t = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, "text") != 0) {
+            srv_fail(err, 400, "response_format",
+                     "'response_format' other than {\"type\": \"text\"} is not supported");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A prompt of token ids: every element an integer id (the engine checks the range). */
+static bool id_array(const cJSON *a) {
+    if (!cJSON_IsArray(a) || !a->child) return false;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, a) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+            fabs(v->valuedouble) > 2147483647.0)
+            return false;
+    }
+    return true;
+}
+
+static bool add_prompt(srv_params *p, const cJSON *v, srv_error *err) {
+    cJSON *c = cJSON_Duplicate(v, 1);
+    if (!c || !cJSON_AddItemToArray(p->prompts, c)) {
+        cJSON_Delete(c);
+        srv_fail(err, 500, "", "out of memory");
+        return false;
+    }
+    return true;
+}
+
+static bool read_prompts(const cJSON *body, srv_params *p, srv_error *err) {
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(body, "prompt");
+    if (!pr || cJSON_IsNull(pr)) {
+        srv_fail(err, 400, "prompt", "'prompt' is required");
+        return false;
+    }
+    if (!(p->prompts = cJSON_CreateArray())) {
+        srv_fail(err, 500, "", "out of memory");
+        return false;
+    }
+    if (cJSON_IsString(pr) || id_array(pr)) return add_prompt(p, pr, err);
+    bool ok = cJSON_IsArray(pr) && pr->child;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, pr) ok = ok && (cJSON_IsString(v) || id_array(v));
+    if (!ok) {
+        srv_fail(err, 400, "prompt", "'prompt' must be a string, an array of token ids, or a "
+                 "non-empty array of those");
+        return false;
+    }
+    cJSON_ArrayForEach(v, pr) if (!add_prompt(p, v, err)) return false;
+    return true;
+}
+
+static bool read_stops(const cJSON *body, srv_params *p, srv_error *err) {
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(body, "stop");
+    if (!st || cJSON_IsNull(st)) return true;
+    if (cJSON_IsString(st)) {
+        if (*st->valuestring && !(p->stops[p->n_stops++] = strdup(st->valuestring))) {
+            srv_fail(err, 500, "", "out of memory");
+            return false;
+        }
+        return true;
+    }
+    if (!cJSON_IsArray(st) || cJSON_GetArraySize(st) > SRV_MAX_STOPS) {
+        srv_fail(err, 400, "stop", "'stop' must be a string or an array of at most %d strings",
+                 SRV_MAX_STOPS);
+        return false;
+    }
+    const cJSON *v;
+    cJSON_ArrayForEach(v, st) {
+        if (!cJSON_IsString(v)) {
+            srv_fail(err, 400, "stop", "'stop' must be a string or an array of at most %d strings",
+                     SRV_MAX_STOPS);
+            return false;
+        }
+        if (!*v->valuestring) continue; /* an empty stop string can never end anything */
+        if (!(p->stops[p->n_stops++] = strdup(v->valuestring))) {
+            srv_fail(err, 500, "", "out of memory");
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool read_sampling(srv_server *s, const cJSON *body, srv_params *p, srv_error *err) {
+    const og_generator_params *d = &s->m.defaults;
+    p->s.sample = d->do_sample != 0;
+    p->s.temperature = d->temperature > 0 ? d->temperature : 1.0f;
+    p->s.top_k = d->top_k > 0 ? d->top_k : 0;
+    p->s.top_p = d->top_p > 0 && d->top_p <= 1 ? d->top_p : 1.0f;
+    p->s.seed = d->random_seed >= 0 ? (uint64_t)d->random_seed
+                                    : 0x9e3779b97f4a7c15ull * (atomic_fetch_add(&s->next_id, 1) + 1);
+    double x;
+    long long k;
+    int r;
+    if ((r = get_num(body, "temperature", 0, 2, &x, err)) < 0) return false;
+    if (r) {
+        p->s.sample = x > 0;
+        if (x > 0) p->s.temperature = (float)x;
+    }
+    if ((r = get_num(body, "top_p", 0, 1, &x, err)) < 0) return false;
+    if (r) {
+        if (x <= 0) {
+            srv_fail(err, 400, "top_p", "'top_p' must be greater than 0 (and at most 1)");
+            return false;
+        }
+        p->s.top_p = (float)x;
+    }
+    if ((r = get_int(body, "top_k", -1, 2147483647.0, &k, err)) < 0) return false;
+    if (r) p->s.top_k = k < 0 ? 0 : (int)k; /* -1 (vLLM's spelling) and 0: all tokens */
+    if ((r = get_int(body, "seed", -9223372036854775807.0, 9223372036854775807.0, &k, err)) < 0)
+        return false;
+    if (r) p->s.seed = (uint64_t)k;
+    bool b = false;
+    if ((r = get_bool(body, "ignore_eos", &b, err)) < 0) return false;
+    p->s.ignore_eos = b;
+    return true;
+}
+
+bool srv_parse_params(srv_server *s, const char *body, size_t len, bool chat, srv_params *p,
+                      srv_error *err) {
+    memset(p, 0, sizeof *p);
+    p->chat = chat;
+    p->max_tokens = -1;
+    p->logprobs = -1;
+    p->n = 1;
+    cJSON *j = srv_parse_object(body, len, err);
+    if (!j) return false;
+    bool ok = srv_known_keys(j, chat ? chat_keys : completion_keys, err) && srv_check_model(s, j, err) &&
+              (chat ? read_messages(j, p, err) : read_prompts(j, p, err)) &&
+              read_sampling(s, j, p, err) && read_stops(j, p, err);
+    long long k;
+    int r;
+    const char *max_names[2] = {"max_tokens", "max_completion_tokens"};
+    for (int i = 0; ok && i < (chat ? 2 : 1); i++) {
+        if ((r = get_int(j, max_names[i], 1, 2147483647.0, &k, err)) < 0) ok = false;
+        else if (r) p->max_tokens = (int)k;
+    }
+    if (ok && (r = get_int(j, "n", 1, s->o.max_n, &k, err)) != 0) {
+        if (r < 0) ok = false;
+        else p->n = (int)k;
+    }
+    if (ok && get_bool(j, "stream", &p->stream, err) < 0) ok = false;
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
+    if (ok && so && !cJSON_IsNull(so)) {
+        if (!p->stream) {
+            srv_fail(err, 400, "stream_options", "'stream_options' is only allowed when 'stream' is true");
+            ok = false;
+        } else if (!cJSON_IsObject(so)) {
+            srv_fail(err, 400, "stream_options", "'stream_options' must be an object");
+            ok = false;
+        } else {
+            const cJSON *f;
+            cJSON_ArrayForEach(f, so) if (ok && strcmp(f->string, "include_usage") != 0) {
+                srv_fail(err, 400, "stream_options", "Unrecognized stream option: %.100s", f->string);
+                ok = false;
+            }
+            if (ok && get_bool(so, "include_usage", &p->include_usage, err) < 0) {
+                snprintf(err->param, sizeof err->param, "stream_options.include_usage");
+                ok = false;
+            }
+        }
+    }
+    if (ok && chat) {
+        bool lp = false;
+        if (get_bool(j, "logprobs", &lp, err) < 0) ok = false;
+        if (ok && (r = get_int(j, "top_logprobs", 0, ENG_MAX_LOGPROBS, &k, err)) < 0) ok = false;
+        if (ok && r && !lp) {
+            srv_fail(err, 400, "top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+            ok = false;
+        }
+        if (ok && lp) p->logprobs = r ? (int)k : 0;
+    } else if (ok) {
+        if ((r = get_int(j, "logprobs", 0, ENG_MAX_LOGPROBS, &k, err)) < 0) ok = false;
+        else if (r) p->logprobs = (int)k;
+    }
+    const char *defaults_only[] = {"frequency_penalty", "presence_penalty", "logit_bias",
+                                   "echo", "best_of", "suffix", NULL};
+    for (int i = 0; ok && defaults_only[i]; i++) ok = only_default(j, defaults_only[i], err);
+    if (ok && !chat && cJSON_GetArraySize(p->prompts) * p->n > 64) {
+        srv_fail(err, 400, "prompt", "at most 64 choices in all (prompts times n)");
+        ok = false;
+    }
+    p->s.logprobs = p->logprobs;
+    cJSON_Delete(j);
+    if (!ok) srv_params_free(p);
+    return ok;
+}
+
+void srv_params_free(srv_params *p) {
+    cJSON_free(p->messages_json);
+    cJSON_free(p->tools_json);
+    cJSON_free(p->extra_json);
+    cJSON_Delete(p->prompts);
+    for (int i = 0; i < p->n_stops; i++) free(p->stops[i]);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,99 @@
+/* onnx-genai serve -m DIR [--host 127.0.0.1] [--port 8080] [options]: the OpenAI-compatible
+ * HTTP server (src/serve) over the serving engine (src/engine). */
+#include "tools/cli.h"
+
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char serve_usage[] =
+    "usage: onnx-genai serve [-m] DIR [options]\n"
+    "  --host ADDR           numeric address to listen on (default 127.0.0.1)\n"
+    "  --port N              port (default 8080; 0: any free port, printed)\n"
+    "  --model-name NAME     the model's id in the API (default: the folder's name)\n"
+    "  --kv-memory SIZE      bytes for the paged KV pool, e.g. 512M, 2G (default: enough\n"
+    "                        for --max-batch full contexts, at most a quarter of memory)\n"
+    "  --block-size N        positions per KV block (16)\n"
+    "  --max-batch N         sequences running at once (32)\n"
+    "  --max-queue N         requests waiting to start; more are answered 429 (256)\n"
+    "  --step-tokens N       tokens per engine step, decode and prefill together (auto)\n"
+    "  --threads N           compute threads (default: all cores)\n"
+    "  --no-prefix-cache     do not reuse cached prompt blocks\n"
+    "  --per-sequence        one generator per sequence instead of one shared batch\n"
+    "  --max-body SIZE       larger request bodies are answered 413 (8M)\n"
+    "  --max-n N             largest n a request may ask for (16)\n"
+    "  --max-connections N   open connections at most, one thread each (512)\n"
+    "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
+    "GET /metrics, POST /tokenize, POST /detokenize, and a chat page at /.\n"
+    "SIGINT or SIGTERM stops the server.\n";
+
+/* A whole number in [lo, hi], with an optional K/M/G suffix (powers of 1024) when sized. */
+static int number(const char *flag, const char *v, long long lo, long long hi, bool sized,
+                  long long *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    long long mul = 1;
+    if (sized && *end && !end[1]) {
+        switch (*end) {
+        case 'K': case 'k': mul = 1LL << 10; end++; break;
+        case 'M': case 'm': mul = 1LL << 20; end++; break;
+        case 'G': case 'g': mul = 1LL << 30; end++; break;
+        default: break;
+        }
+    }
+    if (errno || end == v || *end)
+        return cli_fail("serve: %s: '%s' is not a whole number%s", flag, v, sized ? " (with an optional K, M or G)" : "");
+    if (x > hi / mul || x * mul < lo || x * mul > hi)
+        return cli_fail("serve: %s: %s is out of range [%lld, %lld]", flag, v, lo, hi);
+    *out = x * mul;
+    return 0;
+}
+
+int cli_serve(int argc, char **argv) {
+    serve_options o = serve_options_default();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(serve_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--no-prefix-cache")) {
+            o.eng.prefix_cache = false;
+            continue;
+        }
+        if (!strcmp(a, "--per-sequence")) {
+            o.eng.per_sequence = true;
+            continue;
+        }
+        if (a[0] != '-') {
+            if (o.model_dir) return cli_fail("serve: one model folder only ('%s' and '%s')", o.model_dir, a);
+            o.model_dir = a;
+            continue;
+        }
+        if (i + 1 >= argc) return cli_fail("serve: %s needs a value\n%s", a, serve_usage);
+        const char *v = argv[++i];
+        long long x = 0;
+        int rc = 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_dir = v;
+        else if (!strcmp(a, "--host")) o.host = v;
+        else if (!strcmp(a, "--model-name")) o.model_name = v;
+        else if (!strcmp(a, "--port")) { if (!(rc = number(a, v, 0, 65535, false, &x))) o.port = (int)x; }
+        else if (!strcmp(a, "--kv-memory")) { if (!(rc = number(a, v, 1, 1LL << 50, true, &x))) o.eng.kv_memory = (size_t)x; }
+        else if (!strcmp(a, "--block-size")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.block_size = (int)x; }
+        else if (!strcmp(a, "--max-batch")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.max_batch = (int)x; }
+        else if (!strcmp(a, "--max-queue")) { if (!(rc = number(a, v, 0, 1 << 20, false, &x))) o.eng.max_queue = (int)x; }
+        else if (!strcmp(a, "--step-tokens")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.eng.step_tokens = (int)x; }
+        else if (!strcmp(a, "--threads")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.threads = (int)x; }
+        else if (!strcmp(a, "--max-body")) { if (!(rc = number(a, v, 1, 1LL << 40, true, &x))) o.max_body = (size_t)x; }
+        else if (!strcmp(a, "--max-n")) { if (!(rc = number(a, v, 1, 128, false, &x))) o.max_n = (int)x; }
+        else if (!strcmp(a, "--max-connections")) { if (!(rc = number(a, v, 1, 65536, false, &x))) o.max_connections = (int)x; }
+        else return cli_fail("serve: unknown option '%s'\n%s", a, serve_usage);
+        if (rc) return rc;
+    }
+    if (!o.model_dir) return cli_fail("serve: which model? (-m DIR)\n%s", serve_usage);
+    return serve_main(&o);
+}

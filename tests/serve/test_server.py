@@ -1,0 +1,642 @@
+#!/usr/bin/env python3
+"""`onnx-genai serve` over real HTTP: each case starts the server on a free loopback port
+(--port 0, the port read from its first line), talks to it with Python's http.client (and
+the pinned `openai` client as the oracle of the wire format), and stops it with SIGTERM,
+which must end it with status 0 (under ASan/UBSan that includes no leak report).
+
+Oracles: `onnx-genai generate` (plain and --chat --json) for greedy answers; the server's
+own single answers for concurrent ones; the text of a non-streamed answer for its stream.
+
+Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
+loading, page). Exits 77 (skipped) when a package or tool it needs is missing."""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SKIP = 77
+FAILS = []
+
+
+def check(cond, what):
+    if cond:
+        print(f"ok   {what}")
+    else:
+        print(f"FAIL {what}")
+        FAILS.append(what)
+    return cond
+
+
+class Server:
+    def __init__(self, build, pkg, *args, env=None, wait_ready=True):
+        self.bin = os.path.join(build, "onnx-genai")
+        self.err = tempfile.TemporaryFile()
+        e = dict(os.environ)
+        e.update(env or {})
+        self.p = subprocess.Popen([self.bin, "serve", "-m", pkg, "--port", "0", *args],
+                                  stdout=subprocess.PIPE, stderr=self.err, text=True, env=e)
+        line = self.p.stdout.readline()
+        m = re.match(r"listening on http://([0-9.]+):(\d+)", line)
+        if not m:
+            self.p.kill()
+            raise SystemExit(f"server did not start: {line!r} {self.stderr()}")
+        self.host, self.port = m.group(1), int(m.group(2))
+        if wait_ready:
+            self.wait_ready()
+
+    def wait_ready(self):
+        line = self.p.stdout.readline()
+        if not line.startswith("ready:"):
+            self.p.kill()
+            raise SystemExit(f"server not ready: {line!r} {self.stderr()}")
+        print(line.strip())
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")
+
+    def conn(self, timeout=120):
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, raw=None, headers=None):
+        c = self.conn()
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        text = r.read()
+        c.close()
+        try:
+            j = json.loads(text)
+        except ValueError:
+            j = None
+        return r.status, dict(r.getheaders()), j, text
+
+    def post(self, path, body):
+        return self.request("POST", path, body)
+
+    def stream(self, path, body, delay=0.0, stop_after=None):
+        """The data events of a streamed answer, parsed (the final "[DONE]" as a string)."""
+        c = self.conn()
+        c.request("POST", path, body=json.dumps(body).encode(),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        if r.status != 200:
+            text = r.read()
+            c.close()
+            return r.status, json.loads(text)
+        events = []
+        while True:
+            line = r.readline()
+            if not line:
+                break
+            line = line.decode().rstrip("\n")
+            if not line:
+                continue
+            check_sse = line.startswith("data: ")
+            if not check_sse:
+                events.append(("bad line", line))
+                continue
+            data = line[6:]
+            events.append(data if data == "[DONE]" else json.loads(data))
+            if stop_after is not None and len(events) >= stop_after:
+                c.sock.shutdown(socket.SHUT_RDWR)
+                c.close()
+                return 200, events
+            if delay:
+                time.sleep(delay)
+        c.close()
+        return 200, events
+
+    def metrics(self):
+        st, _, _, text = self.request("GET", "/metrics")
+        out = {}
+        for line in text.decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = "hung"
+        err = self.stderr()
+        check(rc == 0, f"server exits 0 on SIGTERM (got {rc})")
+        if rc != 0 or "ERROR: AddressSanitizer" in err or "runtime error:" in err:
+            print(err[-6000:])
+            FAILS.append("server stderr")
+
+
+def chat_body(text, **kw):
+    b = {"messages": [{"role": "user", "content": text}], "temperature": 0}
+    b.update(kw)
+    return b
+
+
+def content_of(events):
+    """(content, finish_reasons by index, usage) of streamed chat chunks."""
+    text, finish, usage = {}, {}, None
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        if e.get("usage"):
+            usage = e["usage"]
+        for c in e.get("choices", []):
+            i = c["index"]
+            piece = c["delta"].get("content") if "delta" in c else c.get("text")
+            text[i] = text.get(i, "") + (piece or "")
+            if c.get("finish_reason"):
+                finish[i] = c["finish_reason"]
+    return text, finish, usage
+
+
+def generate_chat(build, pkg, text, max_new):
+    out = subprocess.run([os.path.join(build, "onnx-genai"), "generate", "--chat", "-m", pkg, "-p", text,
+                          "--max-new-tokens", str(max_new), "--json"], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+def generate_plain(build, pkg, text, max_new, n_prompt):
+    out = subprocess.run([os.path.join(build, "onnx-genai"), "generate", "-m", pkg, "-p", text,
+                          "--max-length", str(n_prompt + max_new), "--json"], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
+# ---- routes --------------------------------------------------------------------------------
+
+def case_routes(build, pkgs):
+    pkg = os.path.join(pkgs, "stories260K")
+    s = Server(build, pkg)
+    try:
+        routes_basic(s)
+        routes_generate(s, build, pkg)
+        routes_stream_stop_n(s)
+        routes_logprobs(s)
+        routes_tokenize_metrics(s)
+        routes_openai_client(s)
+    finally:
+        s.stop()
+
+
+def routes_basic(s):
+    st, _, j, _ = s.request("GET", "/health")
+    check(st == 200 and j["status"] == "ok", "GET /health: 200 ok")
+    st, _, j, _ = s.request("GET", "/v1/models")
+    check(st == 200 and j["object"] == "list" and j["data"][0]["id"] == "stories260K",
+          "GET /v1/models lists the model")
+    st, _, j, _ = s.request("GET", "/v1/models/stories260K")
+    check(st == 200 and j["id"] == "stories260K" and j["max_model_len"] == 512, "GET /v1/models/ID")
+    st, h, _, text = s.request("GET", "/")
+    check(st == 200 and h.get("Content-Type", "").startswith("text/html") and b"/v1/chat/completions" in text,
+          "GET /: the chat page")
+
+
+def routes_generate(s, build, pkg):
+    prompt = "Once upon a time"
+    ref = generate_chat(build, pkg, prompt, 24)
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body(prompt, max_tokens=24))
+    ok = st == 200 and j["object"] == "chat.completion"
+    check(ok and j["choices"][0]["message"]["content"] == ref["text"],
+          f"chat greedy answer equals generate --chat's ({ref['text']!r})")
+    check(ok and j["usage"]["completion_tokens"] == ref["generated_tokens"] == 24 and
+          j["usage"]["prompt_tokens"] == ref["prompt_tokens"] and
+          j["usage"]["total_tokens"] == j["usage"]["prompt_tokens"] + 24, "chat usage counts")
+    check(ok and j["choices"][0]["finish_reason"] == "length", "chat finish_reason length")
+
+    st, _, t, _ = s.post("/tokenize", {"prompt": prompt})
+    n_prompt = t["count"]
+    plain = generate_plain(build, pkg, prompt, 30, n_prompt)
+    check(plain["sequences"][0][:n_prompt] == t["tokens"], "/tokenize gives generate's prompt ids")
+    st, _, j, _ = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 30, "temperature": 0})
+    text = j["choices"][0]["text"] if st == 200 else None
+    check(st == 200 and plain["text"][0] == prompt + text, "completion greedy text equals generate's")
+    check(st == 200 and j["usage"]["completion_tokens"] == len(plain["sequences"][0]) - n_prompt and
+          j["usage"]["prompt_tokens"] == n_prompt, "completion usage counts")
+    # the same prompt as ids
+    st, _, j2, _ = s.post("/v1/completions", {"prompt": t["tokens"], "max_tokens": 30, "temperature": 0})
+    check(st == 200 and j2["choices"][0]["text"] == text, "completion from token ids equals from text")
+    # a list of prompts: choices in order
+    st, _, j3, _ = s.post("/v1/completions", {"prompt": [prompt, t["tokens"]], "max_tokens": 30,
+                                              "temperature": 0})
+    check(st == 200 and [c["index"] for c in j3["choices"]] == [0, 1] and
+          all(c["text"] == text for c in j3["choices"]), "completion of a list of prompts")
+    # sampling with a seed is repeatable
+    body = chat_body(prompt, max_tokens=24, temperature=1.0, seed=1234, top_p=0.9, top_k=20)
+    a = s.post("/v1/chat/completions", body)[2]
+    b = s.post("/v1/chat/completions", body)[2]
+    check(a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"],
+          "sampling with a seed gives the same answer twice")
+
+
+def routes_stream_stop_n(s):
+    prompt = "Once upon a time"
+    whole = s.post("/v1/chat/completions", chat_body(prompt, max_tokens=40))[2]
+    answer = whole["choices"][0]["message"]["content"]
+    st, ev = s.stream("/v1/chat/completions", chat_body(prompt, max_tokens=40, stream=True,
+                                                         stream_options={"include_usage": True}))
+    text, finish, usage = content_of(ev)
+    check(st == 200 and ev[-1] == "[DONE]", "chat stream ends with data: [DONE]")
+    check(all(isinstance(e, str) or e.get("object") == "chat.completion.chunk" for e in ev),
+          "every chat event is a chat.completion.chunk")
+    check(isinstance(ev[0], dict) and ev[0]["choices"][0]["delta"].get("role") == "assistant",
+          "the first chunk carries the role")
+    check(text.get(0) == answer, "streamed chat chunks concatenate to the whole answer")
+    check(finish.get(0) == "length", "stream finish_reason")
+    check(usage is not None and usage == whole["usage"], "stream_options.include_usage: the usage chunk")
+    check(all(isinstance(e, str) or "usage" in e for e in ev), "with include_usage every chunk has usage")
+
+    st, ev = s.stream("/v1/completions", {"prompt": prompt, "max_tokens": 40, "temperature": 0,
+                                          "stream": True})
+    plain = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 40, "temperature": 0})[2]
+    text, finish, _ = content_of(ev)
+    check(st == 200 and ev[-1] == "[DONE]" and text.get(0) == plain["choices"][0]["text"],
+          "streamed completion equals the whole one")
+
+    # stop strings: one inside a token run, one that never comes
+    cut = answer.index("girl named")
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body(prompt, max_tokens=40, stop=["zzz", "girl named"]))
+    check(st == 200 and j["choices"][0]["message"]["content"] == answer[:cut] and
+          j["choices"][0]["finish_reason"] == "stop", f"stop string cuts the answer ({answer[:cut]!r})")
+    st, ev = s.stream("/v1/chat/completions", chat_body(prompt, max_tokens=40, stop="girl named", stream=True))
+    text, finish, _ = content_of(ev)
+    check(text.get(0) == answer[:cut] and finish.get(0) == "stop", "stop string in a stream")
+    st, _, j, _ = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 40, "temperature": 0,
+                                             "stop": "Lily"})
+    ptext = plain["choices"][0]["text"]
+    check(st == 200 and j["choices"][0]["text"] == ptext[:ptext.index("Lily")], "stop string in a completion")
+
+    # n > 1: greedy choices all equal the single answer
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body(prompt, max_tokens=40, n=3))
+    check(st == 200 and [c["index"] for c in j["choices"]] == [0, 1, 2] and
+          all(c["message"]["content"] == answer for c in j["choices"]) and
+          j["usage"]["completion_tokens"] == 120 and j["usage"]["prompt_tokens"] == whole["usage"]["prompt_tokens"],
+          "n=3 greedy: three equal choices, usage counts them")
+    st, ev = s.stream("/v1/chat/completions", chat_body(prompt, max_tokens=40, n=2, stream=True))
+    text, finish, _ = content_of(ev)
+    check(text == {0: answer, 1: answer} and finish == {0: "length", 1: "length"}, "n=2 streamed")
+
+
+def routes_logprobs(s):
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body("Once upon a time", max_tokens=12, logprobs=True,
+                                                            top_logprobs=3))
+    lp = j["choices"][0]["logprobs"]["content"] if st == 200 else []
+    check(len(lp) == 12, "chat logprobs: one entry per token")
+    good = True
+    for e in lp:
+        tops = e["top_logprobs"]
+        good &= len(tops) == 3 and e["logprob"] <= 0 and abs(e["logprob"] - tops[0]["logprob"]) < 1e-6
+        good &= all(tops[k]["logprob"] >= tops[k + 1]["logprob"] for k in range(2))
+        good &= sum(2.718281828 ** t["logprob"] for t in tops) <= 1 + 1e-5
+        good &= bytes(e["bytes"]).decode(errors="replace") == e["token"] or "\ufffd" in e["token"]
+    check(good, "chat logprobs: greedy picks the top one, alternatives sorted, probabilities <= 1")
+    joined = "".join(e["token"] for e in lp)
+    check(joined.replace(" ", "") == j["choices"][0]["message"]["content"].replace(" ", ""),
+          "chat logprobs tokens spell the answer")
+    st, _, j, _ = s.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0,
+                                             "logprobs": 2})
+    lp = j["choices"][0]["logprobs"] if st == 200 else {}
+    check(len(lp.get("tokens", [])) == 8 and len(lp["token_logprobs"]) == 8 and
+          all(len(t) == 2 for t in lp["top_logprobs"]) and lp["text_offset"][0] == 0,
+          "completion logprobs: tokens, token_logprobs, top_logprobs, text_offset")
+    st, ev = s.stream("/v1/chat/completions", chat_body("Once upon a time", max_tokens=12, logprobs=True,
+                                                         stream=True))
+    n = sum(len(c["logprobs"]["content"]) for e in ev if isinstance(e, dict)
+            for c in e["choices"] if c.get("logprobs"))
+    check(n == 12, "streamed chat logprobs: one entry per token")
+
+
+def routes_tokenize_metrics(s):
+    st, _, t, _ = s.post("/tokenize", {"prompt": "Once upon a time", "add_special_tokens": False})
+    st2, _, d, _ = s.post("/detokenize", {"tokens": t["tokens"]})
+    check(st == 200 and st2 == 200 and d["prompt"] == "Once upon a time" and t["count"] == len(t["tokens"]),
+          "/tokenize then /detokenize gives the text back")
+    st, _, tm, _ = s.post("/tokenize", {"messages": [{"role": "user", "content": "Once upon a time"}]})
+    chat = s.post("/v1/chat/completions", chat_body("Once upon a time", max_tokens=2))[2]
+    check(st == 200 and tm["count"] == chat["usage"]["prompt_tokens"], "/tokenize messages: the chat prompt")
+
+    before = s.metrics()
+    j = s.post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0})[2]
+    after = s.metrics()
+    d = lambda k: after.get(k, 0) - before.get(k, 0)  # noqa: E731
+    check(d("og_generation_tokens_total") == 10 and d("og_prompt_tokens_total") == j["usage"]["prompt_tokens"],
+          "/metrics: token counters move by the request's usage")
+    check(d('og_http_responses_total{route="/v1/completions",status="200"}') == 1, "/metrics: responses by route")
+    check(d("og_time_to_first_token_seconds_count") == 1 and d("og_inter_token_latency_seconds_count") == 9,
+          "/metrics: TTFT and inter-token histograms count the request")
+    check(after["og_kv_blocks_total"] > 0 and after["og_running"] == 0 and after["og_queue_depth"] == 0,
+          "/metrics: KV pool, nothing running at rest")
+
+
+def routes_openai_client(s):
+    try:
+        import openai
+    except ImportError:
+        print("SKIP openai client part: the openai package (tools/requirements.txt) is not installed")
+        return
+    c = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
+    models = c.models.list()
+    check([m.id for m in models.data] == ["stories260K"], "openai client: models.list")
+    raw = s.post("/v1/chat/completions", chat_body("Once upon a time", max_tokens=20))[2]
+    r = c.chat.completions.create(model="stories260K", messages=[{"role": "user", "content": "Once upon a time"}],
+                                  max_tokens=20, temperature=0)
+    check(r.choices[0].message.content == raw["choices"][0]["message"]["content"] and
+          r.choices[0].finish_reason == "length" and r.usage.completion_tokens == 20,
+          "openai client: chat.completions.create")
+    parts = []
+    usage = None
+    for ch in c.chat.completions.create(model="stories260K", messages=[{"role": "user", "content": "Once upon a time"}],
+                                        max_tokens=20, temperature=0, stream=True,
+                                        stream_options={"include_usage": True}):
+        if ch.usage:
+            usage = ch.usage
+        for x in ch.choices:
+            parts.append(x.delta.content or "")
+    check("".join(parts) == raw["choices"][0]["message"]["content"] and usage and usage.completion_tokens == 20,
+          "openai client: streamed chat")
+    r = c.completions.create(model="stories260K", prompt="Once upon a time", max_tokens=10, temperature=0)
+    check(r.choices[0].text and r.usage.completion_tokens == 10, "openai client: completions.create")
+    try:
+        c.chat.completions.create(model="stories260K", messages=[{"role": "user", "content": "x"}], max_tokens=-3)
+        check(False, "openai client: a bad parameter raises BadRequestError")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and "max_tokens" in str(e), "openai client: a bad parameter raises BadRequestError")
+    try:
+        c.chat.completions.create(model="nope", messages=[{"role": "user", "content": "x"}])
+        check(False, "openai client: an unknown model raises NotFoundError")
+    except openai.NotFoundError:
+        check(True, "openai client: an unknown model raises NotFoundError")
+
+
+# ---- concurrency ---------------------------------------------------------------------------
+
+def run_all(fn, items):
+    out = [None] * len(items)
+
+    def one(i):
+        try:
+            out[i] = fn(items[i])
+        except Exception as e:  # noqa: BLE001 - reported as a failure below
+            out[i] = e
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(len(items))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return out
+
+
+def case_concurrency(build, pkgs):
+    pkg = os.path.join(pkgs, "tiny-int4")
+    s = Server(build, pkg, "--max-batch", "16")
+    try:
+        words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi".split()
+        prompts = [" ".join(words[: 1 + (3 * i) % 16]) + f" {i}" for i in range(8)]
+        chat = lambda p: s.post("/v1/chat/completions", chat_body(p, max_tokens=24 + len(p) % 7))  # noqa: E731
+        alone = [chat(p)[2]["choices"][0]["message"]["content"] for p in prompts]
+        ref = generate_chat(build, pkg, prompts[3], 24 + len(prompts[3]) % 7)
+        check(alone[3] == ref["text"], "tiny-int4: a chat answer equals generate --chat's")
+        res = run_all(chat, prompts)
+        same = [not isinstance(r, Exception) and r[0] == 200 and r[2]["choices"][0]["message"]["content"] == a
+                for r, a in zip(res, alone)]
+        check(all(same), f"8 concurrent greedy chats equal their single answers ({sum(same)}/8)")
+        streams = run_all(lambda p: s.stream("/v1/chat/completions",
+                                             chat_body(p, max_tokens=24 + len(p) % 7, stream=True)), prompts)
+        same = [not isinstance(r, Exception) and content_of(r[1])[0].get(0) == a for r, a in zip(streams, alone)]
+        check(all(same), f"8 concurrent streams equal their single answers ({sum(same)}/8)")
+        # 16 completions sharing a long system prompt: equal alone and together, from the prefix cache
+        system = " ".join(words * 4)
+        comps = [f"{system} question {i}: " + " ".join(words[i % 16:]) for i in range(16)]
+        comp = lambda p: s.post("/v1/completions", {"prompt": p, "max_tokens": 16, "temperature": 0})  # noqa: E731
+        alone = [comp(p)[2] for p in comps]
+        before = s.metrics()
+        res = run_all(comp, comps)
+        after = s.metrics()
+        same = [not isinstance(r, Exception) and r[0] == 200 and
+                r[2]["choices"][0]["text"] == a["choices"][0]["text"] for r, a in zip(res, alone)]
+        check(all(same), f"16 concurrent completions with a shared prefix equal their single answers ({sum(same)}/16)")
+        hits = after["og_prefix_cache_hit_tokens_total"] - before["og_prefix_cache_hit_tokens_total"]
+        cached = sum(r[2]["usage"]["prompt_tokens_details"]["cached_tokens"] for r in res if not isinstance(r, Exception))
+        check(hits > 0 and cached > 0, f"the shared prefix came from the prefix cache ({int(hits)} tokens)")
+    finally:
+        s.stop()
+
+
+# ---- errors ----------------------------------------------------------------------------------
+
+def expect_error(s, what, status, path, body=None, raw=None, param=None, method="POST"):
+    st, h, j, text = s.request(method, path, body=body, raw=raw)
+    ok = st == status and isinstance(j, dict) and isinstance(j.get("error"), dict) and \
+        isinstance(j["error"].get("message"), str) and "type" in j["error"]
+    if param is not None:
+        ok = ok and j["error"].get("param") == param
+    check(ok, f"{what}: {status}" + (f" naming {param}" if param else "") + ("" if ok else f" (got {st} {text[:300]!r})"))
+    return h
+
+
+def case_errors(build, pkgs):
+    pkg = os.path.join(pkgs, "stories260K")
+    s = Server(build, pkg, "--max-queue", "32", "--max-batch", "4", "--max-body", "1M")
+    try:
+        C, P = "/v1/chat/completions", "/v1/completions"
+        msgs = [{"role": "user", "content": "hi"}]
+        expect_error(s, "malformed JSON", 400, C, raw=b'{"messages": [')
+        expect_error(s, "empty body", 400, C, raw=b"")
+        expect_error(s, "a body that is not an object", 400, C, raw=b"[1, 2]")
+        expect_error(s, "trailing garbage", 400, C, raw=b'{"messages": []} x')
+        expect_error(s, "nesting 100000 deep", 400, C, raw=b"[" * 100000)
+        expect_error(s, "messages missing", 400, C, {"max_tokens": 3}, param="messages")
+        expect_error(s, "messages not an array", 400, C, {"messages": "hi"}, param="messages")
+        expect_error(s, "a message not an object", 400, C, {"messages": [3]}, param="messages[0]")
+        expect_error(s, "a message without role", 400, C, {"messages": [{"content": "x"}]}, param="messages[0].role")
+        expect_error(s, "content of a wrong type", 400, C, {"messages": [{"role": "user", "content": 5}]},
+                     param="messages[0].content")
+        expect_error(s, "max_tokens a string", 400, C, {"messages": msgs, "max_tokens": "10"}, param="max_tokens")
+        expect_error(s, "negative max_tokens", 400, C, {"messages": msgs, "max_tokens": -1}, param="max_tokens")
+        expect_error(s, "max_tokens not whole", 400, P, {"prompt": "x", "max_tokens": 2.5}, param="max_tokens")
+        expect_error(s, "max_completion_tokens 0", 400, C, {"messages": msgs, "max_completion_tokens": 0},
+                     param="max_completion_tokens")
+        expect_error(s, "temperature a string", 400, C, {"messages": msgs, "temperature": "hot"}, param="temperature")
+        expect_error(s, "temperature out of range", 400, C, {"messages": msgs, "temperature": 7}, param="temperature")
+        expect_error(s, "top_p 0", 400, C, {"messages": msgs, "top_p": 0}, param="top_p")
+        expect_error(s, "top_k negative", 400, C, {"messages": msgs, "top_k": -5}, param="top_k")
+        expect_error(s, "seed a float", 400, C, {"messages": msgs, "seed": 1.5}, param="seed")
+        expect_error(s, "n 0", 400, C, {"messages": msgs, "n": 0}, param="n")
+        expect_error(s, "n too large", 400, C, {"messages": msgs, "n": 1000}, param="n")
+        expect_error(s, "stream not a boolean", 400, C, {"messages": msgs, "stream": "yes"}, param="stream")
+        expect_error(s, "stream_options without stream", 400, C, {"messages": msgs, "stream_options": {}},
+                     param="stream_options")
+        expect_error(s, "five stop strings", 400, C, {"messages": msgs, "stop": ["a", "b", "c", "d", "e"]}, param="stop")
+        expect_error(s, "stop a number", 400, C, {"messages": msgs, "stop": 3}, param="stop")
+        expect_error(s, "chat logprobs a number", 400, C, {"messages": msgs, "logprobs": 3}, param="logprobs")
+        expect_error(s, "top_logprobs without logprobs", 400, C, {"messages": msgs, "top_logprobs": 2},
+                     param="top_logprobs")
+        expect_error(s, "top_logprobs too many", 400, C, {"messages": msgs, "logprobs": True, "top_logprobs": 50},
+                     param="top_logprobs")
+        expect_error(s, "an unknown field", 400, C, {"messages": msgs, "foo": 1}, param="foo")
+        expect_error(s, "frequency_penalty (not implemented)", 400, C, {"messages": msgs, "frequency_penalty": 0.5},
+                     param="frequency_penalty")
+        expect_error(s, "logit_bias (not implemented)", 400, C, {"messages": msgs, "logit_bias": {"5": 10}},
+                     param="logit_bias")
+        expect_error(s, "echo (not implemented)", 400, P, {"prompt": "x", "echo": True}, param="echo")
+        expect_error(s, "prompt missing", 400, P, {"max_tokens": 3}, param="prompt")
+        expect_error(s, "prompt of mixed types", 400, P, {"prompt": [1, "a"]}, param="prompt")
+        expect_error(s, "an empty prompt list", 400, P, {"prompt": []}, param="prompt")
+        expect_error(s, "a token id out of the vocabulary", 400, P, {"prompt": [1, 99999]}, param="prompt")
+        st, _, j, _ = s.request("POST", P, {"prompt": [5] * 600})
+        check(st == 400 and j["error"]["code"] == "context_length_exceeded" and j["error"]["param"] == "prompt",
+              "a prompt longer than the context: 400 context_length_exceeded")
+        expect_error(s, "a chat longer than the context", 400, C,
+                     {"messages": [{"role": "user", "content": "Once upon a time " * 200}]}, param="messages")
+        expect_error(s, "an unknown model", 404, C, {"model": "nope", "messages": msgs}, param="model")
+        expect_error(s, "an unknown model id", 404, "/v1/models/nope", method="GET")
+        expect_error(s, "an unknown route", 404, "/v2/everything", {"x": 1})
+        expect_error(s, "a wrong method", 405, C, method="GET")
+        expect_error(s, "detokenize an id out of range", 400, "/detokenize", {"tokens": [1, -4]}, param="tokens")
+        expect_error(s, "tokenize without prompt", 400, "/tokenize", {}, param="prompt")
+        expect_error(s, "a 100 MB body", 413, C, raw=b"x" * (100 << 20))
+        # odd bytes inside strings: an answer or a 400, never a crash
+        st, _, _, _ = s.request("POST", P, raw=b'{"prompt": "\xff\xfe\x00abc", "max_tokens": 3}')
+        check(st in (200, 400), f"invalid UTF-8 in a prompt: {st}")
+        st, _, _, _ = s.request("POST", P, raw=b'{"prompt": "\\ud800", "max_tokens": 3}')
+        check(st in (200, 400), f"a lone surrogate escape: {st}")
+
+        # 200 requests at once against a queue of 32: answers and 429s with Retry-After, nothing else
+        def one(_):
+            return s.request("POST", P, {"prompt": "Once upon a time", "max_tokens": 48, "temperature": 0})
+        res = run_all(one, list(range(200)))
+        codes = [r[0] if not isinstance(r, Exception) else repr(r) for r in res]
+        busy = [r for r in res if not isinstance(r, Exception) and r[0] == 429]
+        check(set(codes) <= {200, 429} and busy and codes.count(200) >= 32,
+              f"200 at once, queue 32: {codes.count(200)} answered, {len(busy)} refused, nothing else "
+              f"({sorted(set(map(str, codes)))})")
+        check(all(r[1].get("Retry-After") and r[2]["error"]["type"] == "rate_limit_error" for r in busy),
+              "every 429 has Retry-After and a rate_limit_error")
+        texts = {r[2]["choices"][0]["text"] for r in res if not isinstance(r, Exception) and r[0] == 200}
+        check(len(texts) == 1, "every answered one has the same greedy text")
+
+        # a client that leaves mid-stream: its request is cancelled and its KV freed
+        before = s.metrics()
+        st, ev = s.stream(C, chat_body("Once upon a time", max_tokens=400, stream=True), stop_after=3)
+        freed = False
+        for _ in range(200):
+            m = s.metrics()
+            if m["og_running"] == 0 and m["og_kv_blocks_used"] == 0 and \
+                    m["og_requests_cancelled_total"] > before["og_requests_cancelled_total"]:
+                freed = True
+                break
+            time.sleep(0.05)
+        check(freed, "a client gone mid-stream: its request is cancelled, its KV blocks freed")
+        check(m["og_generation_tokens_total"] - before["og_generation_tokens_total"] < 400,
+              "the cancelled stream stopped generating")
+        # the same without streaming: the connection closes while the answer is generated
+        before = m
+        c = s.conn()
+        c.request("POST", P, body=json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "temperature": 0,
+                                              "ignore_eos": True, "n": 16}).encode(),
+                  headers={"Content-Type": "application/json"})
+        for _ in range(200):  # 16 x 400 tokens on 4 rows: seconds of work once it runs
+            if s.metrics()["og_running"] > 0:
+                break
+            time.sleep(0.01)
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        freed = False
+        for _ in range(200):
+            m = s.metrics()
+            if m["og_running"] == 0 and m["og_requests_cancelled_total"] > before["og_requests_cancelled_total"]:
+                freed = True
+                break
+            time.sleep(0.05)
+        check(freed and m["og_generation_tokens_total"] - before["og_generation_tokens_total"] < 16 * 400,
+              "a client gone before its whole answer: its requests are cancelled")
+
+        # a slow reader gets the same stream
+        fast = content_of(s.stream(C, chat_body("Once upon a time", max_tokens=30, stream=True))[1])[0]
+        slow = content_of(s.stream(C, chat_body("Once upon a time", max_tokens=30, stream=True), delay=0.05)[1])[0]
+        check(fast == slow and fast.get(0), "a slow reader gets the same stream")
+        st, _, j, _ = s.request("GET", "/health")
+        check(st == 200, "still healthy after all that")
+    finally:
+        s.stop()
+
+
+def case_loading(build, pkgs):
+    pkg = os.path.join(pkgs, "stories260K")
+    s = Server(build, pkg, env={"OG_SERVE_TEST_LOAD_DELAY_MS": "3000"}, wait_ready=False)
+    try:
+        st, h, j, _ = s.request("GET", "/health")
+        check(st == 503 and j["status"] == "loading", "GET /health while loading: 503 loading")
+        h = expect_error(s, "a chat while loading", 503, "/v1/chat/completions", chat_body("x"))
+        check(bool(h.get("Retry-After")), "503 while loading has Retry-After")
+        st, _, _, text = s.request("GET", "/metrics")
+        check(st == 200 and b"og_model_loaded 0" in text, "/metrics while loading")
+        s.wait_ready()
+        st, _, j, _ = s.request("GET", "/health")
+        check(st == 200 and j["status"] == "ok", "GET /health once loaded: 200")
+    finally:
+        s.stop()
+
+
+def case_page(build, pkgs):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("SKIP: no chromium (Debian package chromium) to load the chat page")
+        return SKIP
+    pkg = os.path.join(pkgs, "stories260K")
+    s = Server(build, pkg)
+    try:
+        q = "Once upon a time"
+        want = s.post("/v1/chat/completions", chat_body(q, max_tokens=256))[2]["choices"][0]["message"]["content"]
+        with tempfile.TemporaryDirectory() as prof:
+            out = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                  f"--user-data-dir={prof}", "--virtual-time-budget=60000", "--dump-dom",
+                                  f"http://{s.host}:{s.port}/?q=Once%20upon%20a%20time"],
+                                 capture_output=True, text=True, timeout=180)
+        dom = out.stdout
+        m = re.search(r'<div class="msg assistant" data-done="1">(.*?)</div>', dom, re.S)
+        import html
+        got = html.unescape(m.group(1)) if m else None
+        check(m is not None, "the page shows a finished answer" + ("" if m else f": {dom[-1500:]!r} {out.stderr[-1500:]!r}"))
+        check(got == want, "the page's streamed answer equals the API's answer")
+        st, ev = s.request("GET", "/metrics")[0], None
+        m2 = s.metrics()
+        check(m2.get('og_http_responses_total{route="/v1/chat/completions",status="200"}', 0) >= 2,
+              "the page asked /v1/chat/completions")
+    finally:
+        s.stop()
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    build, pkgs, case = sys.argv[1:]
+    if not os.path.exists(os.path.join(pkgs, "stories260K", "genai_config.json")):
+        print(f"SKIP: {pkgs} has no packages (serve_packages did not write them)")
+        return SKIP
+    cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
+             "loading": case_loading, "page": case_page}
+    rc = cases[case](build, pkgs)
+    if rc == SKIP:
+        return SKIP
+    print(f"{case}: {len(FAILS)} failed")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
