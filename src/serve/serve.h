@@ -9,7 +9,9 @@
 #include <stddef.h>
 
 typedef struct serve_options {
-    const char *model_dir;  /* the package served */
+    const char *model_dir;  /* the package served (-m), or NULL with models_dir */
+    const char *models_dir; /* --models-dir: every package folder in it, by folder name */
+    size_t models_memory;   /* --models-memory: unload idle models beyond this (0: never) */
     const char *model_name; /* its id in the API (NULL: the folder's name) */
     const char *host;       /* numeric address to listen on (127.0.0.1) */
     int port;               /* 0: any free port (the one chosen is printed) */

@@ -96,26 +96,28 @@ static enum MHD_Result send_reply(srv_server *s, struct MHD_Connection *c, srv_r
     return ret;
 }
 
-static void not_ready(srv_server *s, srv_reply *r) {
-    srv_error err;
-    if (atomic_load(&s->state) == SRV_LOADING)
-        srv_fail(&err, 503, "", "the model is loading: retry shortly");
-    else
-        srv_fail(&err, 503, "", "the model failed to load: %s", s->load_error);
-    err.retry_after = 5;
-    srv_reply_error(r, &err);
-}
-
 static void health(srv_server *s, srv_reply *r) {
     cJSON *o = cJSON_CreateObject();
-    int state = atomic_load(&s->state);
-    cJSON_AddStringToObject(o, "status", state == SRV_READY ? "ok" : state == SRV_LOADING ? "loading" : "error");
-    if (state == SRV_READY) {
-        cJSON_AddStringToObject(o, "model", s->m.name);
-        cJSON_AddStringToObject(o, "mode", eng_batched(s->m.eng) ? "batched" : "per-sequence");
+    int status = 200;
+    if (s->multi) {
+        int loaded = 0;
+        for (int i = 0; i < s->n_models; i++) loaded += srv_model_state(s, &s->models[i]) == SRV_READY;
+        cJSON_AddStringToObject(o, "status", "ok");
+        cJSON_AddNumberToObject(o, "models", s->n_models);
+        cJSON_AddNumberToObject(o, "loaded", loaded);
+    } else {
+        int state = srv_model_state(s, &s->models[0]);
+        cJSON_AddStringToObject(o, "status", state == SRV_READY ? "ok" : state == SRV_LOADING ? "loading" : "error");
+        cJSON_AddStringToObject(o, "model", s->models[0].name);
+        srv_model *m = srv_try_use(s, 0);
+        if (m) {
+            cJSON_AddStringToObject(o, "mode", eng_batched(m->eng) ? "batched" : "per-sequence");
+            srv_release(s, m);
+        }
+        status = state == SRV_READY ? 200 : 503;
     }
-    srv_reply_json(r, state == SRV_READY ? 200 : 503, o);
-    if (state != SRV_READY) r->retry_after = 5;
+    srv_reply_json(r, status, o);
+    if (status == 503) r->retry_after = 5;
 }
 
 static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_route rt,
@@ -153,10 +155,6 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
         if (!r->body) r->status = 500;
         return;
     default: break;
-    }
-    if (atomic_load(&s->state) != SRV_READY) {
-        not_ready(s, r);
-        return;
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     int fd = ci ? (int)ci->connect_fd : -1;
@@ -222,46 +220,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
     *ctx = NULL;
 }
 
-/* ---- the model -------------------------------------------------------------------------- */
-
-static og_status *load(srv_server *s) {
-    srv_model *m = &s->m;
-    og_status *st = og_model_open(s->o.model_dir, NULL, &m->model);
-    if (!st) st = og_tokenizer_create(m->model, &m->tok);
-    if (st) return st;
-    og_status *ts = og_chat_template_create(m->model, &m->tpl);
-    if (ts) { /* completions still work; chat says why not */
-        snprintf(m->tpl_error, sizeof m->tpl_error, "%s", og_status_message(ts));
-        og_status_free(ts);
-        m->tpl = NULL;
-    }
-    m->defaults = og_generator_params_default(m->model);
-    m->bor = og_model_token_id(m->model, "bor_token_id");
-    m->eor = og_model_token_id(m->model, "eor_token_id");
-    m->vocab = og_model_vocab_size(m->model);
-    m->created = (long)time(NULL);
-    OG_TRY(eng_create(m->model, &s->o.eng, &m->eng));
-    m->context = eng_context_length(m->eng);
-    return NULL;
-}
-
-static void unload(srv_model *m) {
-    if (m->eng) eng_destroy(m->eng);
-    og_chat_template_free(m->tpl);
-    og_tokenizer_free(m->tok);
-    if (m->model) og_model_close(m->model);
-    free(m->name);
-    memset(m, 0, sizeof *m);
-}
-
-static char *name_of(const char *dir) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    size_t b = n;
-    while (b > 0 && dir[b - 1] != '/') b--;
-    return strndup(dir + b, n - b);
-}
-
 int serve_main(const serve_options *o) {
     srv_server *s = calloc(1, sizeof *s);
     if (!s) {
@@ -270,9 +228,8 @@ int serve_main(const serve_options *o) {
     }
     s->o = *o;
     pthread_mutex_init(&s->mu, NULL);
-    atomic_init(&s->state, SRV_LOADING);
-    s->m.name = o->model_name ? strdup(o->model_name) : name_of(o->model_dir);
     int rc = 1;
+    bool models = srv_models_init(s);
     /* Signals go to sigwait below: every thread started from here on has them blocked. */
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -298,10 +255,7 @@ int serve_main(const serve_options *o) {
         fprintf(stderr, "onnx-genai serve: --host '%s' is not a numeric IPv4 or IPv6 address\n", o->host);
         goto out;
     }
-    if (!s->m.name) {
-        fprintf(stderr, "onnx-genai serve: out of memory\n");
-        goto out;
-    }
+    if (!models) goto out;
     s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
                                  MHD_OPTION_SOCK_ADDR, addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -319,25 +273,30 @@ int serve_main(const serve_options *o) {
            o->host, port);
     fflush(stdout);
 
-    /* A test hook: hold the loading state this long, so that a test can see the 503s. */
-    const char *delay = getenv("OG_SERVE_TEST_LOAD_DELAY_MS");
-    if (delay && atoi(delay) > 0) {
-        struct timespec ts = {atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
+    if (!s->multi) {
+        /* A test hook: hold the loading state this long, so that a test can see the 503s. */
+        const char *delay = getenv("OG_SERVE_TEST_LOAD_DELAY_MS");
+        if (delay && atoi(delay) > 0) {
+            struct timespec ts = {atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        srv_model *m = &s->models[0];
+        og_status *st = srv_model_load(s, m);
+        pthread_mutex_lock(&s->models_mu);
+        m->state = st ? SRV_FAILED : SRV_READY;
+        pthread_mutex_unlock(&s->models_mu);
+        if (st) {
+            fprintf(stderr, "onnx-genai serve: %s: %s\n", m->dir, og_status_message(st));
+            og_status_free(st);
+            goto out;
+        }
+        printf("ready: model '%s', context %d, %s%s%s\n", m->name, m->context,
+               eng_batched(m->eng) ? "continuous batching" : "per-sequence mode",
+               eng_batched(m->eng) ? "" : ": ", eng_mode_note(m->eng));
+        if (!m->tpl) printf("no chat template (%s): /v1/chat/completions answers 400\n", m->tpl_error);
+    } else {
+        printf("ready: %d models in %s, each loaded on its first request\n", s->n_models, o->models_dir);
     }
-    og_status *st = load(s);
-    if (st) {
-        snprintf(s->load_error, sizeof s->load_error, "%s", og_status_message(st));
-        og_status_free(st);
-        atomic_store(&s->state, SRV_FAILED);
-        fprintf(stderr, "onnx-genai serve: %s: %s\n", o->model_dir, s->load_error);
-        goto out;
-    }
-    atomic_store(&s->state, SRV_READY);
-    printf("ready: model '%s', context %d, %s%s%s\n", s->m.name, s->m.context,
-           eng_batched(s->m.eng) ? "continuous batching" : "per-sequence mode",
-           eng_batched(s->m.eng) ? "" : ": ", eng_mode_note(s->m.eng));
-    if (!s->m.tpl) printf("no chat template (%s): /v1/chat/completions answers 400\n", s->m.tpl_error);
     fflush(stdout);
 
     int sig = 0;
@@ -348,7 +307,7 @@ int serve_main(const serve_options *o) {
 out:
     atomic_store(&s->stopping, true); /* handlers waiting on the engine give up */
     if (s->daemon) MHD_stop_daemon(s->daemon);
-    unload(&s->m);
+    if (s->models) srv_models_free(s);
     pthread_mutex_destroy(&s->mu);
     free(s);
     return rc;

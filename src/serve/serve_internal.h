@@ -58,10 +58,21 @@ typedef struct srv_error {
 void srv_fail(srv_error *e, int status, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* ---- the model ---------------------------------------------------------------------- */
+/* ---- models ------------------------------------------------------------------------- */
+
+/* A model's life (under srv_server.models_mu): with -m it loads at start (requests get
+ * 503 meanwhile); with --models-dir each loads on its first request (others for it wait)
+ * and the least recently used idle ones are unloaded while the loaded ones' memory is
+ * above --models-memory. */
+enum { SRV_UNLOADED = 0, SRV_LOADING, SRV_READY, SRV_FAILED, SRV_UNLOADING };
 
 typedef struct srv_model {
-    char *name;
+    char *name, *dir;
+    int state;
+    char error[512];         /* why the last load failed */
+    int users;               /* requests holding it (it is not unloaded meanwhile) */
+    uint64_t last_used;
+    size_t bytes;            /* memory it took: resident growth while loading, at least its files */
     og_model *model;
     og_tokenizer *tok;
     og_chat_template *tpl;   /* NULL when the package has none (tpl_error says why) */
@@ -82,14 +93,15 @@ typedef enum srv_route {
 
 extern const char *const srv_route_names[SRV_ROUTES];
 
-enum { SRV_LOADING = 0, SRV_READY = 1, SRV_FAILED = 2 };
-
 typedef struct srv_server {
     serve_options o;
     struct MHD_Daemon *daemon;
-    atomic_int state;
-    char load_error[512];
-    srv_model m;
+    srv_model *models;
+    int n_models;
+    bool multi;              /* --models-dir */
+    pthread_mutex_t models_mu;
+    pthread_cond_t models_cv;
+    uint64_t tick;
     atomic_bool stopping;
     atomic_ullong next_id;
     atomic_llong in_flight;
@@ -97,6 +109,20 @@ typedef struct srv_server {
     uint64_t responses[SRV_ROUTES][600]; /* by route and status */
     uint64_t stream_disconnects;
 } srv_server;
+
+/* The models: one (-m) or every package folder under --models-dir. */
+bool srv_models_init(srv_server *s);
+void srv_models_free(srv_server *s);
+/* Loads m now (the -m model at start). */
+og_status *srv_model_load(srv_server *s, srv_model *m);
+/* The model a request names in its "model" field (or the only one), loaded and held
+ * until srv_release; NULL with err set (400, 404, 503 while the -m model loads, 500 when
+ * it cannot be loaded). */
+srv_model *srv_acquire(srv_server *s, const cJSON *body, srv_error *err);
+/* models[i] held when it is loaded now, else NULL (nothing is loaded for it). */
+srv_model *srv_try_use(srv_server *s, int i);
+void srv_release(srv_server *s, srv_model *m);
+int srv_model_state(srv_server *s, srv_model *m);
 
 void srv_count(srv_server *s, srv_route r, int status);
 
@@ -120,17 +146,15 @@ typedef struct srv_params {
     int logprobs;          /* -1: none */
 } srv_params;
 
-/* Reads body (len bytes) as a chat (chat true) or completions request; on failure fills
- * err (400 naming the parameter, 404 for an unknown model) and returns false. */
-bool srv_parse_params(srv_server *s, const char *body, size_t len, bool chat, srv_params *p,
+/* Reads body as a chat (chat true) or completions request for model m; on failure fills
+ * err (400 naming the parameter) and returns false. */
+bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *body, bool chat, srv_params *p,
                       srv_error *err);
 void srv_params_free(srv_params *p);
 /* Parses a JSON object body; on failure err says why (400). */
 cJSON *srv_parse_object(const char *body, size_t len, srv_error *err);
 /* Every field of body is among keys (NULL-terminated); else err names the first that is not. */
 bool srv_known_keys(const cJSON *body, const char *const *keys, srv_error *err);
-/* The `model` field, when present, must name the model served (else 404 / 400). */
-bool srv_check_model(srv_server *s, const cJSON *body, srv_error *err);
 
 /* One choice: an engine request and its text so far. */
 typedef struct srv_choice {
@@ -149,6 +173,7 @@ typedef struct srv_choice {
 
 typedef struct srv_job {
     srv_server *srv;
+    srv_model *m;
     srv_params *p;
     int n_prompts;
     int32_t **ids;          /* per prompt */
@@ -165,7 +190,7 @@ typedef struct srv_job {
 
 /* Tokenizes the prompts (the chat template for chat), submits every choice. On failure
  * (err set) nothing is left running. */
-bool srv_job_start(srv_job *j, srv_server *s, srv_params *p, int fd, srv_error *err);
+bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int fd, srv_error *err);
 /* Takes what the engine produced, waiting up to timeout_s when nothing is new. Returns
  * true once every choice has finished (or the job failed). */
 bool srv_job_pump(srv_job *j, double timeout_s);

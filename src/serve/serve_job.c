@@ -26,7 +26,7 @@ static void fail_status(srv_error *err, og_status *st, const char *param, const 
 }
 
 static bool chat_prompt(srv_job *j, srv_error *err) {
-    srv_model *m = &j->srv->m;
+    srv_model *m = j->m;
     if (!m->tpl) {
         srv_fail(err, 400, "messages", "this model has no chat template (%s): use /v1/completions",
                  m->tpl_error);
@@ -54,7 +54,7 @@ static bool chat_prompt(srv_job *j, srv_error *err) {
 }
 
 static bool completion_prompt(srv_job *j, int i, const cJSON *pr, srv_error *err) {
-    srv_model *m = &j->srv->m;
+    srv_model *m = j->m;
     if (cJSON_IsString(pr)) {
         size_t n = 0;
         og_status *st = og_tokenizer_encode(m->tok, pr->valuestring, strlen(pr->valuestring), 1,
@@ -79,7 +79,7 @@ static bool completion_prompt(srv_job *j, int i, const cJSON *pr, srv_error *err
 }
 
 static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
-    srv_model *m = &j->srv->m;
+    srv_model *m = j->m;
     const int32_t *ids = j->ids[c->prompt];
     int n = j->n_ids[c->prompt];
     const char *param = j->p->chat ? "messages" : "prompt";
@@ -128,9 +128,10 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
     return true;
 }
 
-bool srv_job_start(srv_job *j, srv_server *s, srv_params *p, int fd, srv_error *err) {
+bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int fd, srv_error *err) {
     memset(j, 0, sizeof *j);
     j->srv = s;
+    j->m = m;
     j->p = p;
     j->fd = fd;
     j->created = (long)time(NULL);

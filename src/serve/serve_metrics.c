@@ -1,34 +1,75 @@
-/* GET /metrics: Prometheus' text format (version 0.0.4). The engine's counters, gauges
- * and histograms (eng_get_stats) and the server's responses by route and status. */
+/* GET /metrics: Prometheus' text format (version 0.0.4). Per model (label `model`): the
+ * engine's counters, gauges and histograms (eng_get_stats) of each loaded model; for the
+ * server: responses by route and status, streams whose client left, requests in flight. */
 #include "serve/serve_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void counter(srv_buf *b, const char *name, const char *help, double v) {
-    srv_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %.17g\n", name, help, name, name, v);
+typedef struct loaded {
+    const char *name;
+    eng_stats st;
+} loaded;
+
+typedef enum kind { COUNTER, GAUGE } kind;
+
+/* One family: its header, then a sample per loaded model. */
+static void family(srv_buf *b, kind k, const char *name, const char *help, const loaded *l, int n,
+                   double (*get)(const eng_stats *)) {
+    srv_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, k == COUNTER ? "counter" : "gauge");
+    for (int i = 0; i < n; i++) srv_buf_printf(b, "%s{model=\"%s\"} %.17g\n", name, l[i].name, get(&l[i].st));
 }
 
-static void gauge(srv_buf *b, const char *name, const char *help, double v) {
-    srv_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
-}
-
-static void histogram(srv_buf *b, const char *name, const char *help, const eng_hist *h) {
+static void histogram(srv_buf *b, const char *name, const char *help, const loaded *l, int n,
+                      size_t offset) {
     srv_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-    uint64_t cum = 0;
-    for (int i = 0; i < ENG_HIST_BUCKETS; i++) {
-        cum += h->count[i];
-        srv_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, eng_hist_bounds[i], (unsigned long long)cum);
+    for (int m = 0; m < n; m++) {
+        const eng_hist *h = (const eng_hist *)((const char *)&l[m].st + offset);
+        uint64_t cum = 0;
+        for (int i = 0; i < ENG_HIST_BUCKETS; i++) {
+            cum += h->count[i];
+            srv_buf_printf(b, "%s_bucket{model=\"%s\",le=\"%g\"} %llu\n", name, l[m].name, eng_hist_bounds[i],
+                           (unsigned long long)cum);
+        }
+        cum += h->count[ENG_HIST_BUCKETS];
+        srv_buf_printf(b, "%s_bucket{model=\"%s\",le=\"+Inf\"} %llu\n%s_sum{model=\"%s\"} %.17g\n"
+                       "%s_count{model=\"%s\"} %llu\n", name, l[m].name, (unsigned long long)cum, name,
+                       l[m].name, h->sum, name, l[m].name, (unsigned long long)cum);
     }
-    cum += h->count[ENG_HIST_BUCKETS];
-    srv_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.17g\n%s_count %llu\n", name,
-                   (unsigned long long)cum, name, h->sum, name, (unsigned long long)cum);
+}
+
+#define GET(field) static double get_##field(const eng_stats *s) { return (double)s->field; }
+GET(requests) GET(finished) GET(cancelled) GET(failed) GET(preempted) GET(prompt_tokens)
+GET(generated_tokens) GET(cached_prompt_tokens) GET(steps) GET(queue_depth) GET(running)
+GET(last_batch) GET(kv_blocks_total) GET(kv_blocks_used) GET(kv_blocks_cached)
+#undef GET
+static double get_kv_ratio(const eng_stats *s) {
+    return s->kv_blocks_total ? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0;
 }
 
 void srv_handle_metrics(srv_server *s, srv_reply *r) {
     srv_buf b = {0};
-    gauge(&b, "og_model_loaded", "1 once the model is loaded and requests are served",
-          atomic_load(&s->state) == SRV_READY);
+    loaded *l = calloc((size_t)s->n_models, sizeof *l);
+    srv_model **held = calloc((size_t)s->n_models, sizeof *held);
+    if (!l || !held) {
+        free(l);
+        free(held);
+        r->status = 500;
+        return;
+    }
+    int n = 0;
+    srv_buf_str(&b, "# HELP og_model_loaded 1 while the model is loaded and serving\n"
+                    "# TYPE og_model_loaded gauge\n");
+    for (int i = 0; i < s->n_models; i++) {
+        srv_model *m = srv_try_use(s, i);
+        srv_buf_printf(&b, "og_model_loaded{model=\"%s\"} %d\n", s->models[i].name, m != NULL);
+        if (!m) continue;
+        held[n] = m;
+        l[n].name = m->name;
+        eng_get_stats(m->eng, &l[n].st);
+        n++;
+    }
     srv_buf_str(&b, "# HELP og_http_responses_total HTTP responses by route and status\n"
                     "# TYPE og_http_responses_total counter\n");
     pthread_mutex_lock(&s->mu);
@@ -39,38 +80,41 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
                                srv_route_names[rt], code, (unsigned long long)s->responses[rt][code]);
     uint64_t disconnects = s->stream_disconnects;
     pthread_mutex_unlock(&s->mu);
-    counter(&b, "og_stream_disconnects_total", "streams whose client left before the end",
-            (double)disconnects);
-    gauge(&b, "og_requests_in_flight", "generation requests being answered",
-          (double)atomic_load(&s->in_flight));
-    if (atomic_load(&s->state) == SRV_READY) {
-        eng_stats st;
-        eng_get_stats(s->m.eng, &st);
-        counter(&b, "og_requests_total", "requests the engine accepted (one per choice)", (double)st.requests);
-        counter(&b, "og_requests_finished_total", "requests that ended (stop or length)", (double)st.finished);
-        counter(&b, "og_requests_cancelled_total", "requests cancelled (stop string, client gone)", (double)st.cancelled);
-        counter(&b, "og_requests_failed_total", "requests that ended in an error", (double)st.failed);
-        counter(&b, "og_preemptions_total", "sequences preempted for KV blocks and recomputed", (double)st.preempted);
-        counter(&b, "og_prompt_tokens_total", "prompt tokens submitted", (double)st.prompt_tokens);
-        counter(&b, "og_generation_tokens_total", "tokens generated", (double)st.generated_tokens);
-        counter(&b, "og_prefix_cache_hit_tokens_total", "prompt tokens served from the prefix cache",
-                (double)st.cached_prompt_tokens);
-        counter(&b, "og_engine_steps_total", "engine steps (model runs)", (double)st.steps);
-        gauge(&b, "og_queue_depth", "requests waiting to start", st.queue_depth);
-        gauge(&b, "og_running", "sequences running", st.running);
-        gauge(&b, "og_batch_size", "sequences in the last step", st.last_batch);
-        gauge(&b, "og_kv_blocks_total", "KV blocks in the pool", (double)st.kv_blocks_total);
-        gauge(&b, "og_kv_blocks_used", "KV blocks held by sequences", (double)st.kv_blocks_used);
-        gauge(&b, "og_kv_blocks_cached", "KV blocks kept for the prefix cache", (double)st.kv_blocks_cached);
-        gauge(&b, "og_kv_usage_ratio", "used share of the KV pool",
-              st.kv_blocks_total ? (double)st.kv_blocks_used / (double)st.kv_blocks_total : 0);
-        histogram(&b, "og_time_to_first_token_seconds", "submission to first token", &st.ttft);
-        histogram(&b, "og_inter_token_latency_seconds", "between a request's tokens", &st.inter_token);
-        histogram(&b, "og_step_seconds", "one engine step", &st.step_time);
-    }
-    size_t n = 0;
-    r->body = srv_buf_take(&b, &n);
-    r->len = n;
+    srv_buf_printf(&b, "# HELP og_stream_disconnects_total streams whose client left before the end\n"
+                       "# TYPE og_stream_disconnects_total counter\nog_stream_disconnects_total %llu\n",
+                   (unsigned long long)disconnects);
+    srv_buf_printf(&b, "# HELP og_requests_in_flight generation requests being answered\n"
+                       "# TYPE og_requests_in_flight gauge\nog_requests_in_flight %lld\n",
+                   (long long)atomic_load(&s->in_flight));
+    family(&b, COUNTER, "og_requests_total", "requests the engine accepted (one per choice)", l, n, get_requests);
+    family(&b, COUNTER, "og_requests_finished_total", "requests that ended (stop or length)", l, n, get_finished);
+    family(&b, COUNTER, "og_requests_cancelled_total", "requests cancelled (stop string, client gone)", l, n,
+           get_cancelled);
+    family(&b, COUNTER, "og_requests_failed_total", "requests that ended in an error", l, n, get_failed);
+    family(&b, COUNTER, "og_preemptions_total", "sequences preempted for KV blocks and recomputed", l, n,
+           get_preempted);
+    family(&b, COUNTER, "og_prompt_tokens_total", "prompt tokens submitted", l, n, get_prompt_tokens);
+    family(&b, COUNTER, "og_generation_tokens_total", "tokens generated", l, n, get_generated_tokens);
+    family(&b, COUNTER, "og_prefix_cache_hit_tokens_total", "prompt tokens served from the prefix cache", l, n,
+           get_cached_prompt_tokens);
+    family(&b, COUNTER, "og_engine_steps_total", "engine steps (model runs)", l, n, get_steps);
+    family(&b, GAUGE, "og_queue_depth", "requests waiting to start", l, n, get_queue_depth);
+    family(&b, GAUGE, "og_running", "sequences running", l, n, get_running);
+    family(&b, GAUGE, "og_batch_size", "sequences in the last step", l, n, get_last_batch);
+    family(&b, GAUGE, "og_kv_blocks_total", "KV blocks in the pool", l, n, get_kv_blocks_total);
+    family(&b, GAUGE, "og_kv_blocks_used", "KV blocks held by sequences", l, n, get_kv_blocks_used);
+    family(&b, GAUGE, "og_kv_blocks_cached", "KV blocks kept for the prefix cache", l, n, get_kv_blocks_cached);
+    family(&b, GAUGE, "og_kv_usage_ratio", "used share of the KV pool", l, n, get_kv_ratio);
+    histogram(&b, "og_time_to_first_token_seconds", "submission to first token", l, n, offsetof(eng_stats, ttft));
+    histogram(&b, "og_inter_token_latency_seconds", "between a request's tokens", l, n,
+              offsetof(eng_stats, inter_token));
+    histogram(&b, "og_step_seconds", "one engine step", l, n, offsetof(eng_stats, step_time));
+    for (int i = 0; i < n; i++) srv_release(s, held[i]);
+    free(l);
+    free(held);
+    size_t len = 0;
+    r->body = srv_buf_take(&b, &len);
+    r->len = len;
     r->status = r->body ? 200 : 500;
     r->type = "text/plain; version=0.0.4; charset=utf-8";
 }

@@ -89,10 +89,10 @@ static cJSON *chat_logprob_entry(srv_model *m, int32_t id, float lp) {
 static cJSON *chat_logprobs(srv_job *j, const eng_token *t, int n) {
     cJSON *o = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(o, "content");
     for (int i = 0; i < n; i++) {
-        cJSON *e = chat_logprob_entry(&j->srv->m, t[i].id, t[i].logprob);
+        cJSON *e = chat_logprob_entry(j->m, t[i].id, t[i].logprob);
         cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
         for (int k = 0; k < t[i].n_top && k < j->p->logprobs; k++)
-            cJSON_AddItemToArray(top, chat_logprob_entry(&j->srv->m, t[i].top_ids[k], t[i].top_logprobs[k]));
+            cJSON_AddItemToArray(top, chat_logprob_entry(j->m, t[i].top_ids[k], t[i].top_logprobs[k]));
         cJSON_AddItemToArray(content, e);
     }
     return o;
@@ -105,7 +105,7 @@ static cJSON *completion_logprobs(srv_job *j, const eng_token *t, int n, size_t 
     cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
     cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
     for (int i = 0; i < n; i++) {
-        char *s = token_text(&j->srv->m, t[i].id, NULL);
+        char *s = token_text(j->m, t[i].id, NULL);
         cJSON_AddItemToArray(toks, cJSON_CreateString(s ? s : ""));
         cJSON_AddItemToArray(lps, cJSON_CreateNumber(t[i].logprob));
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
@@ -113,7 +113,7 @@ static cJSON *completion_logprobs(srv_job *j, const eng_token *t, int n, size_t 
         free(s);
         cJSON *top = cJSON_CreateObject();
         for (int k = 0; k < t[i].n_top && k < j->p->logprobs; k++) {
-            char *a = token_text(&j->srv->m, t[i].top_ids[k], NULL);
+            char *a = token_text(j->m, t[i].top_ids[k], NULL);
             if (a && !cJSON_GetObjectItemCaseSensitive(top, a))
                 cJSON_AddNumberToObject(top, a, t[i].top_logprobs[k]);
             free(a);
@@ -140,7 +140,7 @@ static cJSON *head(const srv_job *j, const char *object) {
     cJSON_AddStringToObject(o, "id", j->id);
     cJSON_AddStringToObject(o, "object", object);
     cJSON_AddNumberToObject(o, "created", (double)j->created);
-    cJSON_AddStringToObject(o, "model", j->srv->m.name);
+    cJSON_AddStringToObject(o, "model", j->m->name);
     return o;
 }
 
@@ -179,6 +179,7 @@ static cJSON *whole_answer(srv_job *j) {
 
 typedef struct srv_stream {
     srv_server *srv;
+    srv_model *m; /* held until the stream is freed */
     srv_params p;
     srv_job job;
     srv_buf out;
@@ -304,6 +305,7 @@ static void stream_free(void *cls) {
     srv_stream *st = cls;
     srv_job_free(&st->job); /* cancels what still runs: its KV is freed before the next step */
     srv_params_free(&st->p);
+    if (st->m) srv_release(st->srv, st->m);
     srv_buf_free(&st->out);
     free(st->finish_sent);
     free(st->offsets);
@@ -321,9 +323,13 @@ void srv_handle_generate(srv_server *s, bool chat, const char *body, size_t len,
         return;
     }
     st->srv = s;
-    if (!srv_parse_params(s, body, len, chat, &st->p, &err) ||
-        !srv_job_start(&st->job, s, &st->p, fd, &err)) {
+    cJSON *j0 = srv_parse_object(body, len, &err);
+    st->m = j0 ? srv_acquire(s, j0, &err) : NULL;
+    bool ok = st->m && srv_parse_params(s, st->m, j0, chat, &st->p, &err);
+    cJSON_Delete(j0);
+    if (!ok || !srv_job_start(&st->job, s, st->m, &st->p, fd, &err)) {
         srv_params_free(&st->p);
+        if (st->m) srv_release(s, st->m);
         free(st);
         srv_reply_error(r, &err);
         return;
@@ -364,39 +370,47 @@ void srv_handle_generate(srv_server *s, bool chat, const char *body, size_t len,
 
 /* ---- models, tokenize, detokenize ---------------------------------------------------------- */
 
-static cJSON *model_object(srv_server *s) {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "id", s->m.name);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", (double)s->m.created);
-    cJSON_AddStringToObject(m, "owned_by", "onnx-genai");
-    cJSON_AddNumberToObject(m, "max_model_len", s->m.context);
-    return m;
+static cJSON *model_object(srv_server *s, srv_model *m) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", m->name);
+    cJSON_AddStringToObject(o, "object", "model");
+    srv_model *held = srv_try_use(s, (int)(m - s->models));
+    cJSON_AddNumberToObject(o, "created", held ? (double)m->created : 0);
+    cJSON_AddStringToObject(o, "owned_by", "onnx-genai");
+    cJSON_AddBoolToObject(o, "loaded", held != NULL);
+    if (held) {
+        cJSON_AddNumberToObject(o, "max_model_len", m->context);
+        srv_release(s, held);
+    }
+    return o;
 }
 
 void srv_handle_models(srv_server *s, const char *url, srv_reply *r) {
     const char *rest = url + strlen("/v1/models");
     if (*rest == '/' && rest[1]) {
-        if (strcmp(rest + 1, s->m.name) != 0) {
-            srv_error err;
-            srv_fail(&err, 404, "model", "The model '%.200s' does not exist", rest + 1);
-            err.code = "model_not_found";
-            srv_reply_error(r, &err);
-            return;
-        }
-        srv_reply_json(r, 200, model_object(s));
+        for (int i = 0; i < s->n_models; i++)
+            if (!strcmp(rest + 1, s->models[i].name)) {
+                srv_reply_json(r, 200, model_object(s, &s->models[i]));
+                return;
+            }
+        srv_error err;
+        srv_fail(&err, 404, "model", "The model '%.200s' does not exist", rest + 1);
+        err.code = "model_not_found";
+        srv_reply_error(r, &err);
         return;
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "object", "list");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), model_object(s));
+    cJSON *data = cJSON_AddArrayToObject(o, "data");
+    for (int i = 0; i < s->n_models; i++) cJSON_AddItemToArray(data, model_object(s, &s->models[i]));
     srv_reply_json(r, 200, o);
 }
 
 void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply *r) {
     srv_error err = {0};
     cJSON *j = srv_parse_object(body, len, &err);
-    if (!j || !srv_check_model(s, j, &err)) {
+    srv_model *m = j ? srv_acquire(s, j, &err) : NULL;
+    if (!m) {
         cJSON_Delete(j);
         srv_reply_error(r, &err);
         return;
@@ -434,14 +448,14 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
             srv_fail(&err, 400, "messages", "'messages' must be an array of messages");
             goto out;
         }
-        if (!s->m.tpl) {
-            srv_fail(&err, 400, "messages", "this model has no chat template (%s)", s->m.tpl_error);
+        if (!m->tpl) {
+            srv_fail(&err, 400, "messages", "this model has no chat template (%s)", m->tpl_error);
             goto out;
         }
         char *mj = cJSON_PrintUnformatted(msgs);
         og_chat_options co = og_chat_options_default();
         co.add_generation_prompt = agp ? cJSON_IsTrue(agp) : 1;
-        og_status *st = mj ? og_chat_template_apply(s->m.tpl, mj, &co, &rendered)
+        og_status *st = mj ? og_chat_template_apply(m->tpl, mj, &co, &rendered)
                            : og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
         cJSON_free(mj);
         if (st) {
@@ -455,7 +469,7 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
     }
     int32_t *ids = NULL;
     size_t n = 0;
-    og_status *st = og_tokenizer_encode(s->m.tok, text, strlen(text), special, &ids, &n);
+    og_status *st = og_tokenizer_encode(m->tok, text, strlen(text), special, &ids, &n);
     og_free(rendered);
     if (st) {
         srv_fail(&err, 400, prompt ? "prompt" : "messages", "tokenizing: %s", og_status_message(st));
@@ -464,15 +478,17 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "count", (double)n);
-    cJSON_AddNumberToObject(o, "max_model_len", s->m.context);
+    cJSON_AddNumberToObject(o, "max_model_len", m->context);
     cJSON *arr = cJSON_AddArrayToObject(o, "tokens");
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
     og_free(ids);
     cJSON_Delete(j);
+    srv_release(s, m);
     srv_reply_json(r, 200, o);
     return;
 out:
     cJSON_Delete(j);
+    srv_release(s, m);
     srv_reply_error(r, &err);
 }
 
@@ -480,7 +496,8 @@ void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_repl
     srv_error err = {0};
     cJSON *j = srv_parse_object(body, len, &err);
     int32_t *ids = NULL;
-    if (!j || !srv_check_model(s, j, &err)) goto out;
+    srv_model *m = j ? srv_acquire(s, j, &err) : NULL;
+    if (!m) goto out;
     static const char *const keys[] = {"model", "tokens", NULL};
     if (!srv_known_keys(j, keys, &err)) goto out;
     const cJSON *toks = cJSON_GetObjectItemCaseSensitive(j, "tokens");
@@ -496,14 +513,14 @@ void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_repl
     const cJSON *v;
     cJSON_ArrayForEach(v, toks) {
         if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int32_t)v->valuedouble ||
-            v->valuedouble < 0 || v->valuedouble >= s->m.vocab) {
-            srv_fail(&err, 400, "tokens", "'tokens'[%d] is not a token id in [0, %d)", i, s->m.vocab);
+            v->valuedouble < 0 || v->valuedouble >= m->vocab) {
+            srv_fail(&err, 400, "tokens", "'tokens'[%d] is not a token id in [0, %d)", i, m->vocab);
             goto out;
         }
         ids[i++] = (int32_t)v->valuedouble;
     }
     char *text = NULL;
-    og_status *st = og_tokenizer_decode(s->m.tok, ids, (size_t)n, 0, &text);
+    og_status *st = og_tokenizer_decode(m->tok, ids, (size_t)n, 0, &text);
     if (st) {
         srv_fail(&err, 400, "tokens", "decoding: %s", og_status_message(st));
         og_status_free(st);
@@ -514,10 +531,12 @@ void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_repl
     og_free(text);
     free(ids);
     cJSON_Delete(j);
+    srv_release(s, m);
     srv_reply_json(r, 200, o);
     return;
 out:
     free(ids);
     cJSON_Delete(j);
+    if (m) srv_release(s, m);
     srv_reply_error(r, &err);
 }

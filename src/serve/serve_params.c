@@ -37,22 +37,6 @@ cJSON *srv_parse_object(const char *body, size_t len, srv_error *err) {
     return j;
 }
 
-bool srv_check_model(srv_server *s, const cJSON *body, srv_error *err) {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(body, "model");
-    if (!m || cJSON_IsNull(m)) return true;
-    if (!cJSON_IsString(m)) {
-        srv_fail(err, 400, "model", "'model' must be a string");
-        return false;
-    }
-    if (strcmp(m->valuestring, s->m.name) != 0) {
-        srv_fail(err, 404, "model", "The model '%.200s' does not exist: this server serves '%.200s'",
-                 m->valuestring, s->m.name);
-        err->code = "model_not_found";
-        return false;
-    }
-    return true;
-}
-
 /* ---- typed fields: 0 absent (or null), 1 read, -1 wrong (err set) ---------------------- */
 
 static int get_num(const cJSON *o, const char *k, double lo, double hi, double *out, srv_error *err) {
@@ -287,8 +271,9 @@ static bool read_stops(const cJSON *body, srv_params *p, srv_error *err) {
     return true;
 }
 
-static bool read_sampling(srv_server *s, const cJSON *body, srv_params *p, srv_error *err) {
-    const og_generator_params *d = &s->m.defaults;
+static bool read_sampling(srv_server *s, srv_model *m, const cJSON *body, srv_params *p,
+                          srv_error *err) {
+    const og_generator_params *d = &m->defaults;
     p->s.sample = d->do_sample != 0;
     p->s.temperature = d->temperature > 0 ? d->temperature : 1.0f;
     p->s.top_k = d->top_k > 0 ? d->top_k : 0;
@@ -322,18 +307,16 @@ static bool read_sampling(srv_server *s, const cJSON *body, srv_params *p, srv_e
     return true;
 }
 
-bool srv_parse_params(srv_server *s, const char *body, size_t len, bool chat, srv_params *p,
+bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, srv_params *p,
                       srv_error *err) {
     memset(p, 0, sizeof *p);
     p->chat = chat;
     p->max_tokens = -1;
     p->logprobs = -1;
     p->n = 1;
-    cJSON *j = srv_parse_object(body, len, err);
-    if (!j) return false;
-    bool ok = srv_known_keys(j, chat ? chat_keys : completion_keys, err) && srv_check_model(s, j, err) &&
+    bool ok = srv_known_keys(j, chat ? chat_keys : completion_keys, err) &&
               (chat ? read_messages(j, p, err) : read_prompts(j, p, err)) &&
-              read_sampling(s, j, p, err) && read_stops(j, p, err);
+              read_sampling(s, m, j, p, err) && read_stops(j, p, err);
     long long k;
     int r;
     const char *max_names[2] = {"max_tokens", "max_completion_tokens"};
@@ -387,7 +370,6 @@ bool srv_parse_params(srv_server *s, const char *body, size_t len, bool chat, sr
         ok = false;
     }
     p->s.logprobs = p->logprobs;
-    cJSON_Delete(j);
     if (!ok) srv_params_free(p);
     return ok;
 }

@@ -11,6 +11,11 @@
 
 static const char serve_usage[] =
     "usage: onnx-genai serve [-m] DIR [options]\n"
+    "       onnx-genai serve --models-dir DIR [--models-memory SIZE] [options]\n"
+    "  --models-dir DIR      serve every package folder in DIR under its folder name (the\n"
+    "                        request's \"model\"), each loaded on its first request\n"
+    "  --models-memory SIZE  unload the least recently used idle models while the loaded\n"
+    "                        ones take more than SIZE (e.g. 4G; default: no limit)\n"
     "  --host ADDR           numeric address to listen on (default 127.0.0.1)\n"
     "  --port N              port (default 8080; 0: any free port, printed)\n"
     "  --model-name NAME     the model's id in the API (default: the folder's name)\n"
@@ -80,6 +85,8 @@ int cli_serve(int argc, char **argv) {
         int rc = 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_dir = v;
         else if (!strcmp(a, "--host")) o.host = v;
+        else if (!strcmp(a, "--models-dir")) o.models_dir = v;
+        else if (!strcmp(a, "--models-memory")) { if (!(rc = number(a, v, 1, 1LL << 50, true, &x))) o.models_memory = (size_t)x; }
         else if (!strcmp(a, "--model-name")) o.model_name = v;
         else if (!strcmp(a, "--port")) { if (!(rc = number(a, v, 0, 65535, false, &x))) o.port = (int)x; }
         else if (!strcmp(a, "--kv-memory")) { if (!(rc = number(a, v, 1, 1LL << 50, true, &x))) o.eng.kv_memory = (size_t)x; }
@@ -94,6 +101,8 @@ int cli_serve(int argc, char **argv) {
         else return cli_fail("serve: unknown option '%s'\n%s", a, serve_usage);
         if (rc) return rc;
     }
-    if (!o.model_dir) return cli_fail("serve: which model? (-m DIR)\n%s", serve_usage);
+    if (!o.model_dir == !o.models_dir)
+        return cli_fail("serve: give one of -m DIR and --models-dir DIR\n%s", serve_usage);
+    if (o.models_dir && o.model_name) return cli_fail("serve: --model-name goes with -m (with --models-dir the folder names are the names)");
     return serve_main(&o);
 }
