@@ -94,7 +94,14 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
         return false;
     }
     eng_sampling s = j->p->s;
-    s.max_tokens = j->p->max_tokens > 0 ? j->p->max_tokens : m->context - n;
+    s.max_tokens = j->p->max_tokens;
+    if (s.max_tokens <= 0) { /* up to the context, or what the KV pool can hold of it */
+        eng_stats es;
+        eng_get_stats(m->eng, &es);
+        int64_t room = es.kv_blocks_total > 0 ? es.kv_blocks_total * es.block_size : m->context;
+        s.max_tokens = (int)((room < m->context ? room : m->context) - n);
+        if (s.max_tokens < 1) s.max_tokens = 1; /* the engine says why it cannot run */
+    }
     s.seed += (uint64_t)c->index; /* n > 1: each choice its own draw */
     char msg[512];
     eng_submit_code code = eng_submit(m->eng, ids, n, &s, &c->req, msg, sizeof msg);

@@ -59,6 +59,9 @@ class Server:
             self.p.kill()
             raise SystemExit(f"server not ready: {line!r} {self.stderr()}")
         print(line.strip())
+        # keep reading what it prints (loads, unloads), so that a full pipe never blocks it
+        self.lines = []
+        threading.Thread(target=lambda: self.lines.extend(self.p.stdout), daemon=True).start()
 
     def stderr(self):
         self.err.seek(0)
