@@ -122,22 +122,29 @@ static void seq_free(eng_engine *e, eng_seq *s) {
     free(s);
 }
 
-/* Ends a sequence: the request learns how, the engine forgets it. The caller has taken
- * it out of the waiting and running lists. */
+/* Ends a sequence: the engine forgets it, then the request learns how. The caller has
+ * taken it out of the waiting and running lists. Its KV blocks go back to the pool and
+ * the counters and KV gauges move before the request is told, so that whoever waits on
+ * it (a client that cancelled, a test) sees the engine without it. */
 void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error) {
     eng_request *r = s->req;
+    if (e->batched) eng_batch_drop_blocks(e, s);
+    pthread_mutex_lock(&e->stats_mu);
+    if (why == ENG_FINISH_CANCELLED) e->st.cancelled++;
+    else if (why == ENG_FINISH_ERROR) e->st.failed++;
+    else e->st.finished++;
+    if (e->batched) {
+        e->st.kv_blocks_used = kv_pool_in_use(e->pool);
+        e->st.kv_blocks_cached = e->pool->n_cached;
+    }
+    pthread_mutex_unlock(&e->stats_mu);
+    r->seq = NULL;
+    seq_free(e, s);
     pthread_mutex_lock(&r->mu);
     r->finish = why;
     if (error && !r->error) r->error = strdup(error);
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
-    pthread_mutex_lock(&e->stats_mu);
-    if (why == ENG_FINISH_CANCELLED) e->st.cancelled++;
-    else if (why == ENG_FINISH_ERROR) e->st.failed++;
-    else e->st.finished++;
-    pthread_mutex_unlock(&e->stats_mu);
-    r->seq = NULL;
-    seq_free(e, s);
     eng_request_release(r);
 }
 

@@ -116,7 +116,10 @@ void eng_request_tokens(eng_request *r, int from, int n, eng_token *out);
 eng_finish eng_request_finish(eng_request *r, const char **error);
 /* Prompt tokens that came from the prefix cache (known once the request started). */
 int eng_request_cached_tokens(eng_request *r);
-/* Asks the engine to stop the request; its KV blocks are freed before the next step. */
+/* Asks the engine to stop the request. It ends when the step in flight ends (or before
+ * the next one, if it is not part of it) without another token; its KV blocks are back
+ * in the pool (and the KV gauges say so) before eng_request_finish reports
+ * ENG_FINISH_CANCELLED. A request that finished already is not changed. */
 void eng_request_cancel(eng_request *r);
 void eng_request_release(eng_request *r);
 
@@ -131,14 +134,30 @@ typedef struct eng_hist {
     uint64_t n;
 } eng_hist;
 
+/* A snapshot (eng_get_stats). Counters only grow; once a request has finished, the
+ * counters and gauges include its end. */
 typedef struct eng_stats {
-    uint64_t requests, finished, cancelled, failed, preempted;
-    uint64_t prompt_tokens, generated_tokens, cached_prompt_tokens, steps;
-    int queue_depth, running;
+    uint64_t requests;       /* submitted (accepted) */
+    uint64_t finished, cancelled, failed; /* ended: by EOS or length / cancelled / error */
+    uint64_t preempted;      /* sequences preempted (each time) */
+    uint64_t prompt_tokens;  /* of accepted requests */
+    uint64_t generated_tokens; /* delivered */
+    uint64_t cached_prompt_tokens; /* prompt tokens served from the prefix cache */
+    uint64_t steps;          /* engine steps (model runs, in batched mode) */
+    int queue_depth;         /* requests waiting to start (preempted ones included) */
+    int running;             /* sequences admitted, as of the last step */
     int last_batch;          /* sequences in the last step */
-    int64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached;
-    int block_size;
-    eng_hist ttft, inter_token, step_time;
+    int64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached; /* batched mode; used: held
+                                by sequences; cached: free but holding a cached prefix */
+    int block_size;          /* positions per KV block (batched mode) */
+    eng_hist ttft;           /* submission to first token */
+    eng_hist inter_token;    /* between a request's consecutive tokens */
+    eng_hist step_time;      /* one engine step */
+    /* added after the first API (engine_api_changes.md) */
+    uint64_t prefix_lookups; /* admissions that looked their prompt up in the prefix cache */
+    uint64_t prefix_hits;    /* ... and found at least one block there */
+    int last_step_tokens;    /* tokens run in the last step (decode + prefill chunks;
+                                per-sequence mode: sequences stepped) */
 } eng_stats;
 
 void eng_get_stats(eng_engine *e, eng_stats *out);

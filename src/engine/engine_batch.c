@@ -332,8 +332,13 @@ static void match_prefix(eng_engine *e, eng_seq *s) {
     s->n_cached = got * bs;
 }
 
-/* Counts the prefix-cache hit of an admitted sequence. */
+/* Counts the prefix-cache lookup and hit of an admitted sequence. */
 static void count_hit(eng_engine *e, eng_seq *s) {
+    if (!e->o.prefix_cache) return;
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.prefix_lookups++;
+    e->st.prefix_hits += s->n_cached > 0;
+    pthread_mutex_unlock(&e->stats_mu);
     if (s->n_cached == 0) return;
     pthread_mutex_lock(&s->req->mu);
     if (s->n_gen == 0) s->req->cached_tokens = s->n_cached;
@@ -466,6 +471,12 @@ static void advance(eng_engine *e) {
         }
         s->n_cached += s->step_n;
         register_blocks(e, s);
+        if (atomic_load(&s->req->cancel)) { /* cancelled during the run: ends now, its
+                                               blocks freed (the full ones stay cached) */
+            remove_running(e, i);
+            eng_finish_seq(e, s, ENG_FINISH_CANCELLED, NULL);
+            continue;
+        }
         if (s->n_cached < s->n_tokens) {
             i++;
             continue;
@@ -530,6 +541,7 @@ void eng_batch_step(eng_engine *e) {
     pthread_mutex_lock(&e->stats_mu);
     e->st.running = e->n_running;
     e->st.last_batch = n_seqs;
+    e->st.last_step_tokens = T;
     e->st.kv_blocks_used = kv_pool_in_use(e->pool);
     e->st.kv_blocks_cached = e->pool->n_cached;
     pthread_mutex_unlock(&e->stats_mu);

@@ -13,6 +13,12 @@
  *                     served prompt tokens from the prefix cache (the case tests them)
  *   --oracle-engine   the oracle is the engine itself with one request at a time (batch
  *                     invariance alone, whatever the generator's arithmetic)
+ *   --cancel          every odd request is cancelled after its second token: it must end
+ *                     as cancelled with a prefix of its oracle tokens, the others must not
+ *                     notice; then one request alone is cancelled and the pool must have
+ *                     all its blocks back as soon as it reports the end
+ * Every case also checks the statistics against what the requests saw (counters, the
+ * KV pool empty at the end, first-token latencies counted once per request).
  * Prints one line per request and a summary; exits 1 on any difference. */
 #include "engine/engine.h"
 #include "engine/kv_pool.h"
@@ -90,6 +96,61 @@ static og_status *alone_engine(og_model *m, const eng_options *o, const int32_t 
     return NULL;
 }
 
+/* The statistics once every request has ended: they agree with what the requests saw. */
+static int check_stats(const eng_stats *es, uint64_t requests, uint64_t cancelled,
+                       uint64_t delivered, uint64_t with_tokens, bool batched) {
+    int bad = 0;
+#define EXPECT(cond, ...) \
+    if (!(cond)) { printf("FAIL: statistics: " __VA_ARGS__); printf("\n"); bad++; }
+    EXPECT(es->requests == requests, "%llu requests counted, %llu submitted",
+           (unsigned long long)es->requests, (unsigned long long)requests);
+    EXPECT(es->finished + es->cancelled + es->failed == requests && es->cancelled == cancelled &&
+           es->failed == 0, "%llu finished + %llu cancelled + %llu failed; %llu requests of which "
+           "%llu cancelled", (unsigned long long)es->finished, (unsigned long long)es->cancelled,
+           (unsigned long long)es->failed, (unsigned long long)requests,
+           (unsigned long long)cancelled);
+    EXPECT(es->generated_tokens == delivered, "%llu tokens generated, %llu delivered",
+           (unsigned long long)es->generated_tokens, (unsigned long long)delivered);
+    EXPECT(es->ttft.n == with_tokens && es->inter_token.n == delivered - with_tokens,
+           "%llu first-token and %llu inter-token latencies for %llu tokens of %llu requests",
+           (unsigned long long)es->ttft.n, (unsigned long long)es->inter_token.n,
+           (unsigned long long)delivered, (unsigned long long)with_tokens);
+    EXPECT(es->queue_depth == 0, "queue depth %d with nothing waiting", es->queue_depth);
+    EXPECT(es->prefix_hits <= es->prefix_lookups, "%llu prefix hits of %llu lookups",
+           (unsigned long long)es->prefix_hits, (unsigned long long)es->prefix_lookups);
+    EXPECT(!batched || es->kv_blocks_used == 0, "%lld KV blocks in use with nothing running",
+           (long long)es->kv_blocks_used);
+    EXPECT(!batched || es->kv_blocks_cached <= es->kv_blocks_total, "%lld KV blocks cached of %lld",
+           (long long)es->kv_blocks_cached, (long long)es->kv_blocks_total);
+#undef EXPECT
+    return bad;
+}
+
+/* One request alone, cancelled after its first token: when it reports the end, the pool
+ * already has every block back. */
+static int cancel_alone(eng_engine *e, const int32_t *prompt, int n) {
+    eng_sampling s = {.max_tokens = MAX_NEW, .top_p = 1, .logprobs = -1, .ignore_eos = true};
+    eng_request *r;
+    char msg[256];
+    if (eng_submit(e, prompt, n, &s, &r, msg, sizeof msg) != ENG_SUBMIT_OK) {
+        printf("FAIL: cancel alone: submit: %s\n", msg);
+        return 1;
+    }
+    while (eng_request_wait(r, 0, 1.0) < 1 && eng_request_finish(r, NULL) == ENG_RUNNING) {}
+    eng_request_cancel(r);
+    while (eng_request_finish(r, NULL) == ENG_RUNNING) eng_request_wait(r, 1 << 30, 1.0);
+    eng_finish f = eng_request_finish(r, NULL);
+    int got = eng_request_wait(r, 0, 0);
+    eng_request_release(r);
+    eng_stats es;
+    eng_get_stats(e, &es);
+    bool ok = f == ENG_FINISH_CANCELLED && got < MAX_NEW && (!eng_batched(e) || es.kv_blocks_used == 0);
+    printf("%s cancel alone: ended %s after %d tokens, %lld KV blocks in use when it said so\n",
+           ok ? "ok  " : "FAIL", f == ENG_FINISH_CANCELLED ? "cancelled" : "otherwise", got,
+           (long long)es.kv_blocks_used);
+    return !ok;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: engine-check PACKAGE_DIR [--prompts N] [--shared K] [--kv-blocks B] "
@@ -97,7 +158,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1;
-    bool oracle_engine = false, want_preempt = false, want_hits = false;
+    bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false;
     eng_options o = eng_options_default();
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
@@ -112,6 +173,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--oracle-engine")) oracle_engine = true;
         else if (!strcmp(a, "--want-preemption")) want_preempt = true;
         else if (!strcmp(a, "--want-cache-hits")) want_hits = true;
+        else if (!strcmp(a, "--cancel")) cancel = true;
         else {
             fprintf(stderr, "engine-check: unknown option %s\n", a);
             return 2;
@@ -143,7 +205,8 @@ int main(int argc, char **argv) {
     eng_engine *e;
     if ((st = eng_create(m, &o, &e))) return fail(st);
     printf("mode: %s%s\n", eng_batched(e) ? "batched" : "per-sequence: ", eng_mode_note(e));
-    int bad = 0;
+    int bad = 0, with_tokens = 0, n_cancelled = 0;
+    uint64_t delivered = 0;
     for (int round = 0; round < rounds; round++) {
         eng_request *req[MAX_PROMPTS];
         for (int i = 0; i < n_prompts; i++) {
@@ -154,6 +217,11 @@ int main(int argc, char **argv) {
                 return 2;
             }
         }
+        /* the odd ones: cancelled once they have two tokens (unless they ended first) */
+        for (int i = 1; cancel && i < n_prompts; i += 2) {
+            while (eng_request_wait(req[i], 1, 1.0) < 2 && eng_request_finish(req[i], NULL) == ENG_RUNNING) {}
+            eng_request_cancel(req[i]);
+        }
         for (int i = 0; i < n_prompts; i++) {
             while (eng_request_finish(req[i], NULL) == ENG_RUNNING) eng_request_wait(req[i], 1 << 30, 1.0);
             const char *err;
@@ -161,11 +229,18 @@ int main(int argc, char **argv) {
             int n = eng_request_wait(req[i], 0, 0);
             eng_token got[MAX_NEW];
             eng_request_tokens(req[i], 0, n, got);
-            bool same = n == wlen[i] && f != ENG_FINISH_ERROR;
+            bool cut = f == ENG_FINISH_CANCELLED;
+            /* a cancelled request has a prefix of its tokens; only one asked to stop is */
+            bool same = (cut ? cancel && i % 2 == 1 && n >= 2 && n <= wlen[i] : n == wlen[i]) &&
+                        f != ENG_FINISH_ERROR;
             for (int k = 0; same && k < n; k++) same = got[k].id == want[i][k];
-            printf("%s round %d prompt %d (%d tokens, %d cached): %d new tokens%s%s\n",
+            n_cancelled += cut;
+            with_tokens += n > 0;
+            delivered += (uint64_t)n;
+            printf("%s round %d prompt %d (%d tokens, %d cached): %d new tokens%s%s%s\n",
                    same ? "ok  " : "FAIL", round, i, plen[i], eng_request_cached_tokens(req[i]), n,
-                   f == ENG_FINISH_ERROR ? ": " : "", f == ENG_FINISH_ERROR ? err : "");
+                   cut ? " (cancelled)" : "", f == ENG_FINISH_ERROR ? ": " : "",
+                   f == ENG_FINISH_ERROR ? err : "");
             if (!same) {
                 bad++;
                 for (int k = 0; k < n || k < wlen[i]; k++)
@@ -180,10 +255,15 @@ int main(int argc, char **argv) {
     }
     eng_stats es;
     eng_get_stats(e, &es);
-    printf("steps %llu, preempted %llu, cached prompt tokens %llu, kv blocks %lld (in use %lld, "
-           "cached %lld)\n", (unsigned long long)es.steps, (unsigned long long)es.preempted,
-           (unsigned long long)es.cached_prompt_tokens, (long long)es.kv_blocks_total,
-           (long long)es.kv_blocks_used, (long long)es.kv_blocks_cached);
+    printf("steps %llu, preempted %llu, cached prompt tokens %llu (%llu of %llu lookups hit), "
+           "kv blocks %lld (in use %lld, cached %lld)\n", (unsigned long long)es.steps,
+           (unsigned long long)es.preempted, (unsigned long long)es.cached_prompt_tokens,
+           (unsigned long long)es.prefix_hits, (unsigned long long)es.prefix_lookups,
+           (long long)es.kv_blocks_total, (long long)es.kv_blocks_used,
+           (long long)es.kv_blocks_cached);
+    bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
+                       (uint64_t)with_tokens, eng_batched(e));
+    if (cancel) bad += cancel_alone(e, prompts[n_prompts - 1], plen[n_prompts - 1]);
     eng_destroy(e);
     og_model_close(m);
     if (want_preempt && es.preempted == 0) {
