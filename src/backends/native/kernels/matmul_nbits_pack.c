@@ -14,6 +14,7 @@ enum {
     SMALL_M = 4,      /* up to this many rows: the streaming row kernels */
     TILE_MIN_M = 16,  /* from this many rows on: unpacked panel pairs and register tiles */
     ROW_BLOCK_BYTES = 160 * 1024, /* quantized A per tile item, kept in L2 */
+    SUB_BYTES = 64 * 1024, /* more than SMALL_M rows: all row groups per this many weights */
 };
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -336,7 +337,7 @@ typedef struct run_job {
     isa_fns f;
     int64_t M;
     /* small M: pieces of panels, guided (each claim a share of what is left) */
-    int64_t piece_min, parts;
+    int64_t piece_min, parts, sub_panels;
     /* large M: items (row block, panel pair) */
     int64_t row_block, n_row_blocks, items;
     uint8_t *u8;
@@ -363,8 +364,14 @@ static void small_worker(void *arg, int64_t t0, int64_t t1) {
         } while (!atomic_compare_exchange_weak_explicit(&J->next, &cur, (long long)end,
                                                         memory_order_relaxed,
                                                         memory_order_relaxed));
-        for (int64_t m = 0; m < J->M; m += SMALL_M)
-            J->f.rows(J->pk, J->qa, m, (int)min64(SMALL_M, J->M - m), cur, end, J->o);
+        /* with more than SMALL_M rows (a decode batch, digit rows) every group of rows
+         * runs over a few panels before the next ones stream in, so that the weights
+         * come from memory once per step whatever the batch */
+        int64_t sub = J->M > SMALL_M ? J->sub_panels : end - cur;
+        for (int64_t s0 = cur; s0 < end; s0 += sub)
+            for (int64_t m = 0; m < J->M; m += SMALL_M)
+                J->f.rows(J->pk, J->qa, m, (int)min64(SMALL_M, J->M - m), s0,
+                          min64(end, s0 + sub), J->o);
         if (J->Yd) /* the piece's columns, while they are in cache */
             sum_digits(J->pk, J->Yd, J->Y, J->bias, 0, J->rows_a, cur * MNB_PANEL,
                        min64(J->pk->N, end * MNB_PANEL));
@@ -413,6 +420,7 @@ void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t 
         int64_t panel_bytes = pk->panel_bytes + pk->k_blocks * MNB_PANEL * 4;
         J.piece_min = round_up(4096 / panel_bytes + 1, 4);
         J.parts = 2 * (int64_t)threads;
+        J.sub_panels = round_up(SUB_BYTES / panel_bytes + 1, 2);
         int64_t items = (pk->panels + J.piece_min - 1) / J.piece_min;
         threadpool_parallel_for(pool, threads < items ? threads : items, 1, small_worker, &J);
         return;
