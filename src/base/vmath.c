@@ -261,12 +261,13 @@ float vexp_shift_sum_f32(const float *x, float *y, int64_t n, float shift) {
         acc = VADD(acc, e);
     }
     float total = lanes_sum(acc);
-    for (; i < n; i++) { /* the tail one value at a time, through the same function */
+    if (i < n) { /* the tail through a padded vector; only its first m lanes count */
         float b[W] = {0};
-        b[0] = x[i];
+        size_t m = (size_t)(n - i);
+        memcpy(b, x + i, sizeof(float) * m);
         VSTORE(b, v_exp(VSUB(VLOAD(b), s)));
-        y[i] = b[0];
-        total += b[0];
+        memcpy(y + i, b, sizeof(float) * m);
+        for (size_t k = 0; k < m; k++) total += b[k];
     }
     return total;
 }

@@ -235,6 +235,14 @@ def attention_cases(out):
                    hin=12, qkv=[16, 16, 8])
     attention_case(out, "attn_f32_empty_sequence_with_past", dt, B, 0, 3, N, D,
                    np.ones((B, 3), np.int32), **gpt2)
+    # head sizes the vector rows take in 8-float vectors (24) or not at all (12), over
+    # more keys than one 8/16-key block, with left padding under the lowest-float filter
+    for D, S, P in ((24, 1, 21), (24, 6, 11), (12, 1, 19), (12, 5, 0)):
+        T = P + S
+        left = np.ones((B, T), np.int32)
+        left[1, :min(3, T)] = 0
+        attention_case(out, f"attn_f32_head{D}_s{S}_p{P}", dt, B, S, P, 3, D, left,
+                       past=P > 0, **gpt2)
     # large enough for the blocked sgemm path
     attention_case(out, "attn_f32_large_prompt", dt, 2, 40, 0, 4, 32,
                    np.ones((2, 40), np.int32), **gpt2)

@@ -216,6 +216,13 @@ def gqa_cases(out):
              rotary_half=32, max_pos=80)
     gqa_case(out, "f32_long_decode", dt, 2, 1, 14, 2, 64, 300, [299, 150], 300, rotary_half=32,
              max_pos=300, tol=(2e-4, 2e-5))
+    # short heads (8, and 24: a multiple of 8 but not of 16) take the vectorized rows
+    # instead of the gemm however long the prompt; decode over keys past the 8/16 blocks
+    gqa_case(out, "f32_long_prompt_head8", dt, 2, 70, 4, 2, 8, None, [69, 33], 70)
+    gqa_case(out, "f32_long_prompt_head24_window", dt, 1, 75, 4, 2, 24, None, [74], 75,
+             local_window_size=20)
+    gqa_case(out, "f32_decode_head24", dt, 2, 1, 6, 3, 24, 40, [37, 12], 38)
+    gqa_case(out, "f32_decode_head40", dt, 1, 1, 4, 2, 40, 30, [21], 22)
 
 
 def gqa_shared_loop(out_shared, name, dt, B, N, KV, D, M, prompt, steps, rotary_half=0,

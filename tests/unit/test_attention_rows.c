@@ -1,6 +1,7 @@
 /* The decode attention row helpers (attention_rows.c) against plain double-precision
- * loops: every head size the vector path takes (16..256) and some it does not (8, 24,
- * 80), key counts around the 16-key blocks and the 4-row unrolling. */
+ * loops: head sizes of the 16-float path (16..256), of the 8-float path (8, 24, 40, 80,
+ * 248) and of neither (12, 20, 264), key counts around the 8- and 16-key blocks and the
+ * row unrolling. */
 #include "testing.h"
 
 #include "backends/native/kernels/attention.h"
@@ -13,11 +14,11 @@ static float frand(unsigned *s) {
 }
 
 TEST(attention_rows_match_reference) {
-    static const int64_t heads[] = {8, 16, 24, 32, 64, 80, 128, 256};
+    static const int64_t heads[] = {8, 12, 16, 20, 24, 32, 40, 64, 80, 128, 248, 256, 264};
     static const int64_t counts[] = {1, 2, 3, 4, 5, 15, 16, 17, 31, 33, 64, 100};
     unsigned seed = 7;
-    float *q = malloc(256 * sizeof *q), *k = malloc(100 * 256 * sizeof *k);
-    float *s = malloc(112 * sizeof *s), *y = malloc(256 * sizeof *y), *p = malloc(100 * sizeof *p);
+    float *q = malloc(264 * sizeof *q), *k = malloc(100 * 264 * sizeof *k);
+    float *s = malloc(112 * sizeof *s), *y = malloc(264 * sizeof *y), *p = malloc(100 * sizeof *p);
     CHECK(q && k && s && y && p);
     for (size_t hi = 0; hi < sizeof heads / sizeof *heads; hi++) {
         int64_t D = heads[hi];

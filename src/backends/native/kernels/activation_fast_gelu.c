@@ -23,7 +23,15 @@ static void gelu_f32(void *arg, int64_t b, int64_t e) {
     const gelu_job *j = arg;
     const float *x = j->x + b;
     if (j->bias) { /* x + bias staged in y, then the vectorized GELU in place */
-        for (int64_t i = b; i < e; i++) j->y[i] = j->x[i] + j->bias[i % j->cols];
+        int64_t i = b, c = b % j->cols; /* one division, then runs along the bias */
+        while (i < e) {
+            int64_t run = j->cols - c < e - i ? j->cols - c : e - i;
+            const float *xs = j->x + i, *bs = j->bias + c;
+            float *ys = j->y + i;
+            for (int64_t k = 0; k < run; k++) ys[k] = xs[k] + bs[k];
+            i += run;
+            c = 0;
+        }
         x = j->y + b;
     }
     vgelu_tanh_f32(x, j->y + b, e - b);

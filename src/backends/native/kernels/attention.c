@@ -99,6 +99,57 @@ static inline float mask_value(const attn_job *j, int64_t b, int64_t i, int64_t 
     }
 }
 
+/* s[0..n) += the mask's additive values for query i of entry b (no causal part). */
+static void add_mask(const attn_job *j, int64_t b, int64_t i, float *s, int64_t n) {
+    const int32_t *m = j->mask;
+    switch (j->mask_kind) {
+    case MASK_END:
+        for (int64_t t = m[b] < 0 ? 0 : m[b]; t < n; t++) s[t] += j->mfv;
+        return;
+    case MASK_END_START:
+        for (int64_t t = 0; t < n; t++)
+            if (t >= m[b] || t < m[j->B + b]) s[t] += j->mfv;
+        return;
+    case MASK_2D:
+        m += b * j->T;
+        break;
+    case MASK_3D:
+        m += (b * j->S + i) * j->T;
+        break;
+    default:
+        return;
+    }
+    for (int64_t t = 0; t < n; t++) s[t] += m[t] > 0 ? 0.0f : j->mfv;
+}
+
+/* Per query row, over the keys it may see only: a causal query's future keys get the
+ * lowest float as their score in the reference, so their probabilities are exactly 0
+ * whenever a visible key scores above about half the lowest float, and skipping them
+ * changes nothing. A row whose visible keys are all masked that far down (a padded
+ * query under a mask_filter_value of the lowest float) takes the future keys back in,
+ * as the reference has them. Taken without attention_bias. */
+static void attn_head_rows(const attn_job *j, int64_t b, int64_t n, const float *kh,
+                           const float *vh, float *s) {
+    int64_t S = j->S, Dk = j->Dk, Dv = j->Dv;
+    for (int64_t i = 0; i < S; i++) {
+        const float *q = j->qkv + (b * S + i) * j->ld + j->q_off + n * Dk;
+        int64_t keys = j->causal && j->P + i + 1 < j->T ? j->P + i + 1 : j->T;
+        cpu_attn_scores(q, kh, keys, Dk, j->scale, s);
+        add_mask(j, b, i, s, keys);
+        float mx = vmax_f32(s, keys);
+        if (keys < j->T && !(mx > -FLT_MAX / 2)) {
+            for (int64_t t = keys; t < j->T; t++) s[t] = -FLT_MAX;
+            keys = j->T;
+            mx = vmax_f32(s, keys);
+        }
+        float inv = 1.0f / vexp_shift_sum_f32(s, s, keys, mx);
+        for (int64_t t = 0; t < keys; t++) s[t] *= inv;
+        float *o = j->out + (b * S + i) * (j->N * Dv) + n * Dv;
+        memset(o, 0, sizeof(float) * (size_t)Dv);
+        cpu_attn_weighted(o, s, vh, keys, Dv);
+    }
+}
+
 static void attn_head(const attn_job *j, int64_t bn, float *scores) {
     int64_t b = bn / j->N, n = bn % j->N, S = j->S, P = j->P, T = j->T;
     int64_t Dk = j->Dk, Dv = j->Dv;
@@ -113,6 +164,12 @@ static void attn_head(const attn_job *j, int64_t bn, float *scores) {
         memcpy(vh + (P + i) * Dv, row + j->v_off + n * Dv, sizeof(float) * (size_t)Dv);
     }
     if (S == 0) return;
+    /* the sgemm packs K = Dk for the scores and N = Dv for the values: short heads, or
+     * little work, go row by row on the vectorized loops */
+    if (!j->abias && !isnan(j->mfv) && (Dk < 32 || Dv < 32 || small_product(S, T, Dk))) {
+        attn_head_rows(j, b, n, kh, vh, scores);
+        return;
+    }
     const float *q = j->qkv + b * S * j->ld + j->q_off + n * Dk;
     if (!matmul(true, S, T, Dk, j->scale, q, j->ld, kh, Dk, scores, T)) {
         __atomic_store_n((int *)&j->failed, 1, __ATOMIC_RELAXED);

@@ -65,8 +65,8 @@ static inline void cpu_weighted_rows(float *restrict y, const float *restrict p,
 
 /* Decode attention over n cached rows of D floats, contiguous (attention_rows.c):
  * s[t] = scale * q . k[t], and y[0..D) += sum over t of p[t] * v[t]. Vectorized for D a
- * multiple of 16 (AVX-512); the same values as the loops above up to the order of the
- * sums. */
+ * multiple of 8 up to 256 (AVX-512 builds); the same values as the loops above up to the
+ * order of the sums. */
 void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float scale,
                      float *s);
 void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int64_t D);

@@ -4,8 +4,9 @@
  * row is whole vectors: the scores of 16 keys are formed as 16 vectors of lane products
  * and summed into one vector of 16 scores by a transposing reduction (about 3 operations
  * a key, instead of a horizontal sum each); the value rows accumulate into registers
- * that hold the whole output row, several rows in flight. Other head sizes and builds
- * use the portable loops of attention.h. */
+ * that hold the whole output row, several rows in flight. Head sizes that are a multiple
+ * of 8 (8, 24, 40, 80, ...) do the same with 8-float vectors, 8 keys at a time. Other
+ * head sizes and builds use the portable loops of attention.h. */
 #include "backends/native/kernels/attention.h"
 
 #if defined(__AVX512F__)
@@ -31,10 +32,77 @@ static inline __m512 sum16(const __m512 *v) {
                          _mm512_shuffle_f32x4(z01, z23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+/* The sums of 8 vectors: lane i of the result is the sum of the lanes of v[i]. */
+static inline __m256 sum8(const __m256 *v) {
+    __m256 x[2];
+    for (int g = 0; g < 2; g++) {
+        const __m256 *a = v + 4 * g;
+        __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(a[0], a[1]), _mm256_unpackhi_ps(a[0], a[1]));
+        __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(a[2], a[3]), _mm256_unpackhi_ps(a[2], a[3]));
+        x[g] = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    /* x[g]'s 128-bit half h holds half h's partial sums of v[4g..4g+3] */
+    return _mm256_add_ps(_mm256_permute2f128_ps(x[0], x[1], 0x20),
+                         _mm256_permute2f128_ps(x[0], x[1], 0x31));
+}
+
+/* D = 8: a key is one vector. */
+static void scores8_1(const float *q, const float *k, int64_t n, float scale, float *s) {
+    const __m256 qv = _mm256_loadu_ps(q), sc = _mm256_set1_ps(scale);
+    int64_t t = 0;
+    for (; t + 8 <= n; t += 8) {
+        __m256 p[8];
+        for (int j = 0; j < 8; j++) p[j] = _mm256_mul_ps(qv, _mm256_loadu_ps(k + 8 * (t + j)));
+        _mm256_storeu_ps(s + t, _mm256_mul_ps(sc, sum8(p)));
+    }
+    if (t < n) {
+        __m256 p[8];
+        for (int j = 0; j < 8; j++)
+            p[j] = t + j < n ? _mm256_mul_ps(qv, _mm256_loadu_ps(k + 8 * (t + j))) : _mm256_setzero_ps();
+        float b[8];
+        _mm256_storeu_ps(b, _mm256_mul_ps(sc, sum8(p)));
+        for (int64_t j = 0; j < n - t; j++) s[t + j] = b[j];
+    }
+}
+
+static void scores8(const float *q, const float *k, int64_t n, int64_t D, float scale,
+                    float *s) {
+    if (D == 8) {
+        scores8_1(q, k, n, scale, s);
+        return;
+    }
+    const int64_t C = D / 8;
+    __m256 qv[32];
+    for (int64_t c = 0; c < C; c++) qv[c] = _mm256_loadu_ps(q + 8 * c);
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (int64_t t = 0; t < n; t += 8) {
+        __m256 p[8];
+        for (int j = 0; j < 8; j++) {
+            p[j] = _mm256_setzero_ps();
+            if (t + j >= n) continue; /* zero rows stand in for the missing keys */
+            const float *kr = k + (t + j) * D;
+            for (int64_t c = 0; c < C; c++) p[j] = _mm256_fmadd_ps(qv[c], _mm256_loadu_ps(kr + 8 * c), p[j]);
+        }
+        __m256 r = _mm256_mul_ps(sc, sum8(p));
+        if (t + 8 <= n) {
+            _mm256_storeu_ps(s + t, r);
+        } else {
+            float b[8];
+            _mm256_storeu_ps(b, r);
+            for (int64_t j = 0; j < n - t; j++) s[t + j] = b[j];
+        }
+    }
+}
+
 void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float scale,
                      float *s) {
-    if (D % 16 || D > 256) {
+    if (D % 8 || D > 256) {
         for (int64_t t = 0; t < n; t++) s[t] = scale * cpu_dot(q, k + t * D, D);
+        return;
+    }
+    if (D % 16) {
+        scores8(q, k, n, D, scale, s);
         return;
     }
     const int64_t C = D / 16;
@@ -98,7 +166,54 @@ WEIGHTED(4, 4)
 WEIGHTED(8, 2)
 #undef WEIGHTED
 
+/* D = 8: one vector a row, four rows in flight in registers. */
+static void weighted8_1(float *y, const float *p, const float *v, int64_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+        a0 = _mm256_fmadd_ps(_mm256_set1_ps(p[t]), _mm256_loadu_ps(v + 8 * t), a0);
+        a1 = _mm256_fmadd_ps(_mm256_set1_ps(p[t + 1]), _mm256_loadu_ps(v + 8 * t + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_set1_ps(p[t + 2]), _mm256_loadu_ps(v + 8 * t + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_set1_ps(p[t + 3]), _mm256_loadu_ps(v + 8 * t + 24), a3);
+    }
+    for (; t < n; t++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(p[t]), _mm256_loadu_ps(v + 8 * t), a0);
+    __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), s));
+}
+
+/* y[0..D) += sum_t p[t] * v[t * D ..] for D a multiple of 8 (at most 256), in 8-float
+ * vectors, two rows in flight. */
+static void weighted8(float *y, const float *p, const float *v, int64_t n, int64_t D) {
+    const int64_t C = D / 8;
+    __m256 a0[32], a1[32];
+    for (int64_t c = 0; c < C; c++) a0[c] = a1[c] = _mm256_setzero_ps();
+    int64_t t = 0;
+    for (; t + 2 <= n; t += 2) {
+        __m256 w0 = _mm256_set1_ps(p[t]), w1 = _mm256_set1_ps(p[t + 1]);
+        const float *r0 = v + t * D, *r1 = r0 + D;
+        for (int64_t c = 0; c < C; c++) {
+            a0[c] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(r0 + 8 * c), a0[c]);
+            a1[c] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(r1 + 8 * c), a1[c]);
+        }
+    }
+    if (t < n) {
+        __m256 w0 = _mm256_set1_ps(p[t]);
+        for (int64_t c = 0; c < C; c++)
+            a0[c] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(v + t * D + 8 * c), a0[c]);
+    }
+    for (int64_t c = 0; c < C; c++)
+        _mm256_storeu_ps(y + 8 * c, _mm256_add_ps(_mm256_loadu_ps(y + 8 * c), _mm256_add_ps(a0[c], a1[c])));
+}
+
 void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int64_t D) {
+    if (D == 8) {
+        weighted8_1(y, p, v, n);
+        return;
+    }
+    if (D % 16 && D % 8 == 0 && D <= 256) {
+        weighted8(y, p, v, n, D);
+        return;
+    }
     switch (D) {
     case 16: weighted_1(y, p, v, n, D); return;
     case 32: weighted_2(y, p, v, n, D); return;
