@@ -1,0 +1,214 @@
+/* bench-engine PACKAGE_DIR [options]: aggregate generation speed of the serving engine
+ * (src/engine) against the number of requests it runs at once, without HTTP.
+ *
+ * For each batch size B: B requests are submitted at once, each a distinct prompt of P
+ * random token ids and N new tokens (greedy, EOS ignored, so every request has exactly
+ * N), and the run ends when all have finished. Reported per B (median of R runs, after
+ * one warm-up run at that B):
+ *   - total tok/s: B * N / (last end - submission), prefill included
+ *   - decode tok/s: B * (N - 1) / (last end - the moment every request had its first
+ *     token), the steady state of B sequences decoding together
+ *   - TTFT p50 / max over the run's requests (submission -> first token)
+ *   - tokens per CPU-second: B * N / the process's CPU time over the run (all threads),
+ *     which a shared machine's other tenants disturb less than wall time
+ *   - steps and mean tokens per step (from eng_get_stats)
+ * --per-sequence runs the same in per-sequence mode (one generator per request, stepped
+ * in turn) as the baseline without a shared batch.
+ *
+ * Options: --batches 1,4,8,16  -p P (16)  -n N (32)  --reps R (3)  --threads T (0: all)
+ *          --per-sequence  --block-size S  --step-tokens T */
+#include "engine/engine.h"
+#include "genai/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAX_B = 256, MAX_REPS = 32 };
+
+static double clock_s(clockid_t c) {
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct run_result {
+    double total_tps, decode_tps, ttft_p50, ttft_max, cpu_tps;
+    uint64_t steps, step_tokens;
+} run_result;
+
+/* One run of B requests at once. */
+static int run_once(eng_engine *e, int B, int P, int N, int vocab, uint32_t seed, run_result *out) {
+    static int32_t prompt[4096];
+    eng_request *req[MAX_B];
+    double first[MAX_B], done[MAX_B];
+    bool have_first[MAX_B], ended[MAX_B];
+    eng_stats s0, s1;
+    eng_get_stats(e, &s0);
+    double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    for (int b = 0; b < B; b++) {
+        uint32_t x = seed * 7919u + (uint32_t)b * 104729u + 1u;
+        for (int i = 0; i < P; i++) {
+            x = x * 1664525u + 1013904223u;
+            prompt[i] = (int32_t)((x >> 8) % (uint32_t)vocab);
+        }
+        eng_sampling sp = {.max_tokens = N, .top_p = 1, .logprobs = -1, .ignore_eos = true};
+        char msg[256];
+        if (eng_submit(e, prompt, P, &sp, &req[b], msg, sizeof msg) != ENG_SUBMIT_OK) {
+            fprintf(stderr, "bench-engine: submit: %s\n", msg);
+            for (int k = 0; k < b; k++) eng_request_cancel(req[k]), eng_request_release(req[k]);
+            return 1;
+        }
+        have_first[b] = ended[b] = false;
+    }
+    /* The first moment each request has a token and the moment it ended: sleep on the
+     * first unfinished request until it gets a token (in batched mode all of a step's
+     * tokens arrive together; at most 2 ms otherwise), then look at every one without
+     * waiting (no busy polling: the compute threads have the cores). */
+    int seen[MAX_B] = {0};
+    for (int left = B; left > 0;) {
+        int b0 = 0;
+        while (ended[b0]) b0++;
+        eng_request_wait(req[b0], seen[b0], 0.002);
+        for (int b = 0; b < B; b++) {
+            if (ended[b]) continue;
+            int n = eng_request_wait(req[b], 0, 0);
+            double t = now_s();
+            seen[b] = n;
+            if (n >= 1 && !have_first[b]) have_first[b] = true, first[b] = t;
+            if (eng_request_finish(req[b], NULL) != ENG_RUNNING) {
+                if (!have_first[b]) have_first[b] = true, first[b] = t;
+                ended[b] = true, done[b] = t;
+                left--;
+            }
+        }
+    }
+    int bad = 0;
+    double all_first = 0, last = 0, ttft[MAX_B];
+    for (int b = 0; b < B; b++) {
+        const char *err;
+        eng_finish f = eng_request_finish(req[b], &err);
+        int n = eng_request_wait(req[b], 0, 0);
+        if (f != ENG_FINISH_LENGTH || n != N) {
+            fprintf(stderr, "bench-engine: request %d ended with %d of %d tokens%s%s\n", b, n, N,
+                    *err ? ": " : "", err);
+            bad = 1;
+        }
+        if (first[b] > all_first) all_first = first[b];
+        if (done[b] > last) last = done[b];
+        ttft[b] = first[b] - t0;
+        eng_request_release(req[b]);
+    }
+    eng_get_stats(e, &s1);
+    out->cpu_tps = (double)B * N / (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
+    out->total_tps = (double)B * N / (last - t0);
+    out->decode_tps = N > 1 && last > all_first ? (double)B * (N - 1) / (last - all_first) : 0;
+    out->ttft_p50 = median(ttft, B);
+    out->ttft_max = ttft[B - 1]; /* sorted by median() */
+    out->steps = s1.steps - s0.steps;
+    /* tokens the model ran: prompts (less cache hits) and every new token but the last */
+    out->step_tokens = (s1.prompt_tokens - s0.prompt_tokens) -
+                       (s1.cached_prompt_tokens - s0.cached_prompt_tokens) +
+                       (s1.generated_tokens - s0.generated_tokens) - (uint64_t)B;
+    return bad;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench-engine PACKAGE_DIR [--batches 1,4,8,16] [-p P] [-n N] "
+                        "[--reps R] [--threads T] [--per-sequence] [--block-size S] "
+                        "[--step-tokens T]\n");
+        return 2;
+    }
+    int batches[32], n_batches = 0, P = 16, N = 32, reps = 3;
+    eng_options o = eng_options_default();
+    const char *blist = "1,4,8,16";
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
+        if (!strcmp(a, "--batches")) blist = v, i++;
+        else if (!strcmp(a, "-p")) P = atoi(v), i++;
+        else if (!strcmp(a, "-n")) N = atoi(v), i++;
+        else if (!strcmp(a, "--reps")) reps = atoi(v), i++;
+        else if (!strcmp(a, "--threads")) o.threads = atoi(v), i++;
+        else if (!strcmp(a, "--block-size")) o.block_size = atoi(v), i++;
+        else if (!strcmp(a, "--step-tokens")) o.step_tokens = atoi(v), i++;
+        else if (!strcmp(a, "--per-sequence")) o.per_sequence = true;
+        else {
+            fprintf(stderr, "bench-engine: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    for (const char *c = blist; *c && n_batches < 32;) {
+        int b = atoi(c);
+        if (b < 1 || b > MAX_B) {
+            fprintf(stderr, "bench-engine: batch size %d: 1 to %d\n", b, MAX_B);
+            return 2;
+        }
+        batches[n_batches++] = b;
+        if (b > o.max_batch) o.max_batch = b;
+        c = strchr(c, ',');
+        if (!c) break;
+        c++;
+    }
+    if (P < 1 || P > 4096 || N < 1 || reps < 1 || reps > MAX_REPS || n_batches == 0) {
+        fprintf(stderr, "bench-engine: -p 1..4096, -n >= 1, --reps 1..%d, some batch sizes\n", MAX_REPS);
+        return 2;
+    }
+    og_model *m;
+    og_status *st = og_model_open(argv[1], NULL, &m);
+    if (st) {
+        fprintf(stderr, "bench-engine: %s\n", og_status_message(st));
+        og_status_free(st);
+        return 2;
+    }
+    o.prefix_cache = false; /* distinct random prompts; no reuse to measure */
+    eng_engine *e;
+    if ((st = eng_create(m, &o, &e))) {
+        fprintf(stderr, "bench-engine: %s\n", og_status_message(st));
+        og_status_free(st);
+        og_model_close(m);
+        return 2;
+    }
+    printf("package %s: mode %s%s, threads %d, prompt %d, new tokens %d, %d runs per batch "
+           "(median; one warm-up)\n", argv[1], eng_batched(e) ? "batched" : "per-sequence: ",
+           eng_mode_note(e), o.threads, P, N, reps);
+    printf("| batch | total tok/s | decode tok/s | tok per CPU-s | TTFT p50 | TTFT max | steps | "
+           "tokens/step |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    int bad = 0;
+    uint32_t seed = 1;
+    for (int k = 0; k < n_batches && !bad; k++) {
+        int B = batches[k];
+        run_result r[MAX_REPS], warm;
+        bad |= run_once(e, B, P, N, m->vocab_size, seed++, &warm);
+        for (int i = 0; i < reps && !bad; i++) bad |= run_once(e, B, P, N, m->vocab_size, seed++, &r[i]);
+        if (bad) break;
+        double tt[MAX_REPS], dt[MAX_REPS], t50[MAX_REPS], tmax[MAX_REPS], steps[MAX_REPS], tps[MAX_REPS];
+        double ct[MAX_REPS];
+        for (int i = 0; i < reps; i++) {
+            ct[i] = r[i].cpu_tps;
+            tt[i] = r[i].total_tps, dt[i] = r[i].decode_tps, t50[i] = r[i].ttft_p50;
+            tmax[i] = r[i].ttft_max, steps[i] = (double)r[i].steps;
+            tps[i] = r[i].steps ? (double)r[i].step_tokens / (double)r[i].steps : 0;
+        }
+        printf("| %d | %.1f | %.1f | %.1f | %.1f ms | %.1f ms | %.0f | %.1f |\n", B, median(tt, reps),
+               median(dt, reps), median(ct, reps), 1e3 * median(t50, reps), 1e3 * median(tmax, reps),
+               median(steps, reps), median(tps, reps));
+        fflush(stdout);
+    }
+    eng_destroy(e);
+    og_model_close(m);
+    return bad;
+}
