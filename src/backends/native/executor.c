@@ -134,6 +134,18 @@ static int inplace_source(const run_state *rs, int index, const tensor *t) {
     return -1;
 }
 
+/* Whether output 0 of the current node (shape t) may be its input 0's own bytes: a
+ * same_bytes kernel (kernel_def.same_bytes) over an initializer of this graph. */
+static bool same_bytes_source(const run_state *rs, const tensor *t) {
+    const exec_graph *eg = rs->eg;
+    const graph_node *n = rs->node;
+    if (!eg->kernels[n->index]->same_bytes || n->n_inputs < 1 || n->inputs[0] < 0) return false;
+    const graph_value *gv = &eg->graph->values[n->inputs[0]];
+    const tensor *in = eg->cur[n->inputs[0]];
+    return gv->initializer && !gv->from_outer_scope && in == gv->initializer &&
+           in->dtype == t->dtype && in->nbytes == t->nbytes && in->data;
+}
+
 /* kernel_ctx.output: decide where output `index` of the current node lives. */
 static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int rank,
                               const int64_t *dims, tensor **out) {
@@ -170,6 +182,11 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
         } else {
             OG_TRY(alloc_heap(rs, ctx, index, t, false)); /* handed to the caller after the run */
         }
+    } else if (v >= 0 && index == 0 && same_bytes_source(rs, t)) {
+        /* a new shape over an initializer's bytes: nothing to copy, nothing in the arena
+         * (never owned, so no in-place reuse can write over the initializer) */
+        t->data = (void *)eg->cur[rs->node->inputs[0]]->data;
+        t->owns_data = false;
     } else if (v >= 0 && (u = inplace_source(rs, index, t)) >= 0 && eg->slots[u].owns_data) {
         /* In place over a dying heap input: the buffer changes owner, the input stays
          * readable through its slot until the node ends. In a planned run the arena

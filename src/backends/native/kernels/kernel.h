@@ -107,6 +107,11 @@ typedef struct kernel_def {
      * of the output before it has read input i there (elementwise loops, block-wise
      * conversions, copies that skip dst == src). */
     unsigned inplace;
+    /* Output 0 is input 0's bytes unchanged under another shape (Reshape, Squeeze, ...).
+     * When input 0 is an initializer (constant for the session's life) the executor gives
+     * output 0 those very bytes, so the kernel's copy is skipped: a tied model's int4
+     * embedding table reshaped from lm_head's weight is not copied every step. */
+    bool same_bytes;
     /* Preparation (see kernel_prep); release is required when prepare is set. */
     kernel_prepare_fn prepare;
     kernel_release_fn release;

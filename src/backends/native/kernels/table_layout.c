@@ -9,9 +9,11 @@
 
 #define ALL(op, since, fn) {"", op, since, LAYOUT_MAX_OPSET, fn}
 /* Ops that copy their input unchanged under a new shape: in place (kernel_def.inplace)
- * the copy is skipped (layout_memcpy does nothing for dst == src). */
+ * or over an initializer's own bytes (kernel_def.same_bytes) the copy is skipped
+ * (layout_copy_as does nothing for dst == src). Dropout is in place only: in training
+ * mode its output differs from its input. */
 #define SAME_BYTES(op, since, fn)                                                        \
-    {"", op, since, LAYOUT_MAX_OPSET, fn, .inplace = KERNEL_INPLACE(0)}
+    {"", op, since, LAYOUT_MAX_OPSET, fn, .inplace = KERNEL_INPLACE(0), .same_bytes = true}
 
 const kernel_def cpu_layout_kernels[] = {
     SAME_BYTES("Reshape", 5, cpu_reshape),
@@ -21,7 +23,7 @@ const kernel_def cpu_layout_kernels[] = {
     ALL("Shape", 1, cpu_shape),
     ALL("Size", 1, cpu_size),
     SAME_BYTES("Identity", 1, cpu_identity),
-    SAME_BYTES("Dropout", 10, cpu_dropout),
+    {"", "Dropout", 10, LAYOUT_MAX_OPSET, cpu_dropout, .inplace = KERNEL_INPLACE(0)},
     ALL("Transpose", 1, cpu_transpose),
     ALL("Concat", 4, cpu_concat),
     ALL("Split", 11, cpu_split),
