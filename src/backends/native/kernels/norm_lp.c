@@ -11,13 +11,28 @@ typedef struct lp_job {
     void *y;
     int64_t n, inner; /* the normalized axis, the dimensions after it */
     bool l1;
-    double *buf;      /* per outer row: 2 * inner doubles */
+    double *buf;      /* per outer row: `width` doubles */
+    int64_t width;    /* n when inner is 1, else 2 * inner */
 } lp_job;
 
 static void lp_rows(void *arg, int64_t begin, int64_t end) {
     const lp_job *j = arg;
     int64_t n = j->n, in = j->inner;
-    double *sum = j->buf + begin * 2 * in, *row = sum + in;
+    if (in == 1) {
+        /* the last axis (Qwen3.5's q/k l2norm): a row is contiguous, so it is converted
+         * in one call instead of one call per element; the same sums in the same order */
+        double *row = j->buf + begin * j->width;
+        for (int64_t o = begin; o < end; o++) {
+            cpu_load_f64(j->dt, j->x, o * n, n, row);
+            double sum = 0;
+            for (int64_t a = 0; a < n; a++) sum += j->l1 ? fabs(row[a]) : row[a] * row[a];
+            if (!j->l1) sum = sqrt(sum);
+            for (int64_t a = 0; a < n; a++) row[a] = sum == 0 ? 0 : row[a] / sum;
+            cpu_store_f64_rounded(j->dt, j->y, o * n, n, row);
+        }
+        return;
+    }
+    double *sum = j->buf + begin * j->width, *row = sum + in;
     for (int64_t o = begin; o < end; o++) {
         for (int64_t i = 0; i < in; i++) sum[i] = 0;
         for (int64_t a = 0; a < n; a++) {
@@ -49,7 +64,8 @@ og_status *cpu_lp_normalization(kernel_ctx *ctx) {
     lp_job j = {.dt = x->dtype, .x = x->data, .y = y->data, .l1 = p == 1,
                 .n = x->rank ? x->dims[axis] : 1, .inner = cpu_dims_prod(x->dims, axis + 1, x->rank)};
     if (tensor_count(x) == 0) return NULL;
-    OG_TRY(kernel_scratch(ctx, sizeof(double) * (size_t)(outer * 2 * j.inner) + 1, (void **)&j.buf));
+    j.width = j.inner == 1 ? j.n : 2 * j.inner;
+    OG_TRY(kernel_scratch(ctx, sizeof(double) * (size_t)(outer * j.width) + 1, (void **)&j.buf));
     threadpool_parallel_for(ctx->pool, outer, 1 + 16384 / (j.n * j.inner + 1), lp_rows, &j);
     return NULL;
 }
