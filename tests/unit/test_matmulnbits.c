@@ -320,8 +320,9 @@ static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bi
     check_pack_as(bs, M, N, K, zp, bias, pool, false);
 }
 
-/* M = 1, 2, 3 (the streaming row kernels; float arithmetic runs 3M digit rows), 17
- * (register tiles with a ragged last strip) and 512; K ending inside a block; N leaving
+/* M = 1, 2, 3 (the streaming row kernels; float arithmetic runs 3M digit rows), 17 and
+ * 20 (register tiles with a ragged last strip, or the row kernels over several row
+ * groups where the ISA's tiles start at 48 rows), 49 and 512; K ending inside a block; N leaving
  * a partial panel and an odd panel count; every block size; with and without zero
  * points and bias; int8 and float arithmetic. */
 static void pack_sweep(threadpool *pool) {
@@ -337,6 +338,8 @@ static void pack_sweep(threadpool *pool) {
                 check_pack(bs, ms[m], ns[i % 4], K, zp, i % 2 == 0, pool);
             }
     check_pack(32, 512, 67, 200, false, true, pool);
+    check_pack(64, 20, 40, 160, false, true, pool);
+    check_pack(32, 49, 67, 200, true, false, pool);
     check_pack(32, 512, 40, 96, true, false, pool);
     check_pack(128, 512, 21, 300, false, false, pool);
     check_pack(32, 4, 300, 896, false, false, pool); /* decode-like: many panels */
