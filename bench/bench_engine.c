@@ -15,8 +15,13 @@
  * --per-sequence runs the same in per-sequence mode (one generator per request, stepped
  * in turn) as the baseline without a shared batch.
  *
+ * --prefix K measures the prefix cache instead: R times, a fresh K-token prefix (a system
+ * prompt) with a 16-token tail is sent alone (cold: nothing cached), then the same prefix
+ * with another tail (warm: the prefix's full blocks come from the cache); TTFT of each
+ * (submission -> first token, N new tokens) and the ratio, medians.
+ *
  * Options: --batches 1,4,8,16  -p P (16)  -n N (32)  --reps R (3)  --threads T (0: all)
- *          --per-sequence  --block-size S  --step-tokens T */
+ *          --per-sequence  --block-size S  --step-tokens T  --prefix K */
 #include "engine/engine.h"
 #include "genai/model.h"
 
@@ -125,6 +130,53 @@ static int run_once(eng_engine *e, int B, int P, int N, int vocab, uint32_t seed
     return bad;
 }
 
+/* TTFT of one request alone (seconds); *cached: its prompt tokens served from the cache. */
+static int ttft_alone(eng_engine *e, const int32_t *prompt, int n, int N, double *ttft, int *cached) {
+    eng_sampling sp = {.max_tokens = N, .top_p = 1, .logprobs = -1, .ignore_eos = true};
+    eng_request *r;
+    char msg[256];
+    double t0 = now_s();
+    if (eng_submit(e, prompt, n, &sp, &r, msg, sizeof msg) != ENG_SUBMIT_OK) {
+        fprintf(stderr, "bench-engine: submit: %s\n", msg);
+        return 1;
+    }
+    while (eng_request_wait(r, 0, 1.0) < 1 && eng_request_finish(r, NULL) == ENG_RUNNING) {}
+    *ttft = now_s() - t0;
+    while (eng_request_finish(r, NULL) == ENG_RUNNING) eng_request_wait(r, 1 << 30, 1.0);
+    int bad = eng_request_finish(r, NULL) != ENG_FINISH_LENGTH;
+    *cached = eng_request_cached_tokens(r);
+    eng_request_release(r);
+    return bad;
+}
+
+static int bench_prefix(eng_engine *e, int K, int N, int reps, int vocab) {
+    int32_t *p = malloc(sizeof *p * (size_t)(K + 16));
+    if (!p) return 1;
+    double cold[MAX_REPS], warm[MAX_REPS], ratio[MAX_REPS];
+    int bad = 0, cached_cold = 0, cached_warm = 0;
+    printf("| run | cold TTFT | warm TTFT | warm / cold | prompt tokens cached (cold, warm) |\n");
+    printf("|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < reps && !bad; i++) {
+        uint32_t x = 4242u + (uint32_t)i * 7777u;
+        for (int k = 0; k < K + 16; k++) {
+            x = x * 1664525u + 1013904223u;
+            p[k] = (int32_t)((x >> 8) % (uint32_t)vocab);
+        }
+        bad |= ttft_alone(e, p, K + 16, N, &cold[i], &cached_cold);
+        for (int k = K; k < K + 16; k++) p[k] = (p[k] + 1) % vocab; /* another tail */
+        bad |= ttft_alone(e, p, K + 16, N, &warm[i], &cached_warm);
+        ratio[i] = warm[i] / cold[i];
+        printf("| %d | %.1f ms | %.1f ms | %.3f | %d, %d |\n", i + 1, 1e3 * cold[i], 1e3 * warm[i],
+               ratio[i], cached_cold, cached_warm);
+        fflush(stdout);
+    }
+    if (!bad)
+        printf("median: cold %.1f ms, warm %.1f ms, warm / cold %.3f\n", 1e3 * median(cold, reps),
+               1e3 * median(warm, reps), median(ratio, reps));
+    free(p);
+    return bad;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench-engine PACKAGE_DIR [--batches 1,4,8,16] [-p P] [-n N] "
@@ -132,7 +184,7 @@ int main(int argc, char **argv) {
                         "[--step-tokens T]\n");
         return 2;
     }
-    int batches[32], n_batches = 0, P = 16, N = 32, reps = 3;
+    int batches[32], n_batches = 0, P = 16, N = 32, reps = 3, prefix = 0;
     eng_options o = eng_options_default();
     const char *blist = "1,4,8,16";
     for (int i = 2; i < argc; i++) {
@@ -145,6 +197,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--block-size")) o.block_size = atoi(v), i++;
         else if (!strcmp(a, "--step-tokens")) o.step_tokens = atoi(v), i++;
         else if (!strcmp(a, "--per-sequence")) o.per_sequence = true;
+        else if (!strcmp(a, "--prefix")) prefix = atoi(v), i++;
         else {
             fprintf(stderr, "bench-engine: unknown option %s\n", a);
             return 2;
@@ -162,8 +215,9 @@ int main(int argc, char **argv) {
         if (!c) break;
         c++;
     }
-    if (P < 1 || P > 4096 || N < 1 || reps < 1 || reps > MAX_REPS || n_batches == 0) {
-        fprintf(stderr, "bench-engine: -p 1..4096, -n >= 1, --reps 1..%d, some batch sizes\n", MAX_REPS);
+    if (P < 1 || P > 4096 || N < 1 || reps < 1 || reps > MAX_REPS || n_batches == 0 || prefix < 0) {
+        fprintf(stderr, "bench-engine: -p 1..4096, -n >= 1, --reps 1..%d, some batch sizes, "
+                        "--prefix >= 0\n", MAX_REPS);
         return 2;
     }
     og_model *m;
@@ -173,13 +227,22 @@ int main(int argc, char **argv) {
         og_status_free(st);
         return 2;
     }
-    o.prefix_cache = false; /* distinct random prompts; no reuse to measure */
+    o.prefix_cache = prefix > 0; /* batches: distinct random prompts, no reuse to measure */
     eng_engine *e;
     if ((st = eng_create(m, &o, &e))) {
         fprintf(stderr, "bench-engine: %s\n", og_status_message(st));
         og_status_free(st);
         og_model_close(m);
         return 2;
+    }
+    if (prefix > 0) {
+        printf("package %s: mode %s%s, threads %d, prefix %d + tail 16, new tokens %d, %d runs\n",
+               argv[1], eng_batched(e) ? "batched" : "per-sequence: ", eng_mode_note(e), o.threads,
+               prefix, N, reps);
+        int bad = bench_prefix(e, prefix, N, reps, m->vocab_size);
+        eng_destroy(e);
+        og_model_close(m);
+        return bad;
     }
     printf("package %s: mode %s%s, threads %d, prompt %d, new tokens %d, %d runs per batch "
            "(median; one warm-up)\n", argv[1], eng_batched(e) ? "batched" : "per-sequence: ",
