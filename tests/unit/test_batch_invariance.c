@@ -19,8 +19,8 @@ static float bi_rand(void) {
     return (float)((bi_lcg >> 8) % 20001) / 10000.0f - 1.0f;
 }
 
-static const int64_t bi_rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33};
-enum { BI_NROWS = sizeof bi_rows / sizeof bi_rows[0], BI_MAXM = 33 };
+static const int64_t bi_rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 33, 47, 48, 64};
+enum { BI_NROWS = sizeof bi_rows / sizeof bi_rows[0], BI_MAXM = 64 };
 
 /* gemm_f32 with B as given, or prepacked once (a session's constant weights) when pb. */
 static og_status *gemm_run(threadpool *pool, const gemm_f32_args *g, const gemm_f32_packed *pb) {
