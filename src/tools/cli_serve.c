@@ -5,6 +5,7 @@
 #include "serve/serve.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,15 @@ int cli_serve(int argc, char **argv) {
             o.model_dir = a;
             continue;
         }
-        if (i + 1 >= argc) return cli_fail("serve: %s needs a value\n%s", a, serve_usage);
+        static const char *const valued[] = {"-m", "--model", "--host", "--port", "--model-name",
+                                             "--models-dir", "--models-memory", "--kv-memory",
+                                             "--block-size", "--max-batch", "--max-queue",
+                                             "--step-tokens", "--threads", "--max-body", "--max-n",
+                                             "--max-connections", NULL};
+        bool known = false;
+        for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
+        if (!known) return cli_fail("serve: unknown option '%s' (see serve --help)", a);
+        if (i + 1 >= argc) return cli_fail("serve: %s needs a value (see serve --help)", a);
         const char *v = argv[++i];
         long long x = 0;
         int rc = 0;
@@ -92,17 +101,16 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--kv-memory")) { if (!(rc = number(a, v, 1, 1LL << 50, true, &x))) o.eng.kv_memory = (size_t)x; }
         else if (!strcmp(a, "--block-size")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.block_size = (int)x; }
         else if (!strcmp(a, "--max-batch")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.max_batch = (int)x; }
-        else if (!strcmp(a, "--max-queue")) { if (!(rc = number(a, v, 0, 1 << 20, false, &x))) o.eng.max_queue = (int)x; }
+        else if (!strcmp(a, "--max-queue")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.eng.max_queue = (int)x; }
         else if (!strcmp(a, "--step-tokens")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.eng.step_tokens = (int)x; }
         else if (!strcmp(a, "--threads")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.threads = (int)x; }
         else if (!strcmp(a, "--max-body")) { if (!(rc = number(a, v, 1, 1LL << 40, true, &x))) o.max_body = (size_t)x; }
         else if (!strcmp(a, "--max-n")) { if (!(rc = number(a, v, 1, 128, false, &x))) o.max_n = (int)x; }
         else if (!strcmp(a, "--max-connections")) { if (!(rc = number(a, v, 1, 65536, false, &x))) o.max_connections = (int)x; }
-        else return cli_fail("serve: unknown option '%s'\n%s", a, serve_usage);
         if (rc) return rc;
     }
     if (!o.model_dir == !o.models_dir)
-        return cli_fail("serve: give one of -m DIR and --models-dir DIR\n%s", serve_usage);
+        return cli_fail("serve: give one of -m DIR and --models-dir DIR (see serve --help)");
     if (o.models_dir && o.model_name) return cli_fail("serve: --model-name goes with -m (with --models-dir the folder names are the names)");
     return serve_main(&o);
 }

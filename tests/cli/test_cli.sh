@@ -66,6 +66,14 @@ pm="$shared/models/ortgenai/pipeline-model"
 expect_err generate_no_model 'genai_config.json' "$bin" generate -m "$tmp/nowhere" --ids 1
 expect_err show_missing 'nothing.onnx: cannot open' "$bin" show "$tmp/nothing.onnx"
 expect_err infer_bad_input "--input expects NAME=PATH.pb" "$bin" infer x.onnx --input oops
+expect_err serve_no_model 'give one of -m DIR and --models-dir DIR' "$bin" serve
+expect_err serve_bad_flag "unknown option '--bogus'" "$bin" serve -m "$gpt2" --bogus
+expect_err serve_bad_port "--port: 70000 is out of range \[0, 65535\]" "$bin" serve -m "$gpt2" --port 70000
+expect_err serve_bad_host "--host 'localhost' is not a numeric" "$bin" serve -m "$gpt2" --host localhost --port 0
+expect_err serve_no_package 'nowhere.*genai_config.json' "$bin" serve -m "$tmp/nowhere" --port 0
+mkdir -p "$tmp/no-packages"
+expect_err serve_empty_models_dir 'has no package folder' "$bin" serve --models-dir "$tmp/no-packages" --port 0
+expect_out serve_help 'POST /v1/chat/completions' "$bin" serve --help
 "$bin" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok unknown_command || bad unknown_command "exit status is not 2"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
