@@ -43,6 +43,7 @@ static void histogram(srv_buf *b, const char *name, const char *help, const load
 GET(requests) GET(finished) GET(cancelled) GET(failed) GET(preempted) GET(prompt_tokens)
 GET(generated_tokens) GET(cached_prompt_tokens) GET(steps) GET(queue_depth) GET(running)
 GET(last_batch) GET(kv_blocks_total) GET(kv_blocks_used) GET(kv_blocks_cached)
+GET(prefix_lookups) GET(prefix_hits) GET(last_step_tokens)
 #undef GET
 static double get_kv_ratio(const eng_stats *s) {
     return s->kv_blocks_total ? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0;
@@ -97,10 +98,16 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
     family(&b, COUNTER, "og_generation_tokens_total", "tokens generated", l, n, get_generated_tokens);
     family(&b, COUNTER, "og_prefix_cache_hit_tokens_total", "prompt tokens served from the prefix cache", l, n,
            get_cached_prompt_tokens);
+    family(&b, COUNTER, "og_prefix_cache_lookups_total", "admissions that looked their prompt up in the "
+           "prefix cache", l, n, get_prefix_lookups);
+    family(&b, COUNTER, "og_prefix_cache_hits_total", "admissions that found cached blocks", l, n,
+           get_prefix_hits);
     family(&b, COUNTER, "og_engine_steps_total", "engine steps (model runs)", l, n, get_steps);
     family(&b, GAUGE, "og_queue_depth", "requests waiting to start", l, n, get_queue_depth);
     family(&b, GAUGE, "og_running", "sequences running", l, n, get_running);
     family(&b, GAUGE, "og_batch_size", "sequences in the last step", l, n, get_last_batch);
+    family(&b, GAUGE, "og_step_tokens", "tokens run in the last step (decode and prefill chunks)", l, n,
+           get_last_step_tokens);
     family(&b, GAUGE, "og_kv_blocks_total", "KV blocks in the pool", l, n, get_kv_blocks_total);
     family(&b, GAUGE, "og_kv_blocks_used", "KV blocks held by sequences", l, n, get_kv_blocks_used);
     family(&b, GAUGE, "og_kv_blocks_cached", "KV blocks kept for the prefix cache", l, n, get_kv_blocks_cached);

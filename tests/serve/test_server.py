@@ -440,6 +440,9 @@ def case_concurrency(build, pkgs):
         hits = after["og_prefix_cache_hit_tokens_total"] - before["og_prefix_cache_hit_tokens_total"]
         cached = sum(r[2]["usage"]["prompt_tokens_details"]["cached_tokens"] for r in res if not isinstance(r, Exception))
         check(hits > 0 and cached > 0, f"the shared prefix came from the prefix cache ({int(hits)} tokens)")
+        lookups = after["og_prefix_cache_lookups_total"] - before["og_prefix_cache_lookups_total"]
+        found = after["og_prefix_cache_hits_total"] - before["og_prefix_cache_hits_total"]
+        check(lookups >= 16 and 0 < found <= lookups, f"prefix-cache lookups and hits counted ({int(found)}/{int(lookups)})")
     finally:
         s.stop()
 
