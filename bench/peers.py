@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """onnx-genai against its peers on the same weights, in one run, one table.
 
-    python3 bench/peers.py --package DIR [--package DIR2] [--stories DIR] [--threads 2]
-        [--rounds 3] [--reps 3] [-p 512] [-n 128] [--depths 0,2048] [--batches 1,4,8,16]
-        [--llama-bench PATH] [--llama2c DIR] [--json-out FILE]
+    python3 bench/peers.py --package DIR [--package DIR2] [--stories DIR] [--small DIR]
+        [--small-threads 1,2] [--threads 2] [--rounds 3] [--reps 3] [-p 512] [-n 128]
+        [--depths 0,2048] [--batches 1,4,8,16] [--llama-bench PATH] [--llama2c DIR]
+        [--json-out FILE]
 
 Peers (docs/PERFORMANCE.md, ../shared/docs/benchmarking.md):
   - onnxruntime-genai on the very same package folder (bench/compare.py's worker, same
@@ -15,13 +16,19 @@ Peers (docs/PERFORMANCE.md, ../shared/docs/benchmarking.md):
     --llama2c folder). run.c stops at a generated BOS, so it is fed a prompt longer than
     its steps: every step is then one forward pass, as each of our decode steps is.
 
+Small packages (--small, e.g. the gpt2 test package, and --stories) run pp and tg
+(--small-p/--small-n) against onnxruntime-genai at each of --small-threads.
+
 Each round starts every engine in a fresh process, in an order that rotates from round
 to round, with a streaming-read bandwidth probe (`onnx-genai bench --probe-only`) before
 and after; a round whose probe moved by more than 10 % is discarded (unless all were).
 Decode at batch B (-b) is ours alone: the aggregate tokens/s of B sequences, against
 our batch 1 in the same round. The table gives medians over the kept rounds' samples,
-their spread, ratios, achieved GB/s and the share of the probe (decode); the CPU model
-and flags, threads, commit and probes are printed with it.
+their spread, ratios, achieved GB/s and the share of the probe (decode); a second table
+gives per run of ours the open time, bytes prepared and released, and resident memory
+(after open, peak, while decoding with the cache full) against weights + KV; the CPU
+model and flags, threads, commit and probes are printed with it. Ctrl-C ends a long run
+early with the table of the rounds completed so far.
 """
 import argparse
 import json
@@ -229,24 +236,38 @@ def main():
     env = compare.environment(argparse.Namespace(bin=a.bin, threads=a.threads))
     env["lscpu"] = lscpu()
     env["llama_bench"] = a.llama_bench if have_llama else None
-    rounds = []
-    for r in range(a.rounds):
-        pa = argparse.Namespace(bin=a.bin, threads=a.threads, probe_mb=a.probe_mb)
-        before = compare.probe(pa)
-        k = r % max(1, len(jobs))
-        order = jobs[k:] + jobs[:k]
-        res = []
-        for label, eng, fn in order:
-            out = fn()
-            res.append({"model": label, "engine": eng, **out})
-            if "error" in out:
-                print(f"# {label} {eng}: {out['error']}", file=sys.stderr)
-        after = compare.probe(pa)
-        moved = abs(after - before) / before if before > 0 else float("inf")
-        rounds.append({"probe_before": before, "probe_after": after, "moved": moved,
-                       "discarded": not moved <= 0.10, "results": res})
-        print(f"# round {r + 1}: probe {before:.1f} -> {after:.1f} GB/s"
-              f"{' (discarded)' if not moved <= 0.10 else ''}", file=sys.stderr)
+    rounds, partial = [], {"results": []}
+    # Ctrl-C (SIGINT) ends the run early: the table covers the rounds completed so far
+    # (or the interrupted one, if none was), so that a long run on a busy machine still
+    # reports; each finished round is also written to --json-out as it ends.
+    try:
+        for r in range(a.rounds):
+            pa = argparse.Namespace(bin=a.bin, threads=a.threads, probe_mb=a.probe_mb)
+            before = compare.probe(pa)
+            k = r % max(1, len(jobs))
+            order = jobs[k:] + jobs[:k]
+            res = []
+            partial = {"probe_before": before, "probe_after": float("nan"), "moved": float("nan"),
+                       "discarded": True, "interrupted": True, "results": res}
+            for label, eng, fn in order:
+                out = fn()
+                res.append({"model": label, "engine": eng, **out})
+                if "error" in out:
+                    print(f"# {label} {eng}: {out['error']}", file=sys.stderr)
+            after = compare.probe(pa)
+            moved = abs(after - before) / before if before > 0 else float("inf")
+            rounds.append({"probe_before": before, "probe_after": after, "moved": moved,
+                           "discarded": not moved <= 0.10, "results": res})
+            print(f"# round {r + 1}: probe {before:.1f} -> {after:.1f} GB/s"
+                  f"{' (discarded)' if not moved <= 0.10 else ''}", file=sys.stderr)
+            if a.json_out:
+                with open(a.json_out, "w") as fh:
+                    json.dump({"environment": env, "rounds": rounds}, fh, indent=1, default=str)
+    except KeyboardInterrupt:
+        print(f"# interrupted after {len(rounds)} complete round(s)", file=sys.stderr)
+        env["interrupted_after_rounds"] = len(rounds)
+        if not rounds and partial["results"]:
+            rounds.append(partial)
     env["loadavg_end"] = os.getloadavg()
 
     kept = [r for r in rounds if not r["discarded"]] or rounds
@@ -259,7 +280,7 @@ def main():
                 samples.setdefault((x["model"], name), {}).setdefault(x["engine"], []).extend(s)
             for name, v in x.get("bytes_per_token", {}).items():
                 bpt[(x["model"], name)] = v
-    probes = [p for r in kept for p in (r["probe_before"], r["probe_after"])]
+    probes = [p for r in kept for p in (r["probe_before"], r["probe_after"]) if math.isfinite(p)]
     bw = statistics.median(probes) if probes else float("nan")
 
     def med(xs):
