@@ -126,10 +126,30 @@ static void seq_free(eng_engine *e, eng_seq *s) {
  * taken it out of the waiting and running lists. Its KV blocks go back to the pool and
  * the counters and KV gauges move before the request is told, so that whoever waits on
  * it (a client that cancelled, a test) sees the engine without it. */
+void eng_admit(eng_engine *e, eng_seq *s) {
+    pthread_mutex_lock(&e->stats_mu);
+    s->admitted = true;
+    e->st.running = ++e->n_admitted;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+void eng_unadmit(eng_engine *e, eng_seq *s) {
+    pthread_mutex_lock(&e->stats_mu);
+    if (s->admitted) {
+        s->admitted = false;
+        e->st.running = --e->n_admitted;
+    }
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
 void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error) {
     eng_request *r = s->req;
     if (e->batched) eng_batch_drop_blocks(e, s);
     pthread_mutex_lock(&e->stats_mu);
+    if (s->admitted) { /* the gauge must not count it once its end is told */
+        s->admitted = false;
+        e->st.running = --e->n_admitted;
+    }
     if (why == ENG_FINISH_CANCELLED) e->st.cancelled++;
     else if (why == ENG_FINISH_ERROR) e->st.failed++;
     else e->st.finished++;

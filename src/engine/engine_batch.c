@@ -372,6 +372,7 @@ static void remove_running(eng_engine *e, int i) {
 static void preempt(eng_engine *e, int i) {
     eng_seq *s = e->running[i];
     remove_running(e, i);
+    eng_unadmit(e, s);
     eng_batch_drop_blocks(e, s);
     s->step_n = 0;
     pthread_mutex_lock(&e->mu);
@@ -442,6 +443,7 @@ static int schedule(eng_engine *e) {
         e->n_queued--;
         pthread_mutex_unlock(&e->mu);
         e->running[e->n_running++] = s;
+        eng_admit(e, s);
         count_hit(e, s);
         s->step_n = chunk;
         budget -= chunk;
@@ -539,7 +541,7 @@ void eng_batch_step(eng_engine *e) {
         }
     }
     pthread_mutex_lock(&e->stats_mu);
-    e->st.running = e->n_running;
+    e->st.running = e->n_admitted;
     e->st.last_batch = n_seqs;
     e->st.last_step_tokens = T;
     e->st.kv_blocks_used = kv_pool_in_use(e->pool);

@@ -49,6 +49,7 @@ struct eng_seq {
     bool matched;        /* the prefix cache was consulted for this admission */
     gen_rng rng;
     int step_n, step_off;/* tokens in the current step and where they start */
+    bool admitted;       /* counted in n_admitted: in running, or ending from there */
     og_generator *gen;   /* per-sequence mode */
 };
 
@@ -69,6 +70,8 @@ struct eng_engine {
     int n_waiting, cap_waiting;
     eng_seq **running;   /* [max_batch] in admission order */
     int n_running;
+    int n_admitted;      /* running sequences not yet ended: the running gauge, exact even
+                            while a step ends sequences before it compacts running */
     /* batched mode */
     bool batched;
     char note[512];
@@ -92,6 +95,9 @@ void eng_hist_add(eng_hist *h, double v);
 /* engine.c: delivering results (engine thread) */
 void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t);
 void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error);
+/* A sequence enters running / leaves it without ending (preempted): the running gauge. */
+void eng_admit(eng_engine *e, eng_seq *s);
+void eng_unadmit(eng_engine *e, eng_seq *s);
 
 /* engine_batch.c */
 og_status *eng_batch_init(eng_engine *e);

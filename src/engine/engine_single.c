@@ -84,6 +84,7 @@ void eng_single_step(eng_engine *e) {
             continue;
         }
         e->running[e->n_running++] = s;
+        eng_admit(e, s);
     }
     int k = 0;
     for (int i = 0; i < e->n_running; i++) {
@@ -96,7 +97,7 @@ void eng_single_step(eng_engine *e) {
     }
     e->n_running = k;
     pthread_mutex_lock(&e->stats_mu);
-    e->st.running = e->n_running;
+    e->st.running = e->n_admitted;
     e->st.last_batch = e->n_running;
     e->st.last_step_tokens = e->n_running;
     pthread_mutex_unlock(&e->stats_mu);
