@@ -1,0 +1,592 @@
+"""onnxruntime-genai's Python API over the onnx-genai C library: Config, Model, Tokenizer,
+TokenizerStream, GeneratorParams, Generator, Tensor.
+
+Every call goes to a C function of include/onnx_genai.h; nothing of the generation itself
+(search, stopping, batching) is done here. Objects own their C handle through _Handle,
+which frees it when the last Python reference (the object itself, or a child that needs
+it: a generator keeps its model) goes; close() lets go early. The C library's sessions
+are not re-entrant, so every call that may run a model's graphs holds that model's lock;
+ctypes releases the GIL during C calls, so other Python threads run meanwhile.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import threading
+from typing import Any, Iterable, Sequence, Union
+
+import numpy as np
+
+from . import _lib
+from ._lib import InvalidArgumentError, UnsupportedError, check, lib, take_string
+from ._tensor import take_tensor
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_I32P = ctypes.POINTER(ctypes.c_int32)
+
+
+class _Handle:
+    """A C object and its destructor; dependencies (parents) stay alive as long as it."""
+    __slots__ = ("ptr", "_free", "_deps")
+
+    def __init__(self, ptr: int, free, deps: tuple = ()):
+        self.ptr = ptr
+        self._free = free
+        self._deps = deps
+
+    def __del__(self):
+        p, self.ptr = self.ptr, None
+        if p:
+            self._free(p)
+
+
+class _Owned:
+    _what = "object"
+    _h: _Handle | None = None
+
+    def _handle(self) -> _Handle:
+        h = self._h
+        if h is None:
+            raise InvalidArgumentError(f"{self._what} is closed")
+        return h
+
+    def close(self) -> None:
+        """Releases the C object now (it is freed once nothing that needs it is left).
+        Using this object afterwards raises InvalidArgumentError."""
+        self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _path(path: PathLike, what: str) -> bytes:
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what}: expected a path (str or os.PathLike), got {type(path).__name__}")
+    return os.fsencode(path)
+
+
+def _opt_str(s: str | None) -> bytes | None:
+    return None if s is None else s.encode("utf-8")
+
+
+# ---- Config and Model ----------------------------------------------------------------
+
+class Config(_Owned):
+    """A package's genai_config.json, to be changed before a Model opens from it."""
+    _what = "Config"
+
+    def __init__(self, path: PathLike):
+        out = ctypes.c_void_p()
+        p = _path(path, "Config")
+        lib.og_config_open(p, ctypes.byref(out))
+        self._h = _Handle(out.value, lib.og_config_free)
+        self._path = os.fsdecode(p)
+
+    def overlay(self, json_text: str) -> None:
+        """Merges a JSON object into the config (objects key by key, other values
+        replace), e.g. ``'{"search": {"max_length": 64}}'``."""
+        if not isinstance(json_text, str):
+            raise TypeError(f"overlay: expected a JSON string, got {type(json_text).__name__}")
+        lib.og_config_overlay(self._handle().ptr, json_text.encode("utf-8"))
+
+    def clear_providers(self) -> None:
+        """Asks for the CPU (the only device this runtime computes on)."""
+        lib.og_config_clear_providers(self._handle().ptr)
+
+    def append_provider(self, provider: str) -> None:
+        """Accepted for "cpu"; any other execution provider raises UnsupportedError."""
+        lib.og_config_append_provider(self._handle().ptr, str(provider).encode("utf-8"))
+
+    def set_provider_option(self, provider: str, key: str, value: str) -> None:
+        """Raises UnsupportedError: the CPU kernels take no provider options."""
+        lib.og_config_set_provider_option(self._handle().ptr, str(provider).encode("utf-8"),
+                                          str(key).encode("utf-8"), str(value).encode("utf-8"))
+
+
+def _config_unsupported(name: str):
+    def method(self, *args, **kwargs) -> None:
+        raise UnsupportedError(f"Config.{name} is not supported by onnx-genai (it runs on the "
+                               "CPU and reads the package's files as they are)")
+    method.__name__ = name
+    return method
+
+
+for _name in ("add_model_data", "remove_model_data",
+              "set_decoder_provider_options_hardware_device_type",
+              "set_decoder_provider_options_hardware_device_id",
+              "set_decoder_provider_options_hardware_vendor_id",
+              "clear_decoder_provider_options_hardware_device_type",
+              "clear_decoder_provider_options_hardware_device_id",
+              "clear_decoder_provider_options_hardware_vendor_id"):
+    setattr(Config, _name, _config_unsupported(_name))
+
+
+class Model(_Owned):
+    """A model package (a folder with genai_config.json), opened from its path or from a
+    Config."""
+    _what = "Model"
+
+    def __init__(self, config_or_path: Config | PathLike, *, num_threads: int = 0):
+        opts = _lib.ModelOptions(ctypes.sizeof(_lib.ModelOptions), int(num_threads), 1)
+        out = ctypes.c_void_p()
+        if isinstance(config_or_path, Config):
+            lib.og_model_open_config(config_or_path._handle().ptr, ctypes.byref(opts),
+                                     ctypes.byref(out))
+            self._dir = config_or_path._path
+        else:
+            p = _path(config_or_path, "Model")
+            lib.og_model_open(p, ctypes.byref(opts), ctypes.byref(out))
+            self._dir = os.fsdecode(p)
+        self._h = _Handle(out.value, lib.og_model_close)
+        self._lock = threading.Lock()
+
+    @property
+    def type(self) -> str:
+        """genai_config.json's model.type ("gpt2", "llama", ...)."""
+        return lib.og_model_type(self._handle().ptr).decode("utf-8")
+
+    @property
+    def device_type(self) -> str:
+        """Always "CPU"."""
+        return "CPU"
+
+    @property
+    def vocab_size(self) -> int:
+        return lib.og_model_vocab_size(self._handle().ptr)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the config's checks found odd (unknown keys, ...), one sentence each."""
+        h = self._handle()
+        return [lib.og_model_warning(h.ptr, i).decode("utf-8")
+                for i in range(lib.og_model_warning_count(h.ptr))]
+
+
+def _token_ids(source: Model | Config | None):
+    """(token_id(key), eos ids) from a model or a config; -1 / [] without one."""
+    if isinstance(source, Model):
+        token_id, eos_ids = lib.og_model_token_id, lib.og_model_eos_token_ids
+    elif isinstance(source, Config):
+        token_id, eos_ids = lib.og_config_token_id, lib.og_config_eos_token_ids
+    else:
+        return (lambda key: -1), np.zeros(0, dtype=np.int32)
+    h = source._handle()
+    ids = _I32P()
+    n = eos_ids(h.ptr, ctypes.byref(ids))
+    return (lambda key: token_id(h.ptr, key.encode())), np.array(ids[:n], dtype=np.int32)
+
+
+# ---- Tensor --------------------------------------------------------------------------
+
+class Tensor:
+    """A numpy array passed where onnxruntime-genai takes an og.Tensor (encode_batch's
+    result, append_tokens' argument)."""
+
+    def __init__(self, array):
+        self._array = np.asarray(array)
+
+    def as_numpy(self) -> np.ndarray:
+        return self._array
+
+    def shape(self) -> list[int]:
+        return list(self._array.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self._array!r})"
+
+
+# ---- Tokenizer -----------------------------------------------------------------------
+
+class Tokenizer(_Owned):
+    """The package's tokenizer (tokenizer.json, tokenizer_config.json), from a Model, a
+    Config or a folder path."""
+    _what = "Tokenizer"
+
+    def __init__(self, source: Model | Config | PathLike):
+        out = ctypes.c_void_p()  # needs nothing of the model once loaded
+        if isinstance(source, Model):
+            mh = source._handle()
+            lib.og_tokenizer_create(mh.ptr, ctypes.byref(out))
+            self._dir = source._dir
+        elif isinstance(source, Config):
+            self._dir = os.path.dirname(source._path) if os.path.isfile(source._path) \
+                else source._path
+            lib.og_tokenizer_open(os.fsencode(self._dir), ctypes.byref(out))
+        else:
+            p = _path(source, "Tokenizer")
+            lib.og_tokenizer_open(p, ctypes.byref(out))
+            self._dir = os.fsdecode(p)
+            source = None
+            cfg = os.path.join(self._dir, "genai_config.json")
+            if os.path.isfile(cfg):
+                source = Config(self._dir)
+        self._h = _Handle(out.value, lib.og_tokenizer_free)
+        token_id, self._eos = _token_ids(source)
+        self._ids = {k: token_id(k) for k in ("bos_token_id", "pad_token_id", "bot_token_id",
+                                              "eot_token_id", "bor_token_id", "eor_token_id")}
+
+    # token ids from genai_config.json, as onnxruntime-genai's tokenizer reports them
+    bos_token_id = property(lambda self: self._ids["bos_token_id"])
+    pad_token_id = property(lambda self: self._ids["pad_token_id"])
+    bot_token_id = property(lambda self: self._ids["bot_token_id"])
+    eot_token_id = property(lambda self: self._ids["eot_token_id"])
+    bor_token_id = property(lambda self: self._ids["bor_token_id"])
+    eor_token_id = property(lambda self: self._ids["eor_token_id"])
+
+    @property
+    def eos_token_ids(self) -> np.ndarray:
+        return self._eos.copy()
+
+    def encode(self, text: str) -> np.ndarray:
+        """Text -> int32 token ids, with the tokenizer's special tokens (e.g. BOS)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode: expected str, got {type(text).__name__}")
+        data = text.encode("utf-8", "surrogatepass")
+        ids = _I32P()
+        n = ctypes.c_size_t()
+        lib.og_tokenizer_encode(self._handle().ptr, data, len(data), 1, ctypes.byref(ids),
+                                ctypes.byref(n))
+        try:
+            return np.ctypeslib.as_array(ids, (n.value,)).copy() if n.value \
+                else np.zeros(0, dtype=np.int32)
+        finally:
+            lib.og_free(ids)
+
+    def encode_batch(self, texts: Sequence[str]) -> Tensor:
+        """Several texts -> one int32 [len(texts), longest] Tensor, shorter rows
+        right-padded with the config's pad_token_id (as onnxruntime-genai does)."""
+        if isinstance(texts, str) or not isinstance(texts, Iterable):
+            raise TypeError("encode_batch: expected a sequence of str")
+        rows = [self.encode(t) for t in texts]
+        width = max((len(r) for r in rows), default=0)
+        out = np.full((len(rows), width), self.pad_token_id, dtype=np.int32)
+        for i, r in enumerate(rows):
+            out[i, :len(r)] = r
+        return Tensor(out)
+
+    def decode(self, tokens) -> str:
+        """int32 token ids -> text, special tokens left out."""
+        arr = _token_array(tokens, "decode")
+        if arr.ndim != 1:
+            raise InvalidArgumentError(f"decode: expected a 1-D array of token ids, got shape "
+                                       f"{arr.shape}")
+        text = ctypes.c_void_p()
+        lib.og_tokenizer_decode(self._handle().ptr, arr.ctypes.data_as(_I32P), arr.size, 1,
+                                ctypes.byref(text))
+        return take_string(text.value)
+
+    def decode_batch(self, tokens) -> list[str]:
+        """Rows of a 2-D array (or Tensor) of token ids -> texts."""
+        arr = _token_array(tokens, "decode_batch")
+        if arr.ndim != 2:
+            raise InvalidArgumentError(f"decode_batch: expected a 2-D array of token ids, got "
+                                       f"shape {arr.shape}")
+        return [self.decode(row) for row in arr]
+
+    def to_token_id(self, token: str) -> int:
+        """The id of a token given by its text, or -1."""
+        if not isinstance(token, str):
+            raise TypeError(f"to_token_id: expected str, got {type(token).__name__}")
+        return int(lib.og_tokenizer_token_to_id(self._handle().ptr, token.encode("utf-8")))
+
+    def create_stream(self) -> TokenizerStream:
+        """A streaming decoder: feed generated ids one at a time, get complete text."""
+        return TokenizerStream(self)
+
+    def apply_chat_template(self, messages: str | list, *, template_str: str | None = None,
+                            tools: str | list | None = None,
+                            add_generation_prompt: bool = True) -> str:
+        """Renders a conversation (a JSON string, or a list of message dicts) with the
+        package's chat template, or with template_str when given (it sees the package's
+        special tokens); tools is a JSON string (or list) of tool schemas. Rendered as
+        Hugging Face transformers renders it."""
+        msgs = messages if isinstance(messages, str) else json.dumps(messages)
+        tools_json = tools if isinstance(tools, str) or tools is None else json.dumps(tools)
+        out = ctypes.c_void_p()
+        if template_str:
+            data = template_str.encode("utf-8")
+            lib.og_chat_template_from_string(data, len(data), ctypes.byref(out))
+            h = _Handle(out.value, lib.og_chat_template_free)
+            lib.og_chat_template_load_tokens(h.ptr, os.fsencode(self._dir))
+        else:
+            lib.og_chat_template_open(os.fsencode(self._dir), ctypes.byref(out))
+            h = _Handle(out.value, lib.og_chat_template_free)
+        opts = _lib.ChatOptions(ctypes.sizeof(_lib.ChatOptions), _opt_str(tools_json or None),
+                                None, 1 if add_generation_prompt else 0, None, None)
+        text = ctypes.c_void_p()
+        lib.og_chat_template_apply(h.ptr, msgs.encode("utf-8"), ctypes.byref(opts),
+                                   ctypes.byref(text))
+        return take_string(text.value)
+
+
+class TokenizerStream(_Owned):
+    """Streaming decode: decode(token) returns the text that token completes ("" while a
+    character is still incomplete)."""
+    _what = "TokenizerStream"
+
+    def __init__(self, tokenizer: Tokenizer):
+        th = tokenizer._handle()
+        out = ctypes.c_void_p()
+        lib.og_tokenizer_stream_create(th.ptr, ctypes.byref(out))
+        self._h = _Handle(out.value, lib.og_tokenizer_stream_free, (th,))
+        self._lock = threading.Lock()
+        self._piece = ctypes.c_char_p()
+
+    def decode(self, token: int) -> str:
+        t = _token_int(token, "TokenizerStream.decode")
+        with self._lock:
+            lib.og_tokenizer_stream_decode(self._handle().ptr, t, ctypes.byref(self._piece))
+            return (self._piece.value or b"").decode("utf-8", "replace")
+
+    def flush(self) -> str:
+        """What is still held back at the end of generation (not in onnxruntime-genai)."""
+        with self._lock:
+            lib.og_tokenizer_stream_flush(self._handle().ptr, ctypes.byref(self._piece))
+            return (self._piece.value or b"").decode("utf-8", "replace")
+
+
+def _token_int(token, what: str) -> int:
+    if isinstance(token, (bool, np.bool_)) or not isinstance(token, (int, np.integer)):
+        raise TypeError(f"{what}: expected an integer token id, got {type(token).__name__}")
+    t = int(token)
+    if not -2**31 <= t < 2**31:
+        raise InvalidArgumentError(f"{what}: token id {t} does not fit in int32")
+    return t
+
+
+def _token_array(tokens, what: str) -> np.ndarray:
+    """Token ids as a C-contiguous int32 array: any integer dtype whose values fit (lists
+    too); floats, bools and other types are refused."""
+    if isinstance(tokens, Tensor):
+        tokens = tokens.as_numpy()
+    arr = tokens if isinstance(tokens, np.ndarray) else np.asarray(tokens)
+    if arr.dtype == np.int32:
+        return np.ascontiguousarray(arr)
+    if arr.size == 0 and arr.dtype == np.float64:  # np.asarray([]) is float64
+        return arr.astype(np.int32)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{what}: token ids must be integers, got an array of {arr.dtype}")
+    if arr.size and (arr.min() < -2**31 or arr.max() >= 2**31):
+        raise InvalidArgumentError(f"{what}: token ids must fit in int32")
+    return np.ascontiguousarray(arr, dtype=np.int32)
+
+
+# ---- GeneratorParams and Generator ---------------------------------------------------
+
+# set_search_options names -> (og_generator_params field, kind). Names the C library has
+# no field for are accepted only at the value that changes nothing.
+_OPTIONS = {"batch_size": "int", "max_length": "int", "min_length": "int", "do_sample": "bool",
+            "top_k": "int", "top_p": "float", "temperature": "float",
+            "repetition_penalty": "float", "no_repeat_ngram_size": "int", "num_beams": "int",
+            "num_return_sequences": "int", "length_penalty": "float",
+            "early_stopping": "bool", "random_seed": "int"}
+_NEUTRAL = {"diversity_penalty": 0.0, "chunk_size": 0}
+_IGNORED = {"past_present_share_buffer"}  # decided from the model and the beams
+
+
+class GeneratorParams:
+    """Search options for a Generator, starting from the package's search block."""
+
+    def __init__(self, model: Model):
+        if not isinstance(model, Model):
+            raise TypeError(f"GeneratorParams: expected a Model, got {type(model).__name__}")
+        self._model = model
+        self._p = lib.og_generator_params_default(model._handle().ptr)
+        if self._p.struct_size < _lib.GENERATOR_PARAMS_KNOWN:
+            raise ImportError(f"libonnx_genai's og_generator_params has {self._p.struct_size} "
+                              f"bytes, fewer than this package knows "
+                              f"({_lib.GENERATOR_PARAMS_KNOWN}): the library is older than it")
+        self._p.padded_batch = 1  # onnxruntime-genai's batch layout
+        self._extra: dict[str, Any] = {}
+
+    def set_search_options(self, **options) -> None:
+        """Sets search options by name: max_length, min_length, batch_size, do_sample,
+        top_k, top_p, temperature, repetition_penalty, no_repeat_ngram_size, num_beams,
+        num_return_sequences, length_penalty, early_stopping, random_seed. Values are
+        checked when the Generator is made."""
+        for name, value in options.items():
+            kind = _OPTIONS.get(name)
+            if kind is None:
+                if name in _IGNORED:
+                    _check_kind(name, value, "bool")
+                    self._extra[name] = bool(value)
+                    continue
+                if name in _NEUTRAL:
+                    if _check_kind(name, value, "float") != _NEUTRAL[name]:
+                        raise UnsupportedError(f"search option '{name}' = {value} is not "
+                                               f"supported (only {_NEUTRAL[name]})")
+                    self._extra[name] = value
+                    continue
+                raise InvalidArgumentError(f"unknown search option '{name}' (known: "
+                                           f"{', '.join(sorted([*_OPTIONS, *_NEUTRAL, *_IGNORED]))})")
+            setattr(self._p, name, _check_kind(name, value, kind))
+
+    def get_search_options(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, kind in _OPTIONS.items():
+            v = getattr(self._p, name)
+            out[name] = bool(v) if kind == "bool" else v
+        out.update({k: v for k, v in _NEUTRAL.items()})
+        out.update(self._extra)
+        return dict(sorted(out.items()))
+
+    def set_guidance(self, *args, **kwargs) -> None:
+        raise UnsupportedError("set_guidance: constrained decoding is not supported by "
+                               "onnx-genai")
+
+
+def _check_kind(name: str, value, kind: str):
+    if kind == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"search option '{name}' takes True or False, got {value!r}")
+        return int(bool(value))
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                       np.floating)):
+        raise TypeError(f"search option '{name}' takes a number, got {value!r}")
+    if kind == "int":
+        if float(value) != int(value):
+            raise InvalidArgumentError(f"search option '{name}' takes an integer, got {value}")
+        v = int(value)
+        limit = 2**63 if name == "random_seed" else 2**31
+        if not -limit <= v < limit:
+            raise InvalidArgumentError(f"search option '{name}' = {v} is out of range")
+        return v
+    return float(value)
+
+
+class Generator(_Owned):
+    """One generation: append prompt tokens, then generate_next_token() until is_done().
+    Batches are laid out as onnxruntime-genai lays them out (padding and a kept EOS in
+    the sequences)."""
+    _what = "Generator"
+
+    def __init__(self, model: Model, params: GeneratorParams):
+        if not isinstance(model, Model) or not isinstance(params, GeneratorParams):
+            raise TypeError("Generator(model, params): expected a Model and GeneratorParams")
+        mh = model._handle()
+        out = ctypes.c_void_p()
+        lib.og_generator_create(mh.ptr, ctypes.byref(params._p), ctypes.byref(out))
+        self._h = _Handle(out.value, lib.og_generator_destroy, (mh,))
+        self._lock = model._lock
+        self._vocab = lib.og_model_vocab_size(mh.ptr)
+        self._batch = params._p.batch_size
+        self._ids = _I32P()
+        self._n = ctypes.c_size_t()
+
+    def append_tokens(self, tokens) -> None:
+        """Appends prompt tokens to every sequence and runs them through the model: a 1-D
+        array (list, Tensor) for batch_size 1, or a [batch_size, n] array whose rows are
+        right-padded with the pad token."""
+        arr = _token_array(tokens, "append_tokens")
+        if arr.ndim == 2 and arr.shape[0] != self._batch:
+            raise InvalidArgumentError(f"append_tokens: {arr.shape[0]} rows of tokens for "
+                                       f"batch_size {self._batch}")
+        if arr.ndim > 2:
+            raise InvalidArgumentError(f"append_tokens: expected a 1-D or 2-D array of token "
+                                       f"ids, got shape {arr.shape}")
+        with self._lock:
+            lib.og_generator_append_tokens(self._handle().ptr, arr.ctypes.data_as(_I32P),
+                                           arr.size)
+
+    def generate_next_token(self) -> None:
+        """Runs the model if needed and picks the next token of every sequence."""
+        with self._lock:
+            lib.og_generator_generate_next_token(self._handle().ptr)
+
+    def is_done(self) -> bool:
+        with self._lock:
+            return bool(lib.og_generator_is_done(self._handle().ptr))
+
+    def get_next_tokens(self) -> np.ndarray:
+        """The tokens the last step chose, one per sequence (int32)."""
+        with self._lock:
+            lib.og_generator_get_next_tokens(self._handle().ptr, ctypes.byref(self._ids),
+                                             ctypes.byref(self._n))
+            return np.ctypeslib.as_array(self._ids, (self._n.value,)).copy()
+
+    def get_sequence(self, index: int) -> np.ndarray:
+        """Sequence `index` (prompt and generated tokens, int32)."""
+        i = _index(index, "get_sequence")
+        with self._lock:
+            lib.og_generator_get_sequence(self._handle().ptr, i, ctypes.byref(self._ids),
+                                          ctypes.byref(self._n))
+            n = self._n.value
+            return np.ctypeslib.as_array(self._ids, (n,)).copy() if n \
+                else np.zeros(0, dtype=np.int32)
+
+    def token_count(self) -> int:
+        """The length of sequence 0."""
+        return int(self.get_sequence(0).size)
+
+    def rewind_to(self, new_length: int) -> None:
+        """Cuts the sequences back to new_length tokens (batch_size 1, or 0)."""
+        n = _index(new_length, "rewind_to")
+        with self._lock:
+            lib.og_generator_rewind_to(self._handle().ptr, n)
+
+    def get_logits(self) -> np.ndarray:
+        """The next-token logits, float32 [batch*beams, 1, vocab]."""
+        out = ctypes.c_void_p()
+        with self._lock:
+            lib.og_generator_get_logits(self._handle().ptr, ctypes.byref(out))
+        arr = take_tensor(out.value)
+        return arr.reshape(arr.shape[0], 1, arr.shape[1])
+
+    def get_output(self, name: str) -> np.ndarray:
+        """An output of the last model run by graph name ("logits", "present.0.key", ...),
+        as a numpy array of its dtype."""
+        if not isinstance(name, str):
+            raise TypeError(f"get_output: expected an output name, got {type(name).__name__}")
+        out = ctypes.c_void_p()
+        with self._lock:
+            lib.og_generator_get_output(self._handle().ptr, name.encode("utf-8"),
+                                        ctypes.byref(out))
+        return take_tensor(out.value)
+
+    def set_inputs(self, *args, **kwargs) -> None:
+        raise UnsupportedError("Generator.set_inputs: extra model inputs (images, audio) are "
+                               "not supported by onnx-genai")
+
+    def set_model_input(self, *args, **kwargs) -> None:
+        raise UnsupportedError("Generator.set_model_input is not supported by onnx-genai")
+
+
+def _index(value, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what}: expected an integer, got {type(value).__name__}")
+    if value < 0:
+        raise InvalidArgumentError(f"{what}: {value} is negative")
+    return int(value)
+
+
+def is_cuda_available() -> bool:
+    return False
+
+
+def is_dml_available() -> bool:
+    return False
+
+
+def is_openvino_available() -> bool:
+    return False
+
+
+def is_qnn_available() -> bool:
+    return False
+
+
+def is_webgpu_available() -> bool:
+    return False
+
+
+__all__ = ["Config", "Model", "Tensor", "Tokenizer", "TokenizerStream", "GeneratorParams",
+           "Generator", "check", "is_cuda_available", "is_dml_available",
+           "is_openvino_available", "is_qnn_available", "is_webgpu_available"]
