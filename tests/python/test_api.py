@@ -1,0 +1,231 @@
+"""The onnxruntime-genai API surface of onnx_genai on the tiny gpt2 package, against
+onnxruntime-genai's own test vectors (../shared/models/README.md), Hugging Face
+`tokenizers`, jinja2 in transformers' environment (../shared/chat-templates/render.py)
+and the installed onnxruntime_genai where it is the reference for the API's shape."""
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import SHARED
+
+BATCH_IN = np.array([[0, 0, 0, 52], [0, 0, 195, 731]], dtype=np.int32)
+BATCH_OUT = [[0, 0, 0, 52, 204, 204, 204, 204, 204, 204],
+             [0, 0, 195, 731, 731, 114, 114, 114, 114, 114]]
+
+
+def generate(og, model, prompt, **search):
+    params = og.GeneratorParams(model)
+    params.set_search_options(**search)
+    gen = og.Generator(model, params)
+    gen.append_tokens(prompt)
+    while not gen.is_done():
+        gen.generate_next_token()
+    return gen
+
+
+def test_greedy_batch_and_logits(og, gpt2):
+    gen = og.Generator(gpt2, og.GeneratorParams(gpt2))
+    del gen
+    params = og.GeneratorParams(gpt2)
+    params.set_search_options(max_length=10, batch_size=2)
+    gen = og.Generator(gpt2, params)
+    gen.append_tokens(BATCH_IN)
+    logits = gen.get_output("logits")
+    assert logits.shape == (2, 4, 1000) and logits.dtype == np.float32
+    want = {(0, 0): [0.29694548, 0.00955007, 0.0430819, 0.10063869, 0.0437237],
+            (0, 3): [-0.12675379, -0.04443946, 0.14492269, 0.03021223, -0.03212897],
+            (1, 2): [-0.04699047, 0.17915794, 0.20838135, 0.10888482, -0.00277808],
+            (1, 3): [0.2938929, -0.10538938, -0.00226692, 0.12050669, -0.10622668]}
+    for (b, t), w in want.items():
+        np.testing.assert_allclose(logits[b, t, ::200], w, atol=1e-3)
+    assert gen.get_logits().shape == (2, 1, 1000)
+    np.testing.assert_allclose(gen.get_logits()[:, 0, :], logits[:, 3, :], atol=1e-6)
+    for _ in range(2):
+        gen.generate_next_token()
+    np.testing.assert_allclose(gen.get_output("logits")[:, 0, ::200],
+                               [[0.03742531, -0.05752287, 0.14159015, 0.04210977, -0.1484456],
+                                [0.3041716, -0.08701379, -0.03778192, 0.07471392, -0.02049096]],
+                               atol=1e-3)
+    while not gen.is_done():
+        gen.generate_next_token()
+        nxt = gen.get_next_tokens()
+        assert nxt.dtype == np.int32 and nxt.shape == (2,)
+    for i in range(2):
+        seq = gen.get_sequence(i)
+        assert seq.dtype == np.int32 and seq.tolist() == BATCH_OUT[i]
+    assert gen.token_count() == 10
+
+
+def test_rewind(og, gpt2):
+    gen = generate(og, gpt2, np.array([0, 0, 195, 731], dtype=np.int32), max_length=10)
+    assert gen.get_sequence(0).tolist() == BATCH_OUT[1]
+    gen.rewind_to(5)
+    while not gen.is_done():
+        gen.generate_next_token()
+    assert gen.get_sequence(0).tolist() == BATCH_OUT[1]
+    gen.rewind_to(3)
+    gen.append_tokens([731, 731])
+    while not gen.is_done():
+        gen.generate_next_token()
+    assert gen.get_sequence(0).tolist() == BATCH_OUT[1]
+
+
+def test_beam_search(og, gpt2):
+    rows = [[0, 0, 0, 0, 0, 52, 195, 731, 321, 301, 734, 620],
+            [41, 554, 74, 622, 206, 222, 75, 223, 221, 198, 224, 572],
+            [0, 0, 0, 52, 328, 219, 328, 206, 288, 227, 896, 328]]
+    tails = [[131, 131, 131, 181, 638, 638, 638, 638], [292] * 8, [328, 669, 669, 669, 669, 669, 669, 669]]
+    gen = generate(og, gpt2, np.array(rows, dtype=np.int32), max_length=20, batch_size=3,
+                   num_beams=4, length_penalty=1.0, early_stopping=True)
+    for i in range(3):
+        assert gen.get_sequence(i).tolist() == rows[i] + tails[i]
+
+
+def test_config_overlay_and_providers(og, gpt2_dir):
+    config = og.Config(gpt2_dir)
+    config.clear_providers()
+    config.append_provider("cpu")
+    config.overlay(json.dumps({"search": {"max_length": 7}, "model": {"eos_token_id": 114}}))
+    model = og.Model(config)
+    assert og.GeneratorParams(model).get_search_options()["max_length"] == 7
+    gen = generate(og, model, np.array([0, 0, 195, 731], dtype=np.int32))
+    assert gen.get_sequence(0).tolist() == [0, 0, 195, 731, 731]  # stopped on the EOS 114
+    assert og.Tokenizer(model).eos_token_ids.tolist() == [114]
+    with pytest.raises(og.UnsupportedError, match="'cuda'"):
+        config.append_provider("cuda")
+    with pytest.raises(og.UnsupportedError, match="enable_cuda_graph"):
+        config.set_provider_option("cuda", "enable_cuda_graph", "1")
+    with pytest.raises(og.InvalidModelError, match="search.max_length"):
+        config.overlay('{"search": {"max_length": "long"}}')
+    assert isinstance(og.OgError("x"), RuntimeError)
+    assert model.type == "gpt2" and model.device_type == "CPU"
+
+
+def test_search_options(og, gpt2):
+    import onnxruntime_genai as ortg
+    ours = og.GeneratorParams(gpt2).get_search_options()
+    theirs = ortg.GeneratorParams(ortg.Model(os.path.join(SHARED, "models", "ortgenai",
+                                                          "hf-internal-testing",
+                                                          "tiny-random-gpt2-fp32"))).get_search_options()
+    for k in ("max_length", "min_length", "num_beams", "num_return_sequences", "top_k",
+              "temperature", "repetition_penalty", "length_penalty", "do_sample",
+              "early_stopping", "batch_size", "no_repeat_ngram_size"):
+        assert ours[k] == theirs[k], k
+    params = og.GeneratorParams(gpt2)
+    params.set_search_options(do_sample=True, top_k=5, top_p=0.9, temperature=0.7,
+                              random_seed=42, max_length=12)
+    gens = [generate(og, gpt2, np.array([0, 0, 195, 731], dtype=np.int32), do_sample=True,
+                     top_k=5, top_p=0.9, temperature=0.7, random_seed=42, max_length=12)
+            for _ in range(2)]
+    assert gens[0].get_sequence(0).tolist() == gens[1].get_sequence(0).tolist()
+    with pytest.raises(og.InvalidArgumentError, match="unknown search option 'foo'"):
+        params.set_search_options(foo=1)
+    with pytest.raises(TypeError, match="max_length"):
+        params.set_search_options(max_length="10")
+    with pytest.raises(og.InvalidArgumentError, match="integer"):
+        params.set_search_options(max_length=10.5)
+    with pytest.raises(TypeError, match="do_sample"):
+        params.set_search_options(do_sample=1)
+    params.set_search_options(temperature=-1.0)
+    with pytest.raises(og.InvalidArgumentError, match="temperature"):
+        og.Generator(gpt2, params)
+
+
+def test_tokenizer(og, gpt2, gpt2_dir):
+    from tokenizers import Tokenizer as HF
+    hf = HF.from_file(os.path.join(gpt2_dir, "tokenizer.json"))
+    tok = og.Tokenizer(gpt2)
+    texts = ["Hello world", "  spaces and\ttabs\n", "ünïcödé ☃ 日本語", ""]
+    for t in texts:
+        ids = tok.encode(t)
+        assert ids.dtype == np.int32 and ids.tolist() == hf.encode(t).ids
+        assert tok.decode(ids) == hf.decode(ids.tolist(), skip_special_tokens=True)
+        stream = tok.create_stream()
+        assert "".join(stream.decode(int(i)) for i in ids) + stream.flush() == tok.decode(ids)
+    batch = tok.encode_batch(texts[:2]).as_numpy()
+    n0, n1 = len(hf.encode(texts[0]).ids), len(hf.encode(texts[1]).ids)
+    assert batch.shape == (2, max(n0, n1)) and batch.dtype == np.int32
+    assert batch[0, n0:].tolist() == [tok.pad_token_id] * (batch.shape[1] - n0)
+    assert tok.decode_batch(batch) == [tok.decode(batch[0]), tok.decode(batch[1])]
+    assert tok.to_token_id("hello") == hf.token_to_id("hello")
+    assert tok.to_token_id("<|endoftext|>") == hf.token_to_id("<|endoftext|>")
+    assert tok.to_token_id("zzzzqqqq") == -1
+    assert tok.bos_token_id == 98 and tok.pad_token_id == 98 and tok.eos_token_ids.tolist() == [98]
+    assert og.Tokenizer(gpt2_dir).encode("Hello").tolist() == hf.encode("Hello").ids
+    assert og.Tokenizer(og.Config(gpt2_dir)).eos_token_ids.tolist() == [98]
+
+
+def test_apply_chat_template_signature(og, gpt2):
+    import onnxruntime_genai as ortg
+    tpl = ("{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+           "{% if add_generation_prompt %}<assistant>{% endif %}"
+           "{% if tools %}{{ tools | length }} tools{% endif %}")
+    msgs = '[{"role": "user", "content": "Hi"}]'
+    tools = '[{"type": "function", "function": {"name": "f"}}]'
+    theirs = ortg.Tokenizer(ortg.Model(os.path.join(SHARED, "models", "ortgenai", "hf-internal-testing",
+                                                   "tiny-random-gpt2-fp32")))
+    tok = og.Tokenizer(gpt2)
+    for kw in ({}, {"add_generation_prompt": False}, {"tools": tools}, {"tools": ""}):
+        want = theirs.apply_chat_template(msgs, template_str=tpl, **kw)
+        assert tok.apply_chat_template(msgs, template_str=tpl, **kw) == want, kw
+    assert tok.apply_chat_template(json.loads(msgs), template_str=tpl) == \
+        "<|endoftext|><user>Hi<assistant>"
+    with pytest.raises(TypeError):
+        tok.apply_chat_template(msgs, tpl)  # keyword-only, as in onnxruntime-genai
+    with pytest.raises(og.NotFoundError, match="no chat template"):
+        tok.apply_chat_template(msgs)  # the package has none
+    with pytest.raises(og.InvalidArgumentError):
+        tok.apply_chat_template("[{", template_str=tpl)
+
+
+def test_apply_chat_template_corpus(og, gpt2, monkeypatch):
+    """Every corpus template x conversation (without extra variables) through the Python
+    API against jinja2 in transformers' environment, with the package's special tokens;
+    onnxruntime-genai's own renderer is counted, not required (it differs from jinja2)."""
+    root = os.path.join(SHARED, "chat-templates")
+    if not os.path.isfile(os.path.join(root, "render.py")):
+        pytest.skip(f"{root} is missing")
+    sys.path.insert(0, root)
+    import render
+    import onnxruntime_genai as ortg
+    theirs = ortg.Tokenizer(ortg.Model(os.path.join(SHARED, "models", "ortgenai", "hf-internal-testing",
+                                                   "tiny-random-gpt2-fp32")))
+    env = render.make_environment()
+    monkeypatch.setenv("CHAT_TEMPLATE_NOW", render.NOW.strftime("%Y-%m-%dT%H:%M:%S"))
+    tokens = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+              "unk_token": "<|endoftext|>"}
+    tok = og.Tokenizer(gpt2)
+    cases = [c for c in json.load(open(os.path.join(root, "conversations.json"))) if not c.get("extra")]
+    n = agree_ort = 0
+    bad = []
+    for path in sorted(glob.glob(os.path.join(root, "templates", "*.jinja"))):
+        src = open(path, encoding="utf-8").read()
+        for case in cases:
+            tools = json.dumps(case["tools"]) if case.get("tools") else None
+            agp = case.get("add_generation_prompt", False)
+            try:
+                want = render.render_case(env, src, case, tokens)
+            except Exception:
+                want = None
+            try:
+                got = tok.apply_chat_template(json.dumps(case["messages"]), template_str=src,
+                                              tools=tools, add_generation_prompt=agp)
+            except og.OgError:
+                got = None
+            try:
+                ort_out = theirs.apply_chat_template(json.dumps(case["messages"]), template_str=src,
+                                                     tools=tools, add_generation_prompt=agp)
+            except Exception:
+                ort_out = None
+            n += 1
+            agree_ort += ort_out == got
+            if got != want:
+                bad.append(f"{os.path.basename(path)} x {case['name']}: got {str(got)[:120]!r}, "
+                           f"jinja2 {str(want)[:120]!r}")
+    print(f"\n{n} template x conversation pairs: all equal to jinja2; {agree_ort} also equal "
+          "to onnxruntime-genai's renderer")
+    assert n > 100 and not bad, "\n".join(bad[:20])
