@@ -393,6 +393,11 @@ og_status *og_tokenizer_encode(const og_tokenizer *tok, const char *text, size_t
 /* Ids -> text, NUL-terminated. *text is owned by the caller: free with og_free. */
 og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size_t n,
                                int skip_special_tokens, char **text);
+/* As og_tokenizer_decode, and *len gets the text's length in bytes (without the final
+ * NUL): the text may hold NUL characters (a token of the byte 0), which only the length
+ * tells from its end. */
+og_status *og_tokenizer_decode_len(const og_tokenizer *tok, const int32_t *ids, size_t n,
+                                   int skip_special_tokens, char **text, size_t *len);
 /* The id of a token given by its text (a vocabulary entry as tokenizer.json spells it, or
  * an added token such as "<|im_end|>"); -1 when the tokenizer has no such token. */
 int32_t og_tokenizer_token_to_id(const og_tokenizer *tok, const char *token);
@@ -407,6 +412,11 @@ og_status *og_tokenizer_stream_create(const og_tokenizer *tok, og_tokenizer_stre
 og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece);
 /* Whatever is still held back at the end of generation. */
 og_status *og_tokenizer_stream_flush(og_tokenizer_stream *s, const char **piece);
+/* As the two above, with the piece's length in bytes (it may hold NUL characters). */
+og_status *og_tokenizer_stream_decode_len(og_tokenizer_stream *s, int32_t id,
+                                          const char **piece, size_t *len);
+og_status *og_tokenizer_stream_flush_len(og_tokenizer_stream *s, const char **piece,
+                                         size_t *len);
 void og_tokenizer_stream_free(og_tokenizer_stream *s);
 
 /* ---------------------------------------------------------------------------------

@@ -279,9 +279,10 @@ class Tokenizer(_Owned):
             raise InvalidArgumentError(f"decode: expected a 1-D array of token ids, got shape "
                                        f"{arr.shape}")
         text = ctypes.c_void_p()
-        lib.og_tokenizer_decode(self._handle().ptr, arr.ctypes.data_as(_I32P), arr.size, 1,
-                                ctypes.byref(text))
-        return take_string(text.value)
+        n = ctypes.c_size_t()
+        lib.og_tokenizer_decode_len(self._handle().ptr, arr.ctypes.data_as(_I32P), arr.size, 1,
+                                    ctypes.byref(text), ctypes.byref(n))
+        return take_string(text.value, n.value)  # by length: the text may hold NULs
 
     def decode_batch(self, tokens) -> list[str]:
         """Rows of a 2-D array (or Tensor) of token ids -> texts."""
@@ -338,19 +339,28 @@ class TokenizerStream(_Owned):
         lib.og_tokenizer_stream_create(th.ptr, ctypes.byref(out))
         self._h = _Handle(out.value, lib.og_tokenizer_stream_free, (th,))
         self._lock = threading.Lock()
-        self._piece = ctypes.c_char_p()
+        self._piece = ctypes.c_void_p()
+        self._len = ctypes.c_size_t()
+
+    def _piece_text(self) -> str:
+        # by length: a piece may be a NUL character
+        p, n = self._piece.value, self._len.value
+        return ctypes.string_at(p, n).decode("utf-8", "replace") if p and n else ""
 
     def decode(self, token: int) -> str:
+        """The text this token completes ("" while a character is still incomplete)."""
         t = _token_int(token, "TokenizerStream.decode")
         with self._lock:
-            lib.og_tokenizer_stream_decode(self._handle().ptr, t, ctypes.byref(self._piece))
-            return (self._piece.value or b"").decode("utf-8", "replace")
+            lib.og_tokenizer_stream_decode_len(self._handle().ptr, t, ctypes.byref(self._piece),
+                                               ctypes.byref(self._len))
+            return self._piece_text()
 
     def flush(self) -> str:
         """What is still held back at the end of generation (not in onnxruntime-genai)."""
         with self._lock:
-            lib.og_tokenizer_stream_flush(self._handle().ptr, ctypes.byref(self._piece))
-            return (self._piece.value or b"").decode("utf-8", "replace")
+            lib.og_tokenizer_stream_flush_len(self._handle().ptr, ctypes.byref(self._piece),
+                                              ctypes.byref(self._len))
+            return self._piece_text()
 
 
 def _token_int(token, what: str) -> int:

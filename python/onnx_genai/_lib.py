@@ -243,11 +243,11 @@ _st("og_tokenizer_create", P, PP)
 _st("og_tokenizer_open", c_char_p, PP)
 _fn("og_tokenizer_free", None, P)
 _st("og_tokenizer_encode", P, c_char_p, c_size_t, c_int, _I32PP, _SIZEP)
-_st("og_tokenizer_decode", P, _I32P, c_size_t, c_int, POINTER(c_void_p))
+_st("og_tokenizer_decode_len", P, _I32P, c_size_t, c_int, POINTER(c_void_p), _SIZEP)
 _fn("og_tokenizer_token_to_id", c_int32, P, c_char_p)
 _st("og_tokenizer_stream_create", P, PP)
-_st("og_tokenizer_stream_decode", P, c_int32, POINTER(c_char_p))
-_st("og_tokenizer_stream_flush", P, POINTER(c_char_p))
+_st("og_tokenizer_stream_decode_len", P, c_int32, POINTER(c_void_p), _SIZEP)
+_st("og_tokenizer_stream_flush_len", P, POINTER(c_void_p), _SIZEP)
 _fn("og_tokenizer_stream_free", None, P)
 
 # chat templates
@@ -259,9 +259,13 @@ _fn("og_chat_template_free", None, P)
 _st("og_chat_template_apply", P, c_char_p, POINTER(ChatOptions), POINTER(c_void_p))
 
 
-def take_string(ptr: int) -> str:
-    """A NUL-terminated UTF-8 string the library handed over (og_free after reading)."""
+def take_string(ptr: int, size: int | None = None) -> str:
+    """A UTF-8 string the library handed over (og_free after reading): `size` bytes, or up
+    to its NUL when the function reports no length."""
     try:
-        return ctypes.string_at(ptr).decode("utf-8", "replace") if ptr else ""
+        if not ptr:
+            return ""
+        data = ctypes.string_at(ptr) if size is None else ctypes.string_at(ptr, size)
+        return data.decode("utf-8", "replace")
     finally:
         lib.og_free(ptr)

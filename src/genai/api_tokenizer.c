@@ -46,12 +46,17 @@ og_status *og_tokenizer_encode(const og_tokenizer *tok, const char *text, size_t
                           "tokenizer: encoding %zu bytes of text", len);
 }
 
-og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size_t n,
-                               int skip_special_tokens, char **text) {
+og_status *og_tokenizer_decode_len(const og_tokenizer *tok, const int32_t *ids, size_t n,
+                                   int skip_special_tokens, char **text, size_t *len) {
     if (!tok || (!ids && n) || !text)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_decode: NULL argument");
-    return og_oom_context(tok_decode(tok->t, ids, n, skip_special_tokens != 0, text, NULL),
+    return og_oom_context(tok_decode(tok->t, ids, n, skip_special_tokens != 0, text, len),
                           "tokenizer: decoding %zu tokens", n);
+}
+
+og_status *og_tokenizer_decode(const og_tokenizer *tok, const int32_t *ids, size_t n,
+                               int skip_special_tokens, char **text) {
+    return og_tokenizer_decode_len(tok, ids, n, skip_special_tokens, text, NULL);
 }
 
 int32_t og_tokenizer_token_to_id(const og_tokenizer *tok, const char *token) {
@@ -73,15 +78,25 @@ og_status *og_tokenizer_stream_create(const og_tokenizer *tok, og_tokenizer_stre
     return NULL;
 }
 
-og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece) {
+og_status *og_tokenizer_stream_decode_len(og_tokenizer_stream *s, int32_t id,
+                                          const char **piece, size_t *len) {
     if (!s || !piece) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_decode: NULL");
-    return og_oom_context(tok_stream_feed(s->s, id, piece, NULL), "tokenizer: decoding token %d",
+    return og_oom_context(tok_stream_feed(s->s, id, piece, len), "tokenizer: decoding token %d",
                           (int)id);
 }
 
-og_status *og_tokenizer_stream_flush(og_tokenizer_stream *s, const char **piece) {
+og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece) {
+    return og_tokenizer_stream_decode_len(s, id, piece, NULL);
+}
+
+og_status *og_tokenizer_stream_flush_len(og_tokenizer_stream *s, const char **piece,
+                                         size_t *len) {
     if (!s || !piece) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_flush: NULL");
-    return tok_stream_flush(s->s, piece, NULL);
+    return tok_stream_flush(s->s, piece, len);
+}
+
+og_status *og_tokenizer_stream_flush(og_tokenizer_stream *s, const char **piece) {
+    return og_tokenizer_stream_flush_len(s, piece, NULL);
 }
 
 void og_tokenizer_stream_free(og_tokenizer_stream *s) {

@@ -139,7 +139,7 @@ def test_tokenizer(og, gpt2, gpt2_dir):
     from tokenizers import Tokenizer as HF
     hf = HF.from_file(os.path.join(gpt2_dir, "tokenizer.json"))
     tok = og.Tokenizer(gpt2)
-    texts = ["Hello world", "  spaces and\ttabs\n", "ünïcödé ☃ 日本語", ""]
+    texts = ["Hello world", "  spaces and\ttabs\n", "ünïcödé ☃ 日本語", "", "a NUL \x00 inside"]
     for t in texts:
         ids = tok.encode(t)
         assert ids.dtype == np.int32 and ids.tolist() == hf.encode(t).ids
