@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """One script, two runtimes: run with `onnxruntime_genai` and with `onnx_genai` (only the
 import differs) on a package, it prints one JSON record per line: what the API returned
-for greedy search (batch 1 and a padded batch 2, one run stopping on EOS), beam search,
-rewind, next tokens, streaming decode, encode/decode and the logits.
+for greedy search (batch 1 for each of two prompts, and the two as a padded batch 2, once
+stopping on an EOS), beam search, rewind, next tokens, streaming decode, encode/decode
+and the logits.
 tests/python/test_same_script.py runs it twice and compares the records.
 
   same_script.py RUNTIME PACKAGE --ids 1,2,3 --ids 4,5 [--text "Once upon a time" ...]
@@ -118,6 +119,12 @@ def main():
     gen.append_tokens(np.array(p0[-1:], dtype=np.int32))
     run_to_end(gen)
     emit("rewind_append", to=len(p0) - 1, ids=ints(gen.get_sequence(0)))
+
+    # greedy, batch 1, the second prompt: what its row of the batch below should hold
+    gen = generator(og, model, max_length=max_len, do_sample=False)
+    gen.append_tokens(np.array(prompts[1], dtype=np.int32))
+    run_to_end(gen)
+    emit("single1", ids=ints(gen.get_sequence(0)))
 
     # greedy, batch 2 (rows right-padded with the pad token)
     pad = int(og.Tokenizer(model).pad_token_id) if tok is not None else None
