@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import InvalidArgumentError, UnsupportedError, check, lib, take_string
-from ._tensor import take_tensor
+from ._tensor import int32_copy, take_tensor
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -250,13 +250,12 @@ class Tokenizer(_Owned):
         if not isinstance(text, str):
             raise TypeError(f"encode: expected str, got {type(text).__name__}")
         data = text.encode("utf-8", "surrogatepass")
-        ids = _I32P()
+        ids = ctypes.c_void_p()
         n = ctypes.c_size_t()
         lib.og_tokenizer_encode(self._handle().ptr, data, len(data), 1, ctypes.byref(ids),
                                 ctypes.byref(n))
         try:
-            return np.ctypeslib.as_array(ids, (n.value,)).copy() if n.value \
-                else np.zeros(0, dtype=np.int32)
+            return int32_copy(ids.value, n.value)
         finally:
             lib.og_free(ids)
 
@@ -488,8 +487,9 @@ class Generator(_Owned):
         self._lock = model._lock
         self._vocab = lib.og_model_vocab_size(mh.ptr)
         self._batch = params._p.batch_size
-        self._ids = _I32P()
+        self._ids = ctypes.c_void_p()
         self._n = ctypes.c_size_t()
+        self._out = (ctypes.byref(self._ids), ctypes.byref(self._n))  # made once: per token
 
     def append_tokens(self, tokens) -> None:
         """Appends prompt tokens to every sequence and runs them through the model: a 1-D
@@ -518,19 +518,15 @@ class Generator(_Owned):
     def get_next_tokens(self) -> np.ndarray:
         """The tokens the last step chose, one per sequence (int32)."""
         with self._lock:
-            lib.og_generator_get_next_tokens(self._handle().ptr, ctypes.byref(self._ids),
-                                             ctypes.byref(self._n))
-            return np.ctypeslib.as_array(self._ids, (self._n.value,)).copy()
+            lib.og_generator_get_next_tokens(self._handle().ptr, *self._out)
+            return int32_copy(self._ids.value, self._n.value)
 
     def get_sequence(self, index: int) -> np.ndarray:
         """Sequence `index` (prompt and generated tokens, int32)."""
         i = _index(index, "get_sequence")
         with self._lock:
-            lib.og_generator_get_sequence(self._handle().ptr, i, ctypes.byref(self._ids),
-                                          ctypes.byref(self._n))
-            n = self._n.value
-            return np.ctypeslib.as_array(self._ids, (n,)).copy() if n \
-                else np.zeros(0, dtype=np.int32)
+            lib.og_generator_get_sequence(self._handle().ptr, i, *self._out)
+            return int32_copy(self._ids.value, self._n.value)
 
     def token_count(self) -> int:
         """The length of sequence 0."""

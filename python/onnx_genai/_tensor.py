@@ -45,6 +45,15 @@ def type_name(og_dtype: int) -> str:
     return f"tensor({TYPE_NAMES.get(og_dtype, 'undefined')})"
 
 
+def int32_copy(addr: int | None, n: int) -> np.ndarray:
+    """A writable int32 array copied from n ids at a C address (a generator's or the
+    tokenizer's). A ctypes array over the address costs a few times less than a ctypes
+    pointer through np.ctypeslib.as_array, and this runs once or twice per token."""
+    if not n:
+        return np.zeros(0, dtype=np.int32)
+    return np.frombuffer((ctypes.c_int32 * n).from_address(addr), dtype=np.int32).copy()
+
+
 class _Owner:
     """Keeps a library-owned og_tensor alive for the numpy array viewing its memory."""
     __slots__ = ("__array_interface__", "_t")
