@@ -113,6 +113,7 @@ def _config_unsupported(name: str):
         raise UnsupportedError(f"Config.{name} is not supported by onnx-genai (it runs on the "
                                "CPU and reads the package's files as they are)")
     method.__name__ = name
+    method.__doc__ = "Raises UnsupportedError: onnx-genai runs on the CPU from the package's files."
     return method
 
 
@@ -157,6 +158,7 @@ class Model(_Owned):
 
     @property
     def vocab_size(self) -> int:
+        """The number of logits per position (genai_config.json's model.vocab_size)."""
         return lib.og_model_vocab_size(self._handle().ptr)
 
     @property
@@ -191,9 +193,11 @@ class Tensor:
         self._array = np.asarray(array)
 
     def as_numpy(self) -> np.ndarray:
+        """The array itself (not a copy)."""
         return self._array
 
     def shape(self) -> list[int]:
+        """The array's shape as a list."""
         return list(self._array.shape)
 
     def __array__(self, dtype=None, copy=None):
@@ -234,15 +238,21 @@ class Tokenizer(_Owned):
                                               "eot_token_id", "bor_token_id", "eor_token_id")}
 
     # token ids from genai_config.json, as onnxruntime-genai's tokenizer reports them
-    bos_token_id = property(lambda self: self._ids["bos_token_id"])
-    pad_token_id = property(lambda self: self._ids["pad_token_id"])
-    bot_token_id = property(lambda self: self._ids["bot_token_id"])
-    eot_token_id = property(lambda self: self._ids["eot_token_id"])
-    bor_token_id = property(lambda self: self._ids["bor_token_id"])
-    eor_token_id = property(lambda self: self._ids["eor_token_id"])
+    def _config_id(key: str):  # noqa: N805 (a helper run in the class body)
+        return property(lambda self: self._ids[key],
+                        doc=f"genai_config.json's {key} (-1 when it has none).")
+
+    bos_token_id = _config_id("bos_token_id")
+    pad_token_id = _config_id("pad_token_id")
+    bot_token_id = _config_id("bot_token_id")
+    eot_token_id = _config_id("eot_token_id")
+    bor_token_id = _config_id("bor_token_id")
+    eor_token_id = _config_id("eor_token_id")
+    del _config_id
 
     @property
     def eos_token_ids(self) -> np.ndarray:
+        """genai_config.json's eos_token_id as an int32 array (one or several ids)."""
         return self._eos.copy()
 
     def encode(self, text: str) -> np.ndarray:
@@ -439,6 +449,7 @@ class GeneratorParams:
             setattr(self._p, name, _check_kind(name, value, kind))
 
     def get_search_options(self) -> dict[str, Any]:
+        """The search options as they stand, by name."""
         out: dict[str, Any] = {}
         for name, kind in _OPTIONS.items():
             v = getattr(self._p, name)
@@ -448,6 +459,7 @@ class GeneratorParams:
         return dict(sorted(out.items()))
 
     def set_guidance(self, *args, **kwargs) -> None:
+        """Raises UnsupportedError: no constrained decoding."""
         raise UnsupportedError("set_guidance: constrained decoding is not supported by "
                                "onnx-genai")
 
@@ -512,6 +524,7 @@ class Generator(_Owned):
             lib.og_generator_generate_next_token(self._handle().ptr)
 
     def is_done(self) -> bool:
+        """True once every sequence has stopped (EOS or max_length)."""
         with self._lock:
             return bool(lib.og_generator_is_done(self._handle().ptr))
 
@@ -558,10 +571,12 @@ class Generator(_Owned):
         return take_tensor(out.value)
 
     def set_inputs(self, *args, **kwargs) -> None:
+        """Raises UnsupportedError: no extra model inputs (images, audio)."""
         raise UnsupportedError("Generator.set_inputs: extra model inputs (images, audio) are "
                                "not supported by onnx-genai")
 
     def set_model_input(self, *args, **kwargs) -> None:
+        """Raises UnsupportedError: no extra model inputs."""
         raise UnsupportedError("Generator.set_model_input is not supported by onnx-genai")
 
 
@@ -574,22 +589,27 @@ def _index(value, what: str) -> int:
 
 
 def is_cuda_available() -> bool:
+    """False: onnx-genai computes on the CPU only."""
     return False
 
 
 def is_dml_available() -> bool:
+    """False: onnx-genai computes on the CPU only."""
     return False
 
 
 def is_openvino_available() -> bool:
+    """False: onnx-genai computes on the CPU only."""
     return False
 
 
 def is_qnn_available() -> bool:
+    """False: onnx-genai computes on the CPU only."""
     return False
 
 
 def is_webgpu_available() -> bool:
+    """False: onnx-genai computes on the CPU only."""
     return False
 
 

@@ -89,12 +89,15 @@ class InferenceSession(_Owned):
         return out
 
     def get_inputs(self) -> list[NodeArg]:
+        """The graph's inputs as declared (name, shape, type)."""
         return list(self._inputs)
 
     def get_outputs(self) -> list[NodeArg]:
+        """The graph's outputs as declared (name, shape, type)."""
         return list(self._outputs)
 
     def get_providers(self) -> list[str]:
+        """["CPUExecutionProvider"]."""
         return [_CPU]
 
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any],
