@@ -123,8 +123,8 @@ def main():
     # greedy, batch 1, the second prompt: what its row of the batch below should hold
     gen = generator(og, model, max_length=max_len, do_sample=False)
     gen.append_tokens(np.array(prompts[1], dtype=np.int32))
-    run_to_end(gen)
-    emit("single1", ids=ints(gen.get_sequence(0)))
+    steps, _ = run_to_end(gen)
+    emit("single1", ids=ints(gen.get_sequence(0)), next=steps)
 
     # greedy, batch 2 (rows right-padded with the pad token)
     pad = int(og.Tokenizer(model).pad_token_id) if tok is not None else None
