@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh Debian 12 machine: compilers and
-# CMake from Debian, the Python oracles from PyPI (tools/requirements.txt). Idempotent:
+# CMake from Debian (python3-venv: tests/python installs the package into a fresh venv),
+# the Python oracles from PyPI (tools/requirements.txt). Idempotent:
 # does nothing when everything is already there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-debs=(build-essential cmake clang libclang-rt-14-dev pkg-config python3 python3-pip
+debs=(build-essential cmake clang libclang-rt-14-dev pkg-config python3 python3-pip python3-venv
       libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev chromium tmux)
 missing=()
 for p in "${debs[@]}"; do
@@ -28,5 +29,13 @@ for line in open(sys.argv[1]):
         sys.exit(1)
 PY
 then
-  python3 -m pip install -q --disable-pip-version-check -r "$here/requirements.txt"
+  pip_flags=(-q --disable-pip-version-check)
+  # Debian's own python3 marks its packages externally managed (PEP 668) and pip then
+  # refuses to install; the pinned test tools go beside them (/usr/local, or ~/.local).
+  if python3 -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'
+  then
+    pip_flags+=(--break-system-packages)
+  fi
+  python3 -m pip install "${pip_flags[@]}" -r "$here/requirements.txt"
 fi
