@@ -15,8 +15,9 @@ rm -rf "$venv"
 python3 -m venv --system-site-packages "$venv"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 start=$(date +%s)
+# --config-settings, not its short form -C: Debian 12's venv brings pip 23.0, which lacks -C
 "$venv/bin/python" -m pip install --disable-pip-version-check --no-build-isolation -q \
-    -C build-dir="$build" "$src"
+    --config-settings=build-dir="$build" "$src"
 echo "pip install . took $(( $(date +%s) - start )) s"
 cd "$venv"  # not the source tree: the installed package must be the one imported
 "$venv/bin/python" - <<'PY'
