@@ -17,8 +17,9 @@ type the maker writes): the records must be equal.
   records are listed (printed) and do not fail.
 
 Prompts: for a package with tokenizer.json, two texts as `tokenizers` encodes them; for
-one without, fixed ids. A package onnxruntime-genai cannot open is skipped with its
-message; stories260K int4 with accuracy_level 4 is left out (int8 activations: reported
+one without, fixed ids. Packages are found, not listed: every genai_config.json under
+../shared/models and the fixtures' folders. A package onnxruntime-genai cannot open is
+skipped with its message (ours still runs the script there and must not crash); stories260K int4 with accuracy_level 4 is left out (int8 activations: reported
 by tests/parity, not required).
 """
 import glob
@@ -30,26 +31,31 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BUILD, ORTGENAI
+from conftest import BUILD, SHARED
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "same_script.py")
 TEXTS = ["Once upon a time", "The little dog ran"]
 
-SHARED_PACKAGES = ["hf-internal-testing/tiny-random-gpt2-fp32",
-                   "hf-internal-testing/tiny-random-gpt2-fp16-cuda",
-                   "hf-internal-testing/tiny-qwen35-cuda", "qwen3-5", "engine/dummy-decoder",
-                   "engine/synthetic-paged", "multimodal-decoder-no-input-ids",
-                   "multimodal-decoder-with-input-ids", "phi3-v", "qwen2-5-vl",
-                   "pipeline-model"]
-MAKER_PACKAGES = ["stories260K-fp32", "stories260K-int4-acc0", "stories260K-pipeline",
-                  "qwen2.5-0.5b-int4-acc0"]
+
+def found(root, pattern, leave_out=lambda d: False):
+    """The package folders (holding genai_config.json) under root, or one placeholder that
+    skips loudly when there are none (the data or the fixture is missing)."""
+    dirs = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, pattern),
+                                                        recursive=True))
+    return [d for d in dirs if not leave_out(d)] or [os.path.join(root, "(none)")]
+
+
+# every package in ../shared/models, found rather than listed (a package added there is
+# compared too)
+SHARED_PACKAGES = found(os.path.join(SHARED, "models"), "**/genai_config.json")
+# the model-maker packages of ctest's parity_packages fixture, but those with MatMulNBits
+# accuracy_level 4 (int8 activations: tests/parity reports them, equality not required)
+MAKER_PACKAGES = found(os.path.join(BUILD, "parity_packages"), "*/genai_config.json",
+                       lambda d: d.endswith("-acc4"))
 # one package of every model type the maker writes (ctest's type_packages fixture)
-TYPES_DIR = os.path.join(BUILD, "type_packages")
-TYPE_PACKAGES = sorted(glob.glob(os.path.join(TYPES_DIR, "*", "genai_config.json")))
-PACKAGES = [os.path.join(ORTGENAI, p) for p in SHARED_PACKAGES] + \
-           [os.path.join(BUILD, "parity_packages", p) for p in MAKER_PACKAGES] + \
-           ([os.path.dirname(p) for p in TYPE_PACKAGES] or [os.path.join(TYPES_DIR, "(none)")])
+TYPE_PACKAGES = found(os.path.join(BUILD, "type_packages"), "*/genai_config.json")
+PACKAGES = SHARED_PACKAGES + MAKER_PACKAGES + TYPE_PACKAGES
 
 
 def run(runtime, pkg, args):
@@ -144,9 +150,12 @@ def test_same_script(pkg):
                     "parity_packages fixture did not run)")
     args, hf = prompts(pkg)
     rc_t, theirs, err_t = run("onnxruntime_genai", pkg, args)
-    if rc_t != 0 and not any(r["kind"] == "greedy" for r in theirs):
-        pytest.skip(f"onnxruntime-genai cannot run {pkg}: {err_t.splitlines()[-1] if err_t else rc_t}")
     rc_o, ours, err_o = run("onnx_genai", pkg, args)
+    assert rc_o >= 0, f"onnx_genai crashed (signal {-rc_o}) on {pkg}:\n{err_o[-3000:]}"
+    if rc_t != 0 and not any(r["kind"] == "greedy" for r in theirs):
+        last = (lambda err, rc: err.splitlines()[-1] if err else f"exit {rc}")
+        pytest.skip(f"onnxruntime-genai cannot run {pkg}: {last(err_t, rc_t)} (onnx_genai: "
+                    f"{len(ours)} records" + (f", then {last(err_o, rc_o)})" if rc_o else ")"))
     assert rc_o == 0 or rc_t != 0, f"onnx_genai failed where onnxruntime_genai ran:\n{err_o}"
     assert len(ours) >= len(theirs), \
         f"onnx_genai printed {len(ours)} records, onnxruntime_genai {len(theirs)}:\n{err_o}"
