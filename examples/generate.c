@@ -35,6 +35,8 @@ int main(int argc, char **argv) {
     }
     og_generator_params params = og_generator_params_default(model); /* the package's search block */
     params.max_length = atoi(argv[2]);
+    params.all_logits = 0; /* we read no logits but the next token's: the prompt computes
+                              only its last position's */
     if ((st = og_generator_create(model, &params, &gen))) goto out;
     if ((st = og_generator_append_tokens(gen, ids, (size_t)n))) goto out;
     while (!og_generator_is_done(gen))

@@ -189,6 +189,32 @@ og_status *og_session_run(og_session *session, const char *const *input_names,
                           const char *const *output_names, og_tensor **outputs,
                           size_t n_outputs);
 
+/* Some rows of one output. A row is one position of every axis but the last: an output
+ * [d0, .., dk, X] (rank >= 2) has d0 * .. * dk rows of X values, numbered row-major
+ * (logits [batch, sequence, vocab] have batch * sequence rows, row b * sequence + s). */
+typedef struct og_output_rows {
+    const char *output;   /* the output's name; it must be one the run asks for */
+    const int64_t *rows;  /* NULL: the last position of every sequence (along the
+                             second-to-last axis): [d0, .., dk-1, S, X] comes back as
+                             [d0, .., dk-1, 1, X]. Otherwise n_rows >= 1 flat row indices
+                             (any order, repeats allowed): the output comes back as
+                             [n_rows, X], row i holding row rows[i] of the full output */
+    size_t n_rows;
+} og_output_rows;
+
+/* og_session_run, returning only the selected rows of one output (rows may be NULL: a
+ * plain run). The values are those rows of the full output: the graph computes only the
+ * selected rows from the last point where positions mix (e.g. after a decoder's last
+ * attention: the last layer's MLP, the final norm and the lm_head run on the selected
+ * rows only) with the same kernels, so a caller that needs the last position's logits
+ * of a long prompt saves the lm_head's arithmetic and the [batch, sequence, vocab]
+ * tensor. Every other output is whole. A caller tensor for the selected output must have
+ * the selected shape. */
+og_status *og_session_run_rows(og_session *session, const char *const *input_names,
+                               og_tensor *const *inputs, size_t n_inputs,
+                               const char *const *output_names, og_tensor **outputs,
+                               size_t n_outputs, const og_output_rows *rows);
+
 
 /* ---------------------------------------------------------------------------------
  * Model packages and generation
@@ -312,6 +338,16 @@ typedef struct og_generator_params {
                                 part of its sequence (after the prompt), a row that stops
                                 on EOS while others go on keeps the EOS and then gets a
                                 pad token per step, so all rows have one length. */
+    int all_logits;          /* 1 (default): every run computes the logits of every new
+                                position, as onnxruntime-genai does, so that
+                                og_generator_get_output("logits") after a prompt is
+                                [batch, prompt tokens, vocab]. 0: only the last position of
+                                each row is computed (og_session_run_rows): the same tokens
+                                with less arithmetic and memory for prompts (the rows after
+                                the last attention, the final norm and the lm_head run on
+                                one position; a 512-token prompt of a 0.5B model needs a
+                                [1, 1, vocab] tensor instead of 311 MB), and get_output
+                                ("logits") is then [batch, 1, vocab] */
 } og_generator_params;
 
 og_generator_params og_generator_params_default(const og_model *model);

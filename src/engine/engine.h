@@ -40,7 +40,7 @@ typedef struct eng_options {
     int max_batch;      /* sequences running at once (32) */
     int max_queue;      /* requests waiting to start (256); more are refused */
     int step_tokens;    /* tokens per step, decode and prefill chunks together (0: from the
-                           vocabulary size, so that a step's logits stay near 64 MiB) */
+                           vocabulary size, 64 MiB of float32 rows, 16 to 512) */
     int threads;        /* compute threads (0: all cores) */
     bool prefix_cache;  /* reuse cached prompt blocks (true) */
     bool per_sequence;  /* force per-sequence mode (tests, comparisons) */

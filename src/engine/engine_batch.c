@@ -91,9 +91,11 @@ static og_status *flat_feed(eng_engine *e, const gen_feed *f, int T, og_tensor *
 
 enum { MAX_IO = 1024 };
 
-/* Runs the staged tokens ids/pos [0, T) with e->pk's sequences; logits land in e->logits
- * as [T][vocab]. */
-static og_status *run_flat(eng_engine *e, int T, int n_seqs) {
+/* Runs the staged tokens ids/pos [0, T) with e->pk's sequences; the logits of the n_rows
+ * tokens `rows` (the only ones sampled from) land in e->logits as [n_rows][vocab]: the
+ * lm_head and everything after the last attention run on those rows only
+ * (og_session_run_rows). */
+static og_status *run_flat(eng_engine *e, int T, int n_seqs, const int64_t *rows, int n_rows) {
     og_model *m = e->m;
     paged_kv pk = {.dtype = e->pool->dtype, .kv_heads = e->pool->kv_heads,
                    .head_size = e->pool->head_size, .block_size = e->pool->block_size,
@@ -103,6 +105,7 @@ static og_status *run_flat(eng_engine *e, int T, int n_seqs) {
     memset(e->layer_runs, 0, sizeof *e->layer_runs * (size_t)pk.n_layers);
     for (int i = 0; i < T; i++) e->mask[i] = 1;
     og_status *st = NULL;
+    og_output_rows sel = {NULL, rows, (size_t)n_rows};
     og_tensor **vals = calloc((size_t)m->n_stages * 64, sizeof *vals);
     og_tensor **ins = calloc(MAX_IO, sizeof *ins), **outs = calloc(MAX_IO, sizeof *outs);
     const char **in_names = calloc(MAX_IO, sizeof *in_names), **out_names = calloc(MAX_IO, sizeof *out_names);
@@ -123,15 +126,18 @@ static og_status *run_flat(eng_engine *e, int T, int n_seqs) {
             if (o->sink == GEN_SINK_PRESENT) continue; /* the cache lives in the pool */
             outs[no] = NULL;
             if (o->sink == GEN_SINK_LOGITS) {
-                int64_t d[3] = {1, T, e->vocab};
-                st = wrap(m->logits.dtype, d, 3, e->logits, &outs[no]);
+                int64_t d[2] = {n_rows, e->vocab};
+                st = wrap(m->logits.dtype, d, 2, e->logits, &outs[no]);
+                sel.output = o->name;
             }
             out_of[no] = k;
             out_names[no++] = o->name;
         }
         if (!st) {
             session_set_paged_kv(sg->s, &pk);
-            st = og_session_run(sg->s, in_names, ins, (size_t)ni, out_names, outs, (size_t)no);
+            st = og_session_run_rows(sg->s, in_names, ins, (size_t)ni, out_names, outs,
+                                     (size_t)no, sel.output ? &sel : NULL);
+            sel.output = NULL;
             session_set_paged_kv(sg->s, NULL);
         }
         for (int k = 0; k < ni; k++) {
@@ -199,7 +205,8 @@ static og_status *probe(eng_engine *e) {
     e->ids[0] = e->m->bos_id >= 0 && e->m->bos_id < e->vocab ? e->m->bos_id : 0;
     e->pos[0] = 0;
     e->pseqs[0] = (paged_kv_seq){0, 0, 1, 0, &b};
-    og_status *st = run_flat(e, 1, 1);
+    int64_t row = 0;
+    og_status *st = run_flat(e, 1, 1, &row, 1);
     kv_pool_release(e->pool, b);
     return st;
 }
@@ -247,9 +254,11 @@ og_status *eng_batch_init(eng_engine *e) {
     e->ids32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
     e->pos32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
     e->mask32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
-    e->logits = malloc(esize(m->logits.dtype) * (size_t)T * (size_t)e->vocab + 64);
+    /* a step samples at most one token per sequence */
+    e->logit_rows = malloc(sizeof *e->logit_rows * ((size_t)e->o.max_batch + 1));
+    e->logits = malloc(esize(m->logits.dtype) * ((size_t)e->o.max_batch + 1) * (size_t)e->vocab + 64);
     if (!e->layer_names || !e->layer_runs || !e->pseqs || !e->ids || !e->pos || !e->mask ||
-        !e->ids32 || !e->pos32 || !e->mask32 || !e->logits)
+        !e->ids32 || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows)
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
     int l = 0;
     for (int i = 0; i < m->n_cache; i++)
@@ -273,6 +282,8 @@ void eng_batch_free(eng_engine *e) {
     free(e->pos32);
     free(e->mask32);
     free(e->logits);
+    free(e->logit_rows);
+    e->logit_rows = NULL;
     e->layer_names = NULL, e->layer_runs = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
     e->ids32 = e->pos32 = e->mask32 = NULL, e->logits = NULL;
     e->batched = false;
@@ -484,7 +495,7 @@ static void advance(eng_engine *e) {
             continue;
         }
         eng_token t;
-        eng_choose(e, s, logits_row(e, s->step_off + s->step_n - 1), &t);
+        eng_choose(e, s, logits_row(e, s->logit_row), &t);
         if (eng_is_eos(e, s, t.id)) {
             remove_running(e, i);
             eng_finish_seq(e, s, ENG_FINISH_STOP, NULL);
@@ -511,11 +522,16 @@ void eng_batch_step(eng_engine *e) {
             i++;
         }
     }
-    int n_seqs = schedule(e), T = 0, k = 0;
+    int n_seqs = schedule(e), T = 0, k = 0, n_rows = 0;
     for (int i = 0; i < e->n_running; i++) {
         eng_seq *s = e->running[i];
         if (!s->step_n) continue;
         s->step_off = T;
+        s->logit_row = -1;
+        if (s->n_cached + s->step_n >= s->n_tokens) { /* it chooses a token after the step */
+            s->logit_row = n_rows;
+            e->logit_rows[n_rows++] = T + s->step_n - 1;
+        }
         e->pseqs[k++] = (paged_kv_seq){0, T, s->step_n, s->n_cached, s->blocks};
         for (int t = 0; t < s->step_n; t++) {
             e->ids[T + t] = s->tokens[s->n_cached + t];
@@ -524,7 +540,8 @@ void eng_batch_step(eng_engine *e) {
         T += s->step_n;
     }
     if (T > 0) {
-        og_status *st = run_flat(e, T, n_seqs);
+        if (n_rows == 0) e->logit_rows[n_rows++] = T - 1; /* only prompt chunks: one row */
+        og_status *st = run_flat(e, T, n_seqs, e->logit_rows, n_rows);
         if (st) { /* every sequence of the run ends with the error */
             for (int i = 0; i < e->n_running;) {
                 eng_seq *s = e->running[i];

@@ -50,6 +50,8 @@ struct eng_seq {
     gen_rng rng;
     int step_n, step_off;/* tokens in the current step and where they start */
     bool admitted;       /* counted in n_admitted: in running, or ending from there */
+    int logit_row;       /* its row of e->logits after the step (its last token's, when
+                            the step ends its pending tokens), else -1 */
     og_generator *gen;   /* per-sequence mode */
 };
 
@@ -82,7 +84,9 @@ struct eng_engine {
     int64_t *ids, *pos, *mask;
     int32_t *ids32, *pos32, *mask32;
     int tok_cap;
-    void *logits;        /* [tok_cap][vocab] in the logits dtype */
+    void *logits;        /* [max_batch + 1][vocab] in the logits dtype: the rows a step
+                            samples from */
+    int64_t *logit_rows; /* [max_batch + 1] their tokens in the step */
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     /* statistics */
     pthread_mutex_t stats_mu;

@@ -12,6 +12,7 @@ static og_status *start(eng_engine *e, eng_seq *s) {
     const eng_sampling *sp = &s->req->s;
     og_generator_params p = og_generator_params_default(e->m);
     p.batch_size = 1;
+    p.all_logits = 0; /* the engine samples from the last position only */
     p.num_beams = 1;
     p.num_return_sequences = 1;
     p.min_length = 0;

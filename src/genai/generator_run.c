@@ -210,6 +210,8 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
     og_tensor **vals = g->vals, **ins = g->ins, **outs = g->outs; /* vals: [stage][out] */
     og_tensor *logits = NULL;
     int ni = 0, no = 0;
+    /* a prompt whose other positions' logits nobody asked for computes the last only */
+    bool last_only = !g->p.all_logits && rs->n > 1;
     for (int s = 0; s < m->n_stages && !st; s++) {
         const gen_stage *sg = &m->stages[s];
         if ((rs->n > 1 && !sg->on_prompt) || (rs->n == 1 && !sg->on_token)) continue;
@@ -234,9 +236,12 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
             }
             g->out_names[no++] = o->name;
         }
+        og_output_rows last = {NULL, NULL, 0};
+        for (int k = 0; k < sg->n_outs; k++)
+            if (sg->outs[k].sink == GEN_SINK_LOGITS) last.output = sg->outs[k].name;
         if (!st)
-            st = og_session_run(sg->s, g->in_names, ins, (size_t)ni, g->out_names, outs,
-                                (size_t)no);
+            st = og_session_run_rows(sg->s, g->in_names, ins, (size_t)ni, g->out_names, outs,
+                                     (size_t)no, last_only && last.output ? &last : NULL);
         for (int k = 0; k < ni; k++) {
             if (ins[k] && g->in_owned[k]) og_tensor_free(ins[k]);
             ins[k] = NULL;
@@ -268,10 +273,11 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
         }
     }
     if (st) goto done;
-    if (!logits || logits->rank != 3 || logits->dims[0] != rs->nr || logits->dims[1] != rs->n ||
+    int n_out = last_only ? 1 : rs->n;
+    if (!logits || logits->rank != 3 || logits->dims[0] != rs->nr || logits->dims[1] != n_out ||
         logits->dims[2] != m->vocab_size) {
         st = og_errorf(OG_ERR_INVALID_MODEL, "%s: output '%s' has %s shape, expected [%d,%d,%d]",
-                       m->dir, m->logits.name, logits ? "another" : "no", rs->nr, rs->n,
+                       m->dir, m->logits.name, logits ? "another" : "no", rs->nr, n_out,
                        m->vocab_size);
         goto done;
     }

@@ -1,5 +1,5 @@
 /* onnx-genai bench -m DIR [-p 512] [-n 128] [-d 0] [-b 1] [-r 5] [--threads N] [--json]
- *                  [--per-op] [--profile FILE]
+ *                  [--per-op] [--profile FILE] [--all-logits]
  *
  * Generation speed as llama-bench reports it (see docs/PERFORMANCE.md):
  *   pp<P>[@d<D>]  prefill tokens/s of a P-token prompt (after D cached tokens)
@@ -18,7 +18,11 @@
  *
  * --per-op prints, per test, the ops by total time over the timed repetitions (the
  * warm-up run excluded); --profile FILE writes a Chrome/Perfetto trace of every node
- * run (see backends/native/profile.h). Both time every node, which costs a little. */
+ * run (see backends/native/profile.h). Both time every node, which costs a little.
+ *
+ * A prompt computes the logits of its last position only (og_generator_params.all_logits
+ * = 0), as generate and serve do; --all-logits computes every position's, as
+ * onnxruntime-genai's generator does, for comparison. */
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/model.h"
@@ -59,13 +63,14 @@ static const char bench_usage[] =
     "  --probe-only    run only the bandwidth probe\n"
     "  --json          one JSON object instead of the table\n"
     "  --per-op        per test, the ops by total time (timed repetitions only)\n"
-    "  --profile FILE  write a Chrome/Perfetto trace (JSON) of every node run\n";
+    "  --profile FILE  write a Chrome/Perfetto trace (JSON) of every node run\n"
+    "  --all-logits    prompts compute every position's logits (default: the last only)\n";
 
 typedef struct bench_opts {
     const char *model, *profile;
     int p, n, d, b, reps, threads, probe_mb;
     long long seed;
-    bool json, probe_only, per_op;
+    bool json, probe_only, per_op, all_logits;
 } bench_opts;
 
 static bool parse_int(const char *s, long lo, long hi, int *out) {
@@ -121,6 +126,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             continue;
         } else if (!strcmp(a, "--per-op")) {
             o->per_op = true;
+            continue;
+        } else if (!strcmp(a, "--all-logits")) {
+            o->all_logits = true;
             continue;
         } else if (!strcmp(a, "--profile")) {
             if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
@@ -337,8 +345,11 @@ typedef struct test_result {
     double bytes_per_token, kv_copy_per_step, mean_past;
 } test_result;
 
-static og_status *new_generator(og_model *m, int batch, int max_length, og_generator **g) {
+static og_status *new_generator(og_model *m, const bench_opts *o, int max_length,
+                                og_generator **g) {
     og_generator_params p = og_generator_params_default(m);
+    int batch = o->b;
+    p.all_logits = o->all_logits;
     p.batch_size = batch;
     p.num_beams = 1;
     p.num_return_sequences = 1;
@@ -364,7 +375,7 @@ static og_status *append_rows(og_generator *g, const int32_t *ids, int rows, int
 static og_status *run_pp(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, int tag,
                          double *tps, double *ttft) {
     og_generator *g;
-    og_status *st = new_generator(m, o->b, o->d + o->p + 1, &g);
+    og_status *st = new_generator(m, o, o->d + o->p + 1, &g);
     if (st) return st;
     int V = og_model_vocab_size(m);
     int32_t pad = og_model_pad_token_id(m);
@@ -395,7 +406,7 @@ static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *
                          size_t *rss_decoding) {
     int prompt = o->d > 0 ? o->d : 1;
     og_generator *g;
-    og_status *st = new_generator(m, o->b, prompt + 1 + o->n, &g);
+    og_status *st = new_generator(m, o, prompt + 1 + o->n, &g);
     if (st) return st;
     random_ids(r, ids, o->b, prompt, og_model_vocab_size(m), og_model_pad_token_id(m));
     if ((st = append_rows(g, ids, o->b, prompt))) goto done;
@@ -605,10 +616,10 @@ int cli_bench(int argc, char **argv) {
                "\"matmulnbits_int8_long\": \"%s\", \"gemm_f32\": \"%s\"}, "
                "\"prepared_bytes\": %zu, \"prepared_nodes\": %d, \"released_bytes\": %zu, "
                "\"prepare_s\": %.6f, \"prepare_cpu_s\": %.6f, \"rss_after_open_bytes\": %zu, "
-               "\"rss_decoding_bytes\": %zu, \"rss_end_bytes\": %zu, ",
+               "\"rss_decoding_bytes\": %zu, \"rss_end_bytes\": %zu, \"all_logits\": %s, ",
                cpu_isa_name(cpu_isa_active()), mnb_pack_kernel_name(1), mnb_pack_kernel_name(512),
                gemm_f32_isa(), prep.bytes, prep.nodes, prep.released, prep.secs, prep.cpu_secs,
-               rss_open, rss_decoding, rss_end);
+               rss_open, rss_decoding, rss_end, o.all_logits ? "true" : "false");
         print_probe_json(&pr);
         printf(", \"tests\": [");
         for (int k = 0; k < n_tests; k++) {
@@ -637,9 +648,9 @@ int cli_bench(int argc, char **argv) {
         printf("]}\n");
     } else {
         char b1[32], b2[32], b3[32], b4[32], b5[32];
-        printf("model: %s (%s), %d thread%s, load %.1f ms, peak RSS %s\n", o.model,
-               og_model_type(m), threads, threads == 1 ? "" : "s", load_s * 1e3,
-               human_bytes(peak_rss, b1, sizeof b1));
+        printf("model: %s (%s), %d thread%s, load %.1f ms, peak RSS %s, prompt logits: %s\n",
+               o.model, og_model_type(m), threads, threads == 1 ? "" : "s", load_s * 1e3,
+               human_bytes(peak_rss, b1, sizeof b1), o.all_logits ? "all positions" : "last");
         printf("prepared at open: %d node%s, %s in %.1f ms (%.1f ms CPU; %s of mapped weights "
                "released); RSS after open %s, decoding %s, at the end %s\n", prep.nodes,
                prep.nodes == 1 ? "" : "s", human_bytes((double)prep.bytes, b1, sizeof b1),

@@ -318,6 +318,7 @@ int cli_generate(int argc, char **argv) {
     }
     for (size_t b = 0; b < batch; b++) width += o.n_ids[b];
     og_generator_params p = og_generator_params_default(model);
+    p.all_logits = 0; /* only the logits tokens are chosen from */
     apply_overrides(&o, &p);
     p.batch_size = (int)batch;
     if ((st = og_generator_create(model, &p, &gen))) goto done;

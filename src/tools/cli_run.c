@@ -263,6 +263,7 @@ static og_status *session_open(session *s, const run_opts *o) {
         OG_TRY(st);
     }
     og_generator_params p = og_generator_params_default(s->model);
+    p.all_logits = 0; /* only the logits tokens are chosen from */
     if (o->max_length) p.max_length = o->max_length;
     if (o->do_sample) p.do_sample = 1;
     if (o->set_temp) p.temperature = o->temperature;

@@ -236,6 +236,30 @@ def main():
                   helper.make_tensor_value_info("yd", F, [1, "m", 45])], [wm, wg, cg])
     onnx.save(m, os.path.join(out, "gemm_prepared.onnx"), save_as_external_data=True,
               all_tensors_to_one_file=True, location="gemm_prepared.bin", size_threshold=0)
+
+    # rows: what a row selection (og_session_run_rows) may prune. mm1's output feeds a
+    # ReduceMean over the sequence (not row-wise), so mm1 and mean run whole and add reads
+    # both gathered (mean's [batch, 1, 8] by broadcast); add, norm, mm2 and bias then run
+    # on the selected rows. scores multiplies by a computed matrix: never pruned.
+    rng = np.random.default_rng(7)
+    w1 = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((8, 6)).astype(np.float32), "w2")
+    gm = numpy_helper.from_array(rng.standard_normal((8,)).astype(np.float32), "gm")
+    bias = numpy_helper.from_array(rng.standard_normal((6,)).astype(np.float32), "bias")
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+             helper.make_node("ReduceMean", ["h"], ["m"], name="mean", axes=[1], keepdims=1),
+             helper.make_node("Add", ["h", "m"], ["y"], name="add"),
+             helper.make_node("SimplifiedLayerNormalization", ["y", "gm"], ["normed"],
+                              name="norm", axis=-1, epsilon=1e-5),
+             helper.make_node("MatMul", ["normed", "w2"], ["z"], name="mm2"),
+             helper.make_node("Add", ["z", "bias"], ["logits"], name="bias"),
+             helper.make_node("Transpose", ["h"], ["ht"], name="tr", perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["h", "ht"], ["scores"], name="scores")]
+    save(model_of(nodes, [helper.make_tensor_value_info("x", F, ["batch", "seq", 8])],
+                  [helper.make_tensor_value_info("logits", F, ["batch", "seq", 6]),
+                   helper.make_tensor_value_info("normed", F, ["batch", "seq", 8]),
+                   helper.make_tensor_value_info("scores", F, ["batch", "seq", "seq"])],
+                  [w1, w2, gm, bias], opset=17, check=False), out, "rows.onnx")
     print(f"wrote test models to {out}")
 
 

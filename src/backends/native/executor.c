@@ -3,7 +3,9 @@
  * bodies of If, Loop, Scan) run through the same code when their kernel asks. */
 #include "backends/native/plan.h"
 #include "backends/native/profile.h"
+#include "backends/native/rows_plan.h"
 #include "backends/native/session.h"
+#include "base/rows.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,16 @@ typedef struct held_list {
     int n, cap;
 } held_list;
 
+/* A run's row selection (og_session_run_rows). */
+typedef struct run_rows {
+    rows_sel sel;
+    int target;       /* the selected output's value */
+    bool known;       /* sel has its dims (the output's declared rows, bound by the inputs) */
+    bool prune;       /* marked nodes (eg->rnode) compute the selected rows only */
+    bool direct;      /* the target's producer makes the selection itself (pruned, or the
+                         selection is every row in order); else it is gathered at the end */
+} run_rows;
+
 /* State of one run of one graph, reached by the kernel callbacks through ctx->exec. */
 typedef struct run_state {
     exec_graph *eg;
@@ -29,7 +41,9 @@ typedef struct run_state {
     bool *want_out;               /* [n_values] value is a requested output; NULL in subgraphs */
     int step;
     const graph_node *node;
+    const tensor **ins;           /* the current node's inputs */
     size_t heap_allocs;
+    run_rows *rows;               /* the run's row selection (main graph), or NULL */
 } run_state;
 
 /* ---- the executor's byte count ---------------------------------------------------- */
@@ -125,7 +139,9 @@ static int inplace_source(const run_state *rs, int index, const tensor *t) {
         int u = n->inputs[k];
         if (!(mask & KERNEL_INPLACE(k)) || u < 0 || eg->last_use[u] != rs->step) continue;
         const tensor *in = &eg->slots[u];
-        if (eg->cur[u] != in || dtype_size(in->dtype) != es || in->nbytes != t->nbytes) continue;
+        if (eg->cur[u] != in || rs->ins[k] != in || dtype_size(in->dtype) != es ||
+            in->nbytes != t->nbytes)
+            continue; /* (an input read as gathered rows is not the slot's buffer) */
         bool elsewhere = false; /* also read through an input the kernel did not vouch for */
         for (int j = 0; j < n->n_inputs && !elsewhere; j++)
             elsewhere = n->inputs[j] == u && (j >= 32 || !(mask & KERNEL_INPLACE(j)));
@@ -144,6 +160,19 @@ static bool same_bytes_source(const run_state *rs, const tensor *t) {
     const tensor *in = eg->cur[n->inputs[0]];
     return gv->initializer && !gv->from_outer_scope && in == gv->initializer &&
            in->dtype == t->dtype && in->nbytes == t->nbytes && in->data;
+}
+
+/* Checks that the selected output, as its producer makes it (rank, dims), holds the
+ * selected rows: a graph whose output does not have the rows it declares fails here. */
+static og_status *selected_shape(const run_state *rs, int rank, const int64_t *dims) {
+    const rows_sel *r = &rs->rows->sel;
+    char a[160];
+    if (rank != r->lrank + 1 || shape_count(dims, rank - 1) != r->n_sel)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: output '%s' came out as %s, which does not "
+                         "hold the %lld selected rows", rs->s->label,
+                         rs->eg->graph->values[rs->rows->target].name,
+                         shape_str(dims, rank, a, sizeof a), (long long)r->n_sel);
+    return NULL;
 }
 
 /* kernel_ctx.output: decide where output `index` of the current node lives. */
@@ -168,6 +197,13 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
             return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: output '%s' is a string tensor: "
                              "pass NULL for it and take the new tensor (it owns its bytes)",
                              s->label, eg->graph->values[v].name);
+        int64_t api[OG_MAX_RANK];
+        if (rs->rows && rs->rows->direct && v == rs->rows->target) {
+            /* the selected rows: the caller sees them as og_output_rows says */
+            OG_TRY(selected_shape(rs, rank, dims));
+            rank = rows_sel_api_dims(&rs->rows->sel, dims[rank - 1], api);
+            dims = api;
+        }
         if (user) { /* caller buffer: must match exactly */
             char a[160], b[160];
             if (user->dtype != dtype || user->rank != rank ||
@@ -288,14 +324,13 @@ static void scratch_trim(og_session *s) {
     if (n) sc->chunks[0].used = 0;
 }
 
-static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
-    run_state *rs = ctx->exec;
+static og_status *scratch_take(run_state *rs, const char *where, size_t size, void **out) {
     session_scratch *sc = &rs->s->scratch;
     size_t need = (size + 63) & ~(size_t)63;
     if (need < size) need = SIZE_MAX;
     if (need == SIZE_MAX)
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of scratch",
-                         ctx->where, size);
+                         where, size);
     if (!sc->n || sc->chunks[sc->cur].size - sc->chunks[sc->cur].used < need) {
         /* the next chunk (free: above the stack), replaced when too small (every free
          * chunk too small goes: the one that slides into its place may be too) */
@@ -318,7 +353,7 @@ static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
             void *p = NULL;
             if (posix_memalign(&p, 64, csize) != 0)
                 return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of "
-                                 "scratch", ctx->where, size);
+                                 "scratch", where, size);
             memmove(&sc->chunks[next + 1], &sc->chunks[next],
                     (size_t)(sc->n - next) * sizeof *sc->chunks);
             sc->chunks[next] = (scratch_chunk){p, csize, 0};
@@ -334,6 +369,10 @@ static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
     sc->live += need;
     mem_add(rs->s, need);
     return NULL;
+}
+
+static og_status *exec_scratch(kernel_ctx *ctx, size_t size, void **out) {
+    return scratch_take(ctx->exec, ctx->where, size, out);
 }
 
 static og_status *exec_hold(kernel_ctx *ctx, size_t size, void **out) {
@@ -471,12 +510,54 @@ static og_status *node_room(run_state *rs, const graph_node *n, const tensor **s
     return NULL;
 }
 
+/* A pruned node's row inputs that are full values: their selected rows, gathered once
+ * per run into scratch that lives until the run ends (below every node's own scratch);
+ * a value whose leading dims are all 1 is read as it is. */
+static og_status *gather_row_inputs(exec_graph *eg, run_state *rs, const graph_node *n,
+                                    const tensor **ins) {
+    for (int k = 0; k < n->n_inputs; k++) {
+        int u = n->inputs[k];
+        if (u < 0 || eg->rval[u] || !rows_plan_row_input(n, k) || !ins[k]) continue;
+        if (eg->has_gath[u]) {
+            ins[k] = &eg->gath[u];
+            continue;
+        }
+        const tensor *full = ins[k];
+        bool pass;
+        int64_t dims[OG_MAX_RANK];
+        int rank;
+        char what[400];
+        snprintf(what, sizeof what, "%s: input '%s'", eg->where[n->index], eg->graph->values[u].name);
+        OG_TRY(rows_gather_shape(&rs->rows->sel, full, what, &pass, dims, &rank));
+        if (pass) continue;
+        tensor *t = &eg->gath[u];
+        memset(t, 0, sizeof *t);
+        OG_TRY(tensor_set_shape(t, full->dtype, rank, dims));
+        void *p = NULL;
+        OG_TRY(scratch_take(rs, eg->where[n->index], t->nbytes ? t->nbytes : 1, &p));
+        t->data = p;
+        t->owns_data = false;
+        rows_gather_copy(&rs->rows->sel, full, p);
+        eg->has_gath[u] = 1;
+        ins[k] = t;
+    }
+    return NULL;
+}
+
 static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
     const graph *g = eg->graph;
     const graph_node *n = &g->nodes[eg->order[step]];
     const tensor *stack[64], **ins;
     OG_TRY(node_room(rs, n, stack, &ins));
     for (int k = 0; k < n->n_inputs; k++) ins[k] = n->inputs[k] >= 0 ? eg->cur[n->inputs[k]] : NULL;
+    if (rs->rows && rs->rows->prune && eg->rnode[n->index]) {
+        og_status *gst = gather_row_inputs(eg, rs, n, ins);
+        if (gst) {
+            if (ins != stack) free(ins);
+            return gst;
+        }
+    }
+    rs->ins = ins;
     const char *where = eg->where[n->index];
     kernel_ctx ctx = {
         .node = n,
@@ -543,6 +624,11 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
     const graph *g = eg->graph;
     og_session *s = rs->s;
     size_t key_len = plan_make_key(bound, n_bound, eg->key);
+    if (rs->rows && rs->rows->prune) { /* pruned values are smaller: a class of its own */
+        eg->key[key_len++] = -7;
+        eg->key[key_len++] = rs->rows->target;
+        eg->key[key_len++] = rs->rows->sel.last ? -1 : rs->rows->sel.n_sel;
+    }
     rs->plan = find_plan(eg, eg->key, key_len);
     rs->trial = false;
     rs->misses = 0;
@@ -632,11 +718,99 @@ static og_status *copy_passthrough(og_session *s, const tensor *src, og_tensor *
     return NULL;
 }
 
+/* Sets up the run's row selection for output value v once the inputs are bound: its
+ * rows from the output's declared dims (fixed, or symbols the inputs bound), then which
+ * nodes compute only the selected rows. Without declared rows the whole output is
+ * computed and gathered at the end. */
+static og_status *rows_setup(exec_graph *eg, run_rows *rr, const og_output_rows *sel, int v,
+                             const bool *want_out, const char *const *sym_name,
+                             const int64_t *sym_val, int n_sym) {
+    const graph_value *gv = &eg->graph->values[v];
+    memset(rr, 0, sizeof *rr);
+    rr->target = v;
+    rr->sel.last = sel->rows == NULL;
+    rr->sel.list = sel->rows;
+    rr->sel.n_list = (int64_t)sel->n_rows;
+    if (!rr->sel.last && sel->n_rows < 1)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: output '%s': a list of rows needs at "
+                         "least one", eg->label, gv->name);
+    int64_t L[OG_MAX_RANK];
+    rr->known = gv->rank >= 2;
+    for (int d = 0; rr->known && d < gv->rank - 1; d++) {
+        L[d] = gv->dims[d];
+        for (int k = 0; L[d] < 0 && gv->dim_names[d] && k < n_sym; k++)
+            if (!strcmp(sym_name[k], gv->dim_names[d])) L[d] = sym_val[k];
+        rr->known = L[d] >= 0;
+    }
+    if (!rr->known) return NULL;
+    char what[300];
+    snprintf(what, sizeof what, "%s: output '%s'", eg->label, gv->name);
+    OG_TRY(rows_sel_set_dims(&rr->sel, gv->rank - 1, L, what));
+    if (gv->producer < 0) return NULL; /* an input or initializer: copied at the end */
+    if (rows_sel_identity(&rr->sel)) {
+        rr->direct = true;
+        return NULL;
+    }
+    OG_TRY(rows_plan_mark(eg, v, want_out));
+    memset(eg->has_gath, 0, (size_t)eg->graph->n_values);
+    rr->prune = rr->direct = eg->rval[v];
+    return NULL;
+}
+
+/* The selected rows of the whole output `full` into *dst (a caller tensor of the selected
+ * shape, or NULL for a new one). */
+static og_status *rows_finish(og_session *s, run_rows *rr, const tensor *full, og_tensor **dst) {
+    const char *name = s->main->graph->values[rr->target].name;
+    char what[300], a[160], b[160];
+    snprintf(what, sizeof what, "%s: output '%s'", s->label, name);
+    if (full->rank < 2 || full->dtype == OG_STRING)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s is %s %s: rows are selected from numeric "
+                         "tensors of rank 2 or more", what, og_dtype_name(full->dtype),
+                         shape_str(full->dims, full->rank, a, sizeof a));
+    if (!rr->known) {
+        OG_TRY(rows_sel_set_dims(&rr->sel, full->rank - 1, full->dims, what));
+    } else if (full->rank - 1 != rr->sel.lrank ||
+               memcmp(full->dims, rr->sel.L, sizeof(int64_t) * (size_t)rr->sel.lrank)) {
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s came out as %s, not with the rows %s it "
+                         "declares", what, shape_str(full->dims, full->rank, a, sizeof a),
+                         shape_str(rr->sel.L, rr->sel.lrank, b, sizeof b));
+    }
+    bool pass;
+    int64_t dims[OG_MAX_RANK], api[OG_MAX_RANK];
+    int rank;
+    OG_TRY(rows_gather_shape(&rr->sel, full, what, &pass, dims, &rank));
+    int arank = rows_sel_api_dims(&rr->sel, full->dims[full->rank - 1], api);
+    og_tensor *t = *dst;
+    if (t && (t->dtype != full->dtype || t->rank != arank ||
+              memcmp(t->dims, api, sizeof(int64_t) * (size_t)arank)))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: the selected rows are %s %s, but the "
+                         "caller's tensor is %s %s", what, og_dtype_name(full->dtype),
+                         shape_str(api, arank, a, sizeof a), og_dtype_name(t->dtype),
+                         shape_str(t->dims, t->rank, b, sizeof b));
+    if (!t) OG_TRY(og_tensor_create(full->dtype, api, arank, &t));
+    if (pass) /* one row, broadcast to every selected row */
+        for (int64_t i = 0; i < rr->sel.n_sel; i++)
+            memcpy((char *)t->data + (size_t)i * full->nbytes, full->data, full->nbytes);
+    else
+        rows_gather_copy(&rr->sel, full, t->data);
+    *dst = t;
+    return NULL;
+}
+
 og_status *og_session_run(og_session *s, const char *const *input_names,
                           og_tensor *const *inputs, size_t n_inputs,
                           const char *const *output_names, og_tensor **outputs,
                           size_t n_outputs) {
-    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)))
+    return og_session_run_rows(s, input_names, inputs, n_inputs, output_names, outputs,
+                               n_outputs, NULL);
+}
+
+og_status *og_session_run_rows(og_session *s, const char *const *input_names,
+                               og_tensor *const *inputs, size_t n_inputs,
+                               const char *const *output_names, og_tensor **outputs,
+                               size_t n_outputs, const og_output_rows *rows) {
+    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)) ||
+        (rows && !rows->output))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_run: NULL argument");
     exec_graph *eg = s->main;
     const graph *g = eg->graph;
@@ -656,6 +830,10 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
         fresh = calloc(n_outputs, sizeof *fresh);
     }
     s->mem_peak = s->mem_live;
+    scratch_mark scratch0 = scratch_save(s); /* gathered rows live until the run ends */
+    run_rows rr;
+    int sel_out = -1;         /* the output index of the selected output */
+    og_tensor *sel_user = NULL; /* its caller tensor while the whole output is computed */
     bool used_plan = false;
     size_t n_requested = 0; /* entries of user_out / want_out to clear afterwards */
     if (!out_val || !fresh) {
@@ -709,6 +887,24 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
         rs.user_out[v] = outputs[i];
         out_val[i] = v;
         n_requested = i + 1;
+        if (rows && !strcmp(rows->output, name)) sel_out = (int)i;
+    }
+
+    /* Row selection. */
+    if (rows) {
+        if (sel_out < 0) {
+            st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: rows of '%s' are selected, but the run "
+                           "does not ask for that output", s->label, rows->output);
+            goto done;
+        }
+        if ((st = rows_setup(eg, &rr, rows, out_val[sel_out], rs.want_out, sym_name, sym_val,
+                             n_sym)))
+            goto done;
+        rs.rows = &rr;
+        if (!rr.direct) { /* computed whole, gathered at the end */
+            sel_user = outputs[sel_out];
+            rs.user_out[rr.target] = NULL;
+        }
     }
 
     eg->running = true;
@@ -727,6 +923,11 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
             st = og_errorf(OG_ERR_RUNTIME, "%s: output '%s' was not computed", s->label,
                            g->values[v].name);
             goto done;
+        }
+        if ((int)i == sel_out && !rr.direct) {
+            outputs[i] = sel_user;
+            if ((st = rows_finish(s, &rr, src, &outputs[i]))) goto done;
+            continue;
         }
         if (src != &eg->slots[v] || g->values[v].producer < 0) {
             if ((st = copy_passthrough(s, src, &outputs[i], g->values[v].name))) goto done;
@@ -748,6 +949,8 @@ og_status *og_session_run(og_session *s, const char *const *input_names,
         } else {
             *t = eg->slots[v]; /* the slot's heap buffer moves to the caller */
             if (t->owns_data) s->mem_live -= t->nbytes;
+            if ((int)i == sel_out) /* the selected rows as the caller sees them */
+                t->rank = rows_sel_api_dims(&rr.sel, t->dims[t->rank - 1], t->dims);
         }
         memset(&eg->slots[v], 0, sizeof eg->slots[v]);
         eg->cur[v] = NULL;
@@ -759,6 +962,7 @@ done:
     s->last_stats_arena = used_plan ? rs.plan->arena_size : 0;
     s->last_stats_heap = rs.heap_allocs;
     exec_graph_release(eg);
+    scratch_restore(s, scratch0);
     scratch_trim(s);
     free_held(s, &held);
     if (st) /* no new tensor is returned on failure */

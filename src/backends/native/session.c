@@ -3,6 +3,7 @@
 
 #include "onnx/loader.h"
 #include "backends/native/plan.h"
+#include "backends/native/rows_plan.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -312,7 +313,7 @@ static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *p
     if ((st = resolve_outer(eg))) goto fail;
     size_t n_bound = (size_t)g->n_inputs + (size_t)eg->n_outer;
     eg->bound = calloc(n_bound + 1, sizeof *eg->bound);
-    eg->key = calloc(PLAN_KEY_MAX(n_bound) + 1, sizeof *eg->key);
+    eg->key = calloc(PLAN_KEY_MAX(n_bound) + 4, sizeof *eg->key); /* + a row selection */
     if (!eg->bound || !eg->key) {
         st = og_oom();
         goto fail;
@@ -373,6 +374,7 @@ void exec_graph_free(exec_graph *eg) {
     free(eg->alias);
     free(eg->user_out);
     free(eg->want_out);
+    rows_plan_free(eg);
     free(eg->bound);
     free(eg->key);
     free(eg->temp);

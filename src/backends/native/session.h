@@ -66,6 +66,14 @@ struct exec_graph {
     void **prepared;              /* [n_nodes] kernel_def.prepare's state, or NULL */
     unsigned *prep_const;         /* [n_nodes] inputs that were constant when prepared */
     bool running;
+    /* Row selection (rows_plan.h; main graph only, made by the first run that selects
+     * rows): consumers of each value (CSR: node and input slot, -1 for a subgraph's
+     * implicit read); per run, the pruned nodes and values, and the gathered rows of
+     * full values that pruned nodes read (data in the session's scratch). */
+    int *cons_start, *cons_node, *cons_slot;
+    uint8_t *rnode, *rval;
+    tensor *gath;
+    uint8_t *has_gath;
 };
 
 /* Kernel scratch memory, a stack of chunks kept from run to run (executor.c). */
