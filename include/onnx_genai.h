@@ -402,7 +402,8 @@ og_status *og_generator_rewind_to(og_generator *gen, size_t new_length);
  * if needed). The caller frees *out with og_tensor_free. */
 og_status *og_generator_get_logits(og_generator *gen, og_tensor **out);
 /* A copy of an output of the last model run, by graph name: the logits (e.g. "logits",
- * [batch, new_tokens, vocab]) or a present key/value output (the KV cache as it stands:
+ * [batch, new_tokens, vocab]; [batch, 1, vocab] after a prompt when the generator was made
+ * with all_logits = 0) or a present key/value output (the KV cache as it stands:
  * [.., tokens so far, ..], or the whole max_length buffer when past and present share
  * it). The caller frees *out with og_tensor_free. */
 og_status *og_generator_get_output(og_generator *gen, const char *name, og_tensor **out);

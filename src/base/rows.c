@@ -106,3 +106,40 @@ void rows_gather_copy(const rows_sel *r, const tensor *full, void *dst) {
                row_bytes);
     }
 }
+
+og_status *rows_sel_take(rows_sel *r, bool known, const tensor *full, const char *what,
+                         tensor **dst) {
+    char a[160], b[160];
+    if (full->rank < 2 || full->dtype == OG_STRING)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s is %s %s: rows are selected from numeric "
+                         "tensors of rank 2 or more", what, og_dtype_name(full->dtype),
+                         shape_str(full->dims, full->rank, a, sizeof a));
+    if (!known) {
+        OG_TRY(rows_sel_set_dims(r, full->rank - 1, full->dims, what));
+    } else if (full->rank - 1 != r->lrank ||
+               memcmp(full->dims, r->L, sizeof(int64_t) * (size_t)r->lrank)) {
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s came out as %s, not with the rows %s it "
+                         "declares", what, shape_str(full->dims, full->rank, a, sizeof a),
+                         shape_str(r->L, r->lrank, b, sizeof b));
+    }
+    bool pass;
+    int64_t dims[OG_MAX_RANK], api[OG_MAX_RANK];
+    int rank;
+    OG_TRY(rows_gather_shape(r, full, what, &pass, dims, &rank));
+    int arank = rows_sel_api_dims(r, full->dims[full->rank - 1], api);
+    tensor *t = *dst;
+    if (t && (t->dtype != full->dtype || t->rank != arank ||
+              memcmp(t->dims, api, sizeof(int64_t) * (size_t)arank)))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: the selected rows are %s %s, but the "
+                         "caller's tensor is %s %s", what, og_dtype_name(full->dtype),
+                         shape_str(api, arank, a, sizeof a), og_dtype_name(t->dtype),
+                         shape_str(t->dims, t->rank, b, sizeof b));
+    if (!t) OG_TRY(og_tensor_create(full->dtype, api, arank, &t));
+    if (pass) /* one row, broadcast to every selected row */
+        for (int64_t i = 0; i < r->n_sel; i++)
+            memcpy((char *)t->data + (size_t)i * full->nbytes, full->data, full->nbytes);
+    else
+        rows_gather_copy(r, full, t->data);
+    *dst = t;
+    return NULL;
+}

@@ -51,4 +51,11 @@ og_status *rows_gather_shape(const rows_sel *r, const tensor *full, const char *
  * gathered shape's bytes. */
 void rows_gather_copy(const rows_sel *r, const tensor *full, void *dst);
 
+/* The selected rows of a whole tensor `full` into *dst: a caller tensor of the selection's
+ * (API) shape, or NULL for a new tensor. With `known`, r's dims must be full's leading
+ * dims; without, they are set from full (and the list checked). For any executor that
+ * computed the whole output (the fallback of a selection). */
+og_status *rows_sel_take(rows_sel *r, bool known, const tensor *full, const char *what,
+                         tensor **dst);
+
 #endif

@@ -517,7 +517,7 @@ static og_status *gather_row_inputs(exec_graph *eg, run_state *rs, const graph_n
                                     const tensor **ins) {
     for (int k = 0; k < n->n_inputs; k++) {
         int u = n->inputs[k];
-        if (u < 0 || eg->rval[u] || !rows_plan_row_input(n, k) || !ins[k]) continue;
+        if (u < 0 || eg->rval[u] || !rows_plan_row_input(eg, n, k) || !ins[k]) continue;
         if (eg->has_gath[u]) {
             ins[k] = &eg->gath[u];
             continue;
@@ -760,41 +760,9 @@ static og_status *rows_setup(exec_graph *eg, run_rows *rr, const og_output_rows 
 /* The selected rows of the whole output `full` into *dst (a caller tensor of the selected
  * shape, or NULL for a new one). */
 static og_status *rows_finish(og_session *s, run_rows *rr, const tensor *full, og_tensor **dst) {
-    const char *name = s->main->graph->values[rr->target].name;
-    char what[300], a[160], b[160];
-    snprintf(what, sizeof what, "%s: output '%s'", s->label, name);
-    if (full->rank < 2 || full->dtype == OG_STRING)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s is %s %s: rows are selected from numeric "
-                         "tensors of rank 2 or more", what, og_dtype_name(full->dtype),
-                         shape_str(full->dims, full->rank, a, sizeof a));
-    if (!rr->known) {
-        OG_TRY(rows_sel_set_dims(&rr->sel, full->rank - 1, full->dims, what));
-    } else if (full->rank - 1 != rr->sel.lrank ||
-               memcmp(full->dims, rr->sel.L, sizeof(int64_t) * (size_t)rr->sel.lrank)) {
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s came out as %s, not with the rows %s it "
-                         "declares", what, shape_str(full->dims, full->rank, a, sizeof a),
-                         shape_str(rr->sel.L, rr->sel.lrank, b, sizeof b));
-    }
-    bool pass;
-    int64_t dims[OG_MAX_RANK], api[OG_MAX_RANK];
-    int rank;
-    OG_TRY(rows_gather_shape(&rr->sel, full, what, &pass, dims, &rank));
-    int arank = rows_sel_api_dims(&rr->sel, full->dims[full->rank - 1], api);
-    og_tensor *t = *dst;
-    if (t && (t->dtype != full->dtype || t->rank != arank ||
-              memcmp(t->dims, api, sizeof(int64_t) * (size_t)arank)))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: the selected rows are %s %s, but the "
-                         "caller's tensor is %s %s", what, og_dtype_name(full->dtype),
-                         shape_str(api, arank, a, sizeof a), og_dtype_name(t->dtype),
-                         shape_str(t->dims, t->rank, b, sizeof b));
-    if (!t) OG_TRY(og_tensor_create(full->dtype, api, arank, &t));
-    if (pass) /* one row, broadcast to every selected row */
-        for (int64_t i = 0; i < rr->sel.n_sel; i++)
-            memcpy((char *)t->data + (size_t)i * full->nbytes, full->data, full->nbytes);
-    else
-        rows_gather_copy(&rr->sel, full, t->data);
-    *dst = t;
-    return NULL;
+    char what[300];
+    snprintf(what, sizeof what, "%s: output '%s'", s->label, s->main->graph->values[rr->target].name);
+    return rows_sel_take(&rr->sel, rr->known, full, what, dst);
 }
 
 og_status *og_session_run(og_session *s, const char *const *input_names,

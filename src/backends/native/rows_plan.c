@@ -61,15 +61,8 @@ static bool kind_row_input(rp_kind k, int slot) {
     return k == RP_ALL || (k == RP_FIRST && slot == 0) || (k == RP_FIRST_TWO && slot < 2);
 }
 
-bool rows_plan_row_input(const graph_node *n, int k) {
-    /* only asked about marked nodes, whose kind did not depend on the binding */
-    const char *op = n->op_type;
-    if ((!n->domain[0] && in_list(op, elementwise)) ||
-        (!strcmp(n->domain, "com.microsoft") && in_list(op, ms_elementwise)))
-        return true;
-    if (!strcmp(op, "SkipSimplifiedLayerNormalization") || !strcmp(op, "SkipLayerNormalization"))
-        return k < 2;
-    return k == 0;
+bool rows_plan_row_input(const exec_graph *eg, const graph_node *n, int k) {
+    return kind_row_input((rp_kind)eg->rkind[n->index], k);
 }
 
 /* Consumers of every value (node and input slot; -1 for a subgraph's implicit read). */
@@ -83,11 +76,12 @@ static og_status *consumers(exec_graph *eg) {
     eg->cons_node = calloc((size_t)total + 1, sizeof *eg->cons_node);
     eg->cons_slot = calloc((size_t)total + 1, sizeof *eg->cons_slot);
     eg->rnode = calloc((size_t)g->n_nodes + 1, 1);
+    eg->rkind = calloc((size_t)g->n_nodes + 1, 1);
     eg->rval = calloc(nv + 1, 1);
     eg->gath = calloc(nv + 1, sizeof *eg->gath);
     eg->has_gath = calloc(nv + 1, 1);
-    if (!eg->cons_start || !eg->cons_node || !eg->cons_slot || !eg->rnode || !eg->rval ||
-        !eg->gath || !eg->has_gath)
+    if (!eg->cons_start || !eg->cons_node || !eg->cons_slot || !eg->rnode || !eg->rkind ||
+        !eg->rval || !eg->gath || !eg->has_gath)
         return og_oom();
     int *cnt = eg->cons_start + 1;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -121,14 +115,14 @@ static og_status *consumers(exec_graph *eg) {
 
 /* Whether v may be computed as the selected rows: the target, or read (at least once)
  * and only by marked nodes as a row input, and not wanted whole by the caller. */
-static bool prunable_value(const exec_graph *eg, int v, int target, const bool *want_out,
-                           const rp_kind *kinds) {
+static bool prunable_value(const exec_graph *eg, int v, int target, const bool *want_out) {
     if (v != target && want_out[v]) return false;
     int a = eg->cons_start[v], b = eg->cons_start[v + 1];
     if (v != target && a == b) return false;
     for (int c = a; c < b; c++) {
         int node = eg->cons_node[c], slot = eg->cons_slot[c];
-        if (slot < 0 || !eg->rnode[node] || !kind_row_input(kinds[node], slot)) return false;
+        if (slot < 0 || !eg->rnode[node] || !kind_row_input((rp_kind)eg->rkind[node], slot))
+            return false;
     }
     return true;
 }
@@ -138,22 +132,20 @@ og_status *rows_plan_mark(exec_graph *eg, int target, const bool *want_out) {
     if (!eg->cons_start) OG_TRY(consumers(eg));
     memset(eg->rnode, 0, (size_t)g->n_nodes);
     memset(eg->rval, 0, (size_t)g->n_values);
-    rp_kind kinds_stack[512], *kinds = kinds_stack;
-    if (g->n_nodes > 512 && !(kinds = malloc(sizeof *kinds * (size_t)g->n_nodes))) return og_oom();
     /* consumers run after their producers: walking the order backward, every reader of
      * a node's outputs has been decided when the node is */
     for (int step = g->n_nodes - 1; step >= 0; step--) {
         int i = eg->order[step];
         const graph_node *n = &g->nodes[i];
-        kinds[i] = op_kind(eg, n);
-        if (kinds[i] == RP_NONE) continue;
+        eg->rkind[i] = (uint8_t)op_kind(eg, n);
+        if (eg->rkind[i] == RP_NONE) continue;
         bool any = false, ok = true;
         for (int k = 0; k < n->n_outputs && ok; k++) {
             int v = n->outputs[k];
             if (v < 0) continue;
             bool unread = v != target && !want_out[v] && eg->cons_start[v] == eg->cons_start[v + 1];
             if (unread) continue;
-            if (prunable_value(eg, v, target, want_out, kinds)) any = true;
+            if (prunable_value(eg, v, target, want_out)) any = true;
             else ok = false;
         }
         if (!ok || !any) continue;
@@ -161,7 +153,6 @@ og_status *rows_plan_mark(exec_graph *eg, int target, const bool *want_out) {
         for (int k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] >= 0) eg->rval[n->outputs[k]] = 1;
     }
-    if (kinds != kinds_stack) free(kinds);
     return NULL;
 }
 
@@ -170,6 +161,7 @@ void rows_plan_free(exec_graph *eg) {
     free(eg->cons_node);
     free(eg->cons_slot);
     free(eg->rnode);
+    free(eg->rkind);
     free(eg->rval);
     free(eg->gath);
     free(eg->has_gath);

@@ -19,8 +19,8 @@
  * initializers only, want_out[v] for the requested outputs. Allocates the graph's
  * consumer lists on first use. */
 og_status *rows_plan_mark(exec_graph *eg, int target, const bool *want_out);
-/* Whether input k of node n (marked) is a row input. */
-bool rows_plan_row_input(const graph_node *n, int k);
+/* Whether input k of node n (marked in the last rows_plan_mark) is a row input. */
+bool rows_plan_row_input(const exec_graph *eg, const graph_node *n, int k);
 void rows_plan_free(exec_graph *eg);
 
 #endif

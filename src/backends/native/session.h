@@ -71,7 +71,7 @@ struct exec_graph {
      * implicit read); per run, the pruned nodes and values, and the gathered rows of
      * full values that pruned nodes read (data in the session's scratch). */
     int *cons_start, *cons_node, *cons_slot;
-    uint8_t *rnode, *rval;
+    uint8_t *rnode, *rkind, *rval; /* rkind: how each node's inputs relate to rows */
     tensor *gath;
     uint8_t *has_gath;
 };
