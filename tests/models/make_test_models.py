@@ -254,11 +254,14 @@ def main():
              helper.make_node("MatMul", ["normed", "w2"], ["z"], name="mm2"),
              helper.make_node("Add", ["z", "bias"], ["logits"], name="bias"),
              helper.make_node("Transpose", ["h"], ["ht"], name="tr", perm=[0, 2, 1]),
-             helper.make_node("MatMul", ["h", "ht"], ["scores"], name="scores")]
+             helper.make_node("MatMul", ["h", "ht"], ["scores"], name="scores"),
+             helper.make_node("Relu", ["h"], ["raw"], name="relu")]
+    # raw declares no shape: its rows are not known before the run (computed whole)
     save(model_of(nodes, [helper.make_tensor_value_info("x", F, ["batch", "seq", 8])],
                   [helper.make_tensor_value_info("logits", F, ["batch", "seq", 6]),
                    helper.make_tensor_value_info("normed", F, ["batch", "seq", 8]),
-                   helper.make_tensor_value_info("scores", F, ["batch", "seq", "seq"])],
+                   helper.make_tensor_value_info("scores", F, ["batch", "seq", "seq"]),
+                   helper.make_tensor_value_info("raw", F, None)],
                   [w1, w2, gm, bias], opset=17, check=False), out, "rows.onnx")
     print(f"wrote test models to {out}")
 

@@ -115,6 +115,18 @@ TEST(rows_selected_equal_full_and_pruned_set) {
     CHECK(!pruned(s, "scores"));
     og_tensor_free(sc);
 
+    /* raw declares no shape: computed whole, its rows copied at the end */
+    og_tensor *raw_full = NULL, *raw = NULL;
+    const char *outs4[] = {"raw"};
+    og_output_rows rsel = {"raw", list, 4};
+    CHECK_OK(og_session_run(s, in, &x, 1, outs4, &raw_full, 1));
+    CHECK_OK(og_session_run_rows(s, in, &x, 1, outs4, &raw, 1, &rsel));
+    CHECK_EQ_INT(og_tensor_dims(raw)[0], 4);
+    CHECK(rows_equal(raw, raw_full, list, 4, H));
+    CHECK(!pruned(s, "relu"));
+    og_tensor_free(raw);
+    og_tensor_free(raw_full);
+
     /* errors: a row outside the output, an output the run does not ask for */
     int64_t out_of[1] = {B * S};
     og_output_rows esel = {"logits", out_of, 1};
