@@ -229,3 +229,25 @@ def test_apply_chat_template_corpus(og, gpt2, monkeypatch):
     print(f"\n{n} template x conversation pairs: all equal to jinja2; {agree_ort} also equal "
           "to onnxruntime-genai's renderer")
     assert n > 100 and not bad, "\n".join(bad[:20])
+
+
+def test_sources_hold_to_python_39(og):
+    """pyproject.toml promises Python 3.9+, and CI runs one newer Python: every module of
+    the installed package must parse with 3.9's grammar (ast's feature_version, which
+    refuses later syntax such as match and except*), and a module with annotations must
+    defer them (PEP 563), as they use PEP 604 unions (`int | None`) that 3.9 cannot
+    evaluate. (Checked by hand: pip install . and test_bad_inputs on Python 3.9.18.)"""
+    import ast
+    here = os.path.dirname(og.__file__)
+    paths = sorted(glob.glob(os.path.join(here, "*.py")))
+    assert len(paths) >= 5, paths
+    for path in paths:
+        src = open(path, encoding="utf-8").read()
+        tree = ast.parse(src, path, feature_version=(3, 9))
+        annotated = any(getattr(n, "returns", None) is not None or
+                        isinstance(n, (ast.AnnAssign, ast.arg)) and n.annotation is not None
+                        for n in ast.walk(tree))
+        deferred = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                       any(a.name == "annotations" for a in n.names) for n in tree.body)
+        assert deferred or not annotated, f"{path}: annotations without " \
+                                          "`from __future__ import annotations`"
