@@ -221,7 +221,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     og_model *m;
-    og_status *st = og_model_open(argv[1], NULL, &m);
+    og_model_options mo = og_model_options_default();
+    mo.num_threads = o.threads; /* --threads: the sessions' compute pool */
+    og_status *st = og_model_open(argv[1], &mo, &m);
     if (st) {
         fprintf(stderr, "bench-engine: %s\n", og_status_message(st));
         og_status_free(st);

@@ -142,7 +142,9 @@ static void unload(srv_model *m) {
 
 og_status *srv_model_load(srv_server *s, srv_model *m) {
     size_t rss0 = cli_rss_now();
-    og_status *st = og_model_open(m->dir, NULL, &m->model);
+    og_model_options mo = og_model_options_default();
+    mo.num_threads = s->o.eng.threads; /* --threads: the sessions' compute pool */
+    og_status *st = og_model_open(m->dir, &mo, &m->model);
     if (!st) st = og_tokenizer_create(m->model, &m->tok);
     if (!st) {
         og_status *ts = og_chat_template_create(m->model, &m->tpl);

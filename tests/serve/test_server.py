@@ -408,8 +408,27 @@ def run_all(fn, items):
     return out
 
 
+def thread_count(pid):
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
 def case_concurrency(build, pkgs):
     pkg = os.path.join(pkgs, "tiny-int4")
+    # --threads N sizes the compute pool (N - 1 workers beside the engine's thread): the
+    # same server, idle after loading, has exactly 2 threads more at --threads 3 than at 1.
+    if os.path.isdir("/proc/self/task"):
+        counts = {}
+        for n in (1, 3):
+            s = Server(build, pkg, "--threads", str(n))
+            try:
+                time.sleep(0.2)
+                counts[n] = thread_count(s.p.pid)
+            finally:
+                s.stop()
+        check(counts[3] - counts[1] == 2, f"--threads 3 runs 2 compute threads more than --threads 1 "
+              f"({counts[3]} and {counts[1]} threads)")
+    else:
+        print("SKIP the --threads check: no /proc/PID/task on this system")
     s = Server(build, pkg, "--max-batch", "16")
     try:
         words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi".split()
