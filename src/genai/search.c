@@ -1,5 +1,8 @@
 #include "genai/search.h"
 
+#include "base/cpu.h"
+#include "genai/argmax.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,11 +70,30 @@ void gen_block_tokens(float *logits, int vocab, const int32_t *ids, int n) {
         if (ids[i] >= 0 && ids[i] < vocab) logits[ids[i]] = -INFINITY;
 }
 
-int32_t gen_argmax(const float *logits, int vocab) {
+/* The definition the vector kernels reproduce exactly (argmax.h) is `if (logits[i] >
+ * logits[best]) best = i`; the best value is kept in a register because reloading
+ * logits[best] puts a load behind every compare (about 4 ns an element, 0.6 ms for a
+ * 151,936-token row). */
+static int32_t argmax_scalar(const float *logits, int vocab) {
     int32_t best = 0;
+    float top = logits[0];
     for (int i = 1; i < vocab; i++)
-        if (logits[i] > logits[best]) best = i;
+        if (logits[i] > top) {
+            top = logits[i];
+            best = i;
+        }
     return best;
+}
+
+int32_t gen_argmax(const float *logits, int vocab) {
+    /* With a NaN in front nothing compares greater, so the scalar loop answers 0. */
+    if (vocab <= 1 || isnan(logits[0])) return 0;
+#if defined(__x86_64__)
+    cpu_isa isa = cpu_isa_active();
+    if (isa >= CPU_ISA_AVX512) return gen_argmax_avx512(logits, vocab);
+    if (isa >= CPU_ISA_AVX2) return gen_argmax_avx2(logits, vocab);
+#endif
+    return argmax_scalar(logits, vocab);
 }
 
 void gen_log_softmax(float *row, int vocab) {
