@@ -137,14 +137,34 @@ og_status *og_tensor_create_strings(const int64_t *dims, int rank, const og_stri
                                     og_tensor **out);
 
 /* ---------------------------------------------------------------------------------
- * Sessions: one ONNX graph, run on the CPU
+ * Sessions: one ONNX graph, run by a backend
  * --------------------------------------------------------------------------------- */
 
 typedef struct og_session og_session;
 
+/* What runs a graph. The library needs no onnxruntime to build or to run natively: the
+ * onnxruntime backend loads libonnxruntime.so when a session asks for it. */
+typedef enum og_backend {
+    OG_BACKEND_AUTO = 0,   /* native when it has a kernel for every node (subgraphs
+                              included); otherwise onnxruntime, with a warning naming the
+                              ops (og_session_warning); without a usable onnxruntime, the
+                              native error naming the op */
+    OG_BACKEND_NATIVE = 1, /* this library's own CPU executor */
+    OG_BACKEND_ORT = 2     /* onnxruntime through its C API */
+} og_backend;
+
 typedef struct og_session_options {
     size_t struct_size; /* sizeof(og_session_options), set by og_session_options_default */
     int num_threads;    /* 0: one per online CPU core */
+    og_backend backend; /* OG_BACKEND_AUTO */
+    /* onnxruntime only (ignored by the native backend): */
+    const char *ort_library; /* the libonnxruntime.so to load; NULL: $OG_ORT_LIB, else the
+                                one in the onnxruntime Python package's capi/ folder
+                                (python3 on PATH finds it) */
+    const char *ort_provider; /* execution provider: NULL or "cpu", or "cuda"; one the
+                                 loaded library lacks is an error naming those it has */
+    int graph_optimization_level; /* -1: onnxruntime's default (all); 0 none, 1 basic,
+                                     2 extended, 99 all */
 } og_session_options;
 
 og_session_options og_session_options_default(void);
@@ -176,6 +196,13 @@ size_t og_session_input_count(const og_session *session);
 size_t og_session_output_count(const og_session *session);
 og_status *og_session_input_info(const og_session *session, size_t index, og_value_info *out);
 og_status *og_session_output_info(const og_session *session, size_t index, og_value_info *out);
+
+/* The backend that runs the session: "native" or "onnxruntime". Static storage. */
+const char *og_session_backend(const og_session *session);
+/* Why the session runs on the backend it does when that was not the one asked for (auto
+ * fell back to onnxruntime: the ops without a native kernel), else "". Owned by the
+ * session. */
+const char *og_session_warning(const og_session *session);
 
 /* Runs the graph.
  * Inputs: n_inputs named tensors, borrowed for the call. Every graph input without an
@@ -240,6 +267,13 @@ typedef struct og_model_options {
                             cannot be used opens for text decoding, with a warning and
                             og_model_text_only() saying why; 0: such a package is refused
                             with OG_ERR_UNSUPPORTED */
+    /* The backend of every session, as og_session_options: with OG_BACKEND_AUTO the whole
+     * model runs natively when every node of every session has a native kernel, else on
+     * onnxruntime with a warning (og_model_warning) naming the ops. */
+    og_backend backend;
+    const char *ort_library;
+    const char *ort_provider;
+    int graph_optimization_level; /* -1: the config's session_options, else onnxruntime's */
 } og_model_options;
 
 og_model_options og_model_options_default(void);
@@ -281,6 +315,8 @@ og_status *og_model_open_config(const og_config *config, const og_model_options 
  * model type, a graph input kind), naming it. */
 og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out);
 void og_model_close(og_model *model);
+/* The backend the model's sessions run on: "native" or "onnxruntime". */
+const char *og_model_backend(const og_model *model);
 /* The config's model.type ("gpt2", "qwen2", ...). Owned by the model. */
 const char *og_model_type(const og_model *model);
 int og_model_vocab_size(const og_model *model);

@@ -23,7 +23,7 @@
  * tokens have all been run chooses its next one. */
 #include "engine/engine_internal.h"
 
-#include "backends/native/session.h"
+#include "runtime/session.h"
 #include "base/half.h"
 #include "base/tensor.h"
 #include "genai/budget.h"
@@ -133,12 +133,12 @@ static og_status *run_flat(eng_engine *e, int T, int n_seqs, const int64_t *rows
             out_of[no] = k;
             out_names[no++] = o->name;
         }
+        if (!st) st = runtime_session_set_paged_kv(sg->s, &pk);
         if (!st) {
-            session_set_paged_kv(sg->s, &pk);
             st = og_session_run_rows(sg->s, in_names, ins, (size_t)ni, out_names, outs,
                                      (size_t)no, sel.output ? &sel : NULL);
             sel.output = NULL;
-            session_set_paged_kv(sg->s, NULL);
+            og_status_free(runtime_session_set_paged_kv(sg->s, NULL)); /* never fails */
         }
         for (int k = 0; k < ni; k++) {
             og_tensor_free(ins[k]);
@@ -193,6 +193,11 @@ static og_status *batchable(const og_model *m) {
         if (!m->stages[s].on_prompt || !m->stages[s].on_token)
             return og_errorf(OG_ERR_UNSUPPORTED, "stage '%s' runs only on prompts or only on "
                              "generated tokens", m->stages[s].name);
+    for (int s = 0; s < m->n_stages; s++)
+        if (!runtime_session_ops(m->stages[s].s)->set_paged_kv)
+            return og_errorf(OG_ERR_UNSUPPORTED, "stage '%s' runs on %s, which cannot read the "
+                             "paged KV cache", m->stages[s].name,
+                             runtime_session_ops(m->stages[s].s)->name);
     if (m->logits.dtype != OG_FLOAT32 && m->logits.dtype != OG_FLOAT16 && m->logits.dtype != OG_BFLOAT16)
         return og_errorf(OG_ERR_UNSUPPORTED, "its logits are %s", og_dtype_name(m->logits.dtype));
     return NULL;

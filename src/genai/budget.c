@@ -2,7 +2,7 @@
 
 #include "genai/model_internal.h"
 
-#include "backends/native/session.h"
+#include "runtime/session.h"
 #include "genai/config.h"
 #include "genai/search.h"
 
@@ -38,7 +38,7 @@ static const char *human_seconds(double s, char *buf, size_t size) {
 static double weight_count(const og_model *m) {
     double w = 0;
     for (int s = 0; s < m->n_stages; s++) {
-        const graph *g = m->stages[s].s->graph;
+        const graph *g = runtime_session_graph(m->stages[s].s);
         for (int i = 0; i < g->n_initializers; i++) {
             const tensor *t = g->values[g->initializers[i]].initializer;
             if (!t) continue;

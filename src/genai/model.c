@@ -28,6 +28,8 @@ og_model_options og_model_options_default(void) {
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
     o.allow_text_only = 1;
+    o.backend = OG_BACKEND_AUTO;
+    o.graph_optimization_level = -1;
     return o;
 }
 
@@ -78,6 +80,31 @@ static og_status *package_file(const og_model *m, const char *key, const char *f
     return NULL;
 }
 
+/* genai_config's session_options.graph_optimization_level as onnxruntime's number. */
+static int config_opt_level(const gen_session_options *so) {
+    static const char *const names[] = {"ORT_DISABLE_ALL", "ORT_ENABLE_BASIC",
+                                        "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"};
+    static const int values[] = {0, 1, 2, 99};
+    for (int i = 0; so && so->graph_optimization_level && i < 4; i++)
+        if (!strcmp(so->graph_optimization_level, names[i])) return values[i];
+    return -1;
+}
+
+static og_status *stage_session(const og_model_options *o, const gen_stage *st,
+                                og_backend backend, og_session **out) {
+    og_session_options so = og_session_options_default();
+    so.num_threads = o->num_threads;
+    if (so.num_threads == 0 && st->so_cfg && st->so_cfg->intra_op_num_threads > 0)
+        so.num_threads = st->so_cfg->intra_op_num_threads;
+    so.backend = backend;
+    so.ort_library = o->ort_library;
+    so.ort_provider = o->ort_provider;
+    so.graph_optimization_level = o->graph_optimization_level != -1
+                                      ? o->graph_optimization_level
+                                      : config_opt_level(st->so_cfg);
+    return og_session_open(st->path, &so, out);
+}
+
 static og_status *open_stage(og_model *m, const og_model_options *o, const char *name,
                              const char *key, const char *file, const gen_session_options *so_cfg) {
     char path[4096];
@@ -90,14 +117,40 @@ static og_status *open_stage(og_model *m, const og_model_options *o, const char 
     st->on_prompt = st->on_token = true;
     st->name = strdup(name);
     st->file = strdup(file);
+    st->path = strdup(path);
+    st->so_cfg = so_cfg;
     m->n_stages++;
-    if (!st->name || !st->file) return og_oom();
-    og_session_options so = og_session_options_default();
-    so.num_threads = o->num_threads;
-    if (so.num_threads == 0 && so_cfg && so_cfg->intra_op_num_threads > 0)
-        so.num_threads = so_cfg->intra_op_num_threads;
-    og_status *e = og_session_open(path, &so, &st->s);
+    if (!st->name || !st->file || !st->path) return og_oom();
+    og_status *e = stage_session(o, st, o->backend, &st->s);
     return e ? og_status_wrap(e, "%s: %s", m->cfg->path, key) : NULL;
+}
+
+/* auto keeps a model on one backend: when a session fell back to onnxruntime (an op
+ * without a native kernel), the others move there too. The fallback's warnings become
+ * the model's. */
+static og_status *one_backend(og_model *m, const og_model_options *o) {
+    int on_ort = 0;
+    for (int i = 0; i < m->n_stages; i++) {
+        const char *w = og_session_warning(m->stages[i].s);
+        if (w[0]) OG_TRY(add_warning(m, w));
+        on_ort += runtime_session_ops(m->stages[i].s) == &backend_ort;
+    }
+    if (o->backend != OG_BACKEND_AUTO || on_ort == 0 || on_ort == m->n_stages) return NULL;
+    for (int i = 0; i < m->n_stages; i++) {
+        gen_stage *st = &m->stages[i];
+        if (runtime_session_ops(st->s) == &backend_ort) continue;
+        og_session *s;
+        og_status *e = stage_session(o, st, OG_BACKEND_ORT, &s);
+        if (e) return og_status_wrap(e, "%s: %s (moving it to onnxruntime with the rest of "
+                                     "the model)", m->cfg->path, st->file);
+        og_session_close(st->s);
+        st->s = s;
+        char w[600];
+        snprintf(w, sizeof w, "%s: runs on onnxruntime too, with the rest of the model "
+                 "(backend auto keeps a model on one backend)", st->file);
+        OG_TRY(add_warning(m, w));
+    }
+    return NULL;
 }
 
 static bool has_input(const og_session *s, const char *name, og_value_info *out) {
@@ -429,6 +482,7 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
             embeds_from = gen_kvs_get(&gm->embedding.outputs, "inputs_embeds");
         }
     }
+    OG_TRY(one_backend(m, o));
     OG_TRY(gen_model_find_caches(m));
     OG_TRY(resolve_outs(m, embedding_stage));
     bool have_logits = false;
@@ -461,7 +515,7 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
     if (!m->position_rank) m->position_rank = 2;
     /* attention that reads each row's length from the mask keeps rows compact */
     for (int si = 0; si < m->n_stages; si++) {
-        const graph *g = m->stages[si].s->graph;
+        const graph *g = runtime_session_graph(m->stages[si].s);
         for (int k = 0; k < g->n_nodes; k++)
             if (!strcmp(g->nodes[k].op_type, "GroupQueryAttention")) m->compact = true;
     }
@@ -488,10 +542,17 @@ static bool looks_like_onnx(const char *path) {
 
 static og_model_options read_options(const og_model_options *options) {
     og_model_options o = og_model_options_default();
-    if (options) {
-        o.num_threads = options->num_threads;
-        if (options->struct_size >= offsetof(og_model_options, allow_text_only) + sizeof(int))
-            o.allow_text_only = options->allow_text_only;
+    if (options) { /* the fields the caller's struct_size has */
+        size_t n = options->struct_size;
+#define TAKE(field)                                                                      \
+    if (n >= offsetof(og_model_options, field) + sizeof o.field) o.field = options->field
+        o.num_threads = options->num_threads; /* there since the first version */
+        TAKE(allow_text_only);
+        TAKE(backend);
+        TAKE(ort_library);
+        TAKE(ort_provider);
+        TAKE(graph_optimization_level);
+#undef TAKE
     }
     return o;
 }
@@ -560,6 +621,7 @@ void og_model_close(og_model *m) {
         og_session_close(m->stages[i].s);
         free(m->stages[i].name);
         free(m->stages[i].file);
+        free(m->stages[i].path);
         free(m->stages[i].feeds);
         free(m->stages[i].outs);
     }
@@ -571,6 +633,10 @@ void og_model_close(og_model *m) {
     gen_config_free(m->cfg);
     free(m->dir);
     free(m);
+}
+
+const char *og_model_backend(const og_model *m) {
+    return m && m->n_stages ? og_session_backend(m->stages[0].s) : "";
 }
 
 const char *og_model_type(const og_model *m) { return m ? m->cfg->model.type : ""; }
@@ -617,7 +683,15 @@ og_generator_params og_generator_params_default(const og_model *m) {
 og_status *og_model_profile_start(og_model *m) {
     if (!m) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_profile_start: NULL model");
     if (!m->prof) OG_TRY(profiler_create(&m->prof));
-    for (int i = 0; i < m->n_stages; i++) session_set_profiler(m->stages[i].s, m->prof);
+    for (int i = 0; i < m->n_stages; i++) {
+        og_status *st = runtime_session_set_profiler(m->stages[i].s, m->prof);
+        if (st) {
+            for (int k = 0; k < i; k++) og_status_free(runtime_session_set_profiler(m->stages[k].s, NULL));
+            profiler_free(m->prof);
+            m->prof = NULL;
+            return st;
+        }
+    }
     return NULL;
 }
 
@@ -627,7 +701,7 @@ og_status *og_model_profile_write(og_model *m, const char *path) {
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_profile_write: profiling was not "
                          "started (og_model_profile_start)");
     og_status *st = profiler_write_trace(m->prof, path);
-    for (int i = 0; i < m->n_stages; i++) session_set_profiler(m->stages[i].s, NULL);
+    for (int i = 0; i < m->n_stages; i++) og_status_free(runtime_session_set_profiler(m->stages[i].s, NULL));
     profiler_free(m->prof);
     m->prof = NULL;
     return st;

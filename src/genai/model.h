@@ -89,6 +89,8 @@ typedef struct gen_out {
 typedef struct gen_stage {
     char *name;   /* "decoder", "embedding" or the pipeline stage's key */
     char *file;   /* as genai_config.json names it */
+    char *path;   /* the graph file */
+    const struct gen_session_options *so_cfg; /* the config's session_options for it */
     og_session *s;
     gen_feed *feeds;
     int n_feeds;

@@ -67,7 +67,7 @@ static bool op_writes_in_place(const char *op) {
 }
 
 static const graph_node *producer_of(const og_session *s, const char *value) {
-    const graph *g = s->graph;
+    const graph *g = runtime_session_graph(s);
     int v = strmap_get(&g->by_name, value, -1);
     if (v < 0 || g->values[v].producer < 0) return NULL;
     return &g->nodes[g->values[v].producer];

@@ -2,6 +2,12 @@
 #ifndef OG_TOOLS_CLI_H
 #define OG_TOOLS_CLI_H
 
+#include "onnx_genai.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 int cli_show(int argc, char **argv);
 int cli_infer(int argc, char **argv);
 int cli_bench_load(int argc, char **argv);
@@ -10,6 +16,7 @@ int cli_generate(int argc, char **argv);
 int cli_template(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_parity(int argc, char **argv);
 /* generate --chat: one turn of `run` (cli_run.c). */
 int cli_chat_generate(int argc, char **argv);
 /* The chat template part of `show` for a package folder (cli_run.c). */
@@ -37,10 +44,32 @@ size_t cli_rss_now(void);
  * size). 0 when /proc is not there. */
 size_t cli_rss_peak(void);
 
+/* --ids: a comma-separated list of token ids into a new array (free with free());
+ * returns 0, or the exit status after printing what is wrong (cli_generate.c). */
+int cli_parse_ids(const char *s, int32_t **ids, size_t *n);
+
 /* The whole of a file ('-': standard input), NUL-terminated, or NULL. Free with free(). */
 char *cli_read_all(const char *path);
 
 /* Prints "onnx-genai: <message>" to stderr; returns the exit status to use. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --backend, --ort-lib, --ep, --ort-opt-level (cli_backend.c). */
+typedef struct cli_backend {
+    og_backend backend;
+    bool backend_given;
+    const char *ort_lib, *ep;
+    int opt_level; /* -1: onnxruntime's default */
+} cli_backend;
+extern const char cli_backend_usage[]; /* the options' lines for a --help text */
+void cli_backend_init(cli_backend *b);
+/* Takes argv[*i] (and its value, advancing *i) when it is a backend option: returns 1,
+ * 0 when it is not one, or minus the exit status after printing what is wrong. */
+int cli_backend_arg(int argc, char **argv, int *i, cli_backend *b);
+/* After parsing: an exit status when the options contradict each other, else 0. */
+int cli_backend_check(const cli_backend *b);
+og_backend cli_backend_choice(const cli_backend *b);
+void cli_backend_session(const cli_backend *b, og_session_options *o);
+void cli_backend_model(const cli_backend *b, og_model_options *o);
 
 #endif

@@ -29,7 +29,7 @@
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits_pack.h"
 #include "backends/native/profile.h"
-#include "backends/native/session.h"
+#include "runtime/session.h"
 #include "tools/cli.h"
 
 #include "onnx_genai.h"
@@ -254,7 +254,7 @@ static int bandwidth_probe(int mb, int threads, probe_result *r) {
  * an initializer whose only use is as the table of a Gather (the token embedding) is
  * read one row per token, not whole. */
 static void weight_bytes(const og_model *m, double *total, double *streamed) {
-    const graph *g = m->decoder->graph;
+    const graph *g = runtime_session_graph(m->decoder);
     *total = 0;
     *streamed = 0;
     for (int k = 0; k < g->n_initializers; k++) {
@@ -526,7 +526,7 @@ int cli_bench(int argc, char **argv) {
     size_t rss_open = cli_rss_now(), rss_decoding = 0;
     cli_prep prep;
     cli_prep_of_model(m, &prep);
-    int threads = threadpool_size(m->decoder->pool);
+    int threads = runtime_session_threads(m->decoder);
     int longest = o.d + (o.p > 1 ? o.p : 1) + 1 + o.n;
     ids = malloc((size_t)longest * (size_t)o.b * sizeof *ids);
     steps = malloc((size_t)(o.n > 0 ? o.n : 1) * sizeof *steps);

@@ -2,7 +2,7 @@
  * memory it adds before the first run. Weights stay in the file mapping, so the growth
  * should be a small fraction of the file size. */
 #include "base/mapped_file.h"
-#include "backends/native/session.h"
+#include "runtime/session.h"
 #include "tools/cli.h"
 
 #include "onnx_genai.h"
@@ -48,6 +48,7 @@ int cli_bench_load(int argc, char **argv) {
         og_session *s;
         og_session_options o = og_session_options_default();
         o.num_threads = 1;
+        o.backend = OG_BACKEND_NATIVE; /* our loader and executor's preparation */
         og_status *st = og_session_open(argv[1], &o, &s);
         double t = now_s() - t0;
         if (st) {
@@ -59,9 +60,10 @@ int cli_bench_load(int argc, char **argv) {
         if (t < best) best = t;
         growth = after - before;
         total_bytes = 0;
-        files = s->model->n_mappings;
-        for (int i = 0; i < s->model->n_mappings; i++) total_bytes += (double)s->model->mappings[i].size;
-        copied = s->model->copied_bytes;
+        const model *md = runtime_session_model(s);
+        files = md->n_mappings;
+        for (int i = 0; i < md->n_mappings; i++) total_bytes += (double)md->mappings[i].size;
+        copied = md->copied_bytes;
         og_session_close(s);
     }
     printf("file: %s (%.1f MB in %d file%s, model and external data)\n", argv[1],

@@ -28,6 +28,7 @@ typedef struct opts {
     int n_batches;
     bool json, have_prompt;
     int threads;
+    cli_backend be;
     /* search options: set[] marks those given on the command line */
     og_generator_params p;
     bool set_max, set_min, set_sample, set_topk, set_topp, set_temp, set_seed, set_beams,
@@ -45,6 +46,7 @@ static const char generate_usage[] =
     "  --num-beams N, --num-return-sequences N\n"
     "  --repetition-penalty F, --no-repeat-ngram-size N\n"
     "  --threads N                compute threads (default: all cores)\n"
+    "%s"
     "  --json                     print {\"sequences\", \"text\", \"timing\"} instead of streaming\n"
     "  --profile FILE             write a Chrome/Perfetto trace of every node run (JSON)\n"
     "  --chat                     the prompt is a user message: render it with the package's\n"
@@ -84,7 +86,7 @@ static int float_option(const char *flag, const char *s, float *out) {
     return 0;
 }
 
-static int parse_ids(const char *s, int32_t **ids, size_t *n) {
+int cli_parse_ids(const char *s, int32_t **ids, size_t *n) {
     size_t cap = 16, len = 0;
     int32_t *a = malloc(cap * sizeof *a);
     if (!a) return cli_fail("--ids: out of memory");
@@ -142,8 +144,14 @@ static int parse_ids(const char *s, int32_t **ids, size_t *n) {
     } while (0)
 
 static int parse_args(int argc, char **argv, opts *o) {
+    cli_backend_init(&o->be);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int took = cli_backend_arg(argc, argv, &i, &o->be);
+        if (took) {
+            if (took < 0) return -took;
+            continue;
+        }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             NEED_ARG();
             o->model = argv[++i];
@@ -154,7 +162,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--ids")) {
             NEED_ARG();
             if (o->n_batches == 64) return cli_fail("--ids: at most 64 sequences");
-            int rc = parse_ids(argv[++i], &o->ids[o->n_batches], &o->n_ids[o->n_batches]);
+            int rc = cli_parse_ids(argv[++i], &o->ids[o->n_batches], &o->n_ids[o->n_batches]);
             if (rc) return rc;
             o->n_batches++;
         } else if (!strcmp(a, "--max-length")) {
@@ -195,7 +203,7 @@ static int parse_args(int argc, char **argv, opts *o) {
             NEED_ARG();
             o->profile = argv[++i];
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(generate_usage, stdout);
+            printf(generate_usage, cli_backend_usage);
             exit(0);
         } else if (a[0] != '-' && !o->model) {
             o->model = a;
@@ -207,7 +215,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         return cli_fail("generate: no model folder given (see 'onnx-genai generate --help')");
     if (o->have_prompt && o->n_batches)
         return cli_fail("generate: give either -p or --ids, not both");
-    return 0;
+    return cli_backend_check(&o->be);
 }
 
 /* Reads all of standard input into a string. */
@@ -276,6 +284,7 @@ int cli_generate(int argc, char **argv) {
     double t0 = now_s();
     og_model_options mo = og_model_options_default();
     mo.num_threads = o.threads;
+    cli_backend_model(&o.be, &mo);
     if ((st = og_model_open(o.model, &mo, &model))) goto done;
     for (size_t i = 0; i < og_model_warning_count(model); i++)
         fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(model, i));
@@ -380,7 +389,8 @@ int cli_generate(int argc, char **argv) {
             json_string(stdout, text);
             og_free(text);
         }
-        printf("], \"timing\": {\"load_s\": %.6f, \"prompt_s\": %.6f, \"prompt_tokens\": %zu, "
+        printf("], \"backend\": \"%s\"", og_model_backend(model));
+        printf(", \"timing\": {\"load_s\": %.6f, \"prompt_s\": %.6f, \"prompt_tokens\": %zu, "
                "\"decode_s\": %.6f, \"generated_tokens\": %d, \"decode_tokens_per_s\": %.3f}}\n",
                t_load, t_prompt, width, t_decode, generated,
                t_decode > 0 ? generated / t_decode : 0.0);

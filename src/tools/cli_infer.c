@@ -54,7 +54,15 @@ int cli_infer(int argc, char **argv) {
         rc = cli_fail("infer: out of memory for %d arguments", argc);
         goto done;
     }
+    cli_backend be;
+    cli_backend_init(&be);
     for (int i = 1; i < argc; i++) {
+        int took = cli_backend_arg(argc, argv, &i, &be);
+        if (took < 0) {
+            rc = -took;
+            goto done;
+        }
+        if (took) continue;
         if ((strcmp(argv[i], "--input") == 0 || strcmp(argv[i], "-i") == 0) && i + 1 < argc) {
             char *eq = strchr(argv[++i], '=');
             if (!eq || eq == argv[i]) {
@@ -82,7 +90,8 @@ int cli_infer(int argc, char **argv) {
             threads = (int)t;
         } else if (argv[i][0] == '-' || path) {
             rc = cli_fail("infer: unexpected argument '%s'\nusage: onnx-genai infer FILE.onnx "
-                          "--input NAME=PATH.pb ... [--output-dir DIR] [--threads N]", argv[i]);
+                          "--input NAME=PATH.pb ... [--output-dir DIR] [--threads N] [--backend native|ort|auto]"
+                          " [--ort-lib PATH] [--ep cpu|cuda] [--ort-opt-level LEVEL]", argv[i]);
             goto done;
         } else {
             path = argv[i];
@@ -92,9 +101,13 @@ int cli_infer(int argc, char **argv) {
         rc = cli_fail("usage: onnx-genai infer FILE.onnx --input NAME=PATH.pb ... [--output-dir DIR]");
         goto done;
     }
+    if ((rc = cli_backend_check(&be))) goto done;
+    rc = 1;
     og_session_options opts = og_session_options_default();
     opts.num_threads = threads;
+    cli_backend_session(&be, &opts);
     if ((st = og_session_open(path, &opts, &s))) goto done;
+    if (og_session_warning(s)[0]) fprintf(stderr, "onnx-genai: warning: %s\n", og_session_warning(s));
     for (int i = 0; i < n_in; i++) {
         og_tensor *t = calloc(1, sizeof *t);
         if (!t) {

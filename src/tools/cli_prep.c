@@ -2,7 +2,7 @@
  * memory: shared by `show` and `bench`. */
 #include "tools/cli.h"
 
-#include "backends/native/session.h"
+#include "runtime/session.h"
 #include "base/cpu.h"
 #include "genai/model.h"
 
@@ -12,11 +12,13 @@
 
 void cli_prep_add(const og_session *s, cli_prep *acc) {
     if (!s) return;
-    acc->bytes += s->prepared_bytes;
-    acc->released += s->released_bytes;
-    acc->nodes += s->prepared_nodes;
-    acc->secs += s->prepare_s;
-    acc->cpu_secs += s->prepare_cpu_s;
+    session_prep_stats p;
+    runtime_session_prep_stats(s, &p);
+    acc->bytes += p.bytes;
+    acc->released += p.released;
+    acc->nodes += p.nodes;
+    acc->secs += p.secs;
+    acc->cpu_secs += p.cpu_secs;
 }
 
 void cli_prep_of_model(const og_model *m, cli_prep *out) {

@@ -42,6 +42,7 @@ static const char run_usage[] =
     "  --template-file FILE       a chat template file instead of the package's\n"
     "  --do-sample, --temperature F, --top-k N, --top-p F, --seed N, --repetition-penalty F\n"
     "  --threads N                compute threads (default: all cores)\n"
+    "%s"
     "  --no-cache-reuse           run the whole conversation again each turn\n"
     "  --verbose                  after each answer: prompt tokens (from the cache /\n"
     "                             prefilled), time to first token, tokens/s\n"
@@ -53,6 +54,7 @@ typedef struct run_opts {
     int n_stops;
     int max_new, max_length, threads;
     bool verbose, json, no_reuse, generate_mode;
+    cli_backend be;
     /* search options given on the command line */
     bool do_sample, set_temp, set_topk, set_topp, set_seed, set_rep;
     float temperature, top_p, repetition_penalty;
@@ -85,7 +87,13 @@ static bool num_arg(const char *s, double lo, double hi, double *out) {
 }
 
 static int parse_run_args(int argc, char **argv, run_opts *o) {
+    cli_backend_init(&o->be);
     for (int i = 1; i < argc; i++) {
+        int took = cli_backend_arg(argc, argv, &i, &o->be);
+        if (took) {
+            if (took < 0) return -took;
+            continue;
+        }
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -101,7 +109,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
             return cli_fail("%s: '%s' is not a number in [%g, %g]", a, v, (double)(lo), (double)(hi)); \
     } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(run_usage, stdout);
+            printf(run_usage, cli_backend_usage);
             exit(0);
         } else if (!strcmp(a, "--chat")) {
             continue;
@@ -175,7 +183,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
 #undef VALUE
     }
     if (!o->model) return cli_fail("run: no model folder given (see 'onnx-genai run --help')");
-    return 0;
+    return cli_backend_check(&o->be);
 }
 
 /* ---- a chat session ------------------------------------------------------------------ */
@@ -246,6 +254,7 @@ static og_status *session_open(session *s, const run_opts *o) {
     s->tty_err = isatty(STDERR_FILENO);
     og_model_options mo = og_model_options_default();
     mo.num_threads = o->threads;
+    cli_backend_model(&o->be, &mo);
     OG_TRY(og_model_open(o->model, &mo, &s->model));
     for (size_t i = 0; i < og_model_warning_count(s->model); i++)
         fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(s->model, i));

@@ -15,11 +15,16 @@ static const char usage[] =
     "  show FILE.onnx                 IR version, opsets, inputs/outputs, op histogram,\n"
     "                                 initializer bytes, external-data files\n"
     "  infer FILE.onnx --input NAME=PATH.pb ... [--output-dir DIR] [--threads N]\n"
+    "        [--backend native|ort|auto] [--ort-lib PATH] [--ep cpu|cuda]\n"
     "                                 run one graph on TensorProto files; write each output\n"
     "                                 as DIR/<output name>.pb\n"
     "  bench [-m] DIR [-p 512] [-n 128] [-d 0] [-r 5] [--threads N] [--json]\n"
     "                                 generation speed: pp/tg tokens/s, TTFT, peak RSS, and\n"
     "                                 decode against a bandwidth roofline (see bench --help)\n"
+    "  parity [-m] DIR [--ids 1,2,3] [--max-length N] [--json]\n"
+    "                                 run a package on the native backend and on\n"
+    "                                 onnxruntime side by side: first diverging token, max\n"
+    "                                 logit difference per step, and in which output\n"
     "  bench-load FILE.onnx           load time and RSS growth of opening a model\n"
     "  run [-m] DIR [--system TEXT] [--stop TEXT] [--max-new-tokens N] [--verbose]\n"
     "                                 chat in the terminal with the model's chat template\n"
@@ -30,7 +35,11 @@ static const char usage[] =
     "  serve [-m] DIR [--host 127.0.0.1] [--port 8080] [options]\n"
     "                                 an OpenAI-compatible HTTP server with continuous\n"
     "                                 batching (see serve --help)\n"
-    "  help                           this text\n";
+    "  help                           this text\n"
+    "\n"
+    "generate, bench, run and infer take --backend native|ort|auto (default auto: native\n"
+    "when it has every op, else onnxruntime with a warning), --ort-lib PATH, --ep cpu|cuda\n"
+    "and --ort-opt-level none|basic|extended|all.\n";
 
 int cli_fail(const char *fmt, ...) {
     va_list ap;
@@ -57,6 +66,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "template") == 0) return cli_template(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0) return cli_run(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0) return cli_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "parity") == 0) return cli_parity(argc - 1, argv + 1);
     fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
 }

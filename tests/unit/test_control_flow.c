@@ -4,7 +4,7 @@
  * never end is refused. Values against onnxruntime: tests/control_flow. */
 #include "testing.h"
 
-#include "backends/native/session.h"
+#include "runtime/session.h"
 
 #include <stdlib.h>
 
@@ -25,7 +25,7 @@ static og_status *run_loop(og_session *s, int64_t m, size_t *allocs, bool *value
     og_tensor_free(tw);
     if (st) return st;
     session_run_stats stats;
-    session_last_stats(s, &stats);
+    runtime_session_stats(s, &stats);
     *allocs = stats.heap_allocations;
     double v[4];
     for (int k = 0; k < 4; k++) v[k] = v0[k];

@@ -10,7 +10,7 @@
  * when the shape is an input (3.2 GB when it may constant-fold the graph). */
 #include "testing.h"
 
-#include "backends/native/session.h"
+#include "runtime/session.h"
 
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -53,7 +53,7 @@ TEST(memory_chain_peak_is_one_tensor) {
         CHECK_OK(run_big_chain(s, rows, cols, &sum));
         CHECK_NEAR(sum, chain_element() * (double)(rows * cols), 1e-4 * fabs(sum));
         session_run_stats st;
-        session_last_stats(s, &st);
+        runtime_session_stats(s, &st);
         CHECK_EQ_INT(st.used_plan, round > 0);
         /* in place from the first (recording) run on: one tensor at a time */
         if (!(st.peak_bytes <= 1.5 * bytes)) {

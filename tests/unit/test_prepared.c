@@ -7,7 +7,7 @@
 
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
-#include "backends/native/session.h"
+#include "runtime/session.h"
 
 #include <stdlib.h>
 
@@ -64,7 +64,7 @@ static float *random_rows(int64_t M, int64_t K, unsigned seed) {
 
 /* One run with M rows; B_small, when given, is fed for the initializer small_B. */
 static void run_and_check(og_session *s, int64_t M, const uint8_t *B_small) {
-    const graph *g = s->graph;
+    const graph *g = runtime_session_graph(s);
     float *a = random_rows(M, 80, 11u + (unsigned)M), *a256 = random_rows(M, 256, 5u * (unsigned)M);
     CHECK(a && a256);
     int64_t da[2] = {M, 80}, db[2] = {M, 256}, dB[3] = {37, 3, 16};
@@ -103,17 +103,19 @@ TEST(prepared_state_matmulnbits_on_a_session) {
     NEED_TEST_MODEL(path, "nbits_prepared.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
+    session_prep_stats prep;
+    runtime_session_prep_stats(s, &prep);
     /* small, big and shared in the main graph, sub in the If's then-branch */
-    CHECK_EQ_INT(s->prepared_nodes, 4);
+    CHECK_EQ_INT(prep.nodes, 4);
     /* each pack holds 16 bytes of weights and a 4-byte scale per (column, block), and a
      * byte of zero point where the model has them, over columns padded to an even count
      * of 16-column panels: 64, 320, 64 and 32 columns */
     size_t want = 64 * 3 * 21 + 320 * 8 * 20 + 64 * 8 * 20 + 32 * 3 * 20;
-    CHECK_EQ_INT(s->prepared_bytes, want);
+    CHECK_EQ_INT(prep.bytes, want);
     /* big's weights went; shared_B stays (an Identity reads it), so at most the rest */
-    const graph *g = s->graph;
+    const graph *g = runtime_session_graph(s);
     size_t bound = init_of(g, "big_B")->nbytes + init_of(g, "big_S")->nbytes + 4096 * 6;
-    CHECK(s->released_bytes >= 32768 && s->released_bytes <= bound);
+    CHECK(prep.released >= 32768 && prep.released <= bound);
     for (int64_t M = 1; M <= 17; M += 8) run_and_check(s, M, NULL);
     /* the caller's own small_B: the prepacked one must not be used */
     uint8_t *other = malloc(37 * 3 * 16);

@@ -6,6 +6,7 @@
 #include "testing.h"
 
 #include "backends/native/session.h"
+#include "runtime/session.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,11 @@ static og_tensor *input_x(int seq) {
 
 /* Whether node `name` of the session's graph ran on the selected rows in the last run. */
 static bool pruned(const og_session *s, const char *name) {
-    const graph *g = s->main->graph;
+    if (runtime_session_ops(s) != &backend_native) return false;
+    const native_session *ns = runtime_session_context(s);
+    const graph *g = ns->main->graph;
     for (int i = 0; i < g->n_nodes; i++)
-        if (!strcmp(g->nodes[i].name, name)) return s->main->rnode && s->main->rnode[i];
+        if (!strcmp(g->nodes[i].name, name)) return ns->main->rnode && ns->main->rnode[i];
     return false;
 }
 
@@ -78,7 +81,7 @@ TEST(rows_selected_equal_full_and_pruned_set) {
         og_tensor_free(got);
     }
     session_run_stats stats;
-    session_last_stats(s, &stats);
+    runtime_session_stats(s, &stats);
     CHECK(stats.used_plan);
     CHECK_EQ_INT((int)stats.heap_allocations, 0);
 

@@ -2,7 +2,7 @@
  * tests/models/make_test_models.py (directory in $OG_TEST_MODELS). */
 #include "testing.h"
 
-#include "backends/native/session.h"
+#include "runtime/session.h"
 
 #include <stdlib.h>
 
@@ -48,7 +48,7 @@ TEST(session_runs_chain_and_reuses_plan) {
         for (int i = 0; i < 12; i++) CHECK_NEAR(py[i], (x[i] + (float)(i % 4)) * 2 - 1 + z[i], 0);
         og_tensor_free(y);
         session_run_stats stats;
-        session_last_stats(s, &stats);
+        runtime_session_stats(s, &stats);
         CHECK_EQ_INT(stats.used_plan, round > 0); /* the first run records, later ones reuse */
         if (round > 0) CHECK_EQ_INT(stats.heap_allocations, 0);
     }
@@ -149,8 +149,8 @@ TEST(session_runs_external_data_out_of_order) {
     NEED_TEST_MODEL(path, "external.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
-    CHECK_EQ_INT(s->model->n_external_files, 1);
-    CHECK_EQ_INT(s->model->copied_bytes, 0);
+    CHECK_EQ_INT(runtime_session_model(s)->n_external_files, 1);
+    CHECK_EQ_INT(runtime_session_model(s)->copied_bytes, 0);
     float x[4] = {1, 0, 0, 0};
     int64_t d[2] = {1, 4};
     og_tensor *tx, *y = NULL;

@@ -1,5 +1,6 @@
-/* og_session_run: binds inputs, checks them against the declared types, picks or
- * records the plan for their shape class, and runs the nodes in order. Subgraphs (the
+/* session_run_rows (og_session_run(_rows) on the native backend): binds inputs, checks
+ * them against the declared types, picks or records the plan for their shape class, and
+ * runs the nodes in order (only the selected rows where a selection allows). Subgraphs (the
  * bodies of If, Loop, Scan) run through the same code when their kernel asks. */
 #include "backends/native/plan.h"
 #include "backends/native/profile.h"
@@ -33,7 +34,7 @@ typedef struct run_rows {
 typedef struct run_state {
     exec_graph *eg;
     held_list *held;              /* the og_session_run's */
-    og_session *s;
+    native_session *s;
     exec_plan *plan;              /* NULL while recording */
     bool trial;                   /* plan is another shape class's, tried for this one */
     size_t misses;                /* intermediates that did not fit the plan (heap) */
@@ -48,19 +49,19 @@ typedef struct run_state {
 
 /* ---- the executor's byte count ---------------------------------------------------- */
 
-static void mem_add(og_session *s, size_t n) {
+static void mem_add(native_session *s, size_t n) {
     s->mem_live += n;
     if (s->mem_live > s->mem_peak) s->mem_peak = s->mem_live;
 }
 
-static void slot_release(og_session *s, tensor *t) {
+static void slot_release(native_session *s, tensor *t) {
     if (t->owns_data) s->mem_live -= t->nbytes;
     tensor_release(t);
 }
 
 /* ---- inputs --------------------------------------------------------------------------- */
 
-static og_status *check_input(og_session *s, const graph_value *v, const tensor *t,
+static og_status *check_input(native_session *s, const graph_value *v, const tensor *t,
                               const char **sym_name, int64_t *sym_val, const char **sym_from,
                               int *n_sym) {
     char a[160], b[160];
@@ -180,7 +181,7 @@ static og_status *exec_output(kernel_ctx *ctx, int index, og_dtype dtype, int ra
                               const int64_t *dims, tensor **out) {
     run_state *rs = ctx->exec;
     exec_graph *eg = rs->eg;
-    og_session *s = rs->s;
+    native_session *s = rs->s;
     if (index < 0 || index >= ctx->n_outputs)
         return kernel_errorf(ctx, OG_ERR_RUNTIME, "kernel asked for output %d of %d", index,
                              ctx->n_outputs);
@@ -292,12 +293,12 @@ typedef struct scratch_mark {
     size_t used, live;
 } scratch_mark;
 
-static scratch_mark scratch_save(const og_session *s) {
+static scratch_mark scratch_save(const native_session *s) {
     const session_scratch *sc = &s->scratch;
     return (scratch_mark){sc->cur, sc->n ? sc->chunks[sc->cur].used : 0, sc->live};
 }
 
-static void scratch_restore(og_session *s, scratch_mark m) {
+static void scratch_restore(native_session *s, scratch_mark m) {
     session_scratch *sc = &s->scratch;
     if (!sc->n) return;
     sc->cur = m.chunk;
@@ -307,7 +308,7 @@ static void scratch_restore(og_session *s, scratch_mark m) {
 }
 
 /* Gives back chunks beyond the first few MiB (what a prefill needed); the stack is empty. */
-static void scratch_trim(og_session *s) {
+static void scratch_trim(native_session *s) {
     session_scratch *sc = &s->scratch;
     size_t kept = 0;
     int n = 0;
@@ -384,7 +385,7 @@ static og_status *exec_hold(kernel_ctx *ctx, size_t size, void **out) {
     return NULL;
 }
 
-static void free_held(og_session *s, held_list *h) {
+static void free_held(native_session *s, held_list *h) {
     for (int i = 0; i < h->n; i++) {
         free(h->blocks[i]);
         s->mem_live -= h->sizes[i];
@@ -622,7 +623,7 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
 static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *bound,
                             int n_bound) {
     const graph *g = eg->graph;
-    og_session *s = rs->s;
+    native_session *s = rs->s;
     size_t key_len = plan_make_key(bound, n_bound, eg->key);
     if (rs->rows && rs->rows->prune) { /* pruned values are smaller: a class of its own */
         eg->key[key_len++] = -7;
@@ -686,7 +687,7 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
 }
 
 /* Copies a value that no node produces (an input or initializer listed as an output). */
-static og_status *copy_passthrough(og_session *s, const tensor *src, og_tensor **dst,
+static og_status *copy_passthrough(native_session *s, const tensor *src, og_tensor **dst,
                                    const char *name) {
     if (src->dtype == OG_STRING) {
         if (*dst)
@@ -759,27 +760,16 @@ static og_status *rows_setup(exec_graph *eg, run_rows *rr, const og_output_rows 
 
 /* The selected rows of the whole output `full` into *dst (a caller tensor of the selected
  * shape, or NULL for a new one). */
-static og_status *rows_finish(og_session *s, run_rows *rr, const tensor *full, og_tensor **dst) {
+static og_status *rows_finish(native_session *s, run_rows *rr, const tensor *full, og_tensor **dst) {
     char what[300];
     snprintf(what, sizeof what, "%s: output '%s'", s->label, s->main->graph->values[rr->target].name);
     return rows_sel_take(&rr->sel, rr->known, full, what, dst);
 }
 
-og_status *og_session_run(og_session *s, const char *const *input_names,
-                          og_tensor *const *inputs, size_t n_inputs,
-                          const char *const *output_names, og_tensor **outputs,
-                          size_t n_outputs) {
-    return og_session_run_rows(s, input_names, inputs, n_inputs, output_names, outputs,
-                               n_outputs, NULL);
-}
-
-og_status *og_session_run_rows(og_session *s, const char *const *input_names,
-                               og_tensor *const *inputs, size_t n_inputs,
-                               const char *const *output_names, og_tensor **outputs,
-                               size_t n_outputs, const og_output_rows *rows) {
-    if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)) ||
-        (rows && !rows->output))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_run: NULL argument");
+og_status *session_run_rows(native_session *s, const char *const *input_names,
+                            og_tensor *const *inputs, size_t n_inputs,
+                            const char *const *output_names, og_tensor **outputs,
+                            size_t n_outputs, const og_output_rows *rows) {
     exec_graph *eg = s->main;
     const graph *g = eg->graph;
     og_status *st = NULL;
@@ -948,10 +938,11 @@ done:
     return st;
 }
 
-void session_set_profiler(og_session *s, og_profiler *p) { s->prof = p; }
-void session_set_paged_kv(og_session *s, const struct paged_kv *kv) { s->paged_kv = kv; }
+void session_set_profiler(native_session *s, og_profiler *p) { s->prof = p; }
+void session_set_paged_kv(native_session *s, const struct paged_kv *kv) { s->paged_kv = kv; }
 
-void session_last_stats(const og_session *s, session_run_stats *out) {
+void session_last_stats(const native_session *s, session_run_stats *out) {
+    memset(out, 0, sizeof *out);
     out->used_plan = s->last_stats_used_plan;
     out->arena_bytes = s->last_stats_arena;
     out->heap_allocations = s->last_stats_heap;

@@ -1,36 +1,15 @@
-/* Opening and closing sessions, and describing their inputs and outputs. */
+/* Preparing a loaded graph for the native executor, and freeing it. */
 #include "backends/native/session.h"
 
-#include "onnx/loader.h"
 #include "backends/native/plan.h"
 #include "backends/native/rows_plan.h"
+#include "onnx/loader.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-og_session_options og_session_options_default(void) {
-    og_session_options o;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    o.num_threads = 0;
-    return o;
-}
-
-static og_status *fill_info(og_session *s, og_value_info *info, const int *idx, int n) {
-    const graph *g = s->graph;
-    for (int i = 0; i < n; i++) {
-        const graph_value *v = &g->values[idx[i]];
-        info[i].name = v->name;
-        info[i].dtype = v->dtype;
-        info[i].rank = v->rank;
-        info[i].dims = v->dims;
-        info[i].dim_names = v->dim_names;
-    }
-    return NULL;
-}
 
 /* Every node needs a kernel for its (domain, op, opset); say precisely which is missing. */
 static og_status *resolve_kernels(exec_graph *eg) {
@@ -86,7 +65,7 @@ static og_status *resolve_outer(exec_graph *eg) {
     return NULL;
 }
 
-static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *parent,
+static og_status *exec_graph_create(native_session *s, const graph *g, exec_graph *parent,
                                     const char *label, exec_graph **out);
 
 /* ---- preparation (kernel_def.prepare) ------------------------------------------------ */
@@ -163,7 +142,7 @@ static int heaviest_first(const void *a, const void *b) {
 
 static og_status *prepare_graph(exec_graph *eg) {
     const graph *g = eg->graph;
-    og_session *s = eg->session;
+    native_session *s = eg->session;
     size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
     eg->prepared = calloc(nn, sizeof *eg->prepared);
     eg->prep_const = calloc(nn, sizeof *eg->prep_const);
@@ -271,7 +250,7 @@ static og_status *create_subgraphs(exec_graph *eg) {
     return NULL;
 }
 
-static og_status *exec_graph_create(og_session *s, const graph *g, exec_graph *parent,
+static og_status *exec_graph_create(native_session *s, const graph *g, exec_graph *parent,
                                     const char *label, exec_graph **out) {
     exec_graph *eg = calloc(1, sizeof *eg);
     if (!eg) return og_oom();
@@ -330,7 +309,7 @@ fail:
 
 void exec_graph_release(exec_graph *eg) {
     if (!eg || !eg->slots) return;
-    og_session *s = eg->session;
+    native_session *s = eg->session;
     for (int v = 0; v < eg->graph->n_values; v++) {
         tensor *t = &eg->slots[v];
         if (t->owns_data) s->mem_live -= t->nbytes;
@@ -339,7 +318,7 @@ void exec_graph_release(exec_graph *eg) {
     }
 }
 
-void session_plan_free(og_session *s, exec_plan *p) {
+void session_plan_free(native_session *s, exec_plan *p) {
     if (!p) return;
     if (p->arena) s->mem_live -= p->arena_size;
     plan_free(p);
@@ -381,92 +360,35 @@ void exec_graph_free(exec_graph *eg) {
     free(eg);
 }
 
-og_status *session_create(model *m, const og_session_options *options, og_session **out) {
-    og_session_options opts = og_session_options_default();
-    if (options) {
-        if (options->struct_size < offsetof(og_session_options, num_threads) + sizeof(int)) {
-            model_free(m);
-            return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_options.struct_size is %zu; "
-                             "fill options from og_session_options_default()",
-                             options->struct_size);
-        }
-        opts.num_threads = options->num_threads;
-    }
-    og_session *s = calloc(1, sizeof *s);
-    if (!s) {
-        model_free(m);
-        return og_oom();
-    }
+og_status *session_create(const model *m, const og_session_options *options,
+                          native_session **out) {
+    native_session *s = calloc(1, sizeof *s);
+    if (!s) return og_oom();
     s->model = m;
     s->graph = m->graph;
     const char *slash = strrchr(m->path, '/');
     s->label = strdup(slash ? slash + 1 : m->path);
     const graph *g = s->graph;
-    s->input_info = calloc((size_t)g->n_inputs + 1, sizeof *s->input_info);
-    s->output_info = calloc((size_t)g->n_outputs + 1, sizeof *s->output_info);
     og_status *st = NULL;
-    if (!s->label || !s->input_info || !s->output_info) {
+    if (!s->label) {
         st = og_oom();
         goto fail;
     }
-    if ((st = threadpool_create(opts.num_threads, &s->pool))) goto fail;
+    if ((st = threadpool_create(options->num_threads, &s->pool))) goto fail;
     if ((st = exec_graph_create(s, g, NULL, s->label, &s->main))) goto fail;
-    fill_info(s, s->input_info, g->inputs, g->n_inputs);
-    fill_info(s, s->output_info, g->outputs, g->n_outputs);
     *out = s;
     return NULL;
 fail:
-    og_session_close(s);
+    session_close(s);
     return st;
 }
 
-og_status *og_session_open(const char *path, const og_session_options *options,
-                           og_session **out) {
-    if (!path || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_open: NULL argument");
-    model *m;
-    OG_TRY(onnx_load_file(path, &m));
-    return og_oom_context(session_create(m, options, out), "%s: opening a session", path);
-}
-
-og_status *og_session_open_bytes(const void *data, size_t size, const char *base_dir,
-                                 const og_session_options *options, og_session **out) {
-    if (!data || !out)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_open_bytes: NULL argument");
-    model *m;
-    OG_TRY(onnx_load_bytes(data, size, base_dir, "<memory>", &m));
-    return session_create(m, options, out);
-}
-
-void og_session_close(og_session *s) {
+void session_close(native_session *s) {
     if (!s) return;
     exec_graph_free(s->main); /* kernels' prepared states first: they may use the model */
     for (int i = 0; i < s->scratch.n; i++) free(s->scratch.chunks[i].base);
     free(s->scratch.chunks);
     threadpool_free(s->pool);
-    model_free(s->model);
     free(s->label);
-    free(s->input_info);
-    free(s->output_info);
     free(s);
-}
-
-size_t og_session_input_count(const og_session *s) { return s ? (size_t)s->graph->n_inputs : 0; }
-size_t og_session_output_count(const og_session *s) { return s ? (size_t)s->graph->n_outputs : 0; }
-
-og_status *og_session_input_info(const og_session *s, size_t index, og_value_info *out) {
-    if (!s || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_input_info: NULL argument");
-    if (index >= (size_t)s->graph->n_inputs)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: input index %zu out of range (%d inputs)",
-                         s->label, index, s->graph->n_inputs);
-    *out = s->input_info[index];
-    return NULL;
-}
-
-og_status *og_session_output_info(const og_session *s, size_t index, og_value_info *out) {
-    if (!s || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_output_info: NULL argument");
-    if (index >= (size_t)s->graph->n_outputs)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: output index %zu out of range (%d outputs)",
-                         s->label, index, s->graph->n_outputs);
-    *out = s->output_info[index];
-    return NULL;
 }

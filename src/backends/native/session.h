@@ -14,15 +14,18 @@
  * Subgraphs (If, Loop, Scan bodies) get the same machinery: an exec_graph each, made
  * when the session opens, with its own plans keyed by the shapes of its inputs and of
  * the enclosing values it reads. */
-#ifndef OG_RUNTIME_SESSION_H
-#define OG_RUNTIME_SESSION_H
+#ifndef OG_BACKENDS_NATIVE_SESSION_H
+#define OG_BACKENDS_NATIVE_SESSION_H
 
+#include "backends/backend.h"
 #include "base/threadpool.h"
 #include "graph/graph.h"
 #include "backends/native/kernels/kernel.h"
 
 typedef struct exec_plan exec_plan;
 typedef struct exec_graph exec_graph;
+/* The native backend's context behind an og_session (backend.h). */
+typedef struct native_session native_session;
 
 enum { SESSION_MAX_PLANS = 16 };
 
@@ -34,7 +37,7 @@ typedef struct exec_sub {
 
 /* A graph prepared for execution: the session's graph or one of its subgraphs. */
 struct exec_graph {
-    og_session *session;
+    native_session *session;
     const graph *graph;
     exec_graph *parent;           /* the graph whose node owns this one; NULL for the main */
     char *label;                  /* "model.onnx", or "model.onnx: node 'L' (Loop): body" */
@@ -87,12 +90,11 @@ typedef struct session_scratch {
     size_t live;                  /* bytes handed out now */
 } session_scratch;
 
-struct og_session {
-    model *model;
+struct native_session {
+    const model *model;           /* borrowed from the og_session */
     const graph *graph;
     threadpool *pool;
     char *label;                  /* model file name for messages */
-    og_value_info *input_info, *output_info;
     exec_graph *main;
     /* Bytes the executor holds now (plan arenas, heap tensors, scratch) and the most it
      * held during the current or last run. */
@@ -110,31 +112,32 @@ struct og_session {
     const struct paged_kv *paged_kv; /* lent to the kernels of every run (see below) */
 };
 
-/* Open from an already loaded model; takes ownership of m on success and on failure. */
-og_status *session_create(model *m, const og_session_options *options, og_session **out);
+/* Prepares an already loaded model, which must outlive the session. */
+og_status *session_create(const model *m, const og_session_options *options,
+                          native_session **out);
+void session_close(native_session *s);
+/* og_session_run_rows's contract (onnx_genai.h; rows NULL: og_session_run's), on a
+ * native session; the arguments are checked for NULL by the caller (runtime/session.c). */
+og_status *session_run_rows(native_session *s, const char *const *input_names,
+                            og_tensor *const *inputs, size_t n_inputs,
+                            const char *const *output_names, og_tensor **outputs,
+                            size_t n_outputs, const og_output_rows *rows);
 
 /* Frees a prepared graph and its subgraphs (NULL is fine). */
 void exec_graph_free(exec_graph *eg);
 /* Frees the heap buffers a graph's last run left in its slots. */
 void exec_graph_release(exec_graph *eg);
 /* Frees a plan and takes its arena off the session's byte count. */
-void session_plan_free(og_session *s, exec_plan *p);
+void session_plan_free(native_session *s, exec_plan *p);
 
 /* Attaches a profiler (NULL detaches): every later node run is recorded in it. */
-void session_set_profiler(og_session *s, struct og_profiler *p);
+void session_set_profiler(native_session *s, struct og_profiler *p);
 /* Lends a paged KV cache (kernels/paged_kv.h) to the kernels of the following runs, until
  * set again (NULL: none). The caller owns it and keeps it valid while runs use it. */
-void session_set_paged_kv(og_session *s, const struct paged_kv *kv);
+void session_set_paged_kv(native_session *s, const struct paged_kv *kv);
 
-/* Statistics of the last run, for tests and benchmarks. */
-typedef struct session_run_stats {
-    bool used_plan;          /* true when a cached plan served the run */
-    size_t arena_bytes;      /* size of that plan's arena */
-    size_t heap_allocations; /* intermediate/scratch allocations made on the heap, subgraphs included */
-    size_t peak_bytes;       /* the most the executor held during the run: plan arenas in
-                                use, heap tensors (outputs included), scratch */
-} session_run_stats;
-void session_last_stats(const og_session *s, session_run_stats *out);
+/* Statistics of the last run (backend.h). */
+void session_last_stats(const native_session *s, session_run_stats *out);
 
 /* The state node n of eg runs with (kernel_ctx.prepared): its prepared state when the
  * run's inputs ins bind every input that was constant at preparation to that same

@@ -1,0 +1,96 @@
+/* The execution seam: what og_session needs from whatever runs a graph.
+ *
+ * The public og_session_* functions (src/runtime/session.c) load our IR of the graph
+ * (always: the generation layer reads it, and `auto` decides from it), pick a backend,
+ * and dispatch through its table. A backend is a table of functions and a context
+ * pointer of its own. Members after `free` are optional: NULL means the default stated
+ * beside each. Inputs and outputs are described from the IR for every backend, so the
+ * generation layer's decisions (which input gets which feed, which present may share
+ * past's buffer) are the same whatever runs the graph.
+ *
+ * The run contract is og_session_run's (include/onnx_genai.h): named input tensors,
+ * borrowed; for each requested output either a caller tensor (dtype and shape must
+ * match; the result is written into its memory) or NULL, for which the backend returns
+ * a new tensor the caller owns. A caller tensor may be an input's memory too (past and
+ * present bound to one buffer, when the op writes present over past in place). */
+#ifndef OG_BACKENDS_BACKEND_H
+#define OG_BACKENDS_BACKEND_H
+
+#include "graph/graph.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct og_profiler;
+struct paged_kv;
+
+/* What a backend opens. */
+typedef struct backend_open_args {
+    const model *model;        /* our IR of the graph; outlives the backend's context */
+    const char *path;          /* the .onnx file, or NULL for a graph in memory */
+    const void *bytes;         /* the graph in memory (path == NULL) */
+    size_t n_bytes;
+    const char *base_dir;      /* external data folder for a graph in memory, or NULL */
+    const char *label;         /* the graph's name in messages ("model.onnx") */
+    const og_session_options *options; /* every field filled */
+} backend_open_args;
+
+/* Counters of the last run, for tests and benchmarks. */
+typedef struct session_run_stats {
+    bool used_plan;          /* native: a cached plan served the run */
+    size_t arena_bytes;      /* native: that plan's arena */
+    size_t heap_allocations; /* native: intermediate/scratch heap allocations, subgraphs
+                                included */
+    size_t peak_bytes;       /* native: the most the executor held during the run */
+    size_t copied_bytes;     /* bytes copied between the backend's memory and the
+                                caller's (onnxruntime: outputs it allocated itself,
+                                string tensors) */
+    size_t copies;           /* how many such copies */
+} session_run_stats;
+
+/* What a backend prepared when the session opened (kernels' prepacked weights). */
+typedef struct session_prep_stats {
+    size_t bytes;     /* held by prepared states */
+    size_t released;  /* mapped weight pages given back (a prepared copy replaced them) */
+    int nodes;
+    double secs;      /* spent preparing (wall) */
+    double cpu_secs;  /* CPU time of all threads meanwhile */
+} session_prep_stats;
+
+typedef struct backend_ops {
+    const char *name; /* "native", "onnxruntime" */
+    og_status *(*open)(const backend_open_args *args, void **ctx);
+    og_status *(*run)(void *ctx, const char *const *input_names, og_tensor *const *inputs,
+                      size_t n_inputs, const char *const *output_names, og_tensor **outputs,
+                      size_t n_outputs);
+    void (*free)(void *ctx);
+    /* Optional. og_session_run_rows: only the selected rows of rows->output (a caller
+     * tensor for it has the selection's shape). Default: the whole output is computed
+     * (run) and the rows gathered from it (base/rows.h, rows_sel_take). */
+    og_status *(*run_rows)(void *ctx, const char *const *input_names,
+                           og_tensor *const *inputs, size_t n_inputs,
+                           const char *const *output_names, og_tensor **outputs,
+                           size_t n_outputs, const og_output_rows *rows);
+    /* Optional. Whether the backend can run this node (its op, domain and opset; the
+     * node's subgraphs are asked about separately). Default: every node. `auto` asks
+     * the native backend. */
+    bool (*supports_node)(const graph_node *node);
+    /* Optional. The counters of the last run. Default: all zero. */
+    void (*stats)(const void *ctx, session_run_stats *out);
+    /* Optional. Compute threads the backend uses. Default: 0 (unknown). */
+    int (*threads)(const void *ctx);
+    /* Optional. Records every node run into p from now on (NULL: stops); profile.h of
+     * the native backend. Default: profiling is refused for the session. */
+    void (*set_profiler)(void *ctx, struct og_profiler *p);
+    /* Optional. What the session prepared when it opened. Default: nothing. */
+    void (*prep_stats)(const void *ctx, session_prep_stats *out);
+    /* Optional. Lends the serving engine's paged KV cache (native/kernels/paged_kv.h) to
+     * the kernels of the following runs (NULL: none). Default: the backend cannot read
+     * one (the engine then serves the model per sequence). */
+    void (*set_paged_kv)(void *ctx, const struct paged_kv *kv);
+} backend_ops;
+
+extern const backend_ops backend_native;
+extern const backend_ops backend_ort;
+
+#endif
