@@ -1,5 +1,5 @@
 /* onnx-genai bench -m DIR [-p 512] [-n 128] [-d 0] [-b 1] [-r 5] [--threads N] [--json]
- *                  [--per-op] [--profile FILE] [--all-logits]
+ *                  [--per-op] [--profile FILE] [--all-logits] [--backend native,ort]
  *
  * Generation speed as llama-bench reports it (see docs/PERFORMANCE.md):
  *   pp<P>[@d<D>]  prefill tokens/s of a P-token prompt (after D cached tokens)
@@ -11,6 +11,8 @@
  * Token ids are random (seeded) so that no tokenizer runs; EOS is blocked for the whole
  * run (min_length = max_length) so every run does the same work; the choice is greedy,
  * which costs one pass over the logits. Each test runs once to warm up, then R times.
+ * With several backends (--backend native,ort) the whole measurement runs once per
+ * backend on the same package, one after the other, and the ratios are printed.
  *
  * With -b B every test runs B sequences together (prompts of equal length, so they run
  * as one batch): tokens/s counts the tokens of all rows, and one decode step reads the
@@ -64,13 +66,21 @@ static const char bench_usage[] =
     "  --json          one JSON object instead of the table\n"
     "  --per-op        per test, the ops by total time (timed repetitions only)\n"
     "  --profile FILE  write a Chrome/Perfetto trace (JSON) of every node run\n"
-    "  --all-logits    prompts compute every position's logits (default: the last only)\n";
+    "  --all-logits    prompts compute every position's logits (default: the last only)\n"
+    "  --backend LIST  native, ort or auto (default), or several comma-separated\n"
+    "                  (native,ort): each measured in turn on the same package\n"
+    "  --ort-lib PATH, --ep cpu|cuda, --ort-opt-level LEVEL: see 'onnx-genai generate --help'\n";
+
+enum { BENCH_MAX_BACKENDS = 3 };
 
 typedef struct bench_opts {
     const char *model, *profile;
     int p, n, d, b, reps, threads, probe_mb;
     long long seed;
     bool json, probe_only, per_op, all_logits;
+    cli_backend be;
+    og_backend backends[BENCH_MAX_BACKENDS];
+    int n_backends;
 } bench_opts;
 
 static bool parse_int(const char *s, long lo, long hi, int *out) {
@@ -82,11 +92,41 @@ static bool parse_int(const char *s, long lo, long hi, int *out) {
     return true;
 }
 
+/* --backend LIST: each name through the common parser (cli_backend.c). */
+static int parse_backends(const char *list, bench_opts *o) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->n_backends = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->n_backends == BENCH_MAX_BACKENDS)
+            return cli_fail("bench: --backend: at most %d backends", BENCH_MAX_BACKENDS);
+        char *args[3] = {"bench", "--backend", t};
+        int i = 1;
+        int took = cli_backend_arg(3, args, &i, &o->be);
+        if (took < 0) return -took;
+        o->backends[o->n_backends++] = cli_backend_choice(&o->be);
+    }
+    if (!o->n_backends) return cli_fail("bench: --backend: empty list");
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, bench_opts *o) {
+    cli_backend_init(&o->be);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int *target = NULL;
         long lo = 0, hi = 1 << 24;
+        if (!strcmp(a, "--backend")) {
+            if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
+            int rc = parse_backends(argv[++i], o);
+            if (rc) return rc;
+            continue;
+        }
+        int took = cli_backend_arg(argc, argv, &i, &o->be);
+        if (took) {
+            if (took < 0) return -took;
+            continue;
+        }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
             o->model = argv[++i];
@@ -154,6 +194,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     if (o->b > 1 && o->d > 0 && o->p > 0)
         return cli_fail("bench: a prefill after -d cached tokens runs with batch 1 only (a batch "
                         "is appended to only while empty): add -p 0, or leave out -b");
+    if (!o->n_backends) o->backends[o->n_backends++] = cli_backend_choice(&o->be);
+    for (int k = 0; k < o->n_backends; k++)
+        if (o->backends[k] == OG_BACKEND_NATIVE && o->be.ep && strcmp(o->be.ep, "cpu") != 0)
+            return cli_fail("bench: --ep %s: the native backend runs on the CPU only", o->be.ep);
     return 0;
 }
 
@@ -343,6 +387,7 @@ typedef struct test_result {
     stats s_tps, s_ttft, s_step_max, s_step_med;
     double mean_ctx;  /* tg: mean attention length of the timed steps */
     double bytes_per_token, kv_copy_per_step, mean_past;
+    session_run_stats last_step; /* tg: the backend's counters after the last step */
 } test_result;
 
 static og_status *new_generator(og_model *m, const bench_opts *o, int max_length,
@@ -491,25 +536,21 @@ static void print_probe_json(const probe_result *pr) {
            pr->threads, pr->passes);
 }
 
-int cli_bench(int argc, char **argv) {
-    bench_opts o = {.p = 512, .n = 128, .d = 0, .b = 1, .reps = 5, .threads = 0, .probe_mb = 512,
-                    .seed = 1};
-    int rc = parse_args(argc, argv, &o);
-    if (rc) return rc;
-    probe_result pr;
-    if (o.probe_only) {
-        if ((rc = bandwidth_probe(o.probe_mb ? o.probe_mb : 512, o.threads, &pr))) return rc;
-        if (o.json) {
-            printf("{");
-            print_probe_json(&pr);
-            printf("}\n");
-        } else {
-            printf("bandwidth probe: %.1f GB/s best, %.1f GB/s median (%d threads, %zu MiB, %d "
-                   "passes)\n", pr.best_gbps, pr.median_gbps, pr.threads, pr.bytes >> 20, pr.passes);
-        }
-        return 0;
-    }
+/* What a run keeps for the comparison across backends. */
+typedef struct bench_summary {
+    char backend[32];
+    int n_tests;
+    char name[2][48];
+    double tps[2]; /* median tokens/s */
+} bench_summary;
 
+/* The whole measurement on one backend: open, run the tests, print. The bandwidth probe
+ * runs with the first backend and is reused (*probed). */
+static int bench_backend(const bench_opts *op, og_backend backend, probe_result *probe,
+                         bool *probed, bench_summary *sum) {
+    bench_opts o = *op;
+    probe_result pr = *probe;
+    int rc = 0;
     og_model *m = NULL;
     og_status *st = NULL;
     int32_t *ids = NULL;
@@ -521,7 +562,12 @@ int cli_bench(int argc, char **argv) {
     double t0 = now_s();
     og_model_options mo = og_model_options_default();
     mo.num_threads = o.threads;
+    cli_backend_model(&o.be, &mo);
+    mo.backend = backend;
     if ((st = og_model_open(o.model, &mo, &m))) goto done;
+    for (size_t i = 0; i < og_model_warning_count(m); i++)
+        fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(m, i));
+    snprintf(sum->backend, sizeof sum->backend, "%s", og_model_backend(m));
     double load_s = now_s() - t0;
     size_t rss_open = cli_rss_now(), rss_decoding = 0;
     cli_prep prep;
@@ -564,7 +610,16 @@ int cli_bench(int argc, char **argv) {
         bool shared = kv_shared(m);
         t->kv_copy_per_step = shared ? 0 : o.b * kv_pos * t->mean_past;
     }
-    if ((o.per_op || o.profile) && (st = og_model_profile_start(m))) goto done;
+    if ((o.per_op || o.profile) && (st = og_model_profile_start(m))) {
+        if (og_status_code(st) != OG_ERR_UNSUPPORTED) goto done;
+        /* a backend that cannot time its nodes: measure it without */
+        fprintf(stderr, "onnx-genai: warning: bench: --per-op/--profile left out: %s\n",
+                og_status_message(st));
+        og_status_free(st);
+        st = NULL;
+        o.per_op = false;
+        o.profile = NULL;
+    }
     for (int k = 0; k < n_tests; k++) {
         test_result *t = &tests[k];
         t->tps = calloc((size_t)o.reps, sizeof(double));
@@ -589,12 +644,17 @@ int cli_bench(int argc, char **argv) {
         t->s_ttft = summarize(t->ttft, o.reps);
         t->s_step_max = summarize(t->step_max, o.reps);
         t->s_step_med = summarize(t->step_med, o.reps);
+        if (!t->is_pp) runtime_session_stats(m->decoder, &t->last_step);
     }
     double peak_rss = (double)cli_rss_peak(); /* measured before the probe's buffer */
     size_t rss_end = cli_rss_now();
     char isa[160];
     cli_isa_summary(isa, sizeof isa);
-    if ((rc = bandwidth_probe(o.probe_mb, threads, &pr))) goto done;
+    if (!*probed) {
+        if ((rc = bandwidth_probe(o.probe_mb, threads > 0 ? threads : o.threads, &pr))) goto done;
+        *probe = pr;
+        *probed = true;
+    }
     double bw = pr.best_gbps * 1e9;
 
     if (o.json) {
@@ -602,8 +662,8 @@ int cli_bench(int argc, char **argv) {
         json_str(o.model);
         printf(", \"model_type\": ");
         json_str(og_model_type(m));
-        printf(", \"engine\": \"onnx-genai\", \"threads\": %d, \"batch\": %d, \"reps\": %d, "
-               "\"seed\": %lld, \"compiler\": ", threads, o.b, o.reps, o.seed);
+        printf(", \"engine\": \"onnx-genai\", \"backend\": \"%s\", \"threads\": %d, \"batch\": %d, \"reps\": %d, "
+               "\"seed\": %lld, \"compiler\": ", og_model_backend(m), threads, o.b, o.reps, o.seed);
         json_str(__VERSION__);
         printf(", \"compile_flags\": \"%s\", \"load_s\": %.6f, \"peak_rss_bytes\": %.0f, "
                "\"weight_bytes\": %.0f, \"weight_bytes_streamed\": %.0f, "
@@ -638,29 +698,35 @@ int cli_bench(int argc, char **argv) {
                 double roof = pr.best_gbps > 0 ? bw / t->bytes_per_token : 0;
                 printf("\"mean_context\": %.1f, \"bytes_per_token\": %.0f, "
                        "\"kv_copy_bytes_per_step\": %.0f, \"roofline_tokens_per_s\": %.3f, "
-                       "\"achieved_gbps\": %.4f, \"fraction_of_roofline\": %.5f",
+                       "\"achieved_gbps\": %.4f, \"fraction_of_roofline\": %.5f, "
+                       "\"backend_copy_bytes_per_step\": %zu",
                        t->mean_ctx, t->bytes_per_token, t->kv_copy_per_step, roof,
                        t->s_tps.median * t->bytes_per_token / 1e9,
-                       roof > 0 ? t->s_tps.median / roof : 0.0);
+                       roof > 0 ? t->s_tps.median / roof : 0.0, t->last_step.copied_bytes);
             }
             printf("}");
         }
         printf("]}\n");
     } else {
         char b1[32], b2[32], b3[32], b4[32], b5[32];
-        printf("model: %s (%s), %d thread%s, load %.1f ms, peak RSS %s, prompt logits: %s\n",
-               o.model, og_model_type(m), threads, threads == 1 ? "" : "s", load_s * 1e3,
+        char nth[32] = "its default threads";
+        if (threads > 0) snprintf(nth, sizeof nth, "%d thread%s", threads, threads == 1 ? "" : "s");
+        printf("model: %s (%s) on %s, %s, load %.1f ms, peak RSS %s, prompt logits: %s\n",
+               o.model, og_model_type(m), og_model_backend(m), nth, load_s * 1e3,
                human_bytes(peak_rss, b1, sizeof b1), o.all_logits ? "all positions" : "last");
-        printf("prepared at open: %d node%s, %s in %.1f ms (%.1f ms CPU; %s of mapped weights "
-               "released); RSS after open %s, decoding %s, at the end %s\n", prep.nodes,
-               prep.nodes == 1 ? "" : "s", human_bytes((double)prep.bytes, b1, sizeof b1),
-               prep.secs * 1e3, prep.cpu_secs * 1e3,
-               human_bytes((double)prep.released, b2, sizeof b2),
+        bool native = !strcmp(og_model_backend(m), "native"); /* its kernels and preparation */
+        if (native)
+            printf("prepared at open: %d node%s, %s in %.1f ms (%.1f ms CPU; %s of mapped "
+                   "weights released); ", prep.nodes, prep.nodes == 1 ? "" : "s",
+                   human_bytes((double)prep.bytes, b1, sizeof b1), prep.secs * 1e3,
+                   prep.cpu_secs * 1e3, human_bytes((double)prep.released, b2, sizeof b2));
+        printf("RSS after open %s, decoding %s, at the end %s\n",
                human_bytes((double)rss_open, b3, sizeof b3),
                human_bytes((double)rss_decoding, b5, sizeof b5),
                human_bytes((double)rss_end, b4, sizeof b4));
-        printf("kernels: %s; MatMulNBits int8 %s (M < 16), %s (M >= 16); sgemm %s\n", isa,
-               mnb_pack_kernel_name(1), mnb_pack_kernel_name(512), gemm_f32_isa());
+        if (native)
+            printf("kernels: %s; MatMulNBits int8 %s (M < 16), %s (M >= 16); sgemm %s\n", isa,
+                   mnb_pack_kernel_name(1), mnb_pack_kernel_name(512), gemm_f32_isa());
         printf("weights: %s in initializers, %s streamed per token; KV %s per cached token "
                "(%s, %s)\n", human_bytes(w_total, b1, sizeof b1),
                human_bytes(w_streamed, b2, sizeof b2), human_bytes(kv_pos, b3, sizeof b3),
@@ -708,6 +774,10 @@ int cli_bench(int argc, char **argv) {
                        "per step %s (mean past %.0f tokens); roofline %.1f tok/s\n", t->name,
                        t->s_step_med.median * 1e3, t->s_step_max.median * 1e3, human_bytes(t->kv_copy_per_step, b1, sizeof b1),
                        t->mean_past, pr.best_gbps > 0 ? bw / t->bytes_per_token : 0.0);
+            if (!t->is_pp && t->last_step.copies)
+                printf("%s: %s copied per step out of memory %s allocated (%zu outputs)\n",
+                       t->name, human_bytes((double)t->last_step.copied_bytes, b1, sizeof b1),
+                       og_model_backend(m), t->last_step.copies);
         }
     }
     if (o.per_op) /* after the JSON object (on stderr then), so that it stays parseable */
@@ -720,6 +790,11 @@ int cli_bench(int argc, char **argv) {
                                t->is_pp ? "ms/run" : "ms/step", f);
         }
     if (o.profile && (st = og_model_profile_write(m, o.profile))) goto done;
+    sum->n_tests = n_tests;
+    for (int k = 0; k < n_tests; k++) {
+        snprintf(sum->name[k], sizeof sum->name[k], "%s", tests[k].name);
+        sum->tps[k] = tests[k].s_tps.median;
+    }
     rc = 0;
 done:
     if (st) {
@@ -736,4 +811,52 @@ done:
     free(steps);
     og_model_close(m);
     return rc;
+}
+
+int cli_bench(int argc, char **argv) {
+    bench_opts o = {.p = 512, .n = 128, .d = 0, .b = 1, .reps = 5, .threads = 0, .probe_mb = 512,
+                    .seed = 1};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    probe_result pr;
+    memset(&pr, 0, sizeof pr);
+    if (o.probe_only) {
+        if ((rc = bandwidth_probe(o.probe_mb ? o.probe_mb : 512, o.threads, &pr))) return rc;
+        if (o.json) {
+            printf("{");
+            print_probe_json(&pr);
+            printf("}\n");
+        } else {
+            printf("bandwidth probe: %.1f GB/s best, %.1f GB/s median (%d threads, %zu MiB, %d "
+                   "passes)\n", pr.best_gbps, pr.median_gbps, pr.threads, pr.bytes >> 20, pr.passes);
+        }
+        return 0;
+    }
+
+    bench_summary sums[BENCH_MAX_BACKENDS];
+    memset(sums, 0, sizeof sums);
+    bool probed = false;
+    if (o.json && o.n_backends > 1) printf("{\"runs\": [\n");
+    for (int k = 0; k < o.n_backends && !rc; k++) {
+        if (o.json && k) printf(",\n");
+        else if (k) printf("\n");
+        rc = bench_backend(&o, o.backends[k], &pr, &probed, &sums[k]);
+    }
+    if (rc) return rc;
+    if (o.n_backends > 1) { /* each test's median tokens/s against the first backend's */
+        if (o.json) printf("], \"ratios_to_first\": [");
+        else printf("\nmedian tokens/s relative to %s:\n", sums[0].backend);
+        for (int k = 1; k < o.n_backends; k++)
+            for (int t = 0; t < sums[k].n_tests && t < sums[0].n_tests; t++) {
+                double r = sums[0].tps[t] > 0 ? sums[k].tps[t] / sums[0].tps[t] : 0;
+                if (o.json)
+                    printf("%s{\"backend\": \"%s\", \"test\": \"%s\", \"ratio\": %.4f}",
+                           k == 1 && t == 0 ? "" : ", ", sums[k].backend, sums[k].name[t], r);
+                else
+                    printf("  %-14s %s %.1f t/s, %s %.1f t/s: %.2fx\n", sums[k].name[t],
+                           sums[0].backend, sums[0].tps[t], sums[k].backend, sums[k].tps[t], r);
+            }
+        if (o.json) printf("]}\n");
+    }
+    return 0;
 }

@@ -6,7 +6,10 @@
  * file nan_matches_any leaves the elements whose expected value is NaN uncompared (rows of
  * a cache that its contract leaves unspecified).
  *
- * usage: gqa-shared-check DIR (a folder of cases); exit 0 when every step matches.
+ * usage: gqa-shared-check [--backend native|ort] DIR (a folder of cases); exit 0 when
+ *        every step matches (--backend ort: the same binding through onnxruntime's C API,
+ *        which must also write present into past's buffer; exit 77 when no onnxruntime
+ *        library can be loaded). --except SUBSTR leaves out the cases whose name has it.
  *        gqa-shared-check --bench ITERS [--threads N] DIR: also times ITERS runs of each
  *        case's first step (rerunning a step rewrites the same cache rows). */
 #include "onnx_genai.h"
@@ -26,6 +29,8 @@
 enum { MAXIO = 16, MAXPAIR = 4 };
 
 static int bench_iters, n_threads;
+static og_backend backend = OG_BACKEND_NATIVE;
+static const char *except; /* --except SUBSTR: cases whose name has it are skipped, loudly */
 static bool nan_matches_any; /* of the case being run */
 
 static double now_s(void) {
@@ -86,7 +91,13 @@ static int run_case(const char *dir) {
     snprintf(p, sizeof p, "%s/model.onnx", dir);
     og_session_options opt = og_session_options_default();
     opt.num_threads = n_threads;
+    opt.backend = backend;
     og_status *st = og_session_open(p, &opt, &s);
+    if (st && backend == OG_BACKEND_ORT && strstr(og_status_message(st), "is not available")) {
+        printf("SKIP: %s\n", og_status_message(st));
+        og_status_free(st);
+        return -1;
+    }
     tensor buf[MAXPAIR] = {{0}};
     size_t ni = s ? og_session_input_count(s) : 0, no = s ? og_session_output_count(s) : 0;
     if (!st && (ni > MAXIO || no > MAXIO)) st = og_errorf(OG_ERR_UNSUPPORTED, "too many inputs");
@@ -178,10 +189,14 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0 && i + 1 < argc) bench_iters = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) n_threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--except") == 0 && i + 1 < argc) except = argv[++i];
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+            backend = strcmp(argv[++i], "ort") == 0 ? OG_BACKEND_ORT : OG_BACKEND_NATIVE;
         else dir = argv[i];
     }
     if (!dir) {
-        fprintf(stderr, "usage: gqa-shared-check [--bench ITERS] [--threads N] DIR\n");
+        fprintf(stderr, "usage: gqa-shared-check [--bench ITERS] [--threads N] "
+                        "[--backend native|ort] DIR\n");
         return 2;
     }
     DIR *d = opendir(dir);
@@ -193,9 +208,18 @@ int main(int argc, char **argv) {
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
+        if (except && strstr(e->d_name, except)) {
+            printf("SKIP %s/%s: excluded by --except %s\n", dir, e->d_name, except);
+            continue;
+        }
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        fails += run_case(p);
+        int r = run_case(p);
+        if (r < 0) { /* no onnxruntime to load */
+            closedir(d);
+            return 77;
+        }
+        fails += r;
         cases++;
     }
     closedir(d);

@@ -127,7 +127,9 @@ static og_status *load(const char *path, const char *source, ort_lib **out) {
     lib->api = api;
     lib->version = version ? version : "unknown";
     snprintf(lib->path, sizeof lib->path, "%s", path);
-    OrtStatus *os = api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "onnx-genai", &lib->env);
+    /* onnxruntime's own log stays quiet: every error it reports comes back as a status,
+     * which we return with the graph's name */
+    OrtStatus *os = api->CreateEnv(ORT_LOGGING_LEVEL_FATAL, "onnx-genai", &lib->env);
     if (os) {
         free(lib);
         return ort_error(api, os, path);
