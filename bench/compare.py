@@ -140,7 +140,7 @@ def probe(a):
 def ours_cmd(a, model, d):
     return [a.bin, "bench", "-m", model, "-p", str(a.p), "-n", str(a.n), "-d", str(d), "-r",
             str(a.reps), "--threads", str(a.threads), "--seed", str(a.seed), "--probe-mb", "0",
-            "--json"]
+            "--json"] + (["--backend", a.backend] if a.backend else [])
 
 
 def ort_cmd(a, model, d):
@@ -150,7 +150,8 @@ def ort_cmd(a, model, d):
 
 
 def environment(a):
-    env = {"python": platform.python_version(), "threads": a.threads}
+    env = {"python": platform.python_version(), "threads": a.threads,
+           "ours_backend": a.backend or "auto"}
     env["bin"] = os.path.abspath(a.bin)
     # A binary built from an exported tree (git archive) names its commit in a COMMIT file
     # beside its build folder; otherwise it is this checkout's, possibly with edits.
@@ -242,6 +243,8 @@ def main():
     ap.add_argument("--probe-mb", type=int, default=512)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "onnx-genai"))
     ap.add_argument("--json-out", help="write every sample and the environment here")
+    ap.add_argument("--backend", help="our side's --backend (native, ort: onnxruntime through "
+                    "our seam and generation loop, against onnxruntime-genai's own loop)")
     ap.add_argument("--ort-worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.ort_worker:
