@@ -7,8 +7,9 @@ Cases:
                  A package neither backend can generate with (both `generate --backend
                  native` and `--backend ort` fail) is listed loudly with both reasons
                  and counted apart; one that only one backend runs is a failure.
-  parity-made    the same for the packages the tests make (tests/maker's, and
-                 tests/parity's): WORK dirs given after the case name.
+  parity-made    the same for the packages the tests make (tests/maker's, tests/parity's
+                 and a package per model type from check_types.py): WORK dirs given
+                 after the case name.
   auto           a graph with an op we have no kernel for (Col2Im) runs through
                  onnxruntime under --backend auto, with a warning naming the op and
                  onnxruntime's (Python) output; with onnxruntime absent (OG_ORT_LIB
