@@ -139,12 +139,14 @@ TEST(prepared_state_matmul_and_gemm_weights) {
     NEED_TEST_MODEL(path, "gemm_prepared.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
-    CHECK_EQ_INT(s->prepared_nodes, 2);
+    session_prep_stats prep;
+    runtime_session_prep_stats(s, &prep);
+    CHECK_EQ_INT(prep.nodes, 2);
     /* two packs of 70 x 45, columns padded to the kernels' panel width (at most 64) */
-    CHECK(s->prepared_bytes >= 2 * 70 * 45 * 4 && s->prepared_bytes <= 2 * 70 * 64 * 4);
+    CHECK(prep.bytes >= 2 * 70 * 45 * 4 && prep.bytes <= 2 * 70 * 64 * 4);
     /* wg (12.6 kB) goes, wm stays (a Neg reads it too) */
-    CHECK(s->released_bytes >= 8192 && s->released_bytes <= 70 * 45 * 4);
-    const graph *g = s->graph;
+    CHECK(prep.released >= 8192 && prep.released <= 70 * 45 * 4);
+    const graph *g = runtime_session_graph(s);
     const float *wm = init_of(g, "wm")->data, *wg = init_of(g, "wg")->data,
                 *cg = init_of(g, "cg")->data;
     for (int64_t M = 1; M <= 33; M += 16) {
