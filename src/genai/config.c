@@ -30,6 +30,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,7 @@ og_status *gen_config_format_name(const char *t, int layer, char *buf, size_t si
 typedef struct pctx {
     const char *file;
     gen_config *cfg;
+    bool has_model; /* the top level had "model" */
 } pctx;
 
 static og_status *warnf(pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -522,6 +524,160 @@ static og_status *parse_string_table(pctx *c, const char *path, const cJSON *obj
     return NULL;
 }
 
+/* ---- field tables ------------------------------------------------------------------ */
+
+/* Every block of the file is read against one table: each row is a key, how its value
+ * is read, and where it goes (the member's offset in the block's struct). parse_block
+ * walks the object's keys in order and dispatches each by its row; a key without one
+ * is an unknown-key warning. A table ends with {0}. */
+typedef enum field_kind {
+    F_END = 0, /* the end of a table */
+    F_INT,     /* int >= lo (one above INT_MAX says "too large") */
+    F_INT64,   /* int64_t >= lo */
+    F_BOOL,    /* bool */
+    F_TRI,     /* int: GEN_UNSET, 0 or 1 */
+    F_STR,     /* owned char * */
+    F_ENUM,    /* owned char *, one of the NULL-terminated strings in arg */
+    F_FLOAT,   /* float in [min, max] ((min, max] when open) */
+    F_NUM,     /* double >= min */
+    F_STRV,    /* owned char **, its int count at off2 */
+    F_NAMES,   /* gen_kvs of graph input/output names; arg: their name_default table */
+    F_RAW,     /* no key: every key in the list arg, kept as raw JSON in the gen_kvs */
+    F_CALL,    /* parse(c, path, value, member, arg): a nested block, a list, ... */
+    F_OTHER,   /* no key: every key no earlier row took, to parse(); the table's last row */
+    F_INCLUDE, /* no key: the rows of the table arg, for the struct at off */
+} field_kind;
+
+typedef og_status *(*field_fn)(pctx *c, const char *path, const cJSON *v, void *member,
+                               const void *arg);
+
+typedef struct field {
+    const char *key;
+    field_kind kind;
+    size_t off, off2;
+    long long lo;
+    double min, max;
+    bool open;
+    const char *expected; /* F_ENUM, F_FLOAT, F_NUM: what the message says is expected */
+    const void *arg;
+    field_fn parse;
+} field;
+
+#define FLD(T, m, k, ...) {.key = #m, .kind = (k), .off = offsetof(T, m), __VA_ARGS__}
+#define FLD_INT(T, m, lo_) FLD(T, m, F_INT, .lo = (lo_))
+#define FLD_INT64(T, m, lo_) FLD(T, m, F_INT64, .lo = (lo_))
+#define FLD_BOOL(T, m) FLD(T, m, F_BOOL)
+#define FLD_TRI(T, m) FLD(T, m, F_TRI)
+#define FLD_STR(T, m) FLD(T, m, F_STR)
+#define FLD_ENUM(T, m, names, exp) FLD(T, m, F_ENUM, .arg = (names), .expected = (exp))
+#define FLD_FLOAT(T, m, lo_, open_, hi_, exp)                                                 \
+    FLD(T, m, F_FLOAT, .min = (lo_), .open = (open_), .max = (hi_), .expected = (exp))
+#define FLD_NUM(T, m, lo_, exp) FLD(T, m, F_NUM, .min = (lo_), .expected = (exp))
+#define FLD_STRV(T, m) FLD(T, m, F_STRV, .off2 = offsetof(T, n_##m))
+#define FLD_NAMES(T, key_, m, known)                                                          \
+    {.key = (key_), .kind = F_NAMES, .off = offsetof(T, m), .arg = (known)}
+/* A key read by fn into the member m, or (FLD_SELF) into the block's struct itself. */
+#define FLD_CALL(T, key_, m, fn, arg_)                                                        \
+    {.key = (key_), .kind = F_CALL, .off = offsetof(T, m), .parse = (fn), .arg = (arg_)}
+#define FLD_SELF(key_, fn, arg_) {.key = (key_), .kind = F_CALL, .parse = (fn), .arg = (arg_)}
+#define FLD_RAW(T, m, keys) {.kind = F_RAW, .off = offsetof(T, m), .arg = (keys)}
+#define FLD_INCLUDE(T, m, table) {.kind = F_INCLUDE, .off = offsetof(T, m), .arg = (table)}
+#define FLD_INCLUDE_SAME(table) {.kind = F_INCLUDE, .arg = (table)}
+
+/* A float in [lo, hi] ((lo, hi] when lo_open), stored as float. */
+static og_status *get_float_checked(pctx *c, const char *p, const cJSON *v, double lo,
+                                    bool lo_open, double hi, const char *expected,
+                                    float *out) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return bad_value(c, p, v, expected);
+    double d = v->valuedouble;
+    if (d < lo || (lo_open && d == lo) || d > hi) return bad_value(c, p, v, expected);
+    if (fabs(d) > FLT_MAX) /* stored as float: it would become infinite */
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is %g, too large: at most %g", c->file, p,
+                         d, (double)FLT_MAX);
+    *out = (float)d;
+    return NULL;
+}
+
+/* The row of table (its includes searched in place) that takes key; *fbase is the struct
+ * its offsets are from. */
+static const field *find_field(const field *t, const char *key, char *base, char **fbase) {
+    for (; t->kind != F_END; t++) {
+        if (t->kind == F_INCLUDE) {
+            const field *f = find_field(t->arg, key, base + t->off, fbase);
+            if (f) return f;
+            continue;
+        }
+        bool match = t->kind == F_OTHER ? true
+                     : t->kind == F_RAW ? in_list(key, t->arg)
+                                        : strcmp(t->key, key) == 0;
+        if (match) {
+            *fbase = base;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static og_status *read_field(pctx *c, const char *p, const cJSON *v, const field *f,
+                             char *base) {
+    void *m = base + f->off;
+    switch (f->kind) {
+    case F_INT: return get_int(c, p, v, (int)f->lo, m);
+    case F_INT64: {
+        long long x = 0;
+        OG_TRY(get_int_limited(c, p, v, f->lo, INT64_MAX, &x));
+        *(int64_t *)m = x;
+        return NULL;
+    }
+    case F_BOOL: return get_bool(c, p, v, m);
+    case F_TRI: return get_tri(c, p, v, m);
+    case F_STR: return get_str(c, p, v, m);
+    case F_ENUM:
+        if (!cJSON_IsString(v) || !in_list(v->valuestring, f->arg))
+            return bad_value(c, p, v, f->expected);
+        return set_str(m, v->valuestring);
+    case F_FLOAT: return get_float_checked(c, p, v, f->min, f->open, f->max, f->expected, m);
+    case F_NUM:
+        OG_TRY(get_num(c, p, v, m));
+        return *(double *)m < f->min ? bad_value(c, p, v, f->expected) : NULL;
+    case F_STRV: return get_strv(c, p, v, m, (int *)(base + f->off2));
+    case F_NAMES: return parse_names(c, p, v, f->arg, m);
+    case F_RAW: return keep_raw(m, v);
+    case F_CALL:
+    case F_OTHER: return f->parse(c, p, v, m, f->arg);
+    case F_END:
+    case F_INCLUDE: break; /* never found */
+    }
+    return NULL;
+}
+
+/* Reads the object obj at path into the struct at base by table. */
+static og_status *parse_block(pctx *c, const char *path, const cJSON *obj, const field *table,
+                              void *base) {
+    OG_TRY(get_object(c, path, obj));
+    const cJSON *v;
+    cJSON_ArrayForEach(v, obj) {
+        char p[PATH_MAX_LEN];
+        child_path(p, sizeof p, path, v->string);
+        char *fbase = NULL;
+        const field *f = find_field(table, v->string, base, &fbase);
+        OG_TRY(f ? read_field(c, p, v, f, fbase) : unknown_key(c, p));
+    }
+    return NULL;
+}
+
+/* onnxruntime-genai's default names for the known names the block did not give. */
+static og_status *fill_table_name_defaults(const field *t, char *base) {
+    for (; t->kind != F_END; t++)
+        if (t->kind == F_NAMES) OG_TRY(fill_name_defaults((gen_kvs *)(base + t->off), t->arg));
+    return NULL;
+}
+
+static og_status *read_string_table(pctx *c, const char *path, const cJSON *v, void *member,
+                                    const void *arg) {
+    return parse_string_table(c, path, v, member);
+}
+
 /* ---- session options --------------------------------------------------------------- */
 
 static void session_options_init(gen_session_options *s) {
@@ -562,59 +718,57 @@ static og_status *add_provider(pctx *c, const char *path, const cJSON *v,
     return parse_string_table(c, p, v, &np->options);
 }
 
-static og_status *parse_session_options(pctx *c, const char *path, const cJSON *obj,
-                                        gen_session_options *s) {
-    OG_TRY(get_object(c, path, obj));
-    s->present = true;
-    static const char *const levels[] = {"ORT_DISABLE_ALL", "ORT_ENABLE_BASIC",
-                                         "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL", NULL};
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, path, v->string);
-        const char *k = v->string;
-        if (!strcmp(k, "intra_op_num_threads")) {
-            OG_TRY(get_int(c, p, v, 0, &s->intra_op_num_threads));
-        } else if (!strcmp(k, "inter_op_num_threads")) {
-            OG_TRY(get_int(c, p, v, 0, &s->inter_op_num_threads));
-        } else if (!strcmp(k, "log_severity_level")) {
-            OG_TRY(get_int(c, p, v, 0, &s->log_severity_level));
-        } else if (!strcmp(k, "log_verbosity_level")) {
-            OG_TRY(get_int(c, p, v, 0, &s->log_verbosity_level));
-        } else if (!strcmp(k, "enable_cpu_mem_arena")) {
-            OG_TRY(get_tri(c, p, v, &s->enable_cpu_mem_arena));
-        } else if (!strcmp(k, "enable_mem_pattern")) {
-            OG_TRY(get_tri(c, p, v, &s->enable_mem_pattern));
-        } else if (!strcmp(k, "log_id")) {
-            OG_TRY(get_str(c, p, v, &s->log_id));
-        } else if (!strcmp(k, "enable_profiling")) {
-            OG_TRY(get_str(c, p, v, &s->enable_profiling));
-        } else if (!strcmp(k, "custom_ops_library")) {
-            OG_TRY(get_str(c, p, v, &s->custom_ops_library));
-        } else if (!strcmp(k, "graph_optimization_level")) {
-            if (!cJSON_IsString(v) || !in_list(v->valuestring, levels))
-                return bad_value(c, p, v,
-                                 "one of ORT_DISABLE_ALL, ORT_ENABLE_BASIC, "
-                                 "ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL");
-            OG_TRY(set_str(&s->graph_optimization_level, v->valuestring));
-        } else if (!strcmp(k, "provider_options")) {
-            if (!cJSON_IsArray(v)) return bad_value(c, p, v, "an array of objects");
-            int i = 0;
-            const cJSON *e;
-            cJSON_ArrayForEach(e, v) {
-                char pe[PATH_MAX_LEN];
-                snprintf(pe, sizeof pe, "%s[%d]", p, i++);
-                OG_TRY(get_object(c, pe, e));
-                const cJSON *prov;
-                cJSON_ArrayForEach(prov, e) OG_TRY(add_provider(c, pe, prov, s));
-            }
-        } else if (cJSON_IsString(v)) {
-            OG_TRY(kvs_set(&s->config_entries, k, v->valuestring, false));
-        } else {
-            return bad_value(c, p, v, "a string (a session config entry)");
-        }
+/* provider_options: [{"cuda": {...}}, {"dml": {...}, ...}] */
+static og_status *read_providers(pctx *c, const char *p, const cJSON *v, void *member,
+                                 const void *arg) {
+    if (!cJSON_IsArray(v)) return bad_value(c, p, v, "an array of objects");
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        char pe[PATH_MAX_LEN];
+        snprintf(pe, sizeof pe, "%s[%d]", p, i++);
+        OG_TRY(get_object(c, pe, e));
+        const cJSON *prov;
+        cJSON_ArrayForEach(prov, e) OG_TRY(add_provider(c, pe, prov, member));
     }
     return NULL;
+}
+
+/* Any other key: a string is a session config entry. */
+static og_status *read_config_entry(pctx *c, const char *p, const cJSON *v, void *member,
+                                    const void *arg) {
+    gen_session_options *s = member;
+    if (!cJSON_IsString(v)) return bad_value(c, p, v, "a string (a session config entry)");
+    return kvs_set(&s->config_entries, v->string, v->valuestring, false);
+}
+
+static const char *const optimization_levels[] = {"ORT_DISABLE_ALL", "ORT_ENABLE_BASIC",
+                                                  "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL",
+                                                  NULL};
+
+static const field session_option_fields[] = {
+    FLD_INT(gen_session_options, intra_op_num_threads, 0),
+    FLD_INT(gen_session_options, inter_op_num_threads, 0),
+    FLD_INT(gen_session_options, log_severity_level, 0),
+    FLD_INT(gen_session_options, log_verbosity_level, 0),
+    FLD_TRI(gen_session_options, enable_cpu_mem_arena),
+    FLD_TRI(gen_session_options, enable_mem_pattern),
+    FLD_STR(gen_session_options, log_id),
+    FLD_STR(gen_session_options, enable_profiling),
+    FLD_STR(gen_session_options, custom_ops_library),
+    FLD_ENUM(gen_session_options, graph_optimization_level, optimization_levels,
+             "one of ORT_DISABLE_ALL, ORT_ENABLE_BASIC, ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL"),
+    FLD_SELF("provider_options", read_providers, NULL),
+    {.kind = F_OTHER, .parse = read_config_entry},
+    {0},
+};
+
+static og_status *read_session_options(pctx *c, const char *path, const cJSON *v,
+                                       void *member, const void *arg) {
+    gen_session_options *s = member;
+    OG_TRY(get_object(c, path, v));
+    s->present = true;
+    return parse_block(c, path, v, session_option_fields, s);
 }
 
 /* ---- components -------------------------------------------------------------------- */
@@ -636,80 +790,81 @@ static void component_free(gen_component *m) {
     kvs_free(&m->extra);
 }
 
-/* The keys shared by every component. Returns true in *handled when the key was one. */
-static og_status *component_common(pctx *c, const char *p, const cJSON *v, gen_component *m,
-                                   const name_default *ins, const name_default *outs,
-                                   bool *handled) {
-    const char *k = v->string;
-    *handled = true;
-    if (!strcmp(k, "filename")) return get_str(c, p, v, &m->filename);
-    if (!strcmp(k, "session_options"))
-        return parse_session_options(c, p, v, &m->session_options);
-    if (!strcmp(k, "run_options")) return parse_string_table(c, p, v, &m->run_options);
-    if (!strcmp(k, "inputs")) return parse_names(c, p, v, ins, &m->inputs);
-    if (!strcmp(k, "outputs")) return parse_names(c, p, v, outs, &m->outputs);
-    *handled = false;
-    return NULL;
-}
+/* The keys every component has (the decoder included). */
+static const field component_fields[] = {
+    FLD_STR(gen_component, filename),
+    FLD_CALL(gen_component, "session_options", session_options, read_session_options, NULL),
+    FLD_CALL(gen_component, "run_options", run_options, read_string_table, NULL),
+    {0},
+};
 
-typedef enum { COMP_EMBEDDING, COMP_VISION, COMP_SPEECH, COMP_ENCODER } comp_kind;
+static const char *const vision_raw_keys[] = {"pipeline", NULL};
 
-static og_status *parse_component(pctx *c, const char *path, const cJSON *obj, comp_kind kind,
-                                  gen_component *m) {
-    static const name_default *const ins[] = {embedding_inputs, vision_inputs, speech_inputs,
-                                              encoder_inputs};
-    static const name_default *const outs[] = {embedding_outputs, vision_outputs,
-                                               speech_outputs, encoder_outputs};
-    OG_TRY(get_object(c, path, obj));
+static const field embedding_fields[] = {
+    FLD_INCLUDE_SAME(component_fields),
+    FLD_NAMES(gen_component, "inputs", inputs, embedding_inputs),
+    FLD_NAMES(gen_component, "outputs", outputs, embedding_outputs),
+    FLD_TRI(gen_component, prefault),
+    {0},
+};
+
+static const field vision_fields[] = {
+    FLD_INCLUDE_SAME(component_fields),
+    FLD_NAMES(gen_component, "inputs", inputs, vision_inputs),
+    FLD_NAMES(gen_component, "outputs", outputs, vision_outputs),
+    FLD_STR(gen_component, config_filename),
+    FLD_STR(gen_component, adapter_filename),
+    FLD_INT(gen_component, spatial_merge_size, 0),
+    FLD_INT(gen_component, patch_size, 0),
+    FLD_INT(gen_component, window_size, 0),
+    FLD_INT(gen_component, max_num_patches, 0),
+    FLD_INT(gen_component, num_visual_tokens, 0),
+    FLD_NUM(gen_component, tokens_per_second, 0, "a number >= 0"),
+    FLD_RAW(gen_component, extra, vision_raw_keys),
+    {0},
+};
+
+static const field speech_fields[] = {
+    FLD_INCLUDE_SAME(component_fields),
+    FLD_NAMES(gen_component, "inputs", inputs, speech_inputs),
+    FLD_NAMES(gen_component, "outputs", outputs, speech_outputs),
+    FLD_STR(gen_component, config_filename),
+    FLD_STR(gen_component, adapter_filename),
+    {0},
+};
+
+static const field encoder_fields[] = {
+    FLD_INCLUDE_SAME(component_fields),
+    FLD_NAMES(gen_component, "inputs", inputs, encoder_inputs),
+    FLD_NAMES(gen_component, "outputs", outputs, encoder_outputs),
+    FLD_INT(gen_component, hidden_size, 0),
+    FLD_INT(gen_component, num_attention_heads, 0),
+    FLD_INT(gen_component, num_key_value_heads, 0),
+    FLD_INT(gen_component, num_hidden_layers, 0),
+    FLD_INT(gen_component, head_size, 0),
+    {0},
+};
+
+/* A component block: its table and the processor config file it names by default. */
+typedef struct component_kind {
+    const field *fields;
+    const char *config_filename;
+} component_kind;
+
+static const component_kind embedding_kind = {embedding_fields, NULL};
+static const component_kind vision_kind = {vision_fields, "processor_config.json"};
+static const component_kind speech_kind = {speech_fields, "audio_processor_config.json"};
+static const component_kind encoder_kind = {encoder_fields, NULL};
+
+static og_status *read_component(pctx *c, const char *path, const cJSON *v, void *member,
+                                 const void *arg) {
+    const component_kind *kind = arg;
+    gen_component *m = member;
+    OG_TRY(get_object(c, path, v));
     m->present = true;
-    if (kind == COMP_VISION) OG_TRY(set_str(&m->config_filename, "processor_config.json"));
-    if (kind == COMP_SPEECH) OG_TRY(set_str(&m->config_filename, "audio_processor_config.json"));
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, path, v->string);
-        const char *k = v->string;
-        bool handled;
-        OG_TRY(component_common(c, p, v, m, ins[kind], outs[kind], &handled));
-        if (handled) continue;
-        bool vs = kind == COMP_VISION || kind == COMP_SPEECH;
-        if (vs && !strcmp(k, "config_filename")) {
-            OG_TRY(get_str(c, p, v, &m->config_filename));
-        } else if (vs && !strcmp(k, "adapter_filename")) {
-            OG_TRY(get_str(c, p, v, &m->adapter_filename));
-        } else if (kind == COMP_EMBEDDING && !strcmp(k, "prefault")) {
-            OG_TRY(get_tri(c, p, v, &m->prefault));
-        } else if (kind == COMP_ENCODER && !strcmp(k, "hidden_size")) {
-            OG_TRY(get_int(c, p, v, 0, &m->hidden_size));
-        } else if (kind == COMP_ENCODER && !strcmp(k, "num_attention_heads")) {
-            OG_TRY(get_int(c, p, v, 0, &m->num_attention_heads));
-        } else if (kind == COMP_ENCODER && !strcmp(k, "num_key_value_heads")) {
-            OG_TRY(get_int(c, p, v, 0, &m->num_key_value_heads));
-        } else if (kind == COMP_ENCODER && !strcmp(k, "num_hidden_layers")) {
-            OG_TRY(get_int(c, p, v, 0, &m->num_hidden_layers));
-        } else if (kind == COMP_ENCODER && !strcmp(k, "head_size")) {
-            OG_TRY(get_int(c, p, v, 0, &m->head_size));
-        } else if (kind == COMP_VISION && !strcmp(k, "spatial_merge_size")) {
-            OG_TRY(get_int(c, p, v, 0, &m->spatial_merge_size));
-        } else if (kind == COMP_VISION && !strcmp(k, "patch_size")) {
-            OG_TRY(get_int(c, p, v, 0, &m->patch_size));
-        } else if (kind == COMP_VISION && !strcmp(k, "window_size")) {
-            OG_TRY(get_int(c, p, v, 0, &m->window_size));
-        } else if (kind == COMP_VISION && !strcmp(k, "max_num_patches")) {
-            OG_TRY(get_int(c, p, v, 0, &m->max_num_patches));
-        } else if (kind == COMP_VISION && !strcmp(k, "num_visual_tokens")) {
-            OG_TRY(get_int(c, p, v, 0, &m->num_visual_tokens));
-        } else if (kind == COMP_VISION && !strcmp(k, "tokens_per_second")) {
-            OG_TRY(get_num(c, p, v, &m->tokens_per_second));
-            if (m->tokens_per_second < 0) return bad_value(c, p, v, "a number >= 0");
-        } else if (kind == COMP_VISION && !strcmp(k, "pipeline")) {
-            OG_TRY(keep_raw(&m->extra, v));
-        } else {
-            OG_TRY(unknown_key(c, p));
-        }
-    }
-    OG_TRY(fill_name_defaults(&m->inputs, ins[kind]));
-    OG_TRY(fill_name_defaults(&m->outputs, outs[kind]));
+    if (kind->config_filename) OG_TRY(set_str(&m->config_filename, kind->config_filename));
+    OG_TRY(parse_block(c, path, v, kind->fields, m));
+    OG_TRY(fill_table_name_defaults(kind->fields, (char *)m));
     if (!m->filename)
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s.filename is missing", c->file, path);
     return NULL;
@@ -717,57 +872,53 @@ static og_status *parse_component(pctx *c, const char *path, const cJSON *obj, c
 
 /* ---- decoder ----------------------------------------------------------------------- */
 
-static og_status *parse_sliding_window(pctx *c, const char *path, const cJSON *obj,
-                                       gen_sliding_window *w) {
-    OG_TRY(get_object(c, path, obj));
+/* sliding_window.layers: layer indices. */
+static og_status *read_layers(pctx *c, const char *p, const cJSON *v, void *member,
+                              const void *arg) {
+    gen_sliding_window *w = member;
+    if (!cJSON_IsArray(v)) return bad_value(c, p, v, "an array of layer indices");
+    int n = cJSON_GetArraySize(v), i = 0;
+    int *layers = malloc(((size_t)n + 1) * sizeof *layers);
+    if (!layers) return og_oom();
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        char pe[PATH_MAX_LEN];
+        snprintf(pe, sizeof pe, "%s[%d]", p, i);
+        og_status *st = get_int(c, pe, e, 0, &layers[i]);
+        if (st) {
+            free(layers);
+            return st;
+        }
+        i++;
+    }
+    free(w->layers);
+    w->layers = layers;
+    w->n_layers = n;
+    return NULL;
+}
+
+static const char *const alignments[] = {"left", "right", NULL};
+
+static const field sliding_window_fields[] = {
+    FLD_INT(gen_sliding_window, window_size, 1),
+    FLD_INT(gen_sliding_window, pad_value, INT_MIN),
+    FLD_INT(gen_sliding_window, cache_slack, 0),
+    FLD_BOOL(gen_sliding_window, slide_key_value_cache),
+    FLD_BOOL(gen_sliding_window, slide_inputs),
+    FLD_ENUM(gen_sliding_window, alignment, alignments, "\"left\" or \"right\""),
+    FLD_SELF("layers", read_layers, NULL),
+    {0},
+};
+
+static og_status *read_sliding_window(pctx *c, const char *path, const cJSON *v, void *member,
+                                      const void *arg) {
+    gen_sliding_window *w = member;
+    OG_TRY(get_object(c, path, v));
     w->present = true;
     w->slide_key_value_cache = true;
     w->slide_inputs = true;
     OG_TRY(set_str(&w->alignment, "right"));
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, path, v->string);
-        const char *k = v->string;
-        if (!strcmp(k, "window_size")) {
-            OG_TRY(get_int(c, p, v, 1, &w->window_size));
-        } else if (!strcmp(k, "pad_value")) {
-            OG_TRY(get_int(c, p, v, INT_MIN, &w->pad_value));
-        } else if (!strcmp(k, "cache_slack")) {
-            OG_TRY(get_int(c, p, v, 0, &w->cache_slack));
-        } else if (!strcmp(k, "slide_key_value_cache")) {
-            OG_TRY(get_bool(c, p, v, &w->slide_key_value_cache));
-        } else if (!strcmp(k, "slide_inputs")) {
-            OG_TRY(get_bool(c, p, v, &w->slide_inputs));
-        } else if (!strcmp(k, "alignment")) {
-            if (!cJSON_IsString(v) ||
-                (strcmp(v->valuestring, "left") && strcmp(v->valuestring, "right")))
-                return bad_value(c, p, v, "\"left\" or \"right\"");
-            OG_TRY(set_str(&w->alignment, v->valuestring));
-        } else if (!strcmp(k, "layers")) {
-            if (!cJSON_IsArray(v)) return bad_value(c, p, v, "an array of layer indices");
-            int n = cJSON_GetArraySize(v), i = 0;
-            int *layers = malloc(((size_t)n + 1) * sizeof *layers);
-            if (!layers) return og_oom();
-            const cJSON *e;
-            cJSON_ArrayForEach(e, v) {
-                char pe[PATH_MAX_LEN];
-                snprintf(pe, sizeof pe, "%s[%d]", p, i);
-                og_status *st = get_int(c, pe, e, 0, &layers[i]);
-                if (st) {
-                    free(layers);
-                    return st;
-                }
-                i++;
-            }
-            free(w->layers);
-            w->layers = layers;
-            w->n_layers = n;
-        } else {
-            OG_TRY(unknown_key(c, p));
-        }
-    }
-    return NULL;
+    return parse_block(c, path, v, sliding_window_fields, w);
 }
 
 static void stage_free(gen_pipeline_stage *s) {
@@ -779,44 +930,25 @@ static void stage_free(gen_pipeline_stage *s) {
     free_strv(s->outputs, s->n_outputs);
 }
 
-static og_status *parse_stage(pctx *c, const char *path, const cJSON *obj,
-                              gen_pipeline_stage *s) {
-    OG_TRY(get_object(c, path, obj));
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, path, v->string);
-        const char *k = v->string;
-        if (!strcmp(k, "filename")) {
-            OG_TRY(get_str(c, p, v, &s->filename));
-        } else if (!strcmp(k, "session_options")) {
-            OG_TRY(parse_session_options(c, p, v, &s->session_options));
-        } else if (!strcmp(k, "run_options")) {
-            OG_TRY(parse_string_table(c, p, v, &s->run_options));
-        } else if (!strcmp(k, "inputs")) {
-            OG_TRY(get_strv(c, p, v, &s->inputs, &s->n_inputs));
-        } else if (!strcmp(k, "outputs")) {
-            OG_TRY(get_strv(c, p, v, &s->outputs, &s->n_outputs));
-        } else if (!strcmp(k, "run_on_prompt")) {
-            OG_TRY(get_bool(c, p, v, &s->run_on_prompt));
-        } else if (!strcmp(k, "run_on_token_gen")) {
-            OG_TRY(get_bool(c, p, v, &s->run_on_token_gen));
-        } else if (!strcmp(k, "is_lm_head")) {
-            OG_TRY(get_bool(c, p, v, &s->is_lm_head));
-        } else if (!strcmp(k, "inherit_session_options")) {
-            OG_TRY(get_bool(c, p, v, &s->inherit_session_options));
-        } else if (!strcmp(k, "reset_session_idx")) {
-            OG_TRY(get_int(c, p, v, -1, &s->reset_session_idx));
-        } else {
-            OG_TRY(unknown_key(c, p));
-        }
-    }
-    if (!s->filename)
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s.filename is missing", c->file, path);
-    return NULL;
-}
+static const field stage_fields[] = {
+    FLD_STR(gen_pipeline_stage, filename),
+    FLD_CALL(gen_pipeline_stage, "session_options", session_options, read_session_options,
+             NULL),
+    FLD_CALL(gen_pipeline_stage, "run_options", run_options, read_string_table, NULL),
+    FLD_STRV(gen_pipeline_stage, inputs),
+    FLD_STRV(gen_pipeline_stage, outputs),
+    FLD_BOOL(gen_pipeline_stage, run_on_prompt),
+    FLD_BOOL(gen_pipeline_stage, run_on_token_gen),
+    FLD_BOOL(gen_pipeline_stage, is_lm_head),
+    FLD_BOOL(gen_pipeline_stage, inherit_session_options),
+    FLD_INT(gen_pipeline_stage, reset_session_idx, -1),
+    {0},
+};
 
-static og_status *parse_pipeline(pctx *c, const char *path, const cJSON *arr, gen_decoder *d) {
+/* decoder.pipeline: a list of objects, each holding {stage name: stage} pairs. */
+static og_status *read_pipeline(pctx *c, const char *path, const cJSON *arr, void *member,
+                                const void *arg) {
+    gen_decoder *d = member;
     if (!cJSON_IsArray(arr)) return bad_value(c, path, arr, "an array of objects");
     int i = 0;
     const cJSON *e;
@@ -839,52 +971,42 @@ static og_status *parse_pipeline(pctx *c, const char *path, const cJSON *arr, ge
             if (!(s->name = dup_str(st->string))) return og_oom();
             char ps[PATH_MAX_LEN];
             child_path(ps, sizeof ps, pe, st->string);
-            OG_TRY(parse_stage(c, ps, st, s));
+            OG_TRY(parse_block(c, ps, st, stage_fields, s));
+            if (!s->filename)
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s.filename is missing", c->file,
+                                 ps);
         }
     }
     return NULL;
 }
 
-static og_status *parse_decoder(pctx *c, const char *path, const cJSON *obj, gen_decoder *d) {
-    OG_TRY(get_object(c, path, obj));
+static const char *const decoder_raw_keys[] = {"state_groups", "shared_initializers", NULL};
+
+static const field decoder_fields[] = {
+    FLD_INCLUDE(gen_decoder, c, component_fields),
+    FLD_NAMES(gen_decoder, "inputs", c.inputs, decoder_inputs),
+    FLD_NAMES(gen_decoder, "outputs", c.outputs, decoder_outputs),
+    FLD_INT(gen_decoder, hidden_size, 0),
+    FLD_INT(gen_decoder, num_attention_heads, 0),
+    FLD_INT(gen_decoder, num_key_value_heads, 0),
+    FLD_INT(gen_decoder, num_hidden_layers, 0),
+    FLD_INT(gen_decoder, head_size, 0),
+    FLD_INT(gen_decoder, conv_cache_size, 0),
+    FLD_INT(gen_decoder, state_update_capacity, 0),
+    FLD_CALL(gen_decoder, "sliding_window", sliding_window, read_sliding_window, NULL),
+    FLD_STRV(gen_decoder, layer_types),
+    FLD_SELF("pipeline", read_pipeline, NULL),
+    FLD_RAW(gen_decoder, extra, decoder_raw_keys),
+    {0},
+};
+
+static og_status *read_decoder(pctx *c, const char *path, const cJSON *v, void *member,
+                               const void *arg) {
+    gen_decoder *d = member;
+    OG_TRY(get_object(c, path, v));
     d->c.present = true;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, path, v->string);
-        const char *k = v->string;
-        bool handled;
-        OG_TRY(component_common(c, p, v, &d->c, decoder_inputs, decoder_outputs, &handled));
-        if (handled) continue;
-        if (!strcmp(k, "hidden_size")) {
-            OG_TRY(get_int(c, p, v, 0, &d->hidden_size));
-        } else if (!strcmp(k, "num_attention_heads")) {
-            OG_TRY(get_int(c, p, v, 0, &d->num_attention_heads));
-        } else if (!strcmp(k, "num_key_value_heads")) {
-            OG_TRY(get_int(c, p, v, 0, &d->num_key_value_heads));
-        } else if (!strcmp(k, "num_hidden_layers")) {
-            OG_TRY(get_int(c, p, v, 0, &d->num_hidden_layers));
-        } else if (!strcmp(k, "head_size")) {
-            OG_TRY(get_int(c, p, v, 0, &d->head_size));
-        } else if (!strcmp(k, "conv_cache_size")) {
-            OG_TRY(get_int(c, p, v, 0, &d->conv_cache_size));
-        } else if (!strcmp(k, "state_update_capacity")) {
-            OG_TRY(get_int(c, p, v, 0, &d->state_update_capacity));
-        } else if (!strcmp(k, "sliding_window")) {
-            OG_TRY(parse_sliding_window(c, p, v, &d->sliding_window));
-        } else if (!strcmp(k, "layer_types")) {
-            OG_TRY(get_strv(c, p, v, &d->layer_types, &d->n_layer_types));
-        } else if (!strcmp(k, "pipeline")) {
-            OG_TRY(parse_pipeline(c, p, v, d));
-        } else if (!strcmp(k, "state_groups") || !strcmp(k, "shared_initializers")) {
-            OG_TRY(keep_raw(&d->extra, v));
-        } else {
-            OG_TRY(unknown_key(c, p));
-        }
-    }
-    OG_TRY(fill_name_defaults(&d->c.inputs, decoder_inputs));
-    OG_TRY(fill_name_defaults(&d->c.outputs, decoder_outputs));
-    return NULL;
+    OG_TRY(parse_block(c, path, v, decoder_fields, d));
+    return fill_table_name_defaults(decoder_fields, (char *)d);
 }
 
 static void decoder_free(gen_decoder *d) {
@@ -909,7 +1031,10 @@ static const char *const model_raw_keys[] = {
     "norm_eps", "num_mels", "pre_encode_cache_size", "preemph", "right_context_samples",
     "sample_rate", "subsampling_factor", "tdt_durations", "vad", "win_length", NULL};
 
-static og_status *parse_eos(pctx *c, const char *p, const cJSON *v, gen_model *m) {
+/* eos_token_id: an id or a list of ids. */
+static og_status *read_eos(pctx *c, const char *p, const cJSON *v, void *member,
+                           const void *arg) {
+    gen_model *m = member;
     int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
     int32_t *ids = malloc(((size_t)n + 1) * sizeof *ids);
     if (!ids) return og_oom();
@@ -942,58 +1067,28 @@ static og_status *parse_eos(pctx *c, const char *p, const cJSON *v, gen_model *m
     return NULL;
 }
 
-static og_status *parse_model(pctx *c, const cJSON *obj, gen_model *m) {
-    OG_TRY(get_object(c, "model", obj));
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, "model", v->string);
-        const char *k = v->string;
-        if (!strcmp(k, "type")) {
-            OG_TRY(get_str(c, p, v, &m->type));
-        } else if (!strcmp(k, "bos_token_id")) {
-            OG_TRY(get_int(c, p, v, 0, &m->bos_token_id));
-        } else if (!strcmp(k, "pad_token_id")) {
-            /* some exporters write -1 for "no padding token" */
-            OG_TRY(get_int(c, p, v, -1, &m->pad_token_id));
-        } else if (!strcmp(k, "sep_token_id")) {
-            OG_TRY(get_int(c, p, v, -1, &m->sep_token_id));
-        } else if (!strcmp(k, "decoder_start_token_id")) {
-            OG_TRY(get_int(c, p, v, 0, &m->decoder_start_token_id));
-        } else if (!strcmp(k, "eos_token_id")) {
-            OG_TRY(parse_eos(c, p, v, m));
-        } else if (!strcmp(k, "vocab_size")) {
-            OG_TRY(get_int(c, p, v, 0, &m->vocab_size));
-        } else if (!strcmp(k, "context_length")) {
-            OG_TRY(get_int(c, p, v, 1, &m->context_length));
-        } else if (!strcmp(k, "image_token_id")) {
-            OG_TRY(get_int(c, p, v, 0, &m->image_token_id));
-        } else if (!strcmp(k, "video_token_id")) {
-            OG_TRY(get_int(c, p, v, 0, &m->video_token_id));
-        } else if (!strcmp(k, "vision_start_token_id")) {
-            OG_TRY(get_int(c, p, v, 0, &m->vision_start_token_id));
-        } else if (!strcmp(k, "audio_token_id")) {
-            OG_TRY(get_int(c, p, v, 0, &m->audio_token_id));
-        } else if (!strcmp(k, "tokenizer_dir")) {
-            OG_TRY(get_str(c, p, v, &m->tokenizer_dir));
-        } else if (!strcmp(k, "decoder")) {
-            OG_TRY(parse_decoder(c, p, v, &m->decoder));
-        } else if (!strcmp(k, "embedding")) {
-            OG_TRY(parse_component(c, p, v, COMP_EMBEDDING, &m->embedding));
-        } else if (!strcmp(k, "vision")) {
-            OG_TRY(parse_component(c, p, v, COMP_VISION, &m->vision));
-        } else if (!strcmp(k, "speech")) {
-            OG_TRY(parse_component(c, p, v, COMP_SPEECH, &m->speech));
-        } else if (!strcmp(k, "encoder")) {
-            OG_TRY(parse_component(c, p, v, COMP_ENCODER, &m->encoder));
-        } else if (in_list(k, model_raw_keys)) {
-            OG_TRY(keep_raw(&m->extra, v));
-        } else {
-            OG_TRY(unknown_key(c, p));
-        }
-    }
-    return NULL;
-}
+static const field model_fields[] = {
+    FLD_STR(gen_model, type),
+    FLD_INT(gen_model, bos_token_id, 0),
+    FLD_INT(gen_model, pad_token_id, -1), /* some exporters write -1 for "no padding token" */
+    FLD_INT(gen_model, sep_token_id, -1),
+    FLD_INT(gen_model, decoder_start_token_id, 0),
+    FLD_SELF("eos_token_id", read_eos, NULL),
+    FLD_INT(gen_model, vocab_size, 0),
+    FLD_INT(gen_model, context_length, 1),
+    FLD_INT(gen_model, image_token_id, 0),
+    FLD_INT(gen_model, video_token_id, 0),
+    FLD_INT(gen_model, vision_start_token_id, 0),
+    FLD_INT(gen_model, audio_token_id, 0),
+    FLD_STR(gen_model, tokenizer_dir),
+    FLD_CALL(gen_model, "decoder", decoder, read_decoder, NULL),
+    FLD_CALL(gen_model, "embedding", embedding, read_component, &embedding_kind),
+    FLD_CALL(gen_model, "vision", vision, read_component, &vision_kind),
+    FLD_CALL(gen_model, "speech", speech, read_component, &speech_kind),
+    FLD_CALL(gen_model, "encoder", encoder, read_component, &encoder_kind),
+    FLD_RAW(gen_model, extra, model_raw_keys),
+    {0},
+};
 
 /* ---- search ------------------------------------------------------------------------ */
 
@@ -1011,113 +1106,88 @@ static void search_defaults(gen_search *s) {
     s->random_seed = -1;
 }
 
-static og_status *get_float_checked(pctx *c, const char *p, const cJSON *v, double lo,
-                                    bool lo_open, double hi, const char *expected,
-                                    float *out) {
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return bad_value(c, p, v, expected);
-    double d = v->valuedouble;
-    if (d < lo || (lo_open && d == lo) || d > hi) return bad_value(c, p, v, expected);
-    if (fabs(d) > FLT_MAX) /* stored as float: it would become infinite */
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is %g, too large: at most %g", c->file, p,
-                         d, (double)FLT_MAX);
-    *out = (float)d;
-    return NULL;
-}
+static const char *const search_raw_keys[] = {"audio_interleaved", "audio_temperature",
+                                              "audio_top_k", "blank_penalty", NULL};
 
-static og_status *parse_search(pctx *c, const cJSON *obj, gen_search *s) {
-    static const char *const raw_keys[] = {"audio_interleaved", "audio_temperature",
-                                           "audio_top_k", "blank_penalty", NULL};
-    OG_TRY(get_object(c, "search", obj));
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, "search", v->string);
-        const char *k = v->string;
-        if (!strcmp(k, "do_sample")) {
-            OG_TRY(get_bool(c, p, v, &s->do_sample));
-        } else if (!strcmp(k, "early_stopping")) {
-            OG_TRY(get_bool(c, p, v, &s->early_stopping));
-        } else if (!strcmp(k, "past_present_share_buffer")) {
-            OG_TRY(get_bool(c, p, v, &s->past_present_share_buffer));
-        } else if (!strcmp(k, "min_length")) {
-            OG_TRY(get_int(c, p, v, 0, &s->min_length));
-        } else if (!strcmp(k, "max_length")) {
-            OG_TRY(get_int(c, p, v, 0, &s->max_length));
-        } else if (!strcmp(k, "batch_size")) {
-            OG_TRY(get_int(c, p, v, 1, &s->batch_size));
-        } else if (!strcmp(k, "num_beams")) {
-            OG_TRY(get_int(c, p, v, 1, &s->num_beams));
-        } else if (!strcmp(k, "num_return_sequences")) {
-            OG_TRY(get_int(c, p, v, 1, &s->num_return_sequences));
-        } else if (!strcmp(k, "top_k")) {
-            OG_TRY(get_int(c, p, v, 0, &s->top_k));
-        } else if (!strcmp(k, "no_repeat_ngram_size")) {
-            OG_TRY(get_int(c, p, v, 0, &s->no_repeat_ngram_size));
-        } else if (!strcmp(k, "chunk_size")) {
-            OG_TRY(get_int(c, p, v, 0, &s->chunk_size));
-        } else if (!strcmp(k, "random_seed")) {
-            long long seed = -1;
-            OG_TRY(get_int_limited(c, p, v, -1, INT64_MAX, &seed));
-            s->random_seed = seed;
-        } else if (!strcmp(k, "top_p")) {
-            OG_TRY(get_float_checked(c, p, v, 0, false, 1, "a number in [0, 1]", &s->top_p));
-        } else if (!strcmp(k, "temperature")) {
-            OG_TRY(get_float_checked(c, p, v, 0, false, HUGE_VAL, "a number >= 0",
-                                     &s->temperature));
-        } else if (!strcmp(k, "repetition_penalty")) {
-            OG_TRY(get_float_checked(c, p, v, 0, true, HUGE_VAL, "a number > 0",
-                                     &s->repetition_penalty));
-        } else if (!strcmp(k, "length_penalty")) {
-            OG_TRY(get_float_checked(c, p, v, -HUGE_VAL, false, HUGE_VAL, "a number",
-                                     &s->length_penalty));
-        } else if (!strcmp(k, "diversity_penalty")) {
-            OG_TRY(get_float_checked(c, p, v, 0, false, HUGE_VAL, "a number >= 0",
-                                     &s->diversity_penalty));
-        } else if (in_list(k, raw_keys)) {
-            OG_TRY(keep_raw(&s->extra, v));
-        } else {
-            OG_TRY(unknown_key(c, p));
-        }
-    }
-    return NULL;
-}
+static const field search_fields[] = {
+    FLD_BOOL(gen_search, do_sample),
+    FLD_BOOL(gen_search, early_stopping),
+    FLD_BOOL(gen_search, past_present_share_buffer),
+    FLD_INT(gen_search, min_length, 0),
+    FLD_INT(gen_search, max_length, 0),
+    FLD_INT(gen_search, batch_size, 1),
+    FLD_INT(gen_search, num_beams, 1),
+    FLD_INT(gen_search, num_return_sequences, 1),
+    FLD_INT(gen_search, top_k, 0),
+    FLD_INT(gen_search, no_repeat_ngram_size, 0),
+    FLD_INT(gen_search, chunk_size, 0),
+    FLD_INT64(gen_search, random_seed, -1),
+    FLD_FLOAT(gen_search, top_p, 0, false, 1, "a number in [0, 1]"),
+    FLD_FLOAT(gen_search, temperature, 0, false, HUGE_VAL, "a number >= 0"),
+    FLD_FLOAT(gen_search, repetition_penalty, 0, true, HUGE_VAL, "a number > 0"),
+    FLD_FLOAT(gen_search, length_penalty, -HUGE_VAL, false, HUGE_VAL, "a number"),
+    FLD_FLOAT(gen_search, diversity_penalty, 0, false, HUGE_VAL, "a number >= 0"),
+    FLD_RAW(gen_search, extra, search_raw_keys),
+    {0},
+};
 
 /* ---- engine ------------------------------------------------------------------------ */
 
-static og_status *parse_engine(pctx *c, const cJSON *obj, gen_engine *e) {
-    static const char *const raw_keys[] = {"dflash2_max_snapshots", "gpu_utilization_factor",
-                                           "max_scheduled_tokens", "prefix_caching", NULL};
-    OG_TRY(get_object(c, "engine", obj));
-    e->present = true;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, obj) {
-        char p[PATH_MAX_LEN];
-        child_path(p, sizeof p, "engine", v->string);
-        if (strcmp(v->string, "dynamic_batching") != 0) {
-            OG_TRY(unknown_key(c, p));
-            continue;
-        }
-        OG_TRY(get_object(c, p, v));
-        e->has_dynamic_batching = true;
-        const cJSON *f;
-        cJSON_ArrayForEach(f, v) {
-            char pf[PATH_MAX_LEN];
-            child_path(pf, sizeof pf, p, f->string);
-            if (!strcmp(f->string, "block_size")) {
-                OG_TRY(get_int(c, pf, f, 1, &e->block_size));
-            } else if (!strcmp(f->string, "num_blocks")) {
-                OG_TRY(get_int(c, pf, f, 1, &e->num_blocks));
-            } else if (!strcmp(f->string, "max_batch_size")) {
-                OG_TRY(get_int(c, pf, f, 1, &e->max_batch_size));
-            } else if (in_list(f->string, raw_keys)) {
-                OG_TRY(keep_raw(&e->extra, f));
-            } else {
-                OG_TRY(unknown_key(c, pf));
-            }
-        }
-    }
-    return NULL;
+static const char *const batching_raw_keys[] = {"dflash2_max_snapshots",
+                                                "gpu_utilization_factor",
+                                                "max_scheduled_tokens", "prefix_caching", NULL};
+
+static const field dynamic_batching_fields[] = {
+    FLD_INT(gen_engine, block_size, 1),
+    FLD_INT(gen_engine, num_blocks, 1),
+    FLD_INT(gen_engine, max_batch_size, 1),
+    FLD_RAW(gen_engine, extra, batching_raw_keys),
+    {0},
+};
+
+static og_status *read_dynamic_batching(pctx *c, const char *path, const cJSON *v,
+                                        void *member, const void *arg) {
+    gen_engine *e = member;
+    OG_TRY(get_object(c, path, v));
+    e->has_dynamic_batching = true;
+    return parse_block(c, path, v, dynamic_batching_fields, e);
 }
+
+static const field engine_fields[] = {
+    FLD_SELF("dynamic_batching", read_dynamic_batching, NULL),
+    {0},
+};
+
+/* ---- the top level ---------------------------------------------------------------- */
+
+static og_status *read_model(pctx *c, const char *path, const cJSON *v, void *member,
+                             const void *arg) {
+    c->has_model = true;
+    return parse_block(c, path, v, model_fields, member);
+}
+
+static og_status *read_search(pctx *c, const char *path, const cJSON *v, void *member,
+                              const void *arg) {
+    return parse_block(c, path, v, search_fields, member);
+}
+
+static og_status *read_engine(pctx *c, const char *path, const cJSON *v, void *member,
+                              const void *arg) {
+    gen_engine *e = member;
+    OG_TRY(get_object(c, path, v));
+    e->present = true;
+    return parse_block(c, path, v, engine_fields, e);
+}
+
+static const char *const root_raw_keys[] = {"speculative", "runtime_profiles", NULL};
+
+static const field root_fields[] = {
+    FLD_CALL(gen_config, "model", model, read_model, NULL),
+    FLD_CALL(gen_config, "search", search, read_search, NULL),
+    FLD_CALL(gen_config, "engine", engine, read_engine, NULL),
+    FLD_RAW(gen_config, extra, root_raw_keys),
+    {0},
+};
 
 /* ---- whole file -------------------------------------------------------------------- */
 
@@ -1245,24 +1315,8 @@ static og_status *parse_root(pctx *c, const cJSON *root, gen_config *cfg) {
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: the top level is not a JSON object",
                          c->file);
     OG_TRY(check_paths(c, root, ""));
-    const cJSON *model = NULL;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, root) {
-        const char *k = v->string;
-        if (!strcmp(k, "model")) {
-            model = v;
-            OG_TRY(parse_model(c, v, &cfg->model));
-        } else if (!strcmp(k, "search")) {
-            OG_TRY(parse_search(c, v, &cfg->search));
-        } else if (!strcmp(k, "engine")) {
-            OG_TRY(parse_engine(c, v, &cfg->engine));
-        } else if (!strcmp(k, "speculative") || !strcmp(k, "runtime_profiles")) {
-            OG_TRY(keep_raw(&cfg->extra, v));
-        } else {
-            OG_TRY(unknown_key(c, k));
-        }
-    }
-    if (!model) return og_errorf(OG_ERR_INVALID_MODEL, "%s: \"model\" is missing", c->file);
+    OG_TRY(parse_block(c, "", root, root_fields, cfg));
+    if (!c->has_model) return og_errorf(OG_ERR_INVALID_MODEL, "%s: \"model\" is missing", c->file);
     return check_model(c, cfg);
 }
 
@@ -1346,7 +1400,7 @@ og_status *gen_config_parse(const char *json, size_t len, const char *path, gen_
         }
         goto done;
     }
-    pctx c = {cfg->path, cfg};
+    pctx c = {cfg->path, cfg, false};
     st = parse_root(&c, root, cfg);
 done:
     cJSON_Delete(root);
