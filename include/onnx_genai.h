@@ -162,7 +162,10 @@ typedef struct og_session_options {
                                 one in the onnxruntime Python package's capi/ folder
                                 (python3 on PATH finds it) */
     const char *ort_provider; /* execution provider: NULL or "cpu", or "cuda"; one the
-                                 loaded library lacks is an error naming those it has */
+                                 loaded library lacks is an error naming those it has.
+                                 A device provider ("cuda") is onnxruntime's: with
+                                 OG_BACKEND_AUTO it selects onnxruntime, with
+                                 OG_BACKEND_NATIVE it is an error */
     int graph_optimization_level; /* -1: onnxruntime's default (all); 0 none, 1 basic,
                                      2 extended, 99 all */
 } og_session_options;
@@ -292,10 +295,14 @@ void og_config_free(og_config *config);
  * {"search": {"max_length": 64}} or {"model": {"eos_token_id": [2, 7]}}. The result is
  * checked as a whole; on failure the config is unchanged. */
 og_status *og_config_overlay(og_config *config, const char *json);
-/* Execution providers. This runtime computes on the CPU with its own kernels and never
- * reads the config's provider_options, so clearing them (onnxruntime-genai's way to ask
- * for the CPU) succeeds and changes nothing, and "cpu" (any case) may be appended; any
- * other provider, and any provider option, is OG_ERR_UNSUPPORTED naming it. */
+/* Execution providers. The config's provider_options are never read: clearing them
+ * (onnxruntime-genai's way to ask for the CPU) selects the CPU, and "cpu" (any case) may
+ * be appended, changing nothing. "cuda" (any case) is onnxruntime's CUDA provider:
+ * og_model_open_config passes it to every session as og_model_options.ort_provider
+ * (unless the options name a provider), so the model runs on onnxruntime under
+ * OG_BACKEND_AUTO and fails to open under OG_BACKEND_NATIVE, and an onnxruntime without
+ * CUDA is an error naming the providers it has. Any other provider, and any provider
+ * option, is OG_ERR_UNSUPPORTED naming it. */
 /* A token id under model.<key>, as og_model_token_id; and every id of model.eos_token_id
  * (an id or a list), *ids owned by the config and valid until its next change. */
 int32_t og_config_token_id(const og_config *config, const char *key);

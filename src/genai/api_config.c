@@ -16,6 +16,7 @@ struct og_config {
     char *path;       /* the genai_config.json read; messages name it */
     cJSON *doc;       /* the document with every overlay merged in */
     gen_config *cfg;  /* doc parsed: what a model opened now would see */
+    char provider[8]; /* the device provider appended ("cuda"), or "" for the CPU */
 };
 
 /* Parses doc as if it were the file at path. */
@@ -134,16 +135,30 @@ static bool is_cpu(const char *provider) { return !strcasecmp(provider, "cpu"); 
 
 og_status *og_config_clear_providers(og_config *c) {
     if (!c) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_config_clear_providers: NULL");
+    c->provider[0] = 0;
     return NULL;
 }
 
+/* "cpu" changes nothing (onnxruntime falls back to its CPU provider anyway); "cuda" is
+ * onnxruntime's CUDA provider, which og_model_open_config passes to the sessions (it
+ * selects the onnxruntime backend under OG_BACKEND_AUTO). */
 og_status *og_config_append_provider(og_config *c, const char *provider) {
     if (!c || !provider)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_config_append_provider: NULL argument");
     if (is_cpu(provider)) return NULL;
-    return og_errorf(OG_ERR_UNSUPPORTED, "execution provider '%s' is not available: onnx-genai "
-                     "runs on the CPU with its own kernels (clear the providers, or append "
-                     "\"cpu\")", provider);
+    if (strcasecmp(provider, "cuda") != 0)
+        return og_errorf(OG_ERR_UNSUPPORTED, "execution provider '%s' is not available: "
+                         "onnx-genai runs on the CPU with its own kernels, or on onnxruntime "
+                         "with \"cpu\" or \"cuda\"", provider);
+    if (c->provider[0] && strcmp(c->provider, "cuda") != 0)
+        return og_errorf(OG_ERR_UNSUPPORTED, "execution provider '%s': '%s' was appended "
+                         "already (one device provider per model)", provider, c->provider);
+    snprintf(c->provider, sizeof c->provider, "cuda");
+    return NULL;
+}
+
+const char *gen_config_provider(const og_config *c) {
+    return c && c->provider[0] ? c->provider : NULL;
 }
 
 og_status *og_config_set_provider_option(og_config *c, const char *provider, const char *key,
@@ -153,9 +168,8 @@ og_status *og_config_set_provider_option(og_config *c, const char *provider, con
     if (is_cpu(provider))
         return og_errorf(OG_ERR_UNSUPPORTED, "provider option '%s' of 'cpu': onnx-genai's CPU "
                          "kernels take no provider options", key);
-    return og_errorf(OG_ERR_UNSUPPORTED, "provider option '%s' of '%s': execution provider "
-                     "'%s' is not available (onnx-genai runs on the CPU)", key, provider,
-                     provider);
+    return og_errorf(OG_ERR_UNSUPPORTED, "provider option '%s' of '%s': onnx-genai passes no "
+                     "provider options to onnxruntime (its defaults are used)", key, provider);
 }
 
 og_status *gen_config_of(const og_config *c, gen_config **out) {

@@ -211,6 +211,8 @@ void gen_config_free(gen_config *cfg);
 
 /* api_config.c: the config an og_config describes now, parsed anew (the caller owns it). */
 og_status *gen_config_of(const og_config *config, gen_config **out);
+/* The device execution provider appended to the config ("cuda"), or NULL for the CPU. */
+const char *gen_config_provider(const og_config *config);
 /* A token id under model.<key> (og_model_token_id's rules); -1 when there is none. */
 int32_t gen_config_token_id(const gen_config *cfg, const char *key);
 

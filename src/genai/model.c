@@ -562,6 +562,8 @@ og_status *og_model_open_config(const og_config *config, const og_model_options 
     if (!config || !out)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_open_config: NULL argument");
     og_model_options o = read_options(options);
+    /* the config's provider, unless the options name one */
+    if (!o.ort_provider) o.ort_provider = gen_config_provider(config);
     og_model *m = calloc(1, sizeof *m);
     if (!m) return og_oom();
     og_status *st = gen_config_of(config, &m->cfg);

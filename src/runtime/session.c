@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct og_session {
     const backend_ops *ops;
@@ -50,6 +51,14 @@ static og_status *take_options(const og_session_options *in, og_session_options 
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_session_options.backend is %d (expected "
                          "OG_BACKEND_AUTO, OG_BACKEND_NATIVE or OG_BACKEND_ORT)",
                          (int)o->backend);
+    /* A device provider is onnxruntime's: auto takes onnxruntime for it, and the native
+     * backend, which computes on the CPU, cannot honour it. */
+    bool device = o->ort_provider && strcasecmp(o->ort_provider, "cpu") != 0;
+    if (device && o->backend == OG_BACKEND_AUTO) o->backend = OG_BACKEND_ORT;
+    if (device && o->backend == OG_BACKEND_NATIVE)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "execution provider '%s': the native "
+                         "backend runs on the CPU only (use the onnxruntime backend, or "
+                         "auto)", o->ort_provider);
     return NULL;
 }
 

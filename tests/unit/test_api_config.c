@@ -63,11 +63,35 @@ TEST(config_providers_and_missing_folder) {
     CHECK_OK(og_config_clear_providers(c));
     CHECK_OK(og_config_append_provider(c, "cpu"));
     CHECK_OK(og_config_append_provider(c, "CPU"));
-    CHECK(has_words(og_config_append_provider(c, "cuda"), OG_ERR_UNSUPPORTED, "'cuda'", "CPU"));
+    CHECK(has_words(og_config_append_provider(c, "dml"), OG_ERR_UNSUPPORTED, "'dml'", "cuda"));
     CHECK(has_words(og_config_set_provider_option(c, "cuda", "enable_cuda_graph", "1"),
                     OG_ERR_UNSUPPORTED, "enable_cuda_graph", "'cuda'"));
     CHECK(has_words(og_config_set_provider_option(c, "cpu", "x", "1"), OG_ERR_UNSUPPORTED,
                     "'x'", NULL));
+    /* "cuda" is onnxruntime's provider: the native backend refuses it, and auto takes
+     * onnxruntime, which (this machine's build or none at all) cannot give it */
+    CHECK_OK(og_config_append_provider(c, "CUDA"));
+    og_model_options mo = og_model_options_default();
+    mo.backend = OG_BACKEND_NATIVE;
+    og_model *m = NULL;
+    CHECK(has_words(og_model_open_config(c, &mo, &m), OG_ERR_INVALID_ARGUMENT, "'cuda'",
+                    "the native backend runs on the CPU only"));
+    CHECK(m == NULL);
+    mo.backend = OG_BACKEND_AUTO;
+    mo.ort_library = "/nonexistent/libonnxruntime.so";
+    CHECK(has_words(og_model_open_config(c, &mo, &m), OG_ERR_NOT_FOUND,
+                    "onnxruntime is not available", "/nonexistent/libonnxruntime.so"));
+    CHECK(m == NULL);
+    /* the options' provider wins over the config's */
+    mo.ort_provider = "cpu";
+    CHECK_OK(og_model_open_config(c, &mo, &m));
+    CHECK(strcmp(og_model_backend(m), "native") == 0);
+    og_model_close(m);
+    /* cleared: the CPU again */
+    CHECK_OK(og_config_clear_providers(c));
+    CHECK_OK(og_model_open_config(c, NULL, &m));
+    CHECK(strcmp(og_model_backend(m), "native") == 0);
+    og_model_close(m);
     og_config_free(c);
     og_config *none = NULL;
     CHECK(has_words(og_config_open("/nonexistent/onnx-genai-package", &none), OG_ERR_NOT_FOUND,

@@ -54,6 +54,20 @@ TEST(backend_options_and_choice) {
               "chain.onnx: onnxruntime is not available: cannot load "
               "'/nonexistent/libonnxruntime.so'");
     CHECK(s == NULL);
+    /* a device provider is onnxruntime's: auto goes there (absent here: its error), native
+     * refuses it */
+    o.backend = OG_BACKEND_AUTO;
+    o.ort_provider = "cuda";
+    CHECK_ERR(og_session_open(path, &o, &s), OG_ERR_NOT_FOUND,
+              "chain.onnx: onnxruntime is not available");
+    o.backend = OG_BACKEND_NATIVE;
+    CHECK_ERR(og_session_open(path, &o, &s), OG_ERR_INVALID_ARGUMENT,
+              "execution provider 'cuda': the native backend runs on the CPU only");
+    CHECK(s == NULL);
+    o.ort_provider = "CPU"; /* the CPU, any case: native as asked */
+    CHECK_OK(og_session_open(path, &o, &s));
+    CHECK(strcmp(og_session_backend(s), "native") == 0);
+    og_session_close(s);
     og_model_options mo = og_model_options_default();
     CHECK_EQ_INT(mo.backend, OG_BACKEND_AUTO);
     CHECK_EQ_INT(mo.graph_optimization_level, -1);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct ort_ctx {
     const ort_lib *lib;
@@ -43,8 +44,8 @@ static void ort_free(void *p) {
 
 /* --ep: the CPU provider is always there; another must be in the loaded library. */
 static og_status *add_provider(ort_ctx *c, OrtSessionOptions *so, const char *ep) {
-    if (!ep || !ep[0] || strcmp(ep, "cpu") == 0) return NULL;
-    const char *want = strcmp(ep, "cuda") == 0 ? "CUDAExecutionProvider" : NULL;
+    if (!ep || !ep[0] || strcasecmp(ep, "cpu") == 0) return NULL;
+    const char *want = strcasecmp(ep, "cuda") == 0 ? "CUDAExecutionProvider" : NULL;
     char **names = NULL;
     int n = 0;
     ORT_TRY(c, c->api->GetAvailableProviders(&names, &n));
