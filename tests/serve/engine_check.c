@@ -17,6 +17,9 @@
  *                     as cancelled with a prefix of its oracle tokens, the others must not
  *                     notice; then one request alone is cancelled and the pool must have
  *                     all its blocks back as soon as it reports the end
+ *   --backend ort     the model on onnxruntime (the generator's oracle too); skips (77)
+ *                     when no onnxruntime can be loaded
+ *   --want-per-sequence  fail unless the engine chose per-sequence mode itself
  * Every case also checks the statistics against what the requests saw (counters, the
  * KV pool empty at the end, first-token latencies counted once per request).
  * Prints one line per request and a summary; exits 1 on any difference. */
@@ -154,11 +157,14 @@ static int cancel_alone(eng_engine *e, const int32_t *prompt, int n) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: engine-check PACKAGE_DIR [--prompts N] [--shared K] [--kv-blocks B] "
-                        "[--block-size S] [--max-batch M] [--step-tokens T] [--rounds R] [--per-sequence]\n");
+                        "[--block-size S] [--max-batch M] [--step-tokens T] [--rounds R] [--per-sequence] "
+                        "[--backend native|ort] [--want-per-sequence]\n");
         return 2;
     }
     int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1;
-    bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false;
+    bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
+         want_single = false;
+    og_model_options mo = og_model_options_default();
     eng_options o = eng_options_default();
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
@@ -174,6 +180,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--want-preemption")) want_preempt = true;
         else if (!strcmp(a, "--want-cache-hits")) want_hits = true;
         else if (!strcmp(a, "--cancel")) cancel = true;
+        else if (!strcmp(a, "--want-per-sequence")) want_single = true;
+        else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
+        else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
         else {
             fprintf(stderr, "engine-check: unknown option %s\n", a);
             return 2;
@@ -189,7 +198,13 @@ int main(int argc, char **argv) {
     }
     fclose(probe);
     og_model *m;
-    og_status *st = og_model_open(argv[1], NULL, &m);
+    og_status *st = og_model_open(argv[1], &mo, &m);
+    if (st && mo.backend == OG_BACKEND_ORT && og_status_code(st) == OG_ERR_NOT_FOUND &&
+        strstr(og_status_message(st), "onnxruntime is not available")) {
+        printf("SKIP: %s\n", og_status_message(st));
+        og_status_free(st);
+        return 77;
+    }
     if (st) return fail(st);
     if (kv_blocks > 0)
         o.kv_memory = (size_t)kv_blocks * (size_t)o.block_size *
@@ -204,9 +219,14 @@ int main(int argc, char **argv) {
     }
     eng_engine *e;
     if ((st = eng_create(m, &o, &e))) return fail(st);
-    printf("mode: %s%s\n", eng_batched(e) ? "batched" : "per-sequence: ", eng_mode_note(e));
+    printf("mode: %s%s (backend %s)\n", eng_batched(e) ? "batched" : "per-sequence: ",
+           eng_mode_note(e), og_model_backend(m));
     int bad = 0, with_tokens = 0, n_cancelled = 0;
     uint64_t delivered = 0;
+    if (want_single && eng_batched(e)) {
+        printf("FAIL: the engine batched over the paged cache (per-sequence mode expected)\n");
+        bad++;
+    }
     for (int round = 0; round < rounds; round++) {
         eng_request *req[MAX_PROMPTS];
         for (int i = 0; i < n_prompts; i++) {
