@@ -19,6 +19,7 @@ typedef struct serve_options {
     int max_connections;    /* open connections at most (each has its own thread) */
     int max_n;              /* largest `n` a request may ask for */
     eng_options eng;
+    og_model_options model; /* every model opens with these: backend, threads */
 } serve_options;
 
 serve_options serve_options_default(void);

@@ -29,6 +29,7 @@ serve_options serve_options_default(void) {
     o.max_connections = 512;
     o.max_n = 16;
     o.eng = eng_options_default();
+    o.model = og_model_options_default();
     return o;
 }
 

@@ -142,9 +142,10 @@ static void unload(srv_model *m) {
 
 og_status *srv_model_load(srv_server *s, srv_model *m) {
     size_t rss0 = cli_rss_now();
-    og_model_options mo = og_model_options_default();
-    mo.num_threads = s->o.eng.threads; /* --threads: the sessions' compute pool */
-    og_status *st = og_model_open(m->dir, &mo, &m->model);
+    og_status *st = og_model_open(m->dir, &s->o.model, &m->model);
+    for (size_t i = 0; !st && i < og_model_warning_count(m->model); i++) /* auto's fallback */
+        fprintf(stderr, "onnx-genai serve: %s: warning: %s\n", m->dir,
+                og_model_warning(m->model, i));
     if (!st) st = og_tokenizer_create(m->model, &m->tok);
     if (!st) {
         og_status *ts = og_chat_template_create(m->model, &m->tpl);

@@ -31,7 +31,11 @@ static const char serve_usage[] =
     "  --per-sequence        one generator per sequence instead of one shared batch\n"
     "  --max-body SIZE       larger request bodies are answered 413 (8M)\n"
     "  --max-n N             largest n a request may ask for (16)\n"
-    "  --max-connections N   open connections at most, one thread each (512)\n"
+    "  --max-connections N   open connections at most, one thread each (512)\n";
+/* after cli_backend_usage */
+static const char serve_usage_tail[] =
+    "The engine batches over its paged KV cache on the native backend; a model on\n"
+    "onnxruntime is served per sequence.\n"
     "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
     "GET /metrics, POST /tokenize, POST /detokenize, and a chat page at /.\n"
     "SIGINT or SIGTERM stops the server.\n";
@@ -61,10 +65,17 @@ static int number(const char *flag, const char *v, long long lo, long long hi, b
 
 int cli_serve(int argc, char **argv) {
     serve_options o = serve_options_default();
+    cli_backend be;
+    cli_backend_init(&be);
     for (int i = 1; i < argc; i++) {
+        int took = cli_backend_arg(argc, argv, &i, &be);
+        if (took) {
+            if (took < 0) return -took;
+            continue;
+        }
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(serve_usage, stdout);
+            printf("%s%s%s", serve_usage, cli_backend_usage, serve_usage_tail);
             return 0;
         }
         if (!strcmp(a, "--no-prefix-cache")) {
@@ -112,5 +123,9 @@ int cli_serve(int argc, char **argv) {
     if (!o.model_dir == !o.models_dir)
         return cli_fail("serve: give one of -m DIR and --models-dir DIR (see serve --help)");
     if (o.models_dir && o.model_name) return cli_fail("serve: --model-name goes with -m (with --models-dir the folder names are the names)");
+    int rc = cli_backend_check(&be);
+    if (rc) return rc;
+    cli_backend_model(&be, &o.model);
+    o.model.num_threads = o.eng.threads; /* the sessions' compute threads */
     return serve_main(&o);
 }

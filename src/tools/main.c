@@ -37,9 +37,9 @@ static const char usage[] =
     "                                 batching (see serve --help)\n"
     "  help                           this text\n"
     "\n"
-    "generate, bench, run and infer take --backend native|ort|auto (default auto: native\n"
-    "when it has every op, else onnxruntime with a warning), --ort-lib PATH, --ep cpu|cuda\n"
-    "and --ort-opt-level none|basic|extended|all.\n";
+    "generate, bench, run, infer and serve take --backend native|ort|auto (default auto:\n"
+    "native when it has every op, else onnxruntime with a warning), --ort-lib PATH,\n"
+    "--ep cpu|cuda and --ort-opt-level none|basic|extended|all.\n";
 
 int cli_fail(const char *fmt, ...) {
     va_list ap;

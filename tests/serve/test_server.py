@@ -8,7 +8,7 @@ Oracles: `onnx-genai generate` (plain and --chat --json) for greedy answers; the
 own single answers for concurrent ones; the text of a non-streamed answer for its stream.
 
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page). Exits 77 (skipped) when a package or tool it needs is missing."""
+loading, page, models, backend). Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
 import os
@@ -178,10 +178,10 @@ def generate_chat(build, pkg, text, max_new):
     return json.loads(out.stdout)
 
 
-def generate_plain(build, pkg, text, max_new, n_prompt):
+def generate_plain(build, pkg, text, max_new, n_prompt, *args):
     out = subprocess.run([os.path.join(build, "onnx-genai"), "generate", "-m", pkg, "-p", text,
-                          "--max-length", str(n_prompt + max_new), "--json"], capture_output=True,
-                         text=True, check=True)
+                          "--max-length", str(n_prompt + max_new), "--json", *args],
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -784,6 +784,41 @@ def case_page(build, pkgs):
         s.stop()
 
 
+# ---- backends -------------------------------------------------------------------------------
+
+def case_backend(build, pkgs):
+    """serve --backend ort: the model on onnxruntime (the engine serves it per sequence),
+    greedy completions equal to `generate --backend ort`'s; --ep cuda with --backend native
+    is refused before anything starts."""
+    pkg = os.path.join(pkgs, "stories260K")
+    exe = os.path.join(build, "onnx-genai")
+    r = subprocess.run([exe, "serve", "-m", pkg, "--backend", "native", "--ep", "cuda"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode != 0 and "native backend runs on the CPU only" in r.stderr,
+          f"serve --backend native --ep cuda refused: {r.stderr.strip()!r}")
+    probe = subprocess.run([exe, "generate", "-m", pkg, "-p", "a", "--max-new-tokens", "1",
+                            "--backend", "ort"], capture_output=True, text=True, timeout=300)
+    if probe.returncode != 0 and "onnxruntime is not available" in probe.stderr:
+        print(f"SKIP: {probe.stderr.strip()}")
+        return SKIP
+    prompt = "Once upon a time"
+    s = Server(build, pkg, "--backend", "ort")
+    try:
+        st, _, t, _ = s.post("/tokenize", {"prompt": prompt})
+        n_prompt = t["count"]
+        plain = generate_plain(build, pkg, prompt, 30, n_prompt, "--backend", "ort")
+        st, _, j, _ = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 30, "temperature": 0})
+        text = j["choices"][0]["text"] if st == 200 else None
+        check(st == 200 and plain["text"][0] == prompt + text,
+              f"serve --backend ort: completion equals generate --backend ort's ({text!r})")
+        st, _, j3, _ = s.post("/v1/completions", {"prompt": [prompt, t["tokens"]], "max_tokens": 30,
+                                                  "temperature": 0})
+        check(st == 200 and all(c["text"] == text for c in j3["choices"]),
+              "serve --backend ort: two prompts at once, each the same answer")
+    finally:
+        s.stop()
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
@@ -793,7 +828,8 @@ def main():
         print(f"SKIP: {pkgs} has no packages (serve_packages did not write them)")
         return SKIP
     cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
-             "loading": case_loading, "page": case_page, "models": case_models}
+             "loading": case_loading, "page": case_page, "models": case_models,
+             "backend": case_backend}
     rc = cases[case](build, pkgs)
     if rc == SKIP:
         return SKIP
