@@ -796,11 +796,13 @@ def case_backend(build, pkgs):
                        capture_output=True, text=True, timeout=60)
     check(r.returncode != 0 and "native backend runs on the CPU only" in r.stderr,
           f"serve --backend native --ep cuda refused: {r.stderr.strip()!r}")
-    probe = subprocess.run([exe, "generate", "-m", pkg, "-p", "a", "--max-new-tokens", "1",
+    probe = subprocess.run([exe, "generate", "-m", pkg, "-p", "a", "--max-length", "4",
                             "--backend", "ort"], capture_output=True, text=True, timeout=300)
     if probe.returncode != 0 and "onnxruntime is not available" in probe.stderr:
         print(f"SKIP: {probe.stderr.strip()}")
         return SKIP
+    if not check(probe.returncode == 0, f"generate --backend ort runs: {probe.stderr.strip()!r}"):
+        return None
     prompt = "Once upon a time"
     s = Server(build, pkg, "--backend", "ort")
     try:

@@ -5,7 +5,8 @@
 
 static og_status *ort_absent_open(const backend_open_args *a, void **ctx) {
     (void)ctx;
-    return og_errorf(OG_ERR_UNSUPPORTED, "%s: onnxruntime is not available: this build of "
+    /* NOT_FOUND, as for a library that cannot be found: either way there is none to use */
+    return og_errorf(OG_ERR_NOT_FOUND, "%s: onnxruntime is not available: this build of "
                      "onnx-genai was made without onnxruntime's C API header "
                      "(onnxruntime_c_api.h; tools/install_deps.sh installs it, then rebuild)",
                      a->label);

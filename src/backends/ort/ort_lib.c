@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 enum { ORT_MAX_LIBS = 8 };
 
@@ -52,8 +53,10 @@ static bool python_capi_dir(char *dir, size_t size, char *why, size_t why_size) 
     int rc = pclose(p);
     if (got) dir[strcspn(dir, "\n")] = 0;
     if (rc != 0 || !got || !dir[0]) {
-        snprintf(why, why_size, rc != 0 && !got ? "no python3 on PATH could be run"
-                                                : "python3 has no onnxruntime package");
+        /* the shell says 127 when it found no python3 to run */
+        bool no_python = rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 127;
+        snprintf(why, why_size, no_python ? "no python3 on PATH could be run"
+                                          : "python3 has no onnxruntime package");
         return false;
     }
     return true;
