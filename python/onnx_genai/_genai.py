@@ -99,7 +99,9 @@ class Config(_Owned):
         lib.og_config_clear_providers(self._handle().ptr)
 
     def append_provider(self, provider: str) -> None:
-        """Accepted for "cpu"; any other execution provider raises UnsupportedError."""
+        """"cpu" changes nothing; "cuda" (onnxruntime's CUDA provider) makes the model run
+        on onnxruntime with it (opening the Model fails, naming the provider, where the
+        onnxruntime found has no CUDA); any other raises UnsupportedError."""
         lib.og_config_append_provider(self._handle().ptr, str(provider).encode("utf-8"))
 
     def set_provider_option(self, provider: str, key: str, value: str) -> None:
@@ -132,8 +134,15 @@ class Model(_Owned):
     Config."""
     _what = "Model"
 
-    def __init__(self, config_or_path: Config | PathLike, *, num_threads: int = 0):
-        opts = _lib.ModelOptions(ctypes.sizeof(_lib.ModelOptions), int(num_threads), 1)
+    def __init__(self, config_or_path: Config | PathLike, *, num_threads: int = 0,
+                 backend: str = "auto"):
+        """backend: what runs the graphs: "auto" (our kernels when there is one for every
+        node of every graph, else onnxruntime, with the ops named in ``warnings``),
+        "native" or "ort" (onnxruntime)."""
+        opts = _lib.ModelOptions(struct_size=ctypes.sizeof(_lib.ModelOptions),
+                                 num_threads=int(num_threads), allow_text_only=1,
+                                 backend=_lib.backend_value(backend),
+                                 graph_optimization_level=-1)
         out = ctypes.c_void_p()
         if isinstance(config_or_path, Config):
             lib.og_model_open_config(config_or_path._handle().ptr, ctypes.byref(opts),
@@ -150,6 +159,11 @@ class Model(_Owned):
     def type(self) -> str:
         """genai_config.json's model.type ("gpt2", "llama", ...)."""
         return lib.og_model_type(self._handle().ptr).decode("utf-8")
+
+    @property
+    def backend(self) -> str:
+        """What runs the model's graphs: "native" or "onnxruntime"."""
+        return lib.og_model_backend(self._handle().ptr).decode("utf-8")
 
     @property
     def device_type(self) -> str:

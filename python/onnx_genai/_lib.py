@@ -130,12 +130,27 @@ class GeneratorParams(Structure):
 GENERATOR_PARAMS_KNOWN = GeneratorParams._spare.offset
 
 
+# og_backend: what runs the graphs
+BACKENDS = {"auto": 0, "native": 1, "ort": 2}
+
+
+def backend_value(backend: str) -> int:
+    """og_backend for "auto", "native" or "ort" (ValueError otherwise)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: {backend!r} is not one of auto, native, ort")
+    return BACKENDS[backend]
+
+
 class ModelOptions(Structure):
-    _fields_ = [("struct_size", c_size_t), ("num_threads", c_int), ("allow_text_only", c_int)]
+    _fields_ = [("struct_size", c_size_t), ("num_threads", c_int), ("allow_text_only", c_int),
+                ("backend", c_int), ("ort_library", c_char_p), ("ort_provider", c_char_p),
+                ("graph_optimization_level", c_int)]
 
 
 class SessionOptions(Structure):
-    _fields_ = [("struct_size", c_size_t), ("num_threads", c_int)]
+    _fields_ = [("struct_size", c_size_t), ("num_threads", c_int), ("backend", c_int),
+                ("ort_library", c_char_p), ("ort_provider", c_char_p),
+                ("graph_optimization_level", c_int)]
 
 
 class ChatOptions(Structure):
@@ -198,6 +213,8 @@ _fn("og_tensor_data", c_void_p, P)
 _st("og_session_open", c_char_p, POINTER(SessionOptions), PP)
 _st("og_session_open_bytes", c_void_p, c_size_t, c_char_p, POINTER(SessionOptions), PP)
 _fn("og_session_close", None, P)
+_fn("og_session_backend", c_char_p, P)
+_fn("og_session_warning", c_char_p, P)
 _fn("og_session_input_count", c_size_t, P)
 _fn("og_session_output_count", c_size_t, P)
 _st("og_session_input_info", P, c_size_t, POINTER(ValueInfo))
@@ -216,6 +233,7 @@ _fn("og_config_eos_token_ids", c_size_t, P, _I32PP)
 _st("og_model_open", c_char_p, POINTER(ModelOptions), PP)
 _st("og_model_open_config", P, POINTER(ModelOptions), PP)
 _fn("og_model_close", None, P)
+_fn("og_model_backend", c_char_p, P)
 _fn("og_model_type", c_char_p, P)
 _fn("og_model_vocab_size", c_int, P)
 _fn("og_model_pad_token_id", c_int32, P)

@@ -1,9 +1,11 @@
-"""onnxruntime's InferenceSession shape over og_session: one ONNX graph run on the CPU."""
+"""onnxruntime's InferenceSession shape over og_session: one ONNX graph run on the CPU, by
+onnx-genai's own kernels or, where they lack an op, by onnxruntime (the backend)."""
 from __future__ import annotations
 
 import ctypes
 import os
 import threading
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -16,10 +18,14 @@ from ._tensor import Wrapped, take_tensor, type_name
 
 class SessionOptions:
     """The options onnxruntime's SessionOptions offers that apply here: the number of
-    threads. Other attributes may be set and are ignored."""
+    threads; and onnx-genai's own: ``backend``, what runs the graph ("auto", the default:
+    our kernels when there is one for every node, else onnxruntime with a RuntimeWarning
+    naming the ops; "native"; "ort": onnxruntime, found as the C library finds it).
+    Other attributes may be set and are ignored."""
 
     def __init__(self):
         self.intra_op_num_threads = 0
+        self.backend = "auto"
 
 
 class NodeArg:
@@ -41,7 +47,8 @@ _CPU = "CPUExecutionProvider"
 
 
 class InferenceSession(_Owned):
-    """An ONNX graph (a path or the model's bytes), run by onnx-genai's own kernels:
+    """An ONNX graph (a path or the model's bytes), run by onnx-genai's own kernels (or by
+    onnxruntime: SessionOptions.backend):
     ``InferenceSession(path).run(output_names, {name: ndarray})`` as in onnxruntime."""
     _what = "InferenceSession"
 
@@ -54,7 +61,10 @@ class InferenceSession(_Owned):
                 raise UnsupportedError(f"execution provider '{name}' is not available: "
                                        f"onnx-genai runs on the CPU ({_CPU})")
         threads = int(getattr(sess_options, "intra_op_num_threads", 0) or 0)
-        opts = _lib.SessionOptions(ctypes.sizeof(_lib.SessionOptions), threads)
+        backend = _lib.backend_value(getattr(sess_options, "backend", "auto"))
+        opts = _lib.SessionOptions(struct_size=ctypes.sizeof(_lib.SessionOptions),
+                                   num_threads=threads, backend=backend,
+                                   graph_optimization_level=-1)
         out = ctypes.c_void_p()
         self._bytes = None
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -69,6 +79,9 @@ class InferenceSession(_Owned):
                             f"{type(path_or_bytes).__name__}")
         self._h = _Handle(out.value, lib.og_session_close)
         self._lock = threading.Lock()
+        why = lib.og_session_warning(out.value)
+        if why:
+            warnings.warn(why.decode("utf-8"), RuntimeWarning, stacklevel=2)
         self._inputs = self._describe(lib.og_session_input_count, lib.og_session_input_info)
         self._outputs = self._describe(lib.og_session_output_count, lib.og_session_output_info)
 
@@ -95,6 +108,11 @@ class InferenceSession(_Owned):
     def get_outputs(self) -> list[NodeArg]:
         """The graph's outputs as declared (name, shape, type)."""
         return list(self._outputs)
+
+    @property
+    def backend(self) -> str:
+        """What runs the graph: "native" or "onnxruntime"."""
+        return lib.og_session_backend(self._handle().ptr).decode("utf-8")
 
     def get_providers(self) -> list[str]:
         """["CPUExecutionProvider"]."""

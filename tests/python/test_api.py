@@ -95,8 +95,25 @@ def test_config_overlay_and_providers(og, gpt2_dir):
     gen = generate(og, model, np.array([0, 0, 195, 731], dtype=np.int32))
     assert gen.get_sequence(0).tolist() == [0, 0, 195, 731, 731]  # stopped on the EOS 114
     assert og.Tokenizer(model).eos_token_ids.tolist() == [114]
-    with pytest.raises(og.UnsupportedError, match="'cuda'"):
-        config.append_provider("cuda")
+    # "cuda" is onnxruntime's CUDA provider: the model opens on onnxruntime with it, or
+    # fails naming it where the onnxruntime found has no CUDA; other providers are refused
+    config.append_provider("cuda")
+    try:
+        import onnxruntime
+        cuda = "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+    except ImportError:
+        cuda = None
+    if cuda:
+        assert og.Model(config).backend == "onnxruntime"
+    elif cuda is False:
+        with pytest.raises(og.UnsupportedError, match="'cuda' .CUDAExecutionProvider"):
+            og.Model(config)
+    else:
+        with pytest.raises(og.NotFoundError, match="onnxruntime is not available"):
+            og.Model(config)
+    config.clear_providers()
+    with pytest.raises(og.UnsupportedError, match="'tpu'"):
+        config.append_provider("tpu")
     with pytest.raises(og.UnsupportedError, match="enable_cuda_graph"):
         config.set_provider_option("cuda", "enable_cuda_graph", "1")
     with pytest.raises(og.InvalidModelError, match="search.max_length"):
@@ -251,3 +268,19 @@ def test_sources_hold_to_python_39(og):
                        any(a.name == "annotations" for a in n.names) for n in tree.body)
         assert deferred or not annotated, f"{path}: annotations without " \
                                           "`from __future__ import annotations`"
+
+
+def test_model_backends(og, gpt2_dir):
+    """Model(backend=...): native by default on a package every op of which has a kernel;
+    on onnxruntime ("ort") the same greedy tokens."""
+    native = og.Model(gpt2_dir)
+    assert native.backend == "native"
+    with pytest.raises(ValueError, match="'cpu' is not one of auto, native, ort"):
+        og.Model(gpt2_dir, backend="cpu")
+    pytest.importorskip("onnxruntime", reason="the onnxruntime Python package (its "
+                        "libonnxruntime.so) is not installed")
+    ort = og.Model(gpt2_dir, backend="ort")
+    assert ort.backend == "onnxruntime"
+    prompt = np.array([0, 0, 195, 731], dtype=np.int32)
+    want = generate(og, native, prompt, max_length=12).get_sequence(0).tolist()
+    assert generate(og, ort, prompt, max_length=12).get_sequence(0).tolist() == want

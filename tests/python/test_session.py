@@ -9,10 +9,12 @@ version or op, a sequence input) or disagrees with ONNX's own expected output wh
 agree with it, our output is held to the expected output instead and the case is
 counted apart; the summary prints every count. Cases we do not run (an op or dtype
 without a kernel: UnsupportedError) are counted as not ours, which the C node-test
-runner reports in detail.
+runner reports in detail: the sessions are opened with backend "native", so that no case
+falls back to onnxruntime (that fallback, the "auto" default, has its own test here).
 """
 import glob
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -99,6 +101,8 @@ def test_inference_session_matches_onnxruntime(og):
               "onnxruntime differs from ONNX's expected; ours equals it": 0,
               "not run by onnx-genai (op or dtype)": 0, "sequence/optional data": 0}
     failures = []
+    native = og.SessionOptions()
+    native.backend = "native"
     cases = sorted(glob.glob(os.path.join(NODE_DIR, "test_*")))
     for case in cases:
         name = os.path.basename(case)
@@ -109,7 +113,7 @@ def test_inference_session_matches_onnxruntime(og):
             continue
         inputs, expected = data
         try:
-            ours_s = og.InferenceSession(model)
+            ours_s = og.InferenceSession(model, native)
             feed = {i.name: v for i, v in zip(ours_s.get_inputs(), inputs)}
             names = [o.name for o in ours_s.get_outputs()]
             ours = ours_s.run(names, feed)
@@ -150,3 +154,30 @@ def test_inference_session_matches_onnxruntime(og):
         print(f"  {v:5d} {k}")
     assert counts["equal to onnxruntime"] > 500, "too few cases compared: is the data there?"
     assert not failures, f"{len(failures)} cases failed:\n" + "\n".join(failures[:40])
+
+
+def test_backend_choice(og):
+    """SessionOptions.backend: "native" refuses the op it lacks, naming it; "auto" (the
+    default) runs the graph on onnxruntime with a RuntimeWarning naming the op, and gives
+    onnxruntime's (Python) output."""
+    ort = pytest.importorskip("onnxruntime", reason="the onnxruntime Python package (the "
+                              "fallback's library and the oracle) is not installed")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "backends"))
+    from unsupported_graph import col2im_model
+    m, x = col2im_model()
+    model = m.SerializeToString()
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    native = og.SessionOptions()
+    native.backend = "native"
+    with pytest.raises(og.UnsupportedError, match="Col2Im"):
+        og.InferenceSession(model, native)
+    with pytest.warns(RuntimeWarning, match="no native kernel for op Col2Im"):
+        s = og.InferenceSession(model)
+    assert s.backend == "onnxruntime"
+    got = s.run(None, {"x": x})[0]
+    assert got.shape == want.shape and np.array_equal(got, want)
+    bad = og.SessionOptions()
+    bad.backend = "gpu"
+    with pytest.raises(ValueError, match="'gpu' is not one of auto, native, ort"):
+        og.InferenceSession(model, bad)

@@ -22,8 +22,8 @@ typedef struct ort_lib {
 
 /* The library to use: `explicit_path` when given (og_session_options.ort_library, the
  * CLI's --ort-lib), else $OG_ORT_LIB, else the libonnxruntime.so* in the onnxruntime
- * Python package's capi/ folder (asked of python3 on PATH). Each failure says which
- * source was tried and what to do. */
+ * Python package's capi/ folder (asked of python3 on PATH, once per process). Each
+ * failure says which source was tried and what to do. */
 og_status *ort_lib_get(const char *explicit_path, const ort_lib **out);
 
 /* An og_status from an OrtStatus (which it releases), "<label>: onnxruntime: <msg>". */

@@ -62,6 +62,16 @@ static bool python_capi_dir(char *dir, size_t size, char *why, size_t why_size) 
     return true;
 }
 
+/* python3 is asked once per process: a model opens many sessions, and auto may ask for
+ * onnxruntime for each, which would otherwise start a python3 every time. */
+static pthread_once_t python_once = PTHREAD_ONCE_INIT;
+static bool python_found;
+static char python_dir[PATH_MAX], python_why[128];
+
+static void ask_python(void) {
+    python_found = python_capi_dir(python_dir, sizeof python_dir, python_why, sizeof python_why);
+}
+
 /* The libonnxruntime.so* file in dir (the versioned name the wheel ships). */
 static bool find_lib_in(const char *dir, char *path, size_t size) {
     DIR *d = opendir(dir);
@@ -91,8 +101,9 @@ static og_status *resolve_path(const char *explicit_path, char *path, size_t siz
         *source = "OG_ORT_LIB";
         return NULL;
     }
-    char dir[PATH_MAX], why[128];
-    if (!python_capi_dir(dir, sizeof dir, why, sizeof why))
+    pthread_once(&python_once, ask_python);
+    const char *dir = python_dir, *why = python_why;
+    if (!python_found)
         return og_errorf(OG_ERR_NOT_FOUND,
                          "onnxruntime is not available: no library given (--ort-lib PATH, "
                          "og_session_options.ort_library or OG_ORT_LIB), and %s (install it "
