@@ -12,6 +12,9 @@
  *   - tokens per CPU-second: B * N / the process's CPU time over the run (all threads),
  *     which a shared machine's other tenants disturb less than wall time
  *   - steps and mean tokens per step (from eng_get_stats)
+ *   - the mean step time and the bound of the longest step's histogram bucket (a step is
+ *     what a running decode waits for between two tokens: prefill chunks lengthen it)
+ * and after all batches the process's peak resident memory (VmHWM).
  * --per-sequence runs the same in per-sequence mode (one generator per request, stepped
  * in turn) as the baseline without a shared batch.
  *
@@ -21,7 +24,8 @@
  * (submission -> first token, N new tokens) and the ratio, medians.
  *
  * Options: --batches 1,4,8,16  -p P (16)  -n N (32)  --reps R (3)  --threads T (0: all)
- *          --per-sequence  --block-size S  --step-tokens T  --prefix K */
+ *          --per-sequence  --block-size S  --step-tokens T  --prefix K
+ *          --warmups W (1: runs before the measured ones at each B) */
 #include "engine/engine.h"
 #include "genai/model.h"
 
@@ -52,6 +56,7 @@ static double median(double *v, int n) {
 typedef struct run_result {
     double total_tps, decode_tps, ttft_p50, ttft_max, cpu_tps;
     uint64_t steps, step_tokens;
+    double step_mean, step_max; /* seconds; step_max: its histogram bucket's upper bound */
 } run_result;
 
 /* One run of B requests at once. */
@@ -123,6 +128,14 @@ static int run_once(eng_engine *e, int B, int P, int N, int vocab, uint32_t seed
     out->ttft_p50 = median(ttft, B);
     out->ttft_max = ttft[B - 1]; /* sorted by median() */
     out->steps = s1.steps - s0.steps;
+    uint64_t n_steps = s1.step_time.n - s0.step_time.n;
+    out->step_mean = n_steps ? (s1.step_time.sum - s0.step_time.sum) / (double)n_steps : 0;
+    out->step_max = 0;
+    for (int k = ENG_HIST_BUCKETS; k >= 0; k--)
+        if (s1.step_time.count[k] > s0.step_time.count[k]) {
+            out->step_max = k < ENG_HIST_BUCKETS ? eng_hist_bounds[k] : 1e30;
+            break;
+        }
     /* tokens the model ran: prompts (less cache hits) and every new token but the last */
     out->step_tokens = (s1.prompt_tokens - s0.prompt_tokens) -
                        (s1.cached_prompt_tokens - s0.cached_prompt_tokens) +
@@ -177,14 +190,23 @@ static int bench_prefix(eng_engine *e, int K, int N, int reps, int vocab) {
     return bad;
 }
 
+/* VmHWM: the most the process had resident (weights as mapped, KV pool, a step's tensors). */
+static void print_peak_rss(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) printf("peak resident memory:%s", line + 6);
+    if (f) fclose(f);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench-engine PACKAGE_DIR [--batches 1,4,8,16] [-p P] [-n N] "
                         "[--reps R] [--threads T] [--per-sequence] [--block-size S] "
-                        "[--step-tokens T]\n");
+                        "[--step-tokens T] [--warmups W] [--prefix K]\n");
         return 2;
     }
-    int batches[32], n_batches = 0, P = 16, N = 32, reps = 3, prefix = 0;
+    int batches[32], n_batches = 0, P = 16, N = 32, reps = 3, prefix = 0, warmups = 1;
     eng_options o = eng_options_default();
     const char *blist = "1,4,8,16";
     for (int i = 2; i < argc; i++) {
@@ -198,6 +220,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--step-tokens")) o.step_tokens = atoi(v), i++;
         else if (!strcmp(a, "--per-sequence")) o.per_sequence = true;
         else if (!strcmp(a, "--prefix")) prefix = atoi(v), i++;
+        else if (!strcmp(a, "--warmups")) warmups = atoi(v), i++;
         else {
             fprintf(stderr, "bench-engine: unknown option %s\n", a);
             return 2;
@@ -215,7 +238,7 @@ int main(int argc, char **argv) {
         if (!c) break;
         c++;
     }
-    if (P < 1 || P > 4096 || N < 1 || reps < 1 || reps > MAX_REPS || n_batches == 0 || prefix < 0) {
+    if (P < 1 || P > 4096 || N < 1 || reps < 1 || reps > MAX_REPS || n_batches == 0 || prefix < 0 || warmups < 0) {
         fprintf(stderr, "bench-engine: -p 1..4096, -n >= 1, --reps 1..%d, some batch sizes, "
                         "--prefix >= 0\n", MAX_REPS);
         return 2;
@@ -250,29 +273,36 @@ int main(int argc, char **argv) {
            "(median; one warm-up)\n", argv[1], eng_batched(e) ? "batched" : "per-sequence: ",
            eng_mode_note(e), o.threads, P, N, reps);
     printf("| batch | total tok/s | decode tok/s | tok per CPU-s | TTFT p50 | TTFT max | steps | "
-           "tokens/step |\n");
-    printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "tokens/step | step mean | longest step |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int bad = 0;
     uint32_t seed = 1;
     for (int k = 0; k < n_batches && !bad; k++) {
         int B = batches[k];
         run_result r[MAX_REPS], warm;
-        bad |= run_once(e, B, P, N, m->vocab_size, seed++, &warm);
+        for (int w = 0; w < warmups && !bad; w++)
+            bad |= run_once(e, B, P, N, m->vocab_size, seed++, &warm);
         for (int i = 0; i < reps && !bad; i++) bad |= run_once(e, B, P, N, m->vocab_size, seed++, &r[i]);
         if (bad) break;
         double tt[MAX_REPS], dt[MAX_REPS], t50[MAX_REPS], tmax[MAX_REPS], steps[MAX_REPS], tps[MAX_REPS];
-        double ct[MAX_REPS];
+        double ct[MAX_REPS], sm[MAX_REPS], sx[MAX_REPS];
         for (int i = 0; i < reps; i++) {
-            ct[i] = r[i].cpu_tps;
+            ct[i] = r[i].cpu_tps, sm[i] = r[i].step_mean, sx[i] = r[i].step_max;
             tt[i] = r[i].total_tps, dt[i] = r[i].decode_tps, t50[i] = r[i].ttft_p50;
             tmax[i] = r[i].ttft_max, steps[i] = (double)r[i].steps;
             tps[i] = r[i].steps ? (double)r[i].step_tokens / (double)r[i].steps : 0;
         }
-        printf("| %d | %.1f | %.1f | %.1f | %.1f ms | %.1f ms | %.0f | %.1f |\n", B, median(tt, reps),
-               median(dt, reps), median(ct, reps), 1e3 * median(t50, reps), 1e3 * median(tmax, reps),
-               median(steps, reps), median(tps, reps));
+        double longest = median(sx, reps);
+        char lbuf[32];
+        if (longest > 1e29) snprintf(lbuf, sizeof lbuf, "> %.0f ms", 1e3 * eng_hist_bounds[ENG_HIST_BUCKETS - 1]);
+        else snprintf(lbuf, sizeof lbuf, "<= %.0f ms", 1e3 * longest);
+        printf("| %d | %.1f | %.1f | %.1f | %.1f ms | %.1f ms | %.0f | %.1f | %.1f ms | %s |\n", B,
+               median(tt, reps), median(dt, reps), median(ct, reps), 1e3 * median(t50, reps),
+               1e3 * median(tmax, reps), median(steps, reps), median(tps, reps),
+               1e3 * median(sm, reps), lbuf);
         fflush(stdout);
     }
+    print_peak_rss();
     eng_destroy(e);
     og_model_close(m);
     return bad;

@@ -256,11 +256,19 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     og_generator_params gp = og_generator_params_default(model);
     e->context = model->context_length > 0 ? model->context_length : gp.max_length;
     if (e->context < 2) e->context = 2;
-    int budget = opt.step_tokens;
-    if (budget == 0) {
-        double b = 64.0 * 1024 * 1024 / (4.0 * (e->vocab > 0 ? e->vocab : 1));
-        budget = b < 16 ? 16 : b > 512 ? 512 : (int)b;
-    }
+    /* The step's token budget bounds how long a running decode waits for its next token
+     * while prompts are prefilled: a step runs its decode tokens and then prefill chunks
+     * up to the budget, and its time grows with the tokens it runs. It once came from the
+     * vocabulary (64 MiB of float32 logits rows), because the step kept logits for every
+     * token; since the step asks for the sampled rows only, nothing in it scales with the
+     * vocabulary times the tokens, so the default is a fixed ENG_STEP_TOKENS_DEFAULT. What
+     * still grows with it is linear: the activations (a few hidden- and MLP-width rows a
+     * token: measured ~63 KB a token on Qwen2.5-0.5B, ~190 KB estimated for an 8B Llama)
+     * and the attention's per-token partial sums, in each plan the session caches for a
+     * step shape (up to SESSION_MAX_PLANS of them: docs/PERFORMANCE.md measures the sum).
+     * A step always has room for one token of every running sequence (at least
+     * max_batch). */
+    int budget = opt.step_tokens ? opt.step_tokens : ENG_STEP_TOKENS_DEFAULT;
     e->step_tokens = budget < opt.max_batch ? opt.max_batch : budget;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);

@@ -33,14 +33,17 @@
 typedef struct eng_engine eng_engine;
 typedef struct eng_request eng_request;
 
+/* The default step budget (eng_create says why it is fixed). */
+enum { ENG_STEP_TOKENS_DEFAULT = 256 };
+
 typedef struct eng_options {
     size_t kv_memory;   /* bytes for the KV pool; 0: enough for max_batch full contexts,
                            at most a quarter of the memory available */
     int block_size;     /* positions per KV block (16) */
     int max_batch;      /* sequences running at once (32) */
     int max_queue;      /* requests waiting to start (256); more are refused */
-    int step_tokens;    /* tokens per step, decode and prefill chunks together (0: from the
-                           vocabulary size, 64 MiB of float32 rows, 16 to 512) */
+    int step_tokens;    /* tokens per step, decode and prefill chunks together (0:
+                           ENG_STEP_TOKENS_DEFAULT; at least max_batch) */
     int threads;        /* compute threads (0: all cores) */
     bool prefix_cache;  /* reuse cached prompt blocks (true) */
     bool per_sequence;  /* force per-sequence mode (tests, comparisons) */

@@ -25,7 +25,7 @@ static const char serve_usage[] =
     "  --block-size N        positions per KV block (16)\n"
     "  --max-batch N         sequences running at once (32)\n"
     "  --max-queue N         requests waiting to start; more are answered 429 (256)\n"
-    "  --step-tokens N       tokens per engine step, decode and prefill together (auto)\n"
+    "  --step-tokens N       tokens per engine step, decode and prefill together (256)\n"
     "  --threads N           compute threads (default: all cores)\n"
     "  --no-prefix-cache     do not reuse cached prompt blocks\n"
     "  --per-sequence        one generator per sequence instead of one shared batch\n"
