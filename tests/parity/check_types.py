@@ -28,7 +28,10 @@ early EOS (random weights) cannot shorten what is compared.
                equal onnxruntime-genai's; a batch of two prompts of different lengths
                gives each row onnxruntime-genai's single run of its prompt, and for
                KV-only types also the rows of onnxruntime-genai's own right-padded batch
-               (for window-sized caches, of the full-length-cache package: see above).
+               (for window-sized caches, of the full-length-cache package: see above);
+               window-sized caches also with prompts longer than the window: a batch of
+               three lengths (rows = onnxruntime-genai's single runs), an equal-length
+               batch (= its batch) and beams of it (= ours of each prompt alone).
 
 Usage: check_types.py BUILD_DIR WORK_DIR --make    (writes every package first)
        check_types.py BUILD_DIR WORK_DIR CASE ...   (hybrid:NAME or types)
@@ -187,6 +190,26 @@ def check_hybrid(build, work, name, dtype):
     return c.ok
 
 
+def check_window_batches(build, d, c):
+    """Window-sized KV caches with prompts longer than the window (the maker's is 8): a batch
+    of three lengths (20, 3, 11) gives each row onnxruntime-genai's single run of its prompt;
+    an equal-length batch (12 each) equals onnxruntime-genai's own batch (which it runs on
+    window-sized caches); beams of that batch equal our beams of each prompt alone (those are
+    held to onnxruntime-genai on the full-length-cache package in hybrid:gptoss)."""
+    long, mid = P + R + P[:4], R + Q
+    L = len(long) + 24
+    rows = [long, Q, mid]
+    batch = ours(build, d, rows, L)
+    for i, r in enumerate(rows):
+        c.same(f"batch [20, 3, 11 tokens]: row {i} vs onnxruntime-genai's single run", batch[i],
+               theirs(d, [r], L)[0])
+    eq = [P + R[:4], R + P[:4]]
+    c.same("batch [12, 12 tokens] vs onnxruntime-genai's batch", ours(build, d, eq, L), theirs(d, eq, L))
+    beams = ["--num-beams", "3", "--num-return-sequences", "2"]
+    c.same("beams of batch [12, 12 tokens] vs our beams of each prompt alone",
+           ours(build, d, eq, 30, beams), ours(build, d, eq[:1], 30, beams) + ours(build, d, eq[1:], 30, beams))
+
+
 def windowed(name):
     """Has the type sliding-window layers with window-sized KV caches?"""
     a = catalog.tiny(name)
@@ -219,6 +242,9 @@ def check_types(build, work):
             c.same("batch [8, 3 tokens]: row 1 vs onnxruntime-genai's right-padded row",
                    batch[1][len(Q):len(Q) + n], padded[1][len(P):])
             how += " and its own right-padded batch" + (" (full-length KV)" if win else "")
+        if win:
+            check_window_batches(build, d, c)
+            how += "; prompts past the window: batches equal single runs"
         print(f"{'ok  ' if c.ok else 'FAIL'} {name}: 32 tokens and a batch of two lengths equal "
               f"onnxruntime-genai's ({how})")
         ok &= c.ok

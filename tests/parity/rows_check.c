@@ -7,12 +7,13 @@
  * For each package:
  *   - a generator computing every position's logits (all_logits = 1, onnxruntime-genai's
  *     output) and one computing the last position's only: a batch of two equal-length
- *     prompts (one prompt over window-sized KV caches), then greedy steps; after the prompt the pruned [2, 1, vocab] equals the last
- *     position of each row of the whole [2, P, vocab], and the tokens and every step's
- *     logits are the same;
+ *     prompts, then greedy steps; after the prompt the pruned [2, 1, vocab] equals the
+ *     last position of each row of the whole [2, P, vocab], and the tokens and every
+ *     step's logits are the same;
  *   - the decoder session alone (packages of one stage): a prompt from the empty cache
- *     with rows given as a list (out of order, repeated) against the whole output; the
- *     state and present outputs, requested too, equal the whole run's.
+ *     (window-sized KV caches: a zero past of their capacity) with rows given as a list
+ *     (out of order, repeated) against the whole output; the state and present outputs,
+ *     requested too, equal the whole run's.
  * Prints one line per package; exits 1 on any difference. */
 #include "onnx_genai.h"
 
@@ -52,9 +53,7 @@ static const char *check_generators(og_model *m, og_status **st) {
     og_tensor *fa = NULL, *fb = NULL, *la = NULL, *lb = NULL;
     const char *bad = NULL;
     int V = og_model_vocab_size(m);
-    /* (a batch of two over window-sized KV caches fails in decode on main before this
-     * feature too: batch 1 there) */
-    int nb = m->has_window ? 1 : 2;
+    const int nb = 2;
     int32_t ids[2 * P];
     for (int i = 0; i < 2 * P; i++) ids[i] = (int32_t)((i * 131 + 17) % (V > 600 ? 600 : V - 1)) + 1;
     if ((*st = generator(m, nb, 1, &a)) || (*st = generator(m, nb, 0, &b))) goto done;
@@ -65,8 +64,7 @@ static const char *check_generators(og_model *m, og_status **st) {
     if ((*st = og_generator_get_output(a, name, &fa)) || (*st = og_generator_get_output(b, name, &fb)))
         goto done;
     const int64_t *da = og_tensor_dims(fa), *db = og_tensor_dims(fb);
-    /* (a single prompt of a model with snapshots runs as P - 1 tokens, then 1) */
-    int pa = m->snapshots && nb == 1 ? 1 : P;
+    int pa = P; /* (a batch of prompts runs whole, with snapshots too) */
     if (da[0] != nb || da[1] != pa || db[0] != nb || db[1] != 1) {
         bad = "the logits outputs do not have the shapes [B, P, V] and [B, 1, V]";
         goto done;
@@ -223,14 +221,12 @@ int main(int argc, char **argv) {
             continue;
         }
         const char *bad = check_generators(m, &st), *skip = NULL;
-        /* (window-sized KV caches need a past of their capacity: generator only) */
-        if (!bad && !st && m->n_stages == 1 && !m->has_window) bad = check_session(m, &st, &skip);
+        if (!bad && !st && m->n_stages == 1) bad = check_session(m, &st, &skip);
         if (st) fail(dir, og_status_message(st));
         else if (bad) fail(dir, bad);
         else
             printf("ok   %s (%s, %s logits)%s%s\n", dir, og_model_type(m),
                    og_dtype_name(m->logits.dtype), m->n_stages > 1 ? "; pipeline: generator only" :
-                   m->has_window ? "; window-sized caches: generator only" :
                    skip ? "; session list skipped, input: " : "", skip ? skip : "");
         og_status_free(st);
         og_model_close(m);
