@@ -129,16 +129,21 @@ static void seq_free(eng_engine *e, eng_seq *s) {
 void eng_admit(eng_engine *e, eng_seq *s) {
     pthread_mutex_lock(&e->stats_mu);
     s->admitted = true;
-    e->st.running = ++e->n_admitted;
+    e->st.running++;
     pthread_mutex_unlock(&e->stats_mu);
+}
+
+/* Under stats_mu. */
+static void unadmit_locked(eng_engine *e, eng_seq *s) {
+    if (s->admitted) {
+        s->admitted = false;
+        e->st.running--;
+    }
 }
 
 void eng_unadmit(eng_engine *e, eng_seq *s) {
     pthread_mutex_lock(&e->stats_mu);
-    if (s->admitted) {
-        s->admitted = false;
-        e->st.running = --e->n_admitted;
-    }
+    unadmit_locked(e, s);
     pthread_mutex_unlock(&e->stats_mu);
 }
 
@@ -146,10 +151,7 @@ void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error
     eng_request *r = s->req;
     if (e->batched) eng_batch_drop_blocks(e, s);
     pthread_mutex_lock(&e->stats_mu);
-    if (s->admitted) { /* the gauge must not count it once its end is told */
-        s->admitted = false;
-        e->st.running = --e->n_admitted;
-    }
+    unadmit_locked(e, s); /* the gauge must not count it once its end is told */
     if (why == ENG_FINISH_CANCELLED) e->st.cancelled++;
     else if (why == ENG_FINISH_ERROR) e->st.failed++;
     else e->st.finished++;

@@ -148,7 +148,7 @@ typedef struct eng_stats {
     uint64_t cached_prompt_tokens; /* prompt tokens served from the prefix cache */
     uint64_t steps;          /* engine steps (model runs, in batched mode) */
     int queue_depth;         /* requests waiting to start (preempted ones included) */
-    int running;             /* sequences admitted, as of the last step */
+    int running;             /* sequences admitted and not yet ended */
     int last_batch;          /* sequences in the last step */
     int64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached; /* batched mode; used: held
                                 by sequences; cached: free but holding a cached prefix */

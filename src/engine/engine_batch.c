@@ -563,7 +563,6 @@ void eng_batch_step(eng_engine *e) {
         }
     }
     pthread_mutex_lock(&e->stats_mu);
-    e->st.running = e->n_admitted;
     e->st.last_batch = n_seqs;
     e->st.last_step_tokens = T;
     e->st.kv_blocks_used = kv_pool_in_use(e->pool);

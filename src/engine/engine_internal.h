@@ -49,7 +49,7 @@ struct eng_seq {
     bool matched;        /* the prefix cache was consulted for this admission */
     gen_rng rng;
     int step_n, step_off;/* tokens in the current step and where they start */
-    bool admitted;       /* counted in n_admitted: in running, or ending from there */
+    bool admitted;       /* counted in the running gauge: in running, or ending from there */
     int logit_row;       /* its row of e->logits after the step (its last token's, when
                             the step ends its pending tokens), else -1 */
     og_generator *gen;   /* per-sequence mode */
@@ -72,8 +72,6 @@ struct eng_engine {
     int n_waiting, cap_waiting;
     eng_seq **running;   /* [max_batch] in admission order */
     int n_running;
-    int n_admitted;      /* running sequences not yet ended: the running gauge, exact even
-                            while a step ends sequences before it compacts running */
     /* batched mode */
     bool batched;
     char note[512];

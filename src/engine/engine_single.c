@@ -98,7 +98,6 @@ void eng_single_step(eng_engine *e) {
     }
     e->n_running = k;
     pthread_mutex_lock(&e->stats_mu);
-    e->st.running = e->n_admitted;
     e->st.last_batch = e->n_running;
     e->st.last_step_tokens = e->n_running;
     pthread_mutex_unlock(&e->stats_mu);
