@@ -51,6 +51,12 @@ int cli_parse_ids(const char *s, int32_t **ids, size_t *n);
 /* The whole of a file ('-': standard input), NUL-terminated, or NULL. Free with free(). */
 char *cli_read_all(const char *path);
 
+/* A decimal integer in [lo, hi], the whole string (cli_args.c). */
+bool cli_parse_int(const char *s, long lo, long hi, int *out);
+/* An integer option: the message says what is wrong with the value (not a number, not
+ * an integer, too large or too small, with the limit); returns 0 or the exit status. */
+int cli_int_option(const char *flag, const char *s, long lo, long hi, int *out);
+
 /* Prints "onnx-genai: <message>" to stderr; returns the exit status to use. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -83,15 +83,6 @@ typedef struct bench_opts {
     int n_backends;
 } bench_opts;
 
-static bool parse_int(const char *s, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = (int)v;
-    return true;
-}
-
 /* --backend LIST: each name through the common parser (cli_backend.c). */
 static int parse_backends(const char *list, bench_opts *o) {
     char buf[64];
@@ -154,7 +145,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (!strcmp(a, "--seed")) {
             int s;
             if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
-            if (!parse_int(argv[++i], 0, 2147483647, &s))
+            if (!cli_parse_int(argv[++i], 0, 2147483647, &s))
                 return cli_fail("bench: --seed: '%s' is not a non-negative integer", argv[i]);
             o->seed = s;
             continue;
@@ -184,7 +175,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             return cli_fail("bench: unknown argument '%s' (see 'onnx-genai bench --help')", a);
         }
         if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
-        if (!parse_int(argv[++i], lo, hi, target))
+        if (!cli_parse_int(argv[++i], lo, hi, target))
             return cli_fail("bench: %s: '%s' is not an integer in [%ld, %ld]", a, argv[i], lo, hi);
     }
     if (!o->model && !o->probe_only)

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,12 +32,27 @@ static double now_s(void) {
 }
 
 int cli_bench_load(int argc, char **argv) {
-    if (argc < 2) return cli_fail("usage: onnx-genai bench-load FILE.onnx [--repeat N]");
+    static const char usage[] = "usage: onnx-genai bench-load FILE.onnx [--repeat N]";
+    const char *path = NULL;
     int repeat = 5;
-    if (argc >= 4) repeat = atoi(argv[3]);
-    if (repeat < 1) repeat = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("%s\n  opens the graph N times (default 5) on the native executor and prints the\n"
+                   "  best open time, bytes mapped and copied, and resident memory growth\n", usage);
+            return 0;
+        } else if (!strcmp(argv[i], "--repeat")) {
+            if (i + 1 >= argc) return cli_fail("--repeat needs a value\n%s", usage);
+            int rc = cli_int_option("--repeat", argv[++i], 1, 1000000, &repeat);
+            if (rc) return rc;
+        } else if (argv[i][0] == '-' || path) {
+            return cli_fail("bench-load: unexpected argument '%s'\n%s", argv[i], usage);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) return cli_fail("%s", usage);
     struct stat stt;
-    if (stat(argv[1], &stt) != 0) return cli_fail("%s: cannot stat", argv[1]);
+    if (stat(path, &stt) != 0) return cli_fail("%s: cannot stat", path);
     double total_bytes = 0; /* the model file and its external-data files */
     int files = 0;
     size_t copied = 0;
@@ -49,7 +65,7 @@ int cli_bench_load(int argc, char **argv) {
         og_session_options o = og_session_options_default();
         o.num_threads = 1;
         o.backend = OG_BACKEND_NATIVE; /* our loader and executor's preparation */
-        og_status *st = og_session_open(argv[1], &o, &s);
+        og_status *st = og_session_open(path, &o, &s);
         double t = now_s() - t0;
         if (st) {
             int rc = cli_fail("%s", og_status_message(st));
@@ -66,7 +82,7 @@ int cli_bench_load(int argc, char **argv) {
         copied = md->copied_bytes;
         og_session_close(s);
     }
-    printf("file: %s (%.1f MB in %d file%s, model and external data)\n", argv[1],
+    printf("file: %s (%.1f MB in %d file%s, model and external data)\n", path,
            total_bytes / 1e6, files, files == 1 ? "" : "s");
     printf("load: %.2f ms (best of %d)\n", best * 1e3, repeat);
     printf("copied at load (typed fields, unaligned raw_data): %.1f MB\n", copied / 1e6);

@@ -53,27 +53,6 @@ static const char generate_usage[] =
     "                             chat template, print the answer (--system, --stop,\n"
     "                             --max-new-tokens, --extra ...: see 'onnx-genai run --help')\n";
 
-static bool parse_int(const char *s, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = (int)v;
-    return true;
-}
-
-/* An integer option: the message says what is wrong with the value (not a number, not
- * an integer, too large or too small, with the limit); returns the exit status. */
-static int int_option(const char *flag, const char *s, long lo, long hi, int *out) {
-    if (parse_int(s, lo, hi, out)) return 0;
-    char *end;
-    double d = strtod(s, &end);
-    if (end == s || *end || isnan(d)) return cli_fail("%s: '%s' is not a number", flag, s);
-    if (d != floor(d)) return cli_fail("%s: '%s' is not an integer", flag, s);
-    if (d > (double)hi) return cli_fail("%s: %s is too large: at most %ld", flag, s, hi);
-    return cli_fail("%s: %s is too small: at least %ld", flag, s, lo);
-}
-
 /* A float option: any spelling strtof reads ("nan" and "inf" included: the generator
  * says what range each option takes); out of float range is an error here. */
 static int float_option(const char *flag, const char *s, float *out) {
@@ -131,7 +110,7 @@ int cli_parse_ids(const char *s, int32_t **ids, size_t *n) {
 #define INT_ARG(field, flag, lo, hi)                                                     \
     do {                                                                                 \
         NEED_ARG();                                                                      \
-        int rc_ = int_option(a, argv[++i], lo, hi, &o->p.field);                        \
+        int rc_ = cli_int_option(a, argv[++i], lo, hi, &o->p.field);                        \
         if (rc_) return rc_;                                                             \
         o->flag = true;                                                                  \
     } while (0)
@@ -181,7 +160,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--seed")) {
             int seed;
             NEED_ARG();
-            int rc_ = int_option(a, argv[++i], 0, INT32_MAX, &seed);
+            int rc_ = cli_int_option(a, argv[++i], 0, INT32_MAX, &seed);
             if (rc_) return rc_;
             o->p.random_seed = seed;
             o->set_seed = true;
@@ -195,7 +174,7 @@ static int parse_args(int argc, char **argv, opts *o) {
             INT_ARG(no_repeat_ngram_size, set_ngram, 0, 1 << 20);
         } else if (!strcmp(a, "--threads")) {
             NEED_ARG();
-            int rc_ = int_option(a, argv[++i], 0, 4096, &o->threads);
+            int rc_ = cli_int_option(a, argv[++i], 0, 4096, &o->threads);
             if (rc_) return rc_;
         } else if (!strcmp(a, "--json")) {
             o->json = true;

@@ -38,6 +38,10 @@ static void distinct_file_names(const char *const *names, size_t n, char (*fname
     }
 }
 
+#define INFER_USAGE                                                                              \
+    "usage: onnx-genai infer FILE.onnx --input NAME=PATH.pb ... [--output-dir DIR] [--threads N]" \
+    " [--backend native|ort|auto] [--ort-lib PATH] [--ep cpu|cuda] [--ort-opt-level LEVEL]"
+
 int cli_infer(int argc, char **argv) {
     const char *path = NULL, *out_dir = ".";
     int threads = 0, rc = 1;
@@ -81,17 +85,18 @@ int cli_infer(int argc, char **argv) {
         } else if ((strcmp(argv[i], "--output-dir") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
             out_dir = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char *end;
-            long t = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || t < 0 || t > 4096) {
-                rc = cli_fail("--threads: '%s' is not a thread count in [0, 4096]", argv[i]);
-                goto done;
-            }
-            threads = (int)t;
+            if ((rc = cli_int_option("--threads", argv[++i], 0, 4096, &threads))) goto done;
+            rc = 1;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf(INFER_USAGE "\n"
+                   "  --input, -i NAME=PATH.pb   a graph input from a TensorProto file (once per name)\n"
+                   "  --output-dir, -o DIR       where each output is written as NAME.pb (default .)\n"
+                   "  --threads N                worker threads (0: one per core)\n%s",
+                   cli_backend_usage);
+            rc = 0;
+            goto done;
         } else if (argv[i][0] == '-' || path) {
-            rc = cli_fail("infer: unexpected argument '%s'\nusage: onnx-genai infer FILE.onnx "
-                          "--input NAME=PATH.pb ... [--output-dir DIR] [--threads N] [--backend native|ort|auto]"
-                          " [--ort-lib PATH] [--ep cpu|cuda] [--ort-opt-level LEVEL]", argv[i]);
+            rc = cli_fail("infer: unexpected argument '%s'\n" INFER_USAGE, argv[i]);
             goto done;
         } else {
             path = argv[i];

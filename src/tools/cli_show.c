@@ -182,7 +182,16 @@ static int show_package(const char *dir) {
     return rc;
 }
 
+static const char show_usage[] =
+    "usage: onnx-genai show FILE.onnx | PACKAGE_DIR\n"
+    "  FILE.onnx     the graph: opsets, inputs, outputs, op counts, ops without a kernel\n"
+    "  PACKAGE_DIR   the package: config, sessions, what feeds each input, state per layer\n";
+
 int cli_show(int argc, char **argv) {
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(show_usage, stdout);
+        return 0;
+    }
     if (argc != 2) return cli_fail("usage: onnx-genai show FILE.onnx | PACKAGE_DIR");
     struct stat sb;
     if (stat(argv[1], &sb) == 0 && S_ISDIR(sb.st_mode)) return show_package(argv[1]);

@@ -475,7 +475,7 @@ ROWS = [
      lambda: ["infer", add_graph(), "--input", "x"]),
     ("infer_input_twice", "", 1, ["--input x= is given twice"],
      lambda: infer_args(add_graph(), ("x", "a.pb"), ("x", "b.pb"))),
-    ("infer_threads", "", 1, ["--threads: 'many' is not a thread count"],
+    ("infer_threads", "", 1, ["--threads: 'many' is not a number"],
      lambda: ["infer", add_graph(), "--threads", "many"]),
     ("infer_tensor_missing", "", 1, ["nothere.pb: cannot open"],
      lambda: infer_args(add_graph(), ("x", w("tensors", "nothere.pb")))),

@@ -74,6 +74,13 @@ expect_err serve_no_package 'nowhere.*genai_config.json' "$bin" serve -m "$tmp/n
 mkdir -p "$tmp/no-packages"
 expect_err serve_empty_models_dir 'has no package folder' "$bin" serve --models-dir "$tmp/no-packages" --port 0
 expect_out serve_help 'POST /v1/chat/completions' "$bin" serve --help
+# every command's --help: its usage on stdout, exit 0
+for c in generate show infer bench bench-load parity run template serve; do
+  expect_out "${c}_help" "^usage: onnx-genai $c " "$bin" "$c" --help
+done
+expect_err infer_bad_threads "--threads: -1 is too small: at least 0" "$bin" infer x.onnx --threads -1
+expect_err bench_load_bad_repeat "--repeat: 'x' is not a number" "$bin" bench-load x.onnx --repeat x
+expect_err bench_load_extra "bench-load: unexpected argument '7'" "$bin" bench-load x.onnx 7
 "$bin" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok unknown_command || bad unknown_command "exit status is not 2"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
