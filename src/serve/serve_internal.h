@@ -2,6 +2,7 @@
  *   serve_http.c     libmicrohttpd: connections, bodies, routing, responses, shutdown
  *   serve_params.c   OpenAI request bodies -> srv_params (every parameter checked)
  *   serve_job.c      one request's choices on the engine: tokens -> text, stop strings
+ *   tool_calls.c     tool calls in an answer: the template's format, parsed as it streams
  *   serve_openai.c   the routes: chat/completions (JSON and SSE), models, tokenize
  *   serve_metrics.c  Prometheus text
  *   serve_page.c     the chat page at /
@@ -15,6 +16,8 @@
 #define OG_SERVE_SERVE_INTERNAL_H
 
 #include "serve/serve.h"
+#include "serve/serve_buf.h"
+#include "serve/tool_calls.h"
 #include "tools/chat_stream.h"
 
 #include "onnx_genai.h"
@@ -25,23 +28,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-/* ---- buffer ------------------------------------------------------------------------ */
-
-typedef struct srv_buf {
-    char *p; /* NUL-terminated when not NULL */
-    size_t n, cap;
-    bool oom;
-} srv_buf;
-
-void srv_buf_add(srv_buf *b, const char *s, size_t n);
-void srv_buf_str(srv_buf *b, const char *s);
-void srv_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hands the bytes over (malloc'd, NUL-terminated; NULL when out of memory) and empties b. */
-char *srv_buf_take(srv_buf *b, size_t *n);
-void srv_buf_free(srv_buf *b);
-/* Empties b, keeping its memory. */
-void srv_buf_clear(srv_buf *b);
 
 /* ---- errors ------------------------------------------------------------------------ */
 
@@ -79,6 +65,10 @@ typedef struct srv_model {
     char tpl_error[256];
     eng_engine *eng;
     int32_t bor, eor;        /* reasoning start/end tokens (-1: none) */
+    tc_format tools_fmt;     /* the tool-call format its chat template teaches (tc_detect) */
+    bool tool_args_object;   /* its template takes a call's arguments as an object */
+    int32_t tool_marker_ids[2]; /* tokens of the format's markers (-1: none), whose text the
+                                   detokenizer drops when they are special */
     int context, vocab;
     og_generator_params defaults; /* the package's search block */
     long created;
@@ -134,7 +124,9 @@ enum { SRV_MAX_STOPS = 4 };
 typedef struct srv_params {
     bool chat;
     char *messages_json;   /* chat: the messages as the template gets them */
-    char *tools_json;      /* chat: tools, or NULL */
+    char *tools_json;      /* chat: tools, or NULL (also with tool_choice "none") */
+    bool parse_tools;      /* chat: tools given and the template has a format: parse calls */
+    bool parallel_tool_calls; /* false: only the first call of an answer is returned */
     char *extra_json;      /* chat: chat_template_kwargs, or NULL */
     cJSON *prompts;        /* completions: array of prompts (strings or id arrays), owned */
     int max_tokens;        /* -1: up to the context */
@@ -151,6 +143,10 @@ typedef struct srv_params {
 bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *body, bool chat, srv_params *p,
                       srv_error *err);
 void srv_params_free(srv_params *p);
+/* Checks a chat request's messages and gives them as model m's template wants them (an
+ * assistant's tool call arguments as an object when the template takes objects), as JSON
+ * text in *out (free with cJSON_free). */
+bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_error *err);
 /* Parses a JSON object body; on failure err says why (400). */
 cJSON *srv_parse_object(const char *body, size_t len, srv_error *err);
 /* Every field of body is among keys (NULL-terminated); else err names the first that is not. */
@@ -167,8 +163,15 @@ typedef struct srv_choice {
     srv_buf delta[2];       /* answer / reasoning text not yet streamed */
     eng_token *toks;        /* when logprobs: tokens not yet reported */
     int n_toks, cap_toks;
-    const char *finish;     /* NULL while running: "stop", "length" */
+    const char *finish;     /* NULL while running: "stop", "length", "tool_calls" */
     bool cs_live;
+    tc_parser tc;           /* when p->parse_tools: the answer goes through it */
+    bool tc_live;
+    int n_calls;            /* tool calls returned (tc.calls[0..n_calls)) */
+    char (*call_ids)[32];   /* their ids */
+    int32_t *script;        /* test builds only (OG_SERVE_TEST_SCRIPT): the tokens that
+                               replace the model's */
+    int n_script;
 } srv_choice;
 
 typedef struct srv_job {

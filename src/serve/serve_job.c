@@ -2,7 +2,10 @@
  * the chat template for chat), each choice is an engine request, and the tokens that
  * come back become text through a streaming detokenizer and chat_stream, which cuts the
  * answer before a stop string (text that could start one is held back until known not
- * to) and sends the model's reasoning (between its bor/eor tokens) to its own channel. */
+ * to) and sends the model's reasoning (between its bor/eor tokens) to its own channel.
+ * When the request has tools and the template a tool-call format, the answer then goes
+ * through the tool-call parser (tool_calls.c), which passes on the content and keeps the
+ * calls; an answer that ends with calls finishes with "tool_calls". */
 #include "serve/serve_internal.h"
 
 #include <errno.h>
@@ -12,10 +15,43 @@
 #include <sys/socket.h>
 #include <time.h>
 
+static void on_content(void *ctx, const char *text, size_t len) {
+    srv_choice *c = ctx;
+    srv_buf_add(&c->delta[0], text, len);
+}
+
 static void on_text(void *ctx, chat_channel ch, const char *text, size_t len) {
     srv_choice *c = ctx;
-    srv_buf_add(&c->delta[ch == CH_THINKING ? 1 : 0], text, len);
+    if (ch != CH_THINKING && c->tc_live) tc_feed(&c->tc, text, len);
+    else srv_buf_add(&c->delta[ch == CH_THINKING ? 1 : 0], text, len);
 }
+
+#ifdef OG_SERVE_TEST_SCRIPT
+/* Test builds only (the onnx-genai-scripted binary the server tests run): the
+ * environment variable OG_SERVE_TEST_SCRIPT holds a JSON array of texts; the k-th choice
+ * the server submits takes the tokens of text k (mod the count) in place of the ones the
+ * model samples, one for one, and ends as if at the end-of-sequence token after them.
+ * Everything after the sampling (detokenizer, stop strings, tool calls, the responses)
+ * is the path every answer takes. */
+static bool script_tokens(srv_job *j, srv_choice *c, srv_error *err) {
+    static atomic_uint next;
+    cJSON *a = cJSON_Parse(getenv("OG_SERVE_TEST_SCRIPT") ? getenv("OG_SERVE_TEST_SCRIPT") : "");
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
+    const cJSON *t = n ? cJSON_GetArrayItem(a, (int)(atomic_fetch_add(&next, 1) % (unsigned)n)) : NULL;
+    bool ok = cJSON_IsString(t);
+    size_t k = 0;
+    if (ok) {
+        og_status *st = og_tokenizer_encode(j->m->tok, t->valuestring, strlen(t->valuestring), 0,
+                                            &c->script, &k);
+        ok = !st;
+        og_status_free(st);
+    }
+    cJSON_Delete(a);
+    c->n_script = (int)k;
+    if (!ok) srv_fail(err, 500, "", "OG_SERVE_TEST_SCRIPT must be a JSON array of texts");
+    return ok;
+}
+#endif
 
 /* A status from the library as an answer: bad input is the client's (400), the rest ours. */
 static void fail_status(srv_error *err, og_status *st, const char *param, const char *what) {
@@ -132,7 +168,15 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
     chat_stream_init(&c->cs, (const char *const *)j->p->stops, j->p->n_stops, bor, eor, -1, -1,
                      on_text, c);
     c->cs_live = true;
+    if (j->p->parse_tools) {
+        tc_init(&c->tc, m->tools_fmt, on_content, c);
+        c->tc_live = true;
+    }
+#ifdef OG_SERVE_TEST_SCRIPT
+    return script_tokens(j, c, err);
+#else
     return true;
+#endif
 }
 
 bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int fd, srv_error *err) {
@@ -190,6 +234,47 @@ static void job_error(srv_job *j, int status, const char *msg) {
     srv_fail(&j->err, status, "", "%s", msg);
 }
 
+/* The answer has ended (finish: "stop" or "length"): the tool calls it holds, if any,
+ * become the choice's (each with its id), and its finish reason "tool_calls". */
+static void choice_end(srv_job *j, srv_choice *c, const char *finish) {
+    c->finish = finish;
+    if (!c->tc_live) return;
+    int n = tc_finish(&c->tc);
+    if (c->tc.oom) {
+        job_error(j, 500, "out of memory");
+        return;
+    }
+    if (n == 0) return;
+    c->n_calls = j->p->parallel_tool_calls ? n : 1;
+    if (!(c->call_ids = calloc((size_t)c->n_calls, sizeof *c->call_ids))) {
+        job_error(j, 500, "out of memory");
+        return;
+    }
+    for (int i = 0; i < c->n_calls; i++) {
+        uint64_t h = (atomic_fetch_add(&j->srv->next_id, 1) + 1) * 0x9e3779b97f4a7c15ull;
+        if (j->m->tools_fmt == TC_MISTRAL) { /* its template wants 9 letters and digits */
+            static const char an[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+            for (int k = 0; k < 9; k++, h /= 62) c->call_ids[i][k] = an[h % 62];
+        } else {
+            snprintf(c->call_ids[i], sizeof c->call_ids[i], "call_%016llx%02x", (unsigned long long)h,
+                     (unsigned)(i & 0xff));
+        }
+    }
+    c->finish = "tool_calls";
+}
+
+/* A marker of the tool-call format that the detokenizer dropped (a special token): its
+ * text, after what piece already holds, in buf. */
+static const char *with_marker(srv_job *j, int32_t id, const char *piece, char *buf, size_t cap) {
+    const char *const *mk = tc_format_markers(j->m->tools_fmt);
+    for (int i = 0; i < 2 && mk[i]; i++)
+        if (id == j->m->tool_marker_ids[i] && !strstr(piece, mk[i])) {
+            snprintf(buf, cap, "%s%s", piece, mk[i]);
+            return buf;
+        }
+    return piece;
+}
+
 /* Takes the choice's new tokens; true when it made progress (tokens or its end). */
 static bool choice_step(srv_job *j, srv_choice *c) {
     if (c->finish) return false;
@@ -202,6 +287,20 @@ static bool choice_step(srv_job *j, srv_choice *c) {
         int k = n - c->have < 32 ? n - c->have : 32;
         eng_request_tokens(c->req, c->have, k, t);
         for (int i = 0; i < k && !c->finish; i++) {
+#ifdef OG_SERVE_TEST_SCRIPT
+            if (c->have >= c->n_script) { /* the script's end: the end-of-sequence token */
+                const char *piece = "";
+                og_status *fs = og_tokenizer_stream_flush(c->ts, &piece);
+                og_status_free(fs);
+                chat_stream_token(&c->cs, -1, piece);
+                chat_stream_finish(&c->cs);
+                eng_request_cancel(c->req);
+                choice_end(j, c, "stop");
+                progressed = true;
+                break;
+            }
+            t[i].id = c->script[c->have];
+#endif
             c->have++;
             j->completion_tokens++;
             progressed = true;
@@ -218,10 +317,12 @@ static bool choice_step(srv_job *j, srv_choice *c) {
                 c->finish = "error";
                 break;
             }
+            char marked[512];
+            if (c->tc_live) piece = with_marker(j, t[i].id, piece, marked, sizeof marked);
             chat_stream_token(&c->cs, t[i].id, piece);
             if (c->cs.stopped) {
-                c->finish = "stop";
                 eng_request_cancel(c->req);
+                choice_end(j, c, "stop");
             }
         }
     }
@@ -243,7 +344,7 @@ static bool choice_step(srv_job *j, srv_choice *c) {
                 chat_stream_token(&c->cs, -1, piece);
             }
             chat_stream_finish(&c->cs);
-            c->finish = f == ENG_FINISH_STOP ? "stop" : "length";
+            choice_end(j, c, f == ENG_FINISH_STOP ? "stop" : "length");
         }
     }
     if (c->finish && c->cs.oom) job_error(j, 500, "out of memory");
@@ -291,6 +392,9 @@ void srv_job_free(srv_job *j) {
         srv_buf_free(&c->delta[0]);
         srv_buf_free(&c->delta[1]);
         free(c->toks);
+        if (c->tc_live) tc_free(&c->tc);
+        free(c->call_ids);
+        og_free(c->script);
     }
     for (int i = 0; j->ids && i < j->n_prompts; i++) og_free(j->ids[i]);
     free(j->ids);

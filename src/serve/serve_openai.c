@@ -146,6 +146,22 @@ static cJSON *head(const srv_job *j, const char *object) {
 
 static const char *text_of(const srv_buf *b) { return b->p ? b->p : ""; }
 
+/* Tool call k of choice c as OpenAI writes it: {"id", "type": "function", "function":
+ * {"name", "arguments"}}; in a stream's delta with its "index" too, and the arguments
+ * apart (args false: "", as the first chunk of a call has them). */
+static cJSON *tool_call(const srv_choice *c, int k, bool delta, bool args) {
+    cJSON *o = cJSON_CreateObject();
+    if (delta) cJSON_AddNumberToObject(o, "index", k);
+    if (!delta || !args) {
+        cJSON_AddStringToObject(o, "id", c->call_ids[k]);
+        cJSON_AddStringToObject(o, "type", "function");
+    }
+    cJSON *f = cJSON_AddObjectToObject(o, "function");
+    if (!delta || !args) cJSON_AddStringToObject(f, "name", c->tc.calls[k].name);
+    cJSON_AddStringToObject(f, "arguments", !delta || args ? c->tc.calls[k].arguments : "");
+    return o;
+}
+
 static cJSON *whole_answer(srv_job *j) {
     cJSON *o = head(j, j->p->chat ? "chat.completion" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices");
@@ -156,7 +172,12 @@ static cJSON *whole_answer(srv_job *j) {
         if (j->p->chat) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
             cJSON_AddStringToObject(msg, "role", "assistant");
-            cJSON_AddStringToObject(msg, "content", text_of(&c->delta[0]));
+            if (c->n_calls && !c->delta[0].n) cJSON_AddNullToObject(msg, "content");
+            else cJSON_AddStringToObject(msg, "content", text_of(&c->delta[0]));
+            if (c->n_calls) {
+                cJSON *calls = cJSON_AddArrayToObject(msg, "tool_calls");
+                for (int k = 0; k < c->n_calls; k++) cJSON_AddItemToArray(calls, tool_call(c, k, false, false));
+            }
             if (c->delta[1].n) cJSON_AddStringToObject(msg, "reasoning_content", text_of(&c->delta[1]));
         } else {
             cJSON_AddStringToObject(ch, "text", text_of(&c->delta[0]));
@@ -246,6 +267,24 @@ static void choice_chunk(srv_stream *st, srv_choice *c, bool role, const char *f
     }
 }
 
+/* A chat choice's tool calls in a stream: for each, a chunk with its index, id, type and
+ * name (arguments ""), then one with its arguments. */
+static void tool_call_chunks(srv_stream *st, srv_choice *c) {
+    for (int k = 0; k < c->n_calls; k++)
+        for (int args = 0; args < 2; args++) {
+            cJSON *o = chunk(st), *choices = cJSON_AddArrayToObject(o, "choices");
+            cJSON *ch = cJSON_CreateObject();
+            cJSON_AddItemToArray(choices, ch);
+            cJSON_AddNumberToObject(ch, "index", c->index);
+            cJSON *d = cJSON_AddObjectToObject(ch, "delta");
+            cJSON *calls = cJSON_AddArrayToObject(d, "tool_calls");
+            cJSON_AddItemToArray(calls, tool_call(c, k, true, args));
+            cJSON_AddNullToObject(ch, "logprobs");
+            cJSON_AddNullToObject(ch, "finish_reason");
+            chunk_end(st, o);
+        }
+}
+
 /* Events for what the engine produced since the last call. */
 static void stream_events(srv_stream *st) {
     srv_job *j = &st->job;
@@ -261,6 +300,7 @@ static void stream_events(srv_stream *st) {
         if (c->delta[0].n || c->delta[1].n || (j->p->logprobs >= 0 && c->n_toks))
             choice_chunk(st, c, false, NULL);
         if (c->finish && !st->finish_sent[i]) {
+            if (st->p.chat) tool_call_chunks(st, c);
             choice_chunk(st, c, false, c->finish);
             st->finish_sent[i] = true;
         }
@@ -418,7 +458,7 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
     const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(j, "prompt");
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
     static const char *const keys[] = {"model", "prompt", "messages", "add_special_tokens",
-                                       "add_generation_prompt", NULL};
+                                       "add_generation_prompt", "tools", NULL};
     if (!srv_known_keys(j, keys, &err)) goto out;
     const cJSON *asp = cJSON_GetObjectItemCaseSensitive(j, "add_special_tokens");
     const cJSON *agp = cJSON_GetObjectItemCaseSensitive(j, "add_generation_prompt");
@@ -452,12 +492,22 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
             srv_fail(&err, 400, "messages", "this model has no chat template (%s)", m->tpl_error);
             goto out;
         }
-        char *mj = cJSON_PrintUnformatted(msgs);
+        const cJSON *tools = cJSON_GetObjectItemCaseSensitive(j, "tools");
+        if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools)) {
+            srv_fail(&err, 400, "tools", "'tools' must be an array");
+            goto out;
+        }
+        char *mj = NULL, *tj = tools && !cJSON_IsNull(tools) ? cJSON_PrintUnformatted(tools) : NULL;
+        if (!srv_messages_json(m, msgs, &mj, &err)) {
+            cJSON_free(tj);
+            goto out;
+        }
         og_chat_options co = og_chat_options_default();
         co.add_generation_prompt = agp ? cJSON_IsTrue(agp) : 1;
-        og_status *st = mj ? og_chat_template_apply(m->tpl, mj, &co, &rendered)
-                           : og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+        co.tools_json = tj;
+        og_status *st = og_chat_template_apply(m->tpl, mj, &co, &rendered);
         cJSON_free(mj);
+        cJSON_free(tj);
         if (st) {
             srv_fail(&err, og_status_code(st) == OG_ERR_OUT_OF_MEMORY ? 500 : 400, "messages",
                      "the chat template could not render the messages: %s", og_status_message(st));

@@ -136,51 +136,132 @@ static bool json_field(const cJSON *body, const char *k, bool array, char **out,
     return true;
 }
 
-static bool read_messages(const cJSON *body, srv_params *p, srv_error *err) {
+/* An assistant message's tool_calls: [{"id"?, "type"?, "function": {"name", "arguments"}}];
+ * arguments given as JSON text become the object when the template takes objects. */
+static bool tool_calls_of(const srv_model *m, cJSON *msg, int i, srv_error *err) {
+    cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+    if (!calls || cJSON_IsNull(calls)) return true;
+    char name[64];
+    if (!cJSON_IsArray(calls)) {
+        snprintf(name, sizeof name, "messages[%d].tool_calls", i);
+        srv_fail(err, 400, name, "'%s' must be an array of tool calls", name);
+        return false;
+    }
+    int k = 0;
+    cJSON *c;
+    cJSON_ArrayForEach(c, calls) {
+        snprintf(name, sizeof name, "messages[%d].tool_calls[%d].function", i, k++);
+        cJSON *f = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "function") : NULL;
+        cJSON *fn = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
+        cJSON *args = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "arguments") : NULL;
+        if (!cJSON_IsString(fn) || (args && !cJSON_IsString(args) && !cJSON_IsObject(args))) {
+            srv_fail(err, 400, name, "'%s' must be an object with a string 'name' and 'arguments' "
+                     "(a JSON string or an object)", name);
+            return false;
+        }
+        if (!m->tool_args_object || !cJSON_IsString(args)) continue;
+        cJSON *obj = cJSON_Parse(args->valuestring);
+        if (cJSON_IsObject(obj)) cJSON_ReplaceItemInObjectCaseSensitive(f, "arguments", obj);
+        else cJSON_Delete(obj); /* not an object: the template gets the text as it came */
+    }
+    return true;
+}
+
+bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_error *err) {
+    *out = NULL;
+    if (!cJSON_IsArray(msgs) || !msgs->child) {
+        srv_fail(err, 400, "messages", "'messages' must be a non-empty array of messages");
+        return false;
+    }
+    cJSON *copy = cJSON_Duplicate(msgs, 1);
+    if (!copy) {
+        srv_fail(err, 500, "", "out of memory");
+        return false;
+    }
+    int i = 0;
+    cJSON *msg;
+    bool ok = true;
+    cJSON_ArrayForEach(msg, copy) {
+        char name[48];
+        snprintf(name, sizeof name, "messages[%d]", i);
+        if (!cJSON_IsObject(msg)) {
+            srv_fail(err, 400, name, "'%s' must be an object", name);
+            ok = false;
+            break;
+        }
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        if (!cJSON_IsString(role) || !*role->valuestring) {
+            snprintf(name, sizeof name, "messages[%d].role", i);
+            srv_fail(err, 400, name, "'%s' must be a non-empty string", name);
+            ok = false;
+            break;
+        }
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+        if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) && !cJSON_IsArray(content)) {
+            snprintf(name, sizeof name, "messages[%d].content", i);
+            srv_fail(err, 400, name, "'%s' must be a string, an array of content parts or null",
+                     name);
+            ok = false;
+            break;
+        }
+        if (!(ok = tool_calls_of(m, msg, i, err))) break;
+        i++;
+    }
+    if (ok && !(*out = cJSON_PrintUnformatted(copy))) {
+        srv_fail(err, 500, "", "out of memory");
+        ok = false;
+    }
+    cJSON_Delete(copy);
+    return ok;
+}
+
+/* tool_choice: "auto" (the default) or "none" (the template gets no tools and the answer is
+ * not parsed). "required" and a named function would need decoding constrained to a call,
+ * which this server does not do: refused rather than answered with a plain text. */
+static bool read_tools(const srv_model *m, const cJSON *body, srv_params *p, srv_error *err) {
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(body, "tool_choice");
+    bool none = false;
+    if (tc && !cJSON_IsNull(tc)) {
+        if (cJSON_IsString(tc) && !strcmp(tc->valuestring, "none")) {
+            none = true;
+        } else if (!cJSON_IsString(tc) || strcmp(tc->valuestring, "auto") != 0) {
+            bool forced = cJSON_IsObject(tc) || (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required"));
+            srv_fail(err, 400, "tool_choice", forced
+                     ? "'tool_choice' %s is not supported: this server does not constrain the "
+                       "model to call a tool; use \"auto\" (the model may call one) or \"none\""
+                     : "'tool_choice' %s is not valid: \"none\", \"auto\", \"required\" or "
+                       "{\"type\": \"function\", ...}",
+                     cJSON_IsObject(tc) ? "naming a function" : cJSON_IsString(tc) ? tc->valuestring : "of this type");
+            return false;
+        }
+    }
+    p->parallel_tool_calls = true;
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(body, "parallel_tool_calls");
+    if (par && !cJSON_IsNull(par)) {
+        if (!cJSON_IsBool(par)) {
+            srv_fail(err, 400, "parallel_tool_calls", "'parallel_tool_calls' must be true or false");
+            return false;
+        }
+        p->parallel_tool_calls = cJSON_IsTrue(par);
+    }
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(body, "tools");
+    if (tools && !cJSON_IsNull(tools) && !none) {
+        if (!json_field(body, "tools", true, &p->tools_json, err)) return false;
+        p->parse_tools = cJSON_GetArraySize(tools) > 0 && m->tools_fmt != TC_NONE;
+    } else if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools)) {
+        srv_fail(err, 400, "tools", "'tools' must be an array");
+        return false;
+    }
+    return true;
+}
+
+static bool read_messages(const srv_model *m, const cJSON *body, srv_params *p, srv_error *err) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
     if (!msgs) {
         srv_fail(err, 400, "messages", "'messages' is required");
         return false;
     }
-    if (!cJSON_IsArray(msgs) || !msgs->child) {
-        srv_fail(err, 400, "messages", "'messages' must be a non-empty array of messages");
-        return false;
-    }
-    int i = 0;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, msgs) {
-        char name[48];
-        snprintf(name, sizeof name, "messages[%d]", i);
-        if (!cJSON_IsObject(m)) {
-            srv_fail(err, 400, name, "'%s' must be an object", name);
-            return false;
-        }
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        if (!cJSON_IsString(role) || !*role->valuestring) {
-            snprintf(name, sizeof name, "messages[%d].role", i);
-            srv_fail(err, 400, name, "'%s' must be a non-empty string", name);
-            return false;
-        }
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) && !cJSON_IsArray(content)) {
-            snprintf(name, sizeof name, "messages[%d].content", i);
-            srv_fail(err, 400, name, "'%s' must be a string, an array of content parts or null",
-                     name);
-            return false;
-        }
-        i++;
-    }
-    p->messages_json = cJSON_PrintUnformatted(msgs);
-    if (!p->messages_json) {
-        srv_fail(err, 500, "", "out of memory");
-        return false;
-    }
-    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(body, "tool_choice");
-    if (tc && !cJSON_IsNull(tc) && !(cJSON_IsString(tc) && !strcmp(tc->valuestring, "auto"))) {
-        srv_fail(err, 400, "tool_choice", "'tool_choice' other than \"auto\" is not supported");
-        return false;
-    }
-    if (!json_field(body, "tools", true, &p->tools_json, err) ||
+    if (!srv_messages_json(m, msgs, &p->messages_json, err) || !read_tools(m, body, p, err) ||
         !json_field(body, "chat_template_kwargs", false, &p->extra_json, err))
         return false;
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(body, "response_format");
@@ -315,7 +396,7 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
     p->logprobs = -1;
     p->n = 1;
     bool ok = srv_known_keys(j, chat ? chat_keys : completion_keys, err) &&
-              (chat ? read_messages(j, p, err) : read_prompts(j, p, err)) &&
+              (chat ? read_messages(m, j, p, err) : read_prompts(j, p, err)) &&
               read_sampling(s, m, j, p, err) && read_stops(j, p, err);
     long long k;
     int r;

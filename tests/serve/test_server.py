@@ -7,8 +7,14 @@ which must end it with status 0 (under ASan/UBSan that includes no leak report).
 Oracles: `onnx-genai generate` (plain and --chat --json) for greedy answers; the server's
 own single answers for concurrent ones; the text of a non-streamed answer for its stream.
 
+The tools case runs tests/onnx-genai-scripted, the server built with OG_SERVE_TEST_SCRIPT:
+the tokens of scripted texts replace the sampled ones (a random model never writes a
+tool call), and everything after sampling is the real path. Its oracles: the scripted
+text itself, the openai client's parsing, and ../shared/chat-templates/render.py
+(transformers' rendering) for conversations that carry tool calls back.
+
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page, models, backend). Exits 77 (skipped) when a package or tool it needs is missing."""
+loading, page, models, backend, tools). Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
 import os
@@ -36,8 +42,8 @@ def check(cond, what):
 
 
 class Server:
-    def __init__(self, build, pkg, *args, env=None, wait_ready=True):
-        self.bin = os.path.join(build, "onnx-genai")
+    def __init__(self, build, pkg, *args, env=None, wait_ready=True, binary=None):
+        self.bin = binary or os.path.join(build, "onnx-genai")
         self.err = tempfile.TemporaryFile()
         e = dict(os.environ)
         e.update(env or {})
@@ -821,6 +827,223 @@ def case_backend(build, pkgs):
         s.stop()
 
 
+# ---- tool calls ------------------------------------------------------------------------------
+
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City."}},
+                   "required": ["city"]}}}]
+CALL_A = {"city": "Zürich", "unit": "c", "opts": {"days": [1, 2], "x": None}}
+CALL_B = {"tz": "UTC"}
+# the answers the scripted model gives, per template family
+HERMES_CALLS = ('Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": '
+                + json.dumps(CALL_A, ensure_ascii=False) + '}\n</tool_call>\n<tool_call>\n'
+                '{"name": "get_time", "arguments": {"tz": "UTC"}}\n</tool_call>')
+HERMES_BAD = '<tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call>'
+PLAIN = "It is sunny."
+LLAMA_CALL = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+MISTRAL_CALLS = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
+
+
+def templated_package(pkgs, tmp, template):
+    """tiny-int4 (byte-level BPE, 1024 positions) with a real chat template (symlinked files, its own tokenizer_config)."""
+    src = os.path.abspath(os.path.join(pkgs, "tiny-int4"))
+    dst = os.path.join(tmp, template)
+    os.makedirs(dst)
+    for f in os.listdir(src):
+        if f != "tokenizer_config.json":
+            os.symlink(os.path.join(src, f), os.path.join(dst, f))
+    with open(os.path.join(src, "tokenizer_config.json")) as f:
+        cfg = json.load(f)
+    with open(os.path.join(ROOT_TEMPLATES, template + ".jinja")) as f:
+        cfg["chat_template"] = f.read()
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f)
+    return dst, {"bos_token": cfg.get("bos_token") or "<s>", "eos_token": cfg.get("eos_token") or "</s>"}
+
+
+ROOT_TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "..", "shared", "chat-templates", "templates")
+
+
+def tool_body(stream=False, **kw):
+    b = {"messages": [{"role": "user", "content": "Weather?"}], "tools": TOOLS, "temperature": 0,
+         "max_tokens": 300, "ignore_eos": True, "stream": stream}
+    b.update(kw)
+    return b
+
+
+def stream_calls(events):
+    """(content, {index: {id, type, name, arguments}}, finish) of a streamed chat answer."""
+    content, calls, finish = "", {}, None
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        for c in e.get("choices", []):
+            d = c.get("delta", {})
+            content += d.get("content") or ""
+            for tc in d.get("tool_calls") or []:
+                k = calls.setdefault(tc["index"], {"arguments": ""})
+                for f in ("id", "type"):
+                    if f in tc:
+                        check(f not in k, f"stream: '{f}' of call {tc['index']} comes once")
+                        k[f] = tc[f]
+                fn = tc.get("function", {})
+                if "name" in fn:
+                    k["name"] = fn["name"]
+                k["arguments"] += fn.get("arguments", "")
+            finish = c.get("finish_reason") or finish
+    return content, calls, finish
+
+
+def case_tools(build, pkgs):
+    scripted = os.path.join(build, "tests", "onnx-genai-scripted")
+    if not os.path.exists(scripted):
+        print(f"SKIP: {scripted} was not built")
+        return SKIP
+    if not os.path.isdir(ROOT_TEMPLATES):
+        print(f"SKIP: the chat-template corpus is missing ({ROOT_TEMPLATES})")
+        return SKIP
+    try:
+        import openai
+    except ImportError:
+        print("SKIP: the openai package (tools/requirements.txt) is not installed")
+        return SKIP
+    sys.path.insert(0, os.path.dirname(ROOT_TEMPLATES))
+    import render  # the oracle of transformers' rendering
+    tmp = tempfile.mkdtemp(prefix="og-tools-")
+    try:
+        tools_hermes(build, pkgs, tmp, openai, render)
+        tools_other(build, pkgs, tmp, "llama-3.1-8b-instruct", LLAMA_CALL,
+                    [("get_weather", {"city": "Paris"})], "")
+        tools_other(build, pkgs, tmp, "mistral-nemo-instruct-2407", MISTRAL_CALLS,
+                    [("get_weather", {"city": "Paris"}), ("get_time", {})], "")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def scripted_server(build, pkg, script):
+    return Server(build, pkg, env={"OG_SERVE_TEST_SCRIPT": json.dumps(script)}, binary=os.path.join(build, "tests", "onnx-genai-scripted"))
+
+
+def tools_hermes(build, pkgs, tmp, openai, render):
+    pkg, tokens = templated_package(pkgs, tmp, "qwen2.5-7b-instruct")
+    # one scripted answer per choice, in the order the requests below submit them
+    script = [HERMES_CALLS, HERMES_CALLS, HERMES_BAD, HERMES_BAD, PLAIN, HERMES_CALLS, HERMES_CALLS, HERMES_CALLS]
+    s = scripted_server(build, pkg, script)
+    try:
+        c = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
+        kw = dict(extra_body={"ignore_eos": True}, temperature=0, max_tokens=300)
+        msgs = [{"role": "user", "content": "Weather?"}]
+        # 1. two calls after some text, not streamed, through the openai client
+        r = c.chat.completions.create(model="qwen2.5-7b-instruct", messages=msgs, tools=TOOLS, **kw)
+        ch = r.choices[0]
+        calls = ch.message.tool_calls or []
+        check(ch.finish_reason == "tool_calls", f"hermes: finish_reason tool_calls ({ch.finish_reason})")
+        check(ch.message.content == "Let me check.", f"hermes: content is the text before the calls ({ch.message.content!r})")
+        check([t.function.name for t in calls] == ["get_weather", "get_time"], "hermes: two calls, names in order")
+        check(len(calls) == 2 and json.loads(calls[0].function.arguments) == CALL_A
+              and json.loads(calls[1].function.arguments) == CALL_B, "hermes: arguments are the JSON the model wrote (unicode, nesting, null)")
+        check(all(t.type == "function" and t.id.startswith("call_") for t in calls) and len({t.id for t in calls}) == 2,
+              "hermes: distinct call ids, type function")
+        # 2. the same streamed, through the openai client: content, then the calls in fragments
+        content, got, finish = "", {}, None
+        for chunk in c.chat.completions.create(model="qwen2.5-7b-instruct", messages=msgs, tools=TOOLS, stream=True, **kw):
+            for cc in chunk.choices:
+                content += cc.delta.content or ""
+                for tc in cc.delta.tool_calls or []:
+                    k = got.setdefault(tc.index, {"name": None, "arguments": "", "id": None})
+                    if tc.id:
+                        k["id"] = tc.id
+                    if tc.function and tc.function.name:
+                        k["name"] = tc.function.name
+                    if tc.function and tc.function.arguments:
+                        k["arguments"] += tc.function.arguments
+                finish = cc.finish_reason or finish
+        check(content == "Let me check." and "<tool" not in content, f"hermes stream: content without the opener ({content!r})")
+        check(finish == "tool_calls", "hermes stream: finish_reason tool_calls")
+        check(sorted(got) == [0, 1] and got[0]["name"] == "get_weather" and got[1]["name"] == "get_time"
+              and json.loads(got[0]["arguments"]) == CALL_A and json.loads(got[1]["arguments"]) == CALL_B
+              and all(g["id"] for g in got.values()), "hermes stream: the calls, by index, equal the unstreamed ones")
+        # 3. a malformed call: the whole answer comes back as content, finish stop
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body())
+        m = j["choices"][0]["message"]
+        check(st == 200 and m["content"] == HERMES_BAD and "tool_calls" not in m
+              and j["choices"][0]["finish_reason"] == "stop", "hermes: malformed call -> plain content, stop")
+        st, events = s.stream("/v1/chat/completions", tool_body(stream=True))
+        content, calls, finish = stream_calls(events)
+        check(content == HERMES_BAD and not calls and finish == "stop", "hermes stream: malformed call -> the same content")
+        # 4. no call at all
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body())
+        check(j["choices"][0]["message"]["content"] == PLAIN and j["choices"][0]["finish_reason"] == "stop",
+              "hermes: a plain answer stays plain")
+        # 5. tool_choice none: the template gets no tools, the answer is not parsed
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body(tool_choice="none"))
+        check(j["choices"][0]["message"]["content"] == HERMES_CALLS and j["choices"][0]["finish_reason"] == "stop",
+              "hermes: tool_choice none -> the answer as text")
+        # 6. parallel_tool_calls false: the first call only
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body(parallel_tool_calls=False))
+        calls = j["choices"][0]["message"].get("tool_calls") or []
+        check([t["function"]["name"] for t in calls] == ["get_weather"], "hermes: parallel_tool_calls false -> one call")
+        # 7. streamed raw: each call's first chunk has id, type, name and arguments ""
+        st, events = s.stream("/v1/chat/completions", tool_body(stream=True))
+        firsts = [tc for e in events if isinstance(e, dict) for ch in e["choices"]
+                  for tc in ch["delta"].get("tool_calls") or [] if "id" in tc]
+        check(len(firsts) == 2 and all(f["type"] == "function" and f["function"]["arguments"] == ""
+                                       and f["index"] == i for i, f in enumerate(firsts)),
+              "hermes stream: first chunk of each call: index, id, type, name, arguments ''")
+        # 8. refused tool_choice values
+        for tc in ["required", {"type": "function", "function": {"name": "get_weather"}}, "sometimes"]:
+            st, _, j, _ = s.post("/v1/chat/completions", tool_body(tool_choice=tc))
+            check(st == 400 and j["error"]["param"] == "tool_choice", f"tool_choice {tc!r}: 400 naming it")
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body(parallel_tool_calls="yes"))
+        check(st == 400 and j["error"]["param"] == "parallel_tool_calls", "parallel_tool_calls not a bool: 400")
+        # 9. the calls go back into the conversation (arguments as the client has them: a
+        # JSON string) with the tool's answer; the template must see arguments as an
+        # object, as transformers renders it (render.py)
+        conv = msgs + [{"role": "assistant", "content": None, "tool_calls": [
+                           {"id": t.id, "type": "function", "function": {"name": t.function.name, "arguments": t.function.arguments}}
+                           for t in r.choices[0].message.tool_calls]},
+                       {"role": "tool", "tool_call_id": r.choices[0].message.tool_calls[0].id, "content": "12 C"},
+                       {"role": "tool", "tool_call_id": r.choices[0].message.tool_calls[1].id, "content": "10:00"}]
+        st, _, tj, _ = s.post("/tokenize", {"messages": conv, "tools": TOOLS})
+        oracle_conv = json.loads(json.dumps(conv))
+        for t in oracle_conv[1]["tool_calls"]:
+            t["function"]["arguments"] = json.loads(t["function"]["arguments"])
+        with open(os.path.join(ROOT_TEMPLATES, "qwen2.5-7b-instruct.jinja")) as f:
+            text = render.render_case(render.make_environment(), f.read(),
+                                      {"messages": oracle_conv, "tools": TOOLS, "add_generation_prompt": True}, tokens)
+        check('"arguments": {"city": "Zürich"' in text and "<tool_response>\n12 C\n</tool_response>" in text,
+              "oracle: the rendered conversation has the call's arguments as an object and the tool's answer")
+        st2, _, oj, _ = s.post("/tokenize", {"prompt": text, "add_special_tokens": False})
+        check(st == 200 and st2 == 200 and tj["tokens"] == oj["tokens"],
+              "a conversation with tool calls and tool answers renders as transformers renders it")
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body(messages=[{"role": "assistant", "tool_calls": [{"function": {"arguments": 3}}]}]))
+        check(st == 400 and j["error"]["param"] == "messages[0].tool_calls[0].function", "a malformed tool call in messages: 400 naming it")
+    finally:
+        s.stop()
+
+
+def tools_other(build, pkgs, tmp, template, answer, want, content):
+    pkg, _ = templated_package(pkgs, tmp, template)
+    s = scripted_server(build, pkg, [answer])
+    try:
+        msgs = [{"role": "user", "content": "Weather?"}]
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body(messages=msgs))
+        ok = st == 200
+        m = j["choices"][0]["message"] if ok else {}
+        got = [(t["function"]["name"], json.loads(t["function"]["arguments"])) for t in m.get("tool_calls") or []]
+        check(ok and got == want and j["choices"][0]["finish_reason"] == "tool_calls"
+              and (m["content"] or "") == content, f"{template}: the calls ({got})")
+        st, events = s.stream("/v1/chat/completions", tool_body(stream=True, messages=msgs))
+        c, calls, finish = stream_calls(events)
+        check(c == content and finish == "tool_calls"
+              and [(calls[i]["name"], json.loads(calls[i]["arguments"])) for i in sorted(calls)] == want,
+              f"{template} stream: the same calls")
+    finally:
+        s.stop()
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
@@ -831,7 +1054,7 @@ def main():
         return SKIP
     cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
              "loading": case_loading, "page": case_page, "models": case_models,
-             "backend": case_backend}
+             "backend": case_backend, "tools": case_tools}
     rc = cases[case](build, pkgs)
     if rc == SKIP:
         return SKIP

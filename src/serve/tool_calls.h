@@ -1,0 +1,73 @@
+/* Tool calls in a model's answer: the formats the chat templates teach, found in the text
+ * as it streams, turned into OpenAI's {name, arguments} pairs.
+ *
+ *   TC_HERMES   <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, one or more
+ *               (Qwen2/2.5/3, QwQ, Hermes 2 Pro)
+ *   TC_LLAMA3   {"name": ..., "parameters": {...}} as the whole answer, or after
+ *               <|python_tag|>; several separated by ';' (Llama 3.1/3.2)
+ *   TC_MISTRAL  [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...] (Mistral, Mixtral, Nemo)
+ *   TC_GRANITE  <|tool_call|> [{"name": ..., "arguments": {...}}, ...] (Granite 3.x)
+ *
+ * The parser passes the text before a call through as content as soon as it is known not
+ * to start one (white space and a possible opener's first bytes are held back), and holds
+ * everything from the opener to the end of the answer. At the end the held text either
+ * parses, every call of it (then the calls are the answer's tool calls), or it does not
+ * (malformed JSON, a call without a name, text between calls): then it is content, as if
+ * no opener had come. Feeding the text in any pieces gives what feeding it whole gives. */
+#ifndef OG_SERVE_TOOL_CALLS_H
+#define OG_SERVE_TOOL_CALLS_H
+
+#include "serve/serve_buf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum tc_format { TC_NONE, TC_HERMES, TC_LLAMA3, TC_MISTRAL, TC_GRANITE } tc_format;
+
+/* "none", "hermes", "llama3_json", "mistral", "granite". */
+const char *tc_format_name(tc_format f);
+/* The format whose markers text shows (a template's rendering of a tool call, or its tool
+ * instructions): TC_NONE when none does. */
+tc_format tc_format_in_text(const char *text);
+/* The format a chat template teaches: it renders a probe conversation (a tool, a user
+ * question, an assistant turn calling the tool, the tool's answer) and looks for the
+ * markers in what it writes. *args_object: the template takes a call's arguments as an
+ * object (it renders them so; Qwen's and Llama's `arguments | tojson`), else as the JSON
+ * text OpenAI's clients send. */
+struct og_chat_template;
+tc_format tc_detect(const struct og_chat_template *t, bool *args_object);
+/* The special tokens of format f that a tokenizer may drop when decoding (NULL-terminated). */
+const char *const *tc_format_markers(tc_format f);
+
+typedef struct tc_call {
+    char *name;      /* the function's name */
+    char *arguments; /* a JSON object, as text */
+} tc_call;
+
+/* Receives content text as it becomes final, in order. */
+typedef void (*tc_content_fn)(void *ctx, const char *text, size_t len);
+
+typedef struct tc_parser {
+    tc_format fmt;
+    srv_buf buf;       /* everything fed */
+    const char *text;  /* buf's bytes, n of them */
+    size_t n;
+    size_t emitted;    /* bytes of text passed on as content */
+    size_t start;      /* where the held call text begins (when in_call) */
+    bool in_call;
+    bool finished;
+    bool oom;
+    tc_call *calls;    /* after tc_finish */
+    int n_calls;
+    tc_content_fn emit;
+    void *ctx;
+} tc_parser;
+
+void tc_init(tc_parser *p, tc_format fmt, tc_content_fn emit, void *ctx);
+void tc_feed(tc_parser *p, const char *text, size_t len);
+/* The end of the answer: parses what was held; returns the number of calls (0: the held
+ * text, if any, was passed on as content). */
+int tc_finish(tc_parser *p);
+void tc_free(tc_parser *p);
+
+#endif
