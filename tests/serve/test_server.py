@@ -845,14 +845,25 @@ LLAMA_CALL = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
 MISTRAL_CALLS = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
 
 
-def templated_package(pkgs, tmp, template):
-    """tiny-int4 (byte-level BPE, 1024 positions) with a real chat template (symlinked files, its own tokenizer_config)."""
+def templated_package(pkgs, tmp, template, special=None):
+    """tiny-int4 (byte-level BPE, 1024 positions) with a real chat template (symlinked files,
+    its own tokenizer_config); special (a text) replaces its unused special token
+    <|im_start|> in tokenizer.json, so that the tokenizer has that marker as a special
+    token (which the streaming decoder drops)."""
     src = os.path.abspath(os.path.join(pkgs, "tiny-int4"))
     dst = os.path.join(tmp, template)
     os.makedirs(dst)
     for f in os.listdir(src):
-        if f != "tokenizer_config.json":
+        if f != "tokenizer_config.json" and not (special and f == "tokenizer.json"):
             os.symlink(os.path.join(src, f), os.path.join(dst, f))
+    if special:
+        with open(os.path.join(src, "tokenizer.json")) as f:
+            tok = json.load(f)
+        for t in tok["added_tokens"]:
+            if t["content"] == "<|im_start|>":
+                t["content"] = special
+        with open(os.path.join(dst, "tokenizer.json"), "w") as f:
+            json.dump(tok, f)
     with open(os.path.join(src, "tokenizer_config.json")) as f:
         cfg = json.load(f)
     with open(os.path.join(ROOT_TEMPLATES, template + ".jinja")) as f:
@@ -918,6 +929,10 @@ def case_tools(build, pkgs):
                     [("get_weather", {"city": "Paris"})], "")
         tools_other(build, pkgs, tmp, "mistral-nemo-instruct-2407", MISTRAL_CALLS,
                     [("get_weather", {"city": "Paris"}), ("get_time", {})], "")
+        # [TOOL_CALLS] as a special token, as Mistral's tokenizers have it: the decoder
+        # drops its text, the server puts it back by its id
+        tools_other(build, pkgs, tmp, "mistral-nemo-instruct-2407", MISTRAL_CALLS,
+                    [("get_weather", {"city": "Paris"}), ("get_time", {})], "", special="[TOOL_CALLS]")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -1024,10 +1039,13 @@ def tools_hermes(build, pkgs, tmp, openai, render):
         s.stop()
 
 
-def tools_other(build, pkgs, tmp, template, answer, want, content):
-    pkg, _ = templated_package(pkgs, tmp, template)
+def tools_other(build, pkgs, tmp, template, answer, want, content, special=None):
+    pkg, _ = templated_package(pkgs, tmp + "/special" if special else tmp, template, special)
     s = scripted_server(build, pkg, [answer])
     try:
+        if special:
+            st, _, j, _ = s.post("/tokenize", {"prompt": answer, "add_special_tokens": False})
+            check(st == 200 and j["tokens"][0] == 16382, f"{special} is one special token ({j['tokens'][:3]})")
         msgs = [{"role": "user", "content": "Weather?"}]
         st, _, j, _ = s.post("/v1/chat/completions", tool_body(messages=msgs))
         ok = st == 200
