@@ -260,6 +260,16 @@ float vexp_shift_sum_f32(const float *x, float *y, int64_t n, float shift) {
         VSTORE(y + i, e);
         acc = VADD(acc, e);
     }
+#if W == 16
+    /* the tail through masked lanes, summed with the rest as one vector */
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        vf e = v_exp(VSUB(_mm512_maskz_loadu_ps(m, x + i), s));
+        _mm512_mask_storeu_ps(y + i, m, e);
+        acc = _mm512_mask_add_ps(acc, m, acc, e);
+    }
+    return _mm512_reduce_add_ps(acc);
+#endif
     float total = lanes_sum(acc);
     if (i < n) { /* the tail through a padded vector; only its first m lanes count */
         float b[W] = {0};
@@ -278,6 +288,12 @@ float vmax_f32(const float *x, int64_t n) {
     if (n >= W) {
         vf a = VLOAD(x);
         for (i = W; i + W <= n; i += W) a = VMAX(VLOAD(x + i), a);
+#if W == 16
+        if (i < n) { /* the tail's lanes, the others keep a's */
+            a = VMAX(_mm512_mask_loadu_ps(a, (__mmask16)((1u << (n - i)) - 1), x + i), a);
+            i = n;
+        }
+#endif
         float b[W];
         VSTORE(b, a);
         m = b[0];

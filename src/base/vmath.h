@@ -12,7 +12,9 @@
 void vexp_f32(const float *x, float *y, int64_t n);
 /* y = exp(x - shift): the shifted exponentials of a softmax row. */
 void vexp_shift_f32(const float *x, float *y, int64_t n, float shift);
-/* The same, returning the sum of the y (summed in W lanes, then the lanes in order). */
+/* The same, returning the sum of the y: summed in W lanes, then the lanes in order and
+ * the tail after them; AVX-512 builds take the tail into the lanes and add the lanes as
+ * a fixed tree. Either way the sum depends only on x, n and shift. */
 float vexp_shift_sum_f32(const float *x, float *y, int64_t n, float shift);
 /* The largest of x[0..n) (n >= 1); a NaN is passed over as x86's max does. */
 float vmax_f32(const float *x, int64_t n);

@@ -60,3 +60,51 @@ done:
     free(y);
     free(p);
 }
+
+/* cpu_attn_scores_t (keys across the lanes) gives cpu_attn_scores' values bit for bit
+ * (a zero's sign aside), on every head size of its path (8 to 256 by 8) and key counts around the 16-key blocks; builds and
+ * head sizes without the path say so (false) and are checked to be exactly those. */
+TEST(attention_scores_across_lanes_equal_rows) {
+    static const int64_t counts[] = {1, 2, 15, 16, 17, 31, 33, 64, 100};
+    unsigned seed = 11;
+    float *q = malloc(264 * sizeof *q), *k = malloc(112 * 264 * sizeof *k);
+    float *kt = malloc(112 * 264 * sizeof *kt), *s = malloc(112 * sizeof *s), *st = malloc(112 * sizeof *st);
+    const float **kp = malloc(112 * sizeof *kp);
+    CHECK(q && k && kt && s && st && kp);
+    int checked = 0;
+    for (int64_t D = 8; D <= 264; D += 8) {
+        for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+            int64_t n = counts[ci];
+            for (int64_t i = 0; i < D; i++) q[i] = frand(&seed);
+            /* rows given by pointers in any order: here every other one reversed */
+            for (int64_t i = 0; i < n * D; i++) k[i] = frand(&seed);
+            for (int64_t t = 0; t < n; t++) kp[t] = k + (t % 2 ? n - 1 - t / 2 : t / 2) * D;
+            if (!cpu_attn_keys_t(kp, n, D, kt)) {
+#if defined(__AVX512F__)
+                CHECK(D % 8 != 0 || D > 256);
+#endif
+                continue;
+            }
+            cpu_attn_scores_t(q, kt, (n + 15) / 16, D, 0.125f, st);
+            for (int64_t t = 0; t < n; t++) {
+                cpu_attn_scores(q, kp[t], 1, D, 0.125f, s + t);
+                if (memcmp(&s[t], &st[t], sizeof(float)) != 0 && s[t] != st[t]) {
+                    test_fail(__FILE__, __LINE__, "D=%lld n=%lld key %lld: %.9g across, %.9g by rows",
+                              (long long)D, (long long)n, (long long)t, st[t], s[t]);
+                    goto done;
+                }
+            }
+            checked++;
+        }
+    }
+#if defined(__AVX512F__)
+    CHECK(checked == 32 * (int)(sizeof counts / sizeof *counts));
+#endif
+done:
+    free(q);
+    free(k);
+    free(kt);
+    free(s);
+    free(st);
+    free(kp);
+}

@@ -71,6 +71,16 @@ void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float
                      float *s);
 void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int64_t D);
 
+/* The same scores with the keys laid across the lanes, for many queries against the same
+ * keys: cpu_attn_keys_t writes keys k[0..n) (rows of D floats) as blocks of 16 keys,
+ * kt[(t / 16) * 16 * D + d * 16 + t % 16], zero past n, and returns false where this
+ * build or head size has no such path (AVX-512, D a multiple of 8 up to 256); then
+ * cpu_attn_scores_t writes the scores of the first 16 * nb keys, each the value
+ * cpu_attn_scores gives it (the same bits, but for the sign of a zero score). */
+bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt);
+void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, float scale,
+                       float *s);
+
 og_status *cpu_contrib_attention(kernel_ctx *ctx);
 og_status *cpu_contrib_gqa(kernel_ctx *ctx);
 og_status *cpu_contrib_mha(kernel_ctx *ctx);

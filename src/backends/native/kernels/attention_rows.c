@@ -133,6 +133,102 @@ void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float
     }
 }
 
+/* Keys with the keys across the lanes (see attention.h): 16 key rows given by pointers
+ * (NULL: a zero row) transposed 16 dimensions at a time, kt[d * 16 + j] = key j's d. */
+static void keys_t16(const float *const *k, int64_t D, float *kt) {
+    for (int64_t c = 0; c < D / 16; c++) {
+        __m512 r[16], t[16], u[16];
+        for (int j = 0; j < 16; j++) r[j] = k[j] ? _mm512_loadu_ps(k[j] + 16 * c) : _mm512_setzero_ps();
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        /* u[4i + m], 128-bit lane L: keys 4i..4i+3 at dimension 4L + m */
+        for (int i = 0; i < 4; i++) {
+            __m512d a0 = _mm512_castps_pd(t[4 * i]), a1 = _mm512_castps_pd(t[4 * i + 1]);
+            __m512d a2 = _mm512_castps_pd(t[4 * i + 2]), a3 = _mm512_castps_pd(t[4 * i + 3]);
+            u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+            u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+            u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+            u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+        }
+        /* per m, a 4 x 4 transpose of 128-bit lanes: dimension 4L + m gets lane L of each */
+        float *o = kt + 16 * 16 * c;
+        for (int m = 0; m < 4; m++) {
+            __m512 s0 = _mm512_shuffle_f32x4(u[m], u[4 + m], _MM_SHUFFLE(1, 0, 1, 0));
+            __m512 s1 = _mm512_shuffle_f32x4(u[m], u[4 + m], _MM_SHUFFLE(3, 2, 3, 2));
+            __m512 s2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], _MM_SHUFFLE(1, 0, 1, 0));
+            __m512 s3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], _MM_SHUFFLE(3, 2, 3, 2));
+            _mm512_storeu_ps(o + 16 * m, _mm512_shuffle_f32x4(s0, s2, _MM_SHUFFLE(2, 0, 2, 0)));
+            _mm512_storeu_ps(o + 16 * (4 + m), _mm512_shuffle_f32x4(s0, s2, _MM_SHUFFLE(3, 1, 3, 1)));
+            _mm512_storeu_ps(o + 16 * (8 + m), _mm512_shuffle_f32x4(s1, s3, _MM_SHUFFLE(2, 0, 2, 0)));
+            _mm512_storeu_ps(o + 16 * (12 + m), _mm512_shuffle_f32x4(s1, s3, _MM_SHUFFLE(3, 1, 3, 1)));
+        }
+    }
+}
+
+bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt) {
+    if (D % 8 || D > 256) return false;
+    int64_t D16 = D & ~(int64_t)15;
+    for (int64_t t = 0; t < n; t += 16) {
+        const float *rows[16];
+        for (int64_t j = 0; j < 16; j++) rows[j] = t + j < n ? k[t + j] : NULL;
+        float *o = kt + t * D;
+        keys_t16(rows, D16, o);
+        for (int64_t d = D16; d < D; d++) /* the last 8 dimensions of a D % 16 == 8 head */
+            for (int64_t j = 0; j < 16; j++) o[d * 16 + j] = rows[j] ? rows[j][d] : 0.0f;
+    }
+    return true;
+}
+
+/* Lane j of a block's result is cpu_attn_scores' value for key j (the same value; a zero
+ * may differ in sign): the lane products of dimension l (0 <= l < W, W = 16 or, on the
+ * 8-float path, 8) summed over the W-wide chunks c in the same order (a product, then
+ * fused multiply-adds), then the W lanes added as sum16 / sum8 add them: per group of
+ * four Q_g = (a[4g] + a[4g+2]) + (a[4g+1] + a[4g+3]), then ((Q0 + Q2) + (Q1 + Q3)) for
+ * 16 lanes and (Q0 + Q1) for 8. */
+static inline __attribute__((always_inline)) void scores_t(const float *q, const float *kt,
+                                                          int64_t nb, int64_t C, int W,
+                                                          float scale, float *s) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    const int64_t D = W * C;
+    for (int64_t b = 0; b < nb; b++, kt += 16 * D) {
+        __m512 Q[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < W / 4; g++) {
+            __m512 a[4];
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                int l = 4 * g + m;
+                a[m] = _mm512_mul_ps(_mm512_set1_ps(q[l]), _mm512_loadu_ps(kt + 16 * l));
+                for (int64_t c = 1; c < C; c++)
+                    a[m] = _mm512_fmadd_ps(_mm512_set1_ps(q[W * c + l]),
+                                           _mm512_loadu_ps(kt + 16 * (W * c + l)), a[m]);
+            }
+            Q[g] = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+        }
+        __m512 r = W == 16 ? _mm512_add_ps(_mm512_add_ps(Q[0], Q[2]), _mm512_add_ps(Q[1], Q[3]))
+                           : _mm512_add_ps(Q[0], Q[1]);
+        _mm512_storeu_ps(s + 16 * b, _mm512_mul_ps(sc, r));
+    }
+}
+
+void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, float scale,
+                       float *s) {
+    switch (D) {
+    case 8: scores_t(q, kt, nb, 1, 8, scale, s); return;
+    case 16: scores_t(q, kt, nb, 1, 16, scale, s); return;
+    case 32: scores_t(q, kt, nb, 2, 16, scale, s); return;
+    case 64: scores_t(q, kt, nb, 4, 16, scale, s); return;
+    case 128: scores_t(q, kt, nb, 8, 16, scale, s); return;
+    default:
+        if (D % 16)
+            scores_t(q, kt, nb, D / 8, 8, scale, s);
+        else
+            scores_t(q, kt, nb, D / 16, 16, scale, s);
+    }
+}
+
 /* y[0..16C) += sum_t p[t] * v[t * ld ..], U rows in flight (independent accumulators). */
 #define WEIGHTED(C, U)                                                                   \
     static void weighted_##C(float *y, const float *p, const float *v, int64_t n,       \
@@ -229,6 +325,16 @@ void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int6
 }
 
 #else
+
+bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt) {
+    (void)k, (void)n, (void)D, (void)kt;
+    return false;
+}
+
+void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, float scale,
+                       float *s) {
+    (void)q, (void)kt, (void)nb, (void)D, (void)scale, (void)s;
+}
 
 void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float scale,
                      float *s) {

@@ -51,12 +51,64 @@ static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const 
     return base + (size_t)blk * s->block_bytes + ((size_t)g * (size_t)bs + (size_t)(r % bs)) * j->row_bytes;
 }
 
-/* o += sum over x < n, in order, of w[x] * v[x] across the head dimension: four keys a
- * pass, each element still summed one key after the other (((o + a) + b) + c) + d, so
- * the grouping saves loads and stores without changing a bit. Blocks of eight vectorize
- * at -O2 (o and the rows never overlap). */
+/* o += sum over x < n of w[x] * v[x] across the head dimension. The order of the sum
+ * depends only on n (never on where the rows lie), so a row gets the same bits from a
+ * contiguous cache, a paged one or any batch. With AVX-512 and a head size that is a
+ * power of two from 16 to 256, U independent accumulators take the keys in turn (key x
+ * into accumulator x % U, fused multiply-adds), combined as ((a0 + a1) + (a2 + a3)) at
+ * the end, and the leftover n % U keys go to a0 before that; other head sizes four keys
+ * a pass, each element summed one key after the other. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+#define TL_WEIGHTED(C, U)                                                                \
+    static void tl_weighted_##C(float *restrict o, const float *w, const float *const *v, \
+                                int64_t n) {                                              \
+        __m512 acc[U][C];                                                                 \
+        _Pragma("GCC unroll 16") for (int u = 0; u < U; u++)                              \
+            _Pragma("GCC unroll 16") for (int c = 0; c < C; c++) acc[u][c] = _mm512_setzero_ps(); \
+        int64_t x = 0;                                                                    \
+        for (; x + U <= n; x += U)                                                        \
+            _Pragma("GCC unroll 16") for (int u = 0; u < U; u++) {                        \
+                __m512 wx = _mm512_set1_ps(w[x + u]);                                     \
+                const float *r = v[x + u];                                                \
+                _Pragma("GCC unroll 16") for (int c = 0; c < C; c++)                      \
+                    acc[u][c] = _mm512_fmadd_ps(wx, _mm512_loadu_ps(r + 16 * c), acc[u][c]); \
+            }                                                                             \
+        for (; x < n; x++) {                                                              \
+            __m512 wx = _mm512_set1_ps(w[x]);                                             \
+            _Pragma("GCC unroll 16") for (int c = 0; c < C; c++)                          \
+                acc[0][c] = _mm512_fmadd_ps(wx, _mm512_loadu_ps(v[x] + 16 * c), acc[0][c]); \
+        }                                                                                 \
+        _Pragma("GCC unroll 16") for (int c = 0; c < C; c++) {                            \
+            __m512 a = acc[0][c];                                                         \
+            if (U == 2) a = _mm512_add_ps(a, acc[U - 1][c]);                              \
+            if (U == 4)                                                                   \
+                a = _mm512_add_ps(_mm512_add_ps(a, acc[1 % U][c]),                        \
+                                  _mm512_add_ps(acc[2 % U][c], acc[3 % U][c]));           \
+            _mm512_storeu_ps(o + 16 * c, _mm512_add_ps(_mm512_loadu_ps(o + 16 * c), a));   \
+        }                                                                                 \
+    }
+TL_WEIGHTED(1, 4)
+TL_WEIGHTED(2, 4)
+TL_WEIGHTED(4, 2)
+TL_WEIGHTED(8, 2)
+TL_WEIGHTED(16, 1)
+#undef TL_WEIGHTED
+#endif
+
 static void tl_weighted(float *restrict o, const float *w, const float *const *v, int64_t n,
                         int64_t D) {
+#if defined(__AVX512F__)
+    switch (D) {
+    case 16: tl_weighted_1(o, w, v, n); return;
+    case 32: tl_weighted_2(o, w, v, n); return;
+    case 64: tl_weighted_4(o, w, v, n); return;
+    case 128: tl_weighted_8(o, w, v, n); return;
+    case 256: tl_weighted_16(o, w, v, n); return;
+    default: break;
+    }
+#endif
     int64_t x = 0;
     for (; x + 4 <= n; x += 4) {
         const float *restrict v0 = v[x], *restrict v1 = v[x + 1], *restrict v2 = v[x + 2],
@@ -88,6 +140,8 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
     if (c1 > s->keys) c1 = s->keys;
     const float **kp = (const float **)slice, **vp = kp + TK;
     float *kb = (float *)(vp + TK), *vb = kb + tl_round(TK * D), *sc = vb + tl_round(TK * D);
+    int32_t *run_len = (int32_t *)(sc + tl_round(TK));
+    float *kt = sc + 2 * tl_round(TK);
     /* the tile's rows, walked block by block (no division per row) */
     for (int64_t p = c0; p < c1;) {
         int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
@@ -106,6 +160,25 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
             }
         }
     }
+    /* Several queries against these keys: the keys the rows see, from the tile's start,
+     * laid across the lanes once (the scores are the same bits either way). */
+    bool across = false;
+    if ((tk->i1 - tk->i0) * R >= 4) {
+        int64_t kn = 0;
+        for (int64_t i = tk->i0; i < tk->i1; i++) {
+            int64_t lo, hi;
+            t->range(t->arg, tk->seq, i, &lo, &hi);
+            if (lo <= hi && hi >= c0 && lo < c1) {
+                int64_t e = (hi < c1 - 1 ? hi : c1 - 1) - c0 + 1;
+                kn = e > kn ? e : kn;
+            }
+        }
+        across = kn > 0 && cpu_attn_keys_t(kp, kn, D, kt);
+    }
+    /* otherwise run_len[x]: how many keys from x on lie one after the other in memory */
+    if (!across)
+        for (int64_t x = c1 - c0 - 1; x >= 0; x--)
+            run_len[x] = x + 1 < c1 - c0 && kp[x + 1] == kp[x] + D ? run_len[x + 1] + 1 : 1;
     int64_t nt = j->ntiles[tk->seq], ct = tk->tile - j->tile0[tk->seq];
     for (int64_t i = tk->i0; i < tk->i1; i++) {
         int64_t lo, hi;
@@ -122,27 +195,32 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
                 continue;
             }
             const float *q = t->q + (s->tok0 + i) * t->q_ld + h * D;
-            /* per contiguous run of keys; a key's score does not depend on the run */
-            for (int64_t x = 0; x < n;) {
-                int64_t run = 1;
-                while (x + run < n && kp[a - c0 + x + run] == kp[a - c0 + x] + run * D) run++;
-                cpu_attn_scores(q, kp[a - c0 + x], run, D, t->scale, sc + x);
-                x += run;
+            float *rs = sc; /* the row's n scores */
+            if (across) { /* whole blocks of 16 keys from the one holding key a */
+                int64_t x0 = (a - c0) & ~(int64_t)15;
+                cpu_attn_scores_t(q, kt + x0 * D, (a - c0 + n - x0 + 15) / 16, D, t->scale, sc + x0);
+                rs = sc + (a - c0);
+            } else { /* per contiguous run of keys; a key's score does not depend on the run */
+                for (int64_t x = 0; x < n;) {
+                    int64_t run = run_len[a - c0 + x] < n - x ? run_len[a - c0 + x] : n - x;
+                    cpu_attn_scores(q, kp[a - c0 + x], run, D, t->scale, sc + x);
+                    x += run;
+                }
             }
             if (t->softcap > 0) {
                 float cap = t->softcap, ic = 1.0f / t->softcap;
-                for (int64_t x = 0; x < n; x++) sc[x] *= ic;
-                vtanh_f32(sc, sc, n);
-                for (int64_t x = 0; x < n; x++) sc[x] *= cap;
+                for (int64_t x = 0; x < n; x++) rs[x] *= ic;
+                vtanh_f32(rs, rs, n);
+                for (int64_t x = 0; x < n; x++) rs[x] *= cap;
             }
             const float *bias = t->bias ? t->bias(t->arg, tk->seq, i, h) : NULL;
             if (bias)
-                for (int64_t x = 0; x < n; x++) sc[x] += bias[a + x];
-            float mx = vmax_f32(sc, n);
-            float sum = vexp_shift_sum_f32(sc, sc, n, mx);
+                for (int64_t x = 0; x < n; x++) rs[x] += bias[a + x];
+            float mx = vmax_f32(rs, n);
+            float sum = vexp_shift_sum_f32(rs, rs, n, mx);
             part[0] = mx;
             part[1] = sum;
-            tl_weighted(o, sc, vp + (a - c0), n, D);
+            tl_weighted(o, rs, vp + (a - c0), n, D);
         }
     }
 }
@@ -245,7 +323,7 @@ og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
     j.ntasks = ntasks;
     int64_t D = t->D;
     int64_t ptr_floats = 2 * TK * 2; /* two row-pointer arrays, 8 bytes an entry */
-    j.per_worker = tl_round(ptr_floats) + 2 * tl_round(TK * D) + tl_round(TK);
+    j.per_worker = tl_round(ptr_floats) + 3 * tl_round(TK * D) + 2 * tl_round(TK);
     int64_t workers = threadpool_size(ctx->pool);
     if (workers > ntasks) workers = ntasks;
     /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */
