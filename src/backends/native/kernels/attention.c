@@ -38,7 +38,9 @@ typedef struct attn_job {
     float scale, mfv;
     bool causal;
     int failed;           /* out of memory in a worker */
-    float *scores;        /* n_slots buffers of S * T scores */
+    float *scores;        /* n_slots buffers of S * T + 16 scores */
+    float *kts;           /* n_slots buffers of the keys across the lanes (kt_floats) */
+    int64_t kt_floats;    /* 0: rows do not take that path */
     int *busy;            /* [n_slots] a call is using that buffer */
     int n_slots;
 } attn_job;
@@ -119,7 +121,8 @@ static void add_mask(const attn_job *j, int64_t b, int64_t i, float *s, int64_t 
     default:
         return;
     }
-    for (int64_t t = 0; t < n; t++) s[t] += m[t] > 0 ? 0.0f : j->mfv;
+    for (int64_t t = 0; t < n; t++) /* adding 0 to the kept keys would change nothing */
+        if (m[t] <= 0) s[t] += j->mfv;
 }
 
 /* Per query row, over the keys it may see only: a causal query's future keys get the
@@ -129,12 +132,26 @@ static void add_mask(const attn_job *j, int64_t b, int64_t i, float *s, int64_t 
  * query under a mask_filter_value of the lowest float) takes the future keys back in,
  * as the reference has them. Taken without attention_bias. */
 static void attn_head_rows(const attn_job *j, int64_t b, int64_t n, const float *kh,
-                           const float *vh, float *s) {
+                           const float *vh, float *s, float *kt) {
     int64_t S = j->S, Dk = j->Dk, Dv = j->Dv;
+    /* many rows against the same keys: the keys across the lanes once (same scores) */
+    bool across = false;
+    if (j->kt_floats) {
+        const float *rows[256];
+        across = true;
+        for (int64_t t0 = 0; t0 < j->T && across; t0 += 256) {
+            int64_t m = j->T - t0 < 256 ? j->T - t0 : 256;
+            for (int64_t t = 0; t < m; t++) rows[t] = kh + (t0 + t) * Dk;
+            across = cpu_attn_keys_t(rows, m, Dk, kt + t0 * Dk);
+        }
+    }
     for (int64_t i = 0; i < S; i++) {
         const float *q = j->qkv + (b * S + i) * j->ld + j->q_off + n * Dk;
         int64_t keys = j->causal && j->P + i + 1 < j->T ? j->P + i + 1 : j->T;
-        cpu_attn_scores(q, kh, keys, Dk, j->scale, s);
+        if (across)
+            cpu_attn_scores_t(q, kt, (keys + 15) / 16, Dk, j->scale, s);
+        else
+            cpu_attn_scores(q, kh, keys, Dk, j->scale, s);
         add_mask(j, b, i, s, keys);
         float mx = vmax_f32(s, keys);
         if (keys < j->T && !(mx > -FLT_MAX / 2)) {
@@ -143,14 +160,15 @@ static void attn_head_rows(const attn_job *j, int64_t b, int64_t n, const float 
             mx = vmax_f32(s, keys);
         }
         float inv = 1.0f / vexp_shift_sum_f32(s, s, keys, mx);
-        for (int64_t t = 0; t < keys; t++) s[t] *= inv;
+        /* the exponentials weigh the values, and the row is divided by their sum after */
         float *o = j->out + (b * S + i) * (j->N * Dv) + n * Dv;
         memset(o, 0, sizeof(float) * (size_t)Dv);
         cpu_attn_weighted(o, s, vh, keys, Dv);
+        for (int64_t d = 0; d < Dv; d++) o[d] *= inv;
     }
 }
 
-static void attn_head(const attn_job *j, int64_t bn, float *scores) {
+static void attn_head(const attn_job *j, int64_t bn, float *scores, float *kt) {
     int64_t b = bn / j->N, n = bn % j->N, S = j->S, P = j->P, T = j->T;
     int64_t Dk = j->Dk, Dv = j->Dv;
     float *kh = j->kbuf + bn * T * Dk, *vh = j->vbuf + bn * T * Dv;
@@ -167,7 +185,7 @@ static void attn_head(const attn_job *j, int64_t bn, float *scores) {
     /* the sgemm packs K = Dk for the scores and N = Dv for the values: short heads, or
      * little work, go row by row on the vectorized loops */
     if (!j->abias && !isnan(j->mfv) && (Dk < 32 || Dv < 32 || small_product(S, T, Dk))) {
-        attn_head_rows(j, b, n, kh, vh, scores);
+        attn_head_rows(j, b, n, kh, vh, scores, kt);
         return;
     }
     const float *q = j->qkv + b * S * j->ld + j->q_off + n * Dk;
@@ -203,8 +221,9 @@ static void attn_heads_fn(void *arg, int64_t b, int64_t e) {
                                         __ATOMIC_RELAXED))
             break;
     }
-    float *scores = j->scores + (size_t)slot * (size_t)(j->S * j->T);
-    for (int64_t bn = b; bn < e; bn++) attn_head(j, bn, scores);
+    float *scores = j->scores + (size_t)slot * (size_t)(j->S * j->T + 16);
+    float *kt = j->kts + (size_t)slot * (size_t)j->kt_floats;
+    for (int64_t bn = b; bn < e; bn++) attn_head(j, bn, scores, kt);
     __atomic_store_n(&j->busy[slot], 0, __ATOMIC_RELEASE);
 }
 
@@ -378,7 +397,10 @@ og_status *cpu_contrib_attention(kernel_ctx *ctx) {
     j.vbuf = kv + B * N * T * Dk;
     OG_TRY(cpu_out_f32(ctx, out, &j.out));
     j.n_slots = threadpool_size(ctx->pool);
-    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(j.n_slots * S * T) + 1, (void **)&j.scores));
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(j.n_slots * (S * T + 16)) + 1, (void **)&j.scores));
+    /* keys across the lanes pay for their transposition from about four rows on */
+    if (S >= 4 && Dk % 8 == 0 && Dk <= 256) j.kt_floats = (T + 15) / 16 * 16 * Dk;
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(j.n_slots * j.kt_floats) + 1, (void **)&j.kts));
     OG_TRY(kernel_scratch(ctx, sizeof(int) * (size_t)j.n_slots, (void **)&j.busy));
     memset(j.busy, 0, sizeof(int) * (size_t)j.n_slots);
     /* per head: the past copied, S x T scores and weighted values (short plain loops,

@@ -141,13 +141,20 @@ og_status *cpu_rms_norm(kernel_ctx *ctx) { return norm_run(ctx, true); }
 
 void cpu_layer_norm_row(const float *x, int64_t n, const float *gamma, const float *beta,
                        float eps, float *y, float *mean, float *inv) {
-    double sum = 0, sq = 0;
-    for (int64_t i = 0; i < n; i++) sum += x[i];
-    double mu = n ? sum / (double)n : 0;
-    for (int64_t i = 0; i < n; i++) sq += (x[i] - mu) * (x[i] - mu);
+    double mu = n ? cpu_row_sum_f64(x, n, 0, false) / (double)n : 0;
+    double sq = cpu_row_sum_f64(x, n, mu, true);
     float m = (float)mu, is = (float)(1.0 / sqrt((n ? sq / (double)n : 0) + eps));
-    for (int64_t i = 0; i < n; i++)
-        y[i] = (x[i] - m) * is * gamma[i] + (beta ? beta[i] : 0.0f);
+    int64_t i = 0; /* blocks of eight, read whole before written, vectorize at -O2 */
+    for (; i + 8 <= n; i += 8) {
+        float t[8];
+        for (int e = 0; e < 8; e++) t[e] = (x[i + e] - m) * is * gamma[i + e];
+        if (beta)
+            for (int e = 0; e < 8; e++) t[e] += beta[i + e];
+        else
+            for (int e = 0; e < 8; e++) t[e] += 0.0f;
+        for (int e = 0; e < 8; e++) y[i + e] = t[e];
+    }
+    for (; i < n; i++) y[i] = (x[i] - m) * is * gamma[i] + (beta ? beta[i] : 0.0f);
     if (mean) *mean = m;
     if (inv) *inv = is;
 }

@@ -26,21 +26,22 @@ static void rms_fn(void *arg, int64_t cb, int64_t ce) {
     int64_t h = j->h, begin = cb * j->grain, end = ce * j->grain < j->rows ? ce * j->grain : j->rows;
     size_t xs = j->xdt == OG_FLOAT32 ? 4 : 2, ys = j->ydt == OG_FLOAT32 ? 4 : 2;
     float *row = j->buf + cb * 2 * h, *tmp = row + h;
+    const float *scale = j->scale;
     for (int64_t r = begin; r < end; r++) {
         cpu_load_f32(j->xdt, (const char *)j->x + (size_t)(r * h) * xs, h, row);
         if (j->skip) {
             cpu_load_f32(j->xdt, (const char *)j->skip + (size_t)((r % j->skip_rows) * h) * xs, h, tmp);
-            for (int64_t i = 0; i < h; i++) row[i] += tmp[i];
+            cpu_row_add(row, row, tmp, NULL, h);
             if (j->bias) {
                 cpu_load_f32(j->xdt, j->bias, h, tmp);
-                for (int64_t i = 0; i < h; i++) row[i] += tmp[i];
+                cpu_row_add(row, row, tmp, NULL, h);
             }
             if (j->sum) cpu_store_f32(j->xdt, (char *)j->sum + (size_t)(r * h) * xs, h, row);
         }
-        double sq = 0;
-        for (int64_t i = 0; i < h; i++) sq += (double)row[i] * row[i];
+        double sq = cpu_row_sum_f64(row, h, 0, true);
         float inv = (float)(1.0 / sqrt((h ? sq / (double)h : 0) + j->eps));
-        for (int64_t i = 0; i < h; i++) row[i] = row[i] * inv * j->scale[i % j->sc];
+        for (int64_t i0 = 0; i0 < h; i0 += j->sc) /* the scale repeats every sc */
+            cpu_row_scale(row + i0, row + i0, inv, scale, j->sc);
         cpu_store_f32(j->ydt, (char *)j->y + (size_t)(r * h) * ys, h, row);
         if (j->inv) j->inv[r] = inv;
     }

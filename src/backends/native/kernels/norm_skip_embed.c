@@ -20,7 +20,7 @@ static void skip_rows_fn(void *arg, int64_t b, int64_t e) {
     for (int64_t r = b; r < e; r++) {
         const float *x = j->x + r * h, *s = j->skip + (r % j->skip_rows) * h;
         float *sum = j->sum + r * h;
-        for (int64_t i = 0; i < h; i++) sum[i] = x[i] + s[i] + (j->bias ? j->bias[i] : 0.0f);
+        cpu_row_add(sum, x, s, j->bias, h);
         cpu_layer_norm_row(sum, h, j->gamma, j->beta, j->eps, j->y + r * h,
                           j->mean ? j->mean + r : NULL, j->inv ? j->inv + r : NULL);
     }
@@ -142,9 +142,7 @@ static void embed_rows_fn(void *arg, int64_t b, int64_t e) {
             continue;
         }
         const float *wv = j->word + w * h, *pv = j->position + p * h;
-        for (int64_t i = 0; i < h; i++) sum[i] = wv[i] + pv[i];
-        if (j->seg)
-            for (int64_t i = 0; i < h; i++) sum[i] += j->segment[g * h + i];
+        cpu_row_add(sum, wv, pv, j->seg ? j->segment + g * h : NULL, h);
         cpu_layer_norm_row(sum, h, j->gamma, j->beta, j->eps, j->y + r * h, NULL, NULL);
     }
 }
