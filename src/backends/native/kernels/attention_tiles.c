@@ -6,11 +6,12 @@
  * its partial (m, l, o) to its own slot; the merge then reads the slots in tile order.
  *
  * The arithmetic of a row is fixed: a score is cpu_attn_scores' (whose value for a key
- * does not depend on the keys beside it), the softmax runs
+ * does not depend on the keys beside it; a task with several query rows computes the
+ * same values from the keys laid across the lanes, cpu_attn_scores_t), the softmax runs
  * over exactly the row's visible keys of the tile, and the output is the sum over
- * those keys, in position order, of p * v (one key at a time, vectorized across the
- * head dimension). Nothing in it depends on the other rows, the tile's width or how
- * the keys are laid out (blocks of any size, or one contiguous run). */
+ * those keys of p * v in an order fixed by their count (tl_weighted). Nothing in it
+ * depends on the other rows, the tile's width or how the keys are laid out (blocks of
+ * any size, or one contiguous run). */
 #include "backends/native/kernels/attention_tiles.h"
 
 #include "backends/native/kernels/attention.h"
