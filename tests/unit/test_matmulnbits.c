@@ -320,7 +320,8 @@ static void check_pack(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool bi
     check_pack_as(bs, M, N, K, zp, bias, pool, false);
 }
 
-/* M = 1, 2, 3 (the streaming row kernels; float arithmetic runs 3M digit rows), 17 and
+/* M = 1, 2, 3 (the streaming row kernels; float arithmetic runs 3M digit rows), 5 to 17
+ * (decode batches: row groups over each panel pair), 17 and
  * 20 (register tiles with a ragged last strip, or the row kernels over several row
  * groups where the ISA's tiles start at 48 rows), 49 and 512; K ending inside a block; N leaving
  * a partial panel and an odd panel count; every block size; with and without zero
@@ -344,6 +345,16 @@ static void pack_sweep(threadpool *pool) {
     check_pack(128, 512, 21, 300, false, false, pool);
     check_pack(32, 4, 300, 896, false, false, pool); /* decode-like: many panels */
     check_pack(32, 1, 300, 896, false, true, pool);
+    /* decode batches: AVX-512 runs them in groups of up to 8 rows over each panel pair
+     * (5..8 in one group, then a ragged last group of 1..8) */
+    static const int64_t batch[] = {5, 6, 7, 8, 9, 12, 13, 16, 17};
+    for (int j = 0; j < 9; j++) {
+        int bs = bss[j % 3];
+        int64_t K = j % 2 ? 3 * bs + bs / 2 + 8 : 4 * bs;
+        check_pack(bs, batch[j], ns[j % 4], K, j % 3 == 1, j % 2 == 0, pool);
+    }
+    check_pack(32, 8, 300, 896, false, true, pool);
+    check_pack(32, 16, 300, 896, true, false, pool);
 }
 
 TEST(mnb_pack_every_isa_matches_reference_inline) { pack_sweep(NULL); }

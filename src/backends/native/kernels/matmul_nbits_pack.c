@@ -19,7 +19,7 @@ enum {
      * three digit rows of level 0: 10-25 % less at 16-32 rows, even at 48) */
     TILE_MIN_M_VEC = 48,
     ROW_BLOCK_BYTES = 160 * 1024, /* quantized A per tile item, kept in L2 */
-    SUB_BYTES = 64 * 1024, /* more than SMALL_M rows: all row groups per this many weights */
+    SUB_BYTES = 64 * 1024, /* more rows than a rows call takes: all row groups per this many weights */
 };
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -182,6 +182,7 @@ typedef struct isa_fns {
     void (*digits)(const float *a, int64_t len, int8_t *d, int64_t d_stride, float *scale,
                    int32_t *sums);
     int64_t tile_min_m; /* kernel rows from which the tile kernel runs */
+    int rows_max;       /* most rows one call of `rows` takes */
 } isa_fns;
 
 static isa_fns active_fns(void) {
@@ -190,18 +191,20 @@ static isa_fns active_fns(void) {
 #ifndef OG_NO_AMX
     case CPU_ISA_AMX:
         return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_amx, mnb_x512_quantize_block,
-                         "avx512-vnni", "amx-int8", mnb_x512_digits_block, TILE_MIN_M};
+                         "avx512-vnni", "amx-int8", mnb_x512_digits_block, TILE_MIN_M,
+                         TILE_MIN_M};
 #endif
     case CPU_ISA_AVX512:
         return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_avx512, mnb_x512_quantize_block,
-                         "avx512-vnni", "avx512-vnni", mnb_x512_digits_block, TILE_MIN_M_VEC};
+                         "avx512-vnni", "avx512-vnni", mnb_x512_digits_block, TILE_MIN_M_VEC,
+                         TILE_MIN_M_VEC};
     case CPU_ISA_AVX2:
         return (isa_fns){mnb_pack_rows_avx2, mnb_pack_tile_avx2, mnb_quantize_block, "avx2",
-                         "avx2", mnb_digits_block, TILE_MIN_M};
+                         "avx2", mnb_digits_block, TILE_MIN_M, SMALL_M};
 #endif
     default:
         return (isa_fns){mnb_pack_rows_generic, mnb_pack_tile_generic, mnb_quantize_block,
-                         "generic", "generic", mnb_digits_block, TILE_MIN_M};
+                         "generic", "generic", mnb_digits_block, TILE_MIN_M, SMALL_M};
     }
 }
 
@@ -370,13 +373,15 @@ static void small_worker(void *arg, int64_t t0, int64_t t1) {
         } while (!atomic_compare_exchange_weak_explicit(&J->next, &cur, (long long)end,
                                                         memory_order_relaxed,
                                                         memory_order_relaxed));
-        /* with more than SMALL_M rows (a decode batch, digit rows) every group of rows
-         * runs over a few panels before the next ones stream in, so that the weights
-         * come from memory once per step whatever the batch */
-        int64_t sub = J->M > SMALL_M ? J->sub_panels : end - cur;
+        /* with more rows than one call of the kernel takes (a decode batch, digit rows
+         * on AVX2 and the portable kernels) every group of rows runs over a few panels
+         * before the next ones stream in, so that the weights come from memory once
+         * per step whatever the batch */
+        const int64_t rmax = J->f.rows_max;
+        int64_t sub = J->M > rmax ? J->sub_panels : end - cur;
         for (int64_t s0 = cur; s0 < end; s0 += sub)
-            for (int64_t m = 0; m < J->M; m += SMALL_M)
-                J->f.rows(J->pk, J->qa, m, (int)min64(SMALL_M, J->M - m), s0,
+            for (int64_t m = 0; m < J->M; m += rmax)
+                J->f.rows(J->pk, J->qa, m, (int)min64(rmax, J->M - m), s0,
                           min64(end, s0 + sub), J->o);
         if (J->Yd) /* the piece's columns, while they are in cache */
             sum_digits(J->pk, J->Yd, J->Y, J->bias, 0, J->rows_a, cur * MNB_PANEL,

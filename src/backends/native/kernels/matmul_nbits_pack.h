@@ -78,8 +78,9 @@ typedef struct mnb_out {
     const float *bias;
 } mnb_out;
 
-/* Rows m0..m0+mr (mr <= 4) against panels [p0, p1), unpacking nibbles as they stream
- * (decode and short prompts). */
+/* Rows m0..m0+mr against panels [p0, p1), unpacking nibbles as they stream (decode,
+ * decode batches and short prompts); mr is at most 4, or below the tile kernels' rows
+ * for the AVX-512 kernel, which runs row groups of a batch over each panel pair. */
 typedef void (*mnb_rows_fn)(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
                             int64_t p0, int64_t p1, const mnb_out *o);
 /* Rows [m0, m1) against the panel pair (p, p + 1), whose weights unpack into `u8`
