@@ -203,12 +203,13 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench-engine PACKAGE_DIR [--batches 1,4,8,16] [-p P] [-n N] "
                         "[--reps R] [--threads T] [--per-sequence] [--block-size S] "
-                        "[--step-tokens T] [--warmups W] [--prefix K]\n");
+                        "[--step-tokens T] [--warmups W] [--prefix K] [--plan-memory MIB]\n");
         return 2;
     }
     int batches[32], n_batches = 0, P = 16, N = 32, reps = 3, prefix = 0, warmups = 1;
     eng_options o = eng_options_default();
     const char *blist = "1,4,8,16";
+    long long plan_mib = -1; /* the sessions' plan_memory; -1: the default */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
         if (!strcmp(a, "--batches")) blist = v, i++;
@@ -221,6 +222,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--per-sequence")) o.per_sequence = true;
         else if (!strcmp(a, "--prefix")) prefix = atoi(v), i++;
         else if (!strcmp(a, "--warmups")) warmups = atoi(v), i++;
+        else if (!strcmp(a, "--plan-memory")) plan_mib = atoll(v), i++;
         else {
             fprintf(stderr, "bench-engine: unknown option %s\n", a);
             return 2;
@@ -246,6 +248,7 @@ int main(int argc, char **argv) {
     og_model *m;
     og_model_options mo = og_model_options_default();
     mo.num_threads = o.threads; /* --threads: the sessions' compute pool */
+    if (plan_mib >= 0) mo.plan_memory = (size_t)plan_mib << 20;
     og_status *st = og_model_open(argv[1], &mo, &m);
     if (st) {
         fprintf(stderr, "bench-engine: %s\n", og_status_message(st));
@@ -303,6 +306,13 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     print_peak_rss();
+    eng_stats es;
+    eng_get_stats(e, &es);
+    gen_plan_mem pm;
+    gen_model_plan_mem(m, &pm);
+    printf("cached plans: %.1f MiB now in %zu (peak %.1f MiB, budget %.1f MiB, %llu evicted)\n",
+           (double)es.plan_bytes / 1048576.0, pm.plans, (double)es.plan_bytes_peak / 1048576.0,
+           (double)pm.budget / 1048576.0, (unsigned long long)es.plans_evicted);
     eng_destroy(e);
     og_model_close(m);
     return bad;

@@ -168,7 +168,19 @@ typedef struct og_session_options {
                                  OG_BACKEND_NATIVE it is an error */
     int graph_optimization_level; /* -1: onnxruntime's default (all); 0 none, 1 basic,
                                      2 extended, 99 all */
+    /* native only: the most bytes the session keeps in cached execution plans between
+     * runs. The executor makes a plan per input-shape class (its buffer offsets and one
+     * arena holding the intermediate values of a run of that class) and reuses it for
+     * later runs of the class; at most 16 per graph are cached, and beyond this many
+     * bytes the least recently used go (a later run of that class records a new one,
+     * allocating its intermediates on the heap once). The plan a run uses is never
+     * evicted during it; a plan larger than the budget alone still runs and is dropped
+     * when its run ends. Default OG_PLAN_MEMORY_DEFAULT; SIZE_MAX: bounded by count
+     * only; 0: no plan is kept between runs. */
+    size_t plan_memory;
 } og_session_options;
+
+#define OG_PLAN_MEMORY_DEFAULT ((size_t)64 << 20)
 
 og_session_options og_session_options_default(void);
 
@@ -277,6 +289,8 @@ typedef struct og_model_options {
     const char *ort_library;
     const char *ort_provider;
     int graph_optimization_level; /* -1: the config's session_options, else onnxruntime's */
+    size_t plan_memory; /* each session's og_session_options.plan_memory
+                           (OG_PLAN_MEMORY_DEFAULT) */
 } og_model_options;
 
 og_model_options og_model_options_default(void);

@@ -46,6 +46,12 @@ typedef struct session_run_stats {
                                 caller's (onnxruntime: outputs it allocated itself,
                                 string tensors) */
     size_t copies;           /* how many such copies */
+    /* native: the cached execution plans (session.h) after the run, all graphs */
+    size_t plan_bytes;       /* their tables and arenas */
+    size_t plan_bytes_peak;  /* the most they held since the session opened */
+    size_t plans;            /* how many */
+    size_t plans_evicted;    /* evicted for the byte budget since the session opened */
+    size_t plan_budget;      /* og_session_options.plan_memory */
 } session_run_stats;
 
 /* What a backend prepared when the session opened (kernels' prepacked weights). */

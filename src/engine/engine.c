@@ -225,9 +225,15 @@ static void *engine_main(void *arg) {
         double t0 = eng_now();
         if (e->batched) eng_batch_step(e);
         else eng_single_step(e);
+        double t1 = eng_now();
+        gen_plan_mem pm; /* read here: this thread is the one that runs the sessions */
+        gen_model_plan_mem(e->m, &pm);
         pthread_mutex_lock(&e->stats_mu);
-        eng_hist_add(&e->st.step_time, eng_now() - t0);
+        eng_hist_add(&e->st.step_time, t1 - t0);
         e->st.steps++;
+        e->st.plan_bytes = pm.bytes;
+        e->st.plan_bytes_peak = pm.peak;
+        e->st.plans_evicted = pm.evicted;
         pthread_mutex_unlock(&e->stats_mu);
     }
     /* shutting down: everything still here is cancelled */
@@ -267,7 +273,8 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
      * still grows with it is linear: the activations (a few hidden- and MLP-width rows a
      * token: measured ~63 KB a token on Qwen2.5-0.5B, ~190 KB estimated for an 8B Llama)
      * and the attention's per-token partial sums, in each plan the session caches for a
-     * step shape (up to SESSION_MAX_PLANS of them: docs/PERFORMANCE.md measures the sum).
+     * step shape (together bounded by og_model_options.plan_memory: docs/PERFORMANCE.md,
+     * "Bounded plan memory").
      * A step always has room for one token of every running sequence (at least
      * max_batch). */
     int budget = opt.step_tokens ? opt.step_tokens : ENG_STEP_TOKENS_DEFAULT;

@@ -161,6 +161,8 @@ typedef struct eng_stats {
     uint64_t prefix_hits;    /* ... and found at least one block there */
     int last_step_tokens;    /* tokens run in the last step (decode + prefill chunks;
                                 per-sequence mode: sequences stepped) */
+    /* the model's cached execution plans after the last step (gen_model_plan_mem) */
+    uint64_t plan_bytes, plan_bytes_peak, plans_evicted;
 } eng_stats;
 
 void eng_get_stats(eng_engine *e, eng_stats *out);

@@ -15,6 +15,7 @@
 #include "base/pkg_file.h"
 #include "genai/config.h"
 #include "genai/generator.h"
+#include "runtime/session.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ og_model_options og_model_options_default(void) {
     o.allow_text_only = 1;
     o.backend = OG_BACKEND_AUTO;
     o.graph_optimization_level = -1;
+    o.plan_memory = OG_PLAN_MEMORY_DEFAULT;
     return o;
 }
 
@@ -99,6 +101,7 @@ static og_status *stage_session(const og_model_options *o, const gen_stage *st,
     so.backend = backend;
     so.ort_library = o->ort_library;
     so.ort_provider = o->ort_provider;
+    so.plan_memory = o->plan_memory;
     so.graph_optimization_level = o->graph_optimization_level != -1
                                       ? o->graph_optimization_level
                                       : config_opt_level(st->so_cfg);
@@ -552,6 +555,7 @@ static og_model_options read_options(const og_model_options *options) {
         TAKE(ort_library);
         TAKE(ort_provider);
         TAKE(graph_optimization_level);
+        TAKE(plan_memory);
 #undef TAKE
     }
     return o;
@@ -707,4 +711,18 @@ og_status *og_model_profile_write(og_model *m, const char *path) {
     profiler_free(m->prof);
     m->prof = NULL;
     return st;
+}
+
+void gen_model_plan_mem(const og_model *m, gen_plan_mem *out) {
+    memset(out, 0, sizeof *out);
+    for (int i = 0; m && i < m->n_stages; i++) {
+        if (!m->stages[i].s) continue;
+        session_run_stats st;
+        runtime_session_stats(m->stages[i].s, &st);
+        out->bytes += st.plan_bytes;
+        out->peak += st.plan_bytes_peak;
+        out->plans += st.plans;
+        out->evicted += st.plans_evicted;
+        if (st.plan_budget > out->budget) out->budget = st.plan_budget;
+    }
 }

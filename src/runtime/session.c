@@ -27,6 +27,7 @@ og_session_options og_session_options_default(void) {
     o.num_threads = 0;
     o.backend = OG_BACKEND_AUTO;
     o.graph_optimization_level = -1;
+    o.plan_memory = OG_PLAN_MEMORY_DEFAULT;
     return o;
 }
 
@@ -45,6 +46,7 @@ static og_status *take_options(const og_session_options *in, og_session_options 
     TAKE(ort_library);
     TAKE(ort_provider);
     TAKE(graph_optimization_level);
+    TAKE(plan_memory);
 #undef TAKE
     if (o->backend != OG_BACKEND_AUTO && o->backend != OG_BACKEND_NATIVE &&
         o->backend != OG_BACKEND_ORT)

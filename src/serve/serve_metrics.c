@@ -43,7 +43,7 @@ static void histogram(srv_buf *b, const char *name, const char *help, const load
 GET(requests) GET(finished) GET(cancelled) GET(failed) GET(preempted) GET(prompt_tokens)
 GET(generated_tokens) GET(cached_prompt_tokens) GET(steps) GET(queue_depth) GET(running)
 GET(last_batch) GET(kv_blocks_total) GET(kv_blocks_used) GET(kv_blocks_cached)
-GET(prefix_lookups) GET(prefix_hits) GET(last_step_tokens)
+GET(prefix_lookups) GET(prefix_hits) GET(last_step_tokens) GET(plan_bytes) GET(plans_evicted)
 #undef GET
 static double get_kv_ratio(const eng_stats *s) {
     return s->kv_blocks_total ? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0;
@@ -112,6 +112,10 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
     family(&b, GAUGE, "og_kv_blocks_used", "KV blocks held by sequences", l, n, get_kv_blocks_used);
     family(&b, GAUGE, "og_kv_blocks_cached", "KV blocks kept for the prefix cache", l, n, get_kv_blocks_cached);
     family(&b, GAUGE, "og_kv_usage_ratio", "used share of the KV pool", l, n, get_kv_ratio);
+    family(&b, GAUGE, "og_plan_bytes", "bytes of the execution plans the model's sessions cache "
+           "(bounded by the plan memory budget)", l, n, get_plan_bytes);
+    family(&b, COUNTER, "og_plan_evictions_total", "cached execution plans evicted for the plan "
+           "memory budget", l, n, get_plans_evicted);
     histogram(&b, "og_time_to_first_token_seconds", "submission to first token", l, n, offsetof(eng_stats, ttft));
     histogram(&b, "og_inter_token_latency_seconds", "between a request's tokens", l, n,
               offsetof(eng_stats, inter_token));

@@ -639,6 +639,8 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
     }
     double peak_rss = (double)cli_rss_peak(); /* measured before the probe's buffer */
     size_t rss_end = cli_rss_now();
+    gen_plan_mem plans;
+    gen_model_plan_mem(m, &plans);
     char isa[160];
     cli_isa_summary(isa, sizeof isa);
     if (!*probed) {
@@ -667,10 +669,13 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
                "\"matmulnbits_int8_long\": \"%s\", \"gemm_f32\": \"%s\"}, "
                "\"prepared_bytes\": %zu, \"prepared_nodes\": %d, \"released_bytes\": %zu, "
                "\"prepare_s\": %.6f, \"prepare_cpu_s\": %.6f, \"rss_after_open_bytes\": %zu, "
-               "\"rss_decoding_bytes\": %zu, \"rss_end_bytes\": %zu, \"all_logits\": %s, ",
+               "\"rss_decoding_bytes\": %zu, \"rss_end_bytes\": %zu, \"all_logits\": %s, "
+               "\"plan_bytes\": %zu, \"plan_bytes_peak\": %zu, \"plans\": %zu, "
+               "\"plans_evicted\": %zu, \"plan_budget_bytes\": %zu, ",
                cpu_isa_name(cpu_isa_active()), mnb_pack_kernel_name(1), mnb_pack_kernel_name(512),
                gemm_f32_isa(), prep.bytes, prep.nodes, prep.released, prep.secs, prep.cpu_secs,
-               rss_open, rss_decoding, rss_end, o.all_logits ? "true" : "false");
+               rss_open, rss_decoding, rss_end, o.all_logits ? "true" : "false", plans.bytes,
+               plans.peak, plans.plans, plans.evicted, plans.budget);
         print_probe_json(&pr);
         printf(", \"tests\": [");
         for (int k = 0; k < n_tests; k++) {
@@ -715,6 +720,11 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
                human_bytes((double)rss_open, b3, sizeof b3),
                human_bytes((double)rss_decoding, b5, sizeof b5),
                human_bytes((double)rss_end, b4, sizeof b4));
+        if (native)
+            printf("cached plans: %zu, %s (peak %s, budget %s per session, %zu evicted)\n",
+                   plans.plans, human_bytes((double)plans.bytes, b1, sizeof b1),
+                   human_bytes((double)plans.peak, b2, sizeof b2),
+                   human_bytes((double)plans.budget, b3, sizeof b3), plans.evicted);
         if (native)
             printf("kernels: %s; MatMulNBits int8 %s (M < 16), %s (M >= 16); sgemm %s\n", isa,
                    mnb_pack_kernel_name(1), mnb_pack_kernel_name(512), gemm_f32_isa());

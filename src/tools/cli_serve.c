@@ -22,6 +22,8 @@ static const char serve_usage[] =
     "  --model-name NAME     the model's id in the API (default: the folder's name)\n"
     "  --kv-memory SIZE      bytes for the paged KV pool, e.g. 512M, 2G (default: enough\n"
     "                        for --max-batch full contexts, at most a quarter of memory)\n"
+    "  --plan-memory SIZE    bytes of execution plans each session keeps between steps\n"
+    "                        (default 64M; 0: none)\n"
     "  --block-size N        positions per KV block (16)\n"
     "  --max-batch N         sequences running at once (32)\n"
     "  --max-queue N         requests waiting to start; more are answered 429 (256)\n"
@@ -92,7 +94,7 @@ int cli_serve(int argc, char **argv) {
             continue;
         }
         static const char *const valued[] = {"-m", "--model", "--host", "--port", "--model-name",
-                                             "--models-dir", "--models-memory", "--kv-memory",
+                                             "--models-dir", "--models-memory", "--kv-memory", "--plan-memory",
                                              "--block-size", "--max-batch", "--max-queue",
                                              "--step-tokens", "--threads", "--max-body", "--max-n",
                                              "--max-connections", NULL};
@@ -110,6 +112,7 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--model-name")) o.model_name = v;
         else if (!strcmp(a, "--port")) { if (!(rc = number(a, v, 0, 65535, false, &x))) o.port = (int)x; }
         else if (!strcmp(a, "--kv-memory")) { if (!(rc = number(a, v, 1, 1LL << 50, true, &x))) o.eng.kv_memory = (size_t)x; }
+        else if (!strcmp(a, "--plan-memory")) { if (!(rc = number(a, v, 0, 1LL << 50, true, &x))) o.model.plan_memory = (size_t)x; }
         else if (!strcmp(a, "--block-size")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.block_size = (int)x; }
         else if (!strcmp(a, "--max-batch")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.max_batch = (int)x; }
         else if (!strcmp(a, "--max-queue")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.eng.max_queue = (int)x; }

@@ -354,6 +354,8 @@ def routes_tokenize_metrics(s):
           "/metrics: TTFT and inter-token histograms count the request")
     check(after["og_kv_blocks_total"] > 0 and after["og_running"] == 0 and after["og_queue_depth"] == 0,
           "/metrics: KV pool, nothing running at rest")
+    check(0 < after.get("og_plan_bytes", 0) <= 64 << 20 and "og_plan_evictions_total" in after,
+          "/metrics: the cached plans' bytes, within the default plan memory")
 
 
 def routes_openai_client(s):

@@ -67,6 +67,32 @@ TEST(loop_iterations_reuse_the_body_plan) {
     og_session_close(s);
 }
 
+/* With no plan memory, every plan (the body's too) goes when the main run ends; the body's
+ * plan still serves the iterations of the run that made it. */
+TEST(loop_with_no_plan_memory_keeps_no_plan) {
+    NEED_TEST_MODEL(path, "loop.onnx");
+    og_session_options o = og_session_options_default();
+    o.plan_memory = 0;
+    og_session *s;
+    CHECK_OK(og_session_open(path, &o, &s));
+    size_t allocs5, allocs60;
+    bool ok;
+    for (int round = 0; round < 3; round++) {
+        CHECK_OK(run_loop(s, 5, &allocs5, &ok));
+        CHECK(ok);
+        CHECK_OK(run_loop(s, 60, &allocs60, &ok));
+        CHECK(ok);
+        session_run_stats st;
+        runtime_session_stats(s, &st);
+        CHECK_EQ_INT(st.plans, 0);
+        CHECK_EQ_INT(st.plan_bytes, 0);
+        CHECK_EQ_INT(st.used_plan, 0);
+        CHECK(st.plans_evicted > 0);
+        CHECK(allocs60 < allocs5 + 55); /* not one recording per iteration */
+    }
+    og_session_close(s);
+}
+
 TEST(loop_without_bound_is_refused) {
     NEED_TEST_MODEL(path, "loop_forever.onnx");
     og_session *s;

@@ -123,6 +123,92 @@ TEST(memory_inplace_plan_follows_data_dependent_shapes) {
     og_session_close(s);
 }
 
+/* inplace_guard.onnx (y = exp(x) / 2 through Exp, Neg, Add, Sigmoid, Mul) for x[i] =
+ * sin(i) of n elements into y (n floats); returns the run's stats. */
+static og_status *run_guard(og_session *s, int64_t n, float *y, session_run_stats *st) {
+    float *x = malloc(sizeof *x * (size_t)n);
+    if (!x) return og_oom();
+    for (int64_t i = 0; i < n; i++) x[i] = (float)sin((double)i);
+    og_tensor *tx, *ty;
+    og_status *e = og_tensor_wrap(OG_FLOAT32, &n, 1, x, sizeof *x * (size_t)n, &tx);
+    if (!e) {
+        e = og_tensor_wrap(OG_FLOAT32, &n, 1, y, sizeof *y * (size_t)n, &ty);
+        if (!e) {
+            const char *in_names[] = {"x"}, *out_names[] = {"y"};
+            e = og_session_run(s, in_names, &tx, 1, out_names, &ty, 1);
+            og_tensor_free(ty);
+        }
+        og_tensor_free(tx);
+    }
+    free(x);
+    if (!e) runtime_session_stats(s, st);
+    return e;
+}
+
+/* The plan cache is bounded by bytes: over many shape classes (each its own plan, its
+ * arena a few times n floats) the cached plans stay within og_session_options.
+ * plan_memory after every run, evicted plans are recorded again when their class comes
+ * back, a class whose plan alone exceeds the budget still runs (and is dropped), and the
+ * results equal a fresh session's (each class run alone) and exp(x) / 2. */
+TEST(memory_plan_cache_stays_within_its_budget) {
+    NEED_TEST_MODEL(path, "inplace_guard.onnx");
+    const size_t budget = 1u << 20;
+    og_session_options o = og_session_options_default();
+    CHECK_EQ_INT(o.plan_memory, OG_PLAN_MEMORY_DEFAULT);
+    o.plan_memory = budget;
+    og_session *s;
+    CHECK_OK(og_session_open(path, &o, &s));
+    /* growing classes (a smaller one would fit the last plan and take it over), then
+     * the same classes again in another order, with one of 300k floats (> 1 MiB) */
+    int64_t sizes[48];
+    int n_sizes = 0;
+    for (int k = 0; k < 24; k++) sizes[n_sizes++] = 4000 + 3000 * k;
+    for (int k = 0; k < 24; k++) sizes[n_sizes++] = k == 11 ? 300000 : 4000 + 3000 * ((k * 7) % 24);
+    float *y = malloc(sizeof *y * 300000), *want = malloc(sizeof *want * 300000);
+    CHECK(y && want);
+    size_t evicted_before = 0, most = 0;
+    bool oversized_ran = false;
+    for (int r = 0; r < n_sizes; r++) {
+        int64_t n = sizes[r];
+        session_run_stats st;
+        CHECK_OK(run_guard(s, n, y, &st));
+        if (!(st.plan_bytes <= budget)) {
+            test_fail(__FILE__, __LINE__, "run %d (n = %lld): %zu bytes of plans cached, budget "
+                      "%zu", r, (long long)n, st.plan_bytes, budget);
+            break;
+        }
+        CHECK(st.plans <= 16);
+        CHECK_EQ_INT(st.plan_budget, budget);
+        if (st.plan_bytes > most) most = st.plan_bytes;
+        if (n == 300000) oversized_ran = true;
+        /* the same class in a fresh session with the default budget */
+        og_session *f;
+        session_run_stats fst;
+        CHECK_OK(og_session_open(path, NULL, &f));
+        CHECK_OK(run_guard(f, n, want, &fst));
+        og_session_close(f);
+        CHECK(memcmp(y, want, sizeof *y * (size_t)n) == 0);
+        for (int64_t i = 0; i < n; i += 997) {
+            double x = (double)(float)sin((double)i);
+            CHECK_NEAR(y[i], 0.5 * exp(x), 1e-6 * exp(x));
+        }
+        evicted_before = st.plans_evicted;
+    }
+    CHECK(oversized_ran);
+    CHECK(evicted_before > 0);       /* the budget did bind */
+    CHECK(most > budget / 2);        /* ... and the cache was used up to it */
+    /* a class run twice in a row reuses its plan once cached */
+    session_run_stats a, b;
+    CHECK_OK(run_guard(s, 5000, y, &a));
+    CHECK_OK(run_guard(s, 5000, y, &b));
+    CHECK(b.used_plan);
+    CHECK_EQ_INT(b.heap_allocations, 0);
+    CHECK(b.plan_bytes <= budget);
+    free(y);
+    free(want);
+    og_session_close(s);
+}
+
 #ifndef OG_ASAN
 /* Resident set in KiB from /proc/self/statm. */
 static long rss_kib(void) {

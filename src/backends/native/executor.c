@@ -468,17 +468,6 @@ static exec_plan *find_plan(exec_graph *eg, const int64_t *key, size_t len) {
     return NULL;
 }
 
-static void store_plan(exec_graph *eg, exec_plan *p) {
-    if (eg->n_plans == SESSION_MAX_PLANS) { /* evict the least recently used */
-        int lru = 0;
-        for (int i = 1; i < eg->n_plans; i++)
-            if (eg->plans[i]->last_used < eg->plans[lru]->last_used) lru = i;
-        session_plan_free(eg->session, eg->plans[lru]);
-        eg->plans[lru] = eg->plans[--eg->n_plans];
-    }
-    eg->plans[eg->n_plans++] = p;
-}
-
 static void retire(run_state *rs, int v) {
     exec_graph *eg = rs->eg;
     if (v >= 0 && eg->last_use[v] == rs->step && eg->cur[v] == &eg->slots[v] &&
@@ -650,15 +639,8 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
         for (int v = 0; v < g->n_values; v++) eg->alias[v] = -1;
     }
     if (rs->plan) {
-        rs->plan->last_used = ++eg->run_count;
-        if (!rs->plan->arena && rs->plan->arena_size) {
-            if (posix_memalign(&rs->plan->arena, 64, rs->plan->arena_size) != 0) {
-                rs->plan->arena = NULL;
-                return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for the %zu-byte "
-                                 "arena of this input shape", eg->label, rs->plan->arena_size);
-            }
-            mem_add(s, rs->plan->arena_size);
-        }
+        rs->plan->last_used = ++s->plan_clock;
+        OG_TRY(session_plan_arena(eg, rs->plan));
     }
     for (int step = 0; step < g->n_nodes && !st; step++) st = run_node(eg, rs, step);
     free_temp(rs);
@@ -679,8 +661,8 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
         exec_plan *p;
         st = plan_build(g, eg->order, eg->last_use, eg->recorded, eg->alias, key, key_len, &p);
         if (!st) {
-            p->last_used = ++eg->run_count;
-            store_plan(eg, p);
+            p->last_used = ++s->plan_clock;
+            session_plan_store(eg, p);
         }
     }
     return st;
@@ -920,6 +902,7 @@ done:
     s->last_stats_arena = used_plan ? rs.plan->arena_size : 0;
     s->last_stats_heap = rs.heap_allocs;
     exec_graph_release(eg);
+    session_plans_trim(s); /* nothing reads an arena now */
     scratch_restore(s, scratch0);
     scratch_trim(s);
     free_held(s, &held);
@@ -947,4 +930,9 @@ void session_last_stats(const native_session *s, session_run_stats *out) {
     out->arena_bytes = s->last_stats_arena;
     out->heap_allocations = s->last_stats_heap;
     out->peak_bytes = s->mem_peak;
+    out->plan_bytes = s->plan_bytes;
+    out->plan_bytes_peak = s->plan_bytes_peak;
+    out->plans = (size_t)s->n_plans;
+    out->plans_evicted = s->plans_evicted;
+    out->plan_budget = s->plan_budget;
 }

@@ -61,6 +61,8 @@ og_status *plan_build(const graph *g, const int *order, const int *last_use,
     }
     p->key = key;
     p->key_len = key_len;
+    p->table_bytes = sizeof *p + nv * (sizeof *p->offset + sizeof *p->size + sizeof *p->alias) +
+                     (key_len + 1) * sizeof *key;
     for (int v = 0; v < g->n_values; v++) {
         p->offset[v] = SIZE_MAX;
         p->alias[v] = -1;

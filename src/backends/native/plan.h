@@ -19,6 +19,7 @@ struct exec_plan {
     size_t arena_size;
     void *arena;        /* allocated on the plan's first use (NULL until then) */
     uint64_t last_used; /* for eviction */
+    size_t table_bytes; /* the tables above and the key */
 };
 typedef struct exec_plan exec_plan;
 

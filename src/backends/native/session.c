@@ -320,8 +320,85 @@ void exec_graph_release(exec_graph *eg) {
 
 void session_plan_free(native_session *s, exec_plan *p) {
     if (!p) return;
-    if (p->arena) s->mem_live -= p->arena_size;
+    if (p->arena) {
+        s->mem_live -= p->arena_size;
+        s->plan_bytes -= p->arena_size;
+    }
+    s->plan_bytes -= p->table_bytes;
+    s->n_plans--;
     plan_free(p);
+}
+
+static void plan_bytes_add(native_session *s, size_t n) {
+    s->plan_bytes += n;
+    if (s->plan_bytes > s->plan_bytes_peak) s->plan_bytes_peak = s->plan_bytes;
+}
+
+static size_t plan_held(const exec_plan *p) {
+    return p->table_bytes + (p->arena ? p->arena_size : 0);
+}
+
+void session_plan_store(exec_graph *eg, exec_plan *p) {
+    native_session *s = eg->session;
+    if (eg->n_plans == SESSION_MAX_PLANS) { /* evict the least recently used */
+        int lru = 0;
+        for (int i = 1; i < eg->n_plans; i++)
+            if (eg->plans[i]->last_used < eg->plans[lru]->last_used) lru = i;
+        session_plan_free(s, eg->plans[lru]);
+        eg->plans[lru] = eg->plans[--eg->n_plans];
+    }
+    eg->plans[eg->n_plans++] = p;
+    s->n_plans++;
+    plan_bytes_add(s, p->table_bytes);
+}
+
+/* The plan to evict first in eg and its subgraphs, other than keep: one larger than the
+ * budget alone, else the least recently used. */
+static void plan_victim(exec_graph *eg, const exec_plan *keep, size_t budget, exec_graph **veg,
+                        int *vi) {
+    for (int i = 0; i < eg->n_plans; i++) {
+        const exec_plan *p = eg->plans[i];
+        if (p == keep) continue;
+        const exec_plan *v = *veg ? (*veg)->plans[*vi] : NULL;
+        bool big = plan_held(p) > budget, vbig = v && plan_held(v) > budget;
+        if (!v || (big && !vbig) || (big == vbig && p->last_used < v->last_used)) {
+            *veg = eg;
+            *vi = i;
+        }
+    }
+    for (int i = 0; eg->subs && i < eg->sub_start[eg->graph->n_nodes]; i++)
+        plan_victim(eg->subs[i].exec, keep, budget, veg, vi);
+}
+
+/* Evicts plans other than keep until the cache and `extra` more bytes fit the budget, or
+ * nothing else is left. */
+static void plans_fit(native_session *s, const exec_plan *keep, size_t extra) {
+    while (s->plan_bytes + extra > s->plan_budget) {
+        exec_graph *veg = NULL;
+        int vi = 0;
+        plan_victim(s->main, keep, s->plan_budget, &veg, &vi);
+        if (!veg) return;
+        session_plan_free(s, veg->plans[vi]);
+        veg->plans[vi] = veg->plans[--veg->n_plans];
+        s->plans_evicted++;
+    }
+}
+
+void session_plans_trim(native_session *s) { plans_fit(s, NULL, 0); }
+
+og_status *session_plan_arena(exec_graph *eg, exec_plan *p) {
+    if (p->arena || !p->arena_size) return NULL;
+    native_session *s = eg->session;
+    if (!eg->parent) plans_fit(s, p, p->arena_size);
+    if (posix_memalign(&p->arena, 64, p->arena_size) != 0) {
+        p->arena = NULL;
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for the %zu-byte arena of "
+                         "this input shape", eg->label, p->arena_size);
+    }
+    s->mem_live += p->arena_size;
+    if (s->mem_live > s->mem_peak) s->mem_peak = s->mem_live;
+    plan_bytes_add(s, p->arena_size);
+    return NULL;
 }
 
 void exec_graph_free(exec_graph *eg) {
@@ -374,6 +451,7 @@ og_status *session_create(const model *m, const og_session_options *options,
         st = og_oom();
         goto fail;
     }
+    s->plan_budget = options->plan_memory;
     if ((st = threadpool_create(options->num_threads, &s->pool))) goto fail;
     if ((st = exec_graph_create(s, g, NULL, s->label, &s->main))) goto fail;
     *out = s;

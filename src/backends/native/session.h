@@ -54,7 +54,6 @@ struct exec_graph {
     exec_sub *subs;
     exec_plan *plans[SESSION_MAX_PLANS];
     int n_plans;
-    uint64_t run_count;
     /* per-run state, allocated once */
     const tensor **bound;         /* [n_inputs + n_outer] what the run's key is made of */
     int64_t *key;                 /* [PLAN_KEY_MAX(n_inputs + n_outer)] the run's key */
@@ -110,6 +109,19 @@ struct native_session {
     double prepare_s;             /* wall time spent preparing */
     double prepare_cpu_s;         /* CPU time of the process meanwhile (all threads) */
     const struct paged_kv *paged_kv; /* lent to the kernels of every run (see below) */
+    /* The cached plans of all its graphs (subgraphs included), bounded by count per graph
+     * (SESSION_MAX_PLANS) and by bytes per session: plan_budget (og_session_options.
+     * plan_memory). A plan's bytes are its tables and, once allocated, its arena. Before
+     * the main graph's plan allocates its arena, and when a run ends, the least recently
+     * used plans go until the rest fit in the budget (a plan larger than the budget alone
+     * goes first when its run ends); the plan of the run in progress is never evicted.
+     * Plans are only evicted between runs of the main graph, so subgraph plans in use
+     * inside a run are safe too. */
+    size_t plan_budget;
+    size_t plan_bytes, plan_bytes_peak; /* now, and the most since the session opened */
+    int n_plans;                  /* cached now, all graphs */
+    size_t plans_evicted;         /* for the byte budget, since the session opened */
+    uint64_t plan_clock;          /* stamps exec_plan.last_used */
 };
 
 /* Prepares an already loaded model, which must outlive the session. */
@@ -127,8 +139,15 @@ og_status *session_run_rows(native_session *s, const char *const *input_names,
 void exec_graph_free(exec_graph *eg);
 /* Frees the heap buffers a graph's last run left in its slots. */
 void exec_graph_release(exec_graph *eg);
-/* Frees a plan and takes its arena off the session's byte count. */
+/* Frees a plan and takes it off the session's byte counts. */
 void session_plan_free(native_session *s, exec_plan *p);
+/* Caches a plan just built for eg (its count limit evicts eg's least recently used). */
+void session_plan_store(exec_graph *eg, exec_plan *p);
+/* Allocates p's arena if it has none; when eg is the main graph, first evicts least
+ * recently used plans other than p so that the cache with the arena fits the budget. */
+og_status *session_plan_arena(exec_graph *eg, exec_plan *p);
+/* Evicts least recently used plans until the cache fits the budget (between runs). */
+void session_plans_trim(native_session *s);
 
 /* Attaches a profiler (NULL detaches): every later node run is recorded in it. */
 void session_set_profiler(native_session *s, struct og_profiler *p);
