@@ -1,6 +1,8 @@
 /* The engine's thread, its queue, requests and statistics (see engine.h). */
 #include "engine/engine_internal.h"
 
+#include "genai/budget.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,11 @@ void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error
     if (e->batched) eng_batch_drop_blocks(e, s);
     pthread_mutex_lock(&e->stats_mu);
     unadmit_locked(e, s); /* the gauge must not count it once its end is told */
+    if (s->mem) { /* per-sequence mode: its generator goes below */
+        e->seq_used -= s->mem;
+        s->mem = 0;
+        e->st.kv_bytes_used = e->seq_used;
+    }
     if (why == ENG_FINISH_CANCELLED) e->st.cancelled++;
     else if (why == ENG_FINISH_ERROR) e->st.failed++;
     else e->st.finished++;
@@ -308,6 +315,11 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     if (e->batched) {
         e->st.kv_blocks_total = e->pool->n_blocks;
         e->st.block_size = e->pool->block_size;
+        e->st.kv_bytes_total = (uint64_t)e->pool->n_blocks * 2u * (uint64_t)e->pool->n_layers *
+                               e->pool->block_bytes;
+    } else {
+        eng_single_init(e);
+        e->st.kv_bytes_total = e->seq_budget;
     }
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
         st = og_errorf(OG_ERR_RUNTIME, "engine: cannot start its thread");
@@ -347,6 +359,14 @@ const char *eng_mode_note(const eng_engine *e) { return e->batched ? "" : e->not
 bool eng_batched(const eng_engine *e) { return e->batched; }
 int eng_context_length(const eng_engine *e) { return e->context; }
 
+size_t eng_request_bytes(const eng_engine *e, int n_prompt, const eng_sampling *s) {
+    if (!e->batched) return eng_single_bytes(e, n_prompt, s);
+    int64_t total = (int64_t)n_prompt + s->max_tokens;
+    if (total > e->context) total = e->context;
+    int64_t blocks = (total + e->pool->block_size - 1) / e->pool->block_size;
+    return (size_t)blocks * 2u * (size_t)e->pool->n_layers * e->pool->block_bytes;
+}
+
 eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
                            eng_request **out, char *msg, size_t size) {
     if (n < 1) {
@@ -368,6 +388,18 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
         (s->sample && !(s->temperature >= 0)) || s->top_k < 0 || !(s->top_p > 0 && s->top_p <= 1)) {
         snprintf(msg, size, "sampling options out of range");
         return ENG_SUBMIT_INVALID;
+    }
+    if (!e->batched) {
+        size_t need = eng_single_bytes(e, n, s);
+        if (need > e->seq_budget) {
+            char a[32], b[32];
+            snprintf(msg, size, "the prompt (%d tokens) and max_tokens (%d) need an estimated %s "
+                     "for a generator of their own (KV cache, states, buffers); the memory "
+                     "budget holds %s (raise --kv-memory)", n, s->max_tokens,
+                     gen_human_bytes((double)need, a, sizeof a),
+                     gen_human_bytes((double)e->seq_budget, b, sizeof b));
+            return ENG_SUBMIT_INVALID;
+        }
     }
     if (e->batched) {
         int64_t total = (int64_t)n + s->max_tokens;
@@ -454,4 +486,7 @@ void eng_get_stats(eng_engine *e, eng_stats *out) {
     *out = e->st;
     pthread_mutex_unlock(&e->stats_mu);
     out->queue_depth = queued;
+    if (e->batched) /* a block holds every layer's keys and values */
+        out->kv_bytes_used = (uint64_t)out->kv_blocks_used * 2u * (uint64_t)e->pool->n_layers *
+                             e->pool->block_bytes;
 }

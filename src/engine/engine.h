@@ -38,7 +38,13 @@ enum { ENG_STEP_TOKENS_DEFAULT = 256 };
 
 typedef struct eng_options {
     size_t kv_memory;   /* bytes for the KV pool; 0: enough for max_batch full contexts,
-                           at most a quarter of the memory available */
+                           at most a quarter of the memory available. In per-sequence
+                           mode the same budget bounds the running generators: each is
+                           charged its estimated bytes (KV cache at its max_length,
+                           recurrent and conv states, a prompt snapshot, sequences,
+                           logits) from admission to its end, requests wait in order
+                           while the next does not fit, and one that cannot fit alone is
+                           refused at submission */
     int block_size;     /* positions per KV block (16) */
     int max_batch;      /* sequences running at once (32) */
     int max_queue;      /* requests waiting to start (256); more are refused */
@@ -109,6 +115,11 @@ typedef enum eng_submit_code {
 eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
                            eng_request **out, char *msg, size_t size);
 
+/* The bytes a request is charged against kv_memory: in per-sequence mode its generator's
+ * estimate (see eng_options.kv_memory); in batched mode the KV blocks of its prompt and
+ * max_tokens (within the context). */
+size_t eng_request_bytes(const eng_engine *e, int n_prompt, const eng_sampling *s);
+
 /* Waits until the request has more than `have` tokens or has finished, at most
  * timeout_s seconds. Returns the number of tokens it has now. */
 int eng_request_wait(eng_request *r, int have, double timeout_s);
@@ -163,6 +174,10 @@ typedef struct eng_stats {
                                 per-sequence mode: sequences stepped) */
     /* the model's cached execution plans after the last step (gen_model_plan_mem) */
     uint64_t plan_bytes, plan_bytes_peak, plans_evicted;
+    /* the KV budget in bytes (kv_memory or its default) and the part in use: batched
+     * mode, the pool's blocks held by sequences; per-sequence mode, the running
+     * generators' charges */
+    uint64_t kv_bytes_total, kv_bytes_used;
 } eng_stats;
 
 void eng_get_stats(eng_engine *e, eng_stats *out);

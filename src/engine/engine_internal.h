@@ -53,6 +53,8 @@ struct eng_seq {
     int logit_row;       /* its row of e->logits after the step (its last token's, when
                             the step ends its pending tokens), else -1 */
     og_generator *gen;   /* per-sequence mode */
+    size_t mem;          /* per-sequence mode: bytes charged to the memory budget while its
+                            generator lives (eng_single_bytes) */
 };
 
 struct eng_engine {
@@ -72,6 +74,8 @@ struct eng_engine {
     int n_waiting, cap_waiting;
     eng_seq **running;   /* [max_batch] in admission order */
     int n_running;
+    /* per-sequence mode: the generators' estimated bytes, bounded by kv_memory */
+    size_t seq_budget, seq_used;
     /* batched mode */
     bool batched;
     char note[512];
@@ -110,6 +114,11 @@ void eng_batch_step(eng_engine *e);
 void eng_batch_drop_blocks(eng_engine *e, eng_seq *s);
 
 /* engine_single.c */
+/* Sets the memory budget of per-sequence mode (o.kv_memory, or its default). */
+void eng_single_init(eng_engine *e);
+/* What a request of n_tokens prompt tokens is charged in per-sequence mode: its
+ * generator's estimated bytes (gen_generator_bytes, one prompt snapshot). */
+size_t eng_single_bytes(const eng_engine *e, int n_tokens, const eng_sampling *sp);
 void eng_single_step(eng_engine *e);
 
 /* engine_sample.c: the next token from a row of float32 logits (changed in place by

@@ -5,11 +5,14 @@
  * ends a sequence here (the generator stops on it). */
 #include "engine/engine_internal.h"
 
+#include "genai/budget.h"
+
 #include <stdio.h>
 #include <string.h>
 
-static og_status *start(eng_engine *e, eng_seq *s) {
-    const eng_sampling *sp = &s->req->s;
+/* The generator of a request: one row, greedy or sampling as asked, long enough for the
+ * prompt and max_tokens within the context. */
+static og_generator_params seq_params(const eng_engine *e, int n_tokens, const eng_sampling *sp) {
     og_generator_params p = og_generator_params_default(e->m);
     p.batch_size = 1;
     p.all_logits = 0; /* the engine samples from the last position only */
@@ -18,13 +21,38 @@ static og_status *start(eng_engine *e, eng_seq *s) {
     p.min_length = 0;
     p.repetition_penalty = 1.0f;
     p.no_repeat_ngram_size = 0;
-    int64_t total = (int64_t)s->n_tokens + sp->max_tokens;
+    int64_t total = (int64_t)n_tokens + sp->max_tokens;
     p.max_length = total < e->context ? (int)total : e->context;
     p.do_sample = sp->sample && sp->temperature > 0 && sp->top_k != 1;
     p.temperature = sp->temperature > 0 ? sp->temperature : 1.0f;
     p.top_k = sp->top_k;
     p.top_p = sp->top_p;
     p.random_seed = (int64_t)(sp->seed & INT64_MAX);
+    return p;
+}
+
+size_t eng_single_bytes(const eng_engine *e, int n_tokens, const eng_sampling *sp) {
+    og_generator_params p = seq_params(e, n_tokens, sp);
+    double b = gen_generator_bytes(e->m, &p, 1); /* the prompt runs as one chunk */
+    return b < (double)SIZE_MAX / 2 ? (size_t)b : SIZE_MAX / 2;
+}
+
+void eng_single_init(eng_engine *e) {
+    if (e->o.kv_memory > 0) {
+        e->seq_budget = e->o.kv_memory;
+        return;
+    }
+    /* as the batched pool: max_batch full contexts, at most a quarter of the memory
+     * available, at least one full context */
+    eng_sampling full = {.max_tokens = e->context, .top_p = 1, .logprobs = -1};
+    double one = (double)eng_single_bytes(e, 1, &full);
+    double want = (double)e->o.max_batch * one, cap = gen_available_memory() / 4;
+    if (want > cap) want = cap > one ? cap : one;
+    e->seq_budget = want < (double)SIZE_MAX / 2 ? (size_t)want : SIZE_MAX / 2;
+}
+
+static og_status *start(eng_engine *e, eng_seq *s) {
+    og_generator_params p = seq_params(e, s->n_tokens, &s->req->s);
     OG_TRY(og_generator_create(e->m, &p, &s->gen));
     return og_generator_append_tokens(s->gen, s->tokens, (size_t)s->n_tokens);
 }
@@ -73,19 +101,28 @@ static bool step_one(eng_engine *e, eng_seq *s) {
 void eng_single_step(eng_engine *e) {
     while (e->n_running < e->o.max_batch && e->n_waiting > 0) {
         eng_seq *s = e->waiting[0];
+        /* in arrival order, while the generators' bytes fit the budget (a request that
+         * exceeds it alone was refused at submission; one always runs) */
+        size_t need = eng_single_bytes(e, s->n_tokens, &s->req->s);
+        if (e->n_running > 0 && e->seq_used + need > e->seq_budget) break;
         memmove(e->waiting, e->waiting + 1, sizeof *e->waiting * (size_t)(e->n_waiting - 1));
         e->n_waiting--;
         pthread_mutex_lock(&e->mu);
         e->n_queued--;
         pthread_mutex_unlock(&e->mu);
-        og_status *st = start(e, s);
+        og_status *st = start(e, s); /* on failure it ends uncharged */
         if (st) {
             eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
             og_status_free(st);
             continue;
         }
+        s->mem = need;
+        e->seq_used += need;
         e->running[e->n_running++] = s;
         eng_admit(e, s);
+        pthread_mutex_lock(&e->stats_mu);
+        e->st.kv_bytes_used = e->seq_used;
+        pthread_mutex_unlock(&e->stats_mu);
     }
     int k = 0;
     for (int i = 0; i < e->n_running; i++) {

@@ -43,6 +43,18 @@ typedef struct gen_budget {
     double model_s, search_s; /* the above at the nominal rates */
 } gen_budget;
 
+/* Whether og_generator_create makes KV past and present one buffer for p. */
+bool gen_shares_kv(const og_model *m, const og_generator_params *p);
+
+/* The bytes a generator of p holds, estimated as og_generator_create checks them: the
+ * caches (KV at max_length, both buffers of fixed-size states), sequences, masks, input
+ * staging, logits and search scratch, plus `snapshots` copies of the fixed-size caches
+ * (a stateful model's prompt keeps one per prompt chunk, GEN_MAX_SNAPSHOTS at most),
+ * and an allowance for its bookkeeping.
+ * Not the activations of its runs: those are the sessions' plans and scratch, shared by
+ * every generator of the model (og_session_options.plan_memory bounds the plans). */
+double gen_generator_bytes(const og_model *m, const og_generator_params *p, int snapshots);
+
 /* share_kv: KV past and present are one buffer (as the generator will decide). */
 void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool share_kv,
                          gen_budget *out);

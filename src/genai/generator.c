@@ -128,8 +128,7 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
     /* the search numbers, then what the generation will cost (genai/budget.c), before
      * anything is allocated and before batch_size * num_beams is formed */
     OG_TRY(gen_check_search_options(&p));
-    bool share_kv = m->cfg->search.past_present_share_buffer && p.num_beams == 1 &&
-                    m->kv == GEN_KV_SEPARATE;
+    bool share_kv = gen_shares_kv(m, &p);
     OG_TRY(gen_budget_check(m, &p, share_kv));
     int rows = p.batch_size * p.num_beams;
     for (int i = 0; i < m->n_cache; i++)

@@ -20,12 +20,19 @@
  *   --backend ort     the model on onnxruntime (the generator's oracle too); skips (77)
  *                     when no onnxruntime can be loaded
  *   --want-per-sequence  fail unless the engine chose per-sequence mode itself
+ *   --kv-fit K        kv_memory = K times the largest request's charge (eng_request_bytes,
+ *                     as a first engine with the defaults reports it): the requests must
+ *                     wait for memory, the KV gauge never exceeds the budget and fewer
+ *                     than all of them ever run at once
  * Every case also checks the statistics against what the requests saw (counters, the
  * KV pool empty at the end, first-token latencies counted once per request).
  * Prints one line per request and a summary; exits 1 on any difference. */
 #include "engine/engine.h"
 #include "engine/kv_pool.h"
+#include "genai/budget.h"
 #include "genai/model.h"
+
+#include <malloc.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +62,12 @@ static int make_prompt(int i, int shared, int vocab, int32_t *out) {
     return n;
 }
 
+/* Largest gap seen between what a generator's end gave back and gen_generator_bytes, the
+ * charge of per-sequence mode (> 0: the estimate was short); 0 runs counted without
+ * mallinfo2 (AddressSanitizer's allocator reports nothing). */
+static double charge_short = -1e300;
+static int charge_runs;
+
 static og_status *alone(og_model *m, const int32_t *prompt, int n, int max_new, int32_t *out, int *n_out) {
     og_generator_params p = og_generator_params_default(m);
     p.max_length = n + max_new;
@@ -70,7 +83,15 @@ static og_status *alone(og_model *m, const int32_t *prompt, int n, int max_new, 
         *n_out = (int)len - n;
         memcpy(out, ids + n, sizeof *out * (size_t)*n_out);
     }
+    struct mallinfo2 a = mallinfo2(); /* what the generator holds: its end gives it back */
     og_generator_destroy(g);
+    struct mallinfo2 b = mallinfo2();
+    double freed = (double)(a.uordblks + a.hblkhd) - (double)(b.uordblks + b.hblkhd);
+    if (freed > 0) {
+        double gap = freed - gen_generator_bytes(m, &p, 1);
+        if (gap > charge_short) charge_short = gap;
+        charge_runs++;
+    }
     return st;
 }
 
@@ -123,6 +144,9 @@ static int check_stats(const eng_stats *es, uint64_t requests, uint64_t cancelle
            (unsigned long long)es->prefix_hits, (unsigned long long)es->prefix_lookups);
     EXPECT(!batched || es->kv_blocks_used == 0, "%lld KV blocks in use with nothing running",
            (long long)es->kv_blocks_used);
+    EXPECT(es->kv_bytes_used == 0 && es->kv_bytes_total > 0, "%llu KV bytes of %llu in use with "
+           "nothing running", (unsigned long long)es->kv_bytes_used,
+           (unsigned long long)es->kv_bytes_total);
     EXPECT(!batched || es->kv_blocks_cached <= es->kv_blocks_total, "%lld KV blocks cached of %lld",
            (long long)es->kv_blocks_cached, (long long)es->kv_blocks_total);
 #undef EXPECT
@@ -132,7 +156,15 @@ static int check_stats(const eng_stats *es, uint64_t requests, uint64_t cancelle
 /* One request alone, cancelled after its first token: when it reports the end, the pool
  * already has every block back. */
 static int cancel_alone(eng_engine *e, const int32_t *prompt, int n) {
-    eng_sampling s = {.max_tokens = MAX_NEW, .top_p = 1, .logprobs = -1, .ignore_eos = true};
+    /* as many tokens as the context allows: the cancel must come before the end, and a
+     * tiny model's steps take well under a millisecond (a loaded machine may not run this
+     * thread for many of them) */
+    eng_stats es0;
+    eng_get_stats(e, &es0);
+    int most = eng_context_length(e) - n;
+    if (es0.kv_blocks_total > 0 && es0.kv_blocks_total * es0.block_size - n < most) /* a small pool */
+        most = (int)(es0.kv_blocks_total * es0.block_size) - n;
+    eng_sampling s = {.max_tokens = most, .top_p = 1, .logprobs = -1, .ignore_eos = true};
     eng_request *r;
     char msg[256];
     if (eng_submit(e, prompt, n, &s, &r, msg, sizeof msg) != ENG_SUBMIT_OK) {
@@ -147,10 +179,12 @@ static int cancel_alone(eng_engine *e, const int32_t *prompt, int n) {
     eng_request_release(r);
     eng_stats es;
     eng_get_stats(e, &es);
-    bool ok = f == ENG_FINISH_CANCELLED && got < MAX_NEW && (!eng_batched(e) || es.kv_blocks_used == 0);
-    printf("%s cancel alone: ended %s after %d tokens, %lld KV blocks in use when it said so\n",
-           ok ? "ok  " : "FAIL", f == ENG_FINISH_CANCELLED ? "cancelled" : "otherwise", got,
-           (long long)es.kv_blocks_used);
+    bool ok = f == ENG_FINISH_CANCELLED && got < most && es.kv_bytes_used == 0 &&
+              es.running == 0 && (!eng_batched(e) || es.kv_blocks_used == 0);
+    printf("%s cancel alone: ended %s after %d tokens, %lld KV blocks / %llu KV bytes in use and "
+           "%d running when it said so\n", ok ? "ok  " : "FAIL",
+           f == ENG_FINISH_CANCELLED ? "cancelled" : "otherwise", got, (long long)es.kv_blocks_used,
+           (unsigned long long)es.kv_bytes_used, es.running);
     return !ok;
 }
 
@@ -161,7 +195,7 @@ int main(int argc, char **argv) {
                         "[--backend native|ort] [--want-per-sequence]\n");
         return 2;
     }
-    int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1;
+    int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0;
     bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
          want_single = false;
     og_model_options mo = og_model_options_default();
@@ -181,6 +215,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--want-cache-hits")) want_hits = true;
         else if (!strcmp(a, "--cancel")) cancel = true;
         else if (!strcmp(a, "--want-per-sequence")) want_single = true;
+        else if (!strcmp(a, "--kv-fit")) kv_fit = atoi(v), i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
         else {
@@ -217,11 +252,35 @@ int main(int argc, char **argv) {
         else st = alone(m, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
         if (st) return fail(st);
     }
+    if (charge_runs > 0) {
+        if (charge_short <= 0)
+            printf("ok   every generator gave back less than its estimate (the closest by %.0f "
+                   "bytes; %d runs)\n", -charge_short, charge_runs);
+        else
+            printf("FAIL a generator gave back %.0f bytes more than its estimate\n", charge_short);
+        if (charge_short > 0) return 1;
+    } else if (!oracle_engine) {
+        printf("note: mallinfo2 reports nothing here (a sanitizer's allocator): the charge "
+               "estimate is not checked in this build\n");
+    }
     eng_engine *e;
+    if (kv_fit > 0) { /* the charges as an engine with the default budget reports them */
+        if ((st = eng_create(m, &o, &e))) return fail(st);
+        size_t most = 0;
+        for (int i = 0; i < n_prompts; i++) {
+            eng_sampling s = {.max_tokens = MAX_NEW, .top_p = 1, .logprobs = -1};
+            size_t b = eng_request_bytes(e, plen[i], &s);
+            if (b > most) most = b;
+        }
+        eng_destroy(e);
+        o.kv_memory = (size_t)kv_fit * most;
+        printf("kv memory: %d x %zu bytes (the largest request's charge)\n", kv_fit, most);
+    }
     if ((st = eng_create(m, &o, &e))) return fail(st);
     printf("mode: %s%s (backend %s)\n", eng_batched(e) ? "batched" : "per-sequence: ",
            eng_mode_note(e), og_model_backend(m));
-    int bad = 0, with_tokens = 0, n_cancelled = 0;
+    int bad = 0, with_tokens = 0, n_cancelled = 0, most_running = 0;
+    uint64_t most_kv = 0;
     uint64_t delivered = 0;
     if (want_single && eng_batched(e)) {
         printf("FAIL: the engine batched over the paged cache (per-sequence mode expected)\n");
@@ -243,7 +302,19 @@ int main(int argc, char **argv) {
             eng_request_cancel(req[i]);
         }
         for (int i = 0; i < n_prompts; i++) {
-            while (eng_request_finish(req[i], NULL) == ENG_RUNNING) eng_request_wait(req[i], 1 << 30, 1.0);
+            while (eng_request_finish(req[i], NULL) == ENG_RUNNING) {
+                eng_request_wait(req[i], 1 << 30, 0.002);
+                eng_stats now; /* the gauges while requests run */
+                eng_get_stats(e, &now);
+                if (now.running > most_running) most_running = now.running;
+                if (now.kv_bytes_used > most_kv) most_kv = now.kv_bytes_used;
+                if (now.kv_bytes_used > now.kv_bytes_total) {
+                    printf("FAIL: %llu KV bytes in use, more than the %llu of the budget\n",
+                           (unsigned long long)now.kv_bytes_used,
+                           (unsigned long long)now.kv_bytes_total);
+                    bad++;
+                }
+            }
             const char *err;
             eng_finish f = eng_request_finish(req[i], &err);
             int n = eng_request_wait(req[i], 0, 0);
@@ -283,11 +354,18 @@ int main(int argc, char **argv) {
            (long long)es.kv_blocks_cached);
     bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
                        (uint64_t)with_tokens, eng_batched(e));
-    if (cancel) bad += cancel_alone(e, prompts[n_prompts - 1], plen[n_prompts - 1]);
+    if (cancel) bad += cancel_alone(e, prompts[0], plen[0]);
     eng_destroy(e);
     og_model_close(m);
     if (want_preempt && es.preempted == 0) {
         printf("FAIL: no sequence was preempted (the case needs a smaller pool)\n");
+        bad++;
+    }
+    printf("while running: at most %d sequences and %llu KV bytes of %llu seen\n", most_running,
+           (unsigned long long)most_kv, (unsigned long long)es.kv_bytes_total);
+    if (kv_fit > 0 && !(most_running >= 1 && most_running < n_prompts && most_kv > 0)) {
+        printf("FAIL: with room for %d of the largest requests, %d of %d ran at once\n", kv_fit,
+               most_running, n_prompts);
         bad++;
     }
     if (want_hits && es.cached_prompt_tokens == 0) {

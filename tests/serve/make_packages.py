@@ -10,6 +10,11 @@
                  row and for many, 3 of 16 requests of engine-check change); also with a
                  chat template
   tiny-fp16/     the same weights in float16 (the fp16 KV and logits paths)
+  hybrid-qwen3_5/  tools/make_model.py --type qwen3_5_text (seed 1, fp32): linear-attention
+                 layers with conv and recurrent states, one GroupQueryAttention layer
+  hybrid-lfm2/   tools/make_model.py --type lfm2 (seed 1, int4): short-conv layers with a
+                 conv state and GroupQueryAttention layers; the engine serves both per
+                 sequence (recurrent state), which their engine and serve tests check
 
 Usage: make_packages.py OUT. Exits 77 (skipped) when the shared stories260K checkpoint is
 missing."""
@@ -67,6 +72,16 @@ def tiny(out, dtype):
     add_template(out, CHATML)
 
 
+def hybrid(out, mtype, dtype):
+    """A tiny random model of a hybrid type, as tools/make_model.py --type writes it."""
+    import contextlib
+    import io
+    import make_model  # tools/, on the path above
+    with contextlib.redirect_stdout(io.StringIO()):
+        if make_model.main(["--type", mtype, "--dtype", dtype, "--seed", "1", "--out", out]) != 0:
+            raise RuntimeError(f"make_model.py --type {mtype} --dtype {dtype} failed")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -90,7 +105,11 @@ def main():
         d = os.path.join(out, sub)
         if not os.path.exists(os.path.join(d, "genai_config.json")):
             tiny(d, dtype)
-    print(f"wrote {out}: stories260K, tiny-int4, tiny-fp16")
+    for sub, mtype, dtype in (("hybrid-qwen3_5", "qwen3_5_text", "fp32"), ("hybrid-lfm2", "lfm2", "int4")):
+        d = os.path.join(out, sub)
+        if not os.path.exists(os.path.join(d, "genai_config.json")):
+            hybrid(d, mtype, dtype)
+    print(f"wrote {out}: stories260K, tiny-int4, tiny-fp16, hybrid-qwen3_5, hybrid-lfm2")
     return 0
 
 

@@ -14,7 +14,7 @@ text itself, the openai client's parsing, and ../shared/chat-templates/render.py
 (transformers' rendering) for conversations that carry tool calls back.
 
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page, models, backend, tools). Exits 77 (skipped) when a package or tool it needs is missing."""
+loading, page, models, backend, tools, hybrid). Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
 import os
@@ -139,6 +139,17 @@ class Server:
                 if m:
                     out[m.group(1)] = out.get(m.group(1), 0) + float(v)
         return out
+
+    def wait_cancelled(self, before, used):
+        """Waits (10 s at most) until a request more than in `before` ended cancelled, nothing
+        runs and the gauge `used` is 0; returns (whether it came, the last metrics)."""
+        for _ in range(200):
+            m = self.metrics()
+            if m["og_running"] == 0 and m[used] == 0 and \
+                    m["og_requests_cancelled_total"] > before["og_requests_cancelled_total"]:
+                return True, m
+            time.sleep(0.05)
+        return False, m
 
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
@@ -570,14 +581,7 @@ def case_errors(build, pkgs):
         # a client that leaves mid-stream: its request is cancelled and its KV freed
         before = s.metrics()
         st, ev = s.stream(C, chat_body("Once upon a time", max_tokens=400, stream=True), stop_after=3)
-        freed = False
-        for _ in range(200):
-            m = s.metrics()
-            if m["og_running"] == 0 and m["og_kv_blocks_used"] == 0 and \
-                    m["og_requests_cancelled_total"] > before["og_requests_cancelled_total"]:
-                freed = True
-                break
-            time.sleep(0.05)
+        freed, m = s.wait_cancelled(before, "og_kv_blocks_used")
         check(freed, "a client gone mid-stream: its request is cancelled, its KV blocks freed")
         check(m["og_generation_tokens_total"] - before["og_generation_tokens_total"] < 400,
               "the cancelled stream stopped generating")
@@ -634,9 +638,10 @@ def case_models(build, pkgs):
     s = Server(build, pkgs, "--models-memory", "1")  # below any model: one loaded at a time when idle
     try:
         st, _, j, _ = s.request("GET", "/health")
-        check(st == 200 and j["models"] == 3 and j["loaded"] == 0, "--models-dir: healthy, nothing loaded yet")
+        folders = sorted(d for d in os.listdir(pkgs) if os.path.exists(os.path.join(pkgs, d, "genai_config.json")))
+        check(st == 200 and j["models"] == len(folders) and j["loaded"] == 0, "--models-dir: healthy, nothing loaded yet")
         st, _, j, _ = s.request("GET", "/v1/models")
-        check([m["id"] for m in j["data"]] == ["stories260K", "tiny-fp16", "tiny-int4"] and
+        check({"stories260K", "tiny-fp16", "tiny-int4"} <= set(folders) and [m["id"] for m in j["data"]] == folders and
               not any(m["loaded"] for m in j["data"]), "--models-dir: /v1/models lists every package folder")
         expect_error(s, "no model named", 400, "/v1/chat/completions", chat_body("x"), param="model")
         expect_error(s, "an unknown model", 404, "/v1/chat/completions", dict(chat_body("x"), model="nope"),
@@ -1064,6 +1069,106 @@ def tools_other(build, pkgs, tmp, template, answer, want, content, special=None)
         s.stop()
 
 
+# ---- hybrid models ---------------------------------------------------------------------------
+
+def hybrid_prompts(vocab, n):
+    """n token-id prompts of 3 + 9i tokens, ids from a fixed stream (no special ids)."""
+    out, x = [], 12345
+    for i in range(n):
+        p = []
+        for _ in range(3 + 9 * i):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            p.append(3 + (x >> 8) % (vocab - 6))
+        out.append(p)
+    return out
+
+
+def case_hybrid(build, pkgs):
+    """Hybrid packages (recurrent / conv state: lfm2, qwen3_5_text), which the engine serves
+    one generator per sequence: 8 concurrent greedy completions of token-id prompts of
+    different lengths each equal `generate --ids` alone; a client gone mid-stream frees
+    its slot and its memory charge; --kv-memory bounds the generators (a request whose
+    generator cannot fit is refused with 400, smaller ones still answered)."""
+    exe = os.path.join(build, "onnx-genai")
+    for name in ("hybrid-lfm2", "hybrid-qwen3_5"):
+        pkg = os.path.join(pkgs, name)
+        if not os.path.exists(os.path.join(pkg, "genai_config.json")):
+            print(f"SKIP: {pkg} is missing (serve_packages did not write it)")
+            return SKIP
+        cfg = json.load(open(os.path.join(pkg, "genai_config.json")))["model"]
+        prompts = hybrid_prompts(cfg["vocab_size"], 8)
+        news = [8 + 5 * i for i in range(8)]
+        alone = []
+        for p, k in zip(prompts, news):
+            out = subprocess.run([exe, "generate", "-m", pkg, "--ids", ",".join(map(str, p)),
+                                  "--max-length", str(len(p) + k), "--json"],
+                                 capture_output=True, text=True, check=True, timeout=300)
+            alone.append(json.loads(out.stdout)["sequences"][0][len(p):])
+        s = Server(build, pkg, "--max-batch", "8")
+        try:
+            m0 = s.metrics()
+            check(m0["og_kv_blocks_total"] == 0 and m0["og_kv_bytes_total"] > 0,
+                  f"{name}: per-sequence mode, a memory budget in bytes and no block pool")
+            # token by token (logprobs' token strings against each id detokenized alone): the
+            # random-weight models emit byte tokens, and a whole text can hide one (id 0
+            # detokenizes to a NUL, which ends /detokenize's text)
+            piece = {}
+            for t in {t for a in alone for t in a}:
+                piece[t] = s.post("/detokenize", {"tokens": [t]})[2]["prompt"]
+            want = [[piece[t] for t in a] for a in alone]
+            comp = lambda pk: s.post("/v1/completions", {"prompt": pk[0], "max_tokens": pk[1],  # noqa: E731
+                                                         "temperature": 0, "logprobs": 0})
+            res = run_all(comp, list(zip(prompts, news)))
+            same = [not isinstance(r, Exception) and r[0] == 200 and
+                    r[2]["choices"][0]["logprobs"]["tokens"] == w and
+                    r[2]["usage"]["completion_tokens"] == len(w) for r, w in zip(res, want)]
+            check(all(same), f"{name}: 8 concurrent greedy completions equal generate's tokens alone "
+                  f"({sum(same)}/8; {sum(len(a) for a in alone)} tokens)")
+            m = s.metrics()
+            check(m["og_running"] == 0 and m["og_kv_bytes_used"] == 0,
+                  f"{name}: nothing running and no memory charged at rest")
+            # a client that leaves mid-stream: the request ends cancelled, the slot is free.
+            # A tiny model makes ~100 tokens while the server notices; three long requests
+            # beside it make every engine step four generators long.
+            before = m
+            most = cfg["context_length"] - len(prompts[0])
+            long_body = {"prompt": prompts[1], "max_tokens": 200, "temperature": 0, "ignore_eos": True}
+            done = []
+            load = threading.Thread(target=lambda: done.extend(run_all(lambda b: s.post("/v1/completions", b),
+                                                                       [long_body] * 3)))
+            load.start()
+            st, ev = s.stream("/v1/completions", {"prompt": prompts[0], "max_tokens": most, "temperature": 0,
+                                                  "ignore_eos": True, "stream": True}, stop_after=3)
+            load.join()
+            freed, m = s.wait_cancelled(before, "og_kv_bytes_used")
+            beside = sum(r[2]["usage"]["completion_tokens"] for r in done if not isinstance(r, Exception) and r[0] == 200)
+            streamed = m["og_generation_tokens_total"] - before["og_generation_tokens_total"] - beside
+            check(freed and streamed < most, f"{name}: a client gone mid-stream: its request is cancelled "
+                  f"after {int(streamed)} of {most} tokens, its slot and memory freed")
+            j = s.post("/v1/completions", {"prompt": prompts[3], "max_tokens": news[3], "temperature": 0,
+                                           "logprobs": 0})[2]
+            check(j["choices"][0]["logprobs"]["tokens"] == want[3], f"{name}: the next request is answered as before")
+        finally:
+            s.stop()
+    # a budget that holds the generator of a 30-token prompt with 8 new tokens, not 200
+    pkg = os.path.join(pkgs, "hybrid-lfm2")
+    s = Server(build, pkg, "--kv-memory", "150K", "--max-batch", "8")
+    try:
+        st, _, j, _ = s.post("/v1/completions", {"prompt": prompts[3], "max_tokens": 200, "temperature": 0})
+        msg = (j or {}).get("error", {}).get("message", "")
+        check(st == 400 and "--kv-memory" in msg, f"hybrid-lfm2, --kv-memory 150K: a request too large "
+              f"for it is refused with 400 ({st}: {msg!r})")
+        res = run_all(lambda p: s.post("/v1/completions", {"prompt": p, "max_tokens": 8, "temperature": 0}),
+                      prompts[:4])
+        check(all(not isinstance(r, Exception) and r[0] == 200 for r in res),
+              "hybrid-lfm2, --kv-memory 150K: small requests at once are answered (they wait for memory)")
+        m = s.metrics()
+        check(m["og_kv_bytes_total"] == 150 * 1024 and m["og_kv_bytes_used"] == 0,
+              "hybrid-lfm2: the budget is --kv-memory, nothing charged at rest")
+    finally:
+        s.stop()
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
@@ -1074,7 +1179,7 @@ def main():
         return SKIP
     cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
              "loading": case_loading, "page": case_page, "models": case_models,
-             "backend": case_backend, "tools": case_tools}
+             "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid}
     rc = cases[case](build, pkgs)
     if rc == SKIP:
         return SKIP
