@@ -261,6 +261,12 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
                 for (int64_t c = ca; c <= cb; c++) M = base[c * (D + 2)] > M ? base[c * (D + 2)] : M;
                 float den = has_sink ? expf(sk - M) : 0.0f;
                 float *o = t->out + (s->tok0 + i) * t->N * D + h * D;
+                if (ca == cb && !has_sink) { /* one tile: its weight e^(m - M) is 1 */
+                    const float *pc = base + ca * (D + 2);
+                    float inv = pc[1] > 0 ? 1.0f / pc[1] : 0.0f;
+                    for (int64_t d = 0; d < D; d++) o[d] = pc[1] == 0.0f ? 0.0f : pc[2 + d] * inv;
+                    continue;
+                }
                 for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
                 for (int64_t c = ca; c <= cb; c++) {
                     const float *pc = base + c * (D + 2);
