@@ -19,5 +19,13 @@ char *srv_buf_take(srv_buf *b, size_t *n);
 void srv_buf_free(srv_buf *b);
 /* Empties b, keeping its memory. */
 void srv_buf_clear(srv_buf *b);
+/* s[0, n) as a JSON string, quotes included, escaped as cJSON escapes (", \\, control
+ * characters: a NUL byte becomes \u0000), other bytes as they are. */
+void srv_buf_json_string(srv_buf *b, const char *s, size_t n);
+/* A cJSON node that prints as the JSON string of s[0, n) (a raw node holding that text):
+ * model text may hold NUL bytes, where cJSON's own strings would end. Every place the
+ * server puts decoded text into JSON uses it. NULL when out of memory. */
+struct cJSON;
+struct cJSON *srv_json_text(const char *s, size_t n);
 
 #endif

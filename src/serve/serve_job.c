@@ -28,9 +28,10 @@ static void on_text(void *ctx, chat_channel ch, const char *text, size_t len) {
 
 #ifdef OG_SERVE_TEST_SCRIPT
 /* Test builds only (the onnx-genai-scripted binary the server tests run): the
- * environment variable OG_SERVE_TEST_SCRIPT holds a JSON array of texts; the k-th choice
- * the server submits takes the tokens of text k (mod the count) in place of the ones the
- * model samples, one for one, and ends as if at the end-of-sequence token after them.
+ * environment variable OG_SERVE_TEST_SCRIPT holds a JSON array of texts (or arrays of
+ * token ids); the k-th choice the server submits takes the tokens of item k (mod the
+ * count) in place of the ones the model samples, one for one, and ends as if at the
+ * end-of-sequence token after them.
  * Everything after the sampling (detokenizer, stop strings, tool calls, the responses)
  * is the path every answer takes. */
 static bool script_tokens(srv_job *j, srv_choice *c, srv_error *err) {
@@ -38,9 +39,17 @@ static bool script_tokens(srv_job *j, srv_choice *c, srv_error *err) {
     cJSON *a = cJSON_Parse(getenv("OG_SERVE_TEST_SCRIPT") ? getenv("OG_SERVE_TEST_SCRIPT") : "");
     int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
     const cJSON *t = n ? cJSON_GetArrayItem(a, (int)(atomic_fetch_add(&next, 1) % (unsigned)n)) : NULL;
-    bool ok = cJSON_IsString(t);
+    bool ok = cJSON_IsString(t) || cJSON_IsArray(t);
     size_t k = 0;
-    if (ok) {
+    if (cJSON_IsArray(t)) {
+        int n_ids = cJSON_GetArraySize(t);
+        ok = (c->script = malloc(sizeof(int32_t) * (size_t)(n_ids ? n_ids : 1))) != NULL;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, t) {
+            ok = ok && cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < j->m->vocab;
+            if (ok) c->script[k++] = (int32_t)v->valuedouble;
+        }
+    } else if (ok) {
         og_status *st = og_tokenizer_encode(j->m->tok, t->valuestring, strlen(t->valuestring), 0,
                                             &c->script, &k);
         ok = !st;
@@ -48,7 +57,7 @@ static bool script_tokens(srv_job *j, srv_choice *c, srv_error *err) {
     }
     cJSON_Delete(a);
     c->n_script = (int)k;
-    if (!ok) srv_fail(err, 500, "", "OG_SERVE_TEST_SCRIPT must be a JSON array of texts");
+    if (!ok) srv_fail(err, 500, "", "OG_SERVE_TEST_SCRIPT must be a JSON array of texts or of arrays of token ids");
     return ok;
 }
 #endif
@@ -264,15 +273,17 @@ static void choice_end(srv_job *j, srv_choice *c, const char *finish) {
 }
 
 /* A marker of the tool-call format that the detokenizer dropped (a special token): its
- * text, after what piece already holds, in buf. */
-static const char *with_marker(srv_job *j, int32_t id, const char *piece, char *buf, size_t cap) {
+ * text (to go after the token's piece[0, len)), or NULL. */
+static const char *dropped_marker(srv_job *j, int32_t id, const char *piece, size_t len) {
     const char *const *mk = tc_format_markers(j->m->tools_fmt);
-    for (int i = 0; i < 2 && mk[i]; i++)
-        if (id == j->m->tool_marker_ids[i] && !strstr(piece, mk[i])) {
-            snprintf(buf, cap, "%s%s", piece, mk[i]);
-            return buf;
-        }
-    return piece;
+    for (int i = 0; i < 2 && mk[i]; i++) {
+        if (id != j->m->tool_marker_ids[i]) continue;
+        size_t k = strlen(mk[i]);
+        for (size_t at = 0; at + k <= len; at++)
+            if (!memcmp(piece + at, mk[i], k)) return NULL;
+        return mk[i];
+    }
+    return NULL;
 }
 
 /* Takes the choice's new tokens; true when it made progress (tokens or its end). */
@@ -290,9 +301,11 @@ static bool choice_step(srv_job *j, srv_choice *c) {
 #ifdef OG_SERVE_TEST_SCRIPT
             if (c->have >= c->n_script) { /* the script's end: the end-of-sequence token */
                 const char *piece = "";
-                og_status *fs = og_tokenizer_stream_flush(c->ts, &piece);
+                size_t len = 0;
+                og_status *fs = og_tokenizer_stream_flush_len(c->ts, &piece, &len);
+                if (fs) len = 0;
                 og_status_free(fs);
-                chat_stream_token(&c->cs, -1, piece);
+                chat_stream_token(&c->cs, -1, piece, len);
                 chat_stream_finish(&c->cs);
                 eng_request_cancel(c->req);
                 choice_end(j, c, "stop");
@@ -310,16 +323,17 @@ static bool choice_step(srv_job *j, srv_choice *c) {
                 break;
             }
             const char *piece = "";
-            og_status *st = og_tokenizer_stream_decode(c->ts, t[i].id, &piece);
+            size_t len = 0;
+            og_status *st = og_tokenizer_stream_decode_len(c->ts, t[i].id, &piece, &len);
             if (st) {
                 job_error(j, 500, og_status_message(st));
                 og_status_free(st);
                 c->finish = "error";
                 break;
             }
-            char marked[512];
-            if (c->tc_live) piece = with_marker(j, t[i].id, piece, marked, sizeof marked);
-            chat_stream_token(&c->cs, t[i].id, piece);
+            const char *mk = c->tc_live ? dropped_marker(j, t[i].id, piece, len) : NULL;
+            chat_stream_token(&c->cs, t[i].id, piece, len);
+            if (mk) chat_stream_token(&c->cs, -1, mk, strlen(mk));
             if (c->cs.stopped) {
                 eng_request_cancel(c->req);
                 choice_end(j, c, "stop");
@@ -336,12 +350,13 @@ static bool choice_step(srv_job *j, srv_choice *c) {
             c->finish = "error";
         } else {
             const char *piece = "";
-            og_status *st = og_tokenizer_stream_flush(c->ts, &piece);
+            size_t len = 0;
+            og_status *st = og_tokenizer_stream_flush_len(c->ts, &piece, &len);
             if (st) {
                 job_error(j, 500, og_status_message(st));
                 og_status_free(st);
             } else {
-                chat_stream_token(&c->cs, -1, piece);
+                chat_stream_token(&c->cs, -1, piece, len);
             }
             chat_stream_finish(&c->cs);
             choice_end(j, c, f == ENG_FINISH_STOP ? "stop" : "length");

@@ -42,16 +42,18 @@ void srv_reply_error(srv_reply *r, const srv_error *e) {
 /* ---- logprobs ------------------------------------------------------------------------ */
 
 /* The text of a token alone, as valid UTF-8 (a byte-level piece of a longer character
- * becomes U+FFFD; its bytes are given as numbers beside). */
-static char *token_text(srv_model *m, int32_t id, cJSON **bytes) {
+ * becomes U+FFFD; its bytes are given as numbers beside), *text_len bytes (it may hold
+ * NUL bytes). */
+static char *token_text(srv_model *m, int32_t id, cJSON **bytes, size_t *text_len) {
     char *raw = NULL;
-    og_status *st = og_tokenizer_decode(m->tok, &id, 1, 0, &raw);
+    size_t n = 0;
+    og_status *st = og_tokenizer_decode_len(m->tok, &id, 1, 0, &raw, &n);
     if (st) {
         og_status_free(st);
         raw = NULL;
+        n = 0;
     }
     const unsigned char *s = (const unsigned char *)(raw ? raw : "");
-    size_t n = strlen((const char *)s);
     if (bytes && (*bytes = cJSON_CreateArray()))
         for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(*bytes, cJSON_CreateNumber(s[i]));
     char *out = malloc(3 * n + 1);
@@ -71,14 +73,21 @@ static char *token_text(srv_model *m, int32_t id, cJSON **bytes) {
         }
     }
     if (out) out[k] = 0;
+    *text_len = out ? k : 0;
     og_free(raw);
     return out;
 }
 
+/* Model text s[0, n), NUL bytes included, as o's field `key`. */
+static void add_text(cJSON *o, const char *key, const char *s, size_t n) {
+    cJSON_AddItemToObject(o, key, srv_json_text(s ? s : "", s ? n : 0));
+}
+
 static cJSON *chat_logprob_entry(srv_model *m, int32_t id, float lp) {
     cJSON *e = cJSON_CreateObject(), *bytes = NULL;
-    char *t = token_text(m, id, &bytes);
-    cJSON_AddStringToObject(e, "token", t ? t : "");
+    size_t n = 0;
+    char *t = token_text(m, id, &bytes, &n);
+    add_text(e, "token", t, n);
     cJSON_AddNumberToObject(e, "logprob", lp);
     if (bytes) cJSON_AddItemToObject(e, "bytes", bytes);
     free(t);
@@ -104,22 +113,46 @@ static cJSON *completion_logprobs(srv_job *j, const eng_token *t, int n, size_t 
     cJSON *o = cJSON_CreateObject();
     cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
     cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
+    srv_buf top = {0};
     for (int i = 0; i < n; i++) {
-        char *s = token_text(j->m, t[i].id, NULL);
-        cJSON_AddItemToArray(toks, cJSON_CreateString(s ? s : ""));
+        size_t len = 0;
+        char *s = token_text(j->m, t[i].id, NULL, &len);
+        cJSON_AddItemToArray(toks, srv_json_text(s ? s : "", len));
         cJSON_AddItemToArray(lps, cJSON_CreateNumber(t[i].logprob));
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
-        *offset += s ? strlen(s) : 0;
+        *offset += len;
         free(s);
-        cJSON *top = cJSON_CreateObject();
-        for (int k = 0; k < t[i].n_top && k < j->p->logprobs; k++) {
-            char *a = token_text(j->m, t[i].top_ids[k], NULL);
-            if (a && !cJSON_GetObjectItemCaseSensitive(top, a))
-                cJSON_AddNumberToObject(top, a, t[i].top_logprobs[k]);
-            free(a);
+        /* {token text: logprob}, the first of equal texts; written here, as a cJSON key
+         * would end at a NUL byte */
+        char *seen[ENG_MAX_LOGPROBS];
+        size_t seen_n[ENG_MAX_LOGPROBS];
+        int n_seen = 0;
+        srv_buf_clear(&top);
+        srv_buf_add(&top, "{", 1);
+        for (int k = 0; k < t[i].n_top && k < j->p->logprobs && k < ENG_MAX_LOGPROBS; k++) {
+            size_t al = 0;
+            char *a = token_text(j->m, t[i].top_ids[k], NULL, &al);
+            bool dup = !a;
+            for (int q = 0; q < n_seen && !dup; q++) dup = seen_n[q] == al && !memcmp(seen[q], a, al);
+            if (dup) {
+                free(a);
+                continue;
+            }
+            if (n_seen) srv_buf_add(&top, ",", 1);
+            srv_buf_json_string(&top, a, al);
+            cJSON *lp = cJSON_CreateNumber(t[i].top_logprobs[k]);
+            char *num = lp ? cJSON_PrintUnformatted(lp) : NULL;
+            cJSON_Delete(lp);
+            srv_buf_printf(&top, ":%s", num ? num : "null");
+            cJSON_free(num);
+            seen[n_seen] = a;
+            seen_n[n_seen++] = al;
         }
-        cJSON_AddItemToArray(tops, top);
+        srv_buf_add(&top, "}", 1);
+        for (int q = 0; q < n_seen; q++) free(seen[q]);
+        cJSON_AddItemToArray(tops, top.oom ? NULL : cJSON_CreateRaw(top.p));
     }
+    srv_buf_free(&top);
     return o;
 }
 
@@ -143,8 +176,6 @@ static cJSON *head(const srv_job *j, const char *object) {
     cJSON_AddStringToObject(o, "model", j->m->name);
     return o;
 }
-
-static const char *text_of(const srv_buf *b) { return b->p ? b->p : ""; }
 
 /* Tool call k of choice c as OpenAI writes it: {"id", "type": "function", "function":
  * {"name", "arguments"}}; in a stream's delta with its "index" too, and the arguments
@@ -173,14 +204,14 @@ static cJSON *whole_answer(srv_job *j) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
             cJSON_AddStringToObject(msg, "role", "assistant");
             if (c->n_calls && !c->delta[0].n) cJSON_AddNullToObject(msg, "content");
-            else cJSON_AddStringToObject(msg, "content", text_of(&c->delta[0]));
+            else add_text(msg, "content", c->delta[0].p, c->delta[0].n);
             if (c->n_calls) {
                 cJSON *calls = cJSON_AddArrayToObject(msg, "tool_calls");
                 for (int k = 0; k < c->n_calls; k++) cJSON_AddItemToArray(calls, tool_call(c, k, false, false));
             }
-            if (c->delta[1].n) cJSON_AddStringToObject(msg, "reasoning_content", text_of(&c->delta[1]));
+            if (c->delta[1].n) add_text(msg, "reasoning_content", c->delta[1].p, c->delta[1].n);
         } else {
-            cJSON_AddStringToObject(ch, "text", text_of(&c->delta[0]));
+            add_text(ch, "text", c->delta[0].p, c->delta[0].n);
         }
         if (j->p->logprobs < 0) {
             cJSON_AddNullToObject(ch, "logprobs");
@@ -245,11 +276,11 @@ static void choice_chunk(srv_stream *st, srv_choice *c, bool role, const char *f
             cJSON_AddStringToObject(d, "role", "assistant");
             cJSON_AddStringToObject(d, "content", "");
         } else if (!finish) {
-            if (c->delta[0].n) cJSON_AddStringToObject(d, "content", text_of(&c->delta[0]));
-            if (c->delta[1].n) cJSON_AddStringToObject(d, "reasoning_content", text_of(&c->delta[1]));
+            if (c->delta[0].n) add_text(d, "content", c->delta[0].p, c->delta[0].n);
+            if (c->delta[1].n) add_text(d, "reasoning_content", c->delta[1].p, c->delta[1].n);
         }
     } else {
-        cJSON_AddStringToObject(ch, "text", finish ? "" : text_of(&c->delta[0]));
+        add_text(ch, "text", c->delta[0].p, finish ? 0 : c->delta[0].n);
     }
     if (!role && !finish && j->p->logprobs >= 0 && c->n_toks) {
         cJSON_AddItemToObject(ch, "logprobs", st->p.chat ? chat_logprobs(j, c->toks, c->n_toks)
@@ -570,14 +601,15 @@ void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_repl
         ids[i++] = (int32_t)v->valuedouble;
     }
     char *text = NULL;
-    og_status *st = og_tokenizer_decode(m->tok, ids, (size_t)n, 0, &text);
+    size_t text_len = 0;
+    og_status *st = og_tokenizer_decode_len(m->tok, ids, (size_t)n, 0, &text, &text_len);
     if (st) {
         srv_fail(&err, 400, "tokens", "decoding: %s", og_status_message(st));
         og_status_free(st);
         goto out;
     }
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "prompt", text);
+    add_text(o, "prompt", text, text_len);
     og_free(text);
     free(ids);
     cJSON_Delete(j);

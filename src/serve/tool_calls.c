@@ -272,11 +272,25 @@ static void free_calls(tc_parser *p) {
     p->n_calls = 0;
 }
 
+/* Whether text[s, end) holds a NUL character: a NUL byte, or the escape \u0000 (not
+ * after an escaping backslash). cJSON would give its strings ending there, and a call's
+ * name or arguments would lose the rest, so such text is not taken as a call: it stays
+ * content, whole. */
+static bool has_nul(const char *s, const char *end) {
+    if (memchr(s, 0, (size_t)(end - s))) return true;
+    for (const char *q = s; q < end; q++)
+        if (*q == '\\') {
+            if ((size_t)(end - q) >= 6 && !memcmp(q + 1, "u0000", 5)) return true;
+            q++; /* the escaped character */
+        }
+    return false;
+}
+
 int tc_finish(tc_parser *p) {
     if (p->finished) return p->n_calls;
     p->finished = true;
     if (p->fmt == TC_NONE || p->oom) return 0;
-    if (p->in_call) {
+    if (p->in_call && !has_nul(p->text + p->start, p->text + p->n)) {
         const char *s = p->text + p->start, *end = p->text + p->n;
         bool ok = p->fmt == TC_HERMES    ? parse_hermes(p, s, end)
                   : p->fmt == TC_LLAMA3  ? parse_llama(p, s, end)

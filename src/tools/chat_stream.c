@@ -86,7 +86,7 @@ static void answer_piece(chat_stream *s, const char *piece, size_t len) {
     }
 }
 
-void chat_stream_token(chat_stream *s, int32_t id, const char *piece) {
+void chat_stream_token(chat_stream *s, int32_t id, const char *piece, size_t len) {
     if (s->stopped) return;
     if (id >= 0 && (id == s->bor || id == s->bot)) {
         s->ch = id == s->bor ? CH_THINKING : CH_TOOL;
@@ -96,7 +96,6 @@ void chat_stream_token(chat_stream *s, int32_t id, const char *piece) {
         s->ch = CH_ANSWER;
         return;
     }
-    size_t len = strlen(piece);
     if (!len) return;
     if (s->ch == CH_ANSWER) {
         answer_piece(s, piece, len);

@@ -36,11 +36,13 @@ typedef struct chat_stream {
 void chat_stream_init(chat_stream *s, const char *const *stops, int n_stops, int32_t bor,
                       int32_t eor, int32_t bot, int32_t eot, chat_emit_fn emit, void *ctx);
 void chat_stream_free(chat_stream *s);
-/* One generated token: its id (for the channel tokens) and its decoded text. */
-void chat_stream_token(chat_stream *s, int32_t id, const char *piece);
+/* One generated token: its id (for the channel tokens) and its decoded text, len bytes
+ * (which may hold NUL bytes: a token of the byte 0; stop strings are matched by bytes). */
+void chat_stream_token(chat_stream *s, int32_t id, const char *piece, size_t len);
 /* The end of the answer: emits what was held back (no stop string came). */
 void chat_stream_finish(chat_stream *s);
-/* Text of a channel so far (NUL-terminated, "" when empty). */
+/* Text of a channel so far (NUL-terminated, "" when empty; s->text[ch].n its length,
+ * which a NUL byte in the text does not end). */
 const char *chat_stream_text(const chat_stream *s, chat_channel ch);
 
 #endif

@@ -422,12 +422,12 @@ static og_status *run_turn(session *s, const char *user, turn_result *r) {
         r->ids[r->generated++] = seq[len - 1];
         const char *piece;
         if ((st = og_tokenizer_stream_decode(ts, seq[len - 1], &piece))) break;
-        chat_stream_token(&cs, seq[len - 1], piece);
+        chat_stream_token(&cs, seq[len - 1], piece, strlen(piece));
     }
     if (!st) {
         const char *piece;
         st = og_tokenizer_stream_flush(ts, &piece);
-        if (!st) chat_stream_token(&cs, -1, piece);
+        if (!st) chat_stream_token(&cs, -1, piece, strlen(piece));
         chat_stream_finish(&cs);
         if (cs.oom) st = og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
     }

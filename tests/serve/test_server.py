@@ -14,7 +14,7 @@ text itself, the openai client's parsing, and ../shared/chat-templates/render.py
 (transformers' rendering) for conversations that carry tool calls back.
 
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page, models, backend, tools, hybrid). Exits 77 (skipped) when a package or tool it needs is missing."""
+loading, page, models, backend, tools, hybrid, nul). Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
 import os
@@ -944,6 +944,71 @@ def case_tools(build, pkgs):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# ---- NUL characters ------------------------------------------------------------------------
+
+def case_nul(build, pkgs):
+    """Text that holds a NUL character (stories260K's byte token <0x00>, id 3) comes back
+    whole, with "\u0000" in its JSON: /detokenize, and answers whose scripted tokens hold
+    it (completion text, chat content, streamed or not, logprobs, a stop string after it).
+    Oracle: HF tokenizers decoding the same ids from the package's tokenizer.json."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        print("SKIP: the tokenizers package (tools/requirements.txt) is not installed: no oracle")
+        return SKIP
+    pkg = os.path.join(pkgs, "stories260K")
+    tok = Tokenizer.from_file(os.path.join(pkg, "tokenizer.json"))
+    nul = tok.token_to_id("<0x00>")
+    if not check(nul is not None and tok.decode([nul]) == "\x00", "the package has the byte token <0x00>"):
+        return 1
+    words = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
+    ids = words("Once upon a time") + [nul] + words(" there was a girl") + [nul, nul] + words(" Lily ran")
+    want = tok.decode(ids)
+    check("\x00" in want and want.endswith("Lily ran"), f"oracle text {want!r}")
+    s = scripted_server(build, pkg, [ids])
+    try:
+        st, _, d, raw = s.post("/detokenize", {"tokens": ids})
+        check(st == 200 and d["prompt"] == want and b"\\u0000" in raw,
+              f"/detokenize keeps the NUL characters and what follows ({d and d.get('prompt')!r})")
+        prompt = words("Tom")
+        body = {"prompt": prompt, "max_tokens": len(ids) + 5, "temperature": 0, "ignore_eos": True}
+        st, _, j, raw = s.post("/v1/completions", body)
+        text = want  # the answer's text: the decode of its tokens alone
+        check(st == 200 and j["choices"][0]["text"] == text and b"\\u0000" in raw,
+              f"completion text with NUL characters equals the decode of its tokens ({text!r})")
+        st, ev = s.stream("/v1/completions", dict(body, stream=True))
+        got, _, _ = content_of(ev)
+        check(st == 200 and got.get(0) == text, "streamed completion: the same text")
+        st, _, j, _ = s.post("/v1/completions", dict(body, logprobs=2))
+        lp = j["choices"][0]["logprobs"] if st == 200 else {}
+        # (a token alone decodes without its leading space, as the routes case says)
+        check(lp.get("tokens", [])[4:5] == ["\x00"] and
+              "".join(lp["tokens"]).replace(" ", "") == text.replace(" ", "") and
+              lp["text_offset"][5] == lp["text_offset"][4] + 1,
+              "completion logprobs: the NUL token's text and offsets")
+        chat = chat_body("Tom", max_tokens=len(ids) + 5, ignore_eos=True)
+        st, _, j, _ = s.post("/v1/chat/completions", chat)
+        content = j["choices"][0]["message"]["content"] if st == 200 else None
+        check(content is not None and "\x00" in content and content == text,
+              f"chat content with NUL characters ({content!r})")
+        st, ev = s.stream("/v1/chat/completions", dict(chat, stream=True))
+        got, finish, _ = content_of(ev)
+        check(st == 200 and got.get(0) == content and finish.get(0) == "stop", "streamed chat: the same content")
+        st, _, j, _ = s.post("/v1/chat/completions", dict(chat, logprobs=True))
+        lp = j["choices"][0]["logprobs"]["content"] if st == 200 else []
+        check(len(lp) == len(ids) and lp[4]["token"] == "\x00" and lp[4]["bytes"] == [0],
+              "chat logprobs: the NUL token's text and bytes")
+        cut = text.index("Lily")
+        st, _, j, _ = s.post("/v1/chat/completions", dict(chat, stop=["Lily"]))
+        check(st == 200 and j["choices"][0]["message"]["content"] == text[:cut] and
+              j["choices"][0]["finish_reason"] == "stop", "a stop string after NUL characters cuts there")
+        st, ev = s.stream("/v1/chat/completions", dict(chat, stop=["Lily"], stream=True))
+        got, finish, _ = content_of(ev)
+        check(got.get(0) == text[:cut] and finish.get(0) == "stop", "the same, streamed")
+    finally:
+        s.stop()
+
+
 def scripted_server(build, pkg, script):
     return Server(build, pkg, env={"OG_SERVE_TEST_SCRIPT": json.dumps(script)}, binary=os.path.join(build, "tests", "onnx-genai-scripted"))
 
@@ -1179,7 +1244,8 @@ def main():
         return SKIP
     cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
              "loading": case_loading, "page": case_page, "models": case_models,
-             "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid}
+             "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid,
+             "nul": case_nul}
     rc = cases[case](build, pkgs)
     if rc == SKIP:
         return SKIP

@@ -225,6 +225,32 @@ static void streaming_holds_back(void) {
     tc_free(&p);
 }
 
+/* A NUL character in a call (the escape \u0000 in its JSON, or a NUL byte the model's
+ * byte token wrote): cJSON's strings would end there and the call lose the rest, so the
+ * answer stays content, whole; an escaped backslash before "u0000" is no NUL. */
+static void nul_characters(void) {
+    const char *esc = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"x\\u0000y\"}}\n</tool_call>";
+    expect(TC_HERMES, esc, esc, none);
+    expect(TC_LLAMA3, "{\"name\": \"f\\u0000g\", \"parameters\": {}}",
+           "{\"name\": \"f\\u0000g\", \"parameters\": {}}", none);
+    expect(TC_HERMES, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"x\\\\u0000y\"}}</tool_call>", "",
+           (const char *[]){"f", "{\"a\": \"x\\\\u0000y\"}", NULL});
+    static const char raw[] = "Hi\0 <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"x\0y\"}}</tool_call>";
+    for (size_t step = 0; step < 4; step++) {
+        tc_parser p;
+        out o;
+        memset(&o, 0, sizeof o);
+        tc_init(&p, TC_HERMES, on_content, &o);
+        size_t n = sizeof raw - 1;
+        for (size_t at = 0; at < n; at += step ? step : n)
+            tc_feed(&p, raw + at, step && n - at > step ? step : n - at);
+        int calls = tc_finish(&p);
+        CHECK(calls == 0 && o.n == n && !memcmp(o.buf, raw, n),
+              "a NUL byte in a call (pieces of %zu): %d calls, %zu content bytes of %zu", step, calls, o.n, n);
+        tc_free(&p);
+    }
+}
+
 static void formats_in_text(void) {
     CHECK(tc_format_in_text("x<tool_call>\n{") == TC_HERMES, "hermes marker");
     CHECK(tc_format_in_text("[TOOL_CALLS][{") == TC_MISTRAL, "mistral marker");
@@ -292,6 +318,7 @@ int main(int argc, char **argv) {
     llama3();
     lists();
     streaming_holds_back();
+    nul_characters();
     formats_in_text();
     int seen = 0;
     FILE *f = argc > 1 ? fopen(argv[1], "r") : NULL;
