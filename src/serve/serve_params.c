@@ -14,6 +14,23 @@ cJSON *srv_parse_object(const char *body, size_t len, srv_error *err) {
         srv_fail(err, 400, "", "the request body is empty: a JSON object was expected");
         return NULL;
     }
+    /* cJSON's strings end at a NUL, so a request string holding U+0000 (a raw byte or
+     * the escape \u0000) would be cut there without a word: refuse it instead. A
+     * backslash only occurs inside strings in valid JSON, and each escape is skipped
+     * whole, so an escaped backslash before "u0000" is text, not an escape. */
+    for (size_t i = 0; i < len; i++) {
+        if (body[i] == '\0') {
+            srv_fail(err, 400, "", "the request body holds a NUL byte (byte %zu)", i);
+            return NULL;
+        }
+        if (body[i] != '\\' || i + 1 >= len) continue;
+        if (body[i + 1] == 'u' && i + 5 < len && !memcmp(body + i + 2, "0000", 4)) {
+            srv_fail(err, 400, "", "a string in the request holds U+0000 (\\u0000 at byte %zu),"
+                     " which this server does not accept", i);
+            return NULL;
+        }
+        i++; /* the escaped character */
+    }
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!j) {

@@ -507,6 +507,14 @@ def case_errors(build, pkgs):
         expect_error(s, "empty body", 400, C, raw=b"")
         expect_error(s, "a body that is not an object", 400, C, raw=b"[1, 2]")
         expect_error(s, "trailing garbage", 400, C, raw=b'{"messages": []} x')
+        # U+0000 in a request string would be cut short by the JSON library: refused
+        expect_error(s, "\\u0000 in a message", 400, C,
+                     raw=b'{"messages": [{"role": "user", "content": "a\\u0000b"}], "max_tokens": 2}')
+        expect_error(s, "\\u0000 in a stop string", 400, P, raw=b'{"prompt": "x", "stop": ["\\u0000"]}')
+        expect_error(s, "a raw NUL byte in the body", 400, P, raw=b'{"prompt": "x\x00y"}')
+        st, _, j, _ = s.request("POST", "/tokenize", raw=b'{"prompt": "a\\\\u0000"}')
+        check(st == 200 and isinstance(j, dict) and j.get("count", 0) >= 7,
+              "an escaped backslash before u0000 is text, not U+0000: 200")
         expect_error(s, "nesting 100000 deep", 400, C, raw=b"[" * 100000)
         expect_error(s, "messages missing", 400, C, {"max_tokens": 3}, param="messages")
         expect_error(s, "messages not an array", 400, C, {"messages": "hi"}, param="messages")
