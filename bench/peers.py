@@ -233,7 +233,7 @@ def main():
             if pkg == a.stories and have_l2c:
                 jobs.append((label, "llama2.c", lambda: llama2c(a, a.stories_steps)))
 
-    env = compare.environment(argparse.Namespace(bin=a.bin, threads=a.threads))
+    env = compare.environment(argparse.Namespace(bin=a.bin, threads=a.threads, backend=None))
     env["lscpu"] = lscpu()
     env["llama_bench"] = a.llama_bench if have_llama else None
     rounds, partial = [], {"results": []}
