@@ -295,6 +295,9 @@ int serve_main(const serve_options *o) {
                eng_batched(m->eng) ? "continuous batching" : "per-sequence mode",
                eng_batched(m->eng) ? "" : ": ", eng_mode_note(m->eng));
         if (!m->tpl) printf("no chat template (%s): /v1/chat/completions answers 400\n", m->tpl_error);
+        else printf("tool calls: %s\n", m->tools_fmt == TC_NONE
+                                             ? "none taught by the chat template (text stays in content)"
+                                             : tc_format_name(m->tools_fmt));
     } else {
         printf("ready: %d models in %s, each loaded on its first request\n", s->n_models, o->models_dir);
     }

@@ -7,6 +7,7 @@
  * of the last answer), and only the rest is run. Stop strings cut the answer before
  * them; reasoning and tool-call tokens (genai_config's bor/eor, bot/eot) go to their own
  * channels. Ctrl-C stops the answer being generated, not the program. */
+#include "serve/tool_calls.h"
 #include "tools/chat_stream.h"
 #include "tools/cli.h"
 
@@ -637,6 +638,13 @@ void cli_show_chat(const char *dir) {
             any = true;
         }
         if (any) printf("\n");
+        bool args_object = false;
+        tc_format f = tc_detect(ct, &args_object);
+        if (f == TC_NONE)
+            printf("tool calls:  none this template teaches (serve leaves such text in content)\n");
+        else
+            printf("tool calls:  %s (read off the template; serve returns them as tool_calls)\n",
+                   tc_format_name(f));
         og_chat_template_free(ct);
     }
     char path[4200];

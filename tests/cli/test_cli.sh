@@ -44,6 +44,19 @@ else
   expect_err generate_bad_flag "unknown argument '--bogus'" "$bin" generate -m "$gpt2" --bogus
   expect_err generate_bad_number "--top-p: 'abc' is not a number" "$bin" generate -m "$gpt2" --top-p abc
   expect_out show_package 'model\.type: +gpt2' "$bin" show "$gpt2"
+  # the tool-call format serve will parse, read off the package's chat template
+  tpl="$shared/chat-templates/templates"
+  for pair in qwen2.5-7b-instruct:hermes llama-3.1-8b-instruct:llama3_json mistral-nemo-instruct-2407:mistral \
+              gemma-2-2b-it:none; do
+    t=${pair%%:*} want=${pair#*:}
+    if [ -f "$tpl/$t.jinja" ]; then
+      mkdir -p "$tmp/tc-$t" && for f in "$gpt2"/*; do ln -sf "$(realpath "$f")" "$tmp/tc-$t/"; done
+      cp "$tpl/$t.jinja" "$tmp/tc-$t/chat_template.jinja"
+      expect_out "show_tool_calls_$t" "^tool calls: +$want " "$bin" show "$tmp/tc-$t"
+    else
+      echo "SKIP show_tool_calls_$t: $tpl/$t.jinja is missing"; skip=$((skip + 1))
+    fi
+  done
   mkdir -p "$tmp/warn" && ln -s "$(realpath "$gpt2/past.onnx")" "$tmp/warn/past.onnx" &&
     sed 's/"model": {/"model": {"frobnicate": 1, /' "$gpt2/genai_config.json" > "$tmp/warn/genai_config.json"
   expect_out generate_warns 'warning: .*model\.frobnicate: unknown key' "$bin" generate "$tmp/warn" --ids 0,0,195,731 --max-length 6
