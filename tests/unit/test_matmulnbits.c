@@ -365,3 +365,55 @@ TEST(mnb_pack_every_isa_matches_reference_on_pool) {
     pack_sweep(pool);
     threadpool_free(pool);
 }
+
+/* The pack's bytes against the layout that matmul_nbits_pack.h writes down, value by
+ * value from the original MatMulNBits inputs: K over several of packing's runs with a
+ * partial last one, a partial last panel and the even panel count's padding panel. */
+static void check_pack_layout(int bs, int64_t N, int64_t K, bool zp) {
+    int64_t kb = (K + bs - 1) / bs, blob = bs / 2, zstride = (kb + 1) / 2;
+    uint8_t *B = malloc((size_t)(N * kb * blob)), *Z = malloc((size_t)(N * zstride));
+    float *S = malloc(sizeof(float) * (size_t)(N * kb));
+    CHECK(B && Z && S);
+    for (int64_t i = 0; i < N * kb * blob; i++) B[i] = (uint8_t)next_u32();
+    for (int64_t i = 0; i < N * zstride; i++) Z[i] = (uint8_t)next_u32();
+    for (int64_t i = 0; i < N * kb; i++) S[i] = next_f();
+    mnb_problem p = {.M = 1, .N = N, .K = K, .bits = 4, .block_size = bs, .k_blocks = kb,
+                     .blob = blob, .B = B, .scales = S, .zp_packed = zp ? Z : NULL,
+                     .zp_stride = zstride, .int8 = true};
+    mnb_pack *pk;
+    CHECK_OK(mnb_pack_create(&p, &pk));
+    CHECK_EQ_INT(pk->panels, ((N + 15) / 16 + 1) / 2 * 2);
+    CHECK(zp == (pk->zp != NULL));
+    int64_t bad = 0;
+    for (int64_t pn = 0; pn < pk->panels; pn++)
+        for (int c = 0; c < 16; c++) {
+            int64_t n = pn * 16 + c;
+            for (int64_t k = 0; k < kb * bs; k++) {
+                int want = n < N ? (B[n * kb * blob + k / 2] >> (4 * (k & 1))) & 15 : 0;
+                uint8_t byte = pk->B[pn * pk->panel_bytes + (k / 8) * 64 + 4 * c + (k & 3)];
+                int got = (k & 4) ? byte >> 4 : byte & 15;
+                bad += got != want;
+            }
+            for (int64_t b = 0; b < kb; b++) {
+                size_t at = (size_t)((pn * kb + b) * 16 + c);
+                float ws = n < N ? S[n * kb + b] : 0.0f;
+                bad += memcmp(&pk->scales[at], &ws, 4) != 0;
+                if (zp) bad += pk->zp[at] != (n < N ? (Z[n * zstride + b / 2] >> (4 * (b & 1))) & 15 : 0);
+            }
+        }
+    if (bad)
+        test_fail(__FILE__, __LINE__, "bs %d N %lld K %lld zp %d: %lld packed values differ "
+                  "from the layout", bs, (long long)N, (long long)K, zp, (long long)bad);
+    mnb_pack_free(pk);
+    free(B);
+    free(Z);
+    free(S);
+}
+
+TEST(mnb_pack_bytes_follow_the_documented_layout) {
+    check_pack_layout(32, 37, 1100, true);  /* 140 groups: two runs of 64 and one of 12 */
+    check_pack_layout(32, 37, 1100, false);
+    check_pack_layout(16, 5, 40, true);     /* one panel and its padding panel */
+    check_pack_layout(128, 64, 1024, false); /* exactly two runs, whole panels */
+    check_pack_layout(256, 17, 300, true);
+}

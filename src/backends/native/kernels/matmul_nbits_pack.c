@@ -20,6 +20,7 @@ enum {
     TILE_MIN_M_VEC = 48,
     ROW_BLOCK_BYTES = 160 * 1024, /* quantized A per tile item, kept in L2 */
     SUB_BYTES = 64 * 1024, /* more rows than a rows call takes: all row groups per this many weights */
+    PACK_RUN = 64,  /* groups of 8 values per column that packing regroups at once (4 KiB) */
 };
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -75,19 +76,22 @@ og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out) {
     pk->bytes = nb + ns * sizeof(float) + (pk->zp ? ns : 0);
     const int64_t colbytes = kb * p->blob;
     for (int64_t pn = 0; pn < pk->panels; pn++) {
-        uint8_t *dst = pk->B + pn * pk->panel_bytes;
+        uint32_t *dst = (uint32_t *)(pk->B + pn * pk->panel_bytes);
         int64_t n0 = pn * MNB_PANEL, cols = p->N - n0 < MNB_PANEL ? p->N - n0 : MNB_PANEL;
         if (cols < 0) cols = 0;
         const uint8_t *src = p->B + n0 * colbytes;
-        /* a group of the 16 columns at a time: 64 contiguous bytes out */
-        for (int64_t g = 0; g < groups; g++) {
-            uint32_t w[MNB_PANEL];
-            for (int c = 0; c < MNB_PANEL; c++) {
-                uint32_t o = 0;
-                if (c < cols) memcpy(&o, src + c * colbytes + g * 4, 4);
-                w[c] = regroup(o);
+        /* PACK_RUN groups of the 16 columns at a time: each column's run regrouped in
+         * place (one vector loop), then transposed into 64-byte groups */
+        for (int64_t g0 = 0; g0 < groups; g0 += PACK_RUN) {
+            int64_t gn = min64(PACK_RUN, groups - g0);
+            uint32_t t[MNB_PANEL][PACK_RUN];
+            if (cols < MNB_PANEL || gn < PACK_RUN) memset(t, 0, sizeof t);
+            for (int c = 0; c < cols; c++) {
+                memcpy(t[c], src + c * colbytes + g0 * 4, (size_t)gn * 4);
+                for (int j = 0; j < PACK_RUN; j++) t[c][j] = regroup(t[c][j]); /* a vector loop */
             }
-            memcpy(dst + g * 64, w, sizeof w);
+            for (int64_t j = 0; j < gn; j++)
+                for (int c = 0; c < MNB_PANEL; c++) dst[(g0 + j) * MNB_PANEL + c] = t[c][j];
         }
         for (int c = 0; c < MNB_PANEL; c++) {
             int64_t n = n0 + c;
