@@ -1,5 +1,6 @@
 /* The attention family (com.microsoft Attention, MultiHeadAttention,
- * GroupQueryAttention, RotaryEmbedding, MRotaryEmbedding; RotaryEmbedding of opset 23):
+ * GroupQueryAttention, RotaryEmbedding, MRotaryEmbedding; Attention and RotaryEmbedding
+ * of opset 23):
  * kernels and the float32 row helpers they share. They compute in float32 whatever the
  * storage type is. */
 #ifndef OG_NATIVE_KERNELS_ATTENTION_H
@@ -97,5 +98,6 @@ og_status *cpu_contrib_mha(kernel_ctx *ctx);
 og_status *cpu_contrib_rotary(kernel_ctx *ctx);
 og_status *cpu_contrib_mrotary(kernel_ctx *ctx);
 og_status *cpu_rotary(kernel_ctx *ctx);
+og_status *cpu_onnx_attention(kernel_ctx *ctx); /* the default domain's, opsets 23-25 */
 
 #endif
