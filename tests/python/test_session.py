@@ -81,7 +81,8 @@ def close(got, want, atol, rtol, expanded=False):
         if (gn != wn).any():
             return "NaN positions differ"
         with np.errstate(invalid="ignore", over="ignore"):
-            ok = gn | (g == w) | (np.abs(g - w) <= atol + rtol * np.abs(w))
+            # an infinity matches only itself: rtol * inf would accept any finite value
+            ok = gn | (g == w) | (np.isfinite(w) & (np.abs(g - w) <= atol + rtol * np.abs(w)))
         if not ok.all():
             i = np.flatnonzero(~ok)[0]
             return f"{int((~ok).sum())} values differ, first at {i}: {g.reshape(-1)[i]} vs " \
