@@ -63,14 +63,16 @@ done:
 
 /* cpu_attn_scores_t (keys across the lanes) gives cpu_attn_scores' values bit for bit
  * (a zero's sign aside), on every head size of its path (8 to 256 by 8) and key counts around the 16-key blocks; builds and
- * head sizes without the path say so (false) and are checked to be exactly those. */
+ * head sizes without the path say so (false) and are checked to be exactly those.
+ * cpu_attn_scores_t_heads gives each of 1 to 7 queries the bits of its own call. */
 TEST(attention_scores_across_lanes_equal_rows) {
     static const int64_t counts[] = {1, 2, 15, 16, 17, 31, 33, 64, 100};
     unsigned seed = 11;
     float *q = malloc(264 * sizeof *q), *k = malloc(112 * 264 * sizeof *k);
     float *kt = malloc(112 * 264 * sizeof *kt), *s = malloc(112 * sizeof *s), *st = malloc(112 * sizeof *st);
     const float **kp = malloc(112 * sizeof *kp);
-    CHECK(q && k && kt && s && st && kp);
+    float *qh = malloc(7 * 264 * sizeof *qh), *sh = malloc(7 * 128 * sizeof *sh);
+    CHECK(q && k && kt && s && st && kp && qh && sh);
     int checked = 0;
     for (int64_t D = 8; D <= 264; D += 8) {
         for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
@@ -94,6 +96,20 @@ TEST(attention_scores_across_lanes_equal_rows) {
                     goto done;
                 }
             }
+            /* several queries at once (a group's heads): each its own call's bits */
+            for (int64_t i = 0; i < 7 * D; i++) qh[i] = frand(&seed);
+            for (int64_t nh = 1; nh <= 7; nh++) {
+                cpu_attn_scores_t_heads(qh, D, nh, kt, (n + 15) / 16, D, 0.125f, sh, 128);
+                for (int64_t h = 0; h < nh; h++) {
+                    cpu_attn_scores_t(qh + h * D, kt, (n + 15) / 16, D, 0.125f, st);
+                    if (memcmp(sh + h * 128, st, sizeof(float) * (size_t)n) != 0) {
+                        test_fail(__FILE__, __LINE__, "D=%lld n=%lld: query %lld of %lld "
+                                  "differs from its own call", (long long)D, (long long)n,
+                                  (long long)h, (long long)nh);
+                        goto done;
+                    }
+                }
+            }
             checked++;
         }
     }
@@ -101,6 +117,8 @@ TEST(attention_scores_across_lanes_equal_rows) {
     CHECK(checked == 32 * (int)(sizeof counts / sizeof *counts));
 #endif
 done:
+    free(qh);
+    free(sh);
     free(q);
     free(k);
     free(kt);

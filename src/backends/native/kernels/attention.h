@@ -91,6 +91,10 @@ void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int6
 bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt);
 void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, float scale,
                        float *s);
+/* cpu_attn_scores_t for nh queries q + h * q_ld against the same keys, query h's scores
+ * at s + h * s_ld (the same bits; each key vector is loaded once for up to four queries). */
+void cpu_attn_scores_t_heads(const float *q, int64_t q_ld, int64_t nh, const float *kt,
+                             int64_t nb, int64_t D, float scale, float *s, int64_t s_ld);
 
 og_status *cpu_contrib_attention(kernel_ctx *ctx);
 og_status *cpu_contrib_gqa(kernel_ctx *ctx);

@@ -213,6 +213,82 @@ static inline __attribute__((always_inline)) void scores_t(const float *q, const
     }
 }
 
+/* scores_t for H queries at once (q + h * q_ld, scores at s + h * s_ld), each key vector
+ * loaded once for all of them: every query's lanes take exactly scores_t's operations
+ * (the groups Q_g are formed in the order 0, 2, 1, 3 to hold fewer registers, then added
+ * as scores_t adds them), so each gets scores_t's bits. */
+static inline __attribute__((always_inline)) void scores_th(const float *q, int64_t q_ld,
+                                                           int H, const float *kt, int64_t nb,
+                                                           int64_t C, int W, float scale,
+                                                           float *s, int64_t s_ld) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    const int64_t D = W * C;
+    static const int order[4] = {0, 2, 1, 3};
+    for (int64_t b = 0; b < nb; b++, kt += 16 * D) {
+        __m512 even[4], odd[4]; /* per query: Q0 (+ Q2), Q1 (+ Q3) */
+#pragma GCC unroll 4
+        for (int gi = 0; gi < W / 4; gi++) {
+            int g = W == 16 ? order[gi] : gi;
+            __m512 a[4][4];
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                int l = 4 * g + m;
+                __m512 k0 = _mm512_loadu_ps(kt + 16 * l);
+#pragma GCC unroll 4
+                for (int h = 0; h < H; h++) a[h][m] = _mm512_mul_ps(_mm512_set1_ps(q[h * q_ld + l]), k0);
+                for (int64_t c = 1; c < C; c++) {
+                    __m512 kc = _mm512_loadu_ps(kt + 16 * (W * c + l));
+#pragma GCC unroll 4
+                    for (int h = 0; h < H; h++)
+                        a[h][m] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * q_ld + W * c + l]), kc, a[h][m]);
+                }
+            }
+#pragma GCC unroll 4
+            for (int h = 0; h < H; h++) {
+                __m512 Qg = _mm512_add_ps(_mm512_add_ps(a[h][0], a[h][2]), _mm512_add_ps(a[h][1], a[h][3]));
+                if (g == 0) even[h] = Qg;
+                else if (g == 1) odd[h] = Qg;
+                else if (g == 2) even[h] = _mm512_add_ps(even[h], Qg);
+                else odd[h] = _mm512_add_ps(odd[h], Qg);
+            }
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < H; h++)
+            _mm512_storeu_ps(s + h * s_ld + 16 * b, _mm512_mul_ps(sc, _mm512_add_ps(even[h], odd[h])));
+    }
+}
+
+/* One head size's scores for H queries (1 to 4). */
+static inline __attribute__((always_inline)) void scores_th_d(const float *q, int64_t q_ld,
+                                                             int H, const float *kt, int64_t nb,
+                                                             int64_t D, float scale, float *s,
+                                                             int64_t s_ld) {
+    switch (D) {
+    case 8: scores_th(q, q_ld, H, kt, nb, 1, 8, scale, s, s_ld); return;
+    case 16: scores_th(q, q_ld, H, kt, nb, 1, 16, scale, s, s_ld); return;
+    case 32: scores_th(q, q_ld, H, kt, nb, 2, 16, scale, s, s_ld); return;
+    case 64: scores_th(q, q_ld, H, kt, nb, 4, 16, scale, s, s_ld); return;
+    case 128: scores_th(q, q_ld, H, kt, nb, 8, 16, scale, s, s_ld); return;
+    default:
+        if (D % 16)
+            scores_th(q, q_ld, H, kt, nb, D / 8, 8, scale, s, s_ld);
+        else
+            scores_th(q, q_ld, H, kt, nb, D / 16, 16, scale, s, s_ld);
+    }
+}
+
+void cpu_attn_scores_t_heads(const float *q, int64_t q_ld, int64_t nh, const float *kt,
+                             int64_t nb, int64_t D, float scale, float *s, int64_t s_ld) {
+    int64_t h = 0;
+    for (; h + 4 <= nh; h += 4) scores_th_d(q + h * q_ld, q_ld, 4, kt, nb, D, scale, s + h * s_ld, s_ld);
+    switch (nh - h) {
+    case 3: scores_th_d(q + h * q_ld, q_ld, 3, kt, nb, D, scale, s + h * s_ld, s_ld); return;
+    case 2: scores_th_d(q + h * q_ld, q_ld, 2, kt, nb, D, scale, s + h * s_ld, s_ld); return;
+    case 1: cpu_attn_scores_t(q + h * q_ld, kt, nb, D, scale, s + h * s_ld); return;
+    default: return;
+    }
+}
+
 void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, float scale,
                        float *s) {
     switch (D) {
@@ -334,6 +410,11 @@ bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt) {
 void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, float scale,
                        float *s) {
     (void)q, (void)kt, (void)nb, (void)D, (void)scale, (void)s;
+}
+
+void cpu_attn_scores_t_heads(const float *q, int64_t q_ld, int64_t nh, const float *kt,
+                             int64_t nb, int64_t D, float scale, float *s, int64_t s_ld) {
+    (void)q, (void)q_ld, (void)nh, (void)kt, (void)nb, (void)D, (void)scale, (void)s, (void)s_ld;
 }
 
 void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float scale,

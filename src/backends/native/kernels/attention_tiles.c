@@ -62,51 +62,87 @@ static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const 
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-#define TL_WEIGHTED(C, U)                                                                \
-    static void tl_weighted_##C(float *restrict o, const float *w, const float *const *v, \
-                                int64_t n) {                                              \
-        __m512 acc[U][C];                                                                 \
-        _Pragma("GCC unroll 16") for (int u = 0; u < U; u++)                              \
-            _Pragma("GCC unroll 16") for (int c = 0; c < C; c++) acc[u][c] = _mm512_setzero_ps(); \
-        int64_t x = 0;                                                                    \
-        for (; x + U <= n; x += U)                                                        \
-            _Pragma("GCC unroll 16") for (int u = 0; u < U; u++) {                        \
-                __m512 wx = _mm512_set1_ps(w[x + u]);                                     \
-                const float *r = v[x + u];                                                \
-                _Pragma("GCC unroll 16") for (int c = 0; c < C; c++)                      \
-                    acc[u][c] = _mm512_fmadd_ps(wx, _mm512_loadu_ps(r + 16 * c), acc[u][c]); \
-            }                                                                             \
-        for (; x < n; x++) {                                                              \
-            __m512 wx = _mm512_set1_ps(w[x]);                                             \
-            _Pragma("GCC unroll 16") for (int c = 0; c < C; c++)                          \
-                acc[0][c] = _mm512_fmadd_ps(wx, _mm512_loadu_ps(v[x] + 16 * c), acc[0][c]); \
-        }                                                                                 \
-        _Pragma("GCC unroll 16") for (int c = 0; c < C; c++) {                            \
-            __m512 a = acc[0][c];                                                         \
-            if (U == 2) a = _mm512_add_ps(a, acc[U - 1][c]);                              \
-            if (U == 4)                                                                   \
-                a = _mm512_add_ps(_mm512_add_ps(a, acc[1 % U][c]),                        \
-                                  _mm512_add_ps(acc[2 % U][c], acc[3 % U][c]));           \
-            _mm512_storeu_ps(o + 16 * c, _mm512_add_ps(_mm512_loadu_ps(o + 16 * c), a));   \
-        }                                                                                 \
+/* tl_weighted for H heads at once over the same value rows (o[h] += sum_x w[h][x] v[x]):
+ * a value vector is loaded once for all H, and each head takes exactly the one-head
+ * operations, so it gets the same bits. */
+static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
+                                                               const float *const *w,
+                                                               const float *const *v, int64_t n,
+                                                               int C, int U, int H) {
+    __m512 acc[6][4][16];
+#pragma GCC unroll 6
+    for (int h = 0; h < H; h++)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; u++)
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) acc[h][u][c] = _mm512_setzero_ps();
+    int64_t x = 0;
+    for (; x + U <= n; x += U)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; u++) {
+            const float *r = v[x + u];
+            __m512 rv[16];
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) rv[c] = _mm512_loadu_ps(r + 16 * c);
+#pragma GCC unroll 6
+            for (int h = 0; h < H; h++) {
+                __m512 wx = _mm512_set1_ps(w[h][x + u]);
+#pragma GCC unroll 16
+                for (int c = 0; c < C; c++) acc[h][u][c] = _mm512_fmadd_ps(wx, rv[c], acc[h][u][c]);
+            }
+        }
+    for (; x < n; x++) {
+        __m512 rv[16];
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++) rv[c] = _mm512_loadu_ps(v[x] + 16 * c);
+#pragma GCC unroll 6
+        for (int h = 0; h < H; h++) {
+            __m512 wx = _mm512_set1_ps(w[h][x]);
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) acc[h][0][c] = _mm512_fmadd_ps(wx, rv[c], acc[h][0][c]);
+        }
     }
-TL_WEIGHTED(1, 4)
-TL_WEIGHTED(2, 4)
-TL_WEIGHTED(4, 2)
-TL_WEIGHTED(8, 2)
-TL_WEIGHTED(16, 1)
+#pragma GCC unroll 6
+    for (int h = 0; h < H; h++)
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++) {
+            __m512 a = acc[h][0][c];
+            if (U == 2) a = _mm512_add_ps(a, acc[h][1][c]);
+            if (U == 4)
+                a = _mm512_add_ps(_mm512_add_ps(a, acc[h][1][c]),
+                                  _mm512_add_ps(acc[h][2][c], acc[h][3][c]));
+            _mm512_storeu_ps(o[h] + 16 * c, _mm512_add_ps(_mm512_loadu_ps(o[h] + 16 * c), a));
+        }
+}
+
+/* Heads per pass (about 24 accumulator registers) and keys in flight, per head size. */
+#define TL_WEIGHTED(C, U, H)                                                             \
+    static void tl_weighted_##C##_##H(float *const *o, const float *const *w,           \
+                                      const float *const *v, int64_t n) {               \
+        tl_weighted_h(o, w, v, n, C, U, H);                                             \
+    }
+TL_WEIGHTED(1, 4, 1)
+TL_WEIGHTED(1, 4, 6)
+TL_WEIGHTED(2, 4, 1)
+TL_WEIGHTED(2, 4, 3)
+TL_WEIGHTED(4, 2, 1)
+TL_WEIGHTED(4, 2, 3)
+TL_WEIGHTED(8, 2, 1)
+TL_WEIGHTED(16, 1, 1)
 #undef TL_WEIGHTED
 #endif
 
 static void tl_weighted(float *restrict o, const float *w, const float *const *v, int64_t n,
                         int64_t D) {
 #if defined(__AVX512F__)
+    float *const oh[1] = {o};
+    const float *const wh[1] = {w};
     switch (D) {
-    case 16: tl_weighted_1(o, w, v, n); return;
-    case 32: tl_weighted_2(o, w, v, n); return;
-    case 64: tl_weighted_4(o, w, v, n); return;
-    case 128: tl_weighted_8(o, w, v, n); return;
-    case 256: tl_weighted_16(o, w, v, n); return;
+    case 16: tl_weighted_1_1(oh, wh, v, n); return;
+    case 32: tl_weighted_2_1(oh, wh, v, n); return;
+    case 64: tl_weighted_4_1(oh, wh, v, n); return;
+    case 128: tl_weighted_8_1(oh, wh, v, n); return;
+    case 256: tl_weighted_16_1(oh, wh, v, n); return;
     default: break;
     }
 #endif
@@ -132,6 +168,22 @@ static void tl_weighted(float *restrict o, const float *w, const float *const *v
     }
 }
 
+/* tl_weighted for nh heads over the same value rows, several heads per pass where the
+ * head size has such a path (the same bits as one head at a time). */
+static void tl_weighted_heads(float *const *o, const float *const *w, const float *const *v,
+                              int64_t n, int64_t D, int64_t nh) {
+    int64_t h = 0;
+#if defined(__AVX512F__)
+    if (D == 16)
+        for (; h + 6 <= nh; h += 6) tl_weighted_1_6(o + h, w + h, v, n);
+    if (D == 32)
+        for (; h + 3 <= nh; h += 3) tl_weighted_2_3(o + h, w + h, v, n);
+    if (D == 64)
+        for (; h + 3 <= nh; h += 3) tl_weighted_4_3(o + h, w + h, v, n);
+#endif
+    for (; h < nh; h++) tl_weighted(o[h], w[h], v, n, D);
+}
+
 static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
     const gqa_tiles *t = j->t;
     const gqa_tiles_seq *s = &t->seqs[tk->seq];
@@ -141,8 +193,8 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
     if (c1 > s->keys) c1 = s->keys;
     const float **kp = (const float **)slice, **vp = kp + TK;
     float *kb = (float *)(vp + TK), *vb = kb + tl_round(TK * D), *sc = vb + tl_round(TK * D);
-    int32_t *run_len = (int32_t *)(sc + tl_round(TK));
-    float *kt = sc + 2 * tl_round(TK);
+    int32_t *run_len = (int32_t *)(sc + R * tl_round(TK));
+    float *kt = sc + (R + 1) * tl_round(TK);
     /* the tile's rows, walked block by block (no division per row) */
     for (int64_t p = c0; p < c1;) {
         int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
@@ -181,30 +233,37 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
         for (int64_t x = c1 - c0 - 1; x >= 0; x--)
             run_len[x] = x + 1 < c1 - c0 && kp[x + 1] == kp[x] + D ? run_len[x + 1] + 1 : 1;
     int64_t nt = j->ntiles[tk->seq], ct = tk->tile - j->tile0[tk->seq];
+    int64_t sld = tl_round(TK); /* head r's scores at sc + r * sld */
+    float *oh[64];
+    const float *wh[64];
     for (int64_t i = tk->i0; i < tk->i1; i++) {
         int64_t lo, hi;
         t->range(t->arg, tk->seq, i, &lo, &hi);
         int64_t a = lo > c0 ? lo : c0, b = hi < c1 - 1 ? hi : c1 - 1, n = b - a + 1;
+        const float *qg = t->q + (s->tok0 + i) * t->q_ld + g * R * D;
+        int64_t x0 = (a - c0) & ~(int64_t)15;
+        if (across && n > 0) /* the group's heads together, whole blocks of 16 keys from a's */
+            cpu_attn_scores_t_heads(qg, D, R, kt + x0 * D, (a - c0 + n - x0 + 15) / 16, D,
+                                    t->scale, sc + x0, sld);
         for (int64_t r = 0; r < R; r++) {
             int64_t h = g * R + r;
             float *part = j->part + (j->part_base[tk->seq] + (i * t->N + h) * nt + ct) * (D + 2);
             float *o = part + 2;
+            oh[r] = o;
             for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
             if (n <= 0) {
                 part[0] = -INFINITY;
                 part[1] = 0.0f;
                 continue;
             }
-            const float *q = t->q + (s->tok0 + i) * t->q_ld + h * D;
-            float *rs = sc; /* the row's n scores */
-            if (across) { /* whole blocks of 16 keys from the one holding key a */
-                int64_t x0 = (a - c0) & ~(int64_t)15;
-                cpu_attn_scores_t(q, kt + x0 * D, (a - c0 + n - x0 + 15) / 16, D, t->scale, sc + x0);
-                rs = sc + (a - c0);
+            const float *q = qg + r * D;
+            float *rs = sc + r * sld; /* the row's n scores */
+            if (across) {
+                rs += a - c0;
             } else { /* per contiguous run of keys; a key's score does not depend on the run */
                 for (int64_t x = 0; x < n;) {
                     int64_t run = run_len[a - c0 + x] < n - x ? run_len[a - c0 + x] : n - x;
-                    cpu_attn_scores(q, kp[a - c0 + x], run, D, t->scale, sc + x);
+                    cpu_attn_scores(q, kp[a - c0 + x], run, D, t->scale, rs + x);
                     x += run;
                 }
             }
@@ -221,8 +280,10 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
             float sum = vexp_shift_sum_f32(rs, rs, n, mx);
             part[0] = mx;
             part[1] = sum;
-            tl_weighted(o, rs, vp + (a - c0), n, D);
+            wh[r] = rs;
         }
+        /* the value rows once for several heads of the group */
+        if (n > 0) tl_weighted_heads(oh, wh, vp + (a - c0), n, D, R);
     }
 }
 
@@ -330,7 +391,7 @@ og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
     j.ntasks = ntasks;
     int64_t D = t->D;
     int64_t ptr_floats = 2 * TK * 2; /* two row-pointer arrays, 8 bytes an entry */
-    j.per_worker = tl_round(ptr_floats) + 3 * tl_round(TK * D) + 2 * tl_round(TK);
+    j.per_worker = tl_round(ptr_floats) + 3 * tl_round(TK * D) + (j.R + 1) * tl_round(TK);
     int64_t workers = threadpool_size(ctx->pool);
     if (workers > ntasks) workers = ntasks;
     /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */
