@@ -2,6 +2,8 @@
  * (srv_buf_take then gives NULL), so callers check once at the end. Also srv_fail. */
 #include "serve/serve_internal.h"
 
+#include "base/json_str.h"
+
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,40 +76,12 @@ void srv_buf_clear(srv_buf *b) {
     if (b->p) b->p[0] = 0;
 }
 
-void srv_buf_json_string(srv_buf *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    srv_buf_add(b, "\"", 1);
-    size_t run = 0; /* bytes before i that go out as they are */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        srv_buf_add(b, s + run, i - run);
-        run = i + 1;
-        char e[7] = {'\\', (char)c, 0};
-        size_t k = 2;
-        switch (c) {
-        case '"': case '\\': break;
-        case '\b': e[1] = 'b'; break;
-        case '\f': e[1] = 'f'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\r': e[1] = 'r'; break;
-        case '\t': e[1] = 't'; break;
-        default:
-            memcpy(e + 1, "u00", 3);
-            e[4] = hex[c >> 4];
-            e[5] = hex[c & 15];
-            k = 6;
-        }
-        srv_buf_add(b, e, k);
-    }
-    srv_buf_add(b, s + run, n - run);
-    srv_buf_add(b, "\"", 1);
-}
+static void put_buf(void *ctx, const char *p, size_t n) { srv_buf_add(ctx, p, n); }
+
+void srv_buf_json_string(srv_buf *b, const char *s, size_t n) { json_str_write(s, n, put_buf, b); }
 
 cJSON *srv_json_text(const char *s, size_t n) {
-    srv_buf b = {0};
-    srv_buf_json_string(&b, s, n);
-    char *t = srv_buf_take(&b, NULL);
+    char *t = json_str_dup(s, n, NULL);
     cJSON *j = t ? cJSON_CreateRaw(t) : NULL;
     free(t);
     return j;

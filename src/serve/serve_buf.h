@@ -19,8 +19,7 @@ char *srv_buf_take(srv_buf *b, size_t *n);
 void srv_buf_free(srv_buf *b);
 /* Empties b, keeping its memory. */
 void srv_buf_clear(srv_buf *b);
-/* s[0, n) as a JSON string, quotes included, escaped as cJSON escapes (", \\, control
- * characters: a NUL byte becomes \u0000), other bytes as they are. */
+/* s[0, n) as a JSON string, quotes included (json_str_write: a NUL byte becomes \u0000). */
 void srv_buf_json_string(srv_buf *b, const char *s, size_t n);
 /* A cJSON node that prints as the JSON string of s[0, n) (a raw node holding that text):
  * model text may hold NUL bytes, where cJSON's own strings would end. Every place the

@@ -34,6 +34,8 @@
 #include "runtime/session.h"
 #include "tools/cli.h"
 
+#include "base/json_str.h"
+
 #include "onnx_genai.h"
 
 #include <errno.h>
@@ -470,15 +472,7 @@ done:
     return st;
 }
 
-static void json_str(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20) printf("\\u%04x", *p);
-        else putchar(*p);
-    }
-    putchar('"');
-}
+static void json_str(const char *s) { json_str_fwrite(stdout, s, strlen(s)); }
 
 static void json_stats(const char *key, stats s, const char *tail) {
     printf("\"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"mean\": %.6g, "

@@ -4,6 +4,8 @@
  * one JSON object with --json. Options not given come from the package's search block. */
 #include "tools/cli.h"
 
+#include "base/json_str.h"
+
 #include "onnx_genai.h"
 
 #include <errno.h>
@@ -219,19 +221,6 @@ static char *read_stdin(size_t *len) {
     return buf;
 }
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\r') fputs("\\r", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 static void apply_overrides(const opts *o, og_generator_params *p) {
     if (o->set_max) p->max_length = o->p.max_length;
     if (o->set_min) p->min_length = o->p.min_length;
@@ -259,6 +248,7 @@ int cli_generate(int argc, char **argv) {
     og_status *st = NULL;
     int32_t *enc = NULL;
     char *input = NULL;
+    size_t input_len = 0;
     if (rc) goto done;
     double t0 = now_s();
     og_model_options mo = og_model_options_default();
@@ -291,6 +281,7 @@ int cli_generate(int argc, char **argv) {
             }
             while (len && (input[len - 1] == '\n' || input[len - 1] == '\r')) input[--len] = 0;
             text = input;
+            input_len = len;
         } else {
             len = strlen(text);
         }
@@ -314,7 +305,8 @@ int cli_generate(int argc, char **argv) {
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
     if (streaming && (st = og_tokenizer_stream_create(tok, &stream))) goto done;
     if (streaming) { /* the prompt first, as llama.cpp and Ollama show it */
-        fputs(o.have_prompt ? o.prompt : input, stdout);
+        if (o.have_prompt) fputs(o.prompt, stdout);
+        else fwrite(input, 1, input_len, stdout); /* standard input may hold NUL bytes */
         fflush(stdout);
     }
     double t1 = now_s();
@@ -330,11 +322,12 @@ int cli_generate(int argc, char **argv) {
             const int32_t *seq;
             size_t len;
             const char *piece;
+            size_t n;
             if ((st = og_generator_get_sequence(gen, 0, &seq, &len))) goto done;
             if (len == shown) continue; /* stopped on EOS, which is not appended */
             shown = len;
-            if ((st = og_tokenizer_stream_decode(stream, seq[len - 1], &piece))) goto done;
-            fputs(piece, stdout);
+            if ((st = og_tokenizer_stream_decode_len(stream, seq[len - 1], &piece, &n))) goto done;
+            fwrite(piece, 1, n, stdout); /* a piece may hold NUL bytes */
             fflush(stdout);
         }
     }
@@ -342,8 +335,9 @@ int cli_generate(int argc, char **argv) {
     if (o.profile && (st = og_model_profile_write(model, o.profile))) goto done;
     if (streaming) {
         const char *piece;
-        if ((st = og_tokenizer_stream_flush(stream, &piece))) goto done;
-        fputs(piece, stdout);
+        size_t n;
+        if ((st = og_tokenizer_stream_flush_len(stream, &piece, &n))) goto done;
+        fwrite(piece, 1, n, stdout);
         fputc('\n', stdout);
     }
     size_t n_seq = batch * (size_t)(p.num_beams > 1 ? p.num_return_sequences : 1);
@@ -362,10 +356,11 @@ int cli_generate(int argc, char **argv) {
             const int32_t *seq;
             size_t len;
             char *text;
+            size_t n;
             if ((st = og_generator_get_sequence(gen, s, &seq, &len))) goto done;
-            if ((st = og_tokenizer_decode(tok, seq, len, 1, &text))) goto done;
+            if ((st = og_tokenizer_decode_len(tok, seq, len, 1, &text, &n))) goto done;
             printf("%s", s ? ", " : "");
-            json_string(stdout, text);
+            json_str_fwrite(stdout, text, n);
             og_free(text);
         }
         printf("], \"backend\": \"%s\"", og_model_backend(model));
@@ -380,8 +375,10 @@ int cli_generate(int argc, char **argv) {
             if ((st = og_generator_get_sequence(gen, s, &seq, &len))) goto done;
             if (tok && !o.n_batches) {
                 char *text;
-                if ((st = og_tokenizer_decode(tok, seq, len, 1, &text))) goto done;
-                printf("%s\n", text);
+                size_t n;
+                if ((st = og_tokenizer_decode_len(tok, seq, len, 1, &text, &n))) goto done;
+                fwrite(text, 1, n, stdout);
+                fputc('\n', stdout);
                 og_free(text);
             } else {
                 for (size_t i = 0; i < len; i++) printf("%s%d", i ? "," : "", seq[i]);

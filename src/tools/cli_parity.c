@@ -11,6 +11,7 @@
 #include "runtime/session.h"
 #include "tools/cli.h"
 
+#include "base/json_str.h"
 #include "base/tensor.h"
 #include "onnx_genai.h"
 
@@ -273,12 +274,9 @@ static int32_t last_token(const side *s, size_t *len) {
 static void print_json(const parity_opts *o, const side *nat, const int32_t *ids, size_t n_ids,
                        const og_generator_params *p, double rtol, double atol,
                        const step_report *steps, int n_steps, int tok_div, int logit_div) {
-    printf("{\"model\": \"");
-    for (const char *c = o->model; *c; c++) {
-        if (*c == '"' || *c == '\\') putchar('\\');
-        putchar(*c);
-    }
-    printf("\", \"model_type\": \"%s\", \"backends\": [\"native\", \"onnxruntime\"], "
+    printf("{\"model\": ");
+    json_str_fwrite(stdout, o->model, strlen(o->model));
+    printf(", \"model_type\": \"%s\", \"backends\": [\"native\", \"onnxruntime\"], "
            "\"prompt\": [", og_model_type(nat->m));
     for (size_t i = 0; i < n_ids; i++) printf("%s%d", i ? ", " : "", ids[i]);
     printf("], \"max_length\": %d, \"do_sample\": %s, \"num_beams\": %d, \"rtol\": %g, "

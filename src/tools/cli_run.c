@@ -7,6 +7,7 @@
  * of the last answer), and only the rest is run. Stop strings cut the answer before
  * them; reasoning and tool-call tokens (genai_config's bor/eor, bot/eot) go to their own
  * channels. Ctrl-C stops the answer being generated, not the program. */
+#include "serve/serve_buf.h"
 #include "serve/tool_calls.h"
 #include "tools/chat_stream.h"
 #include "tools/cli.h"
@@ -205,7 +206,8 @@ typedef struct session {
 } session;
 
 typedef struct turn_result {
-    char *answer, *thinking, *tools;
+    char *answer, *thinking, *tools; /* NUL-terminated, and may hold NUL bytes: */
+    size_t answer_n, thinking_n, tools_n; /* their lengths */
     int32_t *ids; /* the generated token ids */
     const char *stop_reason; /* "eos", "stop_string", "max_new_tokens", "max_length", "interrupted" */
     size_t prompt_tokens, reused, prefilled;
@@ -361,9 +363,13 @@ static og_status *sync_prompt(session *s, const int32_t *ids, size_t n, turn_res
     return NULL;
 }
 
-static og_status *dup_text(const char *t, char **out) {
-    *out = strdup(t);
-    return *out ? NULL : og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+/* A channel's text, whole (a NUL byte in it does not end it). */
+static og_status *dup_text(const chat_stream *cs, chat_channel ch, char **out, size_t *n) {
+    *n = cs->text[ch].n;
+    *out = malloc(*n + 1);
+    if (!*out) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(*out, chat_stream_text(cs, ch), *n + 1);
+    return NULL;
 }
 
 /* One turn: the user's message, the answer streamed. On success the history holds both. */
@@ -422,21 +428,24 @@ static og_status *run_turn(session *s, const char *user, turn_result *r) {
         r->ids = grown;
         r->ids[r->generated++] = seq[len - 1];
         const char *piece;
-        if ((st = og_tokenizer_stream_decode(ts, seq[len - 1], &piece))) break;
-        chat_stream_token(&cs, seq[len - 1], piece, strlen(piece));
+        size_t piece_n; /* a piece may hold NUL bytes */
+        if ((st = og_tokenizer_stream_decode_len(ts, seq[len - 1], &piece, &piece_n))) break;
+        chat_stream_token(&cs, seq[len - 1], piece, piece_n);
     }
     if (!st) {
         const char *piece;
-        st = og_tokenizer_stream_flush(ts, &piece);
-        if (!st) chat_stream_token(&cs, -1, piece, strlen(piece));
+        size_t piece_n;
+        st = og_tokenizer_stream_flush_len(ts, &piece, &piece_n);
+        if (!st) chat_stream_token(&cs, -1, piece, piece_n);
         chat_stream_finish(&cs);
         if (cs.oom) st = og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
     }
     end_channels(s);
     r->decode_s = r->generated > 1 ? now_s() - t_first : 0;
-    if (!st) st = dup_text(chat_stream_text(&cs, CH_ANSWER), &r->answer);
-    if (!st) st = dup_text(chat_stream_text(&cs, CH_THINKING), &r->thinking);
-    if (!st) st = dup_text(chat_stream_text(&cs, CH_TOOL), &r->tools);
+    if (!st) st = dup_text(&cs, CH_ANSWER, &r->answer, &r->answer_n);
+    if (!st) st = dup_text(&cs, CH_THINKING, &r->thinking, &r->thinking_n);
+    if (!st) st = dup_text(&cs, CH_TOOL, &r->tools, &r->tools_n);
+    /* (the history, a cJSON document the template reads, holds text up to a NUL byte) */
     if (!st && !add_message(s->history, "assistant", r->answer, r->thinking))
         st = og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
     if (st) { /* the turn did not happen: forget its messages (and its results) */
@@ -474,9 +483,10 @@ static void json_out(const turn_result *r) {
         cJSON_Delete(timing);
         return;
     }
-    cJSON_AddStringToObject(j, "text", r->answer);
-    cJSON_AddStringToObject(j, "thinking", r->thinking);
-    cJSON_AddStringToObject(j, "tool_calls", r->tools);
+    /* model text whole, NUL bytes as \u0000 (cJSON's own strings would end there) */
+    cJSON_AddItemToObject(j, "text", srv_json_text(r->answer, r->answer_n));
+    cJSON_AddItemToObject(j, "thinking", srv_json_text(r->thinking, r->thinking_n));
+    cJSON_AddItemToObject(j, "tool_calls", srv_json_text(r->tools, r->tools_n));
     cJSON_AddStringToObject(j, "stop_reason", r->stop_reason);
     cJSON_AddNumberToObject(j, "prompt_tokens", (double)r->prompt_tokens);
     cJSON_AddNumberToObject(j, "generated_tokens", r->generated);

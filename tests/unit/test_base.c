@@ -1,11 +1,14 @@
 #include "testing.h"
 
 #include "base/half.h"
+#include "base/json_str.h"
 #include "base/strmap.h"
 #include "base/tensor.h"
 #include "base/threadpool.h"
 
+#include <cjson/cJSON.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 TEST(half_roundtrips_every_f16) {
     for (uint32_t h = 0; h < 65536; h++) {
@@ -80,4 +83,47 @@ TEST(threadpool_covers_range_exactly_once) {
     }
     threadpool_free(p);
     threadpool_free(NULL);
+}
+
+/* Every byte but NUL, alone between two letters and all together, comes back from cJSON's
+ * parser (an independent reader) as it went in; NUL, which a cJSON string cannot hold, is
+ * \u0000 and does not end the text; the stream writer gives the same bytes. */
+TEST(json_str_escapes_every_byte) {
+    char all[256];
+    for (int b = 1; b < 256; b++) {
+        char s[3] = {'a', (char)b, 'z'};
+        all[b - 1] = (char)b;
+        size_t n;
+        char *j = json_str_dup(s, 3, &n);
+        CHECK(j && n == strlen(j));
+        cJSON *v = j ? cJSON_Parse(j) : NULL;
+        CHECK(cJSON_IsString(v) && strlen(v->valuestring) == 3 && !memcmp(v->valuestring, s, 3));
+        if (b < 0x20 || b == '"' || b == '\\') CHECK(j && j[2] == '\\');
+        else CHECK(j && n == 5);
+        cJSON_Delete(v);
+        free(j);
+    }
+    char *j = json_str_dup(all, 255, NULL);
+    cJSON *v = j ? cJSON_Parse(j) : NULL;
+    CHECK(cJSON_IsString(v) && strlen(v->valuestring) == 255 && !memcmp(v->valuestring, all, 255));
+    cJSON_Delete(v);
+    free(j);
+
+    static const char nul[] = "x\0\0y\n\"";
+    size_t n;
+    j = json_str_dup(nul, sizeof nul - 1, &n);
+    static const char want[] = "\"x\\u0000\\u0000y\\n\\\"\"";
+    CHECK(j && n == sizeof want - 1 && !memcmp(j, want, n));
+    free(j);
+    char buf[64] = {0};
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    CHECK(f != NULL);
+    if (f) {
+        json_str_fwrite(f, nul, sizeof nul - 1);
+        fclose(f);
+        CHECK(!strcmp(buf, want));
+    }
+    j = json_str_dup("", 0, &n);
+    CHECK(j && n == 2 && !strcmp(j, "\"\""));
+    free(j);
 }

@@ -3,6 +3,8 @@
  * dtype -1), formatted only when the trace or the table is written. */
 #include "backends/native/profile.h"
 
+#include "base/json_str.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,15 +135,7 @@ size_t profiler_dropped(const og_profiler *p) { return p->dropped; }
 
 /* ---- the trace --------------------------------------------------------------------- */
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
-    }
-    fputc('"', f);
-}
+static void json_string(FILE *f, const char *s) { json_str_fwrite(f, s, strlen(s)); }
 
 static void op_name(FILE *f, const graph_node *n) {
     char buf[256];
