@@ -231,6 +231,33 @@ def infer_args(graph, *inputs):
     return args + ["--output-dir", w("infer_out")]
 
 
+def past_kv_graph(name, op, inputs, attrs, past, value_past, opset):
+    """One attention node over inputs fed from .pb files, all float32 but seqlens_k and
+    total_sequence_length; past_key is `past` and past_value `value_past` in shape
+    (the graph declares only their ranks, so the kernel's own check is reached)."""
+    shapes = {"q": (1, 1, 8), "k": (1, 1, 8), "v": (1, 1, 8), "pk": past, "pv": value_past,
+              "q4": (1, 2, 1, 4), "k4": (1, 2, 1, 4), "v4": (1, 2, 1, 4)}
+    feeds, vis = [], []
+    for i in inputs:
+        if not i:
+            continue
+        if i == "seqlens_k":
+            arr = np.array([past[2]], np.int32)
+        elif i == "total_sequence_length":
+            arr = np.array(past[2] + 1, np.int32)
+        else:
+            arr = np.zeros(shapes[i], np.float32)
+        f = tensor_file("%s_%s.pb" % (name, i), arr, i)
+        feeds.append((i, f))
+        dt = T.INT32 if arr.dtype == np.int32 else T.FLOAT
+        vis.append(vi(i, dt, ["%s_%d" % (i, d) for d in range(arr.ndim)]))
+    domain = "" if op == "Attention" else "com.microsoft"
+    node = h.make_node(op, list(inputs), ["y"], name="attn", domain=domain, **attrs)
+    opsets = (("", opset),) if not domain else (("", 17), ("com.microsoft", 1))
+    g = save_graph(name + ".onnx", [node], vis, [vi("y", shape=["b", "s", "h"])], opsets=opsets)
+    return infer_args(g, *feeds)
+
+
 def add_graph():
     return save_graph("add.onnx", [h.make_node("Add", ["x", "x"], ["y"])], [vi("x")], [vi("y")],
                       check=True)
@@ -411,6 +438,25 @@ ROWS = [
     ("oom_4tib_tensor", "", 1, ["node 'huge' (ConstantOfShape): out of memory for output 0 ('big', "
                                 "float32 [1048576,1048576], 4398046511104 bytes)"],
      lambda: infer_args(huge_tensor())),
+
+    # -- attention key/value caches of the wrong shape (one check, cpu_want_past_kv) --
+    ("past_kv_onnx_attention", "", 1, ["node 'attn' (Attention)", "input 5 (past_value 'pv') has "
+                                       "shape [1,2,2,4], expected [1,2,3,4]", "past length of past_key 'pk'"],
+     lambda: past_kv_graph("past_kv_onnx", "Attention", ["q4", "k4", "v4", "", "pk", "pv"], {},
+                           (1, 2, 3, 4), (1, 2, 2, 4), 23)),
+    ("past_kv_mha_rank", "", 1, ["node 'attn' (MultiHeadAttention)", "input 6 (past_key 'pk') has "
+                                 "shape [1,2,4], expected [1,2,past_length,4]"],
+     lambda: past_kv_graph("past_kv_mha", "MultiHeadAttention", ["q", "k", "v", "", "", "", "pk", "pv"],
+                           {"num_heads": 2}, (1, 2, 4), (1, 2, 4, 4), 17)),
+    ("past_kv_key_alone", "", 1, ["node 'attn' (Attention)", "past_key (input 4) and past_value (input 5) "
+                                  "must be given together; only past_key 'pk' is"],
+     lambda: past_kv_graph("past_kv_alone", "Attention", ["q4", "k4", "v4", "", "pk"], {},
+                           (1, 2, 3, 4), None, 23)),
+    ("past_kv_gqa_head_size", "", 1, ["node 'attn' (GroupQueryAttention)", "input 4 (past_value 'pv') "
+                                      "has shape [1,2,4,3], expected [1,2,4,4]"],
+     lambda: past_kv_graph("past_kv_gqa", "GroupQueryAttention",
+                           ["q", "k", "v", "pk", "pv", "seqlens_k", "total_sequence_length"],
+                           {"num_heads": 2, "kv_num_heads": 2}, (1, 2, 4, 4), (1, 2, 4, 3), 17)),
 
     # -- tokenizer.json --
     tokenizer_row("tok_malformed", ["tokenizer.json: malformed JSON"], b'{"model": {'),

@@ -368,15 +368,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         OG_TRY(cpu_want_shape(ctx, 2, "value", 3, kd));
     }
     j.B = B, j.S = S, j.D = D;
-    if ((pk == NULL) != (pv == NULL))
-        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "past_key and past_value must be given "
-                            "together");
-    if (pk) {
-        j.M = pk->dims[pk->rank > 2 ? 2 : 0];
-        int64_t pd[4] = {B, KV, j.M, D};
-        OG_TRY(cpu_want_shape(ctx, 3, "past_key", 4, pd));
-        OG_TRY(cpu_want_shape(ctx, 4, "past_value", 4, pd));
-    }
+    OG_TRY(cpu_want_past_kv(ctx, 3, 4, B, KV, D, D, &j.M));
     int64_t one = 1;
     OG_TRY(cpu_want_shape(ctx, 5, "seqlens_k", 1, &B));
     if (tensor_count(tl) != 1 || tl->rank > 1)

@@ -202,20 +202,8 @@ og_status *cpu_contrib_mha(kernel_ctx *ctx) {
                                  (long long)want);
         OG_TRY(cpu_in_f32(ctx, 3, &bf));
     }
-    if ((pk == NULL) != (pv == NULL))
-        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "past_key and past_value must be given "
-                            "together");
-    int64_t P = 0;
-    if (pk) {
-        P = pk->rank == 4 ? pk->dims[2] : -1;
-        if (pk->rank != 4 || pk->dims[0] != B || pk->dims[1] != N || pk->dims[3] != Dk ||
-            pv->rank != 4 || pv->dims[0] != B || pv->dims[1] != N || pv->dims[2] != P ||
-            pv->dims[3] != Dv)
-            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "past_key %s / past_value must be "
-                                 "(%lld, %lld, past, %lld / %lld)",
-                                 shape_str(pk->dims, pk->rank, a, sizeof a), (long long)B,
-                                 (long long)N, (long long)Dk, (long long)Dv);
-    }
+    int64_t P;
+    OG_TRY(cpu_want_past_kv(ctx, 6, 7, B, N, Dk, Dv, &P));
     int64_t T = P + L;
     j.B = B, j.S = S, j.T = T, j.P = P, j.Dk = Dk, j.Dv = Dv;
     float sc = graph_attr_float(node, "scale", 0.0f);

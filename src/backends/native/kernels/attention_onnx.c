@@ -155,7 +155,7 @@ og_status *cpu_onnx_attention(kernel_ctx *ctx) {
     const tensor *mask = kernel_input(ctx, 3), *pk = kernel_input(ctx, 4);
     const tensor *pv = kernel_input(ctx, 5), *np = kernel_input(ctx, 6);
     og_dtype dt = q->dtype;
-    char a[96], b2[96];
+    char a[96];
     if (!cpu_is_f32able(dt)) return kernel_unsupported_dtype(ctx, 0, dt);
     const tensor *same[] = {key, val, pk, pv};
     const int same_i[] = {1, 2, 4, 5};
@@ -196,21 +196,8 @@ og_status *cpu_onnx_attention(kernel_ctx *ctx) {
     if (key->dims[0] != B || val->dims[0] != B || Hkv <= 0 || Hq % Hkv)
         return onnx_attn_shapes(ctx, OG_ERR_INVALID_ARGUMENT, "K and V need Q's batch, and "
                                 "the kv heads must divide the query heads");
-    if ((pk == NULL) != (pv == NULL))
-        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "past_key and past_value (inputs 4, 5) "
-                            "must be given together");
-    int64_t P = 0;
-    if (pk) {
-        P = pk->rank == 4 ? pk->dims[2] : -1;
-        if (pk->rank != 4 || pk->dims[0] != B || pk->dims[1] != Hkv || pk->dims[3] != Dk ||
-            pv->rank != 4 || pv->dims[0] != B || pv->dims[1] != Hkv || pv->dims[2] != P ||
-            pv->dims[3] != Dv)
-            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "past_key %s / past_value %s must "
-                                 "be (%lld, %lld, past, %lld / %lld)",
-                                 shape_str(pk->dims, pk->rank, a, sizeof a),
-                                 shape_str(pv->dims, pv->rank, b2, sizeof b2), (long long)B,
-                                 (long long)Hkv, (long long)Dk, (long long)Dv);
-    }
+    int64_t P;
+    OG_TRY(cpu_want_past_kv(ctx, 4, 5, B, Hkv, Dk, Dv, &P));
     int64_t T = P + L;
     onnx_attn_job j = {.B = B, .Hq = Hq, .Hkv = Hkv, .S = S, .T = T, .P = P, .Dk = Dk, .Dv = Dv,
                        .dt = dt,

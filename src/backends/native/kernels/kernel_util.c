@@ -3,6 +3,7 @@
 #include "base/half.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 og_status *cpu_axis(const kernel_ctx *ctx, int64_t axis, int rank, const char *what, int *out) {
@@ -217,4 +218,45 @@ og_status *cpu_want_shape(const kernel_ctx *ctx, int i, const char *what, int ra
     return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) has shape %s, expected %s",
                          i, what, shape_str(t->dims, t->rank, a, sizeof a),
                          shape_str(dims, rank, b, sizeof b));
+}
+
+/* "past_key 'name'": an input's role and, where the node belongs to a graph, its tensor. */
+static const char *input_label(const kernel_ctx *ctx, int i, const char *role, char *buf,
+                               size_t size) {
+    int v = ctx->graph && i < ctx->node->n_inputs ? ctx->node->inputs[i] : -1;
+    if (v < 0) snprintf(buf, size, "%s", role);
+    else snprintf(buf, size, "%s '%s'", role, ctx->graph->values[v].name);
+    return buf;
+}
+
+og_status *cpu_want_past_kv(const kernel_ctx *ctx, int ik, int iv, int64_t B, int64_t H,
+                            int64_t Dk, int64_t Dv, int64_t *P) {
+    const tensor *pk = kernel_input(ctx, ik), *pv = kernel_input(ctx, iv);
+    char la[160], lb[160], a[96], b[96];
+    *P = 0;
+    if (!pk && !pv) return NULL;
+    if (!pk || !pv)
+        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "past_key (input %d) and past_value "
+                             "(input %d) must be given together; only %s is", ik, iv,
+                             pk ? input_label(ctx, ik, "past_key", la, sizeof la)
+                                : input_label(ctx, iv, "past_value", la, sizeof la));
+    if (pk->rank != 4 || pk->dims[0] != B || pk->dims[1] != H || pk->dims[3] != Dk)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) has shape %s, "
+                             "expected [%lld,%lld,past_length,%lld] (batch, kv heads, past "
+                             "length, head size)", ik,
+                             input_label(ctx, ik, "past_key", la, sizeof la),
+                             shape_str(pk->dims, pk->rank, a, sizeof a), (long long)B,
+                             (long long)H, (long long)Dk);
+    const int64_t want[4] = {B, H, pk->dims[2], Dv};
+    bool ok = pv->rank == 4;
+    for (int d = 0; ok && d < 4; d++) ok = pv->dims[d] == want[d];
+    if (!ok)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) has shape %s, "
+                             "expected %s (batch, kv heads, the past length of %s, head size)",
+                             iv, input_label(ctx, iv, "past_value", la, sizeof la),
+                             shape_str(pv->dims, pv->rank, a, sizeof a),
+                             shape_str(want, 4, b, sizeof b),
+                             input_label(ctx, ik, "past_key", lb, sizeof lb));
+    *P = pk->dims[2];
+    return NULL;
 }

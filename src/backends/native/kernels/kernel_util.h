@@ -69,6 +69,15 @@ bool cpu_is_f32able(og_dtype dt);
 og_status *cpu_want_shape(const kernel_ctx *ctx, int i, const char *what, int rank,
                           const int64_t *dims);
 
+/* The key/value cache of an attention node (MultiHeadAttention, GroupQueryAttention,
+ * Attention of opset 23+): past_key (input ik) and past_value (input iv) both given or
+ * both omitted, past_key (B, H, P, Dk) for some past length P (for GroupQueryAttention
+ * the buffer's capacity) and past_value (B, H, P, Dv) with the same P. *P gets it (0
+ * without a cache). An error names the node, the input (index, role and the graph's
+ * tensor) and the shape expected against the one given. */
+og_status *cpu_want_past_kv(const kernel_ctx *ctx, int ik, int iv, int64_t B, int64_t H,
+                            int64_t Dk, int64_t Dv, int64_t *P);
+
 /* Whether the node declares output i (present and not omitted). */
 bool cpu_wants_output(const kernel_ctx *ctx, int i);
 
