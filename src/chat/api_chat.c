@@ -380,8 +380,9 @@ static og_status *pick_template(const og_chat_template *t, const char *name, boo
 }
 
 static og_status *build_vars(const og_chat_template *t, const char *messages,
-                             const og_chat_options *o, chat_vars *v) {
-    OG_TRY(chat_vars_set_messages_json(v, messages, strlen(messages)));
+                             const og_chat_options *o, bool keep_null, chat_vars *v) {
+    OG_TRY(keep_null ? chat_vars_set_messages_json_nulls(v, messages, strlen(messages))
+                     : chat_vars_set_messages_json(v, messages, strlen(messages)));
     if (o->tools_json) OG_TRY(chat_vars_set_json(v, "tools", o->tools_json, strlen(o->tools_json)));
     else OG_TRY(chat_vars_set_none(v, "tools"));
     if (o->documents_json)
@@ -411,8 +412,8 @@ static og_status *build_vars(const og_chat_template *t, const char *messages,
     return NULL;
 }
 
-og_status *og_chat_template_apply(const og_chat_template *t, const char *messages_json,
-                                  const og_chat_options *options, char **text) {
+static og_status *apply(const og_chat_template *t, const char *messages_json,
+                        const og_chat_options *options, bool keep_null, char **text) {
     if (!t || !messages_json || !text)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_chat_template_apply: NULL argument");
     og_chat_options o = og_chat_options_default();
@@ -427,9 +428,19 @@ og_status *og_chat_template_apply(const og_chat_template *t, const char *message
     OG_TRY(pick_template(t, o.template_name, o.tools_json != NULL, &nt));
     chat_vars *v;
     OG_TRY(chat_vars_new(&v));
-    og_status *st = build_vars(t, messages_json, &o, v);
+    og_status *st = build_vars(t, messages_json, &o, keep_null, v);
     size_t len;
     if (!st) st = chat_render(nt->tpl, v, NULL, text, &len);
     chat_vars_free(v);
     return st;
+}
+
+og_status *og_chat_template_apply(const og_chat_template *t, const char *messages_json,
+                                  const og_chat_options *options, char **text) {
+    return apply(t, messages_json, options, false, text);
+}
+
+og_status *chat_template_apply_nulls(const og_chat_template *t, const char *messages_json,
+                                     const og_chat_options *options, char **text) {
+    return apply(t, messages_json, options, true, text);
 }

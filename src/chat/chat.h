@@ -59,6 +59,15 @@ og_status *chat_vars_update_json(chat_vars *v, const char *json, size_t len);
  * null, and reasoning_content / thinking / reasoning are aliased to both "thinking" and
  * "reasoning_content". json must be an array of objects. */
 og_status *chat_vars_set_messages_json(chat_vars *v, const char *json, size_t len);
+/* The same with null values kept (as None): not what transformers passes, for probing
+ * what a template does with them (serve's tool-call format probe: DeepSeek's templates
+ * write a call only for an assistant message whose content is None). */
+og_status *chat_vars_set_messages_json_nulls(chat_vars *v, const char *json, size_t len);
+/* og_chat_template_apply with the messages' null values kept (see above). */
+struct og_chat_template;
+struct og_chat_options;
+og_status *chat_template_apply_nulls(const struct og_chat_template *t, const char *messages_json,
+                                     const struct og_chat_options *options, char **text);
 /* Whether name is set. */
 bool chat_vars_has(const chat_vars *v, const char *name);
 

@@ -98,7 +98,7 @@ og_status *chat_vars_update_json(chat_vars *v, const char *json, size_t len) {
     return NULL;
 }
 
-og_status *chat_vars_set_messages_json(chat_vars *v, const char *json, size_t len) {
+static og_status *set_messages(chat_vars *v, const char *json, size_t len, bool keep_null) {
     if (!v || !json) return og_errorf(OG_ERR_INVALID_ARGUMENT, "chat_vars_set_messages_json: NULL");
     cv msgs;
     OG_TRY(chat_json_parse(&v->rt, json, len, "messages", &msgs));
@@ -116,7 +116,7 @@ og_status *chat_vars_set_messages_json(chat_vars *v, const char *json, size_t le
         cv_dict *d = cv_dict_new(rt, m.d->n + 2);
         if (!d) return crt_mem_err(rt);
         for (size_t k = 0; k < m.d->n; k++)
-            if (m.d->e[k].val.kind != CV_NONE) d->e[d->n++] = m.d->e[k];
+            if (keep_null || m.d->e[k].val.kind != CV_NONE) d->e[d->n++] = m.d->e[k];
         cv reasoning = cv_undef();
         for (size_t r = 0; r < 3 && reasoning.kind == CV_UNDEF; r++) {
             cv_entry *e = cv_dict_find_str(d, reasoning_keys[r], strlen(reasoning_keys[r]));
@@ -134,6 +134,14 @@ og_status *chat_vars_set_messages_json(chat_vars *v, const char *json, size_t le
         msgs.l->v[i] = cv_of_dict(d);
     }
     return set_var(v, "messages", msgs);
+}
+
+og_status *chat_vars_set_messages_json(chat_vars *v, const char *json, size_t len) {
+    return set_messages(v, json, len, false);
+}
+
+og_status *chat_vars_set_messages_json_nulls(chat_vars *v, const char *json, size_t len) {
+    return set_messages(v, json, len, true);
 }
 
 og_status *chat_vars_bind(const chat_vars *v, const chat_template *t,

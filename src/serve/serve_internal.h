@@ -67,7 +67,7 @@ typedef struct srv_model {
     int32_t bor, eor;        /* reasoning start/end tokens (-1: none) */
     tc_format tools_fmt;     /* the tool-call format its chat template teaches (tc_detect) */
     bool tool_args_object;   /* its template takes a call's arguments as an object */
-    int32_t tool_marker_ids[2]; /* tokens of the format's markers (-1: none), whose text the
+    int32_t tool_marker_ids[TC_MAX_MARKERS]; /* tokens of the format's markers (-1: none), whose text the
                                    detokenizer drops when they are special */
     int context, vocab;
     og_generator_params defaults; /* the package's search block */

@@ -276,7 +276,7 @@ static void choice_end(srv_job *j, srv_choice *c, const char *finish) {
  * text (to go after the token's piece[0, len)), or NULL. */
 static const char *dropped_marker(srv_job *j, int32_t id, const char *piece, size_t len) {
     const char *const *mk = tc_format_markers(j->m->tools_fmt);
-    for (int i = 0; i < 2 && mk[i]; i++) {
+    for (int i = 0; i < TC_MAX_MARKERS && mk[i]; i++) {
         if (id != j->m->tool_marker_ids[i]) continue;
         size_t k = strlen(mk[i]);
         for (size_t at = 0; at + k <= len; at++)

@@ -154,10 +154,11 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
             og_status_free(ts);
             m->tpl = NULL;
         }
-        m->tools_fmt = m->tpl ? tc_detect(m->tpl, &m->tool_args_object) : TC_NONE;
+        m->tools_fmt = m->tpl ? tc_detect(m->tpl, tc_tokenizer_has, m->tok, &m->tool_args_object) : TC_NONE;
         const char *const *mk = tc_format_markers(m->tools_fmt);
-        m->tool_marker_ids[0] = m->tool_marker_ids[1] = -1;
-        for (int i = 0; i < 2 && mk[i]; i++) m->tool_marker_ids[i] = og_tokenizer_token_to_id(m->tok, mk[i]);
+        for (int i = 0; i < TC_MAX_MARKERS; i++) m->tool_marker_ids[i] = -1;
+        for (int i = 0; i < TC_MAX_MARKERS && mk[i]; i++)
+            m->tool_marker_ids[i] = og_tokenizer_token_to_id(m->tok, mk[i]);
         m->defaults = og_generator_params_default(m->model);
         m->bor = og_model_token_id(m->model, "bor_token_id");
         m->eor = og_model_token_id(m->model, "eor_token_id");

@@ -7,6 +7,14 @@
  *               <|python_tag|>; several separated by ';' (Llama 3.1/3.2)
  *   TC_MISTRAL  [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...] (Mistral, Mixtral, Nemo)
  *   TC_GRANITE  <|tool_call|> [{"name": ..., "arguments": {...}}, ...] (Granite 3.x)
+ *   TC_DEEPSEEK <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+ *               ```json {...} ```<｜tool▁call▁end｜>..., <｜tool▁calls▁end｜> (DeepSeek V3, R1)
+ *   TC_COMMAND_R Action: ```json [{"tool_name": ..., "parameters": {...}}, ...] ``` (Command-R)
+ *   TC_PYTHONIC <|tool_call_start|>[name(key=value, ...), ...]<|tool_call_end|> (LFM2), or
+ *               the bare list as the whole answer; the values Python literals (strings,
+ *               numbers, True/False/None, lists, dicts), turned into a JSON object
+ * and TC_MISTRAL also as [TOOL_CALLS]NAME[ARGS]{...} per call (Mistral's newer tokenizers,
+ * [CALL_ID]ID before [ARGS] in some), TC_LLAMA3 also as a bare Python list (Llama 3.2).
  *
  * The parser passes the text before a call through as content as soon as it is known not
  * to start one (white space and a possible opener's first bytes are held back), and holds
@@ -22,21 +30,33 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum tc_format { TC_NONE, TC_HERMES, TC_LLAMA3, TC_MISTRAL, TC_GRANITE } tc_format;
+typedef enum tc_format {
+    TC_NONE, TC_HERMES, TC_LLAMA3, TC_MISTRAL, TC_GRANITE, TC_DEEPSEEK, TC_COMMAND_R, TC_PYTHONIC
+} tc_format;
 
-/* "none", "hermes", "llama3_json", "mistral", "granite". */
+/* "none", "hermes", "llama3_json", "mistral", "granite", "deepseek", "command_r", "pythonic". */
 const char *tc_format_name(tc_format f);
 /* The format whose markers text shows (a template's rendering of a tool call, or its tool
  * instructions): TC_NONE when none does. */
 tc_format tc_format_in_text(const char *text);
+/* Whether the model's vocabulary has a token of this text (NULL: not known). */
+typedef bool (*tc_has_token_fn)(void *ctx, const char *text);
 /* The format a chat template teaches: it renders a probe conversation (a tool, a user
- * question, an assistant turn calling the tool, the tool's answer) and looks for the
- * markers in what it writes. *args_object: the template takes a call's arguments as an
- * object (it renders them so; Qwen's and Llama's `arguments | tojson`), else as the JSON
- * text OpenAI's clients send. */
+ * question, an assistant turn calling the tool with content "", then None, the tool's
+ * answer) and looks for the markers in what it writes, then in its tool instructions.
+ * A template that lists the tools but shows no format: the vocabulary's call markers
+ * (has_token, may be NULL) tell it (<|tool_call_start|> / <|tool_call_end|>: pythonic).
+ * *args_object: the template takes a call's arguments as an object (it renders them so;
+ * Qwen's and Llama's `arguments | tojson`), else as the JSON text OpenAI's clients send
+ * (DeepSeek's `+ arguments`). */
 struct og_chat_template;
-tc_format tc_detect(const struct og_chat_template *t, bool *args_object);
-/* The special tokens of format f that a tokenizer may drop when decoding (NULL-terminated). */
+tc_format tc_detect(const struct og_chat_template *t, tc_has_token_fn has_token, void *ctx,
+                    bool *args_object);
+/* A tc_has_token_fn over an og_tokenizer (ctx). */
+bool tc_tokenizer_has(void *tok, const char *text);
+#define TC_MAX_MARKERS 8
+/* The special tokens of format f that a tokenizer may drop when decoding (NULL-terminated,
+ * at most TC_MAX_MARKERS). */
 const char *const *tc_format_markers(tc_format f);
 
 typedef struct tc_call {

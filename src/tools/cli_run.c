@@ -649,7 +649,10 @@ void cli_show_chat(const char *dir) {
         }
         if (any) printf("\n");
         bool args_object = false;
-        tc_format f = tc_detect(ct, &args_object);
+        og_tokenizer *tok = NULL; /* its vocabulary's call markers, where the template shows none */
+        og_status_free(og_tokenizer_open(dir, &tok));
+        tc_format f = tc_detect(ct, tok ? tc_tokenizer_has : NULL, tok, &args_object);
+        og_tokenizer_free(tok);
         if (f == TC_NONE)
             printf("tool calls:  none this template teaches (serve leaves such text in content)\n");
         else

@@ -47,7 +47,7 @@ else
   # the tool-call format serve will parse, read off the package's chat template
   tpl="$shared/chat-templates/templates"
   for pair in qwen2.5-7b-instruct:hermes llama-3.1-8b-instruct:llama3_json mistral-nemo-instruct-2407:mistral \
-              gemma-2-2b-it:none; do
+              deepseek-v3:deepseek command-r-plus-tool_use:command_r gemma-2-2b-it:none; do
     t=${pair%%:*} want=${pair#*:}
     if [ -f "$tpl/$t.jinja" ]; then
       mkdir -p "$tmp/tc-$t" && for f in "$gpt2"/*; do ln -sf "$(realpath "$f")" "$tmp/tc-$t/"; done

@@ -858,13 +858,24 @@ HERMES_BAD = '<tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</to
 PLAIN = "It is sunny."
 LLAMA_CALL = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
 MISTRAL_CALLS = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
+MISTRAL_ARGS_CALLS = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{}'
+# as deepseek-v3.jinja writes two calls
+DEEPSEEK_CALLS = ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+                  + json.dumps(CALL_A, ensure_ascii=False) + "\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function"
+                  "<｜tool▁sep｜>get_time\n```json\n{\"tz\": \"UTC\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>")
+# as command-r-plus-tool_use.jinja writes them
+COMMAND_R_CALLS = ('Let me check.\nAction:\n```json\n[\n    {\n        "tool_name": "get_weather",\n'
+                   '        "parameters": {"city": "Paris"}\n    }\n]```')
+# LFM2's Python list between its call tokens
+PYTHONIC_CALLS = "<|tool_call_start|>[get_weather(city='Zürich', opts={'days': [1, 2], 'x': None}), get_time(tz=\"UTC\")]<|tool_call_end|>"
 
 
 def templated_package(pkgs, tmp, template, special=None):
     """tiny-int4 (byte-level BPE, 1024 positions) with a real chat template (symlinked files,
-    its own tokenizer_config); special (a text) replaces its unused special token
-    <|im_start|> in tokenizer.json, so that the tokenizer has that marker as a special
-    token (which the streaming decoder drops)."""
+    its own tokenizer_config); special (a text, or two separated by a space) replaces its
+    unused special token <|im_start|> (then <|endoftext|>, its padding) in tokenizer.json,
+    so that the tokenizer has that marker as a special token (which the streaming decoder
+    drops)."""
     src = os.path.abspath(os.path.join(pkgs, "tiny-int4"))
     dst = os.path.join(tmp, template)
     os.makedirs(dst)
@@ -874,9 +885,9 @@ def templated_package(pkgs, tmp, template, special=None):
     if special:
         with open(os.path.join(src, "tokenizer.json")) as f:
             tok = json.load(f)
+        new = dict(zip(["<|im_start|>", "<|endoftext|>"], special.split(" ")))
         for t in tok["added_tokens"]:
-            if t["content"] == "<|im_start|>":
-                t["content"] = special
+            t["content"] = new.get(t["content"], t["content"])
         with open(os.path.join(dst, "tokenizer.json"), "w") as f:
             json.dump(tok, f)
     with open(os.path.join(src, "tokenizer_config.json")) as f:
@@ -885,7 +896,8 @@ def templated_package(pkgs, tmp, template, special=None):
         cfg["chat_template"] = f.read()
     with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
         json.dump(cfg, f)
-    return dst, {"bos_token": cfg.get("bos_token") or "<s>", "eos_token": cfg.get("eos_token") or "</s>"}
+    # the special tokens the template sees, as transformers passes them (only those defined)
+    return dst, {k: cfg[k] for k in ("bos_token", "eos_token") if cfg.get(k)}
 
 
 ROOT_TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -948,6 +960,19 @@ def case_tools(build, pkgs):
         # drops its text, the server puts it back by its id
         tools_other(build, pkgs, tmp, "mistral-nemo-instruct-2407", MISTRAL_CALLS,
                     [("get_weather", {"city": "Paris"}), ("get_time", {})], "", special="[TOOL_CALLS]")
+        tools_other(build, pkgs, tmp, "mistral-nemo-instruct-2407", MISTRAL_ARGS_CALLS,
+                    [("get_weather", {"city": "Paris"}), ("get_time", {})], "", subdir="args")
+        # (this byte-level tokenizer spends a token on each byte of DeepSeek's markers)
+        tools_other(build, pkgs, tmp, "deepseek-v3", DEEPSEEK_CALLS,
+                    [("get_weather", CALL_A), ("get_time", CALL_B)], "", max_tokens=900)
+        # (Command-R's template is longer than this package's 1024 positions: its answers
+        # are checked by tool-calls-check alone, its rendering of calls below)
+        # LFM2.5's template shows no format: its vocabulary's call tokens do
+        tools_other(build, pkgs, tmp, "lfm2.5-instruct", PYTHONIC_CALLS,
+                    [("get_weather", {"city": "Zürich", "opts": {"days": [1, 2], "x": None}}), ("get_time", CALL_B)],
+                    "", special="<|tool_call_start|> <|tool_call_end|>")
+        for template in ("deepseek-v3", "command-r-plus-tool_use"):
+            tools_sent_back(build, pkgs, tmp, template, render)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -1119,25 +1144,63 @@ def tools_hermes(build, pkgs, tmp, openai, render):
         s.stop()
 
 
-def tools_other(build, pkgs, tmp, template, answer, want, content, special=None):
-    pkg, _ = templated_package(pkgs, tmp + "/special" if special else tmp, template, special)
+def tools_other(build, pkgs, tmp, template, answer, want, content, special=None, subdir=None, max_tokens=300):
+    pkg, _ = templated_package(pkgs, os.path.join(tmp, subdir or ("special" if special else "")), template, special)
     s = scripted_server(build, pkg, [answer])
     try:
         if special:
             st, _, j, _ = s.post("/tokenize", {"prompt": answer, "add_special_tokens": False})
             check(st == 200 and j["tokens"][0] == 16382, f"{special} is one special token ({j['tokens'][:3]})")
         msgs = [{"role": "user", "content": "Weather?"}]
-        st, _, j, _ = s.post("/v1/chat/completions", tool_body(messages=msgs))
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body(messages=msgs, max_tokens=max_tokens))
         ok = st == 200
         m = j["choices"][0]["message"] if ok else {}
         got = [(t["function"]["name"], json.loads(t["function"]["arguments"])) for t in m.get("tool_calls") or []]
         check(ok and got == want and j["choices"][0]["finish_reason"] == "tool_calls"
               and (m["content"] or "") == content, f"{template}: the calls ({got})")
-        st, events = s.stream("/v1/chat/completions", tool_body(stream=True, messages=msgs))
+        st, events = s.stream("/v1/chat/completions", tool_body(stream=True, messages=msgs, max_tokens=max_tokens))
         c, calls, finish = stream_calls(events)
         check(c == content and finish == "tool_calls"
               and [(calls[i]["name"], json.loads(calls[i]["arguments"])) for i in sorted(calls)] == want,
               f"{template} stream: the same calls")
+    finally:
+        s.stop()
+
+
+def tools_sent_back(build, pkgs, tmp, template, render):
+    """A conversation with an assistant turn's tool calls (arguments as the JSON text
+    OpenAI's clients send) and the tool's answer renders as transformers renders it
+    (render.py, given the arguments as the server gives them to the template: objects
+    where the template renders objects); content None, which transformers drops and
+    DeepSeek's templates then fail on, fails on both."""
+    pkg, tokens = templated_package(pkgs, os.path.join(tmp, "back"), template)
+    s = scripted_server(build, pkg, [PLAIN])
+    try:
+        with open(os.path.join(ROOT_TEMPLATES, template + ".jinja")) as f:
+            source = f.read()
+        args_object = template != "deepseek-v3"  # DeepSeek's template writes `+ arguments`
+        for content in ("", None, "Checking."):
+            conv = [{"role": "user", "content": "Weather?"},
+                    {"role": "assistant", "content": content, "tool_calls": [
+                        {"id": "call_1", "type": "function",
+                         "function": {"name": "get_weather", "arguments": json.dumps(CALL_A, ensure_ascii=False)}}]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "12 C"}]
+            oracle_conv = json.loads(json.dumps(conv))
+            if args_object:
+                oracle_conv[1]["tool_calls"][0]["function"]["arguments"] = CALL_A
+            try:
+                text = render.render_case(render.make_environment(), source,
+                                          {"messages": oracle_conv, "tools": TOOLS, "add_generation_prompt": True}, tokens)
+            except Exception as e:  # noqa: BLE001 (the oracle's refusal)
+                text = None
+                why = f"{type(e).__name__}: {e}"
+            st, _, tj, _ = s.post("/tokenize", {"messages": conv, "tools": TOOLS})
+            if text is None:
+                check(st == 400, f"{template}, content {content!r}: the template fails as in transformers ({why}; got {st})")
+                continue
+            st2, _, oj, _ = s.post("/tokenize", {"prompt": text, "add_special_tokens": False})
+            check(st == 200 and st2 == 200 and tj["tokens"] == oj["tokens"],
+                  f"{template}, content {content!r}: the conversation renders as transformers renders it")
     finally:
         s.stop()
 

@@ -3,6 +3,9 @@
  * as the content, untouched), unicode, nested JSON in the arguments; each answer fed
  * whole, one byte at a time and in pseudo-random pieces must give the same content and
  * calls. Then the format each real chat template of ../shared/chat-templates teaches.
+ * The cases of each format are written as its chat template writes a call (DeepSeek's,
+ * Command-R's, Mistral's) or as the model card documents it (LFM2's and Llama 3.2's
+ * Python lists, Mistral's [TOOL_CALLS]NAME[ARGS] form).
  *
  * Usage: tool-calls-check [TEMPLATES_DIR]   (without it, or when it is missing, the
  * template part is skipped, and the exit status is 77 after the parser's checks pass). */
@@ -102,6 +105,11 @@ static void expect(tc_format f, const char *text, const char *content, const cha
 
 static const char *const none[] = {NULL};
 
+/* Each of texts[0, n) parsed as format f is no call: it comes back as content, unchanged. */
+static void unchanged(tc_format f, const char *const *texts, size_t n) {
+    for (size_t i = 0; i < n; i++) expect(f, texts[i], texts[i], none);
+}
+
 static void hermes(void) {
     const char *one[] = {"get_weather", "{\"city\": \"Paris\", \"unit\": \"celsius\"}", NULL};
     expect(TC_HERMES,
@@ -152,11 +160,11 @@ static void hermes(void) {
         "<tool_call>",
         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect(TC_HERMES, bad[i], bad[i], none);
+    unchanged(TC_HERMES, bad, sizeof bad / sizeof *bad);
     /* plain answers, some with what looks like the start of a tag */
     const char *plain[] = {"Hello there!", "I like <tools> a lot <tool", "a < b and c <tool_cal",
                            "  spaces around  \n\n", "", "<tool_call", "x\n<tool_cal\n"};
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) expect(TC_HERMES, plain[i], plain[i], none);
+    unchanged(TC_HERMES, plain, sizeof plain / sizeof *plain);
 }
 
 static void llama3(void) {
@@ -177,10 +185,10 @@ static void llama3(void) {
         "{not json at all}",
         "<|python_tag|>print(1)",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect(TC_LLAMA3, bad[i], bad[i], none);
+    unchanged(TC_LLAMA3, bad, sizeof bad / sizeof *bad);
     /* a brace later in the answer is not a call */
     const char *plain[] = {"Sure: {\"name\": \"f\", \"parameters\": {}}", "The set {1, 2}.", "   ", "ok"};
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) expect(TC_LLAMA3, plain[i], plain[i], none);
+    unchanged(TC_LLAMA3, plain, sizeof plain / sizeof *plain);
 }
 
 static void lists(void) {
@@ -196,10 +204,132 @@ static void lists(void) {
            "Let me search.", (const char *[]){"search", "{}", NULL});
     const char *bad[] = {"[TOOL_CALLS] [{\"name\": \"a\"", "[TOOL_CALLS] []", "[TOOL_CALLS] [1]",
                          "[TOOL_CALLS]", "[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}] extra"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect(TC_MISTRAL, bad[i], bad[i], none);
+    unchanged(TC_MISTRAL, bad, sizeof bad / sizeof *bad);
     expect(TC_MISTRAL, "No calls [TOOL_CALL here", "No calls [TOOL_CALL here", none);
     /* TC_NONE passes everything through as it comes */
     expect(TC_NONE, "<tool_call>{\"name\": \"f\"}</tool_call>", "<tool_call>{\"name\": \"f\"}</tool_call>", none);
+}
+
+#define DS_CALLS "<｜tool▁calls▁begin｜>"
+#define DS_CALL "<｜tool▁call▁begin｜>"
+#define DS_SEP "<｜tool▁sep｜>"
+#define DS_END "<｜tool▁call▁end｜>"
+#define DS_CALLS_END "<｜tool▁calls▁end｜>"
+
+static void deepseek(void) {
+    /* as deepseek-v3.jinja writes two calls (its first lacks the closing marker there) */
+    const char *two[] = {"get_weather", "{\"city\": \"Paris\"}", "get_time", "{\"tz\": \"UTC\", \"n\": [1, 2]}", NULL};
+    expect(TC_DEEPSEEK,
+           DS_CALLS DS_CALL "function" DS_SEP "get_weather\n```json\n{\"city\": \"Paris\"}\n```" DS_END
+           "\n" DS_CALL "function" DS_SEP "get_time\n```json\n{\"tz\": \"UTC\", \"n\": [1, 2]}\n```" DS_END DS_CALLS_END,
+           "", two);
+    expect(TC_DEEPSEEK,
+           "Let me check.\n\n" DS_CALLS DS_CALL "function" DS_SEP "get_weather\n```json\n{\"city\": \"Paris\"}\n```" DS_END DS_CALLS_END,
+           "Let me check.", (const char *[]){"get_weather", "{\"city\": \"Paris\"}", NULL});
+    /* the answer ended before the closing markers; no calls-begin marker; no fence */
+    expect(TC_DEEPSEEK, DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{\"a\": \"ü```\"}\n```", "",
+           (const char *[]){"f", "{\"a\": \"ü```\"}", NULL});
+    expect(TC_DEEPSEEK, DS_CALL "function" DS_SEP "f\n{\"a\": 1}" DS_END, "", (const char *[]){"f", "{\"a\": 1}", NULL});
+    const char *bad[] = {
+        DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{\"a\": }\n```" DS_END DS_CALLS_END,
+        DS_CALLS DS_CALL "function f\n```json\n{}\n```" DS_END,                          /* no separator */
+        DS_CALLS DS_CALL "code" DS_SEP "f\n```json\n{}\n```" DS_END,                     /* not a function */
+        DS_CALLS DS_CALL "function" DS_SEP "two words\n```json\n{}\n```" DS_END,         /* not a name */
+        DS_CALLS DS_CALL "function" DS_SEP "\n```json\n{}\n```" DS_END,                  /* no name */
+        DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n[1]\n```" DS_END,                /* not an object */
+        DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{}\n```" DS_END DS_CALLS_END " and text",
+        DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{}\n``` junk" DS_END,
+        DS_CALLS, DS_CALLS DS_CALLS_END, DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{\"a\": 1",
+    };
+    unchanged(TC_DEEPSEEK, bad, sizeof bad / sizeof *bad);
+    const char *plain[] = {"Hello <｜tool", "a <｜tool▁calls▁beg", "<｜User｜> is a token", ""};
+    unchanged(TC_DEEPSEEK, plain, sizeof plain / sizeof *plain);
+}
+
+static void command_r(void) {
+    /* as command-r-plus-tool_use.jinja writes an assistant turn with calls */
+    expect(TC_COMMAND_R,
+           "I will look it up.\nAction:\n```json\n[\n    {\n        \"tool_name\": \"internet_search\",\n"
+           "        \"parameters\": {\n            \"query\": \"onnx\"\n        }\n    },\n    {\n"
+           "        \"tool_name\": \"directly_answer\",\n        \"parameters\": {}\n    }\n]```\n",
+           "I will look it up.",
+           (const char *[]){"internet_search", "{\"query\": \"onnx\"}", "directly_answer", "{}", NULL});
+    expect(TC_COMMAND_R, "Action: [{\"tool_name\": \"f\", \"parameters\": {\"x\": [1, \"]```\"]}}]", "",
+           (const char *[]){"f", "{\"x\": [1, \"]```\"]}", NULL});
+    expect(TC_COMMAND_R, "Action: ```json\n{\"tool_name\": \"f\"}\n```", "", (const char *[]){"f", "{}", NULL});
+    const char *bad[] = {
+        "Action: ```json\n[{\"name\": \"f\", \"parameters\": {}}]\n```",       /* no tool_name */
+        "Action: ```json\n[{\"tool_name\": \"f\", \"parameters\": {}}]\n``` and more",
+        "Action: ```json\n[{\"tool_name\": \"f\", \"parameters\": {\"a\": ",
+        "Action: ```json\n[]\n```",
+        "Action: I will search the web.",
+        "Action:",
+    };
+    unchanged(TC_COMMAND_R, bad, sizeof bad / sizeof *bad);
+    const char *plain[] = {"Actions speak louder.", "Take action: now", "Act", "Action"};
+    unchanged(TC_COMMAND_R, plain, sizeof plain / sizeof *plain);
+}
+
+#define PS "<|tool_call_start|>"
+#define PE "<|tool_call_end|>"
+
+static void pythonic(void) {
+    expect(TC_PYTHONIC, PS "[get_weather(city=\"Paris\", days=3)]" PE, "",
+           (const char *[]){"get_weather", "{\"city\": \"Paris\", \"days\": 3}", NULL});
+    /* every kind of literal, escapes (an unknown one, \d, stays), three calls, text before */
+    expect(TC_PYTHONIC,
+           "Sure, two calls." PS "[f(s='it\\'s \"q\"\\n\\u00e9\\x41\\101\\\\\\d', n=-1.5e3, t=True, fa=False, "
+           "no=None, l=[1, 'a', [True], ], d={'k': {\"x\": None}, \"y\": [], 'k': 2,}), g( ), h.i(e='')]" PE "\n",
+           "Sure, two calls.",
+           (const char *[]){"f",
+                            "{\"s\": \"it's \\\"q\\\"\\néAA\\\\\\\\d\", \"n\": -1.5e3, \"t\": true, \"fa\": false, "
+                            "\"no\": null, \"l\": [1, \"a\", [true]], \"d\": {\"k\": 2, \"y\": []}}",
+                            "g", "{}", "h.i", "{\"e\": \"\"}", NULL});
+    /* two blocks, the last end marker missing; a list of JSON calls inside the markers */
+    expect(TC_PYTHONIC, PS "[a(x=1)]" PE PS "[b(y=[{'z': 'ü'}])]", "",
+           (const char *[]){"a", "{\"x\": 1}", "b", "{\"y\": [{\"z\": \"ü\"}]}", NULL});
+    expect(TC_PYTHONIC, PS "[{\"name\": \"a\", \"arguments\": {\"x\": 1}}]" PE, "", (const char *[]){"a", "{\"x\": 1}", NULL});
+    /* the bare list as the whole answer (Llama 3.2 writes its calls so, too) */
+    expect(TC_PYTHONIC, "  [get_weather(city='Paris')]\n", "", (const char *[]){"get_weather", "{\"city\": \"Paris\"}", NULL});
+    expect(TC_LLAMA3, "[get_weather(city='Paris'), get_time(tz=\"UTC\")]", "",
+           (const char *[]){"get_weather", "{\"city\": \"Paris\"}", "get_time", "{\"tz\": \"UTC\"}", NULL});
+    const char *bad[] = {
+        PS "[f(1)]" PE,                 /* a positional argument */
+        PS "[f(x=1, x=2)]" PE,          /* a keyword twice */
+        PS "[f(x=foo)]" PE,             /* a name, not a literal */
+        PS "[f(x=1+2)]" PE, PS "[f(x=(1, 2))]" PE, PS "[f(x=1.5j)]" PE, PS "[f(x=0x1f)]" PE,
+        PS "[f(x=1_000)]" PE, PS "[f(x=inf)]" PE, PS "[f(x={1: 2})]" PE, PS "[f(x={'a'})]" PE,
+        PS "[f(x='a\\x00b')]" PE,       /* a NUL character */
+        PS "[f(x='\\ud800')]" PE,       /* a lone surrogate */
+        PS "[f(x=\'\'\'a\'\'\')]" PE, PS "[f(x=b'a')]" PE, PS "[f(x='a\nb')]" PE,
+        PS "[f(x='abc)]" PE, PS "[f(x=1)" PE, PS "[f(x=1)]" PE " and then text", PS "[]" PE,
+        PS "f(x=1)" PE, PS, PS "[f(x=[1, 2)]" PE,
+        "[f(x=1)] trailing",
+    };
+    unchanged(TC_PYTHONIC, bad, sizeof bad / sizeof *bad);
+    const char *plain[] = {"[1] See the notes.", "[citation needed]", "[a](http://x) link", "Use f(x=1).",
+                           "<|tool_call", "[", "  ["};
+    unchanged(TC_PYTHONIC, plain, sizeof plain / sizeof *plain);
+    unchanged(TC_LLAMA3, plain, sizeof plain / sizeof *plain);
+    /* a large integer keeps its digits */
+    tc_parser p;
+    out o;
+    run(TC_PYTHONIC, "[f(i=12345678901234567890123, j=+7)]", 0, 0, &p, &o);
+    CHECK(p.n_calls == 1 && !strcmp(p.calls[0].arguments, "{\"i\":12345678901234567890123,\"j\":7}"),
+          "integer digits kept: %s", p.n_calls ? p.calls[0].arguments : "(no call)");
+    tc_free(&p);
+}
+
+static void mistral_args(void) {
+    expect(TC_MISTRAL, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}", "",
+           (const char *[]){"get_weather", "{\"city\": \"Paris\"}", NULL});
+    expect(TC_MISTRAL, "Sure![TOOL_CALLS]a[ARGS]{}[TOOL_CALLS]b[ARGS]{\"x\": [1, {\"y\": \"[ARGS]\"}]}", "Sure!",
+           (const char *[]){"a", "{}", "b", "{\"x\": [1, {\"y\": \"[ARGS]\"}]}", NULL});
+    expect(TC_MISTRAL, "[TOOL_CALLS]a[CALL_ID]abc123XYZ[ARGS]{\"q\": 1}", "", (const char *[]){"a", "{\"q\": 1}", NULL});
+    const char *bad[] = {"[TOOL_CALLS]a[ARGS]{\"x\": }", "[TOOL_CALLS]a b[ARGS]{}", "[TOOL_CALLS][ARGS]{}",
+                         "[TOOL_CALLS]a[ARGS]{} then", "[TOOL_CALLS]a", "[TOOL_CALLS]a[ARGS][1]",
+                         "[TOOL_CALLS]a[ARGS]{}[TOOL_CALLS]"};
+    unchanged(TC_MISTRAL, bad, sizeof bad / sizeof *bad);
 }
 
 static void streaming_holds_back(void) {
@@ -260,7 +390,25 @@ static void formats_in_text(void) {
           "llama's instructions alone are not a call");
     CHECK(tc_format_in_text("{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {}}}") == TC_NONE,
           "a tool schema is not a call");
+    CHECK(tc_format_in_text("x" DS_CALLS DS_CALL "function") == TC_DEEPSEEK, "deepseek marker");
+    CHECK(tc_format_in_text("Action:\n```json\n[{\"tool_name\": \"f\"}]") == TC_COMMAND_R, "command-r action");
+    CHECK(tc_format_in_text("Action: go") == TC_NONE, "an action without a tool_name is no format");
+    CHECK(tc_format_in_text("<|tool_call_start|>[f()]") == TC_PYTHONIC, "pythonic marker");
+    CHECK(tc_format_in_text("[og_probe_fn(og_probe_arg=\"x\")]") == TC_PYTHONIC, "a python call");
+    CHECK(tc_format_in_text("a list [x, y(1)]") == TC_NONE, "a positional call is no format");
     CHECK(tc_format_in_text("plain") == TC_NONE && tc_format_in_text(NULL) == TC_NONE, "none");
+}
+
+/* LFM2's tokenizer has these tool tokens among its added tokens (LiquidAI's model card:
+ * tool lists, calls and responses each between a start and an end token). */
+static bool lfm2_has(void *ctx, const char *text) {
+    (void)ctx;
+    static const char *const added[] = {"<|tool_list_start|>", "<|tool_list_end|>", "<|tool_call_start|>",
+                                        "<|tool_call_end|>", "<|tool_response_start|>", "<|tool_response_end|>",
+                                        "<|im_start|>", "<|im_end|>", NULL};
+    for (int i = 0; added[i]; i++)
+        if (!strcmp(added[i], text)) return true;
+    return false;
 }
 
 /* The real templates: the format each teaches, and whether it takes arguments as objects. */
@@ -269,6 +417,7 @@ static int templates(const char *dir) {
         const char *file;
         tc_format f;
         int args_object; /* -1: not checked */
+        bool lfm2_vocab; /* with LFM2's tool-call tokens in the vocabulary */
     } want[] = {
         {"qwen2.5-7b-instruct", TC_HERMES, 1},
         {"qwen2-instruct", TC_NONE, -1},
@@ -283,7 +432,13 @@ static int templates(const char *dir) {
         {"gemma-2-2b-it", TC_NONE, -1},
         {"smollm2-135m-instruct", TC_NONE, -1},
         {"zephyr-7b-beta", TC_NONE, -1},
-        {"deepseek-v3", TC_NONE, -1},
+        {"deepseek-v3", TC_DEEPSEEK, 0},
+        {"deepseek-r1-distill-qwen-32b", TC_DEEPSEEK, 0},
+        {"command-r-plus-tool_use", TC_COMMAND_R, 1},
+        {"lfm2.5-instruct", TC_NONE, -1}, /* the template alone shows no format */
+        {"lfm2.5-instruct", TC_PYTHONIC, -1, true},
+        {"qwen2.5-7b-instruct", TC_HERMES, 1, true}, /* the template's own format first */
+        {"zephyr-7b-beta", TC_NONE, -1, true},       /* lists no tools: the vocabulary says nothing */
     };
     int seen = 0;
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -301,12 +456,13 @@ static int templates(const char *dir) {
         og_status_free(og_chat_template_set_token(t, "bos_token", "<s>"));
         og_status_free(og_chat_template_set_token(t, "eos_token", "</s>"));
         bool obj = false;
-        tc_format f = tc_detect(t, &obj);
+        tc_format f = tc_detect(t, want[i].lfm2_vocab ? lfm2_has : NULL, NULL, &obj);
         CHECK(f == want[i].f, "%s: format %s, expected %s", want[i].file, tc_format_name(f),
               tc_format_name(want[i].f));
         if (want[i].args_object >= 0)
             CHECK(obj == (want[i].args_object == 1), "%s: arguments as object %d", want[i].file, obj);
-        printf("     %-36s %s%s\n", want[i].file, tc_format_name(f), obj ? " (arguments as objects)" : "");
+        printf("     %-36s %s%s%s\n", want[i].file, tc_format_name(f), obj ? " (arguments as objects)" : "",
+               want[i].lfm2_vocab ? " (LFM2's vocabulary)" : "");
         og_chat_template_free(t);
         seen++;
     }
@@ -317,6 +473,10 @@ int main(int argc, char **argv) {
     hermes();
     llama3();
     lists();
+    deepseek();
+    command_r();
+    pythonic();
+    mistral_args();
     streaming_holds_back();
     nul_characters();
     formats_in_text();
