@@ -52,6 +52,9 @@ typedef struct session_run_stats {
     size_t plans;            /* how many */
     size_t plans_evicted;    /* evicted for the byte budget since the session opened */
     size_t plan_budget;      /* og_session_options.plan_memory */
+    size_t shared_reuses;    /* native: kernels that read a form of an input another node
+                                made in the run (kernel_ctx.shared: MatMulNBits' quantized
+                                activations), subgraphs included */
 } session_run_stats;
 
 /* What a backend prepared when the session opened (kernels' prepacked weights). */

@@ -217,6 +217,59 @@ def main():
     onnx.save(m, os.path.join(out, "nbits_prepared.onnx"), save_as_external_data=True,
               all_tensors_to_one_file=True, location="nbits_prepared.bin", size_threshold=0)
 
+    # One activation read by several prepacked MatMulNBits (K = 64): its quantization is
+    # shared by those with equal parameters. a = x + x is an intermediate (the same arena
+    # bytes every run). In file order: p1 makes it, p2 reuses it, p3 (block 16), p4
+    # (accuracy_level 0: three digit rows) and p5 (zero points) each make their own, p6
+    # makes p1's again and p7 (the last reader) reuses it. The Loop's body doubles v each
+    # iteration and reads it with two equal products: each iteration's must be its own.
+    def nbits_any(a, prefix, n, k, y, block=32, level=4, zp=False):
+        kb = (k + block - 1) // block
+        inits = [numpy_helper.from_array(
+                     rng.integers(0, 256, (n, kb, block // 2), dtype=np.uint8), prefix + "_B"),
+                 numpy_helper.from_array((rng.random((n, kb)) * 0.1 + 0.01).astype(np.float32),
+                                         prefix + "_S")]
+        if zp:
+            inits.append(numpy_helper.from_array(
+                rng.integers(0, 256, (n, (kb + 1) // 2), dtype=np.uint8), prefix + "_Z"))
+        node = helper.make_node("MatMulNBits", [a] + [t.name for t in inits], [y], domain=MS,
+                                K=k, N=n, bits=4, block_size=block, accuracy_level=level,
+                                name=prefix)
+        return node, inits
+
+    specs = [("p1", 40, {}), ("p2", 24, {}), ("p3", 24, {"block": 16}), ("p4", 8, {"level": 0}),
+             ("p5", 16, {"zp": True}), ("p6", 24, {}), ("p7", 40, {})]
+    nodes, inits, outs = [helper.make_node("Add", ["x", "x"], ["a"], name="twice")], [], []
+    for name, n, kw in specs:
+        node, ini = nbits_any("a", name, n, 64, "y_" + name, **kw)
+        nodes.append(node)
+        inits += ini
+        outs.append(helper.make_tensor_value_info("y_" + name, F, ["m", n]))
+    body_nodes = [helper.make_node("Identity", ["cond"], ["cond_out"]),
+                  helper.make_node("Add", ["v", "v"], ["v_out"])]
+    body_inits = []
+    for name, n in (("l1", 24), ("l2", 40)):
+        node, ini = nbits_any("v_out", name, n, 64, "s_" + name)
+        body_nodes.append(node)
+        body_inits += ini
+    body = helper.make_graph(
+        body_nodes, "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", F, ["m", 64])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", F, ["m", 64]),
+         helper.make_tensor_value_info("s_l1", F, ["m", 24]),
+         helper.make_tensor_value_info("s_l2", F, ["m", 40])], initializer=body_inits)
+    nodes.append(helper.make_node("Loop", ["trips", "", "x"], ["v_end", "z_l1", "z_l2"],
+                                  body=body, name="loop"))
+    outs += [helper.make_tensor_value_info("z_l1", F, [None, "m", 24]),
+             helper.make_tensor_value_info("z_l2", F, [None, "m", 40])]
+    m = model_of(nodes, [helper.make_tensor_value_info("x", F, ["m", 64]),
+                         helper.make_tensor_value_info("trips", TensorProto.INT64, [])],
+                 outs, inits, extra_opsets=[helper.make_opsetid(MS, 1)])
+    onnx.save(m, os.path.join(out, "nbits_shared.onnx"))
+
     # Prepared float32 weights: MatMul with a constant [1, K, N] B over a batched A (wm,
     # which a Neg reads too, so its pages stay), Gemm with transB, alpha, beta and a bias
     # row (wg, released), and a MatMul whose B is computed (not prepared). K = 70 and

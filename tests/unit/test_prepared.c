@@ -7,6 +7,7 @@
 
 #include "backends/native/kernels/gemm_f32.h"
 #include "backends/native/kernels/matmul_nbits.h"
+#include "backends/native/kernels/matmul_nbits_pack.h"
 #include "runtime/session.h"
 
 #include <stdlib.h>
@@ -16,16 +17,24 @@ static const tensor *init_of(const graph *g, const char *name) {
     return v >= 0 ? g->values[v].initializer : NULL;
 }
 
+/* The initializers of the MatMulNBits node `prefix`: weights, scales, zero points (NULL
+ * when it has none). */
+static void nbits_inits_of(const graph *g, const char *prefix, const tensor **B,
+                           const tensor **S, const tensor **Z) {
+    char name[64];
+    snprintf(name, sizeof name, "%s_B", prefix);
+    *B = init_of(g, name);
+    snprintf(name, sizeof name, "%s_S", prefix);
+    *S = init_of(g, name);
+    snprintf(name, sizeof name, "%s_Z", prefix);
+    *Z = init_of(g, name);
+}
+
 /* The reference product of the node `prefix` (4 bits, block 32, level 4) over rows A. */
 static void reference(const graph *g, const char *prefix, const uint8_t *B_override, int64_t N,
                       int64_t K, const float *A, int64_t M, float *Y) {
-    char name[64];
-    snprintf(name, sizeof name, "%s_B", prefix);
-    const tensor *B = init_of(g, name);
-    snprintf(name, sizeof name, "%s_S", prefix);
-    const tensor *S = init_of(g, name);
-    snprintf(name, sizeof name, "%s_Z", prefix);
-    const tensor *Z = init_of(g, name);
+    const tensor *B, *S, *Z;
+    nbits_inits_of(g, prefix, &B, &S, &Z);
     CHECK(B && S);
     int64_t kb = (K + 31) / 32;
     mnb_problem p = {.M = M, .N = N, .K = K, .bits = 4, .block_size = 32, .k_blocks = kb,
@@ -173,6 +182,103 @@ TEST(prepared_state_matmul_and_gemm_weights) {
         free(x);
         free(x2);
         free(r);
+    }
+    og_session_close(s);
+}
+
+/* ---- shared quantized activations (kernel_ctx.shared) ---------------------------------- */
+
+/* The product of node `prefix` of g run alone on A (M rows): its own pack made from its
+ * initializers, quantizing A itself (what every node did before sharing). */
+static void nbits_alone(const graph *g, const char *prefix, int64_t N, int block, int level,
+                        const float *A, int64_t M, float *Y, float *ref) {
+    const tensor *B, *S, *Z;
+    nbits_inits_of(g, prefix, &B, &S, &Z);
+    CHECK(B && S);
+    if (!B || !S) return;
+    const int64_t K = 64, kb = K / block;
+    mnb_problem p = {.M = M, .N = N, .K = K, .bits = 4, .block_size = block, .k_blocks = kb,
+                     .blob = block / 2, .B = B->data, .scales = S->data,
+                     .zp_packed = Z ? Z->data : NULL, .zp_stride = (kb + 1) / 2,
+                     .int8 = level == 4, .A = A, .Y = ref};
+    mnb_ref(&p);
+    mnb_pack *pk;
+    CHECK_OK(mnb_pack_create(&p, &pk));
+    void *w = aligned_alloc(64, (mnb_pack_work_size(pk, M, 1) + 127) / 64 * 64);
+    CHECK(w);
+    mnb_pack_run(NULL, pk, A, M, NULL, Y, w);
+    free(w);
+    mnb_pack_free(pk);
+}
+
+/* y equals the product alone bit for bit, and the reference to float rounding */
+static void check_alone(const graph *g, const char *prefix, int64_t N, int block, int level,
+                        const float *A, int64_t M, const float *y) {
+    float *want = malloc(sizeof(float) * (size_t)(M * N)), *ref = malloc(sizeof(float) * (size_t)(M * N));
+    CHECK(want && ref);
+    nbits_alone(g, prefix, N, block, level, A, M, want, ref);
+    for (int64_t i = 0; i < M * N; i++)
+        if (memcmp(&y[i], &want[i], sizeof(float)) != 0) {
+            test_fail(__FILE__, __LINE__, "%s[%lld] (M=%lld) = %.9g, alone %.9g", prefix,
+                      (long long)i, (long long)M, y[i], want[i]);
+            break;
+        }
+    check_close(prefix, y, ref, M * N);
+    free(want);
+    free(ref);
+}
+
+TEST(prepared_matmulnbits_share_quantized_activations) {
+    NEED_TEST_MODEL(path, "nbits_shared.onnx");
+    og_session *s;
+    CHECK_OK(og_session_open(path, NULL, &s));
+    const graph *g = runtime_session_graph(s);
+    const graph *body = NULL;
+    for (int i = 0; i < g->n_nodes && !body; i++)
+        if (!strcmp(g->nodes[i].op_type, "Loop")) body = g->nodes[i].attrs[0].g;
+    CHECK(body);
+    session_prep_stats prep;
+    runtime_session_prep_stats(s, &prep);
+    CHECK_EQ_INT(prep.nodes, 9); /* p1..p7 and the body's l1, l2 */
+    static const struct { const char *name; int64_t n; int block, level; } P[] = {
+        {"p1", 40, 32, 4}, {"p2", 24, 32, 4}, {"p3", 24, 16, 4}, {"p4", 8, 32, 0},
+        {"p5", 16, 32, 4}, {"p6", 24, 32, 4}, {"p7", 40, 32, 4}};
+    const int64_t trips = 3;
+    /* M = 1 and 5 (row kernels), 50 (tile kernels on AVX-512); each M twice with other
+     * values in the same arena bytes: the second run must not take the first's copy */
+    const int64_t Ms[] = {1, 1, 5, 50, 50, 5};
+    for (size_t r = 0; r < sizeof Ms / sizeof *Ms; r++) {
+        const int64_t M = Ms[r];
+        float *x = random_rows(M, 64, 100u + (unsigned)r), *a = malloc(sizeof(float) * (size_t)(M * 64));
+        CHECK(x && a);
+        for (int64_t i = 0; i < M * 64; i++) a[i] = x[i] + x[i];
+        int64_t dx[2] = {M, 64};
+        og_tensor *tx, *tt;
+        CHECK_OK(og_tensor_wrap(OG_FLOAT32, dx, 2, x, sizeof(float) * (size_t)(M * 64), &tx));
+        CHECK_OK(og_tensor_wrap(OG_INT64, NULL, 0, (void *)&trips, sizeof trips, &tt));
+        const char *in_names[] = {"x", "trips"};
+        const char *out_names[] = {"y_p1", "y_p2", "y_p3", "y_p4", "y_p5", "y_p6", "y_p7",
+                                   "z_l1", "z_l2"};
+        og_tensor *ins[] = {tx, tt}, *outs[9] = {0};
+        CHECK_OK(og_session_run(s, in_names, ins, 2, out_names, outs, 9));
+        for (int k = 0; k < 7; k++)
+            check_alone(g, P[k].name, P[k].n, P[k].block, P[k].level, a, M,
+                        og_tensor_data(outs[k]));
+        /* iteration t reads x * 2^(t+1) (exact) */
+        for (int64_t t = 0; t < trips; t++) {
+            for (int64_t i = 0; i < M * 64; i++) a[i] = x[i] * (float)(2 << t);
+            check_alone(body, "l1", 24, 32, 4, a, M, (const float *)og_tensor_data(outs[7]) + t * M * 24);
+            check_alone(body, "l2", 40, 32, 4, a, M, (const float *)og_tensor_data(outs[8]) + t * M * 40);
+        }
+        /* p2 and p7 take p1's and p6's quantization, each iteration's l2 takes l1's */
+        session_run_stats st;
+        runtime_session_stats(s, &st);
+        CHECK_EQ_INT(st.shared_reuses, 2 + trips);
+        for (int k = 0; k < 9; k++) og_tensor_free(outs[k]);
+        og_tensor_free(tx);
+        og_tensor_free(tt);
+        free(x);
+        free(a);
     }
     og_session_close(s);
 }

@@ -45,6 +45,7 @@ typedef struct run_state {
     const tensor **ins;           /* the current node's inputs */
     size_t heap_allocs;
     run_rows *rows;               /* the run's row selection (main graph), or NULL */
+    uint64_t gen;                 /* this graph run's number (native_session.run_gen) */
 } run_state;
 
 /* ---- the executor's byte count ---------------------------------------------------- */
@@ -385,6 +386,76 @@ static og_status *exec_hold(kernel_ctx *ctx, size_t size, void **out) {
     return NULL;
 }
 
+/* ---- shared input forms (kernel_ctx.shared) -------------------------------------- */
+
+static bool shared_matches(const shared_form *f, const run_state *rs, int v, const tensor *t,
+                           const int64_t *key, int n_key, size_t size) {
+    return f->size == size && f->ready && f->eg == rs->eg && f->gen == rs->gen &&
+           f->value == v && f->data == t->data && f->rank == t->rank &&
+           !memcmp(f->dims, t->dims, sizeof(int64_t) * (size_t)t->rank) && f->n_key == n_key &&
+           !memcmp(f->key, key, sizeof(int64_t) * (size_t)n_key);
+}
+
+/* Forgets the form (its buffer stays for the next runs unless it is large). */
+static void shared_forget(native_session *s, bool trim) {
+    shared_form *f = &s->shared;
+    s->mem_live -= f->size;
+    f->size = 0;
+    f->ready = false;
+    f->writer = NULL;
+    if (trim && f->cap > SCRATCH_KEEP) {
+        free(f->buf);
+        f->buf = NULL;
+        f->cap = 0;
+    }
+}
+
+static og_status *exec_shared(kernel_ctx *ctx, int input, const int64_t *key, int n_key,
+                              size_t size, void **out, bool *ready) {
+    run_state *rs = ctx->exec;
+    native_session *s = rs->s;
+    shared_form *f = &s->shared;
+    const graph_node *n = rs->node;
+    *out = NULL;
+    *ready = false;
+    if (input < 0 || input >= n->n_inputs || n_key < 1 || n_key > KERNEL_SHARED_KEY || !size)
+        return NULL;
+    int v = n->inputs[input];
+    const tensor *t = ctx->inputs[input];
+    if (v < 0 || !t) return NULL;
+    if (shared_matches(f, rs, v, t, key, n_key, size)) {
+        *out = f->buf;
+        *ready = true;
+        s->shared_reuses++;
+        return NULL;
+    }
+    if (rs->eg->last_use[v] <= rs->step) return NULL; /* no later reader to share it with */
+    shared_forget(s, false);
+    if (f->cap < size) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, size) != 0)
+            return og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of a "
+                             "shared input form", ctx->where, size);
+        free(f->buf);
+        f->buf = p;
+        f->cap = size;
+        rs->heap_allocs++;
+    }
+    f->size = size;
+    mem_add(s, size);
+    f->eg = rs->eg;
+    f->gen = rs->gen;
+    f->value = v;
+    f->data = t->data;
+    f->rank = t->rank;
+    memcpy(f->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+    f->n_key = n_key;
+    memcpy(f->key, key, sizeof(int64_t) * (size_t)n_key);
+    f->writer = n;
+    *out = f->buf;
+    return NULL;
+}
+
 static void free_held(native_session *s, held_list *h) {
     for (int i = 0; i < h->n; i++) {
         free(h->blocks[i]);
@@ -565,6 +636,7 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
         .prepared = session_prepared(eg, n, ins),
         .graph = g,
         .paged_kv = rs->s->paged_kv,
+        .shared = exec_shared,
     };
     rs->step = step;
     rs->node = n;
@@ -573,6 +645,13 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
     int64_t t0 = prof ? profiler_now_ns() : 0;
     uint64_t jobs0 = prof ? threadpool_jobs(ctx.pool) : 0;
     og_status *st = eg->kernels[n->index]->run(&ctx);
+    shared_form *sf = &rs->s->shared;
+    if (sf->writer == n && sf->eg == eg && sf->gen == rs->gen && !sf->ready) {
+        if (st)
+            shared_forget(rs->s, false);
+        else
+            sf->ready = true; /* written: the next readers may take it */
+    }
     if (prof && !st) {
         int64_t t1 = profiler_now_ns();
         const tensor *outs[64];
@@ -613,6 +692,7 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
                             int n_bound) {
     const graph *g = eg->graph;
     native_session *s = rs->s;
+    rs->gen = ++s->run_gen; /* what an earlier run of eg shared is stale now */
     size_t key_len = plan_make_key(bound, n_bound, eg->key);
     if (rs->rows && rs->rows->prune) { /* pruned values are smaller: a class of its own */
         eg->key[key_len++] = -7;
@@ -770,6 +850,7 @@ og_status *session_run_rows(native_session *s, const char *const *input_names,
         fresh = calloc(n_outputs, sizeof *fresh);
     }
     s->mem_peak = s->mem_live;
+    s->shared_reuses = 0;
     scratch_mark scratch0 = scratch_save(s); /* gathered rows live until the run ends */
     run_rows rr;
     int sel_out = -1;         /* the output index of the selected output */
@@ -901,6 +982,8 @@ done:
     s->last_stats_used_plan = used_plan;
     s->last_stats_arena = used_plan ? rs.plan->arena_size : 0;
     s->last_stats_heap = rs.heap_allocs;
+    s->last_stats_shared = s->shared_reuses;
+    shared_forget(s, true);
     exec_graph_release(eg);
     session_plans_trim(s); /* nothing reads an arena now */
     scratch_restore(s, scratch0);
@@ -935,4 +1018,5 @@ void session_last_stats(const native_session *s, session_run_stats *out) {
     out->plans = (size_t)s->n_plans;
     out->plans_evicted = s->plans_evicted;
     out->plan_budget = s->plan_budget;
+    out->shared_reuses = s->last_stats_shared;
 }

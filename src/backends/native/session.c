@@ -466,6 +466,7 @@ void session_close(native_session *s) {
     exec_graph_free(s->main); /* kernels' prepared states first: they may use the model */
     for (int i = 0; i < s->scratch.n; i++) free(s->scratch.chunks[i].base);
     free(s->scratch.chunks);
+    free(s->shared.buf);
     threadpool_free(s->pool);
     free(s->label);
     free(s);

@@ -89,6 +89,27 @@ typedef struct session_scratch {
     size_t live;                  /* bytes handed out now */
 } session_scratch;
 
+/* The one shared input form the session holds (kernel_ctx.shared): the form most
+ * recently made for a value that later nodes read, and what it was made from. Its
+ * buffer is kept from run to run like scratch (a decode step needs the same size every
+ * time); the form itself belongs to one run of one graph (`gen`) and is forgotten when
+ * another form takes its place or the run ends. */
+typedef struct shared_form {
+    char *buf;
+    size_t cap;                   /* bytes of buf */
+    size_t size;                  /* the form's bytes (counted in mem_live); 0: none */
+    const exec_graph *eg;         /* the graph run that made it, and the value */
+    uint64_t gen;
+    int value;
+    const void *data;             /* the value's tensor as the maker saw it */
+    int rank;
+    int64_t dims[OG_MAX_RANK];
+    int n_key;
+    int64_t key[KERNEL_SHARED_KEY];
+    const graph_node *writer;     /* the node making it */
+    bool ready;                   /* the writer returned successfully */
+} shared_form;
+
 struct native_session {
     const model *model;           /* borrowed from the og_session */
     const graph *graph;
@@ -122,6 +143,10 @@ struct native_session {
     int n_plans;                  /* cached now, all graphs */
     size_t plans_evicted;         /* for the byte budget, since the session opened */
     uint64_t plan_clock;          /* stamps exec_plan.last_used */
+    uint64_t run_gen;             /* counts graph runs (subgraph runs too): shared_form.gen */
+    shared_form shared;
+    size_t shared_reuses;         /* kernels given a ready shared form in the current run */
+    size_t last_stats_shared;
 };
 
 /* Prepares an already loaded model, which must outlive the session. */

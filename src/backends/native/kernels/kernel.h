@@ -40,6 +40,21 @@ typedef og_status *(*kernel_subgraph_fn)(kernel_ctx *ctx, const graph *g, int n_
  * a kernel makes (Cast to string), which its string outputs point to. */
 typedef og_status *(*kernel_hold_fn)(kernel_ctx *ctx, size_t size, void **out);
 
+/* A form of one input that the kernels reading that value all derive from it alike
+ * (MatMulNBits' int8 copy of its activation, which a decoder's gate and up projections
+ * both quantize), made once per run of the graph and shared. `key` (n_key words, at most
+ * KERNEL_SHARED_KEY) says which form, besides the input's data; the kernel that makes
+ * it puts first a word of its own (its kind). *out gets size bytes (64-byte aligned)
+ * for the form, or NULL when the executor offers none (no later node reads the value,
+ * or no executor: kernel tests): the kernel then makes the form in its own scratch.
+ * *ready: an earlier node of this run made the form with the same key and size from
+ * the same value, and it is there: read it, do not write it. Otherwise the kernel writes
+ * all of it before it returns successfully (a node that fails leaves nothing shared).
+ * Valid until the kernel returns. */
+enum { KERNEL_SHARED_KEY = 8 };
+typedef og_status *(*kernel_shared_fn)(kernel_ctx *ctx, int input, const int64_t *key,
+                                       int n_key, size_t size, void **out, bool *ready);
+
 struct kernel_ctx {
     const graph_node *node;
     int64_t opset;                  /* version of the node's domain the model imports */
@@ -61,6 +76,7 @@ struct kernel_ctx {
     const graph *graph;             /* the graph the node belongs to (may be NULL) */
     const struct paged_kv *paged_kv; /* a paged KV cache lent for this run (paged_kv.h), or
                                         NULL: GroupQueryAttention reads its layers from it */
+    kernel_shared_fn shared;        /* may be NULL: kernel_shared() then offers nothing */
 };
 
 /* Preparation of one node when its session opens (kernel_def.prepare). The executor
@@ -133,6 +149,13 @@ static inline og_status *kernel_scratch(kernel_ctx *ctx, size_t size, void **out
  * moves the views, and the bytes stay where they are (the model, the caller's inputs,
  * or memory held for the run). */
 og_status *kernel_hold(kernel_ctx *ctx, size_t size, void **out);
+
+static inline og_status *kernel_shared(kernel_ctx *ctx, int input, const int64_t *key,
+                                       int n_key, size_t size, void **out, bool *ready) {
+    *out = NULL;
+    *ready = false;
+    return ctx->shared ? ctx->shared(ctx, input, key, n_key, size, out, ready) : NULL;
+}
 
 static inline const tensor *kernel_input(const kernel_ctx *ctx, int i) {
     return i < ctx->n_inputs ? ctx->inputs[i] : NULL;

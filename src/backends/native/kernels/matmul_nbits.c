@@ -457,9 +457,20 @@ og_status *cpu_matmul_nbits(kernel_ctx *ctx) {
         OG_TRY(kernel_scratch(ctx, (size_t)(p.M * N) * sizeof(float) + 64, (void **)&p.Y));
     void *work;
     if (pk) {
+        /* A's quantization is shared with the other products that read it alike */
         int threads = threadpool_size(ctx->pool);
-        OG_TRY(kernel_scratch(ctx, mnb_pack_work_size(pk, p.M, threads) + 64, &work));
-        mnb_pack_run(ctx->pool, pk, p.A, p.M, p.bias, p.Y, work);
+        size_t qa_size = mnb_pack_qa_size(pk, p.M);
+        size_t rest = mnb_pack_work_size(pk, p.M, threads) - qa_size;
+        int64_t key[MNB_QA_KEY];
+        void *qa;
+        bool ready;
+        OG_TRY(kernel_shared(ctx, 0, key, mnb_pack_qa_key(pk, p.M, key), qa_size, &qa, &ready));
+        OG_TRY(kernel_scratch(ctx, rest + (qa ? 0 : qa_size) + 64, &work));
+        if (!qa) {
+            qa = work;
+            work = (char *)work + qa_size;
+        }
+        mnb_pack_run_qa(ctx->pool, pk, p.A, p.M, p.bias, p.Y, qa, ready, work);
     } else {
         OG_TRY(kernel_scratch(ctx, mnb_work_size(&p) + 64, &work));
         OG_TRY(mnb_run(ctx->pool, &p, work));

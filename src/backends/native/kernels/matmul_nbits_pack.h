@@ -55,6 +55,20 @@ size_t mnb_pack_work_size(const mnb_pack *pk, int64_t M, int threads);
  * mnb_pack_work_size() bytes, 64-byte aligned. */
 void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M,
                   const float *bias, float *Y, void *work);
+/* mnb_pack_run in two parts: the quantized A (qa_mem, mnb_pack_qa_size() bytes,
+ * 64-byte aligned) and the rest of the working memory (work, mnb_pack_work_size() -
+ * mnb_pack_qa_size() bytes). With qa_ready, qa_mem already holds what a run with the
+ * same A and the same key (mnb_pack_qa_key) wrote there, and A is not read again;
+ * otherwise it is written. Products that read one activation with equal keys (a
+ * decoder's gate and up projections) so quantize it once: the quantized A is a function
+ * of A and the key alone, so the results are the same bits either way. */
+void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M,
+                     const float *bias, float *Y, void *qa_mem, bool qa_ready, void *work);
+size_t mnb_pack_qa_size(const mnb_pack *pk, int64_t M);
+/* What the quantized A of M rows depends on besides A (rows, K, block size, digits, zero
+ * points or not): MNB_QA_KEY words into key; returns MNB_QA_KEY. */
+enum { MNB_QA_KEY = 6 };
+int mnb_pack_qa_key(const mnb_pack *pk, int64_t M, int64_t *key);
 /* The kernels mnb_pack_run uses for M rows under the active ISA ("avx512-vnni", ...). */
 const char *mnb_pack_kernel_name(int64_t M);
 
