@@ -41,6 +41,7 @@ struct threadpool {
     atomic_uint_fast64_t claim; /* (generation << 32) | next chunk */
     atomic_llong done;          /* chunks finished in the current job */
     atomic_bool in_job;
+    atomic_bool serial;         /* threadpool_set_serial */
     double inline_ns;           /* threadpool_parallel_for_cost's threshold */
     atomic_uint_fast64_t jobs;  /* jobs handed to the workers */
 };
@@ -182,7 +183,8 @@ void threadpool_parallel_for(threadpool *p, int64_t n, int64_t grain, parallel_f
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     int threads = threadpool_size(p);
-    if (!p || threads == 1 || n <= grain || atomic_load(&p->in_job)) {
+    if (!p || threads == 1 || n <= grain || atomic_load_explicit(&p->serial, memory_order_relaxed) ||
+        atomic_load(&p->in_job)) {
         fn(arg, 0, n);
         return;
     }
@@ -229,9 +231,15 @@ void threadpool_parallel_for_cost(threadpool *p, int64_t n, double item_ns, para
     threadpool_parallel_for(p, n, grain, fn, arg);
 }
 
+void threadpool_set_serial(threadpool *p, bool serial) {
+    if (p) atomic_store_explicit(&p->serial, serial, memory_order_relaxed);
+}
+
 void threadpool_set_inline_ns(threadpool *p, double ns) {
     if (p) p->inline_ns = ns > 0 ? ns : 0;
 }
+
+double threadpool_inline_ns(const threadpool *p) { return p ? p->inline_ns : 0; }
 
 uint64_t threadpool_jobs(const threadpool *p) {
     return p ? atomic_load_explicit(&((threadpool *)p)->jobs, memory_order_relaxed) : 0;

@@ -127,3 +127,38 @@ TEST(json_str_escapes_every_byte) {
     CHECK(j && n == 2 && !strcmp(j, "\"\""));
     free(j);
 }
+
+static _Thread_local int on_this_thread;
+static atomic_int pool_calls, pool_elsewhere;
+static void count_call(void *arg, int64_t b, int64_t e) {
+    (void)arg;
+    atomic_fetch_add(&pool_calls, 1);
+    if (!on_this_thread) atomic_fetch_add(&pool_elsewhere, 1);
+    add_range(NULL, b, e);
+}
+
+/* threadpool_set_serial: the whole range in one call on the caller, no job handed out;
+ * cleared, work is split again. */
+TEST(threadpool_serial_runs_on_the_caller) {
+    threadpool *p;
+    CHECK_OK(threadpool_create(2, &p));
+    on_this_thread = 1;
+    for (int serial = 1; serial >= 0; serial--) {
+        threadpool_set_serial(p, serial);
+        uint64_t jobs0 = threadpool_jobs(p);
+        atomic_store(&pool_sum, 0);
+        atomic_store(&pool_calls, 0);
+        atomic_store(&pool_elsewhere, 0);
+        threadpool_parallel_for(p, 1000, 1, count_call, NULL);
+        threadpool_parallel_for_cost(p, 1000, 1e6, count_call, NULL);
+        CHECK_EQ_INT(atomic_load(&pool_sum), 2 * (1000 * 999 / 2));
+        CHECK_EQ_INT(threadpool_jobs(p) - jobs0, serial ? 0 : 2);
+        if (serial) {
+            CHECK_EQ_INT(atomic_load(&pool_calls), 2);
+            CHECK_EQ_INT(atomic_load(&pool_elsewhere), 0);
+        } else {
+            CHECK(atomic_load(&pool_calls) > 2);
+        }
+    }
+    threadpool_free(p);
+}

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 static bool package(char *buf, size_t size, const char *name) {
@@ -102,8 +103,16 @@ static void greedy_rewind(const char *name) {
 TEST(generate_gpt2_fp32_greedy_rewind) { greedy_rewind("tiny-random-gpt2-fp32"); }
 TEST(generate_gpt2_fp16_greedy_rewind) { greedy_rewind("tiny-random-gpt2-fp16-cuda"); }
 
-TEST(generate_gpt2_fp32_beam_search) {
-    OPEN(m, "tiny-random-gpt2-fp32");
+static const int32_t beam_in[] = {0, 0, 0, 0, 0, 52, 195, 731, 321, 301, 734, 620,
+                                  41, 554, 74, 622, 206, 222, 75, 223, 221, 198, 224, 572,
+                                  0, 0, 0, 52, 328, 219, 328, 206, 288, 227, 896, 328};
+static const int32_t beam_out[3][20] = {
+    {0, 0, 0, 0, 0, 52, 195, 731, 321, 301, 734, 620, 131, 131, 131, 181, 638, 638, 638, 638},
+    {41, 554, 74, 622, 206, 222, 75, 223, 221, 198, 224, 572, 292, 292, 292, 292, 292, 292, 292, 292},
+    {0, 0, 0, 52, 328, 219, 328, 206, 288, 227, 896, 328, 328, 669, 669, 669, 669, 669, 669, 669}};
+
+/* Beam search, batch 3, 4 beams (the README's case 3): the oracle's sequences. */
+static void beam_search_case(og_model *m) {
     og_generator_params p = og_generator_params_default(m);
     p.batch_size = 3;
     p.num_beams = 4;
@@ -112,17 +121,38 @@ TEST(generate_gpt2_fp32_beam_search) {
     p.early_stopping = 1;
     og_generator *g;
     CHECK_OK(og_generator_create(m, &p, &g));
-    static const int32_t in[] = {0, 0, 0, 0, 0, 52, 195, 731, 321, 301, 734, 620,
-                                 41, 554, 74, 622, 206, 222, 75, 223, 221, 198, 224, 572,
-                                 0, 0, 0, 52, 328, 219, 328, 206, 288, 227, 896, 328};
-    static const int32_t out[3][20] = {
-        {0, 0, 0, 0, 0, 52, 195, 731, 321, 301, 734, 620, 131, 131, 131, 181, 638, 638, 638, 638},
-        {41, 554, 74, 622, 206, 222, 75, 223, 221, 198, 224, 572, 292, 292, 292, 292, 292, 292, 292, 292},
-        {0, 0, 0, 52, 328, 219, 328, 206, 288, 227, 896, 328, 328, 669, 669, 669, 669, 669, 669, 669}};
-    CHECK_OK(og_generator_append_tokens(g, in, 36));
+    CHECK_OK(og_generator_append_tokens(g, beam_in, 36));
     CHECK_OK(run_to_end(g));
-    for (int b = 0; b < 3; b++) CHECK(seq_equals(g, (size_t)b, out[b], 20));
+    for (int b = 0; b < 3; b++) CHECK(seq_equals(g, (size_t)b, beam_out[b], 20));
     og_generator_destroy(g);
+}
+
+TEST(generate_gpt2_fp32_beam_search) {
+    OPEN(m, "tiny-random-gpt2-fp32");
+    beam_search_case(m);
+    og_model_close(m);
+}
+
+/* Two threads with the pool's own inline threshold (the unit tests otherwise force every
+ * split, OG_INLINE_NS=0, which also keeps the executor from running steps on one
+ * thread): the executor times the decode steps with the workers and without and runs
+ * the faster way; four beam searches in one session (32 decode steps of one plan, so
+ * several tries of each way) give the oracle's tokens every time. */
+TEST(generate_gpt2_fp32_beam_search_steps_timed) {
+    char dir[1024];
+    if (!package(dir, sizeof dir, "tiny-random-gpt2-fp32")) return;
+    const char *was = getenv("OG_INLINE_NS");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("OG_INLINE_NS", "20000", 1);
+    og_model_options mo = og_model_options_default();
+    mo.num_threads = 2;
+    og_model *m;
+    og_status *st = og_model_open(dir, &mo, &m);
+    if (saved) setenv("OG_INLINE_NS", saved, 1);
+    else unsetenv("OG_INLINE_NS");
+    free(saved);
+    CHECK_OK(st);
+    for (int round = 0; round < 4; round++) beam_search_case(m);
     og_model_close(m);
 }
 

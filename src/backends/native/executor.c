@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Memory kernels ask to keep until the whole og_session_run ends (kernel_hold: the bytes
  * of strings they make), subgraph runs included. */
@@ -46,6 +47,7 @@ typedef struct run_state {
     size_t heap_allocs;
     run_rows *rows;               /* the run's row selection (main graph), or NULL */
     uint64_t gen;                 /* this graph run's number (native_session.run_gen) */
+    bool top;                     /* the main graph (not a subgraph) */
 } run_state;
 
 /* ---- the executor's byte count ---------------------------------------------------- */
@@ -686,6 +688,56 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
     return NULL;
 }
 
+/* ---- one thread or all: per step ------------------------------------------------------
+
+ * Each kernel decides from its own cost estimate whether to split its work, but a
+ * step of a tiny model (tens to hundreds of microseconds in all) is a chain of kernels
+ * of a few microseconds each, where handing chunks to a worker and waiting for it costs
+ * about what it saves, and kernels' estimates of their own cost are rough at that size.
+ * So the executor measures instead: per plan (one shape class, or the run of decode
+ * steps that share it), a step is timed with the workers and without them, and the
+ * faster way is kept; the other is tried again after probe_gap steps, a gap that
+ * doubles (up to STEP_GAP_MAX) while the choice holds, so a choice that stops being
+ * right (the context grows, another process takes the second core) is found within a
+ * few hundred steps at a cost of one slower step in that many. Steps measured at
+ * STEP_BIG_NS or more with the workers are never tried on one thread: there the
+ * kernels' splits dominate and a try would cost a whole step's worth of time. The
+ * kernels split their work into the same items either way, so the results are the
+ * same bits. */
+enum { STEP_BIG_NS = 4000000, STEP_GAP_MIN = 8, STEP_GAP_MAX = 1024 };
+
+static int64_t step_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether the next step of plan p runs without the workers; *probe: it is a try of the
+ * way not chosen (or the first of one of them). */
+static bool step_mode(exec_plan *p, bool *probe) {
+    *probe = false;
+    if (!p->pool_ns) return false;                               /* first: with the workers */
+    if (!p->serial && p->pool_ns >= STEP_BIG_NS) return false;   /* too big to try alone */
+    if (!p->serial_ns || ++p->since_probe >= p->probe_gap) {
+        *probe = true;
+        return !p->serial || !p->serial_ns;
+    }
+    return p->serial;
+}
+
+static void step_record(exec_plan *p, bool serial, bool probe, int64_t ns) {
+    int64_t *slot = serial ? &p->serial_ns : &p->pool_ns;
+    /* in the way in use, a step slower than the last counts half: one preempted step
+     * does not decide */
+    *slot = !probe && *slot && *slot < ns ? (*slot + ns) / 2 : ns;
+    if (!probe || !p->pool_ns || !p->serial_ns) return;
+    bool was = p->serial;
+    p->serial = p->serial_ns < p->pool_ns;
+    p->since_probe = 0;
+    p->probe_gap = p->serial != was || !p->probe_gap ? STEP_GAP_MIN
+                   : p->probe_gap < STEP_GAP_MAX ? p->probe_gap * 2 : STEP_GAP_MAX;
+}
+
 /* Runs eg's nodes once its inputs (and outer-scope values) are bound in eg->cur, with
  * the plan of the shape class of `bound`, recording one when there is none. */
 static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *bound,
@@ -722,7 +774,18 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
         rs->plan->last_used = ++s->plan_clock;
         OG_TRY(session_plan_arena(eg, rs->plan));
     }
+    threadpool *pool = s->pool;
+    /* (not when every split is forced, OG_INLINE_NS=0: the tests' way to run every
+     * parallel path) */
+    bool timed = rs->top && rs->plan && threadpool_size(pool) > 1 && threadpool_inline_ns(pool) > 0;
+    bool probe = false;
+    bool serial = timed && step_mode(rs->plan, &probe);
+    if (serial) threadpool_set_serial(pool, true);
+    int64_t t0 = timed ? step_now_ns() : 0;
     for (int step = 0; step < g->n_nodes && !st; step++) st = run_node(eg, rs, step);
+    if (serial) threadpool_set_serial(pool, false);
+    if (timed && !st && !(rs->trial && rs->misses))
+        step_record(rs->plan, serial, probe, step_now_ns() - t0);
     free_temp(rs);
     if (!st && rs->trial && rs->misses == 0) { /* the plan serves this class too */
         if (key_len > rs->plan->key_len) {
@@ -838,7 +901,7 @@ og_status *session_run_rows(native_session *s, const char *const *input_names,
     held_list held = {0};
     /* user_out and want_out are the graph's (all NULL and false between runs) */
     run_state rs = {.eg = eg, .s = s, .held = &held, .user_out = eg->user_out,
-                    .want_out = eg->want_out};
+                    .want_out = eg->want_out, .top = true};
     const tensor **bound = eg->bound;
     memset(bound, 0, ((size_t)g->n_inputs + 1) * sizeof *bound);
     int out_stack[16];

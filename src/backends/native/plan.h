@@ -20,6 +20,12 @@ struct exec_plan {
     void *arena;        /* allocated on the plan's first use (NULL until then) */
     uint64_t last_used; /* for eviction */
     size_t table_bytes; /* the tables above and the key */
+    /* Whether the steps of this plan run on the calling thread alone (executor.c,
+     * step_mode): the last step times measured with the workers and without, and when
+     * to try the other way again. */
+    int64_t pool_ns, serial_ns;
+    uint32_t since_probe, probe_gap;
+    bool serial;
 };
 typedef struct exec_plan exec_plan;
 
