@@ -502,6 +502,14 @@ void og_free(void *p);
  * text (never a broken UTF-8 sequence). Free with og_tokenizer_stream_free. The stream
  * borrows tok, which must outlive it. */
 og_status *og_tokenizer_stream_create(const og_tokenizer *tok, og_tokenizer_stream **out);
+/* Sets the ids that the next ones continue (the prompt; n = 0 for none) and drops what
+ * the stream held back. Each piece is then the text the new ids add to the decode of the
+ * context, as decode(context + generated) has it beyond decode(context): with a
+ * SentencePiece-style tokenizer the first piece keeps its leading space ("Tom" then
+ * " and"), where a stream without context decodes its first id as the start of a text
+ * ("and"). Use it whenever the generated text is shown after the prompt. */
+og_status *og_tokenizer_stream_set_context(og_tokenizer_stream *s, const int32_t *ids,
+                                           size_t n);
 /* *piece is owned by the stream and valid until its next call. */
 og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece);
 /* Whatever is still held back at the end of generation. */

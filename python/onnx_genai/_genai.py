@@ -378,6 +378,18 @@ class TokenizerStream(_Owned):
                                                ctypes.byref(self._len))
             return self._piece_text()
 
+    def set_context(self, tokens) -> None:
+        """The ids that the next ones continue, e.g. the prompt (not in onnxruntime-genai):
+        the pieces that follow are what they add to the decode of these ids, so a first
+        piece such as "▁and" after "Tom" keeps its space. Drops what was held back."""
+        arr = np.ascontiguousarray(np.asarray(tokens, dtype=np.int64).reshape(-1))
+        if arr.size and (arr.min() < -2**31 or arr.max() >= 2**31):
+            raise InvalidArgumentError("TokenizerStream.set_context: a token id does not fit in int32")
+        ids = arr.astype(np.int32)
+        with self._lock:
+            lib.og_tokenizer_stream_set_context(
+                self._handle().ptr, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), ids.size)
+
     def flush(self) -> str:
         """What is still held back at the end of generation (not in onnxruntime-genai)."""
         with self._lock:

@@ -266,6 +266,7 @@ _st("og_tokenizer_decode_len", P, _I32P, c_size_t, c_int, POINTER(c_void_p), _SI
 _fn("og_tokenizer_token_to_id", c_int32, P, c_char_p)
 _st("og_tokenizer_stream_create", P, PP)
 _st("og_tokenizer_stream_decode_len", P, c_int32, POINTER(c_void_p), _SIZEP)
+_st("og_tokenizer_stream_set_context", P, POINTER(c_int32), c_size_t)
 _st("og_tokenizer_stream_flush_len", P, POINTER(c_void_p), _SIZEP)
 _fn("og_tokenizer_stream_free", None, P)
 

@@ -85,6 +85,11 @@ og_status *og_tokenizer_stream_decode_len(og_tokenizer_stream *s, int32_t id,
                           (int)id);
 }
 
+og_status *og_tokenizer_stream_set_context(og_tokenizer_stream *s, const int32_t *ids, size_t n) {
+    if (!s || (!ids && n)) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_stream_set_context: NULL");
+    return og_oom_context(tok_stream_set_context(s->s, ids, n), "tokenizer: a stream's context of %zu ids", n);
+}
+
 og_status *og_tokenizer_stream_decode(og_tokenizer_stream *s, int32_t id, const char **piece) {
     return og_tokenizer_stream_decode_len(s, id, piece, NULL);
 }

@@ -168,7 +168,9 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
         srv_fail(err, 500, "", "%s", msg);
         return false;
     }
+    /* the text continues the prompt: " and" after "Tom", as decoding both together has it */
     og_status *st = og_tokenizer_stream_create(m->tok, &c->ts);
+    if (!st) st = og_tokenizer_stream_set_context(c->ts, ids, (size_t)n);
     if (st) {
         fail_status(err, st, "", "creating a streaming detokenizer");
         return false;

@@ -88,7 +88,7 @@ void tok_dec_free(tok_dec *d) {
 
 /* "<0xNN>" -> byte, as Rust's u8::from_str_radix(.., 16) reads the two characters
  * (which also takes "+N"). */
-static int byte_token(const char *s, size_t n) {
+int tok_byte_token(const char *s, size_t n) {
     if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>') return -1;
     int v = 0, digits = 0;
     for (int i = 3; i < 5; i++) {
@@ -162,7 +162,7 @@ static og_status *apply_one(const tok_dec *d, tok_buf *text, const tok_plist *in
         tok_buf pending = {0};
         og_status *st = NULL;
         for (size_t i = 0; i <= in->n && !st; i++) {
-            int b = i < in->n ? byte_token(text->p + in->v[i].off, in->v[i].len) : -1;
+            int b = i < in->n ? tok_byte_token(text->p + in->v[i].off, in->v[i].len) : -1;
             if (b >= 0) {
                 char c = (char)b;
                 if (!tok_buf_put(&pending, &c, 1)) st = og_oom();

@@ -206,6 +206,8 @@ void tok_dec_free(tok_dec *d);
 /* Runs the decoder chain over the tokens in `l` (text in `text`), leaving the result
  * tokens in `l`. */
 og_status *tok_dec_apply(const tok_dec *d, tok_buf *text, tok_plist *l);
+/* The byte of a ByteFallback token "<0xNN>" (n bytes at s), or -1. */
+int tok_byte_token(const char *s, size_t n);
 
 /* ---- added tokens ---- */
 typedef struct tok_added {

@@ -622,8 +622,15 @@ bool tok_is_special(const tok_tokenizer *t, int32_t id) {
 
 /* Text that ends in U+FFFD is held back: the next id may complete a UTF-8 sequence.
  * A real U+FFFD is held too, until any other text follows. Past this many held ids the
- * text is emitted anyway so that a run of garbage cannot grow the window forever. */
-enum { STREAM_MAX_PENDING = 64 };
+ * text is emitted anyway so that a run of garbage cannot grow the window forever.
+ *
+ * A piece is what the new ids add to the decode of the context before them: the tail of
+ * what was emitted, or of the ids a caller set as context (a prompt). The tail must hold
+ * enough ids that the decoders see the new ones as a continuation: Metaspace and Strip
+ * act on the start of the text (the leading space of its first piece), and a skipped
+ * special token decodes to nothing, so the tail reaches back until it holds
+ * STREAM_CTX_VISIBLE ids that decode to something (at most STREAM_CTX_MAX ids). */
+enum { STREAM_MAX_PENDING = 64, STREAM_CTX_VISIBLE = 4, STREAM_CTX_MAX = 64, STREAM_CTX_RUN = 1024 };
 
 struct tok_stream {
     const tok_tokenizer *tok;
@@ -657,7 +664,38 @@ static bool ends_with_replacement(const tok_buf *b) {
     return b->n >= 3 && !memcmp(b->p + b->n - 3, "\xEF\xBF\xBD", 3);
 }
 
-/* Emits full[ctx_text.n..] as the piece; the ids just emitted become the context. */
+/* Whether id decodes to some text in this stream. */
+static bool stream_visible(const tok_stream *s, int32_t id) {
+    const tok_tokenizer *t = s->tok;
+    return id >= 0 && (size_t)id < t->vocab_size && t->id_tok[id] && t->id_tok[id][0] &&
+           !(s->skip && t->special[id]);
+}
+
+/* The byte of a byte token "<0xNN>", or -1. */
+static int stream_byte(const tok_stream *s, int32_t id) {
+    const char *t = tok_id_to_token(s->tok, id);
+    return t ? tok_byte_token(t, strlen(t)) : -1;
+}
+
+static bool stream_continuation_byte(const tok_stream *s, int32_t id) {
+    int b = stream_byte(s, id);
+    return b >= 0x80 && b < 0xC0;
+}
+
+/* How many of the last ids of ids[0..n) the context keeps. The ByteFallback decoder
+ * checks a run of byte tokens as a whole (an invalid run becomes one U+FFFD per byte), so
+ * the tail does not start on the continuation bytes of a character: it reaches back to
+ * the character's first byte (up to 3 ids more). */
+static size_t stream_ctx_tail(const tok_stream *s, const int32_t *ids, size_t n) {
+    size_t k = 0, seen = 0;
+    while (k < n && k < STREAM_CTX_MAX && seen < STREAM_CTX_VISIBLE)
+        if (stream_visible(s, ids[n - 1 - k++])) seen++;
+    for (int more = 0; more < 3 && k < n && stream_continuation_byte(s, ids[n - k]); more++) k++;
+    return k;
+}
+
+/* Emits full[ctx_text.n..] as the piece; the tail of context and emitted ids becomes the
+ * context. */
 static og_status *stream_emit(tok_stream *s, bool reset) {
     const tok_buf *f = &s->full;
     size_t from = s->ctx_text.n;
@@ -676,26 +714,48 @@ static og_status *stream_emit(tok_stream *s, bool reset) {
         s->ctx_text.n = 0;
         return NULL;
     }
-    memmove(s->ids, s->ids + s->n_ctx, (s->n - s->n_ctx) * sizeof *s->ids);
-    s->n -= s->n_ctx;
-    s->n_ctx = s->n;
+    size_t keep = stream_ctx_tail(s, s->ids, s->n);
+    memmove(s->ids, s->ids + (s->n - keep), keep * sizeof *s->ids);
+    s->n = s->n_ctx = keep;
+    return decode_into(s->tok, s->ids, s->n, s->skip, &s->ctx_text);
+}
+
+static bool stream_reserve(tok_stream *s, size_t need) {
+    if (need <= s->cap) return true;
+    size_t cap = s->cap ? s->cap : 16;
+    while (cap < need) cap *= 2;
+    int32_t *p = realloc(s->ids, cap * sizeof *p);
+    if (!p) return false;
+    s->ids = p;
+    s->cap = cap;
+    return true;
+}
+
+og_status *tok_stream_set_context(tok_stream *s, const int32_t *ids, size_t n) {
+    if (!s || (!ids && n)) return og_errorf(OG_ERR_INVALID_ARGUMENT, "tok_stream_set_context: NULL argument");
+    size_t keep = stream_ctx_tail(s, ids, n), run = 0;
+    /* Ids that end in part of a character (split there by the caller) decode their whole
+     * run of byte tokens as U+FFFD per byte; the context keeps that run (up to
+     * STREAM_CTX_RUN ids), so that the ids completing the character give all of it. */
+    while (run < n && run < STREAM_CTX_RUN && stream_byte(s, ids[n - 1 - run]) >= 0) run++;
+    if (run > keep) keep = run;
+    if (!stream_reserve(s, keep)) return og_oom();
+    if (keep) memcpy(s->ids, ids + (n - keep), keep * sizeof *s->ids);
+    s->n = s->n_ctx = keep;
     return decode_into(s->tok, s->ids, s->n, s->skip, &s->ctx_text);
 }
 
 og_status *tok_stream_feed(tok_stream *s, int32_t id, const char **piece, size_t *piece_len) {
     if (!s || !piece) return og_errorf(OG_ERR_INVALID_ARGUMENT, "tok_stream_feed: NULL argument");
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        int32_t *p = realloc(s->ids, cap * sizeof *p);
-        if (!p) return og_oom();
-        s->ids = p;
-        s->cap = cap;
-    }
+    if (!stream_reserve(s, s->n + 1)) return og_oom();
     s->ids[s->n++] = id;
     OG_TRY(decode_into(s->tok, s->ids, s->n, s->skip, &s->full));
     s->piece.n = 0;
     bool incomplete = ends_with_replacement(&s->full) && s->n - s->n_ctx < STREAM_MAX_PENDING;
-    if (!incomplete && s->full.n > s->ctx_text.n) OG_TRY(stream_emit(s, false));
+    /* (the text may have grown shorter: a context that ends in part of a character
+     * decodes it as U+FFFD per byte, and the new id completes it) */
+    bool changed = s->full.n != s->ctx_text.n || memcmp(s->full.p, s->ctx_text.p, s->full.n) != 0;
+    if (!incomplete && changed) OG_TRY(stream_emit(s, false));
     if (!tok_buf_put(&s->piece, "", 0)) return og_oom();
     *piece = s->piece.p;
     if (piece_len) *piece_len = s->piece.n;

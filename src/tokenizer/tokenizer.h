@@ -91,12 +91,19 @@ og_status *tok_decode(const tok_tokenizer *tok, const int32_t *ids, size_t n,
  * ids. The stream borrows `tok`, which must outlive it. */
 og_status *tok_stream_new(const tok_tokenizer *tok, bool skip_special_tokens,
                           tok_stream **out);
+/* Sets the ids the next ones continue (a prompt; n may be 0 for none), dropping
+ * anything held back: the pieces that follow are then what they add to the decode of
+ * these ids, as HF tokenizers' decode(context + new) has it beyond decode(context). A
+ * SentencePiece-style first piece keeps its leading space ("Tom" + " and"), where a
+ * fresh stream decodes it as the start of a text ("and"). Only the tail of ids that the
+ * decoders need is kept. */
+og_status *tok_stream_set_context(tok_stream *s, const int32_t *ids, size_t n);
 /* Feeds one id. *piece points at the new text (NUL-terminated, possibly ""), owned by
  * the stream and valid until the next call on it; *piece_len (may be NULL) gets its
  * length. */
 og_status *tok_stream_feed(tok_stream *s, int32_t id, const char **piece, size_t *piece_len);
 /* Emits whatever is still held back (e.g. an incomplete UTF-8 tail, as U+FFFD) and
- * resets the stream. Same ownership as tok_stream_feed. */
+ * resets the stream (no context). Same ownership as tok_stream_feed. */
 og_status *tok_stream_flush(tok_stream *s, const char **piece, size_t *piece_len);
 void tok_stream_free(tok_stream *s);
 

@@ -303,7 +303,10 @@ int cli_generate(int argc, char **argv) {
     if ((st = og_generator_create(model, &p, &gen))) goto done;
     /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
-    if (streaming && (st = og_tokenizer_stream_create(tok, &stream))) goto done;
+    /* The pieces continue the prompt: decoded after its ids, as the whole sequence is. */
+    if (streaming && ((st = og_tokenizer_stream_create(tok, &stream)) ||
+                      (st = og_tokenizer_stream_set_context(stream, o.ids[0], o.n_ids[0]))))
+        goto done;
     if (streaming) { /* the prompt first, as llama.cpp and Ollama show it */
         if (o.have_prompt) fputs(o.prompt, stdout);
         else fwrite(input, 1, input_len, stdout); /* standard input may hold NUL bytes */

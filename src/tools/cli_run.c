@@ -388,6 +388,8 @@ static og_status *run_turn(session *s, const char *user, turn_result *r) {
     if (!st && n == 0) st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the rendered prompt is empty");
     if (!st) st = sync_prompt(s, ids, n, r);
     if (!st) st = og_tokenizer_stream_create(s->tok, &ts);
+    /* the answer continues the rendered prompt (its assistant header) */
+    if (!st) st = og_tokenizer_stream_set_context(ts, ids, n);
     double t_first = 0;
     while (!st) {
         if (cs.stopped) {

@@ -77,11 +77,17 @@ def chat_json(binary, pkg, prompt, *extra):
     return json.loads(r.stdout)
 
 
-def incremental_pieces(tok, ids):
-    """What each token adds to the text, as an incremental decoder (the oracle) sees it."""
-    pieces, prev = [], ""
+def incremental_pieces(tok, ids, context=()):
+    """What each token adds to the text after the prompt's ids (`context`), as an
+    incremental decoder (the oracle) sees it: decode(context + ids[:i + 1]) beyond
+    decode(context + ids[:i]), as transformers' text-generation pipeline takes an answer
+    (the whole decode beyond the prompt's)."""
+    context = list(context)
+    prev = tok.decode(context, skip_special_tokens=True)
+    pieces = []
     for i in range(len(ids)):
-        text = tok.decode(ids[: i + 1], skip_special_tokens=True)
+        text = tok.decode(context + ids[: i + 1], skip_special_tokens=True)
+        assert text.startswith(prev), (prev, text)
         pieces.append(text[len(prev):])
         prev = text
     return pieces
@@ -134,7 +140,13 @@ def test_commands(binary, stories, work):
 
     import tokenizers
     tok = tokenizers.Tokenizer.from_file(os.path.join(stories, "tokenizer.json"))
-    pieces = incremental_pieces(tok, ids)
+    # the answer continues the rendered prompt, encoded as generate --chat does (no
+    # special tokens added: the template writes them)
+    with open(os.path.join(work, "one.json"), "w") as f:
+        json.dump([{"role": "user", "content": prompt}], f)
+    r = run([binary, "template", pkg, "--messages", os.path.join(work, "one.json"), "--add-generation-prompt"])
+    context = tok.encode(r.stdout, add_special_tokens=False).ids
+    pieces = incremental_pieces(tok, ids, context)
     check("answer_is_decoded_tokens", "".join(pieces) == text, f"{''.join(pieces)!r} vs {text!r}")
 
     # a stop string that spans tokens: the text is cut right before it

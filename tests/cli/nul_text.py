@@ -113,8 +113,13 @@ def main():
         return 1
     words = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
     gen = words("Once upon a time") + [nul] + words("there was a girl") + [nul, nul] + words("Lily ran")
-    answer = tok.decode(gen)  # the generated tokens' text alone
-    check(answer.count("\x00") == 3 and answer.endswith("Lily ran"), f"oracle answer {answer!r}")
+
+    def after(context):
+        """The generated tokens' text after the prompt's ids: decode(prompt + generated)
+        beyond decode(prompt), as HF transformers' pipeline takes an answer."""
+        full, head = tok.decode(context + gen), tok.decode(context)
+        check(full.startswith(head), f"oracle: {head!r} begins {full!r}")
+        return full[len(head):]
     bin_ = os.path.join(build, "onnx-genai")
     tmp = tempfile.mkdtemp(prefix="og-nul-")
     try:
@@ -124,6 +129,8 @@ def main():
         pkg = os.path.join(tmp, "gen")
         write_package(pkg, tok_json, tok_cfg, prompt + gen)
         full = tok.decode(prompt + gen)
+        answer = after(prompt)
+        check(answer.count("\x00") == 3 and answer.endswith("Lily ran"), f"oracle answer {answer!r}")
         rc, out = run([bin_, "generate", pkg, "-p", "Tom", "--json"])
         if rc == 0:
             j = json.loads(out)
@@ -131,7 +138,8 @@ def main():
             check(j["text"] == [full] and b"\\u0000" in out,
                   f"generate --json: text with NUL characters equals the decode of the ids ({j['text']!r})")
         rc, out = run([bin_, "generate", pkg, "-p", "Tom"])
-        # the prompt as given, then the generated tokens' text (a stream of those alone)
+        # the prompt as given, then the generated tokens' text after it (" Once", the
+        # first piece's space kept, as in the whole sequence's decode)
         check(rc == 0 and out == ("Tom" + answer + "\n").encode(),
               f"generate: the streamed bytes hold the NUL bytes and what follows ({out!r})")
         rc, out = run([bin_, "generate", pkg, "-p", "Tom", "--num-beams", "2"])
@@ -139,6 +147,7 @@ def main():
 
         pkg = os.path.join(tmp, "chat")
         write_package(pkg, tok_json, tok_cfg, chat_prompt + gen)
+        answer = after(chat_prompt)  # after the template's text "<s>Tom"
         rc, out = run([bin_, "generate", "--chat", pkg, "-p", "Tom", "--json"])
         if rc == 0:
             j = json.loads(out)

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import SHARED
+from conftest import BUILD, ORTGENAI, SHARED
 
 BATCH_IN = np.array([[0, 0, 0, 52], [0, 0, 195, 731]], dtype=np.int32)
 BATCH_OUT = [[0, 0, 0, 52, 204, 204, 204, 204, 204, 204],
@@ -174,6 +174,52 @@ def test_tokenizer(og, gpt2, gpt2_dir):
     assert tok.bos_token_id == 98 and tok.pad_token_id == 98 and tok.eos_token_ids.tolist() == [98]
     assert og.Tokenizer(gpt2_dir).encode("Hello").tolist() == hf.encode("Hello").ids
     assert og.Tokenizer(og.Config(gpt2_dir)).eos_token_ids.tolist() == [98]
+
+
+def test_tokenizer_stream_context(og, gpt2_dir):
+    """A stream with the prompt as context gives what the generated ids add to the text:
+    HF tokenizers' decode(prompt + generated) beyond decode(prompt). On stories260K
+    (llama-style: Replace, ByteFallback, Fuse, Strip) onnxruntime-genai's stream gives
+    the same pieces after the prompt "Tom" (its stream never strips a first space)."""
+    from tokenizers import Tokenizer as HF
+    stories = os.path.join(BUILD, "parity_packages", "stories260K-fp32")
+    for d in (os.path.join(ORTGENAI, "phi3-v"), gpt2_dir, stories):
+        if not os.path.isfile(os.path.join(d, "tokenizer.json")):
+            pytest.skip(f"{d}/tokenizer.json is missing")
+    for d in (os.path.join(ORTGENAI, "phi3-v"), gpt2_dir, stories):
+        hf = HF.from_file(os.path.join(d, "tokenizer.json"))
+        tok = og.Tokenizer(d)
+        for text in ["Tom and Lily went out", " leading space, then 日本語 and ünï", "a\n b\n\n c"]:
+            ids = hf.encode(text).ids
+            for k in range(len(ids) + 1):
+                stream = tok.create_stream()
+                stream.set_context(np.array(ids[:k]))
+                got = "".join(stream.decode(i) for i in ids[k:]) + stream.flush()
+                full, ctx = (hf.decode(ids, skip_special_tokens=True),
+                             hf.decode(ids[:k], skip_special_tokens=True))
+                # (a context that ends inside a character decodes it as U+FFFD: from
+                # the first character that differs)
+                common = next((i for i, (a, b) in enumerate(zip(full, ctx)) if a != b), min(len(full), len(ctx)))
+                assert got == full[common:], (d, text, k, got)
+    with pytest.raises(og.InvalidArgumentError):
+        og.Tokenizer(gpt2_dir).create_stream().set_context([2**31])
+
+    import onnxruntime_genai as ortg
+    model = ortg.Model(stories)
+    params = ortg.GeneratorParams(model)
+    params.set_search_options(max_length=16, do_sample=False)
+    gen = ortg.Generator(model, params)
+    prompt = HF.from_file(os.path.join(stories, "tokenizer.json")).encode("Tom").ids
+    gen.append_tokens(prompt)
+    theirs_stream, ours_stream = ortg.Tokenizer(model).create_stream(), og.Tokenizer(stories).create_stream()
+    ours_stream.set_context(prompt)
+    theirs, ours = [], []
+    while not gen.is_done():
+        gen.generate_next_token()
+        t = int(gen.get_next_tokens()[0])
+        theirs.append(theirs_stream.decode(t))
+        ours.append(ours_stream.decode(t))
+    assert ours == theirs and theirs[0].startswith(" "), (ours, theirs)
 
 
 def test_apply_chat_template_signature(og, gpt2):

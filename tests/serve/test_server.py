@@ -1006,9 +1006,11 @@ def case_nul(build, pkgs):
         prompt = words("Tom")
         body = {"prompt": prompt, "max_tokens": len(ids) + 5, "temperature": 0, "ignore_eos": True}
         st, _, j, raw = s.post("/v1/completions", body)
-        text = want  # the answer's text: the decode of its tokens alone
-        check(st == 200 and j["choices"][0]["text"] == text and b"\\u0000" in raw,
-              f"completion text with NUL characters equals the decode of its tokens ({text!r})")
+        # the answer's text continues the prompt: decode(prompt + ids) beyond decode(prompt)
+        # (" Once", with the space, as OpenAI's completions give a continuation)
+        text = tok.decode(prompt + ids)[len(tok.decode(prompt)):]
+        check(st == 200 and j["choices"][0]["text"] == text and b"\\u0000" in raw and text[0] == " ",
+              f"completion text with NUL characters equals the decode of its tokens after the prompt ({text!r})")
         st, ev = s.stream("/v1/completions", dict(body, stream=True))
         got, _, _ = content_of(ev)
         check(st == 200 and got.get(0) == text, "streamed completion: the same text")
@@ -1020,6 +1022,10 @@ def case_nul(build, pkgs):
               lp["text_offset"][5] == lp["text_offset"][4] + 1,
               "completion logprobs: the NUL token's text and offsets")
         chat = chat_body("Tom", max_tokens=len(ids) + 5, ignore_eos=True)
+        # the content continues the rendered chat prompt (its ids from /tokenize)
+        st, _, tm, _ = s.post("/tokenize", {"messages": chat["messages"]})
+        ctx = tm["tokens"] if st == 200 else []
+        text = tok.decode(ctx + ids)[len(tok.decode(ctx)):]
         st, _, j, _ = s.post("/v1/chat/completions", chat)
         content = j["choices"][0]["message"]["content"] if st == 200 else None
         check(content is not None and "\x00" in content and content == text,

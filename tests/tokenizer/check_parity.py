@@ -5,7 +5,9 @@ For each tokenizer (the GPT-2 and Phi-3-vision ones from the shared model folder
 SentencePiece-style one made by make_sp_tokenizer.py, and two byte-level ones built here
 from the GPT-2 vocabulary with Qwen2's and Llama-3's Split regexes), every case is
 encoded with and without special tokens and decoded (keeping and skipping special
-tokens, and through the streaming decoder); ids and text must match exactly.
+tokens, and through the streaming decoder, also as the continuation of a context: the ids
+after the first one and after the first half, with the ids before as the stream's context,
+against decode(all) beyond decode(context)); ids and text must match exactly.
 
 Cases: every line of corpus.txt (escapes: \\n newline, \\r carriage return, \\\\
 backslash), blocks of consecutive lines joined by newlines, the whole corpus as one
@@ -195,6 +197,19 @@ def variants(corpus_path, work):
     return out
 
 
+def continuation(tok, ids, k):
+    """What ids[k:] add to the text after ids[:k]: decode(all) beyond decode(ids[:k]), as
+    transformers' TextStreamer and text-generation pipeline take a continuation. Where
+    the two decodes part inside the context's text (ids[:k] end in part of a character,
+    decoded as U+FFFD), from the first character that differs."""
+    full = tok.decode(ids, skip_special_tokens=True)
+    ctx = tok.decode(ids[:k], skip_special_tokens=True)
+    common = 0
+    while common < min(len(full), len(ctx)) and full[common] == ctx[common]:
+        common += 1
+    return full[common:]
+
+
 def run_one(name, path, cli, work, texts):
     tok = Tokenizer.from_file(path if path.endswith(".json") else os.path.join(path, "tokenizer.json"))
     hexfile = os.path.join(work, name + ".hex")
@@ -209,7 +224,7 @@ def run_one(name, path, cli, work, texts):
     mismatches = 0
     shown = 0
     for i, raw in enumerate(texts):
-        rec = {l[0]: l[2:] for l in out[6 * i:6 * i + 6]}
+        rec = {l[0]: l[2:] for l in out[8 * i:8 * i + 8]}
         text = raw.decode("utf-8", errors="replace")
         ours = {
             "ids": [int(x) for x in rec["E"].split()],
@@ -218,6 +233,8 @@ def run_one(name, path, cli, work, texts):
             "decode_skip": bytes.fromhex(rec["S"]).decode("utf-8"),
             "stream": bytes.fromhex(rec["T"]).decode("utf-8"),
             "stream_broken_pieces": int(rec["B"]),
+            "continue_after_first": bytes.fromhex(rec["P"]).decode("utf-8"),
+            "continue_after_half": bytes.fromhex(rec["C"]).decode("utf-8"),
         }
         ids = tok.encode(text, add_special_tokens=True).ids
         skip = tok.decode(ids, skip_special_tokens=True)
@@ -228,6 +245,8 @@ def run_one(name, path, cli, work, texts):
             "decode_skip": skip,
             "stream": skip,
             "stream_broken_pieces": 0,
+            "continue_after_first": continuation(tok, ids, 1 if ids else 0),
+            "continue_after_half": continuation(tok, ids, len(ids) // 2),
         }
         bad = [k for k in hf if hf[k] != ours[k]]
         if bad:

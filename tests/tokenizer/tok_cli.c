@@ -7,7 +7,9 @@
  *       "E ids" (add_special_tokens), "N ids" (without), "D hex" (decode of E, specials
  *       kept), "S hex" (decode of E skipping specials), "T hex" (stream decode of E,
  *       skipping specials: pieces concatenated), "B n" (stream pieces that were not
- *       valid UTF-8 or split a character: must be 0)
+ *       valid UTF-8 or split a character: must be 0), "P hex" and "C hex" (stream decode
+ *       of E's ids after the first one and after the first half, with the ids before
+ *       set as the stream's context: pieces concatenated)
  *   tok-cli bench  <tokenizer> <textfile> [reps]  encode every line, print MB/s (by wall
  *       and by CPU time) */
 #include "tokenizer/tokenizer.h"
@@ -120,6 +122,21 @@ static int batch(tok_tokenizer *tok, const char *path) {
             put_hex(piece, plen);
         }
         printf("\nB %d\n", bad);
+        /* continuations: the ids after a split, from a stream whose context is the ids
+         * before it (after the first id, e.g. BOS, and after half of them) */
+        for (int c = 0; c < 2; c++) {
+            size_t k = c == 0 ? (ni > 0) : ni / 2;
+            printf("%c ", c == 0 ? 'P' : 'C');
+            if ((st = tok_stream_set_context(stream, ids, k))) return fail(st);
+            for (size_t i = k; i <= ni; i++) {
+                const char *piece;
+                size_t plen;
+                st = i < ni ? tok_stream_feed(stream, ids[i], &piece, &plen) : tok_stream_flush(stream, &piece, &plen);
+                if (st) return fail(st);
+                put_hex(piece, plen);
+            }
+            printf("\n");
+        }
         free(ids);
         free(ids2);
         line = end + 1;
