@@ -754,7 +754,7 @@ og_status *tok_stream_feed(tok_stream *s, int32_t id, const char **piece, size_t
     bool incomplete = ends_with_replacement(&s->full) && s->n - s->n_ctx < STREAM_MAX_PENDING;
     /* (the text may have grown shorter: a context that ends in part of a character
      * decodes it as U+FFFD per byte, and the new id completes it) */
-    bool changed = s->full.n != s->ctx_text.n || memcmp(s->full.p, s->ctx_text.p, s->full.n) != 0;
+    bool changed = s->full.n != s->ctx_text.n || (s->full.n && memcmp(s->full.p, s->ctx_text.p, s->full.n) != 0);
     if (!incomplete && changed) OG_TRY(stream_emit(s, false));
     if (!tok_buf_put(&s->piece, "", 0)) return og_oom();
     *piece = s->piece.p;
