@@ -67,7 +67,8 @@ typedef struct eng_sampling {
     uint64_t seed;
     int logprobs;       /* -1: none; else the chosen token's log-probability and this many
                            alternatives (<= ENG_MAX_LOGPROBS) */
-    bool ignore_eos;
+    bool ignore_eos;    /* an EOS id is a token like any other (delivered, fed back): the
+                           request ends at max_tokens or the context, in both modes */
 } eng_sampling;
 
 enum { ENG_MAX_LOGPROBS = 20 };

@@ -1,8 +1,10 @@
 /* Per-sequence mode: one og_generator per running request, each stepped one token per
  * engine step (its prompt runs whole when it is admitted). For models the paged path
  * cannot take (see engine.h); the scheduling promises hold (a maximum batch, a queue,
- * arrival order, cancellation between steps), the shared batch does not. EOS always
- * ends a sequence here (the generator stops on it). */
+ * arrival order, cancellation between steps), the shared batch does not. EOS ends a
+ * sequence unless the request ignores it: then, as in the batched mode, the EOS token is
+ * delivered like any other and fed back (the generator stopped on it; appending it runs
+ * the step the generator would have run). */
 #include "engine/engine_internal.h"
 
 #include "genai/budget.h"
@@ -68,18 +70,22 @@ static bool step_one(eng_engine *e, eng_seq *s) {
     const int32_t *ids = NULL;
     size_t len = 0;
     if (!st) st = og_generator_get_sequence(s->gen, 0, &ids, &len);
+    /* the generator stopped on an EOS id: its sequence did not grow, the id is its next */
+    bool eos = !st && (int)len == s->n_tokens;
+    if (eos && !s->req->s.ignore_eos) {
+        og_tensor_free(lg);
+        eng_finish_seq(e, s, ENG_FINISH_STOP, NULL);
+        return false;
+    }
+    size_t n_next = 0;
+    if (eos) st = og_generator_get_next_tokens(s->gen, &ids, &n_next);
     if (st) {
         og_tensor_free(lg);
         eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
         og_status_free(st);
         return false;
     }
-    if ((int)len == s->n_tokens) { /* the generator stopped on an EOS id */
-        og_tensor_free(lg);
-        eng_finish_seq(e, s, ENG_FINISH_STOP, NULL);
-        return false;
-    }
-    t.id = ids[len - 1];
+    t.id = eos ? ids[0] : ids[len - 1];
     if (logprobs) {
         memcpy(e->lp, og_tensor_data(lg), sizeof(float) * (size_t)e->vocab);
         gen_log_softmax(e->lp, e->vocab);
@@ -90,8 +96,16 @@ static bool step_one(eng_engine *e, eng_seq *s) {
     og_tensor_free(lg);
     s->tokens[s->n_tokens++] = t.id;
     eng_deliver(e, s, &t);
-    if (s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context ||
-        og_generator_is_done(s->gen)) {
+    if (s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
+        eng_finish_seq(e, s, ENG_FINISH_LENGTH, NULL);
+        return false;
+    }
+    if (eos && (st = og_generator_append_tokens(s->gen, &t.id, 1))) {
+        eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+        og_status_free(st);
+        return false;
+    }
+    if (og_generator_is_done(s->gen)) {
         eng_finish_seq(e, s, ENG_FINISH_LENGTH, NULL);
         return false;
     }

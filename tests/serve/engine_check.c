@@ -24,6 +24,11 @@
  *                     as a first engine with the defaults reports it): the requests must
  *                     wait for memory, the KV gauge never exceeds the budget and fewer
  *                     than all of them ever run at once
+ *   --ignore-eos FILE  prompts and oracle answers from FILE (ignore_eos_oracle.py:
+ *                     onnxruntime-genai's on a package whose EOS greedy decoding writes
+ *                     early): every request asks for ignore_eos and exactly its oracle's
+ *                     max_tokens, EOS tokens included, and ends for its length; then each
+ *                     again without ignore_eos must stop at its first EOS
  * Every case also checks the statistics against what the requests saw (counters, the
  * KV pool empty at the end, first-token latencies counted once per request).
  * Prints one line per request and a summary; exits 1 on any difference. */
@@ -120,6 +125,84 @@ static og_status *alone_engine(og_model *m, const eng_options *o, const int32_t 
     return NULL;
 }
 
+/* FILE of --ignore-eos: lines "P ids", "T ids", "S ids" per prompt (the prompt, the answer
+ * with ignore_eos, the answer without it). Returns the number of prompts, -1 on error. */
+static int read_oracle(const char *path, int32_t (*prompts)[4096], int *plen,
+                       int32_t (*want)[MAX_NEW], int *wlen, int32_t (*stop)[MAX_NEW], int *slen) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        printf("SKIP: %s is missing (its oracle, onnxruntime-genai, did not run)\n", path);
+        return -77;
+    }
+    static char line[65536];
+    int n = -1, bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        char kind = line[0];
+        if (kind == 'P' && ++n >= MAX_PROMPTS) bad = 1;
+        if (bad || n < 0 || (kind != 'P' && kind != 'T' && kind != 'S')) {
+            bad = 1;
+            break;
+        }
+        int32_t *dst = kind == 'P' ? prompts[n] : kind == 'T' ? want[n] : stop[n];
+        int cap = kind == 'P' ? 4096 : MAX_NEW, k = 0;
+        char *p = line + 1, *end;
+        for (long v = strtol(p, &end, 10); end != p; v = strtol(p, &end, 10)) {
+            if (k == cap) {
+                bad = 1;
+                break;
+            }
+            dst[k++] = (int32_t)v;
+            p = end;
+        }
+        *(kind == 'P' ? &plen[n] : kind == 'T' ? &wlen[n] : &slen[n]) = k;
+    }
+    fclose(f);
+    if (bad || n < 0) {
+        fprintf(stderr, "engine-check: %s: expected lines 'P ids', 'T ids' (at most %d), 'S ids' "
+                        "for at most %d prompts\n", path, MAX_NEW, MAX_PROMPTS);
+        return -1;
+    }
+    return n + 1;
+}
+
+static bool is_eos_id(const og_model *m, int32_t id) {
+    const int32_t *ids;
+    size_t n = og_model_eos_token_ids(m, &ids);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+/* Without ignore_eos, each prompt alone must give its oracle's answer up to its first EOS
+ * and end there for the EOS (or for its length when it has none). */
+static int stops_on_eos(eng_engine *e, int n, int32_t (*prompts)[4096], const int *plen,
+                        int32_t (*stop)[MAX_NEW], const int *slen, const int *wlen) {
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        eng_sampling s = {.max_tokens = wlen[i], .top_p = 1, .logprobs = -1};
+        eng_request *r;
+        char msg[256];
+        if (eng_submit(e, prompts[i], plen[i], &s, &r, msg, sizeof msg) != ENG_SUBMIT_OK) {
+            printf("FAIL: without ignore_eos: submit %d: %s\n", i, msg);
+            bad++;
+            continue;
+        }
+        while (eng_request_finish(r, NULL) == ENG_RUNNING) eng_request_wait(r, 1 << 30, 1.0);
+        eng_finish f = eng_request_finish(r, NULL);
+        int got = eng_request_wait(r, 0, 0);
+        eng_token t[MAX_NEW];
+        eng_request_tokens(r, 0, got, t);
+        eng_request_release(r);
+        bool ok = got == slen[i] && f == (slen[i] < wlen[i] ? ENG_FINISH_STOP : ENG_FINISH_LENGTH);
+        for (int k = 0; ok && k < got; k++) ok = t[k].id == stop[i][k];
+        printf("%s prompt %d without ignore_eos: %d tokens, ended %s (onnxruntime-genai: %d%s)\n",
+               ok ? "ok  " : "FAIL", i, got, f == ENG_FINISH_STOP ? "on EOS" : "otherwise", slen[i],
+               slen[i] < wlen[i] ? ", then EOS" : "");
+        bad += !ok;
+    }
+    return bad;
+}
+
 /* The statistics once every request has ended: they agree with what the requests saw. */
 static int check_stats(const eng_stats *es, uint64_t requests, uint64_t cancelled,
                        uint64_t delivered, uint64_t with_tokens, bool batched) {
@@ -196,6 +279,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0;
+    const char *ignore_file = NULL;
     bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
          want_single = false;
     og_model_options mo = og_model_options_default();
@@ -216,6 +300,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--cancel")) cancel = true;
         else if (!strcmp(a, "--want-per-sequence")) want_single = true;
         else if (!strcmp(a, "--kv-fit")) kv_fit = atoi(v), i++;
+        else if (!strcmp(a, "--ignore-eos") && i + 1 < argc) ignore_file = v, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
         else {
@@ -244,9 +329,21 @@ int main(int argc, char **argv) {
     if (kv_blocks > 0)
         o.kv_memory = (size_t)kv_blocks * (size_t)o.block_size *
                       kv_pool_position_bytes(m->n_layers, m->kv_heads, m->head_size, m->kv_dtype);
-    static int32_t prompts[MAX_PROMPTS][4096], want[MAX_PROMPTS][MAX_NEW];
-    int plen[MAX_PROMPTS], wlen[MAX_PROMPTS];
-    for (int i = 0; i < n_prompts; i++) {
+    static int32_t prompts[MAX_PROMPTS][4096], want[MAX_PROMPTS][MAX_NEW], stop[MAX_PROMPTS][MAX_NEW];
+    int plen[MAX_PROMPTS], wlen[MAX_PROMPTS], slen[MAX_PROMPTS];
+    int n_eos = 0; /* EOS ids in the oracle's answers with ignore_eos */
+    if (ignore_file) {
+        n_prompts = read_oracle(ignore_file, prompts, plen, want, wlen, stop, slen);
+        if (n_prompts < 0) {
+            og_model_close(m);
+            return n_prompts == -77 ? 77 : 2;
+        }
+        for (int i = 0; i < n_prompts; i++)
+            for (int k = 0; k < wlen[i]; k++) n_eos += is_eos_id(m, want[i][k]);
+        printf("oracle %s: %d prompts, %d EOS tokens in their answers with ignore_eos\n",
+               ignore_file, n_prompts, n_eos);
+    }
+    for (int i = 0; i < n_prompts && !ignore_file; i++) {
         plen[i] = make_prompt(i, shared, m->vocab_size, prompts[i]);
         if (oracle_engine) st = alone_engine(m, &o, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
         else st = alone(m, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
@@ -259,7 +356,7 @@ int main(int argc, char **argv) {
         else
             printf("FAIL a generator gave back %.0f bytes more than its estimate\n", charge_short);
         if (charge_short > 0) return 1;
-    } else if (!oracle_engine) {
+    } else if (!oracle_engine && !ignore_file) {
         printf("note: mallinfo2 reports nothing here (a sanitizer's allocator): the charge "
                "estimate is not checked in this build\n");
     }
@@ -289,7 +386,8 @@ int main(int argc, char **argv) {
     for (int round = 0; round < rounds; round++) {
         eng_request *req[MAX_PROMPTS];
         for (int i = 0; i < n_prompts; i++) {
-            eng_sampling s = {.max_tokens = MAX_NEW, .top_p = 1, .logprobs = -1};
+            eng_sampling s = {.max_tokens = ignore_file ? wlen[i] : MAX_NEW, .top_p = 1,
+                              .logprobs = -1, .ignore_eos = ignore_file != NULL};
             char msg[256];
             if (eng_submit(e, prompts[i], plen[i], &s, &req[i], msg, sizeof msg) != ENG_SUBMIT_OK) {
                 fprintf(stderr, "engine-check: submit %d: %s\n", i, msg);
@@ -323,7 +421,7 @@ int main(int argc, char **argv) {
             bool cut = f == ENG_FINISH_CANCELLED;
             /* a cancelled request has a prefix of its tokens; only one asked to stop is */
             bool same = (cut ? cancel && i % 2 == 1 && n >= 2 && n <= wlen[i] : n == wlen[i]) &&
-                        f != ENG_FINISH_ERROR;
+                        f != ENG_FINISH_ERROR && (!ignore_file || f == ENG_FINISH_LENGTH);
             for (int k = 0; same && k < n; k++) same = got[k].id == want[i][k];
             n_cancelled += cut;
             with_tokens += n > 0;
@@ -355,6 +453,13 @@ int main(int argc, char **argv) {
     bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
                        (uint64_t)with_tokens, eng_batched(e));
     if (cancel) bad += cancel_alone(e, prompts[0], plen[0]);
+    if (ignore_file) {
+        bad += stops_on_eos(e, n_prompts, prompts, plen, stop, slen, wlen);
+        if (n_eos == 0) {
+            printf("FAIL: the oracle's answers hold no EOS id: ignore_eos is not tested\n");
+            bad++;
+        }
+    }
     eng_destroy(e);
     og_model_close(m);
     if (want_preempt && es.preempted == 0) {

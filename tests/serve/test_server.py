@@ -14,7 +14,7 @@ text itself, the openai client's parsing, and ../shared/chat-templates/render.py
 (transformers' rendering) for conversations that carry tool calls back.
 
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page, models, backend, tools, hybrid, nul). Exits 77 (skipped) when a package or tool it needs is missing."""
+loading, page, models, backend, tools, hybrid, nul, ignore_eos). Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
 import os
@@ -1311,6 +1311,77 @@ def case_hybrid(build, pkgs):
         s.stop()
 
 
+def read_eos_oracle(path):
+    """ignore_eos_oracle.py's file: [(prompt, answer with ignore_eos, answer without)]."""
+    rows = {"P": [], "T": [], "S": []}
+    with open(path) as f:
+        for line in f:
+            kind, *ids = line.split()
+            rows[kind].append([int(t) for t in ids])
+    return list(zip(rows["P"], rows["T"], rows["S"]))
+
+
+def case_ignore_eos(build, pkgs):
+    """ignore_eos in per-sequence mode: on hybrid-qwen3_5-eos (ignore_eos_oracle.py: a copy of
+    hybrid-qwen3_5 whose EOS is a token greedy decoding writes early), concurrent greedy
+    completions with ignore_eos give exactly max_tokens tokens, onnxruntime-genai's answer
+    on the original package (EOS tokens included), and end for their length; their
+    logprobs pick the top alternative at every position, EOS ones included; streamed, the
+    text of the first one; without ignore_eos they stop where onnxruntime-genai stops on the copy."""
+    pkg = os.path.join(pkgs, "hybrid-qwen3_5-eos")
+    path = os.path.join(pkg, "ignore_eos.txt")
+    if not os.path.exists(path):
+        print(f"SKIP: {path} is missing (its oracle, onnxruntime-genai, did not run)")
+        return SKIP
+    cases = read_eos_oracle(path)
+    eos = json.load(open(os.path.join(pkg, "genai_config.json")))["model"]["eos_token_id"]
+    n_eos = sum(t.count(eos) for _, t, _ in cases)
+    check(n_eos > 0 and any(len(st) < len(t) for _, t, st in cases),
+          f"the oracle's answers hold {n_eos} EOS tokens ({eos}) and stop early without ignore_eos")
+    s = Server(build, pkg, "--max-batch", "4")
+    try:
+        piece = {}
+        for t in {t for _, a, _ in cases for t in a}:
+            piece[t] = s.post("/detokenize", {"tokens": [t]})[2]["prompt"]
+        body = lambda p, n, **kw: dict(prompt=p, max_tokens=n, temperature=0, **kw)  # noqa: E731
+        res = run_all(lambda c: s.post("/v1/completions", body(c[0], len(c[1]), ignore_eos=True, logprobs=2)),
+                      cases)
+        good = 0
+        for r, (p, t, _) in zip(res, cases):
+            if isinstance(r, Exception) or r[0] != 200:
+                print(f"    prompt {p}: {r}")
+                continue
+            ch, lp = r[2]["choices"][0], r[2]["choices"][0]["logprobs"]
+            tops = [max(d.values()) if d else None for d in lp["top_logprobs"]]
+            ok = (lp["tokens"] == [piece[x] for x in t] and r[2]["usage"]["completion_tokens"] == len(t) and
+                  ch["finish_reason"] == "length" and
+                  all(top is not None and abs(v - top) < 1e-6 for v, top in zip(lp["token_logprobs"], tops)))
+            good += ok
+            if not ok:
+                print(f"    prompt {p}: {ch['finish_reason']}, {r[2]['usage']['completion_tokens']} tokens "
+                      f"{lp['tokens']} vs {[piece[x] for x in t]}")
+        check(good == len(cases), f"{len(cases)} concurrent completions with ignore_eos: exactly max_tokens "
+              f"tokens, onnxruntime-genai's greedy answer with its EOS tokens, finish_reason length, "
+              f"greedy logprobs ({good}/{len(cases)})")
+        p, t, _ = cases[0]
+        st, ev = s.stream("/v1/completions", body(p, len(t), ignore_eos=True, stream=True))
+        text = "".join(c["text"] for e in ev if isinstance(e, dict) for c in e["choices"])
+        ends = [c.get("finish_reason") for e in ev if isinstance(e, dict) for c in e["choices"]
+                if c.get("finish_reason")]
+        whole = res[0][2]["choices"][0]["text"] if not isinstance(res[0], Exception) and res[0][0] == 200 else None
+        check(st == 200 and text == whole and ends == ["length"],
+              f"streamed with ignore_eos: the same text past the EOS, finish_reason length ({ends})")
+        res = run_all(lambda c: s.post("/v1/completions", body(c[0], len(c[1]), logprobs=0)), cases)
+        same = [not isinstance(r, Exception) and r[0] == 200 and
+                r[2]["choices"][0]["logprobs"]["tokens"] == [piece[x] for x in st_] and
+                r[2]["choices"][0]["finish_reason"] == ("stop" if len(st_) < len(t) else "length")
+                for r, (_, t, st_) in zip(res, cases)]
+        check(all(same), f"without ignore_eos: each stops at its first EOS as onnxruntime-genai does "
+              f"({sum(same)}/{len(cases)})")
+    finally:
+        s.stop()
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
@@ -1322,7 +1393,7 @@ def main():
     cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
              "loading": case_loading, "page": case_page, "models": case_models,
              "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid,
-             "nul": case_nul}
+             "nul": case_nul, "ignore_eos": case_ignore_eos}
     rc = cases[case](build, pkgs)
     if rc == SKIP:
         return SKIP
