@@ -219,6 +219,19 @@ const char *og_session_backend(const og_session *session);
  * session. */
 const char *og_session_warning(const og_session *session);
 
+/* The execution plans a native session caches (og_session_options.plan_memory), its
+ * subgraphs' included; all zeros for a session on onnxruntime. */
+typedef struct og_plan_stats {
+    size_t bytes;   /* held now: the plans' tables and arenas */
+    size_t peak;    /* the most held since the session opened */
+    size_t plans;   /* cached now */
+    size_t evicted; /* evicted for the byte budget since the session opened */
+    size_t budget;  /* the session's plan_memory */
+} og_plan_stats;
+
+/* The session's plans as of now (between runs: what the budget left). */
+void og_session_plan_stats(const og_session *session, og_plan_stats *out);
+
 /* Runs the graph.
  * Inputs: n_inputs named tensors, borrowed for the call. Every graph input without an
  * initializer must be given; an input that has an initializer may be overridden.
@@ -361,6 +374,9 @@ size_t og_model_eos_token_ids(const og_model *model, const int32_t **ids);
  * the key path. Owned by the model. */
 size_t og_model_warning_count(const og_model *model);
 const char *og_model_warning(const og_model *model, size_t index);
+/* The plans the model's sessions cache (og_session_plan_stats), summed over its sessions:
+ * bytes, peak, plans and evicted are sums, budget is each session's plan_memory. */
+void og_model_plan_stats(const og_model *model, og_plan_stats *out);
 
 /* Profiling. From og_model_profile_start on, every node run of every stage of the model
  * is timed (op, node, input and output shapes, thread) and every graph run is one

@@ -135,14 +135,20 @@ class Model(_Owned):
     _what = "Model"
 
     def __init__(self, config_or_path: Config | PathLike, *, num_threads: int = 0,
-                 backend: str = "auto"):
+                 backend: str = "auto", plan_memory: int | None = None):
         """backend: what runs the graphs: "auto" (our kernels when there is one for every
         node of every graph, else onnxruntime, with the ops named in ``warnings``),
-        "native" or "ort" (onnxruntime)."""
-        opts = _lib.ModelOptions(struct_size=ctypes.sizeof(_lib.ModelOptions),
-                                 num_threads=int(num_threads), allow_text_only=1,
-                                 backend=_lib.backend_value(backend),
-                                 graph_optimization_level=-1)
+        "native" or "ort" (onnxruntime).
+        plan_memory: the most bytes each native session of the model keeps in cached
+        execution plans between runs (one plan per class of input shapes; the least
+        recently used are evicted beyond it): None for the library's default (64 MiB),
+        0 to keep none; an int of bytes (TypeError otherwise, ValueError if negative).
+        plan_stats() reports what the sessions hold."""
+        plan_memory = _lib.plan_memory_value(plan_memory, "Model plan_memory")
+        opts = _lib.options_with_plan_memory(_lib.ModelOptions, plan_memory,
+                                             num_threads=int(num_threads), allow_text_only=1,
+                                             backend=_lib.backend_value(backend),
+                                             graph_optimization_level=-1)
         out = ctypes.c_void_p()
         if isinstance(config_or_path, Config):
             lib.og_model_open_config(config_or_path._handle().ptr, ctypes.byref(opts),
@@ -164,6 +170,14 @@ class Model(_Owned):
     def backend(self) -> str:
         """What runs the model's graphs: "native" or "onnxruntime"."""
         return lib.og_model_backend(self._handle().ptr).decode("utf-8")
+
+    def plan_stats(self) -> dict:
+        """The execution plans the model's sessions cache now, summed over its sessions
+        (plan_memory bounds each): ``bytes``, ``peak``, ``plans``, ``evicted`` and
+        ``budget`` (each session's plan memory), as InferenceSession.plan_stats()."""
+        st = _lib.PlanStats()
+        lib.og_model_plan_stats(self._handle().ptr, ctypes.byref(st))
+        return st.as_dict()
 
     @property
     def device_type(self) -> str:

@@ -141,16 +141,50 @@ def backend_value(backend: str) -> int:
     return BACKENDS[backend]
 
 
+SIZE_MAX = (1 << (8 * ctypes.sizeof(c_size_t))) - 1
+
+
+def plan_memory_value(value, where: str) -> int | None:
+    """og_session_options.plan_memory from a Python value: None (the library's default,
+    OG_PLAN_MEMORY_DEFAULT) or an int of bytes, 0 to SIZE_MAX (TypeError / ValueError
+    naming `where` otherwise)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{where}: expected an int (bytes) or None, got "
+                        f"{type(value).__name__} {value!r}")
+    if value < 0 or value > SIZE_MAX:
+        raise ValueError(f"{where}: {value} bytes is outside 0..{SIZE_MAX} (0: no plan is "
+                         f"kept between runs; {SIZE_MAX}: bounded by count only)")
+    return value
+
+
+def options_with_plan_memory(cls, plan_memory: int | None, **fields):
+    """An options struct (ModelOptions / SessionOptions) with plan_memory set, or, for None,
+    a struct_size that stops before plan_memory, so that the library keeps its default."""
+    size = ctypes.sizeof(cls) if plan_memory is not None else cls.plan_memory.offset
+    return cls(struct_size=size, plan_memory=plan_memory or 0, **fields)
+
+
 class ModelOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("num_threads", c_int), ("allow_text_only", c_int),
                 ("backend", c_int), ("ort_library", c_char_p), ("ort_provider", c_char_p),
-                ("graph_optimization_level", c_int)]
+                ("graph_optimization_level", c_int), ("plan_memory", c_size_t)]
 
 
 class SessionOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("num_threads", c_int), ("backend", c_int),
                 ("ort_library", c_char_p), ("ort_provider", c_char_p),
-                ("graph_optimization_level", c_int)]
+                ("graph_optimization_level", c_int), ("plan_memory", c_size_t)]
+
+
+class PlanStats(Structure):
+    """og_plan_stats, written by the library (spare bytes for fields a newer one adds)."""
+    _fields_ = [("bytes", c_size_t), ("peak", c_size_t), ("plans", c_size_t),
+                ("evicted", c_size_t), ("budget", c_size_t), ("_spare", c_char * 64)]
+
+    def as_dict(self) -> dict:
+        return {k: int(getattr(self, k)) for k in ("bytes", "peak", "plans", "evicted", "budget")}
 
 
 class ChatOptions(Structure):
@@ -215,6 +249,7 @@ _st("og_session_open_bytes", c_void_p, c_size_t, c_char_p, POINTER(SessionOption
 _fn("og_session_close", None, P)
 _fn("og_session_backend", c_char_p, P)
 _fn("og_session_warning", c_char_p, P)
+_fn("og_session_plan_stats", None, P, POINTER(PlanStats))
 _fn("og_session_input_count", c_size_t, P)
 _fn("og_session_output_count", c_size_t, P)
 _st("og_session_input_info", P, c_size_t, POINTER(ValueInfo))
@@ -242,6 +277,7 @@ _fn("og_model_eos_token_ids", c_size_t, P, _I32PP)
 _fn("og_model_warning_count", c_size_t, P)
 _fn("og_model_warning", c_char_p, P, c_size_t)
 _fn("og_model_text_only", c_int, P, POINTER(c_char_p))
+_fn("og_model_plan_stats", None, P, POINTER(PlanStats))
 
 # generators
 _fn("og_generator_params_default", GeneratorParams, P)

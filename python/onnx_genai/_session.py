@@ -20,12 +20,29 @@ class SessionOptions:
     """The options onnxruntime's SessionOptions offers that apply here: the number of
     threads; and onnx-genai's own: ``backend``, what runs the graph ("auto", the default:
     our kernels when there is one for every node, else onnxruntime with a RuntimeWarning
-    naming the ops; "native"; "ort": onnxruntime, found as the C library finds it).
-    Other attributes may be set and are ignored."""
+    naming the ops; "native"; "ort": onnxruntime, found as the C library finds it), and
+    ``plan_memory`` (see its docstring). Other attributes may be set and are ignored."""
 
     def __init__(self):
         self.intra_op_num_threads = 0
         self.backend = "auto"
+        self._plan_memory = None
+
+    @property
+    def plan_memory(self) -> int | None:
+        """The most bytes a native session keeps in cached execution plans between runs
+        (og_session_options.plan_memory). The native executor makes a plan per class of
+        input shapes (buffer offsets and an arena for the run's intermediate values) and
+        reuses it; beyond this many bytes the least recently used plans are evicted, and
+        a later run of an evicted class plans again. None (the default): the library's
+        default, 64 MiB; 0: no plan is kept between runs. An int of bytes; anything else
+        is a TypeError, a negative value a ValueError. Ignored by onnxruntime.
+        InferenceSession.plan_stats() reports what the session holds."""
+        return self._plan_memory
+
+    @plan_memory.setter
+    def plan_memory(self, value: int | None) -> None:
+        self._plan_memory = _lib.plan_memory_value(value, "SessionOptions.plan_memory")
 
 
 class NodeArg:
@@ -62,9 +79,11 @@ class InferenceSession(_Owned):
                                        f"onnx-genai runs on the CPU ({_CPU})")
         threads = int(getattr(sess_options, "intra_op_num_threads", 0) or 0)
         backend = _lib.backend_value(getattr(sess_options, "backend", "auto"))
-        opts = _lib.SessionOptions(struct_size=ctypes.sizeof(_lib.SessionOptions),
-                                   num_threads=threads, backend=backend,
-                                   graph_optimization_level=-1)
+        plan_memory = _lib.plan_memory_value(getattr(sess_options, "plan_memory", None),
+                                             "SessionOptions.plan_memory")
+        opts = _lib.options_with_plan_memory(_lib.SessionOptions, plan_memory,
+                                             num_threads=threads, backend=backend,
+                                             graph_optimization_level=-1)
         out = ctypes.c_void_p()
         self._bytes = None
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -117,6 +136,16 @@ class InferenceSession(_Owned):
     def get_providers(self) -> list[str]:
         """["CPUExecutionProvider"]."""
         return [_CPU]
+
+    def plan_stats(self) -> dict:
+        """The execution plans the session caches now (SessionOptions.plan_memory bounds
+        them): ``bytes`` held (plan tables and arenas, subgraphs' included), ``peak`` (the
+        most since the session opened), ``plans`` cached, ``evicted`` (for the byte budget,
+        since the session opened) and ``budget`` (the plan memory in effect). All zeros on
+        onnxruntime."""
+        st = _lib.PlanStats()
+        lib.og_session_plan_stats(self._handle().ptr, ctypes.byref(st))
+        return st.as_dict()
 
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any],
             run_options: Any = None) -> list[np.ndarray]:

@@ -726,3 +726,7 @@ void gen_model_plan_mem(const og_model *m, gen_plan_mem *out) {
         if (st.plan_budget > out->budget) out->budget = st.plan_budget;
     }
 }
+
+void og_model_plan_stats(const og_model *m, og_plan_stats *out) {
+    if (out) gen_model_plan_mem(m, out);
+}

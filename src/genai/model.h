@@ -141,15 +141,9 @@ struct og_model {
 /* Bytes of KV per cached position, all KV layers, batch 1. */
 double gen_model_kv_bytes_per_position(const og_model *m);
 
-/* The execution plans the model's sessions cache (og_session_options.plan_memory), summed
- * over its sessions; zeros for sessions on onnxruntime. */
-typedef struct gen_plan_mem {
-    size_t bytes;   /* held now: tables and arenas */
-    size_t peak;    /* each session's most since it opened, summed */
-    size_t plans;   /* cached now */
-    size_t evicted; /* evicted for the byte budget */
-    size_t budget;  /* per session */
-} gen_plan_mem;
+/* The execution plans the model's sessions cache (og_model_plan_stats, whose sums these
+ * are; zeros for sessions on onnxruntime). */
+typedef og_plan_stats gen_plan_mem;
 void gen_model_plan_mem(const og_model *m, gen_plan_mem *out);
 
 #endif

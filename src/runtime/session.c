@@ -327,6 +327,19 @@ void runtime_session_stats(const og_session *s, session_run_stats *out) {
     if (s->ops->stats) s->ops->stats(s->ctx, out);
 }
 
+void og_session_plan_stats(const og_session *s, og_plan_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!s) return;
+    session_run_stats st;
+    runtime_session_stats(s, &st);
+    out->bytes = st.plan_bytes;
+    out->peak = st.plan_bytes_peak;
+    out->plans = st.plans;
+    out->evicted = st.plans_evicted;
+    out->budget = st.plan_budget;
+}
+
 int runtime_session_threads(const og_session *s) {
     return s->ops->threads ? s->ops->threads(s->ctx) : 0;
 }

@@ -330,3 +330,75 @@ def test_model_backends(og, gpt2_dir):
     prompt = np.array([0, 0, 195, 731], dtype=np.int32)
     want = generate(og, native, prompt, max_length=12).get_sequence(0).tolist()
     assert generate(og, ort, prompt, max_length=12).get_sequence(0).tolist() == want
+
+
+def plan_graph(path):
+    """y = tanh(x + x) * x over [batch, 64]: two intermediates, so every batch size is a
+    shape class of its own with a plan holding an arena."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["a"]), helper.make_node("Tanh", ["a"], ["t"]),
+         helper.make_node("Mul", ["t", "x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 64])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_plan_memory(og, gpt2_dir, tmp_path):
+    """SessionOptions.plan_memory / Model(plan_memory=) bound the cached execution plans
+    (og_session_options.plan_memory): plan_stats() reports the budget and what is held; a
+    small budget evicts (results unchanged, numpy's), 0 keeps no plan; a value that is not
+    an int of bytes is refused with a message naming the option."""
+    path = plan_graph(str(tmp_path / "plans.onnx"))
+    sizes = [1, 2, 3, 5, 8, 13, 1, 2]
+
+    def run_all(so):
+        s = og.InferenceSession(path, so)
+        rng = np.random.default_rng(3)
+        for b in sizes:
+            x = rng.standard_normal((b, 64)).astype(np.float32)
+            (y,) = s.run(None, {"x": x})
+            np.testing.assert_allclose(y, np.tanh(x + x) * x, rtol=1e-5, atol=1e-6)
+        return s.plan_stats()
+
+    so = og.SessionOptions()
+    assert so.plan_memory is None
+    full = run_all(so)  # the library's default: 64 MiB, room for every class
+    assert full["budget"] == 64 << 20 and full["plans"] == 6 and full["evicted"] == 0
+    assert full["bytes"] > 0 and full["peak"] >= full["bytes"], full
+    so.plan_memory = full["bytes"] // 2
+    half = run_all(so)
+    assert half["budget"] == full["bytes"] // 2 and half["bytes"] <= half["budget"], half
+    assert half["evicted"] > 0 and half["plans"] < 6, half
+    so.plan_memory = 0
+    none = run_all(so)
+    assert none == {"bytes": 0, "peak": none["peak"], "plans": 0, "evicted": none["evicted"],
+                    "budget": 0} and none["evicted"] > 0, none
+
+    # a model's sessions: the same tokens, no plan kept with 0
+    prompt = np.array([0, 0, 195, 731], dtype=np.int32)
+    m = og.Model(gpt2_dir)
+    got = generate(og, m, prompt, max_length=12).get_sequence(0).tolist()
+    st = m.plan_stats()
+    assert st["budget"] == 64 << 20 and st["plans"] > 0 and st["bytes"] > 0, st
+    m0 = og.Model(gpt2_dir, plan_memory=0)
+    assert generate(og, m0, prompt, max_length=12).get_sequence(0).tolist() == got
+    st0 = m0.plan_stats()
+    assert st0["budget"] == 0 and st0["plans"] == 0 and st0["bytes"] == 0 and st0["evicted"] > 0, st0
+
+    for bad, err, msg in [(-1, ValueError, r"SessionOptions.plan_memory: -1 bytes is outside 0\.\."),
+                          (2**64, ValueError, "is outside 0"),
+                          (1.5, TypeError, "SessionOptions.plan_memory: expected an int.*float"),
+                          ("64M", TypeError, "expected an int.*str"),
+                          (True, TypeError, "expected an int.*bool")]:
+        with pytest.raises(err, match=msg):
+            so.plan_memory = bad
+        with pytest.raises(err, match=msg.replace("SessionOptions.plan_memory", "Model plan_memory")):
+            og.Model(gpt2_dir, plan_memory=bad)
+
+    class Options:  # an options object of another kind: checked when the session opens
+        plan_memory = -5
+    with pytest.raises(ValueError, match="SessionOptions.plan_memory: -5 bytes"):
+        og.InferenceSession(path, Options())
