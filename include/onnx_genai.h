@@ -220,8 +220,11 @@ const char *og_session_backend(const og_session *session);
 const char *og_session_warning(const og_session *session);
 
 /* The execution plans a native session caches (og_session_options.plan_memory), its
- * subgraphs' included; all zeros for a session on onnxruntime. */
+ * subgraphs' included; all zeros for a session on onnxruntime. The caller sets
+ * struct_size = sizeof(og_plan_stats) before the call; the library writes only the
+ * fields that fit in that size (so the struct can grow), nothing when it is 0. */
 typedef struct og_plan_stats {
+    size_t struct_size; /* set by the caller: sizeof(og_plan_stats) */
     size_t bytes;   /* held now: the plans' tables and arenas */
     size_t peak;    /* the most held since the session opened */
     size_t plans;   /* cached now */

@@ -179,9 +179,13 @@ class SessionOptions(Structure):
 
 
 class PlanStats(Structure):
-    """og_plan_stats, written by the library (spare bytes for fields a newer one adds)."""
-    _fields_ = [("bytes", c_size_t), ("peak", c_size_t), ("plans", c_size_t),
-                ("evicted", c_size_t), ("budget", c_size_t), ("_spare", c_char * 64)]
+    """og_plan_stats: struct_size says how much the library may write."""
+    _fields_ = [("struct_size", c_size_t), ("bytes", c_size_t), ("peak", c_size_t),
+                ("plans", c_size_t), ("evicted", c_size_t), ("budget", c_size_t)]
+
+    def __init__(self):
+        super().__init__()
+        self.struct_size = ctypes.sizeof(self)
 
     def as_dict(self) -> dict:
         return {k: int(getattr(self, k)) for k in ("bytes", "peak", "plans", "evicted", "budget")}

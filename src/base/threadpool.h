@@ -40,10 +40,12 @@ enum { THREADPOOL_INLINE_NS = 20000 };
 void threadpool_set_inline_ns(threadpool *pool, double ns);
 double threadpool_inline_ns(const threadpool *pool); /* 0 for a NULL pool */
 
-/* While set, every parallel_for and parallel_for_cost of the calling thread runs inline
- * and no worker is woken (the workers go to sleep after their spin): the executor sets
- * it for a whole step that it measured to be faster on one thread (executor.c). The
- * work is split into the same items as with the workers, so results are the same bits. */
+/* While set, every parallel_for and parallel_for_cost on this pool runs inline on its
+ * caller and no worker is woken (the workers go to sleep after their spin). One flag
+ * for the pool, not per thread: a pool belongs to one session, whose runs never
+ * overlap. The executor sets it for a whole step that it measured to be faster on one
+ * thread (executor.c). The work is split into the same items as with the workers, so
+ * results are the same bits. */
 void threadpool_set_serial(threadpool *pool, bool serial);
 
 /* parallel_for calls that were handed to the workers so far (not run inline); for the

@@ -728,5 +728,8 @@ void gen_model_plan_mem(const og_model *m, gen_plan_mem *out) {
 }
 
 void og_model_plan_stats(const og_model *m, og_plan_stats *out) {
-    if (out) gen_model_plan_mem(m, out);
+    gen_plan_mem full;
+    gen_model_plan_mem(m, &full);
+    full.struct_size = sizeof full;
+    plan_stats_copy_out(&full, out);
 }

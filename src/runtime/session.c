@@ -327,17 +327,26 @@ void runtime_session_stats(const og_session *s, session_run_stats *out) {
     if (s->ops->stats) s->ops->stats(s->ctx, out);
 }
 
+void plan_stats_copy_out(const og_plan_stats *full, og_plan_stats *out) {
+    if (!out || out->struct_size < sizeof out->struct_size) return;
+    size_t n = out->struct_size < sizeof *full ? out->struct_size : sizeof *full;
+    size_t keep = out->struct_size;
+    memcpy(out, full, n);
+    out->struct_size = keep;
+}
+
 void og_session_plan_stats(const og_session *s, og_plan_stats *out) {
-    if (!out) return;
-    memset(out, 0, sizeof *out);
-    if (!s) return;
-    session_run_stats st;
-    runtime_session_stats(s, &st);
-    out->bytes = st.plan_bytes;
-    out->peak = st.plan_bytes_peak;
-    out->plans = st.plans;
-    out->evicted = st.plans_evicted;
-    out->budget = st.plan_budget;
+    og_plan_stats full = {.struct_size = sizeof full};
+    if (s) {
+        session_run_stats st;
+        runtime_session_stats(s, &st);
+        full.bytes = st.plan_bytes;
+        full.peak = st.plan_bytes_peak;
+        full.plans = st.plans;
+        full.evicted = st.plans_evicted;
+        full.budget = st.plan_budget;
+    }
+    plan_stats_copy_out(&full, out);
 }
 
 int runtime_session_threads(const og_session *s) {

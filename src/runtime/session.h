@@ -16,6 +16,9 @@ const backend_ops *runtime_session_ops(const og_session *s);
 void *runtime_session_context(const og_session *s);
 /* The counters of the last run (zeros where the backend keeps none). */
 void runtime_session_stats(const og_session *s, session_run_stats *out);
+
+/* Writes the fields of *full that fit in out->struct_size (og_plan_stats' versioning). */
+void plan_stats_copy_out(const og_plan_stats *full, og_plan_stats *out);
 /* Compute threads the backend uses (0: unknown). */
 int runtime_session_threads(const og_session *s);
 /* What the session prepared when it opened (zeros where the backend prepares nothing). */

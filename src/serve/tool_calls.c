@@ -516,10 +516,10 @@ static cJSON *py_string(const char **sp, const char *end) {
         if (s == end) break;
         char e = *s++;
         uint32_t v = 0;
-        const char *simple = strchr("\\'\"ntrbfva", e);
-        if (e && simple) {
-            static const char out[] = "\\'\"\n\t\r\b\f\v\a";
-            srv_buf_add(&b, &out[simple - "\\'\"ntrbfva"], 1);
+        static const char esc_in[] = "\\'\"ntrbfva", esc_out[] = "\\'\"\n\t\r\b\f\v\a";
+        const char *simple = e ? strchr(esc_in, e) : NULL;
+        if (simple) {
+            srv_buf_add(&b, &esc_out[simple - esc_in], 1);
         } else if (e == '\n') { /* a line continued */
         } else if (e >= '0' && e <= '7') { /* up to three octal digits */
             v = (uint32_t)(e - '0');
@@ -546,19 +546,27 @@ static cJSON *py_string(const char **sp, const char *end) {
 
 /* A number as JSON writes one (Python's literal of the same text means the same), kept as
  * its text; a '+' sign is dropped. */
+/* A Python int or float literal, written as JSON: digits kept as written (big integers
+ * keep every digit), "1." and ".5" completed to 1.0 and 0.5, a leading '+' dropped. */
 static cJSON *py_number(const char **sp, const char *end) {
-    const char *s = *sp, *b;
-    if (*s == '+') s++;
-    b = s;
-    if (s < end && *s == '-') s++;
+    const char *s = *sp;
+    if (s < end && *s == '+') s++;
+    bool neg = s < end && *s == '-';
+    if (neg) s++;
+    const char *ip = s;
     if (s < end && *s == '0') s++;
-    else if (s < end && *s >= '1' && *s <= '9') while (s < end && *s >= '0' && *s <= '9') s++;
-    else return NULL;
-    if (s < end && *s == '.') {
-        const char *d = ++s;
+    else while (s < end && *s >= '0' && *s <= '9') s++;
+    size_t n_int = (size_t)(s - ip);
+    const char *fp = s;
+    size_t n_frac = 0;
+    bool dot = s < end && *s == '.';
+    if (dot) {
+        fp = ++s;
         while (s < end && *s >= '0' && *s <= '9') s++;
-        if (s == d) return NULL;
+        n_frac = (size_t)(s - fp);
     }
+    if (!n_int && !n_frac) return NULL;
+    const char *ep = s;
     if (s < end && (*s == 'e' || *s == 'E')) {
         s++;
         if (s < end && (*s == '+' || *s == '-')) s++;
@@ -567,9 +575,18 @@ static cJSON *py_number(const char **sp, const char *end) {
         if (s == d) return NULL;
     }
     if (s < end && (ident_char(*s) || *s == '.')) return NULL; /* 0x1f, 1_000, 1.5j, 01 ... */
-    char *t = strndup(b, (size_t)(s - b));
-    cJSON *r = t ? cJSON_CreateRaw(t) : NULL;
-    free(t);
+    srv_buf t = {0};
+    if (neg) srv_buf_add(&t, "-", 1);
+    if (n_int) srv_buf_add(&t, ip, n_int);
+    else srv_buf_add(&t, "0", 1);
+    if (dot) {
+        srv_buf_add(&t, ".", 1);
+        if (n_frac) srv_buf_add(&t, fp, n_frac);
+        else srv_buf_add(&t, "0", 1);
+    }
+    srv_buf_add(&t, ep, (size_t)(s - ep));
+    cJSON *r = t.oom || !t.p ? NULL : cJSON_CreateRaw(t.p);
+    srv_buf_free(&t);
     if (r) *sp = s;
     return r;
 }
@@ -630,7 +647,7 @@ static cJSON *py_value(const char **sp, const char *end, int depth) {
         r = py_string(&s, end);
     } else if (*s == '[' || *s == '{') {
         r = py_container(&s, end, depth);
-    } else if (*s == '-' || *s == '+' || (*s >= '0' && *s <= '9')) {
+    } else if (*s == '-' || *s == '+' || *s == '.' || (*s >= '0' && *s <= '9')) {
         r = py_number(&s, end);
     } else if (ident_start(*s)) {
         const char *e = s;

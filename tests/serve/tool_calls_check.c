@@ -289,6 +289,10 @@ static void pythonic(void) {
     expect(TC_PYTHONIC, PS "[a(x=1)]" PE PS "[b(y=[{'z': 'ü'}])]", "",
            (const char *[]){"a", "{\"x\": 1}", "b", "{\"y\": [{\"z\": \"ü\"}]}", NULL});
     expect(TC_PYTHONIC, PS "[{\"name\": \"a\", \"arguments\": {\"x\": 1}}]" PE, "", (const char *[]){"a", "{\"x\": 1}", NULL});
+    /* Python's float spellings JSON lacks: 1. and .5 are completed, + dropped */
+    expect(TC_PYTHONIC, PS "[f(a=1., b=.5, c=-.5e2, d=+2, e=0.25, g=-0., h=12345678901234567890)]" PE, "",
+           (const char *[]){"f", "{\"a\": 1.0, \"b\": 0.5, \"c\": -0.5e2, \"d\": 2, \"e\": 0.25, \"g\": -0.0, "
+                                 "\"h\": 12345678901234567890}", NULL});
     /* the bare list as the whole answer (Llama 3.2 writes its calls so, too) */
     expect(TC_PYTHONIC, "  [get_weather(city='Paris')]\n", "", (const char *[]){"get_weather", "{\"city\": \"Paris\"}", NULL});
     expect(TC_LLAMA3, "[get_weather(city='Paris'), get_time(tz=\"UTC\")]", "",
@@ -298,7 +302,7 @@ static void pythonic(void) {
         PS "[f(x=1, x=2)]" PE,          /* a keyword twice */
         PS "[f(x=foo)]" PE,             /* a name, not a literal */
         PS "[f(x=1+2)]" PE, PS "[f(x=(1, 2))]" PE, PS "[f(x=1.5j)]" PE, PS "[f(x=0x1f)]" PE,
-        PS "[f(x=1_000)]" PE, PS "[f(x=inf)]" PE, PS "[f(x={1: 2})]" PE, PS "[f(x={'a'})]" PE,
+        PS "[f(x=1_000)]" PE, PS "[f(x=inf)]" PE, PS "[f(x=.)]" PE, PS "[f(x=-.)]" PE, PS "[f(x=1..2)]" PE, PS "[f(x={1: 2})]" PE, PS "[f(x={'a'})]" PE,
         PS "[f(x='a\\x00b')]" PE,       /* a NUL character */
         PS "[f(x='\\ud800')]" PE,       /* a lone surrogate */
         PS "[f(x=\'\'\'a\'\'\')]" PE, PS "[f(x=b'a')]" PE, PS "[f(x='a\nb')]" PE,
