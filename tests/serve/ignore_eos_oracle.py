@@ -22,20 +22,14 @@ import json
 import os
 import sys
 
+from prompt_ids import token_prompts
+
 NEW = 40  # tokens per answer with ignore_eos (engine-check holds 48)
 
 
 def prompts(vocab):
-    """Four token-id prompts of 3, 11, 19 and 27 tokens from a fixed stream (no special
-    ids: they sit at the top of the vocabulary)."""
-    out, x = [], 4242
-    for i in range(4):
-        p = []
-        for _ in range(3 + 8 * i):
-            x = (x * 1103515245 + 12345) % (1 << 31)
-            p.append(3 + (x >> 8) % (vocab - 6))
-        out.append(p)
-    return out
+    """Four token-id prompts of 3, 11, 19 and 27 tokens (prompt_ids.token_prompts)."""
+    return token_prompts(vocab, [3, 11, 19, 27], 4242)
 
 
 def greedy(og, np, pkg, prompt, new):

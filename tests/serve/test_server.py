@@ -28,6 +28,8 @@ import tempfile
 import threading
 import time
 
+from prompt_ids import token_prompts
+
 SKIP = 77
 FAILS = []
 
@@ -1214,15 +1216,8 @@ def tools_sent_back(build, pkgs, tmp, template, render):
 # ---- hybrid models ---------------------------------------------------------------------------
 
 def hybrid_prompts(vocab, n):
-    """n token-id prompts of 3 + 9i tokens, ids from a fixed stream (no special ids)."""
-    out, x = [], 12345
-    for i in range(n):
-        p = []
-        for _ in range(3 + 9 * i):
-            x = (x * 1103515245 + 12345) % (1 << 31)
-            p.append(3 + (x >> 8) % (vocab - 6))
-        out.append(p)
-    return out
+    """n token-id prompts of 3 + 9i tokens (prompt_ids.token_prompts)."""
+    return token_prompts(vocab, [3 + 9 * i for i in range(n)], 12345)
 
 
 def case_hybrid(build, pkgs):
