@@ -223,6 +223,14 @@ def gqa_cases(out):
              local_window_size=20)
     gqa_case(out, "f32_decode_head24", dt, 2, 1, 6, 3, 24, 40, [37, 12], 38)
     gqa_case(out, "f32_decode_head40", dt, 1, 1, 4, 2, 40, 30, [21], 22)
+    # head sizes that are multiples of 16 but not powers of two (Phi-3's 96, Phi-2's 80),
+    # several query heads per kv head, keys across the 256-key tiles
+    gqa_case(out, "f32_long_prompt_head96", dt, 1, 270, 6, 2, 96, None, [269], 270,
+             tol=(2e-4, 2e-5))
+    gqa_case(out, "f32_decode_head96", dt, 2, 1, 6, 2, 96, 300, [299, 150], 300, tol=(2e-4, 2e-5))
+    gqa_case(out, "f32_decode_head80", dt, 2, 1, 8, 2, 80, 300, [280, 57], 281, tol=(2e-4, 2e-5))
+    gqa_case(out, "f32_decode_head112", dt, 1, 1, 4, 2, 112, 40, [33], 34)
+    gqa_case(out, "f16_decode_head48", np.float16, 2, 1, 8, 2, 48, 40, [37, 12], 38)
 
 
 def gqa_shared_loop(out_shared, name, dt, B, N, KV, D, M, prompt, steps, rotary_half=0,

@@ -249,7 +249,10 @@ def test_synthetic(og, out, tok):
         ("qwen2.5-0.5b", 1, [], dict(bias=True), 151936),
         ("qwen3-0.6b", 2, ["--shared-embeddings"], dict(qk_norm=True, shared=True), 151936),
         ("llama-3.2-1b", 1, ["--shared-embeddings"], dict(shared=True), 128256),
+        ("phi-3-mini", 1, [], dict(), 32064),  # head size 96
     ]
+    # a special token of each tokenizer and its real id
+    specials = {"qwen": ("<|im_end|>", 151645), "llama": ("<|eot_id|>", 128009), "phi-3": ("<|end|>", 32007)}
     for name, layers, extra, layout, vocab in cases:
         path = os.path.join(out, f"{name}-l{layers}" + ("-shared" if extra else ""))
         make(path, "--synthetic", name, "--dtype", "int4", "--layers", str(layers), "--seed", "7", *extra)
@@ -257,9 +260,9 @@ def test_synthetic(og, out, tok):
         hf = tok.Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
         cfg = json.load(open(os.path.join(path, "genai_config.json")))
         eos = cfg["model"]["eos_token_id"]
-        special = {151645 if name.startswith("qwen") else 128009}
-        enc = hf.encode("<|im_end|>" if name.startswith("qwen") else "<|eot_id|>", add_special_tokens=False).ids
-        check(set(enc) == special and hf.get_vocab_size() <= vocab,
+        text, sid = next(v for k, v in specials.items() if name.startswith(k))
+        enc = hf.encode(text, add_special_tokens=False).ids
+        check(enc == [sid] and hf.get_vocab_size() <= vocab,
               f"{name}: tokenizer.json loads in HF tokenizers, special tokens at real ids (eos {eos})")
         model = og.Model(path)
         ids = [int(t) for t in og.Tokenizer(model).encode("hello world, the end")]

@@ -32,6 +32,11 @@ SPECS = {
         rope_scaling=dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0,
                           original_max_position_embeddings=8192),
         bos_token_id=128000, eos_token_id=128001, pad_token_id=128001),
+    # microsoft/Phi-3-mini-4k-instruct config.json (head size 96, as many kv heads as heads)
+    "phi-3-mini": dict(
+        model_type="phi3", hidden_size=3072, intermediate_size=8192, num_layers=32, num_heads=32,
+        num_kv_heads=32, head_size=96, vocab_size=32064, context_length=4096, rms_eps=1e-5,
+        rope_theta=10000.0, bos_token_id=1, eos_token_id=[32007, 32001, 32000], pad_token_id=32000),
 }
 
 # Special tokens at their real ids (contiguous, as in the real tokenizers).
@@ -41,6 +46,10 @@ SPECIAL_TOKENS = {
     "llama-3.2-1b": [(128000, "<|begin_of_text|>"), (128001, "<|end_of_text|>")]
     + [(128000 + i, f"<|reserved_special_token_{i - 2}|>") for i in range(2, 9)]
     + [(128009, "<|eot_id|>")],
+    "phi-3-mini": [(32000, "<|endoftext|>"), (32001, "<|assistant|>")]
+    + [(32000 + i, f"<|placeholder{i - 1}|>") for i in range(2, 6)]
+    + [(32006, "<|system|>"), (32007, "<|end|>"), (32008, "<|placeholder5|>"),
+       (32009, "<|placeholder6|>"), (32010, "<|user|>")],
 }
 
 

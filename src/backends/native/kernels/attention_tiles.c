@@ -53,14 +53,25 @@ static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const 
 }
 
 /* o += sum over x < n of w[x] * v[x] across the head dimension. The order of the sum
- * depends only on n (never on where the rows lie), so a row gets the same bits from a
- * contiguous cache, a paged one or any batch. With AVX-512 and a head size that is a
- * power of two from 16 to 256, U independent accumulators take the keys in turn (key x
- * into accumulator x % U, fused multiply-adds), combined as ((a0 + a1) + (a2 + a3)) at
- * the end, and the leftover n % U keys go to a0 before that; other head sizes four keys
- * a pass, each element summed one key after the other. */
+ * depends only on n and the head size (never on where the rows lie), so a row gets the
+ * same bits from a contiguous cache, a paged one or any batch. With AVX-512 and a head
+ * size that is a multiple of 8 up to 256, the head is C = D / 16 vectors rounded up (the
+ * last one eight floats when D % 16 == 8, its other lanes unused), U independent
+ * accumulators take the keys in turn (key x into accumulator x % U, fused multiply-adds),
+ * combined as a0 + a1 or ((a0 + a1) + (a2 + a3)) at the end, and the leftover n % U keys
+ * go to a0 before that; U is 4 for C <= 2, 2 for C <= 8, else 1 (TL_KEYS). Other head
+ * sizes four keys a pass, each element summed one key after the other. */
 #if defined(__AVX512F__)
 #include <immintrin.h>
+
+/* The keys in flight for a head of C vectors: enough independent chains of fused
+ * multiply-adds in one head. A function of C alone, so a head takes the same operations
+ * however many heads share its pass. */
+#define TL_KEYS(C) ((C) <= 2 ? 4 : (C) <= 8 ? 2 : 1)
+
+/* Vector c of the C of a head row: whole, or only its first eight floats when it is the
+ * last and the head size is an odd multiple of 8 (T8). */
+#define TL_LANES(c, C, T8) ((T8) && (c) == (C) - 1 ? (__mmask16)0x00ff : (__mmask16)0xffff)
 
 /* tl_weighted for H heads at once over the same value rows (o[h] += sum_x w[h][x] v[x]):
  * a value vector is loaded once for all H, and each head takes exactly the one-head
@@ -68,7 +79,8 @@ static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const 
 static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
                                                                const float *const *w,
                                                                const float *const *v, int64_t n,
-                                                               int C, int U, int H) {
+                                                               int C, int T8, int H) {
+    const int U = TL_KEYS(C);
     __m512 acc[6][4][16];
 #pragma GCC unroll 6
     for (int h = 0; h < H; h++)
@@ -83,7 +95,7 @@ static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
             const float *r = v[x + u];
             __m512 rv[16];
 #pragma GCC unroll 16
-            for (int c = 0; c < C; c++) rv[c] = _mm512_loadu_ps(r + 16 * c);
+            for (int c = 0; c < C; c++) rv[c] = _mm512_maskz_loadu_ps(TL_LANES(c, C, T8), r + 16 * c);
 #pragma GCC unroll 6
             for (int h = 0; h < H; h++) {
                 __m512 wx = _mm512_set1_ps(w[h][x + u]);
@@ -94,7 +106,7 @@ static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
     for (; x < n; x++) {
         __m512 rv[16];
 #pragma GCC unroll 16
-        for (int c = 0; c < C; c++) rv[c] = _mm512_loadu_ps(v[x] + 16 * c);
+        for (int c = 0; c < C; c++) rv[c] = _mm512_maskz_loadu_ps(TL_LANES(c, C, T8), v[x] + 16 * c);
 #pragma GCC unroll 6
         for (int h = 0; h < H; h++) {
             __m512 wx = _mm512_set1_ps(w[h][x]);
@@ -111,39 +123,59 @@ static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
             if (U == 4)
                 a = _mm512_add_ps(_mm512_add_ps(a, acc[h][1][c]),
                                   _mm512_add_ps(acc[h][2][c], acc[h][3][c]));
-            _mm512_storeu_ps(o[h] + 16 * c, _mm512_add_ps(_mm512_loadu_ps(o[h] + 16 * c), a));
+            __mmask16 m = TL_LANES(c, C, T8);
+            _mm512_mask_storeu_ps(o[h] + 16 * c, m,
+                                  _mm512_add_ps(_mm512_maskz_loadu_ps(m, o[h] + 16 * c), a));
         }
 }
 
-/* Heads per pass (about 24 accumulator registers) and keys in flight, per head size. */
-#define TL_WEIGHTED(C, U, H)                                                             \
-    static void tl_weighted_##C##_##H(float *const *o, const float *const *w,           \
-                                      const float *const *v, int64_t n) {               \
-        tl_weighted_h(o, w, v, n, C, U, H);                                             \
+/* Heads per pass: as many as keep the H x U x C accumulators and the C value vectors
+ * within 30 registers (a broadcast weight beside them), at most 6. */
+#define TL_HEADS_FIT(C) ((30 - (C)) / (TL_KEYS(C) * (C)))
+#define TL_HEADS(C) (TL_HEADS_FIT(C) > 6 ? 6 : TL_HEADS_FIT(C) < 1 ? 1 : TL_HEADS_FIT(C))
+
+typedef void (*tl_weighted_fn)(float *const *o, const float *const *w, const float *const *v,
+                               int64_t n);
+
+/* One head and TL_HEADS(C) heads a pass, for the head size 16 C - 8 T8. */
+#define TL_WEIGHTED(C, T8)                                                                  \
+    static void tl_weighted_##C##_##T8##_1(float *const *o, const float *const *w,        \
+                                           const float *const *v, int64_t n) {            \
+        tl_weighted_h(o, w, v, n, C, T8, 1);                                               \
+    }                                                                                      \
+    static void tl_weighted_##C##_##T8##_h(float *const *o, const float *const *w,        \
+                                           const float *const *v, int64_t n) {            \
+        tl_weighted_h(o, w, v, n, C, T8, TL_HEADS(C));                                     \
     }
-TL_WEIGHTED(1, 4, 1)
-TL_WEIGHTED(1, 4, 6)
-TL_WEIGHTED(2, 4, 1)
-TL_WEIGHTED(2, 4, 3)
-TL_WEIGHTED(4, 2, 1)
-TL_WEIGHTED(4, 2, 3)
-TL_WEIGHTED(8, 2, 1)
-TL_WEIGHTED(16, 1, 1)
+#define TL_WEIGHTED2(C) TL_WEIGHTED(C, 1) TL_WEIGHTED(C, 0)
+TL_WEIGHTED2(1) TL_WEIGHTED2(2) TL_WEIGHTED2(3) TL_WEIGHTED2(4) TL_WEIGHTED2(5) TL_WEIGHTED2(6)
+TL_WEIGHTED2(7) TL_WEIGHTED2(8) TL_WEIGHTED2(9) TL_WEIGHTED2(10) TL_WEIGHTED2(11)
+TL_WEIGHTED2(12) TL_WEIGHTED2(13) TL_WEIGHTED2(14) TL_WEIGHTED2(15) TL_WEIGHTED2(16)
+#undef TL_WEIGHTED2
 #undef TL_WEIGHTED
+
+/* Per head size D = 8 (i + 1): one head, several heads a pass, and how many that is. */
+#define TL_ENTRY(C)                                                                         \
+    {tl_weighted_##C##_1_1, tl_weighted_##C##_1_h, TL_HEADS(C)},                           \
+        {tl_weighted_##C##_0_1, tl_weighted_##C##_0_h, TL_HEADS(C)}
+static const struct {
+    tl_weighted_fn one, many;
+    int heads;
+} tl_weighted_table[32] = {TL_ENTRY(1),  TL_ENTRY(2),  TL_ENTRY(3),  TL_ENTRY(4),
+                           TL_ENTRY(5),  TL_ENTRY(6),  TL_ENTRY(7),  TL_ENTRY(8),
+                           TL_ENTRY(9),  TL_ENTRY(10), TL_ENTRY(11), TL_ENTRY(12),
+                           TL_ENTRY(13), TL_ENTRY(14), TL_ENTRY(15), TL_ENTRY(16)};
+#undef TL_ENTRY
 #endif
 
 static void tl_weighted(float *restrict o, const float *w, const float *const *v, int64_t n,
                         int64_t D) {
 #if defined(__AVX512F__)
-    float *const oh[1] = {o};
-    const float *const wh[1] = {w};
-    switch (D) {
-    case 16: tl_weighted_1_1(oh, wh, v, n); return;
-    case 32: tl_weighted_2_1(oh, wh, v, n); return;
-    case 64: tl_weighted_4_1(oh, wh, v, n); return;
-    case 128: tl_weighted_8_1(oh, wh, v, n); return;
-    case 256: tl_weighted_16_1(oh, wh, v, n); return;
-    default: break;
+    if (D % 8 == 0 && D >= 8 && D <= 256) {
+        float *const oh[1] = {o};
+        const float *const wh[1] = {w};
+        tl_weighted_table[D / 8 - 1].one(oh, wh, v, n);
+        return;
     }
 #endif
     int64_t x = 0;
@@ -174,12 +206,11 @@ static void tl_weighted_heads(float *const *o, const float *const *w, const floa
                               int64_t n, int64_t D, int64_t nh) {
     int64_t h = 0;
 #if defined(__AVX512F__)
-    if (D == 16)
-        for (; h + 6 <= nh; h += 6) tl_weighted_1_6(o + h, w + h, v, n);
-    if (D == 32)
-        for (; h + 3 <= nh; h += 3) tl_weighted_2_3(o + h, w + h, v, n);
-    if (D == 64)
-        for (; h + 3 <= nh; h += 3) tl_weighted_4_3(o + h, w + h, v, n);
+    if (D % 8 == 0 && D >= 8 && D <= 256) {
+        int hp = tl_weighted_table[D / 8 - 1].heads;
+        if (hp > 1)
+            for (; h + hp <= nh; h += hp) tl_weighted_table[D / 8 - 1].many(o + h, w + h, v, n);
+    }
 #endif
     for (; h < nh; h++) tl_weighted(o[h], w[h], v, n, D);
 }
