@@ -34,3 +34,39 @@ void big_free(void *p, size_t size) {
     if (size < HUGE_PAGE) free(p);
     else munmap(p, size);
 }
+
+/* Under AddressSanitizer the buffer comes from the allocator, so that reads and writes
+ * past its end are caught (mmap'ed memory has no red zones). */
+#if defined(__SANITIZE_ADDRESS__)
+#define OG_LAZY_FROM_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OG_LAZY_FROM_MALLOC 1
+#endif
+#endif
+
+void *big_alloc_lazy(size_t size) {
+#ifdef OG_LAZY_FROM_MALLOC
+    void *q = NULL;
+    size_t n = (size + 63) & ~(size_t)63;
+    if (posix_memalign(&q, 64, n ? n : 64) != 0) return NULL;
+    memset(q, 0, n ? n : 64);
+    return q;
+#else
+    void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_NOHUGEPAGE
+    madvise(p, size ? size : 1, MADV_NOHUGEPAGE); /* where THP is "always" */
+#endif
+    return p;
+#endif
+}
+
+void big_free_lazy(void *p, size_t size) {
+#ifdef OG_LAZY_FROM_MALLOC
+    (void)size;
+    free(p);
+#else
+    if (p) munmap(p, size ? size : 1);
+#endif
+}

@@ -1,6 +1,8 @@
 /* The block pool and the prefix cache (see kv_pool.h). */
 #include "engine/kv_pool.h"
 
+#include "base/bigalloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +39,8 @@ og_status *kv_pool_create(int n_layers, int kv_heads, int head_size, og_dtype dt
     p->free_list = malloc(nb * sizeof *p->free_list);
     p->chain = malloc(nb * sizeof *p->chain);
     p->bucket = malloc(p->n_buckets * sizeof *p->bucket);
-    if (posix_memalign(&p->mem, 64, total ? total : 64) != 0) p->mem = NULL;
+    p->mem_bytes = total ? total : 64;
+    p->mem = big_alloc(p->mem_bytes); /* huge pages: the blocks are handed out from the first */
     if (!p->k || !p->v || !p->ref || !p->hash || !p->parent || !p->tokens || !p->lru_prev ||
         !p->lru_next || !p->free_list || !p->chain || !p->bucket || !p->mem) {
         kv_pool_free(p);
@@ -58,7 +61,7 @@ og_status *kv_pool_create(int n_layers, int kv_heads, int head_size, og_dtype dt
 
 void kv_pool_free(kv_pool *p) {
     if (!p) return;
-    free(p->mem);
+    big_free(p->mem, p->mem_bytes);
     free(p->k);
     free(p->v);
     free(p->ref);

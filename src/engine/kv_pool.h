@@ -32,7 +32,8 @@ typedef struct kv_pool {
     int32_t n_blocks;
     size_t block_bytes;  /* one block of one layer's key (or value) pool */
     void **k, **v;       /* [n_layers] pools */
-    void *mem;           /* all pools, one allocation */
+    void *mem;           /* all pools, one allocation (big_alloc) */
+    size_t mem_bytes;
     /* per block */
     int32_t *ref;
     uint64_t *hash;      /* 0: not registered */

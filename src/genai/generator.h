@@ -49,6 +49,8 @@ struct og_generator {
      * buffer ([rows, heads, max_length, head_size]) has only buf[0]. */
     void **buf[2];
     size_t *bytes;
+    void *cache_block;   /* every buf[b][i], carved from one allocation (generator_cache.c) */
+    size_t cache_block_bytes;
     int *cur;
     bool *inplace;
     bool share_kv;       /* KV past and present are one max_length buffer */
