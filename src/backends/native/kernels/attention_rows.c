@@ -173,6 +173,12 @@ bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt) {
     for (int64_t t = 0; t < n; t += 16) {
         const float *rows[16];
         for (int64_t j = 0; j < 16; j++) rows[j] = t + j < n ? k[t + j] : NULL;
+        /* keys_t16 reads the block 64 bytes of each row at a time, row after row: asking
+         * for all of its lines first, in address order, has them come from memory
+         * together instead of one row's miss after another (decode after a long prompt,
+         * where every key is read once per step; see PERFORMANCE.md) */
+        for (int64_t j = 0; j < 16; j++)
+            for (int64_t d = 0; rows[j] && d < D; d += 16) _mm_prefetch((const char *)(rows[j] + d), _MM_HINT_T0);
         float *o = kt + t * D;
         keys_t16(rows, D16, o);
         for (int64_t d = D16; d < D; d++) /* the last 8 dimensions of a D % 16 == 8 head */
