@@ -126,3 +126,42 @@ done:
     free(st);
     free(kp);
 }
+
+/* cpu_attn_scores_heads (one pass over contiguous key rows for a group's queries) gives
+ * each of 1 to 7 queries exactly cpu_attn_scores' bits for its own call, on every head
+ * size (8 to 264 by 8, and 12, 20; 264 has no vector path) and key counts around the 4- and 16-key groups; the
+ * scores past n stay untouched. */
+TEST(attention_scores_heads_equal_one_query) {
+    static const int64_t counts[] = {1, 3, 4, 5, 15, 16, 17, 31, 33, 64, 100};
+    unsigned seed = 13;
+    float *k = malloc(100 * 264 * sizeof *k), *qh = malloc(7 * 264 * sizeof *qh);
+    float *sh = malloc(7 * 128 * sizeof *sh), *s1 = malloc(128 * sizeof *s1);
+    CHECK(k && qh && sh && s1);
+    for (int64_t D = 8; D <= 264; D += 4) {
+        if (D % 8 && D != 12 && D != 20) continue;
+        for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+            int64_t n = counts[ci];
+            for (int64_t i = 0; i < n * D; i++) k[i] = frand(&seed);
+            for (int64_t i = 0; i < 7 * D; i++) qh[i] = frand(&seed);
+            for (int64_t nh = 1; nh <= 7; nh++) {
+                for (int64_t i = 0; i < 7 * 128; i++) sh[i] = 12345.0f;
+                cpu_attn_scores_heads(qh, D, nh, k, n, D, 0.125f, sh, 128);
+                for (int64_t h = 0; h < nh; h++) {
+                    cpu_attn_scores(qh + h * D, k, n, D, 0.125f, s1);
+                    if (memcmp(sh + h * 128, s1, sizeof(float) * (size_t)n) != 0) {
+                        test_fail(__FILE__, __LINE__, "D=%lld n=%lld: query %lld of %lld "
+                                  "differs from its own call", (long long)D, (long long)n,
+                                  (long long)h, (long long)nh);
+                        goto done;
+                    }
+                    CHECK(sh[h * 128 + n] == 12345.0f);
+                }
+            }
+        }
+    }
+done:
+    free(k);
+    free(qh);
+    free(sh);
+    free(s1);
+}

@@ -81,6 +81,10 @@ static inline void cpu_weighted_rows(float *restrict y, const float *restrict p,
 void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float scale,
                      float *s);
 void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int64_t D);
+/* cpu_attn_scores for nh queries q + h * q_ld against the same n contiguous keys, query
+ * h's scores at s + h * s_ld: the same bits, each key row read once for two queries. */
+void cpu_attn_scores_heads(const float *q, int64_t q_ld, int64_t nh, const float *k, int64_t n,
+                           int64_t D, float scale, float *s, int64_t s_ld);
 
 /* The same scores with the keys laid across the lanes, for many queries against the same
  * keys: cpu_attn_keys_t writes keys k[0..n) (rows of D floats) as blocks of 16 keys,

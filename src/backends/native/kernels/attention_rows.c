@@ -12,24 +12,31 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-/* The sums of 16 vectors: lane i of the result is the sum of the lanes of v[i]. */
-static inline __m512 sum16(const __m512 *v) {
-    __m512 x[4];
-    for (int g = 0; g < 4; g++) {
-        const __m512 *a = v + 4 * g;
-        /* per 128-bit lane: [a0 + a2, a1... ] pairs, then the four vectors' lane sums */
-        __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]), _mm512_unpackhi_ps(a[0], a[1]));
-        __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]), _mm512_unpackhi_ps(a[2], a[3]));
-        x[g] = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    /* x[g]'s 128-bit lane L holds lane L's partial sums of v[4g..4g+3]: add the lanes */
+/* sum16's first stage for the four vectors a[0..3] (keys 4g..4g+3): 128-bit lane L of
+ * the result holds lane L's partial sums of the four. */
+static inline __m512 sum16_group(const __m512 *a) {
+    /* per 128-bit lane: [a0 + a2, a1... ] pairs, then the four vectors' lane sums */
+    __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]), _mm512_unpackhi_ps(a[0], a[1]));
+    __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]), _mm512_unpackhi_ps(a[2], a[3]));
+    return _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* sum16's second stage: x[g] = sum16_group(v + 4g); add the 128-bit lanes. */
+static inline __m512 sum16_lanes(const __m512 *x) {
     __m512 z01 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], _MM_SHUFFLE(1, 0, 1, 0)),
                                _mm512_shuffle_f32x4(x[0], x[1], _MM_SHUFFLE(3, 2, 3, 2)));
     __m512 z23 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], _MM_SHUFFLE(1, 0, 1, 0)),
                                _mm512_shuffle_f32x4(x[2], x[3], _MM_SHUFFLE(3, 2, 3, 2)));
     return _mm512_add_ps(_mm512_shuffle_f32x4(z01, z23, _MM_SHUFFLE(2, 0, 2, 0)),
                          _mm512_shuffle_f32x4(z01, z23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The sums of 16 vectors: lane i of the result is the sum of the lanes of v[i]. */
+static inline __m512 sum16(const __m512 *v) {
+    __m512 x[4];
+    for (int g = 0; g < 4; g++) x[g] = sum16_group(v + 4 * g);
+    return sum16_lanes(x);
 }
 
 /* The sums of 8 vectors: lane i of the result is the sum of the lanes of v[i]. */
@@ -131,6 +138,93 @@ void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float
         }
         _mm512_mask_storeu_ps(s + t, (__mmask16)((1u << (n - t)) - 1), _mm512_mul_ps(sc, sum16(p)));
     }
+}
+
+/* cpu_attn_scores for H queries (q + h * q_ld; scores at s + h * s_ld) over the same
+ * contiguous keys, each key row loaded once for all of them: every query takes exactly
+ * cpu_attn_scores' operations (a product, then fused multiply-adds over the 16-float
+ * chunks; zero vectors for the keys past n; sum16's two stages), so each gets its bits.
+ * The reduction runs per group of four keys, so that H queries hold 8 H vectors. */
+static inline __attribute__((always_inline)) void scores_rows_h(const float *q, int64_t q_ld,
+                                                               int H, const float *k,
+                                                               int64_t n, int64_t C,
+                                                               float scale, float *s,
+                                                               int64_t s_ld) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    const int64_t D = 16 * C;
+    for (int64_t t = 0; t < n; t += 16) {
+        const bool full = t + 16 <= n;
+        __m512 x[2][4];
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            __m512 a[2][4];
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                int64_t j = t + 4 * g + m;
+                const float *kr = k + j * D;
+                if (full) {
+                    __m512 k0 = _mm512_loadu_ps(kr);
+#pragma GCC unroll 2
+                    for (int h = 0; h < H; h++) a[h][m] = _mm512_mul_ps(_mm512_loadu_ps(q + h * q_ld), k0);
+                    for (int64_t c = 1; c < C; c++) {
+                        __m512 kc = _mm512_loadu_ps(kr + 16 * c);
+#pragma GCC unroll 2
+                        for (int h = 0; h < H; h++)
+                            a[h][m] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * q_ld + 16 * c), kc, a[h][m]);
+                    }
+                } else { /* cpu_attn_scores' last block: zero, then multiply-adds */
+#pragma GCC unroll 2
+                    for (int h = 0; h < H; h++) a[h][m] = _mm512_setzero_ps();
+                    if (j >= n) continue;
+                    for (int64_t c = 0; c < C; c++) {
+                        __m512 kc = _mm512_loadu_ps(kr + 16 * c);
+#pragma GCC unroll 2
+                        for (int h = 0; h < H; h++)
+                            a[h][m] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * q_ld + 16 * c), kc, a[h][m]);
+                    }
+                }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < H; h++) x[h][g] = sum16_group(a[h]);
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < H; h++) {
+            __m512 r = _mm512_mul_ps(sc, sum16_lanes(x[h]));
+            if (full)
+                _mm512_storeu_ps(s + h * s_ld + t, r);
+            else
+                _mm512_mask_storeu_ps(s + h * s_ld + t, (__mmask16)((1u << (n - t)) - 1), r);
+        }
+    }
+}
+
+#define SCORES_ROWS(C)                                                                   \
+    static void scores_rows_2_##C(const float *q, int64_t q_ld, const float *k, int64_t n, \
+                                  float scale, float *s, int64_t s_ld) {               \
+        scores_rows_h(q, q_ld, 2, k, n, C, scale, s, s_ld);                              \
+    }
+SCORES_ROWS(1)
+SCORES_ROWS(2)
+SCORES_ROWS(4)
+SCORES_ROWS(8)
+#undef SCORES_ROWS
+
+void cpu_attn_scores_heads(const float *q, int64_t q_ld, int64_t nh, const float *k, int64_t n,
+                           int64_t D, float scale, float *s, int64_t s_ld) {
+    int64_t h = 0;
+    if (D % 16 == 0 && D <= 256)
+        for (; h + 2 <= nh; h += 2) {
+            const float *qh = q + h * q_ld;
+            float *sh = s + h * s_ld;
+            switch (D) {
+            case 16: scores_rows_2_1(qh, q_ld, k, n, scale, sh, s_ld); break;
+            case 32: scores_rows_2_2(qh, q_ld, k, n, scale, sh, s_ld); break;
+            case 64: scores_rows_2_4(qh, q_ld, k, n, scale, sh, s_ld); break;
+            case 128: scores_rows_2_8(qh, q_ld, k, n, scale, sh, s_ld); break;
+            default: scores_rows_h(qh, q_ld, 2, k, n, D / 16, scale, sh, s_ld); break;
+            }
+        }
+    for (; h < nh; h++) cpu_attn_scores(q + h * q_ld, k, n, D, scale, s + h * s_ld);
 }
 
 /* Keys with the keys across the lanes (see attention.h): 16 key rows given by pointers
@@ -426,6 +520,11 @@ void cpu_attn_scores_t_heads(const float *q, int64_t q_ld, int64_t nh, const flo
 void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float scale,
                      float *s) {
     for (int64_t t = 0; t < n; t++) s[t] = scale * cpu_dot(q, k + t * D, D);
+}
+
+void cpu_attn_scores_heads(const float *q, int64_t q_ld, int64_t nh, const float *k, int64_t n,
+                           int64_t D, float scale, float *s, int64_t s_ld) {
+    for (int64_t h = 0; h < nh; h++) cpu_attn_scores(q + h * q_ld, k, n, D, scale, s + h * s_ld);
 }
 
 void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int64_t D) {

@@ -244,10 +244,12 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
             }
         }
     }
-    /* Several queries against these keys: the keys the rows see, from the tile's start,
-     * laid across the lanes once (the scores are the same bits either way). */
+    /* Several query rows against these keys: the keys the rows see, from the tile's
+     * start, laid across the lanes once (the scores are the same bits either way). One
+     * row (a decode step) reads each key row once for its heads instead: laying them
+     * across would cost more than the scores it serves. */
     bool across = false;
-    if ((tk->i1 - tk->i0) * R >= 4) {
+    if (tk->i1 - tk->i0 > 1 && (tk->i1 - tk->i0) * R >= 4) {
         int64_t kn = 0;
         for (int64_t i = tk->i0; i < tk->i1; i++) {
             int64_t lo, hi;
@@ -276,6 +278,13 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
         if (across && n > 0) /* the group's heads together, whole blocks of 16 keys from a's */
             cpu_attn_scores_t_heads(qg, D, R, kt + x0 * D, (a - c0 + n - x0 + 15) / 16, D,
                                     t->scale, sc + x0, sld);
+        /* otherwise per contiguous run of keys, the group's heads together; a key's score
+         * does not depend on the run */
+        for (int64_t x = 0; !across && x < n;) {
+            int64_t run = run_len[a - c0 + x] < n - x ? run_len[a - c0 + x] : n - x;
+            cpu_attn_scores_heads(qg, D, R, kp[a - c0 + x], run, D, t->scale, sc + x, sld);
+            x += run;
+        }
         for (int64_t r = 0; r < R; r++) {
             int64_t h = g * R + r;
             float *part = j->part + (j->part_base[tk->seq] + (i * t->N + h) * nt + ct) * (D + 2);
@@ -287,17 +296,7 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
                 part[1] = 0.0f;
                 continue;
             }
-            const float *q = qg + r * D;
-            float *rs = sc + r * sld; /* the row's n scores */
-            if (across) {
-                rs += a - c0;
-            } else { /* per contiguous run of keys; a key's score does not depend on the run */
-                for (int64_t x = 0; x < n;) {
-                    int64_t run = run_len[a - c0 + x] < n - x ? run_len[a - c0 + x] : n - x;
-                    cpu_attn_scores(q, kp[a - c0 + x], run, D, t->scale, rs + x);
-                    x += run;
-                }
-            }
+            float *rs = sc + r * sld + (across ? a - c0 : 0); /* the row's n scores */
             if (t->softcap > 0) {
                 float cap = t->softcap, ic = 1.0f / t->softcap;
                 for (int64_t x = 0; x < n; x++) rs[x] *= ic;
