@@ -7,14 +7,17 @@
 
 enum { HUGE_PAGE = 2 << 20 };
 
+/* Zeroed and 64-byte aligned, from the allocator (free with free). */
+static void *zeroed_aligned(size_t size) {
+    void *p = NULL;
+    size_t n = (size + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;
+    memset(p, 0, n ? n : 64);
+    return p;
+}
+
 void *big_alloc(size_t size) {
-    if (size < HUGE_PAGE) {
-        void *p = NULL;
-        size_t n = (size + 63) & ~(size_t)63;
-        if (posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;
-        memset(p, 0, n);
-        return p;
-    }
+    if (size < HUGE_PAGE) return zeroed_aligned(size);
     /* round the start up to a huge page boundary so that the whole run can be huge */
     size_t span = size + HUGE_PAGE;
     char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -47,11 +50,7 @@ void big_free(void *p, size_t size) {
 
 void *big_alloc_lazy(size_t size) {
 #ifdef OG_LAZY_FROM_MALLOC
-    void *q = NULL;
-    size_t n = (size + 63) & ~(size_t)63;
-    if (posix_memalign(&q, 64, n ? n : 64) != 0) return NULL;
-    memset(q, 0, n ? n : 64);
-    return q;
+    return zeroed_aligned(size);
 #else
     void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;

@@ -46,36 +46,42 @@ static size_t entry_bytes(const og_generator *g, int i, int cols) {
     return gen_kv_row_bytes(g, i, cols) * (size_t)g->rows * (is_pair(c) ? 2 : 1);
 }
 
-/* A KV entry written in place has one buffer (past and present); others have two. */
-static bool single_buffer(const og_generator *g, int i) {
-    const gen_cache *c = &g->m->cache[i];
-    return c->kind == GEN_CACHE_KV && !c->fixed && g->inplace[i];
+/* Whether entry i grows with the columns (a KV cache along its sequence axis). */
+static bool grows(const og_generator *g, int i) {
+    return g->m->cache[i].kind == GEN_CACHE_KV && !g->m->cache[i].fixed;
 }
+
+/* A KV entry written in place has one buffer (past and present); others have two. */
+static bool single_buffer(const og_generator *g, int i) { return grows(g, i) && g->inplace[i]; }
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* All buffers of the cache are one allocation of zero pages (big_alloc_lazy), carved in
- * entry order at 64-byte boundaries: entry i gets want[i] bytes per buffer, and what its
- * buffers held (bytes[i]) is copied to their start. KV buffers are sized for
- * max_length, which a package's config often sets to the whole context (131072
- * positions: 8.6 GB for a 1B Llama); only the rows written are ever backed by memory. */
-static og_status *cache_block_make(og_generator *g, const size_t *want) {
+ * entry order at 64-byte boundaries: an entry that grows gets its bytes at `cols`
+ * columns, the others theirs at max_length, and what an entry's buffers held (bytes[i])
+ * is copied to their start. KV buffers are sized for max_length, which a package's
+ * config often sets to the whole context (131072 positions: 8.6 GB for a 1B Llama); only
+ * the rows written are ever backed by memory. */
+static og_status *cache_block_make(og_generator *g, int cols) {
     int n = g->m->n_cache;
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += round64(want[i]) * (single_buffer(g, i) ? 1 : 2);
+    for (int i = 0; i < n; i++)
+        total += round64(entry_bytes(g, i, grows(g, i) ? cols : g->max_len)) *
+                 (single_buffer(g, i) ? 1 : 2);
     if (total == 0) total = 64;
     char *block = big_alloc_lazy(total);
     if (!block) return og_oom();
     size_t at = 0;
     for (int i = 0; i < n; i++) {
+        size_t want = entry_bytes(g, i, grows(g, i) ? cols : g->max_len);
         for (int b = 0; b < (single_buffer(g, i) ? 1 : 2); b++) {
             char *p = block + at;
-            at += round64(want[i]);
+            at += round64(want);
             if (g->buf[b][i]) memcpy(p, g->buf[b][i], g->bytes[i]);
             g->buf[b][i] = p;
         }
         if (single_buffer(g, i)) g->buf[1][i] = g->buf[0][i]; /* never swapped, never reordered */
-        g->bytes[i] = want[i];
+        g->bytes[i] = want;
     }
     big_free_lazy(g->cache_block, g->cache_block_bytes);
     g->cache_block = block;
@@ -91,21 +97,11 @@ og_status *gen_cache_alloc(og_generator *g) {
     g->inplace = calloc((size_t)n + 1, sizeof *g->inplace);
     g->buf[0] = calloc((size_t)n + 1, sizeof(void *));
     g->buf[1] = calloc((size_t)n + 1, sizeof(void *));
-    size_t *want = calloc((size_t)n + 1, sizeof *want);
-    if (!g->bytes || !g->cur || !g->inplace || !g->buf[0] || !g->buf[1] || !want) {
-        free(want);
-        return og_oom();
-    }
+    if (!g->bytes || !g->cur || !g->inplace || !g->buf[0] || !g->buf[1]) return og_oom();
     g->col_cap = g->max_len;
-    for (int i = 0; i < n; i++) {
-        const gen_cache *c = &m->cache[i];
-        bool kv = c->kind == GEN_CACHE_KV && !c->fixed;
-        g->inplace[i] = kv ? (g->share_kv && c->shareable) : c->shareable;
-        want[i] = entry_bytes(g, i, g->max_len);
-    }
-    og_status *st = cache_block_make(g, want);
-    free(want);
-    return st;
+    for (int i = 0; i < n; i++)
+        g->inplace[i] = grows(g, i) ? (g->share_kv && m->cache[i].shareable) : m->cache[i].shareable;
+    return cache_block_make(g, g->max_len);
 }
 
 static void snapshot_free(og_generator *g, gen_snapshot *s) {
@@ -159,16 +155,8 @@ void gen_kv_place_row(og_generator *g, int i, int r, const void *src, int n, int
 
 og_status *gen_kv_reserve(og_generator *g, int cols) {
     if (cols <= g->col_cap) return NULL;
-    int n = g->m->n_cache;
-    size_t *want = calloc((size_t)n + 1, sizeof *want);
-    if (!want) return og_oom();
     /* the data is laid out by kv_len, not by capacity: it moves as is */
-    for (int i = 0; i < n; i++)
-        want[i] = g->m->cache[i].kind != GEN_CACHE_KV || g->m->cache[i].fixed ? g->bytes[i]
-                                                                                : entry_bytes(g, i, cols);
-    og_status *st = cache_block_make(g, want);
-    free(want);
-    OG_TRY(st);
+    OG_TRY(cache_block_make(g, cols));
     uint8_t *cm = calloc((size_t)g->rows * (size_t)cols, 1);
     if (!cm) return og_oom();
     for (int r = 0; r < g->rows && g->cmask; r++)
