@@ -17,11 +17,15 @@
  * are identical bit for bit to the other kernels.
  *
  * Why it is shaped so: a block of K (32 values in the builder's packages) is too short to
- * keep the dots in the tiles across blocks, and the scaling (three vector operations per
- * 16 outputs per block) costs more than the tile products. Two C buffers let the tile
- * unit compute block b while the vector unit scales block b - 1: the scaling of the
- * previous block comes after the next block's tile instructions and does not depend on
- * them. */
+ * keep the dots in the tiles across blocks: every 16 x 16 x 32 product leaves the tile
+ * unit through a 1 KiB store and is scaled with three vector operations per 16 outputs.
+ * Measured on a 2-vCPU Xeon with AMX (bench-amx-tiles; docs/PERFORMANCE.md, "MatMulNBits
+ * on AMX tiles"): a TDPBSSD takes ~4.7 ns at K = 32 as at K = 64 (half the tile unit idles
+ * on a block of 32), a 16-row TILESTORED ~4.3 ns and a TILELOADD ~1.7 ns, run one after
+ * another; the scaling of a 32 x 32 block takes ~45-50 ns and overlaps the tile
+ * instructions little. Two strips x two panels share each A and B tile load between two
+ * products. The scaling of block b - 1 is issued after block b's tile instructions, from
+ * the other dot buffer, so that a core that can overlap the two does. */
 #if defined(__x86_64__)
 #include "backends/native/kernels/matmul_nbits_pack_x512.h"
 
@@ -160,6 +164,9 @@ void mnb_pack_tile_amx(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t
         cfg.rows[t] = 16;
         cfg.colsb[t] = 64;
     }
+    /* gcc 12's _tile_loadconfig declares a read of only 8 bytes of its operand, so
+     * stores to the rest could be dropped as dead: make them happen first */
+    __asm__ volatile("" : : "r"(&cfg) : "memory");
     _tile_loadconfig(&cfg);
     const int8_t *w = (const int8_t *)u8;
     unpack_pair_signed(pk, p, (int8_t *)u8);
