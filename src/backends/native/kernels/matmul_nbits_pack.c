@@ -18,6 +18,10 @@ enum {
      * directly, take less CPU time (AVX-512 VNNI, Qwen2.5-0.5B shapes, level 4 and the
      * three digit rows of level 0: 10-25 % less at 16-32 rows, even at 48) */
     TILE_MIN_M_VEC = 48,
+    /* with AMX: from 16 rows the tiles cost the same as the row kernels, from 32 less
+     * (bench-matmulnbits at Qwen2.5-0.5B shapes, level 4: 16 rows 0.22 vs 0.18 ms,
+     * 32 rows 0.31-0.36 vs 0.37, 48 rows 0.44-0.48 vs 0.53-0.57) */
+    TILE_MIN_M_AMX = 32,
     ROW_BLOCK_BYTES = 160 * 1024, /* quantized A per tile item, kept in L2 */
     SUB_BYTES = 64 * 1024, /* more rows than a rows call takes: all row groups per this many weights */
     PACK_RUN = 64,  /* groups of 8 values per column that packing regroups at once (4 KiB) */
@@ -195,8 +199,8 @@ static isa_fns active_fns(void) {
 #ifndef OG_NO_AMX
     case CPU_ISA_AMX:
         return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_amx, mnb_x512_quantize_block,
-                         "avx512-vnni", "amx-int8", mnb_x512_digits_block, TILE_MIN_M,
-                         TILE_MIN_M};
+                         "avx512-vnni", "amx-int8", mnb_x512_digits_block, TILE_MIN_M_AMX,
+                         TILE_MIN_M_AMX};
 #endif
     case CPU_ISA_AVX512:
         return (isa_fns){mnb_pack_rows_avx512, mnb_pack_tile_avx512, mnb_x512_quantize_block,
