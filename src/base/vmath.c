@@ -236,6 +236,23 @@ void verf_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, v_erf); }
 void vgelu_erf_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, gelu_erf_one); }
 void vgelu_tanh_f32(const float *x, float *y, int64_t n) { MAP(x, y, n, gelu_tanh_one); }
 
+void vsilu_mul_f32(const float *x, const float *u, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        vf v = VLOAD(x + i);
+        VSTORE(y + i, VMUL(VMUL(v, v_sigmoid(v)), VLOAD(u + i)));
+    }
+    if (i < n) {
+        float bx[W] = {0}, bu[W] = {0};
+        size_t m = (size_t)(n - i);
+        memcpy(bx, x + i, sizeof(float) * m);
+        memcpy(bu, u + i, sizeof(float) * m);
+        vf v = VLOAD(bx);
+        VSTORE(bx, VMUL(VMUL(v, v_sigmoid(v)), VLOAD(bu)));
+        memcpy(y + i, bx, sizeof(float) * m);
+    }
+}
+
 void vexp_shift_f32(const float *x, float *y, int64_t n, float shift) {
     vf s = VSET(shift);
 #define F_SHIFT(v) v_exp(VSUB(v, s))

@@ -23,6 +23,9 @@ void vtanh_f32(const float *x, float *y, int64_t n);
 void verf_f32(const float *x, float *y, int64_t n);
 /* y = x * sigmoid(alpha * x): SiLU (alpha 1) and QuickGelu. */
 void vsilu_f32(const float *x, float *y, int64_t n, float alpha);
+/* y = (x * sigmoid(x)) * u, each product rounded to float: a gated MLP's SiLU gate, the
+ * same bits as vsigmoid_f32 followed by the two products (y may be x or u). */
+void vsilu_mul_f32(const float *x, const float *u, float *y, int64_t n);
 /* y = 0.5 x (1 + erf(x / sqrt(2))): the exact GELU. */
 void vgelu_erf_f32(const float *x, float *y, int64_t n);
 /* y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): the tanh-approximated GELU. */

@@ -316,6 +316,34 @@ def main():
                    helper.make_tensor_value_info("scores", F, ["batch", "seq", "seq"]),
                    helper.make_tensor_value_info("raw", F, None)],
                   [w1, w2, gm, bias], opset=17, check=False), out, "rows.onnx")
+
+    # silu_gate: the executor's SiLU-gate fusion (backends/native/fuse.h). y1 and y2 (both
+    # operand orders, u broadcast over rows) are fused; y3 is not (its sigmoid is also a
+    # graph output), nor y4 (its product is read twice), nor y5 (Sigmoid of another value
+    # than the one multiplied). Declared float; tests also run the float16 copy.
+    for name, dt in (("silu_gate.onnx", F), ("silu_gate_f16.onnx", TensorProto.FLOAT16)):
+        nodes = [helper.make_node("Sigmoid", ["x"], ["s1"], name="sig1"),
+                 helper.make_node("Mul", ["x", "s1"], ["g1"], name="act1"),
+                 helper.make_node("Mul", ["g1", "u"], ["y1"], name="gate1"),
+                 helper.make_node("Sigmoid", ["u"], ["s2"], name="sig2"),
+                 helper.make_node("Mul", ["s2", "u"], ["g2"], name="act2"),
+                 helper.make_node("Mul", ["ub", "g2"], ["y2"], name="gate2"),
+                 helper.make_node("Sigmoid", ["x"], ["s3"], name="sig3"),
+                 helper.make_node("Mul", ["x", "s3"], ["g3"], name="act3"),
+                 helper.make_node("Mul", ["g3", "u"], ["y3"], name="gate3"),
+                 helper.make_node("Sigmoid", ["u"], ["s4"], name="sig4"),
+                 helper.make_node("Mul", ["u", "s4"], ["g4"], name="act4"),
+                 helper.make_node("Mul", ["g4", "x"], ["y4"], name="gate4"),
+                 helper.make_node("Add", ["g4", "x"], ["z4"], name="add4"),
+                 helper.make_node("Sigmoid", ["u"], ["s5"], name="sig5"),
+                 helper.make_node("Mul", ["x", "s5"], ["g5"], name="act5"),
+                 helper.make_node("Mul", ["g5", "u"], ["y5"], name="gate5")]
+        outs = ["y1", "y2", "y3", "s3", "y4", "z4", "y5"]
+        save(model_of(nodes, [helper.make_tensor_value_info("x", dt, ["n", 37]),
+                              helper.make_tensor_value_info("u", dt, ["n", 37]),
+                              helper.make_tensor_value_info("ub", dt, [37])],
+                      [helper.make_tensor_value_info(o, dt, ["n", 37]) for o in outs]),
+             out, name)
     print(f"wrote test models to {out}")
 
 

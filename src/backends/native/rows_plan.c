@@ -38,6 +38,7 @@ static rp_kind op_kind(const exec_graph *eg, const graph_node *n) {
     bool dflt = !n->domain[0], ms = !strcmp(n->domain, "com.microsoft");
     if (dflt && in_list(op, elementwise)) return RP_ALL;
     if (ms && in_list(op, ms_elementwise)) return RP_ALL;
+    if (!strcmp(n->domain, KERNEL_FUSED_DOMAIN) && !strcmp(op, "SiluMul")) return RP_ALL;
     if (dflt && !strcmp(op, "MatMul")) {
         /* rows of A times a matrix: B must be bound now (an initializer or an input of
          * the run) and 2-D; a computed B (attention's K^T) stops the walk */

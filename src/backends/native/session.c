@@ -1,6 +1,7 @@
 /* Preparing a loaded graph for the native executor, and freeing it. */
 #include "backends/native/session.h"
 
+#include "backends/native/fuse.h"
 #include "backends/native/plan.h"
 #include "backends/native/rows_plan.h"
 #include "onnx/loader.h"
@@ -452,6 +453,8 @@ og_status *session_create(const model *m, const og_session_options *options,
         goto fail;
     }
     s->plan_budget = options->plan_memory;
+    if ((st = fuse_graph(g, &s->fused, &s->fused_nodes))) goto fail;
+    if (s->fused) s->graph = g = s->fused;
     if ((st = threadpool_create(options->num_threads, &s->pool))) goto fail;
     if ((st = exec_graph_create(s, g, NULL, s->label, &s->main))) goto fail;
     *out = s;
@@ -464,6 +467,7 @@ fail:
 void session_close(native_session *s) {
     if (!s) return;
     exec_graph_free(s->main); /* kernels' prepared states first: they may use the model */
+    fuse_graph_free(s->fused);
     for (int i = 0; i < s->scratch.n; i++) free(s->scratch.chunks[i].base);
     free(s->scratch.chunks);
     free(s->shared.buf);

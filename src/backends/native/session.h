@@ -112,7 +112,9 @@ typedef struct shared_form {
 
 struct native_session {
     const model *model;           /* borrowed from the og_session */
-    const graph *graph;
+    const graph *graph;           /* the graph run: the model's, or its rewrite (fuse.h) */
+    graph *fused;                 /* that rewrite, owned, or NULL */
+    int fused_nodes;              /* nodes the rewrite made */
     threadpool *pool;
     char *label;                  /* model file name for messages */
     exec_graph *main;

@@ -188,4 +188,8 @@ og_status *cpu_contrib_bias_gelu(kernel_ctx *ctx);
 og_status *cpu_contrib_bias_add(kernel_ctx *ctx);
 og_status *cpu_contrib_gated_add(kernel_ctx *ctx);
 
+/* The executor's fused SiLU-gated product, (x * sigmoid(x)) * u (silu_mul.c; made by
+ * backends/native/fuse.c). */
+og_status *cpu_silu_mul(kernel_ctx *ctx);
+
 #endif

@@ -106,6 +106,11 @@ typedef void (*kernel_release_fn)(void *state);
 
 #define KERNEL_INPUT(i) (1u << (i))
 
+/* The domain of the nodes the executor makes when it fuses several of a graph's nodes
+ * into one (backends/native/fuse.h); no exporter writes it. */
+#define KERNEL_FUSED_DOMAIN "onnx_genai.fused"
+
+
 typedef og_status *(*kernel_fn)(kernel_ctx *ctx);
 
 typedef struct kernel_def {

@@ -90,5 +90,8 @@ const kernel_def cpu_elementwise_kernels[] = {
     {"com.microsoft", "BiasGelu", 1, 1, cpu_contrib_bias_gelu, .inplace = IN0},
     {"com.microsoft", "BiasAdd", 1, 1, cpu_contrib_bias_add, .inplace = IN0 | IN2},
     {"com.microsoft", "GatedAdd", 1, 1, cpu_contrib_gated_add},
+    /* The executor's fused nodes (backends/native/fuse.h): a gated MLP's Sigmoid, Mul
+     * and Mul as one pass. */
+    {KERNEL_FUSED_DOMAIN, "SiluMul", 1, 1, cpu_silu_mul, .inplace = IN0 | IN1},
     {0},
 };
