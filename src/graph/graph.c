@@ -45,7 +45,7 @@ const char *graph_node_label(const graph_node *n, char *buf, size_t size) {
     if (n->name && n->name[0])
         snprintf(buf, size, "'%s' (%s)", n->name, n->op_type);
     else
-        snprintf(buf, size, "#%d (%s)", n->index, n->op_type);
+        snprintf(buf, size, "#%d (%s)", n->file_index, n->op_type);
     return buf;
 }
 
@@ -154,7 +154,7 @@ static void implicit_walk(const graph *g, const graph *sub, int *out, int cap, i
         for (const graph *p = sub->parent; p; p = p->parent) {
             int i = graph_find_value(p, sub->values[v].name);
             if (i < 0) continue;
-            if (p == g) {
+            if (p == g || (g->rewritten_from && p == g->rewritten_from)) {
                 bool seen = false;
                 for (int k = 0; k < *n && k < cap && !seen; k++) seen = out[k] == i;
                 if (!seen) {

@@ -70,6 +70,8 @@ typedef struct graph_node {
     int n_attrs;
     graph_attr *attrs;
     int index; /* position in graph.nodes */
+    int file_index; /* position in the file's node list (messages name unnamed nodes by it;
+                     * index differs in a rewritten graph, see graph.rewritten_from) */
 } graph_node;
 
 typedef struct graph_value {
@@ -97,6 +99,10 @@ typedef struct graph {
     int *initializers;   /* value indices that hold initializers or Constant outputs */
     strmap by_name;      /* value name -> index */
     struct graph *parent; /* enclosing graph for subgraphs */
+    /* A copy made by rewriting another graph (the native executor's fusion): the graph
+     * it was made from. Its subgraphs' parent pointers still name that one, and value
+     * indices are the same in both. NULL for a graph as loaded. */
+    const struct graph *rewritten_from;
 } graph;
 
 typedef struct opset_import {

@@ -514,6 +514,7 @@ static og_status *parse_node(loader *L, gbuild *b, const wire_reader *r, const w
     n->op_type = "";
     n->domain = "";
     n->index = index;
+    n->file_index = index;
     for (;;) {
         OG_TRY(wire_next(&nr, &f, &has));
         if (!has) break;

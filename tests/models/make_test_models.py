@@ -344,6 +344,24 @@ def main():
                               helper.make_tensor_value_info("ub", dt, [37])],
                       [helper.make_tensor_value_info(o, dt, ["n", 37]) for o in outs]),
              out, name)
+    # silu_gate_if: a fusable gate beside an If whose branches read h, a value the main
+    # graph computes and nothing else reads: the rewritten graph must still see that read.
+    br_t = helper.make_graph([helper.make_node("Add", ["h", "h"], ["zt"], name="twice")],
+                             "then", [], [helper.make_tensor_value_info("zt", F, ["n", 37])])
+    br_e = helper.make_graph([helper.make_node("Sub", ["h", "u"], ["ze"], name="less")],
+                             "else", [], [helper.make_tensor_value_info("ze", F, ["n", 37])])
+    nodes = [helper.make_node("Add", ["x", "u"], ["h"], name="h"),
+             helper.make_node("Sigmoid", ["x"], ["s1"], name="sig1"),
+             helper.make_node("Mul", ["x", "s1"], ["g1"], name="act1"),
+             helper.make_node("Mul", ["g1", "u"], ["y1"], name="gate1"),
+             helper.make_node("If", ["c"], ["z"], name="branch", then_branch=br_t,
+                              else_branch=br_e)]
+    save(model_of(nodes, [helper.make_tensor_value_info("x", F, ["n", 37]),
+                          helper.make_tensor_value_info("u", F, ["n", 37]),
+                          helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                  [helper.make_tensor_value_info("y1", F, ["n", 37]),
+                   helper.make_tensor_value_info("z", F, ["n", 37])]),
+         out, "silu_gate_if.onnx")
     print(f"wrote test models to {out}")
 
 

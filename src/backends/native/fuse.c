@@ -95,6 +95,7 @@ og_status *fuse_graph(const graph *g, graph **out, int *n_fused) {
         goto done;
     }
     fg->g = *g;
+    fg->g.rewritten_from = g; /* the subgraphs' parent: their outer reads still resolve */
     fg->g.n_nodes = nn - 2 * fused;
     fg->g.nodes = calloc((size_t)fg->g.n_nodes, sizeof *fg->g.nodes);
     fg->g.values = malloc(sizeof *fg->g.values * ((size_t)nv + 1));

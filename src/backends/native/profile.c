@@ -203,7 +203,7 @@ og_status *profiler_write_trace(const og_profiler *p, const char *path) {
             json_string(f, n->name);
         } else {
             char buf[256];
-            snprintf(buf, sizeof buf, "%s #%d", n->op_type, n->index);
+            snprintf(buf, sizeof buf, "%s #%d", n->op_type, n->file_index);
             json_string(f, buf);
         }
         fputs(", \"args\": {\"op\": ", f);

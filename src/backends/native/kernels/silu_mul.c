@@ -5,7 +5,9 @@
  * It gives exactly the three nodes' bits: the sigmoid is the Sigmoid kernel's (vsigmoid_f32
  * on float32 and on float16/bfloat16 widened to float32; the double formula on float64),
  * and the sigmoid and the first product are rounded to the dtype as the separate nodes
- * store them. What it saves is memory traffic: x and u are read once and y written once,
+ * store them. (One exception: when x is NaN and the model wrote Mul(s, x) or Mul(u, g),
+ * x86 keeps the first NaN operand's sign and payload, so the NaN may differ in sign.)
+ * What it saves is memory traffic: x and u are read once and y written once,
  * where the three nodes write and read back two tensors of y's size (at prefill, a
  * tensor of prompt x intermediate size per layer: more than the caches hold). x and u
  * broadcast as Mul's inputs do. */
