@@ -62,6 +62,18 @@ AMX_FN static void scale_block(int buf) {
         }
 }
 
+/* The kernel's tile instructions for one block of two strips x two panels, the dots into
+ * buffer o. */
+AMX_FN static inline void tiles_block(int o) {
+    _tile_loadd(0, tile_a[0], 64); _tile_loadd(1, tile_a[1], 64);
+    _tile_loadd(2, tile_b, 128); _tile_loadd(3, tile_b + 64, 128);
+    _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);
+    _tile_dpbssd(4, 0, 2); _tile_dpbssd(5, 0, 3);
+    _tile_dpbssd(6, 1, 2); _tile_dpbssd(7, 1, 3);
+    _tile_stored(4, dots[o][0], 64); _tile_stored(5, dots[o][1], 64);
+    _tile_stored(6, dots[o][2], 64); _tile_stored(7, dots[o][3], 64);
+}
+
 AMX_FN static void run(long n) {
     double t0;
     configure(32);
@@ -96,29 +108,13 @@ AMX_FN static void run(long n) {
     double scale_ns = (now_s() - t0) / (double)n * 1e9;
     printf("scaling of one 32 x 32 block (vector)  %6.2f ns\n", scale_ns);
     t0 = now_s();
-    for (long i = 0; i < n; i++) {
-        int o = (int)(i & 1);
-        _tile_loadd(0, tile_a[0], 64); _tile_loadd(1, tile_a[1], 64);
-        _tile_loadd(2, tile_b, 128); _tile_loadd(3, tile_b + 64, 128);
-        _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);
-        _tile_dpbssd(4, 0, 2); _tile_dpbssd(5, 0, 3);
-        _tile_dpbssd(6, 1, 2); _tile_dpbssd(7, 1, 3);
-        _tile_stored(4, dots[o][0], 64); _tile_stored(5, dots[o][1], 64);
-        _tile_stored(6, dots[o][2], 64); _tile_stored(7, dots[o][3], 64);
-    }
+    for (long i = 0; i < n; i++) tiles_block((int)(i & 1));
     double tiles_ns = (now_s() - t0) / (double)n * 1e9;
     printf("tiles of one 32 x 32 x 32 block         %6.2f ns\n", tiles_ns);
     t0 = now_s();
     for (long i = 0; i < n; i++) {
-        int o = (int)(i & 1);
-        _tile_loadd(0, tile_a[0], 64); _tile_loadd(1, tile_a[1], 64);
-        _tile_loadd(2, tile_b, 128); _tile_loadd(3, tile_b + 64, 128);
-        _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);
-        _tile_dpbssd(4, 0, 2); _tile_dpbssd(5, 0, 3);
-        _tile_dpbssd(6, 1, 2); _tile_dpbssd(7, 1, 3);
-        _tile_stored(4, dots[o][0], 64); _tile_stored(5, dots[o][1], 64);
-        _tile_stored(6, dots[o][2], 64); _tile_stored(7, dots[o][3], 64);
-        scale_block(o ^ 1);
+        tiles_block((int)(i & 1));
+        scale_block((int)(i & 1) ^ 1);
     }
     double both_ns = (now_s() - t0) / (double)n * 1e9;
     printf("tiles + the previous block's scaling    %6.2f ns (%.0f %% of the sum: 100 %% is no overlap)\n",
