@@ -49,6 +49,8 @@ static void vec_gelu_tanh(const float *x, float *y, int64_t n, const unary_op *o
     vgelu_tanh_f32(x, y, n);
 }
 
+void cpu_sigmoid_f64(const double *x, double *y, int64_t n) { a_sigmoid_f64(x, y, n, NULL); }
+
 og_status *cpu_sigmoid(kernel_ctx *ctx) {
     unary_op op = MK_UNARY_OP(a_sigmoid, EW_GRAIN_HEAVY);
     op.f32 = vec_sigmoid;

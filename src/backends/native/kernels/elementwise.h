@@ -188,6 +188,8 @@ og_status *cpu_contrib_bias_gelu(kernel_ctx *ctx);
 og_status *cpu_contrib_bias_add(kernel_ctx *ctx);
 og_status *cpu_contrib_gated_add(kernel_ctx *ctx);
 
+/* The Sigmoid kernel's float64 arithmetic (activation.c; float32 is vsigmoid_f32). */
+void cpu_sigmoid_f64(const double *x, double *y, int64_t n);
 /* The executor's fused SiLU-gated product, (x * sigmoid(x)) * u (silu_mul.c; made by
  * backends/native/fuse.c). */
 og_status *cpu_silu_mul(kernel_ctx *ctx);

@@ -3,7 +3,7 @@
  * KERNEL_FUSED_DOMAIN.
  *
  * It gives exactly the three nodes' bits: the sigmoid is the Sigmoid kernel's (vsigmoid_f32
- * on float32 and on float16/bfloat16 widened to float32; the double formula on float64),
+ * on float32 and on float16/bfloat16 widened to float32; cpu_sigmoid_f64 on float64),
  * and the sigmoid and the first product are rounded to the dtype as the separate nodes
  * store them. (One exception: when x is NaN and the model wrote Mul(s, x) or Mul(u, g),
  * x86 keeps the first NaN operand's sign and payload, so the NaN may differ in sign.)
@@ -14,8 +14,6 @@
 #include "backends/native/kernels/elementwise.h"
 
 #include "base/vmath.h"
-
-#include <math.h>
 
 enum { RUN = 256 };
 
@@ -56,16 +54,17 @@ static void silu_mul_f32(char *const *p, const int64_t *s, int64_t n, const void
 SILU_MUL_LOOP(uint16_t, OG_FLOAT16, f16, float, mk_h2f, mk_f2h)
 SILU_MUL_LOOP(uint16_t, OG_BFLOAT16, bf16, float, bf16_to_f32, f32_to_bf16)
 
-/* float64: the Sigmoid kernel's formula, which only ever exponentiates a non-positive
- * number. */
+/* float64: in double throughout, the sigmoid as the Sigmoid kernel computes it. */
 static void silu_mul_f64(char *const *p, const int64_t *s, int64_t n, const void *param) {
     (void)param;
     const double *x = (const double *)p[1], *u = (const double *)p[2];
     double *y = (double *)p[0];
-    for (int64_t i = 0; i < n; i++) {
-        const double v = x[i * s[1]];
-        const double sig = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
-        y[i] = (v * sig) * u[i * s[2]];
+    double xd[RUN], sd[RUN];
+    for (int64_t i0 = 0; i0 < n; i0 += RUN) {
+        const int64_t m = n - i0 < RUN ? n - i0 : RUN;
+        for (int64_t i = 0; i < m; i++) xd[i] = x[(i0 + i) * s[1]];
+        cpu_sigmoid_f64(xd, sd, m);
+        for (int64_t i = 0; i < m; i++) y[i0 + i] = (xd[i] * sd[i]) * u[(i0 + i) * s[2]];
     }
 }
 
