@@ -110,7 +110,6 @@ typedef void (*kernel_release_fn)(void *state);
  * into one (backends/native/fuse.h); no exporter writes it. */
 #define KERNEL_FUSED_DOMAIN "onnx_genai.fused"
 
-
 typedef og_status *(*kernel_fn)(kernel_ctx *ctx);
 
 typedef struct kernel_def {

@@ -18,9 +18,9 @@ enum {
      * directly, take less CPU time (AVX-512 VNNI, Qwen2.5-0.5B shapes, level 4 and the
      * three digit rows of level 0: 10-25 % less at 16-32 rows, even at 48) */
     TILE_MIN_M_VEC = 48,
-    /* with AMX: from 16 rows the tiles cost the same as the row kernels, from 32 less
-     * (bench-matmulnbits at Qwen2.5-0.5B shapes, level 4: 16 rows 0.22 vs 0.18 ms,
-     * 32 rows 0.31-0.36 vs 0.37, 48 rows 0.44-0.48 vs 0.53-0.57) */
+    /* with AMX: at 16 rows the tiles are slower than the row kernels, from 32 on faster
+     * (bench-matmulnbits at Qwen2.5-0.5B shapes, level 4, tiles vs row kernels: 16 rows
+     * 0.22 vs 0.18 ms, 32 rows 0.31-0.36 vs 0.37, 48 rows 0.44-0.48 vs 0.53-0.57) */
     TILE_MIN_M_AMX = 32,
     ROW_BLOCK_BYTES = 160 * 1024, /* quantized A per tile item, kept in L2 */
     SUB_BYTES = 64 * 1024, /* more rows than a rows call takes: all row groups per this many weights */
