@@ -1,12 +1,12 @@
 /* What AMX tile instructions cost on this CPU, in the shapes the packed MatMulNBits
- * kernel (src/backends/native/kernels/matmul_nbits_pack_amx.c) issues per block of
+ * kernel (src/backends/native/kernels/matmul/matmul_nbits_pack_amx.c) issues per block of
  * K = 32: the figures behind its layout (docs/PERFORMANCE.md, "MatMulNBits on AMX
  * tiles"). One thread, data in L1, ns per instruction or per 32 x 32 x 32 block:
  *
  *   bench-amx-tiles [ITERATIONS]
  *
  * Prints "skipped" and exits 0 where the CPU or the kernel gives no AMX. */
-#include "base/cpu.h"
+#include "base/isa.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -128,7 +128,7 @@ AMX_FN static void run(long n) {
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 2000000;
 #if defined(__x86_64__) && !defined(OG_NO_AMX)
-    if (cpu_isa_supported() >= CPU_ISA_AMX) {
+    if (isa_supported() >= ISA_AMX) {
         for (int i = 0; i < 64; i++) scale_a[i] = 1e-3f * (float)i;
         run(n);
         float s = 0;

@@ -5,7 +5,7 @@
  *
  * The row is random in [0, 1) with its maximum at 3/4 of its length; it stays in cache
  * between rows, as a row just written by the lm_head does. */
-#include "base/cpu.h"
+#include "base/isa.h"
 #include "genai/search.h"
 
 #include <stdio.h>
@@ -38,10 +38,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) x[i] = (float)rand() / ((float)RAND_MAX + 1.0f);
     x[n / 4 * 3] = 2.0f;
     printf("vocab %d, %d rows per round, median of 5 rounds\n", n, rows);
-    cpu_isa saved = cpu_isa_active();
-    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported() && level <= CPU_ISA_AVX512;
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; level <= (int)isa_supported() && level <= ISA_AVX512;
          level++) {
-        cpu_isa_set((cpu_isa)level);
+        isa_set((isa_level)level);
         double t[5];
         long sum = 0;
         for (int r = 0; r < 5; r++) {
@@ -50,10 +50,10 @@ int main(int argc, char **argv) {
             t[r] = (now() - t0) / rows;
         }
         qsort(t, 5, sizeof *t, cmp_double);
-        printf("%-8s %9.2f us per row  %6.1f GB/s  (index %ld)\n", cpu_isa_name((cpu_isa)level),
+        printf("%-8s %9.2f us per row  %6.1f GB/s  (index %ld)\n", isa_name((isa_level)level),
                t[2] * 1e6, (double)n * 4 / t[2] / 1e9, sum / (5L * rows));
     }
-    cpu_isa_set(saved);
+    isa_set(saved);
     free(x);
     return 0;
 }

@@ -6,7 +6,7 @@
  * C[M,N] = A[M,K] . B[K,N], row-major, no transposes, working memory allocated once
  * (as the executor's scratch would be). GB/s counts B's bytes only: the M=1 case is
  * bounded by streaming the weight matrix. */
-#include "backends/native/kernels/gemm_f32.h"
+#include "backends/native/kernels/matmul/gemm_f32.h"
 
 #include <stdio.h>
 #include <stdlib.h>

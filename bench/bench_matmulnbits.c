@@ -10,9 +10,9 @@
  * call time (cpu_ms: the median process CPU time per call, all threads, which a busy
  * machine inflates less than the wall time); GB/s counts the packed weights and their
  * scales (what a decode step must stream), GFLOP/s counts 2*M*N*K. OG_ISA selects the
- * kernels (base/cpu.h). bench/matmulnbits_vs_ort.py runs this and onnxruntime. */
-#include "backends/native/kernels/matmul_nbits.h"
-#include "backends/native/kernels/matmul_nbits_pack.h"
+ * kernels (base/isa.h). bench/matmulnbits_vs_ort.py runs this and onnxruntime. */
+#include "backends/native/kernels/matmul/matmul_nbits.h"
+#include "backends/native/kernels/matmul/matmul_nbits_pack.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
     }
     static const int64_t shapes[][2] = {{896, 4864}, {4864, 896}, {896, 1152}, {896, 151936}};
     printf("# isa %s, 2 threads, bits 4, block 32; M N K level ms GB/s GFLOP/s cpu_ms kernel\n",
-           cpu_isa_name(cpu_isa_active()));
+           isa_name(isa_active()));
     int rc = 0;
     for (int s = 0; s < 4; s++)
         for (int m = 0; m < 2; m++)

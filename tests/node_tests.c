@@ -25,7 +25,7 @@
 
 #include "base/tensor.h"
 #include "onnx/loader.h"
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* The execution seam: what og_session needs from whatever runs a graph.
  *
- * The public og_session_* functions (src/runtime/session.c) load our IR of the graph
+ * The public og_session_* functions (src/runtime/og_session.c) load our IR of the graph
  * (always: the generation layer reads it, and `auto` decides from it), pick a backend,
  * and dispatch through its table. A backend is a table of functions and a context
  * pointer of its own. Members after `free` are optional: NULL means the default stated
@@ -36,7 +36,7 @@ typedef struct backend_open_args {
 } backend_open_args;
 
 /* Counters of the last run, for tests and benchmarks. */
-typedef struct session_run_stats {
+typedef struct backend_run_stats {
     bool used_plan;          /* native: a cached plan served the run */
     size_t arena_bytes;      /* native: that plan's arena */
     size_t heap_allocations; /* native: intermediate/scratch heap allocations, subgraphs
@@ -46,7 +46,7 @@ typedef struct session_run_stats {
                                 caller's (onnxruntime: outputs it allocated itself,
                                 string tensors) */
     size_t copies;           /* how many such copies */
-    /* native: the cached execution plans (session.h) after the run, all graphs */
+    /* native: the cached execution plans (native/native_session.h) after the run, all graphs */
     size_t plan_bytes;       /* their tables and arenas */
     size_t plan_bytes_peak;  /* the most they held since the session opened */
     size_t plans;            /* how many */
@@ -55,16 +55,31 @@ typedef struct session_run_stats {
     size_t shared_reuses;    /* native: kernels that read a form of an input another node
                                 made in the run (kernel_ctx.shared: MatMulNBits' quantized
                                 activations), subgraphs included */
-} session_run_stats;
+} backend_run_stats;
 
 /* What a backend prepared when the session opened (kernels' prepacked weights). */
-typedef struct session_prep_stats {
+typedef struct backend_prep_stats {
     size_t bytes;     /* held by prepared states */
     size_t released;  /* mapped weight pages given back (a prepared copy replaced them) */
     int nodes;
     double secs;      /* spent preparing (wall) */
     double cpu_secs;  /* CPU time of all threads meanwhile */
-} session_prep_stats;
+} backend_prep_stats;
+
+/* How far a backend gets with an op (backend_ops.op_support). */
+typedef enum backend_op_support {
+    BACKEND_OP_UNKNOWN = 0,  /* no kernel for the op at any opset */
+    BACKEND_OP_OTHER_OPSET,  /* a kernel for other opsets of it, not this one */
+    BACKEND_OP_RUNS,
+} backend_op_support;
+
+/* The kernels a backend's hot ops run on this CPU (at the instruction set allowed now),
+ * for `bench`'s report. */
+typedef struct backend_kernel_names {
+    const char *matmulnbits_short; /* int8 MatMulNBits, decode-sized rows (M < 16) */
+    const char *matmulnbits_long;  /* the same, prompt-sized rows */
+    const char *gemm_f32;          /* the float32 GEMM */
+} backend_kernel_names;
 
 typedef struct backend_ops {
     const char *name; /* "native", "onnxruntime" */
@@ -84,19 +99,24 @@ typedef struct backend_ops {
      * node's subgraphs are asked about separately). Default: every node. `auto` asks
      * the native backend. */
     bool (*supports_node)(const graph_node *node);
+    /* Optional. Whether the backend has a kernel for an op (domain "" is ONNX's) at an
+     * opset, for `show`'s table of a graph's ops. Default: unknown (NULL member). */
+    backend_op_support (*op_support)(const char *domain, const char *op_type, int64_t opset);
     /* Optional. The counters of the last run. Default: all zero. */
-    void (*stats)(const void *ctx, session_run_stats *out);
+    void (*stats)(const void *ctx, backend_run_stats *out);
     /* Optional. Compute threads the backend uses. Default: 0 (unknown). */
     int (*threads)(const void *ctx);
-    /* Optional. Records every node run into p from now on (NULL: stops); profile.h of
-     * the native backend. Default: profiling is refused for the session. */
+    /* Optional. Records every node run into p from now on (NULL: stops; profile.h
+     * beside this header). Default: profiling is refused for the session. */
     void (*set_profiler)(void *ctx, struct og_profiler *p);
     /* Optional. What the session prepared when it opened. Default: nothing. */
-    void (*prep_stats)(const void *ctx, session_prep_stats *out);
-    /* Optional. Lends the serving engine's paged KV cache (native/kernels/paged_kv.h) to
+    void (*prep_stats)(const void *ctx, backend_prep_stats *out);
+    /* Optional. Lends the serving engine's paged KV cache (backends/paged_kv.h) to
      * the kernels of the following runs (NULL: none). Default: the backend cannot read
      * one (the engine then serves the model per sequence). */
     void (*set_paged_kv)(void *ctx, const struct paged_kv *kv);
+    /* Optional. The kernels its hot ops use. Default: not reported (NULL member). */
+    void (*kernel_names)(backend_kernel_names *out);
 } backend_ops;
 
 extern const backend_ops backend_native;

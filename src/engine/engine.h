@@ -6,7 +6,7 @@
  * in which the weights are read once for all of them; a request joins between steps and
  * leaves as soon as it is done or cancelled, giving its KV blocks back at once. KV lives
  * in fixed-size blocks of one pool (kv_pool.h) which GroupQueryAttention reads through
- * the run's block tables (kernels/paged_kv.h); a prompt that starts with blocks already
+ * the run's block tables (backends/paged_kv.h); a prompt that starts with blocks already
  * in the prefix cache prefills only the rest. When the pool runs out, the most recently
  * admitted sequence is preempted (its blocks freed, its tokens recomputed later).
  *

@@ -23,7 +23,7 @@
  * tokens have all been run chooses its next one. */
 #include "engine/engine_internal.h"
 
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 #include "base/half.h"
 #include "base/tensor.h"
 #include "genai/budget.h"

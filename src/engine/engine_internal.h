@@ -7,7 +7,7 @@
 #include "engine/engine.h"
 #include "engine/kv_pool.h"
 
-#include "backends/native/kernels/paged_kv.h"
+#include "backends/paged_kv.h"
 #include "genai/model.h"
 #include "genai/search.h"
 

@@ -1,6 +1,6 @@
 /* The greedy choice over one logits row, vectorized: the kernels for each instruction set
  * (argmax_avx2.c, argmax_avx512.c, compiled with their own flags) behind gen_argmax
- * (search.c), which picks one by cpu_isa_active() (OG_ISA caps it).
+ * (search.c), which picks one by isa_active() (OG_ISA caps it).
  *
  * Every kernel returns exactly what the scalar loop `best = 0; for i: if (x[i] > x[best])
  * best = i` returns: the first index of the largest value, where a NaN is never larger

@@ -2,7 +2,7 @@
 
 #include "genai/model_internal.h"
 
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/search.h"

@@ -11,11 +11,11 @@
  *     (OG_ERR_UNSUPPORTED). */
 #include "genai/model_internal.h"
 
-#include "backends/native/profile.h"
+#include "backends/profile.h"
 #include "base/pkg_file.h"
 #include "genai/config.h"
 #include "genai/generator.h"
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -717,7 +717,7 @@ void gen_model_plan_mem(const og_model *m, gen_plan_mem *out) {
     memset(out, 0, sizeof *out);
     for (int i = 0; m && i < m->n_stages; i++) {
         if (!m->stages[i].s) continue;
-        session_run_stats st;
+        backend_run_stats st;
         runtime_session_stats(m->stages[i].s, &st);
         out->bytes += st.plan_bytes;
         out->peak += st.plan_bytes_peak;

@@ -3,7 +3,7 @@
 #define OG_GENAI_MODEL_INTERNAL_H
 
 #include "genai/model.h"
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 /* Finds the loop-carried inputs of every stage (m->stages are open). */
 og_status *gen_model_find_caches(og_model *m);

@@ -1,6 +1,6 @@
 #include "genai/search.h"
 
-#include "base/cpu.h"
+#include "base/isa.h"
 #include "genai/argmax.h"
 
 #include <math.h>
@@ -89,9 +89,9 @@ int32_t gen_argmax(const float *logits, int vocab) {
     /* With a NaN in front nothing compares greater, so the scalar loop answers 0. */
     if (vocab <= 1 || isnan(logits[0])) return 0;
 #if defined(__x86_64__)
-    cpu_isa isa = cpu_isa_active();
-    if (isa >= CPU_ISA_AVX512) return gen_argmax_avx512(logits, vocab);
-    if (isa >= CPU_ISA_AVX2) return gen_argmax_avx2(logits, vocab);
+    isa_level isa = isa_active();
+    if (isa >= ISA_AVX512) return gen_argmax_avx512(logits, vocab);
+    if (isa >= ISA_AVX2) return gen_argmax_avx2(logits, vocab);
 #endif
     return argmax_scalar(logits, vocab);
 }

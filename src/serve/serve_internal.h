@@ -18,7 +18,7 @@
 #include "serve/serve.h"
 #include "serve/serve_buf.h"
 #include "serve/tool_calls.h"
-#include "tools/chat_stream.h"
+#include "chat/chat_stream.h"
 
 #include "onnx_genai.h"
 

@@ -8,7 +8,7 @@
 #include "serve/serve_internal.h"
 
 #include "base/status.h"
-#include "tools/cli.h"
+#include "base/proc_mem.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -141,7 +141,7 @@ static void unload(srv_model *m) {
 }
 
 og_status *srv_model_load(srv_server *s, srv_model *m) {
-    size_t rss0 = cli_rss_now();
+    size_t rss0 = proc_rss_now();
     og_status *st = og_model_open(m->dir, &s->o.model, &m->model);
     for (size_t i = 0; !st && i < og_model_warning_count(m->model); i++) /* auto's fallback */
         fprintf(stderr, "onnx-genai serve: %s: warning: %s\n", m->dir,
@@ -171,7 +171,7 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
         return st;
     }
     m->context = eng_context_length(m->eng);
-    size_t rss1 = cli_rss_now(), files = package_bytes(m->dir);
+    size_t rss1 = proc_rss_now(), files = package_bytes(m->dir);
     m->bytes = rss1 > rss0 && rss1 - rss0 > files ? rss1 - rss0 : files;
     return NULL;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`--profile FILE` and `bench --per-op` (src/backends/native/profile.c), on the tiny GPT-2
+"""`--profile FILE` and `bench --per-op` (src/backends/profile.c), on the tiny GPT-2
 package: the trace must be valid JSON in Chrome's trace-event format, with one complete
 ("X") slice per graph run and inside each run exactly one node slice per node of the
 graph (counted with the onnx package from the model file), each naming its op, its input

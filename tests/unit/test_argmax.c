@@ -1,4 +1,4 @@
-/* gen_argmax at every instruction-set level this CPU has (forced with cpu_isa_set, as
+/* gen_argmax at every instruction-set level this CPU has (forced with isa_set, as
  * OG_ISA does) against the scalar loop that defines it: the first index of the largest
  * value, a NaN never larger than anything (a NaN in x[0] gives 0), -0.0 equal to +0.0.
  * Every length 1..200 (all the vector tails of 8 and 16 lanes and of the 4-vector blocks)
@@ -8,7 +8,7 @@
  * alone and tied with a later copy in another lane or another accumulator. */
 #include "testing.h"
 
-#include "base/cpu.h"
+#include "base/isa.h"
 #include "genai/search.h"
 
 #include <math.h>
@@ -34,20 +34,20 @@ static long checked;
 /* Compares every level on x; reports the first mismatch of this row and returns false. */
 static bool check_row(const float *x, int n, const char *what, int p) {
     int32_t want = want_argmax(x, n);
-    cpu_isa saved = cpu_isa_active();
+    isa_level saved = isa_active();
     bool ok = true;
-    for (int level = CPU_ISA_GENERIC; ok && level <= (int)cpu_isa_supported(); level++) {
-        cpu_isa_set((cpu_isa)level);
+    for (int level = ISA_GENERIC; ok && level <= (int)isa_supported(); level++) {
+        isa_set((isa_level)level);
         int32_t got = gen_argmax(x, n);
         checked++;
         if (got != want) {
             test_fail(__FILE__, __LINE__, "%s: n=%d p=%d at %s: got %d (%g), want %d (%g)",
-                      what, n, p, cpu_isa_name((cpu_isa)level), got,
+                      what, n, p, isa_name((isa_level)level), got,
                       got >= 0 && got < n ? (double)x[got] : 0.0, want, (double)x[want]);
             ok = false;
         }
     }
-    cpu_isa_set(saved);
+    isa_set(saved);
     return ok;
 }
 
@@ -139,6 +139,6 @@ TEST(argmax_every_isa_level_matches_scalar) {
     check_length(151936, false);
     check_length(151936 + 15, false);
     fprintf(stderr, "argmax: %ld comparisons at levels generic..%s (the best this CPU has)\n",
-            checked, cpu_isa_name(cpu_isa_supported()));
+            checked, isa_name(isa_supported()));
     CHECK(checked > 0);
 }

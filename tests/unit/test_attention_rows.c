@@ -4,7 +4,7 @@
  * row unrolling. */
 #include "testing.h"
 
-#include "backends/native/kernels/attention.h"
+#include "backends/native/kernels/attention/attention.h"
 
 #include <stdlib.h>
 

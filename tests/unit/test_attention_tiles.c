@@ -10,8 +10,8 @@
 #include "kernel_harness.h"
 #include "testing.h"
 
-#include "backends/native/kernels/attention.h"
-#include "backends/native/kernels/paged_kv.h"
+#include "backends/native/kernels/attention/attention.h"
+#include "backends/paged_kv.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * outputs onnxruntime allocates are the copies it counts. */
 #include "testing.h"
 
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -110,7 +110,7 @@ TEST(backend_ort_binding_matches_native) {
     CHECK_OK(run_chain(nat, x, z, &yn));
     /* an output left to the backend: onnxruntime allocates it; the copy is counted */
     CHECK_OK(run_chain(ort, x, z, &yo));
-    session_run_stats stats;
+    backend_run_stats stats;
     runtime_session_stats(ort, &stats);
     CHECK_EQ_INT(stats.copies, 1);
     CHECK_EQ_INT(stats.copied_bytes, 48);

@@ -5,11 +5,11 @@
  * hold the kernels to it (see ARCHITECTURE.md, "Batch invariance"). */
 #include "testing.h"
 
-#include "base/cpu.h"
+#include "base/isa.h"
 #include "base/threadpool.h"
-#include "backends/native/kernels/gemm_f32.h"
-#include "backends/native/kernels/matmul_nbits.h"
-#include "backends/native/kernels/matmul_nbits_pack.h"
+#include "backends/native/kernels/matmul/gemm_f32.h"
+#include "backends/native/kernels/matmul/matmul_nbits.h"
+#include "backends/native/kernels/matmul/matmul_nbits_pack.h"
 
 #include <stdlib.h>
 
@@ -85,9 +85,9 @@ TEST(batch_invariance_gemm_f32_rows_do_not_depend_on_m) {
     CHECK_OK(threadpool_create(2, &pool));
     static const int64_t shapes[][2] = {{64, 64}, {172, 64}, {512, 300}, {33, 600}, {1, 70}, {97, 7}};
     /* every kernel set this CPU has (each is chosen at run time) */
-    cpu_isa saved = cpu_isa_active();
-    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
-        cpu_isa_set((cpu_isa)level);
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; level <= (int)isa_supported(); level++) {
+        isa_set((isa_level)level);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int t = 0; t < 8; t++) {
                 bool ta = t & 1, tb = t & 2, packed = t & 4;
@@ -98,7 +98,7 @@ TEST(batch_invariance_gemm_f32_rows_do_not_depend_on_m) {
                 CHECK(gemm_case(N, K, ta, tb, 1.5f, 0.25f, NULL, packed));
             }
     }
-    cpu_isa_set(saved);
+    isa_set(saved);
     threadpool_free(pool);
 }
 
@@ -210,14 +210,14 @@ TEST(batch_invariance_matmul_nbits_rows_do_not_depend_on_m) {
         /* float arithmetic on the packs (three int8 digits of A) */
         {4, 32, 67, 128, false, 0, true}, {4, 32, 64, 896, false, 1, true},
     };
-    cpu_isa saved = cpu_isa_active();
-    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
-        cpu_isa_set((cpu_isa)level);
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; level <= (int)isa_supported(); level++) {
+        isa_set((isa_level)level);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             CHECK(mnb_case(&cases[i], NULL));
             CHECK(mnb_case(&cases[i], pool));
         }
     }
-    cpu_isa_set(saved);
+    isa_set(saved);
     threadpool_free(pool);
 }

@@ -6,9 +6,10 @@
 #include "kernel_harness.h"
 
 #include "base/threadpool.h"
-#include "backends/native/kernels/linalg.h"
-#include "backends/native/kernels/quant.h"
-#include "backends/native/kernels/reduce.h"
+#include "backends/native/kernels/matmul/matmul.h"
+#include "backends/native/kernels/quant/quant.h"
+#include "backends/native/kernels/spatial/spatial.h"
+#include "backends/native/kernels/reduce/reduce.h"
 
 #include <stdlib.h>
 

@@ -4,7 +4,7 @@
  * never end is refused. Values against onnxruntime: tests/control_flow. */
 #include "testing.h"
 
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 
@@ -24,7 +24,7 @@ static og_status *run_loop(og_session *s, int64_t m, size_t *allocs, bool *value
     og_tensor_free(tv);
     og_tensor_free(tw);
     if (st) return st;
-    session_run_stats stats;
+    backend_run_stats stats;
     runtime_session_stats(s, &stats);
     *allocs = stats.heap_allocations;
     double v[4];
@@ -82,7 +82,7 @@ TEST(loop_with_no_plan_memory_keeps_no_plan) {
         CHECK(ok);
         CHECK_OK(run_loop(s, 60, &allocs60, &ok));
         CHECK(ok);
-        session_run_stats st;
+        backend_run_stats st;
         runtime_session_stats(s, &st);
         CHECK_EQ_INT(st.plans, 0);
         CHECK_EQ_INT(st.plan_bytes, 0);

@@ -4,10 +4,10 @@
 #include "testing.h"
 #include "kernel_harness.h"
 
-#include "backends/native/kernels/elementwise.h"
-#include "backends/native/session.h"
+#include "backends/native/kernels/elementwise/elementwise.h"
+#include "backends/native/native_session.h"
 #include "base/half.h"
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 #include "testing.h"
 
-#include "backends/native/kernels/gemm_f32.h"
+#include "backends/native/kernels/matmul/gemm_f32.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,7 +47,7 @@ static og_status *run_mode(threadpool *pool, const gemm_f32_args *g, int mode) {
 }
 
 /* Runs the fast gemm on `pool` under every instruction set this CPU has (forced with
- * cpu_isa_set) and every way of giving B, and the reference once on the same operands,
+ * isa_set) and every way of giving B, and the reference once on the same operands,
  * and compares element by element with a tolerance that grows with K. Leading
  * dimensions are padded past the logical width so that stride handling is exercised.
  * Returns false (after reporting) on mismatch. */
@@ -67,10 +67,10 @@ static bool check_shape(threadpool *pool, int64_t M, int64_t N, int64_t K, bool 
     for (int64_t i = 0; ok && i < M * ldc; i++) C0[i] = R[i] = rand_unit();
     gemm_f32_args r = {ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, R, ldc};
     if (ok) gemm_f32_ref(&r);
-    cpu_isa saved = cpu_isa_active();
-    for (int level = CPU_ISA_GENERIC; ok && level <= (int)cpu_isa_supported(); level++)
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; ok && level <= (int)isa_supported(); level++)
         for (int mode = 0; ok && mode < B_MODES; mode++) {
-            cpu_isa_set((cpu_isa)level);
+            isa_set((isa_level)level);
             memcpy(C, C0, sizeof(float) * (size_t)(M * ldc));
             /* beta == 0 must ignore C, even NaN */
             if (beta == 0)
@@ -108,7 +108,7 @@ static bool check_shape(threadpool *pool, int64_t M, int64_t N, int64_t K, bool 
                         break;
                     }
         }
-    cpu_isa_set(saved);
+    isa_set(saved);
     free(A);
     free(B);
     free(C0);
@@ -167,7 +167,7 @@ TEST(gemm_f32_rejects_negative_sizes) {
 
 /* ---- the MatMul kernel on a thread pool (the node-test runner uses one thread) ---- */
 
-#include "backends/native/kernels/linalg.h"
+#include "backends/native/kernels/matmul/matmul.h"
 
 typedef struct fake_exec {
     tensor out;

@@ -5,8 +5,8 @@
 
 #include "kernel_harness.h"
 
-#include "backends/native/kernels/moe.h"
-#include "backends/native/kernels/recurrent.h"
+#include "backends/native/kernels/moe/moe.h"
+#include "backends/native/kernels/recurrent/recurrent.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
 #include "kernel_harness.h"
 
 #include "base/threadpool.h"
-#include "backends/native/kernels/layout.h"
+#include "backends/native/kernels/layout/layout.h"
 
 #include <stdlib.h>
 

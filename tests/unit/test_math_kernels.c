@@ -3,7 +3,8 @@
 #include "testing.h"
 
 #include "base/half.h"
-#include "backends/native/kernels/elementwise.h"
+#include "backends/native/kernels/cast/cast.h"
+#include "backends/native/kernels/elementwise/elementwise.h"
 
 #include <stdlib.h>
 

@@ -3,8 +3,8 @@
 #include "testing.h"
 
 #include "base/threadpool.h"
-#include "backends/native/kernels/matmul_nbits.h"
-#include "backends/native/kernels/matmul_nbits_pack.h"
+#include "backends/native/kernels/matmul/matmul_nbits.h"
+#include "backends/native/kernels/matmul/matmul_nbits_pack.h"
 
 #include <stdlib.h>
 
@@ -82,9 +82,9 @@ static void check_config(const config *c, threadpool *pool) {
     double big = 0;
     for (int64_t i = 0; i < c->M * c->N; i++) big = fmax(big, fabs(R[i]));
     /* the unprepared path under every instruction set this CPU has */
-    cpu_isa saved = cpu_isa_active();
-    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
-        cpu_isa_set((cpu_isa)level);
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; level <= (int)isa_supported(); level++) {
+        isa_set((isa_level)level);
         size_t ws = (mnb_work_size(&p) + 63) / 64 * 64 + 64;
         work = aligned_alloc(64, ws);
         CHECK(work);
@@ -93,13 +93,13 @@ static void check_config(const config *c, threadpool *pool) {
         for (int64_t i = 0; i < c->M * c->N; i++)
             if (!(fabs(Y[i] - R[i]) <= 1e-5 * big + 1e-6)) {
                 test_fail(__FILE__, __LINE__, "%s: bits %d bs %d M %lld N %lld K %lld int8 %d "
-                          "zp %d: Y[%lld] = %.7g, reference %.7g", cpu_isa_name((cpu_isa)level),
+                          "zp %d: Y[%lld] = %.7g, reference %.7g", isa_name((isa_level)level),
                           c->bits, c->bs, (long long)c->M, (long long)c->N, (long long)c->K,
                           c->int8, c->zp, (long long)i, Y[i], R[i]);
                 break;
             }
     }
-    cpu_isa_set(saved);
+    isa_set(saved);
     free(B);
     free(zp);
     free(S);
@@ -177,7 +177,7 @@ TEST(mnb_fast_path_matches_reference_on_pool) {
 }
 
 TEST(mnb_vector_quantizer_matches_scalar_bit_for_bit) {
-    if (cpu_isa_supported() < CPU_ISA_AVX512) {
+    if (isa_supported() < ISA_AVX512) {
         test_skip("this CPU has no AVX-512 VNNI: the vector quantizer cannot run here");
         return;
     }
@@ -232,7 +232,7 @@ TEST(mnb_digits_represent_a_and_match_vector) {
                 return;
             }
         }
-        if (cpu_isa_supported() >= CPU_ISA_AVX512) {
+        if (isa_supported() >= ISA_AVX512) {
             float s2;
             int32_t u2[3];
             memset(d2, 0x55, sizeof d2);
@@ -244,13 +244,13 @@ TEST(mnb_digits_represent_a_and_match_vector) {
             CHECK(s1 == s2);
         }
     }
-    if (cpu_isa_supported() < CPU_ISA_AVX512)
+    if (isa_supported() < ISA_AVX512)
         test_skip("this CPU has no AVX-512: the vector digits were not compared");
 }
 
 /* ---- the prepacked int8 GEMM (matmul_nbits_pack.c) -------------------------------- */
 
-/* Every ISA level this CPU has (OG_ISA's levels, forced with cpu_isa_set) against the
+/* Every ISA level this CPU has (OG_ISA's levels, forced with isa_set) against the
  * double reference, and bit for bit against the portable kernels: all run the same
  * float operations in the same order. int8: accuracy_level 4's arithmetic (reference:
  * int8 A in double); otherwise float arithmetic through the digits (reference: float A
@@ -277,13 +277,13 @@ static void check_pack_as(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool
     CHECK(mnb_pack_handles(&p));
     mnb_pack *pk;
     CHECK_OK(mnb_pack_create(&p, &pk));
-    cpu_isa saved = cpu_isa_active();
-    for (int level = CPU_ISA_GENERIC; level <= (int)cpu_isa_supported(); level++) {
-        cpu_isa_set((cpu_isa)level);
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; level <= (int)isa_supported(); level++) {
+        isa_set((isa_level)level);
         size_t ws = mnb_pack_work_size(pk, M, threadpool_size(pool));
         void *work = aligned_alloc(64, (ws + 63) / 64 * 64);
         CHECK(work);
-        float *out = level == CPU_ISA_GENERIC ? G : Y;
+        float *out = level == ISA_GENERIC ? G : Y;
         for (int64_t i = 0; i < M * N; i++) out[i] = NAN; /* every element must be written */
         mnb_pack_run(pool, pk, A, M, p.bias, out, work);
         free(work);
@@ -292,17 +292,17 @@ static void check_pack_as(int bs, int64_t M, int64_t N, int64_t K, bool zp, bool
         double tol = int8 ? 1e-5 * big + 1e-6 : 1e-6 * big + 1e-7;
         for (int64_t i = 0; i < M * N; i++) {
             if (!(fabs(out[i] - R[i]) <= tol) ||
-                (level > CPU_ISA_GENERIC && memcmp(&out[i], &G[i], 4) != 0)) {
+                (level > ISA_GENERIC && memcmp(&out[i], &G[i], 4) != 0)) {
                 test_fail(__FILE__, __LINE__, "%s (%s, %s): bs %d M %lld N %lld K %lld zp %d: "
                           "Y[%lld] = %.9g, portable %.9g, reference %.9g",
-                          cpu_isa_name((cpu_isa)level), mnb_pack_kernel_name(M),
+                          isa_name((isa_level)level), mnb_pack_kernel_name(M),
                           int8 ? "int8" : "float", bs, (long long)M, (long long)N,
                           (long long)K, zp, (long long)i, out[i], G[i], R[i]);
                 break;
             }
         }
     }
-    cpu_isa_set(saved);
+    isa_set(saved);
     mnb_pack_free(pk);
     free(B);
     free(Z);

@@ -10,7 +10,7 @@
  * when the shape is an input (3.2 GB when it may constant-fold the graph). */
 #include "testing.h"
 
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -52,7 +52,7 @@ TEST(memory_chain_peak_is_one_tensor) {
         double sum = 0;
         CHECK_OK(run_big_chain(s, rows, cols, &sum));
         CHECK_NEAR(sum, chain_element() * (double)(rows * cols), 1e-4 * fabs(sum));
-        session_run_stats st;
+        backend_run_stats st;
         runtime_session_stats(s, &st);
         CHECK_EQ_INT(st.used_plan, round > 0);
         /* in place from the first (recording) run on: one tensor at a time */
@@ -125,7 +125,7 @@ TEST(memory_inplace_plan_follows_data_dependent_shapes) {
 
 /* inplace_guard.onnx (y = exp(x) / 2 through Exp, Neg, Add, Sigmoid, Mul) for x[i] =
  * sin(i) of n elements into y (n floats); returns the run's stats. */
-static og_status *run_guard(og_session *s, int64_t n, float *y, session_run_stats *st) {
+static og_status *run_guard(og_session *s, int64_t n, float *y, backend_run_stats *st) {
     float *x = malloc(sizeof *x * (size_t)n);
     if (!x) return og_oom();
     for (int64_t i = 0; i < n; i++) x[i] = (float)sin((double)i);
@@ -170,7 +170,7 @@ TEST(memory_plan_cache_stays_within_its_budget) {
     bool oversized_ran = false;
     for (int r = 0; r < n_sizes; r++) {
         int64_t n = sizes[r];
-        session_run_stats st;
+        backend_run_stats st;
         CHECK_OK(run_guard(s, n, y, &st));
         if (!(st.plan_bytes <= budget)) {
             test_fail(__FILE__, __LINE__, "run %d (n = %lld): %zu bytes of plans cached, budget "
@@ -183,7 +183,7 @@ TEST(memory_plan_cache_stays_within_its_budget) {
         if (n == 300000) oversized_ran = true;
         /* the same class in a fresh session with the default budget */
         og_session *f;
-        session_run_stats fst;
+        backend_run_stats fst;
         CHECK_OK(og_session_open(path, NULL, &f));
         CHECK_OK(run_guard(f, n, want, &fst));
         og_session_close(f);
@@ -198,7 +198,7 @@ TEST(memory_plan_cache_stays_within_its_budget) {
     CHECK(evicted_before > 0);       /* the budget did bind */
     CHECK(most > budget / 2);        /* ... and the cache was used up to it */
     /* a class run twice in a row reuses its plan once cached */
-    session_run_stats a, b;
+    backend_run_stats a, b;
     CHECK_OK(run_guard(s, 5000, y, &a));
     CHECK_OK(run_guard(s, 5000, y, &b));
     CHECK(b.used_plan);

@@ -1,4 +1,4 @@
-/* GroupQueryAttention over a paged KV cache (kernels/attention_paged.c) against the same
+/* GroupQueryAttention over a paged KV cache (kernels/attention/attention_paged.c) against the same
  * kernel over contiguous caches: sequences of different lengths, prefilled in pieces
  * and batched with padding, in float32 and float16, with rotary, a local window, softcap
  * and a head sink. Both share the tile arithmetic (attention_tiles.h), so the results
@@ -8,8 +8,8 @@
 #include "kernel_harness.h"
 #include "testing.h"
 
-#include "backends/native/kernels/attention.h"
-#include "backends/native/kernels/paged_kv.h"
+#include "backends/native/kernels/attention/attention.h"
+#include "backends/paged_kv.h"
 #include "base/half.h"
 
 #include <stdlib.h>

@@ -5,10 +5,10 @@
  * under ASan by `make test-sanitize`, this is also the lifetime test of the states. */
 #include "testing.h"
 
-#include "backends/native/kernels/gemm_f32.h"
-#include "backends/native/kernels/matmul_nbits.h"
-#include "backends/native/kernels/matmul_nbits_pack.h"
-#include "runtime/session.h"
+#include "backends/native/kernels/matmul/gemm_f32.h"
+#include "backends/native/kernels/matmul/matmul_nbits.h"
+#include "backends/native/kernels/matmul/matmul_nbits_pack.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 
@@ -112,7 +112,7 @@ TEST(prepared_state_matmulnbits_on_a_session) {
     NEED_TEST_MODEL(path, "nbits_prepared.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
-    session_prep_stats prep;
+    backend_prep_stats prep;
     runtime_session_prep_stats(s, &prep);
     /* small, big and shared in the main graph, sub in the If's then-branch */
     CHECK_EQ_INT(prep.nodes, 4);
@@ -148,7 +148,7 @@ TEST(prepared_state_matmul_and_gemm_weights) {
     NEED_TEST_MODEL(path, "gemm_prepared.onnx");
     og_session *s;
     CHECK_OK(og_session_open(path, NULL, &s));
-    session_prep_stats prep;
+    backend_prep_stats prep;
     runtime_session_prep_stats(s, &prep);
     CHECK_EQ_INT(prep.nodes, 2);
     /* two packs of 70 x 45, columns padded to the kernels' panel width (at most 64) */
@@ -237,7 +237,7 @@ TEST(prepared_matmulnbits_share_quantized_activations) {
     for (int i = 0; i < g->n_nodes && !body; i++)
         if (!strcmp(g->nodes[i].op_type, "Loop")) body = g->nodes[i].attrs[0].g;
     CHECK(body);
-    session_prep_stats prep;
+    backend_prep_stats prep;
     runtime_session_prep_stats(s, &prep);
     CHECK_EQ_INT(prep.nodes, 9); /* p1..p7 and the body's l1, l2 */
     static const struct { const char *name; int64_t n; int block, level; } P[] = {
@@ -271,7 +271,7 @@ TEST(prepared_matmulnbits_share_quantized_activations) {
             check_alone(body, "l2", 40, 32, 4, a, M, (const float *)og_tensor_data(outs[8]) + t * M * 40);
         }
         /* p2 and p7 take p1's and p6's quantization, each iteration's l2 takes l1's */
-        session_run_stats st;
+        backend_run_stats st;
         runtime_session_stats(s, &st);
         CHECK_EQ_INT(st.shared_reuses, 2 + trips);
         for (int k = 0; k < 9; k++) og_tensor_free(outs[k]);

@@ -5,8 +5,8 @@
  * another requested output keeps its producer whole. */
 #include "testing.h"
 
-#include "backends/native/session.h"
-#include "runtime/session.h"
+#include "backends/native/native_session.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +80,7 @@ TEST(rows_selected_equal_full_and_pruned_set) {
         CHECK(rows_equal(got, full[0], list, 4, V));
         og_tensor_free(got);
     }
-    session_run_stats stats;
+    backend_run_stats stats;
     runtime_session_stats(s, &stats);
     CHECK(stats.used_plan);
     CHECK_EQ_INT((int)stats.heap_allocations, 0);

@@ -2,7 +2,7 @@
  * tests/models/make_test_models.py (directory in $OG_TEST_MODELS). */
 #include "testing.h"
 
-#include "runtime/session.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 
@@ -47,7 +47,7 @@ TEST(session_runs_chain_and_reuses_plan) {
         const float *py = og_tensor_data(y);
         for (int i = 0; i < 12; i++) CHECK_NEAR(py[i], (x[i] + (float)(i % 4)) * 2 - 1 + z[i], 0);
         og_tensor_free(y);
-        session_run_stats stats;
+        backend_run_stats stats;
         runtime_session_stats(s, &stats);
         CHECK_EQ_INT(stats.used_plan, round > 0); /* the first run records, later ones reuse */
         if (round > 0) CHECK_EQ_INT(stats.heap_allocations, 0);

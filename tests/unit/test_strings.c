@@ -7,7 +7,8 @@
 #include "kernel_harness.h"
 
 #include "base/tensor.h"
-#include "backends/native/kernels/elementwise.h"
+#include "backends/native/kernels/cast/cast.h"
+#include "backends/native/kernels/elementwise/elementwise.h"
 #include "onnx/loader.h"
 
 #include <stdlib.h>

@@ -8,10 +8,10 @@
 
 #include "kernel_harness.h"
 
-#include "backends/native/kernels/linalg.h"
-#include "backends/native/kernels/quant.h"
-#include "backends/native/kernels/rnn.h"
-#include "backends/native/kernels/spatial.h"
+#include "backends/native/kernels/matmul/matmul.h"
+#include "backends/native/kernels/quant/quant.h"
+#include "backends/native/kernels/recurrent/recurrent.h"
+#include "backends/native/kernels/spatial/spatial.h"
 #include "base/threadpool.h"
 
 #include <stdlib.h>

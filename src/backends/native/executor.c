@@ -1,11 +1,11 @@
-/* session_run_rows (og_session_run(_rows) on the native backend): binds inputs, checks
+/* native_session_run_rows (og_session_run(_rows) on the native backend): binds inputs, checks
  * them against the declared types, picks or records the plan for their shape class, and
  * runs the nodes in order (only the selected rows where a selection allows). Subgraphs (the
  * bodies of If, Loop, Scan) run through the same code when their kernel asks. */
 #include "backends/native/plan.h"
-#include "backends/native/profile.h"
+#include "backends/profile.h"
 #include "backends/native/rows_plan.h"
-#include "backends/native/session.h"
+#include "backends/native/native_session.h"
 #include "base/rows.h"
 
 #include <stdio.h>
@@ -297,12 +297,12 @@ typedef struct scratch_mark {
 } scratch_mark;
 
 static scratch_mark scratch_save(const native_session *s) {
-    const session_scratch *sc = &s->scratch;
+    const native_scratch *sc = &s->scratch;
     return (scratch_mark){sc->cur, sc->n ? sc->chunks[sc->cur].used : 0, sc->live};
 }
 
 static void scratch_restore(native_session *s, scratch_mark m) {
-    session_scratch *sc = &s->scratch;
+    native_scratch *sc = &s->scratch;
     if (!sc->n) return;
     sc->cur = m.chunk;
     sc->chunks[m.chunk].used = m.used;
@@ -312,7 +312,7 @@ static void scratch_restore(native_session *s, scratch_mark m) {
 
 /* Gives back chunks beyond the first few MiB (what a prefill needed); the stack is empty. */
 static void scratch_trim(native_session *s) {
-    session_scratch *sc = &s->scratch;
+    native_scratch *sc = &s->scratch;
     size_t kept = 0;
     int n = 0;
     for (int i = 0; i < sc->n; i++) {
@@ -329,7 +329,7 @@ static void scratch_trim(native_session *s) {
 }
 
 static og_status *scratch_take(run_state *rs, const char *where, size_t size, void **out) {
-    session_scratch *sc = &rs->s->scratch;
+    native_scratch *sc = &rs->s->scratch;
     size_t need = (size + 63) & ~(size_t)63;
     if (need < size) need = SIZE_MAX;
     if (need == SIZE_MAX)
@@ -635,7 +635,7 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
         .exec = rs,
         .where = where,
         .subgraph = exec_subgraph,
-        .prepared = session_prepared(eg, n, ins),
+        .prepared = native_prepared(eg, n, ins),
         .graph = g,
         .paged_kv = rs->s->paged_kv,
         .shared = exec_shared,
@@ -772,7 +772,7 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
     }
     if (rs->plan) {
         rs->plan->last_used = ++s->plan_clock;
-        OG_TRY(session_plan_arena(eg, rs->plan));
+        OG_TRY(native_plan_arena(eg, rs->plan));
     }
     threadpool *pool = s->pool;
     /* (not when every split is forced, OG_INLINE_NS=0: the tests' way to run every
@@ -805,7 +805,7 @@ static og_status *run_graph(exec_graph *eg, run_state *rs, const tensor *const *
         st = plan_build(g, eg->order, eg->last_use, eg->recorded, eg->alias, key, key_len, &p);
         if (!st) {
             p->last_used = ++s->plan_clock;
-            session_plan_store(eg, p);
+            native_plan_store(eg, p);
         }
     }
     return st;
@@ -891,10 +891,10 @@ static og_status *rows_finish(native_session *s, run_rows *rr, const tensor *ful
     return rows_sel_take(&rr->sel, rr->known, full, what, dst);
 }
 
-og_status *session_run_rows(native_session *s, const char *const *input_names,
-                            og_tensor *const *inputs, size_t n_inputs,
-                            const char *const *output_names, og_tensor **outputs,
-                            size_t n_outputs, const og_output_rows *rows) {
+og_status *native_session_run_rows(native_session *s, const char *const *input_names,
+                                   og_tensor *const *inputs, size_t n_inputs,
+                                   const char *const *output_names, og_tensor **outputs,
+                                   size_t n_outputs, const og_output_rows *rows) {
     exec_graph *eg = s->main;
     const graph *g = eg->graph;
     og_status *st = NULL;
@@ -1048,7 +1048,7 @@ done:
     s->last_stats_shared = s->shared_reuses;
     shared_forget(s, true);
     exec_graph_release(eg);
-    session_plans_trim(s); /* nothing reads an arena now */
+    native_plans_trim(s); /* nothing reads an arena now */
     scratch_restore(s, scratch0);
     scratch_trim(s);
     free_held(s, &held);
@@ -1067,10 +1067,10 @@ done:
     return st;
 }
 
-void session_set_profiler(native_session *s, og_profiler *p) { s->prof = p; }
-void session_set_paged_kv(native_session *s, const struct paged_kv *kv) { s->paged_kv = kv; }
+void native_session_set_profiler(native_session *s, og_profiler *p) { s->prof = p; }
+void native_session_set_paged_kv(native_session *s, const struct paged_kv *kv) { s->paged_kv = kv; }
 
-void session_last_stats(const native_session *s, session_run_stats *out) {
+void native_session_last_stats(const native_session *s, backend_run_stats *out) {
     memset(out, 0, sizeof *out);
     out->used_plan = s->last_stats_used_plan;
     out->arena_bytes = s->last_stats_arena;

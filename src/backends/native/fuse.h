@@ -5,7 +5,7 @@
  *
  *     s = Sigmoid(x);  g = Mul(x, s);  y = Mul(g, u)        (either operand order)
  *
- * becomes y = SiluMul(x, u) (domain KERNEL_FUSED_DOMAIN, kernels/silu_mul.c) where s and
+ * becomes y = SiluMul(x, u) (domain KERNEL_FUSED_DOMAIN, kernels/elementwise/silu_mul.c) where s and
  * g are read by nothing else (no other node, no subgraph) and are not graph outputs. At
  * prefill this saves writing and reading back two tensors of prompt x intermediate size
  * per layer.

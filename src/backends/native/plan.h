@@ -1,5 +1,5 @@
 /* Execution plans: buffer lifetimes and their placement in one arena, made once per
- * input-shape class (see session.h). */
+ * input-shape class (see native_session.h). */
 #ifndef OG_RUNTIME_PLAN_H
 #define OG_RUNTIME_PLAN_H
 

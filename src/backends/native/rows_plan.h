@@ -12,7 +12,7 @@
 #ifndef OG_BACKENDS_NATIVE_ROWS_PLAN_H
 #define OG_BACKENDS_NATIVE_ROWS_PLAN_H
 
-#include "backends/native/session.h"
+#include "backends/native/native_session.h"
 
 /* Marks eg->rnode (nodes) and eg->rval (values computed as the selected rows) for a run
  * that selects rows of value `target`, with eg->cur bound to the run's inputs and

@@ -7,7 +7,7 @@
  * one buffer reach it as one buffer (its GroupQueryAttention then appends in place, as
  * onnxruntime-genai binds it). An output the caller leaves NULL is allocated by
  * onnxruntime and copied into a new og_tensor: that copy is the explicit one, counted in
- * session_run_stats.copied_bytes. */
+ * backend_run_stats.copied_bytes. */
 #include "backends/backend.h"
 #include "backends/ort/ort.h"
 
@@ -271,7 +271,7 @@ static og_status *ort_run(void *p, const char *const *input_names, og_tensor *co
     return st;
 }
 
-static void ort_stats(const void *p, session_run_stats *out) {
+static void ort_stats(const void *p, backend_run_stats *out) {
     const ort_ctx *c = p;
     out->copied_bytes = c->copied_bytes;
     out->copies = c->copies;

@@ -1,14 +1,13 @@
-#include "backends/native/kernels/tables.h"
+#include "backends/native/kernels/registry.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* One table per op family group (see tables.h); a lookup scans them in order. */
+/* One table per op family (see registry.h); a lookup scans them in order. */
 static const kernel_def *const tables[] = {
-    cpu_elementwise_kernels, cpu_linalg_kernels,    cpu_reduce_kernels, cpu_norm_kernels,
-    cpu_layout_kernels,      cpu_attention_kernels, cpu_quant_kernels,
-    cpu_spatial_kernels, cpu_recurrent_kernels, cpu_rnn_kernels, cpu_control_kernels,
-    cpu_moe_kernels};
+    cpu_elementwise_kernels, cpu_cast_kernels,      cpu_matmul_kernels,    cpu_reduce_kernels,
+    cpu_norm_kernels,        cpu_layout_kernels,    cpu_attention_kernels, cpu_quant_kernels,
+    cpu_spatial_kernels,     cpu_recurrent_kernels, cpu_control_kernels,   cpu_moe_kernels};
 
 const kernel_def *kernel_find(const char *domain, const char *op_type, int64_t version,
                               bool *known_op) {

@@ -1,0 +1,523 @@
+/* com.microsoft GroupQueryAttention: causal attention of num_heads query heads over
+ * kv_num_heads key/value heads (query head h reads kv head h / (num_heads / kv_num_heads)),
+ * with a BNSH key/value cache, as onnxruntime-genai's decoder graphs use it.
+ *
+ * Lengths. seqlens_k[b] + 1 = T_b is the valid total length of batch entry b and
+ * total_sequence_length the batch maximum. When the new sequence length S equals
+ * total_sequence_length the step is the first prompt: the S new rows go to cache rows
+ * [0, S) (entries shorter than S are right-padded, their padded queries attend to the
+ * T_b valid keys). Otherwise the S new rows of entry b go to rows [T_b - S, T_b), after
+ * the T_b - S past rows. The present cache has max(past length, total_sequence_length)
+ * rows; when it is the same memory as the past (the decode loop's shared buffer, sized
+ * max_length) only the new rows are written, otherwise the past rows are copied and the
+ * rows after the new ones are zeroed, as the reference runtime does.
+ *
+ * Positions for the rotary embedding: i (+ position_ids[0][0] when given) in the first
+ * prompt, else T_b - S + i (or position_ids[b][i] when given). Rotated Q and K are
+ * rounded to the storage type before the products, as the reference runtime keeps them.
+ *
+ * Scores: scale * q.k, then softcap * tanh(x / softcap), then + attention_bias, over
+ * keys [lo, hi] only: hi = min(T_b - 1, past + i) when causal, lo = hi - window + 1 for
+ * a local window. The softmax adds exp(sink - max) to its denominator with head_sink
+ * (or a zero sink with smooth_softmax). Masked keys are never computed.
+ *
+ * Window-sized caches (sliding_window_cache=1, onnxruntime's contract): past and present
+ * hold C rows (C >= local_window_size W) and rows [0, L) hold the L most recent positions
+ * in order, L(T) = T for T <= C, else T - G ceil((T - C) / G) with G = C - W + 1, so that
+ * eviction moves the rows only every G steps. The past's L(T - S) rows and the S new
+ * ones are read into float32 slabs first; attention indexes the slabs (row r is position
+ * base + r); then present rows [0, L(T)) are written from the slab (rows after them are
+ * zero, or untouched when present is the past's buffer). A first prompt shorter than the
+ * batch's (right padding) keeps only its valid positions, which onnxruntime refuses.
+ *
+ * The attention itself (after the keys and values are in float32 slabs) is the tile
+ * arithmetic of attention_tiles.h: fixed tiles of absolute key positions, each scored
+ * for all query heads of a group at once, merged in order. A query's output therefore
+ * does not depend on S, on the batch, or on the thread count: a prompt token, a decoded
+ * token and a token of the serving engine's paged batch (attention_paged.c, the same
+ * arithmetic over blocks) get the same bits. */
+#include "base/vmath.h"
+#include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/attention_paged.h"
+#include "backends/native/kernels/attention/attention_tiles.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include <string.h>
+
+
+typedef struct gqa_job {
+    og_dtype dt;
+    int64_t B, S, N, KV, D, L, M, Tk, tsl, half;
+    bool first, causal, interleaved, rotary, smooth;
+    int64_t window;
+    float scale, softcap;
+    /* f32 views of the inputs: query rows have stride q_ld; K and V rows k_ld / v_ld */
+    const float *q, *k, *v;
+    int64_t q_ld, k_ld, v_ld;
+    const void *past_k, *past_v;        /* storage type, (B, KV, M, D) */
+    void *pres_k, *pres_v;              /* storage type, (B, KV, L, D) or NULL */
+    bool shared_k, shared_v;
+    float *ks, *vs;                     /* f32 keys/values (B*KV, Tk, D): may be pres_k/v */
+    const int64_t *pos;                 /* rotary positions (B*S) */
+    const float *cos, *sin;
+    const int32_t *seqlens;
+    bool swc;                           /* window-sized caches */
+    int64_t window_cap;                 /* C */
+    const int64_t *base;                /* per batch: position of slab row 0 (swc), or NULL */
+    const float *abias, *sink;
+    int64_t ab_b, ab_n;                 /* batch and head strides of attention_bias */
+    float *rowbuf;                      /* (B*KV, D) for phase 1 */
+    float *qrot;                        /* (B*S, N*D) rotated queries for the tiles */
+} gqa_job;
+
+static inline int64_t past_len(const gqa_job *j, int64_t b) {
+    return j->first ? 0 : (int64_t)j->seqlens[b] + 1 - j->S;
+}
+
+static inline size_t esz(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
+
+/* Past rows before the new ones and valid rows of entry b, in slab rows (positions
+ * minus base[b] with window-sized caches). */
+static inline void slab_lengths(const gqa_job *j, int64_t b, int64_t *P, int64_t *T) {
+    int64_t base = j->base ? j->base[b] : 0;
+    *P = past_len(j, b) - base;
+    *T = (int64_t)j->seqlens[b] + 1 - base;
+}
+
+/* Rows a window-sized cache of capacity C keeps after T positions (see the top). */
+static inline int64_t swc_resident(int64_t T, int64_t C, int64_t W) {
+    if (T <= C) return T;
+    int64_t G = C - W + 1;
+    return T - G * ((T - C + G - 1) / G);
+}
+
+/* Phase 1 with window-sized caches, per (batch, kv head): the slabs hold the past's
+ * resident rows then the S new ones; present rows [0, L(T)) are then written from them. */
+static void gqa_swc_kv_fn(void *arg, int64_t begin, int64_t end) {
+    gqa_job *j = arg;
+    int64_t D = j->D, S = j->S, C = j->window_cap, KV = j->KV;
+    size_t es = esz(j->dt), row = es * (size_t)D;
+    for (int64_t bg = begin; bg < end; bg++) {
+        int64_t b = bg / KV, g = bg % KV, T0 = past_len(j, b), T = j->seqlens[b] + 1;
+        int64_t L0 = T0 - j->base[b], L1 = swc_resident(T, C, j->window);
+        int64_t off = T - L1 - j->base[b]; /* slab row of present row 0 */
+        for (int pass = 0; pass < 2; pass++) {
+            const char *past = pass ? j->past_v : j->past_k;
+            char *pres = pass ? j->pres_v : j->pres_k;
+            bool shared = pass ? j->shared_v : j->shared_k;
+            float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
+            const float *src = pass ? j->v : j->k;
+            int64_t ld = pass ? j->v_ld : j->k_ld;
+            cpu_load_f32(j->dt, past + (size_t)(bg * C) * row, L0 * D, slab);
+            for (int64_t i = 0; i < S; i++) {
+                float *r = slab + (L0 + i) * D;
+                memcpy(r, src + (b * S + i) * ld + g * D, sizeof(float) * (size_t)D);
+                if (!pass && j->rotary) {
+                    int64_t p = j->pos[b * S + i];
+                    cpu_rope(r, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+                }
+                for (int64_t d = 0; d < D; d++) r[d] = cpu_round_to(j->dt, r[d]);
+            }
+            if (!pres) continue;
+            char *dst = pres + (size_t)(bg * C) * row;
+            cpu_store_f32(j->dt, dst, L1 * D, slab + off * D);
+            if (!shared && L1 < C) memset(dst + (size_t)L1 * row, 0, (size_t)(C - L1) * row);
+        }
+    }
+}
+
+/* Phase 1, per (batch, kv head): the cache rows and the float32 key/value slabs. */
+static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
+    gqa_job *j = arg;
+    int64_t D = j->D, S = j->S, L = j->L, M = j->M, KV = j->KV;
+    size_t es = esz(j->dt), row = es * (size_t)D;
+    for (int64_t bg = begin; bg < end; bg++) {
+        int64_t b = bg / KV, g = bg % KV, P = past_len(j, b), T = j->seqlens[b] + 1;
+        float *tmp = j->rowbuf + bg * D;
+        for (int pass = 0; pass < 2; pass++) {
+            const void *past = pass ? j->past_v : j->past_k;
+            char *pres = pass ? j->pres_v : j->pres_k;
+            bool shared = pass ? j->shared_v : j->shared_k;
+            float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
+            bool own_slab = (void *)(pass ? j->vs : j->ks) != (void *)pres;
+            const float *src = pass ? j->v : j->k;
+            int64_t ld = pass ? j->v_ld : j->k_ld;
+            if (pres) {
+                char *dst = pres + (size_t)(bg * L) * row;
+                if (!shared && P > 0)
+                    memcpy(dst, (const char *)past + (size_t)(bg * M) * row, (size_t)P * row);
+                if (!shared && P + S < L) memset(dst + (size_t)(P + S) * row, 0, (size_t)(L - P - S) * row);
+            }
+            for (int64_t i = 0; i < S; i++) {
+                memcpy(tmp, src + (b * S + i) * ld + g * D, sizeof(float) * (size_t)D);
+                if (!pass && j->rotary) {
+                    int64_t p = j->pos[b * S + i];
+                    cpu_rope(tmp, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+                }
+                if (pres) cpu_store_f32(j->dt, pres + (size_t)(bg * L + P + i) * row, D, tmp);
+                if (own_slab && P + i < T)
+                    for (int64_t d = 0; d < D; d++) slab[(P + i) * D + d] = cpu_round_to(j->dt, tmp[d]);
+            }
+            if (own_slab && P > 0) {
+                const char *from = pres ? pres + (size_t)(bg * L) * row
+                                        : (const char *)past + (size_t)(bg * M) * row;
+                cpu_load_f32(j->dt, from, P * D, slab);
+            }
+        }
+    }
+}
+
+/* The queries of batch entries [begin, end), rotated and rounded, into qrot. */
+static void gqa_queries_fn(void *arg, int64_t begin, int64_t end) {
+    gqa_job *j = arg;
+    int64_t D = j->D;
+    for (int64_t b = begin; b < end; b++)
+        for (int64_t i = 0; i < j->S; i++)
+            for (int64_t h = 0; h < j->N; h++) {
+                float *q = j->qrot + ((b * j->S + i) * j->N + h) * D;
+                memcpy(q, j->q + (b * j->S + i) * j->q_ld + h * D, sizeof(float) * (size_t)D);
+                if (!j->rotary) continue;
+                int64_t p = j->pos[b * j->S + i];
+                cpu_rope(q, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+                if (j->dt != OG_FLOAT32)
+                    for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->dt, q[d]);
+            }
+}
+
+/* The key range [lo, hi] query i of entry b (past length P, total T) attends to, in slab
+ * rows. Padded queries of a first prompt (i >= T) keep their unclamped window start, as
+ * the reference does; its output there is zero when the window holds no valid key. */
+static inline void key_range(const gqa_job *j, int64_t P, int64_t T, int64_t i, int64_t *lo,
+                             int64_t *hi) {
+    int64_t last = j->causal ? P + i : T - 1, h = last < T - 1 ? last : T - 1;
+    int64_t l = j->window > 0 && last + 1 > j->window ? last - j->window + 1 : 0;
+    *hi = h;
+    *lo = l; /* past hi for a padded query whose whole window is padding: no keys */
+}
+
+/* attention_tiles callbacks: ranges and bias rows in absolute positions. */
+static void gqa_tile_range(const void *arg, int b, int64_t i, int64_t *lo, int64_t *hi) {
+    const gqa_job *j = arg;
+    int64_t P, T, base = j->base ? j->base[b] : 0;
+    slab_lengths(j, b, &P, &T);
+    key_range(j, P, T, i, lo, hi);
+    *lo += base;
+    *hi += base;
+}
+
+static const float *gqa_tile_bias(const void *arg, int b, int64_t i, int64_t h) {
+    const gqa_job *j = arg;
+    return j->abias + b * j->ab_b + h * j->ab_n + i * j->tsl;
+}
+
+/* ---------- input checks ---------- */
+
+static og_status *want_dtype(kernel_ctx *ctx, int i, const char *what, og_dtype dt) {
+    const tensor *t = kernel_input(ctx, i);
+    if (t && t->dtype != dt)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) is %s, expected %s",
+                             i, what, og_dtype_name(t->dtype), og_dtype_name(dt));
+    return NULL;
+}
+
+static og_status *unsupported_inputs(kernel_ctx *ctx) {
+    static const struct { int i; const char *name; } extra[] = {
+        {12, "k_scale"}, {13, "v_scale"}, {14, "q_norm_weight"}, {15, "k_norm_weight"}};
+    for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++)
+        if (kernel_input(ctx, extra[e].i))
+            return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "input %d (%s) is not implemented on "
+                                 "CPU (quantized KV cache / fused Q-K norm)", extra[e].i,
+                                 extra[e].name);
+    const graph_node *n = ctx->node;
+    const char *kq = graph_attr_string(n, "k_quant_type", "NONE");
+    const char *vq = graph_attr_string(n, "v_quant_type", "NONE");
+    if (strcmp(kq, "NONE") != 0 || strcmp(vq, "NONE") != 0)
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "quantized KV cache (k_quant_type %s, "
+                             "v_quant_type %s) is not implemented", kq, vq);
+    if (graph_attr_int(n, "qk_output", 0) != 0 || cpu_wants_output(ctx, 3))
+        return kernel_error(ctx, OG_ERR_UNSUPPORTED, "output 3 (output_qk) / qk_output is not "
+                            "implemented");
+    return NULL;
+}
+
+/* Window-sized caches: the capacity, the lengths' checks and each entry's slab base. */
+static og_status *gqa_swc_setup(kernel_ctx *ctx, gqa_job *j, bool has_past) {
+    if (!has_past || j->window <= 0 || j->M < j->window)
+        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "sliding_window_cache=1 needs past_key "
+                             "and past_value of capacity C >= local_window_size (got %s, "
+                             "local_window_size %lld)", has_past ? "a smaller C" : "no past",
+                             (long long)j->window);
+    j->window_cap = j->L = j->M;
+    int64_t *base;
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)j->B + 1, (void **)&base));
+    for (int64_t b = 0; b < j->B; b++) {
+        int64_t T = (int64_t)j->seqlens[b] + 1;
+        if (T < 1 || (j->first ? T > j->S : T < j->S))
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "seqlens_k[%lld] = %d does not fit: "
+                                 "total length must be at least 1 and %s the new sequence "
+                                 "length %lld", (long long)b, j->seqlens[b],
+                                 j->first ? "at most" : "at least", (long long)j->S);
+        int64_t T0 = past_len(j, b);
+        base[b] = T0 - swc_resident(T0, j->M, j->window);
+    }
+    j->base = base;
+    return NULL;
+}
+
+/* Rotary positions per (batch, new row), checked against the cache length. */
+static og_status *gqa_positions(kernel_ctx *ctx, gqa_job *j, int64_t max_pos) {
+    const tensor *pid = kernel_input(ctx, 9);
+    int64_t *pos;
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)(j->B * j->S) + 1, (void **)&pos));
+    const int64_t *p = NULL;
+    bool shared_row = false;
+    if (pid) {
+        if (pid->dtype != OG_INT64)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 9 (position_ids) is %s, "
+                                 "expected int64", og_dtype_name(pid->dtype));
+        if (pid->rank != 2 || (pid->dims[0] != j->B && pid->dims[0] != 1) || pid->dims[1] != j->S) {
+            char a[96];
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 9 (position_ids) has shape "
+                                 "%s, expected (%lld, %lld)", shape_str(pid->dims, pid->rank, a, sizeof a),
+                                 (long long)j->B, (long long)j->S);
+        }
+        p = pid->data;
+        shared_row = pid->dims[0] == 1;
+    }
+    for (int64_t b = 0; b < j->B; b++)
+        for (int64_t i = 0; i < j->S; i++) {
+            int64_t v;
+            if (j->first)
+                v = (p ? p[0] : 0) + i;
+            else
+                v = p ? p[(shared_row ? 0 : b) * j->S + i] : past_len(j, b) + i;
+            if (v < 0 || v >= max_pos)
+                return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "rotary position %lld of batch "
+                                     "%lld, token %lld is outside the cos/sin caches (%lld rows)",
+                                     (long long)v, (long long)b, (long long)i, (long long)max_pos);
+            pos[b * j->S + i] = v;
+        }
+    j->pos = pos;
+    return NULL;
+}
+
+og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
+    OG_TRY(kernel_require_inputs(ctx, 1));
+    int paged_layer = paged_kv_layer_of(ctx);
+    if (paged_layer >= 0) {
+        OG_TRY(unsupported_inputs(ctx));
+        if (!cpu_is_f32able(ctx->inputs[0]->dtype))
+            return kernel_unsupported_dtype(ctx, 0, ctx->inputs[0]->dtype);
+        return cpu_gqa_paged(ctx, paged_layer);
+    }
+    const graph_node *node = ctx->node;
+    const tensor *q = ctx->inputs[0], *key = kernel_input(ctx, 1), *val = kernel_input(ctx, 2);
+    const tensor *pk = kernel_input(ctx, 3), *pv = kernel_input(ctx, 4);
+    const tensor *sl = kernel_input(ctx, 5), *tl = kernel_input(ctx, 6);
+    const tensor *cosc = kernel_input(ctx, 7), *sinc = kernel_input(ctx, 8);
+    const tensor *ab = kernel_input(ctx, 10), *sink = kernel_input(ctx, 11);
+    og_dtype dt = q->dtype;
+    if (!cpu_is_f32able(dt)) return kernel_unsupported_dtype(ctx, 0, dt);
+    OG_TRY(unsupported_inputs(ctx));
+    if (!sl || !tl)
+        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "inputs 5 (seqlens_k) and 6 "
+                            "(total_sequence_length) are required");
+    static const char *names[] = {"query", "key", "value", "past_key", "past_value", "", "",
+                                  "cos_cache", "sin_cache", "", "attention_bias", "head_sink"};
+    for (int i = 1; i < 12; i++)
+        if (names[i][0]) OG_TRY(want_dtype(ctx, i, names[i], dt));
+    OG_TRY(want_dtype(ctx, 5, "seqlens_k", OG_INT32));
+    OG_TRY(want_dtype(ctx, 6, "total_sequence_length", OG_INT32));
+
+    gqa_job j = {.dt = dt, .N = graph_attr_int(node, "num_heads", 0),
+                 .KV = graph_attr_int(node, "kv_num_heads", 0),
+                 .causal = graph_attr_int(node, "causal", 1) != 0,
+                 .rotary = graph_attr_int(node, "do_rotary", 0) != 0,
+                 .interleaved = graph_attr_int(node, "rotary_interleaved", 0) != 0,
+                 .smooth = graph_attr_int(node, "smooth_softmax", 0) != 0,
+                 .window = graph_attr_int(node, "local_window_size", -1),
+                 .softcap = graph_attr_float(node, "softcap", 0.0f)};
+    char a[96];
+    if (j.N <= 0 || j.KV <= 0 || j.N % j.KV)
+        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "num_heads %lld and kv_num_heads %lld "
+                             "must be positive and num_heads a multiple of kv_num_heads",
+                             (long long)j.N, (long long)j.KV);
+    if (q->rank != 3)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 0 (query) has shape %s, "
+                             "expected (batch, sequence, hidden)", shape_str(q->dims, q->rank, a, sizeof a));
+    int64_t B = q->dims[0], S = q->dims[1], H = q->dims[2], N = j.N, KV = j.KV, D;
+    bool packed = key == NULL;
+    if (packed != (val == NULL))
+        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "key (input 1) and value (input 2) must "
+                            "be given together, or both omitted for packed QKV");
+    if (packed) {
+        if (H % (N + 2 * KV))
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "packed QKV width %lld is not a "
+                                 "multiple of num_heads + 2 * kv_num_heads = %lld", (long long)H,
+                                 (long long)(N + 2 * KV));
+        D = H / (N + 2 * KV);
+    } else {
+        if (H % N)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "query width %lld is not a "
+                                 "multiple of num_heads %lld", (long long)H, (long long)N);
+        D = H / N;
+        int64_t kd[3] = {B, S, KV * D};
+        OG_TRY(cpu_want_shape(ctx, 1, "key", 3, kd));
+        OG_TRY(cpu_want_shape(ctx, 2, "value", 3, kd));
+    }
+    j.B = B, j.S = S, j.D = D;
+    OG_TRY(cpu_want_past_kv(ctx, 3, 4, B, KV, D, D, &j.M));
+    int64_t one = 1;
+    OG_TRY(cpu_want_shape(ctx, 5, "seqlens_k", 1, &B));
+    if (tensor_count(tl) != 1 || tl->rank > 1)
+        OG_TRY(cpu_want_shape(ctx, 6, "total_sequence_length", 1, &one));
+    j.tsl = *(const int32_t *)tl->data;
+    j.first = S == j.tsl;
+    j.L = pk && j.M > j.tsl ? j.M : j.tsl;
+    j.seqlens = sl->data;
+    j.swc = graph_attr_int(node, "sliding_window_cache", 0) != 0;
+    if (j.swc) OG_TRY(gqa_swc_setup(ctx, &j, pk != NULL));
+    for (int64_t b = 0; b < B && !j.swc; b++) {
+        int64_t T = (int64_t)j.seqlens[b] + 1;
+        bool ok = T >= 1 && T <= j.L && (j.first ? T <= S : T >= S);
+        if (ok && !j.first && T - S > (pk ? j.M : 0)) ok = false;
+        if (!ok)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "seqlens_k[%lld] = %d does not fit: "
+                                 "total length must be in [1, %lld], %s the new sequence length "
+                                 "%lld and leave at most %lld past rows (total_sequence_length %lld)",
+                                 (long long)b, j.seqlens[b], (long long)j.L,
+                                 j.first ? "at most" : "at least", (long long)S,
+                                 (long long)(pk ? j.M : 0), (long long)j.tsl);
+    }
+    float sc = graph_attr_float(node, "scale", 0.0f);
+    j.scale = sc != 0.0f ? sc : 1.0f / sqrtf((float)D);
+    if (j.rotary) {
+        if (!cosc || !sinc)
+            return kernel_error(ctx, OG_ERR_INVALID_MODEL, "do_rotary=1 needs cos_cache (input 7) "
+                                "and sin_cache (input 8)");
+        j.half = cosc->rank == 2 ? cosc->dims[1] : -1;
+        if (j.half <= 0 || 2 * j.half > D)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 7 (cos_cache) has shape %s, "
+                                 "expected (max_position, rotary_dim / 2) with rotary_dim <= %lld",
+                                 shape_str(cosc->dims, cosc->rank, a, sizeof a), (long long)D);
+        OG_TRY(cpu_want_shape(ctx, 8, "sin_cache", 2, cosc->dims));
+        OG_TRY(gqa_positions(ctx, &j, cosc->dims[0]));
+        OG_TRY(cpu_in_f32(ctx, 7, &j.cos));
+        OG_TRY(cpu_in_f32(ctx, 8, &j.sin));
+    }
+    if (ab) {
+        if (ab->rank != 4 || (ab->dims[0] != B && ab->dims[0] != 1) ||
+            (ab->dims[1] != N && ab->dims[1] != 1) || ab->dims[2] != S || ab->dims[3] < j.tsl)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 10 (attention_bias) has shape "
+                                 "%s, expected (%lld or 1, %lld or 1, %lld, %lld)",
+                                 shape_str(ab->dims, ab->rank, a, sizeof a), (long long)B,
+                                 (long long)N, (long long)S, (long long)j.tsl);
+        for (int64_t b = 0; b < B; b++)
+            if (j.seqlens[b] + 1 > ab->dims[3])
+                return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "seqlens_k[%lld] + 1 exceeds "
+                                     "attention_bias' last dimension %lld", (long long)b,
+                                     (long long)ab->dims[3]);
+        j.tsl = ab->dims[3]; /* the row stride */
+        j.ab_n = ab->dims[1] == 1 ? 0 : S * j.tsl;
+        j.ab_b = ab->dims[0] == 1 ? 0 : ab->dims[1] * S * j.tsl;
+        OG_TRY(cpu_in_f32(ctx, 10, &j.abias));
+    }
+    if (sink) {
+        OG_TRY(cpu_want_shape(ctx, 11, "head_sink", 1, &N));
+        OG_TRY(cpu_in_f32(ctx, 11, &j.sink));
+    }
+
+    int64_t od[3] = {B, S, N * D}, pd[4] = {B, KV, j.L, D};
+    tensor *out, *prk = NULL, *prv = NULL;
+    OG_TRY(kernel_output(ctx, 0, dt, 3, od, &out));
+    if (cpu_wants_output(ctx, 1)) OG_TRY(kernel_output(ctx, 1, dt, 4, pd, &prk));
+    if (cpu_wants_output(ctx, 2)) OG_TRY(kernel_output(ctx, 2, dt, 4, pd, &prv));
+    if (B * S * N * D == 0) {
+        /* nothing new: present is still the past plus zeroed rows */
+        for (int pass = 0; pass < 2; pass++) {
+            tensor *pr = pass ? prv : prk;
+            const tensor *pa = pass ? pv : pk;
+            if (!pr || (pa && pa->data == pr->data)) continue;
+            memset(pr->data, 0, pr->nbytes);
+        }
+        return NULL;
+    }
+
+    /* f32 views of the new rows */
+    const float *qf;
+    OG_TRY(cpu_in_f32(ctx, 0, &qf));
+    j.q = qf;
+    if (packed) {
+        j.q_ld = j.k_ld = j.v_ld = H;
+        j.k = qf + N * D;
+        j.v = qf + (N + KV) * D;
+    } else {
+        j.q_ld = N * D;
+        j.k_ld = j.v_ld = KV * D;
+        OG_TRY(cpu_in_f32(ctx, 1, &j.k));
+        OG_TRY(cpu_in_f32(ctx, 2, &j.v));
+    }
+    j.past_k = pk ? pk->data : NULL;
+    j.past_v = pv ? pv->data : NULL;
+    j.pres_k = prk ? prk->data : NULL;
+    j.pres_v = prv ? prv->data : NULL;
+    j.shared_k = prk && pk && pk->data == prk->data;
+    j.shared_v = prv && pv && pv->data == prv->data;
+
+    /* float32 key/value slabs: the present cache itself when it is float32 (except for
+     * window-sized caches, whose slabs hold the past's rows and all new ones) */
+    int64_t Tk = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t rows = j.swc ? past_len(&j, b) - j.base[b] + S : j.seqlens[b] + 1;
+        if (rows > Tk) Tk = rows;
+    }
+    if (j.swc) {
+        j.Tk = Tk;
+        size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
+        OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
+        OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
+    } else if (dt == OG_FLOAT32 && prk && prv) {
+        j.Tk = j.L;
+        j.ks = prk->data;
+        j.vs = prv->data;
+    } else {
+        j.Tk = Tk;
+        if (dt == OG_FLOAT32 && prk) j.ks = prk->data, j.Tk = j.L;
+        if (dt == OG_FLOAT32 && prv) j.vs = prv->data, j.Tk = j.L;
+        size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
+        if (!j.ks) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
+        if (!j.vs) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
+    }
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * KV * D) + 1, (void **)&j.rowbuf));
+    /* per (batch, kv head): the new rows rotated and stored, the past copied or loaded
+     * when it is not the present's float32 buffer itself (about 1 ns per value moved) */
+    bool slab_copy = j.swc || !(dt == OG_FLOAT32 && prk && prv && j.shared_k && j.shared_v);
+    double kv_ns = (double)(S * D) * 4.0 + (slab_copy ? (double)(Tk * D) * 2.0 : 0.0);
+    threadpool_parallel_for_cost(ctx->pool, B * KV, kv_ns, j.swc ? gqa_swc_kv_fn : gqa_kv_fn, &j);
+
+    /* phase 2: attention over fixed key tiles (attention_tiles.h) */
+    float *outf;
+    OG_TRY(cpu_out_f32(ctx, out, &outf));
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * S * N * D) + 64, (void **)&j.qrot));
+    threadpool_parallel_for_cost(ctx->pool, B, (double)(S * N * D) * 2.0, gqa_queries_fn, &j);
+    gqa_tiles_seq *ts;
+    OG_TRY(kernel_scratch(ctx, sizeof *ts * (size_t)B + 1, (void **)&ts));
+    for (int64_t b = 0; b < B; b++) {
+        int64_t base = j.base ? j.base[b] : 0;
+        size_t per_b = sizeof(float) * (size_t)(KV * j.Tk * D);
+        ts[b] = (gqa_tiles_seq){.tok0 = b * S, .n = S, .key0 = base,
+                                .keys = (int64_t)j.seqlens[b] + 1,
+                                .kbase = (const char *)j.ks + (size_t)b * per_b,
+                                .vbase = (const char *)j.vs + (size_t)b * per_b,
+                                .block_size = j.Tk, .block_bytes = per_b};
+    }
+    gqa_tiles tiles = {.dt = OG_FLOAT32, .N = N, .KV = KV, .D = D, .scale = j.scale,
+                    .softcap = j.softcap, .smooth = j.smooth, .sink = j.sink, .q = j.qrot,
+                    .q_ld = N * D, .out = outf, .n_seqs = (int)B, .seqs = ts,
+                    .range = gqa_tile_range, .bias = j.abias ? gqa_tile_bias : NULL, .arg = &j};
+    OG_TRY(gqa_tiles_run(ctx, &tiles));
+    cpu_out_f32_done(out, outf);
+    return NULL;
+}

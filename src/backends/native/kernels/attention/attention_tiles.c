@@ -1,0 +1,441 @@
+/* Attention over fixed key tiles, merged in order (see attention_tiles.h).
+ *
+ * A task is (sequence, kv head, block of QB query rows, key tile): the tile's key and
+ * value rows are located once (converted to float32 when stored narrower) and read by
+ * all query heads of the group and all rows of the block. Each (row, head, tile) writes
+ * its partial (m, l, o) to its own slot; the merge then reads the slots in tile order.
+ *
+ * The arithmetic of a row is fixed: a score is cpu_attn_scores' (whose value for a key
+ * does not depend on the keys beside it; a task with several query rows computes the
+ * same values from the keys laid across the lanes, cpu_attn_scores_t), the softmax runs
+ * over exactly the row's visible keys of the tile, and the output is the sum over
+ * those keys of p * v in an order fixed by their count (tl_weighted). Nothing in it
+ * depends on the other rows, the tile's width or how the keys are laid out (blocks of
+ * any size, or one contiguous run). */
+#include "backends/native/kernels/attention/attention_tiles.h"
+
+#include "backends/native/kernels/attention/attention.h"
+
+#include "backends/native/kernels/kernel_util.h"
+#include "base/vmath.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+enum { QB = 16, TK = GQA_TILE };
+
+typedef struct tl_task {
+    int32_t seq, g, i0, i1, tile;
+} tl_task;
+
+typedef struct tl_job {
+    const gqa_tiles *t;
+    int64_t R;
+    size_t row_bytes;        /* one position of one kv head */
+    int64_t *part_base, *tok_base, *tile0, *ntiles; /* per sequence */
+    float *part;             /* per (row, head, tile): m, l, o[D] */
+    tl_task *tasks;
+    int64_t ntasks;
+    float *wbuf;
+    int64_t per_worker;      /* floats per worker slice */
+    atomic_long next;
+} tl_job;
+
+/* Floats rounded up to 64 bytes, so that every part of a worker's slice is aligned. */
+static inline int64_t tl_round(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const char *base,
+                                 int64_t g, int64_t p) {
+    int64_t r = p - s->key0, bs = s->block_size;
+    int64_t blk = s->blocks ? s->blocks[r / bs] : 0;
+    return base + (size_t)blk * s->block_bytes + ((size_t)g * (size_t)bs + (size_t)(r % bs)) * j->row_bytes;
+}
+
+/* o += sum over x < n of w[x] * v[x] across the head dimension. The order of the sum
+ * depends only on n and the head size (never on where the rows lie), so a row gets the
+ * same bits from a contiguous cache, a paged one or any batch. With AVX-512 and a head
+ * size that is a multiple of 8 up to 256, the head is C = D / 16 vectors rounded up (the
+ * last one eight floats when D % 16 == 8, its other lanes unused), U independent
+ * accumulators take the keys in turn (key x into accumulator x % U, fused multiply-adds),
+ * combined as a0 + a1 or ((a0 + a1) + (a2 + a3)) at the end, and the leftover n % U keys
+ * go to a0 before that; U is 4 for C <= 2, 2 for C <= 8, else 1 (TL_KEYS). Other head
+ * sizes four keys a pass, each element summed one key after the other. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* The keys in flight for a head of C vectors: enough independent chains of fused
+ * multiply-adds in one head. A function of C alone, so a head takes the same operations
+ * however many heads share its pass. */
+#define TL_KEYS(C) ((C) <= 2 ? 4 : (C) <= 8 ? 2 : 1)
+
+/* Vector c of the C of a head row: whole, or only its first eight floats when it is the
+ * last and the head size is an odd multiple of 8 (T8). */
+#define TL_LANES(c, C, T8) ((T8) && (c) == (C) - 1 ? (__mmask16)0x00ff : (__mmask16)0xffff)
+
+/* tl_weighted for H heads at once over the same value rows (o[h] += sum_x w[h][x] v[x]):
+ * a value vector is loaded once for all H, and each head takes exactly the one-head
+ * operations, so it gets the same bits. */
+static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
+                                                               const float *const *w,
+                                                               const float *const *v, int64_t n,
+                                                               int C, int T8, int H) {
+    const int U = TL_KEYS(C);
+    __m512 acc[6][4][16];
+#pragma GCC unroll 6
+    for (int h = 0; h < H; h++)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; u++)
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) acc[h][u][c] = _mm512_setzero_ps();
+    int64_t x = 0;
+    for (; x + U <= n; x += U)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; u++) {
+            const float *r = v[x + u];
+            __m512 rv[16];
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) rv[c] = _mm512_maskz_loadu_ps(TL_LANES(c, C, T8), r + 16 * c);
+#pragma GCC unroll 6
+            for (int h = 0; h < H; h++) {
+                __m512 wx = _mm512_set1_ps(w[h][x + u]);
+#pragma GCC unroll 16
+                for (int c = 0; c < C; c++) acc[h][u][c] = _mm512_fmadd_ps(wx, rv[c], acc[h][u][c]);
+            }
+        }
+    for (; x < n; x++) {
+        __m512 rv[16];
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++) rv[c] = _mm512_maskz_loadu_ps(TL_LANES(c, C, T8), v[x] + 16 * c);
+#pragma GCC unroll 6
+        for (int h = 0; h < H; h++) {
+            __m512 wx = _mm512_set1_ps(w[h][x]);
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) acc[h][0][c] = _mm512_fmadd_ps(wx, rv[c], acc[h][0][c]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int h = 0; h < H; h++)
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++) {
+            __m512 a = acc[h][0][c];
+            if (U == 2) a = _mm512_add_ps(a, acc[h][1][c]);
+            if (U == 4)
+                a = _mm512_add_ps(_mm512_add_ps(a, acc[h][1][c]),
+                                  _mm512_add_ps(acc[h][2][c], acc[h][3][c]));
+            __mmask16 m = TL_LANES(c, C, T8);
+            _mm512_mask_storeu_ps(o[h] + 16 * c, m,
+                                  _mm512_add_ps(_mm512_maskz_loadu_ps(m, o[h] + 16 * c), a));
+        }
+}
+
+/* Heads per pass: as many as keep the H x U x C accumulators and the C value vectors
+ * within 30 registers (a broadcast weight beside them), at most 6. */
+#define TL_HEADS_FIT(C) ((30 - (C)) / (TL_KEYS(C) * (C)))
+#define TL_HEADS(C) (TL_HEADS_FIT(C) > 6 ? 6 : TL_HEADS_FIT(C) < 1 ? 1 : TL_HEADS_FIT(C))
+
+typedef void (*tl_weighted_fn)(float *const *o, const float *const *w, const float *const *v,
+                               int64_t n);
+
+/* One head and TL_HEADS(C) heads a pass, for the head size 16 C - 8 T8. */
+#define TL_WEIGHTED(C, T8)                                                                  \
+    static void tl_weighted_##C##_##T8##_1(float *const *o, const float *const *w,        \
+                                           const float *const *v, int64_t n) {            \
+        tl_weighted_h(o, w, v, n, C, T8, 1);                                               \
+    }                                                                                      \
+    static void tl_weighted_##C##_##T8##_h(float *const *o, const float *const *w,        \
+                                           const float *const *v, int64_t n) {            \
+        tl_weighted_h(o, w, v, n, C, T8, TL_HEADS(C));                                     \
+    }
+#define TL_WEIGHTED2(C) TL_WEIGHTED(C, 1) TL_WEIGHTED(C, 0)
+TL_WEIGHTED2(1) TL_WEIGHTED2(2) TL_WEIGHTED2(3) TL_WEIGHTED2(4) TL_WEIGHTED2(5) TL_WEIGHTED2(6)
+TL_WEIGHTED2(7) TL_WEIGHTED2(8) TL_WEIGHTED2(9) TL_WEIGHTED2(10) TL_WEIGHTED2(11)
+TL_WEIGHTED2(12) TL_WEIGHTED2(13) TL_WEIGHTED2(14) TL_WEIGHTED2(15) TL_WEIGHTED2(16)
+#undef TL_WEIGHTED2
+#undef TL_WEIGHTED
+
+/* Per head size D = 8 (i + 1): one head, several heads a pass, and how many that is. */
+#define TL_ENTRY(C)                                                                         \
+    {tl_weighted_##C##_1_1, tl_weighted_##C##_1_h, TL_HEADS(C)},                           \
+        {tl_weighted_##C##_0_1, tl_weighted_##C##_0_h, TL_HEADS(C)}
+static const struct {
+    tl_weighted_fn one, many;
+    int heads;
+} tl_weighted_table[32] = {TL_ENTRY(1),  TL_ENTRY(2),  TL_ENTRY(3),  TL_ENTRY(4),
+                           TL_ENTRY(5),  TL_ENTRY(6),  TL_ENTRY(7),  TL_ENTRY(8),
+                           TL_ENTRY(9),  TL_ENTRY(10), TL_ENTRY(11), TL_ENTRY(12),
+                           TL_ENTRY(13), TL_ENTRY(14), TL_ENTRY(15), TL_ENTRY(16)};
+#undef TL_ENTRY
+#endif
+
+static void tl_weighted(float *restrict o, const float *w, const float *const *v, int64_t n,
+                        int64_t D) {
+#if defined(__AVX512F__)
+    if (D % 8 == 0 && D >= 8 && D <= 256) {
+        float *const oh[1] = {o};
+        const float *const wh[1] = {w};
+        tl_weighted_table[D / 8 - 1].one(oh, wh, v, n);
+        return;
+    }
+#endif
+    int64_t x = 0;
+    for (; x + 4 <= n; x += 4) {
+        const float *restrict v0 = v[x], *restrict v1 = v[x + 1], *restrict v2 = v[x + 2],
+                              *restrict v3 = v[x + 3];
+        float w0 = w[x], w1 = w[x + 1], w2 = w[x + 2], w3 = w[x + 3];
+        int64_t d = 0;
+        for (; d + 8 <= D; d += 8)
+            for (int e = 0; e < 8; e++)
+                o[d + e] = o[d + e] + w0 * v0[d + e] + w1 * v1[d + e] + w2 * v2[d + e] +
+                           w3 * v3[d + e];
+        for (; d < D; d++) o[d] = o[d] + w0 * v0[d] + w1 * v1[d] + w2 * v2[d] + w3 * v3[d];
+    }
+    for (; x < n; x++) {
+        const float *restrict vx = v[x];
+        float wx = w[x];
+        int64_t d = 0;
+        for (; d + 8 <= D; d += 8)
+            for (int e = 0; e < 8; e++) o[d + e] = o[d + e] + wx * vx[d + e];
+        for (; d < D; d++) o[d] = o[d] + wx * vx[d];
+    }
+}
+
+/* tl_weighted for nh heads over the same value rows, several heads per pass where the
+ * head size has such a path (the same bits as one head at a time). */
+static void tl_weighted_heads(float *const *o, const float *const *w, const float *const *v,
+                              int64_t n, int64_t D, int64_t nh) {
+    int64_t h = 0;
+#if defined(__AVX512F__)
+    if (D % 8 == 0 && D >= 8 && D <= 256) {
+        int hp = tl_weighted_table[D / 8 - 1].heads;
+        if (hp > 1)
+            for (; h + hp <= nh; h += hp) tl_weighted_table[D / 8 - 1].many(o + h, w + h, v, n);
+    }
+#endif
+    for (; h < nh; h++) tl_weighted(o[h], w[h], v, n, D);
+}
+
+static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
+    const gqa_tiles *t = j->t;
+    const gqa_tiles_seq *s = &t->seqs[tk->seq];
+    int64_t D = t->D, R = j->R, g = tk->g;
+    int64_t c0 = (int64_t)tk->tile * TK, c1 = c0 + TK;
+    if (c0 < s->key0) c0 = s->key0;
+    if (c1 > s->keys) c1 = s->keys;
+    const float **kp = (const float **)slice, **vp = kp + TK;
+    float *kb = (float *)(vp + TK), *vb = kb + tl_round(TK * D), *sc = vb + tl_round(TK * D);
+    int32_t *run_len = (int32_t *)(sc + R * tl_round(TK));
+    float *kt = sc + (R + 1) * tl_round(TK);
+    /* the tile's rows, walked block by block (no division per row) */
+    for (int64_t p = c0; p < c1;) {
+        int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
+        if (run > c1 - p) run = c1 - p;
+        const char *kr = tl_row(j, s, s->kbase, g, p), *vr = tl_row(j, s, s->vbase, g, p);
+        for (int64_t x = 0; x < run; x++, p++) {
+            const char *k = kr + (size_t)x * j->row_bytes, *v = vr + (size_t)x * j->row_bytes;
+            if (t->dt == OG_FLOAT32) {
+                kp[p - c0] = (const float *)k;
+                vp[p - c0] = (const float *)v;
+            } else {
+                cpu_load_f32(t->dt, k, D, kb + (p - c0) * D);
+                cpu_load_f32(t->dt, v, D, vb + (p - c0) * D);
+                kp[p - c0] = kb + (p - c0) * D;
+                vp[p - c0] = vb + (p - c0) * D;
+            }
+        }
+    }
+    /* Several query rows against these keys: the keys the rows see, from the tile's
+     * start, laid across the lanes once (the scores are the same bits either way). One
+     * row (a decode step) reads each key row once for its heads instead: laying them
+     * across would cost more than the scores it serves. */
+    bool across = false;
+    if (tk->i1 - tk->i0 > 1 && (tk->i1 - tk->i0) * R >= 4) {
+        int64_t kn = 0;
+        for (int64_t i = tk->i0; i < tk->i1; i++) {
+            int64_t lo, hi;
+            t->range(t->arg, tk->seq, i, &lo, &hi);
+            if (lo <= hi && hi >= c0 && lo < c1) {
+                int64_t e = (hi < c1 - 1 ? hi : c1 - 1) - c0 + 1;
+                kn = e > kn ? e : kn;
+            }
+        }
+        across = kn > 0 && cpu_attn_keys_t(kp, kn, D, kt);
+    }
+    /* otherwise run_len[x]: how many keys from x on lie one after the other in memory */
+    if (!across)
+        for (int64_t x = c1 - c0 - 1; x >= 0; x--)
+            run_len[x] = x + 1 < c1 - c0 && kp[x + 1] == kp[x] + D ? run_len[x + 1] + 1 : 1;
+    int64_t nt = j->ntiles[tk->seq], ct = tk->tile - j->tile0[tk->seq];
+    int64_t sld = tl_round(TK); /* head r's scores at sc + r * sld */
+    float *oh[64];
+    const float *wh[64];
+    for (int64_t i = tk->i0; i < tk->i1; i++) {
+        int64_t lo, hi;
+        t->range(t->arg, tk->seq, i, &lo, &hi);
+        int64_t a = lo > c0 ? lo : c0, b = hi < c1 - 1 ? hi : c1 - 1, n = b - a + 1;
+        const float *qg = t->q + (s->tok0 + i) * t->q_ld + g * R * D;
+        int64_t x0 = (a - c0) & ~(int64_t)15;
+        if (across && n > 0) /* the group's heads together, whole blocks of 16 keys from a's */
+            cpu_attn_scores_t_heads(qg, D, R, kt + x0 * D, (a - c0 + n - x0 + 15) / 16, D,
+                                    t->scale, sc + x0, sld);
+        /* otherwise per contiguous run of keys, the group's heads together; a key's score
+         * does not depend on the run */
+        for (int64_t x = 0; !across && x < n;) {
+            int64_t run = run_len[a - c0 + x] < n - x ? run_len[a - c0 + x] : n - x;
+            cpu_attn_scores_heads(qg, D, R, kp[a - c0 + x], run, D, t->scale, sc + x, sld);
+            x += run;
+        }
+        for (int64_t r = 0; r < R; r++) {
+            int64_t h = g * R + r;
+            float *part = j->part + (j->part_base[tk->seq] + (i * t->N + h) * nt + ct) * (D + 2);
+            float *o = part + 2;
+            oh[r] = o;
+            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+            if (n <= 0) {
+                part[0] = -INFINITY;
+                part[1] = 0.0f;
+                continue;
+            }
+            float *rs = sc + r * sld + (across ? a - c0 : 0); /* the row's n scores */
+            if (t->softcap > 0) {
+                float cap = t->softcap, ic = 1.0f / t->softcap;
+                for (int64_t x = 0; x < n; x++) rs[x] *= ic;
+                vtanh_f32(rs, rs, n);
+                for (int64_t x = 0; x < n; x++) rs[x] *= cap;
+            }
+            const float *bias = t->bias ? t->bias(t->arg, tk->seq, i, h) : NULL;
+            if (bias)
+                for (int64_t x = 0; x < n; x++) rs[x] += bias[a + x];
+            float mx = vmax_f32(rs, n);
+            float sum = vexp_shift_sum_f32(rs, rs, n, mx);
+            part[0] = mx;
+            part[1] = sum;
+            wh[r] = rs;
+        }
+        /* the value rows once for several heads of the group */
+        if (n > 0) tl_weighted_heads(oh, wh, vp + (a - c0), n, D, R);
+    }
+}
+
+static void tl_worker(void *arg, int64_t begin, int64_t end) {
+    tl_job *j = arg;
+    (void)end;
+    float *slice = j->wbuf + begin * j->per_worker;
+    for (;;) {
+        long k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->ntasks) break;
+        tl_run_task(j, &j->tasks[k], slice);
+    }
+}
+
+/* Per (sequence, row): merge the tiles of every head in order. */
+static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
+    tl_job *j = arg;
+    const gqa_tiles *t = j->t;
+    int64_t D = t->D;
+    bool has_sink = t->sink || t->smooth;
+    for (int si = 0; si < t->n_seqs; si++) {
+        const gqa_tiles_seq *s = &t->seqs[si];
+        int64_t first = j->tok_base[si], nt = j->ntiles[si];
+        if (first >= end || first + s->n <= begin) continue;
+        for (int64_t i = 0; i < s->n; i++) {
+            if (first + i < begin || first + i >= end) continue;
+            int64_t lo, hi;
+            t->range(t->arg, si, i, &lo, &hi);
+            if (lo < s->key0) lo = s->key0;
+            if (hi > s->keys - 1) hi = s->keys - 1;
+            int64_t ca = lo / TK - j->tile0[si], cb = lo > hi ? ca - 1 : hi / TK - j->tile0[si];
+            for (int64_t h = 0; h < t->N; h++) {
+                const float *base = j->part + (j->part_base[si] + (i * t->N + h) * nt) * (D + 2);
+                float sk = t->sink ? t->sink[h] : 0.0f;
+                float M = has_sink ? sk : -INFINITY;
+                for (int64_t c = ca; c <= cb; c++) M = base[c * (D + 2)] > M ? base[c * (D + 2)] : M;
+                float den = has_sink ? expf(sk - M) : 0.0f;
+                float *o = t->out + (s->tok0 + i) * t->N * D + h * D;
+                if (ca == cb && !has_sink) { /* one tile: its weight e^(m - M) is 1 */
+                    const float *pc = base + ca * (D + 2);
+                    float inv = pc[1] > 0 ? 1.0f / pc[1] : 0.0f;
+                    for (int64_t d = 0; d < D; d++) o[d] = pc[1] == 0.0f ? 0.0f : pc[2 + d] * inv;
+                    continue;
+                }
+                for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+                for (int64_t c = ca; c <= cb; c++) {
+                    const float *pc = base + c * (D + 2);
+                    if (pc[1] == 0.0f) continue; /* no key of this tile is visible */
+                    float w = expf(pc[0] - M);
+                    den += w * pc[1];
+                    for (int64_t d = 0; d < D; d++) o[d] += w * pc[2 + d];
+                }
+                float inv = den > 0 ? 1.0f / den : 0.0f;
+                for (int64_t d = 0; d < D; d++) o[d] *= inv;
+            }
+        }
+    }
+}
+
+og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
+    tl_job j = {.t = t, .R = t->N / t->KV,
+                .row_bytes = (t->dt == OG_FLOAT32 ? 4 : 2) * (size_t)t->D};
+    int ns = t->n_seqs;
+    if (ns == 0) return NULL;
+    if (j.R > 64)
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "%lld query heads per kv head (at most 64)",
+                             (long long)j.R);
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)ns * 4 + 1, (void **)&j.part_base));
+    j.tok_base = j.part_base + ns;
+    j.tile0 = j.tok_base + ns;
+    j.ntiles = j.tile0 + ns;
+    int64_t nparts = 0, tokens = 0, ntasks = 0;
+    for (int i = 0; i < ns; i++) {
+        const gqa_tiles_seq *s = &t->seqs[i];
+        j.tile0[i] = s->key0 / TK;
+        j.ntiles[i] = s->keys > s->key0 ? (s->keys - 1) / TK - j.tile0[i] + 1 : 0;
+        j.part_base[i] = nparts;
+        j.tok_base[i] = tokens;
+        nparts += s->n * t->N * j.ntiles[i];
+        tokens += s->n;
+        ntasks += t->KV * ((s->n + QB - 1) / QB) * j.ntiles[i];
+    }
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(nparts * (t->D + 2)) + 1, (void **)&j.part));
+    OG_TRY(kernel_scratch(ctx, sizeof(tl_task) * (size_t)ntasks + 1, (void **)&j.tasks));
+    ntasks = 0;
+    for (int i = 0; i < ns; i++) {
+        const gqa_tiles_seq *s = &t->seqs[i];
+        for (int64_t i0 = 0; i0 < s->n; i0 += QB) {
+            int64_t i1 = i0 + QB < s->n ? i0 + QB : s->n, lo_min = INT64_MAX, hi_max = -1;
+            for (int64_t r = i0; r < i1; r++) {
+                int64_t lo, hi;
+                t->range(t->arg, i, r, &lo, &hi);
+                if (lo < s->key0) lo = s->key0;
+                if (hi > s->keys - 1) hi = s->keys - 1;
+                if (lo > hi) continue;
+                lo_min = lo < lo_min ? lo : lo_min;
+                hi_max = hi > hi_max ? hi : hi_max;
+            }
+            if (hi_max < 0) continue; /* no row sees a key: all zero */
+            for (int64_t c = lo_min / TK; c <= hi_max / TK; c++)
+                for (int64_t g = 0; g < t->KV; g++)
+                    j.tasks[ntasks++] = (tl_task){i, (int32_t)g, (int32_t)i0, (int32_t)i1, (int32_t)c};
+        }
+    }
+    j.ntasks = ntasks;
+    int64_t D = t->D;
+    int64_t ptr_floats = 2 * TK * 2; /* two row-pointer arrays, 8 bytes an entry */
+    j.per_worker = tl_round(ptr_floats) + 3 * tl_round(TK * D) + (j.R + 1) * tl_round(TK);
+    int64_t workers = threadpool_size(ctx->pool);
+    if (workers > ntasks) workers = ntasks;
+    /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */
+    double work_ns = 0;
+    for (int i = 0; i < ns; i++)
+        work_ns += (double)(t->seqs[i].n * t->N) * (double)(t->seqs[i].keys - t->seqs[i].key0) *
+                   ((double)D * 0.25 + 1.0);
+    if (workers > 0) {
+        OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
+        atomic_init(&j.next, 0);
+        /* each call takes tasks until none are left: one call does it all inline */
+        threadpool_parallel_for_cost(ctx->pool, workers, work_ns / (double)workers, tl_worker, &j);
+    }
+    double merge_ns = (double)(t->N * D) * 0.5 * (double)(ntasks / (tokens > 0 ? tokens : 1) + 1);
+    threadpool_parallel_for_cost(ctx->pool, tokens, merge_ns, tl_merge_fn, &j);
+    return NULL;
+}

@@ -1,4 +1,0 @@
-/* The sgemm for any CPU (portable C): see gemm_f32_impl.h. */
-#define GEMM_VARIANT 0
-#define GEMM_NAME(x) gemm_f32_generic_##x
-#include "backends/native/kernels/gemm_f32_impl.h"

@@ -1,0 +1,75 @@
+/* The onnx-genai command-line tool: one file per command. */
+#ifndef OG_TOOLS_CLI_H
+#define OG_TOOLS_CLI_H
+
+#include "onnx_genai.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int cli_show(int argc, char **argv);
+int cli_infer(int argc, char **argv);
+int cli_bench_load(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_generate(int argc, char **argv);
+int cli_template(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_serve(int argc, char **argv);
+int cli_parity(int argc, char **argv);
+/* generate --chat: one turn of `run` (cli_run.c). */
+int cli_chat_generate(int argc, char **argv);
+/* The chat template part of `show` for a package folder (cli_run.c). */
+void cli_show_chat(const char *dir);
+
+/* What kernels prepared when sessions opened (cli_prep.c). */
+#include <stddef.h>
+typedef struct og_session og_session;
+typedef struct og_model og_model;
+typedef struct cli_prep {
+    size_t bytes;    /* held by prepared states */
+    size_t released; /* mapped weight pages given back (a prepared copy replaced them) */
+    int nodes;
+    double secs;     /* spent preparing (wall) */
+    double cpu_secs; /* CPU time of all threads meanwhile */
+} cli_prep;
+void cli_prep_add(const og_session *s, cli_prep *acc);
+void cli_prep_of_model(const og_model *m, cli_prep *out);
+/* The instruction set the GEMM kernels use, and why when OG_ISA changed it. */
+const char *cli_isa_summary(char *buf, size_t size);
+
+/* --ids: a comma-separated list of token ids into a new array (free with free());
+ * returns 0, or the exit status after printing what is wrong (cli_generate.c). */
+int cli_parse_ids(const char *s, int32_t **ids, size_t *n);
+
+/* The whole of a file ('-': standard input), NUL-terminated, or NULL. Free with free(). */
+char *cli_read_all(const char *path);
+
+/* A decimal integer in [lo, hi], the whole string (cli_args.c). */
+bool cli_parse_int(const char *s, long lo, long hi, int *out);
+/* An integer option: the message says what is wrong with the value (not a number, not
+ * an integer, too large or too small, with the limit); returns 0 or the exit status. */
+int cli_int_option(const char *flag, const char *s, long lo, long hi, int *out);
+
+/* Prints "onnx-genai: <message>" to stderr; returns the exit status to use. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --backend, --ort-lib, --ep, --ort-opt-level (cli_backend.c). */
+typedef struct cli_backend {
+    og_backend backend;
+    bool backend_given;
+    const char *ort_lib, *ep;
+    int opt_level; /* -1: onnxruntime's default */
+} cli_backend;
+extern const char cli_backend_usage[]; /* the options' lines for a --help text */
+void cli_backend_init(cli_backend *b);
+/* Takes argv[*i] (and its value, advancing *i) when it is a backend option: returns 1,
+ * 0 when it is not one, or minus the exit status after printing what is wrong. */
+int cli_backend_arg(int argc, char **argv, int *i, cli_backend *b);
+/* After parsing: an exit status when the options contradict each other, else 0. */
+int cli_backend_check(const cli_backend *b);
+og_backend cli_backend_choice(const cli_backend *b);
+void cli_backend_session(const cli_backend *b, og_session_options *o);
+void cli_backend_model(const cli_backend *b, og_model_options *o);
+
+#endif

@@ -1,0 +1,135 @@
+/* onnx-genai serve -m DIR [--host 127.0.0.1] [--port 8080] [options]: the OpenAI-compatible
+ * HTTP server (src/serve) over the serving engine (src/engine). */
+#include "cli/cli.h"
+
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char serve_usage[] =
+    "usage: onnx-genai serve [-m] DIR [options]\n"
+    "       onnx-genai serve --models-dir DIR [--models-memory SIZE] [options]\n"
+    "  --models-dir DIR      serve every package folder in DIR under its folder name (the\n"
+    "                        request's \"model\"), each loaded on its first request\n"
+    "  --models-memory SIZE  unload the least recently used idle models while the loaded\n"
+    "                        ones take more than SIZE (e.g. 4G; default: no limit)\n"
+    "  --host ADDR           numeric address to listen on (default 127.0.0.1)\n"
+    "  --port N              port (default 8080; 0: any free port, printed)\n"
+    "  --model-name NAME     the model's id in the API (default: the folder's name)\n"
+    "  --kv-memory SIZE      bytes for the paged KV pool, e.g. 512M, 2G (default: enough\n"
+    "                        for --max-batch full contexts, at most a quarter of memory);\n"
+    "                        per sequence: what the running generators may hold\n"
+    "  --plan-memory SIZE    bytes of execution plans each session keeps between steps\n"
+    "                        (default 64M; 0: none)\n"
+    "  --block-size N        positions per KV block (16)\n"
+    "  --max-batch N         sequences running at once (32)\n"
+    "  --max-queue N         requests waiting to start; more are answered 429 (256)\n"
+    "  --step-tokens N       tokens per engine step, decode and prefill together (256)\n"
+    "  --threads N           compute threads (default: all cores)\n"
+    "  --no-prefix-cache     do not reuse cached prompt blocks\n"
+    "  --per-sequence        one generator per sequence instead of one shared batch\n"
+    "  --max-body SIZE       larger request bodies are answered 413 (8M)\n"
+    "  --max-n N             largest n a request may ask for (16)\n"
+    "  --max-connections N   open connections at most, one thread each (512)\n";
+/* after cli_backend_usage */
+static const char serve_usage_tail[] =
+    "The engine batches over its paged KV cache on the native backend; a model on\n"
+    "onnxruntime is served per sequence.\n"
+    "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
+    "GET /metrics, POST /tokenize, POST /detokenize, and a chat page at /.\n"
+    "SIGINT or SIGTERM stops the server.\n";
+
+/* A whole number in [lo, hi], with an optional K/M/G suffix (powers of 1024) when sized. */
+static int number(const char *flag, const char *v, long long lo, long long hi, bool sized,
+                  long long *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    long long mul = 1;
+    if (sized && *end && !end[1]) {
+        switch (*end) {
+        case 'K': case 'k': mul = 1LL << 10; end++; break;
+        case 'M': case 'm': mul = 1LL << 20; end++; break;
+        case 'G': case 'g': mul = 1LL << 30; end++; break;
+        default: break;
+        }
+    }
+    if (errno || end == v || *end)
+        return cli_fail("serve: %s: '%s' is not a whole number%s", flag, v, sized ? " (with an optional K, M or G)" : "");
+    if (x > hi / mul || x * mul < lo || x * mul > hi)
+        return cli_fail("serve: %s: %s is out of range [%lld, %lld]", flag, v, lo, hi);
+    *out = x * mul;
+    return 0;
+}
+
+int cli_serve(int argc, char **argv) {
+    serve_options o = serve_options_default();
+    cli_backend be;
+    cli_backend_init(&be);
+    for (int i = 1; i < argc; i++) {
+        int took = cli_backend_arg(argc, argv, &i, &be);
+        if (took) {
+            if (took < 0) return -took;
+            continue;
+        }
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s%s%s", serve_usage, cli_backend_usage, serve_usage_tail);
+            return 0;
+        }
+        if (!strcmp(a, "--no-prefix-cache")) {
+            o.eng.prefix_cache = false;
+            continue;
+        }
+        if (!strcmp(a, "--per-sequence")) {
+            o.eng.per_sequence = true;
+            continue;
+        }
+        if (a[0] != '-') {
+            if (o.model_dir) return cli_fail("serve: one model folder only ('%s' and '%s')", o.model_dir, a);
+            o.model_dir = a;
+            continue;
+        }
+        static const char *const valued[] = {"-m", "--model", "--host", "--port", "--model-name",
+                                             "--models-dir", "--models-memory", "--kv-memory", "--plan-memory",
+                                             "--block-size", "--max-batch", "--max-queue",
+                                             "--step-tokens", "--threads", "--max-body", "--max-n",
+                                             "--max-connections", NULL};
+        bool known = false;
+        for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
+        if (!known) return cli_fail("serve: unknown option '%s' (see serve --help)", a);
+        if (i + 1 >= argc) return cli_fail("serve: %s needs a value (see serve --help)", a);
+        const char *v = argv[++i];
+        long long x = 0;
+        int rc = 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_dir = v;
+        else if (!strcmp(a, "--host")) o.host = v;
+        else if (!strcmp(a, "--models-dir")) o.models_dir = v;
+        else if (!strcmp(a, "--models-memory")) { if (!(rc = number(a, v, 1, 1LL << 50, true, &x))) o.models_memory = (size_t)x; }
+        else if (!strcmp(a, "--model-name")) o.model_name = v;
+        else if (!strcmp(a, "--port")) { if (!(rc = number(a, v, 0, 65535, false, &x))) o.port = (int)x; }
+        else if (!strcmp(a, "--kv-memory")) { if (!(rc = number(a, v, 1, 1LL << 50, true, &x))) o.eng.kv_memory = (size_t)x; }
+        else if (!strcmp(a, "--plan-memory")) { if (!(rc = number(a, v, 0, 1LL << 50, true, &x))) o.model.plan_memory = (size_t)x; }
+        else if (!strcmp(a, "--block-size")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.block_size = (int)x; }
+        else if (!strcmp(a, "--max-batch")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.max_batch = (int)x; }
+        else if (!strcmp(a, "--max-queue")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.eng.max_queue = (int)x; }
+        else if (!strcmp(a, "--step-tokens")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.eng.step_tokens = (int)x; }
+        else if (!strcmp(a, "--threads")) { if (!(rc = number(a, v, 1, 4096, false, &x))) o.eng.threads = (int)x; }
+        else if (!strcmp(a, "--max-body")) { if (!(rc = number(a, v, 1, 1LL << 40, true, &x))) o.max_body = (size_t)x; }
+        else if (!strcmp(a, "--max-n")) { if (!(rc = number(a, v, 1, 128, false, &x))) o.max_n = (int)x; }
+        else if (!strcmp(a, "--max-connections")) { if (!(rc = number(a, v, 1, 65536, false, &x))) o.max_connections = (int)x; }
+        if (rc) return rc;
+    }
+    if (!o.model_dir == !o.models_dir)
+        return cli_fail("serve: give one of -m DIR and --models-dir DIR (see serve --help)");
+    if (o.models_dir && o.model_name) return cli_fail("serve: --model-name goes with -m (with --models-dir the folder names are the names)");
+    int rc = cli_backend_check(&be);
+    if (rc) return rc;
+    cli_backend_model(&be, &o.model);
+    o.model.num_threads = o.eng.threads; /* the sessions' compute threads */
+    return serve_main(&o);
+}
