@@ -2,7 +2,7 @@
  *
  * The model stays the builder's graph: each layer's GroupQueryAttention takes
  * past_key / past_value inputs and returns present_key / present_value. When a run
- * carries a paged_kv (kernel_ctx.paged_kv, set through native_session_set_paged_kv), a GQA node
+ * carries a paged_kv (kernel_ctx.paged_kv, set through backend_ops.set_paged_kv), a GQA node
  * whose past_key input is one of its layers' names reads and writes that layer's blocks
  * instead: the past inputs are ignored (the engine feeds empty ones), the present
  * outputs come out empty ([B, kv_heads, 0, head_size]), and seqlens_k /

@@ -1,6 +1,6 @@
 /* Per-node timing for `--profile` and `bench --per-op`.
  *
- * A profiler is attached to sessions (native_session_set_profiler); while attached, every node
+ * A profiler is attached to sessions (backend_ops.set_profiler); while attached, every node
  * run is timed and recorded with its op, node name, input and output shapes and the
  * thread that ran it, and every og_session_run is one enclosing slice. The records
  * become a Chrome/Perfetto trace (JSON "traceEvents", one complete "X" slice each) or a

@@ -190,7 +190,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
 
 /* ---- a chat session ------------------------------------------------------------------ */
 
-typedef struct session {
+typedef struct chat_session {
     const run_opts *o;
     og_model *model;
     og_tokenizer *tok;
@@ -203,7 +203,7 @@ typedef struct session {
     bool tty_out, tty_err;
     chat_channel shown; /* the channel the last emitted text belonged to */
     int turn;
-} session;
+} chat_session;
 
 typedef struct turn_result {
     char *answer, *thinking, *tools; /* NUL-terminated, and may hold NUL bytes: */
@@ -226,7 +226,7 @@ static void turn_result_free(turn_result *r) {
 /* Where each channel's text goes: the answer to stdout; reasoning and tool calls dimmed
  * / coloured on a terminal, or to stderr with a label when stdout is a pipe. */
 static void emit(void *ctx, chat_channel ch, const char *text, size_t len) {
-    session *s = ctx;
+    chat_session *s = ctx;
     if (s->o->json) return;
     if (ch != s->shown) {
         if (s->tty_out) {
@@ -242,7 +242,7 @@ static void emit(void *ctx, chat_channel ch, const char *text, size_t len) {
     fflush(f);
 }
 
-static void end_channels(session *s) {
+static void end_channels(chat_session *s) {
     if (s->shown != CH_ANSWER) {
         if (s->tty_out) fputs("\033[0m", stdout);
         else fputc('\n', stderr);
@@ -250,7 +250,7 @@ static void end_channels(session *s) {
     }
 }
 
-static og_status *session_open(session *s, const run_opts *o) {
+static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     memset(s, 0, sizeof *s);
     s->o = o;
     s->tty_out = isatty(STDOUT_FILENO);
@@ -297,7 +297,7 @@ static og_status *session_open(session *s, const run_opts *o) {
     return NULL;
 }
 
-static void native_session_close(session *s) {
+static void chat_session_close(chat_session *s) {
     cJSON_Delete(s->history);
     free(s->system);
     og_generator_destroy(s->gen);
@@ -316,7 +316,7 @@ static bool add_message(cJSON *arr, const char *role, const char *content, const
 }
 
 /* The conversation as the template sees it: the system prompt, then the history. */
-static og_status *render(session *s, char **text) {
+static og_status *render(chat_session *s, char **text) {
     cJSON *msgs = cJSON_CreateArray();
     if (!msgs) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
     bool ok = !s->system || add_message(msgs, "system", s->system, NULL);
@@ -340,7 +340,7 @@ static og_status *render(session *s, char **text) {
 
 /* Makes the generator hold ids[0..n): keeps the longest common prefix of what it holds
  * (its keys/values stay in the cache) and runs the rest. */
-static og_status *sync_prompt(session *s, const int32_t *ids, size_t n, turn_result *r) {
+static og_status *sync_prompt(chat_session *s, const int32_t *ids, size_t n, turn_result *r) {
     const int32_t *cur;
     size_t len;
     OG_TRY(og_generator_get_sequence(s->gen, 0, &cur, &len));
@@ -373,7 +373,7 @@ static og_status *dup_text(const chat_stream *cs, chat_channel ch, char **out, s
 }
 
 /* One turn: the user's message, the answer streamed. On success the history holds both. */
-static og_status *run_turn(session *s, const char *user, turn_result *r) {
+static og_status *run_turn(chat_session *s, const char *user, turn_result *r) {
     memset(r, 0, sizeof *r);
     double t0 = now_s();
     if (!add_message(s->history, "user", user, NULL)) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -468,7 +468,7 @@ static og_status *run_turn(session *s, const char *user, turn_result *r) {
     return st;
 }
 
-static void print_stats(const session *s, const turn_result *r) {
+static void print_stats(const chat_session *s, const turn_result *r) {
     fflush(stdout);
     double tps = r->decode_s > 0 ? (r->generated - 1) / r->decode_s : 0;
     fprintf(stderr, "[turn %d: prompt %zu tokens (%zu from the cache, %zu prefilled in %.1f ms), "
@@ -507,7 +507,7 @@ static void json_out(const turn_result *r) {
 
 /* ---- the two ways in ------------------------------------------------------------------ */
 
-static int one_shot(session *s, const char *text) {
+static int one_shot(chat_session *s, const char *text) {
     turn_result r;
     og_status *st = run_turn(s, text, &r);
     if (st) {
@@ -527,7 +527,7 @@ static void strip_newlines(char *t) {
     while (n && (t[n - 1] == '\n' || t[n - 1] == '\r')) t[--n] = 0;
 }
 
-static int repl(session *s) {
+static int repl(chat_session *s) {
     printf("onnx-genai run: %s  (/help for commands, Ctrl-D to leave)\n", s->o->model);
     char line[65536];
     for (;;) {
@@ -594,12 +594,12 @@ static int run_main(int argc, char **argv, bool generate_mode) {
     o.generate_mode = generate_mode;
     int rc = parse_run_args(argc, argv, &o);
     if (rc) return rc;
-    session s;
-    og_status *st = session_open(&s, &o);
+    chat_session s;
+    og_status *st = chat_session_open(&s, &o);
     if (st) {
         rc = cli_fail("%s", og_status_message(st));
         og_status_free(st);
-        native_session_close(&s);
+        chat_session_close(&s);
         return rc;
     }
     struct sigaction sa;
@@ -621,7 +621,7 @@ static int run_main(int argc, char **argv, bool generate_mode) {
             free(text);
         }
     }
-    native_session_close(&s);
+    chat_session_close(&s);
     return rc;
 }
 
