@@ -208,6 +208,14 @@ void cpu_store_f64_rounded(og_dtype dt, void *dst, int64_t off, int64_t n, const
     }
 }
 
+og_status *cpu_want_dtype(const kernel_ctx *ctx, int i, const char *what, og_dtype dt) {
+    const tensor *t = kernel_input(ctx, i);
+    if (t && t->dtype != dt)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) is %s, expected %s",
+                             i, what, og_dtype_name(t->dtype), og_dtype_name(dt));
+    return NULL;
+}
+
 og_status *cpu_want_shape(const kernel_ctx *ctx, int i, const char *what, int rank,
                           const int64_t *dims) {
     const tensor *t = kernel_input(ctx, i);

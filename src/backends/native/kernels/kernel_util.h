@@ -68,6 +68,8 @@ bool cpu_is_f32able(og_dtype dt);
  * shape and the expected one. */
 og_status *cpu_want_shape(const kernel_ctx *ctx, int i, const char *what, int rank,
                           const int64_t *dims);
+/* Input i (named `what` in the error), when given, has dtype dt. */
+og_status *cpu_want_dtype(const kernel_ctx *ctx, int i, const char *what, og_dtype dt);
 
 /* The key/value cache of an attention node (MultiHeadAttention, GroupQueryAttention,
  * Attention of opset 23+): past_key (input ik) and past_value (input iv) both given or

@@ -100,6 +100,34 @@ void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, f
 void cpu_attn_scores_t_heads(const float *q, int64_t q_ld, int64_t nh, const float *kt,
                              int64_t nb, int64_t D, float scale, float *s, int64_t s_ld);
 
+/* ---- a GroupQueryAttention node (gqa_node.c) --------------------------------------
+ * The attributes and the query, key, value, rotary-cache and head_sink inputs of a
+ * com.microsoft GroupQueryAttention node, read and checked once for both of its kernels:
+ * over the node's own past/present cache (attention_gqa.c) and over the serving engine's
+ * paged cache (attention_paged.c), so that the two bind the same rows the same way. */
+typedef struct gqa_node {
+    int64_t N, KV;        /* num_heads, kv_num_heads (N a positive multiple of KV) */
+    bool causal, rotary, interleaved, smooth;
+    int64_t window;       /* local_window_size (-1: none) */
+    float softcap, scale; /* scale: the attribute, or 1 / sqrt(D) when it is 0 or absent */
+    int64_t B, S, H, D;   /* query (B, S, H): H = N * D, or (N + 2 * KV) * D when packed */
+    bool packed;          /* Q, K and V packed in input 0 (key and value omitted) */
+    int64_t half, max_pos; /* rotary: cos_cache / sin_cache are (max_pos, half) */
+    const float *cos, *sin; /* their float32 views (rotary only) */
+    const float *sink;    /* head_sink (N) as float32, or NULL */
+} gqa_node;
+/* Reads the node's attributes and checks inputs 0-2, 7, 8 and 11 (shapes; every one in
+ * the query's dtype, as are past_key, past_value and attention_bias when given). */
+og_status *gqa_read_node(kernel_ctx *ctx, gqa_node *g);
+/* The new tokens' rows as float32: token t's query heads at q + t * q_ld, its kv heads'
+ * keys and values at k + t * k_ld and v + t * v_ld (views into the packed input, or the
+ * three inputs). */
+typedef struct gqa_rows {
+    const float *q, *k, *v;
+    int64_t q_ld, k_ld, v_ld;
+} gqa_rows;
+og_status *gqa_bind_rows(kernel_ctx *ctx, const gqa_node *g, gqa_rows *r);
+
 og_status *cpu_contrib_attention(kernel_ctx *ctx);
 og_status *cpu_contrib_gqa(kernel_ctx *ctx);
 og_status *cpu_contrib_mha(kernel_ctx *ctx);

@@ -214,14 +214,6 @@ static const float *gqa_tile_bias(const void *arg, int b, int64_t i, int64_t h) 
 
 /* ---------- input checks ---------- */
 
-static og_status *want_dtype(kernel_ctx *ctx, int i, const char *what, og_dtype dt) {
-    const tensor *t = kernel_input(ctx, i);
-    if (t && t->dtype != dt)
-        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) is %s, expected %s",
-                             i, what, og_dtype_name(t->dtype), og_dtype_name(dt));
-    return NULL;
-}
-
 static og_status *unsupported_inputs(kernel_ctx *ctx) {
     static const struct { int i; const char *name; } extra[] = {
         {12, "k_scale"}, {13, "v_scale"}, {14, "q_norm_weight"}, {15, "k_norm_weight"}};
@@ -313,60 +305,26 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         return cpu_gqa_paged(ctx, paged_layer);
     }
     const graph_node *node = ctx->node;
-    const tensor *q = ctx->inputs[0], *key = kernel_input(ctx, 1), *val = kernel_input(ctx, 2);
+    const tensor *q = ctx->inputs[0];
     const tensor *pk = kernel_input(ctx, 3), *pv = kernel_input(ctx, 4);
     const tensor *sl = kernel_input(ctx, 5), *tl = kernel_input(ctx, 6);
-    const tensor *cosc = kernel_input(ctx, 7), *sinc = kernel_input(ctx, 8);
-    const tensor *ab = kernel_input(ctx, 10), *sink = kernel_input(ctx, 11);
+    const tensor *ab = kernel_input(ctx, 10);
     og_dtype dt = q->dtype;
     if (!cpu_is_f32able(dt)) return kernel_unsupported_dtype(ctx, 0, dt);
     OG_TRY(unsupported_inputs(ctx));
     if (!sl || !tl)
         return kernel_error(ctx, OG_ERR_INVALID_MODEL, "inputs 5 (seqlens_k) and 6 "
                             "(total_sequence_length) are required");
-    static const char *names[] = {"query", "key", "value", "past_key", "past_value", "", "",
-                                  "cos_cache", "sin_cache", "", "attention_bias", "head_sink"};
-    for (int i = 1; i < 12; i++)
-        if (names[i][0]) OG_TRY(want_dtype(ctx, i, names[i], dt));
-    OG_TRY(want_dtype(ctx, 5, "seqlens_k", OG_INT32));
-    OG_TRY(want_dtype(ctx, 6, "total_sequence_length", OG_INT32));
-
-    gqa_job j = {.dt = dt, .N = graph_attr_int(node, "num_heads", 0),
-                 .KV = graph_attr_int(node, "kv_num_heads", 0),
-                 .causal = graph_attr_int(node, "causal", 1) != 0,
-                 .rotary = graph_attr_int(node, "do_rotary", 0) != 0,
-                 .interleaved = graph_attr_int(node, "rotary_interleaved", 0) != 0,
-                 .smooth = graph_attr_int(node, "smooth_softmax", 0) != 0,
-                 .window = graph_attr_int(node, "local_window_size", -1),
-                 .softcap = graph_attr_float(node, "softcap", 0.0f)};
+    OG_TRY(cpu_want_dtype(ctx, 5, "seqlens_k", OG_INT32));
+    OG_TRY(cpu_want_dtype(ctx, 6, "total_sequence_length", OG_INT32));
+    gqa_node g;
+    OG_TRY(gqa_read_node(ctx, &g));
+    gqa_job j = {.dt = dt, .N = g.N, .KV = g.KV, .causal = g.causal, .rotary = g.rotary,
+                 .interleaved = g.interleaved, .smooth = g.smooth, .window = g.window,
+                 .softcap = g.softcap, .scale = g.scale, .half = g.half, .cos = g.cos,
+                 .sin = g.sin, .sink = g.sink};
     char a[96];
-    if (j.N <= 0 || j.KV <= 0 || j.N % j.KV)
-        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "num_heads %lld and kv_num_heads %lld "
-                             "must be positive and num_heads a multiple of kv_num_heads",
-                             (long long)j.N, (long long)j.KV);
-    if (q->rank != 3)
-        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 0 (query) has shape %s, "
-                             "expected (batch, sequence, hidden)", shape_str(q->dims, q->rank, a, sizeof a));
-    int64_t B = q->dims[0], S = q->dims[1], H = q->dims[2], N = j.N, KV = j.KV, D;
-    bool packed = key == NULL;
-    if (packed != (val == NULL))
-        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "key (input 1) and value (input 2) must "
-                            "be given together, or both omitted for packed QKV");
-    if (packed) {
-        if (H % (N + 2 * KV))
-            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "packed QKV width %lld is not a "
-                                 "multiple of num_heads + 2 * kv_num_heads = %lld", (long long)H,
-                                 (long long)(N + 2 * KV));
-        D = H / (N + 2 * KV);
-    } else {
-        if (H % N)
-            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "query width %lld is not a "
-                                 "multiple of num_heads %lld", (long long)H, (long long)N);
-        D = H / N;
-        int64_t kd[3] = {B, S, KV * D};
-        OG_TRY(cpu_want_shape(ctx, 1, "key", 3, kd));
-        OG_TRY(cpu_want_shape(ctx, 2, "value", 3, kd));
-    }
+    int64_t B = g.B, S = g.S, N = g.N, KV = g.KV, D = g.D;
     j.B = B, j.S = S, j.D = D;
     OG_TRY(cpu_want_past_kv(ctx, 3, 4, B, KV, D, D, &j.M));
     int64_t one = 1;
@@ -391,22 +349,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
                                  j.first ? "at most" : "at least", (long long)S,
                                  (long long)(pk ? j.M : 0), (long long)j.tsl);
     }
-    float sc = graph_attr_float(node, "scale", 0.0f);
-    j.scale = sc != 0.0f ? sc : 1.0f / sqrtf((float)D);
-    if (j.rotary) {
-        if (!cosc || !sinc)
-            return kernel_error(ctx, OG_ERR_INVALID_MODEL, "do_rotary=1 needs cos_cache (input 7) "
-                                "and sin_cache (input 8)");
-        j.half = cosc->rank == 2 ? cosc->dims[1] : -1;
-        if (j.half <= 0 || 2 * j.half > D)
-            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 7 (cos_cache) has shape %s, "
-                                 "expected (max_position, rotary_dim / 2) with rotary_dim <= %lld",
-                                 shape_str(cosc->dims, cosc->rank, a, sizeof a), (long long)D);
-        OG_TRY(cpu_want_shape(ctx, 8, "sin_cache", 2, cosc->dims));
-        OG_TRY(gqa_positions(ctx, &j, cosc->dims[0]));
-        OG_TRY(cpu_in_f32(ctx, 7, &j.cos));
-        OG_TRY(cpu_in_f32(ctx, 8, &j.sin));
-    }
+    if (j.rotary) OG_TRY(gqa_positions(ctx, &j, g.max_pos));
     if (ab) {
         if (ab->rank != 4 || (ab->dims[0] != B && ab->dims[0] != 1) ||
             (ab->dims[1] != N && ab->dims[1] != 1) || ab->dims[2] != S || ab->dims[3] < j.tsl)
@@ -423,10 +366,6 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         j.ab_n = ab->dims[1] == 1 ? 0 : S * j.tsl;
         j.ab_b = ab->dims[0] == 1 ? 0 : ab->dims[1] * S * j.tsl;
         OG_TRY(cpu_in_f32(ctx, 10, &j.abias));
-    }
-    if (sink) {
-        OG_TRY(cpu_want_shape(ctx, 11, "head_sink", 1, &N));
-        OG_TRY(cpu_in_f32(ctx, 11, &j.sink));
     }
 
     int64_t od[3] = {B, S, N * D}, pd[4] = {B, KV, j.L, D};
@@ -445,20 +384,10 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         return NULL;
     }
 
-    /* f32 views of the new rows */
-    const float *qf;
-    OG_TRY(cpu_in_f32(ctx, 0, &qf));
-    j.q = qf;
-    if (packed) {
-        j.q_ld = j.k_ld = j.v_ld = H;
-        j.k = qf + N * D;
-        j.v = qf + (N + KV) * D;
-    } else {
-        j.q_ld = N * D;
-        j.k_ld = j.v_ld = KV * D;
-        OG_TRY(cpu_in_f32(ctx, 1, &j.k));
-        OG_TRY(cpu_in_f32(ctx, 2, &j.v));
-    }
+    gqa_rows nr;
+    OG_TRY(gqa_bind_rows(ctx, &g, &nr));
+    j.q = nr.q, j.k = nr.k, j.v = nr.v;
+    j.q_ld = nr.q_ld, j.k_ld = nr.k_ld, j.v_ld = nr.v_ld;
     j.past_k = pk ? pk->data : NULL;
     j.past_v = pv ? pv->data : NULL;
     j.pres_k = prk ? prk->data : NULL;

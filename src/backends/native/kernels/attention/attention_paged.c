@@ -127,69 +127,25 @@ static og_status *pg_check_seqs(kernel_ctx *ctx, pg_job *j, int64_t max_pos) {
 
 og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
     const paged_kv *pk = ctx->paged_kv;
-    const graph_node *node = ctx->node;
-    const tensor *q = ctx->inputs[0], *key = kernel_input(ctx, 1), *val = kernel_input(ctx, 2);
-    const tensor *cosc = kernel_input(ctx, 7), *sinc = kernel_input(ctx, 8);
-    const tensor *sink = kernel_input(ctx, 11);
-    char a[96];
-    pg_job j = {.pk = pk, .dt = q->dtype,
-                .N = graph_attr_int(node, "num_heads", 0),
-                .KV = graph_attr_int(node, "kv_num_heads", 0),
-                .causal = graph_attr_int(node, "causal", 1) != 0,
-                .rotary = graph_attr_int(node, "do_rotary", 0) != 0,
-                .interleaved = graph_attr_int(node, "rotary_interleaved", 0) != 0,
-                .window = graph_attr_int(node, "local_window_size", -1)};
-    bool smooth = graph_attr_int(node, "smooth_softmax", 0) != 0;
-    float softcap = graph_attr_float(node, "softcap", 0.0f);
-    const float *sinkf = NULL;
+    og_dtype dt = ctx->inputs[0]->dtype;
     float *outf;
-    if (j.dt != pk->dtype)
+    if (dt != pk->dtype)
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: the query is %s, the "
-                             "pool holds %s", og_dtype_name(j.dt), og_dtype_name(pk->dtype));
+                             "pool holds %s", og_dtype_name(dt), og_dtype_name(pk->dtype));
     if (kernel_input(ctx, 10))
         return kernel_error(ctx, OG_ERR_UNSUPPORTED, "paged KV: attention_bias (input 10) is "
                             "not supported over a paged cache");
-    if (j.N <= 0 || j.KV <= 0 || j.N % j.KV || q->rank != 3)
-        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "paged KV: needs num_heads a positive "
-                            "multiple of kv_num_heads and a (batch, sequence, hidden) query");
-    int64_t B = q->dims[0], S = q->dims[1], H = q->dims[2], N = j.N, KV = j.KV, D;
-    bool packed = key == NULL;
-    if (packed != (val == NULL))
-        return kernel_error(ctx, OG_ERR_INVALID_MODEL, "key and value must be given together");
-    D = packed ? H / (N + 2 * KV) : H / N;
-    if (packed ? H % (N + 2 * KV) != 0 : H % N != 0)
-        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "query width %lld does not split "
-                             "into the heads", (long long)H);
-    if (!packed) {
-        int64_t kd[3] = {B, S, KV * D};
-        OG_TRY(cpu_want_shape(ctx, 1, "key", 3, kd));
-        OG_TRY(cpu_want_shape(ctx, 2, "value", 3, kd));
-    }
+    gqa_node g;
+    OG_TRY(gqa_read_node(ctx, &g));
+    int64_t B = g.B, S = g.S, N = g.N, KV = g.KV, D = g.D;
     if (KV != pk->kv_heads || D != pk->head_size || D > 1024)
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: the node has %lld kv heads "
                              "of size %lld, the pool %d of size %d", (long long)KV, (long long)D,
                              pk->kv_heads, pk->head_size);
-    j.B = B, j.S = S, j.D = D;
-    float scale = graph_attr_float(node, "scale", 0.0f);
-    if (scale == 0.0f) scale = 1.0f / sqrtf((float)D);
-    int64_t max_pos = INT64_MAX;
-    if (j.rotary) {
-        if (!cosc || !sinc || cosc->rank != 2)
-            return kernel_error(ctx, OG_ERR_INVALID_MODEL, "do_rotary=1 needs cos_cache (input 7) "
-                                "and sin_cache (input 8)");
-        j.half = cosc->dims[1];
-        if (j.half <= 0 || 2 * j.half > D)
-            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 7 (cos_cache) has shape %s",
-                                 shape_str(cosc->dims, cosc->rank, a, sizeof a));
-        OG_TRY(cpu_want_shape(ctx, 8, "sin_cache", 2, cosc->dims));
-        max_pos = cosc->dims[0];
-        OG_TRY(cpu_in_f32(ctx, 7, &j.cos));
-        OG_TRY(cpu_in_f32(ctx, 8, &j.sin));
-    }
-    if (sink) {
-        OG_TRY(cpu_want_shape(ctx, 11, "head_sink", 1, &N));
-        OG_TRY(cpu_in_f32(ctx, 11, &sinkf));
-    }
+    pg_job j = {.pk = pk, .dt = dt, .B = B, .S = S, .N = N, .KV = KV, .D = D, .half = g.half,
+                .causal = g.causal, .rotary = g.rotary, .interleaved = g.interleaved,
+                .window = g.window, .cos = g.cos, .sin = g.sin};
+    int64_t max_pos = g.rotary ? g.max_pos : INT64_MAX;
     OG_TRY(pg_check_seqs(ctx, &j, max_pos));
     if (pk->layer_runs) pk->layer_runs[layer]++;
 
@@ -204,19 +160,10 @@ og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
         cpu_out_f32_done(out, outf);
         return NULL;
     }
-    const float *qf;
-    OG_TRY(cpu_in_f32(ctx, 0, &qf));
-    j.q = qf;
-    if (packed) {
-        j.q_ld = j.k_ld = j.v_ld = H;
-        j.k = qf + N * D;
-        j.v = qf + (N + KV) * D;
-    } else {
-        j.q_ld = N * D;
-        j.k_ld = j.v_ld = KV * D;
-        OG_TRY(cpu_in_f32(ctx, 1, &j.k));
-        OG_TRY(cpu_in_f32(ctx, 2, &j.v));
-    }
+    gqa_rows nr;
+    OG_TRY(gqa_bind_rows(ctx, &g, &nr));
+    j.q = nr.q, j.k = nr.k, j.v = nr.v;
+    j.q_ld = nr.q_ld, j.k_ld = nr.k_ld, j.v_ld = nr.v_ld;
     j.kpool = pk->k[layer];
     j.vpool = pk->v[layer];
     j.row_bytes = pg_esz(j.dt) * (size_t)D;
@@ -236,9 +183,10 @@ og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
                                 .vbase = j.vpool, .blocks = s->blocks,
                                 .block_size = pk->block_size, .block_bytes = j.block_bytes};
     }
-    gqa_tiles tl = {.dt = j.dt, .N = N, .KV = KV, .D = D, .scale = scale, .softcap = softcap,
-                    .smooth = smooth, .sink = sinkf, .q = j.qrot, .q_ld = N * D, .out = outf,
-                    .n_seqs = pk->n_seqs, .seqs = ts, .range = pg_range, .arg = &j};
+    gqa_tiles tl = {.dt = j.dt, .N = N, .KV = KV, .D = D, .scale = g.scale,
+                    .softcap = g.softcap, .smooth = g.smooth, .sink = g.sink, .q = j.qrot,
+                    .q_ld = N * D, .out = outf, .n_seqs = pk->n_seqs, .seqs = ts,
+                    .range = pg_range, .arg = &j};
     OG_TRY(gqa_tiles_run(ctx, &tl));
     cpu_out_f32_done(out, outf);
     return NULL;
