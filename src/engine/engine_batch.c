@@ -24,7 +24,6 @@
 #include "engine/engine_internal.h"
 
 #include "runtime/og_session.h"
-#include "base/half.h"
 #include "base/tensor.h"
 #include "genai/budget.h"
 
@@ -36,60 +35,35 @@ static size_t esize(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
 
 /* ---- one run of the pipeline -------------------------------------------------------- */
 
-static og_status *wrap(og_dtype dt, const int64_t *dims, int rank, void *data, og_tensor **out) {
-    int64_t n = shape_count(dims, rank);
-    static char none[64]; /* an empty tensor still gets an address */
-    return og_tensor_wrap(dt, dims, rank, n ? data : none, dtype_nbytes(dt, n), out);
+/* The paged pool as the model's stages see it in one run (gen_step_cache): the past
+ * inputs are empty, the presents are not asked for, each stage's session reads and
+ * writes the pool through the paged_kv it is lent for its run. */
+typedef struct flat_cache {
+    eng_engine *e;
+    const paged_kv *pk;
+} flat_cache;
+
+static og_status *empty_past(void *ctx, int i, og_tensor *slot, og_tensor **out) {
+    const gen_cache *c = &((const flat_cache *)ctx)->e->m->cache[i];
+    int64_t d[4] = {1, c->heads, 0, c->head_size};
+    return gen_step_view(c->dtype, d, 4, NULL, slot, out);
 }
 
-static void *ints_as(og_dtype dt, int64_t *v, int32_t *v32, int n) {
-    if (dt != OG_INT32) return v;
-    for (int i = 0; i < n; i++) v32[i] = (int32_t)v[i];
-    return v32;
+static og_status *no_present(void *ctx, int i, og_tensor *slot, og_tensor **out, bool *skip) {
+    (void)ctx, (void)i, (void)slot;
+    *out = NULL;
+    *skip = true; /* the cache lives in the pool */
+    return NULL;
 }
 
-/* The tensor a stage's feed gets in a flat run of T tokens. */
-static og_status *flat_feed(eng_engine *e, const gen_feed *f, int T, og_tensor *const *vals,
-                            og_tensor **out) {
-    const og_model *m = e->m;
-    switch (f->src) {
-    case GEN_SRC_IDS: {
-        int64_t d[2] = {1, T};
-        return wrap(f->dtype, d, 2, ints_as(f->dtype, e->ids, e->ids32, T), out);
-    }
-    case GEN_SRC_MASK: {
-        int64_t d[2] = {1, T};
-        return wrap(f->dtype, d, 2, ints_as(f->dtype, e->mask, e->mask32, T), out);
-    }
-    case GEN_SRC_POS: {
-        if (m->position_rank == 3) {
-            for (int a = 1; a < 3; a++) memcpy(e->pos + (size_t)a * T, e->pos, sizeof *e->pos * (size_t)T);
-            int64_t d[3] = {3, 1, T};
-            return wrap(f->dtype, d, 3, ints_as(f->dtype, e->pos, e->pos32, 3 * T), out);
-        }
-        int64_t d[2] = {1, T};
-        return wrap(f->dtype, d, 2, ints_as(f->dtype, e->pos, e->pos32, T), out);
-    }
-    case GEN_SRC_IMAGE:
-        return og_tensor_create(m->image_feature_dtype, m->image_feature_dims,
-                                m->image_feature_rank, out);
-    case GEN_SRC_PAST: {
-        const gen_cache *c = &m->cache[f->index];
-        int64_t d[4] = {1, c->heads, 0, c->head_size};
-        return wrap(c->dtype, d, 4, NULL, out);
-    }
-    case GEN_SRC_VALUE: {
-        const og_tensor *v = vals[f->index * 64 + f->out];
-        if (!v)
-            return og_errorf(OG_ERR_INVALID_MODEL, "engine: '%s' is needed, but the stage that "
-                             "makes it did not run", f->name);
-        return og_tensor_wrap(v->dtype, v->dims, v->rank, v->data, v->nbytes, out);
-    }
-    }
-    return og_errorf(OG_ERR_RUNTIME, "engine: feed '%s' has no source", f->name);
+static og_status *lend_pool(void *ctx, const gen_stage *sg) {
+    return runtime_session_set_paged_kv(sg->s, ((const flat_cache *)ctx)->pk);
 }
 
-enum { MAX_IO = 1024 };
+static void take_pool_back(void *ctx, const gen_stage *sg) {
+    (void)ctx;
+    og_status_free(runtime_session_set_paged_kv(sg->s, NULL)); /* never fails */
+}
 
 /* Runs the staged tokens ids/pos [0, T) with e->pk's sequences; the logits of the n_rows
  * tokens `rows` (the only ones sampled from) land in e->logits as [n_rows][vocab]: the
@@ -104,79 +78,39 @@ static og_status *run_flat(eng_engine *e, int T, int n_seqs, const int64_t *rows
                    .n_seqs = n_seqs, .seqs = e->pseqs, .layer_runs = e->layer_runs};
     memset(e->layer_runs, 0, sizeof *e->layer_runs * (size_t)pk.n_layers);
     for (int i = 0; i < T; i++) e->mask[i] = 1;
-    og_status *st = NULL;
-    og_output_rows sel = {NULL, rows, (size_t)n_rows};
-    og_tensor **vals = calloc((size_t)m->n_stages * 64, sizeof *vals);
-    og_tensor **ins = calloc(MAX_IO, sizeof *ins), **outs = calloc(MAX_IO, sizeof *outs);
-    const char **in_names = calloc(MAX_IO, sizeof *in_names), **out_names = calloc(MAX_IO, sizeof *out_names);
-    int *out_of = calloc(MAX_IO, sizeof *out_of);
-    if (!vals || !ins || !outs || !in_names || !out_names || !out_of) {
-        st = og_oom();
-        goto done;
+    if (m->position_rank == 3) /* text tokens: the same position on every mRoPE axis */
+        for (int a = 1; a < 3; a++) memcpy(e->pos + (size_t)a * T, e->pos, sizeof *e->pos * (size_t)T);
+    gen_step_tokens tk = {.rows = 1, .n = T, .mask_cols = T, .ids = e->ids, .mask = e->mask,
+                          .pos = e->pos, .ids32 = e->ids32, .mask32 = e->mask32,
+                          .pos32 = e->pos32};
+    flat_cache fc = {e, &pk};
+    gen_step_cache cache = {.ctx = &fc, .past = empty_past, .present = no_present,
+                            .stage_begin = lend_pool, .stage_end = take_pool_back};
+    og_tensor into, *v;
+    int64_t d[2] = {n_rows, e->vocab};
+    OG_TRY(gen_step_view(m->logits.dtype, d, 2, e->logits, &into, &v));
+    gen_step_logits lg = {.into = &into, .select = true, .rows = rows, .n_rows = (size_t)n_rows};
+    OG_TRY(gen_step_run(m, &e->io, &tk, &cache, &lg));
+    if (lg.out != &into) {
+        og_tensor_free(lg.out);
+        return og_errorf(OG_ERR_INVALID_MODEL, "engine: the model returned no logits '%s'",
+                         m->logits.name);
     }
-    for (int s = 0; s < m->n_stages && !st; s++) {
-        gen_stage *sg = &m->stages[s];
-        int ni = 0, no = 0;
-        for (int k = 0; k < sg->n_feeds && !st; k++) {
-            st = flat_feed(e, &sg->feeds[k], T, vals, &ins[ni]);
-            in_names[ni++] = sg->feeds[k].name;
-        }
-        for (int k = 0; k < sg->n_outs && !st; k++) {
-            const gen_out *o = &sg->outs[k];
-            if (o->sink == GEN_SINK_PRESENT) continue; /* the cache lives in the pool */
-            outs[no] = NULL;
-            if (o->sink == GEN_SINK_LOGITS) {
-                int64_t d[2] = {n_rows, e->vocab};
-                st = wrap(m->logits.dtype, d, 2, e->logits, &outs[no]);
-                sel.output = o->name;
-            }
-            out_of[no] = k;
-            out_names[no++] = o->name;
-        }
-        if (!st) st = runtime_session_set_paged_kv(sg->s, &pk);
-        if (!st) {
-            st = og_session_run_rows(sg->s, in_names, ins, (size_t)ni, out_names, outs,
-                                     (size_t)no, sel.output ? &sel : NULL);
-            sel.output = NULL;
-            og_status_free(runtime_session_set_paged_kv(sg->s, NULL)); /* never fails */
-        }
-        for (int k = 0; k < ni; k++) {
-            og_tensor_free(ins[k]);
-            ins[k] = NULL;
-        }
-        for (int k = 0; k < no; k++) {
-            const gen_out *o = &sg->outs[out_of[k]];
-            if (!st && o->sink == GEN_SINK_VALUE) vals[s * 64 + out_of[k]] = outs[k];
-            else og_tensor_free(outs[k]);
-            outs[k] = NULL;
-        }
-    }
-    for (int l = 0; l < pk.n_layers && !st; l++)
+    for (int l = 0; l < pk.n_layers; l++)
         if (e->layer_runs[l] != 1)
-            st = og_errorf(OG_ERR_UNSUPPORTED, "engine: layer %d ('%s') was read by %d "
-                           "GroupQueryAttention nodes over the paged cache, expected 1 (its "
-                           "attention does not take the cache as a graph input)", l,
-                           e->layer_names[l], e->layer_runs[l]);
-done:
-    for (int k = 0; vals && k < m->n_stages * 64; k++) og_tensor_free(vals[k]);
-    for (int k = 0; ins && k < MAX_IO; k++) og_tensor_free(ins[k]);
-    for (int k = 0; outs && k < MAX_IO; k++) og_tensor_free(outs[k]);
-    free(vals);
-    free(ins);
-    free(outs);
-    free(in_names);
-    free(out_names);
-    free(out_of);
-    return st;
+            return og_errorf(OG_ERR_UNSUPPORTED, "engine: layer %d ('%s') was read by %d "
+                             "GroupQueryAttention nodes over the paged cache, expected 1 (its "
+                             "attention does not take the cache as a graph input)", l,
+                             e->layer_names[l], e->layer_runs[l]);
+    return NULL;
 }
 
-/* Logits row of token t as float32 in e->row. */
+/* Logits row of token t as float32 (in e->row unless they are float32 already). */
 static const float *logits_row(eng_engine *e, int t) {
     og_dtype dt = e->m->logits.dtype;
     size_t V = (size_t)e->vocab;
     if (dt == OG_FLOAT32) return (const float *)e->logits + (size_t)t * V;
-    const uint16_t *src = (const uint16_t *)e->logits + (size_t)t * V;
-    for (size_t v = 0; v < V; v++) e->row[v] = dt == OG_FLOAT16 ? f16_to_f32(src[v]) : bf16_to_f32(src[v]);
+    gen_logits_to_f32(dt, (const uint16_t *)e->logits + (size_t)t * V, V, e->row);
     return e->row;
 }
 
@@ -265,6 +199,7 @@ og_status *eng_batch_init(eng_engine *e) {
     if (!e->layer_names || !e->layer_runs || !e->pseqs || !e->ids || !e->pos || !e->mask ||
         !e->ids32 || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows)
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
+    OG_TRY(gen_step_io_init(&e->io, m));
     int l = 0;
     for (int i = 0; i < m->n_cache; i++)
         if (!strcmp(m->cache[i].what, "key")) e->layer_names[l++] = m->cache[i].past;
@@ -288,6 +223,7 @@ void eng_batch_free(eng_engine *e) {
     free(e->mask32);
     free(e->logits);
     free(e->logit_rows);
+    gen_step_io_free(&e->io);
     e->logit_rows = NULL;
     e->layer_names = NULL, e->layer_runs = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
     e->ids32 = e->pos32 = e->mask32 = NULL, e->logits = NULL;

@@ -10,6 +10,7 @@
 #include "backends/paged_kv.h"
 #include "genai/model.h"
 #include "genai/search.h"
+#include "genai/step.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -89,6 +90,7 @@ struct eng_engine {
     void *logits;        /* [max_batch + 1][vocab] in the logits dtype: the rows a step
                             samples from */
     int64_t *logit_rows; /* [max_batch + 1] their tokens in the step */
+    gen_step_io io;      /* what a step hands to og_session_run, made once (genai/step.h) */
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     /* statistics */
     pthread_mutex_t stats_mu;

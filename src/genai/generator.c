@@ -39,20 +39,6 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->feed_mask = calloc(g->mask_cap, sizeof(int64_t));
     g->feed_mask32 = calloc(g->mask_cap, sizeof(int32_t));
     g->step_logits = malloc(rows * (size_t)m->vocab_size * sizeof(float) + 64);
-    int io = 1;
-    for (int s = 0; s < m->n_stages; s++) {
-        io = m->stages[s].n_feeds > io ? m->stages[s].n_feeds : io;
-        io = m->stages[s].n_outs > io ? m->stages[s].n_outs : io;
-    }
-    g->max_io = io;
-    g->io_in = calloc((size_t)io, sizeof *g->io_in);
-    g->io_out = calloc((size_t)io, sizeof *g->io_out);
-    g->ins = calloc((size_t)io, sizeof *g->ins);
-    g->outs = calloc((size_t)io, sizeof *g->outs);
-    g->in_owned = calloc((size_t)io, sizeof *g->in_owned);
-    g->in_names = calloc((size_t)io, sizeof *g->in_names);
-    g->out_names = calloc((size_t)io, sizeof *g->out_names);
-    g->vals = calloc((size_t)m->n_stages * 64 + 1, sizeof *g->vals);
     g->next = calloc(rows, sizeof *g->next);
     g->pads = calloc(rows, sizeof *g->pads);
     g->prompt_len = calloc(rows, sizeof *g->prompt_len);
@@ -60,10 +46,10 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->view = calloc(L, sizeof *g->view);
     if (!g->seq || !g->len || !g->fed || !g->start || !g->done || !g->logits || !g->work ||
         !g->feed_ids || !g->feed_ids32 || !g->feed_pos || !g->feed_pos32 || !g->feed_mask ||
-        !g->feed_mask32 || !g->step_logits || !g->io_in || !g->io_out || !g->ins || !g->outs ||
-        !g->in_owned || !g->in_names || !g->out_names || !g->vals || !g->next || !g->pads ||
-        !g->prompt_len || !g->eos_tok || !g->view)
+        !g->feed_mask32 || !g->step_logits || !g->next || !g->pads || !g->prompt_len ||
+        !g->eos_tok || !g->view)
         return og_oom();
+    OG_TRY(gen_step_io_init(&g->io, m));
     for (size_t r = 0; r < rows; r++) g->eos_tok[r] = -1;
     OG_TRY(gen_cache_alloc(g));
     if (!m->compact) {
@@ -77,14 +63,7 @@ void gen_generator_free(og_generator *g) {
     if (!g) return;
     gen_cache_free(g);
     if (g->last_logits != &g->step_logits_t) og_tensor_free(g->last_logits);
-    free(g->io_in);
-    free(g->io_out);
-    free(g->ins);
-    free(g->outs);
-    free(g->in_owned);
-    free(g->in_names);
-    free(g->out_names);
-    free(g->vals);
+    gen_step_io_free(&g->io);
     free(g->seq);
     free(g->len);
     free(g->fed);
@@ -527,24 +506,12 @@ og_status *og_generator_get_output(og_generator *g, const char *name, og_tensor 
     if (!g || !name || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_get_output: NULL");
     const og_model *m = g->m;
     const og_tensor *src = NULL;
-    og_tensor *view = NULL;
+    og_tensor slot, *view = NULL;
     if (g->last_logits && !strcmp(m->logits.name, name)) src = g->last_logits;
     /* present outputs live in the cache: the current buffer holds the last run's */
     for (int i = 0; !src && i < m->n_cache; i++) {
-        const gen_cache *c = &m->cache[i];
-        if (strcmp(c->present, name) != 0) continue;
-        int64_t dims[OG_MAX_RANK];
-        int rank;
-        if (c->fixed) {
-            memcpy(dims, c->dims, sizeof dims);
-            dims[0] = g->rows;
-            rank = c->rank;
-        } else {
-            rank = gen_kv_dims(g, i, g->rows, g->share_kv && g->inplace[i] ? g->max_len : g->kv_len,
-                               dims);
-        }
-        size_t nb = dtype_nbytes(c->dtype, shape_count(dims, rank));
-        OG_TRY(og_tensor_wrap(c->dtype, dims, rank, g->buf[g->cur[i]][i], nb, &view));
+        if (strcmp(m->cache[i].present, name) != 0) continue;
+        OG_TRY(gen_cache_current(g, i, &slot, &view));
         src = view;
     }
     if (!src)
@@ -556,6 +523,5 @@ og_status *og_generator_get_output(og_generator *g, const char *name, og_tensor 
         memcpy(og_tensor_data(t), src->data, src->nbytes);
         *out = t;
     }
-    og_tensor_free(view);
     return st;
 }

@@ -6,6 +6,7 @@
 #include "base/tensor.h"
 #include "genai/model.h"
 #include "genai/search.h"
+#include "genai/step.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,15 +61,7 @@ struct og_generator {
      * prompt, or step_logits_t (over step_logits) after a one-token step */
     og_tensor *last_logits;
     og_tensor step_logits_t;
-    /* one run's graph inputs and outputs, kept so that a step allocates nothing: the
-     * tensor structs that wrap the staging and cache buffers, and the arrays handed to
-     * og_session_run (generator_run.c) */
-    int max_io;              /* the most feeds or outputs of any stage */
-    og_tensor *io_in, *io_out;  /* [max_io] wraps */
-    og_tensor **ins, **outs;    /* [max_io] */
-    bool *in_owned;             /* [max_io] ins[k] was made for this run: free it */
-    const char **in_names, **out_names;
-    og_tensor **vals;           /* [n_stages * 64] outputs of a stage another one reads */
+    gen_step_io io;      /* what a run hands to og_session_run, made once (step.h) */
     gen_rng rng;
     gen_beam *beam;      /* NULL unless num_beams > 1 */
     gen_beam_options beam_opts;
@@ -97,13 +90,17 @@ void gen_generator_free(og_generator *g);
 /* generator_cache.c */
 og_status *gen_cache_alloc(og_generator *g);
 void gen_cache_free(og_generator *g);
-/* Dims of KV entry i holding `seq` positions for `nr` rows. */
-int gen_kv_dims(const og_generator *g, int i, int nr, int seq, int64_t *dims);
-/* Bytes of one row of KV entry i at `seq` positions (one half for a combined pair). */
-size_t gen_kv_row_bytes(const og_generator *g, int i, int seq);
-/* Writes a row's present ([1, H, n, D] or [2, 1, H, n, D]) into KV entry i's current
- * buffer at row r, columns [col, col + n), with kv_len columns per row. */
-void gen_kv_place_row(og_generator *g, int i, int r, const void *src, int n, int col);
+/* Views of cache entry i for a run of rows [r0, r0 + nr) (`alone`: one row run from the
+ * empty cache, prompts of different lengths): what the run reads as the entry's past,
+ * and what it writes its present into, holding `cols` columns (KV entries); *out NULL:
+ * the present comes back as a new tensor, which gen_cache_place puts into row r. */
+og_status *gen_cache_past(const og_generator *g, int i, int r0, int nr, bool alone,
+                          og_tensor *slot, og_tensor **out);
+og_status *gen_cache_present(const og_generator *g, int i, int r0, int nr, int cols, bool alone,
+                             og_tensor *slot, og_tensor **out);
+void gen_cache_place(og_generator *g, int i, int r, const og_tensor *t);
+/* Entry i as the last run left it, all rows (og_generator_get_output). */
+og_status *gen_cache_current(const og_generator *g, int i, og_tensor *slot, og_tensor **out);
 /* Grows the KV buffers of the shared-column layout to hold `cols` columns. */
 og_status *gen_kv_reserve(og_generator *g, int cols);
 /* Cache rows follow the beams: row r takes parent[r]'s state and cache. */

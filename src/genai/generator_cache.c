@@ -18,18 +18,19 @@
 #include "base/bigalloc.h"
 #include "base/tensor.h"
 #include "genai/config.h"
+#include "genai/step.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static bool is_pair(const gen_cache *c) { return c->kind == GEN_CACHE_KV && !strcmp(c->what, "kv"); }
 
-size_t gen_kv_row_bytes(const og_generator *g, int i, int seq) {
+static size_t kv_row_bytes(const og_generator *g, int i, int seq) {
     const gen_cache *c = &g->m->cache[i];
     return (size_t)c->heads * (size_t)seq * (size_t)c->head_size * dtype_size(c->dtype);
 }
 
-int gen_kv_dims(const og_generator *g, int i, int nr, int seq, int64_t *dims) {
+static int kv_dims(const og_generator *g, int i, int nr, int seq, int64_t *dims) {
     const gen_cache *c = &g->m->cache[i];
     int r = 0;
     if (is_pair(c)) dims[r++] = 2;
@@ -43,7 +44,7 @@ int gen_kv_dims(const og_generator *g, int i, int nr, int seq, int64_t *dims) {
 static size_t entry_bytes(const og_generator *g, int i, int cols) {
     const gen_cache *c = &g->m->cache[i];
     if (c->fixed) return c->row_bytes * (size_t)g->rows;
-    return gen_kv_row_bytes(g, i, cols) * (size_t)g->rows * (is_pair(c) ? 2 : 1);
+    return kv_row_bytes(g, i, cols) * (size_t)g->rows * (is_pair(c) ? 2 : 1);
 }
 
 /* Whether entry i grows with the columns (a KV cache along its sequence axis). */
@@ -137,7 +138,9 @@ void gen_cache_reset(og_generator *g) {
     if (g->cmask) memset(g->cmask, 0, (size_t)g->rows * (size_t)g->col_cap);
 }
 
-void gen_kv_place_row(og_generator *g, int i, int r, const void *src, int n, int col) {
+/* Writes a row's present ([1, H, n, D] or [2, 1, H, n, D]) into KV entry i's current
+ * buffer at row r, columns [col, col + n), with kv_len columns per row. */
+static void kv_place_row(og_generator *g, int i, int r, const void *src, int n, int col) {
     const gen_cache *c = &g->m->cache[i];
     size_t pos = (size_t)c->head_size * dtype_size(c->dtype);
     int S = g->share_kv && g->inplace[i] ? g->max_len : g->kv_len;
@@ -151,6 +154,58 @@ void gen_kv_place_row(og_generator *g, int i, int r, const void *src, int n, int
             memcpy(row + (size_t)col * pos, s, (size_t)n * pos);
             s += (size_t)n * pos;
         }
+}
+
+/* The view in slot of `nr` rows of entry i's buffer `b` from row r0, holding `cols`
+ * columns (a KV entry) or its fixed shape. */
+static og_status *view(const og_generator *g, int i, int b, int r0, int nr, int cols,
+                       og_tensor *slot, og_tensor **out) {
+    const gen_cache *c = &g->m->cache[i];
+    int64_t d[OG_MAX_RANK];
+    int rank;
+    size_t row_bytes;
+    if (c->fixed) {
+        memcpy(d, c->dims, sizeof d);
+        d[0] = nr;
+        rank = c->rank;
+        row_bytes = c->row_bytes;
+    } else {
+        rank = kv_dims(g, i, nr, cols, d);
+        row_bytes = kv_row_bytes(g, i, cols); /* r0 is 0 but in a shared buffer's rows */
+    }
+    return gen_step_view(c->dtype, d, rank, (char *)g->buf[b][i] + (size_t)r0 * row_bytes, slot,
+                         out);
+}
+
+og_status *gen_cache_past(const og_generator *g, int i, int r0, int nr, bool alone,
+                          og_tensor *slot, og_tensor **out) {
+    const gen_cache *c = &g->m->cache[i];
+    if (c->fixed) return view(g, i, g->cur[i], r0, nr, 0, slot, out);
+    if (g->share_kv && g->inplace[i]) return view(g, i, g->cur[i], r0, nr, g->max_len, slot, out);
+    return view(g, i, g->cur[i], 0, nr, alone ? 0 : g->kv_len, slot, out);
+}
+
+og_status *gen_cache_present(const og_generator *g, int i, int r0, int nr, int cols, bool alone,
+                             og_tensor *slot, og_tensor **out) {
+    const gen_cache *c = &g->m->cache[i];
+    *out = NULL;
+    if (c->fixed)
+        return view(g, i, g->inplace[i] ? g->cur[i] : 1 - g->cur[i], r0, nr, 0, slot, out);
+    if (g->share_kv && g->inplace[i]) return view(g, i, 0, r0, nr, g->max_len, slot, out);
+    if (alone) return NULL; /* placed into the shared layout afterwards (gen_cache_place) */
+    return view(g, i, 1 - g->cur[i], 0, nr, cols, slot, out);
+}
+
+void gen_cache_place(og_generator *g, int i, int r, const og_tensor *t) {
+    const gen_cache *c = &g->m->cache[i];
+    if (c->kind != GEN_CACHE_KV || c->fixed || (g->share_kv && g->inplace[i])) return;
+    int pos = (int)t->dims[t->rank - 2];
+    kv_place_row(g, i, r, t->data, pos, g->m->compact ? 0 : g->kv_len - pos);
+}
+
+og_status *gen_cache_current(const og_generator *g, int i, og_tensor *slot, og_tensor **out) {
+    int cols = g->share_kv && g->inplace[i] ? g->max_len : g->kv_len;
+    return view(g, i, g->cur[i], 0, g->rows, cols, slot, out);
 }
 
 og_status *gen_kv_reserve(og_generator *g, int cols) {
@@ -173,7 +228,7 @@ og_status *gen_cache_reorder(og_generator *g, const int32_t *parents) {
         if (g->buf[0][i] == g->buf[1][i])
             return og_errorf(OG_ERR_UNSUPPORTED, "generator: a shared KV buffer cannot follow "
                              "beams");
-        size_t row = c->fixed ? c->row_bytes : gen_kv_row_bytes(g, i, g->kv_len);
+        size_t row = c->fixed ? c->row_bytes : kv_row_bytes(g, i, g->kv_len);
         int halves = is_pair(c) ? 2 : 1;
         const char *src = g->buf[g->cur[i]][i];
         char *dst = g->buf[1 - g->cur[i]][i];

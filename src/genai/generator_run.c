@@ -19,9 +19,9 @@
  * position_ids. */
 #include "genai/generator.h"
 
-#include "base/half.h"
 #include "base/tensor.h"
 #include "genai/config.h"
+#include "genai/step.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,23 +32,6 @@ typedef struct run_spec {
     bool alone;   /* a row run alone from the empty cache (prompts of different lengths) */
 } run_spec;
 
-/* *out = slot, made a view of `data` (the generator's staging or cache buffers). */
-static og_status *wrap(og_dtype dt, const int64_t *dims, int rank, void *data, og_tensor *slot,
-                       og_tensor **out) {
-    memset(slot, 0, sizeof *slot);
-    OG_TRY(tensor_set_shape(slot, dt, rank, dims));
-    slot->data = data ? data : tensor_empty_data();
-    slot->owns_data = false;
-    *out = slot;
-    return NULL;
-}
-
-static void *as_dtype(const int64_t *v, int32_t *v32, size_t n, og_dtype dt) {
-    if (dt != OG_INT32) return (void *)v;
-    for (size_t i = 0; i < n; i++) v32[i] = (int32_t)v[i];
-    return v32;
-}
-
 /* A row that has stopped takes part in a batched step without changing what it keeps. */
 static bool stopped(const og_generator *g, int r) { return g->done[r] && g->fed[r] >= g->len[r]; }
 
@@ -56,16 +39,11 @@ static bool stopped(const og_generator *g, int r) { return g->done[r] && g->fed[
 static void take_last_logits(og_generator *g, const og_tensor *lt, int r0) {
     int V = g->m->vocab_size;
     int64_t nr = lt->dims[0], n = lt->dims[1];
+    size_t es = dtype_size(lt->dtype);
     for (int64_t k = 0; k < nr; k++) {
         size_t off = ((size_t)k * (size_t)n + (size_t)(n - 1)) * (size_t)V;
-        float *dst = g->logits + (size_t)(r0 + k) * V;
-        if (lt->dtype == OG_FLOAT32) {
-            memcpy(dst, (const float *)lt->data + off, sizeof(float) * (size_t)V);
-        } else {
-            const uint16_t *src = (const uint16_t *)lt->data + off;
-            for (int v = 0; v < V; v++)
-                dst[v] = lt->dtype == OG_FLOAT16 ? f16_to_f32(src[v]) : bf16_to_f32(src[v]);
-        }
+        gen_logits_to_f32(lt->dtype, (const char *)lt->data + off * es, (size_t)V,
+                          g->logits + (size_t)(r0 + k) * V);
     }
 }
 
@@ -105,196 +83,75 @@ static int stage_inputs(og_generator *g, const run_spec *rs) {
     return W;
 }
 
-/* The tensor a feed gets: a view in `slot`, or (*owned) a tensor made for this run. */
-static og_status *feed_tensor(og_generator *g, const run_spec *rs, int W, const gen_feed *f,
-                              og_tensor *const *vals, og_tensor *slot, og_tensor **out,
-                              bool *owned) {
-    const og_model *m = g->m;
-    int nr = rs->nr, n = rs->n;
-    *owned = false;
-    switch (f->src) {
-    case GEN_SRC_IDS: {
-        int64_t d[2] = {nr, n};
-        void *p = as_dtype(g->feed_ids, g->feed_ids32, (size_t)nr * n, f->dtype);
-        return wrap(f->dtype, d, 2, p, slot, out);
-    }
-    case GEN_SRC_MASK: {
-        int64_t d[2] = {nr, W};
-        void *p = as_dtype(g->feed_mask, g->feed_mask32, (size_t)nr * W, f->dtype);
-        return wrap(f->dtype, d, 2, p, slot, out);
-    }
-    case GEN_SRC_POS: {
-        int rank = m->position_rank;
-        int64_t d3[3] = {3, nr, n}, d2[2] = {nr, n};
-        size_t cnt = (size_t)nr * n * (rank == 3 ? 3 : 1);
-        void *p = as_dtype(g->feed_pos, g->feed_pos32, cnt, f->dtype);
-        return wrap(f->dtype, rank == 3 ? d3 : d2, rank, p, slot, out);
-    }
-    case GEN_SRC_IMAGE:
-        *owned = true;
-        return og_tensor_create(m->image_feature_dtype, m->image_feature_dims,
-                                m->image_feature_rank, out);
-    case GEN_SRC_PAST: {
-        int i = f->index;
-        const gen_cache *c = &m->cache[i];
-        char *base = g->buf[g->cur[i]][i];
-        if (c->fixed) {
-            int64_t d[OG_MAX_RANK];
-            memcpy(d, c->dims, sizeof d);
-            d[0] = nr;
-            return wrap(c->dtype, d, c->rank, base + (size_t)rs->r0 * c->row_bytes, slot, out);
-        }
-        int64_t d[5];
-        if (g->share_kv && g->inplace[i]) {
-            int rank = gen_kv_dims(g, i, nr, g->max_len, d);
-            return wrap(c->dtype, d, rank, base + (size_t)rs->r0 * gen_kv_row_bytes(g, i, g->max_len),
-                        slot, out);
-        }
-        int seq = rs->alone ? 0 : g->kv_len;
-        int rank = gen_kv_dims(g, i, nr, seq, d);
-        return wrap(c->dtype, d, rank, base, slot, out);
-    }
-    case GEN_SRC_VALUE: {
-        const og_tensor *v = vals[f->index * 64 + f->out];
-        if (!v)
-            return og_errorf(OG_ERR_INVALID_MODEL, "generator: '%s' is needed, but the stage "
-                             "that makes it did not run in this step", f->name);
-        return wrap(v->dtype, v->dims, v->rank, v->data, slot, out);
-    }
-    }
-    return og_errorf(OG_ERR_RUNTIME, "generator: feed '%s' has no source", f->name);
+/* The generator's cache as a run of rows rs sees it (gen_step_cache). */
+typedef struct run_cache {
+    og_generator *g;
+    const run_spec *rs;
+    int W; /* the mask width */
+} run_cache;
+
+static og_status *past_of(void *ctx, int i, og_tensor *slot, og_tensor **out) {
+    const run_cache *rc = ctx;
+    return gen_cache_past(rc->g, i, rc->rs->r0, rc->rs->nr, rc->rs->alone, slot, out);
 }
 
-/* The caller tensor a present output is written into (a view in `slot`), or NULL to
- * receive a new one. */
-static og_status *present_tensor(og_generator *g, const run_spec *rs, int W, int i,
-                                 og_tensor *slot, og_tensor **out) {
-    const gen_cache *c = &g->m->cache[i];
-    *out = NULL;
-    if (c->fixed) {
-        int64_t d[OG_MAX_RANK];
-        memcpy(d, c->dims, sizeof d);
-        d[0] = rs->nr;
-        char *base = g->buf[g->inplace[i] ? g->cur[i] : 1 - g->cur[i]][i];
-        return wrap(c->dtype, d, c->rank, base + (size_t)rs->r0 * c->row_bytes, slot, out);
-    }
-    int64_t d[5];
-    if (g->share_kv && g->inplace[i]) {
-        int rank = gen_kv_dims(g, i, rs->nr, g->max_len, d);
-        return wrap(c->dtype, d, rank,
-                    (char *)g->buf[0][i] + (size_t)rs->r0 * gen_kv_row_bytes(g, i, g->max_len),
-                    slot, out);
-    }
-    if (rs->alone) return NULL; /* placed into the shared layout afterwards */
-    int seq = g->m->compact ? (W > g->kv_len ? W : g->kv_len) : g->kv_len + rs->n;
-    int rank = gen_kv_dims(g, i, rs->nr, seq, d);
-    return wrap(c->dtype, d, rank, g->buf[1 - g->cur[i]][i], slot, out);
+static og_status *present_of(void *ctx, int i, og_tensor *slot, og_tensor **out, bool *skip) {
+    const run_cache *rc = ctx;
+    const og_generator *g = rc->g;
+    const run_spec *rs = rc->rs;
+    *skip = false;
+    /* a KV present holds the columns after the run: the longest row's in the compact
+     * layout, every row's kv_len + n in the shared-column one */
+    int cols = g->m->compact ? (rc->W > g->kv_len ? rc->W : g->kv_len) : g->kv_len + rs->n;
+    return gen_cache_present(g, i, rs->r0, rs->nr, cols, rs->alone, slot, out);
 }
 
-/* Frees what a run made (stage values, new outputs, made inputs), not the views. */
-static void drop(og_generator *g, og_tensor **t, int n, const og_tensor *views) {
-    for (int k = 0; k < n; k++) {
-        if (t[k] && (!views || t[k] != &views[k])) og_tensor_free(t[k]);
-        t[k] = NULL;
-    }
+static void took_present(void *ctx, int i, const og_tensor *t, bool view) {
+    const run_cache *rc = ctx;
+    if (rc->rs->alone && !view) gen_cache_place(rc->g, i, rc->rs->r0, t);
 }
 
-/* Runs rows [r0, r0 + nr) through every stage. Nothing is allocated for inputs (views
- * of the staging and cache buffers) or for present outputs and a step's logits (written
- * into the generator's buffers). */
+/* Runs rows [r0, r0 + nr) through every stage (step.h). Nothing is allocated for inputs
+ * (views of the staging and cache buffers) or for present outputs and a step's logits
+ * (written into the generator's buffers). */
 static og_status *run_rows(og_generator *g, const run_spec *rs) {
     og_model *m = g->m;
-    if (m->n_stages > 64) return og_errorf(OG_ERR_UNSUPPORTED, "generator: more than 64 stages");
     int W = stage_inputs(g, rs);
-    og_status *st = NULL;
-    og_tensor **vals = g->vals, **ins = g->ins, **outs = g->outs; /* vals: [stage][out] */
-    og_tensor *logits = NULL;
-    int ni = 0, no = 0;
-    /* a prompt whose other positions' logits nobody asked for computes the last only */
-    bool last_only = !g->p.all_logits && rs->n > 1;
-    for (int s = 0; s < m->n_stages && !st; s++) {
-        const gen_stage *sg = &m->stages[s];
-        if ((rs->n > 1 && !sg->on_prompt) || (rs->n == 1 && !sg->on_token)) continue;
-        if (sg->n_outs > 64) {
-            st = og_errorf(OG_ERR_UNSUPPORTED, "generator: %s has too many outputs", sg->file);
-            break;
-        }
-        ni = no = 0;
-        for (int k = 0; k < sg->n_feeds && !st; k++) {
-            st = feed_tensor(g, rs, W, &sg->feeds[k], vals, &g->io_in[ni], &ins[ni],
-                             &g->in_owned[ni]);
-            g->in_names[ni++] = sg->feeds[k].name;
-        }
-        for (int k = 0; k < sg->n_outs && !st; k++) {
-            const gen_out *o = &sg->outs[k];
-            outs[no] = NULL;
-            if (o->sink == GEN_SINK_PRESENT) {
-                st = present_tensor(g, rs, W, o->index, &g->io_out[no], &outs[no]);
-            } else if (o->sink == GEN_SINK_LOGITS && rs->n == 1 && rs->nr == g->rows) {
-                int64_t ld[3] = {rs->nr, 1, m->vocab_size};
-                st = wrap(m->logits.dtype, ld, 3, g->step_logits, &g->io_out[no], &outs[no]);
-            }
-            g->out_names[no++] = o->name;
-        }
-        og_output_rows last = {NULL, NULL, 0};
-        for (int k = 0; k < sg->n_outs; k++)
-            if (sg->outs[k].sink == GEN_SINK_LOGITS) last.output = sg->outs[k].name;
-        if (!st)
-            st = og_session_run_rows(sg->s, g->in_names, ins, (size_t)ni, g->out_names, outs,
-                                     (size_t)no, last_only && last.output ? &last : NULL);
-        for (int k = 0; k < ni; k++) {
-            if (ins[k] && g->in_owned[k]) og_tensor_free(ins[k]);
-            ins[k] = NULL;
-        }
-        if (st) break;
-        for (int k = 0; k < no; k++) {
-            const gen_out *o = &sg->outs[k];
-            og_tensor *t = outs[k];
-            bool view = t == &g->io_out[k];
-            outs[k] = NULL;
-            if (o->sink == GEN_SINK_VALUE) {
-                vals[s * 64 + k] = t;
-            } else if (o->sink == GEN_SINK_LOGITS) {
-                if (logits != &g->step_logits_t) og_tensor_free(logits);
-                if (view) { /* the step's logits: keep the view where it stays valid */
-                    g->step_logits_t = *t;
-                    t = &g->step_logits_t;
-                }
-                logits = t;
-            } else if (rs->alone && !(g->share_kv && g->inplace[o->index]) &&
-                       m->cache[o->index].kind == GEN_CACHE_KV && !m->cache[o->index].fixed) {
-                int pos = (int)t->dims[t->rank - 2];
-                int col = m->compact ? 0 : g->kv_len - pos;
-                gen_kv_place_row(g, o->index, rs->r0, t->data, pos, col);
-                if (!view) og_tensor_free(t);
-            } else if (!view) {
-                og_tensor_free(t);
-            }
-        }
+    gen_step_tokens tk = {.rows = rs->nr, .n = rs->n, .mask_cols = W, .ids = g->feed_ids,
+                          .mask = g->feed_mask, .pos = g->feed_pos, .ids32 = g->feed_ids32,
+                          .mask32 = g->feed_mask32, .pos32 = g->feed_pos32};
+    run_cache rc = {g, rs, W};
+    gen_step_cache cache = {.ctx = &rc, .past = past_of, .present = present_of,
+                            .took_present = took_present};
+    /* a one-token step of every row writes its logits into step_logits; a prompt whose
+     * other positions' logits nobody asked for computes the last only */
+    og_tensor into;
+    gen_step_logits lg = {.select = !g->p.all_logits && rs->n > 1};
+    if (rs->n == 1 && rs->nr == g->rows) {
+        int64_t ld[3] = {rs->nr, 1, m->vocab_size};
+        og_tensor *v;
+        OG_TRY(gen_step_view(m->logits.dtype, ld, 3, g->step_logits, &into, &v));
+        lg.into = &into;
     }
-    if (st) goto done;
-    int n_out = last_only ? 1 : rs->n;
+    OG_TRY(gen_step_run(m, &g->io, &tk, &cache, &lg));
+    og_tensor *logits = lg.out;
+    int n_out = lg.select ? 1 : rs->n;
     if (!logits || logits->rank != 3 || logits->dims[0] != rs->nr || logits->dims[1] != n_out ||
         logits->dims[2] != m->vocab_size) {
-        st = og_errorf(OG_ERR_INVALID_MODEL, "%s: output '%s' has %s shape, expected [%d,%d,%d]",
-                       m->dir, m->logits.name, logits ? "another" : "no", rs->nr, n_out,
-                       m->vocab_size);
-        goto done;
+        og_status *st = og_errorf(OG_ERR_INVALID_MODEL, "%s: output '%s' has %s shape, expected "
+                                  "[%d,%d,%d]", m->dir, m->logits.name, logits ? "another" : "no",
+                                  rs->nr, n_out, m->vocab_size);
+        if (logits != &into) og_tensor_free(logits);
+        return st;
     }
     take_last_logits(g, logits, rs->r0);
-    if (g->last_logits != &g->step_logits_t && g->last_logits != logits)
-        og_tensor_free(g->last_logits);
-    g->last_logits = logits;
-    logits = NULL;
-done:
-    drop(g, vals, m->n_stages * 64, NULL);
-    for (int k = 0; k < g->max_io; k++) {
-        if (ins[k] && g->in_owned[k]) og_tensor_free(ins[k]);
-        ins[k] = NULL;
+    if (g->last_logits != &g->step_logits_t) og_tensor_free(g->last_logits);
+    if (logits == &into) { /* the step's logits: keep the view where it stays valid */
+        g->step_logits_t = into;
+        logits = &g->step_logits_t;
     }
-    drop(g, outs, g->max_io, g->io_out);
-    if (logits != &g->step_logits_t) og_tensor_free(logits);
-    return st;
+    g->last_logits = logits;
+    return NULL;
 }
 
 /* After a batched run of n tokens: lengths, columns, buffers. */

@@ -1,0 +1,86 @@
+/* One run of a model's pipeline of stages: every stage's feeds bound, its outputs
+ * requested, the stage run, the values later stages read handed on, the logits returned.
+ *
+ * The generator (generator_run.c: rows of a batch over its own KV and state buffers) and
+ * the serving engine (engine_batch.c: a flat batch over the paged KV pool) run their
+ * steps through gen_step_run, so that how a step is built cannot drift between them.
+ * They differ in the tokens they stage (gen_step_tokens) and in where the loop-carried
+ * tensors live (gen_step_cache). Nothing here allocates: inputs are views of the caller's
+ * staging arrays, and the arrays handed to og_session_run are made once (gen_step_io). */
+#ifndef OG_GENAI_STEP_H
+#define OG_GENAI_STEP_H
+
+#include "genai/model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most outputs of one stage (a stage's values are kept per (stage, output)). */
+enum { GEN_STEP_MAX_OUTS = 64 };
+
+/* A run's token inputs, staged by the caller: input_ids [rows, n], attention_mask
+ * [rows, mask_cols], position_ids [rows, n], or [3, rows, n] for mRoPE (all three axes
+ * staged: axis a at pos + a * rows * n). The int32 arrays, each as long as its int64
+ * one, receive the values when a graph declares the input int32. */
+typedef struct gen_step_tokens {
+    int rows, n, mask_cols;
+    int64_t *ids, *mask, *pos;
+    int32_t *ids32, *mask32, *pos32;
+} gen_step_tokens;
+
+/* Where the loop-carried tensors live; ctx is the caller's. */
+typedef struct gen_step_cache {
+    void *ctx;
+    /* The past of cache entry i: *out = slot, made a view of the caller's buffer. */
+    og_status *(*past)(void *ctx, int i, og_tensor *slot, og_tensor **out);
+    /* The present of entry i: *out = slot made a view the run writes into, or NULL for
+     * a new tensor; *skip: the output is not requested at all. */
+    og_status *(*present)(void *ctx, int i, og_tensor *slot, og_tensor **out, bool *skip);
+    /* Optional: the present the run returned for entry i (`view`: the caller's slot;
+     * otherwise a new tensor, which is freed after the call). */
+    void (*took_present)(void *ctx, int i, const og_tensor *t, bool view);
+    /* Optional: called before and after each stage's run (the engine lends its paged
+     * cache to the stage's session for the run). */
+    og_status *(*stage_begin)(void *ctx, const gen_stage *sg);
+    void (*stage_end)(void *ctx, const gen_stage *sg);
+} gen_step_cache;
+
+/* The logits of a run. */
+typedef struct gen_step_logits {
+    og_tensor *into;        /* a view the logits are written into, or NULL: a new tensor */
+    bool select;            /* only some rows are computed (og_session_run_rows) */
+    const int64_t *rows;    /* with select: those rows, or NULL for the last position of
+                               each row */
+    size_t n_rows;
+    og_tensor *out;         /* after the run: `into`, or a new tensor the caller frees */
+} gen_step_logits;
+
+/* The arrays a run hands to og_session_run, made once per generator or engine. */
+typedef struct gen_step_io {
+    int max_io;                   /* the most feeds or outputs of any stage */
+    og_tensor *in_views, *out_views; /* [max_io] tensor structs that views are made in */
+    og_tensor **ins, **outs;      /* [max_io] */
+    bool *in_owned;               /* [max_io] ins[k] was made for this run: free it */
+    const char **in_names, **out_names;
+    int *out_of;                  /* [max_io] which of the stage's outputs outs[k] is */
+    og_tensor **vals;             /* [n_stages * GEN_STEP_MAX_OUTS] values later stages read */
+    int n_stages;
+} gen_step_io;
+
+og_status *gen_step_io_init(gen_step_io *io, const og_model *m);
+void gen_step_io_free(gen_step_io *io);
+
+/* Runs the stages that take this kind of run (tk->n > 1: a prompt; 1: a token) in
+ * order. On success lg->out holds the logits; on error nothing is left to free. */
+og_status *gen_step_run(og_model *m, gen_step_io *io, const gen_step_tokens *tk,
+                        const gen_step_cache *c, gen_step_logits *lg);
+
+/* n logits of dtype dt (float32, float16 or bfloat16) at src as float32 in dst. */
+void gen_logits_to_f32(og_dtype dt, const void *src, size_t n, float *dst);
+
+/* *out = slot, made a view of data with the given dtype and shape (data NULL: empty). */
+og_status *gen_step_view(og_dtype dt, const int64_t *dims, int rank, void *data,
+                         og_tensor *slot, og_tensor **out);
+
+#endif
