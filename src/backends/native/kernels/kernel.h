@@ -111,6 +111,9 @@ typedef void (*kernel_release_fn)(void *state);
 #define KERNEL_FUSED_DOMAIN "onnx_genai.fused"
 
 typedef og_status *(*kernel_fn)(kernel_ctx *ctx);
+/* Declares a family's kernel `name` as og_status *cpu_<name>(kernel_ctx *ctx): a family
+ * header lists its kernels in an X macro (FAMILY_KERNELS(X)) expanded with this. */
+#define KERNEL_DECLARE(name) og_status *cpu_##name(kernel_ctx *ctx);
 
 typedef struct kernel_def {
     const char *domain;  /* "" or "com.microsoft" */

@@ -128,12 +128,10 @@ typedef struct gqa_rows {
 } gqa_rows;
 og_status *gqa_bind_rows(kernel_ctx *ctx, const gqa_node *g, gqa_rows *r);
 
-og_status *cpu_contrib_attention(kernel_ctx *ctx);
-og_status *cpu_contrib_gqa(kernel_ctx *ctx);
-og_status *cpu_contrib_mha(kernel_ctx *ctx);
-og_status *cpu_contrib_rotary(kernel_ctx *ctx);
-og_status *cpu_contrib_mrotary(kernel_ctx *ctx);
-og_status *cpu_rotary(kernel_ctx *ctx);
-og_status *cpu_onnx_attention(kernel_ctx *ctx); /* the default domain's, opsets 23-25 */
+/* The family's kernels, each og_status *cpu_<name>(kernel_ctx *ctx) (KERNEL_DECLARE). */
+#define ATTENTION_KERNELS(X)                                                                \
+    X(contrib_attention) X(contrib_gqa) X(contrib_mha) X(contrib_rotary)                    \
+    X(contrib_mrotary) X(rotary) X(onnx_attention)
+ATTENTION_KERNELS(KERNEL_DECLARE)
 
 #endif

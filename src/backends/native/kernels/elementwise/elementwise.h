@@ -133,16 +133,11 @@ og_status *cpu_unary_loop(kernel_ctx *ctx, og_dtype out_dtype, ew_loop_fn fn,
     X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(bitwise_not) X(bitshift)               \
     X(max) X(min) X(sum) X(mean)                                                         \
     X(string_concat)
-#define MK_DECLARE(name) og_status *cpu_##name(kernel_ctx *ctx);
-MK_KERNELS(MK_DECLARE)
-#undef MK_DECLARE
+MK_KERNELS(KERNEL_DECLARE)
 
 /* com.microsoft fused activations (activation_fast_gelu.c, activation_fused.c). */
-og_status *cpu_contrib_fast_gelu(kernel_ctx *ctx);
-og_status *cpu_contrib_quick_gelu(kernel_ctx *ctx);
-og_status *cpu_contrib_bias_gelu(kernel_ctx *ctx);
-og_status *cpu_contrib_bias_add(kernel_ctx *ctx);
-og_status *cpu_contrib_gated_add(kernel_ctx *ctx);
+KERNEL_DECLARE(contrib_fast_gelu) KERNEL_DECLARE(contrib_quick_gelu)
+KERNEL_DECLARE(contrib_bias_gelu) KERNEL_DECLARE(contrib_bias_add) KERNEL_DECLARE(contrib_gated_add)
 
 /* The Sigmoid kernel's float64 arithmetic (activation.c; float32 is vsigmoid_f32). */
 void cpu_sigmoid_f64(const double *x, double *y, int64_t n);

@@ -5,40 +5,18 @@
 
 #include "backends/native/kernels/kernel.h"
 
-/* shape_ops.c */
-og_status *cpu_reshape(kernel_ctx *ctx);
-og_status *cpu_squeeze(kernel_ctx *ctx);
-og_status *cpu_unsqueeze(kernel_ctx *ctx);
-og_status *cpu_flatten(kernel_ctx *ctx);
-og_status *cpu_identity(kernel_ctx *ctx);
-og_status *cpu_dropout(kernel_ctx *ctx);
-og_status *cpu_shape(kernel_ctx *ctx);
-og_status *cpu_size(kernel_ctx *ctx);
-/* transpose.c, concat_split.c, slice.c, pad.c, expand_tile.c */
-og_status *cpu_transpose(kernel_ctx *ctx);
-og_status *cpu_concat(kernel_ctx *ctx);
-og_status *cpu_split(kernel_ctx *ctx);
-og_status *cpu_slice(kernel_ctx *ctx);
-og_status *cpu_pad(kernel_ctx *ctx);
-og_status *cpu_expand(kernel_ctx *ctx);
-og_status *cpu_tile(kernel_ctx *ctx);
-/* gather.c, scatter.c */
-og_status *cpu_gather(kernel_ctx *ctx);
-og_status *cpu_gather_elements(kernel_ctx *ctx);
-og_status *cpu_gather_nd(kernel_ctx *ctx);
-og_status *cpu_scatter_nd(kernel_ctx *ctx);
-og_status *cpu_scatter_elements(kernel_ctx *ctx);
-/* depth_space.c, compress.c, unique.c */
-og_status *cpu_depth_to_space(kernel_ctx *ctx);
-og_status *cpu_space_to_depth(kernel_ctx *ctx);
-og_status *cpu_compress(kernel_ctx *ctx);
-og_status *cpu_unique(kernel_ctx *ctx);
-/* generate.c */
-og_status *cpu_constant_of_shape(kernel_ctx *ctx);
-og_status *cpu_constant(kernel_ctx *ctx);
-og_status *cpu_range(kernel_ctx *ctx);
-og_status *cpu_trilu(kernel_ctx *ctx);
-og_status *cpu_nonzero(kernel_ctx *ctx);
+/* The family's kernels, each og_status *cpu_<name>(kernel_ctx *ctx) (KERNEL_DECLARE). */
+#define LAYOUT_KERNELS(X)                                                                   \
+    /* shape_ops.c */ X(reshape) X(squeeze) X(unsqueeze) X(flatten) X(identity) X(dropout)  \
+    X(shape) X(size)                                                                        \
+    /* transpose.c, concat_split.c, slice.c, pad.c, expand_tile.c */ X(transpose)           \
+    X(concat) X(split) X(slice) X(pad) X(expand) X(tile)                                    \
+    /* gather.c, scatter.c */ X(gather) X(gather_elements) X(gather_nd) X(scatter_nd)       \
+    X(scatter_elements)                                                                     \
+    /* depth_space.c, compress.c, unique.c */ X(depth_to_space) X(space_to_depth)           \
+    X(compress) X(unique)                                                                   \
+    /* constant_range.c */ X(constant_of_shape) X(constant) X(range) X(trilu) X(nonzero)
+LAYOUT_KERNELS(KERNEL_DECLARE)
 
 /* Element offsets (in units of *slice elements) of each index tuple of `ind` (last dim
  * = tuple length k) into data dims [b, b + k), b = batch_dims; *count tuples, each

@@ -61,13 +61,11 @@ static inline void cpu_row_scale(float *y, const float *x, float inv, const floa
 void cpu_layer_norm_row(const float *x, int64_t n, const float *gamma, const float *beta,
                        float eps, float *y, float *mean, float *inv);
 
-og_status *cpu_layer_norm(kernel_ctx *ctx);
-og_status *cpu_rms_norm(kernel_ctx *ctx);
-og_status *cpu_simplified_layer_norm(kernel_ctx *ctx);
-og_status *cpu_contrib_skip_simplified_layer_norm(kernel_ctx *ctx);
-og_status *cpu_contrib_embed_layer_norm(kernel_ctx *ctx);
-og_status *cpu_contrib_skip_layer_norm(kernel_ctx *ctx);
-og_status *cpu_contrib_gated_rms_norm(kernel_ctx *ctx);
-og_status *cpu_lp_normalization(kernel_ctx *ctx);
+/* The family's kernels, each og_status *cpu_<name>(kernel_ctx *ctx) (KERNEL_DECLARE). */
+#define NORM_KERNELS(X)                                                                     \
+    X(layer_norm) X(rms_norm) X(simplified_layer_norm)                                      \
+    X(contrib_skip_simplified_layer_norm) X(contrib_embed_layer_norm)                       \
+    X(contrib_skip_layer_norm) X(contrib_gated_rms_norm) X(lp_normalization)
+NORM_KERNELS(KERNEL_DECLARE)
 
 #endif

@@ -6,13 +6,11 @@
 
 #include "backends/native/kernels/kernel.h"
 
-og_status *cpu_quantize_linear(kernel_ctx *ctx);
-og_status *cpu_dequantize_linear(kernel_ctx *ctx);
-og_status *cpu_gather_block_quantized(kernel_ctx *ctx);
-/* Integer products of 8-bit tensors (quant_integer.c). */
-og_status *cpu_matmul_integer(kernel_ctx *ctx);
-og_status *cpu_conv_integer(kernel_ctx *ctx);
-og_status *cpu_qlinear_matmul(kernel_ctx *ctx);
-og_status *cpu_qlinear_conv(kernel_ctx *ctx);
+/* The family's kernels, each og_status *cpu_<name>(kernel_ctx *ctx) (KERNEL_DECLARE). */
+#define QUANT_KERNELS(X)                                                                    \
+    X(quantize_linear) X(dequantize_linear) X(gather_block_quantized)                       \
+    /* Integer products of 8-bit tensors (quant_integer.c). */ X(matmul_integer)            \
+    X(conv_integer) X(qlinear_matmul) X(qlinear_conv)
+QUANT_KERNELS(KERNEL_DECLARE)
 
 #endif

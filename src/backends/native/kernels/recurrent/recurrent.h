@@ -10,12 +10,10 @@
 
 #include "backends/native/kernels/kernel_util.h"
 
-og_status *cpu_rnn(kernel_ctx *ctx);
-og_status *cpu_gru(kernel_ctx *ctx);
-og_status *cpu_lstm(kernel_ctx *ctx);
-
-og_status *cpu_causal_conv_with_state(kernel_ctx *ctx);
-og_status *cpu_linear_attention(kernel_ctx *ctx);
-og_status *cpu_contrib_linear_attention_gate(kernel_ctx *ctx);
+/* The family's kernels, each og_status *cpu_<name>(kernel_ctx *ctx) (KERNEL_DECLARE). */
+#define RECURRENT_KERNELS(X)                                                                \
+    X(rnn) X(gru) X(lstm)                                                                   \
+    X(causal_conv_with_state) X(linear_attention) X(contrib_linear_attention_gate)
+RECURRENT_KERNELS(KERNEL_DECLARE)
 
 #endif

@@ -5,22 +5,11 @@
 
 #include "backends/native/kernels/kernel_util.h"
 
-og_status *cpu_reduce_sum(kernel_ctx *ctx);
-og_status *cpu_reduce_mean(kernel_ctx *ctx);
-og_status *cpu_reduce_max(kernel_ctx *ctx);
-og_status *cpu_reduce_min(kernel_ctx *ctx);
-og_status *cpu_reduce_prod(kernel_ctx *ctx);
-og_status *cpu_reduce_l1(kernel_ctx *ctx);
-og_status *cpu_reduce_l2(kernel_ctx *ctx);
-og_status *cpu_reduce_sumsq(kernel_ctx *ctx);
-og_status *cpu_reduce_logsum(kernel_ctx *ctx);
-og_status *cpu_reduce_lse(kernel_ctx *ctx);
-og_status *cpu_argmax(kernel_ctx *ctx);
-og_status *cpu_argmin(kernel_ctx *ctx);
-og_status *cpu_cumsum(kernel_ctx *ctx);
-og_status *cpu_topk(kernel_ctx *ctx);
-og_status *cpu_softmax(kernel_ctx *ctx);
-og_status *cpu_log_softmax(kernel_ctx *ctx);
-og_status *cpu_hardmax(kernel_ctx *ctx);
+/* The family's kernels, each og_status *cpu_<name>(kernel_ctx *ctx) (KERNEL_DECLARE). */
+#define REDUCE_KERNELS(X)                                                                   \
+    X(reduce_sum) X(reduce_mean) X(reduce_max) X(reduce_min) X(reduce_prod) X(reduce_l1)    \
+    X(reduce_l2) X(reduce_sumsq) X(reduce_logsum) X(reduce_lse) X(argmax) X(argmin)         \
+    X(cumsum) X(topk) X(softmax) X(log_softmax) X(hardmax)
+REDUCE_KERNELS(KERNEL_DECLARE)
 
 #endif

@@ -7,18 +7,11 @@
 
 #include "backends/native/kernels/kernel.h"
 
-og_status *cpu_conv(kernel_ctx *ctx);
-og_status *cpu_conv_transpose(kernel_ctx *ctx);
-og_status *cpu_max_pool(kernel_ctx *ctx);
-og_status *cpu_average_pool(kernel_ctx *ctx);
-og_status *cpu_lp_pool(kernel_ctx *ctx);
-og_status *cpu_global_max_pool(kernel_ctx *ctx);
-og_status *cpu_global_average_pool(kernel_ctx *ctx);
-og_status *cpu_global_lp_pool(kernel_ctx *ctx);
-og_status *cpu_resize(kernel_ctx *ctx);
-og_status *cpu_upsample(kernel_ctx *ctx);
-og_status *cpu_grid_sample(kernel_ctx *ctx);
-og_status *cpu_affine_grid(kernel_ctx *ctx);
-og_status *cpu_max_unpool(kernel_ctx *ctx);
+/* The family's kernels, each og_status *cpu_<name>(kernel_ctx *ctx) (KERNEL_DECLARE). */
+#define SPATIAL_KERNELS(X)                                                                  \
+    X(conv) X(conv_transpose) X(max_pool) X(average_pool) X(lp_pool) X(global_max_pool)     \
+    X(global_average_pool) X(global_lp_pool) X(resize) X(upsample) X(grid_sample)           \
+    X(affine_grid) X(max_unpool)
+SPATIAL_KERNELS(KERNEL_DECLARE)
 
 #endif
