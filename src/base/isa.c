@@ -1,4 +1,4 @@
-/* CPU feature detection for the kernels' run-time dispatch (see cpu.h). */
+/* CPU feature detection for the kernels' run-time dispatch (see isa.h). */
 #include "base/isa.h"
 
 #include <pthread.h>

@@ -5,7 +5,7 @@
  *   tool_calls.c     tool calls in an answer: the template's format, parsed as it streams
  *   serve_openai.c   the routes: chat/completions (JSON and SSE), models, tokenize
  *   serve_metrics.c  Prometheus text
- *   serve_page.c     the chat page at /
+ *   page.html        the chat page at / (compiled in as serve_page.c by the build)
  *   serve_buf.c      a growable byte buffer
  *
  * Threads: libmicrohttpd runs one thread per connection; a handler parses, submits to
