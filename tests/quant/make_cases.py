@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes single-node test cases for com.microsoft MatMulNBits and GatherBlockQuantized,
-with onnxruntime's CPU results as the expected outputs, in the layout of ONNX's backend
-node tests (run by build/tests/node-tests):
+and for the RMS norms whose bits decide MatMulNBits' int8 roundings (with one chain of
+the three), with onnxruntime's CPU results as the expected outputs, in the layout of
+ONNX's backend node tests (run by build/tests/node-tests):
 
     OUT/<case>/model.onnx                 weights, scales, zero points, bias as initializers
     OUT/<case>/test_data_set_0/input_N.pb (A, or the indices), output_0.pb
@@ -271,6 +272,92 @@ def gbq_cases(out):
         print(f"make_cases.py: float8 GatherBlockQuantized skipped: {str(e)[:120]}")
 
 
+# ---- the RMS norms that feed MatMulNBits --------------------------------------------
+# At accuracy_level 4 MatMulNBits rounds x * (127 / amax) to an integer, so an ulp of its
+# input can move a product by a whole quantization step where a value lies on a half.
+# A normalized row of an int4 embedding (GatherBlockQuantized: the tied embedding of
+# onnxruntime-genai's builder, LFM2 and Qwen2.5/Qwen3.5's small checkpoints) holds exact
+# ratios of small integers, and many of its values do: the norms must give onnxruntime's
+# bits there (tolerance 0), and the chain embedding -> norm -> MatMulNBits its products.
+# What onnxruntime 1.31.1 computes (src/backends/native/kernels/norm/norm_rms_f32.c): for
+# SimplifiedLayerNormalization rows of 16 or more, a sum of squares in 8 fused lanes
+# (AVX2+FMA, on AVX-512 CPUs too), the tail in order (its first four squares rounded, the
+# rest fused), y = (x * (1 / sqrtf(mean + eps))) * scale; shorter rows and
+# SkipSimplifiedLayerNormalization, an ordered float sum of rounded squares and
+# y = (x / sqrtf(mean + eps)) * scale.
+
+nrng = np.random.RandomState(2718)  # its own, so that the cases above keep their draws
+
+
+def norm_model(op, inputs, outputs, inits, **attrs):
+    dom = MS if op.startswith("Skip") else ""
+    node = helper.make_node(op, [i[0] for i in inputs], outputs, domain=dom, **attrs)
+    graph = helper.make_graph(
+        [node], "norm", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(v.shape))
+                         for n, v in inputs if n not in inits],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o],
+        [numpy_helper.from_array(v, n) for n, v in inputs if n in inits])
+    return helper.make_model(graph, ir_version=8, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+
+
+def int4_rows(rows, h, bs=32):
+    """Rows of a symmetric int4 table: (q - 8) * scale per block of bs."""
+    q = nrng.randint(0, 16, (rows, h)).astype(np.float32) - 8
+    sc = (nrng.rand(rows, (h + bs - 1) // bs) * 0.05 + 0.01).astype(np.float32)
+    return (q * np.repeat(sc, bs, axis=1)[:, :h]).astype(np.float32)
+
+
+def norm_cases(out):
+    for h in (4, 15, 16, 17, 19, 21, 22, 23, 64, 128, 896, 1000):
+        # 19 rows: groups of 8 and a rest (the kernel forms 8 rows' sums at once)
+        x = (nrng.randn(19, h) * nrng.uniform(0.1, 10, (19, 1))).astype(np.float32)
+        g = nrng.uniform(0.5, 1.5, h).astype(np.float32)
+        m = norm_model("SimplifiedLayerNormalization", [("X", x), ("scale", g)], ["Y"],
+                       {"scale"}, axis=-1, epsilon=1e-5)
+        save_case(out, f"norm_simplified_f32_h{h}", m, {"X": x}, run_ort(m, {"X": x}), (0, 0))
+        sk = nrng.randn(19, h).astype(np.float32)
+        m = norm_model("SkipSimplifiedLayerNormalization", [("X", x), ("skip", sk), ("gamma", g)],
+                       ["Y", "", "", "sum"], {"gamma"}, epsilon=1e-6)
+        save_case(out, f"norm_skip_simplified_f32_h{h}", m, {"X": x, "skip": sk},
+                  run_ort(m, {"X": x, "skip": sk}), (0, 0))
+    for h in (64, 128, 200):  # rows of an int4 embedding, scale 1 (a fresh checkpoint's norm)
+        x = int4_rows(16, h)
+        m = norm_model("SimplifiedLayerNormalization", [("X", x), ("scale", np.ones(h, np.float32))],
+                       ["Y"], {"scale"}, axis=-1, epsilon=1e-5)
+        save_case(out, f"norm_simplified_f32_int4rows_h{h}", m, {"X": x}, run_ort(m, {"X": x}), (0, 0))
+
+
+def embed_norm_mnb_case(out, name, V, H, N, tokens, bs=32):
+    """GatherBlockQuantized (int4, block bs) -> SimplifiedLayerNormalization ->
+    MatMulNBits (accuracy_level 4, block bs): the first layer of a builder package with
+    tied embeddings. The products are MatMulNBits' own tolerance from onnxruntime's, which
+    one int8 rounding decided differently exceeds."""
+    table = nrng.randint(0, 256, (V, H // 2)).astype(np.uint8)
+    tscale = (nrng.rand(V, H // bs) * 0.05 + 0.01).astype(np.float32)
+    kb = H // bs
+    W = nrng.randint(0, 256, (N, kb, bs // 2)).astype(np.uint8)
+    ws = (nrng.rand(N, kb) * 0.08 + 0.01).astype(np.float32)
+    nodes = [
+        helper.make_node("GatherBlockQuantized", ["table", "ids", "tscale"], ["e"], domain=MS,
+                         bits=4, block_size=bs, gather_axis=0, quantize_axis=1),
+        helper.make_node("SimplifiedLayerNormalization", ["e", "g"], ["h"], axis=-1,
+                         epsilon=1e-5),
+        helper.make_node("MatMulNBits", ["h", "W", "ws"], ["Y"], domain=MS, K=H, N=N, bits=4,
+                         block_size=bs, accuracy_level=4)]
+    inits = [numpy_helper.from_array(table, "table"), numpy_helper.from_array(tscale, "tscale"),
+             numpy_helper.from_array(np.ones(H, np.float32), "g"),
+             numpy_helper.from_array(W, "W"), numpy_helper.from_array(ws, "ws")]
+    graph = helper.make_graph(nodes, "embed_norm_mnb", [helper.make_tensor_value_info(
+        "ids", TensorProto.INT64, [1, tokens])], [helper.make_tensor_value_info(
+            "Y", TensorProto.FLOAT, [1, tokens, N])], inits)
+    model = helper.make_model(graph, ir_version=10, opset_imports=[
+        helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    ids = nrng.randint(0, V, (1, tokens)).astype(np.int64)
+    y = run_ort(model, {"ids": ids})[0]
+    save_case(out, name, model, {"ids": ids}, [y], tolerance(y))
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--explain"]
     if len(args) != 1:
@@ -281,6 +368,9 @@ def main():
     os.makedirs(out)
     mnb_cases(out)
     gbq_cases(out)
+    norm_cases(out)
+    embed_norm_mnb_case(out, "embed_norm_mnb_acc4_h128", 64, 128, 96, 32)
+    embed_norm_mnb_case(out, "embed_norm_mnb_acc4_h896", 64, 896, 64, 8)
     print(f"make_cases.py: wrote {len(written)} cases into {out}")
 
 

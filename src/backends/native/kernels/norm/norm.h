@@ -56,6 +56,30 @@ static inline void cpu_row_scale(float *y, const float *x, float inv, const floa
     for (; i < n; i++) y[i] = x[i] * inv * s[i];
 }
 
+/* RMS normalization of one float32 row as onnxruntime computes it, bit for bit
+ * (norm_rms_f32.c): SimplifiedLayerNormalization (skip false) or the normalization of
+ * SkipSimplifiedLayerNormalization (skip true, x the sum already formed); y may be x.
+ * Returns the inverse RMS as onnxruntime reports it (inv_std_var). The sums of squares
+ * it uses are exported for the tests. */
+float cpu_rms_f32_row(const float *x, int64_t n, const float *scale, float eps, bool skip,
+                      float *y);
+/* cpu_rms_f32_row in parts: which sum of squares a row takes (the eight lanes, or the
+ * ordered sum), the sums (also of `rows` rows ld apart at once, up to 8 for the ordered
+ * one: the same values as row by row), and the normalization from the sum. */
+bool cpu_rms_f32_lanes(int64_t n, bool skip);
+float cpu_rms_f32_sumsq_lanes(const float *x, int64_t n);
+float cpu_rms_f32_sumsq_ordered(const float *x, int64_t n);
+void cpu_rms_f32_sumsq_ordered_rows(const float *x, int64_t ld, int rows, int64_t n,
+                                    float *sums);
+void cpu_rms_f32_sumsq_lanes_rows(const float *x, int64_t ld, int rows, int64_t n,
+                                  float *sums);
+float cpu_rms_f32_apply(const float *x, int64_t n, const float *scale, float eps, bool lanes,
+                        float sumsq, float *y);
+/* The two sums with AVX2 (norm_rms_f32_avx2.c; only when the CPU has it): the same bits. */
+float cpu_rms_f32_sumsq_lanes_avx2(const float *x, int64_t n);
+void cpu_rms_f32_sumsq_lanes_rows4_avx2(const float *x, int64_t ld, int64_t n, float *sums);
+void cpu_rms_f32_sumsq_ordered_rows8_avx2(const float *x, int64_t ld, int64_t n, float *sums);
+
 /* The layer normalization shared by the norm kernels: y = (x - mean) * inv * gamma + beta
  * over n elements; returns mean and inv through the pointers. beta may be NULL. */
 void cpu_layer_norm_row(const float *x, int64_t n, const float *gamma, const float *beta,

@@ -1,9 +1,13 @@
 /* RMS normalization: SimplifiedLayerNormalization (default domain, version 1, where
  * onnxruntime registers it) and com.microsoft SkipSimplifiedLayerNormalization.
- * y = x / sqrt(mean(x^2) + epsilon) * scale over the normalized dimensions, the mean of
- * squares accumulated in double per row. SimplifiedLayerNormalization's scale may be of
- * another float type than X (the output takes the scale's type, as onnxruntime does) and
- * may cover only the trailing normalized dimensions (it then repeats). */
+ * y = x / sqrt(mean(x^2) + epsilon) * scale over the normalized dimensions.
+ * Float32 rows with a scale as long as the row take onnxruntime's own float32
+ * arithmetic, bit for bit (cpu_rms_f32_row, norm_rms_f32.c: at MatMulNBits
+ * accuracy_level 4 one ulp here can move a product by a quantization step); other
+ * dtypes and a repeating scale accumulate the mean of squares in double per row.
+ * SimplifiedLayerNormalization's scale may be of another float type than X (the output
+ * takes the scale's type, as onnxruntime does) and may cover only the trailing
+ * normalized dimensions (it then repeats). */
 #include "backends/native/kernels/norm/norm.h"
 
 #include <math.h>
@@ -16,34 +20,54 @@ typedef struct rms_job {
     float *inv;                  /* (rows) or NULL */
     int64_t h, sc, skip_rows;
     float eps;
-    float *buf;                  /* 2 * h floats per chunk */
+    bool ort_f32;                /* float32 X, scale and Y, scale as long as the row */
+    float *buf;                  /* (GROUP + 1) * h floats per chunk */
     int64_t rows, grain;
 } rms_job;
+
+enum { GROUP = 8 }; /* rows formed before their sums: the ordered sums run 8 at once */
 
 /* Chunks [cb, ce) of grain rows each; the first chunk's buffer serves the call. */
 static void rms_fn(void *arg, int64_t cb, int64_t ce) {
     const rms_job *j = arg;
     int64_t h = j->h, begin = cb * j->grain, end = ce * j->grain < j->rows ? ce * j->grain : j->rows;
     size_t xs = j->xdt == OG_FLOAT32 ? 4 : 2, ys = j->ydt == OG_FLOAT32 ? 4 : 2;
-    float *row = j->buf + cb * 2 * h, *tmp = row + h;
+    float *rows = j->buf + cb * (GROUP + 1) * h, *tmp = rows + GROUP * h;
     const float *scale = j->scale;
-    for (int64_t r = begin; r < end; r++) {
-        cpu_load_f32(j->xdt, (const char *)j->x + (size_t)(r * h) * xs, h, row);
-        if (j->skip) {
-            cpu_load_f32(j->xdt, (const char *)j->skip + (size_t)((r % j->skip_rows) * h) * xs, h, tmp);
-            cpu_row_add(row, row, tmp, NULL, h);
-            if (j->bias) {
-                cpu_load_f32(j->xdt, j->bias, h, tmp);
+    const bool lanes = cpu_rms_f32_lanes(h, j->skip != NULL);
+    for (int64_t r0 = begin; r0 < end; r0 += GROUP) {
+        int g = end - r0 < GROUP ? (int)(end - r0) : GROUP;
+        for (int k = 0; k < g; k++) {
+            int64_t r = r0 + k;
+            float *row = rows + k * h;
+            cpu_load_f32(j->xdt, (const char *)j->x + (size_t)(r * h) * xs, h, row);
+            if (j->skip) {
+                cpu_load_f32(j->xdt, (const char *)j->skip + (size_t)((r % j->skip_rows) * h) * xs, h, tmp);
                 cpu_row_add(row, row, tmp, NULL, h);
+                if (j->bias) {
+                    cpu_load_f32(j->xdt, j->bias, h, tmp);
+                    cpu_row_add(row, row, tmp, NULL, h);
+                }
+                if (j->sum) cpu_store_f32(j->xdt, (char *)j->sum + (size_t)(r * h) * xs, h, row);
             }
-            if (j->sum) cpu_store_f32(j->xdt, (char *)j->sum + (size_t)(r * h) * xs, h, row);
         }
-        double sq = cpu_row_sum_f64(row, h, 0, true);
-        float inv = (float)(1.0 / sqrt((h ? sq / (double)h : 0) + j->eps));
-        for (int64_t i0 = 0; i0 < h; i0 += j->sc) /* the scale repeats every sc */
-            cpu_row_scale(row + i0, row + i0, inv, scale, j->sc);
-        cpu_store_f32(j->ydt, (char *)j->y + (size_t)(r * h) * ys, h, row);
-        if (j->inv) j->inv[r] = inv;
+        float sums[GROUP];
+        if (j->ort_f32 && lanes) cpu_rms_f32_sumsq_lanes_rows(rows, h, g, h, sums);
+        else if (j->ort_f32) cpu_rms_f32_sumsq_ordered_rows(rows, h, g, h, sums);
+        for (int k = 0; k < g; k++) {
+            int64_t r = r0 + k;
+            float *row = rows + k * h, inv;
+            if (j->ort_f32) {
+                inv = cpu_rms_f32_apply(row, h, scale, j->eps, lanes, sums[k], row);
+            } else {
+                double sq = cpu_row_sum_f64(row, h, 0, true);
+                inv = (float)(1.0 / sqrt((h ? sq / (double)h : 0) + j->eps));
+                for (int64_t i0 = 0; i0 < h; i0 += j->sc) /* the scale repeats every sc */
+                    cpu_row_scale(row + i0, row + i0, inv, scale, j->sc);
+            }
+            cpu_store_f32(j->ydt, (char *)j->y + (size_t)(r * h) * ys, h, row);
+            if (j->inv) j->inv[r] = inv;
+        }
     }
 }
 
@@ -57,7 +81,8 @@ static og_status *rms_run(kernel_ctx *ctx, rms_job *j, int64_t rows) {
     j->rows = rows;
     j->grain = 1 + 16384 / (j->h + 1);
     int64_t chunks = (rows + j->grain - 1) / j->grain;
-    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(2 * j->h * chunks) + 1, (void **)&j->buf));
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)((GROUP + 1) * j->h * chunks) + 1,
+                          (void **)&j->buf));
     threadpool_parallel_for(ctx->pool, chunks, 1, rms_fn, j);
     return NULL;
 }
@@ -91,6 +116,7 @@ og_status *cpu_simplified_layer_norm(kernel_ctx *ctx) {
         j.inv = inv->data;
     }
     j.y = y->data;
+    j.ort_f32 = x->dtype == OG_FLOAT32 && s->dtype == OG_FLOAT32 && sc == h;
     OG_TRY(cpu_in_f32(ctx, 1, &j.scale));
     return rms_run(ctx, &j, rows);
 }
@@ -139,6 +165,7 @@ og_status *cpu_contrib_skip_simplified_layer_norm(kernel_ctx *ctx) {
     j.y = y->data;
     j.inv = inv ? inv->data : NULL;
     j.sum = sum ? sum->data : NULL;
+    j.ort_f32 = dt == OG_FLOAT32;
     OG_TRY(cpu_in_f32(ctx, 2, &j.scale));
     return rms_run(ctx, &j, rows);
 }
