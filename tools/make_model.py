@@ -49,7 +49,9 @@ def main(argv=None):
                     help="int4 with zero points (builder default is symmetric: none)")
     ap.add_argument("--shared-embeddings", action="store_true",
                     help="tied models: read the embedding from lm_head's weight (int4: "
-                         "GatherBlockQuantized; float: Transpose+Gather) instead of a separate fp32 copy")
+                         "GatherBlockQuantized; float: Transpose+Gather) instead of a separate fp32 copy; "
+                         "with --type/--real: tie them (what the builder writes for a config with "
+                         "tie_word_embeddings)")
     ap.add_argument("--rotary-interleaved", action="store_true",
                     help="llama2.c: keep q/k rows as trained, rotary_interleaved=1 in GQA")
     ap.add_argument("--head-multiple", type=int, default=16,
@@ -110,10 +112,12 @@ def main(argv=None):
 
 
 def make_arch(ap, a):
-    if a.pipeline or a.shared_embeddings or a.tokenizer:
-        ap.error("--type/--real take neither --pipeline, --shared-embeddings nor --tokenizer")
+    if a.pipeline or a.tokenizer:
+        ap.error("--type/--real take neither --pipeline nor --tokenizer")
     split = a.split or a.type in catalog.SPLIT
     arch = catalog.tiny(a.type, a.layers) if a.type else catalog.real(a.real, a.layers)
+    if a.shared_embeddings:
+        arch = replace(arch, tied=True)
     if a.full_kv:
         arch = replace(arch, window_cache=False)
     if a.split and not arch.model_type.startswith("qwen3_5"):

@@ -39,6 +39,12 @@ static const char parity_usage[] =
     "  --threads N         compute threads of each backend (default: all cores)\n"
     "  --ort-lib PATH, --ep cpu|cuda, --ort-opt-level LEVEL\n"
     "                      the onnxruntime side (see 'onnx-genai generate --help')\n"
+    "  --through-ties      greedy: where the two pick different tokens at a step whose\n"
+    "                      logits are within tolerance (a near-tie: onnxruntime's margin\n"
+    "                      between the two picks is then at most twice the step's max\n"
+    "                      |Δlogit|), report it as a tie, give the native side\n"
+    "                      onnxruntime's token and go on; exit 0 when every step is\n"
+    "                      within tolerance and every disagreement such a tie\n"
     "  --json              one JSON object instead of the table\n";
 
 typedef struct parity_opts {
@@ -46,7 +52,7 @@ typedef struct parity_opts {
     int32_t *ids;
     size_t n_ids;
     int max_length, threads, top_k, num_beams;
-    bool json, do_sample, set_topk, set_topp, set_temp, set_seed, set_beams;
+    bool json, through_ties, do_sample, set_topk, set_topp, set_temp, set_seed, set_beams;
     float top_p, temperature;
     long seed;
     double rtol, atol;
@@ -95,6 +101,8 @@ static int parse_args(int argc, char **argv, parity_opts *o) {
             if (rc) return rc;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
+        } else if (!strcmp(a, "--through-ties")) {
+            o->through_ties = true;
         } else if (!strcmp(a, "--do-sample")) {
             o->do_sample = true;
         } else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol") || !strcmp(a, "--top-p") ||
@@ -174,6 +182,8 @@ typedef struct step_report {
     double worst_diff;
     int32_t tok_native, tok_ort;
     bool have_tokens;
+    bool tie;                 /* --through-ties: the picks differ at a near-tie */
+    double tie_margin;        /* onnxruntime's logit of its pick less that of native's */
 } step_report;
 
 typedef struct side {
@@ -207,6 +217,27 @@ static og_generator_params params_for(const parity_opts *o, const og_model *m, s
 
 /* Compares every output of the last run: the full logits and each present/state (KV
  * over the positions the cache holds: `fed`). The largest difference names the output. */
+/* The logits of the last run cover the positions that run computed; after a tie one side
+ * may have run more of them (a rewind to a snapshot runs the tokens after it again): then
+ * both are cut to their last position (one row: parity runs batch 1). */
+static og_status *last_positions(og_tensor **x, og_tensor **y) {
+    const int64_t *a = og_tensor_dims(*x), *b = og_tensor_dims(*y);
+    if (og_tensor_rank(*x) != 3 || og_tensor_rank(*y) != 3 || a[1] == b[1] || a[0] != 1 ||
+        b[0] != 1 || a[2] != b[2] || og_tensor_dtype(*x) != og_tensor_dtype(*y))
+        return NULL;
+    for (int k = 0; k < 2; k++) {
+        og_tensor **t = k ? y : x, *last;
+        const int64_t *d = og_tensor_dims(*t);
+        int64_t one[3] = {1, 1, d[2]};
+        size_t row = og_tensor_size_bytes(*t) / (size_t)d[1];
+        OG_TRY(og_tensor_create(og_tensor_dtype(*t), one, 3, &last));
+        memcpy(og_tensor_data(last), (char *)og_tensor_data(*t) + row * (size_t)(d[1] - 1), row);
+        og_tensor_free(*t);
+        *t = last;
+    }
+    return NULL;
+}
+
 static og_status *compare_outputs(const side *a, const side *b, size_t fed, double rtol,
                                   double atol, step_report *r) {
     const og_model *m = a->m;
@@ -220,6 +251,7 @@ static og_status *compare_outputs(const side *a, const side *b, size_t fed, doub
         diff d = {0};
         int axis = -1;
         if (!st && i >= 0 && m->cache[i].kind == GEN_CACHE_KV) axis = x->rank - 2;
+        if (!st && i < 0) st = last_positions(&x, &y);
         if (!st) st = compare(x, y, axis, (int64_t)fed, rtol, atol, &d);
         og_tensor_free(x);
         og_tensor_free(y);
@@ -232,15 +264,25 @@ static og_status *compare_outputs(const side *a, const side *b, size_t fed, doub
     return NULL;
 }
 
-static og_status *compare_logits(side *a, side *b, double rtol, double atol, step_report *r) {
+/* Compares the next-token logits; *ort_logits keeps onnxruntime's (the caller frees). */
+static og_status *compare_logits(side *a, side *b, double rtol, double atol, step_report *r,
+                                 og_tensor **ort_logits) {
     og_tensor *x = NULL, *y = NULL;
     og_status *st = og_generator_get_logits(a->g, &x);
     if (!st) st = og_generator_get_logits(b->g, &y);
     if (!st) st = compare(x, y, -1, 0, rtol, atol, &r->logits);
     if (!st) r->vocab_at = r->logits.at % og_tensor_dims(x)[1];
     og_tensor_free(x);
-    og_tensor_free(y);
+    if (st) og_tensor_free(y);
+    else *ort_logits = y;
     return st;
+}
+
+/* onnxruntime's logit of its own pick less that of native's pick (row 0). */
+static double ort_margin(const og_tensor *logits, int32_t ort_pick, int32_t native_pick) {
+    const float *v = og_tensor_data((og_tensor *)logits);
+    if (og_tensor_dtype(logits) != OG_FLOAT32) return -1;
+    return (double)v[ort_pick] - (double)v[native_pick];
 }
 
 /* Activations quantized to int8 (com.microsoft MatMulNBits, accuracy_level 4): one
@@ -295,6 +337,7 @@ static void print_json(const parity_opts *o, const side *nat, const int32_t *ids
                r->worst_diff < 0 ? 0.0 : r->worst_diff);
         if (r->have_tokens)
             printf(", \"token\": {\"native\": %d, \"onnxruntime\": %d}", r->tok_native, r->tok_ort);
+        if (r->tie) printf(", \"tie\": {\"onnxruntime_margin\": %.6g}", r->tie_margin);
         printf("}");
     }
     printf("], \"max_logit_diff\": %.6g, \"first_token_divergence\": ", worst);
@@ -309,7 +352,10 @@ static void print_json(const parity_opts *o, const side *nat, const int32_t *ids
                steps[logit_div].step, steps[logit_div].position, steps[logit_div].logits.max_abs,
                steps[logit_div].worst ? steps[logit_div].worst : "");
     else printf("null");
-    printf(", \"diverged\": %s}\n", tok_div >= 0 || logit_div >= 0 ? "true" : "false");
+    int ties = 0;
+    for (int k = 0; k < n_steps; k++) ties += steps[k].tie;
+    printf(", \"ties\": %d, \"diverged\": %s}\n", ties,
+           tok_div >= 0 || logit_div >= 0 ? "true" : "false");
 }
 
 static void print_table(const parity_opts *o, const side *nat, size_t n_ids,
@@ -331,7 +377,7 @@ static void print_table(const parity_opts *o, const side *nat, size_t n_ids,
                  r->worst ? r->worst : "-");
         if (r->have_tokens)
             snprintf(tok, sizeof tok, "%d / %d%s", r->tok_native, r->tok_ort,
-                     r->tok_native != r->tok_ort ? " ≠" : "");
+                     r->tie ? " tie" : r->tok_native != r->tok_ort ? " ≠" : "");
         printf("| %4d | %8zu | %12.3g%s | %12lld | %-28s | %-22s |\n", r->step, r->position,
                r->logits.max_abs, r->logits.within ? " " : "!", (long long)r->vocab_at, where, tok);
     }
@@ -344,9 +390,17 @@ static void print_table(const parity_opts *o, const side *nat, size_t n_ids,
                "max |Δ| %.3g; the largest difference that step is in '%s'\n", rtol, atol,
                steps[logit_div].step, steps[logit_div].position, steps[logit_div].logits.max_abs,
                steps[logit_div].worst ? steps[logit_div].worst : "?");
+    int ties = 0;
+    for (int k = 0; k < n_steps; k++)
+        if (steps[k].tie && ++ties)
+            printf("tie: step %d (position %zu): native picks %d, onnxruntime %d, %.3g above it "
+                   "in its own logits (max |Δ| %.3g that step); native goes on with %d\n",
+                   steps[k].step, steps[k].position, steps[k].tok_native, steps[k].tok_ort,
+                   steps[k].tie_margin, steps[k].logits.max_abs, steps[k].tok_ort);
     if (tok_div < 0 && logit_div < 0)
-        printf("no divergence: %d steps, the same tokens; logits within rtol %g, atol %g (max "
-               "|Δ| %.3g)\n", n_steps, rtol, atol, worst);
+        printf("no divergence: %d steps, %s; logits within rtol %g, atol %g (max |Δ| %.3g)\n",
+               n_steps, ties ? "the same tokens but at the ties above" : "the same tokens",
+               rtol, atol, worst);
 }
 
 int cli_parity(int argc, char **argv) {
@@ -392,17 +446,32 @@ int cli_parity(int argc, char **argv) {
         step_report *r = &steps[n_steps];
         r->step = n_steps;
         r->position = len;
-        if ((st = compare_logits(&nat, &ort, rtol, atol, r))) goto done;
-        if (p.num_beams == 1 && (st = compare_outputs(&nat, &ort, len, rtol, atol, r))) goto done;
+        og_tensor *ort_logits = NULL;
+        if ((st = compare_logits(&nat, &ort, rtol, atol, r, &ort_logits))) goto done;
+        if (p.num_beams == 1) st = compare_outputs(&nat, &ort, len, rtol, atol, r);
         n_steps++;
-        if (!r->logits.within && logit_div < 0) logit_div = r->step;
-        if ((st = og_generator_generate_next_token(nat.g))) goto done;
-        if ((st = og_generator_generate_next_token(ort.g))) goto done;
+        if (!st && !r->logits.within && logit_div < 0) logit_div = r->step;
+        if (!st) st = og_generator_generate_next_token(nat.g);
+        if (!st) st = og_generator_generate_next_token(ort.g);
+        if (st) {
+            og_tensor_free(ort_logits);
+            goto done;
+        }
         size_t ln, lo;
         r->tok_native = last_token(&nat, &ln);
         r->tok_ort = last_token(&ort, &lo);
         r->have_tokens = ln > len || lo > len;
-        if (ln != lo || (r->have_tokens && r->tok_native != r->tok_ort)) {
+        bool tie_ok = o.through_ties && ln == lo && r->have_tokens && r->logits.within &&
+                      !p.do_sample && p.num_beams == 1 && r->tok_native != r->tok_ort;
+        if (tie_ok) {
+            r->tie = true;
+            r->tie_margin = ort_margin(ort_logits, r->tok_ort, r->tok_native);
+            if (!(st = og_generator_rewind_to(nat.g, len)))
+                st = og_generator_append_tokens(nat.g, &r->tok_ort, 1);
+        }
+        og_tensor_free(ort_logits);
+        if (st) goto done;
+        if (!tie_ok && (ln != lo || (r->have_tokens && r->tok_native != r->tok_ort))) {
             if (ln <= len) r->tok_native = -1; /* stopped (EOS is not appended) */
             if (lo <= len) r->tok_ort = -1;
             tok_div = r->step;
