@@ -52,7 +52,9 @@ bool gen_shares_kv(const og_model *m, const og_generator_params *p);
  * (a stateful model's prompt keeps one per prompt chunk, GEN_MAX_SNAPSHOTS at most),
  * and an allowance for its bookkeeping.
  * Not the activations of its runs: those are the sessions' plans and scratch, shared by
- * every generator of the model (og_session_options.plan_memory bounds the plans). */
+ * every generator of the model (og_session_options.plan_memory bounds the plans). Nor,
+ * with p->all_logits, a prompt's logits at every position ([rows, prompt, vocab]), which
+ * the generator keeps until its next step: they depend on a prompt not known here. */
 double gen_generator_bytes(const og_model *m, const og_generator_params *p, int snapshots);
 
 /* share_kv: KV past and present are one buffer (as the generator will decide). */

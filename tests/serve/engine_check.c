@@ -77,6 +77,10 @@ static og_status *alone(og_model *m, const int32_t *prompt, int n, int max_new, 
     og_generator_params p = og_generator_params_default(m);
     p.max_length = n + max_new;
     p.do_sample = 0;
+    /* as per-sequence mode runs it (engine_single.c): with all_logits a prompt's logits
+     * for every position, which no estimate without the prompt can hold, would outlive
+     * the prompt when generation stops right after it */
+    p.all_logits = 0;
     og_generator *g;
     OG_TRY(og_generator_create(m, &p, &g));
     og_status *st = og_generator_append_tokens(g, prompt, (size_t)n);
