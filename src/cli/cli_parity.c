@@ -30,6 +30,9 @@ static const char parity_usage[] =
     "  --ids LIST          prompt token ids, comma-separated (default: the package's BOS,\n"
     "                      else 1, 2, 3, 4)\n"
     "  --max-length N      total tokens, prompt included (default: prompt + 16)\n"
+    "  --min-length N      no EOS before N tokens, prompt included (default: the\n"
+    "                      package's): --min-length N --max-length N compares N tokens\n"
+    "                      even where a model picks EOS early\n"
     "  --do-sample, --top-k N, --top-p F, --temperature F, --seed N, --num-beams N\n"
     "                      search options (default: the package's, greedy)\n"
     "  --rtol F, --atol F  logit tolerance: max |a - b| <= atol + rtol * max |b| (default:\n"
@@ -51,8 +54,8 @@ typedef struct parity_opts {
     const char *model;
     int32_t *ids;
     size_t n_ids;
-    int max_length, threads, top_k, num_beams;
-    bool json, through_ties, do_sample, set_topk, set_topp, set_temp, set_seed, set_beams;
+    int max_length, min_length, threads, top_k, num_beams;
+    bool json, through_ties, do_sample, set_min, set_topk, set_topp, set_temp, set_seed, set_beams;
     float top_p, temperature;
     long seed;
     double rtol, atol;
@@ -83,6 +86,7 @@ static int parse_args(int argc, char **argv, parity_opts *o) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
         bool valued = !strcmp(a, "--ids") || !strcmp(a, "--max-length") || !strcmp(a, "-m") ||
+                      !strcmp(a, "--min-length") ||
                       !strcmp(a, "--model") || !strcmp(a, "--threads") || !strcmp(a, "--top-k") ||
                       !strcmp(a, "--top-p") || !strcmp(a, "--temperature") ||
                       !strcmp(a, "--seed") || !strcmp(a, "--num-beams") || !strcmp(a, "--rtol") ||
@@ -117,6 +121,7 @@ static int parse_args(int argc, char **argv, parity_opts *o) {
             if (!parse_double(v, 0, 1 << 30, &x) || x != floor(x))
                 return cli_fail("%s: '%s' is not a non-negative integer", a, v);
             if (!strcmp(a, "--max-length")) o->max_length = (int)x;
+            else if (!strcmp(a, "--min-length")) o->min_length = (int)x, o->set_min = true;
             else if (!strcmp(a, "--threads")) o->threads = (int)x;
             else if (!strcmp(a, "--top-k")) o->top_k = (int)x, o->set_topk = true;
             else if (!strcmp(a, "--seed")) o->seed = (long)x, o->set_seed = true;
@@ -204,6 +209,7 @@ static og_generator_params params_for(const parity_opts *o, const og_model *m, s
     p.batch_size = 1;
     p.max_length = o->max_length ? o->max_length : (int)n_ids + 16;
     p.do_sample = o->do_sample;
+    if (o->set_min) p.min_length = o->min_length;
     if (o->set_topk) p.top_k = o->top_k;
     if (o->set_topp) p.top_p = o->top_p;
     if (o->set_temp) p.temperature = o->temperature;

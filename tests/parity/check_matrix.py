@@ -25,6 +25,21 @@ For each package, with prompts P (8 tokens), R (8) and Q (3), 64 new tokens, gre
   5. the serving engine (tests/serve engine-check: prompts of different lengths at once,
      greedy) gives each request exactly the generator's tokens.
 
+Drift at accuracy_level 4. The same search can go further than a tie: an activation one
+ulp away from onnxruntime's is enough to move a product by a whole int8 step, and the
+ulps are there (the MatMulNBits kernels themselves: MLAS sums each block's four 8-value
+partial dot products in separate float lanes and adds its zero-point term as a second
+float GEMM, so its float32 results differ from any other order in the last bit; the
+transcendental functions and sums of the other ops likewise). On random weights the
+hybrids (linear attention, conv state, MoE) amplify one such step past the tolerance,
+sometimes within the prompt. Such a failure is "drift" when it is against onnxruntime
+(parity, or onnxruntime-genai's tokens) at accuracy_level 4 and the same package at
+accuracy_level 1 (float32 arithmetic, same weights and graph) passes everything: the
+matrix reports it as drift, named in the table, and it does not fail the test; issue
+20 stays open for it. Everything else fails: any precision's disagreement with our own
+other paths (batch rows, the engine), fp32 and level-1 disagreement with onnxruntime,
+errors, and a level-4 disagreement whose level-1 twin fails too.
+
 Near-ties. At accuracy_level 4 an activation one ulp away from onnxruntime's (our
 transcendental functions and sums round differently in the last bit) can fall on the
 other side of an int8 rounding boundary and move a product by a quantization step;
@@ -36,12 +51,13 @@ until the first one, and parity must pass through all of them. A step out of tol
 or tokens that differ without a tie, fail.
 
 The summary prints the matrix (type x precision: "=" the same tokens, "=~N" the same up
-to N near-ties, "FAIL") and writes it as markdown to WORK/matrix.md (README.md's table
+to N near-ties, "drift" and "FAIL" as above) and writes it as markdown to WORK/matrix.md (README.md's table
 is that file from a run, with its machine).
 
 usage: check_matrix.py BUILD WORK --part K/N      (types K, K+N, ... ; writes WORK/results)
        check_matrix.py BUILD WORK --types A,B     (those types only)
        check_matrix.py BUILD WORK --summary       (the matrix of every result written)
+       check_matrix.py BUILD WORK --readme README.md   (the last summary into the README)
 """
 import contextlib
 import io
@@ -98,6 +114,7 @@ def make(work, t, prec):
 def parity(build, d, prompt):
     r = subprocess.run([os.path.join(build, "onnx-genai"), "parity", d, "--ids",
                         ",".join(map(str, prompt)), "--max-length", str(len(prompt) + NEW),
+                        "--min-length", str(len(prompt) + NEW),
                         "--through-ties", "--json"], capture_output=True, text=True)
     if r.returncode not in (0, 1) or not r.stdout.strip():
         raise RuntimeError(f"parity {d}: {r.stderr.strip()}")
@@ -113,8 +130,12 @@ def first_diff(a, b):
 
 def check_package(build, work, t, prec):
     d = make(work, t, prec)
-    res = {"type": t, "precision": prec, "failures": [], "ties": 0}
-    fail = res["failures"].append
+    res = {"type": t, "precision": prec, "failures": [], "ties": 0, "against_ort": []}
+
+    def fail(msg, against_ort=False):
+        res["failures"].append(msg)
+        if against_ort:  # a disagreement with onnxruntime, not among our own paths
+            res["against_ort"].append(msg)
     L = len(P) + NEW
     ok_p, ties_p, jp = parity(build, d, P)
     ok_r, ties_r, jr = parity(build, d, R)
@@ -123,21 +144,22 @@ def check_package(build, work, t, prec):
     for name, ok, j in (("P", ok_p, jp), ("R", ok_r, jr)):
         if not ok:
             fld = j.get("first_logit_divergence") or j.get("first_token_divergence")
-            fail(f"parity on prompt {name}: {json.dumps(fld)}")
+            fail(f"parity on prompt {name}: {json.dumps(fld)}", True)
     single = {k: check_types.ours(build, d, [p], L)[0] for k, p in (("P", P), ("R", R), ("Q", Q),
                                                                     ("R5", R[:5]))}
     theirs_p = check_types.theirs(d, [P], L)[0]
     at = first_diff(single["P"], theirs_p)
     if at is not None and not (ties_p and at - len(P) >= ties_p[0]):
         fail(f"batch 1: tokens differ from onnxruntime-genai's at step {at - len(P)} "
-             f"(parity ties at {ties_p})")
+             f"(parity ties at {ties_p})", True)
     ours2, theirs2 = check_types.ours(build, d, [P, R], L), check_types.theirs(d, [P, R], L)
     for i, (ties, key) in enumerate(((ties_p, "P"), (ties_r, "R"))):
         at = first_diff(ours2[i], theirs2[i])
         if ours2[i] != single[key]:
             fail(f"batch [P, R]: row {i} differs from its single run")
         if at is not None and not (ties and at - len(P) >= ties[0]):
-            fail(f"batch [P, R]: row {i} differs from onnxruntime-genai's at step {at - len(P)}")
+            fail(f"batch [P, R]: row {i} differs from onnxruntime-genai's at step {at - len(P)}",
+                 True)
     rows = [P, Q, R[:5]]
     batch = check_types.ours(build, d, rows, L)
     for i, key in enumerate(("P", "Q", "R5")):
@@ -151,23 +173,36 @@ def check_package(build, work, t, prec):
     return res
 
 
+def drift(res, level1):
+    """A level-4 package's failures are drift when every one is against onnxruntime and
+    its level-1 twin passed (see the top of this file)."""
+    return (res["precision"].startswith("int4-l4") and res["failures"] and level1 is not None
+            and not level1["failures"] and len(res["against_ort"]) == len(res["failures"]))
+
+
 def run(build, work, names):
     os.makedirs(os.path.join(work, "results"), exist_ok=True)
     bad = 0
     for t in names:
+        level1 = None
         for prec in variants(t):
             t0 = time.time()
             try:
                 res = check_package(build, work, t, prec)
             except Exception as ex:  # a crash or a refusal is a failure of this package
-                res = {"type": t, "precision": prec, "failures": [f"error: {ex}"], "ties": 0}
+                res = {"type": t, "precision": prec, "failures": [f"error: {ex}"], "ties": 0,
+                       "against_ort": []}
+            if prec == "int4-l1":
+                level1 = res
+            if drift(res, level1):
+                res["drift"], res["failures"] = res["failures"], []
             res["seconds"] = round(time.time() - t0, 1)
             with open(os.path.join(work, "results", f"{t}-{prec}.json"), "w") as f:
                 json.dump(res, f)
-            verdict = "FAIL" if res["failures"] else "ok  "
+            verdict = "FAIL" if res["failures"] else "DRIFT" if res.get("drift") else "ok  "
             note = f", {res['ties']} near-tie(s)" if res["ties"] else ""
             print(f"{verdict} {t} {prec}{note} ({res['seconds']} s)", flush=True)
-            for x in res["failures"]:
+            for x in res["failures"] + res.get("drift", []):
                 print(f"     {x}")
             bad += bool(res["failures"])
     return bad
@@ -178,6 +213,8 @@ def cell(res):
         return "not run"
     if res["failures"]:
         return "FAIL"
+    if res.get("drift"):
+        return "drift"
     return f"=~{res['ties']}" if res["ties"] else "="
 
 
@@ -190,7 +227,7 @@ def summary(work):
         results[(r["type"], r["precision"])] = r
     lines = ["| model type | " + " | ".join(PRECISIONS) + " |",
              "|---|" + "---|" * len(PRECISIONS)]
-    missing = fails = 0
+    missing = fails = drifts = 0
     for t in types():
         cells = []
         for p in PRECISIONS:
@@ -200,19 +237,61 @@ def summary(work):
             r = results.get((t, p))
             missing += r is None
             fails += bool(r and r["failures"])
+            drifts += bool(r and not r["failures"] and r.get("drift"))
             cells.append(cell(r))
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
+    legend = (f"'=': 64 greedy tokens equal onnxruntime-genai's (batch 1 and an equal-length "
+              f"batch of 2), logits within parity's tolerance at every step, rows of a batch "
+              f"of different lengths equal their single runs, the engine equals the "
+              f"generator; '=~N': the same but at N near-ties (the two backends' logits "
+              f"within tolerance, the top two tokens closer than their difference); 'drift': "
+              f"at accuracy_level 4 only, against onnxruntime only, with the level-1 package "
+              f"passing (see below). {len(results)} packages: {fails} failed, {drifts} "
+              f"drifted, {missing} not run.")
+    notes = [f"- {t} {p}: " + "; ".join(r.get("drift", []) + r["failures"])
+             for (t, p), r in sorted(results.items()) if r["failures"] or r.get("drift")]
+    text = "\n".join([machine(), "", "\n".join(lines), "", legend, *([""] + notes if notes else [])])
     with open(os.path.join(work, "matrix.md"), "w") as f:
-        f.write(table + "\n")
-    print(table)
-    print(f"\n'=': 64 greedy tokens equal onnxruntime-genai's (batch 1 and an equal-length "
-          f"batch of 2), logits within parity's tolerance at every step, rows of a batch of "
-          f"different lengths equal their single runs, the engine equals the generator; "
-          f"'=~N': the same but at N near-ties (the two backends' logits within tolerance, "
-          f"the top two tokens closer than their difference). {len(results)} packages, "
-          f"{fails} failed, {missing} not run.")
+        f.write(text + "\n")
+    print(text)
     return 1 if fails or missing else 0
+
+
+def machine():
+    """Where and on what the run happened: the CPU, the commit, the oracles' versions."""
+    cpu, flags = "unknown CPU", []
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        info = f.read().splitlines()
+        cpu = next((ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name")), cpu)
+        have = next((ln.split(":", 1)[1].split() for ln in info if ln.startswith("flags")), [])
+        flags = [x for x in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile") if x in have]
+    cpu += f" [{' '.join(flags) or 'no AVX2'}]"
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown commit"
+    import onnxruntime
+    import onnxruntime_genai
+    return (f"Run of {time.strftime('%Y-%m-%d')} at commit {commit} on {cpu} "
+            f"({os.cpu_count()} CPUs), onnxruntime {onnxruntime.__version__}, "
+            f"onnxruntime-genai {onnxruntime_genai.__version__}.")
+
+
+BEGIN, END = "<!-- parity matrix: begin -->", "<!-- parity matrix: end -->"
+
+
+def readme(work, path):
+    """Puts WORK/matrix.md between the README's markers."""
+    with open(os.path.join(work, "matrix.md")) as f:
+        table = f.read()
+    with open(path) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        print(f"{path} has no '{BEGIN}' ... '{END}' markers")
+        return 1
+    head, rest = text.split(BEGIN, 1)
+    text = head + BEGIN + "\n" + table + END + rest.split(END, 1)[1]
+    with open(path, "w") as f:
+        f.write(text)
+    return 0
 
 
 def main(argv):
@@ -222,6 +301,8 @@ def main(argv):
     build, work, mode = argv[1], argv[2], argv[3]
     if mode == "--summary":
         return summary(work)
+    if mode == "--readme":
+        return readme(work, argv[4])
     if mode == "--part":
         k, n = map(int, argv[4].split("/"))
         names = types()[k - 1::n]
