@@ -58,6 +58,10 @@ def main(argv=None):
                     help="pad head_size with zero dimensions to this multiple, exactly (onnxruntime's "
                          "GroupQueryAttention needs 16); 0 keeps the model's head size")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--init", choices=["uniform", "transformers"], default="uniform",
+                    help="--type/--real weights: uniform with the catalog's std (default), or "
+                         "drawn as transformers initialises a model for its config (normal "
+                         "std 0.02, norms 1, biases 0)")
     ap.add_argument("--layers", type=int, default=None, help="synthetic, --type, --real: fewer layers")
     ap.add_argument("--full-kv", action="store_true",
                     help="--type/--real: full-length KV caches on sliding-window layers (the builder's "
@@ -130,7 +134,7 @@ def make_arch(ap, a):
         v = arch.vocab
         ids = catalog.QWEN35_VISION_IDS if a.type else dict(
             vision_start_token_id=v - 7, image_token_id=v - 5, video_token_id=v - 4)
-    weights = RandomTensors(a.seed, arch.weight_std)
+    weights = RandomTensors(a.seed, arch.weight_std, a.init)
     try:
         info = write_arch_package(a.out, arch, opts, weights, split_ids=ids)
     except ValueError as e:

@@ -5,7 +5,10 @@ package comes in, against onnxruntime-genai (issue 20).
 Packages are the model maker's (tools/make_model.py --type: the builder's graph layouts,
 held to digests of the builder's own packages by maker_builder_layouts), random weights,
 int4 blocks byte-identical to onnxruntime's MatMulNBits quantizer (the builder's
-quantizer; tests/maker checks the bytes). Per type, four packages:
+quantizer; tests/maker checks the bytes). Weights are drawn twice: as transformers
+initialises a model for the type's config (normal, std 0.02; norm scales 1, biases 0),
+and the maker's uniform ones (larger, norm scales off 1), which make activations and
+their int8 steps larger. Per type and weights, four packages:
 
   fp32        float32 weights
   int4-l1     int4 MatMulNBits, accuracy_level 1 (float32 arithmetic)
@@ -56,7 +59,8 @@ is that file from a run, with its machine).
 
 usage: check_matrix.py BUILD WORK --part K/N      (types K, K+N, ... ; writes WORK/results)
        check_matrix.py BUILD WORK --types A,B     (those types only)
-       check_matrix.py BUILD WORK --summary       (the matrix of every result written)
+       check_matrix.py BUILD WORK --summary [--types A,B]  (the matrix of the results of
+                                                  those types, all by default)
        check_matrix.py BUILD WORK --readme README.md   (the last summary into the README)
 """
 import contextlib
@@ -80,6 +84,14 @@ Q = [200, 17, 42]
 R = [33, 256, 9, 401, 12, 300, 77, 5]
 NEW = 64
 PRECISIONS = ["fp32", "int4-l1", "int4-l4", "int4-l4-tied"]
+# Weights: as transformers initialises a model for its config (normal std 0.02, norms 1),
+# and the maker's uniform ones (std 0.08, norm scales 1 +- 0.17): larger than a fresh
+# model's, they make activations and their int8 steps larger, harder on the hybrids.
+INITS = ["transformers", "uniform"]
+
+
+def label(init, prec):
+    return prec if init == "transformers" else prec + " (U)"
 
 
 def types():
@@ -91,13 +103,14 @@ def tied_already(t):
 
 
 def variants(t):
-    return [p for p in PRECISIONS if not (p == "int4-l4-tied" and tied_already(t))]
+    return [(i, p) for i in INITS for p in PRECISIONS
+            if not (p == "int4-l4-tied" and tied_already(t))]
 
 
-def make(work, t, prec):
-    d = os.path.join(work, "packages", f"{t}-{prec}")
+def make(work, t, init, prec):
+    d = os.path.join(work, "packages", f"{t}-{init}-{prec}")
     shutil.rmtree(d, ignore_errors=True)  # never a package an older maker wrote
-    args = ["--type", t, "--seed", "1"]
+    args = ["--type", t, "--seed", "1", "--init", init]
     if prec == "fp32":
         args += ["--dtype", "fp32"]
     else:
@@ -128,9 +141,10 @@ def first_diff(a, b):
                 None if len(a) == len(b) else min(len(a), len(b)))
 
 
-def check_package(build, work, t, prec):
-    d = make(work, t, prec)
-    res = {"type": t, "precision": prec, "failures": [], "ties": 0, "against_ort": []}
+def check_package(build, work, t, init, prec):
+    d = make(work, t, init, prec)
+    res = {"type": t, "init": init, "precision": prec, "failures": [], "ties": 0,
+           "against_ort": []}
 
     def fail(msg, against_ort=False):
         res["failures"].append(msg)
@@ -185,23 +199,23 @@ def run(build, work, names):
     bad = 0
     for t in names:
         level1 = None
-        for prec in variants(t):
+        for init, prec in variants(t):
             t0 = time.time()
             try:
-                res = check_package(build, work, t, prec)
+                res = check_package(build, work, t, init, prec)
             except Exception as ex:  # a crash or a refusal is a failure of this package
-                res = {"type": t, "precision": prec, "failures": [f"error: {ex}"], "ties": 0,
-                       "against_ort": []}
+                res = {"type": t, "init": init, "precision": prec,
+                       "failures": [f"error: {ex}"], "ties": 0, "against_ort": []}
             if prec == "int4-l1":
                 level1 = res
             if drift(res, level1):
                 res["drift"], res["failures"] = res["failures"], []
             res["seconds"] = round(time.time() - t0, 1)
-            with open(os.path.join(work, "results", f"{t}-{prec}.json"), "w") as f:
+            with open(os.path.join(work, "results", f"{t}-{init}-{prec}.json"), "w") as f:
                 json.dump(res, f)
             verdict = "FAIL" if res["failures"] else "DRIFT" if res.get("drift") else "ok  "
             note = f", {res['ties']} near-tie(s)" if res["ties"] else ""
-            print(f"{verdict} {t} {prec}{note} ({res['seconds']} s)", flush=True)
+            print(f"{verdict} {t} {label(init, prec)}{note} ({res['seconds']} s)", flush=True)
             for x in res["failures"] + res.get("drift", []):
                 print(f"     {x}")
             bad += bool(res["failures"])
@@ -218,23 +232,27 @@ def cell(res):
     return f"=~{res['ties']}" if res["ties"] else "="
 
 
-def summary(work):
+def summary(work, names):
+    """The table of the results under WORK for the types NAMES; a package of theirs with no
+    result is 'not run' and fails the summary."""
     results = {}
     rdir = os.path.join(work, "results")
     for f in sorted(os.listdir(rdir)) if os.path.isdir(rdir) else []:
         with open(os.path.join(rdir, f)) as fh:
             r = json.load(fh)
-        results[(r["type"], r["precision"])] = r
-    lines = ["| model type | " + " | ".join(PRECISIONS) + " |",
-             "|---|" + "---|" * len(PRECISIONS)]
+        if r["type"] in names:
+            results[(r["type"], r.get("init", "uniform"), r["precision"])] = r
+    columns = [(i, p) for i in INITS for p in PRECISIONS]
+    lines = ["| model type | " + " | ".join(label(i, p) for i, p in columns) + " |",
+             "|---|" + "---|" * len(columns)]
     missing = fails = drifts = 0
-    for t in types():
+    for t in names:
         cells = []
-        for p in PRECISIONS:
-            if p not in variants(t):
-                cells.append("(int4-l4 is tied)")
+        for i, p in columns:
+            if (i, p) not in variants(t):
+                cells.append("(tied)")
                 continue
-            r = results.get((t, p))
+            r = results.get((t, i, p))
             missing += r is None
             fails += bool(r and r["failures"])
             drifts += bool(r and not r["failures"] and r.get("drift"))
@@ -246,10 +264,12 @@ def summary(work):
               f"generator; '=~N': the same but at N near-ties (the two backends' logits "
               f"within tolerance, the top two tokens closer than their difference); 'drift': "
               f"at accuracy_level 4 only, against onnxruntime only, with the level-1 package "
-              f"passing (see below). {len(results)} packages: {fails} failed, {drifts} "
-              f"drifted, {missing} not run.")
-    notes = [f"- {t} {p}: " + "; ".join(r.get("drift", []) + r["failures"])
-             for (t, p), r in sorted(results.items()) if r["failures"] or r.get("drift")]
+              f"passing (see below); '(tied)': the type's int4-l4 package is tied already. "
+              f"Weights as transformers initialises the config (normal, std 0.02, norms 1), "
+              f"or '(U)' the maker's uniform ones (std 0.08, norm scales 1 +- 0.17). "
+              f"{len(results)} packages: {fails} failed, {drifts} drifted, {missing} not run.")
+    notes = [f"- {t} {label(i, p)}: " + "; ".join(r.get("drift", []) + r["failures"])
+             for (t, i, p), r in sorted(results.items()) if r["failures"] or r.get("drift")]
     text = "\n".join([machine(), "", "\n".join(lines), "", legend, *([""] + notes if notes else [])])
     with open(os.path.join(work, "matrix.md"), "w") as f:
         f.write(text + "\n")
@@ -300,7 +320,8 @@ def main(argv):
         return 2
     build, work, mode = argv[1], argv[2], argv[3]
     if mode == "--summary":
-        return summary(work)
+        names = argv[5].split(",") if argv[4:5] == ["--types"] else types()
+        return summary(work, names)
     if mode == "--readme":
         return readme(work, argv[4])
     if mode == "--part":

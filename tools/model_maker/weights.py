@@ -5,6 +5,12 @@ before it (or on the layout), and a full-size model is produced one tensor at a 
 Values are uniform with the requested standard deviation (uniforms are much cheaper than
 normals at hundreds of millions of values) and kept where the ops expect them: norm scales
 near 1, decays negative, Qwen3.5's A in [1, 16] as its initialisation draws it.
+
+init="transformers" draws them as a Hugging Face model initialises itself for its config
+instead (PreTrainedModel._init_weights with initializer_range): Linear, Conv1d and
+embedding weights and attention sinks normal with std initializer_range (0.02 in every
+config the catalog follows), biases zero, norm scales exactly 1 (a Gemma-style (1 + w)
+norm starts at w = 0, which the builder writes as 1), dt_bias 1; A as above.
 """
 
 import zlib
@@ -13,9 +19,12 @@ import numpy as np
 
 
 class RandomTensors:
-    def __init__(self, seed=0, std=0.08):
+    def __init__(self, seed=0, std=0.08, init="uniform"):
+        if init not in ("uniform", "transformers"):
+            raise ValueError(f"unknown init {init!r}: uniform or transformers")
         self.seed = seed
-        self.std = std
+        self.std = std if init == "uniform" else 0.02
+        self.hf = init == "transformers"
 
     def _rng(self, name):
         return np.random.default_rng([self.seed, zlib.crc32(name.encode("utf-8"))])
@@ -32,6 +41,12 @@ class RandomTensors:
         """A float32 array of `shape` for the tensor `name`; `kind` says what it is for."""
         rng = self._rng(name)
         shape = tuple(int(s) for s in shape)
+        if self.hf and kind in ("w", "emb", "conv", "sinks"):
+            return rng.normal(0.0, self.std, shape).astype(np.float32)
+        if self.hf and kind in ("norm", "dt_bias"):
+            return np.ones(shape, np.float32)
+        if self.hf and kind == "bias":
+            return np.zeros(shape, np.float32)
         if kind in ("w", "emb"):
             return self._uniform(rng, shape, self.std)
         if kind == "norm":          # scale of a normalization
