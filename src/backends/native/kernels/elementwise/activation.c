@@ -26,8 +26,9 @@ MK_UNARY_FLOAT(a_gelu_tanh, (R)0.5 * v *
 MK_UNARY_FLOAT(a_elu, v < 0 ? (R)op->alpha * expm1(v) : v)
 /* beta is gamma */
 MK_UNARY_FLOAT(a_selu, v <= 0 ? (R)op->beta * ((R)op->alpha * expm1(v)) : (R)op->beta * v)
-MK_UNARY_FLOAT(a_celu, (v > 0 ? v : (R)0) +
-                           fmin((R)0, (R)op->alpha * expm1(v / (R)op->alpha)))
+/* max(0, x) + min(0, alpha * expm1(x / alpha)) with one term zero on each side, so
+ * one branch: a NaN stays NaN (fmin(0, NaN) is 0) and -0 stays -0, as the reference. */
+MK_UNARY_FLOAT(a_celu, v > 0 ? v : (R)op->alpha * expm1(v / (R)op->alpha))
 MK_UNARY_FLOAT(a_softsign, v / ((R)1 + fabs(v)))
 MK_UNARY_FLOAT(a_thresholded_relu, v > (R)op->alpha ? v : (R)0)
 /* x * tanh(softplus(x)), softplus without overflow as above */
