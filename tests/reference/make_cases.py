@@ -99,6 +99,18 @@ def case(out, name, op, feeds, attrs=None, opset=19, tol=(0.0, 0.0), out_types=N
 F64 = (1e-12, 1e-300)  # float64 computed in double: far below float32's 6e-8
 
 
+def dtype_size(t):
+    return np.dtype(t).itemsize
+
+
+def bf16_types():
+    try:
+        import ml_dtypes
+        return [ml_dtypes.bfloat16]
+    except ImportError:  # pragma: no cover
+        return []
+
+
 def softmax_cases(out):
     for op in ("Softmax", "LogSoftmax"):
         # The reference applies opset 13's per-axis semantics at every opset; before 13
@@ -173,6 +185,29 @@ def pow_cases(out):
         case(out, "pow_int32_exponent_float_out_of_range", "Pow",
              {"x": np.array([10, -10, 2], dtype=np.int32),
               "y": np.array([12.0, 11.0, 40.0], dtype=np.float32)}, opset=15)
+    # numpy raises an 8- or 16-bit integer base with a float32 exponent in float32
+    # (7 ** 11.0 is 1977326720, whose int8 is -128; in double it is 1977326743, -105),
+    # with a float16 or bfloat16 exponent an 8-bit base in that type; the int8 of a
+    # value beyond int32 is 0 (through int32's 0x80000000), the uint64 of 2^64 is 0 and
+    # of 2^63 + 2^62 its own value. x86-64 only: elsewhere numpy's conversion saturates.
+    skip = None if X86 else "numpy's out-of-range float-to-integer conversion is x86-64's"
+    small = np.array([7, 3, 2, 5, 0, 1, 10, 2], dtype=np.int64)
+    e = np.array([11, 5, 40, 9, 0, 3, 20, 7], dtype=np.float64)
+    for bt in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+        for et in [np.float32, np.float64, np.float16] + bf16_types():
+            if dtype_size(bt) == 1 and et not in (np.float32, np.float64, np.float16):
+                continue  # ml_dtypes' own bfloat16-to-int8 conversion: out of range is 0
+            name = f"pow_{np.dtype(bt).name}_exponent_{np.dtype(et).name}_converted"
+            case(out, name, "Pow", {"x": small.astype(bt), "y": e.astype(et)}, opset=15,
+                 skip=skip)
+    for bt in (np.int8, np.uint8):  # a bfloat16 power: 5 ** 2.5 is 55.9, 56 in bfloat16
+        for et in bf16_types():
+            case(out, f"pow_{np.dtype(bt).name}_exponent_bfloat16", "Pow",
+                 {"x": np.array([3, 2, 5, 10, 7], dtype=bt),
+                  "y": np.array([4, 6, 2.5, 1.5, 2], dtype=et)}, opset=15)
+    case(out, "pow_uint64_exponent_double_beyond_2p63", "Pow",
+         {"x": np.array([2, 2, 3, 2], dtype=np.uint64), "y": np.array([64.0, 63.5, 40.0, 63])},
+         opset=15, skip=skip)
     case(out, "pow_float_exponent_int64", "Pow",
          {"x": np.array([1.5, -2.0, 0.5, 10.0], dtype=np.float32),
           "y": np.array([3, 5, -2, 30], dtype=np.int64)}, opset=15, tol=(1e-6, 0))
@@ -252,6 +287,7 @@ def new_op_cases(out):
     except ImportError:  # pragma: no cover
         bf16 = []
     floats = [np.float64, np.float16] + bf16
+    skip = None if X86 else "numpy's out-of-range float-to-integer conversion is x86-64's"
     tol = {np.float64: F64, np.float16: (2e-3, 1e-3)}
     x = rng.uniform(-0.95, 0.95, (3, 5))
     for op, attrs, data in [
@@ -270,6 +306,22 @@ def new_op_cases(out):
         case(out, f"shrink_{np.dtype(dt).name}", "Shrink", {"x": np.abs(xi).astype(dt)
                                                             if dt == np.uint8 else xi},
              {"lambd": 1.5, "bias": 0.5}, opset=9)
+    # integers at their limits: x + bias in double, converted back as numpy's astype
+    # (int64 2^63 - 2 minus 0.7 is 2^63, whose int64 is INT64_MIN, not a saturated
+    # INT64_MAX; uint64 2^64 - 2 minus 0.7 is 2^64, whose uint64 is 0)
+    for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
+        info = np.iinfo(dt)
+        lim = [info.min, info.min + 1, info.min + 2, 0, 1, 5, info.max - 2, info.max - 1,
+               info.max]
+        xi = np.array(lim, dtype=dt)
+        for lambd, bias in ((2.5, 0.7), (0.0, -3.0), (1.5, 1.5)):
+            if dt == np.uint32 and bias < 0:
+                # 2^32 + 1 to uint32: numpy's scalar loop gives 1 (through int64), its
+                # vector loop 0, chosen by the array's length: nothing to pin
+                continue
+            case(out, f"shrink_{np.dtype(dt).name}_limits_bias{bias:g}".replace(".", "p")
+                 .replace("-", "m"), "Shrink", {"x": xi}, {"lambd": lambd, "bias": bias},
+                 opset=9, skip=skip)
     hx = np.array([[1, 3, 3, 0], [np.nan, 1, np.nan, 2], [-1, -1, -2, -1]], dtype=np.float32)
     case(out, "hardmax_nan_and_ties", "Hardmax", {"x": hx}, {"axis": 1}, opset=13)
     case(out, "hardmax_f64_axis0", "Hardmax", {"x": hx.astype(np.float64)}, {"axis": 0}, opset=13)

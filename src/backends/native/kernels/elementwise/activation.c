@@ -2,6 +2,7 @@
  * exponential units Elu Selu Celu, Softsign ThresholdedRelu Mish, and Shrink. */
 #include "backends/native/kernels/cast/cast.h"
 #include "backends/native/kernels/elementwise/elementwise.h"
+#include "backends/native/kernels/kernel_util.h"
 
 #include "base/vmath.h"
 
@@ -169,8 +170,11 @@ og_status *cpu_celu(kernel_ctx *ctx) {
     return with_attrs(ctx, MK_UNARY_OP(a_celu, EW_GRAIN_HEAVY), "alpha", 1.0f, NULL, 0);
 }
 
-/* Shrink on integers computes as the reference, np.where(...).astype(x.dtype): the float
- * attributes promote to double, the result is truncated back (Cast's rules). */
+/* Shrink on integers computes as the reference, np.where(...).astype(x.dtype): x and the
+ * float attributes promote to double (numpy's weak Python floats), and the result goes
+ * back as numpy's astype does (cpu_f2int_numpy): int64 2^63 - 2 minus 0.7 is 2^63 in
+ * double, whose int64 is INT64_MIN, not INT64_MAX (saturation); int32 INT32_MIN plus
+ * -3 is INT32_MIN, not INT32_MAX - 2 (wraparound). */
 typedef struct shrink_param {
     og_dtype dt;
     double lambd, bias;
@@ -182,7 +186,7 @@ static void shrink_int(char *const *p, const int64_t *s, int64_t n, const void *
     for (int64_t i = 0; i < n; i++) {
         double v = cpu_math_load_f64(sp->dt, p[1], i);
         double r = v < -sp->lambd ? v + sp->bias : v > sp->lambd ? v - sp->bias : 0;
-        cpu_math_store_f64(sp->dt, p[0], i, r);
+        cpu_store_int_bits(sp->dt, p[0], i, cpu_f2int_numpy(r, sp->dt));
     }
 }
 

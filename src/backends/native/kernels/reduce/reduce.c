@@ -112,7 +112,7 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
  * no undefined behaviour), the sums of L1/SumSquare/L2 terms wrapped to 64 bits; Mean
  * truncates the wrapped sum divided by n; L2 takes the square root of the 64-bit sum
  * (signed for signed types); LogSum and LogSumExp go through double. */
-#define RED_INT_FN(NAME, T, SIGNED, NEG)                                                 \
+#define RED_INT_FN(NAME, T, DT, SIGNED, NEG)                                                 \
     static void NAME(void *arg, int64_t b, int64_t e) {                                  \
         const red_job *j = arg;                                                          \
         const T *x = j->x;                                                               \
@@ -150,7 +150,7 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
                 RED_EACH(T, acc += (uint64_t)(T)((uint64_t)E_ * (uint64_t)E_);)          \
                 if (j->op == R_SUMSQ) break;                                             \
                 d = sqrt(SIGNED ? (double)(int64_t)acc : (double)acc);                   \
-                acc = (uint64_t)cpu_f2i_numpy(d, 8 * (int)sizeof(T));                    \
+                acc = cpu_f2int_numpy(d, DT);                                             \
                 break;                                                                   \
             default: /* LogSum, LogSumExp */                                             \
                 m = (double)p[j->roff[0]];                                               \
@@ -162,14 +162,14 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
             y[o] = (T)acc;                                                               \
         }                                                                                \
     }
-RED_INT_FN(red_i8, int8_t, 1, S_NEG)
-RED_INT_FN(red_u8, uint8_t, 0, U_NEG)
-RED_INT_FN(red_i16, int16_t, 1, S_NEG)
-RED_INT_FN(red_u16, uint16_t, 0, U_NEG)
-RED_INT_FN(red_i32, int32_t, 1, S_NEG)
-RED_INT_FN(red_u32, uint32_t, 0, U_NEG)
-RED_INT_FN(red_i64, int64_t, 1, S_NEG)
-RED_INT_FN(red_u64, uint64_t, 0, U_NEG)
+RED_INT_FN(red_i8, int8_t, OG_INT8, 1, S_NEG)
+RED_INT_FN(red_u8, uint8_t, OG_UINT8, 0, U_NEG)
+RED_INT_FN(red_i16, int16_t, OG_INT16, 1, S_NEG)
+RED_INT_FN(red_u16, uint16_t, OG_UINT16, 0, U_NEG)
+RED_INT_FN(red_i32, int32_t, OG_INT32, 1, S_NEG)
+RED_INT_FN(red_u32, uint32_t, OG_UINT32, 0, U_NEG)
+RED_INT_FN(red_i64, int64_t, OG_INT64, 1, S_NEG)
+RED_INT_FN(red_u64, uint64_t, OG_UINT64, 0, U_NEG)
 
 static const struct {
     og_dtype dt;
