@@ -268,6 +268,50 @@ def reduce_cases(out):
          skip=skip)
 
 
+def reduce_float_cases(out):
+    """Float reductions at the edges of float32: SumSquare and L2 square in float32 (a
+    square beyond 3.4e38 is inf, one below 1e-45 is 0, as in numpy and onnxruntime), NaN
+    and ±inf rows, and reductions over an empty axis (Sum 0, Prod 1, Max -inf and the
+    type's least value, Min +inf and its greatest, Mean NaN: on an integer type
+    numpy's conversion of NaN, INT_MIN on x86-64) with keepdims both ways."""
+    big = np.array([[3e38, 3e38, 1.0], [1e20, 1e20, 1e-20], [1e19, 1e19, 1e19]],
+                   dtype=np.float32)
+    sub = np.array([[1e-40, 1e-39, 1e-38], [1e-20, 1e-23, 3e-22], [1.5e-19, 1e-19, 1e-45]],
+                   dtype=np.float32)
+    for op in ("ReduceL2", "ReduceSumSquare"):
+        for name, x in (("huge", big), ("tiny", sub)):
+            case(out, f"{op.lower()}_float32_{name}", op, {"x": x, "axes": np.array([1])},
+                 {"keepdims": 0}, opset=18)
+    # float16: the reference squares and sums in float16 (1e-4 squared is 0 there) and
+    # gives 0.0030002594 for [1e-4, 3e-3, 6e-8]; the float64 norm of those float16 values
+    # is 0.00300193, whose nearest float16 is 0.0030021667 (onnxruntime's answer too)
+    h = np.array([[1e-4, 3e-3, 6e-8], [300.0, 400.0, 0.0]], dtype=np.float16)
+    want = np.sqrt(np.sum(np.square(h.astype(np.float64)), axis=1)).astype(np.float16)
+    case(out, "reducel2_float16_small_squares", "ReduceL2", {"x": h, "axes": np.array([1])},
+         {"keepdims": 0}, opset=18, expect=[want])
+    odd = np.array([[np.nan, 0.0, 2.0], [np.inf, 0.0, 1.0], [-np.inf, -np.inf, 2.0],
+                    [np.inf, -np.inf, 1.0]], dtype=np.float32)
+    ops = ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean", "ReduceL1",
+           "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"]
+    for op in ops:
+        case(out, f"{op.lower()}_nonfinite_rows", op, {"x": odd, "axes": np.array([1])},
+             {"keepdims": 1}, opset=18)
+    for op in ops + ["ReduceLogSum"]:
+        for dt in (np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32,
+                   np.int64, np.uint64):
+            is_int = np.dtype(dt).kind in "iu"
+            if is_int and op in ("ReduceLogSum", "ReduceLogSumExp"):
+                continue  # the reference fails on integer LogSum and LogSumExp (np.log
+                # into an integer array)
+            skip = None
+            if is_int and op == "ReduceMean" and not X86:
+                skip = "numpy's float-to-integer conversion of NaN is platform-specific"
+            for kd in (0, 1):
+                case(out, f"{op.lower()}_empty_axis_{np.dtype(dt).name}_keepdims{kd}", op,
+                     {"x": np.zeros((2, 0, 3), dtype=dt), "axes": np.array([1])},
+                     {"keepdims": kd}, opset=18, out_types=[dt], skip=skip)
+
+
 def variadic_cases(out):
     parts = [rng.randint(-9, 9, (2, k % 3 + 1)).astype(np.float32) for k in range(100)]
     case(out, "concat_100_inputs", "Concat", {f"x{k}": p for k, p in enumerate(parts)},
@@ -527,6 +571,7 @@ def main():
     pow_cases(out)
     argm_cases(out)
     reduce_cases(out)
+    reduce_float_cases(out)
     variadic_cases(out)
     new_op_cases(out)
     exp_unit_cases(out)
