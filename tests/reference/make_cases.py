@@ -463,6 +463,107 @@ def exp_unit_cases(out):
              expect=[want])
 
 
+def index_edge_cases(out):
+    """NonZero, Unique, Gather, GatherElements and Flatten on strings, NaN, negative
+    indices and zero-size shapes. Where the reference fails or is wrong the expected
+    outputs are written here, each with the reason."""
+    words = np.array([["a", "", "b"], ["", "", "c"]], dtype=object)
+    case(out, "nonzero_string", "NonZero", {"x": words}, opset=13)  # "" is false
+    case(out, "nonzero_string_all_empty", "NonZero",
+         {"x": np.array(["", ""], dtype=object)}, opset=13)
+    case(out, "nonzero_float_nan_signed_zero", "NonZero",
+         {"x": np.array([[np.nan, -0.0], [0.0, 1e-45]], dtype=np.float32)}, opset=13)
+    case(out, "nonzero_zero_size", "NonZero", {"x": np.zeros((0, 3), dtype=np.float32)},
+         opset=13)
+    i64 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
+    nanf = np.array([np.nan, 2, np.nan, 1, 2], dtype=np.float32)
+    case(out, "unique_nan_sorted", "Unique", {"x": nanf}, {"sorted": 1}, opset=11, n_out=4)
+    case(out, "unique_nan_unsorted", "Unique", {"x": nanf}, {"sorted": 0}, opset=11, n_out=4)
+    case(out, "unique_axis_negative", "Unique",
+         {"x": np.array([[1, 2, 1], [3, 4, 3]], dtype=np.int64)}, {"axis": -1, "sorted": 1},
+         opset=11, n_out=4)
+    case(out, "unique_zero_size", "Unique", {"x": np.zeros((0,), dtype=np.float32)},
+         {"sorted": 1}, opset=11, n_out=4)
+    # Rows equal with NaN in the same place are one row here, as NaNs are one value in
+    # the flattened case (np.unique's equal_nan=True, which the reference follows there);
+    # numpy's axis path compares rows with ==, where NaN != NaN, so the reference keeps
+    # [nan, 1] twice: [[0, 2], [nan, 1], [nan, 1]]. (onnxruntime 1.31 answers
+    # [[nan, 1]] with counts [3], dropping the row [0, 2].)
+    xn = np.array([[np.nan, 1], [np.nan, 1], [0, 2]], dtype=np.float32)
+    case(out, "unique_axis0_nan_rows", "Unique", {"x": xn}, {"axis": 0, "sorted": 1},
+         opset=11, n_out=4, expect=[np.array([[0, 2], [np.nan, 1]], dtype=np.float32),
+                                    i64(2, 0), i64(1, 1, 0), i64(1, 2)])
+    # sorted = 0 along axis 1: the reference's unsorted path takes np.take(x, indices,
+    # axis=0), rows instead of columns, and answers [[2, 1, 2], [3, 4, 3]]; the distinct
+    # columns in order of first occurrence are [2, 3] and [1, 4] (onnxruntime agrees)
+    xc = np.array([[2, 1, 2], [3, 4, 3]], dtype=np.int64)
+    case(out, "unique_axis1_unsorted", "Unique", {"x": xc}, {"axis": 1, "sorted": 0},
+         opset=11, n_out=4, expect=[np.array([[2, 1], [3, 4]], dtype=np.int64), i64(0, 1),
+                                    i64(0, 1, 0), i64(2, 1)])
+    # one output with sorted = 0: the reference returns np.unique's sorted values before
+    # it reorders ([1, 3]); in order of first occurrence they are [3, 1]
+    case(out, "unique_unsorted_one_output", "Unique",
+         {"x": np.array([3, 1, 3], dtype=np.int32)}, {"sorted": 0}, opset=11,
+         expect=[np.array([3, 1], dtype=np.int32)])
+    # string slices along an axis: numpy's unique with axis refuses object arrays
+    # (onnxruntime 1.31 gives these outputs)
+    xs = np.array([["b", "a"], ["", "c"], ["b", "a"]], dtype=object)
+    case(out, "unique_string_axis0", "Unique", {"x": xs}, {"axis": 0, "sorted": 1}, opset=11,
+         n_out=4, expect=[np.array([["", "c"], ["b", "a"]], dtype=object), i64(1, 0),
+                          i64(1, 0, 1), i64(1, 2)])
+    w3 = np.array([["a", "bb", ""], ["d", "", "f"]], dtype=object)
+    case(out, "gather_string_negative", "Gather", {"x": w3, "i": i64(-1, 0, -3)},
+         {"axis": 1}, opset=13)
+    case(out, "gather_string_negative_axis0", "Gather", {"x": w3, "i": i64(-1, -2)[:, None]},
+         {"axis": 0}, opset=13)
+    case(out, "gather_string_scalar_index", "Gather", {"x": w3, "i": np.array(-1)},
+         {"axis": -1}, opset=13)
+    case(out, "gather_string_no_index", "Gather", {"x": w3, "i": np.zeros((0,), np.int64)},
+         {"axis": 1}, opset=13)
+    case(out, "gather_int32_negative", "Gather",
+         {"x": np.arange(6, dtype=np.float32).reshape(2, 3),
+          "i": np.array([-1, -2], np.int32)}, {"axis": 1}, opset=13)
+    case(out, "gather_elements_string_negative", "GatherElements",
+         {"x": w3, "i": np.array([[-1, 0, 1], [1, -3, 2]])}, {"axis": 1}, opset=13)
+    case(out, "gather_elements_string_negative_axis0", "GatherElements",
+         {"x": w3, "i": np.array([[-1, 0, 1], [0, -2, -1]])}, {"axis": 0}, opset=13)
+    x3 = np.arange(24).reshape(2, 3, 4)
+    i3 = np.array([[[-1, 0, 1, 2]], [[0, 0, -2, 1]]])
+    for dt in (np.int64, object):
+        xv = x3.astype(str).astype(object) if dt is object else x3
+        case(out, f"gather_elements_3d_{'string' if dt is object else 'int64'}",
+             "GatherElements", {"x": xv, "i": i3}, {"axis": 1}, opset=13)
+    # indices smaller than the data off the axis (the spec's output is indices' shape;
+    # onnxruntime allows it and gives these values): the reference insists on equal
+    # shapes and raises
+    xf = np.arange(12, dtype=np.float32).reshape(3, 4)
+    case(out, "gather_elements_smaller_indices", "GatherElements",
+         {"x": xf, "i": np.array([[-1, 0], [1, 2]])}, {"axis": 1}, opset=13,
+         expect=[np.array([[3, 0], [5, 6]], dtype=np.float32)])
+    case(out, "gather_elements_smaller_indices_axis0", "GatherElements",
+         {"x": xf, "i": np.array([[2, -1, 0]])}, {"axis": 0}, opset=13,
+         expect=[np.array([[8, 9, 2]], dtype=np.float32)])
+    # an axis longer than np.choose's 64 choices: the reference falls back to a 2-D path
+    # that reads only the first index of each row and fails to reshape (onnxruntime
+    # gives these values)
+    xl = np.arange(200, dtype=np.float32).reshape(2, 100)
+    il = np.array([[99, -1, 50], [0, 70, -100]])
+    case(out, "gather_elements_long_axis", "GatherElements", {"x": xl, "i": il}, {"axis": 1},
+         opset=13, expect=[np.take_along_axis(xl, il % 100, axis=1)])
+    # zero-size dimensions: the reference reshapes to (prod(shape[:axis]), -1), which
+    # numpy cannot resolve when prod(shape[:axis]) is 0 ([0, 3] at axis 1, [2, 0, 3] at
+    # axis 2 or 3); the spec's shape, written for all of them, is (prod(shape[:axis]),
+    # prod(shape[axis:])), onnxruntime's too
+    for shape, axis in (((0, 3), 1), ((2, 0, 3), 2), ((2, 0, 3), 1), ((2, 0, 3), 0),
+                        ((0, 3), 0), ((2, 0, 3), 3), ((2, 3, 0), -1)):
+        a = axis + len(shape) if axis < 0 else axis
+        want_shape = (int(np.prod(shape[:a])), int(np.prod(shape[a:])))
+        tag = "x".join(map(str, shape)) + f"_axis{axis}".replace("-", "m")
+        for dt, dn in ((np.float32, "float32"), (object, "string")):
+            case(out, f"flatten_zero_size_{dn}_{tag}", "Flatten", {"x": np.zeros(shape, dt)},
+                 {"axis": axis}, opset=13, expect=[np.zeros(want_shape, dt)])
+
+
 def string_cases(out):
     """String tensors moved by the layout ops, compared by Equal, cast to and from numbers,
     read from initializers and Constant nodes."""
@@ -575,6 +676,7 @@ def main():
     variadic_cases(out)
     new_op_cases(out)
     exp_unit_cases(out)
+    index_edge_cases(out)
     string_cases(out)
     print(f"wrote {len(written)} reference cases to {out}")
 
