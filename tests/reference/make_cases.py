@@ -9,9 +9,16 @@ build/tests/node-tests):
 
 They pin the numerics the backend node tests leave open, each found against the
 reference: float64 computed in double (no float32 round trip), integer wraparound as
-numpy's (Pow, the reductions), the index of a NaN in ArgMax/ArgMin, variadic ops with
-more inputs than a fixed table would hold, and string tensors moved by Identity, Gather,
-Concat, Reshape, ... and cast to and from numbers.
+numpy's (Pow, Shrink, the reductions), the index of a NaN in ArgMax/ArgMin, variadic ops
+with more inputs than a fixed table would hold, float32 squares in ReduceL2 and
+ReduceSumSquare, reductions over an empty axis, Elu/Selu/Celu at -0, NaN and in every
+float16 value, string tensors moved by Identity, Gather, Concat, Reshape, ... and cast to
+and from numbers, and NonZero/Unique/Gather/GatherElements/Flatten at their edges.
+
+Where the reference is wrong or fails (float16 computed with double rounding, Unique's
+unsorted path, GatherElements past np.choose's limit, Flatten of a zero-size leading
+dimension) a case states the right answer itself (case(expect=...)), with the evidence
+beside it.
 
 Where the reference's answer is the platform's (numpy's float-to-integer conversion of
 a NaN is the x86-64 instruction's), the case is written only on x86-64; elsewhere it is
