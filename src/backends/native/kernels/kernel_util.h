@@ -47,15 +47,41 @@ static inline int64_t cpu_f2i(double v) {
     return (int64_t)v;
 }
 
-/* double -> integer as numpy's astype does on x86-64, for ops whose reference converts
- * a float result back to the integer type (Pow, ReduceL2): truncation, and for NaN or
- * a value outside the conversion's range the "integer indefinite" of the instruction
- * numpy uses: 0x80000000 for types of up to 32 bits (through int32, then wrapped to
- * the type by the caller's cast), INT64_MIN for 64-bit types. C leaves these cases
- * undefined; this pins one answer without undefined behaviour. */
-static inline int64_t cpu_f2i_numpy(double v, int bits) {
-    if (bits <= 32) return v > -2147483649.0 && v < 2147483648.0 ? (int64_t)v : INT32_MIN;
+/* double -> integer dtype dt as numpy's astype does on x86-64, as the result's bits, for
+ * ops whose reference converts a float result back to an integer type (Pow, Shrink,
+ * ReduceL2, ReduceMean of nothing): truncation, and for NaN or a value outside the
+ * conversion's range the "integer indefinite" of the instruction numpy's scalar loop
+ * uses. int8/16/32 and uint8/16 convert through int32 (0x80000000, then wrapped to the
+ * type: int8 of 2^31 is 0); uint32 and int64 through int64 (INT64_MIN: uint32 of 2^40
+ * is 0, of -1 is 2^32 - 1); uint64 through int64 below 2^63 and as v - 2^63 with the
+ * top bit set above it (2^64 is 0, -1e20 and NaN are 2^63). C leaves these cases
+ * undefined; this pins one answer without undefined behaviour. (numpy's vector loop
+ * converts out-of-range values to uint32 otherwise, -1e10 to 2^31: which one runs
+ * depends on the array's length, so no case pins that.) */
+static inline int64_t cpu_f2i64_x86(double v) {
     return v >= -9.2233720368547758e18 && v < 9.2233720368547758e18 ? (int64_t)v : INT64_MIN;
+}
+static inline uint64_t cpu_f2int_numpy(double v, og_dtype dt) {
+    switch (dt) {
+    case OG_UINT32: case OG_INT64: return (uint64_t)cpu_f2i64_x86(v);
+    case OG_UINT64:
+        return v >= 9.2233720368547758e18 ? (uint64_t)cpu_f2i64_x86(v - 9.2233720368547758e18) ^
+                                                (1ull << 63)
+                                          : (uint64_t)cpu_f2i64_x86(v);
+    default:
+        return (uint64_t)(int64_t)(v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v
+                                                                          : INT32_MIN);
+    }
+}
+
+/* Element i of an integer run of dtype dt set to the low bits of v (wraps to the type). */
+static inline void cpu_store_int_bits(og_dtype dt, void *p, int64_t i, uint64_t v) {
+    switch (dtype_size(dt)) {
+    case 1: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case 2: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case 4: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)p)[i] = v; break;
+    }
 }
 
 /* Reads a scalar or 1-element integer input (axis, k) as int64. */

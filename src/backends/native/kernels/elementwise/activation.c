@@ -2,6 +2,7 @@
  * exponential units Elu Selu Celu, Softsign ThresholdedRelu Mish, and Shrink. */
 #include "backends/native/kernels/cast/cast.h"
 #include "backends/native/kernels/elementwise/elementwise.h"
+#include "backends/native/kernels/kernel_util.h"
 
 #include "base/vmath.h"
 
@@ -26,8 +27,9 @@ MK_UNARY_FLOAT(a_gelu_tanh, (R)0.5 * v *
 MK_UNARY_FLOAT(a_elu, v < 0 ? (R)op->alpha * expm1(v) : v)
 /* beta is gamma */
 MK_UNARY_FLOAT(a_selu, v <= 0 ? (R)op->beta * ((R)op->alpha * expm1(v)) : (R)op->beta * v)
-MK_UNARY_FLOAT(a_celu, (v > 0 ? v : (R)0) +
-                           fmin((R)0, (R)op->alpha * expm1(v / (R)op->alpha)))
+/* max(0, x) + min(0, alpha * expm1(x / alpha)) with one term zero on each side, so
+ * one branch: a NaN stays NaN (fmin(0, NaN) is 0) and -0 stays -0, as the reference. */
+MK_UNARY_FLOAT(a_celu, v > 0 ? v : (R)op->alpha * expm1(v / (R)op->alpha))
 MK_UNARY_FLOAT(a_softsign, v / ((R)1 + fabs(v)))
 MK_UNARY_FLOAT(a_thresholded_relu, v > (R)op->alpha ? v : (R)0)
 /* x * tanh(softplus(x)), softplus without overflow as above */
@@ -168,8 +170,11 @@ og_status *cpu_celu(kernel_ctx *ctx) {
     return with_attrs(ctx, MK_UNARY_OP(a_celu, EW_GRAIN_HEAVY), "alpha", 1.0f, NULL, 0);
 }
 
-/* Shrink on integers computes as the reference, np.where(...).astype(x.dtype): the float
- * attributes promote to double, the result is truncated back (Cast's rules). */
+/* Shrink on integers computes as the reference, np.where(...).astype(x.dtype): x and the
+ * float attributes promote to double (numpy's weak Python floats), and the result goes
+ * back as numpy's astype does (cpu_f2int_numpy): int64 2^63 - 2 minus 0.7 is 2^63 in
+ * double, whose int64 is INT64_MIN, not INT64_MAX (saturation); int32 INT32_MIN plus
+ * -3 is INT32_MIN, not INT32_MAX - 2 (wraparound). */
 typedef struct shrink_param {
     og_dtype dt;
     double lambd, bias;
@@ -181,7 +186,7 @@ static void shrink_int(char *const *p, const int64_t *s, int64_t n, const void *
     for (int64_t i = 0; i < n; i++) {
         double v = cpu_math_load_f64(sp->dt, p[1], i);
         double r = v < -sp->lambd ? v + sp->bias : v > sp->lambd ? v - sp->bias : 0;
-        cpu_math_store_f64(sp->dt, p[0], i, r);
+        cpu_store_int_bits(sp->dt, p[0], i, cpu_f2int_numpy(r, sp->dt));
     }
 }
 

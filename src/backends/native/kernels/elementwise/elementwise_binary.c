@@ -232,14 +232,32 @@ og_status *cpu_mod(kernel_ctx *ctx) {
  *    (u_pow); a negative exponent is an error, as numpy refuses integers to negative
  *    integer powers;
  *  - an integer base with a float exponent, or a signed base with a uint64 exponent
- *    (numpy promotes that pair to float64), is raised in double and converted back as
- *    numpy's astype does (cpu_f2i_numpy). */
-enum { POW_FLOAT, POW_INT, POW_INT_VIA_DOUBLE };
+ *    (numpy promotes that pair to float64), is raised in the float type numpy promotes
+ *    the pair to (pow_compute_type) and converted back as numpy's astype does
+ *    (cpu_f2int_numpy): int8 ** float32 is a float32 power, so 7 ** 11.0 is 1977326720,
+ *    not 1977326743, and its int8 is -128. */
+enum { POW_FLOAT, POW_INT, POW_INT_VIA_FLOAT };
 
 typedef struct pow_mixed {
-    og_dtype da, db;
+    og_dtype da, db, ct; /* base, exponent, the float type an integer base is raised in */
     int mode;
 } pow_mixed;
+
+/* numpy's result type of an integer base (8 or 16 bits: float16/bfloat16/float32; wider:
+ * float64) with a float exponent e; float64 for a uint64 exponent. A float16 or bfloat16
+ * power is computed in float32 and rounded, as numpy's and ml_dtypes' loops do. */
+static og_dtype pow_compute_type(og_dtype base, og_dtype e) {
+    if (!mk_is_float(e) || e == OG_FLOAT64 || dtype_size(base) > 2) return OG_FLOAT64;
+    return dtype_size(base) == 1 && e != OG_FLOAT32 ? e : OG_FLOAT32;
+}
+
+static double pow_in(og_dtype ct, double a, double b) {
+    if (ct == OG_FLOAT64) return pow(a, b);
+    float f = powf((float)a, (float)b);
+    if (ct == OG_FLOAT16) f = f16_to_f32(f32_to_f16(f));
+    if (ct == OG_BFLOAT16) f = bf16_to_f32(f32_to_bf16(f));
+    return f;
+}
 
 static bool pow_signed(og_dtype dt) {
     return dt == OG_INT8 || dt == OG_INT16 || dt == OG_INT32 || dt == OG_INT64;
@@ -259,27 +277,18 @@ static uint64_t pow_ld_int(og_dtype dt, const char *p, int64_t i) {
     }
 }
 
-static void pow_st_int(og_dtype dt, char *p, int64_t i, uint64_t v) {
-    switch (dtype_size(dt)) {
-    case 1: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case 2: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case 4: ((uint32_t *)p)[i] = (uint32_t)v; break;
-    default: ((uint64_t *)p)[i] = v; break;
-    }
-}
-
 static void pow_mixed_loop(char *const *p, const int64_t *s, int64_t n, const void *param) {
     const pow_mixed *m = param;
     for (int64_t i = 0; i < n; i++) {
         if (m->mode == POW_INT) {
             uint64_t a = pow_ld_int(m->da, p[1], i * s[1]), e = pow_ld_int(m->db, p[2], i * s[2]);
-            pow_st_int(m->da, p[0], i, u_pow(a, e));
+            cpu_store_int_bits(m->da, p[0], i, u_pow(a, e));
             continue;
         }
-        double v = pow(cpu_math_load_f64(m->da, p[1], i * s[1]),
-                       cpu_math_load_f64(m->db, p[2], i * s[2]));
-        if (m->mode == POW_FLOAT) cpu_math_store_f64(m->da, p[0], i, v);
-        else pow_st_int(m->da, p[0], i, (uint64_t)cpu_f2i_numpy(v, og_dtype_bits(m->da)));
+        double a = cpu_math_load_f64(m->da, p[1], i * s[1]),
+               b = cpu_math_load_f64(m->db, p[2], i * s[2]);
+        if (m->mode == POW_FLOAT) cpu_math_store_f64(m->da, p[0], i, pow(a, b));
+        else cpu_store_int_bits(m->da, p[0], i, cpu_f2int_numpy(pow_in(m->ct, a, b), m->da));
     }
 }
 
@@ -304,10 +313,11 @@ og_status *cpu_pow(kernel_ctx *ctx) {
     for (int k = 0; k < 2; k++)
         if (!cpu_binary_loop(BIN_POW, in[k]->dtype))
             return kernel_unsupported_dtype(ctx, k, in[k]->dtype);
-    pow_mixed m = {in[0]->dtype, in[1]->dtype, POW_FLOAT};
+    pow_mixed m = {in[0]->dtype, in[1]->dtype, pow_compute_type(in[0]->dtype, in[1]->dtype),
+                   POW_FLOAT};
     if (!mk_is_float(m.da)) {
         bool int_exp = !mk_is_float(m.db) && !(pow_signed(m.da) && m.db == OG_UINT64);
-        m.mode = int_exp ? POW_INT : POW_INT_VIA_DOUBLE;
+        m.mode = int_exp ? POW_INT : POW_INT_VIA_FLOAT;
         if (int_exp) OG_TRY(pow_check_exponent(ctx, in[1]));
     }
     if (m.da == m.db) return binary(ctx, BIN_POW);

@@ -147,8 +147,10 @@ og_status *cpu_trilu(kernel_ctx *ctx) {
     return NULL;
 }
 
-/* Non-zero test on raw bytes; for floats -0.0 counts as zero. */
+/* Non-zero test on raw bytes; for floats -0.0 counts as zero, NaN as non-zero; a string
+ * is non-zero when it is not empty (numpy's truth of a str, as in the reference). */
 static bool elem_nonzero(const char *p, size_t es, og_dtype dt) {
+    if (dt == OG_STRING) return ((const og_string *)(const void *)p)->size != 0;
     bool is_f = dt == OG_FLOAT32 || dt == OG_FLOAT64 || dt == OG_FLOAT16 || dt == OG_BFLOAT16;
     uint64_t v = 0;
     memcpy(&v, p, es < 8 ? es : 8); /* little-endian */
@@ -160,7 +162,7 @@ og_status *cpu_nonzero(kernel_ctx *ctx) {
     const tensor *x;
     size_t es;
     OG_TRY(layout_data(ctx, 1, &x, &es));
-    if (es > 8) return kernel_unsupported_dtype(ctx, 0, x->dtype);
+    if (es > 8 && x->dtype != OG_STRING) return kernel_unsupported_dtype(ctx, 0, x->dtype);
     int64_t n = tensor_count(x), nnz = 0;
     const char *p = x->data;
     for (int64_t i = 0; i < n; i++) nnz += elem_nonzero(p + (size_t)i * es, es, x->dtype);

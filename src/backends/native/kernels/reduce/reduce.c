@@ -5,7 +5,8 @@
  * walk of the innermost reduced dimensions) from its own base offset (from the kept
  * dimensions). That is one code path for any set of axes, parallel over outputs, and
  * one contiguous run when the reduced axes are the trailing ones. Floats accumulate in
- * double; integers as numpy does (see RED_INT_FN). */
+ * double, but for SumSquare and L2, whose squares of float32/float16/bfloat16 elements
+ * are float32 arithmetic (see RED_FN); integers as numpy does (see RED_INT_FN). */
 #include "backends/native/kernels/reduce/reduce.h"
 
 #include "base/half.h"
@@ -49,8 +50,13 @@ typedef struct red_job {
         }                                                                                \
     }
 
-/* One reduction loop per float type, accumulating in double. */
-#define RED_FN(NAME, T, IN, OUT)                                                         \
+/* One reduction loop per float type, accumulating in double; SumSquare and L2 square
+ * and sum in SQ, float for the float32-computed types: a float32 square overflows to inf
+ * (ReduceL2 of 1e20 is inf) and rounds into the subnormals or to 0 as numpy's and
+ * onnxruntime's float32 arithmetic does, where a double one kept digits that they do
+ * not have (ReduceSumSquare of 1e-20 and 3e-22 was 1.00090545e-40, their 1.00089144e-40;
+ * ReduceL2 of 1e-39 was 1e-39, theirs 0). */
+#define RED_FN(NAME, T, IN, OUT, SQ)                                                     \
     static void NAME(void *arg, int64_t b, int64_t e) {                                  \
         const red_job *j = arg;                                                          \
         const T *x = j->x;                                                               \
@@ -82,11 +88,14 @@ typedef struct red_job {
             case R_L1:                                                                   \
                 RED_EACH(T, acc += fabs(IN(E_));)                                        \
                 break;                                                                   \
-            default: /* L2, SUMSQ */                                                     \
+            default: { /* L2, SUMSQ */                                                   \
+                SQ sq = 0;                                                               \
                 RED_EACH(T, {                                                            \
-                    double v = IN(E_);                                                   \
-                    acc += v * v;                                                        \
+                    SQ v = IN(E_);                                                       \
+                    sq += v * v;                                                         \
                 })                                                                       \
+                acc = sq;                                                                \
+            }                                                                            \
             }                                                                            \
             if (j->op == R_MEAN) acc /= (double)n;                                       \
             if (j->op == R_L2) acc = sqrt(acc);                                          \
@@ -96,10 +105,10 @@ typedef struct red_job {
         }                                                                                \
     }
 
-RED_FN(red_f32, float, ID, (float))
-RED_FN(red_f64, double, ID, ID)
-RED_FN(red_f16, uint16_t, F16IN, F16OUT)
-RED_FN(red_bf16, uint16_t, BF16IN, BF16OUT)
+RED_FN(red_f32, float, ID, (float), float)
+RED_FN(red_f64, double, ID, ID, double)
+RED_FN(red_f16, uint16_t, F16IN, F16OUT, float)
+RED_FN(red_bf16, uint16_t, BF16IN, BF16OUT, float)
 
 /* v (within the range of the element type) truncated toward zero, as its bits. */
 static inline uint64_t red_trunc(double v, bool is_signed) {
@@ -112,7 +121,7 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
  * no undefined behaviour), the sums of L1/SumSquare/L2 terms wrapped to 64 bits; Mean
  * truncates the wrapped sum divided by n; L2 takes the square root of the 64-bit sum
  * (signed for signed types); LogSum and LogSumExp go through double. */
-#define RED_INT_FN(NAME, T, SIGNED, NEG)                                                 \
+#define RED_INT_FN(NAME, T, DT, SIGNED, NEG)                                                 \
     static void NAME(void *arg, int64_t b, int64_t e) {                                  \
         const red_job *j = arg;                                                          \
         const T *x = j->x;                                                               \
@@ -150,7 +159,7 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
                 RED_EACH(T, acc += (uint64_t)(T)((uint64_t)E_ * (uint64_t)E_);)          \
                 if (j->op == R_SUMSQ) break;                                             \
                 d = sqrt(SIGNED ? (double)(int64_t)acc : (double)acc);                   \
-                acc = (uint64_t)cpu_f2i_numpy(d, 8 * (int)sizeof(T));                    \
+                acc = cpu_f2int_numpy(d, DT);                                             \
                 break;                                                                   \
             default: /* LogSum, LogSumExp */                                             \
                 m = (double)p[j->roff[0]];                                               \
@@ -162,14 +171,14 @@ static inline uint64_t red_trunc(double v, bool is_signed) {
             y[o] = (T)acc;                                                               \
         }                                                                                \
     }
-RED_INT_FN(red_i8, int8_t, 1, S_NEG)
-RED_INT_FN(red_u8, uint8_t, 0, U_NEG)
-RED_INT_FN(red_i16, int16_t, 1, S_NEG)
-RED_INT_FN(red_u16, uint16_t, 0, U_NEG)
-RED_INT_FN(red_i32, int32_t, 1, S_NEG)
-RED_INT_FN(red_u32, uint32_t, 0, U_NEG)
-RED_INT_FN(red_i64, int64_t, 1, S_NEG)
-RED_INT_FN(red_u64, uint64_t, 0, U_NEG)
+RED_INT_FN(red_i8, int8_t, OG_INT8, 1, S_NEG)
+RED_INT_FN(red_u8, uint8_t, OG_UINT8, 0, U_NEG)
+RED_INT_FN(red_i16, int16_t, OG_INT16, 1, S_NEG)
+RED_INT_FN(red_u16, uint16_t, OG_UINT16, 0, U_NEG)
+RED_INT_FN(red_i32, int32_t, OG_INT32, 1, S_NEG)
+RED_INT_FN(red_u32, uint32_t, OG_UINT32, 0, U_NEG)
+RED_INT_FN(red_i64, int64_t, OG_INT64, 1, S_NEG)
+RED_INT_FN(red_u64, uint64_t, OG_UINT64, 0, U_NEG)
 
 static const struct {
     og_dtype dt;
@@ -181,26 +190,32 @@ static const struct {
     {OG_INT64, red_i64}, {OG_UINT64, red_u64},
 };
 
-/* The value of a reduction over no elements. */
-static double red_identity(int op, og_dtype dt) {
-    bool is_max = op == R_MAX;
+/* The value of a float reduction over no elements. */
+static double red_identity(int op) {
     switch (op) {
     case R_PROD: return 1;
     case R_MEAN: return NAN;
     case R_LOGSUM: case R_LSE: return -INFINITY;
-    case R_MAX: case R_MIN:
-        switch (dt) {
-        case OG_BOOL: return is_max ? 0 : 1;
-        case OG_INT8: return is_max ? INT8_MIN : INT8_MAX;
-        case OG_UINT8: return is_max ? 0 : UINT8_MAX;
-        case OG_INT16: return is_max ? INT16_MIN : INT16_MAX;
-        case OG_UINT16: return is_max ? 0 : UINT16_MAX;
-        case OG_INT32: return is_max ? INT32_MIN : INT32_MAX;
-        case OG_UINT32: return is_max ? 0 : UINT32_MAX;
-        case OG_INT64: return is_max ? (double)INT64_MIN : 9.2233720368547748e18;
-        case OG_UINT64: return is_max ? 0 : 1.8446744073709550e19;
-        default: return is_max ? -INFINITY : INFINITY;
-        }
+    case R_MAX: return -INFINITY;
+    case R_MIN: return INFINITY;
+    default: return 0;
+    }
+}
+
+/* The same for an integer type, as its bits: Max of nothing is the type's least value,
+ * Min its greatest (exact: INT64_MAX through double was 2^63 - 1024), and a NaN or -inf
+ * (Mean, LogSum) is what numpy's conversion makes of it, as the reference's astype. */
+static uint64_t red_int_identity(int op, og_dtype dt) {
+    int bits = 8 * (int)dtype_size(dt);
+    bool is_signed = dt == OG_INT8 || dt == OG_INT16 || dt == OG_INT32 || dt == OG_INT64;
+    uint64_t umax = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+    uint64_t least = is_signed ? ~(umax >> 1) : 0, greatest = is_signed ? umax >> 1 : umax;
+    if (dt == OG_BOOL) least = 0, greatest = 1;
+    switch (op) {
+    case R_MAX: return least;
+    case R_MIN: return greatest;
+    case R_PROD: return 1;
+    case R_MEAN: case R_LOGSUM: case R_LSE: return cpu_f2int_numpy(red_identity(op), dt);
     default: return 0;
     }
 }
@@ -262,10 +277,15 @@ static og_status *reduce_run(kernel_ctx *ctx, int op, int input_since) {
     OG_TRY(kernel_output(ctx, 0, x->dtype, orank, odims, &y));
     int64_t nout = tensor_count(y);
     if (nout == 0) return NULL;
+    if (j.nred == 0 && !cpu_is_float(x->dtype)) {
+        uint64_t id = red_int_identity(op, x->dtype);
+        for (int64_t i = 0; i < nout; i++) cpu_store_int_bits(x->dtype, y->data, i, id);
+        return NULL;
+    }
     if (j.nred == 0) {
         double *v;
         OG_TRY(kernel_scratch(ctx, (size_t)nout * sizeof(double), (void **)&v));
-        double id = red_identity(op, x->dtype);
+        double id = red_identity(op);
         for (int64_t i = 0; i < nout; i++) v[i] = id;
         cpu_store_f64(y, v);
         return NULL;
