@@ -216,6 +216,26 @@ def transpose_perm_floats():
                       [vi("y", shape=(3, 2))])
 
 
+def leaky_relu(name, *attrs):
+    """LeakyRelu 'lr' over x [3] with the given AttributeProtos, as written."""
+    n = h.make_node("LeakyRelu", ["x"], ["y"], name="lr")
+    n.attribute.extend(attrs)
+    return save_graph(name + ".onnx", [n], [vi("x")], [vi("y")])
+
+
+def typeless(name, value):
+    a = h.make_attribute(name, value)
+    a.type = onnx.AttributeProto.UNDEFINED  # the value's field is still there
+    return a
+
+
+def attr_row(name, words, *attrs):
+    """What onnxruntime refuses when the model loads (tools/gen_attr_schemas.py)."""
+    return (name, "", 1, words,
+            lambda: infer_args(leaky_relu(name, *attrs),
+                               ("x", tensor_file("x3.pb", np.arange(3, dtype=np.float32)))))
+
+
 def huge_tensor():
     shape = h.make_node("Constant", [], ["s"], value=h.make_tensor("v", T.INT64, [2], [1 << 20, 1 << 20]))
     cos = h.make_node("ConstantOfShape", ["s"], ["big"], name="huge",
@@ -435,6 +455,14 @@ ROWS = [
     ("attr_perm_floats", "", 1, ["node 'tr' (Transpose): attribute 'perm' is floats, expected ints"],
      lambda: infer_args(transpose_perm_floats(),
                         ("x", tensor_file("x23.pb", np.zeros((2, 3), np.float32))))),
+    attr_row("attr_alpha_int", ["attr_alpha_int.onnx: node 'lr' (LeakyRelu): attribute 'alpha' "
+                                "is an int, expected a float"], h.make_attribute("alpha", 2)),
+    attr_row("attr_unknown", ["node 'lr' (LeakyRelu): unknown attribute 'beta' (LeakyRelu at opset 17 "
+                              "has attributes alpha)"], h.make_attribute("beta", 0.5)),
+    attr_row("attr_repeated", ["node 'lr' (LeakyRelu): attribute 'alpha' is given more than once"],
+             h.make_attribute("alpha", 0.5), h.make_attribute("alpha", 0.25)),
+    attr_row("attr_typeless", ["node 'lr' (LeakyRelu): attribute 'alpha' has no type"],
+             typeless("alpha", 0.5)),
     ("oom_4tib_tensor", "", 1, ["node 'huge' (ConstantOfShape): out of memory for output 0 ('big', "
                                 "float32 [1048576,1048576], 4398046511104 bytes)"],
      lambda: infer_args(huge_tensor())),
