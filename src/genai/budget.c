@@ -168,6 +168,12 @@ og_status *gen_check_search_options(const og_generator_params *p) {
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: min_length %d and "
                          "no_repeat_ngram_size %d must be >= 0", p->min_length,
                          p->no_repeat_ngram_size);
+    /* onnxruntime-genai accepts it and runs to max_length with EOS never allowed, a
+     * length limit that contradicts itself; config.c refuses the same in search. */
+    if (p->max_length > 0 && p->min_length > p->max_length)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: min_length %d is greater than "
+                         "max_length %d; EOS could never end the sequence, so expected "
+                         "min_length <= max_length", p->min_length, p->max_length);
     return NULL;
 }
 

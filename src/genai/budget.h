@@ -67,7 +67,8 @@ og_status *gen_budget_check(const og_model *m, const og_generator_params *p, boo
 
 /* The search options that have no meaning, whether in use or not: NaN or negative
  * temperature, top_p outside [0, 1], negative top_k, repetition_penalty <= 0, a
- * non-finite length_penalty, more return sequences than beams, sampling with beams. */
+ * non-finite length_penalty, more return sequences than beams, sampling with beams,
+ * min_length above max_length (when max_length is set, > 0). */
 og_status *gen_check_search_options(const og_generator_params *p);
 
 /* Bytes of memory this process may still allocate (an estimate; SIZE_MAX if unknown). */

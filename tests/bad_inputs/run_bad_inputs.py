@@ -506,6 +506,8 @@ ROWS = [
                                       "the search would take an estimated", "lower num_beams"],
      lambda: ["generate", stories(), "-p", "Once upon a time", "--num-beams", "1024",
               "--max-length", "512"]),
+    ("opt_min_above_max", "gpt2", 1, ["min_length 20 is greater than max_length 10"],
+     lambda: gen(GPT2, "--ids", "1", "--min-length", "20", "--max-length", "10")),
     ("opt_return_without_beams", "gpt2", 1, ["num_return_sequences 5 must be in [1, num_beams 1]",
                                              "needs beam search"],
      lambda: gen(GPT2, *IDS, "--num-return-sequences", "5")),

@@ -113,6 +113,8 @@ TEST(generator_refuses_unbounded_or_meaningless_options) {
     expect_refusal(m, p, "repetition_penalty is 0, expected a finite number > 0");
     p = d, p.length_penalty = INFINITY;
     expect_refusal(m, p, "length_penalty is inf");
+    p = d, p.min_length = 20, p.max_length = 10;
+    expect_refusal(m, p, "min_length 20 is greater than max_length 10");
     p = d, p.max_length = 100000;
     expect_refusal(m, p, "max_length 100000 exceeds the model's context_length 512");
     og_model_close(m);
