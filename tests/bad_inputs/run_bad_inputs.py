@@ -236,6 +236,22 @@ def attr_row(name, words, *attrs):
                                ("x", tensor_file("x3.pb", np.arange(3, dtype=np.float32)))))
 
 
+def gqa_total_length_graph():
+    """GroupQueryAttention decoding one token over a past of 3 rows while
+    total_sequence_length says 6 (the mask's width): onnxruntime refuses it."""
+    feeds = {"q": np.zeros((1, 1, 16), np.float32), "k": np.zeros((1, 1, 16), np.float32),
+             "v": np.zeros((1, 1, 16), np.float32), "pk": np.zeros((1, 2, 3, 8), np.float32),
+             "pv": np.zeros((1, 2, 3, 8), np.float32), "seqlens_k": np.array([3], np.int32),
+             "total_sequence_length": np.array(6, np.int32)}
+    node = h.make_node("GroupQueryAttention", list(feeds), ["y"], name="attn",
+                       domain="com.microsoft", num_heads=2, kv_num_heads=2)
+    vis = [vi(i, T.INT32 if a.dtype == np.int32 else T.FLOAT, ["%s_%d" % (i, d) for d in range(a.ndim)])
+           for i, a in feeds.items()]
+    g = save_graph("gqa_total_length.onnx", [node], vis, [vi("y", shape=["b", "s", "h"])],
+                   opsets=(("", 17), ("com.microsoft", 1)))
+    return infer_args(g, *[(i, tensor_file("gqa_tl_%s.pb" % i, a, i)) for i, a in feeds.items()])
+
+
 def huge_tensor():
     shape = h.make_node("Constant", [], ["s"], value=h.make_tensor("v", T.INT64, [2], [1 << 20, 1 << 20]))
     cos = h.make_node("ConstantOfShape", ["s"], ["big"], name="huge",
@@ -485,6 +501,11 @@ ROWS = [
      lambda: past_kv_graph("past_kv_gqa", "GroupQueryAttention",
                            ["q", "k", "v", "pk", "pv", "seqlens_k", "total_sequence_length"],
                            {"num_heads": 2, "kv_num_heads": 2}, (1, 2, 4, 4), (1, 2, 4, 3), 17)),
+
+    ("past_kv_gqa_total_length", "", 1, ["node 'attn' (GroupQueryAttention)", "total_sequence_length 6 "
+                                         "disagrees with the past: past_key has 3 rows and 1 are new, "
+                                         "so it must be 4 (a growing cache) or at most 3"],
+     gqa_total_length_graph),
 
     # -- tokenizer.json --
     tokenizer_row("tok_malformed", ["tokenizer.json: malformed JSON"], b'{"model": {'),
