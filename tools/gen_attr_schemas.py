@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes src/backends/native/attr_schemas.c: every operator schema's attributes (name,
-type) for the domains the native backend runs, as onnxruntime checks them when it loads a
+type, required) for the domains the native backend runs, as onnxruntime checks them when it loads a
 model (attr_check.c refuses the same nodes):
 
   - the default domain, every version, from the onnx package
@@ -30,12 +30,13 @@ def attr_type(t):
 
 
 def collect():
-    """{(domain, op, since): {attribute: type}} and {domain: highest version known}."""
+    """{(domain, op, since): {attribute: (type, required)}} and {domain: highest version
+    known}."""
     rows, top = {}, {}
     for s in onnx.defs.get_all_schemas_with_history():
         if s.domain in DOMAINS:
             rows[(s.domain, s.name, s.since_version)] = {
-                a: attr_type(x.type) for a, x in s.attributes.items()}
+                a: (attr_type(x.type), bool(x.required)) for a, x in s.attributes.items()}
     top[""] = onnx.defs.onnx_opset_version()
     for s in ort_c.get_all_operator_schema():
         if s.domain not in DOMAINS:
@@ -43,7 +44,7 @@ def collect():
         key = (s.domain, s.name, s.since_version)
         if s.domain == "" and key in rows:
             continue  # the onnx package's own schema, newer than onnxruntime's copy maybe
-        rows[key] = {a: attr_type(x.type) for a, x in s.attributes.items()}
+        rows[key] = {a: (attr_type(x.type), bool(x.required)) for a, x in s.attributes.items()}
         top[s.domain] = max(top.get(s.domain, 0), s.since_version)
     return rows, top
 
@@ -70,7 +71,8 @@ def main():
               " * edit. Regenerate with\n"
               " *   python3 tools/gen_attr_schemas.py > src/backends/native/attr_schemas.c\n"
               " * Every operator schema of the default and com.microsoft domains, with its\n"
-              " * attributes' names and types, sorted by (domain, op, since_version). */\n"
+              " * attributes' names, types and whether they are required, sorted by (domain,\n"
+              " * op, since_version). */\n"
               % (onnx.__version__, onnxruntime.__version__))
     out.write('#include "backends/native/attr_schemas.h"\n\n')
     out.write("const attr_schema_domain attr_schema_domains[] = {\n")
@@ -78,8 +80,8 @@ def main():
         out.write('    {"%s", %d},\n' % (d, top[d]))
     out.write("    {0},\n};\n\n")
     out.write("static const attr_schema_attr A[] = {\n")
-    for name, t in attrs:
-        out.write('    {"%s", %s},\n' % (name, TYPE_NAMES[t]))
+    for name, (t, required) in attrs:
+        out.write('    {"%s", %s, %d},\n' % (name, TYPE_NAMES[t], required))
     out.write("};\n\n")
     out.write("const attr_schema attr_schemas[] = {\n")
     for k, (at, n) in zip(keys, list_at):

@@ -479,6 +479,10 @@ ROWS = [
              h.make_attribute("alpha", 0.5), h.make_attribute("alpha", 0.25)),
     attr_row("attr_typeless", ["node 'lr' (LeakyRelu): attribute 'alpha' has no type"],
              typeless("alpha", 0.5)),
+    ("attr_required_missing", "", 1, ["node 'c' (Cast): required attribute 'to' (an int) is missing"],
+     lambda: infer_args(save_graph("cast_no_to.onnx", [h.make_node("Cast", ["x"], ["y"], name="c")],
+                                   [vi("x")], [vi("y")]),
+                        ("x", tensor_file("x3.pb", np.arange(3, dtype=np.float32))))),
     ("oom_4tib_tensor", "", 1, ["node 'huge' (ConstantOfShape): out of memory for output 0 ('big', "
                                 "float32 [1048576,1048576], 4398046511104 bytes)"],
      lambda: infer_args(huge_tensor())),

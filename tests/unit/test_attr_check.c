@@ -45,6 +45,9 @@ TEST(attr_check_refuses_what_onnxruntime_refuses) {
               "unknown attribute 'beta' (LeakyRelu at opset 17 has attributes alpha)");
     attrs[1].name = "__beta"; /* onnx keeps these names for internal use */
     CHECK(attr_check_node(&n, "m.onnx") == NULL);
+    graph_node cast = {.name = "c", .op_type = "Cast", .domain = "", .opset = 17};
+    CHECK_ERR(attr_check_node(&cast, "m.onnx"), OG_ERR_INVALID_MODEL,
+              "node 'c' (Cast): required attribute 'to' (an int) is missing");
     n.op_type = "Frobnicate"; /* no schema: left to its kernel */
     attrs[1].name = "beta";
     CHECK(attr_check_node(&n, "m.onnx") == NULL);

@@ -1,6 +1,6 @@
 /* Attributes checked against the operator's schema when a session opens, as onnxruntime
- * checks them when it loads a model: an attribute the schema does not name, or one of
- * another type, is an error naming the node. (Duplicate and typeless attributes are the
+ * checks them when it loads a model: an attribute the schema does not name, one of
+ * another type, or a required one missing is an error naming the node. (Duplicate and typeless attributes are the
  * loader's: they are wrong whatever the op.) The look-ups of kernels would otherwise take
  * LeakyRelu's alpha given as an int at its value, and ignore a misspelt attribute. */
 #include "backends/native/attr_schemas.h"
@@ -69,6 +69,13 @@ og_status *attr_check_node(const graph_node *n, const char *label) {
             return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: attribute '%s' is %s, expected %s",
                              label, graph_node_label(n, lab, sizeof lab), a->name,
                              graph_attr_type_name(a->type), graph_attr_type_name(want->type));
+    }
+    for (int j = 0; j < s->n_attrs; j++) {
+        if (!s->attrs[j].required || graph_attr_find(n, s->attrs[j].name)) continue;
+        char lab[256];
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: required attribute '%s' (%s) is "
+                         "missing", label, graph_node_label(n, lab, sizeof lab), s->attrs[j].name,
+                         graph_attr_type_name(s->attrs[j].type));
     }
     return NULL;
 }

@@ -6,9 +6,12 @@
 
 #include "graph/graph.h"
 
+#include <stdbool.h>
+
 typedef struct attr_schema_attr {
     const char *name;
     attr_type type;
+    bool required; /* a node without it is refused */
 } attr_schema_attr;
 
 /* One schema: an op of a domain from version `since` until the next row of the same op. */
@@ -36,8 +39,8 @@ extern const int attr_n_schemas;
 const attr_schema *attr_schema_find(const graph_node *n);
 
 /* OG_ERR_INVALID_MODEL "<label>: node 'x' (Op): attribute ..." when an attribute of n is
- * unknown to its schema or of another type than the schema's; NULL when it follows its
- * schema or has none. Names beginning "__" are not checked (onnx keeps them for
+ * unknown to its schema or of another type than the schema's, or a required one is
+ * missing; NULL when it follows its schema or has none. Names beginning "__" are not checked (onnx keeps them for
  * internal use, and onnxruntime accepts them). */
 og_status *attr_check_node(const graph_node *n, const char *label);
 
