@@ -54,7 +54,7 @@ static double weight_count(const og_model *m) {
  * (twice for gpt2's pair) in one buffer when past and present share it, else two; a
  * fixed-size entry (a state, a window-sized KV cache) holds rows x row_bytes, twice. */
 static void cache_estimate(const og_model *m, double rows, double L, bool share_kv,
-                           bool beams, gen_budget *b) {
+                           bool beams, gen_budget *b, double *copied_per_pos) {
     double q_heads = m->cfg->model.decoder.num_attention_heads;
     for (int i = 0; i < m->n_cache; i++) {
         const gen_cache *c = &m->cache[i];
@@ -62,8 +62,8 @@ static void cache_estimate(const og_model *m, double rows, double L, bool share_
             b->kv_bytes += 2 * rows * (double)c->row_bytes;
             if (beams) b->copy_bytes += L * rows * (double)c->row_bytes;
             if (c->window && strcmp(c->what, "value") != 0) /* scores over the window */
-                b->model_flops += rows * 4.0 * (q_heads > 0 ? q_heads : c->heads) * c->head_size *
-                                  L * (double)c->window;
+                b->attn_flops += rows * 4.0 * (q_heads > 0 ? q_heads : c->heads) * c->head_size *
+                                 L * (double)c->window;
             continue;
         }
         bool pair = !strcmp(c->what, "kv");
@@ -73,11 +73,24 @@ static void cache_estimate(const og_model *m, double rows, double L, bool share_
         b->kv_bytes += (one_buffer ? 1 : 2) * rows * L * per_pos;
         double all_steps = rows * per_pos * L * (L + 1) / 2;
         if (beams) b->copy_bytes += all_steps; /* each step gathers the surviving beams' rows */
-        if (!one_buffer) b->model_copy_bytes += all_steps; /* attention: past -> present */
+        if (!one_buffer) {
+            b->model_copy_bytes += all_steps; /* attention: past -> present */
+            *copied_per_pos += 2 * rows * per_pos; /* read from one buffer, written to another */
+        }
         if (strcmp(c->what, "value") != 0) /* scores and weighted values, once per layer */
-            b->model_flops += rows * 4.0 * (q_heads > 0 ? q_heads : c->heads) * c->head_size *
-                              L * (L + 1) / 2;
+            b->attn_flops += rows * 4.0 * (q_heads > 0 ? q_heads : c->heads) * c->head_size *
+                             L * (L + 1) / 2;
     }
+}
+
+/* Seconds to copy `bytes` that grow with the step as KV caches do (step s copies
+ * bytes/(L(L+1)/2) x s), where step s's copies touch footprint_per_pos x s bytes: at the
+ * cache's rate while that fits in GEN_COPY_CACHE_BYTES, at memory's beyond. */
+static double copy_seconds(double bytes, double footprint_per_pos, double L) {
+    double fit = footprint_per_pos > 0 ? GEN_COPY_CACHE_BYTES / footprint_per_pos : L;
+    if (fit > L) fit = L;
+    double fast = bytes * (fit * (fit + 1)) / (L * (L + 1));
+    return fast / GEN_RATE_COPY_BYTES + (bytes - fast) / GEN_RATE_COPY_MEM_BYTES;
 }
 
 void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool share_kv,
@@ -86,7 +99,8 @@ void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool s
     double B = p->batch_size, K = p->num_beams, rows = B * K, L = p->max_length;
     double V = m->vocab_size;
     b->rows = rows;
-    cache_estimate(m, rows, L, share_kv, K > 1, b);
+    double footprint = 0; /* bytes a step's cache copies touch, per position */
+    cache_estimate(m, rows, L, share_kv, K > 1, b, &footprint);
     /* generator.c: tokens (4), int64 and int32 ids, masks and positions (x3 for mRoPE)
      * per position; logits, step logits and sampling scratch per row; beam: candidates
      * (8 bytes each), hypotheses and final sequences. */
@@ -96,7 +110,7 @@ void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool s
                           rows * L * 4;
         b->copy_bytes += L * rows * L * 4; /* sequences reordered per step */
     }
-    b->model_flops += rows * 2.0 * weight_count(m) * L;
+    b->model_flops = rows * 2.0 * weight_count(m) * L + b->attn_flops;
 
     /* per step and row: float copy, penalties, argmax or log-softmax (a few passes) */
     double per_step = rows * V * 5;
@@ -112,8 +126,9 @@ void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool s
         b->copy_bytes += b->model_copy_bytes;
         b->model_copy_bytes = 0;
     }
-    b->model_s = b->model_flops / GEN_RATE_MODEL_FLOPS + b->model_copy_bytes / GEN_RATE_COPY_BYTES;
-    b->search_s = b->search_ops / GEN_RATE_SEARCH_OPS + b->copy_bytes / GEN_RATE_COPY_BYTES;
+    b->model_s = (b->model_flops - b->attn_flops) / GEN_RATE_MODEL_FLOPS +
+                 b->attn_flops / GEN_RATE_ATTN_FLOPS + copy_seconds(b->model_copy_bytes, footprint, L);
+    b->search_s = b->search_ops / GEN_RATE_SEARCH_OPS + copy_seconds(b->copy_bytes, footprint, L);
 }
 
 bool gen_shares_kv(const og_model *m, const og_generator_params *p) {
@@ -168,6 +183,12 @@ og_status *gen_check_search_options(const og_generator_params *p) {
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: min_length %d and "
                          "no_repeat_ngram_size %d must be >= 0", p->min_length,
                          p->no_repeat_ngram_size);
+    /* onnxruntime-genai accepts it and runs to max_length with EOS never allowed, a
+     * length limit that contradicts itself; config.c refuses the same in search. */
+    if (p->max_length > 0 && p->min_length > p->max_length)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: min_length %d is greater than "
+                         "max_length %d; EOS could never end the sequence, so expected "
+                         "min_length <= max_length", p->min_length, p->max_length);
     return NULL;
 }
 

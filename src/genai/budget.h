@@ -22,13 +22,21 @@
 enum { GEN_MAX_ROWS = 4096 };
 
 /* Nominal rates that turn operation counts into seconds (messages, the time limit):
- * vectorized model arithmetic, scalar search steps (compares, moves), memory copies.
- * Orders of magnitude measured with perf on stories260K, 64 beams, max_length 256, one
- * thread (AMD EPYC, 2 vCPUs, avx512; Release -O2 -march=native): beam selection ran at
- * 3e8 steps/s and cache copies at 1.2e10 bytes/s. */
-#define GEN_RATE_MODEL_FLOPS 2e10
-#define GEN_RATE_SEARCH_OPS 5e8
-#define GEN_RATE_COPY_BYTES 5e9
+ * the model's products with its weights, its attention (scores and weighted values over
+ * the cache: small heads, far below the products' rate), scalar search steps (compares,
+ * moves), and memory copies, at the cache's rate while a step's copies fit in
+ * GEN_COPY_CACHE_BYTES and at memory's beyond. Calibrated with bench-beam-budget on
+ * stories260K (bench/bench_beam_budget.c: num_beams 4 to 256, max_length 64 to 512, one
+ * and two threads) in Release on a 2-vCPU Intel Xeon VM (avx512, 4 MiB L2, a shared L3)
+ * and split by perf: beam searches spend 50-63% in memmove (the cache's reordering and
+ * GroupQueryAttention's past -> present copy), 25-30% in attention, under 3% in the
+ * search itself. The estimate held within 2x of the measured time there. */
+#define GEN_RATE_MODEL_FLOPS 5e10
+#define GEN_RATE_ATTN_FLOPS 8e9
+#define GEN_RATE_SEARCH_OPS 1.5e9
+#define GEN_RATE_COPY_BYTES 1.2e10
+#define GEN_RATE_COPY_MEM_BYTES 6.5e9
+#define GEN_COPY_CACHE_BYTES (128.0 * 1024 * 1024)
 #define GEN_SEARCH_ALLOWANCE_S 60.0
 
 typedef struct gen_budget {
@@ -36,6 +44,8 @@ typedef struct gen_budget {
     double kv_bytes;      /* all cache buffers (KV and states) */
     double state_bytes;   /* sequences, masks, input staging, logits, beam scratch */
     double model_flops;   /* the decoder over rows x max_length positions */
+    double attn_flops;    /* the part of model_flops that attention's scores and weighted
+                           * values take (it runs at GEN_RATE_ATTN_FLOPS) */
     double model_copy_bytes; /* attention copying past into a separate present */
     double search_ops;    /* logits processing, sampling, beam selection */
     double copy_bytes;    /* beams: reordering of the cache, and the past->present copies
@@ -67,7 +77,8 @@ og_status *gen_budget_check(const og_model *m, const og_generator_params *p, boo
 
 /* The search options that have no meaning, whether in use or not: NaN or negative
  * temperature, top_p outside [0, 1], negative top_k, repetition_penalty <= 0, a
- * non-finite length_penalty, more return sequences than beams, sampling with beams. */
+ * non-finite length_penalty, more return sequences than beams, sampling with beams,
+ * min_length above max_length (when max_length is set, > 0). */
 og_status *gen_check_search_options(const og_generator_params *p);
 
 /* Bytes of memory this process may still allocate (an estimate; SIZE_MAX if unknown). */

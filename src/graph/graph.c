@@ -70,7 +70,7 @@ static _Thread_local struct {
 } wrong_attr[WRONG_MAX];
 static _Thread_local int n_wrong_attr;
 
-static const char *attr_type_name(attr_type t) {
+const char *graph_attr_type_name(attr_type t) {
     static const char *const names[] = {
         "undefined", "a float", "an int", "a string", "a tensor", "a graph", "floats",
         "ints", "strings", "tensors", "graphs", "a sparse tensor", "sparse tensors",
@@ -102,8 +102,8 @@ og_status *graph_attr_type_error(const graph_node *n) {
         if (wrong_attr[i].node != n) continue;
         og_status *st = og_errorf(OG_ERR_INVALID_MODEL, "attribute '%s' is %s, expected %s",
                                   wrong_attr[i].attr->name,
-                                  attr_type_name(wrong_attr[i].attr->type),
-                                  attr_type_name(wrong_attr[i].want));
+                                  graph_attr_type_name(wrong_attr[i].attr->type),
+                                  graph_attr_type_name(wrong_attr[i].want));
         wrong_attr[i] = wrong_attr[--n_wrong_attr];
         return st;
     }
@@ -115,8 +115,9 @@ int64_t graph_attr_int(const graph_node *n, const char *name, int64_t dflt) {
     return a ? a->i : dflt;
 }
 
-/* An integer where a float is expected is taken at its value: older exporters write
- * e.g. LeakyRelu's alpha = 0 as an int, and the value is exact. */
+/* An integer where a float is expected is taken at its value (exact). Ops with a schema
+ * never get here with one: attr_check.c refuses it when the session opens, as
+ * onnxruntime does. */
 float graph_attr_float(const graph_node *n, const char *name, float dflt) {
     const graph_attr *a = typed(n, name, ATTR_FLOAT, ATTR_INT);
     if (!a) return dflt;

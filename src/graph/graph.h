@@ -160,6 +160,8 @@ const tensor *graph_attr_tensor(const graph_node *n, const char *name);
  * OG_ERR_INVALID_MODEL status "attribute 'axis' is a string, expected an int" (the
  * caller adds the node), or NULL; taking it clears it. */
 og_status *graph_attr_type_error(const graph_node *n);
+/* "an int", "floats", ...: a type as messages name it. */
+const char *graph_attr_type_name(attr_type t);
 
 /* The values of g that node n's subgraphs read from the enclosing scope: outer-scope
  * references at any depth that resolve (by name, through the nearest enclosing graph

@@ -343,26 +343,12 @@ static og_status *parse_attr(loader *L, gbuild *b, const wire_reader *r, const w
         if (!a->ref_attr_name) return og_oom();
     }
     int64_t type = s.type;
-    if (type == ATTR_UNDEFINED) {
-        /* IR < 3 files may omit the type: infer it from the field that is present */
-        if (s.has_f) type = ATTR_FLOAT;
-        else if (s.has_i) type = ATTR_INT;
-        else if (s.has_s) type = ATTR_STRING;
-        else if (s.has_t) type = ATTR_TENSOR;
-        else if (s.has_g) type = ATTR_GRAPH;
-        else if (s.has_sparse) type = ATTR_SPARSE_TENSOR;
-        else if (s.has_tp) type = ATTR_TYPE_PROTO;
-        else if (s.n_floats) type = ATTR_FLOATS;
-        else if (s.n_ints) type = ATTR_INTS;
-        else if (s.n_strings) type = ATTR_STRINGS;
-        else if (s.n_tensors) type = ATTR_TENSORS;
-        else if (s.n_graphs) type = ATTR_GRAPHS;
-        else if (s.n_sparse) type = ATTR_SPARSE_TENSORS;
-        else if (s.n_tps) type = ATTR_TYPE_PROTOS;
-        else if (!s.has_ref)
-            return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: attribute '%s' has no type and no "
-                             "value", L->label, node_label, a->name);
-    }
+    /* onnxruntime refuses an attribute without a type whatever the IR version ("type
+     * field and data field mismatch"), though files of IR < 3 were allowed to omit it;
+     * only a reference to a function's attribute may leave it out. */
+    if (type == ATTR_UNDEFINED && !s.has_ref)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: attribute '%s' has no type "
+                         "(AttributeProto.type is UNDEFINED)", L->label, node_label, a->name);
     if (type < 0 || type > ATTR_TYPE_PROTOS)
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: attribute '%s' has invalid type %lld",
                          L->label, node_label, a->name, (long long)type);
@@ -503,6 +489,32 @@ static og_status *constant_tensor(loader *L, const graph_node *n, const char *la
     return NULL;
 }
 
+/* An attribute named twice: onnxruntime refuses the node ("appeared multiple times"),
+ * whatever the op, and a look-up would silently take the first. Pairs are compared for
+ * the few attributes a node has; a map keeps a crafted file's thousands linear. */
+static og_status *unique_attrs(const loader *L, const graph_node *n, const char *label) {
+    int dup = -1;
+    if (n->n_attrs <= 32) {
+        for (int i = 1; i < n->n_attrs && dup < 0; i++)
+            for (int k = 0; k < i && dup < 0; k++)
+                if (!strcmp(n->attrs[k].name, n->attrs[i].name)) dup = i;
+    } else {
+        strmap seen;
+        strmap_init(&seen);
+        for (int i = 0; i < n->n_attrs && dup < 0; i++) {
+            if (strmap_get(&seen, n->attrs[i].name, -1) >= 0) dup = i;
+            else if (!strmap_put(&seen, n->attrs[i].name, i)) {
+                strmap_free(&seen);
+                return og_oom();
+            }
+        }
+        strmap_free(&seen);
+    }
+    if (dup < 0) return NULL;
+    return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: attribute '%s' is given more than once",
+                     L->label, label, n->attrs[dup].name);
+}
+
 static og_status *parse_node(loader *L, gbuild *b, const wire_reader *r, const wire_field *nf,
                              int index, int depth, graph_node *n, bool *dropped) {
     model *m = L->m;
@@ -568,8 +580,10 @@ static og_status *parse_node(loader *L, gbuild *b, const wire_reader *r, const w
             graph_attr *a = &attrs[n->n_attrs];
             OG_TRY(parse_attr(L, b, &nr2, &f, label, depth, a));
             n->n_attrs++; /* counted only when complete: model_free walks attrs */
+
         }
     }
+    OG_TRY(unique_attrs(L, n, label));
     bool is_constant = n->domain[0] == 0 && strcmp(n->op_type, "Constant") == 0;
     if (is_constant) {
         if (n->n_outputs != 1 || n->outputs[0] < 0)

@@ -216,6 +216,42 @@ def transpose_perm_floats():
                       [vi("y", shape=(3, 2))])
 
 
+def leaky_relu(name, *attrs):
+    """LeakyRelu 'lr' over x [3] with the given AttributeProtos, as written."""
+    n = h.make_node("LeakyRelu", ["x"], ["y"], name="lr")
+    n.attribute.extend(attrs)
+    return save_graph(name + ".onnx", [n], [vi("x")], [vi("y")])
+
+
+def typeless(name, value):
+    a = h.make_attribute(name, value)
+    a.type = onnx.AttributeProto.UNDEFINED  # the value's field is still there
+    return a
+
+
+def attr_row(name, words, *attrs):
+    """What onnxruntime refuses when the model loads (tools/gen_attr_schemas.py)."""
+    return (name, "", 1, words,
+            lambda: infer_args(leaky_relu(name, *attrs),
+                               ("x", tensor_file("x3.pb", np.arange(3, dtype=np.float32)))))
+
+
+def gqa_total_length_graph():
+    """GroupQueryAttention decoding one token over a past of 3 rows while
+    total_sequence_length says 6 (the mask's width): onnxruntime refuses it."""
+    feeds = {"q": np.zeros((1, 1, 16), np.float32), "k": np.zeros((1, 1, 16), np.float32),
+             "v": np.zeros((1, 1, 16), np.float32), "pk": np.zeros((1, 2, 3, 8), np.float32),
+             "pv": np.zeros((1, 2, 3, 8), np.float32), "seqlens_k": np.array([3], np.int32),
+             "total_sequence_length": np.array(6, np.int32)}
+    node = h.make_node("GroupQueryAttention", list(feeds), ["y"], name="attn",
+                       domain="com.microsoft", num_heads=2, kv_num_heads=2)
+    vis = [vi(i, T.INT32 if a.dtype == np.int32 else T.FLOAT, ["%s_%d" % (i, d) for d in range(a.ndim)])
+           for i, a in feeds.items()]
+    g = save_graph("gqa_total_length.onnx", [node], vis, [vi("y", shape=["b", "s", "h"])],
+                   opsets=(("", 17), ("com.microsoft", 1)))
+    return infer_args(g, *[(i, tensor_file("gqa_tl_%s.pb" % i, a, i)) for i, a in feeds.items()])
+
+
 def huge_tensor():
     shape = h.make_node("Constant", [], ["s"], value=h.make_tensor("v", T.INT64, [2], [1 << 20, 1 << 20]))
     cos = h.make_node("ConstantOfShape", ["s"], ["big"], name="huge",
@@ -435,6 +471,18 @@ ROWS = [
     ("attr_perm_floats", "", 1, ["node 'tr' (Transpose): attribute 'perm' is floats, expected ints"],
      lambda: infer_args(transpose_perm_floats(),
                         ("x", tensor_file("x23.pb", np.zeros((2, 3), np.float32))))),
+    attr_row("attr_alpha_int", ["attr_alpha_int.onnx: node 'lr' (LeakyRelu): attribute 'alpha' "
+                                "is an int, expected a float"], h.make_attribute("alpha", 2)),
+    attr_row("attr_unknown", ["node 'lr' (LeakyRelu): unknown attribute 'beta' (LeakyRelu at opset 17 "
+                              "has attributes alpha)"], h.make_attribute("beta", 0.5)),
+    attr_row("attr_repeated", ["node 'lr' (LeakyRelu): attribute 'alpha' is given more than once"],
+             h.make_attribute("alpha", 0.5), h.make_attribute("alpha", 0.25)),
+    attr_row("attr_typeless", ["node 'lr' (LeakyRelu): attribute 'alpha' has no type"],
+             typeless("alpha", 0.5)),
+    ("attr_required_missing", "", 1, ["node 'c' (Cast): required attribute 'to' (an int) is missing"],
+     lambda: infer_args(save_graph("cast_no_to.onnx", [h.make_node("Cast", ["x"], ["y"], name="c")],
+                                   [vi("x")], [vi("y")]),
+                        ("x", tensor_file("x3.pb", np.arange(3, dtype=np.float32))))),
     ("oom_4tib_tensor", "", 1, ["node 'huge' (ConstantOfShape): out of memory for output 0 ('big', "
                                 "float32 [1048576,1048576], 4398046511104 bytes)"],
      lambda: infer_args(huge_tensor())),
@@ -458,6 +506,11 @@ ROWS = [
                            ["q", "k", "v", "pk", "pv", "seqlens_k", "total_sequence_length"],
                            {"num_heads": 2, "kv_num_heads": 2}, (1, 2, 4, 4), (1, 2, 4, 3), 17)),
 
+    ("past_kv_gqa_total_length", "", 1, ["node 'attn' (GroupQueryAttention)", "total_sequence_length 6 "
+                                         "disagrees with the past: past_key has 3 rows and 1 are new, "
+                                         "so it must be 4 (a growing cache) or at most 3"],
+     gqa_total_length_graph),
+
     # -- tokenizer.json --
     tokenizer_row("tok_malformed", ["tokenizer.json: malformed JSON"], b'{"model": {'),
     tokenizer_row("tok_malformed_with_ids", ["tokenizer.json: malformed JSON"], b'{"model": {', IDS),
@@ -478,6 +531,8 @@ ROWS = [
                                       "the search would take an estimated", "lower num_beams"],
      lambda: ["generate", stories(), "-p", "Once upon a time", "--num-beams", "1024",
               "--max-length", "512"]),
+    ("opt_min_above_max", "gpt2", 1, ["min_length 20 is greater than max_length 10"],
+     lambda: gen(GPT2, "--ids", "1", "--min-length", "20", "--max-length", "10")),
     ("opt_return_without_beams", "gpt2", 1, ["num_return_sequences 5 must be in [1, num_beams 1]",
                                              "needs beam search"],
      lambda: gen(GPT2, *IDS, "--num-return-sequences", "5")),

@@ -87,12 +87,14 @@ static void expect_refusal(og_model *m, og_generator_params p, const char *needl
 TEST(generator_refuses_unbounded_or_meaningless_options) {
     OPEN_GPT2(m);
     og_generator_params d = og_generator_params_default(m), p;
-    /* 1000 beams over 512 positions: copying the beams' caches (reordering, and the
-     * past->present copies beams force) costs far more than the tiny model's arithmetic. */
-    p = d, p.num_beams = 1000, p.max_length = 512;
-    expect_refusal(m, p, "generator: num_beams 1000 x max_length 512 x vocab 1000 (batch_size 1): "
+    /* 2000 beams over 512 positions: copying the beams' caches (reordering, and the
+     * past->present copies beams force) costs far more than the tiny model's arithmetic
+     * (1000 beams, estimated at 57 s of search, measured 65 CPU seconds in all, are
+     * allowed: bench-beam-budget). */
+    p = d, p.num_beams = 2000, p.max_length = 512;
+    expect_refusal(m, p, "generator: num_beams 2000 x max_length 512 x vocab 1000 (batch_size 1): "
                          "the search would take an estimated");
-    p = d, p.num_beams = 1000, p.max_length = 512;
+    p = d, p.num_beams = 2000, p.max_length = 512;
     expect_refusal(m, p, "more than the 60 s a search may add");
     p = d, p.batch_size = 64, p.num_beams = 128;
     expect_refusal(m, p, "batch_size 64 x num_beams 128 is 8192 rows; at most 4096");
@@ -113,6 +115,8 @@ TEST(generator_refuses_unbounded_or_meaningless_options) {
     expect_refusal(m, p, "repetition_penalty is 0, expected a finite number > 0");
     p = d, p.length_penalty = INFINITY;
     expect_refusal(m, p, "length_penalty is inf");
+    p = d, p.min_length = 20, p.max_length = 10;
+    expect_refusal(m, p, "min_length 20 is greater than max_length 10");
     p = d, p.max_length = 100000;
     expect_refusal(m, p, "max_length 100000 exceeds the model's context_length 512");
     og_model_close(m);
@@ -135,6 +139,34 @@ TEST(generator_allows_ordinary_searches) {
     og_generator_destroy(g);
     if (st) og_model_close(m);
     CHECK_OK(st);
+    og_model_close(m);
+}
+
+/* The time estimate grows with beams and length, and its copies cost between the
+ * cache's rate and memory's (no timing is asserted: bench-beam-budget measures it). */
+TEST(budget_time_estimate_is_monotonic_and_bounded) {
+    OPEN_GPT2(m);
+    og_generator_params p = og_generator_params_default(m);
+    double prev_k = 0;
+    for (int k = 1; k <= 256; k *= 4) {
+        double prev_l = 0;
+        for (int l = 16; l <= 512; l *= 2) {
+            p.num_beams = k, p.max_length = l;
+            gen_budget b;
+            gen_budget_estimate(m, &p, gen_shares_kv(m, &p), &b);
+            double t = b.model_s + b.search_s;
+            CHECK(isfinite(t) && t > prev_l);
+            CHECK(b.attn_flops > 0 && b.attn_flops < b.model_flops);
+            double search_floor = b.search_ops / GEN_RATE_SEARCH_OPS;
+            CHECK(b.search_s >= search_floor + b.copy_bytes / GEN_RATE_COPY_BYTES - 1e-12);
+            CHECK(b.search_s <= search_floor + b.copy_bytes / GEN_RATE_COPY_MEM_BYTES + 1e-12);
+            prev_l = t;
+            if (l == 512) {
+                CHECK(t > prev_k);
+                prev_k = t;
+            }
+        }
+    }
     og_model_close(m);
 }
 

@@ -394,7 +394,8 @@ TEST(loader_attributes) {
     pb_int(&a, 8, -1);
     pb_int(&a, 8, 5);
     pb_msg(&n, 5, &a);
-    pb_str(&a, 1, "floats"); /* packed, and no type: inferred */
+    pb_str(&a, 1, "floats"); /* packed */
+    pb_int(&a, 20, 6);
     float fl[2] = {0.5f, -1};
     pb_bytes(&a, 7, fl, sizeof fl);
     pb_msg(&n, 5, &a);
@@ -426,6 +427,38 @@ TEST(loader_attributes) {
     CHECK(sa && sa->n == 2 && sa->strings[1].len == 2 && strcmp(sa->strings[1].s, "qq") == 0);
     CHECK_EQ_INT(nd->opset, 17);
     model_free(m);
+}
+
+/* What onnxruntime refuses of any node, whatever its op: an attribute without a type
+ * (even in an IR 3 file, where the value's field could tell it) and one given twice. */
+TEST(loader_refuses_typeless_and_repeated_attributes) {
+    for (int c = 0; c < 3; c++) {
+        pbuf g = {0}, n, a = {0};
+        n = node("Foo", NULL, "x", NULL, "y");
+        pb_str(&a, 1, "alpha");
+        if (c != 0) pb_int(&a, 20, 1);
+        pb_f32(&a, 2, 0.5f);
+        pb_msg(&n, 5, &a);
+        if (c == 2) { /* the same name again, of another type */
+            pb_str(&a, 1, "alpha");
+            pb_int(&a, 20, 2);
+            pb_int(&a, 3, 1);
+            pb_msg(&n, 5, &a);
+        }
+        pb_msg(&g, 1, &n);
+        pbuf mb = model_of(c == 0 ? 3 : 8, &g);
+        model *m = NULL;
+        og_status *st = load(&mb, &m);
+        free(mb.d);
+        if (c == 0)
+            CHECK_ERR(st, OG_ERR_INVALID_MODEL, "node #0 (Foo): attribute 'alpha' has no type");
+        else if (c == 1) {
+            CHECK_OK(st);
+            model_free(m);
+        } else
+            CHECK_ERR(st, OG_ERR_INVALID_MODEL,
+                      "node #0 (Foo): attribute 'alpha' is given more than once");
+    }
 }
 
 TEST(loader_tensor_file_roundtrip) {

@@ -1,6 +1,7 @@
 /* Preparing a loaded graph for the native executor, and freeing it. */
 #include "backends/native/native_session.h"
 
+#include "backends/native/attr_schemas.h"
 #include "backends/native/fuse.h"
 #include "backends/native/plan.h"
 #include "backends/native/rows_plan.h"
@@ -12,7 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-/* Every node needs a kernel for its (domain, op, opset); say precisely which is missing. */
+/* Every node needs attributes its schema allows (attr_check.c) and a kernel for its
+ * (domain, op, opset); say precisely which is missing. */
 static og_status *resolve_kernels(exec_graph *eg) {
     const graph *g = eg->graph;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -24,6 +26,8 @@ static og_status *resolve_kernels(exec_graph *eg) {
                              "%s: node %s: domain '%s' is not imported by the model's "
                              "opset_import", eg->label, graph_node_label(n, lab, sizeof lab),
                              n->domain[0] ? n->domain : "ai.onnx");
+        og_status *st = attr_check_node(n, eg->label); /* as onnxruntime, before kernels */
+        if (st) return st;
         eg->kernels[i] = kernel_find(n->domain, n->op_type, n->opset, &known);
         if (eg->kernels[i]) continue;
         if (known)

@@ -336,6 +336,17 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     j.L = pk && j.M > j.tsl ? j.M : j.tsl;
     j.seqlens = sl->data;
     j.swc = graph_attr_int(node, "sliding_window_cache", 0) != 0;
+    /* total_sequence_length is the attention mask's width: with a cache that grows by
+     * the new rows it is past + new, with one of fixed capacity (the decode loop's shared
+     * buffer) at most the capacity. Anything else is a past that disagrees with the mask,
+     * refused as onnxruntime refuses it (a window-sized cache is exempt there too). */
+    int64_t P = pk ? j.M : 0;
+    if (!j.swc && j.tsl != P + S && j.tsl > P)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "total_sequence_length %lld disagrees "
+                             "with the past: past_key has %lld rows and %lld are new, so it "
+                             "must be %lld (a growing cache) or at most %lld (a cache of fixed "
+                             "capacity)", (long long)j.tsl, (long long)P, (long long)S,
+                             (long long)(P + S), (long long)P);
     if (j.swc) OG_TRY(gqa_swc_setup(ctx, &j, pk != NULL));
     for (int64_t b = 0; b < B && !j.swc; b++) {
         int64_t T = (int64_t)j.seqlens[b] + 1;
