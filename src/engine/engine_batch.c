@@ -7,7 +7,8 @@
  * token, so the row mixes decode tokens and prefill chunks freely and the weights are
  * read once for all of them. The past_key/past_value inputs get empty tensors, the
  * present outputs are not requested, and the attention mask is ones (its sum and width
- * feed only seqlens_k and total_sequence_length, which the paged path does not read).
+ * feed only seqlens_k and total_sequence_length, which the paged path does not read;
+ * batchable() refuses a model that reads the mask elsewhere).
  *
  * Scheduling, once per step, within a token budget:
  *   1. every running sequence that has one token to run (decode) gets it;
@@ -23,6 +24,7 @@
  * tokens have all been run chooses its next one. */
 #include "engine/engine_internal.h"
 
+#include "graph/graph.h"
 #include "runtime/og_session.h"
 #include "base/tensor.h"
 #include "genai/budget.h"
@@ -116,6 +118,60 @@ static const float *logits_row(eng_engine *e, int t) {
 
 /* ---- set-up -------------------------------------------------------------------------- */
 
+/* The flat step feeds an attention mask of ones as wide as the step's tokens, which is
+ * right only where the mask's values and width reach nothing but GroupQueryAttention's
+ * seqlens_k and total_sequence_length (inputs 5 and 6): those the paged binding replaces
+ * with each sequence's own lengths. A graph that reads the mask anywhere else would see
+ * the step's width, not the sequence's length: the builder's LongRoPE packages (Phi-3
+ * 128k, Phi-3.5, Phi-4-mini) choose the short or long cos/sin caches by an If on the
+ * mask's width, and a graph may derive positions from it. Follows the mask forward
+ * through the stage's graph (nodes in topological order; a node fed by the mask, or by
+ * a subgraph's read of it, passes it on through all its outputs) and names the first
+ * place it arrives at other than those two inputs. */
+static og_status *mask_reads_lengths_only(const gen_stage *sg, const char *mask) {
+    const graph *g = runtime_session_graph(sg->s);
+    int v0 = g ? graph_find_value(g, mask) : -1;
+    if (v0 < 0) return NULL;
+    bool *from = calloc((size_t)g->n_values, sizeof *from);
+    int *order = malloc(sizeof *order * (size_t)(g->n_nodes + 1));
+    int *start = NULL, *vals = NULL;
+    og_status *st = !from || !order ? og_oom() : NULL;
+    if (!st) st = graph_topo_order(g, sg->path, order);
+    if (!st) st = graph_implicit_inputs(g, &start, &vals);
+    if (!st) from[v0] = true;
+    char label[160];
+    for (int k = 0; !st && k < g->n_nodes; k++) {
+        const graph_node *n = &g->nodes[order[k]];
+        bool fed = false;
+        for (int i = 0; i < n->n_inputs; i++) {
+            if (n->inputs[i] < 0 || !from[n->inputs[i]]) continue;
+            if (!strcmp(n->op_type, "GroupQueryAttention") && (i == 5 || i == 6)) continue;
+            if (!strcmp(n->op_type, "GroupQueryAttention")) {
+                st = og_errorf(OG_ERR_UNSUPPORTED, "the attention mask reaches input %d of %s, "
+                               "not only its lengths", i,
+                               graph_node_label(n, label, sizeof label));
+                break;
+            }
+            fed = true;
+        }
+        for (int j = start ? start[order[k]] : 0; !st && start && j < start[order[k] + 1]; j++)
+            fed |= from[vals[j]];
+        if (st || !fed) continue;
+        for (int o = 0; o < n->n_outputs; o++) {
+            if (n->outputs[o] < 0) continue;
+            from[n->outputs[o]] = true;
+            if (g->values[n->outputs[o]].is_output)
+                st = og_errorf(OG_ERR_UNSUPPORTED, "the attention mask reaches the output '%s'",
+                               g->values[n->outputs[o]].name);
+        }
+    }
+    free(from);
+    free(order);
+    free(start);
+    free(vals);
+    return st;
+}
+
 /* Why the model cannot be batched over the paged cache, or NULL. */
 static og_status *batchable(const og_model *m) {
     if (m->has_state)
@@ -134,6 +190,15 @@ static og_status *batchable(const og_model *m) {
                              runtime_session_ops(m->stages[s].s)->name);
     if (m->logits.dtype != OG_FLOAT32 && m->logits.dtype != OG_FLOAT16 && m->logits.dtype != OG_BFLOAT16)
         return og_errorf(OG_ERR_UNSUPPORTED, "its logits are %s", og_dtype_name(m->logits.dtype));
+    for (int s = 0; m->attention_mask && s < m->n_stages; s++) {
+        og_status *st = mask_reads_lengths_only(&m->stages[s], m->attention_mask);
+        if (st) {
+            og_status *why = og_errorf(og_status_code(st), "stage '%s': %s", m->stages[s].name,
+                                       og_status_message(st));
+            og_status_free(st);
+            return why;
+        }
+    }
     return NULL;
 }
 
