@@ -160,7 +160,7 @@ def llama_model():
     return tf.LlamaForCausalLM(cfg)
 
 
-def causal(cfg_name, model_name, **kw):
+def causal(cfg_name, model_name, arch=None, **kw):
     """A *ForCausalLM of transformers' class model_name on config class cfg_name: the
     shared tiny shape (hidden 128, 2 layers, 4 heads over 2 KV heads, head_dim 32, vocab
     VOCAB) updated with kw."""
@@ -177,29 +177,39 @@ def causal(cfg_name, model_name, **kw):
                                f"of this type come with remote code only)")
     cfg = getattr(tf, cfg_name)(**args)
     cfg.architectures = [model_name]
-    return getattr(tf, model_name)(cfg)
+    model = getattr(tf, model_name)(cfg)
+    if arch:  # the name the checkpoints use (save_pretrained writes the class's)
+        model.builder_architecture = arch
+    return model
 
 
 SLIDING4 = ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]
 
 
-def gemma4_model():
+def gemma4_model(moe=False):
+    """Gemma 4's text decoder: the builder reads Gemma4UnifiedForConditionalGeneration
+    (the dense checkpoints) and Gemma4ForConditionalGeneration (the MoE ones), both as
+    model.type gemma4_text; sliding layers of head_dim 32, full ones of 64."""
     import transformers as tf
     text = dict(vocab_size=VOCAB, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
                 num_attention_heads=4, num_key_value_heads=2, head_dim=32, global_head_dim=64,
                 max_position_embeddings=512, sliding_window=8, layer_types=SLIDING4,
-                final_logit_softcapping=30.0, vocab_size_per_layer_input=VOCAB,
-                hidden_size_per_layer_input=0, pad_token_id=0, bos_token_id=1,
+                final_logit_softcapping=30.0, pad_token_id=0, bos_token_id=1,
                 eos_token_id=2, tie_word_embeddings=True)
+    if moe:
+        text.update(vocab_size_per_layer_input=VOCAB, hidden_size_per_layer_input=0,
+                    enable_moe_block=True, num_experts=4, top_k_experts=2,
+                    moe_intermediate_size=64)
     vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                   num_attention_heads=2, num_key_value_heads=2, head_dim=16)
-    cfg = tf.Gemma4Config(text_config=text, vision_config=vision, audio_config=None,
-                          boi_token_id=VOCAB - 8, eoi_token_id=VOCAB - 7,
-                          image_token_id=VOCAB - 6, video_token_id=VOCAB - 5,
-                          boa_token_id=VOCAB - 4, eoa_token_index=VOCAB - 3,
-                          audio_token_id=VOCAB - 2, tie_word_embeddings=True)
-    cfg.architectures = ["Gemma4ForConditionalGeneration"]
-    return tf.Gemma4ForConditionalGeneration(cfg)
+    ids = dict(boi_token_id=VOCAB - 8, eoi_token_id=VOCAB - 7, image_token_id=VOCAB - 6,
+               video_token_id=VOCAB - 5, boa_token_id=VOCAB - 4, eoa_token_index=VOCAB - 3,
+               audio_token_id=VOCAB - 2)
+    name = "Gemma4" if moe else "Gemma4Unified"
+    cfg = getattr(tf, name + "Config")(text_config=text, vision_config=vision,
+                                       audio_config=None, tie_word_embeddings=True, **ids)
+    cfg.architectures = [name + "ForConditionalGeneration"]
+    return getattr(tf, name + "ForConditionalGeneration")(cfg)
 
 
 _GRANITE = dict(embedding_multiplier=12.0, attention_multiplier=0.015625,
@@ -222,14 +232,14 @@ MODELS = {
                                     original_max_position_embeddings=512)),
     "phi3_longrope": ("phi3", lambda: causal(
         "Phi3Config", "Phi3ForCausalLM", head_dim=None, original_max_position_embeddings=128,
-        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+        rope_parameters={"rope_type": "longrope", "type": "longrope", "rope_theta": 10000.0,
                          "short_factor": [1.0 + 0.01 * i for i in range(16)],
                          "long_factor": [1.0 + 0.2 * i for i in range(16)],
                          "original_max_position_embeddings": 128})),
     "phimoe": ("phimoe", lambda: causal(
-        "PhimoeConfig", "PhimoeForCausalLM", head_dim=None, num_local_experts=4,
-        num_experts_per_tok=2, original_max_position_embeddings=128,
-        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+        "PhimoeConfig", "PhimoeForCausalLM", arch="PhiMoEForCausalLM", head_dim=None,
+        num_local_experts=4, num_experts_per_tok=2, original_max_position_embeddings=128,
+        rope_parameters={"rope_type": "longrope", "type": "longrope", "rope_theta": 10000.0,
                          "short_factor": [1.0] * 16, "long_factor": [1.5] * 16,
                          "original_max_position_embeddings": 128,
                          "short_mscale": 1.0, "long_mscale": 1.1})),
@@ -243,6 +253,7 @@ MODELS = {
         "Gemma3TextConfig", "Gemma3ForCausalLM", num_hidden_layers=4, sliding_window=8,
         layer_types=SLIDING4, query_pre_attn_scalar=32, tie_word_embeddings=True)),
     "gemma4_text": ("gemma4_text", gemma4_model),
+    "gemma4_text_moe": ("gemma4_text", lambda: gemma4_model(moe=True)),
     "granite": ("granite", lambda: causal("GraniteConfig", "GraniteForCausalLM", head_dim=None,
                                           **_GRANITE)),
     "granitemoehybrid": ("granitemoehybrid", lambda: causal(
@@ -308,6 +319,13 @@ def make_hf(name, hf_dir, force, init="transformers"):
     shutil.rmtree(hf_dir, ignore_errors=True)
     os.makedirs(hf_dir, exist_ok=True)
     model.save_pretrained(hf_dir)
+    if getattr(model, "builder_architecture", None):
+        path = os.path.join(hf_dir, "config.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg["architectures"] = [model.builder_architecture]
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=2)
     tokenizer_files(hf_dir)
     with open(mark, "w") as f:
         f.write(init + "\n")
@@ -318,7 +336,8 @@ def builder_error(log):
     with open(log, errors="replace") as f:
         lines = [ln.strip() for ln in f.read().replace("\r", "\n").splitlines() if ln.strip()]
     exc = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Exit)\b", ln)]
-    return (exc or lines or ["(no output)"])[-1]
+    line = (exc or lines or ["(no output)"])[-1]
+    return re.sub(r"^[\w.]+\.(\w+(Error|Exception))", r"\1", line)  # no module path
 
 
 def build(hf_dir, out_dir, cache_dir, precision, level, block, force, extra=()):
@@ -417,7 +436,12 @@ def matrix(work, names, precs, init, binary, force):
                     res["error"] = decoder_only(binary, d)
                 else:
                     try:
-                        check_matrix.compare_package(build_dir, d, res)
+                        ort_err = ort_cannot_run(check_matrix, d)
+                        if ort_err:
+                            res["ort_error"] = ort_err
+                            own_paths(check_matrix, build_dir, d, res)
+                        else:
+                            check_matrix.compare_package(build_dir, d, res)
                     except Exception as ex:  # noqa: BLE001  (a crash or a refusal fails it)
                         res["failures"].append(f"error: {ex}")
             if prec == "int4-l1":
@@ -432,6 +456,33 @@ def matrix(work, names, precs, init, binary, force):
                 print(f"     {x}", flush=True)
             if res.get("error"):
                 print(f"     {res['error']}", flush=True)
+
+
+def ort_cannot_run(cm, d):
+    """onnxruntime-genai's error where it cannot run the package at all (then there is no
+    oracle: the builder's CPU fp16 and bf16 packages), else None."""
+    try:
+        cm.check_types.theirs(d, [cm.P], len(cm.P) + 2)
+        return None
+    except Exception as ex:  # noqa: BLE001
+        return str(ex).strip().splitlines()[0][:300]
+
+
+def own_paths(cm, build_dir, d, res):
+    """Without an oracle, the checks among our own paths that compare_package makes: the
+    rows of a batch of different lengths against their single runs, and the engine."""
+    L = len(cm.P) + cm.NEW
+    rows = [cm.P, cm.Q, cm.R[:5]]
+    single = [cm.check_types.ours(build_dir, d, [r], L)[0] for r in rows]
+    batch = cm.check_types.ours(build_dir, d, rows, L)
+    for i, key in enumerate(("P", "Q", "R5")):
+        if batch[i] != single[i]:
+            res["failures"].append(f"batch of lengths 8/3/5: row {i} differs from its single "
+                                   f"run at {cm.first_diff(batch[i], single[i])}")
+    e = subprocess.run([os.path.join(build_dir, "tests", "engine-check"), d],
+                       capture_output=True, text=True)
+    if e.returncode != 0:
+        res["failures"].append(f"engine-check: {(e.stdout + e.stderr).strip().splitlines()[-1:]}")
 
 
 def decoder_only(binary, d):
@@ -465,6 +516,8 @@ def cell(res):
     if res.get("error"):
         e = res["error"].split("; ")[0].replace("|", "\\|")
         return e if len(e) <= 140 else e[:137] + "..."
+    if res.get("ort_error"):
+        return "no oracle (ORT error); ours: " + ("FAIL" if res["failures"] else "=")
     if res["failures"]:
         return "FAIL"
     if res.get("drift"):
@@ -511,12 +564,20 @@ def summary(work, names, precs, init):
               "'=~N': the same but at N near-ties; 'drift': at accuracy_level 4 only, against "
               "onnxruntime only, with the level-1 package passing; 'builder error' / 'HF "
               "error': the builder or transformers could not make the package (the error's "
-              f"line). model.type: genai_config's, or (the type expected). {len(results)} "
+              "line); 'no oracle (ORT error); ours: =': onnxruntime-genai cannot run the "
+              "package (its error below), and our own paths agree (a batch of different "
+              "lengths row by row with the single runs, the engine with the generator). "
+              f"model.type: genai_config's, or (the type expected). {len(results)} "
               f"packages: {fails} failed, {drifts} drifted, {errors} not made, {missing} not run.")
     notes = []
     for (name, prec), r in results.items():
         if r["failures"] or r.get("drift"):
-            notes.append(f"- {name} {prec}: " + "; ".join(r.get("drift", []) + r["failures"]))
+            notes.append(f"- {name} {prec}: " + "; ".join(
+                r.get("drift", []) + r["failures"] +
+                ([f"onnxruntime-genai cannot run it: {r['ort_error']}"] if r.get("ort_error")
+                 else [])))
+        elif r.get("ort_error"):
+            notes.append(f"- {name} {prec}: onnxruntime-genai cannot run it: {r['ort_error']}")
         elif r.get("error") and r["error"] != cell(r):
             notes.append(f"- {name} {prec}: {r['error']}")
     text = "\n".join([check_matrix.machine(), "", "\n".join(lines), "", legend,
