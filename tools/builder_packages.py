@@ -437,7 +437,11 @@ def matrix(work, names, precs, init, binary, force):
                 else:
                     try:
                         ort_err = ort_cannot_run(check_matrix, d)
-                        if ort_err:
+                        if ort_err and "Invalid model" in ort_err:
+                            # onnxruntime refuses the graph itself: the builder wrote it
+                            res["error"] = "builder error: invalid graph: " + \
+                                ort_err.split("failed:", 1)[-1].replace("Invalid model. ", "")
+                        elif ort_err:
                             res["ort_error"] = ort_err
                             own_paths(check_matrix, build_dir, d, res)
                         else:
@@ -514,7 +518,7 @@ def cell(res):
     if res is None:
         return "not run"
     if res.get("error"):
-        e = res["error"].split("; ")[0].replace("|", "\\|")
+        e = res["error"].split("; ")[0].split(". ")[0].replace("|", "\\|")
         return e if len(e) <= 140 else e[:137] + "..."
     if res.get("ort_error"):
         return "no oracle (ORT error); ours: " + ("FAIL" if res["failures"] else "=")
