@@ -52,8 +52,13 @@ failure only against onnxruntime, whose level-1 twin passes, is drift); one resu
 package under WORK/results-builder, and the table (name x precision: '=', '=~N',
 'drift', 'FAIL', 'builder error: ...', 'HF error: ...') with the notes of each failure
 in WORK/builder_matrix.md (builder_matrix-normal.md for --init normal). A package the
-builder or transformers cannot make is a row with its error. Packages and failed builds
-(their logs) are reused unless --force; --summary only prints the table again.
+builder or transformers cannot make is a row with its error, and so is a graph
+onnxruntime refuses to load, or a decoder with no embedding to feed it (the split
+export). Where onnxruntime-genai loads a package but cannot run it (the builder's CPU
+fp16 and bf16 packages: a Cast in repeat_kv, no bfloat16 Where kernel) there is no
+oracle: the cell is 'no oracle (ORT error); ours: =' (or FAIL) after the checks among
+our own paths only (batch rows against single runs, the engine). Packages and failed
+builds (their logs) are reused unless --force; --summary only prints the table again.
 Needs torch, transformers and onnxruntime-genai (its builder needs onnx_ir too); exits
 77 (a skip for ctest) when they are missing.
 """
