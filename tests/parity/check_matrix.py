@@ -145,7 +145,12 @@ def check_package(build, work, t, init, prec):
     d = make(work, t, init, prec)
     res = {"type": t, "init": init, "precision": prec, "failures": [], "ties": 0,
            "against_ort": []}
+    return compare_package(build, d, res)
 
+
+def compare_package(build, d, res):
+    """The comparisons above on the package in d; failures go into res (its "failures",
+    and "against_ort" for those against onnxruntime), which it returns."""
     def fail(msg, against_ort=False):
         res["failures"].append(msg)
         if against_ort:  # a disagreement with onnxruntime, not among our own paths
