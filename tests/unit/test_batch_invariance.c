@@ -7,6 +7,8 @@
 
 #include "base/isa.h"
 #include "base/threadpool.h"
+#include "kernel_harness.h"
+#include "backends/native/kernels/attention/attention.h"
 #include "backends/native/kernels/matmul/gemm_f32.h"
 #include "backends/native/kernels/matmul/matmul_nbits.h"
 #include "backends/native/kernels/matmul/matmul_nbits_pack.h"
@@ -220,4 +222,32 @@ TEST(batch_invariance_matmul_nbits_rows_do_not_depend_on_m) {
     }
     isa_set(saved);
     threadpool_free(pool);
+}
+
+/* MultiHeadAttention (the builder's fp16/bf16 CPU attention): a query's output has the
+ * same bits whether its keys stand alone or after masked padding keys, as a generator's
+ * left-padded batch puts them (the shorter rows of a batch equal their runs alone). */
+TEST(batch_invariance_mha_output_does_not_depend_on_left_padding) {
+    enum { N = 2, D = 8, H = N * D, REAL = 5, PAD = 3, T = REAL + PAD };
+    float q[H], k[T * H], v[T * H];
+    for (int i = 0; i < H; i++) q[i] = bi_rand();
+    for (int i = 0; i < T * H; i++) k[i] = bi_rand(), v[i] = bi_rand();
+    int32_t mask_alone[REAL], mask_padded[T];
+    for (int t = 0; t < T; t++) mask_padded[t] = t >= PAD;
+    for (int t = 0; t < REAL; t++) mask_alone[t] = 1;
+    graph_attr heads = {.name = "num_heads", .type = ATTR_INT, .i = N};
+    float out[2][H];
+    for (int padded = 0; padded < 2; padded++) {
+        int64_t L = padded ? T : REAL, off = padded ? 0 : PAD * H;
+        int64_t qd[3] = {1, 1, H}, kd[3] = {1, L, H}, md[2] = {1, L};
+        tensor tq = kh_tensor(OG_FLOAT32, 3, qd, q), tk = kh_tensor(OG_FLOAT32, 3, kd, k + off),
+               tv = kh_tensor(OG_FLOAT32, 3, kd, v + off),
+               tm = kh_tensor(OG_INT32, 2, md, padded ? mask_padded : mask_alone);
+        const tensor *in[5] = {&tq, &tk, &tv, NULL, &tm};
+        kh_run r;
+        CHECK_OK(kh_call(&r, cpu_contrib_mha, 1, &heads, 1, in, 5, 1));
+        memcpy(out[padded], r.out[0].data, sizeof out[padded]);
+        kh_free(&r);
+    }
+    CHECK(memcmp(out[0], out[1], sizeof out[0]) == 0);
 }

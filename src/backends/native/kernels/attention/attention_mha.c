@@ -70,9 +70,19 @@ static void mha_row(const mha_job *j, int64_t b, int64_t n, int64_t i, float *s)
     }
     float inv = 1.0f / sum, *o = j->out + ((b * j->S + i) * j->N + n) * j->Dv;
     const float *v = j->v + bn * T * j->Dv;
-    for (int64_t t = 0; t < T; t++) s[t] *= inv;
     for (int64_t d = 0; d < j->Dv; d++) o[d] = 0.0f;
-    cpu_weighted_rows(o, s, v, j->Dv, T, j->Dv);
+    /* One key at a time, skipping keys of probability 0: a masked key then adds nothing
+     * at all, so a row has the same bits whatever padding stands before it. A generator's
+     * batch left-pads its shorter rows, and grouping keys (cpu_weighted_rows sums four
+     * products before adding them to o) would shift the groups with the padding: in
+     * bfloat16 that last-bit change flipped a near-tie (tiny nemotron, the builder's bf16
+     * CPU package, row 3 of 8 tokens apart from its run alone at token 42). */
+    for (int64_t t = 0; t < T; t++) {
+        float p = s[t] * inv;
+        if (p == 0.0f) continue;
+        const float *vt = v + t * j->Dv;
+        for (int64_t d = 0; d < j->Dv; d++) o[d] += p * vt[d];
+    }
 }
 
 static void mha_worker(void *arg, int64_t begin, int64_t end) {
