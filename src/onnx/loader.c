@@ -353,6 +353,21 @@ static og_status *parse_attr(loader *L, gbuild *b, const wire_reader *r, const w
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: attribute '%s' has invalid type %lld",
                          L->label, node_label, a->name, (long long)type);
     a->type = (attr_type)type;
+    /* The value fields set must be the type's own, as onnxruntime checks ("type field and
+     * data field mismatch"); none is allowed (a float left at its default, an empty list). */
+    const bool set[ATTR_TYPE_PROTOS + 1] = {
+        [ATTR_FLOAT] = s.has_f, [ATTR_INT] = s.has_i, [ATTR_STRING] = s.has_s,
+        [ATTR_TENSOR] = s.has_t, [ATTR_GRAPH] = s.has_g, [ATTR_FLOATS] = s.n_floats > 0,
+        [ATTR_INTS] = s.n_ints > 0, [ATTR_STRINGS] = s.n_strings > 0,
+        [ATTR_TENSORS] = s.n_tensors > 0, [ATTR_GRAPHS] = s.n_graphs > 0,
+        [ATTR_SPARSE_TENSOR] = s.has_sparse, [ATTR_SPARSE_TENSORS] = s.n_sparse > 0,
+        [ATTR_TYPE_PROTO] = s.has_tp, [ATTR_TYPE_PROTOS] = s.n_tps > 0};
+    for (int k = ATTR_FLOAT; type != ATTR_UNDEFINED && k <= ATTR_TYPE_PROTOS; k++)
+        if (set[k] && k != type)
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: node %s: attribute '%s' is declared %s "
+                             "but holds %s too (its type and value fields disagree)", L->label,
+                             node_label, a->name, graph_attr_type_name(a->type),
+                             graph_attr_type_name((attr_type)k));
     char ctx[600];
     switch (a->type) {
     case ATTR_FLOAT: a->f = s.f; break;

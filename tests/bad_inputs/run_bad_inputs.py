@@ -229,6 +229,12 @@ def typeless(name, value):
     return a
 
 
+def two_fields(name, value):
+    a = h.make_attribute(name, value)
+    a.ints.append(3)  # a second value field beside the type's own
+    return a
+
+
 def attr_row(name, words, *attrs):
     """What onnxruntime refuses when the model loads (tools/gen_attr_schemas.py)."""
     return (name, "", 1, words,
@@ -479,6 +485,8 @@ ROWS = [
              h.make_attribute("alpha", 0.5), h.make_attribute("alpha", 0.25)),
     attr_row("attr_typeless", ["node 'lr' (LeakyRelu): attribute 'alpha' has no type"],
              typeless("alpha", 0.5)),
+    attr_row("attr_two_fields", ["node 'lr' (LeakyRelu): attribute 'alpha' is declared a float "
+                                 "but holds ints too"], two_fields("alpha", 0.5)),
     ("attr_required_missing", "", 1, ["node 'c' (Cast): required attribute 'to' (an int) is missing"],
      lambda: infer_args(save_graph("cast_no_to.onnx", [h.make_node("Cast", ["x"], ["y"], name="c")],
                                    [vi("x")], [vi("y")]),
