@@ -8,7 +8,8 @@
  * read once for all of them. The past_key/past_value inputs get empty tensors, the
  * present outputs are not requested, and the attention mask is ones (its sum and width
  * feed only seqlens_k and total_sequence_length, which the paged path does not read;
- * batchable() refuses a model that reads the mask elsewhere).
+ * batchable() refuses a model that reads the mask elsewhere, but for LongRoPE's width
+ * test, for which a step runs the sequences on either side of the test apart).
  *
  * Scheduling, once per step, within a token budget:
  *   1. every running sequence that has one token to run (decode) gets it;
@@ -67,11 +68,12 @@ static void take_pool_back(void *ctx, const gen_stage *sg) {
     og_status_free(runtime_session_set_paged_kv(sg->s, NULL)); /* never fails */
 }
 
-/* Runs the staged tokens ids/pos [0, T) with e->pk's sequences; the logits of the n_rows
- * tokens `rows` (the only ones sampled from) land in e->logits as [n_rows][vocab]: the
- * lm_head and everything after the last attention run on those rows only
- * (og_session_run_rows). */
-static og_status *run_flat(eng_engine *e, int T, int n_seqs, const int64_t *rows, int n_rows) {
+/* Runs the staged tokens ids/pos [0, T) with e->pk's sequences and a mask of ones W wide;
+ * the logits of the n_rows tokens `rows` (the only ones sampled from) land in e->logits
+ * from row row0 on, as [n_rows][vocab]: the lm_head and everything after the last
+ * attention run on those rows only (og_session_run_rows). */
+static og_status *run_flat(eng_engine *e, int T, int W, int n_seqs, const int64_t *rows,
+                           int n_rows, int row0) {
     og_model *m = e->m;
     paged_kv pk = {.dtype = e->pool->dtype, .kv_heads = e->pool->kv_heads,
                    .head_size = e->pool->head_size, .block_size = e->pool->block_size,
@@ -79,10 +81,10 @@ static og_status *run_flat(eng_engine *e, int T, int n_seqs, const int64_t *rows
                    .layer_names = e->layer_names, .k = e->pool->k, .v = e->pool->v,
                    .n_seqs = n_seqs, .seqs = e->pseqs, .layer_runs = e->layer_runs};
     memset(e->layer_runs, 0, sizeof *e->layer_runs * (size_t)pk.n_layers);
-    for (int i = 0; i < T; i++) e->mask[i] = 1;
+    for (int i = 0; i < W; i++) e->mask[i] = 1;
     if (m->position_rank == 3) /* text tokens: the same position on every mRoPE axis */
         for (int a = 1; a < 3; a++) memcpy(e->pos + (size_t)a * T, e->pos, sizeof *e->pos * (size_t)T);
-    gen_step_tokens tk = {.rows = 1, .n = T, .mask_cols = T, .ids = e->ids, .mask = e->mask,
+    gen_step_tokens tk = {.rows = 1, .n = T, .mask_cols = W, .ids = e->ids, .mask = e->mask,
                           .pos = e->pos, .ids32 = e->ids32, .mask32 = e->mask32,
                           .pos32 = e->pos32};
     flat_cache fc = {e, &pk};
@@ -90,7 +92,8 @@ static og_status *run_flat(eng_engine *e, int T, int n_seqs, const int64_t *rows
                             .stage_begin = lend_pool, .stage_end = take_pool_back};
     og_tensor into, *v;
     int64_t d[2] = {n_rows, e->vocab};
-    OG_TRY(gen_step_view(m->logits.dtype, d, 2, e->logits, &into, &v));
+    char *at = (char *)e->logits + (size_t)row0 * (size_t)e->vocab * esize(m->logits.dtype);
+    OG_TRY(gen_step_view(m->logits.dtype, d, 2, at, &into, &v));
     gen_step_logits lg = {.into = &into, .select = true, .rows = rows, .n_rows = (size_t)n_rows};
     OG_TRY(gen_step_run(m, &e->io, &tk, &cache, &lg));
     if (lg.out != &into) {
@@ -118,17 +121,52 @@ static const float *logits_row(eng_engine *e, int t) {
 
 /* ---- set-up -------------------------------------------------------------------------- */
 
-/* The flat step feeds an attention mask of ones as wide as the step's tokens, which is
- * right only where the mask's values and width reach nothing but GroupQueryAttention's
- * seqlens_k and total_sequence_length (inputs 5 and 6): those the paged binding replaces
- * with each sequence's own lengths. A graph that reads the mask anywhere else would see
- * the step's width, not the sequence's length: the builder's LongRoPE packages (Phi-3
- * 128k, Phi-3.5, Phi-4-mini) choose the short or long cos/sin caches by an If on the
- * mask's width, and a graph may derive positions from it. Follows the mask forward
- * through the stage's graph (nodes in topological order; a node fed by the mask, or by
- * a subgraph's read of it, passes it on through all its outputs) and names the first
- * place it arrives at other than those two inputs. */
-static og_status *mask_reads_lengths_only(const gen_stage *sg, const char *mask) {
+/* The scalar constant behind value v (an initializer or a Constant's output), or false. */
+static bool const_scalar(const graph *g, int v, int64_t *out) {
+    const tensor *t = v >= 0 ? g->values[v].initializer : NULL;
+    if (!t || shape_count(t->dims, t->rank) != 1) return false;
+    if (t->dtype == OG_INT64) *out = *(const int64_t *)t->data;
+    else if (t->dtype == OG_INT32) *out = *(const int32_t *)t->data;
+    else return false;
+    return true;
+}
+
+static const graph_node *producer(const graph *g, int v, const char *op) {
+    int p = v >= 0 ? g->values[v].producer : -1;
+    return p >= 0 && !strcmp(g->nodes[p].op_type, op) ? &g->nodes[p] : NULL;
+}
+
+/* Whether value cond is the builder's LongRoPE test of the mask's width,
+ * Greater(Gather(Shape(mask), 1), C) (a Cast between allowed); *c gets C. */
+static bool width_test(const graph *g, int cond, int mask, int64_t *c) {
+    const graph_node *gt = producer(g, cond, "Greater");
+    if (!gt || gt->n_inputs != 2 || !const_scalar(g, gt->inputs[1], c)) return false;
+    int w = gt->inputs[0];
+    const graph_node *cast = producer(g, w, "Cast");
+    if (cast) w = cast->inputs[0];
+    const graph_node *ga = producer(g, w, "Gather");
+    int64_t axis1;
+    if (!ga || ga->n_inputs != 2 || graph_attr_int(ga, "axis", 0) != 0 ||
+        !const_scalar(g, ga->inputs[1], &axis1) || axis1 != 1)
+        return false;
+    const graph_node *sh = producer(g, ga->inputs[0], "Shape");
+    return sh && sh->inputs[0] == mask && graph_attr_int(sh, "start", 0) == 0 &&
+           !graph_attr_find(sh, "end");
+}
+
+/* The flat step feeds an attention mask of ones, which is right only where the mask's
+ * values and width reach nothing but GroupQueryAttention's seqlens_k and
+ * total_sequence_length (inputs 5 and 6): those the paged binding replaces with each
+ * sequence's own lengths. The one other reader allowed is the builder's LongRoPE choice
+ * (Phi-3 128k, Phi-3.5, Phi-4-mini): an If on Greater(width, original_max) between short-
+ * and long-factor cos/sin caches; *threshold gets original_max (else -1), and the engine
+ * runs the sequences on either side of it apart, each run with a mask as wide as its
+ * longest sequence (eng_batch_step), as a run alone would choose. A graph that reads the
+ * mask anywhere else (positions derived from it, ...) would see the step's width, not the
+ * sequence's: refused, naming the place. Follows the mask forward through the stage's
+ * graph in topological order; a node fed by the mask, or by a subgraph's read of it,
+ * passes it on through all its outputs. */
+static og_status *mask_readers(const gen_stage *sg, const char *mask, int64_t *threshold) {
     const graph *g = runtime_session_graph(sg->s);
     int v0 = g ? graph_find_value(g, mask) : -1;
     if (v0 < 0) return NULL;
@@ -142,16 +180,21 @@ static og_status *mask_reads_lengths_only(const gen_stage *sg, const char *mask)
     char label[160];
     for (int k = 0; !st && k < g->n_nodes; k++) {
         const graph_node *n = &g->nodes[order[k]];
-        bool fed = false;
-        for (int i = 0; i < n->n_inputs; i++) {
-            if (n->inputs[i] < 0 || !from[n->inputs[i]]) continue;
-            if (!strcmp(n->op_type, "GroupQueryAttention") && (i == 5 || i == 6)) continue;
-            if (!strcmp(n->op_type, "GroupQueryAttention")) {
+        bool fed = false, gqa = !strcmp(n->op_type, "GroupQueryAttention");
+        int64_t c;
+        if (!strcmp(n->op_type, "If") && n->n_inputs == 1 && from[n->inputs[0]] &&
+            width_test(g, n->inputs[0], v0, &c)) {
+            if (*threshold >= 0 && *threshold != c)
+                st = og_errorf(OG_ERR_UNSUPPORTED, "the attention mask's width is tested against "
+                               "%lld and %lld", (long long)*threshold, (long long)c);
+            *threshold = c;
+            continue;
+        }
+        for (int i = 0; !st && i < n->n_inputs; i++) {
+            if (n->inputs[i] < 0 || !from[n->inputs[i]] || (gqa && (i == 5 || i == 6))) continue;
+            if (gqa)
                 st = og_errorf(OG_ERR_UNSUPPORTED, "the attention mask reaches input %d of %s, "
-                               "not only its lengths", i,
-                               graph_node_label(n, label, sizeof label));
-                break;
-            }
+                               "not only its lengths", i, graph_node_label(n, label, sizeof label));
             fed = true;
         }
         for (int j = start ? start[order[k]] : 0; !st && start && j < start[order[k] + 1]; j++)
@@ -173,7 +216,8 @@ static og_status *mask_reads_lengths_only(const gen_stage *sg, const char *mask)
 }
 
 /* Why the model cannot be batched over the paged cache, or NULL. */
-static og_status *batchable(const og_model *m) {
+static og_status *batchable(const og_model *m, int64_t *threshold) {
+    *threshold = -1;
     if (m->has_state)
         return og_errorf(OG_ERR_UNSUPPORTED, "the model carries a recurrent/conv state");
     if (m->kv != GEN_KV_SEPARATE || !m->compact)
@@ -191,7 +235,7 @@ static og_status *batchable(const og_model *m) {
     if (m->logits.dtype != OG_FLOAT32 && m->logits.dtype != OG_FLOAT16 && m->logits.dtype != OG_BFLOAT16)
         return og_errorf(OG_ERR_UNSUPPORTED, "its logits are %s", og_dtype_name(m->logits.dtype));
     for (int s = 0; m->attention_mask && s < m->n_stages; s++) {
-        og_status *st = mask_reads_lengths_only(&m->stages[s], m->attention_mask);
+        og_status *st = mask_readers(&m->stages[s], m->attention_mask, threshold);
         if (st) {
             og_status *why = og_errorf(og_status_code(st), "stage '%s': %s", m->stages[s].name,
                                        og_status_message(st));
@@ -210,14 +254,17 @@ static og_status *probe(eng_engine *e) {
     e->pos[0] = 0;
     e->pseqs[0] = (paged_kv_seq){0, 0, 1, 0, &b};
     int64_t row = 0;
-    og_status *st = run_flat(e, 1, 1, &row, 1);
+    og_status *st = run_flat(e, 1, 1, 1, &row, 1, 0);
     kv_pool_release(e->pool, b);
     return st;
 }
 
 og_status *eng_batch_init(eng_engine *e) {
     og_model *m = e->m;
-    OG_TRY(batchable(m));
+    OG_TRY(batchable(m, &e->width_threshold));
+    /* a cached block's keys depend on the side of the width test its prompt took, which
+     * the cache's key (the tokens) does not say */
+    if (e->width_threshold >= 0) e->o.prefix_cache = false;
     int n_layers = 0;
     for (int i = 0; i < m->n_cache; i++) n_layers += !strcmp(m->cache[i].what, "key");
     if (n_layers == 0) return og_errorf(OG_ERR_UNSUPPORTED, "the model has no KV cache");
@@ -254,10 +301,12 @@ og_status *eng_batch_init(eng_engine *e) {
     e->tok_cap = T;
     e->ids = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
     e->pos = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
-    e->mask = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
+    /* the mask is as wide as the step, or with a width test as its longest sequence */
+    size_t W = (size_t)(e->width_threshold >= 0 && e->context > T ? e->context : T);
+    e->mask = malloc(sizeof(int64_t) * W + 64);
     e->ids32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
     e->pos32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
-    e->mask32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
+    e->mask32 = malloc(sizeof(int32_t) * W + 64);
     /* a step samples at most one token per sequence */
     e->logit_rows = malloc(sizeof *e->logit_rows * ((size_t)e->o.max_batch + 1));
     e->logits = malloc(esize(m->logits.dtype) * ((size_t)e->o.max_batch + 1) * (size_t)e->vocab + 64);
@@ -528,40 +577,66 @@ void eng_batch_step(eng_engine *e) {
             i++;
         }
     }
-    int n_seqs = schedule(e), T = 0, k = 0, n_rows = 0;
-    for (int i = 0; i < e->n_running; i++) {
-        eng_seq *s = e->running[i];
-        if (!s->step_n) continue;
-        s->step_off = T;
-        s->logit_row = -1;
-        if (s->n_cached + s->step_n >= s->n_tokens) { /* it chooses a token after the step */
-            s->logit_row = n_rows;
-            e->logit_rows[n_rows++] = T + s->step_n - 1;
-        }
-        e->pseqs[k++] = (paged_kv_seq){0, T, s->step_n, s->n_cached, s->blocks};
-        for (int t = 0; t < s->step_n; t++) {
-            e->ids[T + t] = s->tokens[s->n_cached + t];
-            e->pos[T + t] = s->n_cached + t;
-        }
-        T += s->step_n;
-    }
-    if (T > 0) {
-        if (n_rows == 0) e->logit_rows[n_rows++] = T - 1; /* only prompt chunks: one row */
-        og_status *st = run_flat(e, T, n_seqs, e->logit_rows, n_rows);
-        if (st) { /* every sequence of the run ends with the error */
-            for (int i = 0; i < e->n_running;) {
-                eng_seq *s = e->running[i];
-                if (!s->step_n) {
-                    i++;
-                    continue;
-                }
-                remove_running(e, i);
-                eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+    int n_seqs = schedule(e), T = 0, n_rows = 0;
+    og_status *st = NULL;
+    /* With a width test (LongRoPE) the tokens on either side of it run apart, short
+     * factors first, each run with a mask on its side of the test; otherwise one run. A
+     * token's side is the one its run alone took: a prompt's tokens are rotated all with
+     * the short factors or all with the long ones, as the prompt's length decides (a run
+     * alone takes a whole prompt at once), and a generated token at position p as the
+     * width p + 1 decides. So a prompt chunk, or a recomputation after preemption, that
+     * straddles the switch is cut in two. */
+    int64_t C = e->width_threshold;
+    for (int side = 0; side < 2 && !st; side++) {
+        int T0 = T, k = 0, rows0 = n_rows, W = 1;
+        for (int i = 0; i < e->n_running; i++) {
+            eng_seq *s = e->running[i];
+            if (!s->step_n) continue;
+            int from = s->n_cached, to = s->n_cached + s->step_n;
+            if (C >= 0) {
+                int prompt = s->n_tokens - s->n_gen;
+                int64_t a = prompt > C ? 0 : C; /* the first position of the long side */
+                if (side == 0 && to > a) to = (int)a;
+                if (side == 1 && from < a) from = (int)(a < to ? a : to);
+                int64_t w = side ? (prompt > to ? prompt : to) : to;
+                if (w > W) W = (int)w;
+            } else if (side) {
+                continue;
             }
-            og_status_free(st);
-        } else {
-            advance(e);
+            if (from >= to) continue;
+            if (from == s->n_cached) {
+                s->step_off = T - T0;
+                s->logit_row = -1;
+            }
+            if (to == s->n_tokens) { /* it chooses a token after the step */
+                s->logit_row = n_rows;
+                e->logit_rows[n_rows++] = T - T0 + (to - from) - 1;
+            }
+            e->pseqs[k++] = (paged_kv_seq){0, T - T0, to - from, from, s->blocks};
+            for (int p = from; p < to; p++) {
+                e->ids[T - T0 + p - from] = s->tokens[p];
+                e->pos[T - T0 + p - from] = p;
+            }
+            T += to - from;
         }
+        if (T == T0) continue;
+        if (n_rows == rows0) e->logit_rows[n_rows++] = T - T0 - 1; /* only prompt chunks */
+        st = run_flat(e, T - T0, C >= 0 ? W : T - T0, k, e->logit_rows + rows0, n_rows - rows0,
+                      rows0);
+    }
+    if (st) { /* every sequence of the step ends with the error */
+        for (int i = 0; i < e->n_running;) {
+            eng_seq *s = e->running[i];
+            if (!s->step_n) {
+                i++;
+                continue;
+            }
+            remove_running(e, i);
+            eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+        }
+        og_status_free(st);
+    } else if (T > 0) {
+        advance(e);
     }
     pthread_mutex_lock(&e->stats_mu);
     e->st.last_batch = n_seqs;

@@ -62,6 +62,7 @@ struct eng_engine {
     og_model *m;
     eng_options o;
     int context, vocab, step_tokens;
+    int64_t width_threshold; /* the mask width a LongRoPE graph tests (original_max), or -1 */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu;

@@ -14,11 +14,13 @@ model maker's phi3 package (fp32, transformers' init) and rewrites it into that 
      logits of every step within parity's tolerance of onnxruntime's;
   2. our greedy tokens equal onnxruntime-genai's for the same run;
   3. the serving engine (engine-check: 16 prompts of 3 to 108 tokens at once, most of
-     them crossing 64) gives each request its run alone. The engine's flat steps feed a
-     mask as wide as the step, not as each sequence, so a package whose graph reads the
-     mask's width beyond GroupQueryAttention's lengths must not run in them (before it
-     was refused, the engine chose the short cache for every step and stopped at position
-     64 with 'outside the cos/sin caches').
+     them crossing 64) gives each request its run alone, in batched mode. The engine's
+     flat steps feed one mask for all their sequences; for this graph a step runs the
+     tokens on either side of the switch apart, each run with a mask on its side (a
+     prompt's tokens take the side of the prompt's length, a generated token at position p
+     that of p + 1, as in a run alone). Also with prompts cut into chunks, and with
+     preemption recomputing sequences across the switch. (Before, every decode step took
+     the short cache and stopped at position 64 with 'outside the cos/sin caches'.)
 
 usage: check_longrope.py BUILD WORK
 """
@@ -118,12 +120,19 @@ def main(argv):
     print(f"greedy tokens {'equal' if ours == theirs else 'DIFFER from'} onnxruntime-genai's")
     if ours != theirs:
         bad.append("tokens")
-    e = subprocess.run([os.path.join(build, "tests", "engine-check"), d], capture_output=True,
-                       text=True)
-    out = (e.stdout + e.stderr).strip().splitlines()
-    print("engine: " + " | ".join(x for x in out if x.startswith(("mode", "ok:", "FAIL"))))
-    if e.returncode != 0:
-        bad.append("engine")
+    # as served; prompts cut into chunks across the switch; preemption (recomputation
+    # across it) with small blocks and a small pool
+    for extra in ([], ["--step-tokens", "16"],
+                  ["--step-tokens", "7", "--kv-blocks", "60", "--block-size", "4"]):
+        e = subprocess.run([os.path.join(build, "tests", "engine-check"), d, *extra],
+                           capture_output=True, text=True)
+        out = (e.stdout + e.stderr).strip().splitlines()
+        print(f"engine {' '.join(extra) or '(defaults)'}: " +
+              " | ".join(x for x in out if x.startswith(("mode", "steps", "ok:", "FAIL"))))
+        if e.returncode != 0:
+            bad.append(f"engine {' '.join(extra)}")
+        if not any(x.startswith("mode: batched") for x in out):
+            bad.append("engine not in batched mode")
     print("check_longrope: " + ("FAIL: " + ", ".join(bad) if bad else "ok"))
     return 1 if bad else 0
 
