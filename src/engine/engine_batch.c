@@ -131,9 +131,10 @@ static bool const_scalar(const graph *g, int v, int64_t *out) {
     return true;
 }
 
+/* The producer of value v when it is an `op` node, or NULL. */
 static const graph_node *producer(const graph *g, int v, const char *op) {
-    int p = v >= 0 ? g->values[v].producer : -1;
-    return p >= 0 && !strcmp(g->nodes[p].op_type, op) ? &g->nodes[p] : NULL;
+    const graph_node *n = graph_producer(g, v);
+    return n && !strcmp(n->op_type, op) ? n : NULL;
 }
 
 /* Whether value cond is the builder's LongRoPE test of the mask's width,
@@ -587,7 +588,7 @@ void eng_batch_step(eng_engine *e) {
      * width p + 1 decides. So a prompt chunk, or a recomputation after preemption, that
      * straddles the switch is cut in two. */
     int64_t C = e->width_threshold;
-    for (int side = 0; side < 2 && !st; side++) {
+    for (int side = 0; side < (C >= 0 ? 2 : 1) && !st; side++) {
         int T0 = T, k = 0, rows0 = n_rows, W = 1;
         for (int i = 0; i < e->n_running; i++) {
             eng_seq *s = e->running[i];
@@ -600,14 +601,9 @@ void eng_batch_step(eng_engine *e) {
                 if (side == 1 && from < a) from = (int)(a < to ? a : to);
                 int64_t w = side ? (prompt > to ? prompt : to) : to;
                 if (w > W) W = (int)w;
-            } else if (side) {
-                continue;
             }
             if (from >= to) continue;
-            if (from == s->n_cached) {
-                s->step_off = T - T0;
-                s->logit_row = -1;
-            }
+            if (from == s->n_cached) s->logit_row = -1;
             if (to == s->n_tokens) { /* it chooses a token after the step */
                 s->logit_row = n_rows;
                 e->logit_rows[n_rows++] = T - T0 + (to - from) - 1;

@@ -49,7 +49,7 @@ struct eng_seq {
     uint64_t reg_hash;   /* chained hash of the last of them */
     bool matched;        /* the prefix cache was consulted for this admission */
     gen_rng rng;
-    int step_n, step_off;/* tokens in the current step and where they start */
+    int step_n;          /* tokens in the current step */
     bool admitted;       /* counted in the running gauge: in running, or ending from there */
     int logit_row;       /* its row of e->logits after the step (its last token's, when
                             the step ends its pending tokens), else -1 */

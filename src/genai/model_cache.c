@@ -68,9 +68,7 @@ static bool op_writes_in_place(const char *op) {
 
 static const graph_node *producer_of(const og_session *s, const char *value) {
     const graph *g = runtime_session_graph(s);
-    int v = strmap_get(&g->by_name, value, -1);
-    if (v < 0 || g->values[v].producer < 0) return NULL;
-    return &g->nodes[g->values[v].producer];
+    return graph_producer(g, graph_find_value(g, value));
 }
 
 static bool present_shareable(const og_session *s, const char *present) {

@@ -41,6 +41,11 @@ int graph_find_value(const graph *g, const char *name) {
     return strmap_get(&g->by_name, name, -1);
 }
 
+const graph_node *graph_producer(const graph *g, int v) {
+    int p = v >= 0 && v < g->n_values ? g->values[v].producer : -1;
+    return p >= 0 ? &g->nodes[p] : NULL;
+}
+
 const char *graph_node_label(const graph_node *n, char *buf, size_t size) {
     if (n->name && n->name[0])
         snprintf(buf, size, "'%s' (%s)", n->name, n->op_type);

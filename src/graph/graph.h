@@ -140,6 +140,8 @@ int64_t model_opset(const model *m, const char *domain);
 
 /* Index of a value by name in g (not its parents), or -1. */
 int graph_find_value(const graph *g, const char *name);
+/* The node of g that produces value v, or NULL (a graph input, an initializer, v < 0). */
+const graph_node *graph_producer(const graph *g, int v);
 /* "'name' (OpType)" or "#12 (OpType)" for unnamed nodes, into buf. */
 const char *graph_node_label(const graph_node *n, char *buf, size_t size);
 

@@ -595,7 +595,6 @@ static og_status *parse_node(loader *L, gbuild *b, const wire_reader *r, const w
             graph_attr *a = &attrs[n->n_attrs];
             OG_TRY(parse_attr(L, b, &nr2, &f, label, depth, a));
             n->n_attrs++; /* counted only when complete: model_free walks attrs */
-
         }
     }
     OG_TRY(unique_attrs(L, n, label));

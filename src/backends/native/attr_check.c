@@ -1,8 +1,9 @@
 /* Attributes checked against the operator's schema when a session opens, as onnxruntime
  * checks them when it loads a model: an attribute the schema does not name, one of
- * another type, or a required one missing is an error naming the node. (Duplicate and typeless attributes are the
- * loader's: they are wrong whatever the op.) The look-ups of kernels would otherwise take
- * LeakyRelu's alpha given as an int at its value, and ignore a misspelt attribute. */
+ * another type, or a required one missing is an error naming the node. (Duplicate and
+ * typeless attributes are the loader's: they are wrong whatever the op.) The look-ups of
+ * kernels would otherwise take LeakyRelu's alpha given as an int at its value, and ignore
+ * a misspelt attribute. */
 #include "backends/native/attr_schemas.h"
 
 #include <stdio.h>
