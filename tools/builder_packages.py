@@ -72,6 +72,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "parity"))
+import check_matrix  # noqa: E402  (the per-package comparison and its table cells)
 VOCAB = 512
 SEED = 1234
 
@@ -407,8 +409,6 @@ def tag_of(precision, level, block):
 def matrix(work, names, precs, init, binary, force):
     """Builds each (name, precision) and runs check_matrix's per-package comparison on it;
     one result per package in WORK/results-builder/."""
-    sys.path.insert(0, os.path.join(ROOT, "tests", "parity"))
-    import check_matrix
     build_dir = os.path.dirname(os.path.abspath(binary))
     rdir = os.path.join(work, "results-builder")
     os.makedirs(rdir, exist_ok=True)
@@ -441,14 +441,14 @@ def matrix(work, names, precs, init, binary, force):
                     res["error"] = decoder_only(binary, d)
                 else:
                     try:
-                        ort_err = ort_cannot_run(check_matrix, d)
+                        ort_err = ort_cannot_run(d)
                         if ort_err and "Invalid model" in ort_err:
                             # onnxruntime refuses the graph itself: the builder wrote it
                             res["error"] = "builder error: invalid graph: " + \
                                 ort_err.split("failed:", 1)[-1].replace("Invalid model. ", "")
                         elif ort_err:
                             res["ort_error"] = ort_err
-                            own_paths(check_matrix, build_dir, d, res)
+                            check_matrix.own_paths(build_dir, d, res)
                         else:
                             check_matrix.compare_package(build_dir, d, res)
                     except Exception as ex:  # noqa: BLE001  (a crash or a refusal fails it)
@@ -467,31 +467,15 @@ def matrix(work, names, precs, init, binary, force):
                 print(f"     {res['error']}", flush=True)
 
 
-def ort_cannot_run(cm, d):
+def ort_cannot_run(d):
     """onnxruntime-genai's error where it cannot run the package at all (then there is no
     oracle: the builder's CPU fp16 and bf16 packages), else None."""
     try:
-        cm.check_types.theirs(d, [cm.P], len(cm.P) + 2)
+        check_matrix.check_types.theirs(d, [check_matrix.P], len(check_matrix.P) + 2)
         return None
     except Exception as ex:  # noqa: BLE001
         return str(ex).strip().splitlines()[0][:300]
 
-
-def own_paths(cm, build_dir, d, res):
-    """Without an oracle, the checks among our own paths that compare_package makes: the
-    rows of a batch of different lengths against their single runs, and the engine."""
-    L = len(cm.P) + cm.NEW
-    rows = [cm.P, cm.Q, cm.R[:5]]
-    single = [cm.check_types.ours(build_dir, d, [r], L)[0] for r in rows]
-    batch = cm.check_types.ours(build_dir, d, rows, L)
-    for i, key in enumerate(("P", "Q", "R5")):
-        if batch[i] != single[i]:
-            res["failures"].append(f"batch of lengths 8/3/5: row {i} differs from its single "
-                                   f"run at {cm.first_diff(batch[i], single[i])}")
-    e = subprocess.run([os.path.join(build_dir, "tests", "engine-check"), d],
-                       capture_output=True, text=True)
-    if e.returncode != 0:
-        res["failures"].append(f"engine-check: {(e.stdout + e.stderr).strip().splitlines()[-1:]}")
 
 
 def decoder_only(binary, d):
@@ -520,25 +504,18 @@ def decoder_only(binary, d):
 
 
 def cell(res):
-    if res is None:
-        return "not run"
-    if res.get("error"):
+    """check_matrix's cell, or the error of a package that was not made, or 'no oracle'."""
+    if res and res.get("error"):
         e = res["error"].split("; ")[0].split(". ")[0].replace("|", "\\|")
         return e if len(e) <= 140 else e[:137] + "..."
-    if res.get("ort_error"):
+    if res and res.get("ort_error"):
         return "no oracle (ORT error); ours: " + ("FAIL" if res["failures"] else "=")
-    if res["failures"]:
-        return "FAIL"
-    if res.get("drift"):
-        return "drift"
-    return f"=~{res['ties']}" if res["ties"] else "="
+    return check_matrix.cell(res)
 
 
 def summary(work, names, precs, init):
     """The table of WORK/results-builder for those names and precisions, into
     WORK/builder_matrix.md (builder_matrix-INIT.md for other weights)."""
-    sys.path.insert(0, os.path.join(ROOT, "tests", "parity"))
-    import check_matrix
     rdir = os.path.join(work, "results-builder")
     results = {}
     for name in names:
@@ -549,17 +526,15 @@ def summary(work, names, precs, init):
                     results[(name, prec)] = json.load(fh)
     lines = ["| name | model.type | " + " | ".join(precs) + " |",
              "|---|---|" + "---|" * len(precs)]
-    fails = drifts = missing = errors = 0
+    n, errors = {"missing": 0, "failed": 0, "drifted": 0}, 0
     for name in names:
         mtypes = {r.get("model_type") for (n, _), r in results.items() if n == name} - {None}
         mtype = ", ".join(sorted(mtypes)) or f"({MODELS[name][0]})"
         cells = []
         for prec in precs:
             r = results.get((name, prec))
-            missing += r is None
             errors += bool(r and r.get("error"))
-            fails += bool(r and r["failures"])
-            drifts += bool(r and not r["failures"] and r.get("drift"))
+            check_matrix.tally(r, n)
             cells.append(cell(r))
         lines.append(f"| {name} | {mtype} | " + " | ".join(cells) + " |")
     legend = (f"Packages made by onnxruntime-genai's builder (-e cpu; int4 block 32) from tiny "
@@ -577,7 +552,8 @@ def summary(work, names, precs, init):
               "package (its error below), and our own paths agree (a batch of different "
               "lengths row by row with the single runs, the engine with the generator). "
               f"model.type: genai_config's, or (the type expected). {len(results)} "
-              f"packages: {fails} failed, {drifts} drifted, {errors} not made, {missing} not run.")
+              f"packages: {n['failed']} failed, {n['drifted']} drifted, {errors} not made, "
+              f"{n['missing']} not run.")
     notes = []
     for (name, prec), r in results.items():
         if r["failures"] or r.get("drift"):
@@ -596,7 +572,7 @@ def summary(work, names, precs, init):
     with open(out, "w") as f:
         f.write(text + "\n")
     print(text)
-    return 1 if fails or missing else 0
+    return 1 if n["failed"] or n["missing"] else 0
 
 
 def main():

@@ -179,16 +179,29 @@ def compare_package(build, d, res):
         if at is not None and not (ties and at - len(P) >= ties[0]):
             fail(f"batch [P, R]: row {i} differs from onnxruntime-genai's at step {at - len(P)}",
                  True)
-    rows = [P, Q, R[:5]]
-    batch = check_types.ours(build, d, rows, L)
-    for i, key in enumerate(("P", "Q", "R5")):
+    return own_paths(build, d, res, single)
+
+
+def own_paths(build, d, res, single=None):
+    """The checks among our own paths, with no oracle: the rows of a batch of different
+    lengths (P, Q, R[:5]) against their single runs (`single`, by key, run where not
+    given), and the serving engine against the generator (engine-check). Failures go into
+    res["failures"]; returns res."""
+    L = len(P) + NEW
+    rows = {"P": P, "Q": Q, "R5": R[:5]}
+    single = dict(single or {})
+    for key, p in rows.items():
+        if key not in single:
+            single[key] = check_types.ours(build, d, [p], L)[0]
+    batch = check_types.ours(build, d, list(rows.values()), L)
+    for i, key in enumerate(rows):
         if batch[i] != single[key]:
-            fail(f"batch of lengths 8/3/5: row {i} differs from its single run at "
-                 f"{first_diff(batch[i], single[key])}")
+            res["failures"].append(f"batch of lengths 8/3/5: row {i} differs from its single "
+                                   f"run at {first_diff(batch[i], single[key])}")
     e = subprocess.run([os.path.join(build, "tests", "engine-check"), d], capture_output=True,
                        text=True)
     if e.returncode != 0:
-        fail(f"engine-check: {(e.stdout + e.stderr).strip().splitlines()[-1:]}")
+        res["failures"].append(f"engine-check: {(e.stdout + e.stderr).strip().splitlines()[-1:]}")
     return res
 
 
@@ -237,6 +250,14 @@ def cell(res):
     return f"=~{res['ties']}" if res["ties"] else "="
 
 
+def tally(res, counts):
+    """The table cell of a result, counted into counts["missing"], ["failed"], ["drifted"]."""
+    counts["missing"] += res is None
+    counts["failed"] += bool(res and res["failures"])
+    counts["drifted"] += bool(res and not res["failures"] and res.get("drift"))
+    return cell(res)
+
+
 def summary(work, names):
     """The table of the results under WORK for the types NAMES; a package of theirs with no
     result is 'not run' and fails the summary."""
@@ -250,18 +271,14 @@ def summary(work, names):
     columns = [(i, p) for i in INITS for p in PRECISIONS]
     lines = ["| model type | " + " | ".join(label(i, p) for i, p in columns) + " |",
              "|---|" + "---|" * len(columns)]
-    missing = fails = drifts = 0
+    n = {"missing": 0, "failed": 0, "drifted": 0}
     for t in names:
         cells = []
         for i, p in columns:
             if (i, p) not in variants(t):
                 cells.append("(tied)")
                 continue
-            r = results.get((t, i, p))
-            missing += r is None
-            fails += bool(r and r["failures"])
-            drifts += bool(r and not r["failures"] and r.get("drift"))
-            cells.append(cell(r))
+            cells.append(tally(results.get((t, i, p)), n))
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
     legend = (f"'=': 64 greedy tokens equal onnxruntime-genai's (batch 1 and an equal-length "
               f"batch of 2), logits within parity's tolerance at every step, rows of a batch "
@@ -272,14 +289,15 @@ def summary(work, names):
               f"passing (see below); '(tied)': the type's int4-l4 package is tied already. "
               f"Weights as transformers initialises the config (normal, std 0.02, norms 1), "
               f"or '(U)' the maker's uniform ones (std 0.08, norm scales 1 +- 0.17). "
-              f"{len(results)} packages: {fails} failed, {drifts} drifted, {missing} not run.")
+              f"{len(results)} packages: {n['failed']} failed, {n['drifted']} drifted, "
+              f"{n['missing']} not run.")
     notes = [f"- {t} {label(i, p)}: " + "; ".join(r.get("drift", []) + r["failures"])
              for (t, i, p), r in sorted(results.items()) if r["failures"] or r.get("drift")]
     text = "\n".join([machine(), "", "\n".join(lines), "", legend, *([""] + notes if notes else [])])
     with open(os.path.join(work, "matrix.md"), "w") as f:
         f.write(text + "\n")
     print(text)
-    return 1 if fails or missing else 0
+    return 1 if n["failed"] or n["missing"] else 0
 
 
 def machine():
