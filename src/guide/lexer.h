@@ -1,0 +1,79 @@
+/* The constraint engine's lexer: every lexeme of a grammar (a regular expression or a
+ * literal) as one byte-level NFA, and a DFA over it built lazily, one state at a time,
+ * as matching reaches it. A DFA state is the set of NFA states alive after the bytes read
+ * since the lexeme began; its start state depends on which lexemes the parser allows
+ * there, so the same lexer serves every parser state. Greedy lexing (longest match) is
+ * the matcher's rule, not the lexer's: the lexer only says which lexemes are complete in
+ * a state and whether a byte can extend any of them.
+ *
+ * Not thread-safe: a grammar shared between sequences is used under its lock
+ * (guide_grammar). */
+#ifndef OG_GUIDE_LEXER_H
+#define OG_GUIDE_LEXER_H
+
+#include "base/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct glex glex;
+
+/* The dead state: no lexeme of the start set matches any extension of the bytes read. */
+#define GLEX_DEAD 0u
+/* Returned by glex_next when building the state went past the limits: glex_error says
+ * why. */
+#define GLEX_FAILED UINT32_MAX
+
+og_status *glex_new(glex **out);
+void glex_free(glex *lex);
+
+/* Adds a lexeme that matches exactly the strings of the regular expression `re` (the
+ * syntax of llguidance and of onnxruntime-genai's `regex` guidance: Rust's regex crate —
+ * literals, `.`, classes `[...]` with ranges, negation and escapes, `\d \w \s \D \W \S`,
+ * `\p{..}` Unicode classes, `\xHH \u{H..} \n \t \r` escapes, groups `(..)` `(?:..)`,
+ * alternation, `* + ? {n} {n,} {n,m}` and their lazy forms (same language), `(?i)`,
+ * `(?s)`; the whole expression is matched, so `^` at its start and `$` at its end are
+ * accepted and mean nothing more). Matching is over UTF-8 bytes: `.` and classes match
+ * whole UTF-8 encoded code points. The same expression added twice gives the same id.
+ * An invalid expression is refused with the column (1-based, in bytes) and the reason;
+ * `what` names the expression in that message ("regex", "terminal NUMBER", "pattern at
+ * /properties/a"). */
+og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *what, int *id);
+/* Adds a lexeme that matches exactly these bytes. The same bytes twice give the same id
+ * (and the same id as a regex whose language is only these bytes need not). */
+og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id);
+/* From now on lexeme `id` does not match these exact bytes (all other strings of its
+ * language still match): a JSON object's extra keys are strings other than the named
+ * properties. Call before the first glex_start. */
+og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len);
+/* Writes `re`-syntax text that matches exactly `bytes` into buf (escaping what needs
+ * it); returns the length it needs (like snprintf). */
+size_t glex_escape(const uint8_t *bytes, size_t len, char *buf, size_t cap);
+
+/* Lexemes so far, and the number of 64-bit words of a lexeme set (a bitset over ids). */
+int glex_count(const glex *lex);
+size_t glex_words(const glex *lex);
+/* A short printable description of lexeme `id` for messages ("/[0-9]+/", "\"true\""). */
+const char *glex_describe(const glex *lex, int id);
+
+/* Limits on the lazily built DFA: past `max_states` states (default 200000) or
+ * `max_bytes` of tables (default 256 MiB) glex_next fails with GLEX_FAILED. */
+void glex_set_limits(glex *lex, size_t max_states, size_t max_bytes);
+
+/* The DFA state before any byte, when the lexemes in `allowed` (glex_words words) may
+ * start here. GLEX_DEAD when the set is empty; GLEX_FAILED past the limits. */
+uint32_t glex_start(glex *lex, const uint64_t *allowed);
+/* The state after `byte`; GLEX_DEAD when no lexeme can go on; GLEX_FAILED past the
+ * limits. Cheap once the transition has been seen (a table read). */
+uint32_t glex_next(glex *lex, uint32_t state, uint8_t byte);
+/* The lexemes complete in `state` (glex_words words), or NULL when none is. */
+const uint64_t *glex_accepts(const glex *lex, uint32_t state);
+/* True when some byte leads from `state` to a live state. */
+bool glex_can_extend(glex *lex, uint32_t state);
+/* Why the last GLEX_FAILED happened (a new status each call; NULL when none did). */
+og_status *glex_error(const glex *lex);
+/* DFA states built so far (for limits and statistics). */
+size_t glex_states(const glex *lex);
+
+#endif
