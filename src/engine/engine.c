@@ -33,6 +33,7 @@ eng_options eng_options_default(void) {
 /* ---- requests --------------------------------------------------------------------- */
 
 static void request_free(eng_request *r) {
+    guide_grammar_unref(r->s.guide);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->prompt);
@@ -119,6 +120,7 @@ void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t) {
 static void seq_free(eng_engine *e, eng_seq *s) {
     if (e->batched) eng_batch_drop_blocks(e, s);
     og_generator_destroy(s->gen);
+    guide_matcher_free(s->matcher);
     free(s->tokens);
     free(s->blocks);
     free(s);
@@ -294,7 +296,8 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     e->row = malloc(sizeof(float) * (size_t)e->vocab + 64);
     e->work = malloc(sizeof(float) * 2 * (size_t)e->vocab + 64);
     e->lp = malloc(sizeof(float) * (size_t)e->vocab + 64);
-    if (!e->running || !e->row || !e->work || !e->lp) {
+    e->masked = malloc(sizeof(float) * (size_t)e->vocab + 64);
+    if (!e->running || !e->row || !e->work || !e->lp || !e->masked) {
         st = og_oom();
         goto fail;
     }
@@ -349,6 +352,8 @@ void eng_destroy(eng_engine *e) {
     free(e->row);
     free(e->work);
     free(e->lp);
+    free(e->masked);
+    free(e->gmask);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->stats_mu);
@@ -412,6 +417,18 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
             return ENG_SUBMIT_INVALID;
         }
     }
+    /* the request's matcher, made here so that a grammar it cannot start on is the
+     * submitter's error before anything runs */
+    guide_matcher *matcher = NULL;
+    if (s->guide) {
+        og_status *gs = guide_matcher_new(s->guide, e->m->eos_ids, (size_t)e->m->n_eos, &matcher);
+        if (gs) {
+            snprintf(msg, size, "constrained decoding: %s", og_status_message(gs));
+            bool oom = og_status_code(gs) == OG_ERR_OUT_OF_MEMORY;
+            og_status_free(gs);
+            return oom ? ENG_SUBMIT_NO_MEMORY : ENG_SUBMIT_INVALID;
+        }
+    }
     eng_request *r = calloc(1, sizeof *r);
     eng_seq *q = calloc(1, sizeof *q);
     int cap = n + (s->max_tokens < e->context ? s->max_tokens : e->context) + 1;
@@ -422,6 +439,7 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
         if (q) free(q->tokens);
         free(r);
         free(q);
+        guide_matcher_free(matcher);
         snprintf(msg, size, "out of memory for the request");
         return ENG_SUBMIT_NO_MEMORY;
     }
@@ -430,6 +448,8 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
     atomic_init(&r->refs, 2);
     atomic_init(&r->cancel, false);
     r->s = *s;
+    if (s->guide) r->s.guide = guide_grammar_ref(s->guide); /* released with the request */
+    q->matcher = matcher;
     memcpy(r->prompt, prompt, sizeof *prompt * (size_t)n);
     r->n_prompt = n;
     r->seq = q;
@@ -465,6 +485,7 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
     }
     pthread_mutex_unlock(&e->mu);
     if (code != ENG_SUBMIT_OK) {
+        guide_matcher_free(q->matcher);
         free(q->tokens);
         free(q);
         request_free(r);

@@ -25,6 +25,7 @@
 #define OG_ENGINE_ENGINE_H
 
 #include "onnx_genai.h"
+#include "guide/guide.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,6 +70,17 @@ typedef struct eng_sampling {
                            alternatives (<= ENG_MAX_LOGPROBS) */
     bool ignore_eos;    /* an EOS id is a token like any other (delivered, fed back): the
                            request ends at max_tokens or the context, in both modes */
+    /* Constrained decoding: the output is a string of this grammar's language (NULL: no
+     * constraint). The engine takes its own reference at submission and runs a matcher
+     * of its own for the request: before each choice the tokens the matcher does not
+     * allow get no probability (greedy and sampling alike; the reported log-probabilities
+     * stay the model's), the model's EOS ids are allowed only where the output is
+     * complete, and once nothing but EOS can follow the request ends (ENG_FINISH_STOP)
+     * without running the model for it. max_tokens still ends it (ENG_FINISH_LENGTH),
+     * also mid-string. guide_tokens is the size of the grammar's vocabulary (tokens from
+     * there up to the model's vocabulary are never chosen). */
+    guide_grammar *guide;
+    size_t guide_tokens;
 } eng_sampling;
 
 enum { ENG_MAX_LOGPROBS = 20 };

@@ -551,17 +551,26 @@ static void advance(eng_engine *e) {
             continue;
         }
         eng_token t;
-        eng_choose(e, s, logits_row(e, s->logit_row), &t);
-        if (eng_is_eos(e, s, t.id)) {
+        bool done = false;
+        og_status *st = eng_choose(e, s, logits_row(e, s->logit_row), &t);
+        if (!st && eng_is_eos(e, s, t.id)) {
             remove_running(e, i);
             eng_finish_seq(e, s, ENG_FINISH_STOP, NULL);
             continue;
         }
+        if (!st) st = eng_guide_advance(s, t.id, &done);
+        if (st) {
+            remove_running(e, i);
+            eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+            og_status_free(st);
+            continue;
+        }
         s->tokens[s->n_tokens++] = t.id;
         eng_deliver(e, s, &t);
-        if (s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
+        /* a complete constrained output ends here, also at max_tokens: nothing was cut */
+        if (done || s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
             remove_running(e, i);
-            eng_finish_seq(e, s, ENG_FINISH_LENGTH, NULL);
+            eng_finish_seq(e, s, done ? ENG_FINISH_STOP : ENG_FINISH_LENGTH, NULL);
             continue;
         }
         i++;

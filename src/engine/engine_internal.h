@@ -56,6 +56,9 @@ struct eng_seq {
     og_generator *gen;   /* per-sequence mode */
     size_t mem;          /* per-sequence mode: bytes charged to the memory budget while its
                             generator lives (eng_single_bytes) */
+    guide_matcher *matcher; /* under guidance: the output's place in the grammar, advanced
+                            by every delivered token. A preempted sequence keeps it: its
+                            tokens are recomputed, never chosen again */
 };
 
 struct eng_engine {
@@ -93,6 +96,9 @@ struct eng_engine {
     int64_t *logit_rows; /* [max_batch + 1] their tokens in the step */
     gen_step_io io;      /* what a step hands to og_session_run, made once (genai/step.h) */
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
+    float *masked;       /* [vocab]: a guided row with its disallowed tokens at -inf */
+    uint32_t *gmask;     /* a matcher's token mask, gmask_words words */
+    size_t gmask_words;
     /* statistics */
     pthread_mutex_t stats_mu;
     eng_stats st;
@@ -125,8 +131,13 @@ size_t eng_single_bytes(const eng_engine *e, int n_tokens, const eng_sampling *s
 void eng_single_step(eng_engine *e);
 
 /* engine_sample.c: the next token from a row of float32 logits (changed in place by
- * nothing but sampling's own scratch); fills t (id, log-probabilities). */
-void eng_choose(eng_engine *e, eng_seq *s, const float *logits, eng_token *t);
+ * nothing but sampling's own scratch); fills t (id, log-probabilities). Under guidance
+ * only the tokens the sequence's matcher allows are chosen; an error of the matcher
+ * (nothing allowed, out of memory) is returned. */
+og_status *eng_choose(eng_engine *e, eng_seq *s, const float *logits, eng_token *t);
+/* Under guidance, after t was chosen and is not an EOS that ends the request: the
+ * matcher advances by it; *done is true when nothing but EOS can follow now. */
+og_status *eng_guide_advance(eng_seq *s, int32_t id, bool *done);
 /* The request's top log-probability alternatives from e->lp (log-softmax of the row). */
 void eng_choose_top(eng_engine *e, const eng_seq *s, eng_token *t);
 /* Whether id ends generation (an EOS id of the model, unless ignore_eos). */

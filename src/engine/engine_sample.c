@@ -1,9 +1,13 @@
 /* Choosing a request's next token from its logits: greedy or sampling (temperature,
  * top-k, top-p, the request's own seeded generator) with the search module's functions,
  * and the log-probabilities a request asked for (of the model's distribution, before
- * temperature and truncation, as OpenAI reports them). */
+ * temperature and truncation, as OpenAI reports them). Under guidance the matcher's
+ * mask comes first: the tokens it does not allow are set to -inf before greedy or
+ * sampling see the row, so top-k and top-p choose among allowed tokens only. */
 #include "engine/engine_internal.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool eng_is_eos(const eng_engine *e, const eng_seq *s, int32_t id) {
@@ -31,19 +35,60 @@ static int top_entries(const float *row, int n, int k, int32_t *ids, float *vals
     return got;
 }
 
-void eng_choose(eng_engine *e, eng_seq *s, const float *logits, eng_token *t) {
+/* The row with the tokens s's matcher does not allow at -inf (in e->masked). */
+static og_status *masked_row(eng_engine *e, eng_seq *s, const float *logits, const float **out) {
+    size_t V = (size_t)e->vocab, G = s->req->s.guide_tokens;
+    size_t words = guide_mask_words(G > V ? G : V);
+    if (words > e->gmask_words) {
+        uint32_t *m = realloc(e->gmask, sizeof *m * words);
+        if (!m) return og_oom();
+        e->gmask = m;
+        e->gmask_words = words;
+    }
+    memset(e->gmask, 0, sizeof *e->gmask * words); /* the model's ids past the grammar's
+                                                      vocabulary stay disallowed */
+    OG_TRY(guide_matcher_mask(s->matcher, e->gmask));
+    bool any = false;
+    for (size_t i = 0; i < V; i++) {
+        bool ok = (e->gmask[i / 32] >> (i % 32)) & 1u;
+        e->masked[i] = ok ? logits[i] : -INFINITY;
+        any |= ok;
+    }
+    if (!any)
+        return og_errorf(OG_ERR_RUNTIME, "constrained decoding: no token of the model's "
+                         "vocabulary continues the output after %zu tokens",
+                         guide_matcher_consumed(s->matcher));
+    *out = e->masked;
+    return NULL;
+}
+
+og_status *eng_choose(eng_engine *e, eng_seq *s, const float *logits, eng_token *t) {
     const eng_sampling *sp = &s->req->s;
     int V = e->vocab;
     memset(t, 0, sizeof *t);
+    const float *row = logits;
+    if (s->matcher) OG_TRY(masked_row(e, s, logits, &row));
     if (sp->sample && sp->temperature > 0 && sp->top_k != 1)
-        t->id = gen_sample(logits, V, sp->top_k, sp->top_p, sp->temperature, &s->rng, e->work);
+        t->id = gen_sample(row, V, sp->top_k, sp->top_p, sp->temperature, &s->rng, e->work);
     else
-        t->id = gen_argmax(logits, V);
-    if (sp->logprobs < 0) return;
+        t->id = gen_argmax(row, V);
+    /* sampling's last resort (rounding past the cumulative sum) is its least likely
+     * candidate, which may be a disallowed one */
+    if (row == e->masked && isinf(row[t->id])) t->id = gen_argmax(row, V);
+    if (sp->logprobs < 0) return NULL;
     memcpy(e->lp, logits, sizeof(float) * (size_t)V);
     gen_log_softmax(e->lp, V);
     t->logprob = e->lp[t->id];
     eng_choose_top(e, s, t);
+    return NULL;
+}
+
+og_status *eng_guide_advance(eng_seq *s, int32_t id, bool *done) {
+    *done = false;
+    if (!s->matcher) return NULL;
+    OG_TRY(guide_matcher_consume(s->matcher, id));
+    *done = guide_matcher_stopped(s->matcher);
+    return NULL;
 }
 
 void eng_choose_top(eng_engine *e, const eng_seq *s, eng_token *t) {

@@ -59,8 +59,43 @@ static og_status *start(eng_engine *e, eng_seq *s) {
     return og_generator_append_tokens(s->gen, s->tokens, (size_t)s->n_tokens);
 }
 
+/* Ends s with st's message (frees st); false. */
+static bool fail(eng_engine *e, eng_seq *s, og_status *st) {
+    eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
+    og_status_free(st);
+    return false;
+}
+
+/* One token of a guided sequence: the engine chooses it from the generator's logits
+ * (eng_choose applies the matcher's mask, which the generator's own choice cannot), and
+ * appending it runs the step that gives the next logits. False when it ended. */
+static bool step_guided(eng_engine *e, eng_seq *s) {
+    og_tensor *lg = NULL;
+    og_status *st = og_generator_get_logits(s->gen, &lg);
+    if (st) return fail(e, s, st);
+    eng_token t;
+    bool done = false;
+    st = eng_choose(e, s, og_tensor_data(lg), &t);
+    og_tensor_free(lg);
+    if (!st && eng_is_eos(e, s, t.id)) {
+        eng_finish_seq(e, s, ENG_FINISH_STOP, NULL);
+        return false;
+    }
+    if (!st) st = eng_guide_advance(s, t.id, &done);
+    if (st) return fail(e, s, st);
+    s->tokens[s->n_tokens++] = t.id;
+    eng_deliver(e, s, &t);
+    if (done || s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
+        eng_finish_seq(e, s, done ? ENG_FINISH_STOP : ENG_FINISH_LENGTH, NULL);
+        return false;
+    }
+    if ((st = og_generator_append_tokens(s->gen, &t.id, 1))) return fail(e, s, st);
+    return true;
+}
+
 /* One token of a running sequence; false when it ended. */
 static bool step_one(eng_engine *e, eng_seq *s) {
+    if (s->matcher) return step_guided(e, s);
     eng_token t = {0};
     og_status *st = NULL;
     bool logprobs = s->req->s.logprobs >= 0;
