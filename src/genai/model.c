@@ -15,6 +15,7 @@
 #include "base/pkg_file.h"
 #include "genai/config.h"
 #include "genai/generator.h"
+#include "genai/guidance.h"
 #include "runtime/og_session.h"
 
 #include <cjson/cJSON.h>
@@ -618,6 +619,7 @@ fail:
 void og_model_close(og_model *m) {
     if (!m) return;
     profiler_free(m->prof);
+    gen_guidance_free(m->guidance);
     for (int i = 0; i < m->n_cache; i++) {
         free(m->cache[i].past);
         free(m->cache[i].present);

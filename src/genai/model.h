@@ -136,6 +136,8 @@ struct og_model {
     char **warnings;         /* the config's warnings, then the model's own */
     int n_warnings;
     struct og_profiler *prof; /* set by og_model_profile_start: times every stage's nodes */
+    struct gen_guidance *guidance; /* guidance's vocabulary and grammar cache, made on first
+                                      use (genai/guidance.c) */
 };
 
 /* Bytes of KV per cached position, all KV layers, batch 1. */

@@ -253,3 +253,99 @@ og_status *tok_dec_apply(const tok_dec *d, tok_buf *text, tok_plist *l) {
     *l = out;
     return NULL;
 }
+
+/* ---- one token's bytes (tok_token_bytes) ---- */
+
+/* Replaces cur's text by what stage d makes of the token alone. `fused`: a Fuse ran
+ * before, so what follows sees the whole text as one piece. */
+static og_status *token_stage(const tok_dec *d, tok_buf *cur, tok_buf *tmp, bool *fused) {
+    tmp->n = 0;
+    switch (d->kind) {
+    case TOK_DEC_SEQUENCE:
+        for (size_t i = 0; i < d->n_kids; i++) OG_TRY(token_stage(&d->kids[i], cur, tmp, fused));
+        return NULL;
+    case TOK_DEC_BYTELEVEL:
+        /* Only text can be mapped back; raw bytes from an earlier stage stay as they are. */
+        if (tok_utf8_valid_prefix(cur->p, cur->n) != cur->n) return NULL;
+        if (!tok_buf_reserve(tmp, cur->n)) return og_oom();
+        for (size_t k = 0; k < cur->n;) {
+            int32_t cp;
+            k += tok_utf8_next(cur->p + k, cur->n - k, &cp);
+            int b = tok_cp_to_byte(cp);
+            /* a character outside the byte alphabet: the token is kept verbatim, as
+             * decoding keeps it */
+            if (b < 0) return NULL;
+            tmp->p[tmp->n++] = (char)b;
+        }
+        break;
+    case TOK_DEC_METASPACE: {
+        char rep[4];
+        size_t rl = tok_utf8_put(d->ch, rep);
+        if (!tok_buf_reserve(tmp, cur->n)) return og_oom();
+        for (size_t k = 0; k < cur->n;) {
+            if (cur->n - k >= rl && !memcmp(cur->p + k, rep, rl)) {
+                tmp->p[tmp->n++] = ' ';
+                k += rl;
+            } else {
+                tmp->p[tmp->n++] = cur->p[k++];
+            }
+        }
+        break;
+    }
+    case TOK_DEC_BYTE_FALLBACK: {
+        int b = tok_byte_token(cur->p, cur->n);
+        if (b < 0) return NULL;
+        char c = (char)b;
+        if (!tok_buf_put(tmp, &c, 1)) return og_oom();
+        break;
+    }
+    case TOK_DEC_FUSE:
+        *fused = true;
+        return NULL;
+    case TOK_DEC_STRIP: {
+        if (*fused) return NULL; /* it strips the ends of the whole text, not of a token */
+        char c[4];
+        size_t cl = tok_utf8_put(d->ch, c), a = 0, b = cur->n;
+        for (size_t k = 0; k < d->start && b - a >= cl && !memcmp(cur->p + a, c, cl); k++) a += cl;
+        for (size_t k = 0; k < d->stop && b - a >= cl && !memcmp(cur->p + b - cl, c, cl); k++) b -= cl;
+        if (!tok_buf_put(tmp, cur->p + a, b - a)) return og_oom();
+        break;
+    }
+    case TOK_DEC_REPLACE: {
+        tok_plist m = {0};
+        og_status *st = tok_pattern_find(&d->pat, cur->p, cur->n, &m);
+        for (size_t k = 0; !st && k < m.n; k++) {
+            bool ok = m.v[k].id ? tok_buf_put(tmp, d->content, d->content_len)
+                                : tok_buf_put(tmp, cur->p + m.v[k].off, m.v[k].len);
+            if (!ok) st = og_oom();
+        }
+        tok_plist_free(&m);
+        if (st) return st;
+        break;
+    }
+    }
+    tok_buf swap = *cur;
+    *cur = *tmp;
+    *tmp = swap;
+    return NULL;
+}
+
+og_status *tok_token_bytes(const tok_tokenizer *t, int32_t id, uint8_t *buf, size_t cap,
+                           size_t *len) {
+    if (!t || (!buf && cap) || !len)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "tok_token_bytes: NULL argument");
+    *len = 0;
+    if (id < 0 || (size_t)id >= t->vocab_size || !t->id_tok[id]) return NULL;
+    const char *s = t->id_tok[id];
+    tok_buf cur = {0}, tmp = {0};
+    bool fused = false;
+    og_status *st = tok_buf_put(&cur, s, strlen(s)) ? NULL : og_oom();
+    if (!st && t->dec) st = token_stage(t->dec, &cur, &tmp, &fused);
+    if (!st) {
+        *len = cur.n;
+        if (cur.n && cap) memcpy(buf, cur.p, cur.n < cap ? cur.n : cap);
+    }
+    tok_buf_free(&cur);
+    tok_buf_free(&tmp);
+    return st;
+}

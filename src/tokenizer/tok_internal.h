@@ -247,7 +247,8 @@ struct tok_tokenizer {
     tok_matcher raw_matcher, norm_matcher;
     tok_smap added_map;
     char **id_tok; /* id -> token text (NUL-terminated), NULL if none */
-    uint8_t *special;
+    uint8_t *special;  /* [vocab_size] an added token marked special */
+    uint8_t *is_added; /* [vocab_size] an added token, special or not */
     size_t vocab_size;
     int32_t bos_id, eos_id;
 };

@@ -346,11 +346,13 @@ static og_status *build_id_table(tok_tokenizer *t) {
     t->vocab_size = n;
     t->id_tok = calloc(n ? n : 1, sizeof *t->id_tok);
     t->special = calloc(n ? n : 1, 1);
-    if (!t->id_tok || !t->special) return og_oom();
+    t->is_added = calloc(n ? n : 1, 1);
+    if (!t->id_tok || !t->special || !t->is_added) return og_oom();
     const tok_smap *v = &t->bpe.vocab;
     for (size_t i = 0; i < v->n; i++) t->id_tok[v->ents[i].val] = v->pool.p + v->ents[i].off;
     for (size_t i = 0; i < t->n_added; i++) {
         t->id_tok[t->added[i].id] = t->added[i].content;
+        t->is_added[t->added[i].id] = 1;
         if (t->added[i].special) t->special[t->added[i].id] = 1;
     }
     return NULL;
@@ -466,6 +468,7 @@ void tok_tokenizer_free(tok_tokenizer *t) {
     tok_smap_free(&t->added_map);
     free(t->id_tok);
     free(t->special);
+    free(t->is_added);
     free(t->file);
     free(t);
 }
@@ -616,6 +619,10 @@ int32_t tok_eos_id(const tok_tokenizer *t) { return t ? t->eos_id : -1; }
 
 bool tok_is_special(const tok_tokenizer *t, int32_t id) {
     return t && id >= 0 && (size_t)id < t->vocab_size && t->special[id];
+}
+
+bool tok_is_added(const tok_tokenizer *t, int32_t id) {
+    return t && id >= 0 && (size_t)id < t->vocab_size && t->is_added[id];
 }
 
 /* ---- streaming ---- */

@@ -118,5 +118,20 @@ int32_t tok_bos_id(const tok_tokenizer *tok);
 int32_t tok_eos_id(const tok_tokenizer *tok);
 /* Whether id is an added token marked special. */
 bool tok_is_special(const tok_tokenizer *tok, int32_t id);
+/* Whether id is an added token (tokenizer.json's added_tokens), special or not. */
+bool tok_is_added(const tok_tokenizer *tok, int32_t id);
+
+/* The bytes token `id` adds to decoded text wherever it stands among other tokens (what
+ * constrained decoding matches against a grammar): every decoder stage applied to the
+ * token alone, leaving out what depends on its place in the text -- so byte-level BPE
+ * gives the token's raw bytes through the byte-to-character map (no U+FFFD for a partial
+ * UTF-8 character), SentencePiece gives U+2581 as a space (also at the start: dropping
+ * the first space is a start-of-text rule) and <0xHH> as byte HH, and a Strip after Fuse
+ * (which strips the whole text's ends) is left out. Added tokens, special ones included,
+ * give their content as decoding does. Writes min(cap, *len) bytes to buf and sets *len
+ * to the full length (call again with a larger buf when it exceeds cap); an id that names
+ * no token has no bytes. */
+og_status *tok_token_bytes(const tok_tokenizer *tok, int32_t id, uint8_t *buf, size_t cap,
+                           size_t *len);
 
 #endif
