@@ -1,0 +1,650 @@
+/* The lexer (lexer.h): every lexeme in one NFA (regex.h), and a DFA built lazily over it.
+ * A DFA state is a sorted set of the NFA's "important" states (byte ranges, accepts,
+ * vetoes), interned in a hash table; its 256 transitions start unknown and are filled the
+ * first time they are asked for, so a known transition is one table read. */
+#include "guide/lexer.h"
+
+#include "guide/regex.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNKNOWN (UINT32_MAX - 1)
+#define ACC_BLOCK 4096 /* words */
+#define DESC_MAX 60
+
+typedef struct lexeme {
+    uint32_t start;  /* NFA entry */
+    uint32_t *vetos; /* entries of its exclusions' branches */
+    size_t n_vetos;
+    char *desc;
+    char *key; /* dedup key: kind byte + text */
+    size_t key_len;
+} lexeme;
+
+typedef struct dstate {
+    uint32_t set_off, set_len; /* into glex.sets */
+    const uint64_t *acc;       /* complete lexemes (glex_words words), or NULL */
+    bool extend;               /* some non-veto byte range is alive */
+} dstate;
+
+/* Open addressing over uint32 values (0 = empty slot, else value + 1). */
+typedef struct imap {
+    uint32_t *slot;
+    uint64_t *hash;
+    size_t cap, n;
+} imap;
+
+struct glex {
+    gnfa nfa;
+    lexeme *lex;
+    int n_lex, cap_lex;
+    imap by_key; /* lexeme dedup */
+
+    /* the DFA (reset when a lexeme or exclusion is added after it was built) */
+    dstate *ds;
+    uint32_t n_ds, cap_ds;
+    uint32_t *trans; /* n_ds * 256 */
+    uint32_t *sets;
+    size_t n_sets, cap_sets;
+    /* accept sets live in blocks that never move, so glex_accepts' pointers stay valid
+     * while the DFA grows */
+    uint64_t **acc_blocks;
+    size_t n_acc_blocks, acc_used; /* words used in the last block */
+    imap by_set;   /* DFA states by NFA set */
+    imap by_start; /* DFA start states by allowed set (values: index into starts) */
+    uint64_t *starts; /* (words + 1) per entry: the allowed set, then the state */
+    size_t n_starts, cap_starts;
+    size_t words; /* glex_words when the DFA was started */
+
+    /* scratch for closures */
+    uint32_t *mark, gen;
+    uint32_t *stack, *buf;
+    size_t cap_scratch;
+    uint64_t *veto_bits;
+
+    size_t max_states, max_bytes, bytes;
+    char err[256];
+};
+
+static uint64_t hash_words(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h | 1;
+}
+
+/* Finds `h` with eq(ctx, value) or returns the empty slot where it would go. */
+typedef bool (*imap_eq)(const void *ctx, uint32_t value);
+
+static size_t imap_find(const imap *m, uint64_t h, imap_eq eq, const void *ctx)
+{
+    size_t j = (size_t)h & (m->cap - 1);
+    while (m->slot[j] && !(m->hash[j] == h && eq(ctx, m->slot[j] - 1))) j = (j + 1) & (m->cap - 1);
+    return j;
+}
+
+static bool imap_grow(imap *m)
+{
+    if (m->cap && (m->n + 1) * 4 < m->cap * 3) return true;
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    uint32_t *slot = calloc(cap, sizeof *slot);
+    uint64_t *hash = malloc(cap * sizeof *hash);
+    if (!slot || !hash) {
+        free(slot);
+        free(hash);
+        return false;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->slot[i]) continue;
+        size_t j = (size_t)m->hash[i] & (cap - 1);
+        while (slot[j]) j = (j + 1) & (cap - 1);
+        slot[j] = m->slot[i];
+        hash[j] = m->hash[i];
+    }
+    free(m->slot);
+    free(m->hash);
+    m->slot = slot;
+    m->hash = hash;
+    m->cap = cap;
+    return true;
+}
+
+static void imap_free(imap *m)
+{
+    free(m->slot);
+    free(m->hash);
+    memset(m, 0, sizeof *m);
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    void *n = realloc(*p, c * elem);
+    if (!n) return false;
+    *p = n;
+    *cap = c;
+    return true;
+}
+
+og_status *glex_new(glex **out)
+{
+    glex *lex = calloc(1, sizeof *lex);
+    if (!lex) return og_oom_context(og_oom(), "lexer");
+    lex->nfa.max = UINT32_MAX - 2;
+    lex->max_states = 200000;
+    lex->max_bytes = (size_t)256 << 20;
+    *out = lex;
+    return NULL;
+}
+
+static void dfa_reset(glex *lex)
+{
+    free(lex->ds);
+    free(lex->trans);
+    free(lex->sets);
+    for (size_t i = 0; i < lex->n_acc_blocks; i++) free(lex->acc_blocks[i]);
+    free(lex->acc_blocks);
+    free(lex->starts);
+    imap_free(&lex->by_set);
+    imap_free(&lex->by_start);
+    lex->ds = NULL;
+    lex->trans = lex->sets = NULL;
+    lex->acc_blocks = NULL;
+    lex->starts = NULL;
+    lex->n_acc_blocks = lex->acc_used = 0;
+    lex->n_ds = lex->cap_ds = 0;
+    lex->n_sets = lex->cap_sets = 0;
+    lex->n_starts = lex->cap_starts = 0;
+    lex->bytes = 0;
+}
+
+void glex_free(glex *lex)
+{
+    if (!lex) return;
+    dfa_reset(lex);
+    for (int i = 0; i < lex->n_lex; i++) {
+        free(lex->lex[i].vetos);
+        free(lex->lex[i].desc);
+        free(lex->lex[i].key);
+    }
+    free(lex->lex);
+    imap_free(&lex->by_key);
+    free(lex->nfa.st);
+    free(lex->mark);
+    free(lex->stack);
+    free(lex->buf);
+    free(lex->veto_bits);
+    free(lex);
+}
+
+/* ---- lexemes ---- */
+
+typedef struct keyref {
+    const glex *lex;
+    const char *key;
+    size_t len;
+} keyref;
+
+static bool key_eq(const void *ctx, uint32_t v)
+{
+    const keyref *k = ctx;
+    const lexeme *l = &k->lex->lex[v];
+    return l->key_len == k->len && !memcmp(l->key, k->key, k->len);
+}
+
+/* Appends `bytes` to buf as printable text: `quote` escaped, non-printables as \xHH. */
+static size_t describe_bytes(char *buf, size_t cap, size_t w, const uint8_t *b, size_t n,
+                             char quote)
+{
+    for (size_t i = 0; i < n && w + 8 < cap; i++) {
+        uint8_t c = b[i];
+        if (c == '\n') w += (size_t)snprintf(buf + w, cap - w, "\\n");
+        else if (c == '\t') w += (size_t)snprintf(buf + w, cap - w, "\\t");
+        else if (c == '\r') w += (size_t)snprintf(buf + w, cap - w, "\\r");
+        else if (c == (uint8_t)quote || (quote == '"' && c == '\\'))
+            w += (size_t)snprintf(buf + w, cap - w, "\\%c", c);
+        else if (c < 0x20 || c == 0x7F) w += (size_t)snprintf(buf + w, cap - w, "\\x%02X", c);
+        else buf[w++] = (char)c;
+    }
+    buf[w] = 0;
+    return w;
+}
+
+static char *make_desc(const uint8_t *b, size_t n, bool literal)
+{
+    char tmp[DESC_MAX * 4 + 16];
+    size_t show = n > DESC_MAX ? DESC_MAX : n;
+    /* do not cut a UTF-8 sequence */
+    while (show < n && show > 0 && (b[show] & 0xC0) == 0x80) show--;
+    char q = literal ? '"' : '/';
+    size_t w = 0;
+    tmp[w++] = q;
+    w = describe_bytes(tmp, sizeof tmp - 5, w, b, show, literal ? '"' : 0);
+    if (show < n) w += (size_t)snprintf(tmp + w, sizeof tmp - w, "...");
+    tmp[w++] = q;
+    tmp[w] = 0;
+    return strdup(tmp);
+}
+
+/* Adds a lexeme whose NFA part `build` makes (regex or literal), unless its key exists. */
+static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t len,
+                             const char *what, int *id)
+{
+    char *key = malloc(len + 1);
+    if (!key) return og_oom_context(og_oom(), "lexer");
+    key[0] = kind;
+    memcpy(key + 1, text, len);
+    keyref kr = {lex, key, len + 1};
+    uint64_t h = hash_words(key, len + 1);
+    if (!imap_grow(&lex->by_key)) {
+        free(key);
+        return og_oom_context(og_oom(), "lexer");
+    }
+    size_t j = imap_find(&lex->by_key, h, key_eq, &kr);
+    if (lex->by_key.slot[j]) {
+        free(key);
+        *id = (int)lex->by_key.slot[j] - 1;
+        return NULL;
+    }
+    size_t cap = (size_t)lex->cap_lex;
+    if (!grow((void **)&lex->lex, &cap, (size_t)lex->n_lex + 1, sizeof *lex->lex)) {
+        free(key);
+        return og_oom_context(og_oom(), "lexer");
+    }
+    lex->cap_lex = (int)cap;
+    int me = lex->n_lex;
+    uint32_t n0 = lex->nfa.n;
+    og_status *st = NULL;
+    uint32_t acc = gnfa_add(&lex->nfa, GN_ACCEPT, 0, 0, (uint32_t)me, GN_NONE);
+    uint32_t entry = acc;
+    if (acc == GN_NONE) {
+        st = og_oom_context(og_oom(), "lexer: NFA states");
+    } else if (kind == 'r') {
+        st = gre_compile(&lex->nfa, (const char *)text, len, what, acc, &entry);
+    } else {
+        for (size_t i = len; i-- > 0 && entry != GN_NONE;)
+            entry = gnfa_add(&lex->nfa, GN_RANGE, text[i], text[i], entry, GN_NONE);
+        if (entry == GN_NONE) st = og_oom_context(og_oom(), "lexer: NFA states");
+    }
+    char *desc = st ? NULL : make_desc(text, len, kind == 'l');
+    if (!st && !desc) st = og_oom_context(og_oom(), "lexer");
+    if (st) {
+        lex->nfa.n = n0;
+        free(key);
+        return st;
+    }
+    lexeme *l = &lex->lex[me];
+    memset(l, 0, sizeof *l);
+    l->start = entry;
+    l->desc = desc;
+    l->key = key;
+    l->key_len = len + 1;
+    lex->n_lex++;
+    lex->by_key.slot[j] = (uint32_t)me + 1;
+    lex->by_key.hash[j] = h;
+    lex->by_key.n++;
+    if (lex->n_ds) dfa_reset(lex);
+    *id = me;
+    return NULL;
+}
+
+og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *what, int *id)
+{
+    return add_lexeme(lex, 'r', (const uint8_t *)re, len, what ? what : "regex", id);
+}
+
+og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id)
+{
+    return add_lexeme(lex, 'l', bytes, len, NULL, id);
+}
+
+og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len)
+{
+    if (id < 0 || id >= lex->n_lex)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "lexer: no lexeme %d to exclude from", id);
+    lexeme *l = &lex->lex[id];
+    uint32_t *v = realloc(l->vetos, (l->n_vetos + 1) * sizeof *v);
+    if (!v) return og_oom_context(og_oom(), "lexer");
+    l->vetos = v;
+    uint32_t n0 = lex->nfa.n;
+    uint32_t entry = gnfa_add(&lex->nfa, GN_VETO, 0, 0, (uint32_t)id, GN_NONE);
+    if (entry != GN_NONE) lex->nfa.st[entry].veto = 1;
+    for (size_t i = len; i-- > 0 && entry != GN_NONE;) {
+        entry = gnfa_add(&lex->nfa, GN_RANGE, bytes[i], bytes[i], entry, GN_NONE);
+        if (entry != GN_NONE) lex->nfa.st[entry].veto = 1;
+    }
+    if (entry == GN_NONE) {
+        lex->nfa.n = n0;
+        return og_oom_context(og_oom(), "lexer: exclusion from %s", l->desc);
+    }
+    l->vetos[l->n_vetos++] = entry;
+    if (lex->n_ds) dfa_reset(lex);
+    return NULL;
+}
+
+size_t glex_escape(const uint8_t *bytes, size_t len, char *buf, size_t cap)
+{
+    static const char meta[] = "\\.+*?()|[]{}^$#&-~";
+    size_t w = 0;
+    char tmp[8];
+    for (size_t i = 0; i < len; i++) {
+        uint8_t c = bytes[i];
+        int n;
+        if (c < 0x20 || c == 0x7F) n = snprintf(tmp, sizeof tmp, "\\x%02X", c);
+        else if (c < 0x80 && strchr(meta, c)) n = snprintf(tmp, sizeof tmp, "\\%c", c);
+        else tmp[0] = (char)c, n = 1;
+        for (int k = 0; k < n; k++, w++)
+            if (w + 1 < cap) buf[w] = tmp[k];
+    }
+    if (cap) buf[w < cap ? w : cap - 1] = 0;
+    return w;
+}
+
+int glex_count(const glex *lex) { return lex->n_lex; }
+
+size_t glex_words(const glex *lex) { return ((size_t)lex->n_lex + 63) / 64; }
+
+const char *glex_describe(const glex *lex, int id)
+{
+    if (id < 0 || id >= lex->n_lex) return "?";
+    return lex->lex[id].desc;
+}
+
+void glex_set_limits(glex *lex, size_t max_states, size_t max_bytes)
+{
+    lex->max_states = max_states;
+    lex->max_bytes = max_bytes;
+}
+
+/* ---- the DFA ---- */
+
+static uint32_t failed(glex *lex, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static uint32_t failed(glex *lex, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(lex->err, sizeof lex->err, fmt, ap);
+    va_end(ap);
+    return GLEX_FAILED;
+}
+
+#define OOM_STATES(lex) failed((lex), "lexer: out of memory at %u DFA states", (lex)->n_ds)
+
+static bool scratch(glex *lex)
+{
+    size_t n = lex->nfa.n;
+    if (n <= lex->cap_scratch && lex->veto_bits) return true;
+    uint32_t *mark = calloc(n + 1, sizeof *mark);
+    uint32_t *stack = malloc((n + 1) * sizeof *stack);
+    uint32_t *buf = malloc((n + 1) * sizeof *buf);
+    uint64_t *vb = calloc(glex_words(lex) + 1, sizeof *vb);
+    if (!mark || !stack || !buf || !vb) {
+        free(mark);
+        free(stack);
+        free(buf);
+        free(vb);
+        return false;
+    }
+    free(lex->mark);
+    free(lex->stack);
+    free(lex->buf);
+    free(lex->veto_bits);
+    lex->mark = mark;
+    lex->stack = stack;
+    lex->buf = buf;
+    lex->veto_bits = vb;
+    lex->gen = 0;
+    lex->cap_scratch = n;
+    return true;
+}
+
+static void new_gen(glex *lex)
+{
+    if (++lex->gen == 0) {
+        memset(lex->mark, 0, lex->cap_scratch * sizeof *lex->mark);
+        lex->gen = 1;
+    }
+}
+
+/* Adds the important states reachable from `s` by epsilon moves to lex->buf. */
+static size_t closure(glex *lex, uint32_t s, size_t n)
+{
+    size_t sp = 0;
+    if (s == GN_NONE || lex->mark[s] == lex->gen) return n;
+    lex->mark[s] = lex->gen;
+    lex->stack[sp++] = s;
+    while (sp) {
+        uint32_t x = lex->stack[--sp];
+        const gnfa_state *st = &lex->nfa.st[x];
+        if (st->kind != GN_SPLIT) {
+            lex->buf[n++] = x;
+            continue;
+        }
+        if (st->out2 != GN_NONE && lex->mark[st->out2] != lex->gen) {
+            lex->mark[st->out2] = lex->gen;
+            lex->stack[sp++] = st->out2;
+        }
+        if (st->out != GN_NONE && lex->mark[st->out] != lex->gen) {
+            lex->mark[st->out] = lex->gen;
+            lex->stack[sp++] = st->out;
+        }
+    }
+    return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct setref {
+    const glex *lex;
+    const uint32_t *set;
+    size_t n;
+} setref;
+
+static bool set_eq(const void *ctx, uint32_t v)
+{
+    const setref *r = ctx;
+    const dstate *d = &r->lex->ds[v];
+    return d->set_len == r->n &&
+           !memcmp(r->lex->sets + d->set_off, r->set, r->n * sizeof *r->set);
+}
+
+/* State 0: the empty set, every transition back to itself. */
+static bool add_dead(glex *lex)
+{
+    lex->ds = malloc(16 * sizeof *lex->ds);
+    lex->trans = calloc(16 * 256, sizeof *lex->trans);
+    if (!lex->ds || !lex->trans) return false;
+    lex->cap_ds = 16;
+    lex->ds[0] = (dstate){0, 0, NULL, false};
+    lex->n_ds = 1;
+    lex->words = glex_words(lex);
+    lex->bytes = 256 * sizeof *lex->trans + sizeof *lex->ds;
+    return true;
+}
+
+/* Room for one accept set of lex->words words. */
+static uint64_t *acc_alloc(glex *lex)
+{
+    size_t words = lex->words, block = words > ACC_BLOCK ? words : ACC_BLOCK;
+    if (!lex->n_acc_blocks || lex->acc_used + words > block) {
+        uint64_t **b = realloc(lex->acc_blocks, (lex->n_acc_blocks + 1) * sizeof *b);
+        if (!b) return NULL;
+        lex->acc_blocks = b;
+        if (!(b[lex->n_acc_blocks] = malloc(block * sizeof **b))) return NULL;
+        lex->n_acc_blocks++;
+        lex->acc_used = 0;
+        lex->bytes += block * sizeof **b;
+    }
+    uint64_t *a = lex->acc_blocks[lex->n_acc_blocks - 1] + lex->acc_used;
+    memset(a, 0, words * sizeof *a);
+    return a;
+}
+
+/* The DFA state of the set in lex->buf[0..n) (sorted here); GLEX_DEAD when it holds no
+ * state outside exclusion branches. */
+static uint32_t intern(glex *lex, size_t n)
+{
+    uint32_t *set = lex->buf;
+    bool live = false;
+    for (size_t i = 0; i < n && !live; i++) live = !lex->nfa.st[set[i]].veto;
+    if (!live) return GLEX_DEAD;
+    qsort(set, n, sizeof *set, cmp_u32);
+    setref r = {lex, set, n};
+    uint64_t h = hash_words(set, n * sizeof *set);
+    if (lex->by_set.cap) {
+        size_t j = imap_find(&lex->by_set, h, set_eq, &r);
+        if (lex->by_set.slot[j]) return lex->by_set.slot[j] - 1;
+    }
+    size_t words = lex->words;
+    size_t add = 256 * sizeof *lex->trans + sizeof *lex->ds + n * sizeof *set + words * 8 + 16;
+    if (lex->n_ds >= lex->max_states)
+        return failed(lex, "lexer: the DFA passed its limit of %zu states (%zu bytes of tables)",
+                      lex->max_states, lex->bytes);
+    if (lex->bytes + add > lex->max_bytes)
+        return failed(lex, "lexer: the DFA passed its limit of %zu bytes of tables (%u states)",
+                      lex->max_bytes, lex->n_ds);
+    if (!imap_grow(&lex->by_set)) return OOM_STATES(lex);
+    if (lex->n_ds == lex->cap_ds) {
+        uint32_t cap = lex->cap_ds * 2;
+        dstate *ds = realloc(lex->ds, (size_t)cap * sizeof *ds);
+        if (!ds) return OOM_STATES(lex);
+        lex->ds = ds;
+        uint32_t *tr = realloc(lex->trans, (size_t)cap * 256 * sizeof *tr);
+        if (!tr) return OOM_STATES(lex);
+        lex->trans = tr;
+        lex->cap_ds = cap;
+    }
+    if (!grow((void **)&lex->sets, &lex->cap_sets, lex->n_sets + n, sizeof *lex->sets))
+        return OOM_STATES(lex);
+    /* accepts: ACCEPT states minus VETO states */
+    uint64_t *acc = NULL;
+    bool extend = false, any_veto = false;
+    for (size_t i = 0; i < n; i++) {
+        const gnfa_state *st = &lex->nfa.st[set[i]];
+        if (st->kind == GN_RANGE && !st->veto) extend = true;
+        if (st->kind == GN_VETO) {
+            lex->veto_bits[st->out / 64] |= 1ull << (st->out % 64);
+            any_veto = true;
+        }
+        if (st->kind != GN_ACCEPT) continue;
+        if (!acc && !(acc = acc_alloc(lex))) return OOM_STATES(lex);
+        acc[st->out / 64] |= 1ull << (st->out % 64);
+    }
+    if (acc) {
+        bool any = false;
+        for (size_t w = 0; w < words; w++) {
+            if (any_veto) acc[w] &= ~lex->veto_bits[w];
+            any = any || acc[w];
+        }
+        if (any) lex->acc_used += words; /* else the room is reused */
+        else acc = NULL;
+    }
+    if (any_veto) memset(lex->veto_bits, 0, words * sizeof *lex->veto_bits);
+    uint32_t id = lex->n_ds++;
+    memcpy(lex->sets + lex->n_sets, set, n * sizeof *set);
+    lex->ds[id] = (dstate){(uint32_t)lex->n_sets, (uint32_t)n, acc, extend};
+    lex->n_sets += n;
+    for (int b = 0; b < 256; b++) lex->trans[(size_t)id * 256 + b] = UNKNOWN;
+    size_t j = imap_find(&lex->by_set, h, set_eq, &r);
+    lex->by_set.slot[j] = id + 1;
+    lex->by_set.hash[j] = h;
+    lex->by_set.n++;
+    lex->bytes += add;
+    return id;
+}
+
+typedef struct startref {
+    const glex *lex;
+    const uint64_t *allowed;
+} startref;
+
+static bool start_eq(const void *ctx, uint32_t v)
+{
+    const startref *r = ctx;
+    return !memcmp(r->lex->starts + (size_t)v * (r->lex->words + 1), r->allowed,
+                   r->lex->words * sizeof *r->allowed);
+}
+
+uint32_t glex_start(glex *lex, const uint64_t *allowed)
+{
+    size_t words = glex_words(lex);
+    if (lex->n_ds == 0 || lex->words != words) {
+        dfa_reset(lex);
+        if (!add_dead(lex)) return OOM_STATES(lex);
+    }
+    if (!scratch(lex)) return OOM_STATES(lex);
+    startref r = {lex, allowed};
+    uint64_t h = hash_words(allowed, words * sizeof *allowed);
+    if (lex->by_start.cap) {
+        size_t j = imap_find(&lex->by_start, h, start_eq, &r);
+        if (lex->by_start.slot[j])
+            return (uint32_t)lex->starts[(size_t)(lex->by_start.slot[j] - 1) * (words + 1) + words];
+    }
+    new_gen(lex);
+    size_t n = 0;
+    for (int i = 0; i < lex->n_lex; i++) {
+        if (!(allowed[i / 64] >> (i % 64) & 1)) continue;
+        n = closure(lex, lex->lex[i].start, n);
+        for (size_t v = 0; v < lex->lex[i].n_vetos; v++) n = closure(lex, lex->lex[i].vetos[v], n);
+    }
+    uint32_t s = intern(lex, n);
+    if (s == GLEX_FAILED) return s;
+    if (!imap_grow(&lex->by_start) ||
+        !grow((void **)&lex->starts, &lex->cap_starts, (lex->n_starts + 1) * (words + 1),
+              sizeof *lex->starts))
+        return s; /* not cached: still correct */
+    uint64_t *e = lex->starts + lex->n_starts * (words + 1);
+    memcpy(e, allowed, words * sizeof *e);
+    e[words] = s;
+    size_t j = imap_find(&lex->by_start, h, start_eq, &r);
+    lex->by_start.slot[j] = (uint32_t)lex->n_starts + 1;
+    lex->by_start.hash[j] = h;
+    lex->by_start.n++;
+    lex->n_starts++;
+    return s;
+}
+
+uint32_t glex_next(glex *lex, uint32_t state, uint8_t byte)
+{
+    uint32_t t = lex->trans[(size_t)state * 256 + byte];
+    if (t != UNKNOWN) return t;
+    new_gen(lex);
+    size_t n = 0;
+    const dstate *d = &lex->ds[state];
+    for (uint32_t i = 0; i < d->set_len; i++) {
+        const gnfa_state *st = &lex->nfa.st[lex->sets[d->set_off + i]];
+        if (st->kind == GN_RANGE && st->lo <= byte && byte <= st->hi) n = closure(lex, st->out, n);
+    }
+    t = intern(lex, n);
+    if (t != GLEX_FAILED) lex->trans[(size_t)state * 256 + byte] = t;
+    return t;
+}
+
+const uint64_t *glex_accepts(const glex *lex, uint32_t state)
+{
+    return state < lex->n_ds ? lex->ds[state].acc : NULL;
+}
+
+bool glex_can_extend(glex *lex, uint32_t state)
+{
+    return state < lex->n_ds && lex->ds[state].extend;
+}
+
+og_status *glex_error(const glex *lex)
+{
+    if (!lex->err[0]) return NULL;
+    return og_errorf(strstr(lex->err, "out of memory") ? OG_ERR_OUT_OF_MEMORY : OG_ERR_RUNTIME,
+                     "%s", lex->err);
+}
+
+size_t glex_states(const glex *lex) { return lex->n_ds; }

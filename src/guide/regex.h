@@ -1,0 +1,48 @@
+/* Internal to the lexer: the byte-level NFA that holds every lexeme, and the regular
+ * expression compiler that adds one expression to it (regex.c). Thompson's construction,
+ * built backwards: a fragment is compiled towards the state that follows it, so every
+ * state is written once and never patched, except the loop state of `*`. */
+#ifndef OG_GUIDE_REGEX_H
+#define OG_GUIDE_REGEX_H
+
+#include "base/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GN_NONE UINT32_MAX
+
+enum {
+    GN_RANGE,  /* one byte in [lo, hi], then `out` */
+    GN_SPLIT,  /* epsilon to `out` and `out2` (either may be GN_NONE) */
+    GN_ACCEPT, /* lexeme `out` is complete */
+    GN_VETO,   /* lexeme `out` is not complete here (an excluded string ended) */
+};
+
+typedef struct gnfa_state {
+    uint8_t kind;
+    uint8_t lo, hi;
+    uint8_t veto; /* part of an exclusion's branch: does not keep a DFA state alive */
+    uint32_t out, out2;
+} gnfa_state;
+
+typedef struct gnfa {
+    gnfa_state *st;
+    uint32_t n, cap;
+    uint32_t max; /* states in all, past which adding fails */
+} gnfa;
+
+/* Appends a state; GN_NONE when out of memory or past nfa->max. */
+uint32_t gnfa_add(gnfa *nfa, uint8_t kind, uint8_t lo, uint8_t hi, uint32_t out, uint32_t out2);
+
+/* Compiles `re` (Rust regex syntax, see lexer.h) into states that lead to `next`, and sets
+ * *entry to the first of them. Errors: "<what> at column N: <reason>". On error the
+ * states added stay in the NFA unused (the caller truncates nfa->n back). */
+og_status *gre_compile(gnfa *nfa, const char *re, size_t len, const char *what,
+                       uint32_t next, uint32_t *entry);
+
+/* Most repetitions `{n,m}` may count, and most NFA states one expression may become. */
+#define GRE_MAX_REPEAT 10000u
+#define GRE_MAX_STATES (1u << 21)
+
+#endif
