@@ -21,6 +21,7 @@
 #include "chat/chat_stream.h"
 
 #include "onnx_genai.h"
+#include "guide/guide.h"
 
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
@@ -136,6 +137,10 @@ typedef struct srv_params {
     char *stops[SRV_MAX_STOPS];
     int n_stops;
     int logprobs;          /* -1: none */
+    /* constrained decoding (serve_guide.c): a guide_kind and its text, or -1 */
+    int guide_kind;
+    char *guide_text;
+    char guide_param[48];  /* the request field an invalid guidance came from */
 } srv_params;
 
 /* Reads body as a chat (chat true) or completions request for model m; on failure fills
@@ -143,6 +148,18 @@ typedef struct srv_params {
 bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *body, bool chat, srv_params *p,
                       srv_error *err);
 void srv_params_free(srv_params *p);
+/* serve_guide.c: response_format (chat and completions): {"type": "text"} (no
+ * constraint), "json_object" or "json_schema" (its json_schema.schema) into p's guidance. */
+bool srv_read_response_format(const cJSON *body, srv_params *p, srv_error *err);
+/* tool_choice "required" (choice a string) or naming a function (an object): the guidance
+ * that forces one call (or with p->parallel_tool_calls one or more) of `tools` in model
+ * m's tool-call format, the arguments following the function's parameters schema. */
+bool srv_forced_tools(const srv_model *m, const cJSON *tools, const cJSON *choice, srv_params *p,
+                      srv_error *err);
+/* p's guidance compiled for m (through the model's cache), *g NULL when it has none; an
+ * invalid one is a 400 naming p->guide_param. *n_tokens: the grammar's vocabulary size. */
+bool srv_guide_compile(srv_model *m, const srv_params *p, guide_grammar **g, size_t *n_tokens,
+                       srv_error *err);
 /* Checks a chat request's messages and gives them as model m's template wants them (an
  * assistant's tool call arguments as an object when the template takes objects), as JSON
  * text in *out (free with cJSON_free). */
@@ -189,6 +206,8 @@ typedef struct srv_job {
     int fd;                 /* the client's socket (to notice it closing), -1 unknown */
     bool failed;
     srv_error err;          /* when failed */
+    guide_grammar *grammar; /* the request's guidance, compiled (NULL: none) */
+    size_t guide_tokens;
 } srv_job;
 
 /* Tokenizes the prompts (the chat template for chat), submits every choice. On failure

@@ -148,6 +148,8 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
         if (s.max_tokens < 1) s.max_tokens = 1; /* the engine says why it cannot run */
     }
     s.seed += (uint64_t)c->index; /* n > 1: each choice its own draw */
+    s.guide = j->grammar; /* the engine takes its own reference */
+    s.guide_tokens = j->guide_tokens;
     char msg[512];
     eng_submit_code code = eng_submit(m->eng, ids, n, &s, &c->req, msg, sizeof msg);
     switch (code) {
@@ -209,10 +211,11 @@ bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int f
         srv_job_free(j);
         return false;
     }
-    bool ok = true;
-    if (p->chat) {
+    /* guidance first: an invalid schema is refused before anything is tokenized or run */
+    bool ok = srv_guide_compile(m, p, &j->grammar, &j->guide_tokens, err);
+    if (ok && p->chat) {
         ok = chat_prompt(j, err);
-    } else {
+    } else if (ok) {
         int i = 0;
         const cJSON *pr;
         cJSON_ArrayForEach(pr, p->prompts) if (ok) ok = completion_prompt(j, i++, pr, err);
@@ -417,6 +420,8 @@ void srv_job_free(srv_job *j) {
     free(j->ids);
     free(j->n_ids);
     free(j->c);
+    guide_grammar_unref(j->grammar);
+    j->grammar = NULL;
     j->c = NULL;
     j->ids = NULL;
     j->n_ids = NULL;

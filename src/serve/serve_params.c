@@ -123,7 +123,7 @@ static const char *const chat_keys[] = {
 static const char *const completion_keys[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n",
     "stream", "stream_options", "logprobs", "echo", "best_of", "suffix", "frequency_penalty",
-    "presence_penalty", "logit_bias", "user", "ignore_eos", NULL};
+    "presence_penalty", "logit_bias", "user", "ignore_eos", "response_format", NULL};
 
 bool srv_known_keys(const cJSON *body, const char *const *keys, srv_error *err) {
     const cJSON *f;
@@ -232,23 +232,21 @@ bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_er
     return ok;
 }
 
-/* tool_choice: "auto" (the default) or "none" (the template gets no tools and the answer is
- * not parsed). "required" and a named function would need decoding constrained to a call,
- * which this server does not do: refused rather than answered with a plain text. */
+/* tool_choice: "auto" (the default), "none" (the template gets no tools and the answer is
+ * not parsed), "required" or {"type": "function", "function": {"name"}}: the answer is
+ * constrained to a call (of that function) in the template's format (serve_guide.c). */
 static bool read_tools(const srv_model *m, const cJSON *body, srv_params *p, srv_error *err) {
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(body, "tool_choice");
-    bool none = false;
+    bool none = false, forced = false;
     if (tc && !cJSON_IsNull(tc)) {
         if (cJSON_IsString(tc) && !strcmp(tc->valuestring, "none")) {
             none = true;
+        } else if (cJSON_IsObject(tc) || (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required"))) {
+            forced = true;
         } else if (!cJSON_IsString(tc) || strcmp(tc->valuestring, "auto") != 0) {
-            bool forced = cJSON_IsObject(tc) || (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required"));
-            srv_fail(err, 400, "tool_choice", forced
-                     ? "'tool_choice' %s is not supported: this server does not constrain the "
-                       "model to call a tool; use \"auto\" (the model may call one) or \"none\""
-                     : "'tool_choice' %s is not valid: \"none\", \"auto\", \"required\" or "
-                       "{\"type\": \"function\", ...}",
-                     cJSON_IsObject(tc) ? "naming a function" : cJSON_IsString(tc) ? tc->valuestring : "of this type");
+            srv_fail(err, 400, "tool_choice", "'tool_choice' %s is not valid: \"none\", \"auto\", "
+                     "\"required\" or {\"type\": \"function\", ...}",
+                     cJSON_IsString(tc) ? tc->valuestring : "of this type");
             return false;
         }
     }
@@ -269,7 +267,7 @@ static bool read_tools(const srv_model *m, const cJSON *body, srv_params *p, srv
         srv_fail(err, 400, "tools", "'tools' must be an array");
         return false;
     }
-    return true;
+    return !forced || srv_forced_tools(m, tools, tc, p, err);
 }
 
 static bool read_messages(const srv_model *m, const cJSON *body, srv_params *p, srv_error *err) {
@@ -281,15 +279,6 @@ static bool read_messages(const srv_model *m, const cJSON *body, srv_params *p, 
     if (!srv_messages_json(m, msgs, &p->messages_json, err) || !read_tools(m, body, p, err) ||
         !json_field(body, "chat_template_kwargs", false, &p->extra_json, err))
         return false;
-    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(body, "response_format");
-    if (rf && !cJSON_IsNull(rf)) {
-        const cJSON *t = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
-        if (!cJSON_IsString(t) || strcmp(t->valuestring, "text") != 0) {
-            srv_fail(err, 400, "response_format",
-                     "'response_format' other than {\"type\": \"text\"} is not supported");
-            return false;
-        }
-    }
     return true;
 }
 
@@ -412,9 +401,11 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
     p->max_tokens = -1;
     p->logprobs = -1;
     p->n = 1;
+    p->guide_kind = -1;
     bool ok = srv_known_keys(j, chat ? chat_keys : completion_keys, err) &&
               (chat ? read_messages(m, j, p, err) : read_prompts(j, p, err)) &&
-              read_sampling(s, m, j, p, err) && read_stops(j, p, err);
+              srv_read_response_format(j, p, err) && read_sampling(s, m, j, p, err) &&
+              read_stops(j, p, err);
     long long k;
     int r;
     const char *max_names[2] = {"max_tokens", "max_completion_tokens"};
@@ -478,5 +469,7 @@ void srv_params_free(srv_params *p) {
     cJSON_free(p->extra_json);
     cJSON_Delete(p->prompts);
     for (int i = 0; i < p->n_stops; i++) free(p->stops[i]);
+    free(p->guide_text);
     memset(p, 0, sizeof *p);
+    p->guide_kind = -1;
 }

@@ -14,7 +14,7 @@ text itself, the openai client's parsing, and ../shared/chat-templates/render.py
 (transformers' rendering) for conversations that carry tool calls back.
 
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page, models, backend, tools, hybrid, nul, ignore_eos). Exits 77 (skipped) when a package or tool it needs is missing."""
+loading, page, models, backend, tools, hybrid, nul, ignore_eos, guidance). Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
 import os
@@ -979,6 +979,227 @@ def case_tools(build, pkgs):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# ---- constrained decoding ----------------------------------------------------------------
+
+# Schemas a random-weight model completes well within max_tokens (every string, number
+# and array bounded), so that a complete output is expected, not only a valid prefix.
+GUIDE_SCHEMAS = [
+    {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99},
+                                      "b": {"enum": ["x", "y"]}, "c": {"type": "boolean"}},
+     "required": ["a", "b", "c"], "additionalProperties": False},
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                      "tags": {"type": "array", "items": {"enum": ["p", "q"]},
+                                               "maxItems": 3}},
+     "required": ["name", "tags"], "additionalProperties": False},
+    {"type": "array", "items": {"type": "integer", "minimum": -5, "maximum": 5}, "minItems": 1,
+     "maxItems": 4},
+    {"enum": ["red", "green", "blue"]},
+    {"type": "object", "properties": {"ok": {"const": True}, "n": {"type": "null"}},
+     "required": ["ok", "n"], "additionalProperties": False},
+    {"$defs": {"leaf": {"type": "integer", "minimum": 1, "maximum": 3}},
+     "type": "object", "properties": {"x": {"$ref": "#/$defs/leaf"}, "y": {"$ref": "#/$defs/leaf"}},
+     "required": ["x", "y"], "additionalProperties": False},
+]
+GUIDE_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
+     "parameters": {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]},
+                                                     "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+                    "required": ["city", "days"], "additionalProperties": False}}},
+    {"type": "function", "function": {"name": "get_time", "description": "The time.",
+     "parameters": {"type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}},
+                    "required": ["tz"], "additionalProperties": False}}},
+]
+
+
+def json_format(schema, name="answer"):
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def valid(jsonschema, text, schema):
+    try:
+        jsonschema.validate(json.loads(text), schema)
+        return True
+    except Exception:  # noqa: BLE001 - any failure is "not valid"
+        return False
+
+
+def case_guidance(build, pkgs):
+    """response_format and forced tool calls: outputs of a random-weight model (noise when
+    unconstrained) validate with jsonschema, streamed equals not streamed, concurrent
+    requests with different schemas equal their answers alone, max_tokens cuts with
+    "length", invalid schemas are a 400 naming the field; tool_choice required / named /
+    parallel_tool_calls in the hermes, llama 3.1 and mistral formats, the arguments
+    validated against the function's parameters. Oracle: jsonschema (PyPI)."""
+    try:
+        import jsonschema
+        import openai
+    except ImportError:
+        print("SKIP: jsonschema or openai (tools/requirements.txt) is not installed: no oracle")
+        return SKIP
+    pkg = os.path.join(pkgs, "tiny-int4")
+    s = Server(build, pkg)
+    try:
+        guidance_response_format(s, jsonschema, openai)
+    finally:
+        s.stop()
+    # per-sequence mode: the engine chooses from the generator's logits under the mask
+    s = Server(build, pkg, "--per-sequence")
+    try:
+        for i, schema in enumerate(GUIDE_SCHEMAS[:3]):
+            st, _, j, _ = s.post("/v1/chat/completions", chat_body(f"q{i}", max_tokens=200,
+                                                                   response_format=json_format(schema)))
+            ok = st == 200 and j["choices"][0]["finish_reason"] == "stop"
+            check(ok and valid(jsonschema, j["choices"][0]["message"]["content"], schema),
+                  f"per-sequence mode: schema {i} validates ({j if not ok else ''})")
+    finally:
+        s.stop()
+    if not os.path.isdir(ROOT_TEMPLATES):
+        print(f"SKIP tool parts: the chat-template corpus is missing ({ROOT_TEMPLATES})")
+        return
+    tmp = tempfile.mkdtemp(prefix="og-guide-")
+    try:
+        for template, fmt in (("qwen2.5-7b-instruct", "hermes"), ("llama-3.1-8b-instruct", "llama3"),
+                              ("mistral-nemo-instruct-2407", "mistral")):
+            tpkg, _ = templated_package(pkgs, tmp, template)
+            s = Server(build, tpkg)
+            try:
+                guidance_tools(s, jsonschema, openai, fmt)
+            finally:
+                s.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def guidance_response_format(s, jsonschema, openai):
+    c = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
+    # 1. every schema, greedy and sampled, chat and completions: complete and valid
+    alone = {}
+    for i, schema in enumerate(GUIDE_SCHEMAS):
+        r = c.chat.completions.create(model="tiny-int4", messages=[{"role": "user", "content": f"q{i}"}],
+                                      temperature=0, max_tokens=200, response_format=json_format(schema))
+        text = r.choices[0].message.content
+        alone[i] = text
+        check(r.choices[0].finish_reason == "stop" and valid(jsonschema, text, schema),
+              f"json_schema {i}, greedy: {text!r} validates")
+        r = c.chat.completions.create(model="tiny-int4", messages=[{"role": "user", "content": f"q{i}"}],
+                                      temperature=1.0, seed=i, n=2, max_tokens=200,
+                                      response_format=json_format(schema))
+        check(all(ch.finish_reason == "stop" and valid(jsonschema, ch.message.content, schema)
+                  for ch in r.choices), f"json_schema {i}, sampled (n=2): both validate")
+        st, _, j, _ = s.post("/v1/completions", {"prompt": f"q{i}", "max_tokens": 200, "temperature": 0,
+                                                 "response_format": json_format(schema)})
+        check(st == 200 and j["choices"][0]["finish_reason"] == "stop" and
+              valid(jsonschema, j["choices"][0]["text"], schema), f"completions json_schema {i}: validates")
+    # 2. streamed: the same text as the whole answer
+    for i in (0, 2):
+        st, ev = s.stream("/v1/chat/completions", chat_body(f"q{i}", max_tokens=200, stream=True,
+                                                            response_format=json_format(GUIDE_SCHEMAS[i])))
+        got, finish, _ = content_of(ev)
+        check(st == 200 and got.get(0) == alone[i] and finish.get(0) == "stop",
+              f"json_schema {i} streamed: the same text, finish stop")
+    # 3. json_object: a JSON object (max_tokens generous; a cut answer must say "length")
+    r = c.chat.completions.create(model="tiny-int4", messages=[{"role": "user", "content": "obj"}],
+                                  temperature=0, max_tokens=400, response_format={"type": "json_object"})
+    text, fin = r.choices[0].message.content, r.choices[0].finish_reason
+    check((fin == "stop" and isinstance(json.loads(text), dict)) or
+          (fin == "length" and text.lstrip().startswith("{") and r.usage.completion_tokens == 400),
+          f"json_object: an object, or cut by length ({fin}: {text[:80]!r})")
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body("t", max_tokens=5, response_format={"type": "text"}))
+    check(st == 200, "response_format text: as without it")
+    # 4. max_tokens cuts a constrained answer: finish_reason length
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body("q0", max_tokens=3, response_format=json_format(GUIDE_SCHEMAS[0])))
+    check(st == 200 and j["choices"][0]["finish_reason"] == "length" and j["usage"]["completion_tokens"] == 3 and
+          alone[0].startswith(j["choices"][0]["message"]["content"]),
+          "max_tokens 3 under a schema: length, a prefix of the full answer")
+    # 5. stop strings still cut
+    cut = alone[0][2:4]
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body("q0", max_tokens=200, stop=[cut],
+                                                            response_format=json_format(GUIDE_SCHEMAS[0])))
+    check(st == 200 and j["choices"][0]["message"]["content"] == alone[0][:alone[0].index(cut)] and
+          j["choices"][0]["finish_reason"] == "stop", f"a stop string {cut!r} cuts a constrained answer")
+    # 6. concurrent requests with different schemas in one batch equal their answers alone
+    bodies = [chat_body(f"q{i}", max_tokens=200, response_format=json_format(GUIDE_SCHEMAS[i]))
+              for i in range(len(GUIDE_SCHEMAS))] * 2
+    bodies.append(chat_body("free", max_tokens=20))  # an unconstrained batch-mate
+    outs = run_all(lambda b: s.post("/v1/chat/completions", b), bodies)
+    same = all(not isinstance(o, Exception) and o[0] == 200 and
+               o[2]["choices"][0]["message"]["content"] == alone[i % len(GUIDE_SCHEMAS)]
+               for i, o in enumerate(outs[:-1]))
+    check(same, f"{len(bodies)} concurrent requests, {len(GUIDE_SCHEMAS)} schemas: each its answer alone")
+    check(not isinstance(outs[-1], Exception) and outs[-1][0] == 200, "an unconstrained batch-mate answers")
+    # 7. bad response_format: 400 naming the field, before anything runs
+    bad = [({"type": "json_schema", "json_schema": {"name": "t", "schema": {"type": "nonsense"}}},
+            "response_format.json_schema.schema"),
+           ({"type": "json_schema", "json_schema": {"name": "t", "schema": {"$ref": "#/$defs/missing"}}},
+            "response_format.json_schema.schema"),
+           ({"type": "json_schema", "json_schema": {"name": "t", "schema": {"type": "string", "pattern": "(("}}},
+            "response_format.json_schema.schema"),
+           ({"type": "json_schema", "json_schema": {"schema": {"type": "object"}}},
+            "response_format.json_schema.name"),
+           ({"type": "json_schema"}, "response_format.json_schema"),
+           ({"type": "xml"}, "response_format.type"),
+           ({"type": "json_object", "extra": 1}, "response_format.extra"),
+           ("json", "response_format")]
+    for rf, param in bad:
+        st, _, j, _ = s.post("/v1/chat/completions", chat_body("x", max_tokens=5, response_format=rf))
+        check(st == 400 and j["error"]["param"] == param and j["error"]["type"] == "invalid_request_error",
+              f"response_format {json.dumps(rf)[:70]}: 400 naming {param} ({j and j['error']['message'][:120]!r})")
+    try:
+        c.chat.completions.create(model="tiny-int4", messages=[{"role": "user", "content": "x"}], max_tokens=5,
+                                  response_format=json_format({"type": "nonsense"}))
+        check(False, "openai client: an invalid schema raises BadRequestError")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400, "openai client: an invalid schema raises BadRequestError")
+
+
+def calls_of(fmt, jsonschema, calls, want_name=None):
+    """Whether every call names a GUIDE_TOOLS function (want_name if given) and its
+    arguments validate against that function's parameters."""
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in GUIDE_TOOLS}
+    for name, args in calls:
+        if name not in params or (want_name and name != want_name) or not valid(jsonschema, args, params[name]):
+            print(f"     {fmt}: bad call {name} {args!r}")
+            return False
+    return True
+
+
+def guidance_tools(s, jsonschema, openai, fmt):
+    c = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
+    base = dict(messages=[{"role": "user", "content": "Weather?"}], tools=GUIDE_TOOLS, temperature=0,
+                max_tokens=300)
+    mname = c.models.list().data[0].id
+    for choice, parallel in (("required", True), ("required", False),
+                             ({"type": "function", "function": {"name": "get_time"}}, False)):
+        r = c.chat.completions.create(model=mname, tool_choice=choice, parallel_tool_calls=parallel, **base)
+        ch = r.choices[0]
+        calls = [(t.function.name, t.function.arguments) for t in ch.message.tool_calls or []]
+        want = choice["function"]["name"] if isinstance(choice, dict) else None
+        check(ch.finish_reason == "tool_calls" and len(calls) >= 1 and (parallel or len(calls) == 1) and
+              calls_of(fmt, jsonschema, calls, want),
+              f"{fmt}: tool_choice {json.dumps(choice)}, parallel {parallel}: {len(calls)} valid call(s)")
+        # streamed: the same calls
+        st, ev = s.stream("/v1/chat/completions", dict(base, model=mname, tool_choice=choice,
+                                                       parallel_tool_calls=parallel, stream=True))
+        _, scalls, finish = stream_calls(ev)
+        got = [(scalls[k].get("name"), scalls[k]["arguments"]) for k in sorted(scalls)]
+        check(st == 200 and finish == "tool_calls" and got == calls,
+              f"{fmt}: the same, streamed")
+    # sampled: still valid calls
+    r = c.chat.completions.create(model=mname, tool_choice="required", temperature=1.0, seed=3, n=3,
+                                  **{k: v for k, v in base.items() if k != "temperature"})
+    check(all(ch.finish_reason == "tool_calls" and ch.message.tool_calls and
+              calls_of(fmt, jsonschema, [(t.function.name, t.function.arguments) for t in ch.message.tool_calls])
+              for ch in r.choices), f"{fmt}: sampled (n=3): valid calls")
+    # bad tool_choice / tools
+    for body, param in ((dict(base, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice"),
+                        (dict(base, tool_choice="required", response_format={"type": "json_object"}), "response_format"),
+                        (dict(base, tool_choice="required",
+                              tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "nonsense"}}}]),
+                         "tools")):
+        st, _, j, _ = s.post("/v1/chat/completions", body)
+        check(st == 400 and j["error"]["param"] == param, f"{fmt}: 400 naming {param} ({j and j['error']['message'][:100]!r})")
+
+
 # ---- NUL characters ------------------------------------------------------------------------
 
 def case_nul(build, pkgs):
@@ -1120,10 +1341,14 @@ def tools_hermes(build, pkgs, tmp, openai, render):
         check(len(firsts) == 2 and all(f["type"] == "function" and f["function"]["arguments"] == ""
                                        and f["index"] == i for i, f in enumerate(firsts)),
               "hermes stream: first chunk of each call: index, id, type, name, arguments ''")
-        # 8. refused tool_choice values
-        for tc in ["required", {"type": "function", "function": {"name": "get_weather"}}, "sometimes"]:
+        # 8. refused tool_choice values (nothing is submitted: the script's order holds;
+        # forced calls are the guidance case's)
+        for tc in [{"type": "function", "function": {"name": "get_time"}}, "sometimes",
+                   {"type": "function", "name": "get_weather"}]:
             st, _, j, _ = s.post("/v1/chat/completions", tool_body(tool_choice=tc))
             check(st == 400 and j["error"]["param"] == "tool_choice", f"tool_choice {tc!r}: 400 naming it")
+        st, _, j, _ = s.post("/v1/chat/completions", tool_body(tool_choice="required", tools=[]))
+        check(st == 400 and j["error"]["param"] == "tool_choice", "tool_choice required without tools: 400")
         st, _, j, _ = s.post("/v1/chat/completions", tool_body(parallel_tool_calls="yes"))
         check(st == 400 and j["error"]["param"] == "parallel_tool_calls", "parallel_tool_calls not a bool: 400")
         # 9. the calls go back into the conversation (arguments as the client has them: a
@@ -1388,7 +1613,7 @@ def main():
     cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
              "loading": case_loading, "page": case_page, "models": case_models,
              "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid,
-             "nul": case_nul, "ignore_eos": case_ignore_eos}
+             "nul": case_nul, "ignore_eos": case_ignore_eos, "guidance": case_guidance}
     rc = cases[case](build, pkgs)
     if rc == SKIP:
         return SKIP
