@@ -1,0 +1,1232 @@
+/* Lark grammars, the subset llguidance accepts, into lexemes and rules.
+ *
+ * Two passes. The first reads the whole text into definitions (rules, terminals,
+ * %ignore, %import common) whose bodies are small expression trees; syntax errors are
+ * found here, everywhere in the text. The second compiles what `start` reaches, as
+ * llguidance does (an unreachable rule may name something undefined):
+ *   - a terminal (uppercase name) is one lexeme: its whole definition, terminals it names
+ *     inlined, written out as one regular expression;
+ *   - a string or regex written in a rule is a lexeme of its own;
+ *   - a rule is a nonterminal; groups, optionals and repetitions in rules become helper
+ *     nonterminals of linear size (x* is H -> H x | empty, left-recursive as Earley likes;
+ *     x~n..m is n copies then a chain of m-n optional ones).
+ * Rules are compiled from a queue, not by recursion, so a long chain of rules cannot
+ * exhaust the stack; expression nesting is bounded while parsing. */
+#include "guide/front.h"
+#include "guide/lark_common.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Nesting of ( [ in one definition, repetition counts, and a terminal's regex once its
+ * terminals are inlined (terminals naming terminals twice can double it each level). */
+#define LK_MAX_DEPTH 64
+#define LK_MAX_REPEAT 10000
+#define LK_MAX_REGEX ((size_t)1 << 20)
+
+typedef enum ln_kind { LN_ALT, LN_SEQ, LN_STR, LN_REGEX, LN_RANGE, LN_NAME, LN_REPEAT, LN_JSON } ln_kind;
+
+/* One node of a definition's body. */
+typedef struct ln {
+    ln_kind kind;
+    size_t off;            /* where it starts in the text, for messages */
+    struct ln **kids;      /* ALT: its SEQs; SEQ: its items; REPEAT: kids[0] */
+    size_t n, cap;
+    char *text;            /* STR: the decoded bytes; REGEX: the expression */
+    size_t tlen;
+    const char *name;      /* NAME: into the text */
+    size_t nlen;
+    uint32_t lo, hi;       /* RANGE: code points */
+    int min, max;          /* REPEAT: max -1 is unbounded */
+    bool icase;            /* STR: "..."i */
+    char flags[8];         /* REGEX: its flags */
+    cJSON *json;           /* JSON: the schema */
+} ln;
+
+typedef struct ldef {
+    const char *name;      /* into the text (or the common table) */
+    size_t nlen;
+    size_t off;
+    bool terminal;
+    ln *body;              /* NULL for an imported common terminal */
+    const char *common_re; /* the imported terminal's expression */
+    int state;             /* terminal: 1 while being expanded, 2 expanded; rule: 1 queued */
+    char *re;              /* terminal: its expression once expanded */
+    size_t re_len;
+    int lexeme;            /* terminal: its lexeme once added, else -1 */
+    gsym nt;               /* rule: its nonterminal once queued */
+} ldef;
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+typedef struct lk {
+    const char *src;
+    size_t len, pos;
+    glex *lex;
+    gcfg *cfg;
+    ln **nodes; /* every node made, to free them */
+    size_t n_nodes, cap_nodes;
+    ldef *defs;
+    size_t n_defs, cap_defs;
+    ldef **sorted; /* defs by name, for look-up */
+    ln **ignores;
+    size_t n_ignores, cap_ignores;
+    ldef **queue; /* rules whose bodies are yet to compile */
+    size_t n_queue, cap_queue;
+} lk;
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap * 2 : 8;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (!grow((void **)&b->p, &b->cap, b->len + n + 1, 1)) {
+        b->oom = true;
+        return;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void where(const lk *p, size_t off, int *line, int *col) {
+    int l = 1;
+    size_t start = 0;
+    for (size_t i = 0; i < off && i < p->len; i++)
+        if (p->src[i] == '\n') l++, start = i + 1;
+    *line = l;
+    *col = (int)(off - start) + 1;
+}
+
+static og_status *lk_err(const lk *p, size_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static og_status *lk_err(const lk *p, size_t off, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int line, col;
+    where(p, off, &line, &col);
+    return og_errorf(OG_ERR_INVALID_ARGUMENT, "lark grammar line %d, column %d: %s", line, col,
+                     msg);
+}
+
+/* Adds "lark grammar line L, column C" before a message from the lexer or JSON front. */
+static og_status *lk_wrap(const lk *p, size_t off, og_status *st) {
+    if (!st) return NULL;
+    int line, col;
+    where(p, off, &line, &col);
+    return og_status_wrap(st, "lark grammar line %d, column %d", line, col);
+}
+
+/* What the text shows at `off`, for "found ..." in messages. */
+static const char *shown(const lk *p, size_t off, char *buf, size_t cap) {
+    if (off >= p->len) return "the end of the grammar";
+    char c = p->src[off];
+    if (c == '\n' || c == '\r') return "the end of the line";
+    snprintf(buf, cap, "'%c'", c);
+    return buf;
+}
+
+static ln *node(lk *p, ln_kind kind, size_t off) {
+    if (!grow((void **)&p->nodes, &p->cap_nodes, p->n_nodes + 1, sizeof *p->nodes)) return NULL;
+    ln *n = calloc(1, sizeof *n);
+    if (!n) return NULL;
+    n->kind = kind;
+    n->off = off;
+    p->nodes[p->n_nodes++] = n;
+    return n;
+}
+
+static og_status *add_kid(ln *parent, ln *kid) {
+    if (!grow((void **)&parent->kids, &parent->cap, parent->n + 1, sizeof *parent->kids))
+        return og_oom();
+    parent->kids[parent->n++] = kid;
+    return NULL;
+}
+
+/* ---- reading the text ----------------------------------------------------------------- */
+
+static bool name_start(char c) { return isalpha((unsigned char)c) || c == '_'; }
+
+/* Names are [A-Za-z_][A-Za-z0-9_-]* (llguidance allows '-'), stopping before "->". */
+static size_t name_len(const lk *p, size_t at) {
+    size_t i = at;
+    if (i >= p->len || !name_start(p->src[i])) return 0;
+    while (i < p->len) {
+        char c = p->src[i];
+        if (isalnum((unsigned char)c) || c == '_' ||
+            (c == '-' && !(i + 1 < p->len && p->src[i + 1] == '>')))
+            i++;
+        else
+            break;
+    }
+    return i - at;
+}
+
+/* Skips blanks and comments within a statement. A statement ends at a newline, unless
+ * the next line that is not blank starts with '|' (the alternatives of a rule may each
+ * take a line, as in Lark); a comment line in between ends it, as in llguidance. */
+static void skip_ws(lk *p) {
+    while (p->pos < p->len) {
+        char c = p->src[p->pos];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+            p->pos++;
+        } else if (c == '#' || (c == '/' && p->pos + 1 < p->len && p->src[p->pos + 1] == '/')) {
+            while (p->pos < p->len && p->src[p->pos] != '\n') p->pos++;
+        } else if (c == '\n') {
+            size_t q = p->pos;
+            while (q < p->len && isspace((unsigned char)p->src[q])) q++;
+            if (q < p->len && p->src[q] == '|') p->pos = q;
+            return;
+        } else {
+            return;
+        }
+    }
+}
+
+/* Skips blank lines and comment lines between statements. */
+static void skip_lines(lk *p) {
+    while (p->pos < p->len) {
+        char c = p->src[p->pos];
+        if (isspace((unsigned char)c))
+            p->pos++;
+        else if (c == '#' || (c == '/' && p->pos + 1 < p->len && p->src[p->pos + 1] == '/'))
+            while (p->pos < p->len && p->src[p->pos] != '\n') p->pos++;
+        else
+            return;
+    }
+}
+
+static bool at_stmt_end(const lk *p) { return p->pos >= p->len || p->src[p->pos] == '\n'; }
+
+static bool looking_at(const lk *p, const char *s) {
+    size_t n = strlen(s);
+    return p->pos + n <= p->len && !memcmp(p->src + p->pos, s, n);
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static void put_utf8(sbuf *b, uint32_t cp) {
+    char u[4];
+    size_t n;
+    if (cp < 0x80) {
+        u[0] = (char)cp, n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+    } else {
+        u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+    }
+    sb_put(b, u, n);
+}
+
+/* The code point of UTF-8 `s` (n bytes) when it is exactly one, else -1. */
+static long one_code_point(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    if (n == 1 && u[0] < 0x80) return u[0];
+    size_t want = n == 2 ? 0xC0 : n == 3 ? 0xE0 : n == 4 ? 0xF0 : 0;
+    size_t mask = n == 2 ? 0xE0 : n == 3 ? 0xF0 : 0xF8;
+    if (!want || (u[0] & mask) != want) return -1;
+    long cp = u[0] & (0x7F >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((u[i] & 0xC0) != 0x80) return -1;
+        cp = cp << 6 | (u[i] & 0x3F);
+    }
+    return cp;
+}
+
+/* "..." with JSON's escapes and \xHH (a code point, as llguidance reads it). */
+static og_status *read_string(lk *p, ln *n) {
+    size_t start = p->pos++;
+    sbuf b = {0};
+    og_status *st = NULL;
+    for (;;) {
+        if (p->pos >= p->len || p->src[p->pos] == '\n') {
+            st = lk_err(p, start, "unterminated string");
+            break;
+        }
+        char c = p->src[p->pos];
+        if (c == '"') {
+            p->pos++;
+            break;
+        }
+        if (c != '\\') {
+            sb_put(&b, &c, 1);
+            p->pos++;
+            continue;
+        }
+        size_t esc = p->pos;
+        char e = p->pos + 1 < p->len ? p->src[p->pos + 1] : 0;
+        p->pos += 2;
+        const char *simple = strchr("\"\\/bfnrt", e);
+        if (e && simple) {
+            static const char to[] = "\"\\/\b\f\n\r\t";
+            sb_put(&b, &to[simple - "\"\\/bfnrt"], 1);
+        } else if (e == 'x' || e == 'u') {
+            int digits = e == 'x' ? 2 : 4;
+            uint32_t cp = 0;
+            for (int i = 0; i < digits; i++) {
+                int h = p->pos < p->len ? hexval(p->src[p->pos]) : -1;
+                if (h < 0) {
+                    st = lk_err(p, esc, "\\%c in a string needs %d hex digits", e, digits);
+                    goto out;
+                }
+                cp = cp << 4 | (uint32_t)h;
+                p->pos++;
+            }
+            /* \uD83D\uDE00: a surrogate pair is one code point, as in JSON. */
+            if (cp >= 0xD800 && cp < 0xDC00 && e == 'u' && looking_at(p, "\\u") &&
+                p->pos + 6 <= p->len) {
+                uint32_t lo = 0;
+                bool ok = true;
+                for (int i = 0; i < 4; i++) {
+                    int h = hexval(p->src[p->pos + 2 + (size_t)i]);
+                    if (h < 0) ok = false;
+                    lo = lo << 4 | (uint32_t)(h < 0 ? 0 : h);
+                }
+                if (ok && lo >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    p->pos += 6;
+                }
+            }
+            if (cp >= 0xD800 && cp < 0xE000) {
+                st = lk_err(p, esc, "\\u%04X in a string is a lone surrogate", (unsigned)cp);
+                goto out;
+            }
+            put_utf8(&b, cp);
+        } else {
+            st = lk_err(p, esc, "unknown escape '\\%c' in a string (\\\" \\\\ \\/ \\b \\f \\n \\r "
+                                "\\t \\xHH \\uHHHH)",
+                        e ? e : ' ');
+            break;
+        }
+    }
+out:
+    if (!st && b.oom) st = og_oom();
+    if (st) {
+        free(b.p);
+        return st;
+    }
+    n->text = b.p;
+    n->tlen = b.len;
+    return NULL;
+}
+
+/* /.../flags: the expression as written except that \/ is a slash. */
+static og_status *read_regex(lk *p, ln *n) {
+    size_t start = p->pos++;
+    sbuf b = {0};
+    sb_put(&b, "", 0);
+    for (;;) {
+        if (p->pos >= p->len || p->src[p->pos] == '\n') {
+            free(b.p);
+            return lk_err(p, start, "unterminated regex");
+        }
+        char c = p->src[p->pos];
+        if (c == '/') break;
+        if (c == '\\' && p->pos + 1 < p->len && p->src[p->pos + 1] == '/') {
+            sb_put(&b, "/", 1);
+            p->pos += 2;
+        } else if (c == '\\' && p->pos + 1 < p->len && p->src[p->pos + 1] != '\n') {
+            sb_put(&b, p->src + p->pos, 2);
+            p->pos += 2;
+        } else {
+            sb_put(&b, &c, 1);
+            p->pos++;
+        }
+    }
+    p->pos++;
+    if (b.oom) return og_oom();
+    n->text = b.p;
+    n->tlen = b.len;
+    size_t nf = 0;
+    while (p->pos < p->len && isalpha((unsigned char)p->src[p->pos])) {
+        char f = p->src[p->pos];
+        if (!strchr("imsx", f))
+            return lk_err(p, p->pos, "regex flag '%c' is not supported (i, m, s, x)", f);
+        if (!strchr(n->flags, f)) {
+            if (nf + 1 >= sizeof n->flags) return lk_err(p, p->pos, "too many regex flags");
+            n->flags[nf++] = f;
+        }
+        p->pos++;
+    }
+    return NULL;
+}
+
+/* The text of %json's value: from its '{' to the matching '}', strings skipped. */
+static og_status *read_json(lk *p, ln *n) {
+    size_t start = p->pos;
+    if (p->pos >= p->len || p->src[p->pos] != '{') {
+        char buf[8];
+        return lk_err(p, p->pos, "%%json needs a JSON object, found %s",
+                      shown(p, p->pos, buf, sizeof buf));
+    }
+    int depth = 0;
+    bool in_str = false;
+    size_t i = p->pos;
+    for (; i < p->len; i++) {
+        char c = p->src[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (--depth == 0) break;
+        }
+    }
+    if (i >= p->len) return lk_err(p, start, "unterminated JSON object after %%json");
+    p->pos = i + 1;
+    n->json = cJSON_ParseWithLength(p->src + start, p->pos - start);
+    if (!n->json) return lk_err(p, start, "invalid JSON after %%json");
+    return NULL;
+}
+
+static og_status *read_number(lk *p, int *out) {
+    if (p->pos >= p->len || !isdigit((unsigned char)p->src[p->pos])) {
+        char buf[8];
+        return lk_err(p, p->pos, "expected a number, found %s", shown(p, p->pos, buf, sizeof buf));
+    }
+    size_t at = p->pos;
+    long v = 0;
+    while (p->pos < p->len && isdigit((unsigned char)p->src[p->pos])) {
+        v = v * 10 + (p->src[p->pos++] - '0');
+        if (v > LK_MAX_REPEAT)
+            return lk_err(p, at, "repetition count over %d", LK_MAX_REPEAT);
+    }
+    *out = (int)v;
+    return NULL;
+}
+
+static og_status *read_alts(lk *p, int depth, ln **out);
+
+/* One atom: a group, an optional, a string or range, a regex, a name, %json. */
+static og_status *read_atom(lk *p, int depth, ln **out) {
+    char buf[8];
+    size_t at = p->pos;
+    char c = at < p->len ? p->src[at] : 0;
+    ln *n = NULL;
+    if (c == '(' || c == '[') {
+        if (depth >= LK_MAX_DEPTH) return lk_err(p, at, "groups nested deeper than %d", LK_MAX_DEPTH);
+        p->pos++;
+        ln *inner;
+        OG_TRY(read_alts(p, depth + 1, &inner));
+        skip_ws(p);
+        char close = c == '(' ? ')' : ']';
+        if (p->pos >= p->len || p->src[p->pos] != close) {
+            int line, col;
+            where(p, at, &line, &col);
+            return lk_err(p, p->pos, "expected '%c' closing the '%c' at line %d, column %d, found %s",
+                          close, c, line, col, shown(p, p->pos, buf, sizeof buf));
+        }
+        p->pos++;
+        if (c == '(') {
+            *out = inner;
+            return NULL;
+        }
+        if (!(n = node(p, LN_REPEAT, at))) return og_oom();
+        n->min = 0, n->max = 1;
+        OG_TRY(add_kid(n, inner));
+    } else if (c == '"') {
+        if (!(n = node(p, LN_STR, at))) return og_oom();
+        OG_TRY(read_string(p, n));
+        if (p->pos < p->len && p->src[p->pos] == 'i' && !name_len(p, p->pos + 1)) {
+            n->icase = true;
+            p->pos++;
+        }
+        size_t save = p->pos;
+        skip_ws(p);
+        if (looking_at(p, "..")) {
+            p->pos += 2;
+            skip_ws(p);
+            if (p->pos >= p->len || p->src[p->pos] != '"')
+                return lk_err(p, p->pos, "expected a string after '..', found %s",
+                              shown(p, p->pos, buf, sizeof buf));
+            ln hi = {.off = p->pos};
+            OG_TRY(read_string(p, &hi));
+            long lo_cp = one_code_point(n->text, n->tlen);
+            long hi_cp = one_code_point(hi.text, hi.tlen);
+            free(hi.text);
+            if (n->icase) return lk_err(p, at, "a range takes no flags");
+            if (p->pos < p->len && name_start(p->src[p->pos]))
+                return lk_err(p, p->pos, "a range takes no flags");
+            if (lo_cp < 0) return lk_err(p, at, "a range's start must be one character");
+            if (hi_cp < 0) return lk_err(p, hi.off, "a range's end must be one character");
+            if (hi_cp < lo_cp) return lk_err(p, at, "a range's end is before its start");
+            n->kind = LN_RANGE;
+            n->lo = (uint32_t)lo_cp, n->hi = (uint32_t)hi_cp;
+        } else {
+            p->pos = save;
+        }
+    } else if (c == '/') {
+        if (!(n = node(p, LN_REGEX, at))) return og_oom();
+        OG_TRY(read_regex(p, n));
+    } else if (name_start(c)) {
+        if (!(n = node(p, LN_NAME, at))) return og_oom();
+        n->name = p->src + at;
+        n->nlen = name_len(p, at);
+        p->pos += n->nlen;
+    } else if (c == '%') {
+        size_t w = 1;
+        while (at + w < p->len && isalpha((unsigned char)p->src[at + w])) w++;
+        if (w == 5 && !memcmp(p->src + at, "%json", 5)) {
+            p->pos += 5;
+            skip_ws(p);
+            if (!(n = node(p, LN_JSON, at))) return og_oom();
+            OG_TRY(read_json(p, n));
+        } else {
+            return lk_err(p, at, "%.*s is not supported inside a rule", (int)w, p->src + at);
+        }
+    } else if (c == '<') {
+        const char *end = memchr(p->src + at, '>', p->len - at);
+        const char *nl = memchr(p->src + at, '\n', p->len - at);
+        int shown_len = end && (!nl || end < nl) ? (int)(end - (p->src + at)) + 1 : 1;
+        return lk_err(p, at, "special tokens (%.*s) are not supported", shown_len, p->src + at);
+    } else if (c == '@') {
+        return lk_err(p, at, "references to other grammars (@name) are not supported");
+    } else if (c == '~') {
+        return lk_err(p, at, "the negation operator '~' is not supported");
+    } else if (c == '&') {
+        return lk_err(p, at, "the and operator '&' is not supported");
+    } else {
+        return lk_err(p, at, "expected a string, a regex, a name, '(' or '[', found %s",
+                      shown(p, at, buf, sizeof buf));
+    }
+    *out = n;
+    return NULL;
+}
+
+/* An atom and its one operator: ? * + ~n ~n..m {n} {n,} {,m} {n,m}. */
+static og_status *read_expr(lk *p, int depth, ln **out) {
+    ln *atom;
+    OG_TRY(read_atom(p, depth, &atom));
+    skip_ws(p);
+    size_t at = p->pos;
+    char c = at < p->len ? p->src[at] : 0;
+    int min, max;
+    if (c == '?' || c == '*' || c == '+') {
+        p->pos++;
+        min = c == '+' ? 1 : 0;
+        max = c == '?' ? 1 : -1;
+    } else if (c == '~') {
+        p->pos++;
+        skip_ws(p);
+        OG_TRY(read_number(p, &min));
+        max = min;
+        skip_ws(p);
+        if (looking_at(p, "..")) {
+            p->pos += 2;
+            skip_ws(p);
+            OG_TRY(read_number(p, &max));
+        }
+    } else if (c == '{') {
+        p->pos++;
+        skip_ws(p);
+        min = 0, max = -1;
+        bool has_min = false;
+        if (p->pos < p->len && isdigit((unsigned char)p->src[p->pos])) {
+            OG_TRY(read_number(p, &min));
+            has_min = true;
+        }
+        skip_ws(p);
+        if (p->pos < p->len && p->src[p->pos] == ',') {
+            p->pos++;
+            skip_ws(p);
+            if (p->pos < p->len && isdigit((unsigned char)p->src[p->pos]))
+                OG_TRY(read_number(p, &max));
+        } else if (has_min) {
+            max = min;
+        } else {
+            return lk_err(p, at, "expected a repetition count {n}, {n,}, {,m} or {n,m} "
+                                 "(templates are not supported)");
+        }
+        skip_ws(p);
+        if (p->pos >= p->len || p->src[p->pos] != '}')
+            return lk_err(p, p->pos, "expected '}' closing the repetition count");
+        p->pos++;
+    } else {
+        *out = atom;
+        return NULL;
+    }
+    if (max >= 0 && max < min)
+        return lk_err(p, at, "repetition's upper bound %d is below its lower bound %d", max, min);
+    ln *r = node(p, LN_REPEAT, atom->off);
+    if (!r) return og_oom();
+    r->min = min, r->max = max;
+    OG_TRY(add_kid(r, atom));
+    *out = r;
+    return NULL;
+}
+
+static bool seq_ends(const lk *p) {
+    if (at_stmt_end(p)) return true;
+    char c = p->src[p->pos];
+    return c == '|' || c == ')' || c == ']' || looking_at(p, "->");
+}
+
+/* alternatives: expansion ('->' alias)? ('|' expansion ('->' alias)?)* */
+static og_status *read_alts(lk *p, int depth, ln **out) {
+    ln *alt = node(p, LN_ALT, p->pos);
+    if (!alt) return og_oom();
+    for (;;) {
+        ln *seq = node(p, LN_SEQ, p->pos);
+        if (!seq) return og_oom();
+        for (;;) {
+            skip_ws(p);
+            if (seq_ends(p)) break;
+            ln *e;
+            OG_TRY(read_expr(p, depth, &e));
+            OG_TRY(add_kid(seq, e));
+        }
+        /* An alias names the tree node, which has no bearing on the language. */
+        if (looking_at(p, "->")) {
+            p->pos += 2;
+            skip_ws(p);
+            size_t n = name_len(p, p->pos);
+            if (!n) return lk_err(p, p->pos, "expected a name after '->'");
+            p->pos += n;
+            skip_ws(p);
+        }
+        OG_TRY(add_kid(alt, seq));
+        if (p->pos < p->len && p->src[p->pos] == '|') {
+            p->pos++;
+            continue;
+        }
+        break;
+    }
+    *out = alt;
+    return NULL;
+}
+
+/* Terminal names have no lowercase letter, rule names no uppercase one. */
+static og_status *name_kind(const lk *p, const char *name, size_t n, size_t at, bool *terminal) {
+    bool upper = false, lower = false;
+    for (size_t i = 0; i < n; i++) {
+        upper |= isupper((unsigned char)name[i]) != 0;
+        lower |= islower((unsigned char)name[i]) != 0;
+    }
+    if (upper && lower)
+        return lk_err(p, at, "name '%.*s' mixes upper and lower case (rules are lowercase, "
+                             "terminals uppercase)",
+                      (int)n, name);
+    *terminal = upper;
+    return NULL;
+}
+
+static og_status *add_def(lk *p, const char *name, size_t n, size_t at, bool terminal, ln *body,
+                          const char *common_re) {
+    if (!grow((void **)&p->defs, &p->cap_defs, p->n_defs + 1, sizeof *p->defs)) return og_oom();
+    p->defs[p->n_defs++] = (ldef){.name = name, .nlen = n, .off = at, .terminal = terminal,
+                                  .body = body, .common_re = common_re, .lexeme = -1};
+    return NULL;
+}
+
+static og_status *read_import(lk *p, size_t at) {
+    skip_ws(p);
+    size_t mod_at = p->pos;
+    size_t m = name_len(p, p->pos);
+    if (m != 6 || memcmp(p->src + p->pos, "common", 6)) {
+        size_t end = p->pos;
+        while (end < p->len && !isspace((unsigned char)p->src[end]) && p->src[end] != '(') end++;
+        return lk_err(p, mod_at, "only %%import common is supported, not '%.*s'",
+                      (int)(end - mod_at), p->src + mod_at);
+    }
+    p->pos += m;
+    /* Names and the alias each takes: %import common.A [-> B] or common (A, B, ...). */
+    const char *names[64], *aliases[64];
+    size_t lens[64], alens[64], offs[64], n = 0;
+    if (p->pos < p->len && p->src[p->pos] == '.') {
+        p->pos++;
+        offs[0] = p->pos;
+        lens[0] = name_len(p, p->pos);
+        if (!lens[0]) return lk_err(p, p->pos, "expected a name after 'common.'");
+        names[0] = aliases[0] = p->src + p->pos;
+        alens[0] = lens[0];
+        p->pos += lens[0];
+        n = 1;
+        skip_ws(p);
+        if (looking_at(p, "->")) {
+            p->pos += 2;
+            skip_ws(p);
+            alens[0] = name_len(p, p->pos);
+            if (!alens[0]) return lk_err(p, p->pos, "expected a name after '->'");
+            aliases[0] = p->src + p->pos;
+            p->pos += alens[0];
+        }
+    } else {
+        skip_ws(p);
+        if (p->pos >= p->len || p->src[p->pos] != '(')
+            return lk_err(p, p->pos, "expected '.NAME' or '(NAME, ...)' after %%import common");
+        p->pos++;
+        for (;;) {
+            skip_ws(p);
+            size_t l = name_len(p, p->pos);
+            if (!l) return lk_err(p, p->pos, "expected a name in %%import common (...)");
+            if (n == 64) return lk_err(p, p->pos, "over 64 names in one %%import");
+            names[n] = aliases[n] = p->src + p->pos;
+            lens[n] = alens[n] = l;
+            offs[n++] = p->pos;
+            p->pos += l;
+            skip_ws(p);
+            if (p->pos < p->len && p->src[p->pos] == ',') {
+                p->pos++;
+                continue;
+            }
+            if (p->pos < p->len && p->src[p->pos] == ')') {
+                p->pos++;
+                break;
+            }
+            return lk_err(p, p->pos, "expected ',' or ')' in %%import common (...)");
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const lark_common_term *t = lark_common_find(names[i], lens[i]);
+        if (!t) {
+            sbuf all = {0};
+            for (size_t k = 0; k < lark_common_count(); k++) {
+                if (k) sb_str(&all, ", ");
+                sb_str(&all, lark_common_at(k)->name);
+            }
+            og_status *st = lk_err(p, offs[i], "common has no terminal '%.*s' (it has %s)",
+                                   (int)lens[i], names[i], all.p ? all.p : "");
+            free(all.p);
+            return st;
+        }
+        bool terminal;
+        OG_TRY(name_kind(p, aliases[i], alens[i], offs[i], &terminal));
+        if (!terminal)
+            return lk_err(p, offs[i], "an imported terminal's name must be uppercase, not '%.*s'",
+                          (int)alens[i], aliases[i]);
+        OG_TRY(add_def(p, aliases[i], alens[i], at, true, NULL, t->regex));
+    }
+    return NULL;
+}
+
+/* %llguidance {options}: only the empty object (the marker that the grammar is meant for
+ * llguidance); every option changes how the grammar is read, so each is refused. */
+static og_status *read_llguidance(lk *p) {
+    skip_ws(p);
+    ln tmp = {0};
+    OG_TRY(read_json(p, &tmp));
+    og_status *st = NULL;
+    if (cJSON_IsObject(tmp.json) && tmp.json->child)
+        st = lk_err(p, p->pos, "%%llguidance option '%s' is not supported", tmp.json->child->string);
+    else if (!cJSON_IsObject(tmp.json))
+        st = lk_err(p, p->pos, "%%llguidance takes a JSON object");
+    cJSON_Delete(tmp.json);
+    return st;
+}
+
+static og_status *read_statement(lk *p) {
+    char buf[8];
+    size_t at = p->pos;
+    if (p->src[at] == '%') {
+        size_t w = 1;
+        while (at + w < p->len && (isalpha((unsigned char)p->src[at + w]) || p->src[at + w] == '_'))
+            w++;
+        const char *d = p->src + at + 1;
+        size_t dl = w - 1;
+        p->pos += w;
+        if (dl == 6 && !memcmp(d, "ignore", 6)) {
+            skip_ws(p);
+            ln *e;
+            OG_TRY(read_alts(p, 0, &e));
+            if (!grow((void **)&p->ignores, &p->cap_ignores, p->n_ignores + 1, sizeof *p->ignores))
+                return og_oom();
+            p->ignores[p->n_ignores++] = e;
+            return NULL;
+        }
+        if (dl == 6 && !memcmp(d, "import", 6)) return read_import(p, at);
+        if (dl == 10 && !memcmp(d, "llguidance", 10)) return read_llguidance(p);
+        if ((dl == 7 && !memcmp(d, "declare", 7)) || (dl == 8 && !memcmp(d, "override", 8)) ||
+            (dl == 6 && !memcmp(d, "extend", 6)))
+            return lk_err(p, at, "%%%.*s is not supported", (int)dl, d);
+        return lk_err(p, at, "unknown directive '%%%.*s' (%%ignore, %%import common, %%llguidance)",
+                      (int)dl, d);
+    }
+    /* ?rule inlines and !rule keeps tokens in Lark's tree: the same language. */
+    while (p->pos < p->len && (p->src[p->pos] == '?' || p->src[p->pos] == '!')) p->pos++;
+    size_t name_at = p->pos;
+    size_t n = name_len(p, p->pos);
+    if (!n)
+        return lk_err(p, p->pos, "expected a rule, a terminal or a directive, found %s",
+                      shown(p, p->pos, buf, sizeof buf));
+    const char *name = p->src + p->pos;
+    bool terminal;
+    OG_TRY(name_kind(p, name, n, name_at, &terminal));
+    p->pos += n;
+    skip_ws(p);
+    char c = p->pos < p->len ? p->src[p->pos] : 0;
+    if (c == '{') return lk_err(p, p->pos, "templates (rules with parameters) are not supported");
+    if (c == '[') {
+        size_t a = p->pos + 1;
+        while (a < p->len && p->src[a] == ' ') a++;
+        size_t al = name_len(p, a);
+        return lk_err(p, a, "%s attribute '%.*s' is not supported", terminal ? "terminal" : "rule",
+                      (int)(al ? al : 1), p->src + a);
+    }
+    if (c == '.') return lk_err(p, p->pos, "priorities are not supported");
+    if (c != ':')
+        return lk_err(p, p->pos, "expected ':' after '%.*s', found %s", (int)n, name,
+                      shown(p, p->pos, buf, sizeof buf));
+    p->pos++;
+    ln *body;
+    OG_TRY(read_alts(p, 0, &body));
+    return add_def(p, name, n, name_at, terminal, body, NULL);
+}
+
+static int def_cmp(const void *a, const void *b) {
+    const ldef *x = *(ldef *const *)a, *y = *(ldef *const *)b;
+    size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+    int c = memcmp(x->name, y->name, n);
+    if (c) return c;
+    if (x->nlen != y->nlen) return x->nlen < y->nlen ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static og_status *read_all(lk *p) {
+    for (;;) {
+        skip_lines(p);
+        if (p->pos >= p->len) break;
+        OG_TRY(read_statement(p));
+        skip_ws(p);
+        if (!at_stmt_end(p)) {
+            char buf[8];
+            return lk_err(p, p->pos, "unexpected %s", shown(p, p->pos, buf, sizeof buf));
+        }
+    }
+    if (p->n_defs && !(p->sorted = malloc(p->n_defs * sizeof *p->sorted))) return og_oom();
+    for (size_t i = 0; i < p->n_defs; i++) p->sorted[i] = &p->defs[i];
+    qsort(p->sorted, p->n_defs, sizeof *p->sorted, def_cmp);
+    for (size_t i = 1; i < p->n_defs; i++) {
+        const ldef *a = p->sorted[i - 1], *b = p->sorted[i];
+        if (a->nlen == b->nlen && !memcmp(a->name, b->name, a->nlen))
+        {
+            int line, col;
+            where(p, a->off, &line, &col);
+            return lk_err(p, b->off, "%s '%.*s' is defined twice (first at line %d)",
+                          b->terminal ? "terminal" : "rule", (int)b->nlen, b->name, line);
+        }
+    }
+    return NULL;
+}
+
+static ldef *lookup(const lk *p, const char *name, size_t n) {
+    size_t lo = 0, hi = p->n_defs;
+    ldef key = {.name = name, .nlen = n, .off = 0};
+    const ldef *kp = &key;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = def_cmp(&p->sorted[mid], &kp);
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < p->n_defs && p->sorted[lo]->nlen == n && !memcmp(p->sorted[lo]->name, name, n))
+        return p->sorted[lo];
+    return NULL;
+}
+
+/* ---- terminals: one regular expression each ----------------------------------------- */
+
+static og_status *term_regex(lk *p, ldef *d);
+
+static void put_escaped(lk *p, sbuf *b, const char *s, size_t n) {
+    (void)p;
+    size_t need = glex_escape((const uint8_t *)s, n, NULL, 0);
+    if (b->oom || !grow((void **)&b->p, &b->cap, b->len + need + 1, 1)) {
+        b->oom = true;
+        return;
+    }
+    glex_escape((const uint8_t *)s, n, b->p + b->len, need + 1);
+    b->len += need;
+    b->p[b->len] = 0;
+}
+
+/* "..."i: ASCII letters as [aA]; the rest as written (case folding beyond ASCII is not
+ * done). Runs between letters are escaped whole so that no UTF-8 sequence is split. */
+static void put_string(lk *p, sbuf *b, const ln *n) {
+    if (!n->icase) {
+        put_escaped(p, b, n->text, n->tlen);
+        return;
+    }
+    size_t run = 0;
+    for (size_t i = 0; i <= n->tlen; i++) {
+        if (i < n->tlen && !isalpha((unsigned char)n->text[i])) continue;
+        if (i > run) put_escaped(p, b, n->text + run, i - run);
+        if (i < n->tlen) {
+            char cls[5] = {'[', (char)tolower((unsigned char)n->text[i]),
+                           (char)toupper((unsigned char)n->text[i]), ']', 0};
+            sb_str(b, cls);
+        }
+        run = i + 1;
+    }
+}
+
+static void put_regex(sbuf *b, const ln *n) {
+    sb_str(b, "(?");
+    sb_str(b, n->flags);
+    sb_str(b, ":");
+    sb_put(b, n->text, n->tlen);
+    sb_str(b, ")");
+}
+
+static void put_range(sbuf *b, uint32_t lo, uint32_t hi) {
+    char t[48];
+    snprintf(t, sizeof t, "[\\u{%X}-\\u{%X}]", (unsigned)lo, (unsigned)hi);
+    sb_str(b, t);
+}
+
+/* Writes node `n` of a terminal (or %ignore) as a regular expression; `ctx` names what
+ * is being written for messages. */
+static og_status *put_term(lk *p, sbuf *b, const ln *n, const char *ctx) {
+    switch (n->kind) {
+    case LN_ALT:
+        if (n->n == 1) return put_term(p, b, n->kids[0], ctx);
+        sb_str(b, "(?:");
+        for (size_t i = 0; i < n->n; i++) {
+            if (i) sb_str(b, "|");
+            OG_TRY(put_term(p, b, n->kids[i], ctx));
+        }
+        sb_str(b, ")");
+        break;
+    case LN_SEQ:
+        for (size_t i = 0; i < n->n; i++) OG_TRY(put_term(p, b, n->kids[i], ctx));
+        break;
+    case LN_STR:
+        put_string(p, b, n);
+        break;
+    case LN_REGEX:
+        put_regex(b, n);
+        break;
+    case LN_RANGE:
+        put_range(b, n->lo, n->hi);
+        break;
+    case LN_NAME: {
+        ldef *d = lookup(p, n->name, n->nlen);
+        if (!d) return lk_err(p, n->off, "unknown name '%.*s'", (int)n->nlen, n->name);
+        if (!d->terminal)
+            return lk_err(p, n->off, "%s cannot use rule '%.*s' (only strings, regexes and "
+                                     "terminals)",
+                          ctx, (int)n->nlen, n->name);
+        OG_TRY(term_regex(p, d));
+        sb_str(b, "(?:");
+        sb_put(b, d->re, d->re_len);
+        sb_str(b, ")");
+        break;
+    }
+    case LN_REPEAT: {
+        sb_str(b, "(?:");
+        OG_TRY(put_term(p, b, n->kids[0], ctx));
+        sb_str(b, ")");
+        char q[32];
+        if (n->min == 0 && n->max == 1) snprintf(q, sizeof q, "?");
+        else if (n->min == 0 && n->max < 0) snprintf(q, sizeof q, "*");
+        else if (n->min == 1 && n->max < 0) snprintf(q, sizeof q, "+");
+        else if (n->max < 0) snprintf(q, sizeof q, "{%d,}", n->min);
+        else if (n->max == n->min) snprintf(q, sizeof q, "{%d}", n->min);
+        else snprintf(q, sizeof q, "{%d,%d}", n->min, n->max);
+        sb_str(b, q);
+        break;
+    }
+    case LN_JSON:
+        return lk_err(p, n->off, "%%json cannot be used in %s", ctx);
+    }
+    if (b->oom) return og_oom();
+    if (b->len > LK_MAX_REGEX)
+        return lk_err(p, n->off, "%s grows past %zu bytes of regular expression", ctx,
+                      LK_MAX_REGEX);
+    return NULL;
+}
+
+/* The terminal's regular expression, its terminals inlined (once; a cycle is refused). */
+static og_status *term_regex(lk *p, ldef *d) {
+    if (d->state == 2) return NULL;
+    if (d->state == 1)
+        return lk_err(p, d->off, "terminal '%.*s' refers to itself (terminals are regular)",
+                      (int)d->nlen, d->name);
+    d->state = 1;
+    sbuf b = {0};
+    sb_put(&b, "", 0);
+    if (d->common_re) {
+        sb_str(&b, d->common_re);
+    } else {
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "terminal '%.*s'", (int)(d->nlen < 100 ? d->nlen : 100), d->name);
+        og_status *st = put_term(p, &b, d->body, ctx);
+        if (st) {
+            free(b.p);
+            return st;
+        }
+    }
+    if (b.oom) return og_oom();
+    d->re = b.p;
+    d->re_len = b.len;
+    d->state = 2;
+    return NULL;
+}
+
+static og_status *term_lexeme(lk *p, ldef *d, int *id) {
+    if (d->lexeme < 0) {
+        OG_TRY(term_regex(p, d));
+        char what[160];
+        snprintf(what, sizeof what, "terminal %.*s", (int)(d->nlen < 100 ? d->nlen : 100), d->name);
+        OG_TRY(lk_wrap(p, d->off, glex_add_regex(p->lex, d->re, d->re_len, what, &d->lexeme)));
+    }
+    *id = d->lexeme;
+    return NULL;
+}
+
+/* ---- rules: nonterminals ------------------------------------------------------------ */
+
+typedef struct symvec {
+    gsym *v;
+    size_t n, cap;
+} symvec;
+
+static og_status *push_sym(symvec *s, gsym g) {
+    if (!grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return og_oom();
+    s->v[s->n++] = g;
+    return NULL;
+}
+
+static og_status *new_nt(lk *p, const ldef *ctx, const char *suffix, gsym *out) {
+    char name[160];
+    snprintf(name, sizeof name, "%.*s%s", (int)(ctx->nlen < 100 ? ctx->nlen : 100), ctx->name,
+             suffix);
+    return gcfg_nonterminal(p->cfg, name, out);
+}
+
+static og_status *rule_nt(lk *p, ldef *d, gsym *out) {
+    if (!d->state) {
+        OG_TRY(new_nt(p, d, "", &d->nt));
+        if (!grow((void **)&p->queue, &p->cap_queue, p->n_queue + 1, sizeof *p->queue))
+            return og_oom();
+        p->queue[p->n_queue++] = d;
+        d->state = 1;
+    }
+    *out = d->nt;
+    return NULL;
+}
+
+static og_status *compile_alts(lk *p, const ln *alt, gsym lhs, const ldef *ctx);
+
+/* The symbol of node `n` in a rule of `ctx`; *has is false when it derives only the
+ * empty string and needs no symbol. */
+static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gsym *out) {
+    int id;
+    *has = true;
+    switch (n->kind) {
+    case LN_STR:
+        if (!n->tlen) {
+            *has = false;
+            return NULL;
+        }
+        if (!n->icase) {
+            OG_TRY(lk_wrap(p, n->off, glex_add_literal(p->lex, (const uint8_t *)n->text, n->tlen, &id)));
+        } else {
+            sbuf b = {0};
+            put_string(p, &b, n);
+            if (b.oom) return og_oom();
+            og_status *st = glex_add_regex(p->lex, b.p, b.len, "string", &id);
+            free(b.p);
+            OG_TRY(lk_wrap(p, n->off, st));
+        }
+        break;
+    case LN_REGEX:
+        if (!n->flags[0]) {
+            OG_TRY(lk_wrap(p, n->off, glex_add_regex(p->lex, n->text, n->tlen, "regex", &id)));
+        } else {
+            sbuf b = {0};
+            put_regex(&b, n);
+            if (b.oom) return og_oom();
+            og_status *st = glex_add_regex(p->lex, b.p, b.len, "regex", &id);
+            free(b.p);
+            OG_TRY(lk_wrap(p, n->off, st));
+        }
+        break;
+    case LN_RANGE: {
+        sbuf b = {0};
+        put_range(&b, n->lo, n->hi);
+        if (b.oom) return og_oom();
+        og_status *st = glex_add_regex(p->lex, b.p, b.len, "range", &id);
+        free(b.p);
+        OG_TRY(lk_wrap(p, n->off, st));
+        break;
+    }
+    case LN_NAME: {
+        ldef *d = lookup(p, n->name, n->nlen);
+        if (!d) {
+            bool terminal = false;
+            OG_TRY(name_kind(p, n->name, n->nlen, n->off, &terminal));
+            return lk_err(p, n->off, "unknown %s '%.*s'", terminal ? "terminal" : "rule",
+                          (int)n->nlen, n->name);
+        }
+        if (!d->terminal) return rule_nt(p, d, out);
+        OG_TRY(term_lexeme(p, d, &id));
+        break;
+    }
+    case LN_JSON: {
+        int line, col;
+        where(p, n->off, &line, &col);
+        char at[96];
+        snprintf(at, sizeof at, "lark grammar line %d, column %d: %%json", line, col);
+        return guide_front_json_value(n->json, at, p->lex, p->cfg, out);
+    }
+    case LN_SEQ:
+    case LN_ALT: {
+        /* One item (or one alternative) is that item's symbol; more need a helper. */
+        if (n->n == 1) return compile_sym(p, n->kids[0], ctx, has, out);
+        if (n->n == 0) {
+            *has = false;
+            return NULL;
+        }
+        OG_TRY(new_nt(p, ctx, " (group)", out));
+        if (n->kind == LN_ALT) return compile_alts(p, n, *out, ctx);
+        const ln *only[1] = {n};
+        ln one = {.kind = LN_ALT, .kids = (ln **)only, .n = 1};
+        return compile_alts(p, &one, *out, ctx);
+    }
+    case LN_REPEAT: {
+        gsym x;
+        bool hx;
+        OG_TRY(compile_sym(p, n->kids[0], ctx, &hx, &x));
+        if (!hx || n->max == 0) {
+            *has = false;
+            return NULL;
+        }
+        symvec s = {0};
+        og_status *st = NULL;
+        for (int i = 0; i < n->min && !st; i++) st = push_sym(&s, x);
+        gsym h = 0;
+        /* x~0..m is the chain's head itself */
+        if (!st && (n->min > 0 || n->max < 0)) st = new_nt(p, ctx, " (repeat)", &h);
+        if (!st && n->max < 0) {
+            /* H -> x^min | H x */
+            st = gcfg_add_rule(p->cfg, h, s.v, s.n);
+            gsym hx2[2] = {h, x};
+            if (!st) st = gcfg_add_rule(p->cfg, h, hx2, 2);
+        } else if (!st) {
+            /* H -> x^min T(max-min), T(k) -> empty | x T(k-1), T(0) left out */
+            gsym tail = 0;
+            bool has_tail = false;
+            for (int k = 1; k <= n->max - n->min && !st; k++) {
+                gsym t;
+                st = new_nt(p, ctx, " (optional)", &t);
+                gsym r[2] = {x, tail};
+                if (!st) st = gcfg_add_rule(p->cfg, t, NULL, 0);
+                if (!st) st = gcfg_add_rule(p->cfg, t, r, has_tail ? 2 : 1);
+                tail = t;
+                has_tail = true;
+            }
+            if (!st && n->min == 0) h = tail;
+            else if (!st && has_tail) st = push_sym(&s, tail);
+            if (!st && n->min > 0) st = gcfg_add_rule(p->cfg, h, s.v, s.n);
+        }
+        free(s.v);
+        OG_TRY(st);
+        *out = h;
+        return NULL;
+    }
+    }
+    *out = GSYM_LEX(id);
+    return NULL;
+}
+
+/* Appends the symbols of sequence `seq` to `out`; a group of one alternative is spliced
+ * in rather than given a helper. */
+static og_status *compile_seq(lk *p, const ln *seq, const ldef *ctx, symvec *out) {
+    for (size_t i = 0; i < seq->n; i++) {
+        const ln *k = seq->kids[i];
+        if (k->kind == LN_ALT && k->n == 1) {
+            OG_TRY(compile_seq(p, k->kids[0], ctx, out));
+            continue;
+        }
+        bool has;
+        gsym g;
+        OG_TRY(compile_sym(p, k, ctx, &has, &g));
+        if (has) OG_TRY(push_sym(out, g));
+    }
+    return NULL;
+}
+
+static og_status *compile_alts(lk *p, const ln *alt, gsym lhs, const ldef *ctx) {
+    for (size_t i = 0; i < alt->n; i++) {
+        symvec s = {0};
+        og_status *st = compile_seq(p, alt->kids[i], ctx, &s);
+        if (!st) st = gcfg_add_rule(p->cfg, lhs, s.v, s.n);
+        free(s.v);
+        OG_TRY(st);
+    }
+    return NULL;
+}
+
+static og_status *compile(lk *p) {
+    ldef *start = lookup(p, "start", 5);
+    if (!start) return og_errorf(OG_ERR_INVALID_ARGUMENT, "lark grammar: no rule 'start'");
+    gsym s;
+    OG_TRY(rule_nt(p, start, &s));
+    /* Rules join the queue as they are first named. */
+    for (size_t i = 0; i < p->n_queue; i++) OG_TRY(compile_alts(p, p->queue[i]->body, p->queue[i]->nt, p->queue[i]));
+    for (size_t i = 0; i < p->n_ignores; i++) {
+        sbuf b = {0};
+        sb_put(&b, "", 0);
+        og_status *st = put_term(p, &b, p->ignores[i], "%ignore");
+        int id = -1;
+        if (!st && b.oom) st = og_oom();
+        if (!st) st = lk_wrap(p, p->ignores[i]->off, glex_add_regex(p->lex, b.p, b.len, "%ignore", &id));
+        free(b.p);
+        OG_TRY(st);
+        OG_TRY(gcfg_add_ignore(p->cfg, id));
+    }
+    return gcfg_set_start(p->cfg, s);
+}
+
+og_status *guide_front_lark(const char *src, size_t len, glex *lex, gcfg *cfg) {
+    lk p = {.src = src, .len = len, .lex = lex, .cfg = cfg};
+    og_status *st = read_all(&p);
+    if (!st) st = compile(&p);
+    for (size_t i = 0; i < p.n_nodes; i++) {
+        free(p.nodes[i]->kids);
+        free(p.nodes[i]->text);
+        cJSON_Delete(p.nodes[i]->json);
+        free(p.nodes[i]);
+    }
+    for (size_t i = 0; i < p.n_defs; i++) free(p.defs[i].re);
+    free(p.nodes);
+    free(p.defs);
+    free(p.sorted);
+    free(p.ignores);
+    free(p.queue);
+    return st;
+}
