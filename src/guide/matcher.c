@@ -1,0 +1,462 @@
+/* The matcher (guide.h): one sequence's place in the language — the Earley stack, the
+ * lexer state of the lexeme being read — and the token masks.
+ *
+ * Lexing is greedy and contextual: a lexeme starts in the lexer state that allows what
+ * the parser can scan next plus the ignored lexemes; it ends only when the next byte
+ * cannot extend it, and then the parser scans the lexemes the state accepts (an ignored
+ * one leaves the parser as it was) and the byte starts the next lexeme.
+ *
+ * A mask is a walk of the token trie, one lexer step per edge, the parser moved only
+ * where a lexeme ends (sets pushed and popped, never copied). Which tokens stay inside
+ * the current lexeme from lexer state s does not depend on the parser, so that part of
+ * the walk is done once per state and cached (the tokens as a bitset and the trie places
+ * where a lexeme ends mid-token); a mask copies the bitset and walks on only from those
+ * places, each group of places that end the same way sharing one parser scan. */
+#include "guide/grammar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gcheck {
+    size_t depth; /* Earley sets */
+    uint32_t lex;
+    bool pending, stopped;
+} gcheck;
+
+struct guide_matcher {
+    guide_grammar *g;
+    gearley *p;
+    uint32_t lex;  /* the lexer state of the lexeme being read */
+    bool pending;  /* some byte of it has been read */
+    bool stopped;  /* a stop id was consumed */
+    int32_t *stops;
+    size_t n_stop;
+    gcheck *checks; /* the state before each consumed token */
+    size_t n_checks, cap_checks;
+    uint64_t *allowed;  /* scratch: a lexeme set */
+    uint32_t *lv_lex;   /* the walk's lexer state per trie depth */
+    size_t *lv_depth;   /* and Earley depth */
+    uint32_t *scratch;  /* a mask, for guide_matcher_stopped */
+};
+
+/* ---- lexing ------------------------------------------------------------------------ */
+
+static og_status *lex_failed(const guide_matcher *m) {
+    og_status *st = glex_error(m->g->lex);
+    return st ? st : og_errorf(OG_ERR_RUNTIME, "guide: the lexer failed");
+}
+
+/* The lexer state where a lexeme begins after the top Earley set (kept with the set). */
+static og_status *start_state(guide_matcher *m, uint32_t *out) {
+    uint32_t *slot = gearley_slot(m->p);
+    if (*slot == UINT32_MAX) {
+        size_t w = gearley_words(m->g->tab);
+        const uint64_t *ex = gearley_expected(m->p), *ign = gcfg_ignore_set(m->g->cfg);
+        for (size_t i = 0; i < w; i++) m->allowed[i] = ex[i] | (ign ? ign[i] : 0);
+        uint32_t s = glex_start(m->g->lex, m->allowed);
+        if (s == GLEX_FAILED) return lex_failed(m);
+        *slot = s;
+    }
+    *out = *slot;
+    return NULL;
+}
+
+/* The lexeme read so far ends in `state` (which accepts): the parser scans what it
+ * accepts, or stays as it is when only ignored lexemes accept. */
+static og_status *end_lexeme(guide_matcher *m, uint32_t state) {
+    bool pushed;
+    return gearley_scan(m->p, glex_accepts(m->g->lex, state), &pushed);
+}
+
+/* The first byte of a lexeme after a lexeme end: it may not end another. */
+static og_status *restart_next(guide_matcher *m, uint8_t byte, uint32_t *out) {
+    uint32_t s0;
+    OG_TRY(start_state(m, &s0));
+    uint32_t nx = glex_next(m->g->lex, s0, byte);
+    if (nx == GLEX_FAILED) return lex_failed(m);
+    *out = nx;
+    return NULL;
+}
+
+/* One byte from lexer state `cur` with the parser at its top: *out is the new lexer
+ * state, GLEX_DEAD when the byte is refused (the parser may then hold a pushed set that
+ * the caller pops). */
+static og_status *step(guide_matcher *m, uint32_t cur, uint8_t byte, uint32_t *out) {
+    uint32_t nx = glex_next(m->g->lex, cur, byte);
+    if (nx == GLEX_FAILED) return lex_failed(m);
+    if (nx != GLEX_DEAD || !glex_accepts(m->g->lex, cur)) {
+        *out = nx;
+        return NULL;
+    }
+    OG_TRY(end_lexeme(m, cur));
+    return restart_next(m, byte, out);
+}
+
+/* The output is complete: the lexeme being read can end here and leave the start
+ * symbol complete (or, with nothing read since the start, the parser is complete). */
+static og_status *is_accepting(guide_matcher *m, bool *out) {
+    *out = false;
+    if (m->stopped || (!m->pending && gearley_complete(m->p))) {
+        *out = true;
+        return NULL;
+    }
+    if (!glex_accepts(m->g->lex, m->lex)) return NULL;
+    size_t d = gearley_depth(m->p);
+    og_status *st = end_lexeme(m, m->lex);
+    *out = !st && gearley_complete(m->p);
+    gearley_pop_to(m->p, d);
+    return st;
+}
+
+/* ---- the per-state cache ------------------------------------------------------------ */
+
+void guide_cache_drop(guide_grammar *g) {
+    for (size_t i = 0; i < g->cache_cap; i++)
+        if (g->cache[i]) {
+            free(g->cache[i]->bits);
+            free(g->cache[i]->ends);
+            free(g->cache[i]);
+            g->cache[i] = NULL;
+        }
+    g->cache_bytes = 0;
+}
+
+static int cmp_end(const void *x, const void *y) {
+    const gend *a = x, *b = y;
+    if (a->state != b->state) return a->state < b->state ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static inline void mark_node(const guide_vocab *v, uint32_t i, uint32_t *mask) {
+    for (uint32_t k = v->nodes[i].tok; k < v->nodes[i + 1].tok; k++)
+        mask[v->toks[k] >> 5] |= 1u << (v->toks[k] & 31);
+}
+
+/* The walk from lexer state s over the whole trie with the lexer alone. */
+static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
+    guide_grammar *g = m->g;
+    const guide_vocab *v = g->vocab;
+    size_t words = guide_mask_words(v->n);
+    gcache *c = calloc(1, sizeof *c);
+    if (!c || !(c->bits = calloc(words ? words : 1, sizeof *c->bits))) {
+        free(c);
+        return og_oom_for(words * 4, "a token mask cache entry");
+    }
+    size_t cap_ends = 0;
+    og_status *st = NULL;
+    m->lv_lex[0] = s;
+    for (uint32_t i = 1; i < v->n_nodes;) {
+        const gtrie_node *nd = &v->nodes[i];
+        uint32_t cur = m->lv_lex[nd->depth - 1];
+        uint32_t nx = glex_next(g->lex, cur, nd->byte);
+        if (nx == GLEX_FAILED) {
+            st = lex_failed(m);
+            break;
+        }
+        if (nx == GLEX_DEAD) {
+            if (glex_accepts(g->lex, cur)) {
+                if (c->n_ends == cap_ends) {
+                    cap_ends = cap_ends ? cap_ends * 2 : 64;
+                    gend *e = realloc(c->ends, cap_ends * sizeof *e);
+                    if (!e) {
+                        st = og_oom();
+                        break;
+                    }
+                    c->ends = e;
+                }
+                c->ends[c->n_ends++] = (gend){i, cur};
+            }
+            i = nd->skip;
+            continue;
+        }
+        m->lv_lex[nd->depth] = nx;
+        mark_node(v, i, c->bits);
+        i++;
+    }
+    if (st) {
+        free(c->bits);
+        free(c->ends);
+        free(c);
+        return st;
+    }
+    if (c->n_ends) qsort(c->ends, c->n_ends, sizeof *c->ends, cmp_end);
+    c->bytes = sizeof *c + words * sizeof *c->bits + cap_ends * sizeof *c->ends;
+    *out = c;
+    return NULL;
+}
+
+static og_status *cache_get(guide_matcher *m, uint32_t s, const gcache **out) {
+    guide_grammar *g = m->g;
+    if (s < g->cache_cap && g->cache[s]) {
+        *out = g->cache[s];
+        return NULL;
+    }
+    if (s >= g->cache_cap) {
+        size_t cap = g->cache_cap ? g->cache_cap : 256;
+        while (cap <= s) cap *= 2;
+        gcache **q = realloc(g->cache, cap * sizeof *q);
+        if (!q) return og_oom();
+        memset(q + g->cache_cap, 0, (cap - g->cache_cap) * sizeof *q);
+        g->cache = q;
+        g->cache_cap = cap;
+    }
+    gcache *c = NULL;
+    OG_TRY(cache_build(m, s, &c));
+    if (g->cache_bytes + c->bytes > g->cache_limit) {
+        guide_cache_drop(g);
+        g->cache_flushes++;
+    }
+    g->cache[s] = c;
+    g->cache_bytes += c->bytes;
+    *out = c;
+    return NULL;
+}
+
+/* ---- masks -------------------------------------------------------------------------- */
+
+/* Walks trie nodes [first, its skip) with the full rule, the first byte right after a
+ * lexeme end (so that byte may not end another); the parser is back at its depth after. */
+static og_status *walk_after_end(guide_matcher *m, uint32_t first, uint32_t *mask) {
+    const guide_vocab *v = m->g->vocab;
+    const gtrie_node *nodes = v->nodes;
+    unsigned d0 = nodes[first].depth;
+    size_t depth0 = gearley_depth(m->p);
+    uint32_t nx = GLEX_DEAD;
+    OG_TRY(restart_next(m, nodes[first].byte, &nx));
+    if (nx == GLEX_DEAD) return NULL;
+    m->lv_lex[d0] = nx;
+    m->lv_depth[d0] = depth0;
+    mark_node(v, first, mask);
+    og_status *st = NULL;
+    for (uint32_t i = first + 1, end = nodes[first].skip; i < end;) {
+        const gtrie_node *nd = &nodes[i];
+        unsigned d = nd->depth;
+        gearley_pop_to(m->p, m->lv_depth[d - 1]);
+        st = step(m, m->lv_lex[d - 1], nd->byte, &nx);
+        if (st) break;
+        if (nx == GLEX_DEAD) {
+            i = nd->skip;
+            continue;
+        }
+        m->lv_lex[d] = nx;
+        m->lv_depth[d] = gearley_depth(m->p);
+        mark_node(v, i, mask);
+        i++;
+    }
+    gearley_pop_to(m->p, depth0);
+    return st;
+}
+
+static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
+    const guide_vocab *v = m->g->vocab;
+    size_t words = guide_mask_words(v->n);
+    bool accepting = m->stopped;
+    if (!m->stopped) {
+        const gcache *c = NULL;
+        OG_TRY(cache_get(m, m->lex, &c));
+        memcpy(mask, c->bits, words * sizeof *mask);
+        size_t depth0 = gearley_depth(m->p);
+        for (size_t i = 0; i < c->n_ends;) {
+            uint32_t state = c->ends[i].state;
+            og_status *st = end_lexeme(m, state);
+            for (; !st && i < c->n_ends && c->ends[i].state == state; i++)
+                st = walk_after_end(m, c->ends[i].node, mask);
+            gearley_pop_to(m->p, depth0);
+            if (st) return st;
+        }
+        OG_TRY(is_accepting(m, &accepting));
+    } else {
+        memset(mask, 0, words * sizeof *mask);
+    }
+    if (accepting)
+        for (size_t i = 0; i < m->n_stop; i++)
+            mask[m->stops[i] >> 5] |= 1u << (m->stops[i] & 31);
+    return NULL;
+}
+
+/* ---- the public side ---------------------------------------------------------------- */
+
+og_status *guide_matcher_new(guide_grammar *g, const int32_t *stop_ids, size_t n_stop,
+                             guide_matcher **out) {
+    size_t n = g->vocab->n;
+    for (size_t i = 0; i < n_stop; i++)
+        if (stop_ids[i] < 0 || (size_t)stop_ids[i] >= n)
+            return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                             "guide: stop id %d is outside the vocabulary (%zu tokens)",
+                             (int)stop_ids[i], n);
+    guide_matcher *m = calloc(1, sizeof *m);
+    if (!m) return og_oom();
+    m->g = guide_grammar_ref(g);
+    size_t depth = (size_t)g->vocab->max_len + 1;
+    m->stops = malloc((n_stop ? n_stop : 1) * sizeof *m->stops);
+    m->allowed = calloc(gearley_words(g->tab), sizeof *m->allowed);
+    m->lv_lex = malloc(depth * sizeof *m->lv_lex);
+    m->lv_depth = malloc(depth * sizeof *m->lv_depth);
+    m->scratch = malloc((guide_mask_words(n) ? guide_mask_words(n) : 1) * sizeof *m->scratch);
+    og_status *st = NULL;
+    if (!m->stops || !m->allowed || !m->lv_lex || !m->lv_depth || !m->scratch) st = og_oom();
+    if (!st) {
+        if (n_stop) memcpy(m->stops, stop_ids, n_stop * sizeof *stop_ids);
+        m->n_stop = n_stop;
+        st = gearley_new(g->tab, &m->p);
+    }
+    if (!st) {
+        pthread_mutex_lock(&g->lock);
+        st = start_state(m, &m->lex);
+        pthread_mutex_unlock(&g->lock);
+    }
+    if (st) {
+        guide_matcher_free(m);
+        return st;
+    }
+    *out = m;
+    return NULL;
+}
+
+void guide_matcher_free(guide_matcher *m) {
+    if (!m) return;
+    gearley_free(m->p);
+    free(m->stops);
+    free(m->checks);
+    free(m->allowed);
+    free(m->lv_lex);
+    free(m->lv_depth);
+    free(m->scratch);
+    guide_grammar_unref(m->g);
+    free(m);
+}
+
+og_status *guide_matcher_mask(guide_matcher *m, uint32_t *mask) {
+    pthread_mutex_lock(&m->g->lock);
+    og_status *st = compute_mask(m, mask);
+    pthread_mutex_unlock(&m->g->lock);
+    return st;
+}
+
+static bool is_stop(const guide_matcher *m, int32_t token) {
+    for (size_t i = 0; i < m->n_stop; i++)
+        if (m->stops[i] == token) return true;
+    return false;
+}
+
+/* The token's bytes for a message, printable and short. */
+static void describe_token(const guide_vocab *v, int32_t token, char *buf, size_t cap) {
+    size_t o = 0;
+    const uint8_t *b = v->blob + v->off[token];
+    size_t len = v->off[token + 1] - v->off[token];
+    for (size_t i = 0; i < len && o + 8 < cap; i++) {
+        if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\' && b[i] != '\'')
+            buf[o++] = (char)b[i];
+        else
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", b[i]);
+    }
+    buf[o] = 0;
+}
+
+static og_status *consume_locked(guide_matcher *m, int32_t token) {
+    const guide_vocab *v = m->g->vocab;
+    if (m->stopped)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                         "guide: token %d after the output ended (a stop id was consumed)", token);
+    if (token < 0 || (size_t)token >= v->n)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "guide: token %d is outside the vocabulary",
+                         token);
+    if (m->n_checks == m->cap_checks) {
+        size_t c = m->cap_checks ? m->cap_checks * 2 : 64;
+        gcheck *q = realloc(m->checks, c * sizeof *q);
+        if (!q) return og_oom();
+        m->checks = q;
+        m->cap_checks = c;
+    }
+    gcheck before = {gearley_depth(m->p), m->lex, m->pending, m->stopped};
+    if (is_stop(m, token)) {
+        bool acc;
+        OG_TRY(is_accepting(m, &acc));
+        if (!acc)
+            return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                             "guide: stop id %d where the output is not complete", token);
+        m->stopped = true;
+        m->checks[m->n_checks++] = before;
+        return NULL;
+    }
+    size_t len = v->off[token + 1] - v->off[token];
+    if (v->excluded[token] || !len)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                         "guide: token %d is never allowed under guidance (%s)", token,
+                         len ? "a special token" : "it has no bytes");
+    const uint8_t *b = v->blob + v->off[token];
+    uint32_t cur = m->lex;
+    for (size_t i = 0; i < len; i++) {
+        uint32_t nx = GLEX_DEAD;
+        og_status *st = step(m, cur, b[i], &nx);
+        if (st || nx == GLEX_DEAD) {
+            gearley_pop_to(m->p, before.depth);
+            if (st) return st;
+            char desc[96];
+            describe_token(v, token, desc, sizeof desc);
+            return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                             "guide: token %d ('%s') is not allowed here: its byte %zu cannot "
+                             "follow", token, desc, i);
+        }
+        cur = nx;
+    }
+    m->lex = cur;
+    m->pending = true;
+    m->checks[m->n_checks++] = before;
+    return NULL;
+}
+
+og_status *guide_matcher_consume(guide_matcher *m, int32_t token) {
+    pthread_mutex_lock(&m->g->lock);
+    og_status *st = consume_locked(m, token);
+    pthread_mutex_unlock(&m->g->lock);
+    return st;
+}
+
+og_status *guide_matcher_rollback(guide_matcher *m, size_t n) {
+    if (n > m->n_checks)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                         "guide: rollback of %zu tokens, but only %zu were consumed", n,
+                         m->n_checks);
+    if (!n) return NULL;
+    pthread_mutex_lock(&m->g->lock);
+    const gcheck *c = &m->checks[m->n_checks - n];
+    gearley_pop_to(m->p, c->depth);
+    m->lex = c->lex;
+    m->pending = c->pending;
+    m->stopped = c->stopped;
+    m->n_checks -= n;
+    pthread_mutex_unlock(&m->g->lock);
+    return NULL;
+}
+
+size_t guide_matcher_consumed(const guide_matcher *m) { return m->n_checks; }
+
+bool guide_matcher_accepting(guide_matcher *m) {
+    pthread_mutex_lock(&m->g->lock);
+    bool acc;
+    og_status *st = is_accepting(m, &acc);
+    pthread_mutex_unlock(&m->g->lock);
+    bool ok = !st;
+    og_status_free(st);
+    return ok && acc;
+}
+
+bool guide_matcher_stopped(guide_matcher *m) {
+    if (m->stopped) return true;
+    pthread_mutex_lock(&m->g->lock);
+    bool acc = false;
+    og_status *st = is_accepting(m, &acc);
+    if (!st && acc) st = compute_mask(m, m->scratch);
+    bool only_stops = !st && acc;
+    if (only_stops) {
+        for (size_t i = 0; i < m->n_stop; i++)
+            m->scratch[m->stops[i] >> 5] &= ~(1u << (m->stops[i] & 31));
+        size_t words = guide_mask_words(m->g->vocab->n);
+        for (size_t i = 0; i < words && only_stops; i++) only_stops = !m->scratch[i];
+    }
+    pthread_mutex_unlock(&m->g->lock);
+    og_status_free(st);
+    return only_stops;
+}

@@ -1,0 +1,122 @@
+/* The vocabulary (guide.h) and its token trie (vocab.h). */
+#include "guide/vocab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tok_ref {
+    const uint8_t *b;
+    uint32_t len, id;
+} tok_ref;
+
+static int cmp_tok(const void *x, const void *y) {
+    const tok_ref *a = x, *b = y;
+    uint32_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->b, b->b, n);
+    if (c) return c;
+    if (a->len != b->len) return a->len < b->len ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Builds the preorder trie from the tokens sorted by their bytes: each token shares the
+ * path of its longest common prefix with the one before it and adds nodes for the rest;
+ * nodes whose subtree is over (deeper than that prefix) get their skip then. */
+static og_status *build_trie(guide_vocab *v) {
+    size_t n_ref = 0, total = 0;
+    for (size_t i = 0; i < v->n; i++)
+        if (!v->excluded[i] && v->off[i + 1] > v->off[i]) {
+            n_ref++;
+            total += v->off[i + 1] - v->off[i];
+        }
+    tok_ref *refs = malloc((n_ref ? n_ref : 1) * sizeof *refs);
+    v->nodes = malloc((total + 2) * sizeof *v->nodes);
+    v->toks = malloc((n_ref ? n_ref : 1) * sizeof *v->toks);
+    uint32_t *path = malloc(((size_t)GUIDE_VOCAB_MAX_TOKEN + 1) * sizeof *path);
+    if (!refs || !v->nodes || !v->toks || !path) {
+        free(refs);
+        free(path);
+        return og_oom_for((total + 2) * sizeof *v->nodes, "the token trie");
+    }
+    n_ref = 0;
+    for (size_t i = 0; i < v->n; i++)
+        if (!v->excluded[i] && v->off[i + 1] > v->off[i])
+            refs[n_ref++] = (tok_ref){v->blob + v->off[i], (uint32_t)(v->off[i + 1] - v->off[i]),
+                                      (uint32_t)i};
+    qsort(refs, n_ref, sizeof *refs, cmp_tok);
+    size_t nn = 1, nt = 0, depth = 0; /* path[0..depth] are the open nodes */
+    v->nodes[0] = (gtrie_node){0, 0, 0, 0};
+    path[0] = 0;
+    for (size_t r = 0; r < n_ref; r++) {
+        const tok_ref *t = &refs[r];
+        size_t lcp = 0;
+        if (r) {
+            const tok_ref *p = &refs[r - 1];
+            while (lcp < p->len && lcp < t->len && p->b[lcp] == t->b[lcp]) lcp++;
+        }
+        for (; depth > lcp; depth--) v->nodes[path[depth]].skip = (uint32_t)nn;
+        for (; depth < t->len; depth++) {
+            v->nodes[nn] = (gtrie_node){0, (uint32_t)nt, (uint16_t)(depth + 1), t->b[depth]};
+            path[depth + 1] = (uint32_t)nn++;
+        }
+        v->toks[nt++] = t->id;
+        if (t->len > v->max_len) v->max_len = t->len;
+    }
+    for (; depth > 0; depth--) v->nodes[path[depth]].skip = (uint32_t)nn;
+    v->nodes[0].skip = (uint32_t)nn;
+    v->nodes[nn] = (gtrie_node){(uint32_t)nn, (uint32_t)nt, 0, 0};
+    v->n_nodes = nn;
+    free(refs);
+    free(path);
+    return NULL;
+}
+
+og_status *guide_vocab_new(size_t n_tokens, const uint8_t *const *bytes, const uint32_t *lens,
+                           const bool *excluded, guide_vocab **out) {
+    if (n_tokens >= UINT32_MAX)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "guide: a vocabulary of %zu tokens", n_tokens);
+    size_t total = 0;
+    for (size_t i = 0; i < n_tokens; i++) {
+        if (lens[i] > GUIDE_VOCAB_MAX_TOKEN)
+            return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                             "guide: token %zu has %u bytes (at most %u)", i, lens[i],
+                             GUIDE_VOCAB_MAX_TOKEN);
+        total += lens[i];
+    }
+    guide_vocab *v = calloc(1, sizeof *v);
+    if (!v) return og_oom();
+    v->n = n_tokens;
+    v->blob = malloc(total ? total : 1);
+    v->off = malloc((n_tokens + 1) * sizeof *v->off);
+    v->excluded = malloc(n_tokens ? n_tokens : 1);
+    if (!v->blob || !v->off || !v->excluded) {
+        guide_vocab_free(v);
+        return og_oom_for(total, "the vocabulary's bytes");
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n_tokens; i++) {
+        v->off[i] = o;
+        if (lens[i]) memcpy(v->blob + o, bytes[i], lens[i]);
+        o += lens[i];
+        v->excluded[i] = excluded && excluded[i];
+    }
+    v->off[n_tokens] = o;
+    og_status *st = build_trie(v);
+    if (st) {
+        guide_vocab_free(v);
+        return st;
+    }
+    *out = v;
+    return NULL;
+}
+
+void guide_vocab_free(guide_vocab *v) {
+    if (!v) return;
+    free(v->blob);
+    free(v->off);
+    free(v->excluded);
+    free(v->nodes);
+    free(v->toks);
+    free(v);
+}
+
+size_t guide_vocab_size(const guide_vocab *v) { return v ? v->n : 0; }

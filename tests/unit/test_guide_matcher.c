@@ -1,0 +1,577 @@
+/* The constraint engine's grammar, Earley parser, token trie and matcher (src/guide):
+ * the parser on hand-built grammars (ambiguous, nullable, left- and right-recursive),
+ * and matcher masks on hand vocabularies whose tokens cross lexeme ends, each checked
+ * against the slow definition (every token tried byte by byte on the state, then rolled
+ * back), along random walks with rollbacks. */
+#include "testing.h"
+
+#include "guide/earley.h"
+#include "guide/grammar.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* ---- the Earley parser on hand grammars (lexemes are plain ids here) ---------------- */
+
+enum { LN, LPLUS, LA, LB, LC, LX };
+
+static gsym nt(gcfg *c, const char *name) {
+    gsym s = -1;
+    og_status *st = gcfg_nonterminal(c, name, &s);
+    og_status_free(st);
+    return s;
+}
+
+#define RULE(c, lhs, ...)                                                                \
+    do {                                                                                 \
+        const gsym rhs_[] = {__VA_ARGS__};                                               \
+        CHECK_OK(gcfg_add_rule((c), (lhs), rhs_, sizeof rhs_ / sizeof *rhs_));           \
+    } while (0)
+#define EMPTY(c, lhs) CHECK_OK(gcfg_add_rule((c), (lhs), NULL, 0))
+#define L(id) GSYM_LEX(id)
+
+/* Scans one lexeme; returns whether the parser took it. */
+static bool scan1(gearley *p, int id) {
+    uint64_t set = 1ull << id;
+    bool pushed = false;
+    og_status *st = gearley_scan(p, &set, &pushed);
+    if (st) {
+        fprintf(stderr, "scan: %s\n", og_status_message(st));
+        og_status_free(st);
+        return false;
+    }
+    return pushed;
+}
+
+static uint64_t expected(const gearley *p) { return gearley_expected(p)[0]; }
+
+typedef struct parser_fixture {
+    gcfg *cfg;
+    gearley_tab *tab;
+    gearley *p;
+} parser_fixture;
+
+static og_status *fixture_open(parser_fixture *f, int n_lexemes) {
+    OG_TRY(gcfg_freeze(f->cfg, n_lexemes));
+    OG_TRY(gearley_tab_new(f->cfg, n_lexemes, &f->tab));
+    return gearley_new(f->tab, &f->p);
+}
+
+static void fixture_close(parser_fixture *f) {
+    gearley_free(f->p);
+    gearley_tab_free(f->tab);
+    gcfg_free(f->cfg);
+}
+
+TEST(guide_earley_ambiguous) {
+    /* E -> E + E | n: every n ends a complete sentence, and the many parses of n+n+n+n
+     * stay deduplicated. */
+    parser_fixture f = {0};
+    CHECK_OK(gcfg_new(&f.cfg));
+    gsym e = nt(f.cfg, "E");
+    RULE(f.cfg, e, e, L(LPLUS), e);
+    RULE(f.cfg, e, L(LN));
+    CHECK_OK(gcfg_set_start(f.cfg, e));
+    CHECK_OK(fixture_open(&f, 2));
+    CHECK_EQ_INT(expected(f.p), 1u << LN);
+    CHECK(!gearley_complete(f.p));
+    CHECK(!scan1(f.p, LPLUS));
+    CHECK_EQ_INT(gearley_depth(f.p), 1);
+    for (int i = 0; i < 4; i++) {
+        if (i) {
+            CHECK(scan1(f.p, LPLUS));
+            CHECK(!gearley_complete(f.p));
+            CHECK_EQ_INT(expected(f.p), 1u << LN);
+        }
+        CHECK(scan1(f.p, LN));
+        CHECK(gearley_complete(f.p));
+        CHECK_EQ_INT(expected(f.p), 1u << LPLUS);
+        CHECK(!scan1(f.p, LN));
+    }
+    CHECK_EQ_INT(gearley_depth(f.p), 8);
+    /* Popping back to "n +" and going on another way. */
+    gearley_pop_to(f.p, 3);
+    CHECK(!gearley_complete(f.p));
+    CHECK(scan1(f.p, LN));
+    CHECK(gearley_complete(f.p));
+    fixture_close(&f);
+}
+
+TEST(guide_earley_nullable) {
+    /* S -> A B c | A A A x,  A -> ε | a,  B -> ε | b: nullable prefixes of any length. */
+    parser_fixture f = {0};
+    CHECK_OK(gcfg_new(&f.cfg));
+    gsym s = nt(f.cfg, "S"), a = nt(f.cfg, "A"), b = nt(f.cfg, "B");
+    RULE(f.cfg, s, a, b, L(LC));
+    RULE(f.cfg, s, a, a, a, L(LX));
+    EMPTY(f.cfg, a);
+    RULE(f.cfg, a, L(LA));
+    EMPTY(f.cfg, b);
+    RULE(f.cfg, b, L(LB));
+    CHECK_OK(gcfg_set_start(f.cfg, s));
+    CHECK_OK(fixture_open(&f, 6));
+    CHECK(gcfg_nullable(f.cfg, a) && gcfg_nullable(f.cfg, b) && !gcfg_nullable(f.cfg, s));
+    CHECK_EQ_INT(expected(f.p), (1u << LA) | (1u << LB) | (1u << LC) | (1u << LX));
+    CHECK(scan1(f.p, LA));
+    CHECK_EQ_INT(expected(f.p), (1u << LA) | (1u << LB) | (1u << LC) | (1u << LX));
+    CHECK(scan1(f.p, LA));
+    CHECK_EQ_INT(expected(f.p), (1u << LA) | (1u << LX));
+    CHECK(scan1(f.p, LA));
+    CHECK_EQ_INT(expected(f.p), 1u << LX);
+    CHECK(!scan1(f.p, LA));
+    CHECK(scan1(f.p, LX));
+    CHECK(gearley_complete(f.p));
+    CHECK_EQ_INT(expected(f.p), 0);
+    gearley_pop_to(f.p, 1);
+    CHECK(scan1(f.p, LB));
+    CHECK_EQ_INT(expected(f.p), 1u << LC);
+    CHECK(scan1(f.p, LC));
+    CHECK(gearley_complete(f.p));
+    fixture_close(&f);
+
+    /* A nullable start is complete before any lexeme. */
+    parser_fixture g = {0};
+    CHECK_OK(gcfg_new(&g.cfg));
+    gsym t = nt(g.cfg, "T"), u = nt(g.cfg, "U");
+    RULE(g.cfg, t, u, u);
+    EMPTY(g.cfg, u);
+    RULE(g.cfg, u, L(LA));
+    CHECK_OK(gcfg_set_start(g.cfg, t));
+    CHECK_OK(fixture_open(&g, 3));
+    CHECK(gearley_complete(g.p));
+    CHECK(scan1(g.p, LA));
+    CHECK(gearley_complete(g.p));
+    CHECK(scan1(g.p, LA));
+    CHECK(gearley_complete(g.p));
+    CHECK(!scan1(g.p, LA));
+    fixture_close(&g);
+}
+
+TEST(guide_earley_recursion) {
+    /* S -> Lft c | Rgt b,  Lft -> Lft x | x,  Rgt -> x Rgt | x. */
+    parser_fixture f = {0};
+    CHECK_OK(gcfg_new(&f.cfg));
+    gsym s = nt(f.cfg, "S"), l = nt(f.cfg, "Lft"), r = nt(f.cfg, "Rgt");
+    RULE(f.cfg, s, l, L(LC));
+    RULE(f.cfg, s, r, L(LB));
+    RULE(f.cfg, l, l, L(LX));
+    RULE(f.cfg, l, L(LX));
+    RULE(f.cfg, r, L(LX), r);
+    RULE(f.cfg, r, L(LX));
+    CHECK_OK(gcfg_set_start(f.cfg, s));
+    CHECK_OK(fixture_open(&f, 6));
+    CHECK_EQ_INT(expected(f.p), 1u << LX);
+    for (int i = 0; i < 50; i++) {
+        CHECK(scan1(f.p, LX));
+        CHECK_EQ_INT(expected(f.p), (1u << LX) | (1u << LB) | (1u << LC));
+        CHECK(!gearley_complete(f.p));
+    }
+    CHECK(scan1(f.p, LB));
+    CHECK(gearley_complete(f.p));
+    gearley_pop_to(f.p, 51);
+    CHECK(scan1(f.p, LC));
+    CHECK(gearley_complete(f.p));
+    fixture_close(&f);
+}
+
+TEST(guide_cfg_refusals) {
+    gcfg *c;
+    CHECK_OK(gcfg_new(&c));
+    gsym s = nt(c, "start"), loop = nt(c, "loop");
+    CHECK_ERR(gcfg_freeze(c, 1), OG_ERR_INVALID_ARGUMENT, "no start");
+    CHECK_OK(gcfg_set_start(c, s));
+    RULE(c, s, L(0));
+    CHECK_ERR(gcfg_freeze(c, 1), OG_ERR_INVALID_ARGUMENT, "'loop' has no rule");
+    gcfg_free(c);
+
+    CHECK_OK(gcfg_new(&c));
+    s = nt(c, "start");
+    loop = nt(c, "loop");
+    RULE(c, s, loop);
+    RULE(c, loop, L(0), loop);
+    CHECK_OK(gcfg_set_start(c, s));
+    CHECK_ERR(gcfg_freeze(c, 1), OG_ERR_INVALID_ARGUMENT, "'start' derives no string");
+    gcfg_free(c);
+
+    CHECK_OK(gcfg_new(&c));
+    s = nt(c, "start");
+    RULE(c, s, L(3));
+    CHECK_OK(gcfg_set_start(c, s));
+    CHECK_ERR(gcfg_freeze(c, 2), OG_ERR_INVALID_ARGUMENT, "lexeme 3");
+    gcfg_free(c);
+}
+
+TEST(guide_earley_limits) {
+    /* S -> A*, A -> one of 30 lexemes via its own nonterminal: 60 items in a set. */
+    parser_fixture f = {0};
+    CHECK_OK(gcfg_new(&f.cfg));
+    gsym s = nt(f.cfg, "S");
+    for (int i = 0; i < 30; i++) {
+        gsym a = nt(f.cfg, "A");
+        RULE(f.cfg, s, a, s);
+        RULE(f.cfg, a, L(i));
+    }
+    EMPTY(f.cfg, s);
+    CHECK_OK(gcfg_set_start(f.cfg, s));
+    CHECK_OK(fixture_open(&f, 30));
+    gearley_set_limits(f.p, 40, (size_t)1 << 30);
+    uint64_t one = 1;
+    bool pushed;
+    CHECK_ERR(gearley_scan(f.p, &one, &pushed), OG_ERR_RUNTIME, "limit on items per set");
+    CHECK_EQ_INT(gearley_depth(f.p), 1);
+    gearley_set_limits(f.p, 1000, (size_t)1 << 30);
+    CHECK(scan1(f.p, 0));
+    gearley_set_limits(f.p, 1000, 4096);
+    og_status *st = NULL;
+    for (int i = 0; i < 1000 && !st; i++) st = gearley_scan(f.p, &one, &pushed);
+    CHECK(st != NULL);
+    CHECK(strstr(og_status_message(st), "limit on parser memory") != NULL);
+    og_status_free(st);
+    fixture_close(&f);
+}
+
+/* ---- the matcher on hand vocabularies ----------------------------------------------- */
+
+typedef struct hand_vocab {
+    guide_vocab *v;
+    size_t n;
+    int32_t stop;
+} hand_vocab;
+
+/* Tokens from NUL-terminated strings; "" is a token with no bytes, and `excluded` names
+ * one excluded token (the stop id is the last, excluded too). */
+static og_status *vocab_of(const char *const *toks, size_t n, int excluded, hand_vocab *out) {
+    const uint8_t *bytes[64];
+    uint32_t lens[64];
+    bool ex[64] = {0};
+    for (size_t i = 0; i < n; i++) {
+        bytes[i] = (const uint8_t *)toks[i];
+        lens[i] = (uint32_t)strlen(toks[i]);
+    }
+    bytes[n] = (const uint8_t *)"</s>";
+    lens[n] = 4;
+    ex[n] = true;
+    if (excluded >= 0) ex[excluded] = true;
+    out->n = n + 1;
+    out->stop = (int32_t)n;
+    return guide_vocab_new(n + 1, bytes, lens, ex, &out->v);
+}
+
+static bool bit(const uint32_t *mask, size_t t) { return mask[t / 32] >> (t % 32) & 1; }
+
+/* The slow definition of the mask: every token tried on the state, then undone. */
+static og_status *reference_mask(guide_matcher *m, const hand_vocab *hv, uint32_t *mask) {
+    memset(mask, 0, guide_mask_words(hv->n) * sizeof *mask);
+    bool acc = guide_matcher_accepting(m);
+    for (size_t t = 0; t < hv->n; t++) {
+        if ((int32_t)t == hv->stop) {
+            if (acc) mask[t / 32] |= 1u << (t % 32);
+            continue;
+        }
+        og_status *st = guide_matcher_consume(m, (int32_t)t);
+        if (st) {
+            og_status_free(st);
+            continue;
+        }
+        mask[t / 32] |= 1u << (t % 32);
+        OG_TRY(guide_matcher_rollback(m, 1));
+    }
+    return NULL;
+}
+
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Random walks: at every step the mask equals the reference; every few steps a rollback
+ * of 1-3 tokens gives back the mask seen there. Returns the steps walked. */
+static int walk_against_reference(guide_grammar *g, const hand_vocab *hv, int walks, int steps,
+                                  uint64_t seed, const char *const *toks) {
+    size_t words = guide_mask_words(hv->n);
+    uint32_t *mask = calloc(words, 4), *ref = calloc(words, 4);
+    uint32_t *seen = calloc(words * (size_t)(steps + 1), 4);
+    int total = 0;
+    for (int w = 0; w < walks; w++) {
+        guide_matcher *m = NULL;
+        og_status *st = guide_matcher_new(g, &hv->stop, 1, &m);
+        for (int k = 0; !st && k < steps; k++) {
+            st = guide_matcher_mask(m, mask);
+            if (!st) st = reference_mask(m, hv, ref);
+            if (st) break;
+            total++;
+            for (size_t i = 0; i < hv->n; i++)
+                if (bit(mask, i) != bit(ref, i)) {
+                    test_fail(__FILE__, __LINE__,
+                              "walk %d step %d: token %zu ('%s') mask %d, reference %d", w, k, i,
+                              i < hv->n - 1 ? toks[i] : "</s>", bit(mask, i), bit(ref, i));
+                    goto done;
+                }
+            if (bit(mask, (size_t)hv->stop) != guide_matcher_accepting(m)) {
+                test_fail(__FILE__, __LINE__, "walk %d step %d: stop id against accepting", w, k);
+                goto done;
+            }
+            size_t depth = guide_matcher_consumed(m);
+            memcpy(seen + depth * words, mask, words * 4);
+            if (depth >= 3 && rng_next(&seed) % 5 == 0) {
+                size_t back = 1 + rng_next(&seed) % 3;
+                st = guide_matcher_rollback(m, back);
+                if (!st) st = guide_matcher_mask(m, mask);
+                if (st) break;
+                if (memcmp(mask, seen + (depth - back) * words, words * 4)) {
+                    test_fail(__FILE__, __LINE__, "walk %d step %d: rollback %zu changed the mask",
+                              w, k, back);
+                    goto done;
+                }
+            }
+            size_t n_allowed = 0;
+            for (size_t i = 0; i < hv->n; i++) n_allowed += bit(mask, i);
+            if (!n_allowed) break;
+            size_t pick = rng_next(&seed) % n_allowed;
+            for (size_t i = 0; i < hv->n; i++)
+                if (bit(mask, i) && !pick--) {
+                    st = guide_matcher_consume(m, (int32_t)i);
+                    break;
+                }
+            if (!st && guide_matcher_stopped(m)) break;
+        }
+        if (st) {
+            test_fail(__FILE__, __LINE__, "walk %d: %s", w, og_status_message(st));
+            og_status_free(st);
+        }
+    done:
+        guide_matcher_free(m);
+    }
+    free(mask);
+    free(ref);
+    free(seen);
+    printf("    %d masks equal to the reference over %d walks\n", total, walks);
+    return total;
+}
+
+/* Skips (true) when the lexer is not built in this tree. */
+static bool no_lexer(glex **lex) {
+    og_status *st = glex_new(lex);
+    if (!st) return false;
+    test_skip("the lexer is not available: %s", og_status_message(st));
+    og_status_free(st);
+    return true;
+}
+
+static int lit(glex *lex, const char *s) {
+    int id = -1;
+    og_status *st = glex_add_literal(lex, (const uint8_t *)s, strlen(s), &id);
+    og_status_free(st);
+    return id;
+}
+
+static int rx(glex *lex, const char *re) {
+    int id = -1;
+    og_status *st = glex_add_regex(lex, re, strlen(re), "test", &id);
+    if (st) fprintf(stderr, "regex %s: %s\n", re, og_status_message(st));
+    og_status_free(st);
+    return id;
+}
+
+/* A small JSON: values are arrays (left-recursive elements), objects (right-recursive
+ * members), numbers, strings and true; blanks between lexemes are ignored. */
+static og_status *json_like(glex *lex, gcfg *c) {
+    int lb = lit(lex, "["), rb = lit(lex, "]"), lc = lit(lex, "{"), rc = lit(lex, "}");
+    int comma = lit(lex, ","), colon = lit(lex, ":"), tru = lit(lex, "true");
+    int num = rx(lex, "-?[0-9]+(\\.[0-9]+)?"), str = rx(lex, "\"[^\"\\\\]*\"");
+    int ws = rx(lex, "[ \\n]+");
+    if (num < 0 || str < 0 || ws < 0)
+        return og_errorf(OG_ERR_RUNTIME, "the test's regexes did not compile");
+    gsym value, arr, elems, obj, members, pair;
+    OG_TRY(gcfg_nonterminal(c, "value", &value));
+    OG_TRY(gcfg_nonterminal(c, "array", &arr));
+    OG_TRY(gcfg_nonterminal(c, "elements", &elems));
+    OG_TRY(gcfg_nonterminal(c, "object", &obj));
+    OG_TRY(gcfg_nonterminal(c, "members", &members));
+    OG_TRY(gcfg_nonterminal(c, "pair", &pair));
+    const gsym r[][4] = {
+        {value, arr},           {value, obj},        {value, L(num)},
+        {value, L(str)},        {value, L(tru)},     {arr, L(lb), L(rb)},
+        {arr, L(lb), elems, L(rb)},                  {elems, value},
+        {elems, elems, L(comma), value},             {obj, L(lc), L(rc)},
+        {obj, L(lc), members, L(rc)},                {members, pair},
+        {members, pair, L(comma), members},          {pair, L(str), L(colon), value},
+    };
+    const int len[] = {1, 1, 1, 1, 1, 2, 3, 1, 3, 2, 3, 1, 3, 3};
+    for (size_t i = 0; i < sizeof len / sizeof *len; i++)
+        OG_TRY(gcfg_add_rule(c, r[i][0], &r[i][1], (size_t)len[i]));
+    OG_TRY(gcfg_add_ignore(c, ws));
+    return gcfg_set_start(c, value);
+}
+
+static const char *const json_toks[] = {
+    "[", "]", "{", "}", ",", ":", " ", "\n", "1", "2", "-", ".", "\"", "a", "t", "r", "u",
+    "e", "true", "tr", "ue", "12", "1,", "[1", "1]", "],", "]]", "[[", "\":", "\": ", "{\"",
+    "\"a\"", "a\"", "\",", "\"}", "1.", ".5", "5", " [", "\n]", ", ", "}]", "]}", "[]", "{}",
+    "1 ", " 1", "true]", "e,", "", "\"\"", "x", "-1", "1}",
+};
+#define N_JSON_TOKS (sizeof json_toks / sizeof *json_toks)
+static int tok_id(const char *s) {
+    for (size_t i = 0; i < N_JSON_TOKS; i++)
+        if (!strcmp(json_toks[i], s)) return (int)i;
+    return -1;
+}
+
+TEST(guide_matcher_json_like) {
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    gcfg *c;
+    CHECK_OK(gcfg_new(&c));
+    CHECK_OK(json_like(lex, c));
+    hand_vocab hv;
+    CHECK_OK(vocab_of(json_toks, N_JSON_TOKS, tok_id("x"), &hv));
+    guide_grammar *g;
+    CHECK_OK(guide_grammar_from(lex, c, hv.v, &g));
+    guide_matcher *m;
+    CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
+    uint32_t mask[4];
+    CHECK_OK(guide_matcher_mask(m, mask));
+    /* At the start: a value's first lexeme (blanks too), never the excluded "x" or the
+     * empty token, no stop. */
+    const char *yes0[] = {"[", "{", "1", "-", "\"", "t", "true", "tr", "12", "[1", " ", "\n",
+                          " [", "[[", "[]", "{}", "{\"", "\"a\"", "1 ", " 1", "1.", "-1", "\"\""};
+    /* A number or true ends the top value: no "," "]" "}" after it. */
+    const char *no0[] = {"]", "}", ",", ":", "x", "", "ue", "a", ".5", "e,", "],", "1,", "1]",
+                         "true]", "1}"};
+    for (size_t i = 0; i < sizeof yes0 / sizeof *yes0; i++) {
+        if (!bit(mask, (size_t)tok_id(yes0[i]))) test_fail(__FILE__, __LINE__, "'%s' refused", yes0[i]);
+    }
+    for (size_t i = 0; i < sizeof no0 / sizeof *no0; i++) {
+        if (bit(mask, (size_t)tok_id(no0[i]))) test_fail(__FILE__, __LINE__, "'%s' allowed", no0[i]);
+    }
+    CHECK(!bit(mask, (size_t)hv.stop));
+    /* "[1" then "2": the number goes on; after "[12", "]," is refused (it closes the
+     * array, and nothing may follow the top value but blanks). */
+    CHECK_OK(guide_matcher_consume(m, tok_id("[1")));
+    CHECK_OK(guide_matcher_consume(m, tok_id("2")));
+    CHECK(!guide_matcher_accepting(m));
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK(bit(mask, (size_t)tok_id("]")) && bit(mask, (size_t)tok_id("1,")) &&
+          bit(mask, (size_t)tok_id("]]")) == false && bit(mask, (size_t)tok_id("],")) == false);
+    CHECK(bit(mask, (size_t)tok_id("1]")) && bit(mask, (size_t)tok_id(", ")) &&
+          bit(mask, (size_t)tok_id(".5")) && !bit(mask, (size_t)tok_id(":")));
+    CHECK_ERR(guide_matcher_consume(m, tok_id("]]")), OG_ERR_INVALID_ARGUMENT, "byte 1");
+    CHECK_EQ_INT(guide_matcher_consumed(m), 2);
+    CHECK_ERR(guide_matcher_consume(m, hv.stop), OG_ERR_INVALID_ARGUMENT, "not complete");
+    CHECK_ERR(guide_matcher_consume(m, tok_id("x")), OG_ERR_INVALID_ARGUMENT, "special");
+    CHECK_ERR(guide_matcher_consume(m, tok_id("")), OG_ERR_INVALID_ARGUMENT, "no bytes");
+    CHECK_OK(guide_matcher_consume(m, tok_id("1]")));
+    /* "[121]": complete; blanks may still follow, so not stopped. */
+    CHECK(guide_matcher_accepting(m));
+    CHECK(!guide_matcher_stopped(m));
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK(bit(mask, (size_t)hv.stop) && bit(mask, (size_t)tok_id(" ")) &&
+          !bit(mask, (size_t)tok_id(",")));
+    CHECK_OK(guide_matcher_consume(m, tok_id(" ")));
+    CHECK(guide_matcher_accepting(m));
+    CHECK_OK(guide_matcher_consume(m, hv.stop));
+    CHECK(guide_matcher_stopped(m));
+    CHECK_OK(guide_matcher_mask(m, mask));
+    for (size_t i = 0; i < hv.n; i++) CHECK_EQ_INT(bit(mask, i), (int32_t)i == hv.stop);
+    CHECK_OK(guide_matcher_rollback(m, 2));
+    CHECK(!guide_matcher_stopped(m));
+    CHECK_ERR(guide_matcher_rollback(m, 4), OG_ERR_INVALID_ARGUMENT, "only 3");
+    guide_matcher_free(m);
+
+    int steps = walk_against_reference(g, &hv, 40, 30, 0x9e3779b97f4a7c15ull, json_toks);
+    CHECK(steps > 300);
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
+}
+
+/* Greedy lexing with lexemes that overlap: A = /a+/, B = /a*b/, C = "ab" (B and C both
+ * end "ab": scanned as one), S -> S X | ε (nullable, left-recursive), X -> A | B | C | D
+ * with D = "ba" needing the parser to tell it from B then A. */
+static const char *const ab_toks[] = {"a", "b", "aa", "ab", "ba", "bb", "aab", "abab",
+                                      "c", "bab", "aaa", "b a", " "};
+#define N_AB_TOKS (sizeof ab_toks / sizeof *ab_toks)
+
+TEST(guide_matcher_greedy_overlap) {
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    gcfg *c;
+    CHECK_OK(gcfg_new(&c));
+    int a = rx(lex, "a+"), b = rx(lex, "a*b"), cc = lit(lex, "ab"), d = lit(lex, "ba");
+    int ws = rx(lex, " ");
+    CHECK(a >= 0 && b >= 0 && cc >= 0 && d >= 0 && ws >= 0);
+    gsym s = nt(c, "S"), x = nt(c, "X"), y = nt(c, "Y");
+    RULE(c, s, s, x);
+    EMPTY(c, s);
+    RULE(c, x, L(a));
+    RULE(c, x, L(b));
+    RULE(c, x, y);
+    RULE(c, y, L(cc));
+    RULE(c, y, L(d));
+    CHECK_OK(gcfg_add_ignore(c, ws));
+    CHECK_OK(gcfg_set_start(c, s));
+    hand_vocab hv;
+    CHECK_OK(vocab_of(ab_toks, N_AB_TOKS, -1, &hv));
+    guide_grammar *g;
+    CHECK_OK(guide_grammar_from(lex, c, hv.v, &g));
+    guide_matcher *m;
+    CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
+    CHECK(guide_matcher_accepting(m)); /* S is nullable */
+    CHECK_OK(guide_matcher_consume(m, 0)); /* "a" */
+    CHECK(guide_matcher_accepting(m));
+    CHECK_ERR(guide_matcher_consume(m, 8), OG_ERR_INVALID_ARGUMENT, "not allowed");
+    guide_matcher_free(m);
+    int steps = walk_against_reference(g, &hv, 40, 25, 12345, ab_toks);
+    CHECK(steps > 300);
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
+}
+
+static const char *const re_toks[] = {"a", "b", "c", "d", "e", "ab", "cd", "abcd", "de",
+                                      "1", "12", "123", "e1", "d1", "b12", "5", "9", "1234",
+                                      "ba", "ee"};
+#define N_RE_TOKS (sizeof re_toks / sizeof *re_toks)
+
+TEST(guide_matcher_regex) {
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    glex_free(lex);
+    hand_vocab hv;
+    CHECK_OK(vocab_of(re_toks, N_RE_TOKS, -1, &hv));
+    const char re[] = "(ab|cd)*e?[0-9]{2,3}";
+    guide_grammar *g;
+    CHECK_OK(guide_grammar_compile(GUIDE_REGEX, re, strlen(re), hv.v, &g));
+    guide_matcher *m;
+    CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
+    const int32_t seq[] = {7, 5, 12, 9}; /* abcd ab e1 1 */
+    for (size_t i = 0; i < 4; i++) {
+        CHECK(!guide_matcher_accepting(m));
+        CHECK_OK(guide_matcher_consume(m, seq[i]));
+    }
+    CHECK(guide_matcher_accepting(m));
+    CHECK(!guide_matcher_stopped(m)); /* one more digit may follow */
+    CHECK_OK(guide_matcher_consume(m, 16));
+    CHECK(guide_matcher_accepting(m));
+    CHECK(guide_matcher_stopped(m)); /* three digits: only the stop id */
+    uint32_t mask[1];
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK_EQ_INT(mask[0], 1u << hv.stop);
+    guide_matcher_free(m);
+    int steps = walk_against_reference(g, &hv, 40, 12, 777, re_toks);
+    CHECK(steps > 100);
+    guide_grammar_unref(g);
+    CHECK_ERR(guide_grammar_compile(GUIDE_REGEX, "(ab", 3, hv.v, &g), OG_ERR_INVALID_ARGUMENT,
+              "regex");
+    guide_vocab_free(hv.v);
+}
+
+TEST(guide_kind_names) {
+    guide_kind k;
+    CHECK_OK(guide_kind_parse("lark_grammar", &k));
+    CHECK_EQ_INT(k, GUIDE_LARK);
+    CHECK_OK(guide_kind_parse("json_object", &k));
+    CHECK_EQ_INT(k, GUIDE_JSON_OBJECT);
+    CHECK(!strcmp(guide_kind_name(GUIDE_REGEX), "regex"));
+    CHECK_ERR(guide_kind_parse("grammar", &k), OG_ERR_INVALID_ARGUMENT, "json_schema, json_object");
+}
