@@ -817,10 +817,11 @@ static int parse_flags(rparse *p, size_t open, flags *f)
     }
 }
 
-/* The decimal of a counted repetition `{n,m}`, spaces around it allowed. */
-static int parse_count(rparse *p, const flags *f, uint32_t *out)
+/* The decimal of a counted repetition `{n,m}`: spaces around it are allowed, as in
+ * Rust's regex, with or without (?x). */
+static int parse_count(rparse *p, uint32_t *out)
 {
-    skip_space(p, f);
+    while (cur(p) == ' ') p->pos++;
     size_t start = p->pos;
     uint64_t v = 0;
     while (cur(p) >= '0' && cur(p) <= '9') {
@@ -829,7 +830,7 @@ static int parse_count(rparse *p, const flags *f, uint32_t *out)
         p->pos++;
     }
     if (p->pos == start) return fail(p, p->pos, "repetition quantifier expects a valid decimal");
-    skip_space(p, f);
+    while (cur(p) == ' ') p->pos++;
     *out = (uint32_t)v;
     return 0;
 }
@@ -947,13 +948,15 @@ static int parse_concat(rparse *p, flags *f, anchors *a)
             else if (q == '?') min = 0, max = 1;
             else if (q == '{') {
                 p->pos++;
-                if (parse_count(p, f, &min) < 0) return -1;
+                while (cur(p) == ' ') p->pos++;
+                if (at_end(p)) return fail(p, qcol, "unclosed counted repetition");
+                if (parse_count(p, &min) < 0) return -1;
                 max = min;
                 if (cur(p) == ',') {
                     p->pos++;
-                    skip_space(p, f);
+                    while (cur(p) == ' ') p->pos++;
                     if (cur(p) == '}') max = REP_INF;
-                    else if (parse_count(p, f, &max) < 0) return -1;
+                    else if (parse_count(p, &max) < 0) return -1;
                 }
                 if (cur(p) != '}') return fail(p, qcol, "unclosed counted repetition");
                 if (max < min)
