@@ -1,0 +1,1 @@
+The answer is (\d+)\.\n
