@@ -1,0 +1,1091 @@
+/* JSON Schema to grammar, in the language llguidance's JSON compiler gives with its
+ * default options (what onnxruntime-genai's `json_schema` guidance uses): no whitespace
+ * before or after the value, any JSON whitespace [ \t\n\r]+ between the tokens inside
+ * objects and arrays; object properties in the order of `properties`, then `required`
+ * names not among them, then extra keys (allowed unless additionalProperties is false;
+ * never one of the named keys); strings escape only what JSON must (no "\/", \u00XX only
+ * for controls). Each scalar (a string with its constraints, a number, true/false/null)
+ * is one lexeme; objects, arrays and alternatives are rules; $ref targets are one
+ * nonterminal each, made before their body, so recursion works. */
+#include "guide/front.h"
+#include "guide/json_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Most items an array rule counts one by one (minItems / maxItems chains). */
+#define JSON_MAX_COUNTED_ITEMS 10000
+/* Longest minLength / maxLength a string lexeme counts. */
+#define JSON_MAX_LENGTH 10000
+/* Deepest nesting of allOf / $ref merges (a cycle of references merged into itself). */
+#define JSON_MAX_MERGE_DEPTH 64
+
+typedef struct memo_ent {
+    const cJSON *schema;
+    gsym nt;
+} memo_ent;
+
+typedef struct jctx {
+    glex *lex;
+    gcfg *cfg;
+    const cJSON *root;
+    const char *where; /* message prefix ("JSON schema" or the caller's) */
+    glex *scratch;     /* evaluates pattern classes; made on first use */
+    memo_ent *memo;
+    size_t n_memo, cap_memo;
+    cJSON **owned; /* merged schemas, freed at the end */
+    size_t n_owned, cap_owned;
+    int lx_ws, lx_lbrace, lx_rbrace, lx_lbrack, lx_rbrack, lx_comma, lx_colon;
+    int lx_true, lx_false, lx_null, lx_string, lx_number;
+    gsym w;   /* optional whitespace */
+    gsym any; /* any JSON value; -1 until made */
+    int n_key_sets; /* extra-key lexemes made so far (each its own exclusions) */
+} jctx;
+
+static og_status *compile(jctx *c, const cJSON *s, const char *ptr, gsym *out);
+
+static og_status *at_error(const jctx *c, const char *ptr, const char *fmt, const char *arg) {
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, arg);
+    return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s at %s: %s", c->where, ptr[0] ? ptr : "/",
+                     msg);
+}
+
+/* ---- small grammar helpers ---- */
+
+static og_status *rule(jctx *c, gsym lhs, const gsym *rhs, size_t n) {
+    return gcfg_add_rule(c->cfg, lhs, rhs, n);
+}
+
+static og_status *nt(jctx *c, const char *name, gsym *out) {
+    return gcfg_nonterminal(c->cfg, name, out);
+}
+
+static og_status *regex_lexeme(jctx *c, const jbuf *re, const char *ptr, gsym *out) {
+    if (re->oom) return og_oom();
+    int id;
+    char what[300];
+    snprintf(what, sizeof what, "%s at %s", c->where, ptr[0] ? ptr : "/");
+    OG_TRY(glex_add_regex(c->lex, re->s, re->len, what, &id));
+    *out = GSYM_LEX(id);
+    return NULL;
+}
+
+static og_status *lit(jctx *c, const char *s, int *id) {
+    return glex_add_literal(c->lex, (const uint8_t *)s, strlen(s), id);
+}
+
+static og_status *ctx_init(jctx *c) {
+    OG_TRY(glex_add_regex(c->lex, "[ \\t\\n\\r]+", 10, "JSON whitespace", &c->lx_ws));
+    OG_TRY(lit(c, "{", &c->lx_lbrace));
+    OG_TRY(lit(c, "}", &c->lx_rbrace));
+    OG_TRY(lit(c, "[", &c->lx_lbrack));
+    OG_TRY(lit(c, "]", &c->lx_rbrack));
+    OG_TRY(lit(c, ",", &c->lx_comma));
+    OG_TRY(lit(c, ":", &c->lx_colon));
+    OG_TRY(lit(c, "true", &c->lx_true));
+    OG_TRY(lit(c, "false", &c->lx_false));
+    OG_TRY(lit(c, "null", &c->lx_null));
+    c->lx_string = c->lx_number = -1;
+    c->any = -1;
+    OG_TRY(nt(c, "json whitespace?", &c->w));
+    OG_TRY(rule(c, c->w, NULL, 0));
+    gsym ws = GSYM_LEX(c->lx_ws);
+    return rule(c, c->w, &ws, 1);
+}
+
+static og_status *string_lexeme(jctx *c, gsym *out) {
+    if (c->lx_string < 0) {
+        jbuf re = {0};
+        jbuf_printf(&re, "\"%s*\"", JSON_CHAR_RE);
+        og_status *st = re.oom ? og_oom()
+                               : glex_add_regex(c->lex, re.s, re.len, "JSON string", &c->lx_string);
+        jbuf_free(&re);
+        OG_TRY(st);
+    }
+    *out = GSYM_LEX(c->lx_string);
+    return NULL;
+}
+
+static og_status *number_lexeme(jctx *c, gsym *out) {
+    if (c->lx_number < 0) {
+        jbuf re = {0};
+        json_bounds none = {0};
+        og_status *st = json_re_number(&re, &none, "");
+        if (!st) st = glex_add_regex(c->lex, re.s, re.len, "JSON number", &c->lx_number);
+        jbuf_free(&re);
+        OG_TRY(st);
+    }
+    *out = GSYM_LEX(c->lx_number);
+    return NULL;
+}
+
+/* lhs -> open W close | open W first rest W close, the shape of both containers;
+ * first/rest of -1 leave the non-empty form out, allow_empty false the empty one. */
+static og_status *container(jctx *c, gsym lhs, int open, int close, bool allow_empty,
+                            gsym first, gsym rest) {
+    if (allow_empty) {
+        gsym r[] = {GSYM_LEX(open), c->w, GSYM_LEX(close)};
+        OG_TRY(rule(c, lhs, r, 3));
+    }
+    if (first != -1) {
+        gsym r[] = {GSYM_LEX(open), c->w, first, rest, c->w, GSYM_LEX(close)};
+        OG_TRY(rule(c, lhs, r, 6));
+    }
+    return NULL;
+}
+
+/* tail -> empty | W "," W item tail: the repeated part of a list. */
+static og_status *list_tail(jctx *c, gsym tail, gsym item) {
+    OG_TRY(rule(c, tail, NULL, 0));
+    gsym r[] = {c->w, GSYM_LEX(c->lx_comma), c->w, item, tail};
+    return rule(c, tail, r, 5);
+}
+
+/* Any JSON value (the schema `true` or `{}`). */
+static og_status *any_value(jctx *c, gsym *out) {
+    if (c->any >= 0) {
+        *out = c->any;
+        return NULL;
+    }
+    gsym v, obj, arr, kv, otail, atail, str, num;
+    OG_TRY(nt(c, "any JSON value", &v));
+    c->any = v;
+    OG_TRY(nt(c, "any JSON object", &obj));
+    OG_TRY(nt(c, "any JSON array", &arr));
+    OG_TRY(nt(c, "any JSON member", &kv));
+    OG_TRY(nt(c, "any JSON members", &otail));
+    OG_TRY(nt(c, "any JSON items", &atail));
+    OG_TRY(string_lexeme(c, &str));
+    OG_TRY(number_lexeme(c, &num));
+    gsym alts[] = {obj, arr, str, num, GSYM_LEX(c->lx_true), GSYM_LEX(c->lx_false),
+                   GSYM_LEX(c->lx_null)};
+    for (size_t i = 0; i < sizeof alts / sizeof alts[0]; i++) OG_TRY(rule(c, v, &alts[i], 1));
+    gsym m[] = {str, c->w, GSYM_LEX(c->lx_colon), c->w, v};
+    OG_TRY(rule(c, kv, m, 5));
+    OG_TRY(list_tail(c, otail, kv));
+    OG_TRY(list_tail(c, atail, v));
+    OG_TRY(container(c, obj, c->lx_lbrace, c->lx_rbrace, true, kv, otail));
+    OG_TRY(container(c, arr, c->lx_lbrack, c->lx_rbrack, true, v, atail));
+    *out = v;
+    return NULL;
+}
+
+/* ---- literal JSON values (enum, const) ---- */
+
+static og_status *string_literal(jctx *c, const char *s, const char *ptr, gsym *out) {
+    jbuf re = {0};
+    jbuf_putc(&re, '"');
+    json_re_literal_body(&re, (const uint8_t *)s, strlen(s));
+    jbuf_putc(&re, '"');
+    og_status *st = regex_lexeme(c, &re, ptr, out);
+    jbuf_free(&re);
+    return st;
+}
+
+static og_status *literal_value(jctx *c, const cJSON *v, const char *ptr, gsym *out) {
+    int id;
+    if (cJSON_IsNull(v)) id = c->lx_null;
+    else if (cJSON_IsTrue(v)) id = c->lx_true;
+    else if (cJSON_IsFalse(v)) id = c->lx_false;
+    else if (cJSON_IsString(v)) return string_literal(c, v->valuestring, ptr, out);
+    else if (cJSON_IsNumber(v)) {
+        jbuf t = {0};
+        json_number_text(&t, v->valuedouble);
+        og_status *st = t.oom ? og_oom() : glex_add_literal(c->lex, (uint8_t *)t.s, t.len, &id);
+        jbuf_free(&t);
+        OG_TRY(st);
+    } else {
+        bool is_obj = cJSON_IsObject(v);
+        gsym lhs;
+        OG_TRY(nt(c, ptr, &lhs));
+        /* items as a fixed chain: lhs -> open W v1 W "," W v2 ... W close */
+        size_t n = (size_t)cJSON_GetArraySize(v), k = 0;
+        gsym *r = malloc(sizeof *r * (n * 8 + 4));
+        if (!r) return og_oom();
+        r[k++] = GSYM_LEX(is_obj ? c->lx_lbrace : c->lx_lbrack);
+        r[k++] = c->w;
+        const cJSON *e;
+        bool first = true;
+        cJSON_ArrayForEach(e, v) {
+            if (!first) {
+                r[k++] = GSYM_LEX(c->lx_comma);
+                r[k++] = c->w;
+            }
+            first = false;
+            if (is_obj) {
+                og_status *st = string_literal(c, e->string, ptr, &r[k]);
+                if (st) {
+                    free(r);
+                    return st;
+                }
+                k++;
+                r[k++] = c->w;
+                r[k++] = GSYM_LEX(c->lx_colon);
+                r[k++] = c->w;
+            }
+            og_status *st = literal_value(c, e, ptr, &r[k]);
+            if (st) {
+                free(r);
+                return st;
+            }
+            k++;
+            r[k++] = c->w;
+        }
+        r[k++] = GSYM_LEX(is_obj ? c->lx_rbrace : c->lx_rbrack);
+        og_status *st = rule(c, lhs, r, k);
+        free(r);
+        OG_TRY(st);
+        *out = lhs;
+        return NULL;
+    }
+    *out = GSYM_LEX(id);
+    return NULL;
+}
+
+/* ---- schema reading ---- */
+
+enum {
+    T_NULL = 1,
+    T_BOOLEAN = 2,
+    T_OBJECT = 4,
+    T_ARRAY = 8,
+    T_NUMBER = 16,
+    T_STRING = 32,
+    T_INTEGER = 64,
+    T_ALL = 127,
+};
+
+static const char *const type_names[] = {"null",   "boolean", "object", "array",
+                                         "number", "string",  "integer"};
+
+static og_status *read_types(jctx *c, const cJSON *t, const char *ptr, unsigned *out) {
+    *out = 0;
+    if (!t) {
+        *out = T_ALL;
+        return NULL;
+    }
+    const cJSON *one = t, *e;
+    bool list = cJSON_IsArray(t);
+    const cJSON *items = list ? t : NULL;
+    cJSON_ArrayForEach(e, items) {
+        unsigned m;
+        OG_TRY(read_types(c, e, ptr, &m));
+        *out |= m;
+    }
+    if (list) return NULL;
+    if (!cJSON_IsString(one)) return at_error(c, ptr, "%s", "'type' is not a string or a list");
+    for (unsigned i = 0; i < 7; i++)
+        if (strcmp(one->valuestring, type_names[i]) == 0) {
+            *out = 1u << i;
+            return NULL;
+        }
+    return at_error(c, ptr, "invalid type '%s'", one->valuestring);
+}
+
+/* Keywords llguidance refuses (those it ignores as annotations are not listed). */
+static const char *const unsupported[] = {
+    "if", "then", "else", "not", "uniqueItems", "contains", "minContains", "maxContains",
+    "dependentRequired", "dependentSchemas", "dependencies", "propertyNames",
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$dynamicAnchor",
+    "$recursiveRef",
+};
+/* Keywords llguidance supports that this front end does not yet: refused by name. */
+static const char *const not_yet[] = {"patternProperties", "minProperties", "maxProperties",
+                                      "multipleOf"};
+
+static og_status *check_keywords(jctx *c, const cJSON *s, const char *ptr) {
+    const cJSON *k;
+    cJSON_ArrayForEach(k, s) {
+        for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
+            if (strcmp(k->string, unsupported[i]) == 0)
+                return at_error(c, ptr, "unsupported keyword '%s'", k->string);
+        for (size_t i = 0; i < sizeof not_yet / sizeof not_yet[0]; i++)
+            if (strcmp(k->string, not_yet[i]) == 0)
+                return at_error(c, ptr, "keyword '%s' is not supported yet", k->string);
+    }
+    return NULL;
+}
+
+static void ptr_append(char *dst, size_t cap, const char *base, const char *seg) {
+    size_t n = (size_t)snprintf(dst, cap, "%s/", base);
+    for (; *seg && n + 3 < cap; seg++) {
+        if (*seg == '~') {
+            dst[n++] = '~';
+            dst[n++] = '0';
+        } else if (*seg == '/') {
+            dst[n++] = '~';
+            dst[n++] = '1';
+        } else {
+            dst[n++] = *seg;
+        }
+    }
+    dst[n < cap ? n : cap - 1] = 0;
+}
+
+static void ptr_index(char *dst, size_t cap, const char *base, const char *kw, int i) {
+    snprintf(dst, cap, "%s/%s/%d", base, kw, i);
+}
+
+/* The schema a "#..." reference names. */
+static og_status *resolve_ref(jctx *c, const char *ref, const char *ptr, const cJSON **out) {
+    if (ref[0] != '#')
+        return at_error(c, ptr, "reference '%s' is not local to the schema (remote "
+                                "references are not supported)", ref);
+    const cJSON *cur = c->root;
+    const char *p = ref + 1;
+    while (*p) {
+        if (*p != '/') return at_error(c, ptr, "reference '%s' is not a JSON pointer", ref);
+        p++;
+        char seg[256];
+        size_t n = 0;
+        for (; *p && *p != '/' && n + 1 < sizeof seg; p++) {
+            if (*p == '~' && (p[1] == '0' || p[1] == '1')) {
+                seg[n++] = p[1] == '0' ? '~' : '/';
+                p++;
+            } else if (*p == '%' && p[1] && p[2]) { /* URI percent-encoding */
+                char hex[3] = {p[1], p[2], 0};
+                seg[n++] = (char)strtol(hex, NULL, 16);
+                p += 2;
+            } else {
+                seg[n++] = *p;
+            }
+        }
+        seg[n] = 0;
+        if (cJSON_IsArray(cur)) cur = cJSON_GetArrayItem(cur, atoi(seg));
+        else if (cJSON_IsObject(cur)) cur = cJSON_GetObjectItemCaseSensitive(cur, seg);
+        else cur = NULL;
+        if (!cur) return at_error(c, ptr, "reference '%s' names nothing in the schema", ref);
+    }
+    *out = cur;
+    return NULL;
+}
+
+static bool is_false(const cJSON *s) { return cJSON_IsFalse(s); }
+static bool is_any(const cJSON *s) {
+    return cJSON_IsTrue(s) || (cJSON_IsObject(s) && !s->child);
+}
+
+/* ---- merging (allOf, $ref with siblings) ---- */
+
+static og_status *own(jctx *c, cJSON *s) {
+    if (c->n_owned == c->cap_owned) {
+        size_t cap = c->cap_owned ? c->cap_owned * 2 : 16;
+        cJSON **p = realloc(c->owned, cap * sizeof *p);
+        if (!p) {
+            cJSON_Delete(s);
+            return og_oom();
+        }
+        c->owned = p;
+        c->cap_owned = cap;
+    }
+    c->owned[c->n_owned++] = s;
+    return NULL;
+}
+
+static bool is_min_kw(const char *k) {
+    return !strcmp(k, "minimum") || !strcmp(k, "exclusiveMinimum") || !strcmp(k, "minLength") ||
+           !strcmp(k, "minItems");
+}
+static bool is_max_kw(const char *k) {
+    return !strcmp(k, "maximum") || !strcmp(k, "exclusiveMaximum") || !strcmp(k, "maxLength") ||
+           !strcmp(k, "maxItems");
+}
+
+static cJSON *all_of2(const cJSON *a, const cJSON *b) {
+    cJSON *o = cJSON_CreateObject(), *l = cJSON_AddArrayToObject(o, "allOf");
+    if (!l) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON_AddItemToArray(l, cJSON_Duplicate(a, true));
+    cJSON_AddItemToArray(l, cJSON_Duplicate(b, true));
+    return o;
+}
+
+/* dst := dst intersected with src (both plain: no $ref / allOf at their top). */
+static og_status *merge_into(jctx *c, cJSON *dst, const cJSON *src, const char *ptr) {
+    if (is_false(src)) return at_error(c, ptr, "%s", "unsatisfiable schema: allOf holds false");
+    const cJSON *k;
+    cJSON_ArrayForEach(k, src) {
+        cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, k->string);
+        if (!d) {
+            cJSON_AddItemToObject(dst, k->string, cJSON_Duplicate(k, true));
+            continue;
+        }
+        const char *name = k->string;
+        cJSON *rep = NULL;
+        if (!strcmp(name, "type")) {
+            unsigned ta, tb;
+            OG_TRY(read_types(c, d, ptr, &ta));
+            OG_TRY(read_types(c, k, ptr, &tb));
+            if (ta & T_NUMBER) ta |= T_INTEGER;
+            if (tb & T_NUMBER) tb |= T_INTEGER;
+            unsigned t = ta & tb;
+            if (!(ta & tb & T_NUMBER)) t &= ~(unsigned)T_NUMBER;
+            rep = cJSON_CreateArray();
+            for (unsigned i = 0; i < 7; i++)
+                if (t & (1u << i)) cJSON_AddItemToArray(rep, cJSON_CreateString(type_names[i]));
+        } else if (!strcmp(name, "properties")) {
+            const cJSON *p;
+            cJSON_ArrayForEach(p, k) {
+                cJSON *q = cJSON_GetObjectItemCaseSensitive(d, p->string);
+                if (!q) cJSON_AddItemToObject(d, p->string, cJSON_Duplicate(p, true));
+                else cJSON_ReplaceItemInObjectCaseSensitive(d, p->string, all_of2(q, p));
+            }
+            continue;
+        } else if (!strcmp(name, "required")) {
+            const cJSON *p;
+            cJSON_ArrayForEach(p, k) {
+                const cJSON *q;
+                bool have = false;
+                cJSON_ArrayForEach(q, d) have |= cJSON_Compare(p, q, true);
+                if (!have) cJSON_AddItemToArray(d, cJSON_Duplicate(p, true));
+            }
+            continue;
+        } else if (is_min_kw(name) || is_max_kw(name)) {
+            if (!cJSON_IsNumber(d) || !cJSON_IsNumber(k)) continue;
+            bool take = is_min_kw(name) ? k->valuedouble > d->valuedouble
+                                        : k->valuedouble < d->valuedouble;
+            if (take) rep = cJSON_Duplicate(k, true);
+        } else if (!strcmp(name, "items") || !strcmp(name, "additionalProperties")) {
+            rep = all_of2(d, k);
+        } else if (!strcmp(name, "enum")) {
+            rep = cJSON_CreateArray();
+            const cJSON *p, *q;
+            cJSON_ArrayForEach(p, d) {
+                bool have = false;
+                cJSON_ArrayForEach(q, k) have |= cJSON_Compare(p, q, true);
+                if (have) cJSON_AddItemToArray(rep, cJSON_Duplicate(p, true));
+            }
+        } else if (!strcmp(name, "const") || !strcmp(name, "pattern") ||
+                   !strcmp(name, "format") || !strcmp(name, "anyOf") ||
+                   !strcmp(name, "oneOf") || !strcmp(name, "prefixItems")) {
+            if (!cJSON_Compare(d, k, true))
+                return at_error(c, ptr, "allOf: '%s' in more than one part is not supported",
+                                name);
+            continue;
+        } else {
+            continue; /* annotations: the first part's stay */
+        }
+        if (!rep) return og_oom();
+        cJSON_ReplaceItemInObjectCaseSensitive(dst, name, rep);
+    }
+    return NULL;
+}
+
+/* A plain object schema equal to s with its $ref and allOf folded in (owned by c). */
+static og_status *flatten(jctx *c, const cJSON *s, const char *ptr, int depth, cJSON *acc) {
+    if (depth > JSON_MAX_MERGE_DEPTH)
+        return at_error(c, ptr, "%s", "allOf / $ref merges nested too deeply (a cycle?)");
+    if (is_false(s)) return at_error(c, ptr, "%s", "unsatisfiable schema: schema is false");
+    if (!cJSON_IsObject(s)) return NULL; /* true */
+    const cJSON *k;
+    cJSON_ArrayForEach(k, s) {
+        if (!strcmp(k->string, "$ref")) {
+            const cJSON *t;
+            if (!cJSON_IsString(k)) return at_error(c, ptr, "%s", "'$ref' is not a string");
+            OG_TRY(resolve_ref(c, k->valuestring, ptr, &t));
+            OG_TRY(flatten(c, t, ptr, depth + 1, acc));
+        } else if (!strcmp(k->string, "allOf")) {
+            const cJSON *e;
+            cJSON_ArrayForEach(e, k) OG_TRY(flatten(c, e, ptr, depth + 1, acc));
+        } else {
+            cJSON *one = cJSON_CreateObject();
+            if (!one) return og_oom();
+            cJSON_AddItemToObject(one, k->string, cJSON_Duplicate(k, true));
+            og_status *st = merge_into(c, acc, one, ptr);
+            cJSON_Delete(one);
+            OG_TRY(st);
+        }
+    }
+    return NULL;
+}
+
+/* ---- typed parts ---- */
+
+static og_status *string_schema(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
+    const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minLength");
+    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maxLength");
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
+    double lo = cJSON_IsNumber(mn) ? mn->valuedouble : 0;
+    double hi = cJSON_IsNumber(mx) ? mx->valuedouble : -1;
+    if (hi >= 0 && lo > hi)
+        return at_error(c, ptr, "%s", "unsatisfiable schema: minLength is above maxLength");
+    if (hi > JSON_MAX_LENGTH || lo > JSON_MAX_LENGTH)
+        return at_error(c, ptr, "%s", "minLength / maxLength above 10000 are not supported");
+    bool lengths = lo > 0 || hi >= 0;
+    if (!pat && !fmt && !lengths) return string_lexeme(c, out);
+    jbuf re = {0};
+    og_status *st = NULL;
+    jbuf_putc(&re, '"');
+    if ((pat || fmt) && lengths) {
+        st = at_error(c, ptr, "%s",
+                      "minLength / maxLength together with pattern or format are not supported");
+    } else if (pat && fmt) {
+        st = at_error(c, ptr, "%s", "pattern together with format is not supported");
+    } else if (pat) {
+        if (!cJSON_IsString(pat)) st = at_error(c, ptr, "%s", "'pattern' is not a string");
+        else if (!c->scratch && (st = glex_new(&c->scratch))) {
+        } else {
+            char where[600];
+            snprintf(where, sizeof where, "%s/pattern", ptr);
+            st = json_re_pattern_body(&re, pat->valuestring, strlen(pat->valuestring),
+                                      c->scratch, where);
+        }
+    } else if (fmt) {
+        if (!cJSON_IsString(fmt)) st = at_error(c, ptr, "%s", "'format' is not a string");
+        else st = json_re_format_body(&re, fmt->valuestring, ptr);
+    } else {
+        if (hi >= 0) jbuf_printf(&re, "%s{%.0f,%.0f}", JSON_CHAR_RE, lo, hi);
+        else jbuf_printf(&re, "%s{%.0f,}", JSON_CHAR_RE, lo);
+    }
+    jbuf_putc(&re, '"');
+    if (!st) st = regex_lexeme(c, &re, ptr, out);
+    jbuf_free(&re);
+    return st;
+}
+
+static og_status *read_bounds(jctx *c, const cJSON *s, const char *ptr, json_bounds *b) {
+    *b = (json_bounds){0};
+    static const char *const kws[] = {"minimum", "exclusiveMinimum", "maximum",
+                                      "exclusiveMaximum"};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, kws[i]);
+        if (!v) continue;
+        if (cJSON_IsBool(v)) continue; /* draft-4 flags: not a bound */
+        if (!cJSON_IsNumber(v)) return at_error(c, ptr, "'%s' is not a number", kws[i]);
+        bool excl = i == 1 || i == 3;
+        double x = v->valuedouble;
+        if (i < 2) {
+            if (!b->has_min || x > b->min || (x == b->min && excl)) {
+                b->has_min = true;
+                b->min = x;
+                b->min_excl = excl;
+            }
+        } else if (!b->has_max || x < b->max || (x == b->max && excl)) {
+            b->has_max = true;
+            b->max = x;
+            b->max_excl = excl;
+        }
+    }
+    if (b->has_min && b->has_max && b->min > b->max)
+        return at_error(c, ptr, "%s", "unsatisfiable schema: minimum is greater than maximum");
+    return NULL;
+}
+
+static og_status *number_schema(jctx *c, const cJSON *s, const char *ptr, bool integer,
+                                gsym *out) {
+    json_bounds b;
+    OG_TRY(read_bounds(c, s, ptr, &b));
+    if (!integer && !b.has_min && !b.has_max) return number_lexeme(c, out);
+    jbuf re = {0};
+    og_status *st = integer ? json_re_integer(&re, &b, ptr) : json_re_number(&re, &b, ptr);
+    if (st) {
+        jbuf_free(&re);
+        return og_status_wrap(st, "%s", c->where);
+    }
+    st = regex_lexeme(c, &re, ptr, out);
+    jbuf_free(&re);
+    return st;
+}
+
+static og_status *array_schema(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
+    const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
+    const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minItems");
+    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maxItems");
+    if (cJSON_IsArray(items) && !prefix) { /* draft 4 tuples */
+        prefix = items;
+        items = cJSON_GetObjectItemCaseSensitive(s, "additionalItems");
+    }
+    size_t k = cJSON_IsArray(prefix) ? (size_t)cJSON_GetArraySize(prefix) : 0;
+    double lo = cJSON_IsNumber(mn) ? mn->valuedouble : 0;
+    double hi = cJSON_IsNumber(mx) ? mx->valuedouble : INFINITY;
+    if (lo > hi)
+        return at_error(c, ptr, "%s", "unsatisfiable schema: minItems is above maxItems");
+    /* the schema of each item position; past the prefix, `items` (absent: any) */
+    size_t m = (size_t)lo;
+    bool rest_ok = !is_false(items);
+    double limit = rest_ok ? hi : (hi < (double)k ? hi : (double)k);
+    if ((double)m > limit)
+        return at_error(c, ptr, "%s", "unsatisfiable schema: minItems is above the items allowed");
+    size_t counted = k > m ? k : m; /* positions before the loop (if any) */
+    if (isfinite(limit)) counted = (size_t)limit;
+    if (counted > JSON_MAX_COUNTED_ITEMS)
+        return at_error(c, ptr, "%s", "minItems / maxItems above 10000 are not supported");
+    gsym *slot = malloc(sizeof *slot * (counted + 1));
+    if (!slot) return og_oom();
+    og_status *st = NULL;
+    gsym rest_item = -1;
+    char sub[600];
+    if (rest_ok) {
+        snprintf(sub, sizeof sub, "%s/items", ptr);
+        st = items ? compile(c, items, sub, &rest_item) : any_value(c, &rest_item);
+    }
+    for (size_t j = 0; j < counted + 1 && !st; j++) {
+        if (j < k) {
+            const cJSON *pj = cJSON_GetArrayItem(prefix, (int)j);
+            ptr_index(sub, sizeof sub, ptr, "prefixItems", (int)j);
+            if (is_false(pj)) {
+                /* no item here, nor after it */
+                limit = (double)j;
+                if ((double)m > limit)
+                    st = at_error(c, sub, "%s", "unsatisfiable schema: a required item is false");
+                counted = j;
+                break;
+            }
+            st = compile(c, pj, sub, &slot[j]);
+        } else {
+            slot[j] = rest_item;
+        }
+    }
+    /* tails: T_j after j items (j = 1..counted), then the loop when unbounded */
+    gsym loop = -1, *tail = NULL;
+    if (!st) {
+        tail = malloc(sizeof *tail * (counted + 2));
+        if (!tail) st = og_oom();
+    }
+    if (!st && !isfinite(limit)) {
+        st = nt(c, ptr, &loop);
+        if (!st) st = list_tail(c, loop, rest_item);
+    }
+    for (size_t j = 1; j <= counted + 1 && !st; j++) st = nt(c, ptr, &tail[j]);
+    for (size_t j = 1; j <= counted + 1 && !st; j++) {
+        if ((double)j >= lo) st = rule(c, tail[j], NULL, 0);
+        if (st) break;
+        if ((double)j < limit) {
+            gsym next = j + 1 <= counted ? tail[j + 1] : loop;
+            gsym item = j < k ? slot[j] : rest_item;
+            if (j == counted + 1 || next == -1) {
+                if (loop != -1 && j >= counted) {
+                    gsym r[] = {loop};
+                    st = rule(c, tail[j], r, 1);
+                }
+                continue;
+            }
+            gsym r[] = {c->w, GSYM_LEX(c->lx_comma), c->w, item, next};
+            st = rule(c, tail[j], r, 5);
+        }
+    }
+    if (!st) st = nt(c, ptr, out);
+    if (!st) {
+        bool any_item = limit >= 1 && (k > 0 || rest_ok);
+        gsym first = any_item ? (k > 0 ? slot[0] : rest_item) : -1;
+        gsym next = counted >= 1 ? tail[1] : loop;
+        st = container(c, *out, c->lx_lbrack, c->lx_rbrack, lo == 0, first, next);
+    }
+    free(slot);
+    free(tail);
+    return st;
+}
+
+/* An extra key: any string but the named ones. Each exclusion set needs its own lexeme,
+ * and the lexer gives one id per expression text, so the text carries a serial number
+ * as a repetition of the empty group. */
+static og_status *extra_key(jctx *c, const cJSON *names[], size_t n, gsym *out) {
+    if (n == 0) return string_lexeme(c, out);
+    jbuf re = {0};
+    jbuf_printf(&re, "\"%s*\"(?:){%d}", JSON_CHAR_RE, c->n_key_sets++);
+    int id;
+    og_status *st = re.oom ? og_oom() : glex_add_regex(c->lex, re.s, re.len, "JSON key", &id);
+    jbuf_free(&re);
+    OG_TRY(st);
+    for (size_t i = 0; i < n; i++) {
+        jbuf key = {0};
+        jbuf_putc(&key, '"');
+        /* the key as JSON writes it: escapes as in the literal's first alternative */
+        for (const char *p = names[i]->string; *p; p++) {
+            unsigned char ch = (unsigned char)*p;
+            if (ch == '"' || ch == '\\') jbuf_printf(&key, "\\%c", ch);
+            else if (ch == '\n') jbuf_puts(&key, "\\n");
+            else if (ch == '\t') jbuf_puts(&key, "\\t");
+            else if (ch == '\r') jbuf_puts(&key, "\\r");
+            else if (ch == '\b') jbuf_puts(&key, "\\b");
+            else if (ch == '\f') jbuf_puts(&key, "\\f");
+            else if (ch < 0x20 || ch == 0x7f) jbuf_printf(&key, "\\u%04x", ch);
+            else jbuf_putc(&key, (char)ch);
+        }
+        jbuf_putc(&key, '"');
+        st = key.oom ? og_oom() : glex_exclude(c->lex, id, (uint8_t *)key.s, key.len);
+        jbuf_free(&key);
+        OG_TRY(st);
+    }
+    *out = GSYM_LEX(id);
+    return NULL;
+}
+
+static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required");
+    const cJSON *addl = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
+    if (props && !cJSON_IsObject(props))
+        return at_error(c, ptr, "%s", "'properties' is not an object");
+    /* named properties: those of `properties`, then required names not among them */
+    size_t cap = (size_t)cJSON_GetArraySize(props) + (size_t)cJSON_GetArraySize(req) + 1;
+    const cJSON **names = malloc(sizeof *names * cap);     /* the key (->string) */
+    const cJSON **schemas = malloc(sizeof *schemas * cap); /* NULL: additional's */
+    bool *required = calloc(cap, sizeof *required);
+    gsym *kv = malloc(sizeof *kv * cap);
+    gsym *first = malloc(sizeof *first * (cap + 1)), *rest = malloc(sizeof *rest * (cap + 1));
+    og_status *st = NULL;
+    if (!names || !schemas || !required || !kv || !first || !rest) st = og_oom();
+    size_t n = 0;
+    const cJSON *p, *props_l = st ? NULL : props, *req_l = st ? NULL : req;
+    cJSON_ArrayForEach(p, props_l) {
+        names[n] = p;
+        schemas[n++] = p;
+    }
+    cJSON_ArrayForEach(p, req_l) {
+        if (!cJSON_IsString(p)) {
+            st = at_error(c, ptr, "%s", "'required' holds a non-string");
+            break;
+        }
+        size_t i = 0;
+        while (i < n && strcmp(names[i]->string, p->valuestring)) i++;
+        if (i == n) {
+            names[n] = p; /* the key is p->valuestring: see key_of */
+            schemas[n++] = NULL;
+        }
+        required[i] = true;
+    }
+    /* keys: names[i]->string for properties, ->valuestring for required-only ones */
+    const cJSON **keys = NULL;
+    if (!st) {
+        keys = malloc(sizeof *keys * cap);
+        if (!keys) st = og_oom();
+    }
+    cJSON *key_items = NULL;
+    if (!st) {
+        key_items = cJSON_CreateArray();
+        if (!key_items) st = og_oom();
+    }
+    for (size_t i = 0; i < n && !st; i++) {
+        const char *key = schemas[i] ? names[i]->string : names[i]->valuestring;
+        cJSON *holder = cJSON_CreateNull();
+        if (!holder) {
+            st = og_oom();
+            break;
+        }
+        holder->string = strdup(key);
+        cJSON_AddItemToArray(key_items, holder);
+        keys[i] = holder;
+    }
+    bool extra_ok = !is_false(addl);
+    gsym extra_val = -1, extra_kv = -1;
+    char sub[600];
+    if (!st && extra_ok) {
+        snprintf(sub, sizeof sub, "%s/additionalProperties", ptr);
+        st = addl ? compile(c, addl, sub, &extra_val) : any_value(c, &extra_val);
+    }
+    /* each named member: key W ":" W value */
+    size_t live = 0;
+    for (size_t i = 0; i < n && !st; i++) {
+        const cJSON *sch = schemas[i];
+        char props_ptr[600];
+        snprintf(props_ptr, sizeof props_ptr, "%s/properties", ptr);
+        ptr_append(sub, sizeof sub, props_ptr, keys[i]->string);
+        if (!sch && !extra_ok) {
+            st = at_error(c, ptr, "unsatisfiable schema: required property '%s' is not allowed",
+                          keys[i]->string);
+            break;
+        }
+        if (sch && is_false(sch)) {
+            if (required[i])
+                st = at_error(c, sub, "%s", "unsatisfiable schema: a required property is false");
+            kv[i] = -1;
+            continue;
+        }
+        gsym key, val;
+        st = string_literal(c, keys[i]->string, sub, &key);
+        if (!st) st = sch ? compile(c, sch, sub, &val) : (val = extra_val, NULL);
+        if (!st) st = nt(c, sub, &kv[i]);
+        if (!st) {
+            gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, val};
+            st = rule(c, kv[i], r, 5);
+        }
+        live++;
+    }
+    if (!st && extra_ok) {
+        gsym key;
+        st = extra_key(c, keys, n, &key);
+        if (!st) st = nt(c, ptr, &extra_kv);
+        if (!st) {
+            gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, extra_val};
+            st = rule(c, extra_kv, r, 5);
+        }
+    }
+    /* first[i]: members from i on, none written yet; rest[i]: the same after one */
+    for (size_t i = 0; i <= n && !st; i++) {
+        st = nt(c, ptr, &first[i]);
+        if (!st) st = nt(c, ptr, &rest[i]);
+    }
+    if (!st) {
+        st = rule(c, first[n], NULL, 0);
+        if (!st) st = rule(c, rest[n], NULL, 0);
+        if (!st && extra_ok) {
+            gsym r1[] = {extra_kv, rest[n]};
+            st = rule(c, first[n], r1, 2);
+            gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, extra_kv, rest[n]};
+            if (!st) st = rule(c, rest[n], r2, 5);
+        }
+    }
+    for (size_t i = n; i-- > 0 && !st;) {
+        if (kv[i] != -1) {
+            gsym r1[] = {kv[i], rest[i + 1]};
+            st = rule(c, first[i], r1, 2);
+            gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, kv[i], rest[i + 1]};
+            if (!st) st = rule(c, rest[i], r2, 5);
+        }
+        if (!st && !required[i]) {
+            st = rule(c, first[i], &first[i + 1], 1);
+            if (!st) st = rule(c, rest[i], &rest[i + 1], 1);
+        }
+    }
+    if (!st) st = nt(c, ptr, out);
+    if (!st) {
+        gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, first[0], c->w, GSYM_LEX(c->lx_rbrace)};
+        st = rule(c, *out, r, 5);
+    }
+    (void)live;
+    cJSON_Delete(key_items);
+    free(keys);
+    free(names);
+    free(schemas);
+    free(required);
+    free(kv);
+    free(first);
+    free(rest);
+    return st;
+}
+
+/* The types a schema's values can have, for oneOf's disjointness (T_ALL when unsure). */
+static unsigned value_types(jctx *c, const cJSON *s) {
+    if (!cJSON_IsObject(s)) return cJSON_IsFalse(s) ? 0 : T_ALL;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type");
+    const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
+    unsigned m = T_ALL;
+    if (cst) {
+        m = cJSON_IsNull(cst) ? T_NULL : cJSON_IsBool(cst) ? T_BOOLEAN
+            : cJSON_IsNumber(cst) ? T_NUMBER | T_INTEGER : cJSON_IsString(cst) ? T_STRING
+            : cJSON_IsArray(cst) ? T_ARRAY : T_OBJECT;
+    } else if (t) {
+        og_status *st = read_types(c, t, "", &m);
+        if (st) {
+            og_status_free(st);
+            return T_ALL;
+        }
+    }
+    if (m & (T_NUMBER | T_INTEGER)) m |= T_NUMBER | T_INTEGER;
+    return m;
+}
+
+/* The body of schema s (a plain object: no $ref, no allOf) as rules of lhs. */
+static og_status *compile_plain(jctx *c, const cJSON *s, const char *ptr, gsym lhs) {
+    OG_TRY(check_keywords(c, s, ptr));
+    const cJSON *any_of = cJSON_GetObjectItemCaseSensitive(s, "anyOf");
+    const cJSON *one_of = cJSON_GetObjectItemCaseSensitive(s, "oneOf");
+    if (any_of || one_of) {
+        const char *kw = any_of ? "anyOf" : "oneOf";
+        const cJSON *list = any_of ? any_of : one_of;
+        if (any_of && one_of)
+            return at_error(c, ptr, "%s", "anyOf together with oneOf is not supported");
+        if (!cJSON_IsArray(list) || !list->child)
+            return at_error(c, ptr, "unsatisfiable schema: %s is empty", kw);
+        if (one_of) {
+            unsigned seen = 0;
+            const cJSON *e;
+            cJSON_ArrayForEach(e, list) {
+                unsigned t = value_types(c, e);
+                if (t & seen)
+                    return at_error(c, ptr, "%s",
+                                    "oneOf whose branches may overlap is not supported "
+                                    "(llguidance's coerce_one_of is off)");
+                seen |= t;
+            }
+        }
+        /* siblings: each branch is intersected with them */
+        cJSON *sib = cJSON_Duplicate(s, true);
+        OG_TRY(sib ? own(c, sib) : og_oom());
+        cJSON_DeleteItemFromObjectCaseSensitive(sib, kw);
+        const cJSON *e;
+        int i = 0;
+        bool any_branch = false;
+        cJSON_ArrayForEach(e, list) {
+            char sub[600];
+            ptr_index(sub, sizeof sub, ptr, kw, i++);
+            if (is_false(e)) continue;
+            gsym b;
+            if (!sib->child) {
+                OG_TRY(compile(c, e, sub, &b));
+            } else {
+                cJSON *m = cJSON_CreateObject();
+                OG_TRY(m ? own(c, m) : og_oom());
+                OG_TRY(flatten(c, sib, ptr, 0, m));
+                OG_TRY(flatten(c, e, sub, 0, m));
+                OG_TRY(compile(c, m, sub, &b));
+            }
+            OG_TRY(rule(c, lhs, &b, 1));
+            any_branch = true;
+        }
+        if (!any_branch) return at_error(c, ptr, "unsatisfiable schema: every %s branch is false", kw);
+        return NULL;
+    }
+    unsigned types;
+    OG_TRY(read_types(c, cJSON_GetObjectItemCaseSensitive(s, "type"), ptr, &types));
+    const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
+    if (cst || en) {
+        bool any = false;
+        const cJSON *e;
+        cJSON *one = NULL;
+        if (cst) {
+            one = cJSON_CreateArray();
+            OG_TRY(one ? own(c, one) : og_oom());
+            cJSON_AddItemToArray(one, cJSON_Duplicate(cst, true));
+            en = one;
+        }
+        if (!cJSON_IsArray(en)) return at_error(c, ptr, "%s", "'enum' is not a list");
+        cJSON_ArrayForEach(e, en) {
+            unsigned t;
+            if (cJSON_IsNull(e)) t = T_NULL;
+            else if (cJSON_IsBool(e)) t = T_BOOLEAN;
+            else if (cJSON_IsNumber(e))
+                t = e->valuedouble == floor(e->valuedouble) ? T_NUMBER | T_INTEGER : T_NUMBER;
+            else if (cJSON_IsString(e)) t = T_STRING;
+            else if (cJSON_IsArray(e)) t = T_ARRAY;
+            else t = T_OBJECT;
+            if (!(t & types)) continue;
+            gsym v;
+            OG_TRY(literal_value(c, e, ptr, &v));
+            OG_TRY(rule(c, lhs, &v, 1));
+            any = true;
+        }
+        if (!any)
+            return at_error(c, ptr, "%s", "unsatisfiable schema: no enum or const value fits");
+        return NULL;
+    }
+    gsym v;
+    if (types & T_NULL) OG_TRY(rule(c, lhs, (gsym[]){GSYM_LEX(c->lx_null)}, 1));
+    if (types & T_BOOLEAN) {
+        OG_TRY(rule(c, lhs, (gsym[]){GSYM_LEX(c->lx_true)}, 1));
+        OG_TRY(rule(c, lhs, (gsym[]){GSYM_LEX(c->lx_false)}, 1));
+    }
+    if (types & T_STRING) {
+        OG_TRY(string_schema(c, s, ptr, &v));
+        OG_TRY(rule(c, lhs, &v, 1));
+    }
+    if (types & T_NUMBER) {
+        OG_TRY(number_schema(c, s, ptr, false, &v));
+        OG_TRY(rule(c, lhs, &v, 1));
+    } else if (types & T_INTEGER) {
+        OG_TRY(number_schema(c, s, ptr, true, &v));
+        OG_TRY(rule(c, lhs, &v, 1));
+    }
+    if (types & T_ARRAY) {
+        OG_TRY(array_schema(c, s, ptr, &v));
+        OG_TRY(rule(c, lhs, &v, 1));
+    }
+    if (types & T_OBJECT) {
+        OG_TRY(object_schema(c, s, ptr, &v));
+        OG_TRY(rule(c, lhs, &v, 1));
+    }
+    if (!types) return at_error(c, ptr, "%s", "unsatisfiable schema: no type left");
+    return NULL;
+}
+
+static og_status *compile(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
+    for (size_t i = 0; i < c->n_memo; i++)
+        if (c->memo[i].schema == s) {
+            *out = c->memo[i].nt;
+            return NULL;
+        }
+    if (is_false(s)) return at_error(c, ptr, "%s", "unsatisfiable schema: schema is false");
+    if (is_any(s)) return any_value(c, out);
+    if (!cJSON_IsObject(s)) return at_error(c, ptr, "%s", "a schema is an object or a boolean");
+    gsym lhs;
+    OG_TRY(nt(c, ptr, &lhs));
+    if (c->n_memo == c->cap_memo) {
+        size_t cap = c->cap_memo ? c->cap_memo * 2 : 32;
+        memo_ent *m = realloc(c->memo, cap * sizeof *m);
+        if (!m) return og_oom();
+        c->memo = m;
+        c->cap_memo = cap;
+    }
+    c->memo[c->n_memo++] = (memo_ent){s, lhs};
+    *out = lhs;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
+    if (ref && !all) {
+        /* a bare reference (annotations aside) is the target's nonterminal */
+        bool bare = true;
+        const cJSON *k;
+        cJSON_ArrayForEach(k, s) {
+            static const char *const notes[] = {"$ref", "title", "description", "$comment",
+                                                "default", "examples", "$id", "$schema",
+                                                "$defs", "definitions"};
+            bool note = false;
+            for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
+                note |= !strcmp(k->string, notes[i]);
+            bare &= note;
+        }
+        if (bare) {
+            if (!cJSON_IsString(ref)) return at_error(c, ptr, "%s", "'$ref' is not a string");
+            const cJSON *t;
+            OG_TRY(resolve_ref(c, ref->valuestring, ptr, &t));
+            gsym tn;
+            char sub[600];
+            snprintf(sub, sizeof sub, "%s", ref->valuestring[1] ? ref->valuestring + 1 : "");
+            OG_TRY(compile(c, t, sub, &tn));
+            return rule(c, lhs, &tn, 1);
+        }
+    }
+    if (ref || all) {
+        cJSON *m = cJSON_CreateObject();
+        OG_TRY(m ? own(c, m) : og_oom());
+        OG_TRY(flatten(c, s, ptr, 0, m));
+        return compile_plain(c, m, ptr, lhs);
+    }
+    return compile_plain(c, s, ptr, lhs);
+}
+
+static og_status *front(const cJSON *schema, const char *where, glex *lex, gcfg *cfg,
+                        gsym *out) {
+    jctx c = {.lex = lex, .cfg = cfg, .root = schema, .where = where ? where : "JSON schema"};
+    og_status *st = ctx_init(&c);
+    if (!st) st = compile(&c, schema, "", out);
+    for (size_t i = 0; i < c.n_owned; i++) cJSON_Delete(c.owned[i]);
+    free(c.owned);
+    free(c.memo);
+    glex_free(c.scratch);
+    return st;
+}
+
+og_status *guide_front_json_value(const cJSON *schema, const char *where, glex *lex,
+                                  gcfg *cfg, gsym *out) {
+    return front(schema, where, lex, cfg, out);
+}
+
+og_status *guide_front_json_schema(const char *src, size_t len, glex *lex, gcfg *cfg) {
+    const char *end = NULL;
+    cJSON *schema = cJSON_ParseWithLengthOpts(src, len, &end, false);
+    if (!schema) {
+        size_t at = end && end >= src ? (size_t)(end - src) : 0;
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "JSON schema: invalid JSON at offset %zu",
+                         at);
+    }
+    og_status *st = NULL;
+    const cJSON *xg = cJSON_GetObjectItemCaseSensitive(schema, "x-guidance");
+    if (xg && !(cJSON_IsObject(xg) && !xg->child))
+        st = og_errorf(OG_ERR_INVALID_ARGUMENT,
+                       "JSON schema at /x-guidance: options are not supported (the defaults "
+                       "apply)");
+    gsym start;
+    if (!st) st = front(schema, "JSON schema", lex, cfg, &start);
+    if (!st) st = gcfg_set_start(cfg, start);
+    cJSON_Delete(schema);
+    return st;
+}

@@ -1,0 +1,393 @@
+/* JSON strings as regular expressions over their encoded bytes. A string schema's
+ * constraints (a literal value, a pattern, a format) speak of the decoded text; the
+ * lexeme matches its JSON encoding. The characters JSON must escape ('"', '\\', the
+ * controls U+0000-U+001F and U+007F) are all single ASCII bytes that never occur inside
+ * a multi-byte UTF-8 sequence, so rewriting each of them (as a literal, or as a member
+ * of a class) into the alternatives of its escapes turns a regex over the text into one
+ * over the encoding, and leaves every other character as it is. */
+#include "guide/json_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- text buffer ---- */
+
+void jbuf_put(jbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+void jbuf_puts(jbuf *b, const char *s) { jbuf_put(b, s, strlen(s)); }
+void jbuf_putc(jbuf *b, char c) { jbuf_put(b, &c, 1); }
+
+void jbuf_printf(jbuf *b, const char *fmt, ...) {
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) {
+        jbuf_put(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    jbuf_put(b, big, (size_t)n);
+    free(big);
+}
+
+void jbuf_free(jbuf *b) {
+    free(b->s);
+    *b = (jbuf){0};
+}
+
+/* ---- characters and their escapes ---- */
+
+#define NON_SPECIAL_ITEMS "\"\\\\\\x00-\\x1F\\x7F"
+
+const char JSON_CHAR_RE[] = "(?:[^" NON_SPECIAL_ITEMS "]|\\\\[\"\\\\bfnrt]"
+                            "|\\\\u00[01][0-9a-fA-F]|\\\\u007[fF])";
+
+static bool is_special(uint32_t c) { return c < 0x20 || c == 0x7f || c == '"' || c == '\\'; }
+
+static void put_hex_digit(jbuf *o, unsigned d) {
+    if (d < 10) jbuf_putc(o, (char)('0' + d));
+    else jbuf_printf(o, "[%c%c]", 'a' + (int)(d - 10), 'A' + (int)(d - 10));
+}
+
+/* The escapes of special character c, as one group. */
+static void put_escapes(jbuf *o, uint32_t c) {
+    jbuf_puts(o, "(?:");
+    if (c == '"') {
+        jbuf_puts(o, "\\\\\"");
+    } else if (c == '\\') {
+        jbuf_puts(o, "\\\\\\\\");
+    } else {
+        static const char shorts[][2] = {{'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'},
+                                         {'\r', 'r'}, {'\t', 't'}};
+        for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++)
+            if ((uint32_t)(unsigned char)shorts[i][0] == c)
+                jbuf_printf(o, "\\\\%c|", shorts[i][1]);
+        jbuf_puts(o, "\\\\u00");
+        put_hex_digit(o, c >> 4);
+        put_hex_digit(o, c & 15);
+    }
+    jbuf_putc(o, ')');
+}
+
+void json_re_literal_body(jbuf *out, const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (is_special(s[i])) {
+            put_escapes(out, s[i++]);
+            continue;
+        }
+        size_t j = i;
+        while (j < n && !is_special(s[j])) j++;
+        size_t need = glex_escape(s + i, j - i, NULL, 0);
+        char *tmp = malloc(need + 1);
+        if (!tmp) {
+            out->oom = true;
+            return;
+        }
+        glex_escape(s + i, j - i, tmp, need + 1);
+        jbuf_put(out, tmp, need);
+        free(tmp);
+        i = j;
+    }
+}
+
+/* ---- patterns ---- */
+
+typedef struct pat {
+    const char *p;
+    size_t n, i;
+    glex *scratch;
+    const char *where;
+    jbuf *o;
+} pat;
+
+static og_status *pat_error(const pat *t, size_t at, const char *why) {
+    return og_errorf(OG_ERR_INVALID_ARGUMENT, "JSON schema at %s: pattern column %zu: %s",
+                     t->where, at + 1, why);
+}
+
+/* Whether the regex `atom` (one class) matches the one-byte string c. */
+static og_status *class_has(pat *t, const char *atom, size_t len, uint32_t c, bool *has) {
+    int id;
+    og_status *st = glex_add_regex(t->scratch, atom, len, "pattern class", &id);
+    if (st) return og_status_wrap(st, "JSON schema at %s", t->where);
+    uint64_t set[64] = {0};
+    size_t words = glex_words(t->scratch);
+    if (words > 64) return pat_error(t, t->i, "too many classes");
+    set[id / 64] |= 1ull << (id % 64);
+    uint32_t s = glex_start(t->scratch, set);
+    if (s != GLEX_DEAD && s != GLEX_FAILED) s = glex_next(t->scratch, s, (uint8_t)c);
+    if (s == GLEX_FAILED) return glex_error(t->scratch);
+    const uint64_t *acc = s == GLEX_DEAD ? NULL : glex_accepts(t->scratch, s);
+    *has = acc && (acc[id / 64] >> (id % 64) & 1);
+    return NULL;
+}
+
+/* A class (`atom`: "[...]", "\s", "\p{L}", ...): unchanged when it holds no special
+ * character; otherwise its other characters (`rest`: a negated class that excludes the
+ * specials) or the escapes of each special it holds. */
+static og_status *emit_class(pat *t, const char *atom, size_t len, const char *rest_items) {
+    bool any = false, has[128] = {false};
+    for (uint32_t c = 0; c < 128; c++) {
+        if (!is_special(c)) continue;
+        OG_TRY(class_has(t, atom, len, c, &has[c]));
+        any |= has[c];
+    }
+    if (!any) {
+        jbuf_put(t->o, atom, len);
+        return NULL;
+    }
+    jbuf_printf(t->o, "(?:[^%s" NON_SPECIAL_ITEMS "]", rest_items);
+    for (uint32_t c = 0; c < 128; c++)
+        if (has[c]) {
+            jbuf_putc(t->o, '|');
+            put_escapes(t->o, c);
+        }
+    jbuf_putc(t->o, ')');
+    return NULL;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* After "\x", "\u" or "\U" at t->i: the code point of "{H..}" or of `fixed` digits. */
+static og_status *pat_hex(pat *t, size_t fixed, uint32_t *cp) {
+    uint32_t v = 0;
+    size_t start = t->i;
+    if (t->i < t->n && t->p[t->i] == '{') {
+        t->i++;
+        size_t digits = 0;
+        while (t->i < t->n && t->p[t->i] != '}') {
+            int h = hexval(t->p[t->i]);
+            if (h < 0 || ++digits > 8) return pat_error(t, t->i, "invalid hex escape");
+            v = v * 16 + (uint32_t)h;
+            t->i++;
+        }
+        if (t->i >= t->n || digits == 0) return pat_error(t, start, "invalid hex escape");
+        t->i++;
+    } else {
+        for (size_t k = 0; k < fixed; k++, t->i++) {
+            int h = t->i < t->n ? hexval(t->p[t->i]) : -1;
+            if (h < 0) return pat_error(t, start, "invalid hex escape");
+            v = v * 16 + (uint32_t)h;
+        }
+    }
+    *cp = v;
+    return NULL;
+}
+
+/* An escape at t->i (the backslash). */
+static og_status *pat_escape(pat *t) {
+    size_t at = t->i;
+    if (at + 1 >= t->n) return pat_error(t, at, "incomplete escape");
+    char e = t->p[at + 1];
+    t->i = at + 2;
+    uint32_t cp;
+    switch (e) {
+    case 'd':
+    case 'w':
+        jbuf_put(t->o, t->p + at, 2);
+        return NULL;
+    case 's': return emit_class(t, "\\s", 2, "\\S");
+    case 'S': return emit_class(t, "\\S", 2, "\\s");
+    case 'D': return emit_class(t, "\\D", 2, "\\d");
+    case 'W': return emit_class(t, "\\W", 2, "\\w");
+    case 'p':
+    case 'P': {
+        if (t->i < t->n && t->p[t->i] == '{') {
+            while (t->i < t->n && t->p[t->i] != '}') t->i++;
+            if (t->i >= t->n) return pat_error(t, at, "unclosed \\p{");
+            t->i++;
+        } else if (t->i < t->n) {
+            t->i++;
+        } else {
+            return pat_error(t, at, "incomplete \\p");
+        }
+        size_t len = t->i - at;
+        char rest[128];
+        if (len + 1 > sizeof rest) return pat_error(t, at, "Unicode class name too long");
+        memcpy(rest, t->p + at, len);
+        rest[len] = 0;
+        rest[1] = e == 'p' ? 'P' : 'p';
+        return emit_class(t, t->p + at, len, rest);
+    }
+    case 'x': OG_TRY(pat_hex(t, 2, &cp)); break;
+    case 'u': OG_TRY(pat_hex(t, 4, &cp)); break;
+    case 'U': OG_TRY(pat_hex(t, 8, &cp)); break;
+    case 'n': cp = '\n'; break;
+    case 't': cp = '\t'; break;
+    case 'r': cp = '\r'; break;
+    case 'f': cp = '\f'; break;
+    case 'v': cp = '\v'; break;
+    case 'a': cp = 7; break;
+    case '\\': cp = '\\'; break;
+    case '"': cp = '"'; break;
+    default:
+        /* Escaped metacharacters and assertions: the lexer's business. */
+        jbuf_put(t->o, t->p + at, 2);
+        return NULL;
+    }
+    if (is_special(cp)) put_escapes(t->o, cp);
+    else jbuf_put(t->o, t->p + at, t->i - at);
+    return NULL;
+}
+
+/* A bracket class at t->i ('['): its extent, then emit_class. */
+static og_status *pat_bracket(pat *t) {
+    size_t at = t->i;
+    size_t j = at + 1;
+    bool negated = j < t->n && t->p[j] == '^';
+    if (negated) j++;
+    if (j < t->n && t->p[j] == ']') j++; /* a leading ']' is a literal */
+    int depth = 1;
+    while (j < t->n && depth > 0) {
+        char c = t->p[j];
+        if (c == '\\') {
+            j += 2;
+            continue;
+        }
+        if (c == '[') {
+            depth++;
+            if (j + 1 < t->n && t->p[j + 1] == '^') j++;
+            if (j + 1 < t->n && t->p[j + 1] == ']') j++;
+        } else if (c == ']') {
+            depth--;
+        }
+        j++;
+    }
+    if (depth > 0) return pat_error(t, at, "unclosed character class");
+    t->i = j;
+    size_t len = j - at;
+    /* The class's non-special part: a negated class needs only more exclusions; a
+     * positive one is nested inside a negation. */
+    jbuf rest = {0};
+    if (negated) jbuf_put(&rest, t->p + at + 2, len - 3);
+    else jbuf_printf(&rest, "[^%.*s]", (int)(len - 2), t->p + at + 1);
+    og_status *st = rest.oom ? og_oom() : emit_class(t, t->p + at, len, rest.s ? rest.s : "");
+    jbuf_free(&rest);
+    return st;
+}
+
+/* Whether position j ends a top-level alternative. */
+static bool alt_ends(const pat *t, size_t j) { return j >= t->n || t->p[j] == '|'; }
+
+og_status *json_re_pattern_body(jbuf *out, const char *pattern, size_t n, glex *scratch,
+                                const char *where) {
+    pat t = {.p = pattern, .n = n, .scratch = scratch, .where = where, .o = out};
+    /* `(?s)` makes '.' match a newline too; it lasts to the end of its group. */
+    bool dotall[256];
+    int depth = 0;
+    dotall[0] = false;
+    bool alt_start = true;
+    jbuf_puts(out, "(?:");
+    while (t.i <= t.n) {
+        if (alt_start) {
+            if (t.i < t.n && t.p[t.i] == '^') t.i++;
+            else jbuf_printf(out, "%s*", JSON_CHAR_RE);
+            jbuf_puts(out, "(?:");
+            alt_start = false;
+        }
+        char c = t.i < t.n ? t.p[t.i] : 0;
+        if (depth == 0 && (t.i == t.n || c == '|' ||
+                           (c == '$' && alt_ends(&t, t.i + 1)))) {
+            bool anchored = c == '$';
+            if (anchored) t.i++;
+            jbuf_putc(out, ')');
+            if (!anchored) jbuf_printf(out, "%s*", JSON_CHAR_RE);
+            if (t.i >= t.n) break;
+            jbuf_putc(out, '|');
+            t.i++;
+            alt_start = true;
+            continue;
+        }
+        if (c == '\\') {
+            OG_TRY(pat_escape(&t));
+        } else if (c == '[') {
+            OG_TRY(pat_bracket(&t));
+        } else if (c == '.') {
+            if (dotall[depth]) {
+                jbuf_puts(out, JSON_CHAR_RE);
+            } else {
+                jbuf_puts(out, "(?:[^" NON_SPECIAL_ITEMS "]");
+                for (uint32_t s = 0; s < 128; s++)
+                    if (is_special(s) && s != '\n') {
+                        jbuf_putc(out, '|');
+                        put_escapes(out, s);
+                    }
+                jbuf_putc(out, ')');
+            }
+            t.i++;
+        } else if (c == '(') {
+            if (depth + 1 >= (int)(sizeof dotall / sizeof dotall[0]))
+                return pat_error(&t, t.i, "groups nested too deeply");
+            bool s_flag = dotall[depth];
+            size_t j = t.i + 1;
+            if (j < t.n && t.p[j] == '?') {
+                /* Flags "(?is-m)" or "(?is-m:...)": note what they do to 's'. */
+                bool on = true;
+                size_t k = j + 1;
+                while (k < t.n && strchr("imsxuU-", t.p[k])) {
+                    if (t.p[k] == '-') on = false;
+                    else if (t.p[k] == 's') s_flag = on;
+                    k++;
+                }
+                if (k < t.n && t.p[k] == ')' && k > j + 1) {
+                    dotall[depth] = s_flag;
+                    jbuf_put(out, t.p + t.i, k + 1 - t.i);
+                    t.i = k + 1;
+                    continue;
+                }
+                if (!(k < t.n && t.p[k] == ':')) s_flag = dotall[depth];
+            }
+            dotall[++depth] = s_flag;
+            jbuf_putc(out, '(');
+            t.i++;
+        } else if (c == ')') {
+            if (depth == 0) return pat_error(&t, t.i, "unopened group");
+            depth--;
+            jbuf_putc(out, ')');
+            t.i++;
+        } else if (is_special((uint8_t)c)) {
+            put_escapes(out, (uint8_t)c);
+            t.i++;
+        } else {
+            jbuf_putc(out, c);
+            t.i++;
+        }
+    }
+    jbuf_putc(out, ')');
+    if (depth != 0) return pat_error(&t, n, "unclosed group");
+    return out->oom ? og_oom() : NULL;
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Writes tests/guide/json_cases.inc: JSON schemas and texts with llguidance's verdict on
+each, for tests/unit/test_guide_json.c, which checks our JSON Schema front end and matcher
+on a vocabulary of single bytes against this table without running Python.
+
+llguidance (PyPI) is the oracle, with the options onnxruntime-genai's `json_schema`
+guidance uses (LLMatcher.grammar_from_json_schema, defaults). Each text is fed one byte
+at a time (GPT-2's tokenizer has a token for every byte but 0xFF); the verdict is the
+index of the first byte refused, or -1 when the whole text is accepted as complete, or
+-2 when it is a proper prefix of the language only. Schemas llguidance refuses are
+written with verdict -3 (our front end must refuse them too).
+
+Run: python3 tests/guide/json_cases.py [--check]   (--check: exit 1 when the checked-in
+table differs from what llguidance says now; 77 when llguidance or the tokenizer is
+missing).
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "json_cases.inc")
+TOKENIZER = os.path.join(HERE, "..", "..", "..", "shared", "models", "ortgenai",
+                         "hf-internal-testing", "tiny-random-gpt2-fp32", "tokenizer.json")
+
+OBJ_AB = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+STR_ESC = ['"abc"', '"\\/"', '"\\n\\r\\t\\b\\f\\\\\\""', '"\\u00e9"', '"\\u001f"', '"\\u001F"',
+           '"\\u007f"', '"\\u0020"', '"\\ud800"', '"\\a"', '"\x01"', '"\x7f"', '"\t"', '"é"',
+           '"😀"', '""', '"a', '"\\u00']
+CASES = [
+    ({"type": "string"}, STR_ESC),
+    ({"type": "integer"}, ["0", "-0", "00", "01", "-", "-01", "123", "1.0", "1e2", "+1", " 1",
+                           "1 "]),
+    ({"type": "number"}, ["0", "-0", "0.5", ".5", "1.", "1e5", "1E5", "1e+5", "1e-5", "1.5e05",
+                          "1e", "-0.0", "00.1", "-1"]),
+    ({"type": "boolean"}, ["true", "false", "tru", "null"]),
+    ({"type": "null"}, ["null", "nul", "nulll"]),
+    (OBJ_AB, ['{"a":1}', ' {"a":1}', '{"a":1} ', '{ "a" : 1 }', '{\n\t"a"\r:1}',
+              '{"a":1,"b":"x"}', '{"b":"x","a":1}', '{"a":1,"c":2}', '{"c":2,"a":1}',
+              '{"a":1,"a":2}', '{}', '{ }', '{"a":1,}', '{"a":1 , "b" : "" , "z" : [ ] }',
+              '{"ab":1}', '{"b":1}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+      "required": ["b"]}, ['{"b":1}', '{"a":1,"b":1}', '{"b":1,"a":1}', '{"a":1}',
+                           '{"b":1,"c":2}', '{}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["z"]},
+     ['{"z":1}', '{"a":1,"z":true}', '{"z":1,"a":1}', '{"a":1}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}},
+      "additionalProperties": False}, ['{}', '{"a":1}', '{"b":1}', '{"a":1,"b":1}']),
+    ({"type": "object", "additionalProperties": {"type": "integer"}},
+     ['{"b":1,"c":2}', '{"b":"x"}', '{"b":1,"b":2}']),
+    ({"type": "array"}, ['[]', '[ ]', '[1,"a",[{}],null,true,false,1.5e3]', '[1,]', '[,1]',
+                         '[1 , 2 ]']),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3},
+     ['[1]', '[1,2]', '[1,2,3]', '[1,2,3,4]', '[]']),
+    ({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
+     ['[1]', '[1,"a"]', '[1,"a",true]', '["a"]', '[]']),
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "items": False},
+     ['[1]', '[1,2]', '[]']),
+    ({"type": "array", "items": {"type": "boolean"}, "minItems": 1},
+     ['[]', '[true]', '[true,false,true]']),
+    ({"enum": [1, "a", None, [1, 2], {"x": 1}]},
+     ['1', '"a"', 'null', '[1,2]', '[1, 2]', '{"x":1}', '{"x": 1}', '2', '1.0']),
+    ({"const": {"x": [1, "y"]}}, ['{"x":[1,"y"]}', '{ "x" : [ 1 , "y" ] }', '{"x":[1]}']),
+    ({"const": "a\nb\"/\u00e9\u0001"}, ['"a\\nb\\"/é\\u0001"', '"a\\u000ab\\"/é\\u0001"',
+                                         '"a\\nb\\"\\/é\\u0001"']),
+    ({"enum": [100.0, 1.5, 0, 0.1]}, ['100', '100.0', '1e2', '1.5', '1.50', '-0', '0', '0.1']),
+    ({"type": ["integer", "null"]}, ['1', 'null', '"a"']),
+    ({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 2}]},
+     ['1', '"ab"', '"abc"', 'true']),
+    ({"oneOf": [{"type": "integer"}, {"type": "string"}]}, ['1', '"a"', 'null']),
+    ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, ['1']),
+    ({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}},
+                {"properties": {"b": {"type": "string"}}, "required": ["b"]}]},
+     ['{"b":"x"}', '{"a":1,"b":"x"}', '{"a":1}', '{"b":"x","a":1}']),
+    (True, ['1', '{"a":[]}', ' 1', '"x"']),
+    ({}, ['1', '{"a":[{"b":null}]}', '[1,2', '{"a" 1}']),
+    (False, ['1']),
+    ({"type": "string", "enum": ["a", "b", 1]}, ['"a"', '1']),
+    ({"type": "string", "minLength": 2, "maxLength": 3},
+     ['"a"', '"ab"', '"abc"', '"abcd"', '"\\n\\n\\n"', '"\\n\\n\\n\\n"', '"ééé"', '"😀😀😀😀"']),
+    ({"type": "string", "pattern": "a+b"}, ['"ab"', '"aab"', '"xab"', '"abx"', '"b"',
+                                            '"\\nab"']),
+    ({"type": "string", "pattern": "^a+b$"}, ['"ab"', '"xab"', '"abb"']),
+    ({"type": "string", "pattern": "^a|b$"}, ['"a"', '"ax"', '"xb"', '"xa"', '"bx"']),
+    ({"type": "string", "pattern": "a.b"}, ['"a\\nb"', '"a\\"b"', '"a\\\\b"', '"a/b"',
+                                            '"a\\u0001b"']),
+    ({"type": "string", "pattern": "(?s)a.b"}, ['"a\\nb"']),
+    ({"type": "string", "pattern": "^a\\\\b$"}, ['"a\\\\b"', '"a\\b"']),
+    ({"type": "string", "pattern": "^a\"b$"}, ['"a\\"b"', '"a"b"']),
+    ({"type": "string", "pattern": "^a\\nb$"}, ['"a\\nb"', '"a\\u000ab"', '"anb"']),
+    ({"type": "string", "pattern": "^[\\s]$"}, ['"\\u000b"', '"\\t"', '" "', '"a"']),
+    ({"type": "string", "pattern": "^[^a]$"}, ['"b"', '"a"', '"\\""', '"\\n"']),
+    ({"type": "string", "pattern": "^\\w+\\d?$"}, ['"ab1"', '"a b"']),
+    ({"type": "integer", "minimum": 0}, ['-0', '0', '5', '-1', '123456']),
+    ({"type": "integer", "minimum": -5}, ['-0', '0', '-5', '-6']),
+    ({"type": "integer", "maximum": 5}, ['-0', '0', '-5', '6', '5', '-100000']),
+    ({"type": "integer", "minimum": -10, "maximum": 10}, ['-0', '-10', '-11', '10', '11', '7']),
+    ({"type": "integer", "minimum": -5.5, "maximum": 7.2}, ['-5', '-6', '7', '8']),
+    ({"type": "integer", "exclusiveMinimum": -5, "exclusiveMaximum": 7},
+     ['-5', '-4', '6', '7']),
+    ({"type": "integer", "minimum": 25, "maximum": 86}, ['24', '25', '81', '86', '87', '8']),
+    ({"type": "integer", "minimum": 100, "maximum": 12345},
+     ['99', '100', '999', '1000', '12345', '12346', '9999']),
+    ({"type": "number", "minimum": 0.5, "maximum": 10},
+     ['0.5', '0.4', '0.50', '5e-1', '10', '10.0', '10.01', '1', '9.9999999']),
+    ({"type": "number", "exclusiveMinimum": 0}, ['0', '0.01', '1', '-0', '12.5']),
+    ({"type": "integer", "minimum": 5, "maximum": 1}, ['1']),
+    ({"$ref": "#/$defs/x", "$defs": {"x": {"type": "integer"}}}, ['1', '"a"']),
+    ({"$ref": "#/$defs/y", "$defs": {"x": {"type": "integer"}}}, ['1']),
+    ({"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"},
+                                                      {"type": "null"}]}},
+        "required": ["v", "next"], "additionalProperties": False}},
+      "$ref": "#/$defs/node"},
+     ['{"v":1,"next":null}', '{"v":1,"next":{"v":2,"next":null}}', '{"v":1}',
+      '{"v":1,"next":{"v":2}}']),
+    ({"type": "object", "properties": {"a": {"type": "integer", "if": {}}}}, ['{}']),
+    ({"type": "array", "uniqueItems": True}, ['[]']),
+    ({"type": "string", "format": "foo"}, ['"a"']),
+    ({"type": "foo"}, ['1']),
+    ({"anyOf": []}, ['1']),
+    ({"type": "object", "properties": {"a": {"type": "integer", "title": "A",
+                                             "description": "d", "default": 1}}},
+     ['{"a":1}']),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    try:
+        import llguidance as L
+    except ImportError:
+        print("SKIP: llguidance is not installed")
+        return 77
+    if not os.path.exists(TOKENIZER):
+        print("SKIP: no tokenizer at " + TOKENIZER)
+        return 77
+    tok = L.LLTokenizer(open(TOKENIZER, encoding="utf-8").read())
+    byte_tok = {}
+    for i in range(tok.vocab_size):
+        b = tok.decode_bytes([i])
+        if len(b) == 1 and b[0] not in byte_tok:
+            byte_tok[b[0]] = i
+
+    def verdict(schema, text):
+        try:
+            g = L.LLMatcher.grammar_from_json_schema(json.dumps(schema))
+        except Exception:
+            return -3
+        m = L.LLMatcher(tok, g, log_level=0)
+        if m.is_error():
+            return -3
+        for k, b in enumerate(text.encode("utf-8")):
+            if not m.consume_token(byte_tok[b]) or m.is_error():
+                return k
+        return -1 if m.is_accepting() else -2
+
+    def c_str(s):
+        out = '"'
+        for b in s.encode("utf-8"):
+            c = chr(b)
+            if c in '"\\':
+                out += "\\" + c
+            elif 32 <= b < 127:
+                out += c
+            else:
+                out += '\\%03o' % b
+        return out + '"'
+
+    lines = ["/* Generated by tests/guide/json_cases.py from llguidance's verdicts: do not edit.",
+             " * { schema, text, verdict: first byte refused, -1 accepted, -2 a proper prefix,",
+             " *   -3 schema refused } */"]
+    for schema, texts in CASES:
+        for t in texts:
+            lines.append("{%s, %s, %d}," % (c_str(json.dumps(schema)), c_str(t),
+                                            verdict(schema, t)))
+    text = "\n".join(lines) + "\n"
+    if args.check:
+        old = open(OUT, encoding="utf-8").read() if os.path.exists(OUT) else ""
+        if old != text:
+            print("json_cases.inc differs from llguidance's verdicts: rerun without --check")
+            return 1
+        print("json_cases.inc: up to date")
+        return 0
+    with open(OUT, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("wrote %d cases to %s" % (len(lines) - 3, OUT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
