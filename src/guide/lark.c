@@ -50,7 +50,7 @@ typedef struct ldef {
     const char *name;      /* into the text (or the common table) */
     size_t nlen;
     size_t off;
-    bool terminal;
+    bool terminal = false;
     ln *body;              /* NULL for an imported common terminal */
     const char *common_re; /* the imported terminal's expression */
     int state;             /* terminal: 1 while being expanded, 2 expanded; rule: 1 queued */
@@ -341,13 +341,14 @@ out:
     return NULL;
 }
 
-/* /.../flags: the expression as written except that \/ is a slash. */
+/* /.../flags: the expression as written except that \/ is a slash. It may span lines
+ * (as in Lark: with the x flag, a regex of several commented lines). */
 static og_status *read_regex(lk *p, ln *n) {
     size_t start = p->pos++;
     sbuf b = {0};
     sb_put(&b, "", 0);
     for (;;) {
-        if (p->pos >= p->len || p->src[p->pos] == '\n') {
+        if (p->pos >= p->len) {
             free(b.p);
             return lk_err(p, start, "unterminated regex");
         }
@@ -356,7 +357,7 @@ static og_status *read_regex(lk *p, ln *n) {
         if (c == '\\' && p->pos + 1 < p->len && p->src[p->pos + 1] == '/') {
             sb_put(&b, "/", 1);
             p->pos += 2;
-        } else if (c == '\\' && p->pos + 1 < p->len && p->src[p->pos + 1] != '\n') {
+        } else if (c == '\\' && p->pos + 1 < p->len) {
             sb_put(&b, p->src + p->pos, 2);
             p->pos += 2;
         } else {
@@ -440,7 +441,7 @@ static og_status *read_atom(lk *p, int depth, ln **out) {
     if (c == '(' || c == '[') {
         if (depth >= LK_MAX_DEPTH) return lk_err(p, at, "groups nested deeper than %d", LK_MAX_DEPTH);
         p->pos++;
-        ln *inner;
+        ln *inner = NULL;
         OG_TRY(read_alts(p, depth + 1, &inner));
         skip_ws(p);
         char close = c == '(' ? ')' : ']';
@@ -529,7 +530,7 @@ static og_status *read_atom(lk *p, int depth, ln **out) {
 
 /* An atom and its one operator: ? * + ~n ~n..m {n} {n,} {,m} {n,m}. */
 static og_status *read_expr(lk *p, int depth, ln **out) {
-    ln *atom;
+    ln *atom = NULL;
     OG_TRY(read_atom(p, depth, &atom));
     skip_ws(p);
     size_t at = p->pos;
@@ -605,7 +606,7 @@ static og_status *read_alts(lk *p, int depth, ln **out) {
         for (;;) {
             skip_ws(p);
             if (seq_ends(p)) break;
-            ln *e;
+            ln *e = NULL;
             OG_TRY(read_expr(p, depth, &e));
             OG_TRY(add_kid(seq, e));
         }
@@ -723,7 +724,7 @@ static og_status *read_import(lk *p, size_t at) {
             free(all.p);
             return st;
         }
-        bool terminal;
+        bool terminal = false;
         OG_TRY(name_kind(p, aliases[i], alens[i], offs[i], &terminal));
         if (!terminal)
             return lk_err(p, offs[i], "an imported terminal's name must be uppercase, not '%.*s'",
@@ -760,7 +761,7 @@ static og_status *read_statement(lk *p) {
         p->pos += w;
         if (dl == 6 && !memcmp(d, "ignore", 6)) {
             skip_ws(p);
-            ln *e;
+            ln *e = NULL;
             OG_TRY(read_alts(p, 0, &e));
             if (!grow((void **)&p->ignores, &p->cap_ignores, p->n_ignores + 1, sizeof *p->ignores))
                 return og_oom();
@@ -783,7 +784,7 @@ static og_status *read_statement(lk *p) {
         return lk_err(p, p->pos, "expected a rule, a terminal or a directive, found %s",
                       shown(p, p->pos, buf, sizeof buf));
     const char *name = p->src + p->pos;
-    bool terminal;
+    bool terminal = false;
     OG_TRY(name_kind(p, name, n, name_at, &terminal));
     p->pos += n;
     skip_ws(p);
@@ -801,7 +802,7 @@ static og_status *read_statement(lk *p) {
         return lk_err(p, p->pos, "expected ':' after '%.*s', found %s", (int)n, name,
                       shown(p, p->pos, buf, sizeof buf));
     p->pos++;
-    ln *body;
+    ln *body = NULL;
     OG_TRY(read_alts(p, 0, &body));
     return add_def(p, name, n, name_at, terminal, body, NULL);
 }
@@ -1044,7 +1045,7 @@ static og_status *compile_alts(lk *p, const ln *alt, gsym lhs, const ldef *ctx);
 /* The symbol of node `n` in a rule of `ctx`; *has is false when it derives only the
  * empty string and needs no symbol. */
 static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gsym *out) {
-    int id;
+    int id = -1;
     *has = true;
     switch (n->kind) {
     case LN_STR:
