@@ -50,7 +50,7 @@ typedef struct ldef {
     const char *name;      /* into the text (or the common table) */
     size_t nlen;
     size_t off;
-    bool terminal = false;
+    bool terminal;
     ln *body;              /* NULL for an imported common terminal */
     const char *common_re; /* the imported terminal's expression */
     int state;             /* terminal: 1 while being expanded, 2 expanded; rule: 1 queued */
