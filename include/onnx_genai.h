@@ -424,9 +424,39 @@ typedef struct og_generator_params {
                                 one position; a 512-token prompt of a 0.5B model needs a
                                 [1, 1, vocab] tensor instead of 311 MB), and get_output
                                 ("logits") is then [batch, 1, vocab] */
+    /* Set through og_generator_params_set_guidance (NULL: no guidance); borrowed. */
+    const char *guidance_type;
+    const char *guidance_data;
 } og_generator_params;
 
 og_generator_params og_generator_params_default(const og_model *model);
+
+/* Constrained decoding (structured output): every generated sequence is a string of the
+ * language `data` describes, as onnxruntime-genai's SetGuidance has it. `type` is one of
+ *   "json_schema"   data is a JSON Schema; the output is JSON valid against it
+ *   "json_object"   the output is any JSON object (data ignored, may be NULL)
+ *   "regex"         data is a regular expression the whole output matches
+ *   "lark_grammar"  data is a Lark grammar (its start rule)
+ * An unknown type is OG_ERR_INVALID_ARGUMENT naming the four; NULL clears the guidance.
+ * Both strings are BORROWED: they must stay valid until og_generator_create, which
+ * compiles them (a bad schema, regex or grammar is its OG_ERR_INVALID_ARGUMENT, with the
+ * place named, before any token is generated; compiled grammars are cached per model)
+ * and keeps no pointer to them.
+ *
+ * At each step the tokens the grammar does not allow get -inf logits before min_length,
+ * the repetition penalty, n-gram blocking and the choice (greedy or sampling: before
+ * top-k / top-p / temperature), and the chosen token advances the row's matcher (one per
+ * batch row). The model's EOS ids are allowed only where the output is complete; once
+ * nothing but EOS can follow, EOS is chosen (the row ends as on EOS); max_length cuts a
+ * row as it does unguided. Where the grammar allows only EOS, it wins over min_length;
+ * n-gram blocking that would leave no allowed token is not applied at that step.
+ * og_generator_rewind_to rolls the matchers back with the sequence, and tokens appended
+ * after generation start a new guided output (as a new turn). The output under guidance
+ * is what follows the prompt; prompt tokens are not matched. Beam search (num_beams > 1)
+ * with guidance is OG_ERR_UNSUPPORTED. The package's tokenizer gives the tokens' bytes
+ * (its special tokens are never chosen under guidance). */
+og_status *og_generator_params_set_guidance(og_generator_params *params, const char *type,
+                                            const char *data);
 
 /* Free with og_generator_destroy. */
 og_status *og_generator_create(og_model *model, const og_generator_params *params,

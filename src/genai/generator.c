@@ -17,6 +17,7 @@
 #include "genai/config.h"
 #include "genai/search.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -87,16 +88,20 @@ void gen_generator_free(og_generator *g) {
     free(g->eos_tok);
     free(g->view);
     gen_beam_free(g->beam);
+    gen_guide_free(g);
     free(g);
 }
 
 og_status *og_generator_create(og_model *m, const og_generator_params *params,
                                og_generator **out) {
     if (!m || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_create: NULL argument");
-    og_generator_params p = params ? *params : og_generator_params_default(m);
-    if (params && params->struct_size < sizeof p)
+    og_generator_params p = og_generator_params_default(m);
+    /* a caller built before the guidance fields has none; anything shorter is a mistake */
+    if (params && params->struct_size < offsetof(og_generator_params, guidance_type))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_params.struct_size is %zu; fill "
                          "params from og_generator_params_default()", params->struct_size);
+    if (params) memcpy(&p, params, params->struct_size < sizeof p ? params->struct_size : sizeof p);
+    p.struct_size = sizeof p;
     if (p.max_length <= 0) p.max_length = m->context_length;
     if (p.batch_size < 1 || p.num_beams < 1 || p.max_length < 1)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: batch_size %d, num_beams %d and "
@@ -125,9 +130,12 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
     g->rows = rows;
     g->max_len = p.max_length;
     g->share_kv = share_kv;
-    og_status *st = og_oom_context(gen_generator_alloc(g), "generator: batch_size %d x num_beams "
-                                   "%d x max_length %d: the sequences and the caches",
-                                   p.batch_size, p.num_beams, p.max_length);
+    /* guidance first: a bad grammar is refused before the caches are allocated */
+    og_status *st = gen_guide_init(g);
+    if (!st)
+        st = og_oom_context(gen_generator_alloc(g), "generator: batch_size %d x num_beams %d x "
+                            "max_length %d: the sequences and the caches", p.batch_size,
+                            p.num_beams, p.max_length);
     if (!st && p.num_beams > 1) {
         g->beam_opts = (gen_beam_options){
             .batch = p.batch_size, .num_beams = p.num_beams, .vocab = m->vocab_size,
@@ -163,14 +171,26 @@ static bool is_eos(const og_model *m, int32_t t) {
     return false;
 }
 
-/* Applies min_length, repetition penalty and n-gram blocking to row r of the logits. */
+/* Applies min_length, repetition penalty and n-gram blocking to row r of the logits. Under
+ * guidance (its mask already applied, as onnxruntime-genai applies it first) the grammar
+ * wins: min_length does not block EOS where the grammar allows nothing else, and n-gram
+ * blocking that would leave no allowed token is not applied (g->work holds the row
+ * meanwhile; sampling overwrites it later). */
 static void process_row(og_generator *g, int r, float *row) {
     const og_model *m = g->m;
     const int32_t *s = g->seq + (size_t)r * g->max_len;
-    int len = g->len[r];
-    if (len < g->p.min_length) gen_block_tokens(row, m->vocab_size, m->eos_ids, m->n_eos);
-    gen_repetition_penalty(row, m->vocab_size, s, len, g->p.repetition_penalty);
-    gen_block_repeated_ngrams(row, m->vocab_size, s, len, g->p.no_repeat_ngram_size);
+    int len = g->len[r], V = m->vocab_size;
+    bool guided = g->matchers != NULL;
+    if (len < g->p.min_length && (!guided || g->guide_content))
+        gen_block_tokens(row, V, m->eos_ids, m->n_eos);
+    gen_repetition_penalty(row, V, s, len, g->p.repetition_penalty);
+    if (guided && g->p.no_repeat_ngram_size > 0) {
+        memcpy(g->work, row, sizeof *row * (size_t)V);
+        gen_block_repeated_ngrams(row, V, s, len, g->p.no_repeat_ngram_size);
+        if (!gen_guide_any_allowed(g, row)) memcpy(row, g->work, sizeof *row * (size_t)V);
+        return;
+    }
+    gen_block_repeated_ngrams(row, V, s, len, g->p.no_repeat_ngram_size);
 }
 
 /* Sequences follow the beams, then the cache does. */
@@ -256,10 +276,12 @@ og_status *og_generator_generate_next_token(og_generator *g) {
         }
         active++;
         float *row = g->logits + (size_t)r * V;
+        if (g->matchers) OG_TRY(gen_guide_mask(g, r, row));
         process_row(g, r, row);
         int32_t t = sample ? gen_sample(row, V, g->p.top_k, g->p.top_p, g->p.temperature,
                                         &g->rng, g->work)
                            : gen_argmax(row, V);
+        if (g->matchers) OG_TRY(gen_guide_take(g, r, row, &t));
         g->next[r] = t;
         if (is_eos(m, t)) {
             g->done[r] = true;
@@ -327,6 +349,7 @@ static og_status *append_rows(og_generator *g, const int32_t *const *rows, const
         }
     g->has_logits = false;
     g->has_next = false;
+    OG_TRY(gen_guide_restart(g));
     return gen_compute_logits(g);
 }
 
@@ -426,6 +449,7 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
     } else {
         return NULL;
     }
+    OG_TRY(gen_guide_rewind(g, (int)new_length));
     for (int r = 0; r < g->rows; r++) g->done[r] = false;
     g->has_logits = false;
     g->has_next = false;

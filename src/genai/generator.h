@@ -7,6 +7,7 @@
 #include "genai/model.h"
 #include "genai/search.h"
 #include "genai/step.h"
+#include "guide/guide.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,6 +80,14 @@ struct og_generator {
     int32_t *eos_tok;    /* [rows] the EOS a row keeps, -1 for none */
     int steps;
     int32_t *view;       /* [max_len] */
+    /* Guidance (generator_guidance.c), NULL without: the grammar, each row's matcher, where
+     * each row's guided output begins (its length after its last append), the mask of the
+     * row being chosen, and whether that mask allows a token other than the stop ids. */
+    guide_grammar *grammar;
+    guide_matcher **matchers; /* [rows] */
+    int *gstart;              /* [rows] */
+    uint32_t *gmask;          /* [guide_mask_words(vocab)] */
+    bool guide_content;
 };
 
 /* The tokens row r may hold: max_length, less its padding in the padded layout. */
@@ -113,6 +122,22 @@ og_status *gen_snapshot_take(og_generator *g);
 /* Restores the latest snapshot at or before `keep` (or the empty state); returns its
  * length. */
 int gen_snapshot_restore(og_generator *g, int keep);
+
+/* generator_guidance.c. gen_guide_init (og_generator_create) compiles params' guidance
+ * and makes the matchers; nothing when there is none. Per row and step: gen_guide_mask
+ * sets the disallowed logits to -inf (and guide_content); gen_guide_any_allowed says
+ * whether some allowed token is still above -inf after a processor; gen_guide_take
+ * consumes the chosen token *t, first replacing it by the best allowed one if the choice
+ * fell on a disallowed token (only when every allowed logit is -inf or NaN).
+ * gen_guide_restart: tokens were appended, the guided output begins after them;
+ * gen_guide_rewind: the sequences were cut to new_length. */
+og_status *gen_guide_init(og_generator *g);
+void gen_guide_free(og_generator *g);
+og_status *gen_guide_mask(og_generator *g, int r, float *row);
+bool gen_guide_any_allowed(const og_generator *g, const float *row);
+og_status *gen_guide_take(og_generator *g, int r, const float *row, int32_t *t);
+og_status *gen_guide_restart(og_generator *g);
+og_status *gen_guide_rewind(og_generator *g, int new_length);
 
 /* generator_run.c: runs the pending tokens of every row (prefill, decode, re-feed). */
 og_status *gen_compute_logits(og_generator *g);
