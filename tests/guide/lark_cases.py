@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Writes tests/guide/lark_cases.inc: Lark grammars and strings with llguidance's verdict
+on each (the whole string accepted as a complete output, or not), for
+tests/unit/test_guide_lark.c, which checks our matcher on a vocabulary of single bytes
+against this table without running Python.
+
+llguidance (PyPI) is the oracle: the grammar is compiled with
+LLMatcher.grammar_from_lark, the string is tokenized with GPT-2's tokenizer (a real
+byte-level vocabulary, from shared/models) and consumed token by token; the verdict is
+is_accepting() at the end, false if any token was refused. Grammars llguidance refuses
+are written as such (our front end must refuse them too).
+
+Run: python3 tests/guide/lark_cases.py [--check]   (--check: exit 1 when the checked-in
+table differs from what llguidance says now; 77 when llguidance or the tokenizer is
+missing).
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "lark_cases.inc")
+TOKENIZER = os.path.join(HERE, "..", "..", "..", "shared", "models", "ortgenai",
+                         "hf-internal-testing", "tiny-random-gpt2-fp32", "tokenizer.json")
+
+COMMON = ["DIGIT", "HEXDIGIT", "INT", "SIGNED_INT", "DECIMAL", "_EXP", "FLOAT",
+          "SIGNED_FLOAT", "NUMBER", "SIGNED_NUMBER", "ESCAPED_STRING", "LCASE_LETTER",
+          "UCASE_LETTER", "LETTER", "WORD", "CNAME", "WS_INLINE", "WS", "CR", "LF",
+          "NEWLINE", "SH_COMMENT", "CPP_COMMENT", "C_COMMENT", "SQL_COMMENT"]
+# Strings tried on every common terminal: each is accepted by some and refused by others.
+COMMON_STRINGS = ["", "0", "7", "f", "F", "g", "Z", "42", "+42", "-7", "1.", ".5", "1.5",
+                  "1e5", "1.5E-3", ".5e+2", "+1.5e3", "-.5", "e5", "E+5", "abc", "aBc",
+                  "_a1", "a_b9", "1a", '"x"', '"a\\"b"', '"a\\\\"', '"a\\"', '""', '"',
+                  " ", "\t", " \t ", "\n", "\r", "\r\n", "\n\n\r\n", "\f", "\x0b", "# x",
+                  "#", "// c", "/* c */", "/* a\n*/", "/* a */ */", "/**/", "/***/",
+                  "-- q", "--", "a b"]
+
+# (grammar, strings to try)
+CASES = [
+    ('start: "a" "b"', ["ab", "a", "abb", "a b", ""]),
+    ('start: "a" | "b" | "cd"', ["a", "b", "cd", "c", "ab"]),
+    ('start: ("a" | "b")* "c"', ["c", "abbac", "ab", "cc"]),
+    ('start: ("a" "b")+', ["", "ab", "abab", "aba"]),
+    ('start: ["x"] "y"', ["y", "xy", "xxy"]),
+    ('start: "x"? "y"', ["y", "xy", "x"]),
+    ('start: "a"~3', ["aa", "aaa", "aaaa"]),
+    ('start: "a"~2..4', ["a", "aa", "aaa", "aaaa", "aaaaa"]),
+    ('start: "a" ~ 0 "b"', ["b", "ab"]),
+    ('start: "a"{2}', ["a", "aa", "aaa"]),
+    ('start: "a"{2,}', ["a", "aa", "aaaaaa"]),
+    ('start: "a"{,2} "b"', ["b", "ab", "aab", "aaab"]),
+    ('start: "a"{1,3}', ["", "a", "aaa", "aaaa"]),
+    ('start: x~2\nx: "a" | "b"', ["ab", "ba", "a", "abb"]),
+    ('start: A\nA: "a".."c"+', ["abc", "cab", "abd", ""]),
+    ('start: "0".."9" "x"', ["5x", "x", "55x"]),
+    ('start: "\\u00e0".."\\u00ff"', ["\u00e9", "\u00ff", "a", "\u00c0"]),
+    ('start: A\nA: B "." B\nB: /[0-9]+/', ["1.2", "12.34", "1.", ".2", "1 . 2"]),
+    ('start: NUM ("," NUM)*\nNUM: "-"? DIG+\nDIG: "0".."9"', ["1", "-1,22,-333", "1,", "--1"]),
+    ('start: "Ab"i "c"', ["abc", "ABc", "aBc", "abC"]),
+    ('start: /ab/i', ["AB", "aB", "ab", "abc"]),
+    ('start: /a.b/s', ["a\nb", "axb", "ab"]),
+    ('start: /a.b/', ["a\nb", "axb"]),
+    ('start: /a b # comment\n/x', ["ab", "a b"]),
+    ('start: /[0-9]+\\/[0-9]+/', ["1/2", "12/345", "1/", "1\\/2"]),
+    ('start: "a\\nb" "\\t" "\\"" "\\\\" "\\u00e9" "\\x41"', ["a\nb\t\"\\\u00e9A", "anb"]),
+    ('start: "\u00e9t\u00e9"', ["\u00e9t\u00e9", "ete"]),
+    ('start: ""', ["", "a"]),
+    ('start: "a" |', ["", "a", "aa"]),
+    ('start:', ["", "a"]),
+    ('start: "a" "b"\n%ignore " "', ["ab", "a b", "a   b", "ab ", " ab", "a\tb"]),
+    ('start: "a" "b"\n%ignore " "\n%ignore /\\t+/', ["a \t b", "a\t\tb", "a\nb"]),
+    ('start: WORD ("," WORD)*\n%import common.WORD\n%import common.WS\n%ignore WS',
+     ["a,b", "ab , cd", "a,,b", "a b"]),
+    ('start: "(" start ")" | ""', ["", "()", "(())", "(()", ")("]),
+    ('start: expr\nexpr: expr "+" term | term\nterm: term "*" atom | atom\n'
+     'atom: NUMBER | "(" expr ")"\n%import common.NUMBER',
+     ["1+2*3", "(1+2)*3.5", "1+", "1e3*(2)", "()"]),
+    ('?start: item+\n!item: "a" -> first\n     | "b"', ["ab", "ba", "", "c"]),
+    ('start: _x\n_x: "q"', ["q", "x"]),
+    ('start: a-b\na-b: "z"', ["z"]),
+    ('start: "a"  // comment\n  | "b" # another\n\n  | "c"', ["a", "b", "c"]),
+    ('start: "a"\nunused: undefined_rule', ["a"]),
+    ('start: A\n%import common.INT -> A', ["12", "x"]),
+    ('start: INT WS_INLINE INT\n%import common (INT, WS_INLINE)', ["1 2", "1\t 22", "12"]),
+    ('%llguidance {}\nstart: "a"', ["a"]),
+    ('start: A\nA: "a" | /[0-9]+/', ["a", "123", "a1"]),
+    ('start: A B\nA: /a+/\nB: /a*b/', ["ab", "aab", "aaab", "b"]),
+    ('start: x y\nx: "a"+\ny: "a"* "b"', ["ab", "aab", "aaab", "b"]),
+    ('start: "x" %json {"type": "integer"}', ["x1", "x-5", "x", "x1.5", "x01"]),
+    ('start: %json {"type": "object", "properties": {"a": {"type": "string"}},\n'
+     '  "required": ["a"], "additionalProperties": false}',
+     ['{"a":"b"}', '{"a": "b"}', '{}', '{"a":"b","c":1}', '{"a":1}']),
+    ('start: TEXT | fun\nTEXT: /[^{](.|\\n)*/\nfun: %json {"type": "object",\n'
+     '  "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}',
+     ["hi there", '{"ok":true}', '{"ok":1}', "{", "x\ny"]),
+    ('start: "a" b "c"\nb: %json {"enum": ["p", 2]}', ['a"p"c', "a2c", "apc", 'a"q"c']),
+    # Grammars llguidance refuses.
+    ('foo: "a"', []),
+    ('start: foo', []),
+    ('start: FOO', []),
+    ('start: A\nA: A "a" | "a"', []),
+    ('start: A\nA: B\nB: A', []),
+    ('start: "a"\nstart: "b"', []),
+    ('start: "a"~3..2', []),
+    ('start: "ab".."z"', []),
+    ('start: "a".."z"i', []),
+    ('start: "\\q"', []),
+    ('start: "abc', []),
+    ('start: /abc', []),
+    ('%import common.FOO\nstart: "a"', []),
+    ('%import other.WS\nstart: WS', []),
+    ('%declare FOO\nstart: "a"', []),
+    ('%override start: "a"', []),
+    ('start{x}: x', []),
+    ('start.2: "a"', []),
+    ('A.2: "a"\nstart: A', []),
+    ('start: A\nA: x\nx: "b"', []),
+    ('start: A\nA: %json {}', []),
+    ('start: "a"*?', []),
+    ('start: ("a" "b"', []),
+    ('start: "a"\n"b"', []),
+    ('start: Abc\nAbc: "x"', []),
+    ('start: "a"\n%ignore x\nx: "b"', []),
+    ('start: x\nx[max_tokens=3]: /a+/', None),  # accepted by llguidance; refused by us
+]
+# Where our engine answers otherwise on purpose or pending a decision, with the reason; the
+# C test reports these rows and fails once we agree with llguidance (then drop the entry).
+KNOWN = {
+    ('start: "a" "b"\n%ignore " "', "ab "):
+        "llguidance takes an ignored string only where a lexeme can follow it; our matcher "
+        "also lets one end the output",
+    ('start: "a" "b"\n%ignore " "', " ab"):
+        "llguidance takes no ignored string before the first lexeme; our matcher does",
+}
+
+for name in COMMON:
+    CASES.append((f"start: {name}\n%import common.{name}", COMMON_STRINGS))
+
+
+def c_string(s):
+    """A C string literal of s's UTF-8 bytes (octal escapes are never followed by a digit
+    that would join them)."""
+    out = '"'
+    for b in s.encode("utf-8"):
+        ch = chr(b)
+        if ch == '"' or ch == "\\":
+            out += "\\" + ch
+        elif 32 <= b < 127 and ch != "?":
+            out += ch
+        else:
+            out += "\\%03o" % b
+    return out + '"'
+
+
+def verdicts(L, tok):
+    rows = []
+    for grammar, strings in CASES:
+        if strings is None:
+            continue
+        err = L.LLMatcher.validate_grammar(L.LLMatcher.grammar_from_lark(grammar))
+        if err:
+            if strings:
+                sys.exit(f"lark_cases.py: llguidance refuses a grammar meant valid: {grammar!r}: {err}")
+            rows.append((grammar, None, None, None))
+            continue
+        if not strings:
+            sys.exit(f"lark_cases.py: llguidance accepts a grammar meant invalid: {grammar!r}")
+        for s in strings:
+            m = L.LLMatcher(tok, L.LLMatcher.grammar_from_lark(grammar), log_level=0)
+            ok = True
+            for t in tok.tokenize_str(s):
+                if not m.consume_token(t):
+                    ok = False
+                    break
+            rows.append((grammar, s, ok and m.is_accepting(), KNOWN.get((grammar, s))))
+    return rows
+
+
+def render(rows):
+    lines = ["/* Generated by tests/guide/lark_cases.py from llguidance's verdicts: do not edit.",
+             " * { grammar, string (NULL: llguidance refuses the grammar), accepted,",
+             " *   why we differ (NULL: we must agree) } */"]
+    for grammar, s, ok, known in rows:
+        if s is None:
+            lines.append("{%s, NULL, 0, NULL}," % c_string(grammar))
+        else:
+            lines.append("{%s, %s, %d, %s}," % (c_string(grammar), c_string(s), int(ok),
+                                                 c_string(known) if known else "NULL"))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    try:
+        import llguidance as L
+    except ImportError:
+        print("SKIP: llguidance is not installed")
+        return 77
+    if not os.path.exists(TOKENIZER):
+        print(f"SKIP: no tokenizer at {TOKENIZER}")
+        return 77
+    tok = L.LLTokenizer(open(TOKENIZER).read())
+    text = render(verdicts(L, tok))
+    if args.check:
+        old = open(OUT).read() if os.path.exists(OUT) else ""
+        if old != text:
+            print("lark_cases.inc differs from llguidance's verdicts now: rerun lark_cases.py")
+            return 1
+        return 0
+    with open(OUT, "w") as f:
+        f.write(text)
+    print(f"wrote {OUT}: {len(text.splitlines()) - 2} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
