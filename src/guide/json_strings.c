@@ -153,12 +153,16 @@ static og_status *class_has(pat *t, const char *atom, size_t len, uint32_t c, bo
 
 /* A class (`atom`: "[...]", "\s", "\p{L}", ...): unchanged when it holds no special
  * character; otherwise its other characters (`rest`: a negated class that excludes the
- * specials) or the escapes of each special it holds. */
-static og_status *emit_class(pat *t, const char *atom, size_t len, const char *rest_items) {
+ * specials) or the escapes of each special it holds. `quotes`: the escapes \" and \\
+ * whatever the class says, as llguidance allows them in every negated bracket class
+ * ([^"] matches \"; the controls it excludes stay excluded). */
+static og_status *emit_class(pat *t, const char *atom, size_t len, const char *rest_items,
+                             bool quotes) {
     bool any = false, has[128] = {false};
     for (uint32_t c = 0; c < 128; c++) {
         if (!is_special(c)) continue;
-        OG_TRY(class_has(t, atom, len, c, &has[c]));
+        if (quotes && (c == '"' || c == '\\')) has[c] = true;
+        else OG_TRY(class_has(t, atom, len, c, &has[c]));
         any |= has[c];
     }
     if (!any) {
@@ -220,10 +224,10 @@ static og_status *pat_escape(pat *t) {
     case 'w':
         jbuf_put(t->o, t->p + at, 2);
         return NULL;
-    case 's': return emit_class(t, "\\s", 2, "\\S");
-    case 'S': return emit_class(t, "\\S", 2, "\\s");
-    case 'D': return emit_class(t, "\\D", 2, "\\d");
-    case 'W': return emit_class(t, "\\W", 2, "\\w");
+    case 's': return emit_class(t, "\\s", 2, "\\S", false);
+    case 'S': return emit_class(t, "\\S", 2, "\\s", false);
+    case 'D': return emit_class(t, "\\D", 2, "\\d", false);
+    case 'W': return emit_class(t, "\\W", 2, "\\w", false);
     case 'p':
     case 'P': {
         if (t->i < t->n && t->p[t->i] == '{') {
@@ -241,7 +245,7 @@ static og_status *pat_escape(pat *t) {
         memcpy(rest, t->p + at, len);
         rest[len] = 0;
         rest[1] = e == 'p' ? 'P' : 'p';
-        return emit_class(t, t->p + at, len, rest);
+        return emit_class(t, t->p + at, len, rest, false);
     }
     case 'x': OG_TRY(pat_hex(t, 2, &cp)); break;
     case 'u': OG_TRY(pat_hex(t, 4, &cp)); break;
@@ -295,7 +299,7 @@ static og_status *pat_bracket(pat *t) {
     jbuf rest = {0};
     if (negated) jbuf_put(&rest, t->p + at + 2, len - 3);
     else jbuf_printf(&rest, "[^%.*s]", (int)(len - 2), t->p + at + 1);
-    og_status *st = rest.oom ? og_oom() : emit_class(t, t->p + at, len, rest.s ? rest.s : "");
+    og_status *st = rest.oom ? og_oom() : emit_class(t, t->p + at, len, rest.s ? rest.s : "", negated);
     jbuf_free(&rest);
     return st;
 }
