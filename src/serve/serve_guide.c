@@ -5,9 +5,9 @@
  * schema is a 400 naming its place.
  *
  * A forced call is written in the format the model's chat template teaches (the one the
- * tool-call parser reads back), as a Lark grammar whose call objects are %json schemas:
- * the function's name a constant, its arguments the function's `parameters`. The
- * markers are written as text: a marker that is one special token in the vocabulary
+ * tool-call parser reads back), as a Lark grammar: the markers and the call's envelope
+ * (the function's name, compact, in the template's key order) are literals, the
+ * arguments a %json of the function's `parameters`. The markers are written as text: a marker that is one special token in the vocabulary
  * (Mistral's [TOOL_CALLS]) is excluded from guidance, so the model writes its bytes with
  * ordinary tokens, which decode to the same text the parser reads. */
 #include "serve/serve_internal.h"
@@ -136,27 +136,13 @@ static void lark_string(srv_buf *b, const char *s) {
     srv_buf_add(b, "\"", 1);
 }
 
-/* The schema of function f's call object in format fmt: the name a constant, the
- * arguments its parameters (an object of any members when it gives none). For the
- * DeepSeek format, whose name stands outside the JSON, the arguments alone. */
-static cJSON *call_schema(tc_format fmt, const cJSON *f) {
-    const char *name = cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring;
+/* The schema of function f's arguments: its parameters (an object of any members when
+ * it gives none). */
+static cJSON *args_schema(const cJSON *f) {
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(f, "parameters");
     cJSON *args = cJSON_IsObject(params) ? cJSON_Duplicate(params, 1) : NULL;
     if (!args && (args = cJSON_CreateObject())) cJSON_AddStringToObject(args, "type", "object");
-    if (fmt == TC_DEEPSEEK || !args) return args;
-    const char *name_key = fmt == TC_COMMAND_R ? "tool_name" : "name";
-    const char *args_key = fmt == TC_LLAMA3 || fmt == TC_COMMAND_R ? "parameters" : "arguments";
-    cJSON *o = cJSON_CreateObject(), *props = cJSON_AddObjectToObject(o, "properties");
-    cJSON_AddStringToObject(o, "type", "object");
-    cJSON *n = cJSON_AddObjectToObject(props, name_key);
-    cJSON_AddStringToObject(n, "const", name);
-    cJSON_AddItemToObject(props, args_key, args);
-    cJSON *req = cJSON_AddArrayToObject(o, "required");
-    cJSON_AddItemToArray(req, cJSON_CreateString(name_key));
-    cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
-    cJSON_AddFalseToObject(o, "additionalProperties");
-    return o;
+    return args;
 }
 
 /* Appends `%json SCHEMA` (takes the schema). */
@@ -171,57 +157,79 @@ static void lark_json(srv_buf *b, cJSON *schema) {
     cJSON_free(t);
 }
 
-/* The grammar of the forced calls: fns[0..n) the functions that may be called, one call
- * or (parallel) one or more. */
-static void tools_grammar(srv_buf *b, tc_format fmt, const cJSON *const *fns, int n, bool parallel) {
-    if (fmt == TC_MISTRAL || fmt == TC_GRANITE || fmt == TC_COMMAND_R) {
-        /* a JSON array of call objects after the format's opener */
-        cJSON *arr = cJSON_CreateObject(), *items = cJSON_CreateObject();
-        cJSON *any = cJSON_AddArrayToObject(items, "anyOf");
-        for (int i = 0; i < n; i++) cJSON_AddItemToArray(any, call_schema(fmt, fns[i]));
-        cJSON_AddStringToObject(arr, "type", "array");
-        cJSON_AddItemToObject(arr, "items", items);
-        cJSON_AddNumberToObject(arr, "minItems", 1);
-        if (!parallel) cJSON_AddNumberToObject(arr, "maxItems", 1);
-        srv_buf_str(b, "start: ");
-        lark_string(b, fmt == TC_MISTRAL ? "[TOOL_CALLS]" : fmt == TC_GRANITE ? "<|tool_call|>"
-                                                                              : "Action:\n```json\n");
-        srv_buf_str(b, " calls");
-        if (fmt == TC_COMMAND_R) srv_buf_str(b, " \"\\n```\"");
-        srv_buf_str(b, "\ncalls: ");
-        lark_json(b, arr);
-        srv_buf_str(b, "\n");
+/* The text of a call of f in format fmt before its arguments, and after them: the
+ * envelope is written here, compact and in the template's key order, so that only the
+ * arguments are free JSON. */
+static void call_text(srv_buf *before, srv_buf *after, tc_format fmt, const cJSON *f) {
+    const char *name = cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring;
+    if (fmt == TC_DEEPSEEK) {
+        srv_buf_printf(before, "<｜tool▁call▁begin｜>function<｜tool▁sep｜>%s\n```json\n", name);
+        srv_buf_str(after, "\n```<｜tool▁call▁end｜>");
         return;
     }
-    if (fmt == TC_HERMES)
-        srv_buf_str(b, parallel ? "start: call (\"\\n\" call)*\n" : "start: call\n");
-    else if (fmt == TC_LLAMA3)
-        srv_buf_str(b, parallel ? "start: call (\"; \" call)*\n" : "start: call\n");
-    else /* TC_DEEPSEEK */
-        srv_buf_printf(b, "start: \"<｜tool▁calls▁begin｜>\" %s \"<｜tool▁calls▁end｜>\"\n",
-                       parallel ? "call (\"\\n\" call)*" : "call");
-    srv_buf_str(b, "call: ");
+    cJSON *js = cJSON_CreateString(name); /* the name as a JSON string */
+    char *q = js ? cJSON_PrintUnformatted(js) : NULL;
+    cJSON_Delete(js);
+    if (!q) {
+        before->oom = true;
+        return;
+    }
+    srv_buf_printf(before, "%s{\"%s\": %s, \"%s\": ", fmt == TC_HERMES ? "<tool_call>\n" : "",
+                   fmt == TC_COMMAND_R ? "tool_name" : "name", q,
+                   fmt == TC_LLAMA3 || fmt == TC_COMMAND_R ? "parameters" : "arguments");
+    cJSON_free(q);
+    srv_buf_str(after, fmt == TC_HERMES ? "}\n</tool_call>" : "}");
+}
+
+/* The grammar of the forced calls: fns[0..n) the functions that may be called, one call
+ * or (parallel) one or more, separated and enclosed as the format writes them. */
+static void tools_grammar(srv_buf *b, tc_format fmt, const cJSON *const *fns, int n, bool parallel) {
+    const char *open = "", *sep = "\n", *close = "";
+    switch (fmt) {
+    case TC_LLAMA3: sep = "; "; break;
+    case TC_MISTRAL: open = "[TOOL_CALLS][", sep = ", ", close = "]"; break;
+    case TC_GRANITE: open = "<|tool_call|>[", sep = ", ", close = "]"; break;
+    case TC_COMMAND_R: open = "Action:\n```json\n[", sep = ", ", close = "]\n```"; break;
+    case TC_DEEPSEEK: open = "<｜tool▁calls▁begin｜>", close = "<｜tool▁calls▁end｜>"; break;
+    default: break;
+    }
+    srv_buf_str(b, "start: ");
+    if (*open) {
+        lark_string(b, open);
+        srv_buf_str(b, " ");
+    }
+    srv_buf_str(b, "call");
+    if (parallel) {
+        srv_buf_str(b, " (");
+        lark_string(b, sep);
+        srv_buf_str(b, " call)*");
+    }
+    if (*close) {
+        srv_buf_str(b, " ");
+        lark_string(b, close);
+    }
+    srv_buf_str(b, "\ncall: ");
     for (int i = 0; i < n; i++) srv_buf_printf(b, "%sf%d", i ? " | " : "", i);
     srv_buf_str(b, "\n");
-    for (int i = 0; i < n; i++) {
-        srv_buf_printf(b, "f%d: ", i);
-        if (fmt == TC_HERMES) {
-            srv_buf_str(b, "\"<tool_call>\\n\" a");
-        } else if (fmt == TC_DEEPSEEK) {
-            srv_buf_str(b, "\"<｜tool▁call▁begin｜>function<｜tool▁sep｜>");
-            srv_buf_str(b, "\" ");
-            lark_string(b, cJSON_GetObjectItemCaseSensitive(fns[i], "name")->valuestring);
-            srv_buf_str(b, " \"\\n```json\\n\" a");
-        } else {
-            srv_buf_str(b, "a");
+    srv_buf before = {0}, after = {0};
+    for (int i = 0; i < n && !b->oom; i++) {
+        srv_buf_clear(&before);
+        srv_buf_clear(&after);
+        call_text(&before, &after, fmt, fns[i]);
+        if (before.oom || after.oom) {
+            b->oom = true;
+            break;
         }
-        srv_buf_printf(b, "%d", i);
-        if (fmt == TC_HERMES) srv_buf_str(b, " \"\\n</tool_call>\"");
-        if (fmt == TC_DEEPSEEK) srv_buf_str(b, " \"\\n```<｜tool▁call▁end｜>\"");
+        srv_buf_printf(b, "f%d: ", i);
+        lark_string(b, before.p);
+        srv_buf_printf(b, " a%d ", i);
+        lark_string(b, after.p);
         srv_buf_printf(b, "\na%d: ", i);
-        lark_json(b, call_schema(fmt, fns[i]));
+        lark_json(b, args_schema(fns[i]));
         srv_buf_str(b, "\n");
     }
+    srv_buf_free(&before);
+    srv_buf_free(&after);
 }
 
 bool srv_forced_tools(const srv_model *m, const cJSON *tools, const cJSON *choice, srv_params *p,
