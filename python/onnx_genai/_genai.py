@@ -10,6 +10,7 @@ ctypes releases the GIL during C calls, so other Python threads run meanwhile.
 """
 from __future__ import annotations
 
+import builtins
 import ctypes
 import json
 import os
@@ -498,10 +499,24 @@ class GeneratorParams:
         out.update(self._extra)
         return dict(sorted(out.items()))
 
-    def set_guidance(self, *args, **kwargs) -> None:
-        """Raises UnsupportedError: no constrained decoding."""
-        raise UnsupportedError("set_guidance: constrained decoding is not supported by "
-                               "onnx-genai")
+    def set_guidance(self, type: str, data: str, enable_ff_tokens: bool = False) -> None:
+        """Constrains generation to a language: type "json_schema" (data: a JSON Schema),
+        "json_object" (any JSON object; data ignored), "regex" (data: a regular expression
+        the whole output matches) or "lark_grammar" (data: a Lark grammar), as
+        onnxruntime-genai names them. An unknown type is an InvalidArgumentError here; a
+        bad schema, regex or grammar is one when the Generator is made. Fast-forwarded
+        tokens (enable_ff_tokens=True) are not supported: every token is a step."""
+        if not isinstance(type, str) or not isinstance(data, str):
+            raise TypeError("set_guidance(type, data): expected two str, got "
+                            f"{builtins.type(type).__name__} and {builtins.type(data).__name__}")
+        if enable_ff_tokens:
+            raise UnsupportedError("set_guidance: enable_ff_tokens=True (fast-forwarded "
+                                   "tokens) is not supported; every token is generated")
+        t, d = type.encode(), data.encode()
+        if b"\0" in d:
+            raise InvalidArgumentError("set_guidance: data holds a NUL character")
+        lib.og_generator_params_set_guidance(ctypes.byref(self._p), t, d)
+        self._guidance = (t, d)  # the C params borrow them until the Generator is made
 
 
 def _check_kind(name: str, value, kind: str):

@@ -285,6 +285,7 @@ _fn("og_model_plan_stats", None, P, POINTER(PlanStats))
 
 # generators
 _fn("og_generator_params_default", GeneratorParams, P)
+_st("og_generator_params_set_guidance", POINTER(GeneratorParams), c_char_p, c_char_p)
 _st("og_generator_create", P, POINTER(GeneratorParams), PP)
 _fn("og_generator_destroy", None, P)
 _st("og_generator_append_tokens", P, _I32P, c_size_t)

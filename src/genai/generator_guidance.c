@@ -40,8 +40,7 @@ og_status *gen_guide_init(og_generator *g) {
         return og_errorf(OG_ERR_UNSUPPORTED, "generator: guidance ('%s') with beam search "
                          "(num_beams %d) is not supported; use num_beams 1 (greedy or "
                          "sampling)", p->guidance_type, p->num_beams);
-    OG_TRY(og_status_wrap(gen_guidance_grammar(g->m, kind, p->guidance_data, &g->grammar),
-                          "guidance '%s'", p->guidance_type));
+    OG_TRY(gen_guidance_grammar(g->m, kind, p->guidance_data, &g->grammar));
     /* the params' strings were borrowed until now */
     g->p.guidance_type = guide_kind_name(kind);
     g->p.guidance_data = NULL;

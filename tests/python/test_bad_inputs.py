@@ -93,8 +93,20 @@ def test_generator_misuse(og, gpt2):
         og.Generator(gpt2, params)
     with pytest.raises(TypeError):
         og.Generator(gpt2, None)
-    with pytest.raises(og.UnsupportedError):
-        params.set_guidance("json_schema", "{}")
+    params.set_search_options(max_length=10)
+    with pytest.raises(og.InvalidArgumentError, match="json_schema, json_object, regex, "
+                                                      "lark_grammar"):
+        params.set_guidance("grammar", "{}")
+    with pytest.raises(og.UnsupportedError, match="enable_ff_tokens"):
+        params.set_guidance("regex", "a+", enable_ff_tokens=True)
+    with pytest.raises(TypeError, match="two str"):
+        params.set_guidance("regex", None)
+    params.set_guidance("regex", "[0-9")
+    with pytest.raises(og.InvalidArgumentError, match="column 1"):
+        og.Generator(gpt2, params)  # the regex is compiled here, before any token
+    params.set_guidance("json_schema", "{\"type\": \"integer\"")
+    with pytest.raises(og.InvalidArgumentError, match="json_schema"):
+        og.Generator(gpt2, params)
 
 
 def test_closed_objects(og, gpt2_dir):
