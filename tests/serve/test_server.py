@@ -1166,8 +1166,13 @@ def calls_of(fmt, jsonschema, calls, want_name=None):
 def guidance_tools(s, jsonschema, openai, fmt):
     c = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
     base = dict(messages=[{"role": "user", "content": "Weather?"}], tools=GUIDE_TOOLS, temperature=0,
-                max_tokens=300)
+                max_tokens=150)
     mname = c.models.list().data[0].id
+    st, _, t, _ = s.post("/tokenize", {"messages": base["messages"], "tools": GUIDE_TOOLS})
+    if st == 200 and t["count"] + 100 > t["max_model_len"]:
+        print(f"SKIP {fmt}: the template's prompt ({t['count']} tokens) leaves under 100 of the "
+              f"package's {t['max_model_len']} positions")
+        return
     for choice, parallel in (("required", True), ("required", False),
                              ({"type": "function", "function": {"name": "get_time"}}, False)):
         r = c.chat.completions.create(model=mname, tool_choice=choice, parallel_tool_calls=parallel, **base)
