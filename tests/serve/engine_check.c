@@ -24,6 +24,11 @@
  *                     as a first engine with the defaults reports it): the requests must
  *                     wait for memory, the KV gauge never exceeds the budget and fewer
  *                     than all of them ever run at once
+ *   --guide TYPE DATA  constrained decoding (TYPE: json_schema, json_object, regex,
+ *                     lark_grammar): the oracle is the generator with
+ *                     og_generator_params_set_guidance, every engine request carries the
+ *                     grammar of the model's cache (one matcher per request), with
+ *                     preemption, the prefix cache and per-sequence mode as the options say
  *   --ignore-eos FILE  prompts and oracle answers from FILE (ignore_eos_oracle.py:
  *                     onnxruntime-genai's on a package whose EOS greedy decoding writes
  *                     early): every request asks for ignore_eos and exactly its oracle's
@@ -35,6 +40,7 @@
 #include "engine/engine.h"
 #include "engine/kv_pool.h"
 #include "genai/budget.h"
+#include "genai/guidance.h"
 #include "genai/model.h"
 
 #include <malloc.h>
@@ -72,11 +78,14 @@ static int make_prompt(int i, int shared, int vocab, int32_t *out) {
  * mallinfo2 (AddressSanitizer's allocator reports nothing). */
 static double charge_short = -1e300;
 static int charge_runs;
+/* --guide */
+static const char *guide_type, *guide_data;
 
 static og_status *alone(og_model *m, const int32_t *prompt, int n, int max_new, int32_t *out, int *n_out) {
     og_generator_params p = og_generator_params_default(m);
     p.max_length = n + max_new;
     p.do_sample = 0;
+    if (guide_type) OG_TRY(og_generator_params_set_guidance(&p, guide_type, guide_data));
     /* as per-sequence mode runs it (engine_single.c): with all_logits a prompt's logits
      * for every position, which no estimate without the prompt can hold, would outlive
      * the prompt when generation stops right after it */
@@ -305,6 +314,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--want-per-sequence")) want_single = true;
         else if (!strcmp(a, "--kv-fit")) kv_fit = atoi(v), i++;
         else if (!strcmp(a, "--ignore-eos") && i + 1 < argc) ignore_file = v, i++;
+        else if (!strcmp(a, "--guide") && i + 2 < argc) guide_type = v, guide_data = argv[i + 2], i += 2;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
         else {
@@ -312,7 +322,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (n_prompts < 1 || n_prompts > MAX_PROMPTS || rounds < 1) return 2;
+    if (n_prompts < 1 || n_prompts > MAX_PROMPTS || rounds < 1 || (guide_type && oracle_engine))
+        return 2;
     char cfg[4096];
     snprintf(cfg, sizeof cfg, "%s/genai_config.json", argv[1]);
     FILE *probe = fopen(cfg, "r");
@@ -330,6 +341,18 @@ int main(int argc, char **argv) {
         return 77;
     }
     if (st) return fail(st);
+    guide_grammar *grammar = NULL;
+    size_t guide_tokens = 0;
+    if (guide_type) {
+        guide_kind kind;
+        const guide_vocab *gv;
+        st = guide_kind_parse(guide_type, &kind);
+        if (!st) st = gen_guidance_vocab(m, &gv);
+        if (!st) st = gen_guidance_grammar(m, kind, guide_data, &grammar);
+        if (st) return fail(st);
+        guide_tokens = guide_vocab_size(gv);
+        printf("guidance: %s %s\n", guide_type, guide_data);
+    }
     if (kv_blocks > 0)
         o.kv_memory = (size_t)kv_blocks * (size_t)o.block_size *
                       kv_pool_position_bytes(m->n_layers, m->kv_heads, m->head_size, m->kv_dtype);
@@ -391,7 +414,8 @@ int main(int argc, char **argv) {
         eng_request *req[MAX_PROMPTS];
         for (int i = 0; i < n_prompts; i++) {
             eng_sampling s = {.max_tokens = ignore_file ? wlen[i] : MAX_NEW, .top_p = 1,
-                              .logprobs = -1, .ignore_eos = ignore_file != NULL};
+                              .logprobs = -1, .ignore_eos = ignore_file != NULL,
+                              .guide = grammar, .guide_tokens = guide_tokens};
             char msg[256];
             if (eng_submit(e, prompts[i], plen[i], &s, &req[i], msg, sizeof msg) != ENG_SUBMIT_OK) {
                 fprintf(stderr, "engine-check: submit %d: %s\n", i, msg);
@@ -425,7 +449,9 @@ int main(int argc, char **argv) {
             bool cut = f == ENG_FINISH_CANCELLED;
             /* a cancelled request has a prefix of its tokens; only one asked to stop is */
             bool same = (cut ? cancel && i % 2 == 1 && n >= 2 && n <= wlen[i] : n == wlen[i]) &&
-                        f != ENG_FINISH_ERROR && (!ignore_file || f == ENG_FINISH_LENGTH);
+                        f != ENG_FINISH_ERROR && (!ignore_file || f == ENG_FINISH_LENGTH) &&
+                        /* a guided answer shorter than max_tokens ended complete */
+                        (!grammar || cut || n == MAX_NEW || f == ENG_FINISH_STOP);
             for (int k = 0; same && k < n; k++) same = got[k].id == want[i][k];
             n_cancelled += cut;
             with_tokens += n > 0;
@@ -465,6 +491,7 @@ int main(int argc, char **argv) {
         }
     }
     eng_destroy(e);
+    guide_grammar_unref(grammar);
     og_model_close(m);
     if (want_preempt && es.preempted == 0) {
         printf("FAIL: no sequence was preempted (the case needs a smaller pool)\n");
