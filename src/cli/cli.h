@@ -72,4 +72,19 @@ og_backend cli_backend_choice(const cli_backend *b);
 void cli_backend_session(const cli_backend *b, og_session_options *o);
 void cli_backend_model(const cli_backend *b, og_model_options *o);
 
+/* --json-schema FILE, --json-object, --regex RE, --lark FILE (cli_guidance.c): at most
+ * one, for generate and run. */
+typedef struct cli_guidance {
+    const char *type; /* og_generator_params_set_guidance's type, NULL for none */
+    char *data;       /* the file's text or the regex (owned), NULL for --json-object */
+    const char *flag; /* the option given */
+} cli_guidance;
+extern const char cli_guidance_usage[]; /* the options' lines for a --help text */
+/* As cli_backend_arg: 1 taken (with its value), 0 not a guidance option, or minus the
+ * exit status after printing what is wrong (a file that cannot be read, a second one). */
+int cli_guidance_arg(int argc, char **argv, int *i, cli_guidance *g);
+/* Sets the guidance on p (nothing without one); g must outlive og_generator_create. */
+og_status *cli_guidance_set(const cli_guidance *g, og_generator_params *p);
+void cli_guidance_free(cli_guidance *g);
+
 #endif

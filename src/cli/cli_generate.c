@@ -31,6 +31,7 @@ typedef struct opts {
     bool json, have_prompt;
     int threads;
     cli_backend be;
+    cli_guidance guide;
     /* search options: set[] marks those given on the command line */
     og_generator_params p;
     bool set_max, set_min, set_sample, set_topk, set_topp, set_temp, set_seed, set_beams,
@@ -48,6 +49,7 @@ static const char generate_usage[] =
     "  --num-beams N, --num-return-sequences N\n"
     "  --repetition-penalty F, --no-repeat-ngram-size N\n"
     "  --threads N                compute threads (default: all cores)\n"
+    "%s"
     "%s"
     "  --json                     print {\"sequences\", \"text\", \"timing\"} instead of streaming\n"
     "  --profile FILE             write a Chrome/Perfetto trace of every node run (JSON)\n"
@@ -129,6 +131,7 @@ static int parse_args(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int took = cli_backend_arg(argc, argv, &i, &o->be);
+        if (!took) took = cli_guidance_arg(argc, argv, &i, &o->guide);
         if (took) {
             if (took < 0) return -took;
             continue;
@@ -184,7 +187,7 @@ static int parse_args(int argc, char **argv, opts *o) {
             NEED_ARG();
             o->profile = argv[++i];
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(generate_usage, cli_backend_usage);
+            printf(generate_usage, cli_backend_usage, cli_guidance_usage);
             exit(0);
         } else if (a[0] != '-' && !o->model) {
             o->model = a;
@@ -300,6 +303,7 @@ int cli_generate(int argc, char **argv) {
     p.all_logits = 0; /* only the logits tokens are chosen from */
     apply_overrides(&o, &p);
     p.batch_size = (int)batch;
+    if ((st = cli_guidance_set(&o.guide, &p))) goto done;
     if ((st = og_generator_create(model, &p, &gen))) goto done;
     /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
@@ -396,6 +400,7 @@ done:
         og_status_free(st);
     }
     for (int b = 0; b < 64; b++) free(o.ids[b]);
+    cli_guidance_free(&o.guide);
     free(enc);
     free(input);
     og_tokenizer_stream_free(stream);

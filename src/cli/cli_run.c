@@ -45,6 +45,8 @@ static const char run_usage[] =
     "  --do-sample, --temperature F, --top-k N, --top-p F, --seed N, --repetition-penalty F\n"
     "  --threads N                compute threads (default: all cores)\n"
     "%s"
+    "%s"
+    "                             (each answer is constrained)\n"
     "  --no-cache-reuse           run the whole conversation again each turn\n"
     "  --verbose                  after each answer: prompt tokens (from the cache /\n"
     "                             prefilled), time to first token, tokens/s\n"
@@ -57,6 +59,7 @@ typedef struct run_opts {
     int max_new, max_length, threads;
     bool verbose, json, no_reuse, generate_mode;
     cli_backend be;
+    cli_guidance guide;
     /* search options given on the command line */
     bool do_sample, set_temp, set_topk, set_topp, set_seed, set_rep;
     float temperature, top_p, repetition_penalty;
@@ -92,6 +95,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
     cli_backend_init(&o->be);
     for (int i = 1; i < argc; i++) {
         int took = cli_backend_arg(argc, argv, &i, &o->be);
+        if (!took) took = cli_guidance_arg(argc, argv, &i, &o->guide);
         if (took) {
             if (took < 0) return -took;
             continue;
@@ -111,7 +115,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
             return cli_fail("%s: '%s' is not a number in [%g, %g]", a, v, (double)(lo), (double)(hi)); \
     } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(run_usage, cli_backend_usage);
+            printf(run_usage, cli_backend_usage, cli_guidance_usage);
             exit(0);
         } else if (!strcmp(a, "--chat")) {
             continue;
@@ -286,6 +290,7 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     p.batch_size = 1;
     p.num_beams = 1;
     p.num_return_sequences = 1;
+    OG_TRY(cli_guidance_set(&o->guide, &p));
     OG_TRY(og_generator_create(s->model, &p, &s->gen));
     s->history = cJSON_CreateArray();
     if (!s->history) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -593,13 +598,17 @@ static int run_main(int argc, char **argv, bool generate_mode) {
     memset(&o, 0, sizeof o);
     o.generate_mode = generate_mode;
     int rc = parse_run_args(argc, argv, &o);
-    if (rc) return rc;
+    if (rc) {
+        cli_guidance_free(&o.guide);
+        return rc;
+    }
     chat_session s;
     og_status *st = chat_session_open(&s, &o);
     if (st) {
         rc = cli_fail("%s", og_status_message(st));
         og_status_free(st);
         chat_session_close(&s);
+        cli_guidance_free(&o.guide);
         return rc;
     }
     struct sigaction sa;
@@ -622,6 +631,7 @@ static int run_main(int argc, char **argv, bool generate_mode) {
         }
     }
     chat_session_close(&s);
+    cli_guidance_free(&o.guide);
     return rc;
 }
 

@@ -60,6 +60,35 @@ else
   mkdir -p "$tmp/warn" && ln -s "$(realpath "$gpt2/past.onnx")" "$tmp/warn/past.onnx" &&
     sed 's/"model": {/"model": {"frobnicate": 1, /' "$gpt2/genai_config.json" > "$tmp/warn/genai_config.json"
   expect_out generate_warns 'warning: .*model\.frobnicate: unknown key' "$bin" generate "$tmp/warn" --ids 0,0,195,731 --max-length 6
+  # guidance: the random model's output is noise unless constrained
+  expect_out generate_regex '"text": \[".* bet[0-9]{3}-[a-z]+"\]' \
+    "$bin" generate "$gpt2" --ids 0,0,195,731 --max-length 24 --regex '[0-9]{3}-[a-z]+' --json
+  expect_out generate_regex_sampled '"text": \[".* bet[0-9]{3}-[a-z]+"\]' \
+    "$bin" generate "$gpt2" --ids 0,0,195,731 --max-length 24 --regex '[0-9]{3}-[a-z]+' \
+    --do-sample --temperature 2 --top-k 0 --seed 7 --json
+  printf 'start: answer\nanswer: "yes" | "no"\n' > "$tmp/yn.lark"
+  expect_out generate_lark '"text": \[".* bet(yes|no)"\].*"generated_tokens": [1-4],' \
+    "$bin" generate "$gpt2" --ids 0,0,195,731 --max-length 30 --lark "$tmp/yn.lark" --json
+  printf '{"enum": ["yes", "no"]}' > "$tmp/yn.json"
+  expect_out generate_json_schema '"text": \[".* bet\\"(yes|no)\\""\]' \
+    "$bin" generate "$gpt2" --ids 0,0,195,731 --max-length 30 --json-schema "$tmp/yn.json" --json
+  expect_out generate_json_object '"text": \[".* bet *\{' \
+    "$bin" generate "$gpt2" --ids 0,0,195,731 --max-length 12 --json-object --json
+  printf '{{ messages[-1].content }}' > "$tmp/plain.jinja"
+  expect_out chat_regex '^[0-9]{3}-[a-z]+$' \
+    "$bin" generate --chat "$gpt2" --template-file "$tmp/plain.jinja" -p a --max-length 16 \
+    --regex '[0-9]{3}-[a-z]+'
+  expect_err generate_bad_regex 'regex.*column 1' "$bin" generate "$gpt2" --ids 1 --regex '[0-9'
+  expect_err generate_two_guidances 'already given by --regex' \
+    "$bin" generate "$gpt2" --ids 1 --regex a --json-object
+  expect_err generate_no_schema "--json-schema: cannot read '$tmp/none.json'" \
+    "$bin" generate "$gpt2" --ids 1 --json-schema "$tmp/none.json"
+  expect_err run_bad_lark "lark" "$bin" run "$gpt2" --template-file "$tmp/plain.jinja" \
+    --lark "$tmp/yn.json"
+  expect_err generate_guided_beams 'beam search' \
+    "$bin" generate "$gpt2" --ids 1 --regex a --num-beams 2
+  expect_out generate_help_guidance '--json-schema FILE' "$bin" generate --help
+  expect_out run_help_guidance '--lark FILE' "$bin" run --help
   head -c 1000 "$gpt2/past.onnx" > "$tmp/truncated.onnx"
   expect_err show_truncated 'truncated.onnx: .*(truncated|past the end|remain)' "$bin" show "$tmp/truncated.onnx"
 fi
