@@ -1,9 +1,10 @@
 /* JSON numbers as regular expressions. Without bounds an integer is
  * -?(0|[1-9][0-9]*) and a number adds a fraction and an exponent. With bounds (as
- * llguidance) an integer is the canonical decimals of the integers in range, and a
- * number is the decimals (no exponent) whose value is in range: "-0" only where an
- * integer range is bounded on both sides around zero, never for a bounded number.
- * Bounds are handled as decimal digit strings, so any double (1e30, 0.1) is exact. */
+ * llguidance) an integer is the canonical decimals of the integers in range ("-0" too
+ * where the range is bounded on both sides around zero), and a number is decimals
+ * without exponent, split at zero and at the bounds' integer parts, with llguidance's
+ * digit-by-digit fraction comparisons (see frac_above). Bounds are handled as decimal
+ * digit strings of their shortest forms, so any double (1e30, 0.1) is exact. */
 #include "guide/json_internal.h"
 
 #include <math.h>
@@ -179,136 +180,142 @@ static bool all_zero(const char *s) {
     return true;
 }
 
-static void truncate_to(jbuf *o, size_t len) {
-    o->len = len;
-    if (o->s) o->s[len] = 0;
+/* The fraction comparisons below are llguidance's, digit by digit: a fraction "above x"
+ * either follows x to its end (then anything, or for a strict bound anything ending in
+ * a nonzero digit) or leaves it upwards at some digit; "below x" leaves it downwards at
+ * some digit, or (inclusive) is exactly x. So a fraction equal in value but written with
+ * more or fewer zeros than the bound is not always taken: with maximum 0.001, "0.0010"
+ * and "0.00" are refused and "0.000" allowed. The language is the oracle's, not the
+ * numeric interval's. */
+
+/* Fraction digits above x (inclusive: x itself and its extensions too). */
+static void frac_above(jbuf *o, const char *x, bool incl) {
+    if (!x[0]) {
+        jbuf_puts(o, incl ? "[0-9]*" : "[0-9]*[1-9]");
+        return;
+    }
+    if (incl && !x[1]) {
+        jbuf_printf(o, "[%c-9][0-9]*", x[0]);
+        return;
+    }
+    jbuf_printf(o, "(?:%c", x[0]);
+    frac_above(o, x + 1, incl);
+    if (x[0] < '9') {
+        jbuf_putc(o, '|');
+        put_digit_class(o, (char)(x[0] + 1), '9');
+        jbuf_puts(o, "[0-9]*");
+    }
+    jbuf_putc(o, ')');
 }
 
-/* Fraction digit strings t (empty allowed unless `nonempty`) whose value 0.t is above
- * lo (NULL: no bound; strictly when lo_x) and below hi (NULL: below 1; strictly when
- * hi_x). Returns false, writing nothing, when there is none. */
-static bool frac(jbuf *o, const char *lo, bool lo_x, const char *hi, bool hi_x,
-                 bool nonempty) {
-    if (lo && all_zero(lo) && !lo_x) lo = NULL;
-    if (hi && all_zero(hi)) {
-        /* t's value must be 0 (or below it) */
-        if (hi_x || lo) return false;
-        jbuf_puts(o, nonempty ? "0+" : "0*");
-        return true;
+/* Fraction digits below x (inclusive: x itself too, but not its extensions). x is empty
+ * only when inclusive (the empty string), and never a single '0' when strict. */
+static void frac_below(jbuf *o, const char *x, bool incl) {
+    if (!x[0]) return;
+    if (!incl && !x[1]) {
+        put_digit_class(o, '0', (char)(x[0] - 1));
+        jbuf_puts(o, "[0-9]*");
+        return;
     }
-    if (!lo && !hi) {
-        jbuf_puts(o, nonempty ? "[0-9]+" : "[0-9]*");
-        return true;
+    jbuf_printf(o, "(?:%c", x[0]);
+    frac_below(o, x + 1, incl);
+    if (x[0] > '0') {
+        jbuf_putc(o, '|');
+        put_digit_class(o, '0', (char)(x[0] - 1));
+        jbuf_puts(o, "[0-9]*");
     }
-    if (lo && !hi && all_zero(lo)) { /* above zero */
-        jbuf_puts(o, "0*[1-9][0-9]*");
-        return true;
+    jbuf_putc(o, ')');
+}
+
+static void trim_zeros(char *dst, const char *src) {
+    size_t n = strlen(src);
+    while (n > 0 && src[n - 1] == '0') n--;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* Fraction digits between lo and hi, two different digit strings of one length. */
+static void frac_between(jbuf *o, const char *lo, const char *hi, bool lo_incl, bool hi_incl) {
+    while (lo[0] && lo[0] == hi[0]) {
+        jbuf_putc(o, lo[0]);
+        lo++;
+        hi++;
     }
-    /* value 0 (t empty) is above a NULL lo and below any nonzero hi */
-    bool empty_ok = !nonempty && !lo;
-    char l0 = lo && lo[0] ? lo[0] : '0';
-    char h0 = hi ? hi[0] : '9';
-    const char *lr = lo ? (lo[0] ? lo + 1 : lo) : NULL;
-    const char *hr = hi ? hi + 1 : NULL;
-    size_t mark = o->len;
+    char lr[ND], hr[ND];
+    trim_zeros(lr, lo + 1);
+    trim_zeros(hr, hi + 1);
+    jbuf_printf(o, "(?:%c", lo[0]);
+    frac_above(o, lr, lo_incl);
+    if (lo[0] + 1 < hi[0]) {
+        jbuf_putc(o, '|');
+        put_digit_class(o, (char)(lo[0] + 1), (char)(hi[0] - 1));
+        jbuf_puts(o, "[0-9]*");
+    }
+    if (hr[0] || hi_incl) {
+        jbuf_printf(o, "|%c", hi[0]);
+        frac_below(o, hr, hi_incl);
+    }
+    jbuf_putc(o, ')');
+}
+
+/* Numbers in the range [a, b] (either end strict, b NULL: unbounded), 0 <= a < b, as
+ * integer digits ai/bi and fraction digits af/bf of the bounds' shortest forms. */
+static void nonneg_range(jbuf *o, const char *ai, const char *af, bool a_incl, const char *bi,
+                         const char *bf, bool b_incl) {
+    char lo_int[ND], top[ND];
+    if (!bi) {
+        /* up to the next power of ten, then every longer integer part */
+        size_t d = strlen(ai);
+        top[0] = '1';
+        memset(top + 1, '0', d);
+        top[d + 1] = 0;
+        jbuf_puts(o, "(?:");
+        nonneg_range(o, ai, af, a_incl, top, "", false);
+        jbuf_printf(o, "|[1-9][0-9]{%zu,}(?:\\.[0-9]+)?)", d);
+        return;
+    }
     jbuf_puts(o, "(?:");
-    bool any = false;
-    size_t m = o->len;
-    if (l0 == h0) {
-        jbuf_putc(o, l0);
-        if (frac(o, lr, lo_x, hr, hi_x, false)) any = true;
-        else truncate_to(o, m);
-    } else {
-        jbuf_putc(o, l0);
-        if (!lo) jbuf_puts(o, "[0-9]*");
-        if (!lo || frac(o, lr, lo_x, NULL, false, false)) any = true;
-        else truncate_to(o, m);
-        if (l0 + 1 <= h0 - 1) {
-            if (any) jbuf_putc(o, '|');
-            put_digit_class(o, (char)(l0 + 1), (char)(h0 - 1));
-            jbuf_puts(o, "[0-9]*");
-            any = true;
+    if (!strcmp(ai, bi)) {
+        char lf[ND], rf[ND];
+        size_t n = strlen(af) > strlen(bf) ? strlen(af) : strlen(bf);
+        snprintf(lf, sizeof lf, "%-*s", (int)n, af);
+        snprintf(rf, sizeof rf, "%-*s", (int)n, bf);
+        for (size_t k = 0; k < n; k++) {
+            if (lf[k] == ' ') lf[k] = '0';
+            if (rf[k] == ' ') rf[k] = '0';
         }
-        m = o->len;
+        jbuf_printf(o, "%s(?:\\.", ai);
+        frac_between(o, lf, rf, a_incl, b_incl);
+        jbuf_puts(o, all_zero(lf) ? ")?)" : "))");
+        return;
+    }
+    bool any = false;
+    snprintf(lo_int, sizeof lo_int, "%s", ai);
+    if (af[0] || !a_incl) {
+        jbuf_printf(o, "%s\\.", ai);
+        frac_above(o, af, a_incl);
+        inc_digits(lo_int);
+        any = true;
+    }
+    if (cmp_digits(bi, lo_int) > 0) {
+        char hi_int[ND];
+        snprintf(hi_int, sizeof hi_int, "%s", bi);
+        dec_digits(hi_int);
         if (any) jbuf_putc(o, '|');
-        jbuf_putc(o, h0);
-        if (!hi) jbuf_puts(o, "[0-9]*");
-        if (!hi || frac(o, NULL, false, hr, hi_x, false)) any = true;
-        else truncate_to(o, m);
+        int_range(o, lo_int, hi_int);
+        jbuf_puts(o, "(?:\\.[0-9]+)?");
+        any = true;
     }
-    if (!any) {
-        truncate_to(o, mark);
-        return empty_ok;
-    }
-    jbuf_putc(o, ')');
-    if (empty_ok) jbuf_putc(o, '?');
-    return true;
-}
-
-/* Integer digits I followed by the fraction options that keep I.t between lo and hi
- * (fraction digit bounds as in frac). False, writing nothing, when there is none. */
-static bool int_frac(jbuf *o, const char *ip, const char *lo, bool lo_x, const char *hi,
-                     bool hi_x) {
-    bool zero_ok = (!lo || (all_zero(lo) && !lo_x)) && (!hi || !all_zero(hi) || !hi_x);
-    size_t mark = o->len;
-    jbuf_puts(o, ip);
-    size_t m = o->len;
-    jbuf_puts(o, "(?:\\.");
-    bool has = frac(o, lo, lo_x, hi, hi_x, true);
-    jbuf_putc(o, ')');
-    if (!has) {
-        truncate_to(o, zero_ok ? m : mark);
-        return zero_ok;
-    }
-    if (zero_ok) jbuf_putc(o, '?');
-    return true;
-}
-
-/* Decimals x >= 0 (no exponent) with a <= x (a_x: <) and x <= b (b_x: <; bi NULL:
- * unbounded); integer and fraction digits as split_decimal gives. False when none. */
-static bool dec_range(jbuf *o, const char *ai, const char *af, bool a_x, const char *bi,
-                      const char *bf, bool b_x) {
-    if (bi) {
-        int c = cmp_digits(ai, bi);
-        if (c == 0) c = strcmp(af, bf) < 0 ? -1 : strcmp(af, bf) > 0;
-        if (c > 0 || (c == 0 && (a_x || b_x))) return false;
-    }
-    size_t mark = o->len;
-    jbuf_puts(o, "(?:");
-    bool any = false;
-    if (bi && strcmp(ai, bi) == 0) {
-        any = int_frac(o, ai, af, a_x, bf, b_x);
-    } else {
-        any = int_frac(o, ai, af, a_x, NULL, false);
-        char mid_lo[ND], mid_hi[ND];
-        snprintf(mid_lo, sizeof mid_lo, "%s", ai);
-        inc_digits(mid_lo);
-        bool mid = true;
-        if (bi) {
-            snprintf(mid_hi, sizeof mid_hi, "%s", bi);
-            if (strcmp(bi, "0") == 0) mid = false;
-            else dec_digits(mid_hi);
-            if (mid && cmp_digits(mid_lo, mid_hi) > 0) mid = false;
-        }
-        if (mid) {
-            if (any) jbuf_putc(o, '|');
-            int_range(o, mid_lo, bi ? mid_hi : NULL);
-            jbuf_puts(o, "(?:\\.[0-9]+)?");
-            any = true;
-        }
-        if (bi) {
-            size_t m = o->len;
-            if (any) jbuf_putc(o, '|');
-            if (int_frac(o, bi, NULL, false, bf, b_x)) any = true;
-            else truncate_to(o, m);
-        }
-    }
-    if (!any) {
-        truncate_to(o, mark);
-        return false;
+    if (bf[0]) {
+        if (any) jbuf_putc(o, '|');
+        jbuf_printf(o, "%s(?:\\.", bi);
+        frac_below(o, bf, b_incl);
+        jbuf_puts(o, ")?");
+    } else if (b_incl) {
+        if (any) jbuf_putc(o, '|');
+        jbuf_printf(o, "%s(?:\\.0+)?", bi);
     }
     jbuf_putc(o, ')');
-    return true;
 }
 
 static og_status *unsatisfiable(const json_bounds *b, const char *where) {
@@ -356,47 +363,39 @@ og_status *json_re_number(jbuf *out, const json_bounds *b, const char *where) {
         jbuf_puts(out, NUM_RE);
         return out->oom ? og_oom() : NULL;
     }
+    bool lo_incl = !b->min_excl, hi_incl = !b->max_excl;
     if (b->has_min && b->has_max &&
-        (b->min > b->max || (b->min == b->max && (b->min_excl || b->max_excl))))
+        (b->min > b->max || (b->min == b->max && !(lo_incl && hi_incl))))
         return unsatisfiable(b, where);
-    char zi[] = "0", zf[] = "";
+    char li[ND], lf[ND], hi_[ND], hf[ND];
+    if (b->has_min) split_decimal(b->min, li, lf);
+    if (b->has_max) split_decimal(b->max, hi_, hf);
+    if (b->has_min && b->has_max && b->min == b->max) {
+        /* the one value, as its shortest decimal */
+        jbuf_printf(out, "(?:%s%s%s%s)", b->min < 0 ? "-" : "", li, lf[0] ? "\\." : "", lf);
+        return out->oom ? og_oom() : NULL;
+    }
+    bool lo_neg = b->has_min && b->min < 0, hi_neg = b->has_max && b->max < 0;
     jbuf_puts(out, "(?:");
-    bool any = false;
-    /* x >= 0 */
-    if (!b->has_max || b->max >= 0) {
-        const char *ai = zi, *af = zf;
-        bool ax = false;
-        char bi_[ND], bf_[ND], ai_[ND], af_[ND];
-        if (b->has_min && b->min >= 0) {
-            split_decimal(b->min, ai_, af_);
-            ai = ai_;
-            af = af_;
-            ax = b->min_excl;
-        }
-        if (b->has_max) split_decimal(b->max, bi_, bf_);
-        if (dec_range(out, ai, af, ax, b->has_max ? bi_ : NULL, b->has_max ? bf_ : NULL,
-                      b->max_excl))
-            any = true;
-    }
-    /* x = -y, y > 0 */
-    if (!b->has_min || b->min < 0) {
-        char ai_[ND] = "0", af_[ND] = "", bi_[ND], bf_[ND];
-        bool ax = true;
-        if (b->has_max && b->max < 0) {
-            split_decimal(b->max, ai_, af_);
-            ax = b->max_excl;
-        }
-        if (b->has_min) split_decimal(b->min, bi_, bf_);
-        size_t m = out->len;
-        if (any) jbuf_putc(out, '|');
+    if (hi_neg) {
+        /* all negative: the magnitudes between -max and -min */
         jbuf_putc(out, '-');
-        if (dec_range(out, ai_, af_, ax, b->has_min ? bi_ : NULL, b->has_min ? bf_ : NULL,
-                      b->min_excl))
-            any = true;
-        else
-            truncate_to(out, m);
+        nonneg_range(out, hi_, hf, hi_incl, b->has_min ? li : NULL, lf, lo_incl);
+    } else {
+        bool neg_part = !b->has_min || lo_neg;
+        if (neg_part) { /* negatives: magnitudes above 0 (strictly) up to -min */
+            jbuf_putc(out, '-');
+            nonneg_range(out, "0", "", false, lo_neg ? li : NULL, lf, lo_incl);
+        }
+        if (!b->has_max || b->max > 0 || hi_incl) {
+            if (neg_part) jbuf_putc(out, '|');
+            const char *ai = lo_neg || !b->has_min ? "0" : li;
+            const char *af = lo_neg || !b->has_min ? "" : lf;
+            bool a_incl = lo_neg || !b->has_min ? true : lo_incl;
+            if (b->has_max && b->max == 0) jbuf_puts(out, "0");
+            else nonneg_range(out, ai, af, a_incl, b->has_max ? hi_ : NULL, hf, hi_incl);
+        }
     }
-    if (!any) return unsatisfiable(b, where);
     jbuf_putc(out, ')');
     return out->oom ? og_oom() : NULL;
 }
