@@ -80,7 +80,14 @@ typedef struct lk {
     size_t n_ignores, cap_ignores;
     ldef **queue; /* rules whose bodies are yet to compile */
     size_t n_queue, cap_queue;
+    /* Per lexeme id, once looked at: whether it matches the empty string (LK_EMPTY_*),
+     * and then the optional nonterminal that stands for it in rules. */
+    uint8_t *empty;
+    gsym *empty_nt;
+    size_t cap_empty;
 } lk;
+
+enum { LK_EMPTY_UNKNOWN, LK_EMPTY_NO, LK_EMPTY_ALSO, LK_EMPTY_ONLY };
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
@@ -1008,6 +1015,68 @@ static og_status *term_lexeme(lk *p, ldef *d, int *id) {
     return NULL;
 }
 
+/* ---- lexemes that match the empty string -------------------------------------------
+ * The matcher reads a lexeme as one or more bytes, so a regex or terminal that also
+ * matches the empty string (/[a-z]*\/, A: "a"?) is split: the lexeme loses the empty
+ * string (glex_exclude) and its place in rules becomes an optional nonterminal; one that
+ * matches only the empty string takes no place at all. Shared ids share the split. */
+
+static og_status *classify_empty(lk *p, int id) {
+    size_t need = (size_t)id + 1;
+    size_t old = p->cap_empty;
+    if (need > old) {
+        size_t cap = old ? old : 64;
+        while (cap < need) cap *= 2;
+        uint8_t *e = realloc(p->empty, cap);
+        if (!e) return og_oom();
+        p->empty = e;
+        gsym *g = realloc(p->empty_nt, cap * sizeof *g);
+        if (!g) return og_oom();
+        p->empty_nt = g;
+        memset(p->empty + old, LK_EMPTY_UNKNOWN, cap - old);
+        p->cap_empty = cap;
+    }
+    if (p->empty[id] != LK_EMPTY_UNKNOWN) return NULL;
+    size_t words = glex_words(p->lex);
+    uint64_t *only = calloc(words, sizeof *only);
+    if (!only) return og_oom();
+    only[id / 64] = (uint64_t)1 << (id % 64);
+    og_status *st = NULL;
+    uint32_t s0 = glex_start(p->lex, only);
+    if (s0 == GLEX_FAILED) {
+        st = glex_error(p->lex);
+    } else {
+        const uint64_t *acc = glex_accepts(p->lex, s0);
+        p->empty[id] = acc && (acc[id / 64] >> (id % 64) & 1) ? LK_EMPTY_ALSO : LK_EMPTY_NO;
+    }
+    if (!st && p->empty[id] == LK_EMPTY_ALSO) {
+        st = glex_exclude(p->lex, id, (const uint8_t *)"", 0);
+        uint32_t s1 = st ? GLEX_FAILED : glex_start(p->lex, only);
+        if (!st && s1 == GLEX_FAILED) st = glex_error(p->lex);
+        if (!st && !glex_can_extend(p->lex, s1)) p->empty[id] = LK_EMPTY_ONLY;
+    }
+    free(only);
+    if (!st && p->empty[id] == LK_EMPTY_ALSO) {
+        /* X -> empty | the lexeme */
+        char name[96];
+        snprintf(name, sizeof name, "%.80s (or nothing)", glex_describe(p->lex, id));
+        gsym lx = GSYM_LEX(id);
+        st = gcfg_nonterminal(p->cfg, name, &p->empty_nt[id]);
+        if (!st) st = gcfg_add_rule(p->cfg, p->empty_nt[id], NULL, 0);
+        if (!st) st = gcfg_add_rule(p->cfg, p->empty_nt[id], &lx, 1);
+    }
+    return st;
+}
+
+/* The symbol standing for lexeme `id` in a rule (see above); *has is false when it
+ * matches only the empty string. */
+static og_status *lexeme_sym(lk *p, int id, bool *has, gsym *out) {
+    OG_TRY(classify_empty(p, id));
+    *has = p->empty[id] != LK_EMPTY_ONLY;
+    *out = p->empty[id] == LK_EMPTY_ALSO ? p->empty_nt[id] : GSYM_LEX(id);
+    return NULL;
+}
+
 /* ---- rules: nonterminals ------------------------------------------------------------ */
 
 typedef struct symvec {
@@ -1075,7 +1144,7 @@ static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gs
             free(b.p);
             OG_TRY(lk_wrap(p, n->off, st));
         }
-        break;
+        return lexeme_sym(p, id, has, out);
     case LN_RANGE: {
         sbuf b = {0};
         put_range(&b, n->lo, n->hi);
@@ -1095,7 +1164,7 @@ static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gs
         }
         if (!d->terminal) return rule_nt(p, d, out);
         OG_TRY(term_lexeme(p, d, &id));
-        break;
+        return lexeme_sym(p, id, has, out);
     }
     case LN_JSON: {
         int line, col;
@@ -1208,7 +1277,9 @@ static og_status *compile(lk *p) {
         if (!st) st = lk_wrap(p, p->ignores[i]->off, glex_add_regex(p->lex, b.p, b.len, "%ignore", &id));
         free(b.p);
         OG_TRY(st);
-        OG_TRY(gcfg_add_ignore(p->cfg, id));
+        /* skipping nothing is no skip: only the non-empty strings are ignored */
+        OG_TRY(classify_empty(p, id));
+        if (p->empty[id] != LK_EMPTY_ONLY) OG_TRY(gcfg_add_ignore(p->cfg, id));
     }
     return gcfg_set_start(p->cfg, s);
 }
@@ -1229,5 +1300,7 @@ og_status *guide_front_lark(const char *src, size_t len, glex *lex, gcfg *cfg) {
     free(p.sorted);
     free(p.ignores);
     free(p.queue);
+    free(p.empty);
+    free(p.empty_nt);
     return st;
 }

@@ -94,6 +94,13 @@ CASES = [
      '  "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}',
      ["hi there", '{"ok":true}', '{"ok":1}', "{", "x\ny"]),
     ('start: "a" b "c"\nb: %json {"enum": ["p", 2]}', ['a"p"c', "a2c", "apc", 'a"q"c']),
+    # Lexemes that match the empty string.
+    ('start: "\'" /[a-z ]*/ "\'"', ["''", "'ab c'", "'"]),
+    ('start: "a" B "c"\nB: /b*/', ["ac", "abc", "abbc", "ab"]),
+    ('start: /x*/', ["", "x", "xxx", "y"]),
+    ('start: A+ "."\nA: "a"?', [".", "a.", "aaa.", "a"]),
+    ('start: B "c"\nB: "b"* | "d"', ["c", "bbc", "dc", "bdc"]),
+    ('start: "a" /b*/ /c*/ "d"\n%ignore " "', ["ad", "a d", "abd", "a b c d", "acd"]),
     # Grammars llguidance refuses.
     ('foo: "a"', []),
     ('start: foo', []),

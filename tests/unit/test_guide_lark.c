@@ -101,6 +101,26 @@ TEST(guide_lark_repetition_is_linear) {
     unbuild(&b);
 }
 
+/* The matcher reads a lexeme as one byte or more: a regex or terminal that also matches
+ * the empty string becomes optional in rules; one that matches only it, nothing. */
+TEST(guide_lark_empty_lexemes) {
+    built b;
+    CHECK_OK(build("start: \"a\" /b*/ \"c\" E\nE: \"\"\n", &b));
+    CHECK_EQ_INT(gcfg_n_nonterminals(b.cfg), 2);
+    size_t first, count;
+    gcfg_rules_of(b.cfg, gcfg_start(b.cfg), &first, &count);
+    const gcfg_rule *r = gcfg_rule_at(b.cfg, first);
+    CHECK_EQ_INT(r->len, 3);
+    CHECK(!GSYM_IS_LEX(r->rhs[1]));
+    CHECK(gcfg_nullable(b.cfg, r->rhs[1]));
+    gcfg_rules_of(b.cfg, r->rhs[1], &first, &count);
+    CHECK_EQ_INT(count, 2);
+    CHECK_EQ_INT(gcfg_rule_at(b.cfg, first)->len, 0);
+    CHECK_EQ_INT(gcfg_rule_at(b.cfg, first + 1)->len, 1);
+    CHECK(GSYM_IS_LEX(gcfg_rule_at(b.cfg, first + 1)->rhs[0]));
+    unbuild(&b);
+}
+
 /* What start does not reach is never compiled (as llguidance: an unused rule may name
  * something undefined). */
 TEST(guide_lark_unreachable_not_compiled) {
