@@ -27,6 +27,16 @@ og_status *guide_vocab_new(size_t n_tokens, const uint8_t *const *bytes, const u
                            const bool *excluded, guide_vocab **out);
 void guide_vocab_free(guide_vocab *v);
 size_t guide_vocab_size(const guide_vocab *v);
+/* The tokenizer's own encoding of bytes (no special tokens added): *ids malloc'ed, *n of
+ * them, freed by the caller. */
+typedef og_status *(*guide_tokenize_fn)(void *ctx, const uint8_t *bytes, size_t len,
+                                        int32_t **ids, size_t *n);
+/* Optional, as llguidance does: where the grammar forces the next bytes (one way on),
+ * a mask allows only the first token of the tokenizer's encoding of them (the last token
+ * of that encoding left out unless the output must end there, since it could still merge
+ * with what follows); without it, every token the language allows. `ctx` must outlive
+ * the vocabulary. Call before the first grammar is compiled against it. */
+void guide_vocab_set_tokenize(guide_vocab *v, guide_tokenize_fn fn, void *ctx);
 /* Words of a token mask: bit (id % 32) of word (id / 32) is token id. */
 static inline size_t guide_mask_words(size_t n_tokens) { return (n_tokens + 31) / 32; }
 

@@ -52,7 +52,13 @@ static og_status *start_state(guide_matcher *m, uint32_t *out) {
     uint32_t *slot = gearley_slot(m->p);
     if (*slot == UINT32_MAX) {
         size_t w = gearley_words(m->g->tab);
-        const uint64_t *ex = gearley_expected(m->p), *ign = gcfg_ignore_set(m->g->cfg);
+        /* Ignored lexemes only between lexemes, as llguidance: not before the first, and
+         * not where the parser expects nothing more. */
+        const uint64_t *ex = gearley_expected(m->p);
+        bool more = false;
+        for (size_t i = 0; i < w; i++) more |= ex[i] != 0;
+        const uint64_t *ign =
+            more && gearley_depth(m->p) > 1 ? gcfg_ignore_set(m->g->cfg) : NULL;
         for (size_t i = 0; i < w; i++) m->allowed[i] = ex[i] | (ign ? ign[i] : 0);
         uint32_t s = glex_start(m->g->lex, m->allowed);
         if (s == GLEX_FAILED) return lex_failed(m);
@@ -69,14 +75,30 @@ static og_status *end_lexeme(guide_matcher *m, uint32_t state) {
     return gearley_scan(m->p, glex_accepts(m->g->lex, state), &pushed);
 }
 
-/* The first byte of a lexeme after a lexeme end: it may not end another. */
+/* Empty lexemes in a row that one byte may end (a lexeme that matches the empty string
+ * ends before a byte it cannot take, as any other; this bounds the chain). */
+#define GUIDE_EMPTY_LEXEMES_MAX 8
+
+/* The first byte of a lexeme after a lexeme end. Where the byte cannot start one but the
+ * start state accepts (a lexeme that may be empty), that empty lexeme is scanned and the
+ * byte tried after it. */
 static og_status *restart_next(guide_matcher *m, uint8_t byte, uint32_t *out) {
-    uint32_t s0;
-    OG_TRY(start_state(m, &s0));
-    uint32_t nx = glex_next(m->g->lex, s0, byte);
-    if (nx == GLEX_FAILED) return lex_failed(m);
-    *out = nx;
-    return NULL;
+    for (int k = 0;; k++) {
+        uint32_t s0;
+        OG_TRY(start_state(m, &s0));
+        uint32_t nx = glex_next(m->g->lex, s0, byte);
+        if (nx == GLEX_FAILED) return lex_failed(m);
+        if (nx != GLEX_DEAD || !glex_accepts(m->g->lex, s0) || k == GUIDE_EMPTY_LEXEMES_MAX) {
+            *out = nx;
+            return NULL;
+        }
+        size_t d = gearley_depth(m->p);
+        OG_TRY(end_lexeme(m, s0));
+        if (gearley_depth(m->p) == d) { /* an empty ignored lexeme: nothing changes */
+            *out = GLEX_DEAD;
+            return NULL;
+        }
+    }
 }
 
 /* One byte from lexer state `cur` with the parser at its top: *out is the new lexer
@@ -107,6 +129,80 @@ static og_status *is_accepting(guide_matcher *m, bool *out) {
     *out = !st && gearley_complete(m->p);
     gearley_pop_to(m->p, d);
     return st;
+}
+
+/* The bytes every continuation begins with (at most GUIDE_FORCED_MAX), found one byte
+ * at a time while exactly one byte can follow and the output cannot end; *ends: after
+ * them the output is complete and nothing can follow. The state is as before after. */
+#define GUIDE_FORCED_MAX 64
+static og_status *forced_bytes(guide_matcher *m, uint8_t *buf, size_t *len, bool *ends) {
+    glex *lex = m->g->lex;
+    size_t depth0 = gearley_depth(m->p);
+    uint32_t cur = m->lex;
+    bool pending = m->pending;
+    og_status *st = NULL;
+    *len = 0;
+    *ends = false;
+    while (!st && *len < GUIDE_FORCED_MAX) {
+        int count = 0, only = -1;
+        for (int b = 0; b < 256 && count < 2; b++) {
+            uint32_t nx = glex_next(lex, cur, (uint8_t)b);
+            if (nx == GLEX_FAILED) st = lex_failed(m);
+            if (nx != GLEX_DEAD) count++, only = b;
+        }
+        if (st) break;
+        bool complete = !pending && gearley_complete(m->p);
+        if (count < 2 && glex_accepts(lex, cur)) {
+            size_t d = gearley_depth(m->p);
+            st = end_lexeme(m, cur);
+            if (!st) complete = complete || gearley_complete(m->p);
+            size_t d2 = gearley_depth(m->p);
+            for (int b = 0; !st && b < 256 && count < 2; b++) {
+                if (glex_next(lex, cur, (uint8_t)b) != GLEX_DEAD) continue;
+                uint32_t nx;
+                st = restart_next(m, (uint8_t)b, &nx);
+                gearley_pop_to(m->p, d2);
+                if (!st && nx != GLEX_DEAD) count++, only = b;
+            }
+            gearley_pop_to(m->p, d);
+            if (st) break;
+        }
+        if (!count) *ends = complete;
+        if (count != 1 || complete) break;
+        st = step(m, cur, (uint8_t)only, &cur);
+        pending = true;
+        buf[(*len)++] = (uint8_t)only;
+    }
+    gearley_pop_to(m->p, depth0);
+    return st;
+}
+
+/* llguidance's rule where bytes are forced (guide_vocab_set_tokenize): *forced is set
+ * when the mask is the one token written. */
+static og_status *forced_mask(guide_matcher *m, uint32_t *mask, bool *forced) {
+    const guide_vocab *v = m->g->vocab;
+    *forced = false;
+    if (!v->tokenize) return NULL;
+    uint8_t buf[GUIDE_FORCED_MAX];
+    size_t len;
+    bool ends;
+    OG_TRY(forced_bytes(m, buf, &len, &ends));
+    if (!len) return NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    og_status *st = v->tokenize(v->tokenize_ctx, buf, len, &ids, &n);
+    if (st) { /* bytes the tokenizer cannot encode alone: no forcing */
+        og_status_free(st);
+        return NULL;
+    }
+    if (!ends && n) n--;
+    if (n && ids[0] >= 0 && (size_t)ids[0] < v->n) {
+        memset(mask, 0, guide_mask_words(v->n) * sizeof *mask);
+        mask[ids[0] >> 5] |= 1u << (ids[0] & 31);
+        *forced = true;
+    }
+    free(ids);
+    return NULL;
 }
 
 /* ---- the per-state cache ------------------------------------------------------------ */
@@ -253,6 +349,9 @@ static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
     size_t words = guide_mask_words(v->n);
     bool accepting = m->stopped;
     if (!m->stopped) {
+        bool forced;
+        OG_TRY(forced_mask(m, mask, &forced));
+        if (forced) return NULL;
         const gcache *c = NULL;
         OG_TRY(cache_get(m, m->lex, &c));
         memcpy(mask, c->bits, words * sizeof *mask);

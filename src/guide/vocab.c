@@ -120,3 +120,8 @@ void guide_vocab_free(guide_vocab *v) {
 }
 
 size_t guide_vocab_size(const guide_vocab *v) { return v ? v->n : 0; }
+
+void guide_vocab_set_tokenize(guide_vocab *v, guide_tokenize_fn fn, void *ctx) {
+    v->tokenize = fn;
+    v->tokenize_ctx = ctx;
+}

@@ -24,6 +24,8 @@ struct guide_vocab {
     size_t n_nodes;
     uint32_t *toks;    /* token ids in trie preorder */
     uint32_t max_len;  /* the longest token in the trie (its depth) */
+    guide_tokenize_fn tokenize; /* optional (guide_vocab_set_tokenize) */
+    void *tokenize_ctx;
 };
 
 /* Longest token the trie takes, in bytes (depth is 16-bit). */

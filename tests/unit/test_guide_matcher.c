@@ -435,11 +435,12 @@ TEST(guide_matcher_json_like) {
     CHECK_OK(guide_matcher_mask(m, mask));
     /* At the start: a value's first lexeme (blanks too), never the excluded "x" or the
      * empty token, no stop. */
-    const char *yes0[] = {"[", "{", "1", "-", "\"", "t", "true", "tr", "12", "[1", " ", "\n",
-                          " [", "[[", "[]", "{}", "{\"", "\"a\"", "1 ", " 1", "1.", "-1", "\"\""};
-    /* A number or true ends the top value: no "," "]" "}" after it. */
+    const char *yes0[] = {"[", "{", "1", "-", "\"", "t", "true", "tr", "12", "[1", "[[", "[]",
+                          "{}", "{\"", "\"a\"", "1.", "-1", "\"\""};
+    /* A number or true ends the top value: no "," "]" "}" after it, nor blanks, which
+     * come only between lexemes (as llguidance: not first, not where nothing follows). */
     const char *no0[] = {"]", "}", ",", ":", "x", "", "ue", "a", ".5", "e,", "],", "1,", "1]",
-                         "true]", "1}"};
+                         "true]", "1}", " ", "\n", " [", " 1", "1 "};
     for (size_t i = 0; i < sizeof yes0 / sizeof *yes0; i++) {
         if (!bit(mask, (size_t)tok_id(yes0[i]))) test_fail(__FILE__, __LINE__, "'%s' refused", yes0[i]);
     }
@@ -462,22 +463,25 @@ TEST(guide_matcher_json_like) {
     CHECK_ERR(guide_matcher_consume(m, hv.stop), OG_ERR_INVALID_ARGUMENT, "not complete");
     CHECK_ERR(guide_matcher_consume(m, tok_id("x")), OG_ERR_INVALID_ARGUMENT, "special");
     CHECK_ERR(guide_matcher_consume(m, tok_id("")), OG_ERR_INVALID_ARGUMENT, "no bytes");
-    CHECK_OK(guide_matcher_consume(m, tok_id("1]")));
-    /* "[121]": complete; blanks may still follow, so not stopped. */
-    CHECK(guide_matcher_accepting(m));
-    CHECK(!guide_matcher_stopped(m));
+    CHECK_OK(guide_matcher_consume(m, tok_id("1 ")));
     CHECK_OK(guide_matcher_mask(m, mask));
-    CHECK(bit(mask, (size_t)hv.stop) && bit(mask, (size_t)tok_id(" ")) &&
-          !bit(mask, (size_t)tok_id(",")));
-    CHECK_OK(guide_matcher_consume(m, tok_id(" ")));
+    CHECK(bit(mask, (size_t)tok_id(" ")) && bit(mask, (size_t)tok_id("\n]")) &&
+          !bit(mask, (size_t)tok_id("1")) && !bit(mask, (size_t)hv.stop));
+    CHECK_OK(guide_matcher_consume(m, tok_id("]")));
+    /* "[121 ]": complete, and nothing may follow: only the stop id. */
     CHECK(guide_matcher_accepting(m));
-    CHECK_OK(guide_matcher_consume(m, hv.stop));
     CHECK(guide_matcher_stopped(m));
     CHECK_OK(guide_matcher_mask(m, mask));
     for (size_t i = 0; i < hv.n; i++) CHECK_EQ_INT(bit(mask, i), (int32_t)i == hv.stop);
-    CHECK_OK(guide_matcher_rollback(m, 2));
-    CHECK(!guide_matcher_stopped(m));
-    CHECK_ERR(guide_matcher_rollback(m, 4), OG_ERR_INVALID_ARGUMENT, "only 3");
+    CHECK_OK(guide_matcher_consume(m, hv.stop));
+    CHECK(guide_matcher_stopped(m));
+    CHECK_ERR(guide_matcher_consume(m, tok_id("1")), OG_ERR_INVALID_ARGUMENT, "ended");
+    CHECK_OK(guide_matcher_mask(m, mask));
+    for (size_t i = 0; i < hv.n; i++) CHECK_EQ_INT(bit(mask, i), (int32_t)i == hv.stop);
+    CHECK_OK(guide_matcher_rollback(m, 3));
+    CHECK_EQ_INT(guide_matcher_consumed(m), 2);
+    CHECK(!guide_matcher_accepting(m));
+    CHECK_ERR(guide_matcher_rollback(m, 4), OG_ERR_INVALID_ARGUMENT, "only 2");
     guide_matcher_free(m);
 
     int steps = walk_against_reference(g, &hv, 40, 30, 0x9e3779b97f4a7c15ull, json_toks);
@@ -574,4 +578,76 @@ TEST(guide_kind_names) {
     CHECK_EQ_INT(k, GUIDE_JSON_OBJECT);
     CHECK(!strcmp(guide_kind_name(GUIDE_REGEX), "regex"));
     CHECK_ERR(guide_kind_parse("grammar", &k), OG_ERR_INVALID_ARGUMENT, "json_schema, json_object");
+}
+
+/* A longest-match tokenizer over a hand vocabulary (ctx: the tokens, NULL-terminated). */
+static og_status *longest_match(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
+                                size_t *n) {
+    const char *const *toks = ctx;
+    *ids = malloc((len ? len : 1) * sizeof **ids);
+    if (!*ids) return og_oom();
+    *n = 0;
+    for (size_t at = 0; at < len;) {
+        int best = -1;
+        size_t best_len = 0;
+        for (int t = 0; toks[t]; t++) {
+            size_t l = strlen(toks[t]);
+            if (l > best_len && l <= len - at && !memcmp(toks[t], bytes + at, l)) best = t, best_len = l;
+        }
+        if (best < 0) {
+            free(*ids);
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "no token for byte %zu", at);
+        }
+        (*ids)[(*n)++] = best;
+        at += best_len;
+    }
+    return NULL;
+}
+
+static const char *const forced_toks[] = {"a", "b", "c", "d", "e", "f", "g", "h", "x", "y",
+                                          "ab", "abc", "def", "gh", "cd", "bc", "hx", NULL};
+
+TEST(guide_matcher_forced_bytes) {
+    /* With the tokenizer set, forced bytes allow only the first token of their encoding:
+     * "abcdefgh" then x or y forces "abcdefgh" = abc def gh (gh dropped: it could merge
+     * with what follows, as "hx" does), so only "abc". */
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    glex_free(lex);
+    hand_vocab hv;
+    CHECK_OK(vocab_of(forced_toks, 17, -1, &hv));
+    guide_vocab_set_tokenize(hv.v, longest_match, (void *)forced_toks);
+    guide_grammar *g;
+    const char re[] = "abcdefgh(x|y)|abcdefghy";
+    CHECK_OK(guide_grammar_compile(GUIDE_REGEX, re, strlen(re), hv.v, &g));
+    guide_matcher *m;
+    CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
+    uint32_t mask[1];
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK_EQ_INT(mask[0], 1u << 11); /* abc */
+    /* The language still takes other tokens (as llguidance's consume does). */
+    CHECK_OK(guide_matcher_consume(m, 0)); /* a */
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK_EQ_INT(mask[0], 1u << 15); /* bc (def gh follow) */
+    CHECK_OK(guide_matcher_consume(m, 15));
+    CHECK_OK(guide_matcher_consume(m, 12)); /* def */
+    CHECK_OK(guide_matcher_mask(m, mask));
+    /* "gh" then x or y: "gh" is the last token of the encoding, so nothing is forced. */
+    CHECK_EQ_INT(mask[0], (1u << 6) | (1u << 13));
+    CHECK_OK(guide_matcher_consume(m, 13)); /* gh */
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK_EQ_INT(mask[0], (1u << 8) | (1u << 9));
+    CHECK_OK(guide_matcher_consume(m, 8)); /* x: complete, nothing can follow */
+    CHECK(guide_matcher_stopped(m));
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+
+    /* A forced end keeps the last token: "ab" then the end is the token "ab". */
+    CHECK_OK(guide_grammar_compile(GUIDE_REGEX, "ab", 2, hv.v, &g));
+    CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK_EQ_INT(mask[0], 1u << 10);
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
 }
