@@ -5,7 +5,9 @@
 #include "testing.h"
 
 #include "base/status.h"
+#include "genai/guidance.h"
 
+#include <pthread.h>
 #include <regex.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -286,5 +288,64 @@ TEST(guidance_json_object_prefix) {
     size_t k = strspn(text, " \t\n\r");
     CHECK(text[k] == '{');
     og_generator_destroy(g);
+    og_model_close(m);
+}
+
+/* ---- the model's grammar cache (genai/guidance.h) ---- */
+
+typedef struct compile_job {
+    og_model *m;
+    guide_grammar *g;
+    og_status *st;
+} compile_job;
+
+static void *compile_thread(void *arg) {
+    compile_job *j = arg;
+    j->st = gen_guidance_grammar(j->m, GUIDE_REGEX, "(ab)+c[0-9]*", &j->g);
+    return NULL;
+}
+
+TEST(guidance_grammar_cache) {
+    OPEN(m);
+    guide_grammar *a, *b, *c;
+    CHECK_OK(gen_guidance_grammar(m, GUIDE_REGEX, "a+", &a));
+    CHECK_OK(gen_guidance_grammar(m, GUIDE_REGEX, "a+", &b));
+    CHECK(a == b); /* compiled once */
+    CHECK_OK(gen_guidance_grammar(m, GUIDE_LARK, "start: \"a\"+", &c));
+    CHECK(c != a);
+    guide_grammar_unref(b);
+    guide_grammar_unref(c);
+    /* threads asking at once all get the one grammar the cache keeps */
+    compile_job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (compile_job){.m = m};
+        CHECK(pthread_create(&th[i], NULL, compile_thread, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) CHECK_OK(jobs[i].st);
+    for (int i = 1; i < 4; i++) CHECK(jobs[i].g == jobs[0].g);
+    for (int i = 0; i < 4; i++) guide_grammar_unref(jobs[i].g);
+    /* bounded: after 64 other texts "a+" was dropped and compiles anew; the reference
+     * held meanwhile stays good */
+    for (int i = 0; i < 70; i++) {
+        char re[32];
+        snprintf(re, sizeof re, "x{%d}", i + 1);
+        CHECK_OK(gen_guidance_grammar(m, GUIDE_REGEX, re, &b));
+        guide_grammar_unref(b);
+    }
+    CHECK_OK(gen_guidance_grammar(m, GUIDE_REGEX, "a+", &b));
+    CHECK(b != a);
+    guide_matcher *mt;
+    CHECK_OK(guide_matcher_new(a, NULL, 0, &mt));
+    CHECK_OK(guide_matcher_consume(mt, 64)); /* 'a' */
+    CHECK(guide_matcher_accepting(mt));
+    guide_matcher_free(mt);
+    guide_grammar_unref(a);
+    guide_grammar_unref(b);
+    /* the vocabulary: the model's logits width, EOS excluded */
+    const guide_vocab *v;
+    CHECK_OK(gen_guidance_vocab(m, &v));
+    CHECK_EQ_INT(guide_vocab_size(v), 1000);
     og_model_close(m);
 }
