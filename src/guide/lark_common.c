@@ -25,9 +25,9 @@ static const lark_common_term terms[] = {
     {"SIGNED_FLOAT", "[+-]?" FLOAT_RE},
     {"NUMBER", NUMBER_RE},
     {"SIGNED_NUMBER", "[+-]?" NUMBER_RE},
-    /* A quoted string whose backslashes each escape the next character: the string ends
-     * at the first quote not escaped. */
-    {"ESCAPED_STRING", "\"(?:[^\"\\\\]|\\\\(?s:.))*\""},
+    /* A quoted string whose backslashes each escape the next character but a newline:
+     * the string ends at the first quote not escaped. */
+    {"ESCAPED_STRING", "\"(?:[^\"\\\\]|\\\\.)*\""},
     {"LCASE_LETTER", "[a-z]"},
     {"UCASE_LETTER", "[A-Z]"},
     {"LETTER", "[a-zA-Z]"},
