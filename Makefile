@@ -40,11 +40,12 @@ test-sanitize: deps
 FUZZ_SECONDS ?= 60
 FUZZ_CHAT_SECONDS ?= 30
 FUZZ_JSON_SECONDS ?= 15
+FUZZ_GUIDE_SECONDS ?= 15
 CHAT_SEEDS := $(wildcard $(SHARED)/chat-templates/templates)
 fuzz-smoke: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template \
-		fuzz_genai_config fuzz_tokenizer
+		fuzz_genai_config fuzz_tokenizer fuzz_guide
 	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
 	mkdir -p build-fuzz/corpus-chat && ./build-fuzz/fuzz/fuzz_chat_template \
@@ -54,6 +55,9 @@ fuzz-smoke: deps
 		./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_JSON_SECONDS) -rss_limit_mb=2048 \
 		-max_len=65536 -timeout=10 -artifact_prefix=build-fuzz/$$t- \
 		build-fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
+	mkdir -p build-fuzz/corpus-guide && ./build-fuzz/fuzz/fuzz_guide \
+		-max_total_time=$(FUZZ_GUIDE_SECONDS) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
+		-artifact_prefix=build-fuzz/guide- build-fuzz/corpus-guide fuzz/corpus/guide
 
 clean:
 	rm -rf build build-asan build-fuzz

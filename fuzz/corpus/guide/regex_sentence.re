@@ -1,0 +1,1 @@
+2The answer is (\d+)\.\n
