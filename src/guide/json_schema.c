@@ -862,25 +862,95 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
     return st;
 }
 
-/* The types a schema's values can have, for oneOf's disjointness (T_ALL when unsure). */
+static unsigned type_of_value(const cJSON *v) {
+    return cJSON_IsNull(v) ? T_NULL : cJSON_IsBool(v) ? T_BOOLEAN
+           : cJSON_IsNumber(v) ? T_NUMBER | T_INTEGER : cJSON_IsString(v) ? T_STRING
+           : cJSON_IsArray(v) ? T_ARRAY : T_OBJECT;
+}
+
+/* The types a schema's values can have (T_ALL when unsure); number and integer are
+ * one. */
 static unsigned value_types(jctx *c, const cJSON *s) {
     if (!cJSON_IsObject(s)) return cJSON_IsFalse(s) ? 0 : T_ALL;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type");
     const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
     unsigned m = T_ALL;
-    if (cst) {
-        m = cJSON_IsNull(cst) ? T_NULL : cJSON_IsBool(cst) ? T_BOOLEAN
-            : cJSON_IsNumber(cst) ? T_NUMBER | T_INTEGER : cJSON_IsString(cst) ? T_STRING
-            : cJSON_IsArray(cst) ? T_ARRAY : T_OBJECT;
-    } else if (t) {
+    if (t) {
         og_status *st = read_types(c, t, "", &m);
         if (st) {
             og_status_free(st);
-            return T_ALL;
+            m = T_ALL;
         }
     }
     if (m & (T_NUMBER | T_INTEGER)) m |= T_NUMBER | T_INTEGER;
+    if (cst) m &= type_of_value(cst);
+    if (cJSON_IsArray(en)) {
+        unsigned e = 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, en) e |= type_of_value(v);
+        m &= e;
+    }
     return m;
+}
+
+/* The enum or const values of s when they are all strings, booleans or null (values
+ * compared one by one: numbers are not), else NULL. */
+static const cJSON *literal_values(const cJSON *s, cJSON *one_holder) {
+    const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
+    const cJSON *list = en;
+    if (cst) {
+        one_holder->child = (cJSON *)cst;
+        list = one_holder;
+    }
+    if (!cJSON_IsArray(list) && list != one_holder) return NULL;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, list)
+        if (!(cJSON_IsString(v) || cJSON_IsBool(v) || cJSON_IsNull(v))) return NULL;
+    return list;
+}
+
+/* Whether no value satisfies both a and b, as far as llguidance proves it for oneOf
+ * (learnt from its verdicts): types apart; string/boolean/null literals apart; or, both
+ * objects only, a property one of them requires whose schemas in the two are apart (a
+ * property the other does not name takes its additionalProperties). A $ref or allOf
+ * at the top of either is not looked into. */
+static bool disjoint(jctx *c, const cJSON *a, const cJSON *b, int depth) {
+    if (cJSON_IsFalse(a) || cJSON_IsFalse(b)) return true;
+    if (!cJSON_IsObject(a) || !cJSON_IsObject(b) || depth > JSON_MAX_MERGE_DEPTH) return false;
+    static const char *const opaque[] = {"$ref", "allOf", "anyOf", "oneOf"};
+    for (size_t i = 0; i < sizeof opaque / sizeof opaque[0]; i++)
+        if (cJSON_GetObjectItemCaseSensitive(a, opaque[i]) ||
+            cJSON_GetObjectItemCaseSensitive(b, opaque[i]))
+            return false;
+    unsigned common = value_types(c, a) & value_types(c, b);
+    if (!common) return true;
+    cJSON ha = {.type = cJSON_Array}, hb = {.type = cJSON_Array};
+    const cJSON *la = literal_values(a, &ha), *lb = literal_values(b, &hb);
+    if (la && lb) {
+        const cJSON *x, *y;
+        bool meet = false;
+        cJSON_ArrayForEach(x, la) cJSON_ArrayForEach(y, lb) meet |= cJSON_Compare(x, y, true);
+        return !meet;
+    }
+    if (common != T_OBJECT) return false;
+    const cJSON *side[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(side[k], "required"), *r;
+        cJSON_ArrayForEach(r, req) {
+            if (!cJSON_IsString(r)) continue;
+            const cJSON *ps[2];
+            for (int j = 0; j < 2; j++) {
+                const cJSON *props = cJSON_GetObjectItemCaseSensitive(side[j], "properties");
+                ps[j] = cJSON_GetObjectItemCaseSensitive(props, r->valuestring);
+                if (!ps[j]) ps[j] = cJSON_GetObjectItemCaseSensitive(side[j],
+                                                                     "additionalProperties");
+            }
+            if (ps[0] && ps[1] && disjoint(c, ps[0], ps[1], depth + 1)) return true;
+        }
+    }
+    return false;
 }
 
 /* The body of schema s (a plain object: no $ref, no allOf) as rules of lhs. */
@@ -896,16 +966,13 @@ static og_status *compile_plain(jctx *c, const cJSON *s, const char *ptr, gsym l
         if (!cJSON_IsArray(list) || !list->child)
             return at_error(c, ptr, "unsatisfiable schema: %s is empty", kw);
         if (one_of) {
-            unsigned seen = 0;
-            const cJSON *e;
-            cJSON_ArrayForEach(e, list) {
-                unsigned t = value_types(c, e);
-                if (t & seen)
+            /* as anyOf when no two branches can both hold */
+            const cJSON *e, *f;
+            cJSON_ArrayForEach(e, list) for (f = e->next; f; f = f->next)
+                if (!disjoint(c, e, f, 0))
                     return at_error(c, ptr, "%s",
                                     "oneOf whose branches may overlap is not supported "
                                     "(llguidance's coerce_one_of is off)");
-                seen |= t;
-            }
         }
         /* siblings: each branch is intersected with them */
         cJSON *sib = cJSON_Duplicate(s, true);
