@@ -131,80 +131,6 @@ static og_status *is_accepting(guide_matcher *m, bool *out) {
     return st;
 }
 
-/* The bytes every continuation begins with (at most GUIDE_FORCED_MAX), found one byte
- * at a time while exactly one byte can follow and the output cannot end; *ends: after
- * them the output is complete and nothing can follow. The state is as before after. */
-#define GUIDE_FORCED_MAX 64
-static og_status *forced_bytes(guide_matcher *m, uint8_t *buf, size_t *len, bool *ends) {
-    glex *lex = m->g->lex;
-    size_t depth0 = gearley_depth(m->p);
-    uint32_t cur = m->lex;
-    bool pending = m->pending;
-    og_status *st = NULL;
-    *len = 0;
-    *ends = false;
-    while (!st && *len < GUIDE_FORCED_MAX) {
-        int count = 0, only = -1;
-        for (int b = 0; b < 256 && count < 2; b++) {
-            uint32_t nx = glex_next(lex, cur, (uint8_t)b);
-            if (nx == GLEX_FAILED) st = lex_failed(m);
-            if (nx != GLEX_DEAD) count++, only = b;
-        }
-        if (st) break;
-        bool complete = !pending && gearley_complete(m->p);
-        if (count < 2 && glex_accepts(lex, cur)) {
-            size_t d = gearley_depth(m->p);
-            st = end_lexeme(m, cur);
-            if (!st) complete = complete || gearley_complete(m->p);
-            size_t d2 = gearley_depth(m->p);
-            for (int b = 0; !st && b < 256 && count < 2; b++) {
-                if (glex_next(lex, cur, (uint8_t)b) != GLEX_DEAD) continue;
-                uint32_t nx;
-                st = restart_next(m, (uint8_t)b, &nx);
-                gearley_pop_to(m->p, d2);
-                if (!st && nx != GLEX_DEAD) count++, only = b;
-            }
-            gearley_pop_to(m->p, d);
-            if (st) break;
-        }
-        if (!count) *ends = complete;
-        if (count != 1 || complete) break;
-        st = step(m, cur, (uint8_t)only, &cur);
-        pending = true;
-        buf[(*len)++] = (uint8_t)only;
-    }
-    gearley_pop_to(m->p, depth0);
-    return st;
-}
-
-/* llguidance's rule where bytes are forced (guide_vocab_set_tokenize): *forced is set
- * when the mask is the one token written. */
-static og_status *forced_mask(guide_matcher *m, uint32_t *mask, bool *forced) {
-    const guide_vocab *v = m->g->vocab;
-    *forced = false;
-    if (!v->tokenize) return NULL;
-    uint8_t buf[GUIDE_FORCED_MAX];
-    size_t len;
-    bool ends;
-    OG_TRY(forced_bytes(m, buf, &len, &ends));
-    if (!len) return NULL;
-    int32_t *ids = NULL;
-    size_t n = 0;
-    og_status *st = v->tokenize(v->tokenize_ctx, buf, len, &ids, &n);
-    if (st) { /* bytes the tokenizer cannot encode alone: no forcing */
-        og_status_free(st);
-        return NULL;
-    }
-    if (!ends && n) n--;
-    if (n && ids[0] >= 0 && (size_t)ids[0] < v->n) {
-        memset(mask, 0, guide_mask_words(v->n) * sizeof *mask);
-        mask[ids[0] >> 5] |= 1u << (ids[0] & 31);
-        *forced = true;
-    }
-    free(ids);
-    return NULL;
-}
-
 /* ---- the per-state cache ------------------------------------------------------------ */
 
 void guide_cache_drop(guide_grammar *g) {
@@ -311,37 +237,163 @@ static og_status *cache_get(guide_matcher *m, uint32_t s, const gcache **out) {
 
 /* ---- masks -------------------------------------------------------------------------- */
 
-/* Walks trie nodes [first, its skip) with the full rule, the first byte right after a
- * lexeme end (so that byte may not end another); the parser is back at its depth after. */
-static og_status *walk_after_end(guide_matcher *m, uint32_t first, uint32_t *mask) {
+/* Walks the subtree of trie node `first`: its byte taken from lexer state `from` (or,
+ * with from == GLEX_DEAD, as the first byte after a lexeme end, which may not end
+ * another), every byte below with the full rule. The tokens reached are marked in mask,
+ * or with mask NULL counted in *found (the walk stops at the first). The parser is back
+ * at its depth after. */
+static og_status *walk_subtree(guide_matcher *m, uint32_t first, uint32_t from, uint32_t *mask,
+                               size_t *found) {
     const guide_vocab *v = m->g->vocab;
     const gtrie_node *nodes = v->nodes;
     unsigned d0 = nodes[first].depth;
     size_t depth0 = gearley_depth(m->p);
     uint32_t nx = GLEX_DEAD;
-    OG_TRY(restart_next(m, nodes[first].byte, &nx));
-    if (nx == GLEX_DEAD) return NULL;
+    og_status *st = from == GLEX_DEAD ? restart_next(m, nodes[first].byte, &nx)
+                                      : step(m, from, nodes[first].byte, &nx);
+    if (st || nx == GLEX_DEAD) {
+        gearley_pop_to(m->p, depth0);
+        return st;
+    }
     m->lv_lex[d0] = nx;
-    m->lv_depth[d0] = depth0;
-    mark_node(v, first, mask);
-    og_status *st = NULL;
-    for (uint32_t i = first + 1, end = nodes[first].skip; i < end;) {
+    m->lv_depth[d0] = gearley_depth(m->p);
+    for (uint32_t i = first, end = nodes[first].skip; i < end;) {
         const gtrie_node *nd = &nodes[i];
         unsigned d = nd->depth;
-        gearley_pop_to(m->p, m->lv_depth[d - 1]);
-        st = step(m, m->lv_lex[d - 1], nd->byte, &nx);
-        if (st) break;
-        if (nx == GLEX_DEAD) {
-            i = nd->skip;
-            continue;
+        if (i != first) {
+            gearley_pop_to(m->p, m->lv_depth[d - 1]);
+            st = step(m, m->lv_lex[d - 1], nd->byte, &nx);
+            if (st) break;
+            if (nx == GLEX_DEAD) {
+                i = nd->skip;
+                continue;
+            }
+            m->lv_lex[d] = nx;
+            m->lv_depth[d] = gearley_depth(m->p);
         }
-        m->lv_lex[d] = nx;
-        m->lv_depth[d] = gearley_depth(m->p);
-        mark_node(v, i, mask);
+        if (mask) {
+            mark_node(v, i, mask);
+        } else if (nodes[i + 1].tok > nd->tok) {
+            ++*found;
+            break;
+        }
         i++;
     }
     gearley_pop_to(m->p, depth0);
     return st;
+}
+
+/* Node `node`'s child by `byte`, or 0 (children are in byte order). */
+static uint32_t trie_child(const guide_vocab *v, uint32_t node, uint8_t byte) {
+    for (uint32_t i = node + 1; i < v->nodes[node].skip; i = v->nodes[i].skip) {
+        if (v->nodes[i].byte == byte) return i;
+        if (v->nodes[i].byte > byte) break;
+    }
+    return 0;
+}
+
+/* Where forced bytes buf[0..len) could merge into a longer token: the first p such that
+ * some token allowed at p is buf[p..len) and more (its rest allowed where the forced
+ * bytes end, the state the caller is in); len when none. */
+static og_status *merge_point(guide_matcher *m, const uint8_t *buf, size_t len, uint32_t cur,
+                              size_t *out) {
+    const guide_vocab *v = m->g->vocab;
+    *out = len;
+    for (size_t p = 0; p < len; p++) {
+        uint32_t node = 0;
+        for (size_t i = p; i < len && (node || i == p); i++) node = trie_child(v, node, buf[i]);
+        if (!node) continue;
+        size_t found = 0;
+        for (uint32_t c = node + 1; c < v->nodes[node].skip && !found; c = v->nodes[c].skip)
+            OG_TRY(walk_subtree(m, c, cur, NULL, &found));
+        if (found) {
+            *out = p;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* The bytes every continuation begins with (at most GUIDE_FORCED_MAX), found one byte
+ * at a time while exactly one byte can follow and the output cannot end; *ends: after
+ * them the output is complete and nothing can follow; *keep: the bytes before
+ * merge_point (all when the output ends). The state is as before after. */
+#define GUIDE_FORCED_MAX 64
+static og_status *forced_bytes(guide_matcher *m, uint8_t *buf, size_t *len, bool *ends,
+                               size_t *keep) {
+    glex *lex = m->g->lex;
+    size_t depth0 = gearley_depth(m->p);
+    uint32_t cur = m->lex;
+    bool pending = m->pending;
+    og_status *st = NULL;
+    *len = 0;
+    *ends = false;
+    while (!st && *len < GUIDE_FORCED_MAX) {
+        int count = 0, only = -1;
+        for (int b = 0; b < 256 && count < 2; b++) {
+            uint32_t nx = glex_next(lex, cur, (uint8_t)b);
+            if (nx == GLEX_FAILED) st = lex_failed(m);
+            if (nx != GLEX_DEAD) count++, only = b;
+        }
+        if (st) break;
+        bool complete = !pending && gearley_complete(m->p);
+        if (count < 2 && glex_accepts(lex, cur)) {
+            size_t d = gearley_depth(m->p);
+            st = end_lexeme(m, cur);
+            if (!st) complete = complete || gearley_complete(m->p);
+            size_t d2 = gearley_depth(m->p);
+            for (int b = 0; !st && b < 256 && count < 2; b++) {
+                if (glex_next(lex, cur, (uint8_t)b) != GLEX_DEAD) continue;
+                uint32_t nx;
+                st = restart_next(m, (uint8_t)b, &nx);
+                gearley_pop_to(m->p, d2);
+                if (!st && nx != GLEX_DEAD) count++, only = b;
+            }
+            gearley_pop_to(m->p, d);
+            if (st) break;
+        }
+        if (!count) *ends = complete;
+        if (count != 1 || complete) break;
+        st = step(m, cur, (uint8_t)only, &cur);
+        pending = true;
+        buf[(*len)++] = (uint8_t)only;
+    }
+    *keep = *len;
+    if (!st && *len && !*ends) st = merge_point(m, buf, *len, cur, keep);
+    gearley_pop_to(m->p, depth0);
+    return st;
+}
+
+/* llguidance's rule where bytes are forced (guide_vocab_set_tokenize): the tokenizer's
+ * encoding of them, less the tokens that reach the merge point (they could still become
+ * part of a longer token), and if any remains, the mask is its first token alone
+ * (*forced). */
+static og_status *forced_mask(guide_matcher *m, uint32_t *mask, bool *forced) {
+    const guide_vocab *v = m->g->vocab;
+    *forced = false;
+    if (!v->tokenize) return NULL;
+    uint8_t buf[GUIDE_FORCED_MAX];
+    size_t len, keep;
+    bool ends;
+    OG_TRY(forced_bytes(m, buf, &len, &ends, &keep));
+    if (!keep) return NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    og_status *st = v->tokenize(v->tokenize_ctx, buf, len, &ids, &n);
+    if (st) { /* bytes the tokenizer cannot encode alone: no forcing */
+        og_status_free(st);
+        return NULL;
+    }
+    /* The first token, if it ends before the merge point. */
+    size_t first_len = n && ids[0] >= 0 && (size_t)ids[0] < v->n
+                           ? v->off[ids[0] + 1] - v->off[ids[0]] : 0;
+    if (first_len && first_len <= keep && !memcmp(v->blob + v->off[ids[0]], buf, first_len)) {
+        memset(mask, 0, guide_mask_words(v->n) * sizeof *mask);
+        mask[ids[0] >> 5] |= 1u << (ids[0] & 31);
+        *forced = true;
+    }
+    free(ids);
+    return NULL;
 }
 
 static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
@@ -360,7 +412,7 @@ static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
             uint32_t state = c->ends[i].state;
             og_status *st = end_lexeme(m, state);
             for (; !st && i < c->n_ends && c->ends[i].state == state; i++)
-                st = walk_after_end(m, c->ends[i].node, mask);
+                st = walk_subtree(m, c->ends[i].node, GLEX_DEAD, mask, NULL);
             gearley_pop_to(m->p, depth0);
             if (st) return st;
         }
