@@ -379,9 +379,10 @@ static og_status *read_regex(lk *p, ln *n) {
     size_t nf = 0;
     while (p->pos < p->len && isalpha((unsigned char)p->src[p->pos])) {
         char f = p->src[p->pos];
-        if (!strchr("imsx", f))
-            return lk_err(p, p->pos, "regex flag '%c' is not supported (i, m, s, x)", f);
-        if (!strchr(n->flags, f)) {
+        if (!strchr("imsux", f))
+            return lk_err(p, p->pos, "regex flag '%c' is not supported (i, m, s, u, x)", f);
+        /* u (Unicode) is how every regex here is read already */
+        if (f != 'u' && !strchr(n->flags, f)) {
             if (nf + 1 >= sizeof n->flags) return lk_err(p, p->pos, "too many regex flags");
             n->flags[nf++] = f;
         }
@@ -390,9 +391,16 @@ static og_status *read_regex(lk *p, ln *n) {
     return NULL;
 }
 
-/* The text of %json's value: from its '{' to the matching '}', strings skipped. */
+/* The text of %json's value: from its '{' to the matching '}', strings skipped; or the
+ * schemas true and false. */
 static og_status *read_json(lk *p, ln *n) {
     size_t start = p->pos;
+    size_t w = name_len(p, p->pos);
+    if ((w == 4 && looking_at(p, "true")) || (w == 5 && looking_at(p, "false"))) {
+        p->pos += w;
+        n->json = w == 4 ? cJSON_CreateTrue() : cJSON_CreateFalse();
+        return n->json ? NULL : og_oom();
+    }
     if (p->pos >= p->len || p->src[p->pos] != '{') {
         char buf[8];
         return lk_err(p, p->pos, "%%json needs a JSON object, found %s",
@@ -434,6 +442,21 @@ static og_status *read_number(lk *p, int *out) {
             return lk_err(p, at, "repetition count over %d", LK_MAX_REPEAT);
     }
     *out = (int)v;
+    return NULL;
+}
+
+/* Terminal names have no lowercase letter, rule names no uppercase one. */
+static og_status *name_kind(const lk *p, const char *name, size_t n, size_t at, bool *terminal) {
+    bool upper = false, lower = false;
+    for (size_t i = 0; i < n; i++) {
+        upper |= isupper((unsigned char)name[i]) != 0;
+        lower |= islower((unsigned char)name[i]) != 0;
+    }
+    if (upper && lower)
+        return lk_err(p, at, "name '%.*s' mixes upper and lower case (rules are lowercase, "
+                             "terminals uppercase)",
+                      (int)n, name);
+    *terminal = upper;
     return NULL;
 }
 
@@ -583,6 +606,8 @@ static og_status *read_expr(lk *p, int depth, ln **out) {
         if (p->pos >= p->len || p->src[p->pos] != '}')
             return lk_err(p, p->pos, "expected '}' closing the repetition count");
         p->pos++;
+        /* llguidance refuses it in this form (x~0 is allowed: nothing) */
+        if (max == 0) return lk_err(p, at, "a repetition {..} cannot end at 0");
     } else {
         *out = atom;
         return NULL;
@@ -623,6 +648,11 @@ static og_status *read_alts(lk *p, int depth, ln **out) {
             skip_ws(p);
             size_t n = name_len(p, p->pos);
             if (!n) return lk_err(p, p->pos, "expected a name after '->'");
+            bool terminal = false;
+            OG_TRY(name_kind(p, p->src + p->pos, n, p->pos, &terminal));
+            if (terminal)
+                return lk_err(p, p->pos, "an alias is a rule name (lowercase), not '%.*s'", (int)n,
+                              p->src + p->pos);
             p->pos += n;
             skip_ws(p);
         }
@@ -634,21 +664,6 @@ static og_status *read_alts(lk *p, int depth, ln **out) {
         break;
     }
     *out = alt;
-    return NULL;
-}
-
-/* Terminal names have no lowercase letter, rule names no uppercase one. */
-static og_status *name_kind(const lk *p, const char *name, size_t n, size_t at, bool *terminal) {
-    bool upper = false, lower = false;
-    for (size_t i = 0; i < n; i++) {
-        upper |= isupper((unsigned char)name[i]) != 0;
-        lower |= islower((unsigned char)name[i]) != 0;
-    }
-    if (upper && lower)
-        return lk_err(p, at, "name '%.*s' mixes upper and lower case (rules are lowercase, "
-                             "terminals uppercase)",
-                      (int)n, name);
-    *terminal = upper;
     return NULL;
 }
 
@@ -731,27 +746,29 @@ static og_status *read_import(lk *p, size_t at) {
             free(all.p);
             return st;
         }
+        /* A lowercase alias (common.WS -> ws) is a rule of that one terminal: in rules the
+         * same lexeme, so it is kept as the terminal. */
         bool terminal = false;
         OG_TRY(name_kind(p, aliases[i], alens[i], offs[i], &terminal));
-        if (!terminal)
-            return lk_err(p, offs[i], "an imported terminal's name must be uppercase, not '%.*s'",
-                          (int)alens[i], aliases[i]);
         OG_TRY(add_def(p, aliases[i], alens[i], at, true, NULL, t->regex));
     }
     return NULL;
 }
 
-/* %llguidance {options}: only the empty object (the marker that the grammar is meant for
- * llguidance); every option changes how the grammar is read, so each is refused. */
+/* %llguidance {options}: the marker that the grammar is meant for llguidance. Of its
+ * options only no_forcing is taken (we never narrow a mask to a forced token, so either
+ * value is our behaviour); the others change the language or the lexer's rules. */
 static og_status *read_llguidance(lk *p) {
     skip_ws(p);
+    size_t at = p->pos;
     ln tmp = {0};
     OG_TRY(read_json(p, &tmp));
     og_status *st = NULL;
-    if (cJSON_IsObject(tmp.json) && tmp.json->child)
-        st = lk_err(p, p->pos, "%%llguidance option '%s' is not supported", tmp.json->child->string);
-    else if (!cJSON_IsObject(tmp.json))
-        st = lk_err(p, p->pos, "%%llguidance takes a JSON object");
+    if (!cJSON_IsObject(tmp.json))
+        st = lk_err(p, at, "%%llguidance takes a JSON object");
+    for (const cJSON *o = tmp.json->child; o && !st; o = o->next)
+        if (strcmp(o->string, "no_forcing") || !cJSON_IsBool(o))
+            st = lk_err(p, at, "%%llguidance option '%s' is not supported", o->string);
     cJSON_Delete(tmp.json);
     return st;
 }
@@ -784,7 +801,8 @@ static og_status *read_statement(lk *p) {
                       (int)dl, d);
     }
     /* ?rule inlines and !rule keeps tokens in Lark's tree: the same language. */
-    while (p->pos < p->len && (p->src[p->pos] == '?' || p->src[p->pos] == '!')) p->pos++;
+    if (p->pos < p->len && p->src[p->pos] == '!') p->pos++;
+    if (p->pos < p->len && p->src[p->pos] == '?') p->pos++;
     size_t name_at = p->pos;
     size_t n = name_len(p, p->pos);
     if (!n)

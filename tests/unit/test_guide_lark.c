@@ -170,7 +170,7 @@ TEST(guide_lark_errors_name_the_place) {
     check_error("start: \"\\q\"\n", "column 9: unknown escape '\\q'");
     check_error("start: \"abc\n", "column 8: unterminated string");
     check_error("start: /abc\n", "column 8: unterminated regex");
-    check_error("start: /abc/u\n", "regex flag 'u' is not supported");
+    check_error("start: /abc/l\n", "column 13: regex flag 'l' is not supported (i, m, s, u, x)");
     check_error("start: (\"a\" \"b\"\n", "expected ')' closing the '(' at line 1, column 8, found the end of the line");
     check_error("start: \"a\"\n\"b\"\n", "line 2, column 1: expected a rule, a terminal or a directive, found '\"'");
     check_error("start: \"a\"*?\n", "column 12: expected a string, a regex, a name, '(' or '[', found '?'");
@@ -192,9 +192,13 @@ TEST(guide_lark_errors_name_the_place) {
     check_error("start: A\nA: %json {}\n", "line 2, column 4: %json cannot be used in terminal 'A'");
     check_error("start: %json {\"type\": \n", "column 14: unterminated JSON object after %json");
     check_error("start: %regex {\"substring_words\": \"a b\"}\n", "%regex is not supported inside a rule");
-    check_error("%llguidance {\"no_forcing\": true}\nstart: \"a\"\n", "%llguidance option 'no_forcing' is not supported");
+    check_error("%llguidance {\"skip_repetition\": \"once\"}\nstart: \"a\"\n", "%llguidance option 'skip_repetition' is not supported");
     check_error("start: \"a\"\n%ignore x\nx: \"b\"\n", "line 2, column 9: %ignore cannot use rule 'x'");
     check_error("start: \"a\"~100000\n", "repetition count over 10000");
+    check_error("start: \"a\"{0}\n", "column 11: a repetition {..} cannot end at 0");
+    check_error("start: \"a\" -> B\n", "column 15: an alias is a rule name (lowercase), not 'B'");
+    check_error("?!start: \"a\"\n", "column 2: expected a rule, a terminal or a directive, found '!'");
+    check_error("%llguidance [1]\nstart: \"a\"\n", "line 1, column 13: %json needs a JSON object");
 }
 
 /* ---- languages, against llguidance ------------------------------------------------- */
