@@ -152,12 +152,18 @@ def public_schemas(limit, seed):
     if not files:
         return None
     rng = random.Random(seed)
-    out = []
-    for path in rng.sample(files, min(limit, len(files))):
+    rng.shuffle(files)
+    # most of them llguidance refuses (uniqueItems, formats of its own): keep `limit` it
+    # compiles, and a quarter as many it refuses, whose refusal ours must share
+    keep, refused = [], []
+    for path in files:
+        if len(keep) >= limit and len(refused) >= limit // 4:
+            break
         text = open(path, encoding="utf-8").read()
-        out.append(Case("cfn-lint:" + os.path.basename(path), "json", path, text, [], None,
-                        False))
-    return out
+        case = Case("cfn-lint:" + os.path.basename(path), "json", path, text, [], None, False)
+        err = L.LLMatcher.validate_grammar(case.llg_grammar())
+        (refused if err else keep).append(case)
+    return keep[:limit] + refused[:limit // 4]
 
 
 # ---- the two sides ------------------------------------------------------------------
@@ -245,26 +251,52 @@ class DriverError(Exception):
 
 
 class Ours:
-    """guide_driver as a child process: one line a command, one line an answer."""
+    """guide_driver as a child process: one line a command, one line an answer. One
+    process serves every case of a tokenizer (`compile` loads the next case), so that
+    the tokenizer and its vocabulary are built once; a process that died is started
+    again for the next case."""
 
-    def __init__(self, driver, tok_path, case, stop_ids, n_vocab_ref):
+    live = {}  # (driver, tokenizer) -> the running process
+
+    def __init__(self, driver, tok_path, case, stop_ids, n_vocab_ref, pure):
         path = case.path if case.path else os.devnull
-        # as wide as llguidance's vocabulary (the tokenizer's ids and its added ones)
-        args = ([driver, "--n", str(n_vocab_ref), tok_path, DRIVER_KIND[case.kind], path]
-                + [str(s) for s in stop_ids])
-        self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, bufsize=1)
-        first = self.p.stdout.readline().strip()
+        key = (driver, tok_path)
+        self.p = Ours.live.get(key)
+        if self.p and self.p.poll() is None:
+            first = self.ask(f"compile {DRIVER_KIND[case.kind]} {path}")
+        else:
+            # as wide as llguidance's vocabulary (the tokenizer's ids and its added ones)
+            args = ([driver, "--n", str(n_vocab_ref)] + (["--pure"] if pure else [])
+                    + [tok_path, DRIVER_KIND[case.kind], path] + [str(s) for s in stop_ids])
+            self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, bufsize=1)
+            first = self.p.stdout.readline().strip()
+            if first.startswith("error "):
+                self.p.wait()  # an error at the start ends the process
+                raise Refused(first[6:])
+            Ours.live[key] = self.p
         if first.startswith("error "):
-            self.close()
             raise Refused(first[6:])
         m = re.match(r"ready n_vocab=(\d+) compile_us=(\d+)", first)
         if not m:
             err = self.p.stderr.read() if self.p.poll() is not None else ""
-            self.close()
             raise DriverError(f"driver did not start: {first!r} {err.strip()[:500]}")
         self.n_vocab = int(m.group(1))
         self.compile_s = int(m.group(2)) / 1e6
+
+    @staticmethod
+    def close_all():
+        for p in Ours.live.values():
+            try:
+                p.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        Ours.live.clear()
 
     def ask(self, line):
         try:
@@ -307,15 +339,7 @@ class Ours:
         return self.ask("time")
 
     def close(self):
-        try:
-            self.p.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-        try:
-            self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        pass  # the process serves the tokenizer's next case
 
 
 # ---- comparing ----------------------------------------------------------------------
@@ -535,7 +559,8 @@ def run_case(case, tok, tok_name, tok_path, args, rng, stats, out):
         if args.self:
             ours = (Planted if args.plant else Llg)(tok, case)
         else:
-            ours = Ours(args.driver, tok_path, case, tok.eos_tokens, tok.vocab_size)
+            ours = Ours(args.driver, tok_path, case, tok.eos_tokens, tok.vocab_size,
+                        args.oracle == "pure")
         our_err = None
     except Refused as e:
         ours, our_err = None, str(e)
@@ -685,6 +710,7 @@ def main():
                 out("DIFF " + diff)
                 if case.note:
                     out(f"  (the case's note: {case.note})")
+        Ours.close_all()
         all_stats += per_kind.values()
         for kind, st in per_kind.items():
             comp = sorted(st["compile_s"])

@@ -1,10 +1,11 @@
 /* guide_driver: the constraint engine driven line by line, for the differential mask test
  * (tests/guide/check_masks.py) and by hand.
  *
- *   guide_driver [--n N] TOKENIZER.json KIND FILE [STOP_ID...]
+ *   guide_driver [--n N] [--pure] TOKENIZER.json KIND FILE [STOP_ID...]
  *
  * builds the guidance vocabulary of the tokenizer (N ids wide, the tokenizer's vocabulary
- * size unless given), compiles FILE's text as guidance of KIND (json_schema, json_object,
+ * size unless given; with the tokenizer's encoding for the rule on forced bytes, as
+ * llguidance's matcher has it, unless --pure: then every token that fits), compiles FILE's text as guidance of KIND (json_schema, json_object,
  * regex, lark_grammar) and makes a matcher whose stop ids are STOP_ID... (the
  * tokenizer's EOS unless given). The first line out is "ready n_vocab=N compile_us=T", or
  * "error MESSAGE" and exit 2. Then one command a line in, one line out:
@@ -19,6 +20,9 @@
  *   consumed     the number of tokens consumed
  *   reset        "ok": a new matcher at the start
  *   time         "time masks=N p50_us=X p99_us=X max_us=X compile_us=T"
+ *   compile KIND FILE   other guidance on the same vocabulary, with a new matcher and new
+ *                timings: "ready n_vocab=N compile_us=T" or "error MESSAGE" (then
+ *                every matcher command is "err no guidance" until one compiles)
  *   quit
  *
  * Anything else is "err ..."; nothing a line says can crash it. */
@@ -86,6 +90,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 typedef struct driver {
+    const guide_vocab *vocab;
     guide_grammar *grammar;
     guide_matcher *m;
     const int32_t *stops;
@@ -157,6 +162,28 @@ static void cmd_time(driver *d) {
            p50, p99, max, d->compile_us);
 }
 
+/* Compiles FILE's text as guidance of KIND (a kind's name) and starts a matcher on it,
+ * replacing the driver's; on an error the driver has none. */
+static og_status *load(driver *d, const char *kind_name, const char *path) {
+    guide_matcher_free(d->m);
+    d->m = NULL;
+    if (d->grammar) guide_grammar_unref(d->grammar);
+    d->grammar = NULL;
+    d->n_mask = 0;
+    guide_kind kind;
+    og_status *st = guide_kind_parse(kind_name, &kind);
+    if (st) return st;
+    size_t len;
+    char *text = slurp(path, &len);
+    if (!text) return og_errorf(OG_ERR_NOT_FOUND, "cannot read %s: %s", path, strerror(errno));
+    double t0 = now_us();
+    st = guide_grammar_compile(kind, text, len, d->vocab, &d->grammar);
+    d->compile_us = now_us() - t0;
+    free(text);
+    if (!st) st = guide_matcher_new(d->grammar, d->stops, d->n_stop, &d->m);
+    return st;
+}
+
 /* One command line; false on quit. */
 static bool command(driver *d, char *line) {
     line[strcspn(line, "\r\n")] = 0;
@@ -165,6 +192,21 @@ static bool command(driver *d, char *line) {
     long long v;
     og_status *st;
     if (!strcmp(line, "quit")) return false;
+    if (!strcmp(line, "compile")) {
+        char *file = arg ? strchr(arg, ' ') : NULL;
+        if (!file) {
+            puts("error compile: needs a kind and a file");
+        } else {
+            *file++ = 0;
+            if ((st = load(d, arg, file))) put_err("error ", st);
+            else printf("ready n_vocab=%zu compile_us=%.0f\n", d->n_vocab, d->compile_us);
+        }
+        return true;
+    }
+    if (!d->m && strcmp(line, "time")) {
+        puts("err no guidance (the last compile failed)");
+        return true;
+    }
     if (!strcmp(line, "mask")) {
         cmd_mask(d);
     } else if (!strcmp(line, "allowed")) {
@@ -201,17 +243,26 @@ static bool command(driver *d, char *line) {
     return true;
 }
 
+/* The vocabulary's encoding of forced bytes: the tokenizer's, no special tokens added. */
+static og_status *encode(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
+                         size_t *n) {
+    return tok_encode(ctx, (const char *)bytes, len, false, ids, n);
+}
+
 static int usage(void) {
-    fputs("usage: guide_driver [--n N] TOKENIZER.json KIND FILE [STOP_ID...]\n", stderr);
+    fputs("usage: guide_driver [--n N] [--pure] TOKENIZER.json KIND FILE [STOP_ID...]\n",
+          stderr);
     return 2;
 }
 
 int main(int argc, char **argv) {
     long long width = 0;
+    bool pure = false;
     int a = 1;
-    if (a + 1 < argc && !strcmp(argv[a], "--n")) {
-        if (!parse_int(argv[a + 1], 1, INT32_MAX, &width)) return usage();
-        a += 2;
+    for (; a < argc && !strncmp(argv[a], "--", 2); a++) {
+        if (!strcmp(argv[a], "--pure")) pure = true;
+        else if (!strcmp(argv[a], "--n") && a + 1 < argc && parse_int(argv[a + 1], 1, INT32_MAX, &width)) a++;
+        else return usage();
     }
     if (argc - a < 3) return usage();
     const char *tok_path = argv[a], *kind_name = argv[a + 1], *path = argv[a + 2];
@@ -222,12 +273,10 @@ int main(int argc, char **argv) {
     tok_tokenizer *tok = NULL;
     gen_token_table table = {0};
     guide_vocab *vocab = NULL;
-    char *text = NULL, *line = NULL;
+    char *line = NULL;
     int32_t *stops = calloc(n_stop ? n_stop : 1, sizeof *stops);
     driver d = {0};
     og_status *st = NULL;
-    guide_kind kind;
-    size_t len = 0;
 
     if (!stops) {
         puts("error out of memory");
@@ -241,11 +290,6 @@ int main(int argc, char **argv) {
         }
         stops[i] = (int32_t)v;
     }
-    if ((st = guide_kind_parse(kind_name, &kind))) goto fail;
-    if (!(text = slurp(path, &len))) {
-        printf("error cannot read %s: %s\n", path, strerror(errno));
-        goto done;
-    }
     if ((st = tok_tokenizer_load(tok_path, &tok))) goto fail;
     if (!n_stop) {
         stops[0] = tok_eos_id(tok);
@@ -255,12 +299,11 @@ int main(int argc, char **argv) {
     if ((st = gen_token_table_build(tok, d.n_vocab, stops, n_stop, &table))) goto fail;
     if ((st = guide_vocab_new(table.n, table.bytes, table.lens, table.excluded, &vocab)))
         goto fail;
-    double t0 = now_us();
-    if ((st = guide_grammar_compile(kind, text, len, vocab, &d.grammar))) goto fail;
-    d.compile_us = now_us() - t0;
+    if (!pure) guide_vocab_set_tokenize(vocab, encode, tok);
+    d.vocab = vocab;
     d.stops = stops;
     d.n_stop = n_stop;
-    if ((st = guide_matcher_new(d.grammar, stops, n_stop, &d.m))) goto fail;
+    if ((st = load(&d, kind_name, path))) goto fail;
     d.words = guide_mask_words(d.n_vocab);
     d.mask = malloc(d.words * sizeof *d.mask);
     d.hex = malloc(d.words * 8 + 1);
@@ -295,7 +338,6 @@ done:
     free(d.hex);
     free(d.mask_us);
     free(line);
-    free(text);
     free(stops);
     return rc;
 }
