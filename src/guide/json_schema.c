@@ -11,6 +11,7 @@
 #include "guide/json_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,12 @@
 /* Deepest nesting of allOf / $ref merges (a cycle of references merged into itself). */
 #define JSON_MAX_MERGE_DEPTH 64
 
+/* Deepest nesting of schemas inside schemas (each level a C stack frame). */
+#define JSON_MAX_DEPTH 256
+
+/* The nonterminal of each schema compiled so far, by address: open addressing. */
 typedef struct memo_ent {
-    const cJSON *schema;
+    const cJSON *schema; /* NULL: free slot */
     gsym nt;
 } memo_ent;
 
@@ -34,7 +39,8 @@ typedef struct jctx {
     const char *where; /* message prefix ("JSON schema" or the caller's) */
     glex *scratch;     /* evaluates pattern classes; made on first use */
     memo_ent *memo;
-    size_t n_memo, cap_memo;
+    size_t n_memo, cap_memo; /* cap_memo a power of two, at most half full */
+    int depth;
     cJSON **owned; /* merged schemas, freed at the end */
     size_t n_owned, cap_owned;
     int lx_ws, lx_lbrace, lx_rbrace, lx_lbrack, lx_rbrack, lx_comma, lx_colon;
@@ -1064,25 +1070,58 @@ static og_status *compile_plain(jctx *c, const cJSON *s, const char *ptr, gsym l
     return NULL;
 }
 
+static size_t memo_slot(const jctx *c, const cJSON *s) {
+    size_t h = (size_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
+    size_t i = (h >> 17) & (c->cap_memo - 1);
+    while (c->memo[i].schema && c->memo[i].schema != s) i = (i + 1) & (c->cap_memo - 1);
+    return i;
+}
+
+static og_status *memo_put(jctx *c, const cJSON *s, gsym nt_) {
+    if (2 * (c->n_memo + 1) > c->cap_memo) {
+        size_t cap = c->cap_memo ? c->cap_memo * 2 : 64;
+        memo_ent *old = c->memo;
+        size_t old_cap = c->cap_memo;
+        c->memo = calloc(cap, sizeof *c->memo);
+        if (!c->memo) {
+            c->memo = old;
+            return og_oom();
+        }
+        c->cap_memo = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].schema) c->memo[memo_slot(c, old[i].schema)] = old[i];
+        free(old);
+    }
+    c->memo[memo_slot(c, s)] = (memo_ent){s, nt_};
+    c->n_memo++;
+    return NULL;
+}
+
+static og_status *compile_new(jctx *c, const cJSON *s, const char *ptr, gsym *out);
+
 static og_status *compile(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
-    for (size_t i = 0; i < c->n_memo; i++)
-        if (c->memo[i].schema == s) {
-            *out = c->memo[i].nt;
+    if (c->cap_memo) {
+        const memo_ent *e = &c->memo[memo_slot(c, s)];
+        if (e->schema) {
+            *out = e->nt;
             return NULL;
         }
+    }
+    if (c->depth >= JSON_MAX_DEPTH)
+        return at_error(c, ptr, "schemas nested more than %s deep are not supported", "256");
+    c->depth++;
+    og_status *st = compile_new(c, s, ptr, out);
+    c->depth--;
+    return st;
+}
+
+static og_status *compile_new(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
     if (is_false(s)) return at_error(c, ptr, "%s", "unsatisfiable schema: schema is false");
     if (is_any(s)) return any_value(c, out);
     if (!cJSON_IsObject(s)) return at_error(c, ptr, "%s", "a schema is an object or a boolean");
     gsym lhs;
     OG_TRY(nt(c, ptr, &lhs));
-    if (c->n_memo == c->cap_memo) {
-        size_t cap = c->cap_memo ? c->cap_memo * 2 : 32;
-        memo_ent *m = realloc(c->memo, cap * sizeof *m);
-        if (!m) return og_oom();
-        c->memo = m;
-        c->cap_memo = cap;
-    }
-    c->memo[c->n_memo++] = (memo_ent){s, lhs};
+    OG_TRY(memo_put(c, s, lhs));
     *out = lhs;
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
@@ -1136,6 +1175,20 @@ og_status *guide_front_json_value(const cJSON *schema, const char *where, glex *
     return front(schema, where, lex, cfg, out);
 }
 
+/* Deepest nesting of arrays and objects in the schema's text that llguidance parses (its
+ * JSON reader's recursion limit, less the levels of the request that wraps the schema). */
+#define JSON_MAX_TEXT_DEPTH 124
+
+static int text_depth(const cJSON *v) {
+    int d = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        int k = text_depth(e);
+        if (k > d) d = k;
+    }
+    return cJSON_IsArray(v) || cJSON_IsObject(v) ? d + 1 : 0;
+}
+
 og_status *guide_front_json_schema(const char *src, size_t len, glex *lex, gcfg *cfg) {
     const char *end = NULL;
     cJSON *schema = cJSON_ParseWithLengthOpts(src, len, &end, false);
@@ -1145,8 +1198,12 @@ og_status *guide_front_json_schema(const char *src, size_t len, glex *lex, gcfg 
                          at);
     }
     og_status *st = NULL;
+    if (text_depth(schema) > JSON_MAX_TEXT_DEPTH)
+        st = og_errorf(OG_ERR_INVALID_ARGUMENT,
+                       "JSON schema: arrays and objects nested more than %d deep (llguidance's "
+                       "limit)", JSON_MAX_TEXT_DEPTH);
     const cJSON *xg = cJSON_GetObjectItemCaseSensitive(schema, "x-guidance");
-    if (xg && !(cJSON_IsObject(xg) && !xg->child))
+    if (!st && xg && !(cJSON_IsObject(xg) && !xg->child))
         st = og_errorf(OG_ERR_INVALID_ARGUMENT,
                        "JSON schema at /x-guidance: options are not supported (the defaults "
                        "apply)");

@@ -64,6 +64,22 @@ TEST(guide_json_errors_name_the_place) {
                            sizeof msg), ""));
 }
 
+/* llguidance reads schemas nested up to 124 arrays and objects deep (its limit). */
+TEST(guide_json_nesting_limit) {
+    char text[2048], msg[512];
+    for (int depth = 123; depth <= 125; depth++) {
+        size_t n = 0;
+        /* {"items": ... {"type":"integer"} ...}: depth objects */
+        for (int i = 1; i < depth; i++) n += (size_t)snprintf(text + n, sizeof text - n, "{\"items\":");
+        n += (size_t)snprintf(text + n, sizeof text - n, "{\"type\":\"integer\"}");
+        for (int i = 1; i < depth; i++) text[n++] = '}';
+        text[n] = 0;
+        error_of(text, msg, sizeof msg);
+        if (depth <= 124) CHECK(!strcmp(msg, ""));
+        else CHECK(strstr(msg, "nested more than 124 deep") != NULL);
+    }
+}
+
 TEST(guide_json_grammar_is_linear) {
     /* a recursive schema: the reference is one nonterminal, made once */
     glex *lex;
