@@ -899,24 +899,12 @@ static void put_escaped(lk *p, sbuf *b, const char *s, size_t n) {
     b->p[b->len] = 0;
 }
 
-/* "..."i: ASCII letters as [aA]; the rest as written (case folding beyond ASCII is not
- * done). Runs between letters are escaped whole so that no UTF-8 sequence is split. */
+/* A string as a regular expression; "..."i under the lexer's (?i), which folds case
+ * beyond ASCII as llguidance does ("\u00e9"i matches "\u00c9"). */
 static void put_string(lk *p, sbuf *b, const ln *n) {
-    if (!n->icase) {
-        put_escaped(p, b, n->text, n->tlen);
-        return;
-    }
-    size_t run = 0;
-    for (size_t i = 0; i <= n->tlen; i++) {
-        if (i < n->tlen && !isalpha((unsigned char)n->text[i])) continue;
-        if (i > run) put_escaped(p, b, n->text + run, i - run);
-        if (i < n->tlen) {
-            char cls[5] = {'[', (char)tolower((unsigned char)n->text[i]),
-                           (char)toupper((unsigned char)n->text[i]), ']', 0};
-            sb_str(b, cls);
-        }
-        run = i + 1;
-    }
+    if (n->icase) sb_str(b, "(?i:");
+    put_escaped(p, b, n->text, n->tlen);
+    if (n->icase) sb_str(b, ")");
 }
 
 static void put_regex(sbuf *b, const ln *n) {

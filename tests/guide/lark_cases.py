@@ -59,6 +59,7 @@ CASES = [
     ('start: NUM ("," NUM)*\nNUM: "-"? DIG+\nDIG: "0".."9"', ["1", "-1,22,-333", "1,", "--1"]),
     ('start: "Ab"i "c"', ["abc", "ABc", "aBc", "abC"]),
     ('start: /ab/i', ["AB", "aB", "ab", "abc"]),
+    ('start: "\u00e9a"i "k"i', ["\u00c9A\u212a", "\u00e9ak", "EAK"]),
     ('start: /a.b/s', ["a\nb", "axb", "ab"]),
     ('start: /a.b/', ["a\nb", "axb"]),
     ('start: /a b # comment\n/x', ["ab", "a b"]),
