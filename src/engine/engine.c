@@ -296,8 +296,7 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     e->row = malloc(sizeof(float) * (size_t)e->vocab + 64);
     e->work = malloc(sizeof(float) * 2 * (size_t)e->vocab + 64);
     e->lp = malloc(sizeof(float) * (size_t)e->vocab + 64);
-    e->masked = malloc(sizeof(float) * (size_t)e->vocab + 64);
-    if (!e->running || !e->row || !e->work || !e->lp || !e->masked) {
+    if (!e->running || !e->row || !e->work || !e->lp) {
         st = og_oom();
         goto fail;
     }
@@ -352,7 +351,6 @@ void eng_destroy(eng_engine *e) {
     free(e->row);
     free(e->work);
     free(e->lp);
-    free(e->masked);
     free(e->gmask);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

@@ -110,11 +110,12 @@ static og_status *run_flat(eng_engine *e, int T, int W, int n_seqs, const int64_
     return NULL;
 }
 
-/* Logits row of token t as float32 (in e->row unless they are float32 already). */
-static const float *logits_row(eng_engine *e, int t) {
+/* Logits row of token t as float32 (in e->row unless they are float32 already), the
+ * step's own: choosing may change it. */
+static float *logits_row(eng_engine *e, int t) {
     og_dtype dt = e->m->logits.dtype;
     size_t V = (size_t)e->vocab;
-    if (dt == OG_FLOAT32) return (const float *)e->logits + (size_t)t * V;
+    if (dt == OG_FLOAT32) return (float *)e->logits + (size_t)t * V;
     gen_logits_to_f32(dt, (const uint16_t *)e->logits + (size_t)t * V, V, e->row);
     return e->row;
 }

@@ -96,7 +96,6 @@ struct eng_engine {
     int64_t *logit_rows; /* [max_batch + 1] their tokens in the step */
     gen_step_io io;      /* what a step hands to og_session_run, made once (genai/step.h) */
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
-    float *masked;       /* [vocab]: a guided row with its disallowed tokens at -inf */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */
     size_t gmask_words;
     /* statistics */
@@ -130,11 +129,11 @@ void eng_single_init(eng_engine *e);
 size_t eng_single_bytes(const eng_engine *e, int n_tokens, const eng_sampling *sp);
 void eng_single_step(eng_engine *e);
 
-/* engine_sample.c: the next token from a row of float32 logits (changed in place by
- * nothing but sampling's own scratch); fills t (id, log-probabilities). Under guidance
- * only the tokens the sequence's matcher allows are chosen; an error of the matcher
- * (nothing allowed, out of memory) is returned. */
-og_status *eng_choose(eng_engine *e, eng_seq *s, const float *logits, eng_token *t);
+/* engine_sample.c: the next token from a row of float32 logits (scratch of the caller's:
+ * under guidance the tokens the sequence's matcher does not allow are set to -inf in
+ * place, so only allowed ones are chosen); fills t (id, log-probabilities of the row as
+ * it came). An error of the matcher (nothing allowed, out of memory) is returned. */
+og_status *eng_choose(eng_engine *e, eng_seq *s, float *logits, eng_token *t);
 /* Under guidance, after t was chosen and is not an EOS that ends the request: the
  * matcher advances by it; *done is true when nothing but EOS can follow now. */
 og_status *eng_guide_advance(eng_seq *s, int32_t id, bool *done);

@@ -35,8 +35,9 @@ static int top_entries(const float *row, int n, int k, int32_t *ids, float *vals
     return got;
 }
 
-/* The row with the tokens s's matcher does not allow at -inf (in e->masked). */
-static og_status *masked_row(eng_engine *e, eng_seq *s, const float *logits, const float **out) {
+/* Sets the logits of the tokens s's matcher does not allow to -inf, in place, a mask word
+ * (32 tokens) at a time. */
+static og_status *apply_mask(eng_engine *e, eng_seq *s, float *row) {
     size_t V = (size_t)e->vocab, G = s->req->s.guide_tokens;
     size_t words = guide_mask_words(G > V ? G : V);
     if (words > e->gmask_words) {
@@ -49,35 +50,38 @@ static og_status *masked_row(eng_engine *e, eng_seq *s, const float *logits, con
                                                       vocabulary stay disallowed */
     OG_TRY(guide_matcher_mask(s->matcher, e->gmask));
     bool any = false;
-    for (size_t i = 0; i < V; i++) {
-        bool ok = (e->gmask[i / 32] >> (i % 32)) & 1u;
-        e->masked[i] = ok ? logits[i] : -INFINITY;
-        any |= ok;
+    for (size_t w = 0; w * 32 < V; w++) {
+        size_t n = V - w * 32 < 32 ? V - w * 32 : 32;
+        uint32_t m = n < 32 ? e->gmask[w] & ((1u << n) - 1) : e->gmask[w];
+        any |= m != 0;
+        if (m == 0xFFFFFFFFu) continue;
+        for (size_t b = 0; b < n; b++)
+            if (!((m >> b) & 1u)) row[w * 32 + b] = -INFINITY;
     }
     if (!any)
         return og_errorf(OG_ERR_RUNTIME, "constrained decoding: no token of the model's "
                          "vocabulary continues the output after %zu tokens",
                          guide_matcher_consumed(s->matcher));
-    *out = e->masked;
     return NULL;
 }
 
-og_status *eng_choose(eng_engine *e, eng_seq *s, const float *logits, eng_token *t) {
+og_status *eng_choose(eng_engine *e, eng_seq *s, float *logits, eng_token *t) {
     const eng_sampling *sp = &s->req->s;
     int V = e->vocab;
     memset(t, 0, sizeof *t);
-    const float *row = logits;
-    if (s->matcher) OG_TRY(masked_row(e, s, logits, &row));
+    if (sp->logprobs >= 0) { /* of the model's distribution: before the mask */
+        memcpy(e->lp, logits, sizeof(float) * (size_t)V);
+        gen_log_softmax(e->lp, V);
+    }
+    if (s->matcher) OG_TRY(apply_mask(e, s, logits));
     if (sp->sample && sp->temperature > 0 && sp->top_k != 1)
-        t->id = gen_sample(row, V, sp->top_k, sp->top_p, sp->temperature, &s->rng, e->work);
+        t->id = gen_sample(logits, V, sp->top_k, sp->top_p, sp->temperature, &s->rng, e->work);
     else
-        t->id = gen_argmax(row, V);
+        t->id = gen_argmax(logits, V);
     /* sampling's last resort (rounding past the cumulative sum) is its least likely
      * candidate, which may be a disallowed one */
-    if (row == e->masked && isinf(row[t->id])) t->id = gen_argmax(row, V);
+    if (s->matcher && isinf(logits[t->id])) t->id = gen_argmax(logits, V);
     if (sp->logprobs < 0) return NULL;
-    memcpy(e->lp, logits, sizeof(float) * (size_t)V);
-    gen_log_softmax(e->lp, V);
     t->logprob = e->lp[t->id];
     eng_choose_top(e, s, t);
     return NULL;

@@ -1111,6 +1111,15 @@ def guidance_response_format(s, jsonschema, openai):
     check(st == 200 and j["choices"][0]["finish_reason"] == "length" and j["usage"]["completion_tokens"] == 3 and
           alone[0].startswith(j["choices"][0]["message"]["content"]),
           "max_tokens 3 under a schema: length, a prefix of the full answer")
+    # 4b. log-probabilities under a schema: one entry per token, of the model's distribution
+    # (the first token's top alternatives include tokens the schema does not allow there)
+    st, _, j, _ = s.post("/v1/chat/completions", chat_body("q0", max_tokens=200, logprobs=True, top_logprobs=5,
+                                                            response_format=json_format(GUIDE_SCHEMAS[0])))
+    lp = j["choices"][0]["logprobs"]["content"] if st == 200 else []
+    check(st == 200 and j["choices"][0]["message"]["content"] == alone[0] and
+          len(lp) == j["usage"]["completion_tokens"] and "".join(e["token"] for e in lp) == alone[0] and
+          any(not a["token"].startswith("{") for a in lp[0]["top_logprobs"]),
+          "logprobs under a schema: the same answer, an entry per token, the model's alternatives")
     # 5. stop strings still cut
     cut = alone[0][2:4]
     st, _, j, _ = s.post("/v1/chat/completions", chat_body("q0", max_tokens=200, stop=[cut],
