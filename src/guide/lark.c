@@ -887,8 +887,7 @@ static ldef *lookup(const lk *p, const char *name, size_t n) {
 
 static og_status *term_regex(lk *p, ldef *d);
 
-static void put_escaped(lk *p, sbuf *b, const char *s, size_t n) {
-    (void)p;
+static void put_escaped(sbuf *b, const char *s, size_t n) {
     size_t need = glex_escape((const uint8_t *)s, n, NULL, 0);
     if (b->oom || !grow((void **)&b->p, &b->cap, b->len + need + 1, 1)) {
         b->oom = true;
@@ -901,9 +900,9 @@ static void put_escaped(lk *p, sbuf *b, const char *s, size_t n) {
 
 /* A string as a regular expression; "..."i under the lexer's (?i), which folds case
  * beyond ASCII as llguidance does ("\u00e9"i matches "\u00c9"). */
-static void put_string(lk *p, sbuf *b, const ln *n) {
+static void put_string(sbuf *b, const ln *n) {
     if (n->icase) sb_str(b, "(?i:");
-    put_escaped(p, b, n->text, n->tlen);
+    put_escaped(b, n->text, n->tlen);
     if (n->icase) sb_str(b, ")");
 }
 
@@ -938,7 +937,7 @@ static og_status *put_term(lk *p, sbuf *b, const ln *n, const char *ctx) {
         for (size_t i = 0; i < n->n; i++) OG_TRY(put_term(p, b, n->kids[i], ctx));
         break;
     case LN_STR:
-        put_string(p, b, n);
+        put_string(b, n);
         break;
     case LN_REGEX:
         put_regex(b, n);
@@ -1132,7 +1131,7 @@ static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gs
             OG_TRY(lk_wrap(p, n->off, glex_add_literal(p->lex, (const uint8_t *)n->text, n->tlen, &id)));
         } else {
             sbuf b = {0};
-            put_string(p, &b, n);
+            put_string(&b, n);
             if (b.oom) return og_oom();
             og_status *st = glex_add_regex(p->lex, b.p, b.len, "string", &id);
             free(b.p);
