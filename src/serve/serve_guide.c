@@ -136,12 +136,12 @@ static void lark_string(srv_buf *b, const char *s) {
     srv_buf_add(b, "\"", 1);
 }
 
-/* The schema of function f's arguments: its parameters (an object of any members when
- * it gives none). */
+/* The schema of function f's arguments: its parameters, always an object (a call's
+ * arguments are one: a schema without a type, `{}` or none at all, gets "type": "object"). */
 static cJSON *args_schema(const cJSON *f) {
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(f, "parameters");
-    cJSON *args = cJSON_IsObject(params) ? cJSON_Duplicate(params, 1) : NULL;
-    if (!args && (args = cJSON_CreateObject())) cJSON_AddStringToObject(args, "type", "object");
+    cJSON *args = cJSON_IsObject(params) ? cJSON_Duplicate(params, 1) : cJSON_CreateObject();
+    if (args && !cJSON_HasObjectItem(args, "type")) cJSON_AddStringToObject(args, "type", "object");
     return args;
 }
 

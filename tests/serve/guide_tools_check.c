@@ -38,7 +38,8 @@ static const char TOOLS[] =
     "\"required\": [\"city\", \"days\"], \"additionalProperties\": false}}},"
     " {\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": "
     "{\"type\": \"object\", \"properties\": {\"tz\": {\"enum\": [\"UTC\", \"CET\"]}}, "
-    "\"required\": [\"tz\"], \"additionalProperties\": false}}}]";
+    "\"required\": [\"tz\"], \"additionalProperties\": false}}},"
+    " {\"type\": \"function\", \"function\": {\"name\": \"ping\", \"parameters\": {}}}]";
 
 typedef struct call {
     const char *name, *args;
@@ -203,6 +204,21 @@ int main(void) {
     cJSON *tools = cJSON_Parse(TOOLS);
     const tc_format formats[] = {TC_HERMES, TC_LLAMA3, TC_MISTRAL, TC_GRANITE, TC_DEEPSEEK, TC_COMMAND_R};
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++) check_format(formats[i], tools, v);
+    /* a function whose parameters are {} still takes an object, not any JSON value */
+    guide_grammar *g = forced(TC_HERMES, tools, "{\"type\": \"function\", \"function\": {\"name\": \"ping\"}}",
+                              false, v);
+    if (g) {
+        size_t at;
+        const call obj = {"ping", "{\"n\": [1]}"}, str = {"ping", "\"x\""};
+        srv_buf a = {0}, b = {0};
+        render(&a, TC_HERMES, &obj, 1);
+        render(&b, TC_HERMES, &str, 1);
+        CHECK(accepts(g, a.p, &at) && !accepts(g, b.p, &at),
+              "parameters {}: an object accepted, a string refused");
+        srv_buf_free(&a);
+        srv_buf_free(&b);
+        guide_grammar_unref(g);
+    }
     /* refused before any grammar: no format, the pythonic one, a function not among tools */
     const struct { tc_format f; const char *choice; } refused[] = {
         {TC_NONE, "required"}, {TC_PYTHONIC, "required"},
