@@ -367,6 +367,7 @@ class Walker:
         self.tok, self.tok_name, self.eos = tok, tok_name, eos
         self.ref, self.ours, self.case, self.rng, self.stats = ref, ours, case, rng, stats
         self.n = tok.vocab_size
+        self.lens = stats["lens"]
         self.path = []
         # llguidance ends in an error state on a token outside its mask: only our side
         # is asked to refuse one
@@ -448,27 +449,31 @@ class Walker:
             self.consume(t)
         self.stats["rollbacks"] += 1
 
-    def choose(self, allowed, step, follow):
+    def choose(self, mask, step, follow):
         """The next token: along an example while one is followed, at random at first,
         then biased to finish (stop where allowed, else a token after which the output is
         complete, else a short token)."""
-        ids = bits(allowed)
-        if not ids:
+        ids = np.flatnonzero(np.unpackbits(np.frombuffer(mask, np.uint8),
+                                           bitorder="little")[:self.n])
+        if not len(ids):
             return None
-        if follow and follow[0] in ids:
+        if follow and mask[follow[0] >> 3] >> (follow[0] & 7) & 1:
             return follow.pop(0)
         follow.clear()
         long_walk = step >= self.stats["bias_after"]
-        if self.eos in ids and (long_walk or self.rng.random() < 0.15 or len(ids) == 1):
+        eos_ok = mask[self.eos >> 3] >> (self.eos & 7) & 1
+        if eos_ok and (long_walk or self.rng.random() < 0.15 or len(ids) == 1):
             return self.eos
-        others = [i for i in ids if i != self.eos] or ids
+        others = ids[ids != self.eos]
+        if not len(others):
+            others = ids
+        pick = lambda a: int(a[self.rng.randrange(len(a))])  # noqa: E731
         if not long_walk:
             if self.rng.random() < 0.5:
-                return self.rng.choice(others)
-            short = [i for i in self.rng.sample(others, min(64, len(others)))
-                     if len(self.tok.decode_bytes([i])) <= 2]
-            return self.rng.choice(short or others)
-        sample = self.rng.sample(others, min(24, len(others)))
+                return pick(others)
+            short = others[self.lens[others] <= 2]
+            return pick(short if len(short) else others)
+        sample = [pick(others) for _ in range(min(24, len(others)))]
         for t in sample:
             ok, _ = self.ref.consume(t)
             done = ok and self.ref.accepting()
@@ -476,7 +481,7 @@ class Walker:
             if done:
                 return t
         closers = [t for t in sample if self.tok.decode_bytes([t])[-1:] in b"\"}])\n."]
-        short = [t for t in sample if len(self.tok.decode_bytes([t])) == 1]
+        short = [t for t in sample if self.lens[t] == 1]
         return self.rng.choice(closers or short or sample)
 
     def walk(self, max_steps, example_ids):
@@ -491,7 +496,7 @@ class Walker:
             if self.refusals and self.rng.random() < 0.05:
                 self.refuse_check(allowed)
                 self.compare(" after a refused token")
-            t = self.choose(allowed, step, follow)
+            t = self.choose(rm, step, follow)
             if t is None:
                 raise Diff(f"llguidance allows nothing, not even EOS: {self.where()}")
             if t == self.eos:
@@ -524,7 +529,11 @@ class Judge:
                 v = cls(schema, format_checker=cls.FORMAT_CHECKER)
                 self.check = lambda s: v.validate(json.loads(s))
             elif case.kind == "regex":
-                rx = re.compile(case.text)
+                try:  # the `regex` module (PyPI) reads \p{..} classes; `re` where it is missing
+                    import regex as re_mod
+                except ImportError:
+                    re_mod = re
+                rx = re_mod.compile(case.text)
                 self.check = lambda s: rx.fullmatch(s) or (_ for _ in ()).throw(
                     ValueError("no full match"))
             else:
@@ -695,13 +704,14 @@ def main():
                     args.by_first_byte.setdefault(b[0], []).append(t)
         out(f"== {tok_name}: {tok.vocab_size} tokens, EOS {tok.eos_tokens} ({tok_path})")
         per_kind = {}
+        lens = np.array([len(tok.decode_bytes([t])) for t in range(tok.vocab_size)])
         for case in cases:
             kind = "public" if case.name.startswith("cfn-lint:") else case.kind
             st = per_kind.setdefault(kind, {
                 "cases": 0, "refused_both": 0, "walks": 0, "finished": 0, "unfinished": 0,
                 "judged": 0, "unjudged": 0, "steps": 0, "rollbacks": 0, "refusals": 0,
                 "refused_ours_public": 0, "failed": 0, "compile_s": [],
-                "bias_after": args.bias_after})
+                "bias_after": args.bias_after, "lens": lens})
             rng = random.Random(f"{args.seed}/{tok_name}/{case.name}")
             diff = run_case(case, tok, tok_name, tok_path, args, rng, st, out)
             if diff:
