@@ -289,7 +289,8 @@ og_status *og_generator_generate_next_token(og_generator *g) {
             continue;
         }
         g->seq[(size_t)r * g->max_len + g->len[r]] = t;
-        if (++g->len[r] >= gen_row_limit(g, r)) g->done[r] = true;
+        if (++g->len[r] >= gen_row_limit(g, r) || (g->matchers && gen_guide_closed(g, r)))
+            g->done[r] = true;
     }
     g->has_next = true;
     /* The padded layout appends a step to every row unless it ended the generation with

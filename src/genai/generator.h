@@ -88,6 +88,7 @@ struct og_generator {
     int *gstart;              /* [rows] */
     uint32_t *gmask;          /* [guide_mask_words(vocab)] */
     bool guide_content;
+    bool guide_can_stop;      /* some stop id is inside the vocabulary */
 };
 
 /* The tokens row r may hold: max_length, less its padding in the padded layout. */
@@ -136,6 +137,10 @@ void gen_guide_free(og_generator *g);
 og_status *gen_guide_mask(og_generator *g, int r, float *row);
 bool gen_guide_any_allowed(const og_generator *g, const float *row);
 og_status *gen_guide_take(og_generator *g, int r, const float *row, int32_t *t);
+/* Row r's grammar is complete and nothing can follow, and the model has no stop id in its
+ * vocabulary to end it with: the row ends here (with a stop id it ends on that, chosen
+ * the next step as onnxruntime-genai chooses it). */
+bool gen_guide_closed(const og_generator *g, int r);
 og_status *gen_guide_restart(og_generator *g);
 og_status *gen_guide_rewind(og_generator *g, int new_length);
 

@@ -49,9 +49,22 @@ og_status *gen_guide_init(og_generator *g) {
     g->gstart = calloc((size_t)g->rows, sizeof *g->gstart);
     g->gmask = calloc(guide_mask_words(V), sizeof *g->gmask);
     if (!g->matchers || !g->gstart || !g->gmask) return og_oom();
-    for (int r = 0; r < g->rows; r++)
-        OG_TRY(guide_matcher_new(g->grammar, g->m->eos_ids, (size_t)g->m->n_eos, &g->matchers[r]));
-    return NULL;
+    /* the stop ids the model can produce (a config may name one past its logits) */
+    int32_t *stops = malloc(sizeof *stops * (size_t)(g->m->n_eos + 1));
+    if (!stops) return og_oom();
+    size_t n_stop = 0;
+    for (int i = 0; i < g->m->n_eos; i++)
+        if (g->m->eos_ids[i] >= 0 && (size_t)g->m->eos_ids[i] < V) stops[n_stop++] = g->m->eos_ids[i];
+    g->guide_can_stop = n_stop > 0;
+    og_status *st = NULL;
+    for (int r = 0; r < g->rows && !st; r++)
+        st = guide_matcher_new(g->grammar, stops, n_stop, &g->matchers[r]);
+    free(stops);
+    return st;
+}
+
+bool gen_guide_closed(const og_generator *g, int r) {
+    return !g->guide_can_stop && guide_matcher_stopped(g->matchers[r]);
 }
 
 void gen_guide_free(og_generator *g) {

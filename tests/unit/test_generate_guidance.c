@@ -349,3 +349,36 @@ TEST(guidance_grammar_cache) {
     CHECK_EQ_INT(guide_vocab_size(v), 1000);
     og_model_close(m);
 }
+
+/* A package whose EOS id is past the logits (a config naming a token the model cannot
+ * produce): a closed grammar ends the row itself, on its last token. */
+TEST(guidance_closed_without_stop_id) {
+    char dir_[1024];
+    if (!test_ortgenai_package(dir_, sizeof dir_, PKG)) return;
+    char dir[1100], cmd[4096];
+    snprintf(dir, sizeof dir, "%s/gpt2_eos_outside", test_tmp_dir());
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s && for f in %s/*; do ln -sf \"$f\" %s/; done && rm %s/genai_config.json "
+             "&& sed 's/\"eos_token_id\": 98/\"eos_token_id\": 4000/' %s/genai_config.json > "
+             "%s/genai_config.json", dir, dir_, dir, dir, dir_, dir);
+    CHECK(system(cmd) == 0);
+    og_model *m;
+    CHECK_OK(og_model_open(dir, NULL, &m));
+    og_generator_params p = og_generator_params_default(m);
+    p.max_length = N_PROMPT + 30;
+    og_generator *g;
+    CHECK_OK(guided(m, &p, "regex", "(ab|cd)e", &g));
+    CHECK_OK(og_generator_append_tokens(g, prompt, N_PROMPT));
+    CHECK_OK(run_to_end(g));
+    char text[512];
+    size_t n;
+    CHECK_OK(generated_text(m, g, 0, text, sizeof text, &n));
+    CHECK(full_match("(ab|cd)e", text));
+    const int32_t *next, *ids;
+    size_t n_next, len;
+    CHECK_OK(og_generator_get_next_tokens(g, &next, &n_next));
+    CHECK_OK(og_generator_get_sequence(g, 0, &ids, &len));
+    CHECK_EQ_INT(next[0], ids[len - 1]); /* the last step chose the grammar's last token */
+    og_generator_destroy(g);
+    og_model_close(m);
+}
