@@ -447,7 +447,8 @@ og_generator_params og_generator_params_default(const og_model *model);
  * the repetition penalty, n-gram blocking and the choice (greedy or sampling: before
  * top-k / top-p / temperature), and the chosen token advances the row's matcher (one per
  * batch row). The model's EOS ids are allowed only where the output is complete; once
- * nothing but EOS can follow, EOS is chosen (the row ends as on EOS); max_length cuts a
+ * nothing but EOS can follow, EOS is chosen (the row ends as on EOS; without an EOS id
+ * inside the vocabulary the row ends on the grammar's last token); max_length cuts a
  * row as it does unguided. Where the grammar allows only EOS, it wins over min_length;
  * n-gram blocking that would leave no allowed token is not applied at that step.
  * og_generator_rewind_to rolls the matchers back with the sequence, and tokens appended
