@@ -300,6 +300,36 @@ bool srv_forced_tools(const srv_model *m, const cJSON *tools, const cJSON *choic
 
 /* ---- compiling ----------------------------------------------------------------------- */
 
+/* A forced call's grammar did not compile: the function whose parameters are at fault,
+ * found by compiling each one's alone (a message about its own schema and a param
+ * naming it, rather than a line of the grammar the server wrote). False when none is. */
+static bool blame_function(srv_model *m, const srv_params *p, srv_error *err) {
+    cJSON *tools = p->tools_json ? cJSON_Parse(p->tools_json) : NULL;
+    bool found = false;
+    int i = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+        if (found) break;
+        cJSON *args = args_schema(cJSON_GetObjectItemCaseSensitive(t, "function"));
+        char *text = args ? cJSON_PrintUnformatted(args) : NULL;
+        cJSON_Delete(args);
+        guide_grammar *g = NULL;
+        og_status *st = text ? gen_guidance_grammar(m->model, GUIDE_JSON_SCHEMA, text, &g) : NULL;
+        free(text);
+        guide_grammar_unref(g);
+        if (st && og_status_code(st) != OG_ERR_OUT_OF_MEMORY) {
+            char param[64];
+            snprintf(param, sizeof param, "tools[%d].function.parameters", i);
+            srv_fail(err, 400, param, "'%s': %s", param, og_status_message(st));
+            found = true;
+        }
+        og_status_free(st);
+        i++;
+    }
+    cJSON_Delete(tools);
+    return found;
+}
+
 bool srv_guide_compile(srv_model *m, const srv_params *p, guide_grammar **g, size_t *n_tokens,
                        srv_error *err) {
     *g = NULL;
@@ -308,6 +338,11 @@ bool srv_guide_compile(srv_model *m, const srv_params *p, guide_grammar **g, siz
     const guide_vocab *v = NULL;
     og_status *st = gen_guidance_vocab(m->model, &v);
     if (!st) st = gen_guidance_grammar(m->model, (guide_kind)p->guide_kind, p->guide_text, g);
+    if (st && p->guide_kind == GUIDE_LARK && og_status_code(st) == OG_ERR_INVALID_ARGUMENT &&
+        blame_function(m, p, err)) {
+        og_status_free(st);
+        return false;
+    }
     if (st) {
         og_code code = og_status_code(st);
         bool ours = code == OG_ERR_OUT_OF_MEMORY || code == OG_ERR_RUNTIME;

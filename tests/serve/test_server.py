@@ -1208,8 +1208,8 @@ def guidance_tools(s, jsonschema, openai, fmt):
     for body, param in ((dict(base, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice"),
                         (dict(base, tool_choice="required", response_format={"type": "json_object"}), "response_format"),
                         (dict(base, tool_choice="required",
-                              tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "nonsense"}}}]),
-                         "tools")):
+                              tools=GUIDE_TOOLS + [{"type": "function", "function": {"name": "f", "parameters": {"type": "nonsense"}}}]),
+                         "tools[2].function.parameters")):
         st, _, j, _ = s.post("/v1/chat/completions", body)
         check(st == 400 and j["error"]["param"] == param, f"{fmt}: 400 naming {param} ({j and j['error']['message'][:100]!r})")
 
