@@ -692,7 +692,7 @@ static og_status *array_schema(jctx *c, const cJSON *s, const char *ptr, gsym *o
 /* An extra key: any string but the named ones. Each exclusion set needs its own lexeme,
  * and the lexer gives one id per expression text, so the text carries a serial number
  * as a repetition of the empty group. */
-static og_status *extra_key(jctx *c, const cJSON *names[], size_t n, gsym *out) {
+static og_status *extra_key(jctx *c, const char *const names[], size_t n, gsym *out) {
     if (n == 0) return string_lexeme(c, out);
     jbuf re = {0};
     jbuf_printf(&re, "\"%s*\"(?:){%d}", JSON_CHAR_RE, c->n_key_sets++);
@@ -704,7 +704,7 @@ static og_status *extra_key(jctx *c, const cJSON *names[], size_t n, gsym *out) 
         jbuf key = {0};
         jbuf_putc(&key, '"');
         /* the key as JSON writes it: escapes as in the literal's first alternative */
-        for (const char *p = names[i]->string; *p; p++) {
+        for (const char *p = names[i]; *p; p++) {
             unsigned char ch = (unsigned char)*p;
             if (ch == '"' || ch == '\\') jbuf_printf(&key, "\\%c", ch);
             else if (ch == '\n') jbuf_puts(&key, "\\n");
@@ -732,17 +732,18 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
         return at_error(c, ptr, "%s", "'properties' is not an object");
     /* named properties: those of `properties`, then required names not among them */
     size_t cap = (size_t)cJSON_GetArraySize(props) + (size_t)cJSON_GetArraySize(req) + 1;
-    const cJSON **names = malloc(sizeof *names * cap);     /* the key (->string) */
+    const char **names = malloc(sizeof *names * cap);      /* the keys */
     const cJSON **schemas = malloc(sizeof *schemas * cap); /* NULL: additional's */
     bool *required = calloc(cap, sizeof *required);
     gsym *kv = malloc(sizeof *kv * cap);
     gsym *first = malloc(sizeof *first * (cap + 1)), *rest = malloc(sizeof *rest * (cap + 1));
     og_status *st = NULL;
     if (!names || !schemas || !required || !kv || !first || !rest) st = og_oom();
+    if (!st && req && !cJSON_IsArray(req)) st = at_error(c, ptr, "%s", "'required' is not a list");
     size_t n = 0;
     const cJSON *p, *props_l = st ? NULL : props, *req_l = st ? NULL : req;
     cJSON_ArrayForEach(p, props_l) {
-        names[n] = p;
+        names[n] = p->string;
         schemas[n++] = p;
     }
     cJSON_ArrayForEach(p, req_l) {
@@ -751,34 +752,12 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
             break;
         }
         size_t i = 0;
-        while (i < n && strcmp(names[i]->string, p->valuestring)) i++;
+        while (i < n && strcmp(names[i], p->valuestring)) i++;
         if (i == n) {
-            names[n] = p; /* the key is p->valuestring: see key_of */
+            names[n] = p->valuestring;
             schemas[n++] = NULL;
         }
         required[i] = true;
-    }
-    /* keys: names[i]->string for properties, ->valuestring for required-only ones */
-    const cJSON **keys = NULL;
-    if (!st) {
-        keys = malloc(sizeof *keys * cap);
-        if (!keys) st = og_oom();
-    }
-    cJSON *key_items = NULL;
-    if (!st) {
-        key_items = cJSON_CreateArray();
-        if (!key_items) st = og_oom();
-    }
-    for (size_t i = 0; i < n && !st; i++) {
-        const char *key = schemas[i] ? names[i]->string : names[i]->valuestring;
-        cJSON *holder = cJSON_CreateNull();
-        if (!holder) {
-            st = og_oom();
-            break;
-        }
-        holder->string = strdup(key);
-        cJSON_AddItemToArray(key_items, holder);
-        keys[i] = holder;
     }
     bool extra_ok = !is_false(addl);
     gsym extra_val = -1, extra_kv = -1;
@@ -788,15 +767,14 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
         st = addl ? compile(c, addl, sub, &extra_val) : any_value(c, &extra_val);
     }
     /* each named member: key W ":" W value */
-    size_t live = 0;
     for (size_t i = 0; i < n && !st; i++) {
         const cJSON *sch = schemas[i];
         char props_ptr[600];
         snprintf(props_ptr, sizeof props_ptr, "%s/properties", ptr);
-        ptr_append(sub, sizeof sub, props_ptr, keys[i]->string);
+        ptr_append(sub, sizeof sub, props_ptr, names[i]);
         if (!sch && !extra_ok) {
             st = at_error(c, ptr, "unsatisfiable schema: required property '%s' is not allowed",
-                          keys[i]->string);
+                          names[i]);
             break;
         }
         if (sch && is_false(sch)) {
@@ -806,18 +784,17 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
             continue;
         }
         gsym key, val;
-        st = string_literal(c, keys[i]->string, sub, &key);
+        st = string_literal(c, names[i], sub, &key);
         if (!st) st = sch ? compile(c, sch, sub, &val) : (val = extra_val, NULL);
         if (!st) st = nt(c, sub, &kv[i]);
         if (!st) {
             gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, val};
             st = rule(c, kv[i], r, 5);
         }
-        live++;
     }
     if (!st && extra_ok) {
         gsym key;
-        st = extra_key(c, keys, n, &key);
+        st = extra_key(c, names, n, &key);
         if (!st) st = nt(c, ptr, &extra_kv);
         if (!st) {
             gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, extra_val};
@@ -856,9 +833,6 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
         gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, first[0], c->w, GSYM_LEX(c->lx_rbrace)};
         st = rule(c, *out, r, 5);
     }
-    (void)live;
-    cJSON_Delete(key_items);
-    free(keys);
     free(names);
     free(schemas);
     free(required);

@@ -43,6 +43,7 @@ static const char *error_of(const char *schema, char *buf, size_t cap) {
     } while (0)
 
 TEST(guide_json_errors_name_the_place) {
+    char msg[512];
     CHECK_ERROR_HAS("{\"type\":\"object\",\"properties\":{\"a\":{\"if\":{}}}}",
                     "JSON schema at /properties/a: unsupported keyword 'if'");
     CHECK_ERROR_HAS("{\"items\":{\"not\":{}}}", "at /items: unsupported keyword 'not'");
@@ -58,8 +59,10 @@ TEST(guide_json_errors_name_the_place) {
     CHECK_ERROR_HAS("{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}", "oneOf");
     CHECK_ERROR_HAS("{\"type\":\"string\",\"pattern\":\"a(b\"}", "/pattern");
     CHECK_ERROR_HAS("{\"type\":", "invalid JSON");
+    CHECK_ERROR_HAS("{\"required\":\"a\"}", "'required' is not a list");
+    /* a name required twice, and not among the properties */
+    CHECK(!strcmp(error_of("{\"required\":[\"z\",\"z\"]}", msg, sizeof msg), ""));
     /* what compiles gives no message */
-    char msg[512];
     CHECK(!strcmp(error_of("{\"type\":\"object\",\"properties\":{\"a\":{\"title\":\"t\"}}}", msg,
                            sizeof msg), ""));
 }
