@@ -538,7 +538,13 @@ class Judge:
                     ValueError("no full match"))
             else:
                 import lark
-                p = lark.Lark(case.text, start="start", parser="earley", lexer="dynamic")
+                # On purpose, as llguidance: common.ESCAPED_STRING takes a raw newline
+                # inside (a backslash escapes any character but a newline); Lark's own
+                # does not. The judge reads the grammar that way.
+                text = re.sub(r"^%import common\.ESCAPED_STRING\s*$",
+                              r'ESCAPED_STRING: /"(\\\\[^\\n]|[^"\\\\])*"/',
+                              case.text, flags=re.M)
+                p = lark.Lark(text, start="start", parser="earley", lexer="dynamic")
                 self.check = p.parse
         except Exception as e:  # noqa: BLE001 (a judge we cannot build: say why)
             self.why = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
