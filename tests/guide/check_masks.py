@@ -626,7 +626,7 @@ def run_case(case, tok, tok_name, tok_path, args, rng, stats, out):
                     return (f"[{tok_name}] {case.name}: a finished walk's text is invalid "
                             f"({bad}): {text[:300]!r}")
         if not args.self:
-            stats.setdefault("timings", []).append(ours.timings())
+            stats.setdefault("timings", []).append(f"{case.name}: {ours.timings()}")
             stats["compile_s"].append(ours.compile_s)
         return None
     except Diff as d:
@@ -659,6 +659,7 @@ def main():
     ap.add_argument("--diffs-out", help="append the differences found to this file")
     ap.add_argument("--keep-going", action="store_true",
                     help="go on after a case differs (default: the first of each case)")
+    ap.add_argument("--timings", action="store_true", help="our mask times, per case")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -737,8 +738,9 @@ def main():
                 f"{st['rollbacks']}, refusals {st['refusals']}"
                 + (f", public cases ours refuses {st['refused_ours_public']}"
                    if st["refused_ours_public"] else "") + comp_s)
-            for t in st.get("timings", [])[:0]:
-                out("    " + t)
+            if args.timings:  # our masks' times along the walks (the driver's `time`)
+                for t in st.get("timings", []):
+                    out("    " + t)
     out(f"{len(failures)} differences, {time.time() - t0:.1f} s")
     if args.diffs_out and failures:
         with open(args.diffs_out, "a", encoding="utf-8") as f:
