@@ -1,12 +1,17 @@
-/* Token-mask time of the constraint engine (src/guide) along random walks.
+/* Token-mask time of the constraint engine (src/guide).
  *
- *   bench-guide [--steps N] [--seed S] TOKENIZER.json KIND FILE
+ *   bench-guide [--steps N] [--seed S] [--examples TEXTS] TOKENIZER.json KIND FILE
  *
  * builds the guidance vocabulary of the tokenizer (added tokens excluded, EOS as the stop
- * id), compiles FILE as guidance of KIND (json_schema, json_object, regex, lark_grammar),
- * then walks: at each step one mask (timed), a random allowed token (the stop id ends the
- * walk and a new one starts). Prints compile time and mask time p50 / p99 / max over all
- * steps, the first mask of the run (cold caches) included. */
+ * id, forced bytes encoded by the tokenizer), compiles FILE as guidance of KIND
+ * (json_schema, json_object, regex, lark_grammar), then times one mask per step:
+ * - without --examples, along random walks (a random allowed token each step; the stop
+ *   id ends a walk and a new one starts), N steps;
+ * - with --examples, along the tokenizer's encoding of each line of TEXTS (documents of
+ *   the language), all lines again and again until N steps: what a model writing such
+ *   documents costs. The first pass over them (lexer and mask caches cold) is reported
+ *   apart.
+ * Prints compile time (wall) and mask time (thread CPU) p50 / p99 / max. */
 #include "guide/guide.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,6 +23,14 @@
 static double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Masks are timed in this thread's CPU time: on a shared machine a wall clock adds the
+ * scheduler's preemptions (whole 4 ms ticks) to a few masks, which is not their cost. */
+static double cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
@@ -43,6 +56,38 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
+/* The bytes as they encode mid-text: after a marker byte whose own ids are dropped (no
+ * SentencePiece prefix space), as llguidance encodes forced bytes. */
+static og_status *tokenize_mid(void *ctx, const uint8_t *b, size_t len, int32_t **ids, size_t *n) {
+    char *buf = malloc(len + 1);
+    if (!buf) return og_oom();
+    buf[0] = 2;
+    memcpy(buf + 1, b, len);
+    int32_t *pre = NULL;
+    size_t npre = 0;
+    og_status *st = tok_encode(ctx, buf, 1, false, &pre, &npre);
+    if (!st) st = tok_encode(ctx, buf, len + 1, false, ids, n);
+    free(buf);
+    if (!st && (*n < npre || memcmp(*ids, pre, npre * sizeof *pre))) {
+        free(*ids);
+        *ids = NULL;
+        st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the marker merged with the bytes");
+    }
+    if (!st) {
+        memmove(*ids, *ids + npre, (*n - npre) * sizeof **ids);
+        *n -= npre;
+    }
+    free(pre);
+    return st;
+}
+
+static void report(const char *what, double *t, int n) {
+    if (!n) return;
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    printf("%s masks=%d p50_us=%.1f p99_us=%.1f max_us=%.1f\n", what, n, t[n / 2],
+           t[(size_t)n * 99 / 100], t[n - 1]);
+}
+
 static int fail(og_status *st, const char *what) {
     fprintf(stderr, "bench-guide: %s: %s\n", what, og_status_message(st));
     og_status_free(st);
@@ -52,13 +97,16 @@ static int fail(og_status *st, const char *what) {
 int main(int argc, char **argv) {
     int steps = 2000;
     uint64_t seed = 1;
+    const char *examples = NULL;
     int a = 1;
     for (; a + 1 < argc && !strncmp(argv[a], "--", 2); a += 2) {
         if (!strcmp(argv[a], "--steps")) steps = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--seed")) seed = strtoull(argv[a + 1], NULL, 10);
+        else if (!strcmp(argv[a], "--examples")) examples = argv[a + 1];
     }
-    if (argc - a != 3) {
-        fprintf(stderr, "usage: bench-guide [--steps N] [--seed S] TOKENIZER.json KIND FILE\n");
+    if (argc - a != 3 || steps < 1) {
+        fprintf(stderr, "usage: bench-guide [--steps N] [--seed S] [--examples TEXTS] "
+                        "TOKENIZER.json KIND FILE\n");
         return 2;
     }
     tok_tokenizer *tok;
@@ -83,6 +131,7 @@ int main(int argc, char **argv) {
     guide_vocab *v;
     st = guide_vocab_new(n, (const uint8_t *const *)bytes, lens, excluded, &v);
     if (st) return fail(st, "vocabulary");
+    guide_vocab_set_tokenize(v, tokenize_mid, tok);
     guide_kind kind;
     st = guide_kind_parse(argv[a + 1], &kind);
     if (st) return fail(st, "kind");
@@ -102,40 +151,90 @@ int main(int argc, char **argv) {
     uint32_t *mask = malloc(words * sizeof *mask);
     double *times = malloc((size_t)steps * sizeof *times);
     guide_matcher *m = NULL;
-    int walks = 0, lens_sum = 0;
-    for (int k = 0; k < steps; k++) {
-        if (!m) {
-            st = guide_matcher_new(g, &eos, eos >= 0 ? 1 : 0, &m);
-            if (st) return fail(st, "matcher");
-            walks++;
+    int walks = 0, done = 0, cold = 0;
+    printf("compile_us=%.0f vocab=%zu\n", compile_us, n);
+    if (examples) {
+        /* Each line's encoding, walked mask by mask, all lines over and over. */
+        size_t elen;
+        char *etext = read_file(examples, &elen);
+        if (!etext) {
+            fprintf(stderr, "bench-guide: cannot read %s\n", examples);
+            return 1;
         }
-        double t = now_us();
-        st = guide_matcher_mask(m, mask);
-        times[k] = now_us() - t;
-        if (st) return fail(st, "mask");
-        size_t count = 0;
-        for (size_t i = 0; i < words; i++) count += (size_t)__builtin_popcount(mask[i]);
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        size_t pick = count ? seed % count : 0;
-        int32_t chosen = -1;
-        for (size_t i = 0; i < n && count; i++)
-            if (mask[i / 32] >> (i % 32) & 1 && !pick--) {
-                chosen = (int32_t)i;
-                break;
+        for (int pass = 0; done < steps; pass++) {
+            int before = done;
+            for (char *line = etext, *nl; *line && done < steps; line = nl + (*nl != 0)) {
+                nl = strchr(line, '\n');
+                if (!nl) nl = line + strlen(line);
+                int32_t *ids = NULL;
+                size_t n_ids = 0;
+                if (nl == line) continue;
+                st = tok_encode(tok, line, (size_t)(nl - line), false, &ids, &n_ids);
+                if (st) return fail(st, "encode");
+                st = guide_matcher_new(g, &eos, eos >= 0 ? 1 : 0, &m);
+                if (st) return fail(st, "matcher");
+                walks++;
+                for (size_t k = 0; k <= n_ids && done < steps; k++) {
+                    double t = cpu_us();
+                    st = guide_matcher_mask(m, mask);
+                    times[done++] = cpu_us() - t;
+                    if (st) return fail(st, "mask");
+                    if (k == n_ids) break;
+                    /* Where bytes are forced the mask holds the encoding of those bytes
+                     * alone, which may split the text differently: the language still
+                     * takes the text's own tokens. */
+                    st = guide_matcher_consume(m, ids[k]);
+                    if (st) { /* a text outside the language: the rest of it is skipped */
+                        if (!pass) fprintf(stderr, "bench-guide: %s\n", og_status_message(st));
+                        og_status_free(st);
+                        break;
+                    }
+                }
+                free(ids);
+                guide_matcher_free(m);
+                m = NULL;
             }
-        if (chosen < 0 || chosen == eos) {
-            guide_matcher_free(m);
-            m = NULL;
-            continue;
+            if (!pass) cold = done;
+            if (done == before) break;
         }
-        st = guide_matcher_consume(m, chosen);
-        if (st) return fail(st, "consume");
-        lens_sum++;
+        free(etext);
+        printf("examples walks=%d\n", walks);
+        report("cold (first pass)", times, cold);
+        report("warm", times + cold, done - cold);
+    } else {
+        int tokens = 0;
+        for (; done < steps; done++) {
+            if (!m) {
+                st = guide_matcher_new(g, &eos, eos >= 0 ? 1 : 0, &m);
+                if (st) return fail(st, "matcher");
+                walks++;
+            }
+            double t = cpu_us();
+            st = guide_matcher_mask(m, mask);
+            times[done] = cpu_us() - t;
+            if (st) return fail(st, "mask");
+            size_t count = 0;
+            for (size_t i = 0; i < words; i++) count += (size_t)__builtin_popcount(mask[i]);
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            size_t pick = count ? seed % count : 0;
+            int32_t chosen = -1;
+            for (size_t i = 0; i < n && count; i++)
+                if (mask[i / 32] >> (i % 32) & 1 && !pick--) {
+                    chosen = (int32_t)i;
+                    break;
+                }
+            if (chosen < 0 || chosen == eos) {
+                guide_matcher_free(m);
+                m = NULL;
+                continue;
+            }
+            st = guide_matcher_consume(m, chosen);
+            if (st) return fail(st, "consume");
+            tokens++;
+        }
+        printf("random walks=%d tokens=%d\n", walks, tokens);
+        report("all", times, done);
     }
-    qsort(times, (size_t)steps, sizeof *times, cmp_double);
-    printf("compile_us=%.0f vocab=%zu masks=%d walks=%d tokens=%d p50_us=%.1f p99_us=%.1f "
-           "max_us=%.1f\n", compile_us, n, steps, walks, lens_sum, times[steps / 2],
-           times[(size_t)steps * 99 / 100], times[steps - 1]);
     guide_matcher_free(m);
     guide_grammar_unref(g);
     guide_vocab_free(v);

@@ -37,6 +37,8 @@ struct guide_matcher {
     uint64_t *allowed;  /* scratch: a lexeme set */
     uint32_t *lv_lex;   /* the walk's lexer state per trie depth */
     size_t *lv_depth;   /* and Earley depth */
+    size_t *lv_ended;   /* and Earley depth once its lexeme was ended there (0: not yet),
+                         * so that siblings share one scan */
     uint32_t *scratch;  /* a mask, for guide_matcher_stopped */
 };
 
@@ -257,19 +259,39 @@ static og_status *walk_subtree(guide_matcher *m, uint32_t first, uint32_t from, 
     }
     m->lv_lex[d0] = nx;
     m->lv_depth[d0] = gearley_depth(m->p);
+    m->lv_ended[d0] = 0;
     for (uint32_t i = first, end = nodes[first].skip; i < end;) {
         const gtrie_node *nd = &nodes[i];
         unsigned d = nd->depth;
         if (i != first) {
-            gearley_pop_to(m->p, m->lv_depth[d - 1]);
-            st = step(m, m->lv_lex[d - 1], nd->byte, &nx);
-            if (st) break;
+            /* step(), with the lexeme end scanned once for all children of a node. */
+            uint32_t cur = m->lv_lex[d - 1];
+            nx = glex_next(m->g->lex, cur, nd->byte);
+            if (nx == GLEX_FAILED) {
+                st = lex_failed(m);
+                break;
+            }
+            if (nx != GLEX_DEAD) {
+                /* What this child's subtree pushes overwrites the shared scan. */
+                gearley_pop_to(m->p, m->lv_depth[d - 1]);
+                m->lv_ended[d - 1] = 0;
+            } else if (glex_accepts(m->g->lex, cur)) {
+                if (m->lv_ended[d - 1]) {
+                    gearley_pop_to(m->p, m->lv_ended[d - 1]);
+                } else {
+                    gearley_pop_to(m->p, m->lv_depth[d - 1]);
+                    if ((st = end_lexeme(m, cur))) break;
+                    m->lv_ended[d - 1] = gearley_depth(m->p);
+                }
+                if ((st = restart_next(m, nd->byte, &nx))) break;
+            }
             if (nx == GLEX_DEAD) {
                 i = nd->skip;
                 continue;
             }
             m->lv_lex[d] = nx;
             m->lv_depth[d] = gearley_depth(m->p);
+            m->lv_ended[d] = 0;
         }
         if (mask) {
             mark_node(v, i, mask);
@@ -444,9 +466,11 @@ og_status *guide_matcher_new(guide_grammar *g, const int32_t *stop_ids, size_t n
     m->allowed = calloc(gearley_words(g->tab), sizeof *m->allowed);
     m->lv_lex = malloc(depth * sizeof *m->lv_lex);
     m->lv_depth = malloc(depth * sizeof *m->lv_depth);
+    m->lv_ended = malloc(depth * sizeof *m->lv_ended);
     m->scratch = malloc((guide_mask_words(n) ? guide_mask_words(n) : 1) * sizeof *m->scratch);
     og_status *st = NULL;
-    if (!m->stops || !m->allowed || !m->lv_lex || !m->lv_depth || !m->scratch) st = og_oom();
+    if (!m->stops || !m->allowed || !m->lv_lex || !m->lv_depth || !m->lv_ended || !m->scratch)
+        st = og_oom();
     if (!st) {
         if (n_stop) memcpy(m->stops, stop_ids, n_stop * sizeof *stop_ids);
         m->n_stop = n_stop;
@@ -473,6 +497,7 @@ void guide_matcher_free(guide_matcher *m) {
     free(m->allowed);
     free(m->lv_lex);
     free(m->lv_depth);
+    free(m->lv_ended);
     free(m->scratch);
     guide_grammar_unref(m->g);
     free(m);

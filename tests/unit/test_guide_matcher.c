@@ -484,7 +484,7 @@ TEST(guide_matcher_json_like) {
     CHECK_ERR(guide_matcher_rollback(m, 4), OG_ERR_INVALID_ARGUMENT, "only 2");
     guide_matcher_free(m);
 
-    int steps = walk_against_reference(g, &hv, 40, 30, 0x9e3779b97f4a7c15ull, json_toks);
+    int steps = walk_against_reference(g, &hv, 100, 40, 0x9e3779b97f4a7c15ull, json_toks);
     CHECK(steps > 300);
     guide_grammar_unref(g);
     guide_vocab_free(hv.v);
