@@ -419,7 +419,16 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
      * submitter's error before anything runs */
     guide_matcher *matcher = NULL;
     if (s->guide) {
-        og_status *gs = guide_matcher_new(s->guide, e->m->eos_ids, (size_t)e->m->n_eos, &matcher);
+        /* the stop ids the model can choose (a config may name one past its logits); a
+         * closed grammar with none of them ends the request on its last token */
+        int32_t *stops = malloc(sizeof *stops * (size_t)(e->m->n_eos + 1));
+        size_t n_stop = 0;
+        for (int i = 0; stops && i < e->m->n_eos; i++)
+            if (e->m->eos_ids[i] >= 0 && e->m->eos_ids[i] < e->vocab &&
+                (size_t)e->m->eos_ids[i] < s->guide_tokens)
+                stops[n_stop++] = e->m->eos_ids[i];
+        og_status *gs = stops ? guide_matcher_new(s->guide, stops, n_stop, &matcher) : og_oom();
+        free(stops);
         if (gs) {
             snprintf(msg, size, "constrained decoding: %s", og_status_message(gs));
             bool oom = og_status_code(gs) == OG_ERR_OUT_OF_MEMORY;
