@@ -136,7 +136,7 @@ og_status *glex_new(glex **out)
 {
     glex *lex = calloc(1, sizeof *lex);
     if (!lex) return og_oom_context(og_oom(), "lexer");
-    lex->nfa.max = UINT32_MAX - 2;
+    lex->nfa.max = GNFA_MAX_STATES;
     lex->max_states = 200000;
     lex->max_bytes = (size_t)256 << 20;
     *out = lex;

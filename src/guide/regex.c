@@ -141,8 +141,12 @@ static size_t g_n_cased;
 static bool g_tables_ok;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* The representative of c's simple case class. Turkic dotted İ and dotless ı stand
+ * alone: their mappings to I and i are Turkic-only (CaseFolding.txt status T), not
+ * simple case folding, which Rust's (?i) uses. */
 static uint32_t fold_key(uint32_t c)
 {
+    if (c == 0x130 || c == 0x131) return c;
     return (uint32_t)utf8proc_tolower(utf8proc_toupper((int32_t)c));
 }
 
@@ -193,6 +197,7 @@ static bool tables(void)
 /* Adds every code point case-equivalent to one in s (simple case folding). */
 static bool cset_fold(cset *s)
 {
+    if (!tables()) return false;
     size_t n0 = s->n;
     for (size_t i = 0; i < n0; i++) {
         uint32_t lo = s->r[2 * i], hi = s->r[2 * i + 1];
@@ -320,7 +325,9 @@ static void skip_space(rparse *p, const flags *f)
 
 /* ---- named classes ---- */
 
-static bool add_gc(cset *s, int gc) { return cset_add_set(s, &g_gc[gc]); }
+/* The tables are built on first use: patterns without Unicode classes or (?i) never
+ * pay for them (about 70 ms). */
+static bool add_gc(cset *s, int gc) { return tables() && cset_add_set(s, &g_gc[gc]); }
 
 static bool add_ranges(cset *s, const uint32_t *r, size_t n)
 {
@@ -1129,8 +1136,9 @@ static uint32_t add_state(rcomp *c, uint8_t kind, uint8_t lo, uint8_t hi, uint32
 static int too_big(rcomp *c, size_t col)
 {
     if (c->nfa->n >= c->limit)
-        return fail(c->p, col, "expression is too large (more than %u NFA states)",
-                    GRE_MAX_STATES);
+        return fail(c->p, col, "expression is too large (more than %u NFA states%s)",
+                    c->limit == c->nfa->max ? c->nfa->max : GRE_MAX_STATES,
+                    c->limit == c->nfa->max ? " in all lexemes" : "");
     return oom(c->p);
 }
 
@@ -1267,7 +1275,7 @@ static uint32_t comp(rcomp *c, int i, uint32_t next)
         uint64_t est = estimate(c->p, i);
         if (est > (uint64_t)(c->limit - c->nfa->n)) {
             fail(c->p, nd->col, "repetition is too large (about %llu NFA states, limit %u)",
-                 (unsigned long long)est, GRE_MAX_STATES);
+                 (unsigned long long)est, c->limit - c->nfa->n);
             return GN_NONE;
         }
         uint32_t to = next;
@@ -1307,14 +1315,13 @@ og_status *gre_compile(gnfa *nfa, const char *re, size_t len, const char *what, 
                        uint32_t *entry)
 {
     rparse p = {.s = (const uint8_t *)re, .n = len, .what = what ? what : "regex"};
-    if (!tables()) return og_oom_context(og_oom(), "%s: Unicode tables", p.what);
     flags f = {0};
     anchors a = {true, false};
     int root = parse_alt(&p, &f, &a);
     if (root >= 0 && !at_end(&p)) fail(&p, p.pos, "unopened group");
     if (root >= 0 && !p.err) {
         uint64_t room = (uint64_t)nfa->n + GRE_MAX_STATES;
-        rcomp c = {&p, nfa, room > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)room};
+        rcomp c = {&p, nfa, room > nfa->max ? nfa->max : (uint32_t)room};
         *entry = comp(&c, root, next);
         if (*entry == GN_NONE && !p.err) fail(&p, 0, "could not be compiled");
     }

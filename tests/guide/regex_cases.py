@@ -80,6 +80,11 @@ CASES = [
     (r'(?i)[^a]', ['A', 'b']),
     (r'(?i)σ', ['Σ', 'ς', 'σ']),
     (r'(?i)é', ['É', 'e']),
+    (r'(?i)i', ['I', 'i', '\u0131', '\u0130']),
+    (r'(?i)s', ['S', '\u017f', 'x']),
+    (r'(?i)[k-l]', ['\u212a', 'L']),
+    (r'(?i)\u{1C5}', ['\u01c4', '\u01c6', 'D']),
+    (r'', ['', 'a']),
     (r'(?x) a b # comment', ['ab', 'a b']),
     (r'(?x)a\ b', ['a b', 'ab']),
     (r'\x41\x{42}\u0043\u{44}\U00000045', ['ABCDE']),
@@ -144,7 +149,7 @@ def rows(accepts):
             r = accepts(pattern, s)
             if r is None:
                 raise SystemExit('llguidance refuses %r' % pattern)
-            out.append('    {%s, %s, %d},' % (c_str(pattern), c_str(s), int(r)))
+            out.append('        {%s, %s, %d},' % (c_str(pattern), c_str(s), int(r)))
     for pattern in ERRORS:
         if accepts(pattern, '') is not None:
             raise SystemExit('llguidance accepts %r, listed as an error' % pattern)
