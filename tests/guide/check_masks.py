@@ -17,7 +17,9 @@ the same way, `lark` for grammars.
 
 A case that llguidance refuses to compile must be refused by ours too (the error cases).
 A case's `.note` file says where we differ from llguidance on purpose; such a case is
-compared with llguidance configured as our rule says (see LLG_JSON_OPTIONS).
+compared with llguidance configured as our rule says (see LLG_JSON_OPTIONS). A case's
+`.skip` file (lines "TOKENIZER: why") names tokenizers where the oracle itself cannot
+walk it; the run prints SKIP and why.
 
 --self runs llguidance against a second llguidance matcher instead of our driver: the
 harness's own test (with --plant, a difference is planted and must be reported).
@@ -92,9 +94,10 @@ def tokenizers(shared, wanted):
 # ---- corpus -------------------------------------------------------------------------
 
 class Case:
-    def __init__(self, name, kind, path, text, examples, note, expect_error):
+    def __init__(self, name, kind, path, text, examples, note, expect_error, skip=None):
         self.name, self.kind, self.path, self.text = name, kind, path, text
         self.examples, self.note, self.expect_error = examples, note, expect_error
+        self.skip = skip or {}  # tokenizer -> why the case cannot run on it
 
     def llg_grammar(self):
         if self.kind == "json":
@@ -131,8 +134,14 @@ def load_corpus(kinds, names):
         text = open(path, encoding="utf-8").read()
         note = open(base + ".note").read().strip() if os.path.isfile(base + ".note") else None
         expect_error = os.path.basename(os.path.dirname(path)) == "errors"
+        skip = {}
+        if os.path.isfile(base + ".skip"):  # lines "TOKENIZER: why"
+            for line in open(base + ".skip", encoding="utf-8"):
+                if ":" in line:
+                    tok_name, why = line.split(":", 1)
+                    skip[tok_name.strip()] = why.strip()
         cases.append(Case(name, kind, path, text, read_examples(base + ".examples"), note,
-                          expect_error))
+                          expect_error, skip))
     if (not kinds or "json_object" in kinds) and (not names or "json_object" in names):
         cases.append(Case("json_object", "json_object", None, "", [
             {}, {"a": [1, 2.5e3, None, True]}, {"k": {"nested": "v\u00e9\n"}}], None, False))
@@ -719,6 +728,9 @@ def main():
                 "judged": 0, "unjudged": 0, "steps": 0, "rollbacks": 0, "refusals": 0,
                 "refused_ours_public": 0, "failed": 0, "compile_s": [],
                 "bias_after": args.bias_after, "lens": lens})
+            if tok_name in case.skip:
+                out(f"  SKIP {case.name} on {tok_name}: {case.skip[tok_name]}")
+                continue
             rng = random.Random(f"{args.seed}/{tok_name}/{case.name}")
             diff = run_case(case, tok, tok_name, tok_path, args, rng, st, out)
             if diff:
