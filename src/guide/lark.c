@@ -852,7 +852,8 @@ static og_status *read_all(lk *p) {
             return lk_err(p, p->pos, "unexpected %s", shown(p, p->pos, buf, sizeof buf));
         }
     }
-    if (p->n_defs && !(p->sorted = malloc(p->n_defs * sizeof *p->sorted))) return og_oom();
+    if (!p->n_defs) return NULL;
+    if (!(p->sorted = malloc(p->n_defs * sizeof *p->sorted))) return og_oom();
     for (size_t i = 0; i < p->n_defs; i++) p->sorted[i] = &p->defs[i];
     qsort(p->sorted, p->n_defs, sizeof *p->sorted, def_cmp);
     for (size_t i = 1; i < p->n_defs; i++) {
