@@ -56,9 +56,31 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-/* The bytes as they encode mid-text: after a marker byte whose own ids are dropped (no
- * SentencePiece prefix space), as llguidance encodes forced bytes. */
+/* The bytes as the tokenizer encodes them mid-text (as llguidance encodes forced bytes):
+ * the plain encoding where its tokens spell exactly the bytes, else the encoding after a
+ * marker byte with the marker's own ids dropped (SentencePiece adds a space at the start
+ * of a text). */
+static bool spells(const tok_tokenizer *tok, const int32_t *ids, size_t n, const uint8_t *b,
+                   size_t len) {
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t buf[256];
+        size_t l = 0;
+        og_status *st = tok_token_bytes(tok, ids[i], buf, sizeof buf, &l);
+        if (st || l > sizeof buf || l > len - at || memcmp(buf, b + at, l)) {
+            og_status_free(st);
+            return false;
+        }
+        at += l;
+    }
+    return at == len;
+}
+
 static og_status *tokenize_mid(void *ctx, const uint8_t *b, size_t len, int32_t **ids, size_t *n) {
+    OG_TRY(tok_encode(ctx, (const char *)b, len, false, ids, n));
+    if (spells(ctx, *ids, *n, b, len)) return NULL;
+    free(*ids);
+    *ids = NULL;
     char *buf = malloc(len + 1);
     if (!buf) return og_oom();
     buf[0] = 2;
