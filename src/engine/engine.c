@@ -457,6 +457,7 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
     r->s = *s;
     if (s->guide) r->s.guide = guide_grammar_ref(s->guide); /* released with the request */
     q->matcher = matcher;
+    q->think = !s->think ? THINK_DONE : s->think_in ? THINK_IN : THINK_MAY;
     memcpy(r->prompt, prompt, sizeof *prompt * (size_t)n);
     r->n_prompt = n;
     r->seq = q;

@@ -81,6 +81,13 @@ typedef struct eng_sampling {
      * there up to the model's vocabulary are never chosen). */
     guide_grammar *guide;
     size_t guide_tokens;
+    /* Under guidance, a reasoning block before the constrained output (a chat model's
+     * bor/eor tokens, as vLLM's reasoning parsers have it): with `think`, the first token
+     * may be think_open (beside what the grammar allows), or the prompt left a block open
+     * (think_in); inside it the model writes freely but for EOS, and the grammar applies
+     * from the token after think_close. */
+    bool think, think_in;
+    int32_t think_open, think_close;
 } eng_sampling;
 
 enum { ENG_MAX_LOGPROBS = 20 };

@@ -59,6 +59,9 @@ struct eng_seq {
     guide_matcher *matcher; /* under guidance: the output's place in the grammar, advanced
                             by every delivered token. A preempted sequence keeps it: its
                             tokens are recomputed, never chosen again */
+    enum { THINK_MAY, THINK_IN, THINK_DONE } think; /* under guidance with
+                            eng_sampling.think: before the first token, inside the
+                            reasoning block, or past it (the grammar applies) */
 };
 
 struct eng_engine {
@@ -135,7 +138,8 @@ void eng_single_step(eng_engine *e);
  * it came). An error of the matcher (nothing allowed, out of memory) is returned. */
 og_status *eng_choose(eng_engine *e, eng_seq *s, float *logits, eng_token *t);
 /* Under guidance, after t was chosen and is not an EOS that ends the request: the
- * matcher advances by it; *done is true when nothing but EOS can follow now. */
+ * matcher advances by it (or the reasoning block moves on); *done is true when nothing
+ * but EOS can follow now. */
 og_status *eng_guide_advance(eng_seq *s, int32_t id, bool *done);
 /* The request's top log-probability alternatives from e->lp (log-softmax of the row). */
 void eng_choose_top(eng_engine *e, const eng_seq *s, eng_token *t);

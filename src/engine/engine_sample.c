@@ -73,14 +73,23 @@ og_status *eng_choose(eng_engine *e, eng_seq *s, float *logits, eng_token *t) {
         memcpy(e->lp, logits, sizeof(float) * (size_t)V);
         gen_log_softmax(e->lp, V);
     }
-    if (s->matcher) OG_TRY(apply_mask(e, s, logits));
+    if (s->matcher && s->think == THINK_IN) { /* reasoning: free text, but it must end */
+        for (int i = 0; i < e->m->n_eos; i++)
+            if (e->m->eos_ids[i] >= 0 && e->m->eos_ids[i] < V) logits[e->m->eos_ids[i]] = -INFINITY;
+    } else if (s->matcher) {
+        int32_t open = s->think == THINK_MAY && sp->think_open >= 0 && sp->think_open < V
+                           ? sp->think_open : -1;
+        float keep = open >= 0 ? logits[open] : 0;
+        OG_TRY(apply_mask(e, s, logits));
+        if (open >= 0) logits[open] = keep; /* the reasoning block may open instead */
+    }
     if (sp->sample && sp->temperature > 0 && sp->top_k != 1)
         t->id = gen_sample(logits, V, sp->top_k, sp->top_p, sp->temperature, &s->rng, e->work);
     else
         t->id = gen_argmax(logits, V);
     /* sampling's last resort (rounding past the cumulative sum) is its least likely
      * candidate, which may be a disallowed one */
-    if (s->matcher && isinf(logits[t->id])) t->id = gen_argmax(logits, V);
+    if (s->matcher && isinf(logits[t->id]) && logits[t->id] < 0) t->id = gen_argmax(logits, V);
     if (sp->logprobs < 0) return NULL;
     t->logprob = e->lp[t->id];
     eng_choose_top(e, s, t);
@@ -90,6 +99,14 @@ og_status *eng_choose(eng_engine *e, eng_seq *s, float *logits, eng_token *t) {
 og_status *eng_guide_advance(eng_seq *s, int32_t id, bool *done) {
     *done = false;
     if (!s->matcher) return NULL;
+    const eng_sampling *sp = &s->req->s;
+    if (s->think == THINK_MAY) {
+        s->think = id == sp->think_open ? THINK_IN : THINK_DONE;
+        if (s->think == THINK_IN) return NULL;
+    } else if (s->think == THINK_IN) {
+        if (id == sp->think_close) s->think = THINK_DONE;
+        return NULL;
+    }
     OG_TRY(guide_matcher_consume(s->matcher, id));
     *done = guide_matcher_stopped(s->matcher);
     return NULL;

@@ -150,6 +150,17 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
     s.seed += (uint64_t)c->index; /* n > 1: each choice its own draw */
     s.guide = j->grammar; /* the engine takes its own reference */
     s.guide_tokens = j->guide_tokens;
+    /* a reasoning model thinks first (its block free text), then answers under guidance;
+     * a prompt that leaves the block open (DeepSeek-R1's templates end with it) starts
+     * inside it */
+    bool think_in = false;
+    if (j->grammar && j->p->chat && m->bor >= 0 && m->eor >= 0) {
+        s.think = true;
+        s.think_open = m->bor;
+        s.think_close = m->eor;
+        for (int i = n - 1; i >= 0 && ids[i] != m->eor; i--) think_in |= ids[i] == m->bor;
+        s.think_in = think_in;
+    }
     char msg[512];
     eng_submit_code code = eng_submit(m->eng, ids, n, &s, &c->req, msg, sizeof msg);
     switch (code) {
@@ -180,6 +191,7 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
     int32_t bor = j->p->chat ? m->bor : -1, eor = j->p->chat ? m->eor : -1;
     chat_stream_init(&c->cs, (const char *const *)j->p->stops, j->p->n_stops, bor, eor, -1, -1,
                      on_text, c);
+    if (think_in) c->cs.ch = CH_THINKING; /* the answer is what follows the block */
     c->cs_live = true;
     if (j->p->parse_tools) {
         tc_init(&c->tc, m->tools_fmt, on_content, c);

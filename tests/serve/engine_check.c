@@ -29,6 +29,11 @@
  *                     og_generator_params_set_guidance, every engine request carries the
  *                     grammar of the model's cache (one matcher per request), with
  *                     preemption, the prefix cache and per-sequence mode as the options say
+ *   --think           with --guide: each request may open a reasoning block with the token
+ *                     its unconstrained greedy answer starts with, closing at that answer's
+ *                     fourth token (or an earlier copy of it): the engine must give the
+ *                     unconstrained tokens up to the close, then the generator's guided
+ *                     answer to the prompt extended by them
  *   --ignore-eos FILE  prompts and oracle answers from FILE (ignore_eos_oracle.py:
  *                     onnxruntime-genai's on a package whose EOS greedy decoding writes
  *                     early): every request asks for ignore_eos and exactly its oracle's
@@ -113,6 +118,46 @@ static og_status *alone(og_model *m, const int32_t *prompt, int n, int max_new, 
     return st;
 }
 
+static bool is_eos_id(const og_model *m, int32_t id) {
+    const int32_t *ids;
+    size_t n = og_model_eos_token_ids(m, &ids);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+/* --think's oracle: the unconstrained greedy answer's first tokens as a reasoning block
+ * (opened by its first token, closed by its fourth or an earlier copy of it), then the
+ * guided answer to the prompt extended by the block. */
+static og_status *alone_think(og_model *m, const int32_t *prompt, int n, int32_t *out, int *n_out,
+                              int32_t *open, int32_t *close) {
+    const char *type = guide_type;
+    guide_type = NULL;
+    int32_t u[MAX_NEW];
+    int nu = 0;
+    og_status *st = alone(m, prompt, n, MAX_NEW, u, &nu);
+    guide_type = type;
+    if (st) return st;
+    if (nu < 4) return og_errorf(OG_ERR_RUNTIME, "--think: the unconstrained answer has %d tokens", nu);
+    int c = 1;
+    while (u[c] != u[3]) c++;
+    for (int k = 0; k <= c; k++)
+        if (is_eos_id(m, u[k]))
+            return og_errorf(OG_ERR_RUNTIME, "--think: the reasoning block would hold an EOS");
+    int32_t *p2 = malloc(sizeof *p2 * (size_t)(n + c + 1));
+    if (!p2) return og_oom();
+    memcpy(p2, prompt, sizeof *p2 * (size_t)n);
+    memcpy(p2 + n, u, sizeof *p2 * (size_t)(c + 1));
+    int ng = 0;
+    st = alone(m, p2, n + c + 1, MAX_NEW - (c + 1), out + c + 1, &ng);
+    free(p2);
+    memcpy(out, u, sizeof *out * (size_t)(c + 1));
+    *n_out = c + 1 + ng;
+    *open = u[0];
+    *close = u[3];
+    return st;
+}
+
 /* The request alone through an engine of its own (no prefix cache). */
 static og_status *alone_engine(og_model *m, const eng_options *o, const int32_t *prompt, int n,
                                int max_new, int32_t *out, int *n_out) {
@@ -176,14 +221,6 @@ static int read_oracle(const char *path, int32_t (*prompts)[4096], int *plen,
         return -1;
     }
     return n + 1;
-}
-
-static bool is_eos_id(const og_model *m, int32_t id) {
-    const int32_t *ids;
-    size_t n = og_model_eos_token_ids(m, &ids);
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] == id) return true;
-    return false;
 }
 
 /* Without ignore_eos, each prompt alone must give its oracle's answer up to its first EOS
@@ -294,7 +331,7 @@ int main(int argc, char **argv) {
     int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0;
     const char *ignore_file = NULL;
     bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
-         want_single = false;
+         want_single = false, think = false;
     og_model_options mo = og_model_options_default();
     eng_options o = eng_options_default();
     for (int i = 2; i < argc; i++) {
@@ -315,6 +352,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--kv-fit")) kv_fit = atoi(v), i++;
         else if (!strcmp(a, "--ignore-eos") && i + 1 < argc) ignore_file = v, i++;
         else if (!strcmp(a, "--guide") && i + 2 < argc) guide_type = v, guide_data = argv[i + 2], i += 2;
+        else if (!strcmp(a, "--think")) think = true;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
         else {
@@ -322,7 +360,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (n_prompts < 1 || n_prompts > MAX_PROMPTS || rounds < 1 || (guide_type && oracle_engine))
+    if (n_prompts < 1 || n_prompts > MAX_PROMPTS || rounds < 1 || (guide_type && oracle_engine) ||
+        (think && !guide_type))
         return 2;
     char cfg[4096];
     snprintf(cfg, sizeof cfg, "%s/genai_config.json", argv[1]);
@@ -358,6 +397,7 @@ int main(int argc, char **argv) {
                       kv_pool_position_bytes(m->n_layers, m->kv_heads, m->head_size, m->kv_dtype);
     static int32_t prompts[MAX_PROMPTS][4096], want[MAX_PROMPTS][MAX_NEW], stop[MAX_PROMPTS][MAX_NEW];
     int plen[MAX_PROMPTS], wlen[MAX_PROMPTS], slen[MAX_PROMPTS];
+    int32_t think_open[MAX_PROMPTS], think_close[MAX_PROMPTS];
     int n_eos = 0; /* EOS ids in the oracle's answers with ignore_eos */
     if (ignore_file) {
         n_prompts = read_oracle(ignore_file, prompts, plen, want, wlen, stop, slen);
@@ -373,6 +413,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_prompts && !ignore_file; i++) {
         plen[i] = make_prompt(i, shared, m->vocab_size, prompts[i]);
         if (oracle_engine) st = alone_engine(m, &o, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
+        else if (think)
+            st = alone_think(m, prompts[i], plen[i], want[i], &wlen[i], &think_open[i], &think_close[i]);
         else st = alone(m, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
         if (st) return fail(st);
     }
@@ -415,7 +457,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n_prompts; i++) {
             eng_sampling s = {.max_tokens = ignore_file ? wlen[i] : MAX_NEW, .top_p = 1,
                               .logprobs = -1, .ignore_eos = ignore_file != NULL,
-                              .guide = grammar, .guide_tokens = guide_tokens};
+                              .guide = grammar, .guide_tokens = guide_tokens, .think = think,
+                              .think_open = think ? think_open[i] : -1,
+                              .think_close = think ? think_close[i] : -1};
             char msg[256];
             if (eng_submit(e, prompts[i], plen[i], &s, &req[i], msg, sizeof msg) != ENG_SUBMIT_OK) {
                 fprintf(stderr, "engine-check: submit %d: %s\n", i, msg);
