@@ -96,6 +96,11 @@ CASES = [
      '  "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}',
      ["hi there", '{"ok":true}', '{"ok":1}', "{", "x\ny"]),
     ('start: "a" b "c"\nb: %json {"enum": ["p", 2]}', ['a"p"c', "a2c", "apc", 'a"q"c']),
+    # Greedy lexing: a lexeme ends only where no byte can extend it.
+    ('start: A A\nA: /a+/', ["aa", "aaa", "a"]),
+    ('start: A "b"? A\nA: /a+/', ["aa", "aba", "abaa"]),
+    ('start: ID | KW "(" \nKW: "if"\nID: /[a-z]+/', ["if", "if(", "iff", "x("]),
+    ('start: NUM "." NUM | NUM\nNUM: /[0-9]+/', ["1.5", "12", "1.", "1.2.3"]),
     # Lexemes that match the empty string.
     ('start: "\'" /[a-z ]*/ "\'"', ["''", "'ab c'", "'"]),
     ('start: "a" B "c"\nB: /b*/', ["ac", "abc", "abbc", "ab"]),
