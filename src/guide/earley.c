@@ -175,6 +175,7 @@ static og_status *add(gearley *p, uint32_t pos, uint32_t origin) {
 /* Opens a new, empty set on top. */
 static og_status *open_set(gearley *p) {
     OG_TRY(grow_sets(p));
+    if (state_bytes(p) > p->max_bytes) return limit_bytes(p); /* the limit may have been lowered */
     p->set_start[p->n_sets] = p->n_items;
     p->n_sets++;
     p->set_start[p->n_sets] = p->n_items;

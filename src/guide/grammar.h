@@ -48,6 +48,9 @@ struct guide_grammar {
 og_status *guide_grammar_from(glex *lex, gcfg *cfg, const guide_vocab *vocab,
                               guide_grammar **out);
 
+/* The limits of a matcher's parser (gearley_set_limits; tests). */
+void guide_matcher_parser_limits(guide_matcher *m, size_t max_items_per_set, size_t max_bytes);
+
 /* Drops every per-state cache entry (matcher.c). */
 void guide_cache_drop(guide_grammar *g);
 

@@ -609,6 +609,10 @@ og_status *guide_matcher_rollback(guide_matcher *m, size_t n) {
 
 size_t guide_matcher_consumed(const guide_matcher *m) { return m->n_checks; }
 
+void guide_matcher_parser_limits(guide_matcher *m, size_t max_items_per_set, size_t max_bytes) {
+    gearley_set_limits(m->p, max_items_per_set, max_bytes);
+}
+
 bool guide_matcher_accepting(guide_matcher *m) {
     pthread_mutex_lock(&m->g->lock);
     bool acc;

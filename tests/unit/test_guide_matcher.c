@@ -8,6 +8,7 @@
 #include "guide/earley.h"
 #include "guide/grammar.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -647,6 +648,130 @@ TEST(guide_matcher_forced_bytes) {
     CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
     CHECK_OK(guide_matcher_mask(m, mask));
     CHECK_EQ_INT(mask[0], 1u << 10);
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
+}
+
+/* A grammar of the JSON-like language on the hand vocabulary (NULL after a loud skip). */
+static guide_grammar *json_like_grammar(hand_vocab *hv) {
+    glex *lex;
+    if (no_lexer(&lex)) return NULL;
+    gcfg *c = NULL;
+    guide_grammar *g = NULL;
+    og_status *st = gcfg_new(&c);
+    if (!st) st = json_like(lex, c);
+    if (!st) st = vocab_of(json_toks, N_JSON_TOKS, tok_id("x"), hv);
+    if (!st) {
+        st = guide_grammar_from(lex, c, hv->v, &g);
+        lex = NULL;
+        c = NULL;
+    }
+    glex_free(lex);
+    gcfg_free(c);
+    if (st) {
+        test_fail(__FILE__, __LINE__, "%s", og_status_message(st));
+        og_status_free(st);
+    }
+    return g;
+}
+
+TEST(guide_matcher_cache_flush) {
+    /* A cache limit below one entry: every new lexer state drops all the others, and the
+     * masks stay those of the reference. */
+    hand_vocab hv;
+    guide_grammar *g = json_like_grammar(&hv);
+    if (!g) return;
+    g->cache_limit = 1;
+    int steps = walk_against_reference(g, &hv, 30, 30, 99, json_toks);
+    CHECK(steps > 200);
+    CHECK(g->cache_flushes > 10);
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
+}
+
+typedef struct walk_job {
+    guide_grammar *g;
+    const hand_vocab *hv;
+    uint64_t seed;
+    uint32_t masks[40][2]; /* the mask at each step */
+    int32_t picks[40];
+    int n;
+    bool failed;
+} walk_job;
+
+/* A random walk of 40 tokens that records its masks and picks. */
+static void *walk_thread(void *arg) {
+    walk_job *j = arg;
+    guide_matcher *m = NULL;
+    og_status *st = guide_matcher_new(j->g, &j->hv->stop, 1, &m);
+    for (j->n = 0; !st && j->n < 40; j->n++) {
+        st = guide_matcher_mask(m, j->masks[j->n]);
+        if (st) break;
+        int32_t pick = -1;
+        size_t count = 0;
+        for (size_t i = 0; i < j->hv->n; i++) count += bit(j->masks[j->n], i);
+        size_t k = count ? rng_next(&j->seed) % count : 0;
+        for (size_t i = 0; i < j->hv->n && count; i++)
+            if (bit(j->masks[j->n], i) && !k--) pick = (int32_t)i;
+        j->picks[j->n] = pick;
+        if (pick < 0 || pick == j->hv->stop) {
+            j->n++;
+            break;
+        }
+        st = guide_matcher_consume(m, pick);
+    }
+    j->failed = st != NULL;
+    og_status_free(st);
+    guide_matcher_free(m);
+    return NULL;
+}
+
+TEST(guide_matcher_threads) {
+    /* Four matchers of one grammar on four threads (the lexer and the caches grow under
+     * the grammar's lock): each walk's masks equal the same walk run alone afterwards on a
+     * fresh grammar. */
+    hand_vocab hv;
+    guide_grammar *g = json_like_grammar(&hv);
+    if (!g) return;
+    walk_job jobs[4], alone[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (walk_job){.g = g, .hv = &hv, .seed = 1000u + (uint64_t)i};
+        CHECK(pthread_create(&th[i], NULL, walk_thread, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
+    g = json_like_grammar(&hv);
+    CHECK(g != NULL);
+    for (int i = 0; i < 4; i++) {
+        alone[i] = (walk_job){.g = g, .hv = &hv, .seed = 1000u + (uint64_t)i};
+        walk_thread(&alone[i]);
+        CHECK(!jobs[i].failed && !alone[i].failed);
+        CHECK_EQ_INT(jobs[i].n, alone[i].n);
+        CHECK(jobs[i].n > 3);
+        CHECK(!memcmp(jobs[i].masks, alone[i].masks, sizeof jobs[i].masks[0] * (size_t)jobs[i].n));
+    }
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
+}
+
+TEST(guide_matcher_parser_limit) {
+    /* The parser's limit reached while a mask is computed is an error naming it, and the
+     * matcher is where it was. */
+    hand_vocab hv;
+    guide_grammar *g = json_like_grammar(&hv);
+    if (!g) return;
+    guide_matcher *m;
+    CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
+    for (int i = 0; i < 30; i++) CHECK_OK(guide_matcher_consume(m, tok_id("[[")));
+    guide_matcher_parser_limits(m, 20000, 4096);
+    uint32_t mask[2];
+    CHECK_ERR(guide_matcher_mask(m, mask), OG_ERR_RUNTIME, "limit on parser memory");
+    guide_matcher_parser_limits(m, 20000, (size_t)1 << 30);
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK(bit(mask, (size_t)tok_id("]")) && bit(mask, (size_t)tok_id("1")));
     guide_matcher_free(m);
     guide_grammar_unref(g);
     guide_vocab_free(hv.v);
