@@ -72,6 +72,12 @@ static const struct {
     {"uri", URI_RE},
 };
 
+bool json_format_known(const char *format) {
+    for (size_t i = 0; i < sizeof k_formats / sizeof k_formats[0]; i++)
+        if (!strcmp(format, k_formats[i].name)) return true;
+    return !strcmp(format, "unknown");
+}
+
 og_status *json_re_format_body(jbuf *out, const char *format, const char *where) {
     if (!strcmp(format, "unknown")) {
         jbuf_printf(out, "%s*", JSON_CHAR_RE);

@@ -47,6 +47,9 @@ og_status *json_re_pattern_body(jbuf *out, const char *pattern, size_t n, glex *
  * uuid, uri, unknown); OG_ERR_INVALID_ARGUMENT "Unknown format" otherwise. */
 og_status *json_re_format_body(jbuf *out, const char *format, const char *where);
 
+/* Whether json_re_format_body knows `format`. */
+bool json_format_known(const char *format);
+
 /* A number's bounds as the schema gives them; has_* false when absent. */
 typedef struct json_bounds {
     bool has_min, has_max, min_excl, max_excl;

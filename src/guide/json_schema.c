@@ -32,7 +32,19 @@ typedef struct memo_ent {
     gsym nt;
 } memo_ent;
 
+/* The top-level "x-guidance" options (llguidance's names); the defaults as it has them. */
+typedef struct json_opts {
+    const char *ws;       /* whitespace between tokens, at most one match a place; NULL: none */
+    const char *item_sep; /* between items and members (a regex) */
+    const char *key_sep;  /* between a key and its value (a regex) */
+    bool coerce_one_of;   /* oneOf as anyOf, proven apart or not */
+    bool lenient;         /* unsupported keywords and unknown formats ignored */
+} json_opts;
+
+#define JSON_WS_FLEXIBLE "[\\x20\\x0A\\x0D\\x09]+"
+
 typedef struct jctx {
+    json_opts opts;
     glex *lex;
     gcfg *cfg;
     const cJSON *root;
@@ -83,14 +95,22 @@ static og_status *lit(jctx *c, const char *s, int *id) {
     return glex_add_literal(c->lex, (const uint8_t *)s, strlen(s), id);
 }
 
+/* A separator: the literal when it is the default, else the option's regex. */
+static og_status *separator(jctx *c, const char *re, const char *dflt, const char *what,
+                            int *id) {
+    if (!strcmp(re, dflt)) return lit(c, dflt, id);
+    return glex_add_regex(c->lex, re, strlen(re), what, id);
+}
+
 static og_status *ctx_init(jctx *c) {
-    OG_TRY(glex_add_regex(c->lex, "[ \\t\\n\\r]+", 10, "JSON whitespace", &c->lx_ws));
     OG_TRY(lit(c, "{", &c->lx_lbrace));
     OG_TRY(lit(c, "}", &c->lx_rbrace));
     OG_TRY(lit(c, "[", &c->lx_lbrack));
     OG_TRY(lit(c, "]", &c->lx_rbrack));
-    OG_TRY(lit(c, ",", &c->lx_comma));
-    OG_TRY(lit(c, ":", &c->lx_colon));
+    OG_TRY(separator(c, c->opts.item_sep, ",", "JSON schema at /x-guidance/item_separator",
+                     &c->lx_comma));
+    OG_TRY(separator(c, c->opts.key_sep, ":", "JSON schema at /x-guidance/key_separator",
+                     &c->lx_colon));
     OG_TRY(lit(c, "true", &c->lx_true));
     OG_TRY(lit(c, "false", &c->lx_false));
     OG_TRY(lit(c, "null", &c->lx_null));
@@ -98,6 +118,9 @@ static og_status *ctx_init(jctx *c) {
     c->any = -1;
     OG_TRY(nt(c, "json whitespace?", &c->w));
     OG_TRY(rule(c, c->w, NULL, 0));
+    if (!c->opts.ws) return NULL;
+    OG_TRY(glex_add_regex(c->lex, c->opts.ws, strlen(c->opts.ws),
+                         "JSON schema at /x-guidance/whitespace_pattern", &c->lx_ws));
     gsym ws = GSYM_LEX(c->lx_ws);
     return rule(c, c->w, &ws, 1);
 }
@@ -305,7 +328,8 @@ static const char *const not_yet[] = {"patternProperties", "minProperties", "max
 static og_status *check_keywords(jctx *c, const cJSON *s, const char *ptr) {
     const cJSON *k;
     cJSON_ArrayForEach(k, s) {
-        for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
+        for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0] && !c->opts.lenient;
+             i++)
             if (strcmp(k->string, unsupported[i]) == 0)
                 return at_error(c, ptr, "unsupported keyword '%s'", k->string);
         for (size_t i = 0; i < sizeof not_yet / sizeof not_yet[0]; i++)
@@ -517,6 +541,8 @@ static og_status *string_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maxLength");
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
+    if (fmt && c->opts.lenient && !(cJSON_IsString(fmt) && json_format_known(fmt->valuestring)))
+        fmt = NULL;
     double lo = cJSON_IsNumber(mn) ? mn->valuedouble : 0;
     double hi = cJSON_IsNumber(mx) ? mx->valuedouble : -1;
     if (hi >= 0 && lo > hi)
@@ -801,35 +827,42 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
             st = rule(c, extra_kv, r, 5);
         }
     }
-    /* first[i]: members from i on, none written yet; rest[i]: the same after one */
+    /* first[i]: one or more members from i on, none written before (-1: there is none
+     * to write); rest[i]: the members from i on after one was written. An empty object
+     * is its own rule, so that it has one place for whitespace, not two. */
+    bool any_required = false;
+    for (size_t i = 0; i < n; i++) any_required |= required[i];
     for (size_t i = 0; i <= n && !st; i++) {
-        st = nt(c, ptr, &first[i]);
-        if (!st) st = nt(c, ptr, &rest[i]);
+        first[i] = -1;
+        st = nt(c, ptr, &rest[i]);
     }
-    if (!st) {
-        st = rule(c, first[n], NULL, 0);
-        if (!st) st = rule(c, rest[n], NULL, 0);
-        if (!st && extra_ok) {
-            gsym r1[] = {extra_kv, rest[n]};
-            st = rule(c, first[n], r1, 2);
-            gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, extra_kv, rest[n]};
-            if (!st) st = rule(c, rest[n], r2, 5);
-        }
+    if (!st) st = rule(c, rest[n], NULL, 0);
+    if (!st && extra_ok) {
+        st = nt(c, ptr, &first[n]);
+        gsym r1[] = {extra_kv, rest[n]};
+        if (!st) st = rule(c, first[n], r1, 2);
+        gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, extra_kv, rest[n]};
+        if (!st) st = rule(c, rest[n], r2, 5);
     }
     for (size_t i = n; i-- > 0 && !st;) {
-        if (kv[i] != -1) {
+        if (kv[i] != -1 || (!required[i] && first[i + 1] != -1)) st = nt(c, ptr, &first[i]);
+        if (!st && kv[i] != -1) {
             gsym r1[] = {kv[i], rest[i + 1]};
             st = rule(c, first[i], r1, 2);
             gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, kv[i], rest[i + 1]};
             if (!st) st = rule(c, rest[i], r2, 5);
         }
         if (!st && !required[i]) {
-            st = rule(c, first[i], &first[i + 1], 1);
+            if (first[i + 1] != -1) st = rule(c, first[i], &first[i + 1], 1);
             if (!st) st = rule(c, rest[i], &rest[i + 1], 1);
         }
     }
     if (!st) st = nt(c, ptr, out);
-    if (!st) {
+    if (!st && !any_required) {
+        gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, GSYM_LEX(c->lx_rbrace)};
+        st = rule(c, *out, r, 3);
+    }
+    if (!st && first[0] != -1) {
         gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, first[0], c->w, GSYM_LEX(c->lx_rbrace)};
         st = rule(c, *out, r, 5);
     }
@@ -945,7 +978,7 @@ static og_status *compile_plain(jctx *c, const cJSON *s, const char *ptr, gsym l
             return at_error(c, ptr, "%s", "anyOf together with oneOf is not supported");
         if (!cJSON_IsArray(list) || !list->child)
             return at_error(c, ptr, "unsatisfiable schema: %s is empty", kw);
-        if (one_of) {
+        if (one_of && !c->opts.coerce_one_of && !c->opts.lenient) {
             /* as anyOf when no two branches can both hold */
             const cJSON *e, *f;
             cJSON_ArrayForEach(e, list) for (f = e->next; f; f = f->next)
@@ -1132,9 +1165,10 @@ static og_status *compile_new(jctx *c, const cJSON *s, const char *ptr, gsym *ou
     return compile_plain(c, s, ptr, lhs);
 }
 
-static og_status *front(const cJSON *schema, const char *where, glex *lex, gcfg *cfg,
-                        gsym *out) {
-    jctx c = {.lex = lex, .cfg = cfg, .root = schema, .where = where ? where : "JSON schema"};
+static og_status *front(const cJSON *schema, const json_opts *opts, const char *where,
+                        glex *lex, gcfg *cfg, gsym *out) {
+    jctx c = {.opts = *opts, .lex = lex, .cfg = cfg, .root = schema,
+              .where = where ? where : "JSON schema"};
     og_status *st = ctx_init(&c);
     if (!st) st = compile(&c, schema, "", out);
     for (size_t i = 0; i < c.n_owned; i++) cJSON_Delete(c.owned[i]);
@@ -1146,7 +1180,8 @@ static og_status *front(const cJSON *schema, const char *where, glex *lex, gcfg 
 
 og_status *guide_front_json_value(const cJSON *schema, const char *where, glex *lex,
                                   gcfg *cfg, gsym *out) {
-    return front(schema, where, lex, cfg, out);
+    json_opts opts = {.ws = JSON_WS_FLEXIBLE, .item_sep = ",", .key_sep = ":"};
+    return front(schema, &opts, where, lex, cfg, out);
 }
 
 /* Deepest nesting of arrays and objects in the schema's text that llguidance parses (its
@@ -1163,6 +1198,45 @@ static int text_depth(const cJSON *v) {
     return cJSON_IsArray(v) || cJSON_IsObject(v) ? d + 1 : 0;
 }
 
+static og_status *opt_error(const char *field, const char *why) {
+    return og_errorf(OG_ERR_INVALID_ARGUMENT, "JSON schema at /x-guidance/%s: %s", field, why);
+}
+
+/* The "x-guidance" options (xg may be NULL). Strings point into xg. */
+static og_status *read_options(const cJSON *xg, json_opts *o) {
+    *o = (json_opts){.ws = JSON_WS_FLEXIBLE, .item_sep = ",", .key_sep = ":"};
+    if (!xg) return NULL;
+    if (!cJSON_IsObject(xg))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "JSON schema at /x-guidance: not an object");
+    bool flexible = true;
+    const char *pattern = NULL;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, xg) {
+        const char *f = k->string;
+        bool is_bool = !strcmp(f, "whitespace_flexible") || !strcmp(f, "coerce_one_of") ||
+                       !strcmp(f, "lenient") || !strcmp(f, "json_allow_general_unicode_escapes");
+        bool is_str = !strcmp(f, "whitespace_pattern") || !strcmp(f, "item_separator") ||
+                      !strcmp(f, "key_separator") || !strcmp(f, "json_allowed_escapes");
+        if (!is_bool && !is_str) return opt_error(f, "unknown option");
+        if (is_bool && !cJSON_IsBool(k)) return opt_error(f, "not a boolean");
+        if (is_str && !cJSON_IsString(k) && !(cJSON_IsNull(k) && !strcmp(f, "whitespace_pattern")))
+            return opt_error(f, "not a string");
+        bool on = cJSON_IsTrue(k);
+        if (!strcmp(f, "whitespace_flexible")) flexible = on;
+        else if (!strcmp(f, "coerce_one_of")) o->coerce_one_of = on;
+        else if (!strcmp(f, "lenient")) o->lenient = on;
+        else if (!strcmp(f, "json_allow_general_unicode_escapes") && on)
+            return opt_error(f, "only false is supported");
+        else if (!strcmp(f, "whitespace_pattern")) pattern = cJSON_IsString(k) ? k->valuestring : NULL;
+        else if (!strcmp(f, "item_separator")) o->item_sep = k->valuestring;
+        else if (!strcmp(f, "key_separator")) o->key_sep = k->valuestring;
+        else if (!strcmp(f, "json_allowed_escapes") && strcmp(k->valuestring, "nrbtf\\\"u"))
+            return opt_error(f, "only the default (all of nrbtf\\\"u) is supported");
+    }
+    o->ws = pattern ? pattern : flexible ? JSON_WS_FLEXIBLE : NULL;
+    return NULL;
+}
+
 og_status *guide_front_json_schema(const char *src, size_t len, glex *lex, gcfg *cfg) {
     const char *end = NULL;
     cJSON *schema = cJSON_ParseWithLengthOpts(src, len, &end, false);
@@ -1176,13 +1250,10 @@ og_status *guide_front_json_schema(const char *src, size_t len, glex *lex, gcfg 
         st = og_errorf(OG_ERR_INVALID_ARGUMENT,
                        "JSON schema: arrays and objects nested more than %d deep (llguidance's "
                        "limit)", JSON_MAX_TEXT_DEPTH);
-    const cJSON *xg = cJSON_GetObjectItemCaseSensitive(schema, "x-guidance");
-    if (!st && xg && !(cJSON_IsObject(xg) && !xg->child))
-        st = og_errorf(OG_ERR_INVALID_ARGUMENT,
-                       "JSON schema at /x-guidance: options are not supported (the defaults "
-                       "apply)");
+    json_opts opts;
+    if (!st) st = read_options(cJSON_GetObjectItemCaseSensitive(schema, "x-guidance"), &opts);
     gsym start;
-    if (!st) st = front(schema, "JSON schema", lex, cfg, &start);
+    if (!st) st = front(schema, &opts, "JSON schema", lex, cfg, &start);
     if (!st) st = gcfg_set_start(cfg, start);
     cJSON_Delete(schema);
     return st;
