@@ -447,6 +447,10 @@ class Walker:
         self.stats["refusals"] += 1
 
     def rollback_check(self):
+        # more than was consumed: ours refuses it and stays where it was
+        if self.refusals and self.ours.rollback(len(self.path) + 1):
+            raise Diff(f"ours rolled back {len(self.path) + 1} of {len(self.path)} tokens: "
+                       f"{self.where()}")
         k = self.rng.randint(1, min(3, len(self.path)))
         undone = self.path[-k:]
         if not self.ref.rollback(k) or not self.ours.rollback(k):
