@@ -117,15 +117,12 @@ bool gen_guide_any_allowed(const og_generator *g, const float *row) {
 
 og_status *gen_guide_take(og_generator *g, int r, const float *row, int32_t *t) {
     if (!allowed(g, *t)) {
-        /* every allowed token's logit is -inf or NaN (the model's own numbers): the first
-         * allowed token of largest logit keeps the output valid */
+        /* every allowed logit is -inf or NaN (the model's own numbers), or sampling's
+         * last resort fell on a token of probability 0: the first allowed token of largest
+         * logit keeps the output valid (gen_guide_mask made sure there is one) */
         int32_t best = -1;
         for (int i = 0; i < g->m->vocab_size; i++)
             if (allowed(g, i) && (best < 0 || row[i] > row[best])) best = i;
-        if (best < 0)
-            return og_errorf(OG_ERR_RUNTIME, "guidance: no token is allowed after %zu tokens "
-                             "of guided output (row %d)", guide_matcher_consumed(g->matchers[r]),
-                             r);
         *t = best;
     }
     return guide_matcher_consume(g->matchers[r], *t);
