@@ -773,6 +773,46 @@ static og_status *read_llguidance(lk *p) {
     return st;
 }
 
+/* A rule's [attributes]. capture and capture="name" name a part of the output for
+ * llguidance's caller and leave the language as it is; the others (lazy, stop, suffix,
+ * max_tokens, temperature, ...) change the language or the sampling, and are refused. */
+static og_status *read_attributes(lk *p) {
+    char buf[8];
+    p->pos++;
+    for (;;) {
+        skip_ws(p);
+        if (p->pos < p->len && p->src[p->pos] == ']') break;
+        size_t at = p->pos, n = name_len(p, at);
+        if (!n)
+            return lk_err(p, at, "expected an attribute name, found %s",
+                          shown(p, at, buf, sizeof buf));
+        if (n != 7 || memcmp(p->src + at, "capture", 7))
+            return lk_err(p, at, "rule attribute '%.*s' is not supported", (int)n, p->src + at);
+        p->pos += n;
+        skip_ws(p);
+        if (p->pos < p->len && p->src[p->pos] == '=') {
+            p->pos++;
+            skip_ws(p);
+            if (p->pos >= p->len || p->src[p->pos] != '"')
+                return lk_err(p, p->pos, "capture= takes a string, found %s",
+                              shown(p, p->pos, buf, sizeof buf));
+            ln name = {0};
+            OG_TRY(read_string(p, &name));
+            free(name.text);
+            skip_ws(p);
+        }
+        if (p->pos < p->len && p->src[p->pos] == ',') {
+            p->pos++;
+            continue;
+        }
+        if (p->pos < p->len && p->src[p->pos] == ']') break;
+        return lk_err(p, p->pos, "expected ',' or ']' in the rule's attributes, found %s",
+                      shown(p, p->pos, buf, sizeof buf));
+    }
+    p->pos++;
+    return NULL;
+}
+
 static og_status *read_statement(lk *p) {
     char buf[8];
     size_t at = p->pos;
@@ -816,11 +856,10 @@ static og_status *read_statement(lk *p) {
     char c = p->pos < p->len ? p->src[p->pos] : 0;
     if (c == '{') return lk_err(p, p->pos, "templates (rules with parameters) are not supported");
     if (c == '[') {
-        size_t a = p->pos + 1;
-        while (a < p->len && p->src[a] == ' ') a++;
-        size_t al = name_len(p, a);
-        return lk_err(p, a, "%s attribute '%.*s' is not supported", terminal ? "terminal" : "rule",
-                      (int)(al ? al : 1), p->src + a);
+        if (terminal) return lk_err(p, p->pos, "a terminal takes no attributes");
+        OG_TRY(read_attributes(p));
+        skip_ws(p);
+        c = p->pos < p->len ? p->src[p->pos] : 0;
     }
     if (c == '.') return lk_err(p, p->pos, "priorities are not supported");
     if (c != ':')

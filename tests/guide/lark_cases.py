@@ -113,6 +113,7 @@ CASES = [
     ('%llguidance {"no_forcing": true}\nstart: "a"', ["a"]),
     ('start: "<" %json true ">"', ['<1>', '<"x">', '<[1,{}]>', '<>']),
     ('!?start: "a"', ["a"]),
+    ('start[capture]: x\nx[ capture = "y" ]: "a" | "b"', ["a", "b", "ab"]),
     # Grammars llguidance refuses.
     ('start: "a"{0}', []),
     ('start: "a"{1,0}', []),
