@@ -1,10 +1,15 @@
 /* The matcher (guide.h): one sequence's place in the language — the Earley stack, the
  * lexer state of the lexeme being read — and the token masks.
  *
- * Lexing is greedy and contextual: a lexeme starts in the lexer state that allows what
- * the parser can scan next plus the ignored lexemes; it ends only when the next byte
- * cannot extend it, and then the parser scans the lexemes the state accepts (an ignored
- * one leaves the parser as it was) and the byte starts the next lexeme.
+ * Lexing is greedy and contextual, as llguidance's: a lexeme starts in the lexer state
+ * that allows what the parser can scan next plus, between lexemes, the ignored lexemes;
+ * it ends only when the next byte cannot extend it, and then the parser scans the
+ * lexemes the state accepts (an ignored one leaves the parser as it was) and the byte
+ * starts the next lexeme (after empty lexemes, when it can start none).
+ *
+ * Where the grammar forces the next bytes and the vocabulary has the tokenizer's
+ * encoding (guide_vocab_set_tokenize), the mask is the first token of their encoding, as
+ * llguidance's; consuming still takes any token the language allows.
  *
  * A mask is a walk of the token trie, one lexer step per edge, the parser moved only
  * where a lexeme ends (sets pushed and popped, never copied). Which tokens stay inside
