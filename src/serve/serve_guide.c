@@ -137,11 +137,20 @@ static void lark_string(srv_buf *b, const char *s) {
 }
 
 /* The schema of function f's arguments: its parameters, always an object (a call's
- * arguments are one: a schema without a type, `{}` or none at all, gets "type": "object"). */
+ * arguments are one: a schema without a type, `{}` or none at all, gets "type": "object"),
+ * written as the templates write arguments (`tojson`: ", " and ": ", no other white
+ * space) unless the schema asks otherwise (its own "x-guidance"): JSON's free white space
+ * would let a model spend its budget on it. */
 static cJSON *args_schema(const cJSON *f) {
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(f, "parameters");
     cJSON *args = cJSON_IsObject(params) ? cJSON_Duplicate(params, 1) : cJSON_CreateObject();
     if (args && !cJSON_HasObjectItem(args, "type")) cJSON_AddStringToObject(args, "type", "object");
+    cJSON *xg = args && !cJSON_HasObjectItem(args, "x-guidance") ? cJSON_AddObjectToObject(args, "x-guidance") : NULL;
+    if (xg) {
+        cJSON_AddFalseToObject(xg, "whitespace_flexible");
+        cJSON_AddStringToObject(xg, "item_separator", ", ");
+        cJSON_AddStringToObject(xg, "key_separator", ": ");
+    }
     return args;
 }
 
