@@ -982,7 +982,9 @@ def case_tools(build, pkgs):
 # ---- constrained decoding ----------------------------------------------------------------
 
 # Schemas a random-weight model completes well within max_tokens (every string, number
-# and array bounded), so that a complete output is expected, not only a valid prefix.
+# and array bounded, and compact JSON asked for with llguidance's x-guidance option: under
+# the default free white space a random model spends any budget on it), so that a complete
+# output is expected, not only a valid prefix.
 GUIDE_SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99},
                                       "b": {"enum": ["x", "y"]}, "c": {"type": "boolean"}},
@@ -1000,6 +1002,8 @@ GUIDE_SCHEMAS = [
      "type": "object", "properties": {"x": {"$ref": "#/$defs/leaf"}, "y": {"$ref": "#/$defs/leaf"}},
      "required": ["x", "y"], "additionalProperties": False},
 ]
+for _s in GUIDE_SCHEMAS:
+    _s["x-guidance"] = {"whitespace_flexible": False}
 GUIDE_TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
      "parameters": {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]},
