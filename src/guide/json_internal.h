@@ -30,6 +30,11 @@ void jbuf_free(jbuf *b);
  * or \u00XX for a control only (hex digits of either case). */
 extern const char JSON_CHAR_RE[];
 
+/* One character of an extra object key where the object names some keys (llguidance
+ * builds that lexeme, a string other than the named keys, with every \uXXXX escape:
+ * any code unit but a surrogate, or a surrogate pair). */
+extern const char JSON_KEY_CHAR_RE[];
+
 /* The body (between the quotes) of a JSON string whose decoded text is exactly `s`
  * (UTF-8): each character that JSON must escape becomes the alternatives of its
  * escapes. */

@@ -721,7 +721,7 @@ static og_status *array_schema(jctx *c, const cJSON *s, const char *ptr, gsym *o
 static og_status *extra_key(jctx *c, const char *const names[], size_t n, gsym *out) {
     if (n == 0) return string_lexeme(c, out);
     jbuf re = {0};
-    jbuf_printf(&re, "\"%s*\"(?:){%d}", JSON_CHAR_RE, c->n_key_sets++);
+    jbuf_printf(&re, "\"%s*\"(?:){%d}", JSON_KEY_CHAR_RE, c->n_key_sets++);
     int id;
     og_status *st = re.oom ? og_oom() : glex_add_regex(c->lex, re.s, re.len, "JSON key", &id);
     jbuf_free(&re);

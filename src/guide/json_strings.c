@@ -70,6 +70,12 @@ void jbuf_free(jbuf *b) {
 const char JSON_CHAR_RE[] = "(?:[^" NON_SPECIAL_ITEMS "]|\\\\[\"\\\\bfnrt]"
                             "|\\\\u00[01][0-9a-fA-F]|\\\\u007[fF])";
 
+#define HEX_ "[0-9a-fA-F]"
+const char JSON_KEY_CHAR_RE[] =
+    "(?:[^" NON_SPECIAL_ITEMS "]|\\\\[\"\\\\bfnrt]"
+    "|\\\\u(?:[0-9a-cA-Ce-fE-F]" HEX_ "{3}|[dD][0-7]" HEX_ "{2})"
+    "|\\\\u[dD][89abAB]" HEX_ "{2}\\\\u[dD][c-fC-F]" HEX_ "{2})";
+
 static bool is_special(uint32_t c) { return c < 0x20 || c == 0x7f || c == '"' || c == '\\'; }
 
 static void put_hex_digit(jbuf *o, unsigned d) {
