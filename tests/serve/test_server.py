@@ -1063,7 +1063,7 @@ def case_guidance(build, pkgs):
     tmp = tempfile.mkdtemp(prefix="og-guide-")
     try:
         for template, fmt in (("qwen2.5-7b-instruct", "hermes"), ("llama-3.1-8b-instruct", "llama3"),
-                              ("mistral-nemo-instruct-2407", "mistral")):
+                              ("mistral-nemo-instruct-2407", "mistral"), ("deepseek-v3", "deepseek")):
             tpkg, _ = templated_package(pkgs, tmp, template)
             s = Server(build, tpkg)
             try:
@@ -1178,14 +1178,16 @@ def calls_of(fmt, jsonschema, calls, want_name=None):
 
 def guidance_tools(s, jsonschema, openai, fmt):
     c = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
-    base = dict(messages=[{"role": "user", "content": "Weather?"}], tools=GUIDE_TOOLS, temperature=0,
-                max_tokens=150)
+    base = dict(messages=[{"role": "user", "content": "Weather?"}], tools=GUIDE_TOOLS, temperature=0)
     mname = c.models.list().data[0].id
     st, _, t, _ = s.post("/tokenize", {"messages": base["messages"], "tools": GUIDE_TOOLS})
     if st == 200 and t["count"] + 100 > t["max_model_len"]:
         print(f"SKIP {fmt}: the template's prompt ({t['count']} tokens) leaves under 100 of the "
               f"package's {t['max_model_len']} positions")
         return
+    # as many tokens as the context leaves (this byte-level vocabulary spends one on each
+    # byte of DeepSeek's markers), at most 400
+    base["max_tokens"] = min(400, t["max_model_len"] - t["count"])
     for choice, parallel in (("required", True), ("required", False),
                              ({"type": "function", "function": {"name": "get_time"}}, False)):
         r = c.chat.completions.create(model=mname, tool_choice=choice, parallel_tool_calls=parallel, **base)
@@ -1202,8 +1204,9 @@ def guidance_tools(s, jsonschema, openai, fmt):
         got = [(scalls[k].get("name"), scalls[k]["arguments"]) for k in sorted(scalls)]
         check(st == 200 and finish == "tool_calls" and got == calls,
               f"{fmt}: the same, streamed")
-    # sampled: still valid calls
+    # sampled: still valid calls (one each: several may not fit the positions left)
     r = c.chat.completions.create(model=mname, tool_choice="required", temperature=1.0, seed=3, n=3,
+                                  parallel_tool_calls=False,
                                   **{k: v for k, v in base.items() if k != "temperature"})
     check(all(ch.finish_reason == "tool_calls" and ch.message.tool_calls and
               calls_of(fmt, jsonschema, [(t.function.name, t.function.arguments) for t in ch.message.tool_calls])
