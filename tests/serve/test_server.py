@@ -1032,7 +1032,7 @@ def case_guidance(build, pkgs):
     unconstrained) validate with jsonschema, streamed equals not streamed, concurrent
     requests with different schemas equal their answers alone, max_tokens cuts with
     "length", invalid schemas are a 400 naming the field; tool_choice required / named /
-    parallel_tool_calls in the hermes, llama 3.1 and mistral formats, the arguments
+    parallel_tool_calls in the hermes, llama 3.1, mistral and deepseek formats, the arguments
     validated against the function's parameters. Oracle: jsonschema (PyPI)."""
     try:
         import jsonschema
