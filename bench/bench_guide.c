@@ -56,51 +56,9 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-/* The bytes as the tokenizer encodes them mid-text (as llguidance encodes forced bytes):
- * the plain encoding where its tokens spell exactly the bytes, else the encoding after a
- * marker byte with the marker's own ids dropped (SentencePiece adds a space at the start
- * of a text). */
-static bool spells(const tok_tokenizer *tok, const int32_t *ids, size_t n, const uint8_t *b,
-                   size_t len) {
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t buf[256];
-        size_t l = 0;
-        og_status *st = tok_token_bytes(tok, ids[i], buf, sizeof buf, &l);
-        if (st || l > sizeof buf || l > len - at || memcmp(buf, b + at, l)) {
-            og_status_free(st);
-            return false;
-        }
-        at += l;
-    }
-    return at == len;
-}
-
-static og_status *tokenize_mid(void *ctx, const uint8_t *b, size_t len, int32_t **ids, size_t *n) {
-    OG_TRY(tok_encode(ctx, (const char *)b, len, false, ids, n));
-    if (spells(ctx, *ids, *n, b, len)) return NULL;
-    free(*ids);
-    *ids = NULL;
-    char *buf = malloc(len + 1);
-    if (!buf) return og_oom();
-    buf[0] = 2;
-    memcpy(buf + 1, b, len);
-    int32_t *pre = NULL;
-    size_t npre = 0;
-    og_status *st = tok_encode(ctx, buf, 1, false, &pre, &npre);
-    if (!st) st = tok_encode(ctx, buf, len + 1, false, ids, n);
-    free(buf);
-    if (!st && (*n < npre || memcmp(*ids, pre, npre * sizeof *pre))) {
-        free(*ids);
-        *ids = NULL;
-        st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the marker merged with the bytes");
-    }
-    if (!st) {
-        memmove(*ids, *ids + npre, (*n - npre) * sizeof **ids);
-        *n -= npre;
-    }
-    free(pre);
-    return st;
+/* The vocabulary's encoding of forced bytes: the tokenizer's, no special tokens added. */
+static og_status *encode(void *ctx, const uint8_t *b, size_t len, int32_t **ids, size_t *n) {
+    return tok_encode(ctx, (const char *)b, len, false, ids, n);
 }
 
 static void report(const char *what, double *t, int n) {
@@ -153,7 +111,7 @@ int main(int argc, char **argv) {
     guide_vocab *v;
     st = guide_vocab_new(n, (const uint8_t *const *)bytes, lens, excluded, &v);
     if (st) return fail(st, "vocabulary");
-    guide_vocab_set_tokenize(v, tokenize_mid, tok);
+    guide_vocab_set_tokenize(v, encode, tok);
     guide_kind kind;
     st = guide_kind_parse(argv[a + 1], &kind);
     if (st) return fail(st, "kind");

@@ -27,8 +27,10 @@ og_status *guide_vocab_new(size_t n_tokens, const uint8_t *const *bytes, const u
                            const bool *excluded, guide_vocab **out);
 void guide_vocab_free(guide_vocab *v);
 size_t guide_vocab_size(const guide_vocab *v);
-/* The tokenizer's own encoding of bytes (no special tokens added): *ids malloc'ed, *n of
- * them, freed by the caller. */
+/* The tokenizer's own encoding of bytes (tok_encode, no special tokens added): *ids
+ * malloc'ed, *n of them, freed by the caller. A tokenizer that adds a space at the start
+ * of a text (SentencePiece) is fine: the matcher encodes forced bytes after a marker byte
+ * where the plain encoding does not spell them. */
 typedef og_status *(*guide_tokenize_fn)(void *ctx, const uint8_t *bytes, size_t len,
                                         int32_t **ids, size_t *n);
 /* Optional, as llguidance does: where the grammar forces the next bytes (one way on),

@@ -391,6 +391,50 @@ static og_status *forced_bytes(guide_matcher *m, uint8_t *buf, size_t *len, bool
     return st;
 }
 
+/* Whether tokens ids[0..n) spell exactly the bytes b[0..len). */
+static bool spells(const guide_vocab *v, const int32_t *ids, size_t n, const uint8_t *b,
+                   size_t len) {
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || (size_t)ids[i] >= v->n) return false;
+        size_t l = v->off[ids[i] + 1] - v->off[ids[i]];
+        if (l > len - at || memcmp(v->blob + v->off[ids[i]], b + at, l)) return false;
+        at += l;
+    }
+    return at == len;
+}
+
+/* The tokenizer's encoding of bytes as they stand mid-text: its plain encoding where
+ * that spells them; else (a tokenizer that adds a space at the start of a text, as
+ * SentencePiece's) the encoding after a marker byte, less the marker's own tokens.
+ * *n = 0 when neither spells them. */
+static og_status *encode_mid(const guide_vocab *v, const uint8_t *b, size_t len, int32_t **ids,
+                             size_t *n) {
+    *ids = NULL;
+    *n = 0;
+    OG_TRY(v->tokenize(v->tokenize_ctx, b, len, ids, n));
+    if (spells(v, *ids, *n, b, len)) return NULL;
+    free(*ids);
+    *ids = NULL;
+    *n = 0;
+    uint8_t marked[GUIDE_FORCED_MAX + 1] = {2};
+    memcpy(marked + 1, b, len);
+    int32_t *pre = NULL, *all = NULL;
+    size_t n_pre = 0, n_all = 0;
+    og_status *st = v->tokenize(v->tokenize_ctx, marked, 1, &pre, &n_pre);
+    if (!st) st = v->tokenize(v->tokenize_ctx, marked, len + 1, &all, &n_all);
+    if (!st && n_all >= n_pre && !memcmp(all, pre, n_pre * sizeof *pre) &&
+        spells(v, all + n_pre, n_all - n_pre, b, len)) {
+        memmove(all, all + n_pre, (n_all - n_pre) * sizeof *all);
+        *ids = all;
+        *n = n_all - n_pre;
+        all = NULL;
+    }
+    free(pre);
+    free(all);
+    return st;
+}
+
 /* llguidance's rule where bytes are forced (guide_vocab_set_tokenize): the tokenizer's
  * encoding of them, less the tokens that reach the merge point (they could still become
  * part of a longer token), and if any remains, the mask is its first token alone
@@ -406,15 +450,13 @@ static og_status *forced_mask(guide_matcher *m, uint32_t *mask, bool *forced) {
     if (!keep) return NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    og_status *st = v->tokenize(v->tokenize_ctx, buf, len, &ids, &n);
+    og_status *st = encode_mid(v, buf, len, &ids, &n);
     if (st) { /* bytes the tokenizer cannot encode alone: no forcing */
         og_status_free(st);
         return NULL;
     }
     /* The first token, if it ends before the merge point. */
-    size_t first_len = n && ids[0] >= 0 && (size_t)ids[0] < v->n
-                           ? v->off[ids[0] + 1] - v->off[ids[0]] : 0;
-    if (first_len && first_len <= keep && !memcmp(v->blob + v->off[ids[0]], buf, first_len)) {
+    if (n && v->off[ids[0] + 1] - v->off[ids[0]] <= keep) {
         memset(mask, 0, guide_mask_words(v->n) * sizeof *mask);
         mask[ids[0] >> 5] |= 1u << (ids[0] & 31);
         *forced = true;

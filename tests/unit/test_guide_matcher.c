@@ -605,19 +605,25 @@ static og_status *longest_match(void *ctx, const uint8_t *bytes, size_t len, int
     return NULL;
 }
 
-static const char *const forced_toks[] = {"a", "b", "c", "d", "e", "f", "g", "h", "x", "y",
-                                          "ab", "abc", "def", "gh", "cd", "bc", "hx", NULL};
+/* The same with a space token before the text, as SentencePiece encodes a text's start:
+ * the matcher then encodes forced bytes after a marker byte. */
+static og_status *space_first(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
+                              size_t *n) {
+    uint8_t buf[128] = {' '};
+    if (len + 1 > sizeof buf) return og_errorf(OG_ERR_INVALID_ARGUMENT, "too long");
+    memcpy(buf + 1, bytes, len);
+    return longest_match(ctx, buf, len + 1, ids, n);
+}
 
-TEST(guide_matcher_forced_bytes) {
-    /* With the tokenizer set, forced bytes allow only the first token of their encoding:
-     * "abcdefgh" then x or y forces "abcdefgh" = abc def gh (gh dropped: it could merge
-     * with what follows, as "hx" does), so only "abc". */
-    glex *lex;
-    if (no_lexer(&lex)) return;
-    glex_free(lex);
+static const char *const forced_toks[] = {"a",  "b",   "c",  "d",  "e",  "f",  "g",
+                                          "h",  "x",   "y",  "ab", "abc", "def", "gh",
+                                          "cd", "bc",  "hx", " ",  "\x02", NULL};
+#define N_FORCED_TOKS 19
+
+static void forced_walk(guide_tokenize_fn fn) {
     hand_vocab hv;
-    CHECK_OK(vocab_of(forced_toks, 17, -1, &hv));
-    guide_vocab_set_tokenize(hv.v, longest_match, (void *)forced_toks);
+    CHECK_OK(vocab_of(forced_toks, N_FORCED_TOKS, -1, &hv));
+    guide_vocab_set_tokenize(hv.v, fn, (void *)forced_toks);
     guide_grammar *g;
     const char re[] = "abcdefgh(x|y)|abcdefghy";
     CHECK_OK(guide_grammar_compile(GUIDE_REGEX, re, strlen(re), hv.v, &g));
@@ -651,6 +657,17 @@ TEST(guide_matcher_forced_bytes) {
     guide_matcher_free(m);
     guide_grammar_unref(g);
     guide_vocab_free(hv.v);
+}
+
+TEST(guide_matcher_forced_bytes) {
+    /* With the tokenizer set, forced bytes allow only the first token of their encoding:
+     * "abcdefgh" then x or y forces "abcdefgh" = abc def gh (gh dropped: it could merge
+     * with what follows, as "hx" does), so only "abc". */
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    glex_free(lex);
+    forced_walk(longest_match);
+    forced_walk(space_first);
 }
 
 /* A grammar of the JSON-like language on the hand vocabulary (NULL after a loud skip). */
