@@ -376,7 +376,7 @@ class Walker:
         self.tok, self.tok_name, self.eos = tok, tok_name, eos
         self.ref, self.ours, self.case, self.rng, self.stats = ref, ours, case, rng, stats
         self.n = tok.vocab_size
-        self.lens = stats["lens"]
+        self.lens, self.closer = stats["lens"], stats["closer"]
         self.path = []
         # llguidance ends in an error state on a token outside its mask: only our side
         # is asked to refuse one
@@ -502,16 +502,19 @@ class Walker:
                 return pick(others)
             short = others[self.lens[others] <= 2]
             return pick(short if len(short) else others)
+        closing = others[self.closer[others]]
         sample = [pick(others) for _ in range(min(24, len(others)))]
+        sample += [int(t) for t in closing[:16]]
         for t in sample:
             ok, _ = self.ref.consume(t)
             done = ok and self.ref.accepting()
             self.ref.rollback(1)
             if done:
                 return t
-        closers = [t for t in sample if self.tok.decode_bytes([t])[-1:] in b"\"}])\n."]
+        if len(closing):
+            return pick(closing)
         short = [t for t in sample if self.lens[t] == 1]
-        return self.rng.choice(closers or short or sample)
+        return self.rng.choice(short or sample)
 
     def walk(self, max_steps, example_ids):
         self.ref.reset()
@@ -740,14 +743,19 @@ def main():
                     args.by_first_byte.setdefault(b[0], []).append(t)
         out(f"== {tok_name}: {tok.vocab_size} tokens, EOS {tok.eos_tokens} ({tok_path})")
         per_kind = {}
-        lens = np.array([len(tok.decode_bytes([t])) for t in range(tok.vocab_size)])
+        pieces = [tok.decode_bytes([t]) for t in range(tok.vocab_size)]
+        lens = np.array([len(b) for b in pieces])
+        # tokens that close what is open (strings, objects, arrays, groups): a long walk
+        # prefers them
+        closer = np.array([bool(b) and not b.strip(b"\"}]) ") and b.strip() != b""
+                           for b in pieces])
         for case in cases:
             kind = "public" if case.name.startswith("cfn-lint:") else case.kind
             st = per_kind.setdefault(kind, {
                 "cases": 0, "refused_both": 0, "walks": 0, "finished": 0, "unfinished": 0,
                 "judged": 0, "unjudged": 0, "steps": 0, "rollbacks": 0, "refusals": 0,
                 "refused_ours_public": 0, "failed": 0, "compile_s": [], "unicode16": 0,
-                "bias_after": args.bias_after, "lens": lens})
+                "bias_after": args.bias_after, "lens": lens, "closer": closer})
             if tok_name in case.skip:
                 out(f"  SKIP {case.name} on {tok_name}: {case.skip[tok_name]}")
                 continue
