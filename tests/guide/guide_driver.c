@@ -307,22 +307,16 @@ int main(int argc, char **argv) {
     d.words = guide_mask_words(d.n_vocab);
     d.mask = malloc(d.words * sizeof *d.mask);
     d.hex = malloc(d.words * 8 + 1);
-    size_t cap = 1 << 12;
-    line = malloc(cap);
-    if (!d.mask || !d.hex || !line) {
+    if (!d.mask || !d.hex) {
         puts("error out of memory");
         goto done;
     }
     printf("ready n_vocab=%zu compile_us=%.0f\n", d.n_vocab, d.compile_us);
-    /* A line longer than the buffer is read on as more of the same line, then refused. */
-    while (fgets(line, (int)cap, stdin)) {
-        if (!strchr(line, '\n') && !feof(stdin)) {
-            int c;
-            while ((c = getchar()) != EOF && c != '\n') {}
-            puts("err command line too long");
-            continue;
-        }
-        if (!command(&d, line)) break;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        if (memchr(line, 0, (size_t)n)) puts("err the command holds a NUL byte");
+        else if (!command(&d, line)) break;
     }
     rc = 0;
     goto done;
