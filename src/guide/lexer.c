@@ -515,7 +515,9 @@ static uint32_t intern(glex *lex, size_t n)
                       lex->max_bytes, lex->n_ds);
     if (!imap_grow(&lex->by_set)) return OOM_STATES(lex);
     if (lex->n_ds == lex->cap_ds) {
-        uint32_t cap = lex->cap_ds * 2;
+        /* doubling, but not past the state limit: the table is most of the memory */
+        size_t want = (size_t)lex->cap_ds * 2, most = lex->max_states + 1;
+        uint32_t cap = (uint32_t)(want < most ? want : most > lex->cap_ds ? most : want);
         dstate *ds = realloc(lex->ds, (size_t)cap * sizeof *ds);
         if (!ds) return OOM_STATES(lex);
         lex->ds = ds;
