@@ -48,6 +48,12 @@ void json_re_literal_body(jbuf *out, const uint8_t *s, size_t n);
 og_status *json_re_pattern_body(jbuf *out, const char *pattern, size_t n, glex *scratch,
                                 const char *where);
 
+/* The body of a JSON string that holds a match of `pattern` and has between lo and hi
+ * characters (hi UINT32_MAX: no upper bound), for the shapes of pattern where that is a
+ * regex (see json_strings.c); *handled false, writing nothing, for the others. */
+og_status *json_re_pattern_sized(jbuf *out, const char *pattern, size_t n, glex *scratch,
+                                 const char *where, unsigned lo, unsigned hi, bool *handled);
+
 /* The body for `format` (date, time, date-time, duration, email, hostname, ipv4, ipv6,
  * uuid, uri, unknown); OG_ERR_INVALID_ARGUMENT "Unknown format" otherwise. */
 og_status *json_re_format_body(jbuf *out, const char *format, const char *where);

@@ -554,9 +554,22 @@ static og_status *string_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
     jbuf re = {0};
     og_status *st = NULL;
     jbuf_putc(&re, '"');
-    if ((pat || fmt) && lengths) {
+    bool sized = false;
+    if (pat && !fmt && lengths && cJSON_IsString(pat)) {
+        char where[600];
+        snprintf(where, sizeof where, "%s/pattern", ptr);
+        if (!c->scratch) st = glex_new(&c->scratch);
+        if (!st)
+            st = json_re_pattern_sized(&re, pat->valuestring, strlen(pat->valuestring),
+                                       c->scratch, where, (unsigned)lo,
+                                       hi >= 0 ? (unsigned)hi : UINT32_MAX, &sized);
+    }
+    if (st || sized) {
+    } else if ((pat || fmt) && lengths) {
         st = at_error(c, ptr, "%s",
-                      "minLength / maxLength together with pattern or format are not supported");
+                      "minLength / maxLength together with this pattern or a format are not "
+                      "supported (only a pattern all strings match, or an anchored run of "
+                      "one-character atoms with one varying count)");
     } else if (pat && fmt) {
         st = at_error(c, ptr, "%s", "pattern together with format is not supported");
     } else if (pat) {

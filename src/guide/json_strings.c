@@ -401,3 +401,191 @@ og_status *json_re_pattern_body(jbuf *out, const char *pattern, size_t n, glex *
     if (depth != 0) return pat_error(&t, n, "unclosed group");
     return out->oom ? og_oom() : NULL;
 }
+
+/* ---- patterns with a length ----
+ * A regex cannot say "and at most n characters", so a pattern meets minLength /
+ * maxLength only in two shapes whose intersection is again a regex: a pattern every
+ * string contains a match of (one unanchored alternative that matches the empty
+ * string: ".*", "(?s).*", "[\s\S]*"), which leaves the lengths alone; and an anchored
+ * run of one-character atoms ("^[\w\-]+$", "^([a-z]*)$", "^[0-9]{12}$") where at most
+ * one atom's count varies, whose count the lengths then narrow. */
+
+/* Whether the regex `re` matches the empty string. */
+static og_status *nullable(pat *t, const char *re, size_t len, bool *out) {
+    int id;
+    og_status *st = glex_add_regex(t->scratch, re, len, "pattern", &id);
+    if (st) return og_status_wrap(st, "JSON schema at %s", t->where);
+    uint64_t set[64] = {0};
+    if (glex_words(t->scratch) > 64) return pat_error(t, 0, "too many classes");
+    set[id / 64] |= 1ull << (id % 64);
+    uint32_t s = glex_start(t->scratch, set);
+    if (s == GLEX_FAILED) return glex_error(t->scratch);
+    const uint64_t *acc = s == GLEX_DEAD ? NULL : glex_accepts(t->scratch, s);
+    *out = acc && (acc[id / 64] >> (id % 64) & 1);
+    return NULL;
+}
+
+/* A quantifier at t->i: its counts (1, 1 when there is none). False when it is not one
+ * the shape takes. */
+static bool read_quantifier(pat *t, unsigned *qmin, unsigned *qmax) {
+    *qmin = *qmax = 1;
+    if (t->i >= t->n) return true;
+    char c = t->p[t->i];
+    if (c == '*' || c == '+' || c == '?') {
+        *qmin = c == '+';
+        *qmax = c == '?' ? 1 : UINT32_MAX;
+        t->i++;
+    } else if (c == '{') {
+        char *end;
+        unsigned long a = strtoul(t->p + t->i + 1, &end, 10), b = a;
+        if (end == t->p + t->i + 1 || (size_t)(end - t->p) >= t->n) return false;
+        if (*end == ',') {
+            char *e2;
+            b = strtoul(end + 1, &e2, 10);
+            if (e2 == end + 1) b = UINT32_MAX;
+            end = e2;
+        }
+        if ((size_t)(end - t->p) >= t->n || *end != '}' || a > 100000 || b < a) return false;
+        *qmin = (unsigned)a;
+        *qmax = b > 100000 ? UINT32_MAX : (unsigned)b;
+        t->i = (size_t)(end - t->p) + 1;
+    } else {
+        return true;
+    }
+    if (t->i < t->n && t->p[t->i] == '?') t->i++; /* lazy: the same language */
+    return true;
+}
+
+og_status *json_re_pattern_sized(jbuf *out, const char *pattern, size_t n, glex *scratch,
+                                 const char *where, unsigned lo, unsigned hi, bool *handled) {
+    pat t = {.p = pattern, .n = n, .scratch = scratch, .where = where, .o = out};
+    *handled = false;
+    /* every string contains a match */
+    bool anchored = n > 0 && (pattern[0] == '^' || pattern[n - 1] == '$');
+    bool has_alt = false;
+    for (size_t i = 0, depth = 0, cls = 0; i < n; i++) {
+        char c = pattern[i];
+        if (c == '\\') i++;
+        else if (c == '[') cls++;
+        else if (c == ']' && cls) cls--;
+        else if (!cls && c == '(') depth++;
+        else if (!cls && c == ')' && depth) depth--;
+        else if (!cls && !depth && c == '|') has_alt = true;
+    }
+    if (!anchored && !has_alt) {
+        bool empty;
+        OG_TRY(nullable(&t, pattern, n, &empty));
+        if (empty) {
+            if (hi == UINT32_MAX) jbuf_printf(out, "%s{%u,}", JSON_CHAR_RE, lo);
+            else jbuf_printf(out, "%s{%u,%u}", JSON_CHAR_RE, lo, hi);
+            *handled = true;
+            return out->oom ? og_oom() : NULL;
+        }
+    }
+    /* ^ atoms $, or ^( atoms )$ */
+    if (has_alt || n < 2 || pattern[0] != '^' || pattern[n - 1] != '$') return NULL;
+    size_t b = 1, e = n - 1;
+    if (e - b >= 2 && pattern[b] == '(' && pattern[e - 1] == ')') {
+        b += strncmp(pattern + b, "(?:", 3) == 0 ? 3 : 1;
+        e--;
+    }
+    typedef struct item {
+        size_t from, to; /* its translation in `units` */
+        unsigned qmin, qmax;
+    } item;
+    item items[64];
+    size_t n_items = 0;
+    jbuf units = {0};
+    t.o = &units;
+    t.i = b;
+    t.n = e;
+    og_status *st = NULL;
+    while (t.i < e && !st) {
+        if (n_items == sizeof items / sizeof items[0]) goto unhandled;
+        size_t from = units.len;
+        char c = t.p[t.i];
+        if (c == '\\') {
+            char x = t.i + 1 < e ? t.p[t.i + 1] : 0;
+            if (strchr("bBAzZ<>", x) || (x >= '0' && x <= '9')) goto unhandled;
+            st = pat_escape(&t);
+        } else if (c == '[') {
+            st = pat_bracket(&t);
+        } else if (c == '.') {
+            jbuf_puts(&units, "(?:[^" NON_SPECIAL_ITEMS "]");
+            for (uint32_t s = 0; s < 128; s++)
+                if (is_special(s) && s != '\n') {
+                    jbuf_putc(&units, '|');
+                    put_escapes(&units, s);
+                }
+            jbuf_putc(&units, ')');
+            t.i++;
+        } else if (strchr("()|^$*+?{", c)) {
+            goto unhandled;
+        } else if (is_special((uint8_t)c)) {
+            put_escapes(&units, (uint8_t)c);
+            t.i++;
+        } else {
+            /* one code point: its UTF-8 bytes */
+            size_t len = (uint8_t)c < 0x80 ? 1 : (uint8_t)c >= 0xF0 ? 4 : (uint8_t)c >= 0xE0 ? 3 : 2;
+            if (t.i + len > e) goto unhandled;
+            jbuf_puts(&units, "(?:");
+            jbuf_put(&units, t.p + t.i, len);
+            jbuf_putc(&units, ')');
+            t.i += len;
+        }
+        if (st) break;
+        items[n_items].from = from;
+        items[n_items].to = units.len;
+        if (!read_quantifier(&t, &items[n_items].qmin, &items[n_items].qmax)) goto unhandled;
+        n_items++;
+    }
+    if (st) {
+        jbuf_free(&units);
+        return st;
+    }
+    {
+        size_t var = SIZE_MAX;
+        unsigned long long fixed = 0;
+        for (size_t k = 0; k < n_items; k++) {
+            if (items[k].qmin != items[k].qmax) {
+                if (var != SIZE_MAX) goto unhandled;
+                var = k;
+            } else {
+                fixed += items[k].qmin;
+            }
+        }
+        unsigned long long vmin = 0, vmax = 0;
+        if (var != SIZE_MAX) {
+            vmin = items[var].qmin;
+            vmax = items[var].qmax;
+            if (lo > fixed && lo - fixed > vmin) vmin = lo - fixed;
+            if (hi != UINT32_MAX) {
+                unsigned long long room = hi >= fixed ? hi - fixed : 0;
+                if (vmax > room) vmax = room;
+            }
+        }
+        if (fixed + vmin < lo || (hi != UINT32_MAX && fixed + vmin > hi) || vmin > vmax) {
+            jbuf_free(&units);
+            return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                             "JSON schema at %s: unsatisfiable schema: no string of the pattern "
+                             "has a length between minLength and maxLength", where);
+        }
+        jbuf_puts(out, "(?:");
+        for (size_t k = 0; k < n_items; k++) {
+            jbuf_puts(out, "(?:");
+            jbuf_put(out, units.s + items[k].from, items[k].to - items[k].from);
+            jbuf_putc(out, ')');
+            unsigned long long a = k == var ? vmin : items[k].qmin;
+            unsigned long long z = k == var ? vmax : items[k].qmax;
+            if (z == UINT32_MAX) jbuf_printf(out, "{%llu,}", a);
+            else if (a != 1 || z != 1) jbuf_printf(out, "{%llu,%llu}", a, z);
+        }
+        jbuf_putc(out, ')');
+        jbuf_free(&units);
+        *handled = true;
+        return out->oom ? og_oom() : NULL;
+    }
+unhandled:
+    jbuf_free(&units);
+    return NULL;
+}
