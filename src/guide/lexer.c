@@ -232,6 +232,36 @@ static char *make_desc(const uint8_t *b, size_t n, bool literal)
     return strdup(tmp);
 }
 
+/* Byte ranges of states [first, n) from which the lexeme's accept state (`first`) cannot
+ * be reached (after an empty class: `a[^\x00-\x{10FFFF}]`) become dead ends, so that a
+ * DFA state holding a range state can always extend. Outputs mostly point to earlier
+ * states (the NFA is built backwards), so few passes reach the fixed point. */
+static bool prune(gnfa *nfa, uint32_t first)
+{
+    uint32_t n = nfa->n - first;
+    uint8_t *ok = calloc(n, 1);
+    if (!ok) return false;
+    ok[0] = 1;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t i = 1; i < n; i++) {
+            const gnfa_state *st = &nfa->st[first + i];
+            if (ok[i]) continue;
+            bool reach = (st->out != GN_NONE && ok[st->out - first]) ||
+                         (st->kind == GN_SPLIT && st->out2 != GN_NONE && ok[st->out2 - first]);
+            if (reach) ok[i] = 1, changed = true;
+        }
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        if (ok[i]) continue;
+        gnfa_state *st = &nfa->st[first + i];
+        st->kind = GN_SPLIT;
+        st->out = st->out2 = GN_NONE;
+    }
+    free(ok);
+    return true;
+}
+
 /* Adds a lexeme whose NFA part `build` makes (regex or literal), unless its key exists. */
 static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t len,
                              const char *what, int *id)
@@ -272,6 +302,7 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
             entry = gnfa_add(&lex->nfa, GN_RANGE, text[i], text[i], entry, GN_NONE);
         if (entry == GN_NONE) st = og_oom_context(og_oom(), "lexer: NFA states");
     }
+    if (!st && !prune(&lex->nfa, n0)) st = og_oom_context(og_oom(), "lexer");
     char *desc = st ? NULL : make_desc(text, len, kind == 'l');
     if (!st && !desc) st = og_oom_context(og_oom(), "lexer");
     if (st) {

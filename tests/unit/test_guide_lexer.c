@@ -541,6 +541,24 @@ TEST(guide_lexer_several_lexemes)
     CHECK(!glex_can_extend(lex, s));
     CHECK_EQ_INT(glex_next(lex, s, 'x'), GLEX_DEAD);
     CHECK_EQ_INT(run(lex, only_kw, "1", 1), GLEX_DEAD);
+    /* a branch through an empty class leads nowhere: it neither extends nor lives */
+    int empty_branch, empty;
+    const char *re1 = "xa[^\\x00-\\x{10FFFF}]|xb", *re2 = "[^\\x00-\\x{10FFFF}]";
+    CHECK_OK(glex_add_regex(lex, re1, strlen(re1), "regex", &empty_branch));
+    CHECK_OK(glex_add_regex(lex, re2, strlen(re2), "regex", &empty));
+    uint64_t eb[1] = {1ull << empty_branch};
+    s = run(lex, eb, "x", 1);
+    CHECK(glex_can_extend(lex, s));
+    s = run(lex, eb, "xa", 2);
+    CHECK_EQ_INT(s, GLEX_DEAD);
+    CHECK_EQ_INT(matches(lex, empty_branch, "xb"), 1);
+    int dead_end;
+    const char *re3 = "ya[^\\x00-\\x{10FFFF}]";
+    CHECK_OK(glex_add_regex(lex, re3, strlen(re3), "regex", &dead_end));
+    uint64_t de[1] = {1ull << dead_end};
+    CHECK_EQ_INT(glex_start(lex, de), GLEX_DEAD); /* its language is empty */
+    uint64_t e1[1] = {1ull << empty};
+    CHECK_EQ_INT(glex_start(lex, e1), GLEX_DEAD);
     /* the empty set starts dead */
     uint64_t none[1] = {0};
     CHECK_EQ_INT(glex_start(lex, none), GLEX_DEAD);
