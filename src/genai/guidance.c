@@ -93,6 +93,7 @@ typedef struct cache_entry {
 
 struct gen_guidance {
     pthread_mutex_t lock;
+    tok_tokenizer *tok;    /* the package's tokenizer, for forced bytes (gen_guidance_encode) */
     gen_token_table table; /* what vocab's bytes point into */
     guide_vocab *vocab;    /* NULL until first use */
     cache_entry ents[GUIDANCE_CACHE_MAX];
@@ -119,15 +120,67 @@ static og_status *guidance_of(og_model *m, struct gen_guidance **out) {
     return st;
 }
 
+/* Whether ids' bytes, back to back, are exactly b[0..len). */
+static bool spells(const tok_tokenizer *tok, const int32_t *ids, size_t n, const uint8_t *b,
+                   size_t len) {
+    size_t at = 0;
+    uint8_t buf[512];
+    for (size_t i = 0; i < n; i++) {
+        size_t l = 0;
+        og_status *st = tok_token_bytes(tok, ids[i], buf, sizeof buf, &l);
+        bool same = !st && l <= sizeof buf && l <= len - at && !memcmp(buf, b + at, l);
+        og_status_free(st);
+        if (!same) return false;
+        at += l;
+    }
+    return at == len;
+}
+
+og_status *gen_guidance_encode(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
+                               size_t *n) {
+    const tok_tokenizer *tok = ctx;
+    OG_TRY(tok_encode(tok, (const char *)bytes, len, false, ids, n));
+    if (spells(tok, *ids, *n, bytes, len)) return NULL;
+    free(*ids);
+    *ids = NULL;
+    *n = 0;
+    char *text = malloc(len + 1);
+    if (!text) return og_oom();
+    text[0] = '\x02'; /* a control byte: merges with nothing in common vocabularies */
+    memcpy(text + 1, bytes, len);
+    int32_t *mark = NULL, *all = NULL;
+    size_t n_mark = 0, n_all = 0;
+    og_status *st = tok_encode(tok, text, 1, false, &mark, &n_mark);
+    if (!st) st = tok_encode(tok, text, len + 1, false, &all, &n_all);
+    free(text);
+    if (!st && (n_all < n_mark || memcmp(all, mark, n_mark * sizeof *mark)))
+        st = og_errorf(OG_ERR_RUNTIME, "guidance: the marker byte merged with the forced "
+                       "bytes in the tokenizer's encoding");
+    if (!st) {
+        memmove(all, all + n_mark, (n_all - n_mark) * sizeof *all);
+        *ids = all;
+        *n = n_all - n_mark;
+        all = NULL;
+    }
+    free(mark);
+    free(all);
+    return st;
+}
+
 static og_status *build_vocab(og_model *m, struct gen_guidance *g) {
-    tok_tokenizer *tok;
-    og_status *st = tok_tokenizer_load(m->cfg->dir, &tok);
+    og_status *st = tok_tokenizer_load(m->cfg->dir, &g->tok);
     if (st) return og_status_wrap(st, "guidance needs the package's tokenizer");
-    st = gen_token_table_build(tok, (size_t)m->vocab_size, m->eos_ids, (size_t)m->n_eos, &g->table);
-    tok_tokenizer_free(tok);
+    st = gen_token_table_build(g->tok, (size_t)m->vocab_size, m->eos_ids, (size_t)m->n_eos,
+                               &g->table);
     if (!st) st = guide_vocab_new(g->table.n, g->table.bytes, g->table.lens, g->table.excluded,
                                   &g->vocab);
-    if (st) gen_token_table_free(&g->table);
+    if (!st) {
+        guide_vocab_set_tokenize(g->vocab, gen_guidance_encode, g->tok);
+        return NULL;
+    }
+    gen_token_table_free(&g->table);
+    tok_tokenizer_free(g->tok);
+    g->tok = NULL;
     return st;
 }
 
@@ -216,6 +269,7 @@ void gen_guidance_free(struct gen_guidance *g) {
     }
     guide_vocab_free(g->vocab);
     gen_token_table_free(&g->table);
+    tok_tokenizer_free(g->tok);
     pthread_mutex_destroy(&g->lock);
     free(g);
 }

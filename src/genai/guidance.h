@@ -35,6 +35,14 @@ og_status *gen_token_table_build(const tok_tokenizer *tok, size_t n, const int32
                                  size_t n_stop, gen_token_table *out);
 void gen_token_table_free(gen_token_table *t);
 
+/* The tokenizer's encoding of forced bytes as llguidance takes it (guide_tokenize_fn;
+ * ctx is a tok_tokenizer): the encoding of the bytes as they would be encoded in the
+ * middle of a text — the plain encoding (no special tokens) where its tokens spell the
+ * bytes; otherwise (SentencePiece puts a space before a text's start) the encoding of a
+ * marker byte then the bytes, less the marker's own tokens. */
+og_status *gen_guidance_encode(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
+                               size_t *n);
+
 /* The model's vocabulary for guidance, built on first use from the package's tokenizer
  * (OG_ERR_NOT_FOUND or the tokenizer's error when the package has none that loads).
  * Owned by the model, valid until og_model_close. */
