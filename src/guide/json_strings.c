@@ -103,6 +103,36 @@ static void put_escapes(jbuf *o, uint32_t c) {
     jbuf_putc(o, ')');
 }
 
+/* "|" and the escapes of every special character in `has`, grouped (one class of short
+ * escapes, one \u00 form per high digit) so that a class with many of them stays small. */
+static void put_escape_set(jbuf *o, const bool has[128]) {
+    static const char shorts[][2] = {{'"', '"'},  {'\\', '\\'}, {'\b', 'b'}, {'\f', 'f'},
+                                     {'\n', 'n'}, {'\r', 'r'},   {'\t', 't'}};
+    char letters[16];
+    size_t nl = 0;
+    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++)
+        if (has[(unsigned char)shorts[i][0]]) {
+            if (shorts[i][1] == '\\' || shorts[i][1] == '"') letters[nl++] = '\\';
+            letters[nl++] = shorts[i][1];
+        }
+    if (nl) jbuf_printf(o, "|\\\\[%.*s]", (int)nl, letters);
+    for (unsigned hi = 0; hi < 8; hi++) {
+        char digits[40];
+        size_t nd = 0;
+        for (unsigned lo = 0; lo < 16; lo++) {
+            unsigned c = hi * 16 + lo;
+            if (c == '"' || c == '\\' || !is_special(c) || !has[c]) continue;
+            if (lo < 10) {
+                digits[nd++] = (char)('0' + lo);
+            } else {
+                digits[nd++] = (char)('a' + lo - 10);
+                digits[nd++] = (char)('A' + lo - 10);
+            }
+        }
+        if (nd) jbuf_printf(o, "|\\\\u00%u[%.*s]", hi, (int)nd, digits);
+    }
+}
+
 void json_re_literal_body(jbuf *out, const uint8_t *s, size_t n) {
     size_t i = 0;
     while (i < n) {
@@ -176,14 +206,13 @@ static og_status *emit_class(pat *t, const char *atom, size_t len, const char *r
         return NULL;
     }
     jbuf_printf(t->o, "(?:[^%s" NON_SPECIAL_ITEMS "]", rest_items);
-    for (uint32_t c = 0; c < 128; c++)
-        if (has[c]) {
-            jbuf_putc(t->o, '|');
-            put_escapes(t->o, c);
-        }
+    put_escape_set(t->o, has);
     jbuf_putc(t->o, ')');
     return NULL;
 }
+
+#define ASCII_DIGIT "0-9"
+#define ASCII_WORD "0-9A-Za-z_"
 
 static int hexval(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -226,14 +255,13 @@ static og_status *pat_escape(pat *t) {
     t->i = at + 2;
     uint32_t cp;
     switch (e) {
-    case 'd':
-    case 'w':
-        jbuf_put(t->o, t->p + at, 2);
-        return NULL;
+    /* \d and \w are ASCII in JSON Schema's patterns (llguidance too); \s is Unicode */
+    case 'd': jbuf_puts(t->o, "[" ASCII_DIGIT "]"); return NULL;
+    case 'w': jbuf_puts(t->o, "[" ASCII_WORD "]"); return NULL;
     case 's': return emit_class(t, "\\s", 2, "\\S", false);
     case 'S': return emit_class(t, "\\S", 2, "\\s", false);
-    case 'D': return emit_class(t, "\\D", 2, "\\d", false);
-    case 'W': return emit_class(t, "\\W", 2, "\\w", false);
+    case 'D': return emit_class(t, "[^" ASCII_DIGIT "]", 2 + sizeof ASCII_DIGIT, ASCII_DIGIT, false);
+    case 'W': return emit_class(t, "[^" ASCII_WORD "]", 2 + sizeof ASCII_WORD, ASCII_WORD, false);
     case 'p':
     case 'P': {
         if (t->i < t->n && t->p[t->i] == '{') {
@@ -299,15 +327,44 @@ static og_status *pat_bracket(pat *t) {
     }
     if (depth > 0) return pat_error(t, at, "unclosed character class");
     t->i = j;
-    size_t len = j - at;
+    /* the class with \d \w \D \W spelt as their ASCII sets */
+    jbuf cls = {0};
+    for (size_t k = at; k < j; k++) {
+        char c = t->p[k], e = k + 1 < j ? t->p[k + 1] : 0;
+        if (c == '\\' && (e == 'd' || e == 'w' || e == 'D' || e == 'W')) {
+            const char *set = e == 'd' || e == 'D' ? ASCII_DIGIT : ASCII_WORD;
+            if (e == 'd' || e == 'w') jbuf_puts(&cls, set);
+            else jbuf_printf(&cls, "[^%s]", set);
+            k++;
+        } else if (c == '\\' && e) {
+            jbuf_put(&cls, t->p + k, 2);
+            k++;
+        } else {
+            jbuf_putc(&cls, c);
+        }
+    }
+    size_t len = cls.len;
     /* The class's non-special part: a negated class needs only more exclusions; a
      * positive one is nested inside a negation. */
     jbuf rest = {0};
-    if (negated) jbuf_put(&rest, t->p + at + 2, len - 3);
-    else jbuf_printf(&rest, "[^%.*s]", (int)(len - 2), t->p + at + 1);
-    og_status *st = rest.oom ? og_oom() : emit_class(t, t->p + at, len, rest.s ? rest.s : "", negated);
+    if (!cls.oom) {
+        if (negated) jbuf_put(&rest, cls.s + 2, len - 3);
+        else jbuf_printf(&rest, "[^%.*s]", (int)(len - 2), cls.s + 1);
+    }
+    og_status *st = cls.oom || rest.oom ? og_oom()
+                                        : emit_class(t, cls.s, len, rest.s ? rest.s : "", negated);
     jbuf_free(&rest);
+    jbuf_free(&cls);
     return st;
+}
+
+/* '.': any character but a newline. */
+static void put_dot(jbuf *o) {
+    bool has[128] = {false};
+    for (uint32_t c = 0; c < 128; c++) has[c] = is_special(c) && c != '\n';
+    jbuf_puts(o, "(?:[^" NON_SPECIAL_ITEMS "]");
+    put_escape_set(o, has);
+    jbuf_putc(o, ')');
 }
 
 /* Whether position j ends a top-level alternative. */
@@ -350,13 +407,7 @@ og_status *json_re_pattern_body(jbuf *out, const char *pattern, size_t n, glex *
             if (dotall[depth]) {
                 jbuf_puts(out, JSON_CHAR_RE);
             } else {
-                jbuf_puts(out, "(?:[^" NON_SPECIAL_ITEMS "]");
-                for (uint32_t s = 0; s < 128; s++)
-                    if (is_special(s) && s != '\n') {
-                        jbuf_putc(out, '|');
-                        put_escapes(out, s);
-                    }
-                jbuf_putc(out, ')');
+                put_dot(out);
             }
             t.i++;
         } else if (c == '(') {
@@ -511,13 +562,7 @@ og_status *json_re_pattern_sized(jbuf *out, const char *pattern, size_t n, glex 
         } else if (c == '[') {
             st = pat_bracket(&t);
         } else if (c == '.') {
-            jbuf_puts(&units, "(?:[^" NON_SPECIAL_ITEMS "]");
-            for (uint32_t s = 0; s < 128; s++)
-                if (is_special(s) && s != '\n') {
-                    jbuf_putc(&units, '|');
-                    put_escapes(&units, s);
-                }
-            jbuf_putc(&units, ')');
+            put_dot(&units);
             t.i++;
         } else if (strchr("()|^$*+?{", c)) {
             goto unhandled;
