@@ -524,7 +524,7 @@ og_status *json_re_pattern_sized(jbuf *out, const char *pattern, size_t n, glex 
         else if (!cls && !depth && c == '|') has_alt = true;
     }
     if (!anchored && !has_alt) {
-        bool empty;
+        bool empty = false;
         OG_TRY(nullable(&t, pattern, n, &empty));
         if (empty) {
             if (hi == UINT32_MAX) jbuf_printf(out, "%s{%u,}", JSON_CHAR_RE, lo);
