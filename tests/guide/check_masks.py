@@ -576,7 +576,9 @@ class Judge:
                 text = re.sub(r"^%import common\.ESCAPED_STRING\s*$",
                               r'ESCAPED_STRING: /"(\\\\[^\\n]|[^"\\\\])*"/',
                               case.text, flags=re.M)
-                p = lark.Lark(text, start="start", parser="earley", lexer="dynamic")
+                # the `regex` module's Unicode tables are newer than `re`'s (Python's)
+                p = lark.Lark(text, start="start", parser="earley", lexer="dynamic",
+                              regex=importlib.util.find_spec("regex") is not None)
                 self.check = p.parse
         except Exception as e:  # noqa: BLE001 (a judge we cannot build: say why)
             self.why = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
