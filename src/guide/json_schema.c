@@ -1,12 +1,18 @@
 /* JSON Schema to grammar, in the language llguidance's JSON compiler gives with its
- * default options (what onnxruntime-genai's `json_schema` guidance uses): no whitespace
- * before or after the value, any JSON whitespace [ \t\n\r]+ between the tokens inside
- * objects and arrays; object properties in the order of `properties`, then `required`
- * names not among them, then extra keys (allowed unless additionalProperties is false;
- * never one of the named keys); strings escape only what JSON must (no "\/", \u00XX only
- * for controls). Each scalar (a string with its constraints, a number, true/false/null)
- * is one lexeme; objects, arrays and alternatives are rules; $ref targets are one
- * nonterminal each, made before their body, so recursion works. */
+ * default options (what onnxruntime-genai's `json_schema` guidance uses), or with the
+ * top-level "x-guidance" options it reads: no whitespace before or after the value, any
+ * JSON whitespace [ \t\n\r]+ between the tokens inside objects and arrays (an empty
+ * container has one such place); object properties in the order of `properties`, then
+ * `required` names not among them, then extra keys (allowed unless additionalProperties
+ * is false; never one of the named keys); strings escape only what JSON must (no "\/",
+ * \u00XX only for controls). Each scalar (a string with its constraints, a number,
+ * true/false/null) is one lexeme; objects, arrays and alternatives are rules, linear in
+ * the schema's size; $ref targets are one nonterminal each, made before their body, so
+ * recursion works; allOf and a $ref's siblings are merged into one schema first; oneOf
+ * is anyOf where its branches are proven apart. What llguidance refuses is refused with
+ * the keyword and its JSON pointer, and so is what this front end does not do yet
+ * (patternProperties, minProperties, maxProperties, multipleOf, some patterns with
+ * lengths). */
 #include "guide/front.h"
 #include "guide/json_internal.h"
 
