@@ -11,8 +11,8 @@
  * recursion works; allOf and a $ref's siblings are merged into one schema first; oneOf
  * is anyOf where its branches are proven apart. What llguidance refuses is refused with
  * the keyword and its JSON pointer, and so is what this front end does not do yet
- * (patternProperties, minProperties, maxProperties, multipleOf, some patterns with
- * lengths). */
+ * (minProperties, maxProperties, multipleOf, patternProperties beside extra keys or with
+ * several patterns, some patterns with lengths). */
 #include "guide/front.h"
 #include "guide/json_internal.h"
 
@@ -328,8 +328,7 @@ static const char *const unsupported[] = {
     "$recursiveRef",
 };
 /* Keywords llguidance supports that this front end does not yet: refused by name. */
-static const char *const not_yet[] = {"patternProperties", "minProperties", "maxProperties",
-                                      "multipleOf"};
+static const char *const not_yet[] = {"minProperties", "maxProperties", "multipleOf"};
 
 static og_status *check_keywords(jctx *c, const cJSON *s, const char *ptr) {
     const cJSON *k;
@@ -734,38 +733,106 @@ static og_status *array_schema(jctx *c, const cJSON *s, const char *ptr, gsym *o
     return st;
 }
 
-/* An extra key: any string but the named ones. Each exclusion set needs its own lexeme,
- * and the lexer gives one id per expression text, so the text carries a serial number
- * as a repetition of the empty group. */
-static og_status *extra_key(jctx *c, const char *const names[], size_t n, gsym *out) {
-    if (n == 0) return string_lexeme(c, out);
+/* A key as JSON writes it (escapes as in a literal's first alternative). */
+static void key_bytes(jbuf *key, const char *name) {
+    jbuf_putc(key, '"');
+    for (const char *p = name; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\') jbuf_printf(key, "\\%c", ch);
+        else if (ch == '\n') jbuf_puts(key, "\\n");
+        else if (ch == '\t') jbuf_puts(key, "\\t");
+        else if (ch == '\r') jbuf_puts(key, "\\r");
+        else if (ch == '\b') jbuf_puts(key, "\\b");
+        else if (ch == '\f') jbuf_puts(key, "\\f");
+        else if (ch < 0x20 || ch == 0x7f) jbuf_printf(key, "\\u%04x", ch);
+        else jbuf_putc(key, (char)ch);
+    }
+    jbuf_putc(key, '"');
+}
+
+/* An extra key: a string whose body is `body` (NULL: any string), but not one of the
+ * named keys. Each exclusion set needs its own lexeme, and the lexer gives one id per
+ * expression text, so the text carries a serial number as a repetition of the empty
+ * group. */
+static og_status *extra_key(jctx *c, const char *body, const char *const names[], size_t n,
+                            gsym *out) {
+    if (n == 0 && !body) return string_lexeme(c, out);
     jbuf re = {0};
-    jbuf_printf(&re, "\"%s*\"(?:){%d}", JSON_KEY_CHAR_RE, c->n_key_sets++);
+    if (body) jbuf_printf(&re, "\"%s\"(?:){%d}", body, c->n_key_sets++);
+    else jbuf_printf(&re, "\"%s*\"(?:){%d}", JSON_KEY_CHAR_RE, c->n_key_sets++);
     int id;
     og_status *st = re.oom ? og_oom() : glex_add_regex(c->lex, re.s, re.len, "JSON key", &id);
     jbuf_free(&re);
     OG_TRY(st);
     for (size_t i = 0; i < n; i++) {
         jbuf key = {0};
-        jbuf_putc(&key, '"');
-        /* the key as JSON writes it: escapes as in the literal's first alternative */
-        for (const char *p = names[i]; *p; p++) {
-            unsigned char ch = (unsigned char)*p;
-            if (ch == '"' || ch == '\\') jbuf_printf(&key, "\\%c", ch);
-            else if (ch == '\n') jbuf_puts(&key, "\\n");
-            else if (ch == '\t') jbuf_puts(&key, "\\t");
-            else if (ch == '\r') jbuf_puts(&key, "\\r");
-            else if (ch == '\b') jbuf_puts(&key, "\\b");
-            else if (ch == '\f') jbuf_puts(&key, "\\f");
-            else if (ch < 0x20 || ch == 0x7f) jbuf_printf(&key, "\\u%04x", ch);
-            else jbuf_putc(&key, (char)ch);
-        }
-        jbuf_putc(&key, '"');
+        key_bytes(&key, names[i]);
         st = key.oom ? og_oom() : glex_exclude(c->lex, id, (uint8_t *)key.s, key.len);
         jbuf_free(&key);
         OG_TRY(st);
     }
     *out = GSYM_LEX(id);
+    return NULL;
+}
+
+/* Whether the JSON string regex `re` ("\"body\"") matches `name` as JSON writes it. */
+static og_status *key_matches(jctx *c, const char *re, const char *name, bool *out) {
+    *out = false;
+    if (!c->scratch) OG_TRY(glex_new(&c->scratch));
+    int id;
+    OG_TRY(glex_add_regex(c->scratch, re, strlen(re), "patternProperties", &id));
+    uint64_t set[64] = {0};
+    if (glex_words(c->scratch) > 64)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "JSON schema: too many patterns");
+    set[id / 64] |= 1ull << (id % 64);
+    jbuf key = {0};
+    key_bytes(&key, name);
+    if (key.oom) return og_oom();
+    uint32_t st = glex_start(c->scratch, set);
+    for (size_t i = 0; i < key.len && st != GLEX_DEAD && st != GLEX_FAILED; i++)
+        st = glex_next(c->scratch, st, (uint8_t)key.s[i]);
+    jbuf_free(&key);
+    if (st == GLEX_FAILED) return glex_error(c->scratch);
+    const uint64_t *acc = st == GLEX_DEAD ? NULL : glex_accepts(c->scratch, st);
+    *out = acc && (acc[id / 64] >> (id % 64) & 1);
+    return NULL;
+}
+
+/* patternProperties, in the one form taken so far: a single pattern, additionalProperties
+ * false, no named key matching it. Its keys then stand where extra keys would: *body
+ * gets the key body (owned by the caller), *schema the value's schema. */
+static og_status *pattern_properties(jctx *c, const cJSON *s, const char *ptr,
+                                     const char *const names[], size_t n, jbuf *body,
+                                     const cJSON **schema) {
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
+    *schema = NULL;
+    if (!pp || (cJSON_IsObject(pp) && !pp->child)) return NULL;
+    if (!cJSON_IsObject(pp)) return at_error(c, ptr, "%s", "'patternProperties' is not an object");
+    if (pp->child->next)
+        return at_error(c, ptr, "%s", "patternProperties with more than one pattern is not "
+                                      "supported yet");
+    if (!is_false(cJSON_GetObjectItemCaseSensitive(s, "additionalProperties")))
+        return at_error(c, ptr, "%s", "patternProperties without additionalProperties false is "
+                                      "not supported yet");
+    char where[600];
+    ptr_append(where, sizeof where, ptr, "patternProperties");
+    if (!c->scratch) OG_TRY(glex_new(&c->scratch));
+    const char *pat = pp->child->string;
+    OG_TRY(json_re_pattern_body(body, pat, strlen(pat), c->scratch, where));
+    if (body->oom) return og_oom();
+    jbuf re = {0};
+    jbuf_printf(&re, "\"%s\"", body->s);
+    og_status *st = re.oom ? og_oom() : NULL;
+    for (size_t i = 0; i < n && !st; i++) {
+        bool m;
+        st = key_matches(c, re.s, names[i], &m);
+        if (!st && m)
+            st = at_error(c, ptr, "property '%s' matching a patternProperties pattern is not "
+                                  "supported yet", names[i]);
+    }
+    jbuf_free(&re);
+    OG_TRY(st);
+    *schema = pp->child;
     return NULL;
 }
 
@@ -804,10 +871,19 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
         }
         required[i] = true;
     }
-    bool extra_ok = !is_false(addl);
+    jbuf pat_body = {0};
+    const cJSON *pat_schema = NULL;
+    if (!st) st = pattern_properties(c, s, ptr, names, n, &pat_body, &pat_schema);
+    bool extra_ok = !is_false(addl) || pat_schema;
     gsym extra_val = -1, extra_kv = -1;
     char sub[600];
-    if (!st && extra_ok) {
+    if (!st && pat_schema) {
+        char pp_ptr[600];
+        ptr_append(pp_ptr, sizeof pp_ptr, ptr, "patternProperties");
+        ptr_append(sub, sizeof sub, pp_ptr, pat_schema->string);
+        if (is_false(pat_schema)) extra_ok = false;
+        else st = compile(c, pat_schema, sub, &extra_val);
+    } else if (!st && extra_ok) {
         snprintf(sub, sizeof sub, "%s/additionalProperties", ptr);
         st = addl ? compile(c, addl, sub, &extra_val) : any_value(c, &extra_val);
     }
@@ -817,7 +893,7 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
         char props_ptr[600];
         snprintf(props_ptr, sizeof props_ptr, "%s/properties", ptr);
         ptr_append(sub, sizeof sub, props_ptr, names[i]);
-        if (!sch && !extra_ok) {
+        if (!sch && (!extra_ok || pat_schema)) {
             st = at_error(c, ptr, "unsatisfiable schema: required property '%s' is not allowed",
                           names[i]);
             break;
@@ -839,7 +915,7 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
     }
     if (!st && extra_ok) {
         gsym key;
-        st = extra_key(c, names, n, &key);
+        st = extra_key(c, pat_schema ? pat_body.s : NULL, names, n, &key);
         if (!st) st = nt(c, ptr, &extra_kv);
         if (!st) {
             gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, extra_val};
@@ -885,6 +961,7 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
         gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, first[0], c->w, GSYM_LEX(c->lx_rbrace)};
         st = rule(c, *out, r, 5);
     }
+    jbuf_free(&pat_body);
     free(names);
     free(schemas);
     free(required);
