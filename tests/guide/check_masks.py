@@ -188,9 +188,10 @@ class Llg:
             self.grammar = case.llg_grammar()
         except ValueError as e:  # not JSON at all
             raise Refused(str(e)) from None
-        self.m = L.LLMatcher(tok, self.grammar, log_level=0)
-        if self.m.is_error():
-            raise Refused(self.m.get_error().splitlines()[0])
+        self.m0 = L.LLMatcher(tok, self.grammar, log_level=0)
+        if self.m0.is_error():
+            raise Refused(self.m0.get_error().splitlines()[0])
+        self.m = self.m0.deep_copy()
         self.compile_s = 0.0
 
     def mask(self):
@@ -210,7 +211,10 @@ class Llg:
         return self.m.is_stopped()
 
     def reset(self):
-        self.m.reset()
+        # a copy of the untouched matcher: llguidance 1.9.1's reset() can keep state of
+        # the walk before (lark/sql_select.lark, seed 8: masks of "SELECT users" after
+        # "SELECT * FROM users")
+        self.m = self.m0.deep_copy()
 
     def close(self):
         pass
