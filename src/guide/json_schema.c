@@ -517,6 +517,13 @@ static og_status *flatten(jctx *c, const cJSON *s, const char *ptr, int depth, c
         return at_error(c, ptr, "%s", "allOf / $ref merges nested too deeply (a cycle?)");
     if (is_false(s)) return at_error(c, ptr, "%s", "unsatisfiable schema: schema is false");
     if (!cJSON_IsObject(s)) return NULL; /* true */
+    /* llguidance reads each part's format as a string's, whatever the other parts say */
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
+    if (cJSON_IsString(fmt) && !c->opts.lenient && !json_format_known(fmt->valuestring)) {
+        unsigned types;
+        OG_TRY(read_types(c, cJSON_GetObjectItemCaseSensitive(s, "type"), ptr, &types));
+        if (types & T_STRING) return at_error(c, ptr, "unknown format '%s'", fmt->valuestring);
+    }
     const cJSON *k;
     cJSON_ArrayForEach(k, s) {
         if (!strcmp(k->string, "$ref")) {

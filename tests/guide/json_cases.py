@@ -167,6 +167,8 @@ CASES = [
     ({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}, ['{"ya":"s"}'],
      "we refuse patternProperties unless additionalProperties is false (no regex complement)"),
     ({"type": "array", "uniqueItems": True}, ['[]']),
+    ({"type": "object", "format": "foo"}, ['{}']),
+    ({"$ref": "#/$defs/a", "format": "foo", "$defs": {"a": {"type": "object"}}}, ['{}']),
     ({"type": "string", "format": "foo"}, ['"a"']),
     ({"type": "string", "format": "date"}, ['"2024-01-01"', '"2024-02-30"', '"2023-02-29"',
                                             '"2024-04-31"', '"2024-13-01"', '"2024-1-01"']),
