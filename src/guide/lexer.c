@@ -583,6 +583,9 @@ static uint32_t intern(glex *lex, size_t n)
         else acc = NULL;
     }
     if (any_veto) memset(lex->veto_bits, 0, words * sizeof *lex->veto_bits);
+    /* Only vetoed accepts and no way on (an excluded key read whole): no lexeme of the
+     * start set matches any extension, which is what dead means. */
+    if (!acc && !extend) return GLEX_DEAD;
     uint32_t id = lex->n_ds++;
     memcpy(lex->sets + lex->n_sets, set, n * sizeof *set);
     lex->ds[id] = (dstate){(uint32_t)lex->n_sets, (uint32_t)n, acc, extend};
