@@ -172,10 +172,12 @@ static og_status *container(jctx *c, gsym lhs, int open, int close, bool allow_e
     return NULL;
 }
 
-/* tail -> empty | W "," W item tail: the repeated part of a list. */
+/* tail -> empty | tail W "," W item: the repeated part of a list. Left-recursive, so an
+ * Earley set holds one item for it however long the list is (right recursion makes each
+ * item's completion walk back over all the earlier ones: quadratic on long arrays). */
 static og_status *list_tail(jctx *c, gsym tail, gsym item) {
     OG_TRY(rule(c, tail, NULL, 0));
-    gsym r[] = {c->w, GSYM_LEX(c->lx_comma), c->w, item, tail};
+    gsym r[] = {tail, c->w, GSYM_LEX(c->lx_comma), c->w, item};
     return rule(c, tail, r, 5);
 }
 
@@ -1281,9 +1283,16 @@ static og_status *front(const cJSON *schema, const json_opts *opts, const char *
     return st;
 }
 
+static og_status *read_options(const cJSON *xg, json_opts *o);
+
+/* An embedded schema (Lark's %json) takes its own "x-guidance" options, as a whole
+ * schema does. */
 og_status *guide_front_json_value(const cJSON *schema, const char *where, glex *lex,
                                   gcfg *cfg, gsym *out) {
-    json_opts opts = {.ws = JSON_WS_FLEXIBLE, .item_sep = ",", .key_sep = ":"};
+    json_opts opts;
+    OG_TRY(read_options(cJSON_IsObject(schema)
+                            ? cJSON_GetObjectItemCaseSensitive(schema, "x-guidance") : NULL,
+                        &opts));
     return front(schema, &opts, where, lex, cfg, out);
 }
 
