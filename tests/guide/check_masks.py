@@ -36,6 +36,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -281,8 +282,11 @@ class Ours:
             # as wide as llguidance's vocabulary (the tokenizer's ids and its added ones)
             args = ([driver, "--n", str(n_vocab_ref)] + (["--pure"] if pure else [])
                     + [tok_path, DRIVER_KIND[case.kind], path] + [str(s) for s in stop_ids])
+            # its stderr (sanitizer reports) in a file: a pipe nobody reads could fill
+            err = tempfile.TemporaryFile()
             self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, bufsize=1)
+                                      stderr=err, text=True, bufsize=1)
+            self.p.err_file = err
             first = self.p.stdout.readline().strip()
             if first.startswith("error "):
                 self.p.wait()  # an error at the start ends the process
@@ -292,10 +296,17 @@ class Ours:
             raise Refused(first[6:])
         m = re.match(r"ready n_vocab=(\d+) compile_us=(\d+)", first)
         if not m:
-            err = self.p.stderr.read() if self.p.poll() is not None else ""
-            raise DriverError(f"driver did not start: {first!r} {err.strip()[:500]}")
-        self.n_vocab = int(m.group(1))
+            err = self.stderr() if self.p.poll() is not None else ""
+            raise DriverError(f"driver did not start: {first!r} {err[:500]}")
+        if int(m.group(1)) != n_vocab_ref:
+            raise DriverError(f"driver's vocabulary is {m.group(1)} wide, not {n_vocab_ref}")
         self.compile_s = int(m.group(2)) / 1e6
+
+    def stderr(self):
+        """What the driver, once ended, wrote to stderr."""
+        f = self.p.err_file
+        f.seek(0)
+        return f.read().decode("utf-8", "replace").strip()
 
     @staticmethod
     def close_all():
@@ -320,8 +331,7 @@ class Ours:
             ans = ""
         if not ans:
             rc = self.p.wait()
-            err = self.p.stderr.read()
-            raise DriverError(f"driver died on {line!r} (exit {rc}): {err.strip()[-800:]}")
+            raise DriverError(f"driver died on {line!r} (exit {rc}): {self.stderr()[-800:]}")
         return ans.rstrip("\n")
 
     def mask(self):
