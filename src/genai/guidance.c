@@ -120,51 +120,9 @@ static og_status *guidance_of(og_model *m, struct gen_guidance **out) {
     return st;
 }
 
-/* Whether ids' bytes, back to back, are exactly b[0..len). */
-static bool spells(const tok_tokenizer *tok, const int32_t *ids, size_t n, const uint8_t *b,
-                   size_t len) {
-    size_t at = 0;
-    uint8_t buf[512];
-    for (size_t i = 0; i < n; i++) {
-        size_t l = 0;
-        og_status *st = tok_token_bytes(tok, ids[i], buf, sizeof buf, &l);
-        bool same = !st && l <= sizeof buf && l <= len - at && !memcmp(buf, b + at, l);
-        og_status_free(st);
-        if (!same) return false;
-        at += l;
-    }
-    return at == len;
-}
-
 og_status *gen_guidance_encode(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
                                size_t *n) {
-    const tok_tokenizer *tok = ctx;
-    OG_TRY(tok_encode(tok, (const char *)bytes, len, false, ids, n));
-    if (spells(tok, *ids, *n, bytes, len)) return NULL;
-    free(*ids);
-    *ids = NULL;
-    *n = 0;
-    char *text = malloc(len + 1);
-    if (!text) return og_oom();
-    text[0] = '\x02'; /* a control byte: merges with nothing in common vocabularies */
-    memcpy(text + 1, bytes, len);
-    int32_t *mark = NULL, *all = NULL;
-    size_t n_mark = 0, n_all = 0;
-    og_status *st = tok_encode(tok, text, 1, false, &mark, &n_mark);
-    if (!st) st = tok_encode(tok, text, len + 1, false, &all, &n_all);
-    free(text);
-    if (!st && (n_all < n_mark || memcmp(all, mark, n_mark * sizeof *mark)))
-        st = og_errorf(OG_ERR_RUNTIME, "guidance: the marker byte merged with the forced "
-                       "bytes in the tokenizer's encoding");
-    if (!st) {
-        memmove(all, all + n_mark, (n_all - n_mark) * sizeof *all);
-        *ids = all;
-        *n = n_all - n_mark;
-        all = NULL;
-    }
-    free(mark);
-    free(all);
-    return st;
+    return tok_encode(ctx, (const char *)bytes, len, false, ids, n);
 }
 
 static og_status *build_vocab(og_model *m, struct gen_guidance *g) {

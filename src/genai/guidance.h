@@ -35,11 +35,10 @@ og_status *gen_token_table_build(const tok_tokenizer *tok, size_t n, const int32
                                  size_t n_stop, gen_token_table *out);
 void gen_token_table_free(gen_token_table *t);
 
-/* The tokenizer's encoding of forced bytes as llguidance takes it (guide_tokenize_fn;
- * ctx is a tok_tokenizer): the encoding of the bytes as they would be encoded in the
- * middle of a text — the plain encoding (no special tokens) where its tokens spell the
- * bytes; otherwise (SentencePiece puts a space before a text's start) the encoding of a
- * marker byte then the bytes, less the marker's own tokens. */
+/* The tokenizer's plain encoding of bytes (no special tokens added; added tokens written
+ * in the text are matched, as Hugging Face's tokenizers match them), as the guide layer
+ * takes it (guide_tokenize_fn; ctx is a tok_tokenizer): where the grammar forces bytes,
+ * the mask narrows to the first token of their encoding mid-text, as llguidance's. */
 og_status *gen_guidance_encode(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
                                size_t *n);
 

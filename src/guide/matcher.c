@@ -465,6 +465,21 @@ static og_status *forced_mask(guide_matcher *m, uint32_t *mask, bool *forced) {
     return NULL;
 }
 
+/* Whether the mask here is exactly `token`, forced: how a special token the grammar
+ * spells out (a tool-call marker) is chosen and consumed, though no walk allows it. */
+static og_status *forced_is(guide_matcher *m, int32_t token, bool *yes) {
+    const guide_vocab *v = m->g->vocab;
+    *yes = false;
+    if (m->stopped || !v->tokenize) return NULL;
+    uint32_t *mask = malloc(guide_mask_words(v->n) * sizeof *mask);
+    if (!mask) return og_oom();
+    bool forced;
+    og_status *st = forced_mask(m, mask, &forced);
+    *yes = !st && forced && (mask[token >> 5] >> (token & 31) & 1);
+    free(mask);
+    return st;
+}
+
 static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
     const guide_vocab *v = m->g->vocab;
     size_t words = guide_mask_words(v->n);
@@ -604,10 +619,13 @@ static og_status *consume_locked(guide_matcher *m, int32_t token) {
         return NULL;
     }
     size_t len = v->off[token + 1] - v->off[token];
-    if (v->excluded[token] || !len)
+    bool ok = len && !v->excluded[token];
+    if (len && !ok) OG_TRY(forced_is(m, token, &ok));
+    if (!ok)
         return og_errorf(OG_ERR_INVALID_ARGUMENT,
                          "guide: token %d is never allowed under guidance (%s)", token,
-                         len ? "a special token" : "it has no bytes");
+                         len ? "a special token the grammar does not force here"
+                             : "it has no bytes");
     const uint8_t *b = v->blob + v->off[token];
     uint32_t cur = m->lex;
     for (size_t i = 0; i < len; i++) {

@@ -670,6 +670,38 @@ TEST(guide_matcher_forced_bytes) {
     forced_walk(space_first);
 }
 
+/* A special token the grammar spells out (a tool-call marker such as Qwen's <tool_call>):
+ * excluded from every walk, yet where the grammar forces its bytes and the tokenizer
+ * encodes them as that token, the mask is that token alone and consuming it is allowed,
+ * as llguidance allows it; elsewhere it stays refused. */
+TEST(guide_matcher_forced_special_token) {
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    glex_free(lex);
+    static const char *const toks[] = {"<", "t", "c", ">", "x", "<tc>", NULL};
+    hand_vocab hv;
+    CHECK_OK(vocab_of(toks, 6, 5, &hv)); /* "<tc>" (id 5) excluded, as a special token */
+    guide_vocab_set_tokenize(hv.v, longest_match, (void *)toks);
+    guide_grammar *g;
+    const char lark[] = "start: \"<tc>\" \"x\"+";
+    CHECK_OK(guide_grammar_compile(GUIDE_LARK, lark, strlen(lark), hv.v, &g));
+    guide_matcher *m;
+    CHECK_OK(guide_matcher_new(g, &hv.stop, 1, &m));
+    uint32_t mask[1];
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK_EQ_INT(mask[0], 1u << 5);
+    CHECK_OK(guide_matcher_consume(m, 5));
+    CHECK_OK(guide_matcher_mask(m, mask));
+    CHECK_EQ_INT(mask[0], 1u << 4); /* x */
+    CHECK_OK(guide_matcher_consume(m, 4));
+    CHECK_ERR(guide_matcher_consume(m, 5), OG_ERR_INVALID_ARGUMENT, "special token");
+    CHECK_OK(guide_matcher_rollback(m, 2));
+    CHECK_OK(guide_matcher_consume(m, 0)); /* "<" spelled byte by byte is still the language */
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+    guide_vocab_free(hv.v);
+}
+
 /* A grammar of the JSON-like language on the hand vocabulary (NULL after a loud skip). */
 static guide_grammar *json_like_grammar(hand_vocab *hv) {
     glex *lex;
