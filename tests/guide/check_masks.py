@@ -21,10 +21,10 @@ cases); a public schema that ours refuses is printed, not failed. A case's `.ski
 run prints SKIP and why.
 
 Where we differ on purpose, this script says so and checks our rule (JSON's layout is
-llguidance's default, so LLG_JSON_OPTIONS states no difference): our Unicode classes are Unicode 15
-(utf8proc) where llguidance's are 16, so inside a 4-byte character ours must allow a
-subset of llguidance's (Walker.compare); the Lark judge reads common.ESCAPED_STRING as
-llguidance does (Judge).
+llguidance's default, so LLG_JSON_OPTIONS states no difference): our Unicode classes
+are Unicode 15 (utf8proc) where llguidance's are 16, so inside a 4-byte character ours
+must allow a subset of llguidance's (Walker.compare); the Lark judge reads
+common.ESCAPED_STRING as llguidance does (Judge).
 
 --self runs llguidance against a second llguidance matcher instead of our driver: the
 harness's own test (with --plant, a difference is planted and must be reported).
