@@ -195,7 +195,7 @@ og_status *gcfg_freeze(gcfg *cfg, int n_lexemes) {
     for (size_t r = 0; r < cfg->n_rules; r++) {
         const raw_rule *rr = &cfg->raw[r];
         cfg->rules[cfg->first[rr->lhs] + fill[rr->lhs]++] =
-            (gcfg_rule){rr->lhs, rr->len, cfg->syms + rr->off};
+            (gcfg_rule){rr->lhs, rr->len, rr->len ? cfg->syms + rr->off : NULL};
     }
     free(fill);
     og_status *st = NULL;
