@@ -2,8 +2,8 @@
  *
  *   bench-guide [--steps N] [--seed S] [--examples TEXTS] TOKENIZER.json KIND FILE
  *
- * builds the guidance vocabulary of the tokenizer (added tokens excluded, EOS as the stop
- * id, forced bytes encoded by the tokenizer), compiles FILE as guidance of KIND
+ * builds the guidance vocabulary of the tokenizer as a model's (special tokens excluded,
+ * EOS as the stop id, forced bytes encoded by the tokenizer), compiles FILE as guidance of KIND
  * (json_schema, json_object, regex, lark_grammar), then times one mask per step:
  * - without --examples, along random walks (a random allowed token each step; the stop
  *   id ends a walk and a new one starts), N steps;
@@ -12,6 +12,7 @@
  *   documents costs. The first pass over them (lexer and mask caches cold) is reported
  *   apart.
  * Prints compile time (wall) and mask time (thread CPU) p50 / p99 / max. */
+#include "genai/guidance.h"
 #include "guide/guide.h"
 #include "tokenizer/tokenizer.h"
 
@@ -56,11 +57,6 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-/* The vocabulary's encoding of forced bytes: the tokenizer's, no special tokens added. */
-static og_status *encode(void *ctx, const uint8_t *b, size_t len, int32_t **ids, size_t *n) {
-    return tok_encode(ctx, (const char *)b, len, false, ids, n);
-}
-
 static void report(const char *what, double *t, int n) {
     if (!n) return;
     qsort(t, (size_t)n, sizeof *t, cmp_double);
@@ -92,26 +88,15 @@ int main(int argc, char **argv) {
     tok_tokenizer *tok;
     og_status *st = tok_tokenizer_load(argv[a], &tok);
     if (st) return fail(st, argv[a]);
-    size_t n = tok_vocab_size(tok);
+    /* the vocabulary exactly as a model's (genai/guidance.h), EOS as the stop id */
     int32_t eos = tok_eos_id(tok);
-    uint8_t **bytes = calloc(n, sizeof *bytes);
-    uint32_t *lens = calloc(n, sizeof *lens);
-    bool *excluded = calloc(n, sizeof *excluded);
-    for (size_t i = 0; i < n; i++) {
-        uint8_t buf[512];
-        size_t len = 0;
-        st = tok_token_bytes(tok, (int32_t)i, buf, sizeof buf, &len);
-        if (st) return fail(st, "token bytes");
-        if (len > sizeof buf) len = 0;
-        bytes[i] = malloc(len ? len : 1);
-        memcpy(bytes[i], buf, len);
-        lens[i] = (uint32_t)len;
-        excluded[i] = tok_is_added(tok, (int32_t)i) || (int32_t)i == eos;
-    }
+    gen_token_table table;
+    st = gen_token_table_build(tok, tok_vocab_size(tok), &eos, eos >= 0, &table);
+    if (st) return fail(st, "token bytes");
     guide_vocab *v;
-    st = guide_vocab_new(n, (const uint8_t *const *)bytes, lens, excluded, &v);
+    st = guide_vocab_new(table.n, table.bytes, table.lens, table.excluded, &v);
     if (st) return fail(st, "vocabulary");
-    guide_vocab_set_tokenize(v, encode, tok);
+    guide_vocab_set_tokenize(v, gen_guidance_encode, tok);
     guide_kind kind;
     st = guide_kind_parse(argv[a + 1], &kind);
     if (st) return fail(st, "kind");
@@ -127,12 +112,12 @@ int main(int argc, char **argv) {
     if (st) return fail(st, "compile");
     double compile_us = now_us() - t0;
 
-    size_t words = guide_mask_words(n);
+    size_t words = guide_mask_words(table.n);
     uint32_t *mask = malloc(words * sizeof *mask);
     double *times = malloc((size_t)steps * sizeof *times);
     guide_matcher *m = NULL;
     int walks = 0, done = 0, cold = 0;
-    printf("compile_us=%.0f vocab=%zu\n", compile_us, n);
+    printf("compile_us=%.0f vocab=%zu\n", compile_us, table.n);
     if (examples) {
         /* Each line's encoding, walked mask by mask, all lines over and over. */
         size_t elen;
@@ -198,7 +183,7 @@ int main(int argc, char **argv) {
             seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
             size_t pick = count ? seed % count : 0;
             int32_t chosen = -1;
-            for (size_t i = 0; i < n && count; i++)
+            for (size_t i = 0; i < table.n && count; i++)
                 if (mask[i / 32] >> (i % 32) & 1 && !pick--) {
                     chosen = (int32_t)i;
                     break;
@@ -218,10 +203,7 @@ int main(int argc, char **argv) {
     guide_matcher_free(m);
     guide_grammar_unref(g);
     guide_vocab_free(v);
-    for (size_t i = 0; i < n; i++) free(bytes[i]);
-    free(bytes);
-    free(lens);
-    free(excluded);
+    gen_token_table_free(&table);
     free(mask);
     free(times);
     free(text);

@@ -243,59 +243,6 @@ static bool command(driver *d, char *line) {
     return true;
 }
 
-/* Whether ids' bytes, back to back, are exactly b[0..len). */
-static bool spells(const tok_tokenizer *tok, const int32_t *ids, size_t n, const uint8_t *b,
-                   size_t len) {
-    size_t at = 0;
-    uint8_t buf[512];
-    for (size_t i = 0; i < n; i++) {
-        size_t l = 0;
-        og_status *st = tok_token_bytes(tok, ids[i], buf, sizeof buf, &l);
-        bool same = !st && l <= sizeof buf && l <= len - at && !memcmp(buf, b + at, l);
-        og_status_free(st);
-        if (!same) return false;
-        at += l;
-    }
-    return at == len;
-}
-
-/* The vocabulary's encoding of forced bytes, as llguidance encodes them: as they would be
- * encoded in the middle of a text. The tokenizer's plain encoding (no special tokens)
- * where its tokens spell the bytes; otherwise (SentencePiece puts a space before a
- * text's start) the encoding of a marker byte then the bytes, less the marker's own
- * tokens. genai's model vocabulary does not set an encoding yet; when it does, this
- * driver should take the same function. */
-static og_status *encode(void *ctx, const uint8_t *bytes, size_t len, int32_t **ids,
-                         size_t *n) {
-    const tok_tokenizer *tok = ctx;
-    OG_TRY(tok_encode(tok, (const char *)bytes, len, false, ids, n));
-    if (spells(tok, *ids, *n, bytes, len)) return NULL;
-    free(*ids);
-    *ids = NULL;
-    *n = 0;
-    char *text = malloc(len + 1);
-    if (!text) return og_oom();
-    text[0] = '\x02'; /* a control byte: no merge with what follows in common vocabularies */
-    memcpy(text + 1, bytes, len);
-    int32_t *mark = NULL, *all = NULL;
-    size_t n_mark = 0, n_all = 0;
-    og_status *st = tok_encode(tok, text, 1, false, &mark, &n_mark);
-    if (!st) st = tok_encode(tok, text, len + 1, false, &all, &n_all);
-    free(text);
-    if (!st && (n_all < n_mark || memcmp(all, mark, n_mark * sizeof *mark)))
-        st = og_errorf(OG_ERR_INVALID_ARGUMENT, "guide_driver: the marker byte merged with "
-                       "the forced bytes");
-    if (!st) {
-        memmove(all, all + n_mark, (n_all - n_mark) * sizeof *all);
-        *ids = all;
-        *n = n_all - n_mark;
-        all = NULL;
-    }
-    free(mark);
-    free(all);
-    return st;
-}
-
 static int usage(void) {
     fputs("usage: guide_driver [--n N] [--pure] TOKENIZER.json KIND FILE [STOP_ID...]\n",
           stderr);
@@ -346,7 +293,7 @@ int main(int argc, char **argv) {
     if ((st = gen_token_table_build(tok, d.n_vocab, stops, n_stop, &table))) goto fail;
     if ((st = guide_vocab_new(table.n, table.bytes, table.lens, table.excluded, &vocab)))
         goto fail;
-    if (!pure) guide_vocab_set_tokenize(vocab, encode, tok);
+    if (!pure) guide_vocab_set_tokenize(vocab, gen_guidance_encode, tok);
     d.vocab = vocab;
     d.stops = stops;
     d.n_stop = n_stop;
