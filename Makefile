@@ -34,8 +34,8 @@ test-sanitize: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer on the loader, the chat-template parser/renderer, genai_config.json and
-# tokenizer.json, bounded, from the seed corpora (the chat-template corpus in ../shared
+# libFuzzer on the loader, the chat-template parser/renderer, genai_config.json,
+# tokenizer.json and the guidance compilers (JSON Schema, regex, Lark), bounded, from the seed corpora (the chat-template corpus in ../shared
 # seeds the second when present).
 FUZZ_SECONDS ?= 60
 FUZZ_CHAT_SECONDS ?= 30
