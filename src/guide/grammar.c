@@ -59,8 +59,13 @@ og_status *guide_grammar_from(glex *lex, gcfg *cfg, const guide_vocab *vocab,
     g->cfg = cfg;
     g->vocab = vocab;
     g->cache_limit = GUIDE_CACHE_LIMIT;
+    int slice_id;
     og_status *st = gcfg_freeze(cfg, glex_count(lex));
     if (!st) st = gearley_tab_new(cfg, glex_count(lex), &g->tab);
+    if (!st) st = glex_new(&g->slice);
+    if (!st)
+        st = glex_add_regex(g->slice, GUIDE_SLICE_RE, sizeof GUIDE_SLICE_RE - 1, "slice",
+                            &slice_id);
     if (st) {
         guide_grammar_unref(g);
         return st;
@@ -100,6 +105,7 @@ void guide_grammar_unref(guide_grammar *g) {
     gearley_tab_free(g->tab);
     gcfg_free(g->cfg);
     glex_free(g->lex);
+    glex_free(g->slice);
     pthread_mutex_destroy(&g->lock);
     free(g);
 }

@@ -162,7 +162,58 @@ static inline void mark_node(const guide_vocab *v, uint32_t i, uint32_t *mask) {
         mask[v->toks[k] >> 5] |= 1u << (v->toks[k] & 31);
 }
 
-/* The walk from lexer state s over the whole trie with the lexer alone. */
+/* How far the slice stays inside the lexeme from state s: the longest L such that every
+ * string of the slice's language of at most L bytes (and so every prefix of one) keeps
+ * the lexer alive; UINT32_MAX when all do. A breadth-first search over the pairs (slice
+ * state, lexer state) reachable together, each met first at its shortest depth, so the
+ * first dead lexer state is met at the shortest string that kills. Bounded: past
+ * SLICE_PAIRS pairs L is the depth reached. */
+#define SLICE_PAIRS 512
+#define SLICE_SLOTS 1024 /* the seen set's slots: twice the pairs, a power of two */
+
+/* The slot of pair key k (pair + 1) in the seen set, or the empty slot where it goes. */
+static size_t pair_slot(const uint64_t *seen, uint64_t k) {
+    size_t h = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 54) & (SLICE_SLOTS - 1);
+    while (seen[h] && seen[h] != k) h = (h + 1) & (SLICE_SLOTS - 1);
+    return h;
+}
+
+static uint32_t slice_reach(guide_grammar *g, uint32_t s) {
+    if (!g->vocab->slice_bits) return 0;
+    uint32_t pr[SLICE_PAIRS], pq[SLICE_PAIRS], pd[SLICE_PAIRS];
+    uint64_t seen[SLICE_SLOTS] = {0}; /* pairs (slice << 32 | lexer) + 1; 0: empty */
+    uint64_t one = 1;
+    pr[0] = glex_start(g->slice, &one);
+    pq[0] = s;
+    pd[0] = 0;
+    if (pr[0] == GLEX_FAILED || pr[0] == GLEX_DEAD) return 0;
+    uint64_t k0 = ((uint64_t)pr[0] << 32 | s) + 1;
+    seen[pair_slot(seen, k0)] = k0;
+    size_t n = 1;
+    for (size_t k = 0; k < n; k++) {
+        for (unsigned b = 0; b < 256; b++) {
+            uint32_t r = glex_next(g->slice, pr[k], (uint8_t)b);
+            if (r == GLEX_DEAD) continue;
+            if (r == GLEX_FAILED) return pd[k];
+            uint32_t q = glex_next(g->lex, pq[k], (uint8_t)b);
+            /* a lexer past its limits: the walk meets it again and says why */
+            if (q == GLEX_FAILED || q == GLEX_DEAD) return pd[k];
+            uint64_t key = ((uint64_t)r << 32 | q) + 1;
+            size_t h = pair_slot(seen, key);
+            if (seen[h]) continue;
+            if (n == SLICE_PAIRS) return pd[k];
+            seen[h] = key;
+            pr[n] = r;
+            pq[n] = q;
+            pd[n++] = pd[k] + 1;
+        }
+    }
+    return UINT32_MAX;
+}
+
+/* The walk from lexer state s over the whole trie with the lexer alone. The slice's
+ * tokens short enough to stay inside the lexeme from s (slice_reach) are allowed at once
+ * and the subtrees that hold only such tokens are not walked. */
 static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
     guide_grammar *g = m->g;
     const guide_vocab *v = g->vocab;
@@ -173,10 +224,24 @@ static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
         return og_oom_for(words * 4, "a token mask cache entry");
     }
     size_t cap_ends = 0;
+    /* the slice's tokens of at most `cover` bytes are inside: allowed at once, their
+     * subtrees not walked */
+    uint32_t reach = slice_reach(g, s), cover = 0;
+    if (reach >= v->max_len) {
+        cover = v->max_len;
+        memcpy(c->bits, v->slice_bits, words * sizeof *c->bits);
+    } else if (reach > 0) {
+        cover = reach < GUIDE_SLICE_LENS ? reach : GUIDE_SLICE_LENS;
+        memcpy(c->bits, v->slice_upto[cover], words * sizeof *c->bits);
+    }
     og_status *st = NULL;
     m->lv_lex[0] = s;
     for (uint32_t i = 1; i < v->n_nodes;) {
         const gtrie_node *nd = &v->nodes[i];
+        if (nd->in_slice && nd->below <= cover) {
+            i = nd->skip;
+            continue;
+        }
         uint32_t cur = m->lv_lex[nd->depth - 1];
         uint32_t nx = glex_next(g->lex, cur, nd->byte);
         if (nx == GLEX_FAILED) {

@@ -1,6 +1,8 @@
 /* The vocabulary (guide.h) and its token trie (vocab.h). */
 #include "guide/vocab.h"
 
+#include "guide/lexer.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +46,7 @@ static og_status *build_trie(guide_vocab *v) {
                                       (uint32_t)i};
     qsort(refs, n_ref, sizeof *refs, cmp_tok);
     size_t nn = 1, nt = 0, depth = 0; /* path[0..depth] are the open nodes */
-    v->nodes[0] = (gtrie_node){0, 0, 0, 0};
+    v->nodes[0] = (gtrie_node){0, 0, 0, 0, 0, 0};
     path[0] = 0;
     for (size_t r = 0; r < n_ref; r++) {
         const tok_ref *t = &refs[r];
@@ -55,7 +57,7 @@ static og_status *build_trie(guide_vocab *v) {
         }
         for (; depth > lcp; depth--) v->nodes[path[depth]].skip = (uint32_t)nn;
         for (; depth < t->len; depth++) {
-            v->nodes[nn] = (gtrie_node){0, (uint32_t)nt, (uint16_t)(depth + 1), t->b[depth]};
+            v->nodes[nn] = (gtrie_node){0, (uint32_t)nt, (uint16_t)(depth + 1), t->b[depth], 0, 0};
             path[depth + 1] = (uint32_t)nn++;
         }
         v->toks[nt++] = t->id;
@@ -63,11 +65,69 @@ static og_status *build_trie(guide_vocab *v) {
     }
     for (; depth > 0; depth--) v->nodes[path[depth]].skip = (uint32_t)nn;
     v->nodes[0].skip = (uint32_t)nn;
-    v->nodes[nn] = (gtrie_node){(uint32_t)nn, (uint32_t)nt, 0, 0};
+    v->nodes[nn] = (gtrie_node){(uint32_t)nn, (uint32_t)nt, 0, 0, 0, 0};
     v->n_nodes = nn;
     free(refs);
     free(path);
     return NULL;
+}
+
+/* Which tokens are in the slice (vocab.h), read by the slice's own DFA down the trie, and
+ * which subtrees hold nothing else (bottom up: a node is in_slice when its own tokens
+ * are and all its children are). */
+static og_status *classify_slice(guide_vocab *v) {
+    glex *lex = NULL;
+    int id = 0;
+    og_status *st = glex_new(&lex);
+    if (!st) st = glex_add_regex(lex, GUIDE_SLICE_RE, sizeof GUIDE_SLICE_RE - 1, "slice", &id);
+    size_t words = guide_mask_words(v->n);
+    uint8_t *own = calloc(v->n_nodes + 1, 1); /* alive, and its tokens are in the slice */
+    uint32_t *lv = malloc(((size_t)v->max_len + 1) * sizeof *lv);
+    v->slice_bits = calloc(words ? words : 1, sizeof *v->slice_bits);
+    bool room = own && lv && v->slice_bits;
+    for (int l = 1; l <= GUIDE_SLICE_LENS; l++)
+        room = room && (v->slice_upto[l] = calloc(words ? words : 1, sizeof *v->slice_bits));
+    if (!st && !room) st = og_oom_for(v->n_nodes, "the token slice");
+    uint64_t all = 1;
+    if (!st) lv[0] = glex_start(lex, &all);
+    for (uint32_t i = 1; !st && i < v->n_nodes;) {
+        const gtrie_node *nd = &v->nodes[i];
+        uint32_t nx = glex_next(lex, lv[nd->depth - 1], nd->byte);
+        if (nx == GLEX_FAILED) {
+            st = glex_error(lex);
+            break;
+        }
+        if (nx == GLEX_DEAD) { /* no token below is in the slice */
+            i = nd->skip;
+            continue;
+        }
+        lv[nd->depth] = nx;
+        bool has = nd->tok < v->nodes[i + 1].tok;
+        own[i] = !has || glex_accepts(lex, nx) != NULL;
+        if (has && own[i])
+            for (uint32_t k = nd->tok; k < v->nodes[i + 1].tok; k++) {
+                uint32_t t = v->toks[k];
+                v->slice_bits[t >> 5] |= 1u << (t & 31);
+                for (int l = nd->depth; l <= GUIDE_SLICE_LENS; l++)
+                    v->slice_upto[l][t >> 5] |= 1u << (t & 31);
+            }
+        i++;
+    }
+    for (size_t i = v->n_nodes; !st && i-- > 1;) {
+        gtrie_node *nd = &v->nodes[i];
+        bool pure = own[i];
+        uint16_t below = nd->tok < v->nodes[i + 1].tok ? nd->depth : 0;
+        for (uint32_t c = (uint32_t)i + 1; c < nd->skip; c = v->nodes[c].skip) {
+            pure = pure && v->nodes[c].in_slice;
+            if (v->nodes[c].below > below) below = v->nodes[c].below;
+        }
+        nd->in_slice = pure;
+        nd->below = below;
+    }
+    free(own);
+    free(lv);
+    glex_free(lex);
+    return st;
 }
 
 og_status *guide_vocab_new(size_t n_tokens, const uint8_t *const *bytes, const uint32_t *lens,
@@ -101,6 +161,7 @@ og_status *guide_vocab_new(size_t n_tokens, const uint8_t *const *bytes, const u
     }
     v->off[n_tokens] = o;
     og_status *st = build_trie(v);
+    if (!st) st = classify_slice(v);
     if (st) {
         guide_vocab_free(v);
         return st;
@@ -116,6 +177,8 @@ void guide_vocab_free(guide_vocab *v) {
     free(v->excluded);
     free(v->nodes);
     free(v->toks);
+    free(v->slice_bits);
+    for (int l = 1; l <= GUIDE_SLICE_LENS; l++) free(v->slice_upto[l]);
     free(v);
 }
 
