@@ -59,13 +59,15 @@ og_status *guide_grammar_from(glex *lex, gcfg *cfg, const guide_vocab *vocab,
     g->cfg = cfg;
     g->vocab = vocab;
     g->cache_limit = GUIDE_CACHE_LIMIT;
-    int slice_id;
     og_status *st = gcfg_freeze(cfg, glex_count(lex));
     if (!st) st = gearley_tab_new(cfg, glex_count(lex), &g->tab);
-    if (!st) st = glex_new(&g->slice);
-    if (!st)
-        st = glex_add_regex(g->slice, GUIDE_SLICE_RE, sizeof GUIDE_SLICE_RE - 1, "slice",
-                            &slice_id);
+    for (int k = 0; k < GUIDE_N_SLICES && !st; k++) {
+        int id;
+        st = glex_new(&g->slice[k]);
+        if (!st)
+            st = glex_add_regex(g->slice[k], guide_slice_re[k], strlen(guide_slice_re[k]),
+                                "slice", &id);
+    }
     if (st) {
         guide_grammar_unref(g);
         return st;
@@ -105,7 +107,7 @@ void guide_grammar_unref(guide_grammar *g) {
     gearley_tab_free(g->tab);
     gcfg_free(g->cfg);
     glex_free(g->lex);
-    glex_free(g->slice);
+    for (int k = 0; k < GUIDE_N_SLICES; k++) glex_free(g->slice[k]);
     pthread_mutex_destroy(&g->lock);
     free(g);
 }

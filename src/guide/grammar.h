@@ -33,7 +33,7 @@ struct guide_grammar {
     gcfg *cfg;
     gearley_tab *tab;
     const guide_vocab *vocab;
-    glex *slice;          /* the vocabulary's slice (vocab.h) as a DFA of its own */
+    glex *slice[GUIDE_N_SLICES]; /* the vocabulary's slices (vocab.h), a DFA each */
     pthread_mutex_t lock; /* taken once per matcher call: the lexer and caches grow lazily */
     int refs;
     /* Per lexer state (indexed by state id), built on first use. When the entries would

@@ -162,7 +162,7 @@ static inline void mark_node(const guide_vocab *v, uint32_t i, uint32_t *mask) {
         mask[v->toks[k] >> 5] |= 1u << (v->toks[k] & 31);
 }
 
-/* How far the slice stays inside the lexeme from state s: the longest L such that every
+/* How far slice k stays inside the lexeme from state s: the longest L such that every
  * string of the slice's language of at most L bytes (and so every prefix of one) keeps
  * the lexer alive; UINT32_MAX when all do. A breadth-first search over the pairs (slice
  * state, lexer state) reachable together, each met first at its shortest depth, so the
@@ -178,12 +178,12 @@ static size_t pair_slot(const uint64_t *seen, uint64_t k) {
     return h;
 }
 
-static uint32_t slice_reach(guide_grammar *g, uint32_t s) {
-    if (!g->vocab->slice_bits) return 0;
+static uint32_t slice_reach(guide_grammar *g, int slice, uint32_t s) {
+    glex *sl = g->slice[slice];
     uint32_t pr[SLICE_PAIRS], pq[SLICE_PAIRS], pd[SLICE_PAIRS];
     uint64_t seen[SLICE_SLOTS] = {0}; /* pairs (slice << 32 | lexer) + 1; 0: empty */
     uint64_t one = 1;
-    pr[0] = glex_start(g->slice, &one);
+    pr[0] = glex_start(sl, &one);
     pq[0] = s;
     pd[0] = 0;
     if (pr[0] == GLEX_FAILED || pr[0] == GLEX_DEAD) return 0;
@@ -192,7 +192,7 @@ static uint32_t slice_reach(guide_grammar *g, uint32_t s) {
     size_t n = 1;
     for (size_t k = 0; k < n; k++) {
         for (unsigned b = 0; b < 256; b++) {
-            uint32_t r = glex_next(g->slice, pr[k], (uint8_t)b);
+            uint32_t r = glex_next(sl, pr[k], (uint8_t)b);
             if (r == GLEX_DEAD) continue;
             if (r == GLEX_FAILED) return pd[k];
             uint32_t q = glex_next(g->lex, pq[k], (uint8_t)b);
@@ -211,7 +211,7 @@ static uint32_t slice_reach(guide_grammar *g, uint32_t s) {
     return UINT32_MAX;
 }
 
-/* The walk from lexer state s over the whole trie with the lexer alone. The slice's
+/* The walk from lexer state s over the whole trie with the lexer alone. The slices'
  * tokens short enough to stay inside the lexeme from s (slice_reach) are allowed at once
  * and the subtrees that hold only such tokens are not walked. */
 static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
@@ -224,21 +224,29 @@ static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
         return og_oom_for(words * 4, "a token mask cache entry");
     }
     size_t cap_ends = 0;
-    /* the slice's tokens of at most `cover` bytes are inside: allowed at once, their
+    /* slice k's tokens of at most cover[k] bytes are inside: allowed at once, their
      * subtrees not walked */
-    uint32_t reach = slice_reach(g, s), cover = 0;
-    if (reach >= v->max_len) {
-        cover = v->max_len;
-        memcpy(c->bits, v->slice_bits, words * sizeof *c->bits);
-    } else if (reach > 0) {
-        cover = reach < GUIDE_SLICE_LENS ? reach : GUIDE_SLICE_LENS;
-        memcpy(c->bits, v->slice_upto[cover], words * sizeof *c->bits);
+    uint32_t cover[GUIDE_N_SLICES];
+    for (int k = 0; k < GUIDE_N_SLICES; k++) {
+        uint32_t reach = slice_reach(g, k, s);
+        const uint32_t *bits = NULL;
+        if (reach >= v->max_len) {
+            cover[k] = v->max_len;
+            bits = v->slice_bits[k];
+        } else {
+            cover[k] = reach < GUIDE_SLICE_LENS ? reach : GUIDE_SLICE_LENS;
+            if (cover[k]) bits = v->slice_upto[k][cover[k]];
+        }
+        for (size_t w = 0; bits && w < words; w++) c->bits[w] |= bits[w];
     }
     og_status *st = NULL;
     m->lv_lex[0] = s;
     for (uint32_t i = 1; i < v->n_nodes;) {
         const gtrie_node *nd = &v->nodes[i];
-        if (nd->in_slice && nd->below <= cover) {
+        bool covered = false;
+        for (int k = 0; k < GUIDE_N_SLICES && !covered; k++)
+            covered = (nd->in_slice >> k & 1) && nd->below <= cover[k];
+        if (covered) {
             i = nd->skip;
             continue;
         }

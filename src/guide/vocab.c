@@ -72,22 +72,26 @@ static og_status *build_trie(guide_vocab *v) {
     return NULL;
 }
 
-/* Which tokens are in the slice (vocab.h), read by the slice's own DFA down the trie, and
- * which subtrees hold nothing else (bottom up: a node is in_slice when its own tokens
- * are and all its children are). */
-static og_status *classify_slice(guide_vocab *v) {
+const char *const guide_slice_re[GUIDE_N_SLICES] = {
+    "[^\"\\\\\\x00-\\x1F\\x7F]+",
+    "[a-zA-Z0-9_]+",
+};
+
+/* Which tokens are in slice k (vocab.h), read by the slice's own DFA down the trie, and
+ * which subtrees hold nothing else (bottom up: a node is in the slice when its own tokens
+ * are and all its children are). `own` is scratch of n_nodes bytes. */
+static og_status *classify_slice(guide_vocab *v, int k, uint8_t *own, uint32_t *lv) {
     glex *lex = NULL;
     int id = 0;
+    const char *re = guide_slice_re[k];
     og_status *st = glex_new(&lex);
-    if (!st) st = glex_add_regex(lex, GUIDE_SLICE_RE, sizeof GUIDE_SLICE_RE - 1, "slice", &id);
+    if (!st) st = glex_add_regex(lex, re, strlen(re), "slice", &id);
     size_t words = guide_mask_words(v->n);
-    uint8_t *own = calloc(v->n_nodes + 1, 1); /* alive, and its tokens are in the slice */
-    uint32_t *lv = malloc(((size_t)v->max_len + 1) * sizeof *lv);
-    v->slice_bits = calloc(words ? words : 1, sizeof *v->slice_bits);
-    bool room = own && lv && v->slice_bits;
+    bool room = (v->slice_bits[k] = calloc(words ? words : 1, sizeof(uint32_t))) != NULL;
     for (int l = 1; l <= GUIDE_SLICE_LENS; l++)
-        room = room && (v->slice_upto[l] = calloc(words ? words : 1, sizeof *v->slice_bits));
-    if (!st && !room) st = og_oom_for(v->n_nodes, "the token slice");
+        room = room && (v->slice_upto[k][l] = calloc(words ? words : 1, sizeof(uint32_t)));
+    if (!st && !room) st = og_oom_for(words * 4 * (GUIDE_SLICE_LENS + 1), "the token slices");
+    memset(own, 0, v->n_nodes + 1);
     uint64_t all = 1;
     if (!st) lv[0] = glex_start(lex, &all);
     for (uint32_t i = 1; !st && i < v->n_nodes;) {
@@ -105,28 +109,44 @@ static og_status *classify_slice(guide_vocab *v) {
         bool has = nd->tok < v->nodes[i + 1].tok;
         own[i] = !has || glex_accepts(lex, nx) != NULL;
         if (has && own[i])
-            for (uint32_t k = nd->tok; k < v->nodes[i + 1].tok; k++) {
-                uint32_t t = v->toks[k];
-                v->slice_bits[t >> 5] |= 1u << (t & 31);
+            for (uint32_t j = nd->tok; j < v->nodes[i + 1].tok; j++) {
+                uint32_t t = v->toks[j];
+                v->slice_bits[k][t >> 5] |= 1u << (t & 31);
                 for (int l = nd->depth; l <= GUIDE_SLICE_LENS; l++)
-                    v->slice_upto[l][t >> 5] |= 1u << (t & 31);
+                    v->slice_upto[k][l][t >> 5] |= 1u << (t & 31);
             }
         i++;
     }
     for (size_t i = v->n_nodes; !st && i-- > 1;) {
         gtrie_node *nd = &v->nodes[i];
         bool pure = own[i];
+        for (uint32_t c = (uint32_t)i + 1; pure && c < nd->skip; c = v->nodes[c].skip)
+            pure = v->nodes[c].in_slice >> k & 1;
+        nd->in_slice |= (uint8_t)(pure << k);
+    }
+    glex_free(lex);
+    return st;
+}
+
+/* The deepest token end below each node (bottom up). */
+static void mark_below(guide_vocab *v) {
+    for (size_t i = v->n_nodes; i-- > 1;) {
+        gtrie_node *nd = &v->nodes[i];
         uint16_t below = nd->tok < v->nodes[i + 1].tok ? nd->depth : 0;
-        for (uint32_t c = (uint32_t)i + 1; c < nd->skip; c = v->nodes[c].skip) {
-            pure = pure && v->nodes[c].in_slice;
+        for (uint32_t c = (uint32_t)i + 1; c < nd->skip; c = v->nodes[c].skip)
             if (v->nodes[c].below > below) below = v->nodes[c].below;
-        }
-        nd->in_slice = pure;
         nd->below = below;
     }
+}
+
+static og_status *classify_slices(guide_vocab *v) {
+    mark_below(v);
+    uint8_t *own = malloc(v->n_nodes + 1); /* alive, and its tokens are in the slice */
+    uint32_t *lv = malloc(((size_t)v->max_len + 1) * sizeof *lv);
+    og_status *st = own && lv ? NULL : og_oom_for(v->n_nodes, "the token slices");
+    for (int k = 0; k < GUIDE_N_SLICES && !st; k++) st = classify_slice(v, k, own, lv);
     free(own);
     free(lv);
-    glex_free(lex);
     return st;
 }
 
@@ -161,7 +181,7 @@ og_status *guide_vocab_new(size_t n_tokens, const uint8_t *const *bytes, const u
     }
     v->off[n_tokens] = o;
     og_status *st = build_trie(v);
-    if (!st) st = classify_slice(v);
+    if (!st) st = classify_slices(v);
     if (st) {
         guide_vocab_free(v);
         return st;
@@ -177,8 +197,10 @@ void guide_vocab_free(guide_vocab *v) {
     free(v->excluded);
     free(v->nodes);
     free(v->toks);
-    free(v->slice_bits);
-    for (int l = 1; l <= GUIDE_SLICE_LENS; l++) free(v->slice_upto[l]);
+    for (int k = 0; k < GUIDE_N_SLICES; k++) {
+        free(v->slice_bits[k]);
+        for (int l = 1; l <= GUIDE_SLICE_LENS; l++) free(v->slice_upto[k][l]);
+    }
     free(v);
 }
 

@@ -13,20 +13,23 @@ typedef struct gtrie_node {
     uint32_t tok;   /* this node's tokens: toks[tok .. next node's tok) */
     uint16_t depth; /* bytes from the root (the root: 0) */
     uint8_t byte;   /* the byte of the edge into this node */
-    uint8_t in_slice; /* every token in this subtree is in the slice (below) */
+    uint8_t in_slice; /* bit k: every token in this subtree is in slice k (below) */
     uint16_t below;   /* the deepest token end in this subtree (its byte length) */
 } gtrie_node;
 
-/* The slice: tokens made of whole UTF-8 characters none of which is a control character,
- * '"' or '\' — the tokens that can sit inside a JSON string or most free text. Where
- * every string of this language (and every prefix of one) keeps the lexer alive from a
- * state, all of them are allowed there at once (guide_vocab.slice_bits), and a mask's
- * trie walk skips the subtrees that hold nothing else (in_slice): most of a large
- * vocabulary, in the states of a string's body. The same expression is compiled by the
- * vocabulary (which tokens are in it) and by each grammar (the check from a state), so
- * both read one language. */
+/* Slices: sets of tokens fixed per vocabulary by a regular expression each (vocab.c's
+ * guide_slice_re): 0, tokens of whole UTF-8 characters none of which is a control
+ * character, '"' or '\\' (what sits inside a JSON string or free text); 1, ASCII letters,
+ * digits and '_' (names, the parts of an e-mail address). Where every string of a slice's
+ * language up to some length (and every prefix of one) keeps the lexer alive from a
+ * state, all its tokens up to that length are allowed there at once (slice_bits,
+ * slice_upto), and a mask's trie walk skips the subtrees that hold nothing else
+ * (in_slice, below): most of a large vocabulary in the states of a string's body. The
+ * same expressions are compiled by the vocabulary (which tokens are in each) and by each
+ * grammar (the check from a state), so both read one language. */
+#define GUIDE_N_SLICES 2
 #define GUIDE_SLICE_LENS 16
-#define GUIDE_SLICE_RE "[^\"\\\\\\x00-\\x1F\\x7F]+"
+extern const char *const guide_slice_re[GUIDE_N_SLICES];
 
 struct guide_vocab {
     size_t n;
@@ -37,10 +40,10 @@ struct guide_vocab {
     size_t n_nodes;
     uint32_t *toks;    /* token ids in trie preorder */
     uint32_t max_len;  /* the longest token in the trie (its depth) */
-    uint32_t *slice_bits; /* the slice's tokens (guide_mask_words(n) words) */
-    /* slice_upto[l]: the slice's tokens of at most l bytes, l = 1..GUIDE_SLICE_LENS (a
-     * string with a maximum length takes only the shorter ones); [0] unused */
-    uint32_t *slice_upto[GUIDE_SLICE_LENS + 1];
+    uint32_t *slice_bits[GUIDE_N_SLICES]; /* slice k's tokens (guide_mask_words(n)) */
+    /* slice_upto[k][l]: slice k's tokens of at most l bytes, l = 1..GUIDE_SLICE_LENS (a
+     * string with a maximum length takes only the shorter ones); [k][0] unused */
+    uint32_t *slice_upto[GUIDE_N_SLICES][GUIDE_SLICE_LENS + 1];
     guide_tokenize_fn tokenize; /* optional (guide_vocab_set_tokenize) */
     void *tokenize_ctx;
 };
