@@ -670,6 +670,33 @@ TEST(guide_matcher_forced_bytes) {
     forced_walk(space_first);
 }
 
+/* The slices (vocab.h): where a string's body takes a slice's tokens up to some length,
+ * they are allowed without a walk. Bodies bounded by a count of characters (only the
+ * shorter slice tokens fit), an unbounded body, a body narrower than both slices, quotes,
+ * backslashes and a two-byte character: masks equal the token-by-token reference. */
+static const char *const slice_toks[] = {"\"", "a", "b", "ab", "abc", "abcd", "abcde", "a_b",
+                                         "b\"", "\\", "\\\"", "\xc3\xa9", "a\xc3\xa9",
+                                         "\xc3", "\xa9", " a", "a\"", "_", NULL};
+#define N_SLICE_TOKS 18
+
+TEST(guide_matcher_slices) {
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    glex_free(lex);
+    hand_vocab hv;
+    CHECK_OK(vocab_of(slice_toks, N_SLICE_TOKS, -1, &hv));
+    static const char *const res[] = {"\"[a-z_\\xe9]{0,3}\"", "\"([^\"\\\\]|\\\\.)*\"",
+                                      "\"[ab]{1,5}\"", "[a-z_]{2,4}"};
+    for (size_t r = 0; r < sizeof res / sizeof res[0]; r++) {
+        guide_grammar *g;
+        CHECK_OK(guide_grammar_compile(GUIDE_REGEX, res[r], strlen(res[r]), hv.v, &g));
+        int steps = walk_against_reference(g, &hv, 30, 10, 4242 + r, slice_toks);
+        CHECK(steps > 30);
+        guide_grammar_unref(g);
+    }
+    guide_vocab_free(hv.v);
+}
+
 /* A special token the grammar spells out (a tool-call marker such as Qwen's <tool_call>):
  * excluded from every walk, yet where the grammar forces its bytes and the tokenizer
  * encodes them as that token, the mask is that token alone and consuming it is allowed,
