@@ -49,16 +49,7 @@ static og_status *apply_mask(eng_engine *e, eng_seq *s, float *row) {
     memset(e->gmask, 0, sizeof *e->gmask * words); /* the model's ids past the grammar's
                                                       vocabulary stay disallowed */
     OG_TRY(guide_matcher_mask(s->matcher, e->gmask));
-    bool any = false;
-    for (size_t w = 0; w * 32 < V; w++) {
-        size_t n = V - w * 32 < 32 ? V - w * 32 : 32;
-        uint32_t m = n < 32 ? e->gmask[w] & ((1u << n) - 1) : e->gmask[w];
-        any |= m != 0;
-        if (m == 0xFFFFFFFFu) continue;
-        for (size_t b = 0; b < n; b++)
-            if (!((m >> b) & 1u)) row[w * 32 + b] = -INFINITY;
-    }
-    if (!any)
+    if (!guide_mask_apply(e->gmask, row, V))
         return og_errorf(OG_ERR_RUNTIME, "constrained decoding: no token of the model's "
                          "vocabulary continues the output after %zu tokens",
                          guide_matcher_consumed(s->matcher));

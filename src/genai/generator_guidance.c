@@ -81,20 +81,9 @@ static bool allowed(const og_generator *g, int32_t t) {
 
 og_status *gen_guide_mask(og_generator *g, int r, float *row) {
     const og_model *m = g->m;
-    int V = m->vocab_size, n_allowed = 0;
+    int V = m->vocab_size;
     OG_TRY(guide_matcher_mask(g->matchers[r], g->gmask));
-    for (int w = 0; w * 32 < V; w++) {
-        uint32_t bits = g->gmask[w];
-        int base = w * 32, end = base + 32 < V ? base + 32 : V;
-        if (bits == UINT32_MAX && end - base == 32) {
-            n_allowed += 32;
-            continue;
-        }
-        for (int t = base; t < end; t++) {
-            if ((bits >> (t - base)) & 1u) n_allowed++;
-            else row[t] = -INFINITY;
-        }
-    }
+    size_t n_allowed = guide_mask_apply(g->gmask, row, (size_t)V);
     if (n_allowed == 0)
         return og_errorf(OG_ERR_RUNTIME, "guidance: no token is allowed after %zu tokens of "
                          "guided output (row %d)", guide_matcher_consumed(g->matchers[r]), r);
@@ -105,7 +94,7 @@ og_status *gen_guide_mask(og_generator *g, int r, float *row) {
         for (int k = 0; k < i; k++) again |= m->eos_ids[k] == e;
         n_stop += !again && e < V && allowed(g, e);
     }
-    g->guide_content = n_allowed > n_stop;
+    g->guide_content = n_allowed > (size_t)n_stop;
     return NULL;
 }
 

@@ -82,6 +82,10 @@ void guide_matcher_free(guide_matcher *m);
  * vocabulary are cleared). Once the output is complete and nothing can follow, only the
  * stop ids are allowed. */
 og_status *guide_matcher_mask(guide_matcher *m, uint32_t *mask);
+/* Applies a mask to a row of n logits in place: a token the mask does not allow gets
+ * -inf (a word of 32 allowed tokens is skipped whole). Returns how many of the n are
+ * allowed. */
+size_t guide_mask_apply(const uint32_t *mask, float *row, size_t n);
 /* Advances by one token: a stop id where the output is complete ends the matcher (then
  * guide_matcher_stopped); a token the mask would not allow is OG_ERR_INVALID_ARGUMENT and
  * leaves the matcher as it was. */

@@ -19,6 +19,7 @@
  * places, each group of places that end the same way sharing one parser scan. */
 #include "guide/grammar.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -636,6 +637,19 @@ void guide_matcher_free(guide_matcher *m) {
     free(m->scratch);
     guide_grammar_unref(m->g);
     free(m);
+}
+
+size_t guide_mask_apply(const uint32_t *mask, float *row, size_t n) {
+    size_t allowed = 0;
+    for (size_t w = 0; w * 32 < n; w++) {
+        size_t base = w * 32, k = n - base < 32 ? n - base : 32;
+        uint32_t bits = k < 32 ? mask[w] & ((1u << k) - 1) : mask[w];
+        allowed += (size_t)__builtin_popcount(bits);
+        if (bits == UINT32_MAX) continue;
+        for (size_t b = 0; b < k; b++)
+            if (!(bits >> b & 1u)) row[base + b] = -INFINITY;
+    }
+    return allowed;
 }
 
 og_status *guide_matcher_mask(guide_matcher *m, uint32_t *mask) {
