@@ -12,6 +12,7 @@
  *   documents costs. The first pass over them (lexer and mask caches cold) is reported
  *   apart.
  * Prints compile time (wall) and mask time (thread CPU) p50 / p99 / max. */
+#include "base/pkg_file.h"
 #include "genai/guidance.h"
 #include "guide/guide.h"
 #include "tokenizer/tokenizer.h"
@@ -35,26 +36,12 @@ static double cpu_us(void) {
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* Largest guidance or examples file read. */
+#define MAX_FILE ((size_t)64 << 20)
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
 }
 
 static void report(const char *what, double *t, int n) {
@@ -101,11 +88,9 @@ int main(int argc, char **argv) {
     st = guide_kind_parse(argv[a + 1], &kind);
     if (st) return fail(st, "kind");
     size_t text_len = 0;
-    char *text = read_file(argv[a + 2], &text_len);
-    if (!text) {
-        fprintf(stderr, "bench-guide: cannot read %s\n", argv[a + 2]);
-        return 1;
-    }
+    char *text = NULL;
+    st = pkg_read_file(argv[a + 2], MAX_FILE, &text, &text_len);
+    if (st) return fail(st, "guidance");
     double t0 = now_us();
     guide_grammar *g;
     st = guide_grammar_compile(kind, text, text_len, v, &g);
@@ -121,11 +106,9 @@ int main(int argc, char **argv) {
     if (examples) {
         /* Each line's encoding, walked mask by mask, all lines over and over. */
         size_t elen;
-        char *etext = read_file(examples, &elen);
-        if (!etext) {
-            fprintf(stderr, "bench-guide: cannot read %s\n", examples);
-            return 1;
-        }
+        char *etext = NULL;
+        st = pkg_read_file(examples, MAX_FILE, &etext, &elen);
+        if (st) return fail(st, "examples");
         for (int pass = 0; done < steps; pass++) {
             int before = done;
             for (char *line = etext, *nl; *line && done < steps; line = nl + (*nl != 0)) {
