@@ -64,12 +64,12 @@ static int bench_one(int64_t M, int64_t N, int64_t K, int level, int threads, do
     int n = 0;
     double start = now_s();
     for (int warm = 0; warm < 2 && !s; warm++) {
-        if (pk) mnb_pack_run(pool, pk, A, M, NULL, Y, work);
+        if (pk) mnb_pack_run(pool, pk, A, M, NULL, NULL, Y, work);
         else s = mnb_run(pool, &p, work);
     }
     while (!s && n < MAX_RUNS && (n < 3 || now_s() - start < seconds)) {
         double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        if (pk) mnb_pack_run(pool, pk, A, M, NULL, Y, work);
+        if (pk) mnb_pack_run(pool, pk, A, M, NULL, NULL, Y, work);
         else s = mnb_run(pool, &p, work);
         cpu[n] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
         times[n++] = now_s() - t0;

@@ -81,6 +81,16 @@ typedef struct backend_kernel_names {
     const char *gemm_f32;          /* the float32 GEMM */
 } backend_kernel_names;
 
+/* Row forms (backend_ops.set_row_forms): a token's run alone, in onnxruntime, gives the
+ * product of its rows to kernels whose arithmetic depends on the rows of a call (MLAS's
+ * int8 MatMulNBits takes another kernel for one row). Per token: */
+enum {
+    BACKEND_ROW_MANY = 0,  /* one of several tokens of its sequence's run */
+    BACKEND_ROW_ALONE = 1, /* the only token of its run (a decode step) */
+    BACKEND_ROW_LAST = 2,  /* the last of a run of 128k + 1 tokens, k >= 1 (onnxruntime
+                              splits such a run into 128-row tiles when it has threads) */
+};
+
 typedef struct backend_ops {
     const char *name; /* "native", "onnxruntime" */
     og_status *(*open)(const backend_open_args *args, void **ctx);
@@ -115,6 +125,10 @@ typedef struct backend_ops {
      * the kernels of the following runs (NULL: none). Default: the backend cannot read
      * one (the engine then serves the model per sequence). */
     void (*set_paged_kv)(void *ctx, const struct paged_kv *kv);
+    /* Optional. Tells the kernels of the following runs, per token row of the run's
+     * activations (n rows; NULL: none), how onnxruntime computes that token in a run of
+     * its sequence alone (BACKEND_ROW_*; kernel_ctx.row_forms). Default: ignored. */
+    void (*set_row_forms)(void *ctx, const uint8_t *forms, int64_t n);
     /* Optional. The kernels its hot ops use. Default: not reported (NULL member). */
     void (*kernel_names)(backend_kernel_names *out);
 } backend_ops;

@@ -86,7 +86,7 @@ static og_status *run_flat(eng_engine *e, int T, int W, int n_seqs, const int64_
         for (int a = 1; a < 3; a++) memcpy(e->pos + (size_t)a * T, e->pos, sizeof *e->pos * (size_t)T);
     gen_step_tokens tk = {.rows = 1, .n = T, .mask_cols = W, .ids = e->ids, .mask = e->mask,
                           .pos = e->pos, .ids32 = e->ids32, .mask32 = e->mask32,
-                          .pos32 = e->pos32};
+                          .pos32 = e->pos32, .forms = e->forms};
     flat_cache fc = {e, &pk};
     gen_step_cache cache = {.ctx = &fc, .past = empty_past, .present = no_present,
                             .stage_begin = lend_pool, .stage_end = take_pool_back};
@@ -307,13 +307,14 @@ og_status *eng_batch_init(eng_engine *e) {
     size_t W = (size_t)(e->width_threshold >= 0 && e->context > T ? e->context : T);
     e->mask = malloc(sizeof(int64_t) * W + 64);
     e->ids32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
+    e->forms = malloc((size_t)T + 64);
     e->pos32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
     e->mask32 = malloc(sizeof(int32_t) * W + 64);
     /* a step samples at most one token per sequence */
     e->logit_rows = malloc(sizeof *e->logit_rows * ((size_t)e->o.max_batch + 1));
     e->logits = malloc(esize(m->logits.dtype) * ((size_t)e->o.max_batch + 1) * (size_t)e->vocab + 64);
     if (!e->layer_names || !e->layer_runs || !e->pseqs || !e->ids || !e->pos || !e->mask ||
-        !e->ids32 || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows)
+        !e->ids32 || !e->forms || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows)
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
     OG_TRY(gen_step_io_init(&e->io, m));
     int l = 0;
@@ -335,6 +336,7 @@ void eng_batch_free(eng_engine *e) {
     free(e->pos);
     free(e->mask);
     free(e->ids32);
+    free(e->forms);
     free(e->pos32);
     free(e->mask32);
     free(e->logits);
@@ -343,6 +345,7 @@ void eng_batch_free(eng_engine *e) {
     e->logit_rows = NULL;
     e->layer_names = NULL, e->layer_runs = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
     e->ids32 = e->pos32 = e->mask32 = NULL, e->logits = NULL;
+    e->forms = NULL;
     e->batched = false;
 }
 
@@ -619,9 +622,13 @@ void eng_batch_step(eng_engine *e) {
                 e->logit_rows[n_rows++] = T - T0 + (to - from) - 1;
             }
             e->pseqs[k++] = (paged_kv_seq){0, T - T0, to - from, from, s->blocks};
+            /* each token in the form of its sequence's run alone: the whole prompt at
+             * once, then one token per step */
+            int prompt_len = s->n_tokens - s->n_gen;
             for (int p = from; p < to; p++) {
                 e->ids[T - T0 + p - from] = s->tokens[p];
                 e->pos[T - T0 + p - from] = p;
+                e->forms[T - T0 + p - from] = gen_step_form_at(p, prompt_len);
             }
             T += to - from;
         }

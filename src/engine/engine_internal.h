@@ -93,6 +93,7 @@ struct eng_engine {
     paged_kv_seq *pseqs;
     int64_t *ids, *pos, *mask;
     int32_t *ids32, *pos32, *mask32;
+    uint8_t *forms; /* the staged tokens' row forms (step.h) */
     int tok_cap;
     void *logits;        /* [max_batch + 1][vocab] in the logits dtype: the rows a step
                             samples from */

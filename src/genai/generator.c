@@ -34,6 +34,9 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->work = calloc(2 * (size_t)m->vocab_size + 16, sizeof *g->work);
     g->feed_ids = calloc(rows * L, sizeof(int64_t));
     g->feed_ids32 = calloc(rows * L, sizeof(int32_t));
+    g->feed_forms = calloc(rows * L, 1);
+    g->pos_form = calloc(rows * L, 1);
+    g->form_len = calloc(rows, sizeof *g->form_len);
     g->feed_pos = calloc(3 * rows * L, sizeof(int64_t));
     g->feed_pos32 = calloc(3 * rows * L, sizeof(int32_t));
     g->mask_cap = rows * (L + 1);
@@ -46,7 +49,7 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->eos_tok = malloc(rows * sizeof *g->eos_tok);
     g->view = calloc(L, sizeof *g->view);
     if (!g->seq || !g->len || !g->fed || !g->start || !g->done || !g->logits || !g->work ||
-        !g->feed_ids || !g->feed_ids32 || !g->feed_pos || !g->feed_pos32 || !g->feed_mask ||
+        !g->feed_ids || !g->feed_ids32 || !g->feed_forms || !g->pos_form || !g->form_len || !g->feed_pos || !g->feed_pos32 || !g->feed_mask ||
         !g->feed_mask32 || !g->step_logits || !g->next || !g->pads || !g->prompt_len ||
         !g->eos_tok || !g->view)
         return og_oom();
@@ -75,6 +78,9 @@ void gen_generator_free(og_generator *g) {
     free(g->work);
     free(g->feed_ids);
     free(g->feed_ids32);
+    free(g->feed_forms);
+    free(g->pos_form);
+    free(g->form_len);
     free(g->feed_mask);
     free(g->feed_mask32);
     free(g->feed_pos);
@@ -434,7 +440,7 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
                          "has %d tokens", new_length, g->len[0]);
     if (new_length == 0) {
         for (int r = 0; r < g->rows; r++) {
-            g->len[r] = g->fed[r] = g->pads[r] = g->prompt_len[r] = 0;
+            g->len[r] = g->fed[r] = g->pads[r] = g->prompt_len[r] = g->form_len[r] = 0;
             g->eos_tok[r] = -1;
         }
         g->steps = 0;
@@ -447,6 +453,7 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
             g->fed[0] = keep;
         }
         g->len[0] = (int)new_length;
+        if (g->form_len[0] > (int)new_length) g->form_len[0] = (int)new_length;
     } else {
         return NULL;
     }

@@ -41,6 +41,12 @@ struct og_generator {
     float *work;         /* [2 * vocab] sampling scratch */
     int64_t *feed_ids, *feed_mask, *feed_pos; /* graph input staging */
     int32_t *feed_ids32, *feed_mask32, *feed_pos32;
+    uint8_t *feed_forms; /* [rows * max_len] the row forms of a run (step.h) */
+    /* The form each position of a row had when it was first computed ([rows * max_len]),
+     * valid below form_len[row]: a position fed again after a rewind keeps it, so that it
+     * gives the same bits. */
+    uint8_t *pos_form;
+    int *form_len;
     size_t mask_cap;     /* entries of feed_mask */
     int *start;          /* [rows] first position fed in a run */
     void *step_logits;   /* [rows][vocab] logits of a one-token step, bound each run so that

@@ -27,6 +27,8 @@
 #include <string.h>
 
 typedef struct run_spec {
+    int run_len, run_off; /* the tokens are [run_off, run_off + n) of a run of run_len (0:
+                             n) as onnxruntime would run them (row forms, step.h) */
     int r0, nr;   /* rows */
     int n;        /* new tokens per row */
     bool alone;   /* a row run alone from the empty cache (prompts of different lengths) */
@@ -83,6 +85,22 @@ static int stage_inputs(og_generator *g, const run_spec *rs) {
     return W;
 }
 
+/* The row forms of a run (step.h): a position computed before keeps its form (a rewind
+ * feeds it again), a new one takes its place in the run. */
+static void stage_forms(og_generator *g, const run_spec *rs) {
+    int L = rs->run_len ? rs->run_len : rs->n;
+    for (int k = 0; k < rs->nr; k++) {
+        int r = rs->r0 + k;
+        uint8_t *pf = g->pos_form + (size_t)r * g->max_len;
+        for (int i = 0; i < rs->n; i++) {
+            int p = g->start[k] + i;
+            if (p >= g->form_len[r]) pf[p] = gen_step_form_in_run(rs->run_off + i, L);
+            g->feed_forms[(size_t)k * rs->n + i] = pf[p];
+        }
+        if (g->start[k] + rs->n > g->form_len[r]) g->form_len[r] = g->start[k] + rs->n;
+    }
+}
+
 /* The generator's cache as a run of rows rs sees it (gen_step_cache). */
 typedef struct run_cache {
     og_generator *g;
@@ -120,6 +138,8 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
     gen_step_tokens tk = {.rows = rs->nr, .n = rs->n, .mask_cols = W, .ids = g->feed_ids,
                           .mask = g->feed_mask, .pos = g->feed_pos, .ids32 = g->feed_ids32,
                           .mask32 = g->feed_mask32, .pos32 = g->feed_pos32};
+    stage_forms(g, rs);
+    tk.forms = g->feed_forms;
     run_cache rc = {g, rs, W};
     gen_step_cache cache = {.ctx = &rc, .past = past_of, .present = present_of,
                             .took_present = took_present};
@@ -201,7 +221,7 @@ static og_status *run_alone(og_generator *g) {
     }
     g->kv_len = longest;
     for (int r = 0; r < g->rows; r++) {
-        run_spec rs = {r, 1, g->len[r], true};
+        run_spec rs = {.r0 = r, .nr = 1, .n = g->len[r], .alone = true};
         OG_TRY(run_rows(g, &rs));
         if (!m->compact) {
             uint8_t *cm = g->cmask + (size_t)r * g->col_cap;
@@ -245,13 +265,17 @@ og_status *gen_compute_logits(og_generator *g) {
     /* A prompt chunk of a model with state runs in two parts, keeping a snapshot before
      * its last token so that rewinding to the end of the prompt costs one token. */
     if (m->snapshots && g->rows == 1 && n > 1) {
-        run_spec a = {0, 1, n - 1, false};
+        run_spec a = {.run_len = n, .r0 = 0, .nr = 1, .n = n - 1};
         OG_TRY(run_rows(g, &a));
         advance(g, n - 1);
         OG_TRY(gen_snapshot_take(g));
-        n = 1;
+        run_spec b = {.run_len = n, .run_off = n - 1, .r0 = 0, .nr = 1, .n = 1};
+        OG_TRY(run_rows(g, &b));
+        advance(g, 1);
+        g->has_logits = true;
+        return NULL;
     }
-    run_spec rs = {0, g->rows, n, false};
+    run_spec rs = {.r0 = 0, .nr = g->rows, .n = n};
     OG_TRY(run_rows(g, &rs));
     advance(g, n);
     g->has_logits = true;

@@ -1,8 +1,10 @@
 /* One run of a model's pipeline of stages (see step.h). */
 #include "genai/step.h"
 
+#include "backends/backend.h"
 #include "base/half.h"
 #include "base/tensor.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,15 @@ static og_status *bind_stage(const og_model *m, gen_step_io *io, const gen_step_
     return NULL;
 }
 
+uint8_t gen_step_form_in_run(int64_t i, int64_t L) {
+    if (L == 1) return BACKEND_ROW_ALONE;
+    return L % 128 == 1 && i == L - 1 ? BACKEND_ROW_LAST : BACKEND_ROW_MANY;
+}
+
+uint8_t gen_step_form_at(int64_t p, int64_t P) {
+    return p >= P ? BACKEND_ROW_ALONE : gen_step_form_in_run(p, P);
+}
+
 og_status *gen_step_run(og_model *m, gen_step_io *io, const gen_step_tokens *tk,
                         const gen_step_cache *c, gen_step_logits *lg) {
     og_status *st = NULL;
@@ -177,8 +188,10 @@ og_status *gen_step_run(og_model *m, gen_step_io *io, const gen_step_tokens *tk,
         st = bind_stage(m, io, tk, c, lg, sg, &ni, &no, &sel);
         if (!st && c->stage_begin) st = c->stage_begin(c->ctx, sg);
         if (!st) {
+            runtime_session_set_row_forms(sg->s, tk->forms, (int64_t)tk->rows * tk->n);
             st = og_session_run_rows(sg->s, io->in_names, io->ins, (size_t)ni, io->out_names,
                                      io->outs, (size_t)no, sel.output ? &sel : NULL);
+            runtime_session_set_row_forms(sg->s, NULL, 0);
             if (c->stage_end) c->stage_end(c->ctx, sg);
         }
         for (int k = 0; k < io->max_io; k++) {

@@ -27,7 +27,18 @@ typedef struct gen_step_tokens {
     int rows, n, mask_cols;
     int64_t *ids, *mask, *pos;
     int32_t *ids32, *mask32, *pos32;
+    /* Per token (rows * n), how onnxruntime computes it in a run of its sequence alone
+     * (BACKEND_ROW_*, backends/backend.h), handed to the kernels so that a token's bits do
+     * not depend on its batch; NULL: none (each kernel computes as onnxruntime computes
+     * this run's rows). */
+    const uint8_t *forms;
 } gen_step_tokens;
+
+/* The form of token i of a run of L tokens of one sequence. */
+uint8_t gen_step_form_in_run(int64_t i, int64_t L);
+/* The form of the token at position p of a sequence whose prompt has P tokens, when its
+ * run alone feeds the whole prompt at once and then one token per step. */
+uint8_t gen_step_form_at(int64_t p, int64_t P);
 
 /* Where the loop-carried tensors live; ctx is the caller's. */
 typedef struct gen_step_cache {

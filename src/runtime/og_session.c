@@ -368,6 +368,10 @@ og_status *runtime_session_set_profiler(og_session *s, struct og_profiler *p) {
     return NULL;
 }
 
+void runtime_session_set_row_forms(og_session *s, const uint8_t *forms, int64_t n) {
+    if (s->ops->set_row_forms) s->ops->set_row_forms(s->ctx, forms, n);
+}
+
 og_status *runtime_session_set_paged_kv(og_session *s, const struct paged_kv *kv) {
     if (!s->ops->set_paged_kv) {
         if (!kv) return NULL;

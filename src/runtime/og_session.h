@@ -29,6 +29,9 @@ og_status *runtime_session_set_profiler(og_session *s, struct og_profiler *p);
 /* Lends a paged KV cache to the kernels of the following runs (NULL: takes it back);
  * OG_ERR_UNSUPPORTED for a backend that cannot read one. */
 og_status *runtime_session_set_paged_kv(og_session *s, const struct paged_kv *kv);
+/* Row forms for the kernels of the following runs (backend_ops.set_row_forms; NULL
+ * takes them back). A backend without them ignores them. */
+void runtime_session_set_row_forms(og_session *s, const uint8_t *forms, int64_t n);
 
 /* The ops of g (and its subgraphs) that `ops` cannot run, as "Op1, com.microsoft.Op2"
  * (each named once) in buf; returns how many distinct ops that is (0: it runs them all). */

@@ -73,7 +73,8 @@ def case_f32_oracle(out_dir, name, op, in_names, feeds, out_names, dtype, tol=No
 
 # ---------------- CausalConvWithState ----------------
 
-def conv_case(out, name, dt, B, C, L, K, past=True, bias=True, act="silu", dil=1, last=False):
+def conv_case(out, name, dt, B, C, L, K, past=True, bias=True, act="silu", dil=1, last=False,
+              tol=None):
     S = (K - 1) * dil
     f = {"x": rnd((B, L, C) if last else (B, C, L), dt), "w": rnd((C, 1, K), dt, 0.5)}
     if bias:
@@ -89,7 +90,7 @@ def conv_case(out, name, dt, B, C, L, K, past=True, bias=True, act="silu", dil=1
     if last:
         attrs["channels_last"] = 1
     case_f32_oracle(out, "conv_" + name, "CausalConvWithState", names, f, ["y", "present"], dt,
-                    **attrs)
+                    tol, **attrs)
 
 
 def conv_cases(out):
@@ -115,6 +116,13 @@ def conv_cases(out):
     conv_case(out, "f32_decode_wide", dt, 1, 700, 1, 4)
     conv_case(out, "f32_prefill_long", dt, 2, 40, 90, 4)
     conv_case(out, "f16_prefill_long", np.float16, 1, 64, 70, 4)
+    # float32 bit for bit: the convolution's output is the input of MatMulNBits' int8
+    # quantization at accuracy_level 4 (Qwen3.5, LFM2), where one ulp can move a product
+    # by a quantization step; onnxruntime adds the rounded products of the taps to the
+    # bias in order and applies x / (1 + exp(-x))
+    conv_case(out, "f32_exact_prefill", dt, 2, 96, 9, 4, tol=(0.0, 0.0))
+    conv_case(out, "f32_exact_decode", dt, 2, 96, 1, 4, tol=(0.0, 0.0))
+    conv_case(out, "f32_exact_none", dt, 1, 64, 5, 3, act="none", tol=(0.0, 0.0))
 
 
 # ---------------- LinearAttention, LinearAttentionGate ----------------
@@ -174,6 +182,13 @@ def la_cases(out):
     la_case(out, "f32_qwen_prefill", dt, 1, 40, 2, 4, 64, 64, scale=1.0, tol=(2e-4, 2e-5))
     la_case(out, "f32_qwen_decode", dt, 2, 1, 4, 8, 64, 64, scale=1.0)
     la_case(out, "f16_qwen_prefill", np.float16, 1, 24, 2, 4, 32, 32, scale=1.0)
+    # float32 bit for bit where onnxruntime runs its scalar loops (d_k d_v < 4096): the
+    # output feeds GatedRMSNorm and MatMulNBits' int8 quantization at accuracy_level 4
+    for rule in ("linear", "gated", "delta", "gated_delta"):
+        la_case(out, f"f32_exact_{rule}", dt, 2, 9, 2, 4, 16, 32, rule, scale=1.0,
+                tol=(0.0, 0.0))
+    la_case(out, "f32_exact_decode_per_key_dim", dt, 2, 1, 4, 2, 32, 32, decay_vec=True,
+            tol=(0.0, 0.0))
 
 
 def gate_cases(out):
@@ -186,6 +201,15 @@ def gate_cases(out):
                   ["decay", "beta"], dt)
         base.case(out, f"lagate_{t}_decay_only", "LinearAttentionGate", ["a", "dtb", "sc"], f,
                   ["decay"], dt)
+    # float32 bit for bit: onnxruntime's softplus and MLAS's logistic (base/ort_math.h,
+    # base/vmath.c), and the logistic as the Sigmoid op (a decoder's SiLU gate)
+    H = 32
+    f = {"a": rnd((4, 9, H), np.float32, 4), "dtb": rnd((H,), np.float32),
+         "sc": -np.exp(rnd((H,), np.float32)), "b": rnd((4, 9, H), np.float32, 8)}
+    base.case(out, "lagate_f32_exact", "LinearAttentionGate", ["a", "dtb", "sc", "b"], f,
+              ["decay", "beta"], np.float32, (0.0, 0.0))
+    base.case(out, "sigmoid_f32_exact", "Sigmoid", ["x"], {"x": rnd((30, 100), np.float32, 9)},
+              ["y"], np.float32, (0.0, 0.0), domain="")
     f = {"a": rnd((1, 1, 300), np.float32, 20), "dtb": rnd((300,), np.float32),
          "sc": -np.exp(rnd((300,), np.float32)), "b": rnd((1, 1, 300), np.float32, 20)}
     base.case(out, "lagate_f32_wide_extremes", "LinearAttentionGate", ["a", "dtb", "sc", "b"], f,
@@ -211,6 +235,10 @@ def norm_cases(out):
                   {"x": rnd((7, 300), dt), "y": rnd((7, 300), dt), "g": rnd((7, 1), dt)}, ["o"],
                   dt)
     dt = np.float32
+    for act in ("silu", "sigmoid"):  # float32 bit for bit (it feeds MatMulNBits at level 4)
+        base.case(out, f"grms_f32_exact_{act}", "GatedRMSNorm", ["x", "s", "g"],
+                  {"x": rnd((3, 5, 4 * 64), dt), "s": rnd((64,), dt), "g": rnd((3, 5, 4 * 64), dt, 3)},
+                  ["y"], dt, (0.0, 0.0), activation=act, epsilon=1e-6)
     base.case(out, "grms_f32_wide", "GatedRMSNorm", ["x", "s", "g"],
               {"x": rnd((3, 9, 8 * 128), dt), "s": rnd((128,), dt), "g": rnd((3, 9, 8 * 128), dt)},
               ["y"], dt)
@@ -225,6 +253,14 @@ def norm_cases(out):
                   ["y"], np.float64, domain="", p=p)
         case_f32_oracle(out, f"lpnorm_f16_p{p}", "LpNormalization", ["x"],
                         {"x": x.astype(np.float16)}, ["y"], np.float16, domain="", axis=1, p=p)
+    # float32 bit for bit (Qwen3.5's q/k l2norm feeds MatMulNBits' int8 quantization at
+    # accuracy_level 4): onnxruntime sums the squares in float32 in axis order
+    base.case(out, "lpnorm_f32_exact_heads", "LpNormalization", ["x"],
+              {"x": rnd((2, 6, 4, 128), np.float32, 3)}, ["y"], dt, (0.0, 0.0), domain="",
+              axis=-1, p=2)
+    base.case(out, "lpnorm_f32_exact_axis1_p1", "LpNormalization", ["x"],
+              {"x": rnd((3, 40, 7), np.float32, 3)}, ["y"], dt, (0.0, 0.0), domain="", axis=1,
+              p=1)
     # Softplus in float16 and float64 (onnxruntime's CPU has float32 only)
     sx = rnd((4, 50), np.float32, 8)
     case_f32_oracle(out, "softplus_f16", "Softplus", ["x"], {"x": sx.astype(np.float16)}, ["y"],

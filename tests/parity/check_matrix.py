@@ -148,7 +148,7 @@ def check_package(build, work, t, init, prec):
     return compare_package(build, d, res)
 
 
-def compare_package(build, d, res):
+def compare_package(build, d, res, prec=None):
     """The comparisons above on the package in d; failures go into res (its "failures",
     and "against_ort" for those against onnxruntime), which it returns."""
     def fail(msg, against_ort=False):
@@ -156,6 +156,7 @@ def compare_package(build, d, res):
         if against_ort:  # a disagreement with onnxruntime, not among our own paths
             res["against_ort"].append(msg)
     L = len(P) + NEW
+    prec = prec or res.get("precision", "")
     ok_p, ties_p, jp = parity(build, d, P)
     ok_r, ties_r, jr = parity(build, d, R)
     res["ties"] = len(ties_p) + len(ties_r)
@@ -172,13 +173,29 @@ def compare_package(build, d, res):
         fail(f"batch 1: tokens differ from onnxruntime-genai's at step {at - len(P)} "
              f"(parity ties at {ties_p})", True)
     ours2, theirs2 = check_types.ours(build, d, [P, R], L), check_types.theirs(d, [P, R], L)
+    theirs1 = {"P": theirs_p}
     for i, (ties, key) in enumerate(((ties_p, "P"), (ties_r, "R"))):
         at = first_diff(ours2[i], theirs2[i])
         if ours2[i] != single[key]:
             fail(f"batch [P, R]: row {i} differs from its single run")
-        if at is not None and not (ties and at - len(P) >= ties[0]):
-            fail(f"batch [P, R]: row {i} differs from onnxruntime-genai's at step {at - len(P)}",
-                 True)
+        if at is None or (ties and at - len(P) >= ties[0]):
+            continue
+        # At accuracy_level 4 onnxruntime's own rows depend on their batch (MLAS takes
+        # another kernel for a product of one row: a decode step alone, against one of
+        # a batch); ours compute each token as its run alone does, so they equal
+        # onnxruntime-genai's single runs. A row of its batch that leaves its own single
+        # run no later than it leaves ours is its batch dependence, not a difference of
+        # ours: counted apart, not a failure (ours equals its single run, checked above
+        # and against onnxruntime-genai's batch 1 and parity).
+        if key not in theirs1:
+            theirs1[key] = check_types.theirs(d, [R], L)[0]
+        own = first_diff(theirs2[i], theirs1[key])
+        if (prec.startswith("int4-l4") and own is not None and own <= at and
+                first_diff(single[key], theirs1[key]) is None):
+            res["ort_batch"] = res.get("ort_batch", 0) + 1
+            continue
+        fail(f"batch [P, R]: row {i} differs from onnxruntime-genai's at step {at - len(P)}",
+             True)
     return own_paths(build, d, res, single)
 
 
@@ -247,7 +264,8 @@ def cell(res):
         return "FAIL"
     if res.get("drift"):
         return "drift"
-    return f"=~{res['ties']}" if res["ties"] else "="
+    mark = f"=~{res['ties']}" if res["ties"] else "="
+    return mark + "b" if res.get("ort_batch") else mark
 
 
 def tally(res, counts):
@@ -284,7 +302,10 @@ def summary(work, names):
               f"batch of 2), logits within parity's tolerance at every step, rows of a batch "
               f"of different lengths equal their single runs, the engine equals the "
               f"generator; '=~N': the same but at N near-ties (the two backends' logits "
-              f"within tolerance, the top two tokens closer than their difference); 'drift': "
+              f"within tolerance, the top two tokens closer than their difference); 'b' after "
+              f"either: a row of onnxruntime-genai's batch of 2 leaves its own single run "
+              f"(at accuracy_level 4 its arithmetic depends on the batch), and ours equals "
+              f"the single runs; 'drift': "
               f"at accuracy_level 4 only, against onnxruntime only, with the level-1 package "
               f"passing (see below); '(tied)': the type's int4-l4 package is tied already. "
               f"Weights as transformers initialises the config (normal, std 0.02, norms 1), "

@@ -120,7 +120,8 @@ def mnb_model_numpy(A, B, S, Z, bias, K, N, bits, bs, int8):
     return y.reshape(A.shape[:-1] + (N,))
 
 
-def mnb_case(out, name, lead, K, N, bits, bs, acc, zp=None, bias=False, dt=np.float32):
+def mnb_case(out, name, lead, K, N, bits, bs, acc, zp=None, bias=False, dt=np.float32,
+             exact=False):
     kb = (K + bs - 1) // bs
     blob = bs * bits // 8
     B = rng.randint(0, 256, (N, kb, blob)).astype(np.uint8)
@@ -154,7 +155,38 @@ def mnb_case(out, name, lead, K, N, bits, bs, acc, zp=None, bias=False, dt=np.fl
             r = mnb_model_numpy(A, B, S, Z, bv, K, N, bits, bs, mode)
             err = np.abs(y.astype(np.float64) - r).max() / big
             print(f"{name:48s} {label:5s} rel.err {err:.2e}{'  <- expected' if mode == int8 else ''}")
-    save_case(out, name, model, {"A": A}, [y], tolerance(y))
+    save_case(out, name, model, {"A": A}, [y], (0.0, 0.0) if exact else tolerance(y))
+
+
+def mlas_avx2_class():
+    """Whether onnxruntime's MLAS runs its AVX2 int8 kernels on this CPU (it takes its
+    AVX-512 ones with AVX-512 F, BW, DQ and VL), the arithmetic our portable and AVX2
+    kernels reproduce at block size 32 (matmul_nbits_pack.h)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags and not {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags)
+
+
+def mnb_exact_cases(out):
+    """accuracy_level 4 at block size 32, bit for bit: one row (MLAS's one-row kernel, the
+    zero point inside the dot) and several (raw weights, the zero points' product added
+    after), pairs of blocks and a lone last one, the last N % 4 columns' other lane sum,
+    with and without zero points and bias. Only where onnxruntime runs the AVX2 kernels."""
+    if not mlas_avx2_class():
+        print("make_cases.py: SKIPPED the bit-exact MatMulNBits cases: onnxruntime runs its "
+              "AVX-512 int8 kernels on this CPU, whose summation order is not reproduced "
+              "(see matmul_nbits_pack.h)")
+        return
+    i = 0
+    for M in (1, 2, 3, 8, 17, 64):
+        for K, N in ((64, 33), (96, 64), (896, 40), (4896, 36)):
+            for zp in (None, "packed"):
+                i += 1
+                mnb_case(out, f"mnb_exact_m{M}_k{K}_n{N}_{zp or 'nozp'}", (M,), K, N, 4, 32, 4,
+                         zp, bias=i % 3 == 0, exact=True)
 
 
 def mnb_cases(out):
@@ -367,6 +399,7 @@ def main():
         shutil.rmtree(out)
     os.makedirs(out)
     mnb_cases(out)
+    mnb_exact_cases(out)
     gbq_cases(out)
     norm_cases(out)
     embed_norm_mnb_case(out, "embed_norm_mnb_acc4_h128", 64, 128, 96, 32)

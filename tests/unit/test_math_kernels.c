@@ -281,7 +281,7 @@ TEST(math_activation_numerics) {
     mk_run r;
     CHECK_OK(mk_call(&r, cpu_sigmoid, NULL, 0, in, 1, 1));
     const float *y = r.out.data;
-    CHECK(y[0] > 0 && y[0] < 1e-40f);
+    CHECK(y[0] == 0); /* onnxruntime's (MLAS's) logistic is 0 below -18 (base/vmath.c) */
     CHECK_NEAR(y[1], 1, 0);
     mk_free(&r);
     CHECK_OK(mk_call(&r, cpu_round, NULL, 0, in, 1, 1));

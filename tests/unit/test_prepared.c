@@ -206,7 +206,7 @@ static void nbits_alone(const graph *g, const char *prefix, int64_t N, int block
     CHECK_OK(mnb_pack_create(&p, &pk));
     void *w = aligned_alloc(64, (mnb_pack_work_size(pk, M, 1) + 127) / 64 * 64);
     CHECK(w);
-    mnb_pack_run(NULL, pk, A, M, NULL, Y, w);
+    mnb_pack_run(NULL, pk, A, M, NULL, NULL, Y, w);
     free(w);
     mnb_pack_free(pk);
 }

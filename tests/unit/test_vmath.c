@@ -46,8 +46,15 @@ static double ulp_err(float y, double r) {
     return fabs((double)y - r) / ulp;
 }
 
-/* max ulp error over the sweep, only where lo <= |x| <= hi (NaN x always counts) */
-static double sweep(vfn f, double (*ref)(double), double lo, double hi, float *worst) {
+static double abs_err(float y, double r) {
+    if (isnan(r)) return isnan(y) ? 0 : 1e30;
+    return isnan(y) ? 1e30 : fabs((double)y - r);
+}
+
+/* max ulp error (or absolute error, `absolute`) over the sweep, only where
+ * lo <= |x| <= hi (NaN x always counts) */
+static double sweep_as(vfn f, double (*ref)(double), double lo, double hi, float *worst,
+                       bool absolute) {
     float *x = malloc(sizeof(float) * BATCH), *y = malloc(sizeof(float) * BATCH);
     double maxe = 0;
     if (!x || !y) {
@@ -66,7 +73,7 @@ static double sweep(vfn f, double (*ref)(double), double lo, double hi, float *w
         }
         f(x, y, m);
         for (int i = 0; i < m; i++) {
-            double e = ulp_err(y[i], ref((double)x[i]));
+            double e = absolute ? abs_err(y[i], ref((double)x[i])) : ulp_err(y[i], ref((double)x[i]));
             if (e > maxe) {
                 maxe = e;
                 *worst = x[i];
@@ -76,6 +83,10 @@ static double sweep(vfn f, double (*ref)(double), double lo, double hi, float *w
     free(x);
     free(y);
     return maxe;
+}
+
+static double sweep(vfn f, double (*ref)(double), double lo, double hi, float *worst) {
+    return sweep_as(f, ref, lo, hi, worst, false);
 }
 
 #define SWEEP(name, f, ref, lo, hi, bound)                                               \
@@ -92,13 +103,26 @@ static double sweep(vfn f, double (*ref)(double), double lo, double hi, float *w
     } while (0)
 
 TEST(vmath_exp_sweep) { SWEEP("exp", vexp_f32, ref_exp, 0, INFINITY, 1.5); }
-TEST(vmath_sigmoid_sweep) { SWEEP("sigmoid", vsigmoid_f32, ref_sigmoid, 0, INFINITY, 2.0); }
+/* The sigmoid is onnxruntime's (MLAS's rational approximation, vmath.c), not a fit of
+ * ours: its bound is an absolute one (it is exactly 0 below -18, where the logistic is
+ * still 1.5e-8), and its bits are held to onnxruntime's by the contrib_hybrid cases. */
+TEST(vmath_sigmoid_sweep) {
+    float w = 0;
+    double e = sweep_as(vsigmoid_f32, ref_sigmoid, 0, INFINITY, &w, true);
+    printf("  vmath[%s] sigmoid    max abs error %.3g (at %.9g)\n", vmath_isa(), e, (double)w);
+    CHECK(e <= 2e-7);
+}
 TEST(vmath_tanh_sweep) { SWEEP("tanh", vtanh_f32, ref_tanh, 0, INFINITY, 2.0); }
 TEST(vmath_erf_sweep) { SWEEP("erf", verf_f32, ref_erf, 0, INFINITY, 2.0); }
 /* SiLU and GELU: x * f(x) adds a rounding (and below -87 SiLU scales a subnormal
  * sigmoid up, so the bound holds to |x| <= 80); GELU's 1 + erf cancels for x below about -1,
  * so the bound is stated where it is a relative one. */
-TEST(vmath_silu_sweep) { SWEEP("silu", silu1, ref_silu, 0, 80, 3.5); }
+TEST(vmath_silu_sweep) {
+    float w = 0;
+    double e = sweep_as(silu1, ref_silu, 0, 80, &w, true);
+    printf("  vmath[%s] silu       max abs error %.3g (at %.9g)\n", vmath_isa(), e, (double)w);
+    CHECK(e <= 2e-7 * 80);
+}
 TEST(vmath_gelu_sweep) {
     SWEEP("gelu_erf", vgelu_erf_f32, ref_gelu_erf, 0, 0.5, 3.0);
 }
@@ -121,7 +145,7 @@ TEST(vmath_special_values) {
     CHECK(y[13] == 1 && y[14] == -1);
     vsigmoid_f32(x, y, N);
     CHECK(y[0] == 0.5f && y[2] == 1 && y[3] == 0 && isnan(y[4]) && y[10] == 0);
-    CHECK(y[8] > 0 && y[13] == 1 && y[14] == 0);
+    CHECK(y[8] == 0 && y[13] == 1 && y[14] == 0); /* 0 below -18, as onnxruntime's */
     /* odd lengths and in place: the tail path */
     float a[37], b[37];
     for (int i = 0; i < 37; i++) a[i] = b[i] = (float)i * 0.1f - 1.8f;

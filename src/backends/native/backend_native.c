@@ -54,6 +54,10 @@ static void native_set_paged_kv(void *ctx, const struct paged_kv *kv) {
     native_session_set_paged_kv(ctx, kv);
 }
 
+static void native_set_row_forms(void *ctx, const uint8_t *forms, int64_t n) {
+    native_session_set_row_forms(ctx, forms, n);
+}
+
 static void native_prep_stats(const void *ctx, backend_prep_stats *out) {
     const native_session *s = ctx;
     out->bytes = s->prepared_bytes;
@@ -86,5 +90,6 @@ const backend_ops backend_native = {
     .set_profiler = native_set_profiler,
     .prep_stats = native_prep_stats,
     .set_paged_kv = native_set_paged_kv,
+    .set_row_forms = native_set_row_forms,
     .kernel_names = native_kernel_names,
 };

@@ -29,6 +29,7 @@ typedef struct run_rows {
     bool prune;       /* marked nodes (eg->rnode) compute the selected rows only */
     bool direct;      /* the target's producer makes the selection itself (pruned, or the
                          selection is every row in order); else it is gathered at the end */
+    const uint8_t *sel_forms; /* the session's row forms of the selected rows, once made */
 } run_rows;
 
 /* State of one run of one graph, reached by the kernel callbacks through ctx->exec. */
@@ -607,6 +608,33 @@ static og_status *gather_row_inputs(exec_graph *eg, run_state *rs, const graph_n
     return NULL;
 }
 
+/* The row forms (kernel_ctx.row_forms) of node n's run: the session's, or for a node that
+ * computes only the selected rows, theirs (made once per run, in scratch that lives until
+ * the run ends). */
+static og_status *node_row_forms(exec_graph *eg, run_state *rs, const graph_node *n,
+                                 const uint8_t **forms, int64_t *nf) {
+    native_session *s = rs->s;
+    run_rows *r = rs->rows;
+    *forms = s->row_forms;
+    *nf = s->n_row_forms;
+    if (!s->row_forms || !r || !r->prune || !eg->rnode[n->index]) return NULL;
+    *forms = NULL;
+    *nf = 0;
+    int64_t total = 1;
+    for (int d = 0; d < r->sel.lrank; d++) total *= r->sel.L[d];
+    if (total != s->n_row_forms || r->sel.n_sel <= 0) return NULL;
+    if (!r->sel_forms) {
+        void *p;
+        OG_TRY(scratch_take(rs, eg->where[n->index], (size_t)r->sel.n_sel, &p));
+        uint8_t *f = p;
+        for (int64_t i = 0; i < r->sel.n_sel; i++) f[i] = s->row_forms[rows_sel_row(&r->sel, i)];
+        r->sel_forms = f;
+    }
+    *forms = r->sel_forms;
+    *nf = r->sel.n_sel;
+    return NULL;
+}
+
 static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
     const graph *g = eg->graph;
     const graph_node *n = &g->nodes[eg->order[step]];
@@ -622,6 +650,13 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
     }
     rs->ins = ins;
     const char *where = eg->where[n->index];
+    const uint8_t *forms;
+    int64_t n_forms;
+    og_status *fst = node_row_forms(eg, rs, n, &forms, &n_forms);
+    if (fst) {
+        if (ins != stack) free(ins);
+        return fst;
+    }
     kernel_ctx ctx = {
         .node = n,
         .opset = n->opset,
@@ -639,6 +674,8 @@ static og_status *run_node(exec_graph *eg, run_state *rs, int step) {
         .graph = g,
         .paged_kv = rs->s->paged_kv,
         .shared = exec_shared,
+        .row_forms = forms,
+        .n_row_forms = n_forms,
     };
     rs->step = step;
     rs->node = n;
@@ -984,6 +1021,7 @@ og_status *native_session_run_rows(native_session *s, const char *const *input_n
         if ((st = rows_setup(eg, &rr, rows, out_val[sel_out], rs.want_out, sym_name, sym_val,
                              n_sym)))
             goto done;
+        rr.sel_forms = NULL;
         rs.rows = &rr;
         if (!rr.direct) { /* computed whole, gathered at the end */
             sel_user = outputs[sel_out];
@@ -1069,6 +1107,11 @@ done:
 
 void native_session_set_profiler(native_session *s, og_profiler *p) { s->prof = p; }
 void native_session_set_paged_kv(native_session *s, const struct paged_kv *kv) { s->paged_kv = kv; }
+
+void native_session_set_row_forms(native_session *s, const uint8_t *forms, int64_t n) {
+    s->row_forms = forms;
+    s->n_row_forms = forms ? n : 0;
+}
 
 void native_session_last_stats(const native_session *s, backend_run_stats *out) {
     memset(out, 0, sizeof *out);

@@ -132,6 +132,8 @@ struct native_session {
     double prepare_s;             /* wall time spent preparing */
     double prepare_cpu_s;         /* CPU time of the process meanwhile (all threads) */
     const struct paged_kv *paged_kv; /* lent to the kernels of every run (see below) */
+    const uint8_t *row_forms;        /* kernel_ctx.row_forms of every run, n_row_forms rows */
+    int64_t n_row_forms;
     /* The cached plans of all its graphs (subgraphs included), bounded by count per graph
      * (SESSION_MAX_PLANS) and by bytes per session: plan_budget (og_session_options.
      * plan_memory). A plan's bytes are its tables and, once allocated, its arena. Before
@@ -181,6 +183,9 @@ void native_session_set_profiler(native_session *s, struct og_profiler *p);
 /* Lends a paged KV cache (backends/paged_kv.h) to the kernels of the following runs, until
  * set again (NULL: none). The caller owns it and keeps it valid while runs use it. */
 void native_session_set_paged_kv(native_session *s, const struct paged_kv *kv);
+/* Row forms (kernel_ctx.row_forms) for the kernels of the following runs, until set
+ * again (NULL: none); the caller keeps the array alive meanwhile. */
+void native_session_set_row_forms(native_session *s, const uint8_t *forms, int64_t n);
 
 /* Statistics of the last run (backend.h). */
 void native_session_last_stats(const native_session *s, backend_run_stats *out);

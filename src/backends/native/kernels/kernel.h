@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "base/tensor.h"
 #include "base/threadpool.h"
+#include "backends/backend.h"
 #include "graph/graph.h"
 
 typedef struct kernel_ctx kernel_ctx;
@@ -77,6 +78,23 @@ struct kernel_ctx {
     const struct paged_kv *paged_kv; /* a paged KV cache lent for this run (paged_kv.h), or
                                         NULL: GroupQueryAttention reads its layers from it */
     kernel_shared_fn shared;        /* may be NULL: kernel_shared() then offers nothing */
+    /* Per token row of the run (n_row_forms rows, in the flat order of a [batch,
+     * sequence, ...] activation; NULL: not given), how onnxruntime would compute that
+     * token had it run alone: KERNEL_ROW_ALONE in a run of that one token, KERNEL_ROW_LAST
+     * as the last of a run of 128k + 1 tokens (k >= 1), else KERNEL_ROW_MANY
+     * (backends/backend.h's BACKEND_ROW_*). A kernel
+     * whose arithmetic onnxruntime varies with the rows of a call (MatMulNBits at
+     * accuracy_level 4) computes each row in its own form, so that a token's bits do not
+     * depend on what it is batched with. Where a node computes only selected rows, these
+     * are the selected rows' forms. */
+    const uint8_t *row_forms;
+    int64_t n_row_forms;
+};
+
+enum {
+    KERNEL_ROW_MANY = BACKEND_ROW_MANY,
+    KERNEL_ROW_ALONE = BACKEND_ROW_ALONE,
+    KERNEL_ROW_LAST = BACKEND_ROW_LAST,
 };
 
 /* Preparation of one node when its session opens (kernel_def.prepare). The executor

@@ -470,7 +470,9 @@ og_status *cpu_matmul_nbits(kernel_ctx *ctx) {
             qa = work;
             work = (char *)work + qa_size;
         }
-        mnb_pack_run_qa(ctx->pool, pk, p.A, p.M, p.bias, p.Y, qa, ready, work);
+        /* the rows' forms when the executor has them for these rows (the tokens) */
+        const uint8_t *forms = ctx->row_forms && ctx->n_row_forms == p.M ? ctx->row_forms : NULL;
+        mnb_pack_run_qa(ctx->pool, pk, p.A, p.M, forms, p.bias, p.Y, qa, ready, work);
     } else {
         OG_TRY(kernel_scratch(ctx, mnb_work_size(&p) + 64, &work));
         OG_TRY(mnb_run(ctx->pool, &p, work));

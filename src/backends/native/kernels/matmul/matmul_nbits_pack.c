@@ -129,11 +129,82 @@ static inline float block_scale(const mnb_pack *pk, const mnb_qa *qa, int64_t m,
     return qa->scale[m * qa->s_stride + b] * pk->scales[(p * pk->k_blocks + b) * MNB_PANEL + c];
 }
 
+/* onnxruntime's order (matmul_nbits_pack.h), one output at a time. */
+
+/* sum over k in [k0, k0 + len) of block b of q * (weight - zp) */
+static int32_t ort_dot(const mnb_pack *pk, const int8_t *q, int64_t p, int64_t b, int k0,
+                       int len, int c, int zp) {
+    int32_t d = 0;
+    for (int k = k0; k < k0 + len; k++) d += q[b * 32 + k] * (packed_weight(pk, p, b, k, c) - zp);
+    return d;
+}
+
+static int block_zp(const mnb_pack *pk, int64_t p, int64_t b, int c) {
+    return pk->zp ? pk->zp[(p * pk->k_blocks + b) * MNB_PANEL + c] : 8;
+}
+
+static float ort_output(const mnb_pack *pk, const mnb_qa *qa, const mnb_out *o, int64_t m,
+                        int64_t p, int c) {
+    static const int pair_lane[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+    const int64_t kb = pk->k_blocks, n = p * MNB_PANEL + c;
+    const int8_t *q = qa->q + m * qa->q_stride;
+    const bool one_row = mnb_one_row(qa, m);
+    float L[8] = {0};
+    int64_t b = 0;
+    for (; kb - b > 1; b += 2)
+        for (int s = 0; s < 2; s++) {
+            float sc = block_scale(pk, qa, m, p, b + s, c);
+            if (one_row && pk->zp) {
+                for (int j = 0; j < 8; j++)
+                    L[j] = fmaf((float)ort_dot(pk, q, p, b + s, 4 * j, 4, c, block_zp(pk, p, b + s, c)),
+                                sc, L[j]);
+            } else {
+                int zp = one_row ? 8 : 0;
+                for (int g = 0; g < 4; g++) {
+                    int l = pair_lane[s][g];
+                    L[l] = fmaf((float)ort_dot(pk, q, p, b + s, 8 * g, 8, c, zp), sc, L[l]);
+                }
+            }
+        }
+    if (b < kb) {
+        float sc = block_scale(pk, qa, m, p, b, c);
+        int zp = one_row ? block_zp(pk, p, b, c) : 0;
+        for (int j = 0; j < 8; j++) L[j] = fmaf((float)ort_dot(pk, q, p, b, 4 * j, 4, c, zp), sc, L[j]);
+    }
+    float r;
+    if (n < pk->N - pk->N % 4)
+        r = (((L[0] + L[1]) + L[2]) + L[3]) + (((L[4] + L[5]) + L[6]) + L[7]);
+    else
+        r = ((L[0] + L[4]) + (L[2] + L[6])) + ((L[1] + L[5]) + (L[3] + L[7]));
+    if (o->bias) r += o->bias[n];
+    if (one_row) return r;
+    float z = 0.0f;
+    for (b = 0; b < kb; b++) {
+        const float *sa = qa->scale + m * qa->s_stride;
+        int32_t zs = qa->zsum[m * qa->s_stride + b]; /* -8 or -1 times sum(q) */
+        float qsum = (float)(pk->zp ? -zs : -zs / 8);
+        float zsb = (float)-block_zp(pk, p, b, c) * pk->scales[(p * kb + b) * MNB_PANEL + c];
+        z = fmaf(sa[b] * qsum, zsb, z);
+    }
+    return r + z;
+}
+
+static void ort_panel_row(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                          const mnb_out *o) {
+    int64_t n0 = p * MNB_PANEL;
+    for (int c = 0; c < MNB_PANEL && n0 + c < pk->N; c++)
+        o->Y[m * o->ldy + n0 + c] = ort_output(pk, qa, o, m, p, c);
+}
+
 void mnb_pack_rows_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
                            int64_t p0, int64_t p1, const mnb_out *o) {
     const int64_t bs = pk->block_size;
     for (int64_t p = p0; p < p1; p++)
         for (int64_t m = m0; m < m0 + mr; m++) {
+            if (mnb_ort_order(pk)) {
+                ort_panel_row(pk, qa, m, p, o);
+                continue;
+            }
             const int8_t *q = qa->q + m * qa->q_stride;
             float acc[MNB_PANEL];
             for (int c = 0; c < MNB_PANEL; c++) {
@@ -153,6 +224,11 @@ void mnb_pack_rows_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int
 void mnb_pack_tile_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
                            int64_t p, uint8_t *u8, const mnb_out *o) {
     const int64_t bs = pk->block_size, groups = pk->k_blocks * bs / 8;
+    if (mnb_ort_order(pk)) {
+        for (int64_t m = m0; m < m1; m++)
+            for (int j = 0; j < 2; j++) ort_panel_row(pk, qa, m, p + j, o);
+        return;
+    }
     for (int64_t g = 0; g < groups; g++)
         for (int j = 0; j < 2; j++) {
             const uint8_t *x = pk->B + (p + j) * pk->panel_bytes + g * 64;
@@ -432,13 +508,14 @@ static void tile_worker(void *arg, int64_t t0, int64_t t1) {
 }
 
 void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M_a,
-                  const float *bias, float *Y, void *work) {
+                  const uint8_t *forms, const float *bias, float *Y, void *work) {
     size_t qa = mnb_pack_qa_size(pk, M_a);
-    mnb_pack_run_qa(pool, pk, A, M_a, bias, Y, work, false, (char *)work + qa);
+    mnb_pack_run_qa(pool, pk, A, M_a, forms, bias, Y, work, false, (char *)work + qa);
 }
 
 void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M_a,
-                     const float *bias, float *Y, void *qa_mem, bool qa_ready, void *work) {
+                     const uint8_t *forms, const float *bias, float *Y, void *qa_mem,
+                     bool qa_ready, void *work) {
     if (M_a <= 0) return;
     int threads = threadpool_size(pool);
     const int64_t M = kernel_rows(pk, M_a);
@@ -448,6 +525,11 @@ void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64
     qj.qa = (mnb_qa){.q = (int8_t *)(qw + l.q_off), .q_stride = l.q_stride,
                      .scale = (float *)(qw + l.s_off), .zsum = (int32_t *)(qw + l.z_off),
                      .s_stride = l.s_stride};
+    /* onnxruntime's one-row tiles: a product of one row, or with more than one thread
+     * the last row of 128k + 1 */
+    qj.qa.m1_from = M == 1 ? 0 : (threads > 1 && M % 128 == 1) ? M - 1 : M;
+    qj.qa.forms = pk->digits == 1 ? forms : NULL;
+    qj.qa.many_threads = threads > 1;
     mnb_out o = {.Y = Y, .ldy = pk->N, .bias = bias};
     run_job J = {.pk = pk, .qa = &qj.qa, .o = &o, .f = qj.f, .M = M, .rows_a = M_a};
     /* quantizing takes about a quarter of a nanosecond per value of A on an AVX-512 core

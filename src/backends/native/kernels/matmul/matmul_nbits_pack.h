@@ -15,16 +15,39 @@
  * them once; the block scales follow as [panel][block][16] floats, zero points (when the
  * model has them) as [panel][block][16] bytes. The pack is as large as the original.
  *
- * Arithmetic, the same in every kernel so that all give identical bits: per row of A
- * and block, A is quantized as mnb_quantize_block does; per (row, column, block) the
- * exact integer dot of q_a with the weights, plus -zero_point * sum(q_a), is converted
- * to float and accumulated as acc = fma(dot, scale_a * scale_b, acc) in block order;
- * Y = acc + bias. In float arithmetic each row of A is three digit rows (scales s,
- * s/256, s/65536, each with its own sums), run by the same kernels into three rows of a
- * scratch Y', and Y = (Y'0 + Y'1) + Y'2 + bias. */
+ * Arithmetic. Per row of A and block, A is quantized as mnb_quantize_block does (as
+ * onnxruntime does). Then, in every kernel of one ISA class alike:
+ *
+ * Exact order (the AVX-512 and AMX kernels; every block size but 32 and float arithmetic
+ * everywhere): per (row, column, block) the exact integer dot of q_a with the weights,
+ * plus -zero_point * sum(q_a), is converted to float and accumulated as
+ * acc = fma(dot, scale_a * scale_b, acc) in block order; Y = acc + bias. In float
+ * arithmetic each row of A is three digit rows (scales s, s/256, s/65536, each with its
+ * own sums), run by the same kernels into three rows of a scratch Y', and
+ * Y = (Y'0 + Y'1) + Y'2 + bias.
+ *
+ * onnxruntime's order (the AVX2 and portable kernels at block size 32, int8 arithmetic):
+ * the float operations of MLAS's AVX2 CompInt8 kernels for 32-value blocks, so that
+ * accuracy_level 4 gives onnxruntime's bits on the machines where onnxruntime runs
+ * those kernels (an AVX2 CPU without AVX-512). Every output keeps eight float lanes
+ * L0..L7, each accumulated with fma(integer partial dot, scale_a * scale_b, L) in block
+ * order. Blocks go in pairs (b, b + 1) while two are left, then one alone:
+ *   - "one row" form (mnb_qa.m1_from: MLAS's kernel for a single row): weights minus the
+ *     zero point (8 without zero points). In a pair without zero points, the 8-value
+ *     groups g = 0..3 of block b go to lanes 0, 1, 4, 5 and those of b + 1 to 2, 3, 6, 7;
+ *     with zero points, each block of the pair in turn puts its 4-value groups j = 0..7
+ *     into lanes j. A lone block: 4-value groups j into lanes j.
+ *   - "rows" form (MLAS's kernel for several rows): raw weights 0..15, groups as above
+ *     without zero points (8-value groups in pairs, 4-value groups alone), and the zero
+ *     point enters afterwards as Z = sum over blocks, in order, of
+ *     fma(scale_a * sum(q_a), -zero_point * scale_b, Z).
+ * The lanes reduce as ((L0 + L1) + L2) + L3 + (((L4 + L5) + L6) + L7) for the columns
+ * below N rounded down to 4, as ((L0 + L4) + (L2 + L6)) + ((L1 + L5) + (L3 + L7)) for
+ * the last N % 4; then Y = r + bias, and in the rows form Y = (r + bias) + Z. */
 #ifndef OG_NATIVE_KERNELS_MATMUL_NBITS_PACK_H
 #define OG_NATIVE_KERNELS_MATMUL_NBITS_PACK_H
 
+#include "backends/native/kernels/kernel.h"
 #include "backends/native/kernels/matmul/matmul_nbits.h"
 #include "base/isa.h"
 
@@ -51,10 +74,11 @@ void mnb_pack_free(mnb_pack *pk);
 
 /* Bytes of working memory mnb_pack_run needs for M rows on `threads` threads. */
 size_t mnb_pack_work_size(const mnb_pack *pk, int64_t M, int threads);
-/* Y[M][N] = A[M][K] . W^T + bias (bias may be NULL), over the pool; `work` holds
- * mnb_pack_work_size() bytes, 64-byte aligned. */
+/* Y[M][N] = A[M][K] . W^T + bias (bias may be NULL), over the pool, each row in its form
+ * (forms: M of kernel_ctx.row_forms' values, or NULL: as onnxruntime computes a product
+ * of these M rows); `work` holds mnb_pack_work_size() bytes, 64-byte aligned. */
 void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M,
-                  const float *bias, float *Y, void *work);
+                  const uint8_t *forms, const float *bias, float *Y, void *work);
 /* mnb_pack_run in two parts: the quantized A (qa_mem, mnb_pack_qa_size() bytes,
  * 64-byte aligned) and the rest of the working memory (work, mnb_pack_work_size() -
  * mnb_pack_qa_size() bytes). With qa_ready, qa_mem already holds what a run with the
@@ -63,7 +87,8 @@ void mnb_pack_run(threadpool *pool, const mnb_pack *pk, const float *A, int64_t 
  * decoder's gate and up projections) so quantize it once: the quantized A is a function
  * of A and the key alone, so the results are the same bits either way. */
 void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64_t M,
-                     const float *bias, float *Y, void *qa_mem, bool qa_ready, void *work);
+                     const uint8_t *forms, const float *bias, float *Y, void *qa_mem,
+                     bool qa_ready, void *work);
 size_t mnb_pack_qa_size(const mnb_pack *pk, int64_t M);
 /* What the quantized A of M rows depends on besides A (rows, K, block size, digits, zero
  * points or not): MNB_QA_KEY words into key; returns MNB_QA_KEY. */
@@ -83,7 +108,28 @@ typedef struct mnb_qa {
     const float *scale;
     const int32_t *zsum;
     int64_t s_stride;
+    /* onnxruntime's order: which rows take the one-row form. onnxruntime runs a
+     * product of M rows as tiles of 128 rows when it has more than one thread, and a
+     * tile of one row (M = 1, or the last of 128k + 1) takes MLAS's one-row kernel. With
+     * row forms (kernel_ctx.row_forms) each row takes the form of its token's run alone;
+     * without, rows from m1_from on take it, as in onnxruntime's product of these rows. */
+    const uint8_t *forms;
+    bool many_threads;
+    int64_t m1_from;
 } mnb_qa;
+
+static inline bool mnb_one_row(const mnb_qa *qa, int64_t m) {
+    if (qa->forms)
+        return qa->forms[m] == KERNEL_ROW_ALONE ||
+               (qa->forms[m] == KERNEL_ROW_LAST && qa->many_threads);
+    return m >= qa->m1_from;
+}
+
+/* Whether the kernels of the AVX2 and portable classes compute in onnxruntime's order
+ * (see the arithmetic above). */
+static inline bool mnb_ort_order(const mnb_pack *pk) {
+    return pk->digits == 1 && pk->block_size == 32;
+}
 
 /* The output: Y[m][n] for n < N, row stride ldy, bias[n] added when not NULL. */
 typedef struct mnb_out {

@@ -73,8 +73,90 @@ static void row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p
     store_panel(pk, o, m, p, acc0, acc1);
 }
 
+/* ---- onnxruntime's order (matmul_nbits_pack.h) ---------------------------------------
+ * Row m against half h (8 columns) of panel p: the eight lanes of the header are eight
+ * vectors over the half's columns. */
+
+static inline int32_t qsum(const int8_t *q, int len) {
+    int32_t s = 0;
+    for (int i = 0; i < len; i++) s += q[i];
+    return s;
+}
+
+static void ort_row_half(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p, int h,
+                         const mnb_out *o) {
+    static const int pair_lane[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+    const int64_t kb = pk->k_blocks, n0 = p * MNB_PANEL + 8 * h;
+    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const uint8_t *src = pk->B + p * pk->panel_bytes + 32 * h;
+    const int8_t *q = qa->q + m * qa->q_stride;
+    const float *sa = qa->scale + m * qa->s_stride;
+    const int32_t *zs = qa->zsum + m * qa->s_stride;
+    const bool one_row = mnb_one_row(qa, m);
+    __m256 L[8], Z = _mm256_setzero_ps();
+    for (int l = 0; l < 8; l++) L[l] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < kb; b++) {
+        const bool paired = !(kb % 2 == 1 && b == kb - 1);
+        const bool fours = !paired || (one_row && pk->zp);
+        const int64_t at = (p * kb + b) * MNB_PANEL + 8 * h;
+        __m256 sb = _mm256_loadu_ps(pk->scales + at);
+        __m256 s = _mm256_mul_ps(_mm256_set1_ps(sa[b]), sb);
+        __m256i zp = pk->zp ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(pk->zp + at)))
+                            : _mm256_set1_epi32(8);
+        for (int g = 0; g < 4; g++) {
+            const int8_t *qg = q + b * 32 + 8 * g;
+            __m256i x = _mm256_loadu_si256((const __m256i *)(src + (b * 4 + g) * 64));
+            __m256i lo = _mm256_and_si256(x, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+            __m256i dlo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast4(qg)), ones);
+            __m256i dhi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast4(qg + 4)), ones);
+            if (fours) {
+                if (one_row) {
+                    dlo = _mm256_sub_epi32(dlo, _mm256_mullo_epi32(zp, _mm256_set1_epi32(qsum(qg, 4))));
+                    dhi = _mm256_sub_epi32(dhi, _mm256_mullo_epi32(zp, _mm256_set1_epi32(qsum(qg + 4, 4))));
+                }
+                L[2 * g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo), s, L[2 * g]);
+                L[2 * g + 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi), s, L[2 * g + 1]);
+            } else {
+                __m256i d = _mm256_add_epi32(dlo, dhi);
+                if (one_row) d = _mm256_sub_epi32(d, _mm256_set1_epi32(8 * qsum(qg, 8)));
+                int l = pair_lane[b & 1][g];
+                L[l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, L[l]);
+            }
+        }
+        if (!one_row) { /* the zero points' product, -zp * scale_b by sum(q_a) * scale_a */
+            float sq = (float)(pk->zp ? -zs[b] : -zs[b] / 8);
+            __m256 zsb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), zp)), sb);
+            Z = _mm256_fmadd_ps(_mm256_set1_ps(sa[b] * sq), zsb, Z);
+        }
+    }
+    __m256 fold = _mm256_add_ps(
+        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[1]), L[2]), L[3]),
+        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[4], L[5]), L[6]), L[7]));
+    __m256 hs = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[4]), _mm256_add_ps(L[2], L[6])),
+                              _mm256_add_ps(_mm256_add_ps(L[1], L[5]), _mm256_add_ps(L[3], L[7])));
+    float f[8], r[8], z[8];
+    _mm256_storeu_ps(f, fold);
+    _mm256_storeu_ps(r, hs);
+    _mm256_storeu_ps(z, Z);
+    const int64_t n4 = pk->N - pk->N % 4;
+    float *y = o->Y + m * o->ldy;
+    for (int c = 0; c < 8 && n0 + c < pk->N; c++) {
+        int64_t n = n0 + c;
+        float v = n < n4 ? f[c] : r[c];
+        if (o->bias) v += o->bias[n];
+        y[n] = one_row ? v : v + z[c];
+    }
+}
+
 void mnb_pack_rows_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
                         int64_t p0, int64_t p1, const mnb_out *o) {
+    if (mnb_ort_order(pk)) {
+        for (int64_t p = p0; p < p1; p++)
+            for (int r = 0; r < mr; r++)
+                for (int h = 0; h < 2; h++) ort_row_half(pk, qa, m0 + r, p, h, o);
+        return;
+    }
     for (int64_t p = p0; p < p1; p++)
         for (int r = 0; r < mr; r++) row_panel(pk, qa, m0 + r, p, o);
 }
@@ -113,6 +195,12 @@ INLINE void tile_rows(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, const in
 
 void mnb_pack_tile_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
                         int64_t p, uint8_t *u8, const mnb_out *o) {
+    if (mnb_ort_order(pk)) { /* row by row from the packed nibbles */
+        for (int64_t m = m0; m < m1; m++)
+            for (int j = 0; j < 2; j++)
+                for (int h = 0; h < 2; h++) ort_row_half(pk, qa, m, p + j, h, o);
+        return;
+    }
     const int64_t groups = pk->k_blocks * pk->block_size / 8;
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t g = 0; g < groups; g++)

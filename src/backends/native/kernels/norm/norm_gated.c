@@ -2,7 +2,10 @@
  *     y = x / sqrt(mean(x^2) + epsilon) * scale * act(gate)
  * over each group of C = len(scale) trailing elements (x is (..., H * C), so a per-head
  * norm needs no reshape), act silu / swish (z * sigmoid(z)) or sigmoid, everything in
- * float32 and rounded once to the output type. Groups are split over the pool. */
+ * float32 as onnxruntime computes it (the squares summed in order, each rounded;
+ * 1 / sqrtf(sum / C + epsilon); (x * inv) * scale times z * logistic(z) or logistic(z),
+ * MLAS's logistic: vsigmoid_f32; this file is compiled without contraction), rounded
+ * once to the output type. Groups are split over the pool. */
 #include "backends/native/kernels/norm/norm.h"
 
 #include "base/vmath.h"
@@ -18,7 +21,7 @@ typedef struct grms_job {
     int64_t C;
     float eps;
     bool silu;
-    float *buf; /* per chunk: 2 * C floats */
+    float *buf; /* per chunk: 3 * C floats */
     int64_t groups, grain;
 } grms_job;
 
@@ -26,19 +29,19 @@ static void grms_fn(void *arg, int64_t cb, int64_t ce) {
     const grms_job *j = arg;
     int64_t C = j->C, begin = cb * j->grain, end = ce * j->grain < j->groups ? ce * j->grain : j->groups;
     size_t es = j->dt == OG_FLOAT32 ? 4 : 2;
-    float *row = j->buf + cb * 2 * C, *g = row + C;
+    float *row = j->buf + cb * 3 * C, *g = row + C, *s = g + C;
     for (int64_t r = begin; r < end; r++) {
         size_t off = (size_t)(r * C) * es;
         cpu_load_f32(j->dt, (const char *)j->x + off, C, row);
         cpu_load_f32(j->dt, (const char *)j->gate + off, C, g);
-        double sq = 0;
-        for (int64_t i = 0; i < C; i++) sq += (double)row[i] * row[i];
-        float inv = (float)(1.0 / sqrt(sq / (double)C + j->eps));
-        if (j->silu)
-            vsilu_f32(g, g, C, 1.0f);
-        else
-            vsigmoid_f32(g, g, C);
-        for (int64_t i = 0; i < C; i++) row[i] = row[i] * inv * j->scale[i] * g[i];
+        float sq = 0.0f;
+        for (int64_t i = 0; i < C; i++) sq += row[i] * row[i];
+        float inv = 1.0f / sqrtf(sq / (float)C + j->eps);
+        vsigmoid_f32(g, s, C);
+        for (int64_t i = 0; i < C; i++) {
+            float act = j->silu ? g[i] * s[i] : s[i];
+            row[i] = row[i] * inv * j->scale[i] * act;
+        }
         cpu_store_f32(j->dt, (char *)j->y + off, C, row);
     }
 }
@@ -73,7 +76,7 @@ og_status *cpu_contrib_gated_rms_norm(kernel_ctx *ctx) {
     OG_TRY(cpu_in_f32(ctx, 1, &j.scale));
     j.grain = 1 + 16384 / (C + 1);
     int64_t chunks = (j.groups + j.grain - 1) / j.grain;
-    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(2 * C * chunks) + 1, (void **)&j.buf));
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(3 * C * chunks) + 1, (void **)&j.buf));
     threadpool_parallel_for(ctx->pool, chunks, 1, grms_fn, &j);
     return NULL;
 }

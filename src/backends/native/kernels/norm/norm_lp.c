@@ -1,6 +1,10 @@
 /* LpNormalization (opset 1 on): y = x / ||x||_p along `axis` (default -1), p 1 (sum of
- * absolute values) or 2 (default); a zero norm gives 0, as onnx's reference does. The
- * norms are summed in double. Work is split over the outer dimensions. */
+ * absolute values) or 2 (default); a zero norm gives 0, as onnx's reference does.
+ * float32 is computed as onnxruntime computes it: the norm summed in float32 in axis
+ * order, each square rounded before it is added (no fused multiply-add: this file is
+ * compiled without contraction), sqrtf, then one division per value. Its bits matter:
+ * Qwen3.5's q/k l2norm feeds MatMulNBits' int8 quantization at accuracy_level 4. Other
+ * types sum in double. Work is split over the outer dimensions. */
 #include "backends/native/kernels/norm/norm.h"
 
 #include <math.h>
@@ -15,9 +19,31 @@ typedef struct lp_job {
     int64_t width;    /* n when inner is 1, else 2 * inner */
 } lp_job;
 
+/* float32: onnxruntime's arithmetic (the header); x and y may be one buffer. */
+static void lp_rows_f32(const lp_job *j, int64_t begin, int64_t end) {
+    const int64_t n = j->n, in = j->inner;
+    const float *x = j->x;
+    float *y = j->y;
+    for (int64_t o = begin; o < end; o++)
+        for (int64_t i = 0; i < in; i++) {
+            const float *xr = x + o * n * in + i;
+            float *yr = y + o * n * in + i, norm = 0.0f;
+            for (int64_t a = 0; a < n; a++) {
+                float v = xr[a * in];
+                norm += j->l1 ? fabsf(v) : v * v;
+            }
+            if (!j->l1) norm = sqrtf(norm);
+            for (int64_t a = 0; a < n; a++) yr[a * in] = norm == 0 ? 0.0f : xr[a * in] / norm;
+        }
+}
+
 static void lp_rows(void *arg, int64_t begin, int64_t end) {
     const lp_job *j = arg;
     int64_t n = j->n, in = j->inner;
+    if (j->dt == OG_FLOAT32) {
+        lp_rows_f32(j, begin, end);
+        return;
+    }
     if (in == 1) {
         /* the last axis (Qwen3.5's q/k l2norm): a row is contiguous, so it is converted
          * in one call instead of one call per element; the same sums in the same order */

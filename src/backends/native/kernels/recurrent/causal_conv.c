@@ -6,7 +6,10 @@
  *     y[t] = act(bias[c] + sum over j < K of weight[c, 0, j] * ext[t + j * dilation])
  *     present_state[c] = ext[L, L + S), the last S values (so a run shorter than S keeps
  *                        part of the past).
- * act is none, or silu / swish (x * sigmoid(x)). The activations are (B, C, L) and the
+ * act is none, or silu / swish (x * sigmoid(x)), computed as onnxruntime's kernel
+ * computes it, x / (1 + expf(-x)), and the taps summed in its order (bias first, a
+ * rounded product added per tap; this file is compiled without contraction to fused
+ * multiply-adds): its bits feed MatMulNBits' int8 quantization at accuracy_level 4. The activations are (B, C, L) and the
  * state (B, C, S); with channels_last = 1 (com.microsoft) they are (B, L, d1..dn) and
  * (B, S, d1..dn) with C = d1 * ... * dn. ndim > 1 and state_window > 0 are refused.
  * Arithmetic is float32 whatever the storage type. Rows (batch, channel) are split over
@@ -14,7 +17,7 @@
  * and present may be one buffer. */
 #include "backends/native/kernels/recurrent/recurrent.h"
 
-#include "base/vmath.h"
+#include "base/ort_math.h"
 
 #include <string.h>
 
@@ -28,6 +31,11 @@ typedef struct conv_job {
     float *buf; /* per chunk: S + L ext values, then L outputs */
     int64_t rows, grain;
 } conv_job;
+
+/* onnxruntime's SiLU, in place */
+static void silu_rows(float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = ort_silu_div(y[i]);
+}
 
 static inline size_t esize(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
 
@@ -81,7 +89,7 @@ static void conv_rows_short(const conv_job *j, int64_t begin, int64_t end) {
             }
         }
     }
-    if (j->silu) vsilu_f32(y + begin * L, y + begin * L, (end - begin) * L, 1.0f);
+    if (j->silu) silu_rows(y + begin * L, (end - begin) * L);
 }
 
 static void conv_rows(void *arg, int64_t cb, int64_t ce) {
@@ -111,7 +119,7 @@ static void conv_rows(void *arg, int64_t cb, int64_t ce) {
             float wk = w[k];
             for (int64_t t = 0; t < L; t++) y[t] += wk * e[t];
         }
-        if (j->silu) vsilu_f32(y, y, L, 1.0f);
+        if (j->silu) silu_rows(y, L);
         store_strided(j->dt, j->y, xo, st, L, y);
         if (j->pres) store_strided(j->dt, j->pres, so, st, S, ext + L);
     }

@@ -27,8 +27,12 @@
  *    start (per row), so that the update is S~ += (e^-G . k) d^T with no multiply by the
  *    decay; the decay is folded back into the block (S~ = e^G S~, G = 0) at the chunk's
  *    last token and whenever G would pass -30, where e^-G could overflow.
+ * Small heads (d_k d_v below 4096) run instead exactly as onnxruntime's scalar loops run
+ * them (la_head_ort): its bits feed MatMulNBits' int8 quantization at accuracy_level 4.
+ * (Larger heads onnxruntime runs through MLAS's SGEMM, whose order is not reproduced.)
  * Work is split over (batch, kv head) pairs; the state is float32 (the present buffer
- * itself when it is float32; past and present may be one buffer). */
+ * itself when it is float32; past and present may be one buffer). This file is compiled
+ * without contraction to fused multiply-adds (the fast path's are explicit). */
 #include "backends/native/kernels/attention/attention.h"
 #include "backends/native/kernels/recurrent/recurrent.h"
 
@@ -411,6 +415,57 @@ static void la_head(la_job *j, int64_t task, float *w) {
         cpu_store_f32(j->sdt, (char *)j->pres + (size_t)task * n_state * es, dk * dv, S);
 }
 
+/* onnxruntime's arithmetic for heads of d_k d_v < 4096, token by token: the decay
+ * (expf) scales S in place; under the delta rule r = S^T k (each column summed from 0 in
+ * key order, products rounded, no fused multiply-add), d = beta (v - r) and
+ * S += k d^T, otherwise S += k v^T; o = scale * (q^T S), summed likewise. */
+static void la_head_ort(la_job *j, int64_t task, float *w) {
+    int64_t b = task / j->Hkv, h = task % j->Hkv, dk = j->dk, dv = j->dv, R = j->R;
+    int64_t hk = h / (j->Hkv / j->Nk), hq0 = j->Hq >= j->Hkv ? h * R : h * j->Hq / j->Hkv;
+    int64_t ho0 = j->Hq >= j->Hkv ? h * R : h;
+    size_t n_state = (size_t)(dk * dv);
+    float *S = j->state_in_pres ? (float *)j->pres + task * dk * dv : w;
+    float *r = j->state_in_pres ? w : w + dk * dv;
+    const void *past_here = j->past ? (const char *)j->past + (size_t)task * n_state * 4 : NULL;
+    if (past_here && (const void *)S != past_here)
+        memcpy(S, past_here, sizeof(float) * n_state);
+    else if (!past_here)
+        memset(S, 0, sizeof(float) * n_state);
+    for (int64_t t = 0; t < j->T; t++) {
+        int64_t bt = b * j->T + t;
+        const float *kt = j->k + (bt * j->Nk + hk) * dk, *vt = j->v + (bt * j->Hkv + h) * dv;
+        if (j->g) {
+            const float *gt = j->g + (bt * j->Hkv + h) * (j->decay_vec ? dk : 1);
+            for (int64_t i = 0; i < dk; i++) {
+                float e = expf(gt[j->decay_vec ? i : 0]);
+                for (int64_t c = 0; c < dv; c++) S[i * dv + c] *= e;
+            }
+        }
+        const float *d = vt;
+        if (j->delta) {
+            float bt_rate = j->beta[j->beta_vec ? bt * j->Hkv + h : bt];
+            for (int64_t c = 0; c < dv; c++) {
+                float acc = 0.0f;
+                for (int64_t i = 0; i < dk; i++) acc += S[i * dv + c] * kt[i];
+                r[c] = bt_rate * (vt[c] - acc);
+            }
+            d = r;
+        }
+        for (int64_t i = 0; i < dk; i++)
+            for (int64_t c = 0; c < dv; c++) S[i * dv + c] += kt[i] * d[c];
+        for (int64_t q = 0; q < R; q++) {
+            const float *qt = j->q + (bt * j->Hq + hq0 + q) * dk;
+            float *ot = j->out + (bt * j->Hout + ho0 + q) * dv;
+            for (int64_t c = 0; c < dv; c++) {
+                float acc = 0.0f;
+                for (int64_t i = 0; i < dk; i++) acc += qt[i] * S[i * dv + c];
+                ot[c] = j->scale * acc;
+            }
+        }
+    }
+    if (j->pres && !j->state_in_pres) memcpy((float *)j->pres + task * dk * dv, S, sizeof(float) * n_state);
+}
+
 static void la_worker(void *arg, int64_t begin, int64_t end) {
     la_job *j = arg;
     (void)end;
@@ -418,7 +473,10 @@ static void la_worker(void *arg, int64_t begin, int64_t end) {
     for (;;) {
         long t = atomic_fetch_add(&j->next, 1);
         if (t >= j->ntasks) break;
-        la_head(j, t, w);
+        if (j->sdt == OG_FLOAT32 && j->dk * j->dv < 4096)
+            la_head_ort(j, t, w);
+        else
+            la_head(j, t, w);
     }
 }
 

@@ -2,10 +2,12 @@
  *     decay = decay_scale * softplus(a + dt_bias)     (decay_scale = -exp(A_log))
  *     beta  = sigmoid(b)                              (when output 1 is requested)
  * a and b are (..., H) of the activation type; dt_bias and decay_scale are float32 (H).
- * Everything is computed in float32 and rounded once to the output type. */
+ * Everything is computed in float32 as onnxruntime computes it (its softplus,
+ * base/ort_math.h; MLAS's logistic, vsigmoid_f32) and rounded once to the output type. */
 #include "backends/native/kernels/recurrent/recurrent.h"
 
-#include <math.h>
+#include "base/ort_math.h"
+#include "base/vmath.h"
 
 typedef struct gate_job {
     og_dtype dt;
@@ -14,8 +16,6 @@ typedef struct gate_job {
     const float *dt_bias, *scale;
     int64_t H;
 } gate_job;
-
-static float softplus(float x) { return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
 
 static void gate_rows(void *arg, int64_t begin, int64_t end) {
     const gate_job *j = arg;
@@ -27,12 +27,11 @@ static void gate_rows(void *arg, int64_t begin, int64_t end) {
             size_t off = (size_t)(r * j->H + h0) * es;
             cpu_load_f32(j->dt, (const char *)j->a + off, n, buf);
             for (int64_t i = 0; i < n; i++)
-                buf[i] = j->scale[h0 + i] * softplus(buf[i] + j->dt_bias[h0 + i]);
+                buf[i] = j->scale[h0 + i] * ort_softplus(buf[i] + j->dt_bias[h0 + i]);
             cpu_store_f32(j->dt, (char *)j->decay + off, n, buf);
             if (!j->beta) continue;
             cpu_load_f32(j->dt, (const char *)j->b + off, n, buf);
-            for (int64_t i = 0; i < n; i++)
-                buf[i] = buf[i] >= 0 ? 1.0f / (1.0f + expf(-buf[i])) : expf(buf[i]) / (1.0f + expf(buf[i]));
+            vsigmoid_f32(buf, buf, n);
             cpu_store_f32(j->dt, (char *)j->beta + off, n, buf);
         }
 }
