@@ -307,7 +307,7 @@ static int64_t kernel_rows(const mnb_pack *pk, int64_t M) { return M * pk->digit
 
 typedef struct layout {
     int64_t rows, q_stride, s_stride, u8_bytes;
-    size_t q_off, s_off, z_off, qa_bytes; /* within the quantized A */
+    size_t q_off, s_off, z_off, g_off, qa_bytes; /* within the quantized A */
     size_t u8_off, y_off, rest_bytes;     /* within the rest */
 } layout;
 
@@ -321,7 +321,8 @@ static layout work_layout(const mnb_pack *pk, int64_t M, int threads) {
     l.q_off = 0;
     l.s_off = (size_t)round_up(l.rows * l.q_stride, 64);
     l.z_off = l.s_off + (size_t)round_up(l.rows * l.s_stride * 4, 64);
-    l.qa_bytes = l.z_off + (size_t)round_up(l.rows * l.s_stride * 4, 64);
+    l.g_off = l.z_off + (size_t)round_up(l.rows * l.s_stride * 4, 64);
+    l.qa_bytes = l.g_off + (mnb_ort_order(pk) ? (size_t)round_up(l.rows * l.q_stride, 64) : 0);
     l.u8_off = 0;
     l.y_off = (size_t)round_up(l.u8_bytes * (threads > 0 ? threads : 1), 64);
     l.rest_bytes = l.y_off + (pk->digits > 1 ? (size_t)(M * pk->N) * sizeof(float) : 0);
@@ -431,7 +432,11 @@ static void quantize_rows(void *arg, int64_t r0, int64_t r1) {
         memset(q, 0, (size_t)J->qa.q_stride);
         memset(sc, 0, sizeof(float) * (size_t)J->qa.s_stride);
         memset(zs, 0, sizeof(int32_t) * (size_t)J->qa.s_stride);
-        if (m >= J->M) continue; /* padding rows: zero */
+        int32_t *gs = J->qa.gsum4 ? (int32_t *)J->qa.gsum4 + m * (J->qa.q_stride / 4) : NULL;
+        if (m >= J->M) { /* padding rows: zero */
+            if (gs) memset(gs, 0, sizeof(int32_t) * (size_t)(J->qa.q_stride / 4));
+            continue;
+        }
         const float *a = J->A + m * pk->K;
         for (int64_t b = 0; b < pk->k_blocks; b++) {
             int64_t k0 = b * bs, len = min64(bs, pk->K - k0);
@@ -439,6 +444,9 @@ static void quantize_rows(void *arg, int64_t r0, int64_t r1) {
             J->f.quantize(a + k0, len, q + k0, &sc[b], &sum);
             zs[b] = mul * sum;
         }
+        if (gs)
+            for (int64_t k = 0; k < J->qa.q_stride; k += 4)
+                gs[k / 4] = (int32_t)q[k] + q[k + 1] + q[k + 2] + q[k + 3];
     }
 }
 
@@ -524,7 +532,8 @@ void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64
     quant_job qj = {.pk = pk, .A = A, .M = M, .f = active_fns()};
     qj.qa = (mnb_qa){.q = (int8_t *)(qw + l.q_off), .q_stride = l.q_stride,
                      .scale = (float *)(qw + l.s_off), .zsum = (int32_t *)(qw + l.z_off),
-                     .s_stride = l.s_stride};
+                     .s_stride = l.s_stride,
+                     .gsum4 = mnb_ort_order(pk) ? (int32_t *)(qw + l.g_off) : NULL};
     /* onnxruntime's one-row tiles: a product of one row, or with more than one thread
      * the last row of 128k + 1 */
     qj.qa.m1_from = M == 1 ? 0 : (threads > 1 && M % 128 == 1) ? M - 1 : M;

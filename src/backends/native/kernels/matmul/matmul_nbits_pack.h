@@ -108,6 +108,9 @@ typedef struct mnb_qa {
     const float *scale;
     const int32_t *zsum;
     int64_t s_stride;
+    /* onnxruntime's order only: row m's sums of each 4 consecutive q at
+     * gsum4 + m * (q_stride / 4) (the one-row form's zero-point terms) */
+    const int32_t *gsum4;
     /* onnxruntime's order: which rows take the one-row form. onnxruntime runs a
      * product of M rows as tiles of 128 rows when it has more than one thread, and a
      * tile of one row (M = 1, or the last of 128k + 1) takes MLAS's one-row kernel. With

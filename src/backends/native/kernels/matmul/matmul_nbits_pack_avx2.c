@@ -77,70 +77,208 @@ static void row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p
  * Row m against half h (8 columns) of panel p: the eight lanes of the header are eight
  * vectors over the half's columns. */
 
-static inline int32_t qsum(const int8_t *q, int len) {
-    int32_t s = 0;
-    for (int i = 0; i < len; i++) s += q[i];
-    return s;
+/* The dots of 8-value group g of block b for 8 columns: values 8g..8g+3 (lo) and
+ * 8g+4..8g+7 (hi), raw weights. */
+INLINE void group_dots(const uint8_t *src, const int8_t *q, int64_t b, int g, __m256i low4,
+                       __m256i ones, __m256i *dlo, __m256i *dhi) {
+    const int8_t *qg = q + b * 32 + 8 * g;
+    __m256i x = _mm256_loadu_si256((const __m256i *)(src + (b * 4 + g) * 64));
+    __m256i lo = _mm256_and_si256(x, low4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+    *dlo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast4(qg)), ones);
+    *dhi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast4(qg + 4)), ones);
+}
+
+/* Block b into the lanes as 4-value groups (lane j: values 4j..4j+3), weights minus zp
+ * (zp NULL: raw) */
+INLINE void block_fours(const uint8_t *src, const int8_t *q, const int32_t *gs, int64_t b,
+                        const __m256i *zp, __m256 s, __m256i low4, __m256i ones, __m256 *L) {
+    for (int g = 0; g < 4; g++) {
+        __m256i dlo, dhi;
+        group_dots(src, q, b, g, low4, ones, &dlo, &dhi);
+        if (zp) {
+            dlo = _mm256_sub_epi32(dlo, _mm256_mullo_epi32(*zp, _mm256_set1_epi32(gs[b * 8 + 2 * g])));
+            dhi = _mm256_sub_epi32(dhi, _mm256_mullo_epi32(*zp, _mm256_set1_epi32(gs[b * 8 + 2 * g + 1])));
+        }
+        L[2 * g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo), s, L[2 * g]);
+        L[2 * g + 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi), s, L[2 * g + 1]);
+    }
+}
+
+/* Block b of a pair into lanes l0..l3 as 8-value groups, weights minus 8 when `minus8`. */
+INLINE void block_eights(const uint8_t *src, const int8_t *q, const int32_t *gs, int64_t b,
+                         bool minus8, __m256 s, __m256i low4, __m256i ones, __m256 *L, int l0,
+                         int l1, int l2, int l3) {
+    const int lane[4] = {l0, l1, l2, l3};
+    for (int g = 0; g < 4; g++) {
+        __m256i dlo, dhi;
+        group_dots(src, q, b, g, low4, ones, &dlo, &dhi);
+        __m256i d = _mm256_add_epi32(dlo, dhi);
+        if (minus8)
+            d = _mm256_sub_epi32(d, _mm256_set1_epi32(8 * (gs[b * 8 + 2 * g] + gs[b * 8 + 2 * g + 1])));
+        L[lane[g]] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, L[lane[g]]);
+    }
+}
+
+/* Row m against both halves of panel p at once (the row's values broadcast once per
+ * group for 16 columns), in the rows form, or in the one-row form without zero points
+ * (`minus8`: a decode step of a symmetric package, the hot case). Writes the lanes'
+ * sums (both reductions) and, in the rows form, the zero points' product Z. */
+static void ort_row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                          bool minus8, __m256 fold[2], __m256 hs[2], __m256 Z[2]) {
+    const int64_t kb = pk->k_blocks;
+    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const uint8_t *src = pk->B + p * pk->panel_bytes;
+    const int8_t *q = qa->q + m * qa->q_stride;
+    const float *sa = qa->scale + m * qa->s_stride;
+    const int32_t *gs = qa->gsum4 + m * (qa->q_stride / 4), *zs = qa->zsum + m * qa->s_stride;
+    const float *sbp = pk->scales + p * kb * MNB_PANEL;
+    __m256 L[2][8];
+    for (int l = 0; l < 8; l++) L[0][l] = L[1][l] = _mm256_setzero_ps();
+    static const int lanes[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+    const int64_t paired = kb - kb % 2; /* blocks in pairs; an odd last one alone */
+    int64_t b = 0;
+    for (; b < paired; b++) {
+        const int *ln = lanes[b & 1];
+        __m256 sa8 = _mm256_set1_ps(sa[b]);
+        __m256 s0 = _mm256_mul_ps(sa8, _mm256_loadu_ps(sbp + b * MNB_PANEL));
+        __m256 s1 = _mm256_mul_ps(sa8, _mm256_loadu_ps(sbp + b * MNB_PANEL + 8));
+        for (int g = 0; g < 4; g++) {
+            const int8_t *qg = q + b * 32 + 8 * g;
+            const uint8_t *x = src + (b * 4 + g) * 64;
+            __m256i alo = bcast4(qg), ahi = bcast4(qg + 4);
+            __m256i v0 = _mm256_loadu_si256((const __m256i *)x);
+            __m256i v1 = _mm256_loadu_si256((const __m256i *)(x + 32));
+            __m256i d0 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v0, low4), alo), ones),
+                _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v0, 4), low4), ahi), ones));
+            __m256i d1 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v1, low4), alo), ones),
+                _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v1, 4), low4), ahi), ones));
+            if (minus8) {
+                __m256i c8 = _mm256_set1_epi32(8 * (gs[b * 8 + 2 * g] + gs[b * 8 + 2 * g + 1]));
+                d0 = _mm256_sub_epi32(d0, c8);
+                d1 = _mm256_sub_epi32(d1, c8);
+            }
+            L[0][ln[g]] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), s0, L[0][ln[g]]);
+            L[1][ln[g]] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), s1, L[1][ln[g]]);
+        }
+    }
+    const __m256i eight = _mm256_set1_epi32(8);
+    if (b < kb) /* a lone last block: 4-value groups */
+        for (int h = 0; h < 2; h++)
+            block_fours(src + 32 * h, q, gs, b, minus8 ? &eight : NULL,
+                        _mm256_mul_ps(_mm256_set1_ps(sa[b]), _mm256_loadu_ps(sbp + b * MNB_PANEL + 8 * h)),
+                        low4, ones, L[h]);
+    for (int h = 0; h < 2; h++) {
+        __m256 *A = L[h];
+        fold[h] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(A[0], A[1]), A[2]), A[3]),
+                                _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(A[4], A[5]), A[6]), A[7]));
+        hs[h] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(A[0], A[4]), _mm256_add_ps(A[2], A[6])),
+                              _mm256_add_ps(_mm256_add_ps(A[1], A[5]), _mm256_add_ps(A[3], A[7])));
+        Z[h] = _mm256_setzero_ps();
+    }
+    if (minus8) return;
+    const uint8_t *zpp = pk->zp ? pk->zp + p * kb * MNB_PANEL : NULL;
+    for (b = 0; b < kb; b++) { /* the zero points' product: -zp * scale_b by scale_a * sum(q) */
+        __m256 a = _mm256_set1_ps(sa[b] * (float)(zpp ? -zs[b] : -zs[b] / 8));
+        for (int h = 0; h < 2; h++) {
+            __m256i zp = zpp ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(zpp + b * MNB_PANEL + 8 * h)))
+                             : eight;
+            __m256 zsb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), zp)),
+                                       _mm256_loadu_ps(sbp + b * MNB_PANEL + 8 * h));
+            Z[h] = _mm256_fmadd_ps(a, zsb, Z[h]);
+        }
+    }
+}
+
+static void ort_row_half(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p, int h,
+                         const mnb_out *o);
+
+/* Row m against panel p in onnxruntime's order, stored (matmul_nbits_pack.h). */
+static void ort_row(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                    const mnb_out *o) {
+    const bool one_row = mnb_one_row(qa, m);
+    if (one_row && pk->zp) { /* zero points inside the dot: half by half */
+        for (int h = 0; h < 2; h++) ort_row_half(pk, qa, m, p, h, o);
+        return;
+    }
+    __m256 fold[2], hs[2], Z[2];
+    ort_row_panel(pk, qa, m, p, one_row, fold, hs, Z);
+    const int64_t n0 = p * MNB_PANEL, n4 = pk->N - pk->N % 4;
+    float *y = o->Y + m * o->ldy;
+    if (n0 + MNB_PANEL <= n4 && !o->bias && one_row) { /* the common case, as it is */
+        _mm256_storeu_ps(y + n0, fold[0]);
+        _mm256_storeu_ps(y + n0 + 8, fold[1]);
+        return;
+    }
+    float f[16], r[16], z[16];
+    for (int h = 0; h < 2; h++) {
+        _mm256_storeu_ps(f + 8 * h, fold[h]);
+        _mm256_storeu_ps(r + 8 * h, hs[h]);
+        _mm256_storeu_ps(z + 8 * h, Z[h]);
+    }
+    for (int c = 0; c < MNB_PANEL && n0 + c < pk->N; c++) {
+        int64_t n = n0 + c;
+        float v = n < n4 ? f[c] : r[c];
+        if (o->bias) v += o->bias[n];
+        y[n] = one_row ? v : v + z[c];
+    }
 }
 
 static void ort_row_half(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p, int h,
                          const mnb_out *o) {
-    static const int pair_lane[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
     const int64_t kb = pk->k_blocks, n0 = p * MNB_PANEL + 8 * h;
     const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     const uint8_t *src = pk->B + p * pk->panel_bytes + 32 * h;
     const int8_t *q = qa->q + m * qa->q_stride;
     const float *sa = qa->scale + m * qa->s_stride;
-    const int32_t *zs = qa->zsum + m * qa->s_stride;
+    const int32_t *zs = qa->zsum + m * qa->s_stride, *gs = qa->gsum4 + m * (qa->q_stride / 4);
+    const float *sbp = pk->scales + p * kb * MNB_PANEL + 8 * h;
+    const uint8_t *zpp = pk->zp ? pk->zp + p * kb * MNB_PANEL + 8 * h : NULL;
     const bool one_row = mnb_one_row(qa, m);
     __m256 L[8], Z = _mm256_setzero_ps();
     for (int l = 0; l < 8; l++) L[l] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < kb; b++) {
-        const bool paired = !(kb % 2 == 1 && b == kb - 1);
-        const bool fours = !paired || (one_row && pk->zp);
-        const int64_t at = (p * kb + b) * MNB_PANEL + 8 * h;
-        __m256 sb = _mm256_loadu_ps(pk->scales + at);
-        __m256 s = _mm256_mul_ps(_mm256_set1_ps(sa[b]), sb);
-        __m256i zp = pk->zp ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(pk->zp + at)))
-                            : _mm256_set1_epi32(8);
-        for (int g = 0; g < 4; g++) {
-            const int8_t *qg = q + b * 32 + 8 * g;
-            __m256i x = _mm256_loadu_si256((const __m256i *)(src + (b * 4 + g) * 64));
-            __m256i lo = _mm256_and_si256(x, low4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
-            __m256i dlo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast4(qg)), ones);
-            __m256i dhi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast4(qg + 4)), ones);
-            if (fours) {
-                if (one_row) {
-                    dlo = _mm256_sub_epi32(dlo, _mm256_mullo_epi32(zp, _mm256_set1_epi32(qsum(qg, 4))));
-                    dhi = _mm256_sub_epi32(dhi, _mm256_mullo_epi32(zp, _mm256_set1_epi32(qsum(qg + 4, 4))));
-                }
-                L[2 * g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo), s, L[2 * g]);
-                L[2 * g + 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi), s, L[2 * g + 1]);
-            } else {
-                __m256i d = _mm256_add_epi32(dlo, dhi);
-                if (one_row) d = _mm256_sub_epi32(d, _mm256_set1_epi32(8 * qsum(qg, 8)));
-                int l = pair_lane[b & 1][g];
-                L[l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, L[l]);
+#define SCALE(bb) _mm256_mul_ps(_mm256_set1_ps(sa[bb]), _mm256_loadu_ps(sbp + (bb) * MNB_PANEL))
+#define ZP(bb) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(zpp + (bb) * MNB_PANEL)))
+    const __m256i eight = _mm256_set1_epi32(8);
+    int64_t b = 0;
+    if (one_row && zpp) { /* zero points inside the dot, each block in 4-value groups */
+        for (; b < kb; b++) {
+            __m256i zp = ZP(b);
+            block_fours(src, q, gs, b, &zp, SCALE(b), low4, ones, L);
+        }
+    } else {
+        for (; b + 1 < kb; b += 2) {
+            block_eights(src, q, gs, b, one_row, SCALE(b), low4, ones, L, 0, 1, 4, 5);
+            block_eights(src, q, gs, b + 1, one_row, SCALE(b + 1), low4, ones, L, 2, 3, 6, 7);
+        }
+        if (b < kb) block_fours(src, q, gs, b, one_row ? &eight : NULL, SCALE(b), low4, ones, L);
+        if (!one_row) /* the zero points' product: -zp * scale_b times scale_a * sum(q) */
+            for (b = 0; b < kb; b++) {
+                __m256i zp = zpp ? ZP(b) : eight;
+                float sq = (float)(zpp ? -zs[b] : -zs[b] / 8);
+                __m256 zsb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), zp)),
+                                           _mm256_loadu_ps(sbp + b * MNB_PANEL));
+                Z = _mm256_fmadd_ps(_mm256_set1_ps(sa[b] * sq), zsb, Z);
             }
-        }
-        if (!one_row) { /* the zero points' product, -zp * scale_b by sum(q_a) * scale_a */
-            float sq = (float)(pk->zp ? -zs[b] : -zs[b] / 8);
-            __m256 zsb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), zp)), sb);
-            Z = _mm256_fmadd_ps(_mm256_set1_ps(sa[b] * sq), zsb, Z);
-        }
     }
+#undef SCALE
+#undef ZP
     __m256 fold = _mm256_add_ps(
         _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[1]), L[2]), L[3]),
         _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[4], L[5]), L[6]), L[7]));
     __m256 hs = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[4]), _mm256_add_ps(L[2], L[6])),
                               _mm256_add_ps(_mm256_add_ps(L[1], L[5]), _mm256_add_ps(L[3], L[7])));
+    const int64_t n4 = pk->N - pk->N % 4;
+    float *y = o->Y + m * o->ldy;
+    if (n0 + 8 <= n4 && !o->bias && one_row) { /* the common case: stored as it is */
+        _mm256_storeu_ps(y + n0, fold);
+        return;
+    }
     float f[8], r[8], z[8];
     _mm256_storeu_ps(f, fold);
     _mm256_storeu_ps(r, hs);
     _mm256_storeu_ps(z, Z);
-    const int64_t n4 = pk->N - pk->N % 4;
-    float *y = o->Y + m * o->ldy;
     for (int c = 0; c < 8 && n0 + c < pk->N; c++) {
         int64_t n = n0 + c;
         float v = n < n4 ? f[c] : r[c];
@@ -153,8 +291,7 @@ void mnb_pack_rows_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr
                         int64_t p0, int64_t p1, const mnb_out *o) {
     if (mnb_ort_order(pk)) {
         for (int64_t p = p0; p < p1; p++)
-            for (int r = 0; r < mr; r++)
-                for (int h = 0; h < 2; h++) ort_row_half(pk, qa, m0 + r, p, h, o);
+            for (int r = 0; r < mr; r++) ort_row(pk, qa, m0 + r, p, o);
         return;
     }
     for (int64_t p = p0; p < p1; p++)
@@ -197,8 +334,7 @@ void mnb_pack_tile_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_
                         int64_t p, uint8_t *u8, const mnb_out *o) {
     if (mnb_ort_order(pk)) { /* row by row from the packed nibbles */
         for (int64_t m = m0; m < m1; m++)
-            for (int j = 0; j < 2; j++)
-                for (int h = 0; h < 2; h++) ort_row_half(pk, qa, m, p + j, h, o);
+            for (int j = 0; j < 2; j++) ort_row(pk, qa, m, p + j, o);
         return;
     }
     const int64_t groups = pk->k_blocks * pk->block_size / 8;
