@@ -323,6 +323,20 @@ def rotary_cases(out):
               {"x": rnd((1, 4, 2 * 16), dt), "pos": rng.randint(0, 32, (3, 1, 4)).astype(np.int64),
                "cos": cos, "sin": sin}, ["y"], dt, num_heads=2, rotary_embedding_dim=8,
               mrope_section=[1, 2, 1], scale=2.0)
+    # float32 bit for bit (q and k feed the attention whose output MatMulNBits quantizes at
+    # accuracy_level 4): onnxruntime's rope is a c - b s and a s + b c, each one fused
+    # multiply-add onto the other product rounded
+    for inter in (0, 1):
+        cos, sin = base.rope_caches(64, 32, dt)
+        base.case(out, f"rotary_f32_exact_i{inter}", "RotaryEmbedding", ["x", "pos", "cos", "sin"],
+                  {"x": rnd((2, 5, 4 * 64), dt, 3), "pos": rng.randint(0, 64, (2, 5)).astype(np.int64),
+                   "cos": cos, "sin": sin}, ["y"], dt, (0.0, 0.0), num_heads=4, interleaved=inter)
+    cos, sin = base.rope_caches(40, 8, dt)
+    tp = np.tile((np.arange(5) + 3)[None, None], (3, 2, 1)).astype(np.int64)
+    base.case(out, "mrope_f32_exact_partial_text", "MRotaryEmbedding", ["x", "pos", "cos", "sin"],
+              {"x": rnd((2, 5, 4 * 64), dt, 3), "pos": tp, "cos": cos, "sin": sin}, ["y"], dt,
+              (0.0, 0.0), num_heads=4, rotary_embedding_dim=16, mrope_section=[3, 3, 2],
+              mrope_layout=1)
     cos, sin = base.rope_caches(300, 32, dt)
     base.case(out, "mrope_f32_long", "MRotaryEmbedding", ["x", "pos", "cos", "sin"],
               {"x": rnd((1, 200, 8 * 64), dt),

@@ -8,16 +8,20 @@
 
 #include "backends/native/kernels/kernel_util.h"
 
+#include <math.h>
+
 /* Rotates the first 2*half elements of x in place by the angles whose cosines and sines
  * are c[0..half) and s[0..half): pairs (x[j], x[j + half]), or (x[2j], x[2j + 1]) when
- * interleaved. */
+ * interleaved. As onnxruntime rotates (MLAS's rope kernel): a c - b s and a s + b c each
+ * as one fused multiply-add onto the other product rounded, so that q and k have its bits
+ * (they feed the attention whose output MatMulNBits quantizes at accuracy_level 4). */
 static inline void cpu_rope(float *x, const float *c, const float *s, int64_t half,
                            bool interleaved) {
     if (interleaved) {
         for (int64_t j = 0; j < half; j++) {
             float a = x[2 * j], b = x[2 * j + 1];
-            x[2 * j] = a * c[j] - b * s[j];
-            x[2 * j + 1] = a * s[j] + b * c[j];
+            x[2 * j] = fmaf(a, c[j], -(b * s[j]));
+            x[2 * j + 1] = fmaf(a, s[j], b * c[j]);
         }
     } else {
         int64_t j = 0;
@@ -25,18 +29,19 @@ static inline void cpu_rope(float *x, const float *c, const float *s, int64_t ha
             float a[8], b[8], ya[8], yb[8];
             for (int e = 0; e < 8; e++) a[e] = x[j + e], b[e] = x[j + half + e];
             for (int e = 0; e < 8; e++) {
-                ya[e] = a[e] * c[j + e] - b[e] * s[j + e];
-                yb[e] = a[e] * s[j + e] + b[e] * c[j + e];
+                ya[e] = fmaf(a[e], c[j + e], -(b[e] * s[j + e]));
+                yb[e] = fmaf(a[e], s[j + e], b[e] * c[j + e]);
             }
             for (int e = 0; e < 8; e++) x[j + e] = ya[e], x[j + half + e] = yb[e];
         }
         for (; j < half; j++) {
             float a = x[j], b = x[j + half];
-            x[j] = a * c[j] - b * s[j];
-            x[j + half] = a * s[j] + b * c[j];
+            x[j] = fmaf(a, c[j], -(b * s[j]));
+            x[j + half] = fmaf(a, s[j], b * c[j]);
         }
     }
 }
+
 
 /* Dot product with eight independent partial sums, so that it vectorizes without
  * reassociation flags. */
