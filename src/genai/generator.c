@@ -49,7 +49,8 @@ og_status *gen_generator_alloc(og_generator *g) {
     g->eos_tok = malloc(rows * sizeof *g->eos_tok);
     g->view = calloc(L, sizeof *g->view);
     if (!g->seq || !g->len || !g->fed || !g->start || !g->done || !g->logits || !g->work ||
-        !g->feed_ids || !g->feed_ids32 || !g->feed_forms || !g->pos_form || !g->form_len || !g->feed_pos || !g->feed_pos32 || !g->feed_mask ||
+        !g->feed_ids || !g->feed_ids32 || !g->feed_forms || !g->pos_form || !g->form_len ||
+        !g->feed_pos || !g->feed_pos32 || !g->feed_mask ||
         !g->feed_mask32 || !g->step_logits || !g->next || !g->pads || !g->prompt_len ||
         !g->eos_tok || !g->view)
         return og_oom();

@@ -264,18 +264,16 @@ og_status *gen_compute_logits(og_generator *g) {
     OG_TRY(ensure_staging(g, (size_t)g->rows * ((size_t)g->kv_len + (size_t)n + 1)));
     /* A prompt chunk of a model with state runs in two parts, keeping a snapshot before
      * its last token so that rewinding to the end of the prompt costs one token. */
+    run_spec rs = {.r0 = 0, .nr = g->rows, .n = n};
     if (m->snapshots && g->rows == 1 && n > 1) {
+        /* both parts take their tokens' forms in the whole prompt's run */
         run_spec a = {.run_len = n, .r0 = 0, .nr = 1, .n = n - 1};
         OG_TRY(run_rows(g, &a));
         advance(g, n - 1);
         OG_TRY(gen_snapshot_take(g));
-        run_spec b = {.run_len = n, .run_off = n - 1, .r0 = 0, .nr = 1, .n = 1};
-        OG_TRY(run_rows(g, &b));
-        advance(g, 1);
-        g->has_logits = true;
-        return NULL;
+        rs = (run_spec){.run_len = n, .run_off = n - 1, .r0 = 0, .nr = 1, .n = 1};
+        n = 1;
     }
-    run_spec rs = {.r0 = 0, .nr = g->rows, .n = n};
     OG_TRY(run_rows(g, &rs));
     advance(g, n);
     g->has_logits = true;

@@ -156,7 +156,7 @@ def check_package(build, work, t, init, prec):
     return compare_package(build, d, res)
 
 
-def compare_package(build, d, res, prec=None):
+def compare_package(build, d, res):
     """The comparisons above on the package in d; failures go into res (its "failures",
     and "against_ort" for those against onnxruntime), which it returns."""
     def fail(msg, against_ort=False):
@@ -164,7 +164,7 @@ def compare_package(build, d, res, prec=None):
         if against_ort:  # a disagreement with onnxruntime, not among our own paths
             res["against_ort"].append(msg)
     L = len(P) + NEW
-    prec = prec or res.get("precision", "")
+    prec = res["precision"]
     ok_p, ties_p, jp = parity(build, d, P)
     ok_r, ties_r, jr = parity(build, d, R)
     res["ties"] = len(ties_p) + len(ties_r)

@@ -154,15 +154,15 @@ static bool mnb_case(const bi_mnb *c, threadpool *pool) {
              * decode step's, a run's last of 128k + 1, mixed as a flat batch mixes them */
             uint8_t forms[BI_MAXM];
             for (int64_t i = 0; i < p.M; i++)
-                forms[i] = (uint8_t)(i % 3 == 0 ? KERNEL_ROW_ALONE
-                                                : i % 5 == 1 ? KERNEL_ROW_LAST : KERNEL_ROW_MANY);
+                forms[i] = (uint8_t)(i % 3 == 0 ? BACKEND_ROW_ALONE
+                                                : i % 5 == 1 ? BACKEND_ROW_LAST : BACKEND_ROW_MANY);
             int threads = threadpool_size(pool);
             void *w = aligned_alloc(64, (mnb_pack_work_size(pk, p.M, threads) + 127) / 64 * 64);
             mnb_pack_run(pool, pk, A, p.M, forms, bias, Y, w);
             free(w);
             for (int64_t i = 0; i < p.M && ok; i++) {
                 void *w1 = aligned_alloc(64, (mnb_pack_work_size(pk, 1, 1) + 127) / 64 * 64);
-                /* the row alone on the same pool (KERNEL_ROW_LAST's form depends on it) */
+                /* the row alone on the same pool (BACKEND_ROW_LAST's form depends on it) */
                 mnb_pack_run(pool, pk, A + i * c->K, 1, forms + i, bias, one, w1);
                 free(w1);
                 if (memcmp(one, Y + i * c->N, sizeof(float) * (size_t)c->N) != 0) {

@@ -80,9 +80,8 @@ struct kernel_ctx {
     kernel_shared_fn shared;        /* may be NULL: kernel_shared() then offers nothing */
     /* Per token row of the run (n_row_forms rows, in the flat order of a [batch,
      * sequence, ...] activation; NULL: not given), how onnxruntime would compute that
-     * token had it run alone: KERNEL_ROW_ALONE in a run of that one token, KERNEL_ROW_LAST
-     * as the last of a run of 128k + 1 tokens (k >= 1), else KERNEL_ROW_MANY
-     * (backends/backend.h's BACKEND_ROW_*). A kernel
+     * token had it run alone (backends/backend.h's BACKEND_ROW_*: ALONE in a run of that
+     * one token, LAST as the last of a run of 128k + 1 tokens, k >= 1, else MANY). A kernel
      * whose arithmetic onnxruntime varies with the rows of a call (MatMulNBits at
      * accuracy_level 4) computes each row in its own form, so that a token's bits do not
      * depend on what it is batched with. Where a node computes only selected rows, these
@@ -91,11 +90,6 @@ struct kernel_ctx {
     int64_t n_row_forms;
 };
 
-enum {
-    KERNEL_ROW_MANY = BACKEND_ROW_MANY,
-    KERNEL_ROW_ALONE = BACKEND_ROW_ALONE,
-    KERNEL_ROW_LAST = BACKEND_ROW_LAST,
-};
 
 /* Preparation of one node when its session opens (kernel_def.prepare). The executor
  * fills the first fields; prepare sets the results. Nodes are prepared in parallel

@@ -179,12 +179,10 @@ static float ort_output(const mnb_pack *pk, const mnb_qa *qa, const mnb_out *o, 
     if (o->bias) r += o->bias[n];
     if (one_row) return r;
     float z = 0.0f;
+    const float *sa = qa->scale + m * qa->s_stride;
     for (b = 0; b < kb; b++) {
-        const float *sa = qa->scale + m * qa->s_stride;
-        int32_t zs = qa->zsum[m * qa->s_stride + b]; /* -8 or -1 times sum(q) */
-        float qsum = (float)(pk->zp ? -zs : -zs / 8);
         float zsb = (float)-block_zp(pk, p, b, c) * pk->scales[(p * kb + b) * MNB_PANEL + c];
-        z = fmaf(sa[b] * qsum, zsb, z);
+        z = fmaf(sa[b] * (float)mnb_qa_block_sum(pk, qa, m, b), zsb, z);
     }
     return r + z;
 }

@@ -121,10 +121,17 @@ typedef struct mnb_qa {
     int64_t m1_from;
 } mnb_qa;
 
+/* sum(q) over block b of row m, from its zero-point term (-8 or -1 times it) */
+static inline int32_t mnb_qa_block_sum(const mnb_pack *pk, const mnb_qa *qa, int64_t m,
+                                       int64_t b) {
+    int32_t z = qa->zsum[m * qa->s_stride + b];
+    return pk->zp ? -z : -z / 8;
+}
+
 static inline bool mnb_one_row(const mnb_qa *qa, int64_t m) {
     if (qa->forms)
-        return qa->forms[m] == KERNEL_ROW_ALONE ||
-               (qa->forms[m] == KERNEL_ROW_LAST && qa->many_threads);
+        return qa->forms[m] == BACKEND_ROW_ALONE ||
+               (qa->forms[m] == BACKEND_ROW_LAST && qa->many_threads);
     return m >= qa->m1_from;
 }
 

@@ -74,8 +74,7 @@ static void row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p
 }
 
 /* ---- onnxruntime's order (matmul_nbits_pack.h) ---------------------------------------
- * Row m against half h (8 columns) of panel p: the eight lanes of the header are eight
- * vectors over the half's columns. */
+ * The eight lanes of the header are eight vectors over 8 columns (half a panel). */
 
 /* The dots of 8-value group g of block b for 8 columns: values 8g..8g+3 (lo) and
  * 8g+4..8g+7 (hi), raw weights. */
@@ -104,18 +103,34 @@ INLINE void block_fours(const uint8_t *src, const int8_t *q, const int32_t *gs, 
     }
 }
 
-/* Block b of a pair into lanes l0..l3 as 8-value groups, weights minus 8 when `minus8`. */
-INLINE void block_eights(const uint8_t *src, const int8_t *q, const int32_t *gs, int64_t b,
-                         bool minus8, __m256 s, __m256i low4, __m256i ones, __m256 *L, int l0,
-                         int l1, int l2, int l3) {
-    const int lane[4] = {l0, l1, l2, l3};
-    for (int g = 0; g < 4; g++) {
-        __m256i dlo, dhi;
-        group_dots(src, q, b, g, low4, ones, &dlo, &dhi);
-        __m256i d = _mm256_add_epi32(dlo, dhi);
-        if (minus8)
-            d = _mm256_sub_epi32(d, _mm256_set1_epi32(8 * (gs[b * 8 + 2 * g] + gs[b * 8 + 2 * g + 1])));
-        L[lane[g]] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, L[lane[g]]);
+/* The lanes' two reductions (matmul_nbits_pack.h): the first N - N % 4 columns' and the
+ * last N % 4's. */
+INLINE void lane_sums(const __m256 *L, __m256 *fold, __m256 *hs) {
+    *fold = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[1]), L[2]), L[3]),
+                          _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[4], L[5]), L[6]), L[7]));
+    *hs = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[4]), _mm256_add_ps(L[2], L[6])),
+                        _mm256_add_ps(_mm256_add_ps(L[1], L[5]), _mm256_add_ps(L[3], L[7])));
+}
+
+/* Stores 8 columns from n0 of row m: fold below N rounded down to 4, hs after, plus the
+ * bias, plus Z in the rows form (not one_row). */
+static void ort_store8(const mnb_pack *pk, const mnb_out *o, int64_t m, int64_t n0,
+                       __m256 fold, __m256 hs, __m256 Z, bool one_row) {
+    const int64_t n4 = pk->N - pk->N % 4;
+    float *y = o->Y + m * o->ldy;
+    if (n0 + 8 <= n4 && !o->bias && one_row) { /* the common case, as it is */
+        _mm256_storeu_ps(y + n0, fold);
+        return;
+    }
+    float f[8], r[8], z[8];
+    _mm256_storeu_ps(f, fold);
+    _mm256_storeu_ps(r, hs);
+    _mm256_storeu_ps(z, Z);
+    for (int c = 0; c < 8 && n0 + c < pk->N; c++) {
+        int64_t n = n0 + c;
+        float v = n < n4 ? f[c] : r[c];
+        if (o->bias) v += o->bias[n];
+        y[n] = one_row ? v : v + z[c];
     }
 }
 
@@ -130,7 +145,7 @@ static void ort_row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64
     const uint8_t *src = pk->B + p * pk->panel_bytes;
     const int8_t *q = qa->q + m * qa->q_stride;
     const float *sa = qa->scale + m * qa->s_stride;
-    const int32_t *gs = qa->gsum4 + m * (qa->q_stride / 4), *zs = qa->zsum + m * qa->s_stride;
+    const int32_t *gs = qa->gsum4 + m * (qa->q_stride / 4);
     const float *sbp = pk->scales + p * kb * MNB_PANEL;
     __m256 L[2][8];
     for (int l = 0; l < 8; l++) L[0][l] = L[1][l] = _mm256_setzero_ps();
@@ -170,17 +185,13 @@ static void ort_row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64
                         _mm256_mul_ps(_mm256_set1_ps(sa[b]), _mm256_loadu_ps(sbp + b * MNB_PANEL + 8 * h)),
                         low4, ones, L[h]);
     for (int h = 0; h < 2; h++) {
-        __m256 *A = L[h];
-        fold[h] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(A[0], A[1]), A[2]), A[3]),
-                                _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(A[4], A[5]), A[6]), A[7]));
-        hs[h] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(A[0], A[4]), _mm256_add_ps(A[2], A[6])),
-                              _mm256_add_ps(_mm256_add_ps(A[1], A[5]), _mm256_add_ps(A[3], A[7])));
+        lane_sums(L[h], &fold[h], &hs[h]);
         Z[h] = _mm256_setzero_ps();
     }
     if (minus8) return;
     const uint8_t *zpp = pk->zp ? pk->zp + p * kb * MNB_PANEL : NULL;
     for (b = 0; b < kb; b++) { /* the zero points' product: -zp * scale_b by scale_a * sum(q) */
-        __m256 a = _mm256_set1_ps(sa[b] * (float)(zpp ? -zs[b] : -zs[b] / 8));
+        __m256 a = _mm256_set1_ps(sa[b] * (float)mnb_qa_block_sum(pk, qa, m, b));
         for (int h = 0; h < 2; h++) {
             __m256i zp = zpp ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(zpp + b * MNB_PANEL + 8 * h)))
                              : eight;
@@ -191,100 +202,42 @@ static void ort_row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64
     }
 }
 
-static void ort_row_half(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p, int h,
-                         const mnb_out *o);
+/* The one-row form with zero points, half h of panel p: the zero point inside the dot,
+ * each block in 4-value groups. */
+static void ort_row_half_zp(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p, int h,
+                            const mnb_out *o) {
+    const int64_t kb = pk->k_blocks;
+    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const uint8_t *src = pk->B + p * pk->panel_bytes + 32 * h;
+    const int8_t *q = qa->q + m * qa->q_stride;
+    const float *sa = qa->scale + m * qa->s_stride;
+    const int32_t *gs = qa->gsum4 + m * (qa->q_stride / 4);
+    const float *sbp = pk->scales + p * kb * MNB_PANEL + 8 * h;
+    const uint8_t *zpp = pk->zp + p * kb * MNB_PANEL + 8 * h;
+    __m256 L[8], fold, hs;
+    for (int l = 0; l < 8; l++) L[l] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < kb; b++) {
+        __m256i zp = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(zpp + b * MNB_PANEL)));
+        block_fours(src, q, gs, b, &zp,
+                    _mm256_mul_ps(_mm256_set1_ps(sa[b]), _mm256_loadu_ps(sbp + b * MNB_PANEL)),
+                    low4, ones, L);
+    }
+    lane_sums(L, &fold, &hs);
+    ort_store8(pk, o, m, p * MNB_PANEL + 8 * h, fold, hs, _mm256_setzero_ps(), true);
+}
 
 /* Row m against panel p in onnxruntime's order, stored (matmul_nbits_pack.h). */
 static void ort_row(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
                     const mnb_out *o) {
     const bool one_row = mnb_one_row(qa, m);
-    if (one_row && pk->zp) { /* zero points inside the dot: half by half */
-        for (int h = 0; h < 2; h++) ort_row_half(pk, qa, m, p, h, o);
+    if (one_row && pk->zp) {
+        for (int h = 0; h < 2; h++) ort_row_half_zp(pk, qa, m, p, h, o);
         return;
     }
     __m256 fold[2], hs[2], Z[2];
     ort_row_panel(pk, qa, m, p, one_row, fold, hs, Z);
-    const int64_t n0 = p * MNB_PANEL, n4 = pk->N - pk->N % 4;
-    float *y = o->Y + m * o->ldy;
-    if (n0 + MNB_PANEL <= n4 && !o->bias && one_row) { /* the common case, as it is */
-        _mm256_storeu_ps(y + n0, fold[0]);
-        _mm256_storeu_ps(y + n0 + 8, fold[1]);
-        return;
-    }
-    float f[16], r[16], z[16];
-    for (int h = 0; h < 2; h++) {
-        _mm256_storeu_ps(f + 8 * h, fold[h]);
-        _mm256_storeu_ps(r + 8 * h, hs[h]);
-        _mm256_storeu_ps(z + 8 * h, Z[h]);
-    }
-    for (int c = 0; c < MNB_PANEL && n0 + c < pk->N; c++) {
-        int64_t n = n0 + c;
-        float v = n < n4 ? f[c] : r[c];
-        if (o->bias) v += o->bias[n];
-        y[n] = one_row ? v : v + z[c];
-    }
-}
-
-static void ort_row_half(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p, int h,
-                         const mnb_out *o) {
-    const int64_t kb = pk->k_blocks, n0 = p * MNB_PANEL + 8 * h;
-    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-    const uint8_t *src = pk->B + p * pk->panel_bytes + 32 * h;
-    const int8_t *q = qa->q + m * qa->q_stride;
-    const float *sa = qa->scale + m * qa->s_stride;
-    const int32_t *zs = qa->zsum + m * qa->s_stride, *gs = qa->gsum4 + m * (qa->q_stride / 4);
-    const float *sbp = pk->scales + p * kb * MNB_PANEL + 8 * h;
-    const uint8_t *zpp = pk->zp ? pk->zp + p * kb * MNB_PANEL + 8 * h : NULL;
-    const bool one_row = mnb_one_row(qa, m);
-    __m256 L[8], Z = _mm256_setzero_ps();
-    for (int l = 0; l < 8; l++) L[l] = _mm256_setzero_ps();
-#define SCALE(bb) _mm256_mul_ps(_mm256_set1_ps(sa[bb]), _mm256_loadu_ps(sbp + (bb) * MNB_PANEL))
-#define ZP(bb) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(zpp + (bb) * MNB_PANEL)))
-    const __m256i eight = _mm256_set1_epi32(8);
-    int64_t b = 0;
-    if (one_row && zpp) { /* zero points inside the dot, each block in 4-value groups */
-        for (; b < kb; b++) {
-            __m256i zp = ZP(b);
-            block_fours(src, q, gs, b, &zp, SCALE(b), low4, ones, L);
-        }
-    } else {
-        for (; b + 1 < kb; b += 2) {
-            block_eights(src, q, gs, b, one_row, SCALE(b), low4, ones, L, 0, 1, 4, 5);
-            block_eights(src, q, gs, b + 1, one_row, SCALE(b + 1), low4, ones, L, 2, 3, 6, 7);
-        }
-        if (b < kb) block_fours(src, q, gs, b, one_row ? &eight : NULL, SCALE(b), low4, ones, L);
-        if (!one_row) /* the zero points' product: -zp * scale_b times scale_a * sum(q) */
-            for (b = 0; b < kb; b++) {
-                __m256i zp = zpp ? ZP(b) : eight;
-                float sq = (float)(zpp ? -zs[b] : -zs[b] / 8);
-                __m256 zsb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), zp)),
-                                           _mm256_loadu_ps(sbp + b * MNB_PANEL));
-                Z = _mm256_fmadd_ps(_mm256_set1_ps(sa[b] * sq), zsb, Z);
-            }
-    }
-#undef SCALE
-#undef ZP
-    __m256 fold = _mm256_add_ps(
-        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[1]), L[2]), L[3]),
-        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[4], L[5]), L[6]), L[7]));
-    __m256 hs = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[4]), _mm256_add_ps(L[2], L[6])),
-                              _mm256_add_ps(_mm256_add_ps(L[1], L[5]), _mm256_add_ps(L[3], L[7])));
-    const int64_t n4 = pk->N - pk->N % 4;
-    float *y = o->Y + m * o->ldy;
-    if (n0 + 8 <= n4 && !o->bias && one_row) { /* the common case: stored as it is */
-        _mm256_storeu_ps(y + n0, fold);
-        return;
-    }
-    float f[8], r[8], z[8];
-    _mm256_storeu_ps(f, fold);
-    _mm256_storeu_ps(r, hs);
-    _mm256_storeu_ps(z, Z);
-    for (int c = 0; c < 8 && n0 + c < pk->N; c++) {
-        int64_t n = n0 + c;
-        float v = n < n4 ? f[c] : r[c];
-        if (o->bias) v += o->bias[n];
-        y[n] = one_row ? v : v + z[c];
-    }
+    for (int h = 0; h < 2; h++)
+        ort_store8(pk, o, m, p * MNB_PANEL + 8 * h, fold[h], hs[h], Z[h], one_row);
 }
 
 void mnb_pack_rows_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
