@@ -427,6 +427,31 @@ typedef struct og_generator_params {
     /* Set through og_generator_params_set_guidance (NULL: no guidance); borrowed. */
     const char *guidance_type;
     const char *guidance_data;
+    /* Speculative decoding by prompt lookup, onnxruntime-genai's options (its
+     * set_speculative_options names without the prefix). Drafts are verified in one run
+     * that gives every position a decode step's bits, and each token is still chosen as a
+     * plain step chooses it, so the output (greedy, or sampled with a seed) is plain
+     * decoding's, token for token; only the speed changes. Applies to batch_size 1
+     * without beams on a model whose cache can be cut back (KV only); elsewhere the
+     * options are accepted and decoding is plain. og_generator_get_speculative_stats says
+     * what happened. */
+    int speculative_ngram_size;        /* 0 (default): off. 2..16: a draft continues the
+                                          latest earlier occurrence of the last
+                                          ngram_size - 1 tokens (prompt and output) */
+    int speculative_max_draft_tokens;  /* 1..16 (default 4): the most drafted tokens one
+                                          verification checks */
+    int speculative_ngram_chained_lookup; /* 1: a draft that reaches the end of the
+                                          sequence goes on by looking up its own end */
+    int speculative_min_adaptive_k;    /* 0..16 (default 0). >0: verifications check at
+                                          least this many tokens (when the draft has them) */
+    int speculative_cooldown;          /* accepted for onnxruntime-genai's option; the cost
+                                          model below already steps plainly while drafts
+                                          fail */
+    int speculative_fixed_k;           /* 0 (default): a cost model (measured run times and
+                                          the running acceptance rate) picks how many
+                                          drafted tokens to verify, none when verifying
+                                          would be slower than a plain step. 1: always
+                                          max_draft_tokens (onnxruntime-genai's fixed K) */
 } og_generator_params;
 
 og_generator_params og_generator_params_default(const og_model *model);
@@ -458,6 +483,22 @@ og_generator_params og_generator_params_default(const og_model *model);
  * (its special tokens are never chosen under guidance). */
 og_status *og_generator_params_set_guidance(og_generator_params *params, const char *type,
                                             const char *data);
+
+/* What speculative decoding did in a generator (og_generator_params' speculative_*
+ * fields). A verification runs the pending token and `drafted` tokens of a draft once and
+ * keeps the drafted tokens the target agrees with, plus one token of its own. */
+typedef struct og_speculative_stats {
+    size_t struct_size;
+    int enabled;           /* speculation applies to this generator */
+    int64_t verifications; /* target runs that checked a draft */
+    int64_t drafted;       /* drafted tokens they checked */
+    int64_t accepted;      /* of which the target agreed with */
+    int64_t emitted;       /* tokens the verifications decided */
+    int64_t plain_steps;   /* one-token steps (no draft, or the cost model chose none) */
+    double acceptance;     /* the cost model's running estimate of a draft token's
+                              acceptance */
+} og_speculative_stats;
+og_status *og_generator_get_speculative_stats(const og_generator *gen, og_speculative_stats *out);
 
 /* Free with og_generator_destroy. */
 og_status *og_generator_create(og_model *model, const og_generator_params *params,

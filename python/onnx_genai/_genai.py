@@ -518,6 +518,48 @@ class GeneratorParams:
         lib.og_generator_params_set_guidance(ctypes.byref(self._p), t, d)
         self._guidance = (t, d)  # the C params borrow them until the Generator is made
 
+    def set_speculative_options(self, **options) -> None:
+        """Speculative decoding by prompt lookup, with onnxruntime-genai's option names:
+        ngram_size (0: off, 2..16: match the last ngram_size - 1 tokens),
+        max_draft_tokens (1..16), ngram_chained_lookup, min_adaptive_k (0..16: the fewest
+        tokens a verification checks), cooldown (accepted; the cost model steps plainly
+        while drafts fail), and fixed_k (ours: always max_draft_tokens instead of the cost
+        model's choice). The tokens are those of plain decoding (greedy, or sampled with
+        the same seed); it applies to batch_size 1 without beams on a model without
+        conv/recurrent state. Values are checked when the Generator is made."""
+        _set_speculative_options(self, options)
+
+    def get_speculative_options(self) -> dict[str, Any]:
+        """The speculative options as they stand (numbers as float, as
+        onnxruntime-genai returns them)."""
+        return _get_speculative_options(self)
+
+
+# set_speculative_options names (onnxruntime-genai's) -> (og_generator_params field, kind)
+_SPECULATIVE = {"ngram_size": ("speculative_ngram_size", "int"),
+                "max_draft_tokens": ("speculative_max_draft_tokens", "int"),
+                "ngram_chained_lookup": ("speculative_ngram_chained_lookup", "bool"),
+                "min_adaptive_k": ("speculative_min_adaptive_k", "int"),
+                "cooldown": ("speculative_cooldown", "bool"),
+                "fixed_k": ("speculative_fixed_k", "bool")}
+
+
+def _set_speculative_options(params: GeneratorParams, options: dict) -> None:
+    for name, value in options.items():
+        if name not in _SPECULATIVE:
+            raise InvalidArgumentError(f"unknown speculative option '{name}' (known: "
+                                       f"{', '.join(sorted(_SPECULATIVE))})")
+        field, kind = _SPECULATIVE[name]
+        setattr(params._p, field, _check_kind(name, value, kind))
+
+
+def _get_speculative_options(params: GeneratorParams) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, (field, kind) in _SPECULATIVE.items():
+        v = getattr(params._p, field)
+        out[name] = bool(v) if kind == "bool" else float(v)
+    return out
+
 
 def _check_kind(name: str, value, kind: str):
     if kind == "bool":
@@ -557,6 +599,23 @@ class Generator(_Owned):
         self._ids = ctypes.c_void_p()
         self._n = ctypes.c_size_t()
         self._out = (ctypes.byref(self._ids), ctypes.byref(self._n))  # made once: per token
+
+    def get_speculative_stats(self) -> dict[str, Any]:
+        """What speculative decoding did, under onnxruntime-genai's names: rounds
+        (verifications), draft_tokens_proposed / draft_tokens_accepted, tokens_emitted (by
+        the verifications), standard_fallback_steps (plain steps), acceptance_rate; and
+        enabled (whether it applies to this generator) and estimated_acceptance (the
+        cost model's running estimate)."""
+        st = _lib.SpeculativeStats()
+        st.struct_size = ctypes.sizeof(st)
+        with self._lock:
+            lib.og_generator_get_speculative_stats(self._handle().ptr, ctypes.byref(st))
+        return {"enabled": bool(st.enabled), "rounds": st.verifications,
+                "draft_tokens_proposed": st.drafted, "draft_tokens_evaluated": st.drafted,
+                "draft_tokens_accepted": st.accepted, "tokens_emitted": st.emitted,
+                "standard_fallback_steps": st.plain_steps,
+                "acceptance_rate": st.accepted / st.drafted if st.drafted else 0.0,
+                "estimated_acceptance": st.acceptance}
 
     def append_tokens(self, tokens) -> None:
         """Appends prompt tokens to every sequence and runs them through the model: a 1-D

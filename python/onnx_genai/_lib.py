@@ -124,7 +124,20 @@ class GeneratorParams(Structure):
                 ("num_beams", c_int), ("num_return_sequences", c_int),
                 ("length_penalty", c_float), ("early_stopping", c_int),
                 ("random_seed", c_int64), ("padded_batch", c_int),
+                ("all_logits", c_int), ("_guidance_type", c_void_p),
+                ("_guidance_data", c_void_p), ("speculative_ngram_size", c_int),
+                ("speculative_max_draft_tokens", c_int),
+                ("speculative_ngram_chained_lookup", c_int),
+                ("speculative_min_adaptive_k", c_int), ("speculative_cooldown", c_int),
+                ("speculative_fixed_k", c_int),
                 ("_spare", c_char * 256)]
+
+
+class SpeculativeStats(Structure):
+    """og_speculative_stats"""
+    _fields_ = [("struct_size", c_size_t), ("enabled", c_int), ("verifications", c_int64),
+                ("drafted", c_int64), ("accepted", c_int64), ("emitted", c_int64),
+                ("plain_steps", c_int64), ("acceptance", ctypes.c_double)]
 
 
 GENERATOR_PARAMS_KNOWN = GeneratorParams._spare.offset
@@ -297,6 +310,7 @@ _st("og_generator_get_next_tokens", P, PP, _SIZEP)
 _st("og_generator_rewind_to", P, c_size_t)
 _st("og_generator_get_logits", P, PP)
 _st("og_generator_get_output", P, c_char_p, PP)
+_st("og_generator_get_speculative_stats", P, POINTER(SpeculativeStats))
 
 # tokenizers
 _st("og_tokenizer_create", P, PP)

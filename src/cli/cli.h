@@ -87,4 +87,19 @@ int cli_guidance_arg(int argc, char **argv, int *i, cli_guidance *g);
 og_status *cli_guidance_set(const cli_guidance *g, og_generator_params *p);
 void cli_guidance_free(cli_guidance *g);
 
+/* --speculative ngram, --ngram N, --draft-tokens K, --ngram-chained, --draft-fixed
+ * (cli_speculative.c), for generate, run and bench. */
+typedef struct cli_speculative {
+    bool ngram_on, chained, fixed;
+    int ngram, draft_tokens;
+} cli_speculative;
+extern const char cli_speculative_usage[];
+void cli_speculative_init(cli_speculative *s);
+/* As cli_backend_arg. */
+int cli_speculative_arg(int argc, char **argv, int *i, cli_speculative *s);
+void cli_speculative_set(const cli_speculative *s, og_generator_params *p);
+/* One line of what speculation did (nothing when it was off). */
+#include <stdio.h>
+void cli_speculative_report(FILE *f, const og_generator *g);
+
 #endif

@@ -32,6 +32,7 @@ typedef struct opts {
     int threads;
     cli_backend be;
     cli_guidance guide;
+    cli_speculative spec;
     /* search options: set[] marks those given on the command line */
     og_generator_params p;
     bool set_max, set_min, set_sample, set_topk, set_topp, set_temp, set_seed, set_beams,
@@ -49,6 +50,7 @@ static const char generate_usage[] =
     "  --num-beams N, --num-return-sequences N\n"
     "  --repetition-penalty F, --no-repeat-ngram-size N\n"
     "  --threads N                compute threads (default: all cores)\n"
+    "%s"
     "%s"
     "%s"
     "  --json                     print {\"sequences\", \"text\", \"timing\"} instead of streaming\n"
@@ -128,10 +130,12 @@ int cli_parse_ids(const char *s, int32_t **ids, size_t *n) {
 
 static int parse_args(int argc, char **argv, opts *o) {
     cli_backend_init(&o->be);
+    cli_speculative_init(&o->spec);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int took = cli_backend_arg(argc, argv, &i, &o->be);
         if (!took) took = cli_guidance_arg(argc, argv, &i, &o->guide);
+        if (!took) took = cli_speculative_arg(argc, argv, &i, &o->spec);
         if (took) {
             if (took < 0) return -took;
             continue;
@@ -187,7 +191,7 @@ static int parse_args(int argc, char **argv, opts *o) {
             NEED_ARG();
             o->profile = argv[++i];
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(generate_usage, cli_backend_usage, cli_guidance_usage);
+            printf(generate_usage, cli_backend_usage, cli_guidance_usage, cli_speculative_usage);
             exit(0);
         } else if (a[0] != '-' && !o->model) {
             o->model = a;
@@ -304,6 +308,7 @@ int cli_generate(int argc, char **argv) {
     apply_overrides(&o, &p);
     p.batch_size = (int)batch;
     if ((st = cli_guidance_set(&o.guide, &p))) goto done;
+    cli_speculative_set(&o.spec, &p);
     if ((st = og_generator_create(model, &p, &gen))) goto done;
     /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
@@ -339,6 +344,7 @@ int cli_generate(int argc, char **argv) {
         }
     }
     double t_decode = now_s() - t2;
+    if (!o.json) cli_speculative_report(stderr, gen);
     if (o.profile && (st = og_model_profile_write(model, o.profile))) goto done;
     if (streaming) {
         const char *piece;

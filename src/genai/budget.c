@@ -1,4 +1,5 @@
 #include "genai/budget.h"
+#include "genai/speculative.h"
 
 #include "genai/model_internal.h"
 
@@ -183,6 +184,20 @@ og_status *gen_check_search_options(const og_generator_params *p) {
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: min_length %d and "
                          "no_repeat_ngram_size %d must be >= 0", p->min_length,
                          p->no_repeat_ngram_size);
+    if (p->speculative_ngram_size != 0 &&
+        (p->speculative_ngram_size < 2 || p->speculative_ngram_size > GEN_SPEC_MAX_DRAFT))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: speculative ngram_size is %d, "
+                         "expected 0 (off) or 2..%d", p->speculative_ngram_size,
+                         GEN_SPEC_MAX_DRAFT);
+    if (p->speculative_max_draft_tokens < 1 || p->speculative_max_draft_tokens > GEN_SPEC_MAX_DRAFT)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: speculative max_draft_tokens is %d, "
+                         "expected 1..%d", p->speculative_max_draft_tokens, GEN_SPEC_MAX_DRAFT);
+    if (p->speculative_min_adaptive_k < 0 || p->speculative_min_adaptive_k > GEN_SPEC_MAX_DRAFT)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: speculative min_adaptive_k is %d, "
+                         "expected 0..%d", p->speculative_min_adaptive_k, GEN_SPEC_MAX_DRAFT);
+    if (p->speculative_ngram_chained_lookup && !p->speculative_ngram_size)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: speculative ngram_chained_lookup "
+                         "needs ngram_size (2..%d)", GEN_SPEC_MAX_DRAFT);
     /* onnxruntime-genai accepts it and runs to max_length with EOS never allowed, a
      * length limit that contradicts itself; config.c refuses the same in search. */
     if (p->max_length > 0 && p->min_length > p->max_length)

@@ -94,6 +94,8 @@ void gen_generator_free(og_generator *g) {
     free(g->prompt_len);
     free(g->eos_tok);
     free(g->view);
+    free(g->spec);
+    free(g->spec_logits);
     gen_beam_free(g->beam);
     gen_guide_free(g);
     free(g);
@@ -154,6 +156,18 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
     if (st) {
         gen_generator_free(g);
         return st;
+    }
+    if (p.speculative_ngram_size > 0) {
+        gen_spec_options so = {.ngram = p.speculative_ngram_size - 1,
+                               .max_draft = p.speculative_max_draft_tokens,
+                               .chained = p.speculative_ngram_chained_lookup != 0,
+                               .min_k = p.speculative_min_adaptive_k,
+                               .adaptive = !p.speculative_fixed_k};
+        if (!(g->spec = malloc(sizeof *g->spec))) {
+            gen_generator_free(g);
+            return og_oom();
+        }
+        gen_spec_init(g->spec, &so);
     }
     uint64_t seed = p.random_seed >= 0 ? (uint64_t)p.random_seed
                                        : (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)g;
@@ -261,6 +275,139 @@ done:
     return st;
 }
 
+/* Chooses row r's next token from its logits as a step does: the guidance mask, the
+ * processors, then argmax or one draw from the seeded generator; the choice advances
+ * the row's matcher. */
+static og_status *choose_token(og_generator *g, int r, float *row, bool sample, int32_t *out) {
+    const og_model *m = g->m;
+    int V = m->vocab_size;
+    if (g->matchers) OG_TRY(gen_guide_mask(g, r, row));
+    process_row(g, r, row);
+    int32_t t = sample ? gen_sample(row, V, g->p.top_k, g->p.top_p, g->p.temperature, &g->rng,
+                                    g->work)
+                       : gen_argmax(row, V);
+    if (g->matchers) OG_TRY(gen_guide_take(g, r, row, &t));
+    *out = t;
+    return NULL;
+}
+
+/* Row r takes token t: an EOS stops it (not appended), anything else is appended and may
+ * reach the row's limit or close its grammar. Returns whether t was an EOS. */
+static bool take_token(og_generator *g, int r, int32_t t) {
+    g->next[r] = t;
+    if (is_eos(g->m, t)) {
+        g->done[r] = true;
+        return true;
+    }
+    g->seq[(size_t)r * g->max_len + g->len[r]] = t;
+    if (++g->len[r] >= gen_row_limit(g, r) || (g->matchers && gen_guide_closed(g, r)))
+        g->done[r] = true;
+    return false;
+}
+
+static bool sampling(const og_generator *g) {
+    return g->p.do_sample && g->p.top_k != 1 && g->p.temperature != 0;
+}
+
+/* ---- speculative decoding (speculative.h) ---------------------------------------------- */
+
+/* Whether the next step may verify a draft: a lone row whose only pending token is the
+ * one it last took, on a model whose cache can be cut back (no state). */
+static bool spec_applies(const og_generator *g) {
+    return g->spec && g->rows == 1 && !g->beam && g->m->compact && !g->m->snapshots &&
+           !g->done[0] && g->len[0] - g->fed[0] == 1;
+}
+
+/* Hands out the next token the last verification decided; the logits after it, when the
+ * verification computed them, become the current ones. */
+static og_status *spec_hand_out(og_generator *g) {
+    int j = g->spec_next++;
+    take_token(g, 0, g->spec_out[j]);
+    g->has_next = true;
+    g->has_logits = g->spec_next < g->spec_n_out;
+    if (g->has_logits) {
+        size_t V = (size_t)g->m->vocab_size;
+        memcpy(g->logits, g->spec_logits + (size_t)g->spec_next * V, V * sizeof *g->logits);
+    }
+    return NULL;
+}
+
+/* Verifies the k drafted tokens in spec_draft: one run of the pending token and the
+ * draft, then each next token chosen as a plain step would choose it, while the draft
+ * agrees. The cache keeps the positions whose tokens were kept. */
+static og_status *spec_verify(og_generator *g, int k) {
+    size_t V = (size_t)g->m->vocab_size;
+    if (!g->spec_logits &&
+        !(g->spec_logits = malloc((size_t)(GEN_SPEC_MAX_DRAFT + 1) * V * sizeof(float))))
+        return og_oom();
+    int L = g->len[0], limit = gen_row_limit(g, 0);
+    memcpy(g->seq + L, g->spec_draft, sizeof(int32_t) * (size_t)k);
+    g->len[0] = L + k;
+    double t0 = gen_spec_now();
+    og_status *st = gen_compute_steps(g, g->spec_logits);
+    double seconds = gen_spec_now() - t0;
+    g->len[0] = L;
+    OG_TRY(st);
+    bool sample = sampling(g);
+    int n = 0, accepted = 0;
+    for (int i = 0; i <= k; i++) {
+        /* the sequence as a plain step would see it: the tokens kept so far */
+        g->len[0] = L + i;
+        float *row = g->logits;
+        memcpy(row, g->spec_logits + (size_t)i * V, V * sizeof *row);
+        int32_t t;
+        if ((st = choose_token(g, 0, row, sample, &t))) break;
+        g->spec_out[n++] = t;
+        bool kept = i < k && t == g->spec_draft[i];
+        accepted += kept;
+        bool closed = g->matchers && gen_guide_closed(g, 0);
+        if (!kept || is_eos(g->m, t) || L + i + 1 >= limit || closed) break;
+    }
+    g->len[0] = L;
+    if (st) return st;
+    /* positions L - 1 .. L + n - 2 ran the kept tokens; the rest go */
+    int keep = L + n - 1;
+    if (g->fed[0] > keep) {
+        gen_kv_truncate(g, keep);
+        g->fed[0] = keep;
+        if (g->form_len[0] > keep) g->form_len[0] = keep;
+    }
+    gen_spec_verified(g->spec, k, accepted, n, seconds);
+    g->spec_n_out = n;
+    g->spec_next = 0;
+    return spec_hand_out(g);
+}
+
+/* Tokens a verification decided but did not hand out yet are dropped (an append or a
+ * rewind comes): the cache and the matchers go back to the sequence as it stands. */
+static og_status *spec_settle(og_generator *g) {
+    if (g->spec_next >= g->spec_n_out) return NULL;
+    g->spec_n_out = g->spec_next = 0;
+    if (g->fed[0] > g->len[0]) {
+        gen_kv_truncate(g, g->len[0]);
+        g->fed[0] = g->len[0];
+        if (g->form_len[0] > g->len[0]) g->form_len[0] = g->len[0];
+    }
+    return gen_guide_rewind(g, g->len[0]);
+}
+
+og_status *og_generator_get_speculative_stats(const og_generator *g, og_speculative_stats *out) {
+    if (!g || !out)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_get_speculative_stats: NULL");
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    if (!g->spec) return NULL;
+    const gen_spec_stats *s = &g->spec->stats;
+    out->enabled = g->rows == 1 && !g->beam && g->m->compact && !g->m->snapshots;
+    out->verifications = s->passes;
+    out->drafted = s->drafted;
+    out->accepted = s->accepted;
+    out->emitted = s->emitted;
+    out->plain_steps = s->plain_steps;
+    out->acceptance = g->spec->alpha;
+    return NULL;
+}
+
 og_status *og_generator_generate_next_token(og_generator *g) {
     if (!g) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_generate_next_token: NULL");
     if (og_generator_is_done(g))
@@ -269,12 +416,25 @@ og_status *og_generator_generate_next_token(og_generator *g) {
     if (g->len[0] == 0)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: append prompt tokens before "
                          "generating");
-    if (!g->has_logits) OG_TRY(gen_compute_logits(g));
+    if (g->spec_next < g->spec_n_out) return spec_hand_out(g);
+    double t0 = 0;
+    bool timed = false;
+    if (!g->has_logits) {
+        if (spec_applies(g)) {
+            int room = gen_row_limit(g, 0) - g->len[0] - 1;
+            int k = room > 0 ? gen_spec_plan(g->spec, g->seq, g->len[0], room, g->spec_draft) : 0;
+            if (k > 0) return spec_verify(g, k);
+            timed = true;
+            t0 = gen_spec_now();
+        }
+        OG_TRY(gen_compute_logits(g));
+    }
+    double seconds = timed ? gen_spec_now() - t0 : 0;
     g->has_logits = false;
     if (g->beam) return beam_step(g);
     const og_model *m = g->m;
     int V = m->vocab_size;
-    bool sample = g->p.do_sample && g->p.top_k != 1 && g->p.temperature != 0;
+    bool sample = sampling(g);
     int active = 0, eos_now = 0;
     for (int r = 0; r < g->rows; r++) {
         if (g->done[r]) {
@@ -282,24 +442,12 @@ og_status *og_generator_generate_next_token(og_generator *g) {
             continue;
         }
         active++;
-        float *row = g->logits + (size_t)r * V;
-        if (g->matchers) OG_TRY(gen_guide_mask(g, r, row));
-        process_row(g, r, row);
-        int32_t t = sample ? gen_sample(row, V, g->p.top_k, g->p.top_p, g->p.temperature,
-                                        &g->rng, g->work)
-                           : gen_argmax(row, V);
-        if (g->matchers) OG_TRY(gen_guide_take(g, r, row, &t));
-        g->next[r] = t;
-        if (is_eos(m, t)) {
-            g->done[r] = true;
-            eos_now++;
-            continue;
-        }
-        g->seq[(size_t)r * g->max_len + g->len[r]] = t;
-        if (++g->len[r] >= gen_row_limit(g, r) || (g->matchers && gen_guide_closed(g, r)))
-            g->done[r] = true;
+        int32_t t;
+        OG_TRY(choose_token(g, r, g->logits + (size_t)r * V, sample, &t));
+        eos_now += take_token(g, r, t);
     }
     g->has_next = true;
+    if (timed) gen_spec_plain_step(g->spec, g->next[0], seconds);
     /* The padded layout appends a step to every row unless it ended the generation with
      * every remaining row's EOS (onnxruntime-genai appends nothing then); a row that
      * stopped on EOS in an appended step keeps it. */
@@ -326,6 +474,7 @@ static og_status *append_rows(og_generator *g, const int32_t *const *rows, const
                               const size_t *pads) {
     const og_model *m = g->m;
     int B = g->p.batch_size, K = g->beam ? g->p.num_beams : 1;
+    OG_TRY(spec_settle(g));
     for (int b = 0; b < B; b++) {
         if (lens[b] == 0)
             return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: prompt %d has no tokens", b);
@@ -439,6 +588,7 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
     if (new_length > (size_t)g->len[0])
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: cannot rewind to %zu, the sequence "
                          "has %d tokens", new_length, g->len[0]);
+    OG_TRY(spec_settle(g));
     if (new_length == 0) {
         for (int r = 0; r < g->rows; r++) {
             g->len[r] = g->fed[r] = g->pads[r] = g->prompt_len[r] = g->form_len[r] = 0;

@@ -6,6 +6,7 @@
 #include "base/tensor.h"
 #include "genai/model.h"
 #include "genai/search.h"
+#include "genai/speculative.h"
 #include "genai/step.h"
 #include "guide/guide.h"
 
@@ -95,6 +96,15 @@ struct og_generator {
     uint32_t *gmask;          /* [guide_mask_words(vocab)] */
     bool guide_content;
     bool guide_can_stop;      /* some stop id is inside the vocabulary */
+    /* Speculative decoding (speculative.h), NULL when off: the drafter and its budget, the
+     * draft being verified, the tokens the last verification decided (handed out one per
+     * step from spec_next on) and the logits of every position it ran ([K + 1][vocab]),
+     * from which each handed-out token's successor logits are served. */
+    gen_spec *spec;
+    int32_t spec_draft[GEN_SPEC_MAX_DRAFT];
+    int32_t spec_out[GEN_SPEC_MAX_DRAFT + 1];
+    int spec_n_out, spec_next;
+    float *spec_logits;
 };
 
 /* The tokens row r may hold: max_length, less its padding in the padded layout. */
@@ -152,5 +162,9 @@ og_status *gen_guide_rewind(og_generator *g, int new_length);
 
 /* generator_run.c: runs the pending tokens of every row (prefill, decode, re-feed). */
 og_status *gen_compute_logits(og_generator *g);
+/* Runs the pending tokens of a lone row without state (a verification of drafted tokens)
+ * as one run that gives each position the bits of a one-token step, and writes every
+ * position's logits as float32 into out ([pending][vocab]). */
+og_status *gen_compute_steps(og_generator *g, float *out);
 
 #endif

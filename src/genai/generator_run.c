@@ -32,6 +32,9 @@ typedef struct run_spec {
     int r0, nr;   /* rows */
     int n;        /* new tokens per row */
     bool alone;   /* a row run alone from the empty cache (prompts of different lengths) */
+    bool as_steps; /* new positions take the form of one-token steps (a verification of
+                      drafted tokens, which must give a plain decode's bits) */
+    bool every_logit; /* every position's logits, whatever params.all_logits says */
 } run_spec;
 
 /* A row that has stopped takes part in a batched step without changing what it keeps. */
@@ -94,7 +97,9 @@ static void stage_forms(og_generator *g, const run_spec *rs) {
         uint8_t *pf = g->pos_form + (size_t)r * g->max_len;
         for (int i = 0; i < rs->n; i++) {
             int p = g->start[k] + i;
-            if (p >= g->form_len[r]) pf[p] = gen_step_form_in_run(rs->run_off + i, L);
+            if (p >= g->form_len[r])
+                pf[p] = rs->as_steps ? gen_step_form_in_run(0, 1)
+                                     : gen_step_form_in_run(rs->run_off + i, L);
             g->feed_forms[(size_t)k * rs->n + i] = pf[p];
         }
         if (g->start[k] + rs->n > g->form_len[r]) g->form_len[r] = g->start[k] + rs->n;
@@ -146,7 +151,7 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
     /* a one-token step of every row writes its logits into step_logits; a prompt whose
      * other positions' logits nobody asked for computes the last only */
     og_tensor into;
-    gen_step_logits lg = {.select = !g->p.all_logits && rs->n > 1};
+    gen_step_logits lg = {.select = !g->p.all_logits && !rs->every_logit && rs->n > 1};
     if (rs->n == 1 && rs->nr == g->rows) {
         int64_t ld[3] = {rs->nr, 1, m->vocab_size};
         og_tensor *v;
@@ -275,6 +280,25 @@ og_status *gen_compute_logits(og_generator *g) {
         n = 1;
     }
     OG_TRY(run_rows(g, &rs));
+    advance(g, n);
+    g->has_logits = true;
+    return NULL;
+}
+
+og_status *gen_compute_steps(og_generator *g, float *out) {
+    int n = g->len[0] - g->fed[0];
+    if (g->rows != 1 || n < 1 || g->m->snapshots)
+        return og_errorf(OG_ERR_RUNTIME, "generator: %d tokens of %d rows cannot run as steps",
+                         n, g->rows);
+    OG_TRY(ensure_staging(g, (size_t)g->kv_len + (size_t)n + 1));
+    run_spec rs = {.r0 = 0, .nr = 1, .n = n, .as_steps = true, .every_logit = true};
+    OG_TRY(run_rows(g, &rs));
+    const og_tensor *lt = g->last_logits;
+    int V = g->m->vocab_size;
+    size_t es = dtype_size(lt->dtype);
+    for (int i = 0; i < n; i++)
+        gen_logits_to_f32(lt->dtype, (const char *)lt->data + (size_t)i * V * es, (size_t)V,
+                          out + (size_t)i * V);
     advance(g, n);
     g->has_logits = true;
     return NULL;

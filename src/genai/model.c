@@ -682,6 +682,7 @@ og_generator_params og_generator_params_default(const og_model *m) {
     p.early_stopping = s ? s->early_stopping : 1;
     p.random_seed = s ? s->random_seed : -1;
     p.all_logits = 1;
+    p.speculative_max_draft_tokens = 4;
     if (p.batch_size < 1) p.batch_size = 1;
     return p;
 }

@@ -1,0 +1,87 @@
+/* Speculative decoding's drafting and its budget: which tokens to propose after a
+ * sequence, and how many are worth verifying.
+ *
+ * The generator (generator.c) verifies a draft by running the target once on the pending
+ * token and the K drafted ones with the forms of decode steps (step.h), so every
+ * position's logits are the bits a one-token step gives, and then chooses each next token
+ * exactly as a plain step would (guidance, processors, argmax or one draw from the seeded
+ * generator). A draft token is kept while it equals that choice. Drafts here are
+ * deterministic, so this is rejection sampling with a one-point proposal: a drafted d is
+ * accepted with the target's probability of d and a rejected one is replaced by a draw from
+ * the target without d. Output tokens, greedy or sampled, are those of plain decoding with
+ * the same seed, bit for bit.
+ *
+ * Drafting (gen_spec_draft): prompt lookup. The last `ngram` tokens of the sequence are
+ * looked for earlier in it (prompt and output alike); the latest earlier occurrence
+ * proposes the tokens that followed it. With chained lookup a draft that runs out (the
+ * match reached the end of the sequence) continues by looking up its own last tokens.
+ *
+ * The budget (gen_spec_plan): verifying K drafts costs one run of K + 1 tokens, which
+ * reads the weights once but computes K + 1 rows. The planner keeps a running estimate of
+ * the probability that a draft token is accepted and of the time of a run of n tokens
+ * (measured), and drafts the K that maximises expected tokens per second, 0 when no K
+ * beats a plain step. Drafts it does not verify are still scored against the tokens plain
+ * decoding then chooses ("shadow" drafts), so the estimate follows the text at no cost
+ * and speculation resumes when lookups start to hit. */
+#ifndef OG_GENAI_SPECULATIVE_H
+#define OG_GENAI_SPECULATIVE_H
+
+#include "base/status.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { GEN_SPEC_MAX_DRAFT = 16 };
+
+typedef struct gen_spec_options {
+    int ngram;        /* n-gram lookup: tokens matched (>= 1), 0: off */
+    int max_draft;    /* at most this many drafted tokens per verification */
+    bool chained;     /* a draft that runs out looks up its own end again */
+    int min_k;        /* a verification checks at least this many (when the draft has them) */
+    bool adaptive;    /* the budget picks K (otherwise always max_draft when a draft exists) */
+} gen_spec_options;
+
+typedef struct gen_spec_stats {
+    int64_t passes;       /* verification runs */
+    int64_t drafted;      /* tokens proposed to them */
+    int64_t accepted;     /* of which equal to the target's choice */
+    int64_t emitted;      /* tokens the verifications decided (accepted + one each) */
+    int64_t plain_steps;  /* one-token steps taken instead */
+    int64_t hist[GEN_SPEC_MAX_DRAFT + 1]; /* passes by number of accepted drafts */
+} gen_spec_stats;
+
+typedef struct gen_spec {
+    gen_spec_options o;
+    gen_spec_stats stats;
+    /* acceptance: an estimate of the probability that a draft token is accepted given
+     * that the ones before it were */
+    double alpha;
+    double succ, tries; /* decayed counts behind it */
+    /* seconds per run of n tokens (n = 1 .. max_draft + 1), running averages; 0 unknown */
+    double t_run[GEN_SPEC_MAX_DRAFT + 2];
+    /* the shadow draft: proposed but not verified, scored as the tokens come */
+    int32_t shadow[GEN_SPEC_MAX_DRAFT];
+    int n_shadow, shadow_at;
+} gen_spec;
+
+void gen_spec_init(gen_spec *s, const gen_spec_options *o);
+
+/* Up to max_k tokens that might follow seq[0..len), into out; returns how many. */
+int gen_spec_draft(const gen_spec_options *o, const int32_t *seq, int len, int max_k,
+                   int32_t *out);
+
+/* The number of tokens to verify after seq[0..len) (at most max_k), with the draft in
+ * out[0..K); 0: take a plain step (a draft, if any, becomes the shadow). */
+int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *out);
+
+/* A verification of k drafts ran in `seconds` and accepted `accepted` of them, deciding
+ * `emitted` tokens. */
+void gen_spec_verified(gen_spec *s, int k, int accepted, int emitted, double seconds);
+
+/* A plain step ran in `seconds` and chose token t (scored against the shadow draft). */
+void gen_spec_plain_step(gen_spec *s, int32_t t, double seconds);
+
+/* Monotonic seconds. */
+double gen_spec_now(void);
+
+#endif

@@ -1,0 +1,244 @@
+"""Speculative decoding by prompt lookup (set_speculative_options) never changes a token.
+
+Drafts are verified in one run that must give every position the bits of a one-token
+step, and each token is still chosen as a plain step chooses it, so with speculation the
+sequences are plain decoding's exactly: greedy, and sampled with the same seed (a one-point
+proposal makes rejection sampling draw the same token from the same random number). This
+holds on every package type (plain, int4 at accuracy levels 0 and 4, mixture of experts;
+state models and layouts that cannot be cut back decode plainly and say so), with
+max_length falling inside a drafted block, EOS, guidance, rewinds and appends in the
+middle of a verified block, and get_logits at every step equal bit for bit. Fixed K and
+chained lookup make the verifications happen (their count is asserted), and
+onnxruntime-genai 0.18 with the same n-gram options gives the same ids on the same
+prompt ids.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import BUILD, GPT2
+
+FIXED = dict(ngram_size=2, max_draft_tokens=6, ngram_chained_lookup=True, fixed_k=True)
+FIXED3 = dict(ngram_size=3, max_draft_tokens=4, fixed_k=True)
+
+
+def package(path):
+    if not os.path.isfile(os.path.join(path, "genai_config.json")):
+        pytest.skip(f"{path} is missing (the parity_packages / types_packages fixture did "
+                    "not make it)")
+    return path
+
+
+PARITY = ["stories260K-fp32", "stories260K-int4-acc0", "stories260K-int4-acc4",
+          "qwen2.5-0.5b-int4-acc0"]
+# KV-only types of the maker (speculation runs) and state / window ones (it must not)
+TYPES_ON = ["llama-fp32", "phi3-fp32", "qwen3-fp32", "gemma2-fp32-fullkv",
+            "gptoss-int4-fullkv", "chatglm-fp32", "granite-fp32"]
+TYPES_OFF = ["qwen3_5_text-int4", "lfm2-int4", "gemma2-fp32"]
+
+
+def prompt(vocab, n=24):
+    """A prompt with a repeated phrase, so that lookups find drafts from the start."""
+    phrase = [(7 * x + 3) % vocab for x in range(1, 6)]
+    return np.array((phrase * n)[:n], dtype=np.int32)
+
+
+def generate(og, model, ids, max_length, spec=None, sample_seed=None, steps=None,
+             logits=False, guidance=None):
+    p = og.GeneratorParams(model)
+    opts = dict(max_length=max_length)
+    if sample_seed is not None:
+        opts.update(do_sample=True, top_k=8, temperature=1.5, random_seed=sample_seed)
+    p.set_search_options(**opts)
+    if guidance:
+        p.set_guidance(*guidance)
+    if spec:
+        p.set_speculative_options(**spec)
+    g = og.Generator(model, p)
+    g.append_tokens(ids)
+    seen = []
+    while not g.is_done() and (steps is None or len(seen) < steps):
+        if logits and len(seen) % 3 == 2:
+            # (a step whose logits are asked for runs plainly: every third, so that
+            # verifications happen between and some asks land inside a verified block)
+            seen.append(np.array(g.get_logits()).copy())
+        else:
+            seen.append(None)
+        g.generate_next_token()
+    return g, list(g.get_sequence(0)), seen
+
+
+@pytest.mark.parametrize("name", PARITY + TYPES_ON + TYPES_OFF)
+def test_greedy_ids_equal_plain(og, name):
+    base = os.path.join(BUILD, "parity_packages" if name in PARITY else "type_packages", name)
+    m = og.Model(package(base))
+    ids = prompt(200)
+    _, plain, _ = generate(og, m, ids, 96)
+    for spec in (FIXED, dict(ngram_size=3, max_draft_tokens=4),
+                 dict(ngram_size=2, max_draft_tokens=16, ngram_chained_lookup=True, fixed_k=True)):
+        g, got, _ = generate(og, m, ids, 96, spec)
+        st = g.get_speculative_stats()
+        assert got == plain, f"{name} {spec}: {got} != {plain}"
+        if name in TYPES_OFF:
+            assert not st["enabled"] and st["rounds"] == 0, (name, st)
+        elif spec is FIXED:
+            assert st["enabled"] and st["rounds"] > 0, (name, st)
+            assert st["draft_tokens_accepted"] <= st["draft_tokens_proposed"]
+
+
+def stories(og):
+    return og.Model(package(os.path.join(BUILD, "parity_packages", "stories260K-fp32")))
+
+
+STORY = ("Once upon a time, there was a little girl named Lily. She loved to play with her "
+         "toys. One day, Lily went to the park. Once upon a time, there was a little")
+
+
+def story_ids(og, model):
+    """A text stories260K continues by repeating much of it (drafts hit)."""
+    return np.array(og.Tokenizer(model).encode(STORY), dtype=np.int32)
+
+
+def test_max_length_inside_drafted_block(og):
+    m = stories(og)
+    ids = story_ids(og, m)
+    for max_length in range(len(ids) + 1, len(ids) + 12):
+        _, plain, _ = generate(og, m, ids, max_length)
+        _, got, _ = generate(og, m, ids, max_length, FIXED)
+        assert got == plain and len(got) == max_length, max_length
+
+
+def test_eos_inside_drafted_block(og, tmp_path):
+    """Copies of stories260K whose EOS is a token the continuation holds: generation ends
+    on it wherever it falls in a verified block, and nothing after it is handed out."""
+    src = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
+    ids = story_ids(og, stories(og))
+    _, plain, _ = generate(og, stories(og), ids, 120)
+    candidates = list(dict.fromkeys(plain[len(ids):]))[:8]
+    rounds = 0
+    for eos in candidates:
+        d = tmp_path / f"eos{eos}"
+        d.mkdir()
+        for f in os.listdir(src):
+            if f != "genai_config.json":
+                os.link(os.path.join(src, f), d / f)
+        with open(os.path.join(src, "genai_config.json")) as f:
+            cfg = json.load(f)
+        cfg["model"]["eos_token_id"] = int(eos)
+        (d / "genai_config.json").write_text(json.dumps(cfg))
+        m = og.Model(str(d))
+        _, want, _ = generate(og, m, ids, 120)
+        g, got, _ = generate(og, m, ids, 120, FIXED)
+        assert got == want and len(want) < 120, eos
+        rounds += g.get_speculative_stats()["rounds"]
+    assert rounds > 0
+
+
+def test_logits_equal_at_every_step(og):
+    for name in ("stories260K-fp32", "stories260K-int4-acc4", "qwen2.5-0.5b-int4-acc0"):
+        m = og.Model(package(os.path.join(BUILD, "parity_packages", name)))
+        ids = story_ids(og, m) if name.startswith("stories") else prompt(300)
+        _, plain, lp = generate(og, m, ids, len(ids) + 60, logits=True)
+        g, got, ls = generate(og, m, ids, len(ids) + 60, FIXED3, logits=True)
+        assert got == plain and g.get_speculative_stats()["draft_tokens_accepted"] > 0, name
+        for k, (a, b) in enumerate(zip(lp, ls)):
+            assert np.array_equal(a, b), f"{name}: logits of step {k} differ"
+
+
+def test_sampling_same_draws(og):
+    """Same seed, same tokens: the first 40 sampled tokens of 30 seeds."""
+    m = stories(og)
+    ids = story_ids(og, m)
+    hits = 0
+    for seed in range(30):
+        _, plain, _ = generate(og, m, ids, len(ids) + 40, sample_seed=seed)
+        g, got, _ = generate(og, m, ids, len(ids) + 40, FIXED, sample_seed=seed)
+        assert got == plain, f"seed {seed}"
+        hits += g.get_speculative_stats()["draft_tokens_accepted"]
+    assert hits > 0, "no sampled draft was ever accepted: the case tests nothing"
+
+
+def test_rewind_and_append_in_a_verified_block(og):
+    """Rewinds and appends land between tokens of a block a verification decided."""
+    m = stories(og)
+    ids = story_ids(og, m)
+
+    def script(spec):
+        p = og.GeneratorParams(m)
+        p.set_search_options(max_length=200)
+        if spec:
+            p.set_speculative_options(**spec)
+        g = og.Generator(m, p)
+        g.append_tokens(ids)
+        out = []
+        for step in range(60):
+            g.generate_next_token()
+            if step in (7, 23):
+                n = len(g.get_sequence(0))
+                g.rewind_to(n - 3)
+            if step in (15, 40):
+                g.append_tokens(ids[:5])
+            out.append(list(g.get_sequence(0)))
+        return out, g
+
+    plain, _ = script(None)
+    got, g = script(FIXED)
+    assert got == plain
+    assert g.get_speculative_stats()["rounds"] > 0
+
+
+def test_guidance(og):
+    m = stories(og)
+    ids = story_ids(og, m)
+    guide = ("regex", "(the|a|one|dog|cat| )+")
+    _, plain, _ = generate(og, m, ids, 80, guidance=guide)
+    g, got, _ = generate(og, m, ids, 80, FIXED, guidance=guide)
+    assert got == plain
+
+
+def test_onnxruntime_genai_same_ids(og):
+    ort = pytest.importorskip("onnxruntime_genai")
+    for name in ("stories260K-fp32", "qwen2.5-0.5b-int4-acc0"):
+        path = package(os.path.join(BUILD, "parity_packages", name))
+        ids = prompt(300)
+        for spec in (dict(ngram_size=3, max_draft_tokens=4),
+                     dict(ngram_size=2, max_draft_tokens=8, ngram_chained_lookup=True)):
+            om = ort.Model(path)
+            p = ort.GeneratorParams(om)
+            p.set_search_options(max_length=120)
+            p.set_speculative_options(**spec)
+            g = ort.Generator(om, p)
+            g.append_tokens(ids)
+            while not g.is_done():
+                g.generate_next_token()
+            theirs = list(g.get_sequence(0))
+            assert g.get_speculative_stats()["rounds"] > 0
+            _, ours, _ = generate(og, og.Model(path), ids, 120, spec)
+            assert ours == theirs, f"{name} {spec}"
+
+
+def test_refusals(og):
+    m = stories(og)
+    for bad, what in ((dict(ngram_size=1), "ngram_size"), (dict(ngram_size=17), "ngram_size"),
+                      (dict(ngram_size=3, max_draft_tokens=0), "max_draft_tokens"),
+                      (dict(ngram_size=3, max_draft_tokens=17), "max_draft_tokens"),
+                      (dict(ngram_chained_lookup=True), "ngram_chained_lookup")):
+        p = og.GeneratorParams(m)
+        p.set_speculative_options(**bad)
+        with pytest.raises(og.InvalidArgumentError, match=what):
+            og.Generator(m, p)
+    p = og.GeneratorParams(m)
+    with pytest.raises(og.InvalidArgumentError, match="unknown speculative option"):
+        p.set_speculative_options(draft_model="x")
+    assert p.get_speculative_options()["max_draft_tokens"] == 4.0
+
+
+def test_layout_that_cannot_be_cut_decodes_plainly(og):
+    """gpt2's Attention masks shared columns: no speculation, the same tokens."""
+    m = og.Model(package(GPT2))
+    ids = prompt(1000)
+    _, plain, _ = generate(og, m, ids, 64)
+    g, got, _ = generate(og, m, ids, 64, FIXED)
+    assert got == plain and not g.get_speculative_stats()["enabled"]
