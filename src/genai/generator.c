@@ -96,6 +96,8 @@ void gen_generator_free(og_generator *g) {
     free(g->view);
     free(g->spec);
     free(g->spec_logits);
+    for (int i = 0; g->spec_state && i < g->m->n_cache; i++) free(g->spec_state[i]);
+    free(g->spec_state);
     gen_beam_free(g->beam);
     gen_guide_free(g);
     free(g);
@@ -314,8 +316,30 @@ static bool sampling(const og_generator *g) {
 /* Whether the next step may verify a draft: a lone row whose only pending token is the
  * one it last took, on a model whose cache can be cut back (no state). */
 static bool spec_applies(const og_generator *g) {
-    return g->spec && g->rows == 1 && !g->beam && g->m->compact && !g->m->snapshots &&
-           !g->done[0] && g->len[0] - g->fed[0] == 1;
+    return g->spec && g->rows == 1 && !g->beam && g->m->compact && !g->done[0] &&
+           g->len[0] - g->fed[0] == 1;
+}
+
+/* The cache and state back to `keep` fed positions after a verification ran past it: KV
+ * entries are cut; states (and window caches), which cannot be, go back to before the
+ * verification and run the kept tokens again. */
+static og_status *spec_cut(og_generator *g, int keep) {
+    if (g->fed[0] <= keep) return NULL;
+    if (g->m->snapshots) {
+        gen_fixed_load(g, g->spec_state);
+        gen_kv_truncate(g, g->spec_fed);
+        g->fed[0] = g->spec_fed;
+        int len = g->len[0];
+        g->len[0] = keep;
+        og_status *st = gen_compute_steps(g, NULL);
+        g->len[0] = len;
+        OG_TRY(st);
+    } else {
+        gen_kv_truncate(g, keep);
+        g->fed[0] = keep;
+    }
+    if (g->form_len[0] > keep) g->form_len[0] = keep;
+    return NULL;
 }
 
 /* Hands out the next token the last verification decided; the logits after it, when the
@@ -341,6 +365,12 @@ static og_status *spec_verify(og_generator *g, int k) {
         !(g->spec_logits = malloc((size_t)(GEN_SPEC_MAX_DRAFT + 1) * V * sizeof(float))))
         return og_oom();
     int L = g->len[0], limit = gen_row_limit(g, 0);
+    if (g->m->snapshots) { /* the state before the run, for spec_cut */
+        if (!g->spec_state && !(g->spec_state = calloc((size_t)g->m->n_cache, sizeof(void *))))
+            return og_oom();
+        OG_TRY(gen_fixed_save(g, g->spec_state));
+        g->spec_fed = g->fed[0];
+    }
     memcpy(g->seq + L, g->spec_draft, sizeof(int32_t) * (size_t)k);
     g->len[0] = L + k;
     double t0 = gen_spec_now();
@@ -365,13 +395,11 @@ static og_status *spec_verify(og_generator *g, int k) {
     }
     g->len[0] = L;
     if (st) return st;
-    /* positions L - 1 .. L + n - 2 ran the kept tokens; the rest go */
-    int keep = L + n - 1;
-    if (g->fed[0] > keep) {
-        gen_kv_truncate(g, keep);
-        g->fed[0] = keep;
-        if (g->form_len[0] > keep) g->form_len[0] = keep;
-    }
+    /* positions L - 1 .. L + n - 2 ran the kept tokens; the rest go (the time of the runs
+     * counts, not that of choosing, which plain steps spend too) */
+    double t1 = gen_spec_now();
+    OG_TRY(spec_cut(g, L + n - 1));
+    seconds += gen_spec_now() - t1;
     gen_spec_verified(g->spec, k, accepted, n, seconds);
     g->spec_n_out = n;
     g->spec_next = 0;
@@ -383,11 +411,7 @@ static og_status *spec_verify(og_generator *g, int k) {
 static og_status *spec_settle(og_generator *g) {
     if (g->spec_next >= g->spec_n_out) return NULL;
     g->spec_n_out = g->spec_next = 0;
-    if (g->fed[0] > g->len[0]) {
-        gen_kv_truncate(g, g->len[0]);
-        g->fed[0] = g->len[0];
-        if (g->form_len[0] > g->len[0]) g->form_len[0] = g->len[0];
-    }
+    OG_TRY(spec_cut(g, g->len[0]));
     return gen_guide_rewind(g, g->len[0]);
 }
 
@@ -398,7 +422,7 @@ og_status *og_generator_get_speculative_stats(const og_generator *g, og_speculat
     out->struct_size = sizeof *out;
     if (!g->spec) return NULL;
     const gen_spec_stats *s = &g->spec->stats;
-    out->enabled = g->rows == 1 && !g->beam && g->m->compact && !g->m->snapshots;
+    out->enabled = g->rows == 1 && !g->beam && g->m->compact;
     out->verifications = s->passes;
     out->drafted = s->drafted;
     out->accepted = s->accepted;

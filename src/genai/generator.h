@@ -105,6 +105,9 @@ struct og_generator {
     int32_t spec_out[GEN_SPEC_MAX_DRAFT + 1];
     int spec_n_out, spec_next;
     float *spec_logits;
+    /* a model with state: its fixed entries before the last verification, at spec_fed */
+    void **spec_state;
+    int spec_fed;
 };
 
 /* The tokens row r may hold: max_length, less its padding in the padded layout. */
@@ -136,6 +139,10 @@ void gen_kv_truncate(og_generator *g, int keep);
 /* Zero state (rows empty). */
 void gen_cache_reset(og_generator *g);
 og_status *gen_snapshot_take(og_generator *g);
+/* The entries that cannot be cut back (states, window caches) as they stand, copied into
+ * data[0..n_cache) (each allocated when NULL), and back (NULL: the empty state). */
+og_status *gen_fixed_save(const og_generator *g, void **data);
+void gen_fixed_load(og_generator *g, void *const *data);
 /* Restores the latest snapshot at or before `keep` (or the empty state); returns its
  * length. */
 int gen_snapshot_restore(og_generator *g, int keep);
@@ -162,9 +169,10 @@ og_status *gen_guide_rewind(og_generator *g, int new_length);
 
 /* generator_run.c: runs the pending tokens of every row (prefill, decode, re-feed). */
 og_status *gen_compute_logits(og_generator *g);
-/* Runs the pending tokens of a lone row without state (a verification of drafted tokens)
- * as one run that gives each position the bits of a one-token step, and writes every
- * position's logits as float32 into out ([pending][vocab]). */
+/* Runs the pending tokens of a lone row (a verification of drafted tokens) as one run
+ * that gives each position the bits of a one-token step, and writes every position's
+ * logits as float32 into out ([pending][vocab]); out NULL: the run is for the cache and
+ * state only (the last position's logits are computed, none is copied). */
 og_status *gen_compute_steps(og_generator *g, float *out);
 
 #endif

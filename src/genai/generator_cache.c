@@ -257,6 +257,24 @@ void gen_kv_truncate(og_generator *g, int keep) {
     g->kv_len = keep;
 }
 
+og_status *gen_fixed_save(const og_generator *g, void **data) {
+    for (int i = 0; i < g->m->n_cache; i++) {
+        if (!g->m->cache[i].fixed) continue;
+        if (!data[i] && !(data[i] = malloc(g->bytes[i]))) return og_oom();
+        memcpy(data[i], g->buf[g->cur[i]][i], g->bytes[i]);
+    }
+    return NULL;
+}
+
+void gen_fixed_load(og_generator *g, void *const *data) {
+    for (int i = 0; i < g->m->n_cache; i++) {
+        if (!g->m->cache[i].fixed) continue;
+        void *dst = g->buf[g->cur[i]][i];
+        if (data) memcpy(dst, data[i], g->bytes[i]);
+        else memset(dst, 0, g->bytes[i]);
+    }
+}
+
 og_status *gen_snapshot_take(og_generator *g) {
     const og_model *m = g->m;
     if (g->n_snaps == GEN_MAX_SNAPSHOTS) { /* the oldest goes */
@@ -269,12 +287,7 @@ og_status *gen_snapshot_take(og_generator *g) {
     s->data = calloc((size_t)m->n_cache, sizeof(void *));
     if (!s->data) return og_oom();
     g->n_snaps++;
-    for (int i = 0; i < m->n_cache; i++) {
-        if (!m->cache[i].fixed) continue;
-        if (!(s->data[i] = malloc(g->bytes[i]))) return og_oom();
-        memcpy(s->data[i], g->buf[g->cur[i]][i], g->bytes[i]);
-    }
-    return NULL;
+    return gen_fixed_save(g, s->data);
 }
 
 int gen_snapshot_restore(og_generator *g, int keep) {
@@ -292,13 +305,6 @@ int gen_snapshot_restore(og_generator *g, int keep) {
         g->snaps[w++] = g->snaps[s];
     }
     g->n_snaps = w;
-    for (int i = 0; i < g->m->n_cache; i++) {
-        if (!g->m->cache[i].fixed) continue;
-        void *dst = g->buf[g->cur[i]][i];
-        if (best >= 0)
-            memcpy(dst, g->snaps[best].data[i], g->bytes[i]);
-        else
-            memset(dst, 0, g->bytes[i]);
-    }
+    gen_fixed_load(g, best >= 0 ? g->snaps[best].data : NULL);
     return best >= 0 ? g->snaps[best].fed : 0;
 }

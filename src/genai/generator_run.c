@@ -35,6 +35,7 @@ typedef struct run_spec {
     bool as_steps; /* new positions take the form of one-token steps (a verification of
                       drafted tokens, which must give a plain decode's bits) */
     bool every_logit; /* every position's logits, whatever params.all_logits says */
+    bool last_logit;  /* only the last position's logits, whatever params.all_logits says */
 } run_spec;
 
 /* A row that has stopped takes part in a batched step without changing what it keeps. */
@@ -151,7 +152,8 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
     /* a one-token step of every row writes its logits into step_logits; a prompt whose
      * other positions' logits nobody asked for computes the last only */
     og_tensor into;
-    gen_step_logits lg = {.select = !g->p.all_logits && !rs->every_logit && rs->n > 1};
+    gen_step_logits lg = {.select = rs->n > 1 && (rs->last_logit ||
+                                                  (!g->p.all_logits && !rs->every_logit))};
     if (rs->n == 1 && rs->nr == g->rows) {
         int64_t ld[3] = {rs->nr, 1, m->vocab_size};
         og_tensor *v;
@@ -287,16 +289,17 @@ og_status *gen_compute_logits(og_generator *g) {
 
 og_status *gen_compute_steps(og_generator *g, float *out) {
     int n = g->len[0] - g->fed[0];
-    if (g->rows != 1 || n < 1 || g->m->snapshots)
+    if (g->rows != 1 || n < 1)
         return og_errorf(OG_ERR_RUNTIME, "generator: %d tokens of %d rows cannot run as steps",
                          n, g->rows);
     OG_TRY(ensure_staging(g, (size_t)g->kv_len + (size_t)n + 1));
-    run_spec rs = {.r0 = 0, .nr = 1, .n = n, .as_steps = true, .every_logit = true};
+    run_spec rs = {.r0 = 0, .nr = 1, .n = n, .as_steps = true, .every_logit = out != NULL,
+                   .last_logit = out == NULL};
     OG_TRY(run_rows(g, &rs));
     const og_tensor *lt = g->last_logits;
     int V = g->m->vocab_size;
     size_t es = dtype_size(lt->dtype);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; out && i < n; i++)
         gen_logits_to_f32(lt->dtype, (const char *)lt->data + (size_t)i * V * es, (size_t)V,
                           out + (size_t)i * V);
     advance(g, n);

@@ -5,7 +5,8 @@ step, and each token is still chosen as a plain step chooses it, so with specula
 sequences are plain decoding's exactly: greedy, and sampled with the same seed (a one-point
 proposal makes rejection sampling draw the same token from the same random number). This
 holds on every package type (plain, int4 at accuracy levels 0 and 4, mixture of experts;
-state models and layouts that cannot be cut back decode plainly and say so), with
+sliding windows, hybrids with conv and recurrent state; a layout whose KV columns are
+shared decodes plainly and says so), with
 max_length falling inside a drafted block, EOS, guidance, rewinds and appends in the
 middle of a verified block, and get_logits at every step equal bit for bit. Fixed K and
 chained lookup make the verifications happen (their count is asserted), and
@@ -33,10 +34,13 @@ def package(path):
 
 PARITY = ["stories260K-fp32", "stories260K-int4-acc0", "stories260K-int4-acc4",
           "qwen2.5-0.5b-int4-acc0"]
-# KV-only types of the maker (speculation runs) and state / window ones (it must not)
-TYPES_ON = ["llama-fp32", "phi3-fp32", "qwen3-fp32", "gemma2-fp32-fullkv",
-            "gptoss-int4-fullkv", "chatglm-fp32", "granite-fp32"]
-TYPES_OFF = ["qwen3_5_text-int4", "lfm2-int4", "gemma2-fp32"]
+# model types of the maker: KV only, sliding windows, mixtures of experts, and hybrids with
+# conv and recurrent state (their state goes back to before a verification and runs the
+# kept tokens again)
+TYPES_ON = ["llama-fp32", "phi3-fp32", "qwen3-fp32", "gemma2-fp32-fullkv", "gemma2-fp32",
+            "gptoss-int4-fullkv", "gptoss-int4", "chatglm-fp32", "granite-fp32",
+            "qwen3_5_text-int4", "qwen3_5_moe_text-int4", "lfm2-int4", "granitemoehybrid-fp32"]
+TYPES_OFF = []
 
 
 def prompt(vocab, n=24):
@@ -160,10 +164,16 @@ def test_sampling_same_draws(og):
     assert hits > 0, "no sampled draft was ever accepted: the case tests nothing"
 
 
-def test_rewind_and_append_in_a_verified_block(og):
-    """Rewinds and appends land between tokens of a block a verification decided."""
-    m = stories(og)
-    ids = story_ids(og, m)
+@pytest.mark.parametrize("name", ["stories260K-fp32", "qwen3_5_text-int4", "lfm2-int4"])
+def test_rewind_and_append_in_a_verified_block(og, name):
+    """Rewinds and appends land between tokens of a block a verification decided (on
+    hybrids the state goes back and the kept tokens run again)."""
+    if name.startswith("stories"):
+        m = stories(og)
+        ids = story_ids(og, m)
+    else:
+        m = og.Model(package(os.path.join(BUILD, "type_packages", name)))
+        ids = prompt(200)
 
     def script(spec):
         p = og.GeneratorParams(m)
