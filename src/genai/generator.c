@@ -98,6 +98,7 @@ void gen_generator_free(og_generator *g) {
     free(g->spec_logits);
     for (int i = 0; g->spec_state && i < g->m->n_cache; i++) free(g->spec_state[i]);
     free(g->spec_state);
+    free(g->steps_raw);
     gen_beam_free(g->beam);
     gen_guide_free(g);
     free(g);

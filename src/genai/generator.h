@@ -108,6 +108,8 @@ struct og_generator {
     /* a model with state: its fixed entries before the last verification, at spec_fed */
     void **spec_state;
     int spec_fed;
+    void *steps_raw;   /* gen_compute_steps' logits before conversion to float32 */
+    size_t steps_raw_bytes;
 };
 
 /* The tokens row r may hold: max_length, less its padding in the padded layout. */

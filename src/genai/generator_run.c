@@ -36,6 +36,8 @@ typedef struct run_spec {
                       drafted tokens, which must give a plain decode's bits) */
     bool every_logit; /* every position's logits, whatever params.all_logits says */
     bool last_logit;  /* only the last position's logits, whatever params.all_logits says */
+    void *logits_into; /* every position's logits go here ([nr, n, vocab] of the logits
+                          dtype), not into a tensor of their own */
 } run_spec;
 
 /* A row that has stopped takes part in a batched step without changing what it keeps. */
@@ -154,10 +156,12 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
     og_tensor into;
     gen_step_logits lg = {.select = rs->n > 1 && (rs->last_logit ||
                                                   (!g->p.all_logits && !rs->every_logit))};
-    if (rs->n == 1 && rs->nr == g->rows) {
-        int64_t ld[3] = {rs->nr, 1, m->vocab_size};
+    void *into_data = rs->logits_into && !lg.select ? rs->logits_into
+                      : rs->n == 1 && rs->nr == g->rows ? g->step_logits : NULL;
+    if (into_data) {
+        int64_t ld[3] = {rs->nr, rs->n, m->vocab_size};
         og_tensor *v;
-        OG_TRY(gen_step_view(m->logits.dtype, ld, 3, g->step_logits, &into, &v));
+        OG_TRY(gen_step_view(m->logits.dtype, ld, 3, into_data, &into, &v));
         lg.into = &into;
     }
     OG_TRY(gen_step_run(m, &g->io, &tk, &cache, &lg));
@@ -293,15 +297,22 @@ og_status *gen_compute_steps(og_generator *g, float *out) {
         return og_errorf(OG_ERR_RUNTIME, "generator: %d tokens of %d rows cannot run as steps",
                          n, g->rows);
     OG_TRY(ensure_staging(g, (size_t)g->kv_len + (size_t)n + 1));
+    /* float32 logits are written straight into out; others are converted from a buffer
+     * kept for the purpose (nothing is allocated per run either way) */
+    og_dtype dt = g->m->logits.dtype;
+    size_t V = (size_t)g->m->vocab_size, bytes = (size_t)n * V * dtype_size(dt);
+    if (out && dt != OG_FLOAT32 && bytes > g->steps_raw_bytes) {
+        void *b = realloc(g->steps_raw, bytes);
+        if (!b) return og_oom();
+        g->steps_raw = b;
+        g->steps_raw_bytes = bytes;
+    }
     run_spec rs = {.r0 = 0, .nr = 1, .n = n, .as_steps = true, .every_logit = out != NULL,
-                   .last_logit = out == NULL};
+                   .last_logit = out == NULL,
+                   .logits_into = !out ? NULL : dt == OG_FLOAT32 ? (void *)out : g->steps_raw};
     OG_TRY(run_rows(g, &rs));
-    const og_tensor *lt = g->last_logits;
-    int V = g->m->vocab_size;
-    size_t es = dtype_size(lt->dtype);
-    for (int i = 0; out && i < n; i++)
-        gen_logits_to_f32(lt->dtype, (const char *)lt->data + (size_t)i * V * es, (size_t)V,
-                          out + (size_t)i * V);
+    if (out && dt != OG_FLOAT32)
+        gen_logits_to_f32(dt, g->steps_raw, (size_t)n * V, out);
     advance(g, n);
     g->has_logits = true;
     return NULL;
