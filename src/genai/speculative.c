@@ -1,6 +1,8 @@
 /* Speculative decoding: prompt-lookup drafts and the verification budget (speculative.h). */
 #include "genai/speculative.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,17 +58,20 @@ static double expected_tokens(double a, int k) {
     return e;
 }
 
-/* The estimated seconds of a run of n tokens. */
+/* The estimated seconds of a run of n tokens: its measured average, else a step plus the
+ * measured cost of an extra token (averaged over the run lengths measured), else the
+ * prior's. */
 static double run_time(const gen_spec *s, int n) {
-    if (s->t_run[n] > 0) return s->t_run[n];
-    /* the slope per extra token from the longest measured run, else the prior */
-    double t1 = s->t_run[1], extra = PRIOR_EXTRA_PER_TOKEN;
-    for (int m = GEN_SPEC_MAX_DRAFT + 1; m > 1; m--)
-        if (s->t_run[m] > 0) {
-            extra = (s->t_run[m] / t1 - 1) / (m - 1);
-            break;
+    if (s->t_count[n] > 0) return s->t_run[n];
+    double t1 = s->t_run[1], slope = 0;
+    int m = 0;
+    for (int k = 2; k <= GEN_SPEC_MAX_DRAFT + 1; k++)
+        if (s->t_count[k] > 0) {
+            slope += (s->t_run[k] - t1) / (k - 1);
+            m++;
         }
-    return t1 * (1 + extra * (n - 1));
+    slope = m ? slope / m : PRIOR_EXTRA_PER_TOKEN * t1;
+    return t1 + slope * (n - 1);
 }
 
 static void record_tries(gen_spec *s, int accepted, bool rejected) {
@@ -77,10 +82,16 @@ static void record_tries(gen_spec *s, int accepted, bool rejected) {
     s->alpha = (s->succ + 0.5 * PRIOR_TRIES) / (s->tries + PRIOR_TRIES);
 }
 
+/* The first run of each length is not timed: it makes the length's plan (shapes,
+ * memory), which later runs reuse. */
 static void time_run(gen_spec *s, int n, double seconds) {
     if (seconds <= 0 || n > GEN_SPEC_MAX_DRAFT + 1) return;
+    if (!s->t_seen[n]) {
+        s->t_seen[n] = true;
+        return;
+    }
     double *t = &s->t_run[n];
-    *t = *t > 0 ? (1 - TIME_RATE) * *t + TIME_RATE * seconds : seconds;
+    *t = s->t_count[n]++ ? (1 - TIME_RATE) * *t + TIME_RATE * seconds : seconds;
 }
 
 int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *out) {
@@ -88,16 +99,24 @@ int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *
     int k = gen_spec_draft(&s->o, seq, len, max_k, out);
     if (k == 0 || !s->o.adaptive) return k;
     int best = 0;
-    if (s->t_run[1] > 0) { /* a plain step has been timed: compare rates */
+    if (s->t_count[1] > 0) { /* a plain step has been timed: compare rates */
         double best_rate = GAIN_NEEDED / s->t_run[1];
+        /* lengths from the floor: powers of two and the whole draft (each length a run
+         * makes costs a plan the first time) */
         int lo = s->o.min_k < 1 ? 1 : s->o.min_k < k ? s->o.min_k : k;
         for (int c = lo; c <= k; c++) {
+            if (c != lo && c != k && (c & (c - 1))) continue;
             double rate = expected_tokens(s->alpha, c) / run_time(s, c + 1);
             if (rate > best_rate) {
                 best_rate = rate;
                 best = c;
             }
         }
+    }
+    if (getenv("OG_SPEC_DEBUG")) {
+        fprintf(stderr, "plan k=%d best=%d alpha=%.3f t1=%.4f", k, best, s->alpha, s->t_run[1]);
+        for (int n = 2; n <= k + 1; n++) fprintf(stderr, " t%d=%.4f", n, run_time(s, n));
+        fprintf(stderr, "\n");
     }
     /* a plain step: the draft is scored as the shadow (unless one is being scored) */
     if (best == 0 && s->shadow_at >= s->n_shadow) {

@@ -57,8 +57,11 @@ typedef struct gen_spec {
      * that the ones before it were */
     double alpha;
     double succ, tries; /* decayed counts behind it */
-    /* seconds per run of n tokens (n = 1 .. max_draft + 1), running averages; 0 unknown */
+    /* seconds per run of n tokens (n = 1 .. max_draft + 1), running averages of t_count
+     * runs after the first (t_seen) */
     double t_run[GEN_SPEC_MAX_DRAFT + 2];
+    int t_count[GEN_SPEC_MAX_DRAFT + 2];
+    bool t_seen[GEN_SPEC_MAX_DRAFT + 2];
     /* the shadow draft: proposed but not verified, scored as the tokens come */
     int32_t shadow[GEN_SPEC_MAX_DRAFT];
     int n_shadow, shadow_at;
