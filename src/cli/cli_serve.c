@@ -32,15 +32,32 @@ static const char serve_usage[] =
     "  --threads N           compute threads (default: all cores)\n"
     "  --no-prefix-cache     do not reuse cached prompt blocks\n"
     "  --per-sequence        one generator per sequence instead of one shared batch\n"
-    "  --max-body SIZE       larger request bodies are answered 413 (8M)\n"
+    "  --max-body SIZE       larger request bodies are answered 413, on their Content-Length\n"
+    "                        before any of the body is read (8M)\n"
     "  --max-n N             largest n a request may ask for (16)\n"
-    "  --max-connections N   open connections at most, one thread each (512)\n";
+    "  --max-connections N   requests at once: connections in a handler, one thread each;\n"
+    "                        more are answered 503 (512)\n"
+    "  --max-per-address N   open connections from one client address (an IPv6 client: its\n"
+    "                        /64); more are answered 503 (256)\n"
+    "  --read-timeout SECS   a request's header must arrive whole within SECS of the\n"
+    "                        connection (else 408), and its body with no pause longer; also\n"
+    "                        how long an idle kept-alive connection stays open (10)\n"
+    "  --api-key KEY         every route but /health needs 'Authorization: Bearer KEY'\n"
+    "                        (else 401); the key is visible to other users in the process\n"
+    "                        list: prefer --api-key-file\n"
+    "  --api-key-file FILE   the same, the key being FILE's first line\n"
+    "  --cors-origin ORIGIN  let pages from ORIGIN (e.g. https://app.example.com) call the\n"
+    "                        server: preflights answered, Access-Control-Allow-Origin sent;\n"
+    "                        without it browsers keep other origins' pages out\n"
+    "  --template-file FILE  a chat template file instead of the package's (with -m)\n";
 /* after cli_backend_usage */
 static const char serve_usage_tail[] =
     "The engine batches over its paged KV cache on the native backend; a model on\n"
     "onnxruntime is served per sequence.\n"
     "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
-    "GET /metrics, POST /tokenize, POST /detokenize, and a chat page at /.\n"
+    "GET /metrics, POST /tokenize, POST /detokenize, and a chat page at /. POST bodies\n"
+    "are JSON (Content-Type: application/json, else 415) in UTF-8 (else 400).\n"
+    "Listening on an address other than loopback without an API key prints a warning.\n"
     "SIGINT or SIGTERM stops the server.\n";
 
 /* A whole number in [lo, hi], with an optional K/M/G suffix (powers of 1024) when sized. */
@@ -66,8 +83,42 @@ static int number(const char *flag, const char *v, long long lo, long long hi, b
     return 0;
 }
 
+/* The key in path's first line (white space around it dropped), malloc'd, or NULL after
+ * saying why. */
+static char *read_key(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cli_fail("serve: --api-key-file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char line[4096];
+    bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    char *a = line, *z = got ? line + strlen(line) : line;
+    while (a < z && strchr(" \t\r\n", *a)) a++;
+    while (z > a && strchr(" \t\r\n", z[-1])) z--;
+    if (z == a) {
+        cli_fail("serve: --api-key-file %s: its first line holds no key", path);
+        return NULL;
+    }
+    char *key = strndup(a, (size_t)(z - a));
+    if (!key) cli_fail("serve: out of memory");
+    return key;
+}
+
+/* A value that goes into an HTTP header as it is: printable, no white space. */
+static int header_safe(const char *flag, const char *v) {
+    if (!*v) return cli_fail("serve: %s: empty", flag);
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+            return cli_fail("serve: %s: the value holds a space or a character that is not "
+                            "printable ASCII", flag);
+    return 0;
+}
+
 int cli_serve(int argc, char **argv) {
     serve_options o = serve_options_default();
+    const char *key_file = NULL;
     cli_backend be;
     cli_backend_init(&be);
     for (int i = 1; i < argc; i++) {
@@ -98,7 +149,9 @@ int cli_serve(int argc, char **argv) {
                                              "--models-dir", "--models-memory", "--kv-memory", "--plan-memory",
                                              "--block-size", "--max-batch", "--max-queue",
                                              "--step-tokens", "--threads", "--max-body", "--max-n",
-                                             "--max-connections", NULL};
+                                             "--max-connections", "--max-per-address",
+                                             "--read-timeout", "--api-key", "--api-key-file",
+                                             "--cors-origin", "--template-file", NULL};
         bool known = false;
         for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
         if (!known) return cli_fail("serve: unknown option '%s' (see serve --help)", a);
@@ -122,14 +175,33 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-body")) { if (!(rc = number(a, v, 1, 1LL << 40, true, &x))) o.max_body = (size_t)x; }
         else if (!strcmp(a, "--max-n")) { if (!(rc = number(a, v, 1, 128, false, &x))) o.max_n = (int)x; }
         else if (!strcmp(a, "--max-connections")) { if (!(rc = number(a, v, 1, 65536, false, &x))) o.max_connections = (int)x; }
+        else if (!strcmp(a, "--max-per-address")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.max_per_address = (int)x; }
+        else if (!strcmp(a, "--read-timeout")) { if (!(rc = number(a, v, 1, 3600, false, &x))) o.read_timeout = (int)x; }
+        else if (!strcmp(a, "--api-key")) { if (!(rc = header_safe(a, v))) o.api_key = v; }
+        else if (!strcmp(a, "--api-key-file")) key_file = v;
+        else if (!strcmp(a, "--cors-origin")) { if (!(rc = header_safe(a, v))) o.cors_origin = v; }
+        else if (!strcmp(a, "--template-file")) o.template_file = v;
         if (rc) return rc;
     }
+    if (key_file && o.api_key) return cli_fail("serve: give one of --api-key and --api-key-file");
     if (!o.model_dir == !o.models_dir)
         return cli_fail("serve: give one of -m DIR and --models-dir DIR (see serve --help)");
     if (o.models_dir && o.model_name) return cli_fail("serve: --model-name goes with -m (with --models-dir the folder names are the names)");
+    if (o.models_dir && o.template_file) return cli_fail("serve: --template-file goes with -m (with --models-dir each package has its own)");
     int rc = cli_backend_check(&be);
     if (rc) return rc;
     cli_backend_model(&be, &o.model);
     o.model.num_threads = o.eng.threads; /* the sessions' compute threads */
-    return serve_main(&o);
+    char *key = NULL;
+    if (key_file) {
+        if (!(key = read_key(key_file))) return 1;
+        if ((rc = header_safe("--api-key-file", key))) {
+            free(key);
+            return rc;
+        }
+        o.api_key = key;
+    }
+    rc = serve_main(&o);
+    free(key);
+    return rc;
 }

@@ -16,7 +16,13 @@ typedef struct serve_options {
     const char *host;       /* numeric address to listen on (127.0.0.1) */
     int port;               /* 0: any free port (the one chosen is printed) */
     size_t max_body;        /* request bodies above this are refused with 413 */
-    int max_connections;    /* open connections at most (each has its own thread) */
+    int max_connections;    /* requests at once: connections handed to a thread each */
+    int max_per_address;    /* open connections from one client address (more get 503) */
+    int read_timeout;       /* seconds for a request's header to arrive whole (then 408),
+                               and at most between two reads of its body */
+    const char *api_key;    /* requests but /health need "Authorization: Bearer KEY" (NULL: none) */
+    const char *cors_origin; /* the one browser origin allowed to call (NULL: CORS off) */
+    const char *template_file; /* a chat template file instead of the package's (-m only) */
     int max_n;              /* largest `n` a request may ask for */
     eng_options eng;
     og_model_options model; /* every model opens with these: backend, threads */

@@ -1,19 +1,26 @@
 /* The HTTP side: libmicrohttpd with a thread per connection (a handler may block while
- * its answer is generated), request bodies gathered up to --max-body (a larger one is
- * read to its end and dropped, then answered 413, so the client sees the status rather
- * than a reset), routing, and the server's life: listen first (requests get 503 while
- * the model loads), serve until SIGINT/SIGTERM, then stop the connections before the
- * engine. */
+ * its answer is generated), fed by the gate (serve_gate.c), which owns the listening
+ * socket and hands over connections whose first request header has arrived whole. Here:
+ * what is checked once a request's header is in (CORS preflight, the API key, route and
+ * method, Content-Length against --max-body, the JSON content type), all answered before
+ * any of the body is read; bodies gathered up to --max-body (a chunked one that grows
+ * beyond is read to its end and dropped, then answered 413, so the client sees the status
+ * rather than a reset) and checked to be UTF-8; routing; and the server's life: listen
+ * first (requests get 503 while the model loads), serve until SIGINT/SIGTERM, then stop
+ * the gate, the connections, and the engine. */
 #include "serve/serve_internal.h"
 
 #include "base/status.h"
+#include "tokenizer/tok_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -27,6 +34,8 @@ serve_options serve_options_default(void) {
     o.port = 8080;
     o.max_body = 8u << 20;
     o.max_connections = 512;
+    o.max_per_address = 256;
+    o.read_timeout = 10;
     o.max_n = 16;
     o.eng = eng_options_default();
     o.model = og_model_options_default();
@@ -40,11 +49,16 @@ void srv_count(srv_server *s, srv_route r, int status) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* How long an answer may go without sending a byte before libmicrohttpd closes the
+ * connection: a streamed request waiting its turn in a long queue sends nothing. */
+enum { SRV_ANSWER_TIMEOUT_S = 600 };
+
 /* What one connection's current request has gathered. */
 typedef struct srv_conn {
     srv_buf body;
     size_t seen;
     bool too_large;
+    srv_reply early; /* an answer decided from the header alone (status 0: none) */
 } srv_conn;
 
 static srv_route route_of(const char *url) {
@@ -66,6 +80,22 @@ static const char *route_method(srv_route r) {
     }
 }
 
+int srv_reply_headers(const srv_server *s, const srv_reply *r, srv_header h[SRV_MAX_HEADERS],
+                      char retry[16]) {
+    int n = 0;
+    if (r->type) h[n++] = (srv_header){MHD_HTTP_HEADER_CONTENT_TYPE, r->type};
+    if (s->o.cors_origin) {
+        h[n++] = (srv_header){"Access-Control-Allow-Origin", s->o.cors_origin};
+        h[n++] = (srv_header){"Vary", "Origin"}; /* caches keep one answer per origin */
+    }
+    if (r->status == 401) h[n++] = (srv_header){"WWW-Authenticate", "Bearer"};
+    if (r->retry_after > 0) {
+        snprintf(retry, 16, "%d", r->retry_after);
+        h[n++] = (srv_header){MHD_HTTP_HEADER_RETRY_AFTER, retry};
+    }
+    return n;
+}
+
 static enum MHD_Result send_reply(srv_server *s, struct MHD_Connection *c, srv_route rt, srv_reply *r) {
     srv_count(s, rt, r->status);
     if (r->status == 499) { /* the client left: nothing to send, close */
@@ -81,23 +111,20 @@ static enum MHD_Result send_reply(srv_server *s, struct MHD_Connection *c, srv_r
             return MHD_NO;
         }
     }
-    if (r->type) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type);
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    srv_header h[SRV_MAX_HEADERS];
+    char retry[16];
+    int nh = srv_reply_headers(s, r, h, retry);
+    for (int i = 0; i < nh; i++) MHD_add_response_header(resp, h[i].name, h[i].value);
     if (r->stream) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-    }
-    if (r->retry_after > 0) {
-        char v[16];
-        snprintf(v, sizeof v, "%d", r->retry_after);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v);
     }
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     return ret;
 }
 
-static void health(srv_server *s, srv_reply *r) {
+void srv_health(srv_server *s, srv_reply *r) {
     cJSON *o = cJSON_CreateObject();
     int status = 200;
     if (s->multi) {
@@ -121,8 +148,102 @@ static void health(srv_server *s, srv_reply *r) {
     if (status == 503) r->retry_after = 5;
 }
 
+static bool json_route(srv_route r) {
+    return r == SRV_CHAT || r == SRV_COMPLETIONS || r == SRV_TOKENIZE || r == SRV_DETOKENIZE;
+}
+
+/* Byte-equal in a time that does not depend on where they differ, so that the key cannot
+ * be found a byte at a time by timing the 401s. */
+static bool same_secret(const char *a, size_t na, const char *b, size_t nb) {
+    unsigned char d = na != nb;
+    for (size_t i = 0; i < na; i++) d |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
+    return !d;
+}
+
+/* "Authorization: Bearer KEY" with the server's key. */
+static bool authorized(const srv_server *s, struct MHD_Connection *c) {
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!v || strncasecmp(v, "Bearer ", 7)) return false;
+    for (v += 7; *v == ' '; v++) {}
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+    return same_secret(v, n, s->o.api_key, strlen(s->o.api_key));
+}
+
+/* application/json, with at most a charset parameter that says UTF-8 (RFC 8259: JSON
+ * between systems is UTF-8). */
+static bool json_type(const char *v) {
+    if (!v) return false;
+    while (*v == ' ') v++;
+    if (strncasecmp(v, "application/json", 16)) return false;
+    v += 16;
+    while (*v == ' ' || *v == '\t') v++;
+    if (!*v) return true;
+    if (*v++ != ';') return false;
+    while (*v == ' ' || *v == '\t') v++;
+    if (strncasecmp(v, "charset=", 8)) return false;
+    v += 8;
+    if (*v == '"') v++;
+    if (strncasecmp(v, "utf-8", 5)) return false;
+    v += 5;
+    if (*v == '"') v++;
+    while (*v == ' ' || *v == '\t') v++;
+    return !*v;
+}
+
+/* What the header alone decides, before any of the body is read: false with r set to the
+ * answer. A preflight is answered whole here; the rest are refusals. */
+static bool admit(srv_server *s, struct MHD_Connection *c, srv_route rt, const char *url,
+                  const char *method, srv_reply *r) {
+    srv_error err;
+    if (!strcmp(method, "OPTIONS") && s->o.cors_origin) { /* a browser's CORS preflight */
+        r->status = 204;
+        return false;
+    }
+    if (s->o.api_key && rt != SRV_HEALTH && !authorized(s, c)) {
+        srv_fail(&err, 401, "", "a valid API key is needed: send the header 'Authorization: Bearer KEY' "
+                 "with the key this server was started with (--api-key)");
+        err.code = "invalid_api_key";
+        srv_reply_error(r, &err);
+        return false;
+    }
+    if (rt == SRV_OTHER) {
+        srv_fail(&err, 404, "", "Unknown route: %.16s %.200s", method, url);
+        srv_reply_error(r, &err);
+        return false;
+    }
+    bool allowed = !strcmp(method, route_method(rt)) ||
+                   (!strcmp(method, "HEAD") && !strcmp(route_method(rt), "GET"));
+    if (!allowed) {
+        srv_fail(&err, 405, "", "%.200s takes %s, not %.16s", srv_route_names[rt], route_method(rt),
+                 method);
+        srv_reply_error(r, &err);
+        return false;
+    }
+    const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length) {
+        errno = 0;
+        char *end;
+        unsigned long long n = strtoull(length, &end, 10);
+        if (!errno && end != length && n > s->o.max_body) {
+            srv_fail(&err, 413, "", "the request body has %llu bytes; this server takes at most %zu "
+                     "(--max-body)", n, s->o.max_body);
+            srv_reply_error(r, &err);
+            return false;
+        }
+    }
+    if (json_route(rt) &&
+        !json_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        srv_fail(&err, 415, "", "%s takes a JSON body: send the header 'Content-Type: application/json'",
+                 srv_route_names[rt]);
+        srv_reply_error(r, &err);
+        return false;
+    }
+    return true;
+}
+
 static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_route rt,
-                     const char *url, const char *method, srv_reply *r) {
+                     const char *url, srv_reply *r) {
     srv_error err;
     const char *body = k->body.p ? k->body.p : "";
     size_t len = k->body.n;
@@ -132,21 +253,16 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
         srv_reply_error(r, &err);
         return;
     }
-    if (rt == SRV_OTHER) {
-        srv_fail(&err, 404, "", "Unknown route: %.16s %.200s", method, url);
-        srv_reply_error(r, &err);
-        return;
-    }
-    bool allowed = !strcmp(method, route_method(rt)) ||
-                   (!strcmp(method, "HEAD") && !strcmp(route_method(rt), "GET"));
-    if (!allowed) {
-        srv_fail(&err, 405, "", "%.200s takes %s, not %.16s", srv_route_names[rt], route_method(rt),
-                 method);
-        srv_reply_error(r, &err);
-        return;
+    if (json_route(rt)) {
+        size_t ok = tok_utf8_valid_prefix(body, len);
+        if (ok < len) {
+            srv_fail(&err, 400, "", "the request body is not valid UTF-8 (byte %zu)", ok);
+            srv_reply_error(r, &err);
+            return;
+        }
     }
     switch (rt) {
-    case SRV_HEALTH: health(s, r); return;
+    case SRV_HEALTH: srv_health(s, r); return;
     case SRV_METRICS: srv_handle_metrics(s, r); return;
     case SRV_PAGE:
         r->status = 200;
@@ -169,15 +285,38 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
     }
 }
 
+/* A preflight's answer: the methods and headers a page from the one allowed origin may use. */
+static enum MHD_Result send_preflight(srv_server *s, struct MHD_Connection *c, srv_route rt) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    srv_reply r = {.status = 204};
+    srv_header h[SRV_MAX_HEADERS];
+    char retry[16];
+    int nh = srv_reply_headers(s, &r, h, retry);
+    for (int i = 0; i < nh; i++) MHD_add_response_header(resp, h[i].name, h[i].value);
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type, Authorization");
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    enum MHD_Result ret = MHD_queue_response(c, 204, resp);
+    MHD_destroy_response(resp);
+    srv_count(s, rt, 204);
+    return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **ctx) {
     srv_server *s = cls;
     srv_conn *k = *ctx;
-    if (!k) {
+    srv_route rt = route_of(url);
+    if (!k) { /* the header is in, none of the body read */
         if (!(k = calloc(1, sizeof *k))) return MHD_NO;
         *ctx = k;
-        return MHD_YES;
+        if (admit(s, c, rt, url, method, &k->early)) return MHD_YES;
+        /* Answered now: libmicrohttpd then reads no body and closes the connection
+         * after the answer when one was announced. */
+        if (k->early.status == 204) return send_preflight(s, c, rt);
+        return send_reply(s, c, rt, &k->early);
     }
     if (*upload_size) {
         k->seen += *upload_size;
@@ -189,36 +328,45 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    srv_route rt = route_of(url);
+    /* From here the connection waits on the answer, not the client: a request may wait
+     * its turn in the queue or a long prefill with nothing sent, which --read-timeout (a
+     * bound on the client) must not cut. on_completed puts it back. */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, SRV_ANSWER_TIMEOUT_S);
     srv_reply r = {0};
-    if (!strcmp(method, "OPTIONS")) { /* a browser's CORS preflight */
-        struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        if (!resp) return MHD_NO;
-        MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type, Authorization");
-        enum MHD_Result ret = MHD_queue_response(c, 204, resp);
-        MHD_destroy_response(resp);
-        srv_count(s, rt, 204);
-        return ret;
-    }
     if (k->body.oom) {
         srv_error err;
         srv_fail(&err, 500, "", "out of memory for the request body");
         srv_reply_error(&r, &err);
     } else {
-        dispatch(s, c, k, rt, url, method, &r);
+        dispatch(s, c, k, rt, url, &r);
     }
     return send_reply(s, c, rt, &r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
                          enum MHD_RequestTerminationCode why) {
+    srv_server *s = cls;
+    /* kept alive, the connection waits on its client again */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->o.read_timeout);
     srv_conn *k = *ctx;
     if (!k) return;
     srv_buf_free(&k->body);
     free(k);
     *ctx = NULL;
+}
+
+/* Every connection libmicrohttpd has came from the gate, which counts them by address. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+    srv_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_ctx = s;
+        srv_gate_started(s->gate);
+        return;
+    }
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (*socket_ctx && ci) srv_gate_released(s->gate, ci->client_addr);
+    *socket_ctx = NULL;
 }
 
 int serve_main(const serve_options *o) {
@@ -242,36 +390,55 @@ int serve_main(const serve_options *o) {
     struct sockaddr_in a4 = {0};
     struct sockaddr_in6 a6 = {0};
     struct sockaddr *addr;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    socklen_t addr_len;
+    bool loopback;
     if (inet_pton(AF_INET, o->host, &a4.sin_addr) == 1) {
         a4.sin_family = AF_INET;
         a4.sin_port = htons((uint16_t)o->port);
         addr = (struct sockaddr *)&a4;
+        addr_len = sizeof a4;
+        loopback = (ntohl(a4.sin_addr.s_addr) >> 24) == 127;
     } else if (inet_pton(AF_INET6, o->host, &a6.sin6_addr) == 1) {
         a6.sin6_family = AF_INET6;
         a6.sin6_port = htons((uint16_t)o->port);
         addr = (struct sockaddr *)&a6;
-        flags |= MHD_USE_IPv6;
+        addr_len = sizeof a6;
+        loopback = IN6_IS_ADDR_LOOPBACK(&a6.sin6_addr) ||
+                   (IN6_IS_ADDR_V4MAPPED(&a6.sin6_addr) && a6.sin6_addr.s6_addr[12] == 127);
     } else {
         fprintf(stderr, "onnx-genai serve: --host '%s' is not a numeric IPv4 or IPv6 address\n", o->host);
         goto out;
     }
     if (!models) goto out;
-    s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
-                                 MHD_OPTION_SOCK_ADDR, addr,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, 600u,
-                                 MHD_OPTION_END);
-    if (!s->daemon) {
-        fprintf(stderr, "onnx-genai serve: cannot listen on %s port %d (in use, or not an "
-                "address of this machine)\n", o->host, o->port);
+    if (!loopback && !o->api_key)
+        fprintf(stderr, "onnx-genai serve: warning: listening on %s, which other machines may reach, "
+                "without an API key: anyone who reaches it can use it (give --api-key or "
+                "--api-key-file)\n", o->host);
+    /* The gate owns the listening socket and hands libmicrohttpd whole request headers
+     * (serve_gate.c); libmicrohttpd's own limit is only a backstop above the gate's count,
+     * which it may briefly trail while a closed connection's thread ends. Its inactivity
+     * timeout (set per connection: SRV_ANSWER_TIMEOUT_S while an answer is made) bounds
+     * a stalled body and an idle kept-alive connection. */
+    s->gate = srv_gate_open(s, addr, addr_len);
+    if (!s->gate) {
+        fprintf(stderr, "onnx-genai serve: cannot listen on %s port %d: %s\n", o->host, o->port,
+                strerror(errno));
         goto out;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    int port = di ? di->port : o->port;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                                 MHD_OPTION_CONNECTION_LIMIT, 2u * (unsigned)o->max_connections + 16u,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->read_timeout,
+                                 MHD_OPTION_END);
+    if (!s->daemon || !srv_gate_start(s->gate)) {
+        fprintf(stderr, "onnx-genai serve: cannot start the HTTP server\n");
+        goto out;
+    }
     printf(strchr(o->host, ':') ? "listening on http://[%s]:%d\n" : "listening on http://%s:%d\n",
-           o->host, port);
+           o->host, srv_gate_port(s->gate));
     fflush(stdout);
 
     if (!s->multi) {
@@ -310,7 +477,9 @@ int serve_main(const serve_options *o) {
     rc = 0;
 out:
     atomic_store(&s->stopping, true); /* handlers waiting on the engine give up */
+    srv_gate_stop(s->gate); /* nothing more is handed over */
     if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_gate_free(s->gate); /* after the daemon: its closing connections report to the gate */
     if (s->models) srv_models_free(s);
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -1,5 +1,7 @@
 /* The server's private state, shared by its files:
- *   serve_http.c     libmicrohttpd: connections, bodies, routing, responses, shutdown
+ *   serve_gate.c     the front door: accepts, waits for whole request headers, limits
+ *                    connections per address, answers /health, hands the rest over
+ *   serve_http.c     libmicrohttpd: access checks, bodies, routing, responses, shutdown
  *   serve_params.c   OpenAI request bodies -> srv_params (every parameter checked)
  *   serve_job.c      one request's choices on the engine: tokens -> text, stop strings
  *   tool_calls.c     tool calls in an answer: the template's format, parsed as it streams
@@ -8,7 +10,8 @@
  *   page.html        the chat page at / (compiled in as serve_page.c by the build)
  *   serve_buf.c      a growable byte buffer
  *
- * Threads: libmicrohttpd runs one thread per connection; a handler parses, submits to
+ * Threads: the gate's thread owns connections until their first request header is
+ * whole; libmicrohttpd then runs one thread per connection; a handler parses, submits to
  * the engine (whose own thread runs the steps) and waits on its requests, or, for a
  * stream, returns a response whose reader callback waits and writes events as they come.
  * A handler that sees its client gone cancels its engine requests. */
@@ -29,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* ---- errors ------------------------------------------------------------------------ */
 
@@ -84,9 +88,12 @@ typedef enum srv_route {
 
 extern const char *const srv_route_names[SRV_ROUTES];
 
+typedef struct srv_gate srv_gate;
+
 typedef struct srv_server {
     serve_options o;
     struct MHD_Daemon *daemon;
+    srv_gate *gate;
     srv_model *models;
     int n_models;
     bool multi;              /* --models-dir */
@@ -116,6 +123,21 @@ void srv_release(srv_server *s, srv_model *m);
 int srv_model_state(srv_server *s, srv_model *m);
 
 void srv_count(srv_server *s, srv_route r, int status);
+
+/* ---- the front door (serve_gate.c) ----------------------------------------------------- */
+
+/* Listens on addr (the socket is open when this returns; NULL with errno set when it
+ * cannot be). Nothing is accepted before srv_gate_start, which needs s->daemon. */
+srv_gate *srv_gate_open(srv_server *s, const struct sockaddr *addr, socklen_t addr_len);
+int srv_gate_port(const srv_gate *g); /* the port bound (the one chosen for port 0) */
+bool srv_gate_start(srv_gate *g);
+/* Stops accepting and closes the connections still waiting for their headers (before
+ * libmicrohttpd stops: no connection is handed to a stopping daemon). */
+void srv_gate_stop(srv_gate *g);
+void srv_gate_free(srv_gate *g); /* stops it first; NULL: nothing */
+/* libmicrohttpd's connection notifications: one handed over has started, one has closed. */
+void srv_gate_started(srv_gate *g);
+void srv_gate_released(srv_gate *g, const struct sockaddr *client);
 
 /* ---- requests ------------------------------------------------------------------------ */
 
@@ -232,6 +254,18 @@ typedef struct srv_reply {
     int retry_after;
     struct MHD_Response *stream; /* set instead of body for a stream */
 } srv_reply;
+
+/* The headers an answer carries besides its status line, length and body, the same
+ * whether libmicrohttpd or the gate writes it: Content-Type, Retry-After (its value in
+ * retry), the CORS headers with --cors-origin. Returns how many it wrote to h. */
+enum { SRV_MAX_HEADERS = 8 };
+typedef struct srv_header {
+    const char *name, *value;
+} srv_header;
+int srv_reply_headers(const srv_server *s, const srv_reply *r, srv_header h[SRV_MAX_HEADERS],
+                      char retry[16]);
+/* GET /health's answer. */
+void srv_health(srv_server *s, srv_reply *r);
 
 void srv_reply_error(srv_reply *r, const srv_error *e);
 void srv_reply_json(srv_reply *r, int status, cJSON *j); /* takes j */

@@ -147,13 +147,18 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
         fprintf(stderr, "onnx-genai serve: %s: warning: %s\n", m->dir,
                 og_model_warning(m->model, i));
     if (!st) st = og_tokenizer_create(m->model, &m->tok);
-    if (!st) {
+    if (!st && s->o.template_file) {
+        /* given explicitly: one that cannot be read or parsed fails the start */
+        st = og_chat_template_open(s->o.template_file, &m->tpl);
+    } else if (!st) {
         og_status *ts = og_chat_template_create(m->model, &m->tpl);
         if (ts) { /* completions still work; chat says why not */
             snprintf(m->tpl_error, sizeof m->tpl_error, "%s", og_status_message(ts));
             og_status_free(ts);
             m->tpl = NULL;
         }
+    }
+    if (!st) {
         m->tools_fmt = m->tpl ? tc_detect(m->tpl, tc_tokenizer_has, m->tok, &m->tool_args_object) : TC_NONE;
         const char *const *mk = tc_format_markers(m->tools_fmt);
         for (int i = 0; i < TC_MAX_MARKERS; i++) m->tool_marker_ids[i] = -1;

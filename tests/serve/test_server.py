@@ -567,7 +567,8 @@ def case_errors(build, pkgs):
         expect_error(s, "a wrong method", 405, C, method="GET")
         expect_error(s, "detokenize an id out of range", 400, "/detokenize", {"tokens": [1, -4]}, param="tokens")
         expect_error(s, "tokenize without prompt", 400, "/tokenize", {}, param="prompt")
-        expect_error(s, "a 100 MB body", 413, C, raw=b"x" * (100 << 20))
+        # a body above --max-body is refused on its Content-Length before it is read, so a
+        # client that sends it anyway meets a closed connection: test_guard.py's hostile case
         # odd bytes inside strings: an answer or a 400, never a crash
         st, _, _, _ = s.request("POST", P, raw=b'{"prompt": "\xff\xfe\x00abc", "max_tokens": 3}')
         check(st in (200, 400), f"invalid UTF-8 in a prompt: {st}")
@@ -1623,23 +1624,28 @@ def case_ignore_eos(build, pkgs):
         s.stop()
 
 
-def main():
-    if len(sys.argv) != 4:
-        print(__doc__)
+def run(cases, doc):
+    """Runs the case the command line names (BUILD_DIR PACKAGES_DIR CASE), one of cases;
+    returns the exit status. test_guard.py runs its cases through it too."""
+    if len(sys.argv) != 4 or sys.argv[3] not in cases:
+        print(doc)
         return 2
     build, pkgs, case = sys.argv[1:]
     if not os.path.exists(os.path.join(pkgs, "stories260K", "genai_config.json")):
         print(f"SKIP: {pkgs} has no packages (serve_packages did not write them)")
         return SKIP
-    cases = {"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
-             "loading": case_loading, "page": case_page, "models": case_models,
-             "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid,
-             "nul": case_nul, "ignore_eos": case_ignore_eos, "guidance": case_guidance}
     rc = cases[case](build, pkgs)
     if rc == SKIP:
         return SKIP
     print(f"{case}: {len(FAILS)} failed")
     return 1 if FAILS else 0
+
+
+def main():
+    return run({"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
+                "loading": case_loading, "page": case_page, "models": case_models,
+                "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid,
+                "nul": case_nul, "ignore_eos": case_ignore_eos, "guidance": case_guidance}, __doc__)
 
 
 if __name__ == "__main__":
