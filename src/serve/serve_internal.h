@@ -123,6 +123,9 @@ void srv_release(srv_server *s, srv_model *m);
 int srv_model_state(srv_server *s, srv_model *m);
 
 void srv_count(srv_server *s, srv_route r, int status);
+/* A number no other call in this process returns, and random across processes (getrandom
+ * seeds it): ids of responses and tool calls, the seed of a request that gives none. */
+uint64_t srv_unique64(srv_server *s);
 
 /* ---- the front door (serve_gate.c) ----------------------------------------------------- */
 

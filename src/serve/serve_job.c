@@ -9,11 +9,35 @@
 #include "serve/serve_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
+
+/* ---- unique numbers: response and tool-call ids, the seed of a request without one ---- */
+
+static uint64_t id_base;
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+
+static void id_base_init(void) {
+    if (getrandom(&id_base, sizeof id_base, 0) == (ssize_t)sizeof id_base) return;
+    struct timespec t; /* no entropy source: the clock and the process make it differ */
+    clock_gettime(CLOCK_REALTIME, &t);
+    id_base = (uint64_t)t.tv_sec * 1000000007ull ^ (uint64_t)t.tv_nsec ^ (uint64_t)getpid() << 32;
+}
+
+uint64_t srv_unique64(srv_server *s) {
+    pthread_once(&id_once, id_base_init);
+    /* splitmix64's finalizer is a bijection: distinct counters give distinct numbers */
+    uint64_t z = id_base + 0x9e3779b97f4a7c15ull * (atomic_fetch_add(&s->next_id, 1) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
 
 static void on_content(void *ctx, const char *text, size_t len) {
     srv_choice *c = ctx;
@@ -212,7 +236,7 @@ bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int f
     j->fd = fd;
     j->created = (long)time(NULL);
     snprintf(j->id, sizeof j->id, "%s-%016llx", p->chat ? "chatcmpl" : "cmpl",
-             (unsigned long long)atomic_fetch_add(&s->next_id, 1) * 0x9e3779b97f4a7c15ull);
+             (unsigned long long)srv_unique64(s));
     j->n_prompts = p->chat ? 1 : cJSON_GetArraySize(p->prompts);
     j->ids = calloc((size_t)j->n_prompts, sizeof *j->ids);
     j->n_ids = calloc((size_t)j->n_prompts, sizeof *j->n_ids);
@@ -277,7 +301,7 @@ static void choice_end(srv_job *j, srv_choice *c, const char *finish) {
         return;
     }
     for (int i = 0; i < c->n_calls; i++) {
-        uint64_t h = (atomic_fetch_add(&j->srv->next_id, 1) + 1) * 0x9e3779b97f4a7c15ull;
+        uint64_t h = srv_unique64(j->srv);
         if (j->m->tools_fmt == TC_MISTRAL) { /* its template wants 9 letters and digits */
             static const char an[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
             for (int k = 0; k < 9; k++, h /= 62) c->call_ids[i][k] = an[h % 62];

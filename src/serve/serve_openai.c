@@ -5,6 +5,7 @@
 
 #include "base/status.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -593,8 +594,9 @@ void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_repl
     }
     const cJSON *v;
     cJSON_ArrayForEach(v, toks) {
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int32_t)v->valuedouble ||
-            v->valuedouble < 0 || v->valuedouble >= m->vocab) {
+        /* the range first: a double beyond int32_t's has no defined conversion */
+        if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < m->vocab) ||
+            v->valuedouble != floor(v->valuedouble)) {
             srv_fail(&err, 400, "tokens", "'tokens'[%d] is not a token id in [0, %d)", i, m->vocab);
             goto out;
         }

@@ -4,10 +4,56 @@
  * options not given come from the package's search block, as `generate` takes them. */
 #include "serve/serve_internal.h"
 
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int by_key(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* cJSON keeps every member of an object, and a lookup finds the first of a repeated key,
+ * where other parsers take the last: a request that repeats a key is refused (400 naming
+ * it by its path, e.g. "messages[0].role") rather than read one way here and another
+ * elsewhere. path[0, at) names v; the buffer holds 256 bytes. */
+static bool no_duplicate_keys(const cJSON *v, char *path, size_t at, srv_error *err) {
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v)) return true;
+    int n = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, v) n++;
+    if (cJSON_IsObject(v) && n > 1) {
+        const char **keys = malloc(sizeof *keys * (size_t)n);
+        if (!keys) {
+            srv_fail(err, 500, "", "out of memory");
+            return false;
+        }
+        int k = 0;
+        cJSON_ArrayForEach(c, v) keys[k++] = c->string;
+        qsort(keys, (size_t)n, sizeof *keys, by_key);
+        const char *dup = NULL;
+        for (k = 1; k < n && !dup; k++)
+            if (!strcmp(keys[k - 1], keys[k])) dup = keys[k];
+        if (dup) {
+            snprintf(path + at, 256 - at, "%s%s", at ? "." : "", dup);
+            srv_fail(err, 400, path, "the key '%.100s' appears more than once in %s", dup,
+                     at ? "an object of the request" : "the request");
+        }
+        free(keys);
+        if (dup) return false;
+    }
+    int i = 0;
+    cJSON_ArrayForEach(c, v) {
+        if (cJSON_IsObject(v)) snprintf(path + at, 256 - at, "%s%s", at ? "." : "", c->string);
+        else snprintf(path + at, 256 - at, "[%d]", i++);
+        size_t len = strlen(path);
+        if (!no_duplicate_keys(c, path, len, err)) return false;
+        path[at] = 0;
+    }
+    return true;
+}
 
 cJSON *srv_parse_object(const char *body, size_t len, srv_error *err) {
     if (len == 0) {
@@ -51,6 +97,11 @@ cJSON *srv_parse_object(const char *body, size_t len, srv_error *err) {
         cJSON_Delete(j);
         return NULL;
     }
+    char path[256] = "";
+    if (!no_duplicate_keys(j, path, 0, err)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
     return j;
 }
 
@@ -71,19 +122,43 @@ static int get_num(const cJSON *o, const char *k, double lo, double hi, double *
     return 1;
 }
 
-static int get_int(const cJSON *o, const char *k, double lo, double hi, long long *out, srv_error *err) {
+/* An integer field: its value as a double (exact up to 2^53), range not yet checked. */
+static int get_whole(const cJSON *o, const char *k, double *out, srv_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !isfinite(v->valuedouble)) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble)) {
         srv_fail(err, 400, k, "'%s' must be an integer", k);
         return -1;
     }
-    if (v->valuedouble < lo || v->valuedouble > hi) {
-        srv_fail(err, 400, k, "'%s' is %.0f: it must be between %.0f and %.0f", k, v->valuedouble,
-                 lo, hi);
+    *out = v->valuedouble;
+    return 1;
+}
+
+/* An integer in [lo, hi]; both within int's range, so the conversion is always defined. */
+static int get_int(const cJSON *o, const char *k, int lo, int hi, int *out, srv_error *err) {
+    double x = 0;
+    int r = get_whole(o, k, &x, err);
+    if (r <= 0) return r;
+    if (x < lo || x > hi) {
+        srv_fail(err, 400, k, "'%s' is %.17g: it must be between %d and %d", k, x, lo, hi);
         return -1;
     }
-    *out = (long long)v->valuedouble;
+    *out = (int)x;
+    return 1;
+}
+
+/* The seed: any 64-bit integer, signed or not ([-2^63, 2^64); a JSON number beyond is a
+ * 400, never an undefined conversion). Negative ones wrap, as a cast of int64 to uint64. */
+static int get_seed(const cJSON *o, uint64_t *out, srv_error *err) {
+    double x = 0;
+    int r = get_whole(o, "seed", &x, err);
+    if (r <= 0) return r;
+    if (x < -0x1p63 || x >= 0x1p64) {
+        srv_fail(err, 400, "seed", "'seed' is %.17g: it must be an integer of 64 bits, from "
+                 "-9223372036854775808 up to (not including) 2^64", x);
+        return -1;
+    }
+    *out = x < 0 ? (uint64_t)(int64_t)x : (uint64_t)x;
     return 1;
 }
 
@@ -365,15 +440,14 @@ static bool read_sampling(srv_server *s, srv_model *m, const cJSON *body, srv_pa
     p->s.temperature = d->temperature > 0 ? d->temperature : 1.0f;
     p->s.top_k = d->top_k > 0 ? d->top_k : 0;
     p->s.top_p = d->top_p > 0 && d->top_p <= 1 ? d->top_p : 1.0f;
-    p->s.seed = d->random_seed >= 0 ? (uint64_t)d->random_seed
-                                    : 0x9e3779b97f4a7c15ull * (atomic_fetch_add(&s->next_id, 1) + 1);
+    p->s.seed = d->random_seed >= 0 ? (uint64_t)d->random_seed : srv_unique64(s);
     double x;
-    long long k;
-    int r;
+    int k, r;
     if ((r = get_num(body, "temperature", 0, 2, &x, err)) < 0) return false;
     if (r) {
-        p->s.sample = x > 0;
-        if (x > 0) p->s.temperature = (float)x;
+        /* below 1e-5 (vLLM's threshold) the logits over it overflow a float: greedy */
+        p->s.sample = x >= 1e-5;
+        if (p->s.sample) p->s.temperature = (float)x;
     }
     if ((r = get_num(body, "top_p", 0, 1, &x, err)) < 0) return false;
     if (r) {
@@ -381,13 +455,12 @@ static bool read_sampling(srv_server *s, srv_model *m, const cJSON *body, srv_pa
             srv_fail(err, 400, "top_p", "'top_p' must be greater than 0 (and at most 1)");
             return false;
         }
-        p->s.top_p = (float)x;
+        /* a top_p below the smallest float keeps the most likely token alone, as FLT_MIN does */
+        p->s.top_p = x < FLT_MIN ? FLT_MIN : (float)x;
     }
-    if ((r = get_int(body, "top_k", -1, 2147483647.0, &k, err)) < 0) return false;
-    if (r) p->s.top_k = k < 0 ? 0 : (int)k; /* -1 (vLLM's spelling) and 0: all tokens */
-    if ((r = get_int(body, "seed", -9223372036854775807.0, 9223372036854775807.0, &k, err)) < 0)
-        return false;
-    if (r) p->s.seed = (uint64_t)k;
+    if ((r = get_int(body, "top_k", -1, INT_MAX, &k, err)) < 0) return false;
+    if (r) p->s.top_k = k < 0 ? 0 : k; /* -1 (vLLM's spelling) and 0: all tokens */
+    if (get_seed(body, &p->s.seed, err) < 0) return false;
     bool b = false;
     if ((r = get_bool(body, "ignore_eos", &b, err)) < 0) return false;
     p->s.ignore_eos = b;
@@ -406,16 +479,15 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
               (chat ? read_messages(m, j, p, err) : read_prompts(j, p, err)) &&
               srv_read_response_format(j, p, err) && read_sampling(s, m, j, p, err) &&
               read_stops(j, p, err);
-    long long k;
-    int r;
+    int k, r;
     const char *max_names[2] = {"max_tokens", "max_completion_tokens"};
     for (int i = 0; ok && i < (chat ? 2 : 1); i++) {
-        if ((r = get_int(j, max_names[i], 1, 2147483647.0, &k, err)) < 0) ok = false;
-        else if (r) p->max_tokens = (int)k;
+        if ((r = get_int(j, max_names[i], 1, INT_MAX, &k, err)) < 0) ok = false;
+        else if (r) p->max_tokens = k;
     }
     if (ok && (r = get_int(j, "n", 1, s->o.max_n, &k, err)) != 0) {
         if (r < 0) ok = false;
-        else p->n = (int)k;
+        else p->n = k;
     }
     if (ok && get_bool(j, "stream", &p->stream, err) < 0) ok = false;
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
@@ -446,10 +518,10 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
             srv_fail(err, 400, "top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
             ok = false;
         }
-        if (ok && lp) p->logprobs = r ? (int)k : 0;
+        if (ok && lp) p->logprobs = r ? k : 0;
     } else if (ok) {
         if ((r = get_int(j, "logprobs", 0, ENG_MAX_LOGPROBS, &k, err)) < 0) ok = false;
-        else if (r) p->logprobs = (int)k;
+        else if (r) p->logprobs = k;
     }
     const char *defaults_only[] = {"frequency_penalty", "presence_penalty", "logit_bias",
                                    "echo", "best_of", "suffix", NULL};

@@ -14,7 +14,8 @@ text itself, the openai client's parsing, and ../shared/chat-templates/render.py
 (transformers' rendering) for conversations that carry tool calls back.
 
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page, models, backend, tools, hybrid, nul, ignore_eos, guidance). Exits 77 (skipped) when a package or tool it needs is missing."""
+loading, page, models, backend, tools, hybrid, nul, ignore_eos, guidance, probe).
+Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
 import os
@@ -1641,11 +1642,106 @@ def run(cases, doc):
     return 1 if FAILS else 0
 
 
+# ---- defects a probe found ------------------------------------------------------------------
+
+def case_probe(build, pkgs):
+    """Numbers beyond what their field holds (the seed beyond 64 bits was undefined
+    behaviour: the sanitizer build aborted), a top_p too small for a float, duplicate keys,
+    response ids that repeated across restarts."""
+    pkg = os.path.join(pkgs, "stories260K")
+    s = Server(build, pkg)
+    try:
+        C, P = "/v1/chat/completions", "/v1/completions"
+        msgs = [{"role": "user", "content": "Once upon a time"}]
+        greedy = s.post(P, {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})[2]
+        greedy = greedy["choices"][0]["text"]
+        # seeds: every 64-bit integer, signed or not, is a seed; beyond that a 400
+        for seed in (2 ** 63 - 1, -2 ** 63, 2 ** 63, 2 ** 64 - 4096):
+            body = {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 1.0, "seed": seed}
+            a, b = s.post(P, body), s.post(P, body)
+            check(a[0] == 200 and b[0] == 200 and a[2]["choices"][0]["text"] == b[2]["choices"][0]["text"],
+                  f"seed {seed}: answered, the same twice ({a[0]}, {b[0]})")
+        for seed in ("18446744073709551616", "-9223372036854779904", "1e300", "-1e300", "1e400"):
+            expect_error(s, f"seed {seed}", 400, C,
+                         raw=b'{"messages": [{"role": "user", "content": "x"}], "seed": ' + seed.encode() + b"}",
+                         param="seed")
+        for field in ("max_tokens", "max_completion_tokens", "n", "top_k", "top_logprobs"):
+            for big in ("2147483648", "9223372036854775808", "1e300", "-1e300"):
+                body = {"messages": msgs, "logprobs": True} if field == "top_logprobs" else {"messages": msgs}
+                raw = json.dumps(body)[:-1] + f', "{field}": {big}}}'
+                expect_error(s, f"{field} {big}", 400, C, raw=raw.encode(), param=field)
+        for big in ("2147483648", "1e300", "-1e300"):
+            expect_error(s, f"completions logprobs {big}", 400, P,
+                         raw=b'{"prompt": "x", "logprobs": ' + big.encode() + b"}", param="logprobs")
+            expect_error(s, f"a token id {big} in a prompt", 400, P,
+                         raw=b'{"prompt": [1, ' + big.encode() + b"]}", param="prompt")
+            expect_error(s, f"detokenize {big}", 400, "/detokenize",
+                         raw=b'{"tokens": [1, ' + big.encode() + b"]}", param="tokens")
+        for field in ("temperature", "top_p"):
+            expect_error(s, f"{field} 1e300", 400, C, {"messages": msgs, field: 1e300}, param=field)
+        # top_p and temperature too small for a float: the most likely token alone (greedy)
+        for field, v in (("top_p", 1e-300), ("top_p", 1e-45), ("temperature", 1e-300), ("temperature", 1e-30)):
+            st, _, j, _ = s.post(P, {"prompt": "Once upon a time", "max_tokens": 12, "seed": 7,
+                                     "temperature": 1.0, field: v})
+            check(st == 200 and j["choices"][0]["text"] == greedy,
+                  f"{field} {v}: the greedy answer ({st}: {j if st != 200 else j['choices'][0]['text']!r})")
+        st, _, j, _ = s.post(P, {"prompt": "Once upon a time", "max_tokens": 12, "top_p": 0})
+        check(st == 400 and j["error"]["param"] == "top_p" and "top_p" in j["error"]["message"],
+              "top_p 0: a 400 naming top_p")
+        # duplicate keys, at the top and inside: a 400 naming the key
+        expect_error(s, "a repeated top-level key", 400, C,
+                     raw=b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": 2, "max_tokens": 3}',
+                     param="max_tokens")
+        expect_error(s, "a repeated key in a message", 400, C,
+                     raw=b'{"messages": [{"role": "user", "content": "x", "role": "system"}]}',
+                     param="messages[0].role")
+        expect_error(s, "a repeated key in stream_options", 400, C,
+                     raw=b'{"messages": [{"role": "user", "content": "x"}], "stream": true, '
+                         b'"stream_options": {"include_usage": true, "include_usage": false}}',
+                     param="stream_options.include_usage")
+        expect_error(s, "a repeated key in /tokenize", 400, "/tokenize", raw=b'{"prompt": "a", "prompt": "b"}',
+                     param="prompt")
+        st, _, _, _ = s.request("POST", P, raw=b'{"prompt": "x", "max_tokens": 2, "stop": ["a", "a"]}')
+        check(st == 200, "equal values in an array are no duplicate keys")
+        first = [s.post(P, {"prompt": "x", "max_tokens": 1})[2]["id"] for _ in range(3)]
+    finally:
+        s.stop()
+    # ids: unique in a server and across restarts (each server's first id differs)
+    s2 = Server(build, pkg)
+    try:
+        again = [s2.post(P, {"prompt": "x", "max_tokens": 1})[2]["id"] for _ in range(3)]
+        chat_id = s2.post(C, chat_body("x", max_tokens=1))[2]["id"]
+    finally:
+        s2.stop()
+    check(len(set(first + again)) == 6 and first[0] != again[0],
+          f"response ids differ across restarts ({first[0]}, {again[0]})")
+    check(re.fullmatch(r"cmpl-[0-9a-f]{16}", first[0]) and re.fullmatch(r"chatcmpl-[0-9a-f]{16}", chat_id),
+          "ids keep their form")
+
+
+def run(cases, doc):
+    """Runs the case the command line names (BUILD_DIR PACKAGES_DIR CASE), one of cases;
+    returns the exit status. test_guard.py runs its cases through it too."""
+    if len(sys.argv) != 4 or sys.argv[3] not in cases:
+        print(doc)
+        return 2
+    build, pkgs, case = sys.argv[1:]
+    if not os.path.exists(os.path.join(pkgs, "stories260K", "genai_config.json")):
+        print(f"SKIP: {pkgs} has no packages (serve_packages did not write them)")
+        return SKIP
+    rc = cases[case](build, pkgs)
+    if rc == SKIP:
+        return SKIP
+    print(f"{case}: {len(FAILS)} failed")
+    return 1 if FAILS else 0
+
+
 def main():
     return run({"routes": case_routes, "concurrency": case_concurrency, "errors": case_errors,
                 "loading": case_loading, "page": case_page, "models": case_models,
                 "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid,
-                "nul": case_nul, "ignore_eos": case_ignore_eos, "guidance": case_guidance}, __doc__)
+                "nul": case_nul, "ignore_eos": case_ignore_eos, "guidance": case_guidance,
+             "probe": case_probe}, __doc__)
 
 
 if __name__ == "__main__":
