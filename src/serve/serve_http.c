@@ -387,28 +387,15 @@ int serve_main(const serve_options *o) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct sockaddr_in a4 = {0};
-    struct sockaddr_in6 a6 = {0};
-    struct sockaddr *addr;
-    socklen_t addr_len;
-    bool loopback;
-    if (inet_pton(AF_INET, o->host, &a4.sin_addr) == 1) {
-        a4.sin_family = AF_INET;
-        a4.sin_port = htons((uint16_t)o->port);
-        addr = (struct sockaddr *)&a4;
-        addr_len = sizeof a4;
-        loopback = (ntohl(a4.sin_addr.s_addr) >> 24) == 127;
-    } else if (inet_pton(AF_INET6, o->host, &a6.sin6_addr) == 1) {
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = htons((uint16_t)o->port);
-        addr = (struct sockaddr *)&a6;
-        addr_len = sizeof a6;
-        loopback = IN6_IS_ADDR_LOOPBACK(&a6.sin6_addr) ||
-                   (IN6_IS_ADDR_V4MAPPED(&a6.sin6_addr) && a6.sin6_addr.s6_addr[12] == 127);
-    } else {
-        fprintf(stderr, "onnx-genai serve: --host '%s' is not a numeric IPv4 or IPv6 address\n", o->host);
+    struct sockaddr_storage ss;
+    socklen_t addr_len = 0;
+    char why[256];
+    if (!srv_host_address(o->host, o->port, &ss, &addr_len, why, sizeof why)) {
+        fprintf(stderr, "onnx-genai serve: --host '%s': %s\n", o->host, why);
         goto out;
     }
+    struct sockaddr *addr = (struct sockaddr *)&ss;
+    bool loopback = srv_address_loopback(addr);
     if (!models) goto out;
     if (!loopback && !o->api_key)
         fprintf(stderr, "onnx-genai serve: warning: listening on %s, which other machines may reach, "

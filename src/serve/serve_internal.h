@@ -123,6 +123,12 @@ void srv_release(srv_server *s, srv_model *m);
 int srv_model_state(srv_server *s, srv_model *m);
 
 void srv_count(srv_server *s, srv_route r, int status);
+/* serve_addr.c: the address --host names (a number, or a name getaddrinfo resolves: the
+ * first IPv4 address, else the first IPv6 one) with port; false with msg saying why. */
+bool srv_host_address(const char *host, int port, struct sockaddr_storage *out, socklen_t *len,
+                      char *msg, size_t msg_size);
+/* Whether a is a loopback address (127.0.0.0/8, ::1, IPv4-mapped 127.x). */
+bool srv_address_loopback(const struct sockaddr *a);
 /* A number no other call in this process returns, and random across processes (getrandom
  * seeds it): ids of responses and tool calls, the seed of a request that gives none. */
 uint64_t srv_unique64(srv_server *s);
@@ -194,6 +200,10 @@ cJSON *srv_parse_object(const char *body, size_t len, srv_error *err);
 /* Every field of body is among keys (NULL-terminated); else err names the first that is not. */
 bool srv_known_keys(const cJSON *body, const char *const *keys, srv_error *err);
 
+/* Ids of context a token's text in logprobs is decoded in: enough for a character of
+ * byte tokens and for the decoders that treat the start of a text apart. */
+enum { SRV_LP_CONTEXT = 8 };
+
 /* One choice: an engine request and its text so far. */
 typedef struct srv_choice {
     int index;
@@ -204,7 +214,12 @@ typedef struct srv_choice {
     chat_stream cs;
     srv_buf delta[2];       /* answer / reasoning text not yet streamed */
     eng_token *toks;        /* when logprobs: tokens not yet reported */
+    size_t *tok_chars;      /* ... and the characters of the answer's text before each */
     int n_toks, cap_toks;
+    size_t chars;           /* characters of text the detokenizer has given so far */
+    int32_t lp_ctx[SRV_LP_CONTEXT]; /* the last ids before toks (prompt, then answer): the
+                               context each token's text is decoded in */
+    int n_lp_ctx;
     const char *finish;     /* NULL while running: "stop", "length", "tool_calls" */
     bool cs_live;
     tc_parser tc;           /* when p->parse_tools: the answer goes through it */

@@ -212,6 +212,8 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
         fail_status(err, st, "", "creating a streaming detokenizer");
         return false;
     }
+    c->n_lp_ctx = n < SRV_LP_CONTEXT ? n : SRV_LP_CONTEXT;
+    memcpy(c->lp_ctx, ids + (n - c->n_lp_ctx), sizeof *ids * (size_t)c->n_lp_ctx);
     int32_t bor = j->p->chat ? m->bor : -1, eor = j->p->chat ? m->eor : -1;
     chat_stream_init(&c->cs, (const char *const *)j->p->stops, j->p->n_stops, bor, eor, -1, -1,
                      on_text, c);
@@ -270,12 +272,22 @@ static bool keep_token(srv_choice *c, const eng_token *t) {
     if (c->n_toks == c->cap_toks) {
         int cap = c->cap_toks ? 2 * c->cap_toks : 16;
         eng_token *p = realloc(c->toks, sizeof *p * (size_t)cap);
-        if (!p) return false;
-        c->toks = p;
+        if (p) c->toks = p;
+        size_t *q = p ? realloc(c->tok_chars, sizeof *q * (size_t)cap) : NULL;
+        if (!q) return false;
+        c->tok_chars = q;
         c->cap_toks = cap;
     }
+    c->tok_chars[c->n_toks] = c->chars;
     c->toks[c->n_toks++] = *t;
     return true;
+}
+
+/* Characters (code points) in UTF-8 text: its bytes that do not continue a character. */
+static size_t utf8_chars(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
 }
 
 static void job_error(srv_job *j, int status, const char *msg) {
@@ -372,6 +384,7 @@ static bool choice_step(srv_job *j, srv_choice *c) {
                 c->finish = "error";
                 break;
             }
+            c->chars += utf8_chars(piece, len);
             const char *mk = c->tc_live ? dropped_marker(j, t[i].id, piece, len) : NULL;
             chat_stream_token(&c->cs, t[i].id, piece, len);
             if (mk) chat_stream_token(&c->cs, -1, mk, strlen(mk));
@@ -448,6 +461,7 @@ void srv_job_free(srv_job *j) {
         srv_buf_free(&c->delta[0]);
         srv_buf_free(&c->delta[1]);
         free(c->toks);
+        free(c->tok_chars);
         if (c->tc_live) tc_free(&c->tc);
         free(c->call_ids);
         og_free(c->script);

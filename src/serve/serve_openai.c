@@ -42,19 +42,30 @@ void srv_reply_error(srv_reply *r, const srv_error *e) {
 
 /* ---- logprobs ------------------------------------------------------------------------ */
 
-/* The text of a token alone, as valid UTF-8 (a byte-level piece of a longer character
- * becomes U+FFFD; its bytes are given as numbers beside), *text_len bytes (it may hold
- * NUL bytes). */
-static char *token_text(srv_model *m, int32_t id, cJSON **bytes, size_t *text_len) {
+/* A token's text in the answer: what it adds to the decode of the ids before it (ctx,
+ * through the scratch stream ts), so that a SentencePiece token keeps its leading space
+ * (" there", where the token alone decodes as the start of a text, "there"). A token that
+ * adds nothing there (part of a character, a special token) is decoded alone. The text
+ * comes as valid UTF-8 (a byte-level piece of a longer character becomes U+FFFD; its
+ * bytes are given as numbers beside), *text_len bytes (it may hold NUL bytes). */
+static char *token_text(srv_model *m, og_tokenizer_stream *ts, const int32_t *ctx, int n_ctx,
+                        int32_t id, cJSON **bytes, size_t *text_len) {
     char *raw = NULL;
+    const char *piece = NULL;
     size_t n = 0;
-    og_status *st = og_tokenizer_decode_len(m->tok, &id, 1, 0, &raw, &n);
+    og_status *st = ts ? og_tokenizer_stream_set_context(ts, ctx, (size_t)n_ctx) : NULL;
+    if (ts && !st) st = og_tokenizer_stream_decode_len(ts, id, &piece, &n);
+    if (st || !n) {
+        og_status_free(st);
+        piece = NULL;
+        st = og_tokenizer_decode_len(m->tok, &id, 1, 0, &raw, &n);
+    }
     if (st) {
         og_status_free(st);
         raw = NULL;
         n = 0;
     }
-    const unsigned char *s = (const unsigned char *)(raw ? raw : "");
+    const unsigned char *s = (const unsigned char *)(piece ? piece : raw ? raw : "");
     if (bytes && (*bytes = cJSON_CreateArray()))
         for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(*bytes, cJSON_CreateNumber(s[i]));
     char *out = malloc(3 * n + 1);
@@ -84,10 +95,39 @@ static void add_text(cJSON *o, const char *key, const char *s, size_t n) {
     cJSON_AddItemToObject(o, key, srv_json_text(s ? s : "", s ? n : 0));
 }
 
-static cJSON *chat_logprob_entry(srv_model *m, int32_t id, float lp) {
+/* The ids before a choice's unreported tokens (its prompt's tail, then its answer): each
+ * token's text is decoded after them. */
+typedef struct lp_context {
+    og_tokenizer_stream *ts; /* scratch (NULL when it could not be made: tokens alone) */
+    int32_t ids[SRV_LP_CONTEXT];
+    int n;
+} lp_context;
+
+static void lp_context_init(lp_context *x, const srv_job *j, const srv_choice *c) {
+    og_status *st = og_tokenizer_stream_create(j->m->tok, &x->ts);
+    if (st) x->ts = NULL;
+    og_status_free(st);
+    x->n = c->n_lp_ctx;
+    memcpy(x->ids, c->lp_ctx, sizeof *x->ids * (size_t)x->n);
+}
+
+/* id follows the context now. */
+static void lp_context_push(lp_context *x, int32_t id) {
+    if (x->n == SRV_LP_CONTEXT) memmove(x->ids, x->ids + 1, sizeof *x->ids * (size_t)--x->n);
+    x->ids[x->n++] = id;
+}
+
+/* The context after c's reported tokens becomes the choice's, for its next ones. */
+static void lp_context_done(lp_context *x, srv_choice *c) {
+    og_tokenizer_stream_free(x->ts);
+    c->n_lp_ctx = x->n;
+    memcpy(c->lp_ctx, x->ids, sizeof *x->ids * (size_t)x->n);
+}
+
+static cJSON *chat_logprob_entry(srv_model *m, const lp_context *x, int32_t id, float lp) {
     cJSON *e = cJSON_CreateObject(), *bytes = NULL;
     size_t n = 0;
-    char *t = token_text(m, id, &bytes, &n);
+    char *t = token_text(m, x->ts, x->ids, x->n, id, &bytes, &n);
     add_text(e, "token", t, n);
     cJSON_AddNumberToObject(e, "logprob", lp);
     if (bytes) cJSON_AddItemToObject(e, "bytes", bytes);
@@ -95,33 +135,42 @@ static cJSON *chat_logprob_entry(srv_model *m, int32_t id, float lp) {
     return e;
 }
 
-/* Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...]}. */
-static cJSON *chat_logprobs(srv_job *j, const eng_token *t, int n) {
+/* Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...]} of c's unreported
+ * tokens. */
+static cJSON *chat_logprobs(srv_job *j, srv_choice *c) {
     cJSON *o = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(o, "content");
-    for (int i = 0; i < n; i++) {
-        cJSON *e = chat_logprob_entry(j->m, t[i].id, t[i].logprob);
+    const eng_token *t = c->toks;
+    lp_context x;
+    lp_context_init(&x, j, c);
+    for (int i = 0; i < c->n_toks; i++) {
+        cJSON *e = chat_logprob_entry(j->m, &x, t[i].id, t[i].logprob);
         cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
         for (int k = 0; k < t[i].n_top && k < j->p->logprobs; k++)
-            cJSON_AddItemToArray(top, chat_logprob_entry(j->m, t[i].top_ids[k], t[i].top_logprobs[k]));
+            cJSON_AddItemToArray(top, chat_logprob_entry(j->m, &x, t[i].top_ids[k], t[i].top_logprobs[k]));
         cJSON_AddItemToArray(content, e);
+        lp_context_push(&x, t[i].id);
     }
+    lp_context_done(&x, c);
     return o;
 }
 
-/* Completions: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; offsets count
- * bytes of the choice's text from `offset`. */
-static cJSON *completion_logprobs(srv_job *j, const eng_token *t, int n, size_t *offset) {
+/* Completions: {"tokens", "token_logprobs", "top_logprobs", "text_offset"} of c's
+ * unreported tokens; an offset counts the characters of the choice's text before the
+ * token (as OpenAI counts them, not bytes). */
+static cJSON *completion_logprobs(srv_job *j, srv_choice *c) {
     cJSON *o = cJSON_CreateObject();
     cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
     cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
+    const eng_token *t = c->toks;
+    lp_context x;
+    lp_context_init(&x, j, c);
     srv_buf top = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < c->n_toks; i++) {
         size_t len = 0;
-        char *s = token_text(j->m, t[i].id, NULL, &len);
+        char *s = token_text(j->m, x.ts, x.ids, x.n, t[i].id, NULL, &len);
         cJSON_AddItemToArray(toks, srv_json_text(s ? s : "", len));
         cJSON_AddItemToArray(lps, cJSON_CreateNumber(t[i].logprob));
-        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
-        *offset += len;
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)c->tok_chars[i]));
         free(s);
         /* {token text: logprob}, the first of equal texts; written here, as a cJSON key
          * would end at a NUL byte */
@@ -132,7 +181,7 @@ static cJSON *completion_logprobs(srv_job *j, const eng_token *t, int n, size_t 
         srv_buf_add(&top, "{", 1);
         for (int k = 0; k < t[i].n_top && k < j->p->logprobs && k < ENG_MAX_LOGPROBS; k++) {
             size_t al = 0;
-            char *a = token_text(j->m, t[i].top_ids[k], NULL, &al);
+            char *a = token_text(j->m, x.ts, x.ids, x.n, t[i].top_ids[k], NULL, &al);
             bool dup = !a;
             for (int q = 0; q < n_seen && !dup; q++) dup = seen_n[q] == al && !memcmp(seen[q], a, al);
             if (dup) {
@@ -152,8 +201,10 @@ static cJSON *completion_logprobs(srv_job *j, const eng_token *t, int n, size_t 
         srv_buf_add(&top, "}", 1);
         for (int q = 0; q < n_seen; q++) free(seen[q]);
         cJSON_AddItemToArray(tops, top.oom ? NULL : cJSON_CreateRaw(top.p));
+        lp_context_push(&x, t[i].id);
     }
     srv_buf_free(&top);
+    lp_context_done(&x, c);
     return o;
 }
 
@@ -217,9 +268,7 @@ static cJSON *whole_answer(srv_job *j) {
         if (j->p->logprobs < 0) {
             cJSON_AddNullToObject(ch, "logprobs");
         } else {
-            size_t off = 0;
-            cJSON_AddItemToObject(ch, "logprobs", j->p->chat ? chat_logprobs(j, c->toks, c->n_toks)
-                                                             : completion_logprobs(j, c->toks, c->n_toks, &off));
+            cJSON_AddItemToObject(ch, "logprobs", j->p->chat ? chat_logprobs(j, c) : completion_logprobs(j, c));
         }
         cJSON_AddStringToObject(ch, "finish_reason", c->finish);
         cJSON_AddItemToArray(choices, ch);
@@ -239,7 +288,6 @@ typedef struct srv_stream {
     size_t sent;
     bool started, done;
     bool *finish_sent;
-    size_t *offsets; /* completions' text_offset per choice */
 } srv_stream;
 
 static void sse(srv_buf *b, cJSON *j) {
@@ -284,8 +332,7 @@ static void choice_chunk(srv_stream *st, srv_choice *c, bool role, const char *f
         add_text(ch, "text", c->delta[0].p, finish ? 0 : c->delta[0].n);
     }
     if (!role && !finish && j->p->logprobs >= 0 && c->n_toks) {
-        cJSON_AddItemToObject(ch, "logprobs", st->p.chat ? chat_logprobs(j, c->toks, c->n_toks)
-                                                         : completion_logprobs(j, c->toks, c->n_toks, &st->offsets[c->index]));
+        cJSON_AddItemToObject(ch, "logprobs", st->p.chat ? chat_logprobs(j, c) : completion_logprobs(j, c));
         c->n_toks = 0;
     } else {
         cJSON_AddNullToObject(ch, "logprobs");
@@ -380,7 +427,6 @@ static void stream_free(void *cls) {
     if (st->m) srv_release(st->srv, st->m);
     srv_buf_free(&st->out);
     free(st->finish_sent);
-    free(st->offsets);
     atomic_fetch_sub(&st->srv->in_flight, 1);
     free(st);
 }
@@ -411,8 +457,7 @@ void srv_handle_generate(srv_server *s, bool chat, const char *body, size_t len,
     j->p = &st->p;
     if (st->p.stream) {
         st->finish_sent = calloc((size_t)j->n_choices, sizeof *st->finish_sent);
-        st->offsets = calloc((size_t)j->n_choices, sizeof *st->offsets);
-        struct MHD_Response *resp = st->finish_sent && st->offsets
+        struct MHD_Response *resp = st->finish_sent
             ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free)
             : NULL;
         if (!resp) {

@@ -259,6 +259,30 @@ static bool tool_calls_of(const srv_model *m, cJSON *msg, int i, srv_error *err)
     return true;
 }
 
+/* Content parts the model can read: images and audio are refused (400), where a template
+ * would paste the part's JSON into the prompt as text. */
+static bool text_parts_only(const srv_model *m, const cJSON *content, int i, srv_error *err) {
+    if (!cJSON_IsArray(content)) return true;
+    int k = 0;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, content) {
+        const cJSON *type = cJSON_IsObject(part) ? cJSON_GetObjectItemCaseSensitive(part, "type") : NULL;
+        const char *t = cJSON_IsString(type) ? type->valuestring : "";
+        const char *what = !strcmp(t, "image_url") || !strcmp(t, "image") || !strcmp(t, "input_image")
+                               ? "images"
+                           : !strcmp(t, "input_audio") || !strcmp(t, "audio") ? "audio" : NULL;
+        if (what) {
+            char name[64];
+            snprintf(name, sizeof name, "messages[%d].content[%d]", i, k);
+            srv_fail(err, 400, name, "'%s' is an %s part, but model '%.100s' takes no %s (this "
+                     "server reads text only)", name, t, m->name, what);
+            return false;
+        }
+        k++;
+    }
+    return true;
+}
+
 bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_error *err) {
     *out = NULL;
     if (!cJSON_IsArray(msgs) || !msgs->child) {
@@ -296,7 +320,8 @@ bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_er
             ok = false;
             break;
         }
-        if (!(ok = tool_calls_of(m, msg, i, err))) break;
+        if (!(ok = tool_calls_of(m, msg, i, err)) || !(ok = text_parts_only(m, content, i, err)))
+            break;
         i++;
     }
     if (ok && !(*out = cJSON_PrintUnformatted(copy))) {

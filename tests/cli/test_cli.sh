@@ -111,7 +111,7 @@ expect_err infer_bad_input "--input expects NAME=PATH.pb" "$bin" infer x.onnx --
 expect_err serve_no_model 'give one of -m DIR and --models-dir DIR' "$bin" serve
 expect_err serve_bad_flag "unknown option '--bogus'" "$bin" serve -m "$gpt2" --bogus
 expect_err serve_bad_port "--port: 70000 is out of range \[0, 65535\]" "$bin" serve -m "$gpt2" --port 70000
-expect_err serve_bad_host "--host 'localhost' is not a numeric" "$bin" serve -m "$gpt2" --host localhost --port 0
+expect_err serve_bad_host "--host 'no-such-host.invalid': not an IPv4 or IPv6 address, nor a name" "$bin" serve -m "$gpt2" --host no-such-host.invalid --port 0
 expect_err serve_no_package 'nowhere.*genai_config.json' "$bin" serve -m "$tmp/nowhere" --port 0
 mkdir -p "$tmp/no-packages"
 expect_err serve_empty_models_dir 'has no package folder' "$bin" serve --models-dir "$tmp/no-packages" --port 0

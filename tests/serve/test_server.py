@@ -14,7 +14,7 @@ text itself, the openai client's parsing, and ../shared/chat-templates/render.py
 (transformers' rendering) for conversations that carry tool calls back.
 
 Usage: test_server.py BUILD_DIR PACKAGES_DIR CASE   (CASE: routes, concurrency, errors,
-loading, page, models, backend, tools, hybrid, nul, ignore_eos, guidance, probe).
+loading, page, models, backend, tools, hybrid, nul, ignore_eos, guidance, probe, answers).
 Exits 77 (skipped) when a package or tool it needs is missing."""
 import http.client
 import json
@@ -54,7 +54,7 @@ class Server:
         self.p = subprocess.Popen([self.bin, "serve", *where, "--port", "0", *args],
                                   stdout=subprocess.PIPE, stderr=self.err, text=True, env=e)
         line = self.p.stdout.readline()
-        m = re.match(r"listening on http://([0-9.]+):(\d+)", line)
+        m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", line)
         if not m:
             self.p.kill()
             raise SystemExit(f"server did not start: {line!r} {self.stderr()}")
@@ -1225,18 +1225,21 @@ def guidance_tools(s, jsonschema, openai, fmt):
 
 # ---- NUL characters ------------------------------------------------------------------------
 
+def stories_tokenizer(pkgs):
+    """stories260K's folder and its tokenizer in HF tokenizers (the oracle; None, said,
+    when the package is not installed)."""
+    pkg = os.path.join(pkgs, "stories260K")
+    return pkg, package_tokenizer(pkg)
+
+
 def case_nul(build, pkgs):
     """Text that holds a NUL character (stories260K's byte token <0x00>, id 3) comes back
     whole, with "\u0000" in its JSON: /detokenize, and answers whose scripted tokens hold
     it (completion text, chat content, streamed or not, logprobs, a stop string after it).
     Oracle: HF tokenizers decoding the same ids from the package's tokenizer.json."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        print("SKIP: the tokenizers package (tools/requirements.txt) is not installed: no oracle")
+    pkg, tok = stories_tokenizer(pkgs)
+    if not tok:
         return SKIP
-    pkg = os.path.join(pkgs, "stories260K")
-    tok = Tokenizer.from_file(os.path.join(pkg, "tokenizer.json"))
     nul = tok.token_to_id("<0x00>")
     if not check(nul is not None and tok.decode([nul]) == "\x00", "the package has the byte token <0x00>"):
         return 1
@@ -1489,18 +1492,21 @@ def case_hybrid(build, pkgs):
                                   "--max-length", str(len(p) + k), "--json"],
                                  capture_output=True, text=True, check=True, timeout=300)
             alone.append(json.loads(out.stdout)["sequences"][0][len(p):])
+        tok = package_tokenizer(pkg)
+        if not tok:
+            return SKIP
         s = Server(build, pkg, "--max-batch", "8")
         try:
             m0 = s.metrics()
             check(m0["og_kv_blocks_total"] == 0 and m0["og_kv_bytes_total"] > 0,
                   f"{name}: per-sequence mode, a memory budget in bytes and no block pool")
-            # token by token (logprobs' token strings against each id detokenized alone): the
+            # token by token (logprobs' token strings against each id's text in context): the
             # random-weight models emit byte tokens, and a whole text can hide one (id 0
             # detokenizes to a NUL, which ends /detokenize's text)
             piece = {}
             for t in {t for a in alone for t in a}:
                 piece[t] = s.post("/detokenize", {"tokens": [t]})[2]["prompt"]
-            want = [[piece[t] for t in a] for a in alone]
+            want = [answer_texts(tok, p, a, piece.get) for p, a in zip(prompts, alone)]
             comp = lambda pk: s.post("/v1/completions", {"prompt": pk[0], "max_tokens": pk[1],  # noqa: E731
                                                          "temperature": 0, "logprobs": 0})
             res = run_all(comp, list(zip(prompts, news)))
@@ -1581,11 +1587,15 @@ def case_ignore_eos(build, pkgs):
     n_eos = sum(t.count(eos) for _, t, _ in cases)
     check(n_eos > 0 and any(len(st) < len(t) for _, t, st in cases),
           f"the oracle's answers hold {n_eos} EOS tokens ({eos}) and stop early without ignore_eos")
+    tok = package_tokenizer(pkg)
+    if not tok:
+        return SKIP
     s = Server(build, pkg, "--max-batch", "4")
     try:
         piece = {}
         for t in {t for _, a, _ in cases for t in a}:
             piece[t] = s.post("/detokenize", {"tokens": [t]})[2]["prompt"]
+        texts = lambda p, ids: answer_texts(tok, p, ids, piece.get)  # noqa: E731
         body = lambda p, n, **kw: dict(prompt=p, max_tokens=n, temperature=0, **kw)  # noqa: E731
         res = run_all(lambda c: s.post("/v1/completions", body(c[0], len(c[1]), ignore_eos=True, logprobs=2)),
                       cases)
@@ -1596,13 +1606,13 @@ def case_ignore_eos(build, pkgs):
                 continue
             ch, lp = r[2]["choices"][0], r[2]["choices"][0]["logprobs"]
             tops = [max(d.values()) if d else None for d in lp["top_logprobs"]]
-            ok = (lp["tokens"] == [piece[x] for x in t] and r[2]["usage"]["completion_tokens"] == len(t) and
+            ok = (lp["tokens"] == texts(p, t) and r[2]["usage"]["completion_tokens"] == len(t) and
                   ch["finish_reason"] == "length" and
                   all(top is not None and abs(v - top) < 1e-6 for v, top in zip(lp["token_logprobs"], tops)))
             good += ok
             if not ok:
                 print(f"    prompt {p}: {ch['finish_reason']}, {r[2]['usage']['completion_tokens']} tokens "
-                      f"{lp['tokens']} vs {[piece[x] for x in t]}")
+                      f"{lp['tokens']} vs {texts(p, t)}")
         check(good == len(cases), f"{len(cases)} concurrent completions with ignore_eos: exactly max_tokens "
               f"tokens, onnxruntime-genai's greedy answer with its EOS tokens, finish_reason length, "
               f"greedy logprobs ({good}/{len(cases)})")
@@ -1616,30 +1626,143 @@ def case_ignore_eos(build, pkgs):
               f"streamed with ignore_eos: the same text past the EOS, finish_reason length ({ends})")
         res = run_all(lambda c: s.post("/v1/completions", body(c[0], len(c[1]), logprobs=0)), cases)
         same = [not isinstance(r, Exception) and r[0] == 200 and
-                r[2]["choices"][0]["logprobs"]["tokens"] == [piece[x] for x in st_] and
+                r[2]["choices"][0]["logprobs"]["tokens"] == texts(p, st_) and
                 r[2]["choices"][0]["finish_reason"] == ("stop" if len(st_) < len(t) else "length")
-                for r, (_, t, st_) in zip(res, cases)]
+                for r, (p, t, st_) in zip(res, cases)]
         check(all(same), f"without ignore_eos: each stops at its first EOS as onnxruntime-genai does "
               f"({sum(same)}/{len(cases)})")
     finally:
         s.stop()
 
 
-def run(cases, doc):
-    """Runs the case the command line names (BUILD_DIR PACKAGES_DIR CASE), one of cases;
-    returns the exit status. test_guard.py runs its cases through it too."""
-    if len(sys.argv) != 4 or sys.argv[3] not in cases:
-        print(doc)
-        return 2
-    build, pkgs, case = sys.argv[1:]
-    if not os.path.exists(os.path.join(pkgs, "stories260K", "genai_config.json")):
-        print(f"SKIP: {pkgs} has no packages (serve_packages did not write them)")
+# ---- answers a new user found wrong ----------------------------------------------------------
+
+def in_context(tok, ctx, i, alone=None):
+    """Oracle: the text token i adds after the ids ctx, as HF tokenizers decode them (what
+    the text gains beyond its common start with the decode of ctx); a token that adds no
+    complete text there (part of a character, a special token) decoded alone (by alone(i)
+    where given: the server's own /detokenize, which writes U+FFFD per byte of a broken
+    character where HF writes one per sequence)."""
+    a = tok.decode(ctx)
+    b = tok.decode(ctx + [i])
+    k = len(os.path.commonprefix([a, b]))
+    t = b[k:]
+    if t and not t.endswith("\ufffd"):
+        return t
+    return alone(i) if alone else tok.decode([i], skip_special_tokens=False)
+
+
+def answer_texts(tok, prompt, ids, alone):
+    """The logprobs' token texts of an answer of ids after prompt (in_context)."""
+    return [in_context(tok, list(prompt) + list(ids[:k]), t, alone) for k, t in enumerate(ids)]
+
+
+def package_tokenizer(pkg):
+    """HF tokenizers' reading of a package's tokenizer.json (None, said, without it)."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        print("SKIP: the tokenizers package (tools/requirements.txt) is not installed: no oracle")
+        return None
+    return Tokenizer.from_file(os.path.join(pkg, "tokenizer.json"))
+
+
+def answers_logprobs(s, tok, prompt, ids, chat):
+    """The logprobs of an answer whose ids are `ids` after the prompt ids `prompt`, against
+    the oracle: each token's text in context, every alternative's text one some token has
+    there, and (completions) each text_offset the characters of the text before the token."""
+    body = {"max_tokens": len(ids) + 5, "temperature": 0, "ignore_eos": True}
+    if chat:
+        body.update(messages=[{"role": "user", "content": "Tom"}], logprobs=True, top_logprobs=5)
+        st, _, j, _ = s.post("/v1/chat/completions", body)
+        lp = j["choices"][0]["logprobs"]["content"] if st == 200 else []
+        got = [e["token"] for e in lp]
+        alts = [[a["token"] for a in e["top_logprobs"]] for e in lp]
+        good_bytes = all(bytes(e["bytes"]).decode(errors="replace") == e["token"] for e in lp)
+    else:
+        body.update(prompt=prompt, logprobs=5)
+        st, _, j, _ = s.post("/v1/completions", body)
+        lp = j["choices"][0]["logprobs"] if st == 200 else {}
+        got, alts = lp.get("tokens", []), [list(d) for d in lp.get("top_logprobs", [])]
+        good_bytes = True
+    want = [in_context(tok, prompt + ids[:i], t) for i, t in enumerate(ids)]
+    what = "chat" if chat else "completion"
+    check(st == 200 and got == want, f"{what} logprobs: each token's text in context, as HF tokenizers "
+          f"decode it ({got[:6]} want {want[:6]})")
+    check(good_bytes, f"{what} logprobs: bytes are the token's text")
+    vocab = tok.get_vocab_size()
+    bad = 0
+    for i, a in enumerate(alts):
+        texts = {in_context(tok, prompt + ids[:i], v) for v in range(vocab)}
+        bad += sum(x not in texts for x in a)
+    check(st == 200 and len(alts) == len(ids) and bad == 0,
+          f"{what} logprobs: every alternative's text is one a token has in that context ({bad} not)")
+    if not chat:
+        text = j["choices"][0]["text"] if st == 200 else ""
+        base = tok.decode(prompt)
+        offs = [len(tok.decode(prompt + ids[:i])[len(base):].rstrip("\ufffd")) for i in range(len(ids))]
+        check(lp.get("text_offset") == offs and text == tok.decode(prompt + ids)[len(base):],
+              f"completion text_offset counts characters, not bytes ({lp.get('text_offset')} want {offs})")
+
+
+def answers_host_and_images(build, pkg):
+    """--host by name (localhost, through the resolver); an image or audio part on a model
+    that reads text only is a 400 naming the part (it was pasted into the prompt as text)."""
+    s = Server(build, pkg, "--host", "localhost")
+    try:
+        st, _, j, _ = s.request("GET", "/health")
+        check(s.host == "localhost" and st == 200, f"--host localhost: listening, /health 200 ({s.host}, {st})")
+        image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        parts = [{"type": "text", "text": "What is in it?"}, image]
+        for path in ("/v1/chat/completions", "/tokenize"):
+            st, _, j, _ = s.post(path, {"messages": [{"role": "user", "content": "hi"},
+                                                     {"role": "user", "content": parts}]})
+            check(st == 400 and j["error"]["param"] == "messages[1].content[1]" and
+                  "takes no images" in j["error"]["message"],
+                  f"{path}: an image_url part on a text-only model: 400 naming it ({st} {j})")
+        audio = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+        st, _, j, _ = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [audio]}]})
+        check(st == 400 and j["error"]["param"] == "messages[0].content[0]" and "takes no audio" in j["error"]["message"],
+              f"an input_audio part: 400 ({st} {j})")
+        st, _, j, _ = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [parts[0]]}],
+                                                      "max_tokens": 4, "temperature": 0})
+        check(st == 200, f"text parts alone are still answered ({st})")
+    finally:
+        s.stop()
+
+
+def case_answers(build, pkgs):
+    """What a new user found wrong: logprobs of a SentencePiece tokenizer lost the leading
+    space ("there" for " there"), the first chat token ("▁" alone) was "", text_offset
+    counted bytes. Scripted answers (tests/onnx-genai-scripted) of stories260K, whose ids
+    are known, against HF tokenizers. Also --host by name and image parts (no oracle
+    needed)."""
+    answers_host_and_images(build, os.path.join(pkgs, "stories260K"))
+    pkg, tok = stories_tokenizer(pkgs)
+    if not tok:
         return SKIP
-    rc = cases[case](build, pkgs)
-    if rc == SKIP:
-        return SKIP
-    print(f"{case}: {len(FAILS)} failed")
-    return 1 if FAILS else 0
+    space = tok.token_to_id("\u2581")
+    words = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
+    # a lone space token first (as Llama 2's chat answers start), then words, characters of
+    # two and three bytes, and one of byte tokens (a character the vocabulary lacks)
+    ids = [space] + words("Tom saw a caf\u00e9\u2019s door, \u4e2d there") + words("was a girl")
+    check(space is not None and any(tok.id_to_token(i).startswith("<0x") for i in ids),
+          "the script has a lone space token and byte tokens")
+    s = scripted_server(build, pkg, [ids])
+    try:
+        st, _, t, _ = s.post("/tokenize", {"prompt": "Tom"})
+        answers_logprobs(s, tok, t["tokens"], ids, False)
+        st, _, t, _ = s.post("/tokenize", {"messages": [{"role": "user", "content": "Tom"}]})
+        answers_logprobs(s, tok, t["tokens"], ids, True)
+        # streamed: the same token texts, chunk after chunk (the context crosses chunks)
+        st, ev = s.stream("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tom"}],
+                                                   "max_tokens": len(ids) + 5, "logprobs": True, "stream": True})
+        got = [e["token"] for x in ev if isinstance(x, dict) for c in x["choices"] if c.get("logprobs")
+               for e in c["logprobs"]["content"]]
+        want = [in_context(tok, t["tokens"] + ids[:i], v) for i, v in enumerate(ids)]
+        check(got == want, "streamed chat logprobs: the same texts in context")
+    finally:
+        s.stop()
 
 
 # ---- defects a probe found ------------------------------------------------------------------
@@ -1741,7 +1864,7 @@ def main():
                 "loading": case_loading, "page": case_page, "models": case_models,
                 "backend": case_backend, "tools": case_tools, "hybrid": case_hybrid,
                 "nul": case_nul, "ignore_eos": case_ignore_eos, "guidance": case_guidance,
-             "probe": case_probe}, __doc__)
+                "probe": case_probe, "answers": case_answers}, __doc__)
 
 
 if __name__ == "__main__":
