@@ -32,8 +32,9 @@ static const char run_usage[] =
     "       onnx-genai generate --chat [-m] DIR [-p TEXT] [options]\n"
     "  A chat with the package's chat template. On a terminal: type a message, Enter to\n"
     "  send; /clear forgets the conversation, /system TEXT sets the system prompt, /exit\n"
-    "  (or Ctrl-D) leaves; Ctrl-C stops the answer being written. Not on a terminal: one\n"
-    "  prompt is read from standard input and answered.\n"
+    "  (or Ctrl-D) leaves; Ctrl-C stops the answer being written. Not on a terminal: each\n"
+    "  line of standard input is a turn, its answer a line of output (/exit and the other\n"
+    "  commands work there too); generate --chat reads all of it as one prompt.\n"
     "  -p, --prompt TEXT          (generate --chat) the user message (default: stdin)\n"
     "  --system TEXT              system prompt\n"
     "  --stop TEXT                stop the answer before TEXT (repeat for more)\n"
@@ -482,6 +483,32 @@ static void print_stats(const chat_session *s, const turn_result *r) {
             r->stop_reason);
 }
 
+/* The calls in the tool-call channel's text (between genai_config's bot/eot tokens: JSON
+ * objects {"name", "arguments" | "parameters"}, one per call) as OpenAI lists them:
+ * [{"type": "function", "function": {"name", "arguments": JSON text}}]; [] when the text
+ * holds none (what it holds is "tool_call_text" beside). */
+static void no_content(void *ctx, const char *text, size_t len) {
+    (void)ctx, (void)text, (void)len;
+}
+
+static cJSON *tool_calls_json(const char *text, size_t n) {
+    cJSON *list = cJSON_CreateArray();
+    tc_parser p;
+    tc_init(&p, TC_LLAMA3, no_content, NULL); /* bare JSON calls, as after Llama's python tag */
+    tc_feed(&p, text ? text : "", text ? n : 0);
+    int calls = tc_finish(&p);
+    for (int i = 0; list && i < calls; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", "function");
+        cJSON *f = cJSON_AddObjectToObject(c, "function");
+        cJSON_AddStringToObject(f, "name", p.calls[i].name);
+        cJSON_AddStringToObject(f, "arguments", p.calls[i].arguments);
+        cJSON_AddItemToArray(list, c);
+    }
+    tc_free(&p);
+    return list;
+}
+
 static void json_out(const turn_result *r) {
     cJSON *j = cJSON_CreateObject();
     cJSON *timing = cJSON_CreateObject();
@@ -493,7 +520,8 @@ static void json_out(const turn_result *r) {
     /* model text whole, NUL bytes as \u0000 (cJSON's own strings would end there) */
     cJSON_AddItemToObject(j, "text", srv_json_text(r->answer, r->answer_n));
     cJSON_AddItemToObject(j, "thinking", srv_json_text(r->thinking, r->thinking_n));
-    cJSON_AddItemToObject(j, "tool_calls", srv_json_text(r->tools, r->tools_n));
+    cJSON_AddItemToObject(j, "tool_calls", tool_calls_json(r->tools, r->tools_n));
+    cJSON_AddItemToObject(j, "tool_call_text", srv_json_text(r->tools, r->tools_n));
     cJSON_AddStringToObject(j, "stop_reason", r->stop_reason);
     cJSON_AddNumberToObject(j, "prompt_tokens", (double)r->prompt_tokens);
     cJSON_AddNumberToObject(j, "generated_tokens", r->generated);
@@ -532,30 +560,39 @@ static void strip_newlines(char *t) {
     while (n && (t[n - 1] == '\n' || t[n - 1] == '\r')) t[--n] = 0;
 }
 
-static int repl(chat_session *s) {
-    printf("onnx-genai run: %s  (/help for commands, Ctrl-D to leave)\n", s->o->model);
-    char line[65536];
+/* The conversation, a turn per line of standard input: at a terminal with a prompt and
+ * its notes (tty), else (piped) each answer on its line of standard output (or its JSON
+ * object with --json), notes on standard error, and the first turn that fails ends it
+ * with status 1. The commands (/exit, /clear, /system) work in both. */
+static int repl(chat_session *s, bool tty) {
+    FILE *notes = tty ? stdout : stderr;
+    if (tty) printf("onnx-genai run: %s  (/help for commands, Ctrl-D to leave)\n", s->o->model);
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
     for (;;) {
         interrupted = 0;
-        fputs(">>> ", stdout);
-        fflush(stdout);
-        if (!fgets(line, sizeof line, stdin)) {
-            if (interrupted) { /* Ctrl-C at the prompt: a fresh prompt */
+        if (tty) {
+            fputs(">>> ", stdout);
+            fflush(stdout);
+        }
+        if (getline(&line, &cap, stdin) < 0) {
+            if (interrupted && tty) { /* Ctrl-C at the prompt: a fresh prompt */
                 clearerr(stdin);
                 fputc('\n', stdout);
                 continue;
             }
-            fputc('\n', stdout);
-            return 0;
+            if (tty) fputc('\n', stdout);
+            break;
         }
         strip_newlines(line);
         if (!line[0]) continue;
-        if (!strcmp(line, "/exit") || !strcmp(line, "/bye")) return 0;
+        if (!strcmp(line, "/exit") || !strcmp(line, "/bye")) break;
         if (!strcmp(line, "/help")) {
-            puts("/clear          forget the conversation (and the cache)\n"
-                 "/system TEXT    set the system prompt (no TEXT: none)\n"
-                 "/exit           leave (also Ctrl-D)\n"
-                 "Ctrl-C          stop the answer being written");
+            fputs("/clear          forget the conversation (and the cache)\n"
+                  "/system TEXT    set the system prompt (no TEXT: none)\n"
+                  "/exit           leave (also Ctrl-D)\n"
+                  "Ctrl-C          stop the answer being written\n", notes);
             continue;
         }
         if (!strcmp(line, "/clear")) {
@@ -564,19 +601,26 @@ static int repl(chat_session *s) {
             og_status *st = og_generator_rewind_to(s->gen, 0);
             og_status_free(st);
             s->in_cache = 0;
-            puts("(conversation cleared)");
-            if (!s->history) return cli_fail("out of memory");
+            fputs("(conversation cleared)\n", notes);
+            if (!s->history) {
+                rc = cli_fail("out of memory");
+                break;
+            }
             continue;
         }
         if (!strncmp(line, "/system", 7) && (line[7] == 0 || line[7] == ' ')) {
             free(s->system);
             const char *t = line[7] ? line + 8 : "";
             s->system = *t ? strdup(t) : NULL;
-            puts(*t ? "(system prompt set)" : "(system prompt removed)");
+            fputs(*t ? "(system prompt set)\n" : "(system prompt removed)\n", notes);
             continue;
         }
         if (line[0] == '/') {
-            printf("unknown command %s (/help)\n", line);
+            fprintf(notes, "unknown command %s (/help)\n", line);
+            continue;
+        }
+        if (!tty) { /* as one_shot answers */
+            if ((rc = one_shot(s, line)) != 0) break;
             continue;
         }
         turn_result r;
@@ -591,6 +635,8 @@ static int repl(chat_session *s) {
         if (s->o->verbose) print_stats(s, &r);
         turn_result_free(&r);
     }
+    free(line);
+    return rc;
 }
 
 static int run_main(int argc, char **argv, bool generate_mode) {
@@ -618,8 +664,8 @@ static int run_main(int argc, char **argv, bool generate_mode) {
     sigaction(SIGINT, &sa, NULL);
     if (o.prompt) {
         rc = one_shot(&s, o.prompt);
-    } else if (!generate_mode && isatty(STDIN_FILENO)) {
-        rc = repl(&s);
+    } else if (!generate_mode) {
+        rc = repl(&s, isatty(STDIN_FILENO));
     } else {
         char *text = cli_read_all("-");
         if (!text) {

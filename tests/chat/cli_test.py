@@ -8,6 +8,7 @@ stories260K (a real trained model) with a chat template written here:
     --max-new-tokens, several EOS ids, reasoning/tool tokens of genai_config reported in
     their own channels (the expectation is rebuilt from the token ids with HF tokenizers'
     incremental decoding);
+  - `run` with standard input piped: a turn per line, /exit;
   - `run` in a real terminal under tmux: two turns, the second taking the first turn's
     tokens from the KV cache and prefilling only what it adds, with the same answers as
     when the whole conversation runs again; Ctrl-C during an answer stops that answer
@@ -172,12 +173,13 @@ def test_commands(binary, stories, work):
 
     # reasoning between bor/eor and tool calls between bot/eot, reported apart from the answer
     period = tok.token_to_id(".")
-    ch_pkg = os.path.join(work, "stories-channels")
 
-    def channels(g):
-        g["model"]["bor_token_id"] = comma
-        g["model"]["eor_token_id"] = period
-    make_package(stories, ch_pkg, TEMPLATE, channels)
+    def channel_package(name, first, last):
+        """stories with the channel's genai_config ids first and last: a comma and a period."""
+        path = os.path.join(work, name)
+        make_package(stories, path, TEMPLATE, lambda g: g["model"].update({first: comma, last: period}))
+        return path
+    ch_pkg = channel_package("stories-channels", "bor_token_id", "eor_token_id")
     r = chat_json(binary, ch_pkg, prompt, "--max-new-tokens", "60")
     answer, thinking, inside = "", "", False
     for t, p in zip(ids, pieces):
@@ -198,6 +200,36 @@ def test_commands(binary, stories, work):
     # one prompt from standard input when it is not a terminal
     r = run([binary, "run", pkg, "--max-new-tokens", "60"], input=prompt + "\n")
     check("run_reads_stdin", r.returncode == 0 and r.stdout == text + "\n", f"{r.stdout!r}")
+
+    # tool calls between bot/eot: a list of calls (none here: the text is a story, not a
+    # JSON call), the channel's text beside, as the reasoning channel's is rebuilt above
+    tool_pkg = channel_package("stories-tools", "bot_token_id", "eot_token_id")
+    r = chat_json(binary, tool_pkg, prompt, "--max-new-tokens", "60")
+    check("tool_calls_is_a_list", r["tool_calls"] == [] and r["tool_call_text"] == thinking and
+          r["text"] == answer, f"{r.get('tool_calls')!r} / {r.get('tool_call_text')!r} vs {thinking!r}")
+
+    # not on a terminal: a turn per line of standard input, each answer on its line, the
+    # conversation kept; /exit ends it (the line after it is not answered). The second
+    # answer's oracle: the rendered conversation, encoded by HF tokenizers, through plain
+    # `generate --ids`, decoded incrementally
+    second = "Tom had a dog"
+    r = run([binary, "run", pkg, "--max-new-tokens", "60"],
+            input=f"{prompt}\n\n{second}\r\n/exit\nnot answered\n")
+    conv = [{"role": "user", "content": prompt}, {"role": "assistant", "content": text},
+            {"role": "user", "content": second}]
+    rendered = jinja_env.render(jinja_env.make_env(), TEMPLATE,
+                                {"messages": conv, "add_generation_prompt": True, "tools": None,
+                                 "documents": None, "bos_token": cfg["bos_token"],
+                                 "eos_token": cfg["eos_token"], "unk_token": cfg["unk_token"]})
+    ctx = tok.encode(rendered, add_special_tokens=False).ids
+    g = run([binary, "generate", "-m", pkg, "--ids", ",".join(map(str, ctx)),
+             "--max-length", str(len(ctx) + 60), "--json"])
+    new = json.loads(g.stdout)["sequences"][0][len(ctx):] if g.returncode == 0 else []
+    want2 = "".join(incremental_pieces(tok, new, ctx))
+    check("run_turn_per_line", r.returncode == 0 and want2 and r.stdout == text + "\n" + want2 + "\n",
+          f"{r.stdout!r} vs {text!r} / {want2!r} ({r.stderr[-300:]!r})")
+    r = run([binary, "run", pkg, "--max-new-tokens", "60"], input=f"/exit\n{prompt}\n")
+    check("run_piped_exit", r.returncode == 0 and r.stdout == "", f"{r.stdout!r}")
     return pkg
 
 
