@@ -57,8 +57,10 @@ static double now_s(void) {
 
 static const char bench_usage[] =
     "usage: onnx-genai bench [-m] DIR [options]\n"
-    "  -p N            prompt tokens for the prefill test pp<N> (default 512; 0: skip)\n"
-    "  -n N            generated tokens for the decode test tg<N> (default 128; 0: skip)\n"
+    "  -p N            prompt tokens for the prefill test pp<N> (default 512, or half that\n"
+    "                  until it fits the package's context; 0: skip)\n"
+    "  -n N            generated tokens for the decode test tg<N> (default 128, or half that\n"
+    "                  until it fits; 0: skip)\n"
     "  -d N            tokens already in the cache before both tests (default 0)\n"
     "  -b N            sequences decoded together (batch size, default 1)\n"
     "  -r N            repetitions after one warm-up run (default 5)\n"
@@ -185,7 +187,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         return cli_fail("bench: no model folder given (see 'onnx-genai bench --help')");
     if (!o->probe_only && o->p == 0 && o->n == 0)
         return cli_fail("bench: -p 0 and -n 0 leave nothing to measure");
-    if (o->b > 1 && o->d > 0 && o->p > 0)
+    if (o->b > 1 && o->d > 0 && o->p != 0)
         return cli_fail("bench: a prefill after -d cached tokens runs with batch 1 only (a batch "
                         "is appended to only while empty): add -p 0, or leave out -b");
     if (!o->n_backends) o->backends[o->n_backends++] = cli_backend_choice(&o->be);
@@ -530,6 +532,39 @@ typedef struct bench_summary {
     double tps[2]; /* median tokens/s */
 } bench_summary;
 
+/* The largest of want, want/2, want/4, ... that is at most room (0 when none is). */
+static int fit_pow2(int want, int room) {
+    while (want > room && want > 0) want /= 2;
+    return want;
+}
+
+/* -p and -n left at their defaults (-1): 512 and 128, or the largest powers of two below
+ * them that fit the package's context after -d; given ones that do not fit are refused,
+ * naming the flag to lower. */
+static int fit_context(bench_opts *o, int context) {
+    if (context <= 0) context = INT32_MAX; /* not known: the generator says */
+    int pp_room = context - o->d - 1;                  /* -d, the prompt, one token */
+    int tg_room = context - (o->d > 0 ? o->d : 1) - 1; /* a prompt, its token, n steps */
+    bool pp_default = o->p < 0, tg_default = o->n < 0;
+    if (pp_default) o->p = fit_pow2(512, pp_room);
+    if (tg_default) o->n = fit_pow2(128, tg_room);
+    if (o->p > 0 && o->p > pp_room)
+        return cli_fail("bench: -p %d%s needs a context of %d tokens; this package's is %d: "
+                        "lower -p%s", o->p, o->d ? " after -d" : "", o->d + o->p + 1, context,
+                        o->d ? " or -d" : "");
+    if (o->n > 0 && o->n > tg_room)
+        return cli_fail("bench: -n %d needs a context of %d tokens; this package's is %d: lower "
+                        "-n%s", o->n, (o->d > 0 ? o->d : 1) + 1 + o->n, context,
+                        o->d ? " or -d" : "");
+    if (o->p == 0 && o->n == 0)
+        return cli_fail("bench: -d %d leaves no room in this package's context of %d tokens: "
+                        "lower -d", o->d, context);
+    if ((pp_default && o->p < 512) || (tg_default && o->n < 128))
+        fprintf(stderr, "onnx-genai: bench: this package's context is %d tokens: pp%d and tg%d "
+                "(-p and -n set them)\n", context, o->p, o->n);
+    return 0;
+}
+
 /* The whole measurement on one backend: open, run the tests, print. The bandwidth probe
  * runs with the first backend and is reused (*probed). */
 static int bench_backend(const bench_opts *op, og_backend backend, probe_result *probe,
@@ -559,6 +594,7 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
     cli_prep prep;
     cli_prep_of_model(m, &prep);
     int threads = runtime_session_threads(m->decoder);
+    if ((rc = fit_context(&o, m->context_length))) goto done;
     int longest = o.d + (o.p > 1 ? o.p : 1) + 1 + o.n;
     ids = malloc((size_t)longest * (size_t)o.b * sizeof *ids);
     steps = malloc((size_t)(o.n > 0 ? o.n : 1) * sizeof *steps);
@@ -812,7 +848,7 @@ done:
 }
 
 int cli_bench(int argc, char **argv) {
-    bench_opts o = {.p = 512, .n = 128, .d = 0, .b = 1, .reps = 5, .threads = 0, .probe_mb = 512,
+    bench_opts o = {.p = -1, .n = -1, .d = 0, .b = 1, .reps = 5, .threads = 0, .probe_mb = 512,
                     .seed = 1};
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
