@@ -28,14 +28,14 @@ static const char usage[] =
     "  bench-load FILE.onnx           load time and RSS growth of opening a model\n"
     "  run [-m] DIR [--system TEXT] [--stop TEXT] [--max-new-tokens N] [--verbose]\n"
     "                                 chat in the terminal with the model's chat template\n"
-    "                                 (one prompt from stdin when not a terminal)\n"
+    "                                 (a turn per line of stdin when not a terminal)\n"
     "  template DIR|FILE --messages FILE.json [--tools FILE.json] [--add-generation-prompt]\n"
     "           [--extra JSON] [--bos TEXT --eos TEXT]\n"
     "                                 print a conversation rendered with the chat template\n"
     "  serve [-m] DIR [--host 127.0.0.1] [--port 8080] [options]\n"
     "                                 an OpenAI-compatible HTTP server with continuous\n"
     "                                 batching (see serve --help)\n"
-    "  help                           this text\n"
+    "  help                           this text (--version: the version and git commit)\n"
     "\n"
     "generate, bench, run, infer and serve take --backend native|ort|auto (default auto:\n"
     "native when it has every op, else onnxruntime with a warning), --ort-lib PATH,\n"
@@ -51,7 +51,16 @@ int cli_fail(const char *fmt, ...) {
     return 1;
 }
 
+/* og_version.c, which the build writes (cmake/Version.cmake). */
+extern const char og_cli_version[], og_cli_commit[];
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
+        printf("onnx-genai %s", og_cli_version);
+        if (og_cli_commit[0]) printf(" (git %s)", og_cli_commit);
+        printf("\n");
+        return 0;
+    }
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);

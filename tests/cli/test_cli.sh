@@ -123,6 +123,15 @@ done
 expect_err infer_bad_threads "--threads: -1 is too small: at least 0" "$bin" infer x.onnx --threads -1
 expect_err bench_load_bad_repeat "--repeat: 'x' is not a number" "$bin" bench-load x.onnx --repeat x
 expect_err bench_load_extra "bench-load: unexpected argument '7'" "$bin" bench-load x.onnx 7
+# --version: the project's version (CMakeLists.txt) and the commit of this checkout
+src=$(cd "$(dirname "$0")/../.." && pwd)
+version=$(sed -n 's/^project(onnx_genai VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null)
+if [ -n "$commit" ]; then
+  expect_out version "^onnx-genai ${version//./\\.} \\(git $commit(-dirty)?\\)\$" "$bin" --version
+else
+  expect_out version "^onnx-genai ${version//./\\.}\$" "$bin" --version
+fi
 "$bin" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok unknown_command || bad unknown_command "exit status is not 2"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
