@@ -427,14 +427,14 @@ typedef struct og_generator_params {
     /* Set through og_generator_params_set_guidance (NULL: no guidance); borrowed. */
     const char *guidance_type;
     const char *guidance_data;
-    /* Speculative decoding by prompt lookup, onnxruntime-genai's options (its
-     * set_speculative_options names without the prefix). Drafts are verified in one run
-     * that gives every position a decode step's bits, and each token is still chosen as a
-     * plain step chooses it, so the output (greedy, or sampled with a seed) is plain
+    /* Speculative decoding by prompt lookup or a draft model, onnxruntime-genai's options
+     * (its set_speculative_options names without the prefix). Drafts are verified in one
+     * run that gives every position a decode step's bits, and each token is still chosen
+     * as a plain step chooses it, so the output (greedy, or sampled with a seed) is plain
      * decoding's, token for token; only the speed changes. Applies to batch_size 1
-     * without beams on a model whose cache can be cut back (KV only); elsewhere the
-     * options are accepted and decoding is plain. og_generator_get_speculative_stats says
-     * what happened. */
+     * without beams (models with conv/recurrent state included); elsewhere the options
+     * are accepted and decoding is plain. og_generator_get_speculative_stats says what
+     * happened. */
     int speculative_ngram_size;        /* 0 (default): off. 2..16: a draft continues the
                                           latest earlier occurrence of the last
                                           ngram_size - 1 tokens (prompt and output) */
@@ -447,6 +447,11 @@ typedef struct og_generator_params {
     int speculative_cooldown;          /* accepted for onnxruntime-genai's option; the cost
                                           model below already steps plainly while drafts
                                           fail */
+    og_model *speculative_draft_model; /* NULL (default). A draft model: a second package
+                                          with the same tokenizer, run greedily by the
+                                          generator to draft (its cache kept in step with
+                                          the accepted tokens); not with ngram_size.
+                                          Borrowed: it must outlive the generator */
     int speculative_fixed_k;           /* 0 (default): a cost model (measured run times and
                                           the running acceptance rate) picks how many
                                           drafted tokens to verify, none when verifying

@@ -466,6 +466,7 @@ class GeneratorParams:
                               f"({_lib.GENERATOR_PARAMS_KNOWN}): the library is older than it")
         self._p.padded_batch = 1  # onnxruntime-genai's batch layout
         self._extra: dict[str, Any] = {}
+        self._draft = None
 
     def set_search_options(self, **options) -> None:
         """Sets search options by name: max_length, min_length, batch_size, do_sample,
@@ -524,9 +525,10 @@ class GeneratorParams:
         max_draft_tokens (1..16), ngram_chained_lookup, min_adaptive_k (0..16: the fewest
         tokens a verification checks), cooldown (accepted; the cost model steps plainly
         while drafts fail), and fixed_k (ours: always max_draft_tokens instead of the cost
-        model's choice). The tokens are those of plain decoding (greedy, or sampled with
-        the same seed); it applies to batch_size 1 without beams on a model without
-        conv/recurrent state. Values are checked when the Generator is made."""
+        model's choice) and draft_model (ours: a Model with the same tokenizer that drafts
+        greedily; not with ngram_size). The tokens are those of plain decoding (greedy, or
+        sampled with the same seed); it applies to batch_size 1 without beams. Values are
+        checked when the Generator is made."""
         _set_speculative_options(self, options)
 
     def get_speculative_options(self) -> dict[str, Any]:
@@ -546,9 +548,16 @@ _SPECULATIVE = {"ngram_size": ("speculative_ngram_size", "int"),
 
 def _set_speculative_options(params: GeneratorParams, options: dict) -> None:
     for name, value in options.items():
+        if name == "draft_model":
+            if value is not None and not isinstance(value, Model):
+                raise TypeError(f"speculative option 'draft_model' takes a Model or None, got "
+                                f"{type(value).__name__}")
+            params._draft = value  # the C params borrow it; the Generator holds it too
+            params._p.speculative_draft_model = value._handle().ptr if value else None
+            continue
         if name not in _SPECULATIVE:
             raise InvalidArgumentError(f"unknown speculative option '{name}' (known: "
-                                       f"{', '.join(sorted(_SPECULATIVE))})")
+                                       f"{', '.join(sorted([*_SPECULATIVE, 'draft_model']))})")
         field, kind = _SPECULATIVE[name]
         setattr(params._p, field, _check_kind(name, value, kind))
 
@@ -591,8 +600,10 @@ class Generator(_Owned):
             raise TypeError("Generator(model, params): expected a Model and GeneratorParams")
         mh = model._handle()
         out = ctypes.c_void_p()
+        draft = getattr(params, "_draft", None)
+        keep = (mh, draft._handle()) if draft is not None else (mh,)
         lib.og_generator_create(mh.ptr, ctypes.byref(params._p), ctypes.byref(out))
-        self._h = _Handle(out.value, lib.og_generator_destroy, (mh,))
+        self._h = _Handle(out.value, lib.og_generator_destroy, keep)
         self._lock = model._lock
         self._vocab = lib.og_model_vocab_size(mh.ptr)
         self._batch = params._p.batch_size

@@ -129,7 +129,7 @@ class GeneratorParams(Structure):
                 ("speculative_max_draft_tokens", c_int),
                 ("speculative_ngram_chained_lookup", c_int),
                 ("speculative_min_adaptive_k", c_int), ("speculative_cooldown", c_int),
-                ("speculative_fixed_k", c_int),
+                ("speculative_draft_model", c_void_p), ("speculative_fixed_k", c_int),
                 ("_spare", c_char * 256)]
 
 

@@ -87,16 +87,23 @@ int cli_guidance_arg(int argc, char **argv, int *i, cli_guidance *g);
 og_status *cli_guidance_set(const cli_guidance *g, og_generator_params *p);
 void cli_guidance_free(cli_guidance *g);
 
-/* --speculative ngram, --ngram N, --draft-tokens K, --ngram-chained, --draft-fixed
- * (cli_speculative.c), for generate, run and bench. */
+/* --speculative ngram|draft, --draft-model DIR, --ngram N, --draft-tokens K,
+ * --ngram-chained, --draft-fixed (cli_speculative.c), for generate, run and bench. */
+enum { CLI_SPEC_OFF, CLI_SPEC_NGRAM, CLI_SPEC_DRAFT };
 typedef struct cli_speculative {
-    bool ngram_on, chained, fixed;
+    int method;
+    bool chained, fixed;
     int ngram, draft_tokens;
+    const char *draft_dir;
+    og_model *draft; /* opened by cli_speculative_open */
 } cli_speculative;
 extern const char cli_speculative_usage[];
 void cli_speculative_init(cli_speculative *s);
 /* As cli_backend_arg. */
 int cli_speculative_arg(int argc, char **argv, int *i, cli_speculative *s);
+/* Opens the draft model (--speculative draft); close with cli_speculative_close. */
+og_status *cli_speculative_open(cli_speculative *s, const og_model_options *mo);
+void cli_speculative_close(cli_speculative *s);
 void cli_speculative_set(const cli_speculative *s, og_generator_params *p);
 /* One line of what speculation did (nothing when it was off). */
 #include <stdio.h>

@@ -262,6 +262,7 @@ int cli_generate(int argc, char **argv) {
     mo.num_threads = o.threads;
     cli_backend_model(&o.be, &mo);
     if ((st = og_model_open(o.model, &mo, &model))) goto done;
+    if ((st = cli_speculative_open(&o.spec, &mo))) goto done;
     for (size_t i = 0; i < og_model_warning_count(model); i++)
         fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(model, i));
     /* Text in or out needs the tokenizer; with --ids a package may lack one (ids in, ids
@@ -377,6 +378,12 @@ int cli_generate(int argc, char **argv) {
             og_free(text);
         }
         printf("], \"backend\": \"%s\"", og_model_backend(model));
+        og_speculative_stats ss;
+        if (!og_generator_get_speculative_stats(gen, &ss) && ss.enabled)
+            printf(", \"speculative\": {\"verifications\": %lld, \"drafted\": %lld, "
+                   "\"accepted\": %lld, \"emitted\": %lld, \"plain_steps\": %lld}",
+                   (long long)ss.verifications, (long long)ss.drafted, (long long)ss.accepted,
+                   (long long)ss.emitted, (long long)ss.plain_steps);
         printf(", \"timing\": {\"load_s\": %.6f, \"prompt_s\": %.6f, \"prompt_tokens\": %zu, "
                "\"decode_s\": %.6f, \"generated_tokens\": %d, \"decode_tokens_per_s\": %.3f}}\n",
                t_load, t_prompt, width, t_decode, generated,
@@ -412,6 +419,7 @@ done:
     og_tokenizer_stream_free(stream);
     og_generator_destroy(gen);
     og_tokenizer_free(tok);
+    cli_speculative_close(&o.spec);
     og_model_close(model);
     return rc;
 }

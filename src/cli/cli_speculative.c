@@ -2,6 +2,8 @@
  * by the target (og_generator_params' speculative_* fields). */
 #include "cli/cli.h"
 
+#include "base/status.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +12,8 @@ const char cli_speculative_usage[] =
     "                             earlier in the prompt and output, verified in one run;\n"
     "                             the tokens are plain decoding's, only faster when drafts\n"
     "                             hit (batch 1, models without conv/recurrent state)\n"
+    "  --speculative draft --draft-model DIR\n"
+    "                             drafts from a smaller package with the same tokenizer\n"
     "  --ngram N                  match the last N - 1 tokens (2..16, default 3)\n"
     "  --draft-tokens K           at most K drafted tokens per verification (1..16, default 4)\n"
     "  --ngram-chained            a draft that runs out goes on from its own end\n"
@@ -42,24 +46,45 @@ int cli_speculative_arg(int argc, char **argv, int *i, cli_speculative *s) {
         int rc = cli_int_option(a, v, ngram ? 2 : 1, 16, ngram ? &s->ngram : &s->draft_tokens);
         return rc ? -rc : 1;
     }
-    if (!strcmp(a, "--draft-model"))
-        return -cli_fail("--draft-model: draft-model speculation is not implemented yet; "
-                         "use --speculative ngram");
-    if (!strcmp(v, "ngram")) s->ngram_on = true;
-    else if (!strcmp(v, "off") || !strcmp(v, "none")) s->ngram_on = false;
-    else if (!strcmp(v, "draft") || !strcmp(v, "mtp"))
-        return -cli_fail("--speculative %s is not implemented yet; use --speculative ngram", v);
+    if (!strcmp(a, "--draft-model")) {
+        s->draft_dir = v;
+        if (s->method == CLI_SPEC_OFF) s->method = CLI_SPEC_DRAFT;
+        return 1;
+    }
+    if (!strcmp(v, "ngram")) s->method = CLI_SPEC_NGRAM;
+    else if (!strcmp(v, "draft")) s->method = CLI_SPEC_DRAFT;
+    else if (!strcmp(v, "off") || !strcmp(v, "none")) s->method = CLI_SPEC_OFF;
+    else if (!strcmp(v, "mtp"))
+        return -cli_fail("--speculative mtp: packages with MTP heads are not supported yet; "
+                         "use ngram or draft");
     else
-        return -cli_fail("--speculative: '%s' is not a method (ngram, off)", v);
+        return -cli_fail("--speculative: '%s' is not a method (ngram, draft, off)", v);
     return 1;
 }
 
+og_status *cli_speculative_open(cli_speculative *s, const og_model_options *mo) {
+    if (s->method != CLI_SPEC_DRAFT) return NULL;
+    if (!s->draft_dir)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "--speculative draft needs --draft-model DIR "
+                         "(a package with the same tokenizer)");
+    return og_status_wrap(og_model_open(s->draft_dir, mo, &s->draft), "--draft-model");
+}
+
+void cli_speculative_close(cli_speculative *s) {
+    og_model_close(s->draft);
+    s->draft = NULL;
+}
+
 void cli_speculative_set(const cli_speculative *s, og_generator_params *p) {
-    if (!s->ngram_on) return;
-    p->speculative_ngram_size = s->ngram;
+    if (s->method == CLI_SPEC_OFF) return;
     p->speculative_max_draft_tokens = s->draft_tokens;
-    p->speculative_ngram_chained_lookup = s->chained;
     p->speculative_fixed_k = s->fixed;
+    if (s->method == CLI_SPEC_DRAFT) {
+        p->speculative_draft_model = s->draft;
+        return;
+    }
+    p->speculative_ngram_size = s->ngram;
+    p->speculative_ngram_chained_lookup = s->chained;
 }
 
 void cli_speculative_report(FILE *f, const og_generator *g) {

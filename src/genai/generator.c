@@ -15,6 +15,7 @@
 #include "base/tensor.h"
 #include "genai/budget.h"
 #include "genai/config.h"
+#include "genai/guidance.h"
 #include "genai/search.h"
 
 #include <stddef.h>
@@ -99,9 +100,38 @@ void gen_generator_free(og_generator *g) {
     for (int i = 0; g->spec_state && i < g->m->n_cache; i++) free(g->spec_state[i]);
     free(g->spec_state);
     free(g->steps_raw);
+    og_generator_destroy(g->spec_gen);
     gen_beam_free(g->beam);
     gen_guide_free(g);
     free(g);
+}
+
+/* A draft model must share the target's vocabulary: the same logits width and, token by
+ * token, the same bytes (the guidance vocabulary, built once per model). */
+static og_status *check_draft_model(og_model *m, const og_generator_params *p) {
+    og_model *d = p->speculative_draft_model;
+    if (p->speculative_ngram_size)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: speculative ngram_size and a "
+                         "draft model cannot be combined (choose one drafter)");
+    if (p->num_beams > 1)
+        return og_errorf(OG_ERR_UNSUPPORTED, "generator: speculative decoding with beam "
+                         "search (num_beams %d) is not supported", p->num_beams);
+    if (d->vocab_size != m->vocab_size)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: the draft model %s has %d logits, "
+                         "the model %s %d: a draft model must share the tokenizer", d->dir,
+                         d->vocab_size, m->dir, m->vocab_size);
+    const guide_vocab *vm, *vd;
+    og_status *st = gen_guidance_vocab(m, &vm);
+    if (!st) st = gen_guidance_vocab(d, &vd);
+    if (st)
+        return og_status_wrap(st, "generator: checking that the draft model %s shares the "
+                                "tokenizer of %s", d->dir, m->dir);
+    long diff = guide_vocab_first_difference(vm, vd);
+    if (diff >= 0)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: the draft model %s has another "
+                         "tokenizer than %s (token %ld differs): a draft model must share the "
+                         "tokenizer", d->dir, m->dir, diff);
+    return NULL;
 }
 
 og_status *og_generator_create(og_model *m, const og_generator_params *params,
@@ -160,8 +190,14 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
         gen_generator_free(g);
         return st;
     }
-    if (p.speculative_ngram_size > 0) {
+    st = p.speculative_draft_model ? check_draft_model(m, &p) : NULL;
+    if (st) {
+        gen_generator_free(g);
+        return st;
+    }
+    if (p.speculative_ngram_size > 0 || p.speculative_draft_model) {
         gen_spec_options so = {.ngram = p.speculative_ngram_size - 1,
+                               .draft_model = p.speculative_draft_model != NULL,
                                .max_draft = p.speculative_max_draft_tokens,
                                .chained = p.speculative_ngram_chained_lookup != 0,
                                .min_k = p.speculative_min_adaptive_k,
@@ -407,6 +443,32 @@ static og_status *spec_verify(og_generator *g, int k) {
     return spec_hand_out(g);
 }
 
+/* Up to k tokens from the draft model into spec_draft (*got of them): its generator is
+ * brought to the target's sequence (rewound to the common prefix, the rest appended: after
+ * a verification that is the kept tokens' cut and one new token), then steps greedily. */
+static og_status *draft_tokens(og_generator *g, int k, int *got) {
+    *got = 0;
+    og_generator *d = g->spec_gen;
+    if (!d) {
+        og_generator_params dp = og_generator_params_default(g->p.speculative_draft_model);
+        dp.max_length = g->max_len;
+        dp.all_logits = 0;
+        dp.min_length = 0;
+        OG_TRY(og_status_wrap(og_generator_create(g->p.speculative_draft_model, &dp, &d),
+                              "the draft model"));
+        g->spec_gen = d;
+    }
+    int L = g->len[0], c = 0;
+    while (c < d->len[0] && c < L && d->seq[c] == g->seq[c]) c++;
+    if (c < d->len[0] || d->done[0]) OG_TRY(og_generator_rewind_to(d, (size_t)c));
+    if (c < L) OG_TRY(og_generator_append_tokens(d, g->seq + c, (size_t)(L - c)));
+    for (int i = 0; i < k && !og_generator_is_done(d); i++) {
+        OG_TRY(og_generator_generate_next_token(d));
+        g->spec_draft[(*got)++] = d->next[0];
+    }
+    return NULL;
+}
+
 /* Tokens a verification decided but did not hand out yet are dropped (an append or a
  * rewind comes): the cache and the matchers go back to the sequence as it stands. */
 static og_status *spec_settle(og_generator *g) {
@@ -446,8 +508,15 @@ og_status *og_generator_generate_next_token(og_generator *g) {
     bool timed = false;
     if (!g->has_logits) {
         if (spec_applies(g)) {
-            int room = gen_row_limit(g, 0) - g->len[0] - 1;
-            int k = room > 0 ? gen_spec_plan(g->spec, g->seq, g->len[0], room, g->spec_draft) : 0;
+            int room = gen_row_limit(g, 0) - g->len[0] - 1, k = 0;
+            if (room > 0 && g->spec->o.draft_model) {
+                int want = gen_spec_choose(g->spec, room);
+                double t = gen_spec_now();
+                if (want > 0) OG_TRY(draft_tokens(g, want, &k));
+                gen_spec_drafted(g->spec, k, gen_spec_now() - t);
+            } else if (room > 0) {
+                k = gen_spec_plan(g->spec, g->seq, g->len[0], room, g->spec_draft);
+            }
             if (k > 0) return spec_verify(g, k);
             timed = true;
             t0 = gen_spec_now();

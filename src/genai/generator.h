@@ -108,6 +108,7 @@ struct og_generator {
     /* a model with state: its fixed entries before the last verification, at spec_fed */
     void **spec_state;
     int spec_fed;
+    og_generator *spec_gen; /* the draft model's generator (made on first use) */
     void *steps_raw;   /* gen_compute_steps' logits before conversion to float32 */
     size_t steps_raw_bytes;
 };

@@ -1,8 +1,6 @@
 /* Speculative decoding: prompt-lookup drafts and the verification budget (speculative.h). */
 #include "genai/speculative.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -18,12 +16,16 @@ static const double TIME_RATE = 0.2;
 /* Speculate only when the expected rate beats a plain step's by this factor: the
  * estimates are noisy, and a wrong "yes" costs more than a wrong "no". */
 static const double GAIN_NEEDED = 1.05;
+/* With a draft model: plain steps in a row before one verification probes again, at
+ * first and at most */
+static const int PROBE_EVERY = 16, PROBE_MAX = 1024;
 
 void gen_spec_init(gen_spec *s, const gen_spec_options *o) {
     memset(s, 0, sizeof *s);
     s->o = *o;
     if (s->o.max_draft > GEN_SPEC_MAX_DRAFT) s->o.max_draft = GEN_SPEC_MAX_DRAFT;
     s->alpha = 0.5;
+    s->probe_every = PROBE_EVERY;
 }
 
 double gen_spec_now(void) {
@@ -94,37 +96,53 @@ static void time_run(gen_spec *s, int n, double seconds) {
     *t = s->t_count[n]++ ? (1 - TIME_RATE) * *t + TIME_RATE * seconds : seconds;
 }
 
+int gen_spec_choose(gen_spec *s, int k) {
+    if (k > s->o.max_draft) k = s->o.max_draft;
+    if (k <= 0 || !s->o.adaptive) return k > 0 ? k : 0;
+    if (s->t_count[1] == 0) return 0; /* a plain step first, to compare with */
+    int best = 0;
+    double best_rate = GAIN_NEEDED / s->t_run[1];
+    /* lengths from the floor: powers of two and the whole draft (each length a run makes
+     * costs a plan the first time); a draft model's tokens cost their time too */
+    int lo = s->o.min_k < 1 ? 1 : s->o.min_k < k ? s->o.min_k : k;
+    for (int c = lo; c <= k; c++) {
+        if (c != lo && c != k && (c & (c - 1))) continue;
+        double rate = expected_tokens(s->alpha, c) / (run_time(s, c + 1) + c * s->t_draft);
+        if (rate > best_rate) {
+            best_rate = rate;
+            best = c;
+        }
+    }
+    /* a draft model has no free shadow: after a run of plain steps one short
+     * verification measures the acceptance again, twice as far apart each time it does
+     * not lead to speculating (a probe costs the draft's catching up) */
+    if (best > 0) {
+        s->probe_every = PROBE_EVERY;
+    } else if (s->o.draft_model && ++s->plain_streak >= s->probe_every) {
+        best = lo;
+        if (s->probe_every < PROBE_MAX) s->probe_every *= 2;
+    }
+    if (best > 0) s->plain_streak = 0;
+    return best;
+}
+
 int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *out) {
     if (max_k > s->o.max_draft) max_k = s->o.max_draft;
     int k = gen_spec_draft(&s->o, seq, len, max_k, out);
-    if (k == 0 || !s->o.adaptive) return k;
-    int best = 0;
-    if (s->t_count[1] > 0) { /* a plain step has been timed: compare rates */
-        double best_rate = GAIN_NEEDED / s->t_run[1];
-        /* lengths from the floor: powers of two and the whole draft (each length a run
-         * makes costs a plan the first time) */
-        int lo = s->o.min_k < 1 ? 1 : s->o.min_k < k ? s->o.min_k : k;
-        for (int c = lo; c <= k; c++) {
-            if (c != lo && c != k && (c & (c - 1))) continue;
-            double rate = expected_tokens(s->alpha, c) / run_time(s, c + 1);
-            if (rate > best_rate) {
-                best_rate = rate;
-                best = c;
-            }
-        }
-    }
-    if (getenv("OG_SPEC_DEBUG")) {
-        fprintf(stderr, "plan k=%d best=%d alpha=%.3f t1=%.4f", k, best, s->alpha, s->t_run[1]);
-        for (int n = 2; n <= k + 1; n++) fprintf(stderr, " t%d=%.4f", n, run_time(s, n));
-        fprintf(stderr, "\n");
-    }
+    int best = gen_spec_choose(s, k);
     /* a plain step: the draft is scored as the shadow (unless one is being scored) */
-    if (best == 0 && s->shadow_at >= s->n_shadow) {
+    if (best == 0 && k > 0 && s->shadow_at >= s->n_shadow) {
         memcpy(s->shadow, out, sizeof *out * (size_t)k);
         s->n_shadow = k;
         s->shadow_at = 0;
     }
     return best;
+}
+
+void gen_spec_drafted(gen_spec *s, int k, double seconds) {
+    if (k <= 0 || seconds <= 0) return;
+    double per = seconds / k;
+    s->t_draft = s->t_draft > 0 ? (1 - TIME_RATE) * s->t_draft + TIME_RATE * per : per;
 }
 
 void gen_spec_verified(gen_spec *s, int k, int accepted, int emitted, double seconds) {

@@ -11,18 +11,20 @@
  * the target without d. Output tokens, greedy or sampled, are those of plain decoding with
  * the same seed, bit for bit.
  *
- * Drafting (gen_spec_draft): prompt lookup. The last `ngram` tokens of the sequence are
+ * Drafting (gen_spec_draft): prompt lookup, or a draft model (generator.c runs it). The last `ngram` tokens of the sequence are
  * looked for earlier in it (prompt and output alike); the latest earlier occurrence
  * proposes the tokens that followed it. With chained lookup a draft that runs out (the
  * match reached the end of the sequence) continues by looking up its own last tokens.
  *
- * The budget (gen_spec_plan): verifying K drafts costs one run of K + 1 tokens, which
+ * The budget (gen_spec_choose): verifying K drafts costs one run of K + 1 tokens, which
  * reads the weights once but computes K + 1 rows. The planner keeps a running estimate of
  * the probability that a draft token is accepted and of the time of a run of n tokens
  * (measured), and drafts the K that maximises expected tokens per second, 0 when no K
  * beats a plain step. Drafts it does not verify are still scored against the tokens plain
  * decoding then chooses ("shadow" drafts), so the estimate follows the text at no cost
- * and speculation resumes when lookups start to hit. */
+ * and speculation resumes when lookups start to hit. A draft model's tokens cost their
+ * drafting time; with no free shadow, one short verification after 16 plain steps
+ * measures its acceptance again (then after 32, 64, ... while it does not pay). */
 #ifndef OG_GENAI_SPECULATIVE_H
 #define OG_GENAI_SPECULATIVE_H
 
@@ -38,6 +40,7 @@ typedef struct gen_spec_options {
     int max_draft;    /* at most this many drafted tokens per verification */
     bool chained;     /* a draft that runs out looks up its own end again */
     int min_k;        /* a verification checks at least this many (when the draft has them) */
+    bool draft_model; /* drafts come from a draft model (their time counts), not lookup */
     bool adaptive;    /* the budget picks K (otherwise always max_draft when a draft exists) */
 } gen_spec_options;
 
@@ -65,6 +68,9 @@ typedef struct gen_spec {
     /* the shadow draft: proposed but not verified, scored as the tokens come */
     int32_t shadow[GEN_SPEC_MAX_DRAFT];
     int n_shadow, shadow_at;
+    double t_draft;    /* seconds per token a draft model drafts, running average */
+    int plain_streak;  /* plain steps since the last verification (draft model) */
+    int probe_every;   /* plain steps between probes (draft model) */
 } gen_spec;
 
 void gen_spec_init(gen_spec *s, const gen_spec_options *o);
@@ -73,9 +79,16 @@ void gen_spec_init(gen_spec *s, const gen_spec_options *o);
 int gen_spec_draft(const gen_spec_options *o, const int32_t *seq, int len, int max_k,
                    int32_t *out);
 
-/* The number of tokens to verify after seq[0..len) (at most max_k), with the draft in
- * out[0..K); 0: take a plain step (a draft, if any, becomes the shadow). */
+/* How many of k available draft tokens to verify (the cost model; k itself with a fixed
+ * K), 0 for a plain step. A draft model asks before drafting (k: the most it may draft). */
+int gen_spec_choose(gen_spec *s, int k);
+
+/* Prompt lookup: the number of tokens to verify after seq[0..len) (at most max_k), with
+ * the draft in out[0..K); 0: take a plain step (a draft, if any, becomes the shadow). */
 int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *out);
+
+/* A draft model drafted k tokens in `seconds`. */
+void gen_spec_drafted(gen_spec *s, int k, double seconds);
 
 /* A verification of k drafts ran in `seconds` and accepted `accepted` of them, deciding
  * `emitted` tokens. */

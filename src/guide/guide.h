@@ -27,6 +27,9 @@ og_status *guide_vocab_new(size_t n_tokens, const uint8_t *const *bytes, const u
                            const bool *excluded, guide_vocab **out);
 void guide_vocab_free(guide_vocab *v);
 size_t guide_vocab_size(const guide_vocab *v);
+/* The first token id whose bytes (or exclusion) differ between a and b, the shorter's
+ * size when one is a prefix of the other, -1 when they are the same vocabulary. */
+long guide_vocab_first_difference(const guide_vocab *a, const guide_vocab *b);
 /* The tokenizer's own encoding of bytes (tok_encode, no special tokens added): *ids
  * malloc'ed, *n of them, freed by the caller. A tokenizer that adds a space at the start
  * of a text (SentencePiece) is fine: the matcher encodes forced bytes after a marker byte

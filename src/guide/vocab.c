@@ -206,6 +206,17 @@ void guide_vocab_free(guide_vocab *v) {
 
 size_t guide_vocab_size(const guide_vocab *v) { return v ? v->n : 0; }
 
+long guide_vocab_first_difference(const guide_vocab *a, const guide_vocab *b) {
+    size_t n = a->n < b->n ? a->n : b->n;
+    for (size_t i = 0; i < n; i++) {
+        size_t la = a->off[i + 1] - a->off[i], lb = b->off[i + 1] - b->off[i];
+        if (la != lb || a->excluded[i] != b->excluded[i] ||
+            memcmp(a->blob + a->off[i], b->blob + b->off[i], la))
+            return (long)i;
+    }
+    return a->n == b->n ? -1 : (long)n;
+}
+
 void guide_vocab_set_tokenize(guide_vocab *v, guide_tokenize_fn fn, void *ctx) {
     v->tokenize = fn;
     v->tokenize_ctx = ctx;

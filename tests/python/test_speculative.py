@@ -241,7 +241,7 @@ def test_refusals(og):
             og.Generator(m, p)
     p = og.GeneratorParams(m)
     with pytest.raises(og.InvalidArgumentError, match="unknown speculative option"):
-        p.set_speculative_options(draft_model="x")
+        p.set_speculative_options(draft_tokens=3)
     assert p.get_speculative_options()["max_draft_tokens"] == 4.0
 
 
@@ -252,3 +252,62 @@ def test_layout_that_cannot_be_cut_decodes_plainly(og):
     _, plain, _ = generate(og, m, ids, 64)
     g, got, _ = generate(og, m, ids, 64, FIXED)
     assert got == plain and not g.get_speculative_stats()["enabled"]
+
+
+# (target, draft) pairs: the target itself (acceptance 1), its own float weights under an
+# int4 target (close), and unrelated models, with hybrids on either side
+DRAFT_PAIRS = [("parity_packages/stories260K-fp32", "parity_packages/stories260K-fp32"),
+               ("parity_packages/stories260K-int4-acc4", "parity_packages/stories260K-fp32"),
+               ("type_packages/qwen3_5_text-int4", "type_packages/qwen3_5_text-fp32"),
+               ("type_packages/gptoss-int4", "type_packages/gptoss-fp32"),
+               ("type_packages/llama-fp32", "type_packages/lfm2-int4"),
+               ("type_packages/lfm2-int4", "type_packages/qwen3-fp32")]
+
+
+@pytest.mark.parametrize("target,draft", DRAFT_PAIRS)
+def test_draft_model_greedy_and_sampled(og, target, draft):
+    m = og.Model(package(os.path.join(BUILD, target)))
+    d = og.Model(package(os.path.join(BUILD, draft)))
+    ids = story_ids(og, m) if "stories" in target else prompt(200)
+    _, plain, _ = generate(og, m, ids, len(ids) + 48)
+    for spec in (dict(draft_model=d, fixed_k=True, max_draft_tokens=5), dict(draft_model=d)):
+        g, got, _ = generate(og, m, ids, len(ids) + 48, spec)
+        assert got == plain, f"{target} drafted by {draft}, {spec}"
+        if "fixed_k" in spec:
+            st = g.get_speculative_stats()
+            assert st["rounds"] > 0, st
+            if target == draft:
+                # the target drafting for itself: every drafted token is kept
+                assert st["draft_tokens_accepted"] == st["draft_tokens_proposed"], st
+    _, plain, _ = generate(og, m, ids, len(ids) + 32, sample_seed=7)
+    _, got, _ = generate(og, m, ids, len(ids) + 32, dict(draft_model=d, fixed_k=True),
+                         sample_seed=7)
+    assert got == plain
+
+
+def test_draft_model_refusals(og):
+    m = stories(og)
+    qwen = og.Model(package(os.path.join(BUILD, "parity_packages", "qwen2.5-0.5b-int4-acc0")))
+    cases = [(dict(draft_model=qwen), og.InvalidArgumentError, "must share the tokenizer"),
+             (dict(draft_model=m, ngram_size=3), og.InvalidArgumentError, "cannot be combined")]
+    # the same width, another tokenizer (the vision package adds special tokens)
+    text = os.path.join(BUILD, "type_packages", "qwen3_5_text-fp32")
+    vision = os.path.join(BUILD, "type_packages", "qwen3_5-fp32")
+    if os.path.isdir(text) and os.path.isdir(vision):
+        m2 = og.Model(package(text))
+        p = og.GeneratorParams(m2)
+        p.set_speculative_options(draft_model=og.Model(package(vision)))
+        with pytest.raises(og.InvalidArgumentError, match="another tokenizer"):
+            og.Generator(m2, p)
+    for spec, err, what in cases:
+        p = og.GeneratorParams(m)
+        p.set_speculative_options(**spec)
+        with pytest.raises(err, match=what):
+            og.Generator(m, p)
+    p = og.GeneratorParams(m)
+    p.set_search_options(num_beams=2)
+    p.set_speculative_options(draft_model=m)
+    with pytest.raises(og.UnsupportedError, match="beam search"):
+        og.Generator(m, p)
+    with pytest.raises(TypeError, match="draft_model"):
+        p.set_speculative_options(draft_model="path")
