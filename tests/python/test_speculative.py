@@ -311,3 +311,36 @@ def test_draft_model_refusals(og):
         og.Generator(m, p)
     with pytest.raises(TypeError, match="draft_model"):
         p.set_speculative_options(draft_model="path")
+
+
+def test_onnxruntime_genai_draft_model_same_ids(og, tmp_path):
+    """onnxruntime-genai drafts with a package's `model.draft` block: stories260K fp32
+    drafted by its int4 copy there and here give the same ids."""
+    ort = pytest.importorskip("onnxruntime_genai")
+    onnx = pytest.importorskip("onnx")
+    target = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
+    draft = package(os.path.join(BUILD, "parity_packages", "stories260K-int4-acc0"))
+    for f in os.listdir(target):
+        os.link(os.path.join(target, f), tmp_path / f)
+    onnx.save(onnx.load(os.path.join(draft, "model.onnx")), str(tmp_path / "draft.onnx"),
+              save_as_external_data=True, location="draft.onnx.data")
+    os.unlink(tmp_path / "genai_config.json")
+    with open(os.path.join(target, "genai_config.json")) as f:
+        cfg = json.load(f)
+    cfg["model"]["draft"] = dict(cfg["model"]["decoder"], filename="draft.onnx")
+    (tmp_path / "genai_config.json").write_text(json.dumps(cfg))
+    ids = np.array(og.Tokenizer(stories(og)).encode(STORY), dtype=np.int32)
+    for spec in (dict(max_draft_tokens=4), dict(max_draft_tokens=8)):
+        om = ort.Model(str(tmp_path))
+        p = ort.GeneratorParams(om)
+        p.set_search_options(max_length=len(ids) + 60)
+        p.set_speculative_options(**spec)
+        g = ort.Generator(om, p)
+        g.append_tokens(ids)
+        while not g.is_done():
+            g.generate_next_token()
+        theirs = list(g.get_sequence(0))
+        assert g.get_speculative_stats()["draft_tokens_accepted"] > 0
+        _, ours, _ = generate(og, stories(og), ids, len(ids) + 60,
+                              dict(spec, draft_model=og.Model(draft)))
+        assert ours == theirs, spec
