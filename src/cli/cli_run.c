@@ -48,6 +48,7 @@ static const char run_usage[] =
     "%s"
     "%s"
     "                             (each answer is constrained)\n"
+    "%s"
     "  --no-cache-reuse           run the whole conversation again each turn\n"
     "  --verbose                  after each answer: prompt tokens (from the cache /\n"
     "                             prefilled), time to first token, tokens/s\n"
@@ -61,6 +62,7 @@ typedef struct run_opts {
     bool verbose, json, no_reuse, generate_mode;
     cli_backend be;
     cli_guidance guide;
+    cli_speculative spec;
     /* search options given on the command line */
     bool do_sample, set_temp, set_topk, set_topp, set_seed, set_rep;
     float temperature, top_p, repetition_penalty;
@@ -94,9 +96,11 @@ static bool num_arg(const char *s, double lo, double hi, double *out) {
 
 static int parse_run_args(int argc, char **argv, run_opts *o) {
     cli_backend_init(&o->be);
+    cli_speculative_init(&o->spec);
     for (int i = 1; i < argc; i++) {
         int took = cli_backend_arg(argc, argv, &i, &o->be);
         if (!took) took = cli_guidance_arg(argc, argv, &i, &o->guide);
+        if (!took) took = cli_speculative_arg(argc, argv, &i, &o->spec);
         if (took) {
             if (took < 0) return -took;
             continue;
@@ -116,7 +120,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
             return cli_fail("%s: '%s' is not a number in [%g, %g]", a, v, (double)(lo), (double)(hi)); \
     } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(run_usage, cli_backend_usage, cli_guidance_usage);
+            printf(run_usage, cli_backend_usage, cli_guidance_usage, cli_speculative_usage);
             exit(0);
         } else if (!strcmp(a, "--chat")) {
             continue;
@@ -201,6 +205,7 @@ typedef struct chat_session {
     og_tokenizer *tok;
     og_chat_template *tpl;
     og_generator *gen;
+    cli_speculative spec; /* the options', with the draft model once open */
     cJSON *history; /* user and assistant messages */
     char *system;
     size_t in_cache; /* tokens whose keys/values the generator holds */
@@ -264,6 +269,8 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     mo.num_threads = o->threads;
     cli_backend_model(&o->be, &mo);
     OG_TRY(og_model_open(o->model, &mo, &s->model));
+    s->spec = o->spec;
+    OG_TRY(cli_speculative_open(&s->spec, &mo));
     for (size_t i = 0; i < og_model_warning_count(s->model); i++)
         fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(s->model, i));
     OG_TRY(og_tokenizer_create(s->model, &s->tok));
@@ -292,6 +299,7 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     p.num_beams = 1;
     p.num_return_sequences = 1;
     OG_TRY(cli_guidance_set(&o->guide, &p));
+    cli_speculative_set(&s->spec, &p);
     OG_TRY(og_generator_create(s->model, &p, &s->gen));
     s->history = cJSON_CreateArray();
     if (!s->history) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -309,6 +317,7 @@ static void chat_session_close(chat_session *s) {
     og_generator_destroy(s->gen);
     og_chat_template_free(s->tpl);
     og_tokenizer_free(s->tok);
+    cli_speculative_close(&s->spec);
     og_model_close(s->model);
 }
 
@@ -478,9 +487,14 @@ static void print_stats(const chat_session *s, const turn_result *r) {
     fflush(stdout);
     double tps = r->decode_s > 0 ? (r->generated - 1) / r->decode_s : 0;
     fprintf(stderr, "[turn %d: prompt %zu tokens (%zu from the cache, %zu prefilled in %.1f ms), "
-            "TTFT %.1f ms, %d tokens, %.1f tokens/s, stop: %s]\n", s->turn, r->prompt_tokens,
+            "TTFT %.1f ms, %d tokens, %.1f tokens/s, stop: %s", s->turn, r->prompt_tokens,
             r->reused, r->prefilled, r->prefill_s * 1e3, r->ttft * 1e3, r->generated, tps,
             r->stop_reason);
+    og_speculative_stats ss; /* (over the conversation so far) */
+    if (!og_generator_get_speculative_stats(s->gen, &ss) && ss.enabled && ss.verifications)
+        fprintf(stderr, ", speculative: %lld of %lld drafted tokens kept", (long long)ss.accepted,
+                (long long)ss.drafted);
+    fputs("]\n", stderr);
 }
 
 /* The calls in the tool-call channel's text (between genai_config's bot/eot tokens: JSON
