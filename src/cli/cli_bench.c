@@ -74,7 +74,13 @@ static const char bench_usage[] =
     "  --all-logits    prompts compute every position's logits (default: the last only)\n"
     "  --backend LIST  native, ort or auto (default), or several comma-separated\n"
     "                  (native,ort): each measured in turn on the same package\n"
-    "  --ort-lib PATH, --ep cpu|cuda, --ort-opt-level LEVEL: see 'onnx-genai generate --help'\n";
+    "  --ort-lib PATH, --ep cpu|cuda, --ort-opt-level LEVEL: see 'onnx-genai generate --help'\n"
+    "  --speculative ngram|draft [--draft-model DIR] [--ngram N] [--draft-tokens K]\n"
+    "                  [--ngram-chained] [--draft-fixed]: tg<N> once more with speculative\n"
+    "                  decoding, on the same prompts: its speed-up over tg<N> in the same run,\n"
+    "                  the drafted tokens kept, the tokens per verification\n"
+    "  --prompt-file FILE  the decode tests' prompt: this text (tokenized), not random ids\n"
+    "                  (input-grounded speculation needs text the answer repeats)\n";
 
 enum { BENCH_MAX_BACKENDS = 3 };
 
@@ -86,6 +92,10 @@ typedef struct bench_opts {
     cli_backend be;
     og_backend backends[BENCH_MAX_BACKENDS];
     int n_backends;
+    cli_speculative spec;
+    const char *prompt_file;
+    int32_t *file_ids; /* the prompt file's tokens (bench_backend), else NULL */
+    int n_file_ids;
 } bench_opts;
 
 /* --backend LIST: each name through the common parser (cli_backend.c). */
@@ -108,10 +118,21 @@ static int parse_backends(const char *list, bench_opts *o) {
 
 static int parse_args(int argc, char **argv, bench_opts *o) {
     cli_backend_init(&o->be);
+    cli_speculative_init(&o->spec);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int *target = NULL;
         long lo = 0, hi = 1 << 24;
+        int took_spec = cli_speculative_arg(argc, argv, &i, &o->spec);
+        if (took_spec) {
+            if (took_spec < 0) return -took_spec;
+            continue;
+        }
+        if (!strcmp(a, "--prompt-file")) {
+            if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
+            o->prompt_file = argv[++i];
+            continue;
+        }
         if (!strcmp(a, "--backend")) {
             if (i + 1 >= argc) return cli_fail("bench: %s needs a value", a);
             int rc = parse_backends(argv[++i], o);
@@ -190,6 +211,11 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     if (o->b > 1 && o->d > 0 && o->p != 0)
         return cli_fail("bench: a prefill after -d cached tokens runs with batch 1 only (a batch "
                         "is appended to only while empty): add -p 0, or leave out -b");
+    if (o->prompt_file && o->d)
+        return cli_fail("bench: --prompt-file is the decode tests' prompt; it cannot follow -d "
+                        "cached tokens (leave out -d)");
+    if (o->spec.method != CLI_SPEC_OFF && o->b > 1)
+        return cli_fail("bench: --speculative decodes one sequence (batch 1): leave out -b");
     if (!o->n_backends) o->backends[o->n_backends++] = cli_backend_choice(&o->be);
     for (int k = 0; k < o->n_backends; k++)
         if (o->backends[k] == OG_BACKEND_NATIVE && o->be.ep && strcmp(o->be.ep, "cpu") != 0)
@@ -374,7 +400,7 @@ static stats summarize(const double *x, int n) {
 
 typedef struct test_result {
     char name[48];
-    bool is_pp;
+    bool is_pp, is_spec; /* is_spec: the tg test again with speculative decoding */
     int n_prompt, n_gen, depth;
     double *tps;      /* [reps] tokens/s */
     double *ttft;     /* [reps] seconds (pp only) */
@@ -384,11 +410,13 @@ typedef struct test_result {
     double mean_ctx;  /* tg: mean attention length of the timed steps */
     double bytes_per_token, kv_copy_per_step, mean_past;
     backend_run_stats last_step; /* tg: the backend's counters after the last step */
+    og_speculative_stats spec;   /* is_spec: summed over the timed repetitions */
 } test_result;
 
-static og_status *new_generator(og_model *m, const bench_opts *o, int max_length,
+static og_status *new_generator(og_model *m, const bench_opts *o, int max_length, bool spec,
                                 og_generator **g) {
     og_generator_params p = og_generator_params_default(m);
+    if (spec) cli_speculative_set(&o->spec, &p);
     int batch = o->b;
     p.all_logits = o->all_logits;
     p.batch_size = batch;
@@ -416,7 +444,7 @@ static og_status *append_rows(og_generator *g, const int32_t *ids, int rows, int
 static og_status *run_pp(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, int tag,
                          double *tps, double *ttft) {
     og_generator *g;
-    og_status *st = new_generator(m, o, o->d + o->p + 1, &g);
+    og_status *st = new_generator(m, o, o->d + o->p + 1, false, &g);
     if (st) return st;
     int V = og_model_vocab_size(m);
     int32_t pad = og_model_pad_token_id(m);
@@ -440,16 +468,24 @@ done:
     return st;
 }
 
-/* One decode run: a prompt of max(D, 1) tokens, the first token picked from its logits
- * (no model run), then N timed steps that each run the model on one token. */
+/* The decode tests' prompt length: the prompt file's, else max(D, 1). */
+static int tg_prompt(const bench_opts *o) {
+    return o->file_ids ? o->n_file_ids : o->d > 0 ? o->d : 1;
+}
+
+/* One decode run: a prompt (random ids of max(D, 1), or the prompt file's), the first
+ * token picked from its logits (no model run), then N timed steps that each run the model
+ * on one token, or with speculation (t->is_spec) hand out the tokens its verifications
+ * decide. */
 static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *o, int tag,
-                         double *tps, double *step_max, double *step_med, double *steps,
-                         size_t *rss_decoding) {
-    int prompt = o->d > 0 ? o->d : 1;
+                         test_result *test, double *tps, double *step_max, double *step_med,
+                         double *steps, size_t *rss_decoding) {
+    int prompt = tg_prompt(o);
     og_generator *g;
-    og_status *st = new_generator(m, o, prompt + 1 + o->n, &g);
+    og_status *st = new_generator(m, o, prompt + 1 + o->n, test->is_spec, &g);
     if (st) return st;
-    random_ids(r, ids, o->b, prompt, og_model_vocab_size(m), og_model_pad_token_id(m));
+    if (o->file_ids) memcpy(ids, o->file_ids, sizeof *ids * (size_t)prompt);
+    else random_ids(r, ids, o->b, prompt, og_model_vocab_size(m), og_model_pad_token_id(m));
     if ((st = append_rows(g, ids, o->b, prompt))) goto done;
     if ((st = og_generator_generate_next_token(g))) goto done;
     if (m->prof) profiler_set_tag(m->prof, tag);
@@ -466,6 +502,16 @@ static og_status *run_tg(og_model *m, rng64 *r, int32_t *ids, const bench_opts *
     *tps = (double)o->b * o->n / (prev - t0);
     *step_max = worst;
     *step_med = summarize(steps, o->n).median;
+    og_speculative_stats ss;
+    if (test->is_spec && tag && !(st = og_generator_get_speculative_stats(g, &ss))) {
+        og_speculative_stats *sum = &test->spec;
+        sum->enabled = ss.enabled;
+        sum->verifications += ss.verifications;
+        sum->drafted += ss.drafted;
+        sum->accepted += ss.accepted;
+        sum->emitted += ss.emitted;
+        sum->plain_steps += ss.plain_steps;
+    }
     /* resident memory while the cache is full and the generator alive (the goal is about
      * weights + KV; after the run the generator's memory is gone again) */
     size_t rss = proc_rss_now();
@@ -528,8 +574,8 @@ static void print_probe_json(const probe_result *pr) {
 typedef struct bench_summary {
     char backend[32];
     int n_tests;
-    char name[2][48];
-    double tps[2]; /* median tokens/s */
+    char name[3][48];
+    double tps[3]; /* median tokens/s */
 } bench_summary;
 
 /* The largest of want, want/2, want/4, ... that is at most room (0 when none is). */
@@ -544,7 +590,7 @@ static int fit_pow2(int want, int room) {
 static int fit_context(bench_opts *o, int context) {
     if (context <= 0) context = INT32_MAX; /* not known: the generator says */
     int pp_room = context - o->d - 1;                  /* -d, the prompt, one token */
-    int tg_room = context - (o->d > 0 ? o->d : 1) - 1; /* a prompt, its token, n steps */
+    int tg_room = context - tg_prompt(o) - 1; /* a prompt, its token, n steps */
     bool pp_default = o->p < 0, tg_default = o->n < 0;
     if (pp_default) o->p = fit_pow2(512, pp_room);
     if (tg_default) o->n = fit_pow2(128, tg_room);
@@ -554,8 +600,8 @@ static int fit_context(bench_opts *o, int context) {
                         o->d ? " or -d" : "");
     if (o->n > 0 && o->n > tg_room)
         return cli_fail("bench: -n %d needs a context of %d tokens; this package's is %d: lower "
-                        "-n%s", o->n, (o->d > 0 ? o->d : 1) + 1 + o->n, context,
-                        o->d ? " or -d" : "");
+                        "-n%s", o->n, tg_prompt(o) + 1 + o->n, context,
+                        o->d ? " or -d" : o->file_ids ? " or the prompt file" : "");
     if (o->p == 0 && o->n == 0)
         return cli_fail("bench: -d %d leaves no room in this package's context of %d tokens: "
                         "lower -d", o->d, context);
@@ -563,6 +609,48 @@ static int fit_context(bench_opts *o, int context) {
         fprintf(stderr, "onnx-genai: bench: this package's context is %d tokens: pp%d and tg%d "
                 "(-p and -n set them)\n", context, o->p, o->n);
     return 0;
+}
+
+/* --prompt-file: its text through the package's tokenizer, into o->file_ids. */
+static int read_prompt_file(og_model *m, bench_opts *o) {
+    char *text = cli_read_all(o->prompt_file);
+    if (!text) return cli_fail("bench: --prompt-file: cannot read '%s': %s", o->prompt_file,
+                               strerror(errno));
+    og_tokenizer *tok = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    og_status *st = og_tokenizer_create(m, &tok);
+    if (!st) st = og_tokenizer_encode(tok, text, strlen(text), 1, &ids, &n);
+    free(text);
+    og_tokenizer_free(tok);
+    int rc = 0;
+    if (st) rc = cli_fail("bench: --prompt-file %s: %s", o->prompt_file, og_status_message(st));
+    else if (n == 0) rc = cli_fail("bench: --prompt-file %s: no tokens", o->prompt_file);
+    og_status_free(st);
+    if (!rc && !(o->file_ids = malloc(n * sizeof *o->file_ids))) rc = cli_fail("bench: out of memory");
+    if (!rc) {
+        memcpy(o->file_ids, ids, n * sizeof *ids);
+        o->n_file_ids = (int)n;
+    }
+    og_free(ids);
+    return rc;
+}
+
+/* The speculative test's line: against the plain decode test before it. */
+static void spec_line(const test_result *t, const test_result *plain) {
+    const og_speculative_stats *s = &t->spec;
+    if (!s->enabled) {
+        printf("%s: speculation does not apply to this package and batch (plain decoding)\n",
+               t->name);
+        return;
+    }
+    printf("%s: %.2fx %s in the same run; %lld of %lld drafted tokens kept (%.1f %%), %.2f "
+           "tokens per verification, %lld plain steps (over the timed runs)\n", t->name,
+           plain->s_tps.median > 0 ? t->s_tps.median / plain->s_tps.median : 0.0, plain->name,
+           (long long)s->accepted, (long long)s->drafted,
+           s->drafted ? 100.0 * (double)s->accepted / (double)s->drafted : 0.0,
+           s->verifications ? (double)s->emitted / (double)s->verifications : 0.0,
+           (long long)s->plain_steps);
 }
 
 /* The whole measurement on one backend: open, run the tests, print. The bandwidth probe
@@ -576,7 +664,7 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
     og_status *st = NULL;
     int32_t *ids = NULL;
     double *steps = NULL; /* [n] decode step times of one run */
-    test_result tests[2];
+    test_result tests[3];
     int n_tests = 0;
     memset(tests, 0, sizeof tests);
 
@@ -594,8 +682,11 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
     cli_prep prep;
     cli_prep_of_model(m, &prep);
     int threads = runtime_session_threads(m->decoder);
+    if ((st = cli_speculative_open(&o.spec, &mo))) goto done;
+    if (o.prompt_file && (rc = read_prompt_file(m, &o))) goto done;
     if ((rc = fit_context(&o, m->context_length))) goto done;
     int longest = o.d + (o.p > 1 ? o.p : 1) + 1 + o.n;
+    if (tg_prompt(&o) + 1 + o.n > longest) longest = tg_prompt(&o) + 1 + o.n;
     ids = malloc((size_t)longest * (size_t)o.b * sizeof *ids);
     steps = malloc((size_t)(o.n > 0 ? o.n : 1) * sizeof *steps);
     if (!ids || !steps) {
@@ -603,6 +694,8 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
         goto done;
     }
     rng64 rng = {(uint64_t)o.seed * 0x2545F4914F6CDD1Dull + 1};
+    /* every decode test draws the same prompts (speculation against plain decoding) */
+    const rng64 tg_rng = {(uint64_t)o.seed * 0x9E3779B97F4A7C15ull + 3};
     double w_total, w_streamed;
     weight_bytes(m, &w_total, &w_streamed);
     double kv_pos = kv_bytes_per_position(m);
@@ -623,7 +716,7 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
         t->depth = o.d;
         if (o.d) snprintf(t->name, sizeof t->name, "tg%d@d%d%s", o.n, o.d, bsuf);
         else snprintf(t->name, sizeof t->name, "tg%d%s", o.n, bsuf);
-        int prompt = o.d > 0 ? o.d : 1;
+        int prompt = tg_prompt(&o);
         t->mean_ctx = prompt + (o.n + 1) / 2.0;
         t->mean_past = t->mean_ctx - 1;
         /* one step reads the weights once for all rows, and every row's cache */
@@ -631,6 +724,13 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
         /* a present output that is a new tensor gets the whole past copied into it */
         bool shared = kv_shared(m);
         t->kv_copy_per_step = shared ? 0 : o.b * kv_pos * t->mean_past;
+        if (o.spec.method != CLI_SPEC_OFF) { /* the same test with speculative decoding */
+            test_result *u = &tests[n_tests++];
+            *u = *t;
+            u->is_spec = true;
+            size_t len = strlen(u->name);
+            snprintf(u->name + len, sizeof u->name - len, "+spec");
+        }
     }
     if ((o.per_op || o.profile) && (st = og_model_profile_start(m))) {
         if (og_status_code(st) != OG_ERR_UNSUPPORTED) goto done;
@@ -653,13 +753,14 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
             goto done;
         }
         double dummy[3];
+        if (!t->is_pp) rng = tg_rng;
         for (int r = -1; r < o.reps; r++) { /* r = -1: warm-up */
             double *a = r < 0 ? &dummy[0] : &t->tps[r];
             double *b = r < 0 ? &dummy[1] : (t->is_pp ? &t->ttft[r] : &t->step_max[r]);
             double *c = r < 0 ? &dummy[2] : &t->step_med[r];
             int tag = r < 0 ? 0 : k + 1; /* the timed repetitions, for --per-op */
             st = t->is_pp ? run_pp(m, &rng, ids, &o, tag, a, b)
-                          : run_tg(m, &rng, ids, &o, tag, a, b, c, steps, &rss_decoding);
+                          : run_tg(m, &rng, ids, &o, tag, t, a, b, c, steps, &rss_decoding);
             if (st) goto done;
         }
         t->s_tps = summarize(t->tps, o.reps);
@@ -732,6 +833,15 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
                        t->mean_ctx, t->bytes_per_token, t->kv_copy_per_step, roof,
                        t->s_tps.median * t->bytes_per_token / 1e9,
                        roof > 0 ? t->s_tps.median / roof : 0.0, t->last_step.copied_bytes);
+                if (t->is_spec)
+                    printf(", \"speculative\": {\"enabled\": %s, \"verifications\": %lld, "
+                           "\"drafted\": %lld, \"accepted\": %lld, \"emitted\": %lld, "
+                           "\"plain_steps\": %lld, \"speedup_vs_plain\": %.4f}",
+                           t->spec.enabled ? "true" : "false", (long long)t->spec.verifications,
+                           (long long)t->spec.drafted, (long long)t->spec.accepted,
+                           (long long)t->spec.emitted, (long long)t->spec.plain_steps,
+                           tests[k - 1].s_tps.median > 0
+                               ? t->s_tps.median / tests[k - 1].s_tps.median : 0.0);
             }
             printf("}");
         }
@@ -808,6 +918,8 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
                        "per step %s (mean past %.0f tokens); roofline %.1f tok/s\n", t->name,
                        t->s_step_med.median * 1e3, t->s_step_max.median * 1e3, human_bytes(t->kv_copy_per_step, b1, sizeof b1),
                        t->mean_past, pr.best_gbps > 0 ? bw / t->bytes_per_token : 0.0);
+            if (t->is_spec && k > 0)
+                spec_line(t, &tests[k - 1]);
             if (!t->is_pp && t->last_step.copies)
                 printf("%s: %s copied per step out of memory %s allocated (%zu outputs)\n",
                        t->name, human_bytes((double)t->last_step.copied_bytes, b1, sizeof b1),
@@ -843,6 +955,8 @@ done:
     }
     free(ids);
     free(steps);
+    free(o.file_ids);
+    cli_speculative_close(&o.spec);
     og_model_close(m);
     return rc;
 }
