@@ -15,6 +15,7 @@ prompt ids.
 """
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -344,3 +345,52 @@ def test_onnxruntime_genai_draft_model_same_ids(og, tmp_path):
         _, ours, _ = generate(og, stories(og), ids, len(ids) + 60,
                               dict(spec, draft_model=og.Model(draft)))
         assert ours == theirs, spec
+
+
+CLI = os.path.join(BUILD, "onnx-genai")
+
+
+def cli(*args, stdin=None):
+    if not os.access(CLI, os.X_OK):
+        pytest.skip(f"{CLI} is missing (the build did not make the CLI)")
+    r = subprocess.run([CLI, *args], capture_output=True, text=True, input=stdin, timeout=300)
+    return r
+
+
+def test_cli_generate_run_bench(og):
+    """generate, run and bench take --speculative; the tokens are the plain ones."""
+    pkg = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
+    draft = package(os.path.join(BUILD, "parity_packages", "stories260K-int4-acc0"))
+    ids = ",".join(str(i) for i in og.Tokenizer(stories(og)).encode(STORY))
+    plain = json.loads(cli("generate", pkg, "--ids", ids, "--max-length", "120", "--json").stdout)
+    for spec in (["--speculative", "ngram", "--draft-fixed"],
+                 ["--speculative", "ngram", "--ngram-chained", "--draft-tokens", "8"],
+                 ["--speculative", "draft", "--draft-model", draft, "--draft-fixed"]):
+        r = cli("generate", pkg, "--ids", ids, "--max-length", "120", "--json", *spec)
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)
+        assert got["sequences"] == plain["sequences"], spec
+        assert got["speculative"]["verifications"] > 0, got["speculative"]
+    lines = STORY + "\nThe dog\n"
+    tpl = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    with open(os.path.join(BUILD, "spec-template.jinja"), "w") as f:
+        f.write(tpl)
+    args = ["run", pkg, "--template-file", os.path.join(BUILD, "spec-template.jinja"),
+            "--max-new-tokens", "40"]
+    a = cli(*args, stdin=lines)
+    b = cli(*args, "--speculative", "ngram", "--draft-fixed", stdin=lines)
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert a.stdout == b.stdout
+    r = cli("bench", pkg, "-p", "0", "-n", "32", "-r", "1", "--probe-mb", "0", "--json",
+            "--speculative", "ngram", "--draft-fixed")
+    assert r.returncode == 0, r.stderr
+    tests = json.loads(r.stdout)["tests"]
+    assert [t["name"] for t in tests] == ["tg32", "tg32+spec"]
+    assert tests[1]["speculative"]["enabled"] and tests[1]["speculative"]["speedup_vs_plain"] > 0
+    for bad, what in ((["--speculative", "mtp"], "MTP"), (["--speculative", "draft"], "--draft-model"),
+                      (["--speculative", "ngram", "--ngram", "1"], "too small"),
+                      (["--speculative", "draft", "--draft-model",
+                        os.path.join(BUILD, "parity_packages", "qwen2.5-0.5b-int4-acc0")],
+                       "must share the tokenizer")):
+        r = cli("generate", pkg, "--ids", ids, "--max-length", "60", *bad)
+        assert r.returncode != 0 and what in r.stderr, (bad, r.stderr)
