@@ -32,6 +32,10 @@ static const char serve_usage[] =
     "  --threads N           compute threads (default: all cores)\n"
     "  --no-prefix-cache     do not reuse cached prompt blocks\n"
     "  --per-sequence        one generator per sequence instead of one shared batch\n"
+    "  --speculative ngram   speculative decoding by prompt lookup for every request (the\n"
+    "                        answers are unchanged; --ngram N, --draft-tokens K,\n"
+    "                        --ngram-chained, --draft-fixed as for generate); it runs one\n"
+    "                        generator per sequence (a batched verification is not built)\n"
     "  --max-body SIZE       larger request bodies are answered 413, on their Content-Length\n"
     "                        before any of the body is read (8M)\n"
     "  --max-n N             largest n a request may ask for (16)\n"
@@ -121,8 +125,11 @@ int cli_serve(int argc, char **argv) {
     const char *key_file = NULL;
     cli_backend be;
     cli_backend_init(&be);
+    cli_speculative spec;
+    cli_speculative_init(&spec);
     for (int i = 1; i < argc; i++) {
         int took = cli_backend_arg(argc, argv, &i, &be);
+        if (!took) took = cli_speculative_arg(argc, argv, &i, &spec);
         if (took) {
             if (took < 0) return -took;
             continue;
@@ -190,6 +197,15 @@ int cli_serve(int argc, char **argv) {
     if (o.models_dir && o.template_file) return cli_fail("serve: --template-file goes with -m (with --models-dir each package has its own)");
     int rc = cli_backend_check(&be);
     if (rc) return rc;
+    if (spec.method == CLI_SPEC_DRAFT)
+        return cli_fail("serve: --speculative draft is not built for the server; use "
+                        "--speculative ngram");
+    if (spec.method == CLI_SPEC_NGRAM) {
+        o.eng.spec_ngram = spec.ngram;
+        o.eng.spec_max_draft = spec.draft_tokens;
+        o.eng.spec_chained = spec.chained;
+        o.eng.spec_fixed = spec.fixed;
+    }
     cli_backend_model(&be, &o.model);
     o.model.num_threads = o.eng.threads; /* the sessions' compute threads */
     char *key = NULL;

@@ -30,6 +30,10 @@ static og_generator_params seq_params(const eng_engine *e, int n_tokens, const e
     p.top_k = sp->top_k;
     p.top_p = sp->top_p;
     p.random_seed = (int64_t)(sp->seed & INT64_MAX);
+    p.speculative_ngram_size = e->o.spec_ngram;
+    p.speculative_max_draft_tokens = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
+    p.speculative_ngram_chained_lookup = e->o.spec_ngram > 0 && e->o.spec_chained;
+    p.speculative_fixed_k = e->o.spec_fixed;
     return p;
 }
 

@@ -13,8 +13,10 @@ chained lookup make the verifications happen (their count is asserted), and
 onnxruntime-genai 0.18 with the same n-gram options gives the same ids on the same
 prompt ids.
 """
+import http.client
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -394,3 +396,39 @@ def test_cli_generate_run_bench(og):
                        "must share the tokenizer")):
         r = cli("generate", pkg, "--ids", ids, "--max-length", "60", *bad)
         assert r.returncode != 0 and what in r.stderr, (bad, r.stderr)
+
+
+def completion(args, prompt, max_tokens):
+    """A greedy /v1/completions answer from `onnx-genai serve ARGS` (and /health's mode)."""
+    if not os.access(CLI, os.X_OK):
+        pytest.skip(f"{CLI} is missing")
+    p = subprocess.Popen([CLI, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", p.stdout.readline())
+        assert m, p.stderr.read()
+        assert p.stdout.readline().startswith("ready:")
+        c = http.client.HTTPConnection(m.group(1), int(m.group(2)), timeout=120)
+        body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+        c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+        r = c.getresponse()
+        answer = json.loads(r.read())
+        assert r.status == 200, answer
+        c.request("GET", "/health")
+        health = json.loads(c.getresponse().read())
+        return answer["choices"][0]["text"], health
+    finally:
+        p.terminate()
+        p.wait(timeout=60)
+
+
+def test_serve_speculative(og):
+    """serve --speculative ngram: each request's generator verifies its own drafts (the
+    per-sequence mode, which /health reports); the answer is the plain server's."""
+    pkg = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
+    plain, _ = completion(["-m", pkg], STORY, 60)
+    got, health = completion(["-m", pkg, "--speculative", "ngram", "--draft-fixed"], STORY, 60)
+    assert got == plain
+    assert health.get("mode") != "batched", health
+    r = cli("serve", "-m", pkg, "--port", "0", "--speculative", "draft", "--draft-model", pkg)
+    assert r.returncode != 0 and "ngram" in r.stderr, r.stderr
