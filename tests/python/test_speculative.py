@@ -379,10 +379,11 @@ def test_cli_generate_run_bench(og):
         f.write(tpl)
     args = ["run", pkg, "--template-file", os.path.join(BUILD, "spec-template.jinja"),
             "--max-new-tokens", "40"]
-    a = cli(*args, stdin=lines)
-    b = cli(*args, "--speculative", "ngram", "--draft-fixed", stdin=lines)
-    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
-    assert a.stdout == b.stdout
+    for extra in ([], ["--stop", "park", "--stop", "Lily"]):  # stops inside drafted blocks
+        a = cli(*args, *extra, stdin=lines)
+        b = cli(*args, *extra, "--speculative", "ngram", "--draft-fixed", stdin=lines)
+        assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+        assert a.stdout == b.stdout, extra
     r = cli("bench", pkg, "-p", "0", "-n", "32", "-r", "1", "--probe-mb", "0", "--json",
             "--speculative", "ngram", "--draft-fixed")
     assert r.returncode == 0, r.stderr
