@@ -454,6 +454,8 @@ static og_status *draft_tokens(og_generator *g, int k, int *got) {
         dp.max_length = g->max_len;
         dp.all_logits = 0;
         dp.min_length = 0;
+        dp.speculative_ngram_size = 0; /* the draft drafts plainly */
+        dp.speculative_draft_model = NULL;
         OG_TRY(og_status_wrap(og_generator_create(g->p.speculative_draft_model, &dp, &d),
                               "the draft model"));
         g->spec_gen = d;

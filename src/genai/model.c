@@ -19,6 +19,7 @@
 #include "runtime/og_session.h"
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,6 +584,48 @@ og_status *og_model_open_config(const og_config *config, const og_model_options 
     return NULL;
 }
 
+/* A package whose genai_config.json has a model.draft block (a decoder block: its graph,
+ * inputs and outputs) drafts for itself, as onnxruntime-genai has it: the same config
+ * with the draft block as the decoder, opened as a second model. A draft that cannot be
+ * opened leaves a warning, not an error (it would only have made decoding faster). */
+static og_status *open_draft(og_model *m, const og_model_options *o) {
+    if (!gen_kvs_get(&m->cfg->model.extra, "draft")) return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    OG_TRY(pkg_read_file(m->cfg->path, PKG_MAX_JSON_BYTES, &buf, &len));
+    cJSON *doc = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    cJSON *blk = doc ? cJSON_GetObjectItemCaseSensitive(doc, "model") : NULL;
+    cJSON *draft = blk ? cJSON_DetachItemFromObjectCaseSensitive(blk, "draft") : NULL;
+    char *text = NULL;
+    if (draft && cJSON_IsObject(draft) && cJSON_ReplaceItemInObjectCaseSensitive(blk, "decoder", draft)) {
+        draft = NULL; /* the document owns it now */
+        text = cJSON_PrintUnformatted(doc);
+    }
+    cJSON_Delete(draft);
+    cJSON_Delete(doc);
+    og_model *d = calloc(1, sizeof *d);
+    og_status *st = text && d ? NULL : og_oom();
+    if (!st && !(d->dir = strdup(m->dir))) st = og_oom();
+    if (!st) st = gen_config_parse(text, strlen(text), m->cfg->path, &d->cfg);
+    free(text);
+    if (!st) st = open_model(d, o);
+    if (!st && d->vocab_size != m->vocab_size)
+        st = og_errorf(OG_ERR_INVALID_MODEL, "its logits are %d wide, the decoder's %d",
+                       d->vocab_size, m->vocab_size);
+    if (!st) {
+        m->draft = d;
+        return NULL;
+    }
+    og_model_close(d);
+    if (og_status_code(st) == OG_ERR_OUT_OF_MEMORY) return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s: model.draft is not used (decoding is plain): %s",
+             m->cfg->path, og_status_message(st));
+    og_status_free(st);
+    return add_warning(m, msg);
+}
+
 og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out) {
     if (!dir || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_model_open: NULL argument");
     og_model_options o = read_options(options);
@@ -609,6 +652,7 @@ og_status *og_model_open(const char *dir, const og_model_options *options, og_mo
     }
     if ((st = gen_config_load(dir, &m->cfg))) goto fail;
     if ((st = open_model(m, &o))) goto fail;
+    if ((st = open_draft(m, &o))) goto fail;
     *out = m;
     return NULL;
 fail:
@@ -618,6 +662,7 @@ fail:
 
 void og_model_close(og_model *m) {
     if (!m) return;
+    og_model_close(m->draft);
     profiler_free(m->prof);
     gen_guidance_free(m->guidance);
     for (int i = 0; i < m->n_cache; i++) {
@@ -662,6 +707,32 @@ const char *og_model_warning(const og_model *m, size_t i) {
     return m && i < (size_t)m->n_warnings ? m->warnings[i] : "";
 }
 
+/* The package's speculative settings: genai_config's top-level "speculative" section
+ * (onnxruntime-genai's option names; values are checked when a generator is made) and its
+ * draft model. */
+static void speculative_defaults(const og_model *m, og_generator_params *p) {
+    const char *raw = gen_kvs_get(&m->cfg->extra, "speculative");
+    cJSON *sec = raw ? cJSON_Parse(raw) : NULL;
+    static const struct {
+        const char *key;
+        size_t off;
+    } nums[] = {{"ngram_size", offsetof(og_generator_params, speculative_ngram_size)},
+                {"max_draft_tokens", offsetof(og_generator_params, speculative_max_draft_tokens)},
+                {"min_adaptive_k", offsetof(og_generator_params, speculative_min_adaptive_k)},
+                {"ngram_chained_lookup",
+                 offsetof(og_generator_params, speculative_ngram_chained_lookup)},
+                {"cooldown", offsetof(og_generator_params, speculative_cooldown)}};
+    for (size_t i = 0; sec && i < sizeof nums / sizeof nums[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(sec, nums[i].key);
+        int *f = (int *)(void *)((char *)p + nums[i].off);
+        if (cJSON_IsBool(v)) *f = cJSON_IsTrue(v);
+        else if (cJSON_IsNumber(v) && v->valuedouble >= -1e9 && v->valuedouble <= 1e9)
+            *f = (int)v->valuedouble;
+    }
+    cJSON_Delete(sec);
+    if (m->draft && !p->speculative_ngram_size) p->speculative_draft_model = m->draft;
+}
+
 og_generator_params og_generator_params_default(const og_model *m) {
     og_generator_params p;
     memset(&p, 0, sizeof p);
@@ -683,6 +754,7 @@ og_generator_params og_generator_params_default(const og_model *m) {
     p.random_seed = s ? s->random_seed : -1;
     p.all_logits = 1;
     p.speculative_max_draft_tokens = 4;
+    if (m) speculative_defaults(m, &p);
     if (p.batch_size < 1) p.batch_size = 1;
     return p;
 }

@@ -138,6 +138,9 @@ struct og_model {
     struct og_profiler *prof; /* set by og_model_profile_start: times every stage's nodes */
     struct gen_guidance *guidance; /* guidance's vocabulary and grammar cache, made on first
                                       use (genai/guidance.c) */
+    og_model *draft;         /* the package's model.draft block opened as a model of its
+                                own (onnxruntime-genai's draft-model speculation; the
+                                generator's default draft), NULL when there is none */
 };
 
 /* Bytes of KV per cached position, all KV layers, batch 1. */

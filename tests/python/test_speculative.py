@@ -347,6 +347,37 @@ def test_onnxruntime_genai_draft_model_same_ids(og, tmp_path):
         _, ours, _ = generate(og, stories(og), ids, len(ids) + 60,
                               dict(spec, draft_model=og.Model(draft)))
         assert ours == theirs, spec
+        # the same package here: its model.draft drafts by default
+        g, ours, _ = generate(og, og.Model(str(tmp_path)), ids, len(ids) + 60,
+                              dict(spec, fixed_k=True))
+        assert ours == theirs, spec
+        assert g.get_speculative_stats()["draft_tokens_accepted"] > 0
+
+
+def test_package_speculative_section_and_broken_draft(og, tmp_path):
+    """genai_config's top-level "speculative" section sets the defaults; a model.draft that
+    cannot be opened leaves a warning and plain decoding."""
+    src = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
+    for f in os.listdir(src):
+        if f != "genai_config.json":
+            os.link(os.path.join(src, f), tmp_path / f)
+    with open(os.path.join(src, "genai_config.json")) as f:
+        cfg = json.load(f)
+    cfg["speculative"] = {"ngram_size": 3, "max_draft_tokens": 6, "ngram_chained_lookup": True}
+    (tmp_path / "genai_config.json").write_text(json.dumps(cfg))
+    m = og.Model(str(tmp_path))
+    p = og.GeneratorParams(m)
+    got = p.get_speculative_options()
+    assert (got["ngram_size"], got["max_draft_tokens"], got["ngram_chained_lookup"]) == (3, 6, True)
+    ids = story_ids(og, m)
+    _, plain, _ = generate(og, stories(og), ids, len(ids) + 40)
+    g, seq, _ = generate(og, m, ids, len(ids) + 40, dict(fixed_k=True))
+    assert seq == plain and g.get_speculative_stats()["rounds"] > 0
+    del cfg["speculative"]
+    cfg["model"]["draft"] = dict(cfg["model"]["decoder"], filename="missing.onnx")
+    (tmp_path / "genai_config.json").write_text(json.dumps(cfg))
+    r = cli("generate", str(tmp_path), "--ids", "1,403,407", "--max-length", "20")
+    assert r.returncode == 0 and "model.draft is not used" in r.stderr, r.stderr
 
 
 CLI = os.path.join(BUILD, "onnx-genai")
