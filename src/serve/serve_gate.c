@@ -18,7 +18,13 @@
  * one round trip, a slow one is the oldest.
  *
  * GET /health is answered here, from this thread, whatever the handlers are doing: an
- * orchestrator's probe must see a live server even when every handler is busy. */
+ * orchestrator's probe must see a live server even when every handler is busy.
+ *
+ * A kept-alive connection's next request is read by its handler thread, where a byte now
+ * and then would reset libmicrohttpd's inactivity timer for ever. So the gate also watches
+ * the connections it handed over: from the end of an answer, the next request's header
+ * must be whole within --read-timeout too, or the gate shuts the socket and the handler's
+ * thread sees its client gone (a silent close, as for any idle kept-alive connection). */
 #include "serve/serve_internal.h"
 
 #include <errno.h>
@@ -59,6 +65,17 @@ typedef struct gate_conn {
     int prev, next; /* the waiting list, or (next) the free list */
 } gate_conn;
 
+/* A connection handed to libmicrohttpd: its socket context once it has started, watched
+ * between its requests. */
+typedef struct gate_held {
+    int fd; /* -1: a free slot */
+    gate_addr addr;
+    bool started;        /* libmicrohttpd reported it (it may do so from its own thread) */
+    int64_t deadline_ms; /* the next request's header is due (0: a request is in) */
+    bool shut;           /* shut by the watch; the handler's thread closes it */
+    int next_free;
+} gate_held;
+
 /* Open connections per address (waiting here or in a handler), open addressing with
  * linear probing; n == 0 marks an empty slot. */
 typedef struct gate_count {
@@ -77,9 +94,10 @@ struct srv_gate {
     int head, tail, free_slot; /* oldest and newest waiting; first free slot */
     int64_t accept_paused_until; /* out of descriptors with none waiting: retry then */
     char *peek;                  /* SRV_GATE_HEADER_MAX bytes */
-    pthread_mutex_t mu;          /* handed and counts: libmicrohttpd's threads release */
+    pthread_mutex_t mu;          /* held, handed and counts: libmicrohttpd's threads too */
     int handed;                  /* connections libmicrohttpd holds */
-    bool started_seen;           /* libmicrohttpd reported the connection being handed over */
+    gate_held *held;             /* max_connections slots, one per connection handed */
+    int free_held;
     gate_count *counts;
     size_t counts_cap; /* a power of two, at least twice the connections possible */
 };
@@ -290,32 +308,68 @@ static void answer_health(srv_gate *g, int i, const gate_head *h) {
     close_answered(fd);
 }
 
+/* Gives back what h holds: its slot, its address's count. Called with mu held. */
+static void release_held(srv_gate *g, gate_held *h) {
+    g->handed--;
+    count_del(g, &h->addr);
+    h->fd = -1;
+    h->next_free = g->free_held;
+    g->free_held = (int)(h - g->held);
+}
+
 static void hand_over(srv_gate *g, int i) {
     srv_server *s = g->s;
+    gate_conn c = g->conns[i];
+    gate_held *h = NULL;
     pthread_mutex_lock(&g->mu);
-    bool room = g->handed < s->o.max_connections;
-    if (room) g->handed++;
+    /* A record with this descriptor is stale: a connection libmicrohttpd dropped before it
+     * started (it reports nothing then), whose number accept has given out again. */
+    for (int k = 0; k < s->o.max_connections; k++)
+        if (g->held[k].fd == c.fd) release_held(g, &g->held[k]);
+    if (g->handed < s->o.max_connections) { /* then a slot is free: handed counts them */
+        h = &g->held[g->free_held];
+        g->free_held = h->next_free;
+        *h = (gate_held){.fd = c.fd, .addr = c.addr, .next_free = -1};
+        g->handed++;
+    }
     pthread_mutex_unlock(&g->mu);
-    if (!room) {
+    if (!h) {
         char why[160];
         snprintf(why, sizeof why, "all %d request slots are busy (--max-connections); try again",
                  s->o.max_connections);
         refuse_waiting(g, i, 503, 1, why);
         return;
     }
-    gate_conn c = g->conns[i];
+    /* Its counts now go with h: the waiting slot is let go without them. */
     unlink_waiting(g, i);
-    /* libmicrohttpd closes the socket in any case. It reports a connection started from
-     * within this call (srv_gate_started); one that failed before that will never be
-     * reported closed either, so its counts are given back here. */
-    g->started_seen = false;
-    if (MHD_add_connection(s->daemon, c.fd, (const struct sockaddr *)&c.sa, c.sa_len) != MHD_YES &&
-        !g->started_seen) {
+    /* libmicrohttpd closes the socket in any case. A connection that failed before it
+     * started is never reported, so its record is given back here; one that started
+     * (srv_gate_started, perhaps already) is reported closed (srv_gate_released). */
+    if (MHD_add_connection(s->daemon, c.fd, (const struct sockaddr *)&c.sa, c.sa_len) != MHD_YES) {
         pthread_mutex_lock(&g->mu);
-        g->handed--;
-        count_del(g, &c.addr);
+        if (h->fd == c.fd && !h->started) release_held(g, h);
         pthread_mutex_unlock(&g->mu);
     }
+}
+
+/* Shuts the handed connections whose next request's header is overdue; returns when to
+ * look again. */
+static int64_t watch_held(srv_gate *g, int64_t now) {
+    int64_t next = -1;
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; i < g->s->o.max_connections; i++) {
+        gate_held *h = &g->held[i];
+        if (h->fd < 0 || !h->deadline_ms || h->shut) continue;
+        if (h->deadline_ms <= now) {
+            /* the fd stays open until srv_gate_released, which needs mu: it is h's */
+            shutdown(h->fd, SHUT_RDWR);
+            h->shut = true;
+        } else if (next < 0 || h->deadline_ms < next) {
+            next = h->deadline_ms;
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return next;
 }
 
 /* Something arrived on waiting connection i (or it was shut: hup): look at all of it again. */
@@ -407,16 +461,26 @@ static void on_accept(srv_gate *g) {
     }
 }
 
+/* A handler's thread starts a connection's watch (at most every WATCH_MS late: the gate
+ * learns of it on its next look). */
+enum { WATCH_MS = 100 };
+
 static void *gate_loop(void *arg) {
     srv_gate *g = arg;
     struct epoll_event evs[256];
+    int64_t next_watch = 0;
     for (;;) {
-        /* until the next deadline or the end of a pause (-1: none) */
-        int64_t now = now_ms(), until = -1;
-        if (g->head >= 0) until = g->conns[g->head].deadline_ms;
-        if (g->accept_paused_until && (until < 0 || g->accept_paused_until < until))
-            until = g->accept_paused_until;
-        int wait = until < 0 ? -1 : until <= now ? 0 : (int)(until - now);
+        int64_t now = now_ms();
+        if (now >= next_watch) {
+            int64_t due = watch_held(g, now);
+            next_watch = now + WATCH_MS;
+            if (due > next_watch) next_watch = due;
+        }
+        /* until the next deadline, the end of a pause or the next look at the held ones */
+        int64_t until = next_watch;
+        if (g->head >= 0 && g->conns[g->head].deadline_ms < until) until = g->conns[g->head].deadline_ms;
+        if (g->accept_paused_until && g->accept_paused_until < until) until = g->accept_paused_until;
+        int wait = until <= now ? 0 : (int)(until - now);
         int n = epoll_wait(g->ep, evs, 256, wait);
         if (n < 0 && errno != EINTR) break;
         for (int k = 0; k < n; k++) {
@@ -467,11 +531,17 @@ srv_gate *srv_gate_open(srv_server *s, const struct sockaddr *addr, socklen_t ad
     for (g->counts_cap = 64; g->counts_cap < 2 * conns; g->counts_cap *= 2) {}
     g->conns = calloc((size_t)g->cap_waiting, sizeof *g->conns);
     g->counts = calloc(g->counts_cap, sizeof *g->counts);
+    g->held = calloc((size_t)s->o.max_connections, sizeof *g->held);
     g->peek = malloc(SRV_GATE_HEADER_MAX);
-    if (!g->conns || !g->counts || !g->peek) {
+    if (!g->conns || !g->counts || !g->held || !g->peek) {
         srv_gate_free(g);
         return NULL;
     }
+    for (int i = 0; i < s->o.max_connections; i++) {
+        g->held[i].fd = -1;
+        g->held[i].next_free = i + 1 < s->o.max_connections ? i + 1 : -1;
+    }
+    g->free_held = 0;
     for (int i = 0; i < g->cap_waiting; i++) {
         g->conns[i].fd = -1;
         g->conns[i].next = i + 1 < g->cap_waiting ? i + 1 : -1;
@@ -533,16 +603,41 @@ void srv_gate_free(srv_gate *g) {
     pthread_mutex_destroy(&g->mu);
     free(g->conns);
     free(g->counts);
+    free(g->held);
     free(g->peek);
     free(g);
 }
 
-void srv_gate_started(srv_gate *g) { g->started_seen = true; }
-
-void srv_gate_released(srv_gate *g, const struct sockaddr *client) {
-    gate_addr a = addr_key(client);
+void *srv_gate_started(srv_gate *g, int fd) {
+    gate_held *h = NULL;
     pthread_mutex_lock(&g->mu);
-    g->handed--;
-    count_del(g, &a);
+    for (int k = 0; k < g->s->o.max_connections && !h; k++)
+        if (g->held[k].fd == fd && !g->held[k].started) h = &g->held[k];
+    if (h) h->started = true;
+    pthread_mutex_unlock(&g->mu);
+    return h;
+}
+
+void srv_gate_request(srv_gate *g, void *held) {
+    gate_held *h = held;
+    if (!h) return;
+    pthread_mutex_lock(&g->mu);
+    h->deadline_ms = 0;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void srv_gate_answered(srv_gate *g, void *held) {
+    gate_held *h = held;
+    if (!h) return;
+    pthread_mutex_lock(&g->mu);
+    h->deadline_ms = now_ms() + 1000LL * g->s->o.read_timeout;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void srv_gate_released(srv_gate *g, void *held) {
+    gate_held *h = held;
+    if (!h) return;
+    pthread_mutex_lock(&g->mu);
+    release_held(g, h);
     pthread_mutex_unlock(&g->mu);
 }

@@ -303,6 +303,12 @@ static enum MHD_Result send_preflight(srv_server *s, struct MHD_Connection *c, s
     return ret;
 }
 
+/* The gate's record of c (srv_gate_started). */
+static void *gate_record(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **ctx) {
@@ -310,6 +316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     srv_conn *k = *ctx;
     srv_route rt = route_of(url);
     if (!k) { /* the header is in, none of the body read */
+        srv_gate_request(s->gate, gate_record(c));
         if (!(k = calloc(1, sizeof *k))) return MHD_NO;
         *ctx = k;
         if (admit(s, c, rt, url, method, &k->early)) return MHD_YES;
@@ -346,8 +353,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
                          enum MHD_RequestTerminationCode why) {
     srv_server *s = cls;
-    /* kept alive, the connection waits on its client again */
+    /* kept alive, the connection waits on its client again: no pause longer than
+     * --read-timeout, and the gate's deadline for the next header */
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->o.read_timeout);
+    srv_gate_answered(s->gate, gate_record(c));
     srv_conn *k = *ctx;
     if (!k) return;
     srv_buf_free(&k->body);
@@ -355,17 +364,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
     *ctx = NULL;
 }
 
-/* Every connection libmicrohttpd has came from the gate, which counts them by address. */
+/* Every connection libmicrohttpd has came from the gate, which counts them by address and
+ * watches them between requests; its record is the connection's socket context. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode code) {
     srv_server *s = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        *socket_ctx = s;
-        srv_gate_started(s->gate);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_ctx = ci ? srv_gate_started(s->gate, (int)ci->connect_fd) : NULL;
         return;
     }
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (*socket_ctx && ci) srv_gate_released(s->gate, ci->client_addr);
+    srv_gate_released(s->gate, *socket_ctx);
     *socket_ctx = NULL;
 }
 

@@ -144,9 +144,13 @@ bool srv_gate_start(srv_gate *g);
  * libmicrohttpd stops: no connection is handed to a stopping daemon). */
 void srv_gate_stop(srv_gate *g);
 void srv_gate_free(srv_gate *g); /* stops it first; NULL: nothing */
-/* libmicrohttpd's connection notifications: one handed over has started, one has closed. */
-void srv_gate_started(srv_gate *g);
-void srv_gate_released(srv_gate *g, const struct sockaddr *client);
+/* libmicrohttpd's connection notifications and a connection's requests, for the gate's
+ * counts and its watch on kept-alive connections: started (fd: the connection's socket)
+ * returns the connection's socket context, which the others take. */
+void *srv_gate_started(srv_gate *g, int fd);
+void srv_gate_request(srv_gate *g, void *held);  /* a request's header is in */
+void srv_gate_answered(srv_gate *g, void *held); /* its answer is done: the next one is due */
+void srv_gate_released(srv_gate *g, void *held); /* closed */
 
 /* ---- requests ------------------------------------------------------------------------ */
 

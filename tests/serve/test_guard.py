@@ -12,7 +12,9 @@ send what is tested), on stories260K (an answer takes milliseconds).
            answered 408 at --read-timeout; a Content-Length above --max-body answered 413
            from the header alone; a request line that is not HTTP answered 400 and closed;
            a header too large 431; a connection beyond --max-per-address and one beyond
-           --max-connections answered 503 (not closed silently), /health still answered.
+           --max-connections answered 503 (not closed silently), /health still answered;
+           idle kept-alive connections closed at --read-timeout, and one that trickles its
+           next request's header closed at --read-timeout after its answer.
 
 Usage: test_guard.py BUILD_DIR PACKAGES_DIR CASE. Exits 77 (skipped, saying why) when a
 package is missing, or when the open-files limit cannot be raised for 600 connections."""
@@ -362,6 +364,34 @@ def case_hostile(build, pkgs):
         check(st == 200, f"idle kept-alive connections closed after --read-timeout: slots free again ({st})")
         for c in busy:
             c.close()
+        # a kept-alive connection that trickles its next request's header: closed once
+        # --read-timeout has passed since its answer, whatever the bytes trickling in
+        c = socket.create_connection((H, P), source_address=("127.0.0.10", 0))
+        c.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.settimeout(10)
+        first = c.recv(65536)
+        t = time.monotonic()
+        c.sendall(b"GET /v1/models HTTP/1.1\r\n")
+        closed_after = None
+        while time.monotonic() - t < timeout + 4:
+            try:
+                c.send(b"X")
+            except OSError:
+                closed_after = time.monotonic() - t
+                break
+            r, _, _ = select.select([c], [], [], 0.3)
+            if r:
+                try:
+                    if not c.recv(65536):
+                        closed_after = time.monotonic() - t
+                        break
+                except OSError:
+                    closed_after = time.monotonic() - t
+                    break
+        c.close()
+        check(first.startswith(b"HTTP/1.1 200") and closed_after is not None and closed_after < timeout + 1.5,
+              f"a kept-alive connection trickling its next header: closed {closed_after and round(closed_after, 2)} s "
+              f"after its answer (--read-timeout {timeout})")
     finally:
         s.stop()
     return 0
