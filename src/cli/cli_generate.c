@@ -5,6 +5,8 @@
 #include "cli/cli.h"
 
 #include "base/json_str.h"
+#include "chat/chat_stream.h"
+#include "genai/model.h"
 
 #include "onnx_genai.h"
 
@@ -37,6 +39,9 @@ typedef struct opts {
     og_generator_params p;
     bool set_max, set_min, set_sample, set_topk, set_topp, set_temp, set_seed, set_beams,
         set_ret, set_rep, set_ngram;
+    int max_new; /* --max-new-tokens, 0: not given */
+    const char *stops[16];
+    int n_stops;
 } opts;
 
 static const char generate_usage[] =
@@ -44,6 +49,9 @@ static const char generate_usage[] =
     "  -p, --prompt TEXT          prompt text (default: read standard input)\n"
     "  --ids LIST                 prompt token ids, comma-separated; repeat for a batch\n"
     "  --max-length N             total tokens per sequence, prompt included\n"
+    "  --max-new-tokens N         at most N generated tokens (past the longest prompt)\n"
+    "  --stop TEXT                stop before TEXT in the generated text (repeat for more;\n"
+    "                             one text prompt)\n"
     "  --min-length N             block EOS while shorter\n"
     "  --do-sample                sample instead of greedy\n"
     "  --top-k N, --top-p F, --temperature F, --seed N\n"
@@ -155,6 +163,15 @@ static int parse_args(int argc, char **argv, opts *o) {
             o->n_batches++;
         } else if (!strcmp(a, "--max-length")) {
             INT_ARG(max_length, set_max, 1, 1 << 30);
+        } else if (!strcmp(a, "--max-new-tokens")) {
+            NEED_ARG();
+            int rc_ = cli_int_option(a, argv[++i], 1, 1 << 30, &o->max_new);
+            if (rc_) return rc_;
+        } else if (!strcmp(a, "--stop")) {
+            NEED_ARG();
+            if (o->n_stops == 16) return cli_fail("--stop: at most 16 stop strings");
+            if (!argv[i + 1][0]) return cli_fail("--stop: an empty stop string");
+            o->stops[o->n_stops++] = argv[++i];
         } else if (!strcmp(a, "--min-length")) {
             INT_ARG(min_length, set_min, 0, 1 << 30);
         } else if (!strcmp(a, "--do-sample")) {
@@ -203,6 +220,11 @@ static int parse_args(int argc, char **argv, opts *o) {
         return cli_fail("generate: no model folder given (see 'onnx-genai generate --help')");
     if (o->have_prompt && o->n_batches)
         return cli_fail("generate: give either -p or --ids, not both");
+    if (o->n_stops && o->n_batches)
+        return cli_fail("generate: --stop cuts generated text: give a text prompt (-p or standard "
+                        "input), not --ids");
+    if (o->n_stops && o->p.num_beams > 1)
+        return cli_fail("generate: --stop with beam search (--num-beams) is not supported");
     return cli_backend_check(&o->be);
 }
 
@@ -242,12 +264,27 @@ static void apply_overrides(const opts *o, og_generator_params *p) {
     if (o->set_ngram) p->no_repeat_ngram_size = o->p.no_repeat_ngram_size;
 }
 
+/* --stop: the answer's text as chat_stream releases it (printed when streaming). */
+typedef struct stop_text {
+    bool print;
+} stop_text;
+
+static void emit_text(void *ctx, chat_channel ch, const char *text, size_t len) {
+    const stop_text *t = ctx;
+    if (t->print && ch == CH_ANSWER) {
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+    }
+}
+
 int cli_generate(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--chat")) return cli_chat_generate(argc, argv);
     opts o;
     memset(&o, 0, sizeof o);
     int rc = parse_args(argc, argv, &o);
+    chat_stream cs; /* --stop's text (initialized once the generator exists) */
+    memset(&cs, 0, sizeof cs);
     og_model *model = NULL;
     og_tokenizer *tok = NULL;
     og_tokenizer_stream *stream = NULL;
@@ -308,13 +345,21 @@ int cli_generate(int argc, char **argv) {
     p.all_logits = 0; /* only the logits tokens are chosen from */
     apply_overrides(&o, &p);
     p.batch_size = (int)batch;
+    if (o.max_new) { /* N past the longest prompt, within --max-length and the context */
+        size_t longest = 0;
+        for (size_t b = 0; b < batch; b++) longest = o.n_ids[b] > longest ? o.n_ids[b] : longest;
+        long long want = (long long)longest + o.max_new;
+        if (o.set_max && want > p.max_length) want = p.max_length;
+        if (model->context_length > 0 && want > model->context_length) want = model->context_length;
+        p.max_length = (int)want;
+    }
     if ((st = cli_guidance_set(&o.guide, &p))) goto done;
     cli_speculative_set(&o.spec, &p);
     if ((st = og_generator_create(model, &p, &gen))) goto done;
     /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
     /* The pieces continue the prompt: decoded after its ids, as the whole sequence is. */
-    if (streaming && ((st = og_tokenizer_stream_create(tok, &stream)) ||
+    if ((streaming || o.n_stops) && ((st = og_tokenizer_stream_create(tok, &stream)) ||
                       (st = og_tokenizer_stream_set_context(stream, o.ids[0], o.n_ids[0]))))
         goto done;
     if (streaming) { /* the prompt first, as llama.cpp and Ollama show it */
@@ -322,16 +367,32 @@ int cli_generate(int argc, char **argv) {
         else fwrite(input, 1, input_len, stdout); /* standard input may hold NUL bytes */
         fflush(stdout);
     }
+    stop_text out = {.print = streaming};
+    chat_stream_init(&cs, o.stops, o.n_stops, -1, -1, -1, -1, emit_text, &out);
     double t1 = now_s();
     if ((st = og_generator_append_token_rows(gen, (const int32_t *const *)o.ids, o.n_ids)))
         goto done;
     double t_prompt = now_s() - t1, t2 = now_s();
     int generated = 0;
     size_t shown = o.n_ids[0];
-    while (!og_generator_is_done(gen)) {
+    while (!og_generator_is_done(gen) && !cs.stopped) {
         if ((st = og_generator_generate_next_token(gen))) goto done;
         generated++;
-        if (streaming) {
+        if (o.n_stops) { /* the text, held back where a stop string may begin */
+            const int32_t *seq;
+            size_t len;
+            const char *piece;
+            size_t n;
+            if ((st = og_generator_get_sequence(gen, 0, &seq, &len))) goto done;
+            if (len == shown) continue;
+            shown = len;
+            if ((st = og_tokenizer_stream_decode_len(stream, seq[len - 1], &piece, &n))) goto done;
+            chat_stream_token(&cs, seq[len - 1], piece, n);
+            if (cs.oom) {
+                rc = cli_fail("out of memory");
+                goto done;
+            }
+        } else if (streaming) {
             const int32_t *seq;
             size_t len;
             const char *piece;
@@ -347,12 +408,17 @@ int cli_generate(int argc, char **argv) {
     double t_decode = now_s() - t2;
     if (!o.json) cli_speculative_report(stderr, gen);
     if (o.profile && (st = og_model_profile_write(model, o.profile))) goto done;
-    if (streaming) {
+    if (streaming || o.n_stops) {
         const char *piece;
         size_t n;
         if ((st = og_tokenizer_stream_flush_len(stream, &piece, &n))) goto done;
-        fwrite(piece, 1, n, stdout);
-        fputc('\n', stdout);
+        if (o.n_stops) {
+            if (!cs.stopped) chat_stream_token(&cs, -1, piece, n);
+            chat_stream_finish(&cs);
+        } else {
+            fwrite(piece, 1, n, stdout);
+        }
+        if (streaming) fputc('\n', stdout);
     }
     size_t n_seq = batch * (size_t)(p.num_beams > 1 ? p.num_return_sequences : 1);
     if (o.json) {
@@ -366,7 +432,25 @@ int cli_generate(int argc, char **argv) {
             printf("]");
         }
         printf("], \"text\": [");
-        for (size_t s = 0; tok && s < n_seq; s++) {
+        if (o.n_stops) { /* the prompt, then the answer up to the stop string */
+            char *ptext;
+            size_t pn;
+            if ((st = og_tokenizer_decode_len(tok, o.ids[0], o.n_ids[0], 1, &ptext, &pn))) goto done;
+            size_t an = cs.text[CH_ANSWER].n;
+            char *all = malloc(pn + an + 1);
+            if (all) {
+                memcpy(all, ptext, pn);
+                memcpy(all + pn, chat_stream_text(&cs, CH_ANSWER), an);
+                json_str_fwrite(stdout, all, pn + an);
+            }
+            og_free(ptext);
+            free(all);
+            if (!all) {
+                rc = cli_fail("out of memory");
+                goto done;
+            }
+        }
+        for (size_t s = 0; tok && !o.n_stops && s < n_seq; s++) {
             const int32_t *seq;
             size_t len;
             char *text;
@@ -413,6 +497,7 @@ done:
         og_status_free(st);
     }
     for (int b = 0; b < 64; b++) free(o.ids[b]);
+    chat_stream_free(&cs);
     cli_guidance_free(&o.guide);
     free(enc);
     free(input);

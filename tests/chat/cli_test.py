@@ -158,6 +158,28 @@ def test_commands(binary, stories, work):
     check("stop_string_across_tokens", cut["stop_reason"] == "stop_string" and
           cut["text"] == text[:text.index(stop)], f"stop {stop!r}: {cut['text']!r}")
 
+    # plain generate: --max-new-tokens counts generated tokens, --stop cuts the text before
+    # a stop string that spans tokens (the same stop, on the text generate continues)
+    plain = json.loads(run([binary, "generate", stories, "-p", prompt, "--max-new-tokens", "40",
+                            "--json"]).stdout)
+    gen_ids = plain["sequences"][0]
+    n_prompt = len(tok.encode(prompt).ids)
+    check("generate_max_new_tokens", len(gen_ids) == n_prompt + 40, str(plain)[:300])
+    gen_pieces = incremental_pieces(tok, gen_ids[n_prompt:], gen_ids[:n_prompt])
+    gen_text = "".join(gen_pieces)
+    k = next(i for i in range(6, len(gen_pieces) - 3)
+             if len(gen_pieces[i]) > 1 and len(gen_pieces[i + 1]) > 1)
+    start = len("".join(gen_pieces[:k])) + 1
+    gstop = gen_text[start:start + len(gen_pieces[k]) + 2]
+    r = run([binary, "generate", stories, "-p", prompt, "--max-new-tokens", "40", "--stop", gstop])
+    check("generate_stop", r.returncode == 0 and
+          r.stdout == prompt + gen_text[:gen_text.index(gstop)] + "\n", f"{gstop!r}: {r.stdout!r}")
+    r = run([binary, "generate", stories, "-p", prompt, "--max-new-tokens", "40", "--stop", gstop,
+             "--json"])
+    want = tok.decode(gen_ids[:n_prompt], skip_special_tokens=True) + gen_text[:gen_text.index(gstop)]
+    check("generate_stop_json", r.returncode == 0 and json.loads(r.stdout)["text"] == [want],
+          f"{want!r}: {r.stdout[-300:]}")
+
     # several EOS ids: the config's list, any of them ends the answer
     comma = tok.token_to_id(",")
     first_comma = ids.index(comma) if comma in ids else None
