@@ -17,7 +17,7 @@ static const char serve_usage[] =
     "                        request's \"model\"), each loaded on its first request\n"
     "  --models-memory SIZE  unload the least recently used idle models while the loaded\n"
     "                        ones take more than SIZE (e.g. 4G; default: no limit)\n"
-    "  --host ADDR           numeric address to listen on (default 127.0.0.1)\n"
+    "  --host ADDR           address or host name to listen on (default 127.0.0.1)\n"
     "  --port N              port (default 8080; 0: any free port, printed)\n"
     "  --model-name NAME     the model's id in the API (default: the folder's name)\n"
     "  --kv-memory SIZE      bytes for the paged KV pool, e.g. 512M, 2G (default: enough\n"

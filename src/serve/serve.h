@@ -13,7 +13,7 @@ typedef struct serve_options {
     const char *models_dir; /* --models-dir: every package folder in it, by folder name */
     size_t models_memory;   /* --models-memory: unload idle models beyond this (0: never) */
     const char *model_name; /* its id in the API (NULL: the folder's name) */
-    const char *host;       /* numeric address to listen on (127.0.0.1) */
+    const char *host;       /* address or host name to listen on (127.0.0.1) */
     int port;               /* 0: any free port (the one chosen is printed) */
     size_t max_body;        /* request bodies above this are refused with 413 */
     int max_connections;    /* requests at once: connections handed to a thread each */
