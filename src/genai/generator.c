@@ -112,10 +112,13 @@ static og_status *check_draft_model(og_model *m, const og_generator_params *p) {
     og_model *d = p->speculative_draft_model;
     if (p->speculative_ngram_size)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: speculative ngram_size and a "
-                         "draft model cannot be combined (choose one drafter)");
+                         "draft model cannot be combined (choose one drafter%s)",
+                         d == m->draft ? "; the package's model.draft drafts by default: set "
+                                         "the draft model to none for n-gram drafts" : "");
     if (p->num_beams > 1)
         return og_errorf(OG_ERR_UNSUPPORTED, "generator: speculative decoding with beam "
                          "search (num_beams %d) is not supported", p->num_beams);
+    if (d == m->draft) return NULL; /* the package's own: its tokenizer is the package's */
     if (d->vocab_size != m->vocab_size)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: the draft model %s has %d logits, "
                          "the model %s %d: a draft model must share the tokenizer", d->dir,
@@ -190,6 +193,9 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
         gen_generator_free(g);
         return st;
     }
+    /* the package's draft (a default) does not apply where speculation does not */
+    if (p.speculative_draft_model == m->draft && (p.num_beams > 1 || p.batch_size > 1))
+        p.speculative_draft_model = g->p.speculative_draft_model = NULL;
     st = p.speculative_draft_model ? check_draft_model(m, &p) : NULL;
     if (st) {
         gen_generator_free(g);

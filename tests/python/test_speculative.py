@@ -352,6 +352,21 @@ def test_onnxruntime_genai_draft_model_same_ids(og, tmp_path):
                               dict(spec, fixed_k=True))
         assert ours == theirs, spec
         assert g.get_speculative_stats()["draft_tokens_accepted"] > 0
+    # where speculation does not apply (beams), the package's draft stays out of the way;
+    # n-gram drafts instead of it when it is set aside
+    m = og.Model(str(tmp_path))
+    p = og.GeneratorParams(m)
+    p.set_search_options(num_beams=2, max_length=len(ids) + 8)
+    g = og.Generator(m, p)
+    g.append_tokens(ids)
+    while not g.is_done():
+        g.generate_next_token()
+    p = og.GeneratorParams(m)
+    p.set_speculative_options(ngram_size=3)
+    with pytest.raises(og.InvalidArgumentError, match="model.draft drafts by default"):
+        og.Generator(m, p)
+    p.set_speculative_options(draft_model=None)
+    assert og.Generator(m, p).get_speculative_stats()["enabled"]
 
 
 def test_package_speculative_section_and_broken_draft(og, tmp_path):
