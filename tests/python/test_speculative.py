@@ -398,11 +398,19 @@ def test_package_speculative_section_and_broken_draft(og, tmp_path):
 CLI = os.path.join(BUILD, "onnx-genai")
 
 
+def cli_env():
+    """The environment for the CLI: without the sanitizer runtime the sanitizer suite
+    preloads into python3 (the sanitized CLI carries its own)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
 def cli(*args, stdin=None):
     if not os.access(CLI, os.X_OK):
         pytest.skip(f"{CLI} is missing (the build did not make the CLI)")
-    r = subprocess.run([CLI, *args], capture_output=True, text=True, input=stdin, timeout=300)
-    return r
+    return subprocess.run([CLI, *args], capture_output=True, text=True, input=stdin,
+                          timeout=300, env=cli_env())
 
 
 def test_cli_generate_run_bench(og):
@@ -450,7 +458,7 @@ def completion(args, prompt, max_tokens):
     if not os.access(CLI, os.X_OK):
         pytest.skip(f"{CLI} is missing")
     p = subprocess.Popen([CLI, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, env=cli_env())
     try:
         m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", p.stdout.readline())
         assert m, p.stderr.read()
