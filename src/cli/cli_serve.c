@@ -53,7 +53,10 @@ static const char serve_usage[] =
     "  --cors-origin ORIGIN  let pages from ORIGIN (e.g. https://app.example.com) call the\n"
     "                        server: preflights answered, Access-Control-Allow-Origin sent;\n"
     "                        without it browsers keep other origins' pages out\n"
-    "  --template-file FILE  a chat template file instead of the package's (with -m)\n";
+    "  --template-file FILE  a chat template file instead of the package's (with -m)\n"
+    "  --drain-timeout SECS  on SIGTERM, new generation requests get 503 (and\n"
+    "                        /health/ready fails) while those being answered get this long\n"
+    "                        to finish (30; 0: stop at once); a second signal stops at once\n";
 /* after cli_backend_usage */
 static const char serve_usage_tail[] =
     "The engine batches over its paged KV cache on the native backend; a model on\n"
@@ -62,7 +65,8 @@ static const char serve_usage_tail[] =
     "GET /metrics, POST /tokenize, POST /detokenize, and a chat page at /. POST bodies\n"
     "are JSON (Content-Type: application/json, else 415) in UTF-8 (else 400).\n"
     "Listening on an address other than loopback without an API key prints a warning.\n"
-    "SIGINT or SIGTERM stops the server.\n";
+    "SIGINT stops the server; SIGTERM drains it first (--drain-timeout). GET /health/live\n"
+    "answers while it runs, GET /health/ready only while it is loaded and not draining.\n";
 
 /* A whole number in [lo, hi], with an optional K/M/G suffix (powers of 1024) when sized. */
 static int number(const char *flag, const char *v, long long lo, long long hi, bool sized,
@@ -158,7 +162,8 @@ int cli_serve(int argc, char **argv) {
                                              "--step-tokens", "--threads", "--max-body", "--max-n",
                                              "--max-connections", "--max-per-address",
                                              "--read-timeout", "--api-key", "--api-key-file",
-                                             "--cors-origin", "--template-file", NULL};
+                                             "--cors-origin", "--template-file", "--drain-timeout",
+                                             NULL};
         bool known = false;
         for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
         if (!known) return cli_fail("serve: unknown option '%s' (see serve --help)", a);
@@ -184,6 +189,7 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-connections")) { if (!(rc = number(a, v, 1, 65536, false, &x))) o.max_connections = (int)x; }
         else if (!strcmp(a, "--max-per-address")) { if (!(rc = number(a, v, 1, 1 << 20, false, &x))) o.max_per_address = (int)x; }
         else if (!strcmp(a, "--read-timeout")) { if (!(rc = number(a, v, 1, 3600, false, &x))) o.read_timeout = (int)x; }
+        else if (!strcmp(a, "--drain-timeout")) { if (!(rc = number(a, v, 0, 86400, false, &x))) o.drain_timeout = (int)x; }
         else if (!strcmp(a, "--api-key")) { if (!(rc = header_safe(a, v))) o.api_key = v; }
         else if (!strcmp(a, "--api-key-file")) key_file = v;
         else if (!strcmp(a, "--cors-origin")) { if (!(rc = header_safe(a, v))) o.cors_origin = v; }

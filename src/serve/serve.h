@@ -24,14 +24,16 @@ typedef struct serve_options {
     const char *cors_origin; /* the one browser origin allowed to call (NULL: CORS off) */
     const char *template_file; /* a chat template file instead of the package's (-m only) */
     int max_n;              /* largest `n` a request may ask for */
+    int drain_timeout;      /* SIGTERM: seconds the requests being answered get to finish
+                               while new ones are refused with 503 (0: stop at once) */
     eng_options eng;
     og_model_options model; /* every model opens with these: backend, threads */
 } serve_options;
 
 serve_options serve_options_default(void);
 
-/* Listens, loads the model (requests get 503 meanwhile), serves until SIGINT or SIGTERM,
- * then shuts down cleanly. Prints "listening on http://HOST:PORT" on stdout once the
+/* Listens, loads the model (requests get 503 meanwhile), serves until SIGINT or SIGTERM
+ * (SIGTERM drains first: drain_timeout), then shuts down cleanly. Prints "listening on http://HOST:PORT" on stdout once the
  * socket is open. Returns the process exit status. */
 int serve_main(const serve_options *o);
 

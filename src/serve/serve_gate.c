@@ -213,7 +213,7 @@ typedef enum { HEAD_MORE, HEAD_BAD, HEAD_WHOLE } head_state;
 
 typedef struct gate_head {
     size_t len;          /* bytes up to and with the empty line ending the header */
-    bool health;         /* GET or HEAD /health */
+    srv_probe probe;     /* GET or HEAD of a health probe (srv_probe_of) */
     bool head_method;
 } gate_head;
 
@@ -260,8 +260,8 @@ static head_state scan_head(const char *p, size_t n, gate_head *h) {
                     break;
                 }
             h->head_method = method_len == 4 && !memcmp(method, "HEAD", 4);
-            h->health = (h->head_method || (method_len == 3 && !memcmp(method, "GET", 3))) &&
-                        path_len == 7 && !memcmp(target, "/health", 7);
+            h->probe = h->head_method || (method_len == 3 && !memcmp(method, "GET", 3))
+                           ? srv_probe_of(target, path_len) : SRV_PROBE_NONE;
             return HEAD_WHOLE;
         }
         line = i + 1;
@@ -303,7 +303,7 @@ static void answer_health(srv_gate *g, int i, const gate_head *h) {
     drop(g, i);
     (void)!recv(fd, g->peek, h->len, MSG_DONTWAIT); /* the request, consumed: it is answered */
     srv_reply r = {0};
-    srv_health(g->s, &r);
+    srv_answer_probe(g->s, h->probe, &r);
     write_reply(g, fd, SRV_HEALTH, &r, h->head_method);
     close_answered(fd);
 }
@@ -395,7 +395,7 @@ static void on_readable(srv_gate *g, int i, bool hup) {
         }
         return;
     case HEAD_WHOLE:
-        if (h.health) answer_health(g, i, &h);
+        if (h.probe != SRV_PROBE_NONE) answer_health(g, i, &h);
         else hand_over(g, i);
         return;
     }

@@ -37,6 +37,7 @@ serve_options serve_options_default(void) {
     o.max_per_address = 256;
     o.read_timeout = 10;
     o.max_n = 16;
+    o.drain_timeout = 30;
     o.eng = eng_options_default();
     o.model = og_model_options_default();
     return o;
@@ -65,7 +66,7 @@ static srv_route route_of(const char *url) {
     if (!strcmp(url, "/v1/chat/completions")) return SRV_CHAT;
     if (!strcmp(url, "/v1/completions")) return SRV_COMPLETIONS;
     if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11)) return SRV_MODELS;
-    if (!strcmp(url, "/health")) return SRV_HEALTH;
+    if (srv_probe_of(url, strlen(url)) != SRV_PROBE_NONE) return SRV_HEALTH;
     if (!strcmp(url, "/metrics")) return SRV_METRICS;
     if (!strcmp(url, "/tokenize")) return SRV_TOKENIZE;
     if (!strcmp(url, "/detokenize")) return SRV_DETOKENIZE;
@@ -144,8 +145,33 @@ void srv_health(srv_server *s, srv_reply *r) {
         }
         status = state == SRV_READY ? 200 : 503;
     }
+    if (atomic_load(&s->draining)) {
+        cJSON_ReplaceItemInObject(o, "status", cJSON_CreateString("draining"));
+        status = 503;
+    }
     srv_reply_json(r, status, o);
     if (status == 503) r->retry_after = 5;
+}
+
+srv_probe srv_probe_of(const char *path, size_t len) {
+    static const struct {
+        const char *path;
+        srv_probe p;
+    } probes[] = {{"/health", SRV_PROBE_HEALTH}, {"/health/live", SRV_PROBE_LIVE},
+                  {"/health/ready", SRV_PROBE_READY}};
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++)
+        if (len == strlen(probes[i].path) && !memcmp(path, probes[i].path, len)) return probes[i].p;
+    return SRV_PROBE_NONE;
+}
+
+void srv_answer_probe(srv_server *s, srv_probe p, srv_reply *r) {
+    if (p == SRV_PROBE_LIVE) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "status", "alive");
+        srv_reply_json(r, 200, o);
+        return;
+    }
+    srv_health(s, r); /* readiness: /health's status code (ready, not loading or draining) */
 }
 
 static bool json_route(srv_route r) {
@@ -207,6 +233,13 @@ static bool admit(srv_server *s, struct MHD_Connection *c, srv_route rt, const c
         srv_reply_error(r, &err);
         return false;
     }
+    if (atomic_load(&s->draining) && (rt == SRV_CHAT || rt == SRV_COMPLETIONS)) {
+        srv_fail(&err, 503, "", "the server is shutting down (SIGTERM): send the request to "
+                 "another instance");
+        srv_reply_error(r, &err);
+        r->retry_after = 5;
+        return false;
+    }
     if (rt == SRV_OTHER) {
         srv_fail(&err, 404, "", "Unknown route: %.16s %.200s", method, url);
         srv_reply_error(r, &err);
@@ -262,7 +295,7 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
         }
     }
     switch (rt) {
-    case SRV_HEALTH: srv_health(s, r); return;
+    case SRV_HEALTH: srv_answer_probe(s, srv_probe_of(url, strlen(url)), r); return;
     case SRV_METRICS: srv_handle_metrics(s, r); return;
     case SRV_PAGE:
         r->status = 200;
@@ -378,6 +411,30 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
     *socket_ctx = NULL;
 }
 
+/* SIGTERM: generation requests are refused from now on (503, readiness fails) while those
+ * being answered finish, for at most drain_timeout seconds; a second signal ends it. */
+static void drain(srv_server *s, const sigset_t *sigs) {
+    atomic_store(&s->draining, true);
+    printf("draining (SIGTERM): %lld request(s) being answered, up to %d s\n",
+           (long long)atomic_load(&s->in_flight), s->o.drain_timeout);
+    fflush(stdout);
+    /* a test hook: the drain lasts at least this long, so that a test sees its 503s */
+    const char *hold = getenv("OG_SERVE_TEST_DRAIN_HOLD_MS");
+    long hold_ms = hold ? atol(hold) : 0;
+    struct timespec t0, now, tick = {0, 50 * 1000000L};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (waited >= s->o.drain_timeout) {
+            printf("drain timeout: %lld request(s) cut\n", (long long)atomic_load(&s->in_flight));
+            break;
+        }
+        if (atomic_load(&s->in_flight) == 0 && waited * 1e3 >= (double)hold_ms) break;
+        if (sigtimedwait(sigs, NULL, &tick) > 0) break; /* a second signal: stop now */
+    }
+}
+
 int serve_main(const serve_options *o) {
     srv_server *s = calloc(1, sizeof *s);
     if (!s) {
@@ -468,6 +525,7 @@ int serve_main(const serve_options *o) {
 
     int sig = 0;
     sigwait(&sigs, &sig);
+    if (sig == SIGTERM && o->drain_timeout > 0) drain(s, &sigs);
     printf("stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     fflush(stdout);
     rc = 0;

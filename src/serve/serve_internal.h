@@ -101,6 +101,8 @@ typedef struct srv_server {
     pthread_cond_t models_cv;
     uint64_t tick;
     atomic_bool stopping;
+    atomic_bool draining;    /* SIGTERM came: generation requests are refused (503) while
+                                those being answered finish */
     atomic_ullong next_id;
     atomic_llong in_flight;
     pthread_mutex_t mu; /* the counters below */
@@ -288,6 +290,12 @@ int srv_reply_headers(const srv_server *s, const srv_reply *r, srv_header h[SRV_
                       char retry[16]);
 /* GET /health's answer. */
 void srv_health(srv_server *s, srv_reply *r);
+/* The probes of an orchestrator: GET /health/live answers 200 while the process serves
+ * (liveness); GET /health/ready 200 only when the model is loaded and the server is not
+ * draining, else 503 (readiness); /health is srv_health. Answered by the gate. */
+typedef enum srv_probe { SRV_PROBE_NONE, SRV_PROBE_HEALTH, SRV_PROBE_LIVE, SRV_PROBE_READY } srv_probe;
+srv_probe srv_probe_of(const char *path, size_t len);
+void srv_answer_probe(srv_server *s, srv_probe p, srv_reply *r);
 
 void srv_reply_error(srv_reply *r, const srv_error *e);
 void srv_reply_json(srv_reply *r, int status, cJSON *j); /* takes j */
