@@ -356,11 +356,16 @@ static bool sampling(const og_generator *g) {
 
 /* ---- speculative decoding (speculative.h) ---------------------------------------------- */
 
-/* Whether the next step may verify a draft: a lone row whose only pending token is the
- * one it last took, on a model whose cache can be cut back (no state). */
+/* Whether speculation applies to this generator at all: a lone row without beams, on the
+ * compact KV layout (states and windows are saved and restored around verifications). */
+static bool spec_possible(const og_generator *g) {
+    return g->spec && g->rows == 1 && !g->beam && g->m->compact;
+}
+
+/* Whether the next step may verify a draft: speculation applies and the row's only
+ * pending token is the one it last took. */
 static bool spec_applies(const og_generator *g) {
-    return g->spec && g->rows == 1 && !g->beam && g->m->compact && !g->done[0] &&
-           g->len[0] - g->fed[0] == 1;
+    return spec_possible(g) && !g->done[0] && g->len[0] - g->fed[0] == 1;
 }
 
 /* The cache and state back to `keep` fed positions after a verification ran past it: KV
@@ -493,7 +498,7 @@ og_status *og_generator_get_speculative_stats(const og_generator *g, og_speculat
     out->struct_size = sizeof *out;
     if (!g->spec) return NULL;
     const gen_spec_stats *s = &g->spec->stats;
-    out->enabled = g->rows == 1 && !g->beam && g->m->compact;
+    out->enabled = spec_possible(g);
     out->verifications = s->passes;
     out->drafted = s->drafted;
     out->accepted = s->accepted;

@@ -98,7 +98,8 @@ static void time_run(gen_spec *s, int n, double seconds) {
 
 int gen_spec_choose(gen_spec *s, int k) {
     if (k > s->o.max_draft) k = s->o.max_draft;
-    if (k <= 0 || !s->o.adaptive) return k > 0 ? k : 0;
+    if (k <= 0) return 0;
+    if (!s->o.adaptive) return k;
     if (s->t_count[1] == 0) return 0; /* a plain step first, to compare with */
     int best = 0;
     double best_rate = GAIN_NEEDED / s->t_run[1];
@@ -150,7 +151,6 @@ void gen_spec_verified(gen_spec *s, int k, int accepted, int emitted, double sec
     s->stats.drafted += k;
     s->stats.accepted += accepted;
     s->stats.emitted += emitted;
-    s->stats.hist[accepted]++;
     record_tries(s, accepted, accepted < k);
     time_run(s, k + 1, seconds);
     s->n_shadow = 0;

@@ -50,7 +50,6 @@ typedef struct gen_spec_stats {
     int64_t accepted;     /* of which equal to the target's choice */
     int64_t emitted;      /* tokens the verifications decided (accepted + one each) */
     int64_t plain_steps;  /* one-token steps taken instead */
-    int64_t hist[GEN_SPEC_MAX_DRAFT + 1]; /* passes by number of accepted drafts */
 } gen_spec_stats;
 
 typedef struct gen_spec {

@@ -35,6 +35,21 @@ def package(path):
     return path
 
 
+def copy_package(src, dst, edit):
+    """dst: package src with its files hard linked and genai_config.json as edit(config)
+    leaves it (dst is made when missing)."""
+    os.makedirs(dst, exist_ok=True)
+    for f in os.listdir(src):
+        if f != "genai_config.json":
+            os.link(os.path.join(src, f), os.path.join(dst, f))
+    with open(os.path.join(src, "genai_config.json")) as f:
+        cfg = json.load(f)
+    edit(cfg)
+    with open(os.path.join(dst, "genai_config.json"), "w") as f:
+        json.dump(cfg, f)
+    return str(dst)
+
+
 PARITY = ["stories260K-fp32", "stories260K-int4-acc0", "stories260K-int4-acc4",
           "qwen2.5-0.5b-int4-acc0"]
 # model types of the maker: KV only, sliding windows, mixtures of experts, and hybrids with
@@ -54,6 +69,8 @@ def prompt(vocab, n=24):
 
 def generate(og, model, ids, max_length, spec=None, sample_seed=None, steps=None,
              logits=False, guidance=None):
+    """(generator, sequence, asked logits) of a greedy (or seeded sampling) run; og is
+    onnx_genai or onnxruntime_genai, which share this API."""
     p = og.GeneratorParams(model)
     opts = dict(max_length=max_length)
     if sample_seed is not None:
@@ -126,16 +143,9 @@ def test_eos_inside_drafted_block(og, tmp_path):
     candidates = list(dict.fromkeys(plain[len(ids):]))[:8]
     rounds = 0
     for eos in candidates:
-        d = tmp_path / f"eos{eos}"
-        d.mkdir()
-        for f in os.listdir(src):
-            if f != "genai_config.json":
-                os.link(os.path.join(src, f), d / f)
-        with open(os.path.join(src, "genai_config.json")) as f:
-            cfg = json.load(f)
-        cfg["model"]["eos_token_id"] = int(eos)
-        (d / "genai_config.json").write_text(json.dumps(cfg))
-        m = og.Model(str(d))
+        d = copy_package(src, tmp_path / f"eos{eos}",
+                         lambda c: c["model"].__setitem__("eos_token_id", int(eos)))
+        m = og.Model(d)
         _, want, _ = generate(og, m, ids, 120)
         g, got, _ = generate(og, m, ids, 120, FIXED)
         assert got == want and len(want) < 120, eos
@@ -218,15 +228,7 @@ def test_onnxruntime_genai_same_ids(og):
         ids = prompt(300)
         for spec in (dict(ngram_size=3, max_draft_tokens=4),
                      dict(ngram_size=2, max_draft_tokens=8, ngram_chained_lookup=True)):
-            om = ort.Model(path)
-            p = ort.GeneratorParams(om)
-            p.set_search_options(max_length=120)
-            p.set_speculative_options(**spec)
-            g = ort.Generator(om, p)
-            g.append_tokens(ids)
-            while not g.is_done():
-                g.generate_next_token()
-            theirs = list(g.get_sequence(0))
+            g, theirs, _ = generate(ort, ort.Model(path), ids, 120, spec)
             assert g.get_speculative_stats()["rounds"] > 0
             _, ours, _ = generate(og, og.Model(path), ids, 120, spec)
             assert ours == theirs, f"{name} {spec}"
@@ -323,26 +325,13 @@ def test_onnxruntime_genai_draft_model_same_ids(og, tmp_path):
     onnx = pytest.importorskip("onnx")
     target = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
     draft = package(os.path.join(BUILD, "parity_packages", "stories260K-int4-acc0"))
-    for f in os.listdir(target):
-        os.link(os.path.join(target, f), tmp_path / f)
+    copy_package(target, tmp_path, lambda c: c["model"].__setitem__(
+        "draft", dict(c["model"]["decoder"], filename="draft.onnx")))
     onnx.save(onnx.load(os.path.join(draft, "model.onnx")), str(tmp_path / "draft.onnx"),
               save_as_external_data=True, location="draft.onnx.data")
-    os.unlink(tmp_path / "genai_config.json")
-    with open(os.path.join(target, "genai_config.json")) as f:
-        cfg = json.load(f)
-    cfg["model"]["draft"] = dict(cfg["model"]["decoder"], filename="draft.onnx")
-    (tmp_path / "genai_config.json").write_text(json.dumps(cfg))
     ids = np.array(og.Tokenizer(stories(og)).encode(STORY), dtype=np.int32)
     for spec in (dict(max_draft_tokens=4), dict(max_draft_tokens=8)):
-        om = ort.Model(str(tmp_path))
-        p = ort.GeneratorParams(om)
-        p.set_search_options(max_length=len(ids) + 60)
-        p.set_speculative_options(**spec)
-        g = ort.Generator(om, p)
-        g.append_tokens(ids)
-        while not g.is_done():
-            g.generate_next_token()
-        theirs = list(g.get_sequence(0))
+        g, theirs, _ = generate(ort, ort.Model(str(tmp_path)), ids, len(ids) + 60, spec)
         assert g.get_speculative_stats()["draft_tokens_accepted"] > 0
         _, ours, _ = generate(og, stories(og), ids, len(ids) + 60,
                               dict(spec, draft_model=og.Model(draft)))
@@ -373,14 +362,9 @@ def test_package_speculative_section_and_broken_draft(og, tmp_path):
     """genai_config's top-level "speculative" section sets the defaults; a model.draft that
     cannot be opened leaves a warning and plain decoding."""
     src = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
-    for f in os.listdir(src):
-        if f != "genai_config.json":
-            os.link(os.path.join(src, f), tmp_path / f)
-    with open(os.path.join(src, "genai_config.json")) as f:
-        cfg = json.load(f)
-    cfg["speculative"] = {"ngram_size": 3, "max_draft_tokens": 6, "ngram_chained_lookup": True}
-    (tmp_path / "genai_config.json").write_text(json.dumps(cfg))
-    m = og.Model(str(tmp_path))
+    section = {"ngram_size": 3, "max_draft_tokens": 6, "ngram_chained_lookup": True}
+    m = og.Model(copy_package(src, tmp_path / "section",
+                              lambda c: c.__setitem__("speculative", section)))
     p = og.GeneratorParams(m)
     got = p.get_speculative_options()
     assert (got["ngram_size"], got["max_draft_tokens"], got["ngram_chained_lookup"]) == (3, 6, True)
@@ -388,10 +372,9 @@ def test_package_speculative_section_and_broken_draft(og, tmp_path):
     _, plain, _ = generate(og, stories(og), ids, len(ids) + 40)
     g, seq, _ = generate(og, m, ids, len(ids) + 40, dict(fixed_k=True))
     assert seq == plain and g.get_speculative_stats()["rounds"] > 0
-    del cfg["speculative"]
-    cfg["model"]["draft"] = dict(cfg["model"]["decoder"], filename="missing.onnx")
-    (tmp_path / "genai_config.json").write_text(json.dumps(cfg))
-    r = cli("generate", str(tmp_path), "--ids", "1,403,407", "--max-length", "20")
+    broken = copy_package(src, tmp_path / "broken", lambda c: c["model"].__setitem__(
+        "draft", dict(c["model"]["decoder"], filename="missing.onnx")))
+    r = cli("generate", broken, "--ids", "1,403,407", "--max-length", "20")
     assert r.returncode == 0 and "model.draft is not used" in r.stderr, r.stderr
 
 
