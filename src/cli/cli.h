@@ -17,6 +17,7 @@ int cli_template(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_parity(int argc, char **argv);
+int cli_convert(int argc, char **argv);
 /* generate --chat: one turn of `run` (cli_run.c). */
 int cli_chat_generate(int argc, char **argv);
 /* The chat template part of `show` for a package folder (cli_run.c). */

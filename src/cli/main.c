@@ -35,6 +35,8 @@ static const char usage[] =
     "  serve [-m] DIR [--host 127.0.0.1] [--port 8080] [options]\n"
     "                                 an OpenAI-compatible HTTP server with continuous\n"
     "                                 batching (see serve --help)\n"
+    "  convert FILE.gguf OUT_DIR      a llama.cpp GGUF model (llama, mistral, qwen2, qwen3;\n"
+    "                                 F32/F16/BF16/Q4_0/Q4_1/Q8_0) into a package\n"
     "  help                           this text (--version: the version and git commit)\n"
     "\n"
     "generate, bench, run, infer and serve take --backend native|ort|auto (default auto:\n"
@@ -76,6 +78,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "run") == 0) return cli_run(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0) return cli_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "parity") == 0) return cli_parity(argc - 1, argv + 1);
+    if (strcmp(cmd, "convert") == 0) return cli_convert(argc - 1, argv + 1);
     fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
 }

@@ -37,8 +37,10 @@ ALLOWED = {
     "engine": {"base", "graph", "onnx", "tokenizer", "chat", "guide", "seam", "runtime", "genai"},
     "serve": {"base", "graph", "onnx", "tokenizer", "chat", "guide", "seam", "runtime", "genai",
               "engine"},
+    "convert": {"base"},
+    "hub": {"base"},
     "cli": {"base", "graph", "onnx", "tokenizer", "chat", "guide", "seam", "runtime", "genai",
-            "engine", "serve"},
+            "engine", "serve", "convert", "hub"},
 }
 BACKEND_INTERNALS = {"kernels", "native", "ort"}
 PUBLIC = "onnx_genai.h"

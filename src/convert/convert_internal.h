@@ -1,0 +1,53 @@
+/* What the parts of `convert` share: the source file, the model's shape as the GGUF
+ * metadata gives it, and the ONNX model being written. */
+#ifndef OG_CONVERT_INTERNAL_H
+#define OG_CONVERT_INTERNAL_H
+
+#include "convert/convert.h"
+#include "convert/gguf.h"
+#include "convert/onnx_out.h"
+
+#include <cjson/cJSON.h>
+
+typedef struct cv_model {
+    const gguf_file *g;
+    const char *path;
+    char arch[32];       /* general.architecture */
+    const char *type;    /* genai model.type */
+    int64_t layers, hidden, inter, heads, kv_heads, head_dim, rot_dim, vocab, context;
+    double eps, theta, rope_linear; /* rope_linear: 0, or the linear scaling factor */
+    bool qkv_bias, qk_norm;
+    bool unpermute_qk;   /* llama-family GGUFs store q/k rows in interleaved-rotary order */
+    int64_t bos, eos, pad;
+} cv_model;
+
+/* The named tensor, or an error naming it (and the file) when it is absent or its shape
+ * is not [rows, cols] (GGUF order: ne[0] = cols). rows 0: a vector of cols. */
+og_status *cv_tensor(const cv_model *m, const char *name, int64_t rows, int64_t cols,
+                     const gguf_tensor **out);
+
+/* A MatMul weight of rows from up to three tensors stacked along N (q, k, v). */
+typedef struct cv_src {
+    const gguf_tensor *t;
+    int64_t rows;
+    int64_t unpermute_heads; /* >0: undo llama.cpp's q/k row permutation for these heads */
+} cv_src;
+
+/* Writes the projection at node path base (e.g. /model/layers.0/attn/qkv_proj/MatMul):
+ * MatMulNBits for Q4_0/Q4_1/Q8_0 sources, else float MatMul; returns its output. */
+og_status *cv_matmul(onnx_out *o, const cv_model *m, const char *base, const char *x,
+                     const cv_src *src, int n_src, int64_t k, const char *out,
+                     const char **result);
+/* A float32 initializer of a whole tensor dequantized (embeddings, norms, biases). */
+og_status *cv_float_init(onnx_out *o, const cv_model *m, const char *name,
+                         const gguf_tensor *t, const int64_t *dims, int ndims);
+/* Row r of t (cols elements) as float32, exactly as gguf's dequantize computes it. */
+og_status *cv_dequant_row(const cv_model *m, const gguf_tensor *t, int64_t r, float *out);
+
+/* Writes j (and frees it) as DIR/FILE; pretty: indented. */
+og_status *cv_write_json(const char *dir, const char *file, cJSON *j, bool pretty);
+
+/* tokenizer.json and tokenizer_config.json (convert_tokenizer.c). */
+og_status *cv_write_tokenizer(const cv_model *m, const char *out_dir);
+
+#endif

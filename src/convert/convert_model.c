@@ -1,0 +1,529 @@
+/* The driver of `convert`: the model's shape from the GGUF metadata, the decoder graph in
+ * the model builder's layout (as tools/model_maker/transformer.py writes it for llama,
+ * mistral, qwen2 and qwen3), and genai_config.json. */
+#include "convert/convert_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MS "com.microsoft"
+
+typedef struct arch_info {
+    const char *gguf, *genai;
+    bool qkv_bias, qk_norm, unpermute;
+} arch_info;
+
+/* llama.cpp's "llama" covers Llama and Mistral checkpoints (convert_hf_to_gguf writes
+ * both so); their q/k rows come permuted for its interleaved rotary. Qwen's do not. */
+static const arch_info archs[] = {
+    {"llama", "llama", false, false, true},
+    {"mistral", "mistral", false, false, true},
+    {"qwen2", "qwen2", true, false, false},
+    {"qwen3", "qwen3", false, true, false},
+};
+
+static og_status *key_i64(const cv_model *m, const char *suffix, int64_t dflt, bool required,
+                          int64_t *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    if (required) return gguf_get_i64(m->g, key, out);
+    return gguf_get_i64_or(m->g, key, dflt, out);
+}
+
+static og_status *positive(const cv_model *m, const char *suffix, int64_t v, int64_t max) {
+    if (v <= 0 || v > max)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: key '%s.%s' is %" PRId64
+                         ", expected 1 to %" PRId64, m->path, m->arch, suffix, v, max);
+    return NULL;
+}
+
+static og_status *read_shape(cv_model *m, const convert_options *opt) {
+    const char *s;
+    size_t len;
+    OG_TRY(gguf_get_str(m->g, "general.architecture", &s, &len));
+    const arch_info *a = NULL;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strlen(archs[i].gguf) == len && !memcmp(archs[i].gguf, s, len)) a = &archs[i];
+    if (!a)
+        return og_errorf(OG_ERR_UNSUPPORTED,
+                         "%s: general.architecture '%.*s' is not converted (llama, mistral, "
+                         "qwen2 and qwen3 are)", m->path, (int)(len > 64 ? 64 : len), s);
+    snprintf(m->arch, sizeof m->arch, "%s", a->gguf);
+    m->type = a->genai;
+    m->qkv_bias = a->qkv_bias;
+    m->qk_norm = a->qk_norm;
+    m->unpermute_qk = a->unpermute;
+    const int64_t big = (int64_t)1 << 24;
+    OG_TRY(key_i64(m, "block_count", 0, true, &m->layers));
+    OG_TRY(positive(m, "block_count", m->layers, 4096));
+    OG_TRY(key_i64(m, "embedding_length", 0, true, &m->hidden));
+    OG_TRY(positive(m, "embedding_length", m->hidden, big));
+    OG_TRY(key_i64(m, "feed_forward_length", 0, true, &m->inter));
+    OG_TRY(positive(m, "feed_forward_length", m->inter, big));
+    OG_TRY(key_i64(m, "attention.head_count", 0, true, &m->heads));
+    OG_TRY(positive(m, "attention.head_count", m->heads, 4096));
+    OG_TRY(key_i64(m, "attention.head_count_kv", m->heads, false, &m->kv_heads));
+    OG_TRY(positive(m, "attention.head_count_kv", m->kv_heads, m->heads));
+    if (m->heads % m->kv_heads)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: %" PRId64 " heads over %" PRId64
+                         " KV heads", m->path, m->heads, m->kv_heads);
+    OG_TRY(key_i64(m, "attention.key_length", m->hidden / m->heads, false, &m->head_dim));
+    OG_TRY(positive(m, "attention.key_length", m->head_dim, 65536));
+    int64_t vlen;
+    OG_TRY(key_i64(m, "attention.value_length", m->head_dim, false, &vlen));
+    if (vlen != m->head_dim)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: %s.attention.value_length %" PRId64
+                         " differs from key_length %" PRId64, m->path, m->arch, vlen, m->head_dim);
+    OG_TRY(key_i64(m, "rope.dimension_count", m->head_dim, false, &m->rot_dim));
+    if (m->rot_dim != m->head_dim || m->head_dim % 2)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: %s.rope.dimension_count %" PRId64
+                         ": partial rotary (head size %" PRId64 ") is not converted",
+                         m->path, m->arch, m->rot_dim, m->head_dim);
+    OG_TRY(key_i64(m, "context_length", 0, true, &m->context));
+    OG_TRY(positive(m, "context_length", m->context, (int64_t)1 << 22));
+    if (opt->context > 0) m->context = opt->context;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", m->arch);
+    if (!gguf_find(m->g, key))
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: key '%s' is missing", m->path, key);
+    OG_TRY(gguf_get_f64_or(m->g, key, 0, &m->eps));
+    snprintf(key, sizeof key, "%s.rope.freq_base", m->arch);
+    OG_TRY(gguf_get_f64_or(m->g, key, 10000.0, &m->theta));
+    if (!(m->theta > 1.0))
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is %g", m->path, key, m->theta);
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch);
+    if (gguf_find(m->g, key)) {
+        OG_TRY(gguf_get_str(m->g, key, &s, &len));
+        if (len == 6 && !memcmp(s, "linear", 6)) {
+            snprintf(key, sizeof key, "%s.rope.scaling.factor", m->arch);
+            OG_TRY(gguf_get_f64_or(m->g, key, 1.0, &m->rope_linear));
+            if (!(m->rope_linear > 0))
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is %g", m->path, key,
+                                 m->rope_linear);
+        } else if (!(len == 4 && !memcmp(s, "none", 4))) {
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s: %s '%.*s' is not converted (none and "
+                             "linear are)", m->path, key, (int)(len > 32 ? 32 : len), s);
+        }
+    }
+    const gguf_tensor *emb = gguf_tensor_find(m->g, "token_embd.weight");
+    if (!emb || emb->n_dims != 2 || (int64_t)emb->ne[0] != m->hidden)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: tensor 'token_embd.weight' is %s, "
+                         "expected [%" PRId64 ", vocab]", m->path, emb ? "of another shape" :
+                         "missing", m->hidden);
+    m->vocab = (int64_t)emb->ne[1];
+    if (m->head_dim % 2 || (m->head_dim / 2) % 8)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: head size %" PRId64 ": GroupQueryAttention "
+                         "needs head_size/2 a multiple of 8", m->path, m->head_dim);
+    OG_TRY(gguf_get_i64_or(m->g, "tokenizer.ggml.bos_token_id", 1, &m->bos));
+    OG_TRY(gguf_get_i64_or(m->g, "tokenizer.ggml.eos_token_id", 2, &m->eos));
+    OG_TRY(gguf_get_i64_or(m->g, "tokenizer.ggml.padding_token_id", m->eos, &m->pad));
+    return NULL;
+}
+
+/* ---- the graph ------------------------------------------------------------------- */
+
+typedef struct gb {
+    onnx_out *o;
+    const cv_model *m;
+} gb;
+
+static const char *node1(gb *b, const char *op, const char *dom, const char *name,
+                         const char *const *ins, int n_in, const onnx_attr *at, int n_at) {
+    const char *out = onnx_fmt(b->o, "%s/output_0", name);
+    return onnx_node(b->o, op, dom, name, ins, n_in, &out, 1, at, n_at);
+}
+
+static void io(gb *b) {
+    const cv_model *m = b->m;
+    onnx_out *o = b->o;
+    const char *bs_seq[] = {"batch_size", "sequence_length"};
+    const char *bs_tot[] = {"batch_size", "total_sequence_length"};
+    onnx_io(o, false, "input_ids", OX_INT64, 2, NULL, bs_seq);
+    onnx_io(o, false, "attention_mask", OX_INT64, 2, NULL, bs_tot);
+    int64_t ld[3] = {0, 0, m->vocab};
+    const char *ln[3] = {"batch_size", "sequence_length", NULL};
+    onnx_io(o, true, "logits", OX_FLOAT, 3, ld, ln);
+    int64_t kd[4] = {0, m->kv_heads, 0, 0};
+    const char *past[4] = {"batch_size", NULL, "past_sequence_length", "kv_cache_dim"};
+    const char *pres[4] = {"batch_size", NULL, "total_sequence_length", "kv_cache_dim"};
+    for (int kv = 0; kv < 2; kv++)
+        for (int64_t i = 0; i < m->layers; i++) {
+            const char *w = kv ? "value" : "key";
+            onnx_io(o, false, onnx_fmt(o, "past_key_values.%" PRId64 ".%s", i, w), OX_FLOAT, 4,
+                    kd, past);
+            onnx_io(o, true, onnx_fmt(o, "present.%" PRId64 ".%s", i, w), OX_FLOAT, 4, kd, pres);
+        }
+}
+
+static void mask_subgraph(gb *b, const char **seqlens, const char **total) {
+    onnx_out *o = b->o;
+    const char *p = "/model/attn_mask_reformat/attn_mask_subgraph";
+    int64_t one_v = 1;
+    const char *one = onnx_const_i64(o, &one_v, 1, false);
+    const char *in1[] = {"attention_mask", one};
+    onnx_attr kd = ATTR_I("keepdims", 0);
+    const char *rs = node1(b, "ReduceSum", "", onnx_fmt(o, "%s/ReduceSum", p), in1, 2, &kd, 1);
+    const char *in2[] = {rs, one};
+    const char *sub = node1(b, "Sub", "", onnx_fmt(o, "%s/Sub", p), in2, 2, NULL, 0);
+    onnx_attr to = ATTR_I("to", OX_INT32);
+    *seqlens = node1(b, "Cast", "", onnx_fmt(o, "%s/Sub/Cast", p), &sub, 1, &to, 1);
+    const char *am = "attention_mask";
+    const char *shp = node1(b, "Shape", "", onnx_fmt(o, "%s/Shape", p), &am, 1, NULL, 0);
+    const char *in3[] = {shp, onnx_const_i64(o, &one_v, 1, true)};
+    onnx_attr ax = ATTR_I("axis", 0);
+    const char *gat = node1(b, "Gather", "", onnx_fmt(o, "%s/Gather", p), in3, 2, &ax, 1);
+    *total = node1(b, "Cast", "", onnx_fmt(o, "%s/Gather/Cast", p), &gat, 1, &to, 1);
+}
+
+/* cos/sin [context, head_dim/2]: the rotation of pair j at position t is t * inv_freq[j],
+ * inv_freq as the model builder computes it (float64 powers rounded to float32, then
+ * float32 products), with llama.cpp's linear scaling and per-pair factors (rope_freqs). */
+static og_status *rope_caches(gb *b, const char **cos_name, const char **sin_name) {
+    const cv_model *m = b->m;
+    int64_t half = m->head_dim / 2;
+    float *inv = malloc((size_t)half * sizeof *inv);
+    float *row = malloc((size_t)half * sizeof *row);
+    og_status *st = NULL;
+    if (!inv || !row) {
+        st = og_oom();
+        goto done;
+    }
+    const gguf_tensor *ff = gguf_tensor_find(m->g, "rope_freqs.weight");
+    if (ff && (ff->type != GGML_F32 || ff->n_dims != 1 || (int64_t)ff->ne[0] != half)) {
+        st = og_errorf(OG_ERR_INVALID_MODEL, "%s: tensor 'rope_freqs.weight' must be F32 [%"
+                       PRId64 "]", m->path, half);
+        goto done;
+    }
+    for (int64_t j = 0; j < half; j++) {
+        double f = 1.0 / pow(m->theta, (double)(2 * j) / (double)m->head_dim);
+        if (m->rope_linear) f /= m->rope_linear;
+        if (ff) {
+            float factor;
+            memcpy(&factor, ff->data + 4 * j, 4);
+            f /= factor;
+        }
+        inv[j] = (float)f;
+    }
+    int64_t dims[2] = {m->context, half};
+    for (int which = 0; which < 2; which++) {
+        onnx_init_begin(b->o, which ? "sin_cache" : "cos_cache", OX_FLOAT, dims, 2);
+        for (int64_t t = 0; t < m->context; t++) {
+            for (int64_t j = 0; j < half; j++) {
+                float a = (float)t * inv[j];
+                row[j] = (float)(which ? sin((double)a) : cos((double)a));
+            }
+            onnx_init_write(b->o, row, (size_t)half * 4);
+        }
+        *(which ? sin_name : cos_name) = onnx_init_end(b->o);
+    }
+done:
+    free(inv);
+    free(row);
+    return st;
+}
+
+static og_status *vec_init(gb *b, const char *tensor, const char *init, int64_t n,
+                           const char **name) {
+    const gguf_tensor *t;
+    OG_TRY(cv_tensor(b->m, tensor, 0, n, &t));
+    OG_TRY(cv_float_init(b->o, b->m, init, t, &n, 1));
+    *name = init;
+    return NULL;
+}
+
+static og_status *plain_norm(gb *b, const char *base, const char *x, const char *tensor,
+                             const char *prefix, const char **out) {
+    const char *w;
+    OG_TRY(vec_init(b, tensor, onnx_fmt(b->o, "%s.weight", prefix), b->m->hidden, &w));
+    const char *ins[] = {x, w};
+    onnx_attr at[] = {ATTR_F("epsilon", b->m->eps), ATTR_I("axis", -1), ATTR_I("stash_type", 1)};
+    *out = node1(b, "SimplifiedLayerNormalization", "", onnx_fmt(b->o, "%s/LayerNorm", base),
+                 ins, 2, at, 3);
+    return NULL;
+}
+
+static og_status *skip_norm(gb *b, const char *base, const char *res, const char *skip,
+                            const char *tensor, const char *prefix, bool final,
+                            const char **out, const char **res_out) {
+    onnx_out *o = b->o;
+    const char *w;
+    OG_TRY(vec_init(b, tensor, onnx_fmt(o, "%s.weight", prefix), b->m->hidden, &w));
+    const char *ins[] = {res, skip, w};
+    const char *outs[4] = {onnx_fmt(o, "%s/output_0", base), "", "",
+                           onnx_fmt(o, "%s/output_3", base)};
+    onnx_attr eps = ATTR_F("epsilon", b->m->eps);
+    onnx_node(o, "SkipSimplifiedLayerNormalization", MS, onnx_fmt(o, "%s/SkipLayerNorm", base),
+              ins, 3, outs, final ? 1 : 4, &eps, 1);
+    *out = outs[0];
+    if (res_out) *res_out = outs[3];
+    return NULL;
+}
+
+/* Per-head RMS norm of a packed [B, S, width] tensor (Qwen3's q_norm / k_norm). */
+static og_status *head_norm(gb *b, const char *base, const char *x, const char *tensor,
+                            const char *init, int64_t width, const char **out) {
+    onnx_out *o = b->o;
+    int64_t s1[3] = {0, -1, b->m->head_dim}, s2[3] = {0, -1, width};
+    const char *in1[] = {x, onnx_const_i64(o, s1, 3, false)};
+    const char *r1 = node1(b, "Reshape", "", onnx_fmt(o, "%s/Reshape_1", base), in1, 2, NULL, 0);
+    const char *w;
+    OG_TRY(vec_init(b, tensor, init, b->m->head_dim, &w));
+    const char *in2[] = {r1, w};
+    onnx_attr at[] = {ATTR_F("epsilon", b->m->eps), ATTR_I("axis", -1), ATTR_I("stash_type", 1)};
+    const char *ln = node1(b, "SimplifiedLayerNormalization", "",
+                           onnx_fmt(o, "%s/SimplifiedLayerNormalization", base), in2, 2, at, 3);
+    const char *in3[] = {ln, onnx_const_i64(o, s2, 3, false)};
+    *out = node1(b, "Reshape", "", onnx_fmt(o, "%s/Reshape_2", base), in3, 2, NULL, 0);
+    return NULL;
+}
+
+static const char *tname(gb *b, int64_t i, const char *what) {
+    return onnx_fmt(b->o, "blk.%" PRId64 ".%s", i, what);
+}
+
+static og_status *attention(gb *b, int64_t i, const char *h, const char *seqlens,
+                            const char *total, const char *cos, const char *sin,
+                            const char **out) {
+    const cv_model *m = b->m;
+    onnx_out *o = b->o;
+    const char *p = onnx_fmt(o, "/model/layers.%" PRId64 "/attn", i);
+    int64_t qw = m->heads * m->head_dim, kvw = m->kv_heads * m->head_dim;
+    cv_src src[3];
+    const char *names[3] = {"attn_q.weight", "attn_k.weight", "attn_v.weight"};
+    int64_t rows[3] = {qw, kvw, kvw}, heads[3] = {m->heads, m->kv_heads, 0};
+    for (int j = 0; j < 3; j++) {
+        OG_TRY(cv_tensor(m, tname(b, i, names[j]), rows[j], m->hidden, &src[j].t));
+        src[j].rows = rows[j];
+        src[j].unpermute_heads = m->unpermute_qk ? heads[j] : 0;
+    }
+    const char *qkv;
+    OG_TRY(cv_matmul(o, m, onnx_fmt(o, "%s/qkv_proj/MatMul", p), h, src, 3, m->hidden, NULL,
+                     &qkv));
+    if (m->qkv_bias) {
+        /* one [q|k|v] bias: three vectors back to back (no architecture with biases has
+         * permuted q/k rows: see archs) */
+        const char *bn[3] = {"attn_q.bias", "attn_k.bias", "attn_v.bias"};
+        const char *bname = onnx_fmt(o, "model.layers.%" PRId64 ".attn.qkv_proj.Add.bias", i);
+        int64_t n = qw + 2 * kvw;
+        float *row = malloc((size_t)qw * sizeof *row);
+        if (!row) return og_oom();
+        onnx_init_begin(o, bname, OX_FLOAT, &n, 1);
+        og_status *st = NULL;
+        for (int j = 0; j < 3 && !st; j++) {
+            const gguf_tensor *t;
+            st = cv_tensor(m, tname(b, i, bn[j]), 0, rows[j], &t);
+            if (!st && (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16))
+                st = og_errorf(OG_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, expected a float type",
+                               m->path, t->name, gguf_type_name(t->type));
+            if (!st) st = cv_dequant_row(m, t, 0, row);
+            if (!st) onnx_init_write(o, row, (size_t)rows[j] * 4);
+        }
+        free(row);
+        OG_TRY(st);
+        onnx_init_end(o);
+        const char *ins[] = {qkv, bname};
+        qkv = node1(b, "Add", "", onnx_fmt(o, "%s/qkv_proj/Add", p), ins, 2, NULL, 0);
+    }
+    const char *q = qkv, *k = "", *v = "";
+    if (m->qk_norm) {
+        const char *sp = onnx_fmt(o, "%s/qkv_proj/Split", p);
+        int64_t split[3] = {qw, kvw, kvw};
+        const char *ins[] = {qkv, onnx_const_i64(o, split, 3, false)};
+        const char *outs[3] = {onnx_fmt(o, "%s/output_0", sp), onnx_fmt(o, "%s/output_1", sp),
+                               onnx_fmt(o, "%s/output_2", sp)};
+        onnx_attr ax = ATTR_I("axis", -1);
+        onnx_node(o, "Split", "", sp, ins, 2, outs, 3, &ax, 1);
+        OG_TRY(head_norm(b, onnx_fmt(o, "%s/q_norm", p), outs[0], tname(b, i, "attn_q_norm.weight"),
+                         onnx_fmt(o, "model.layers.%" PRId64 ".attn.q_norm.layernorm.weight", i),
+                         qw, &q));
+        OG_TRY(head_norm(b, onnx_fmt(o, "%s/k_norm", p), outs[1], tname(b, i, "attn_k_norm.weight"),
+                         onnx_fmt(o, "model.layers.%" PRId64 ".attn.k_norm.layernorm.weight", i),
+                         kvw, &k));
+        v = outs[2];
+    }
+    const char *an = onnx_fmt(o, "%s/GroupQueryAttention", p);
+    const char *ins[] = {q, k, v,
+                         onnx_fmt(o, "past_key_values.%" PRId64 ".key", i),
+                         onnx_fmt(o, "past_key_values.%" PRId64 ".value", i),
+                         seqlens, total, cos, sin};
+    const char *outs[] = {onnx_fmt(o, "%s/output_0", an), onnx_fmt(o, "present.%" PRId64 ".key", i),
+                          onnx_fmt(o, "present.%" PRId64 ".value", i)};
+    onnx_attr at[] = {ATTR_I("num_heads", m->heads), ATTR_I("kv_num_heads", m->kv_heads),
+                      ATTR_F("scale", 1.0 / sqrt((double)m->head_dim)),
+                      ATTR_I("local_window_size", -1), ATTR_F("softcap", 0.0),
+                      ATTR_I("do_rotary", 1), ATTR_I("rotary_interleaved", 0)};
+    const char *att = onnx_node(o, "GroupQueryAttention", MS, an, ins, 9, outs, 3, at, 7);
+    const gguf_tensor *wo;
+    OG_TRY(cv_tensor(m, tname(b, i, "attn_output.weight"), m->hidden, qw, &wo));
+    cv_src s = {wo, m->hidden, 0};
+    return cv_matmul(o, m, onnx_fmt(o, "%s/o_proj/MatMul", p), att, &s, 1, qw, NULL, out);
+}
+
+static og_status *mlp(gb *b, int64_t i, const char *h, const char **out) {
+    const cv_model *m = b->m;
+    onnx_out *o = b->o;
+    const char *p = onnx_fmt(o, "/model/layers.%" PRId64 "/mlp", i);
+    cv_src g = {0}, u = {0}, d = {0};
+    OG_TRY(cv_tensor(m, tname(b, i, "ffn_gate.weight"), m->inter, m->hidden, &g.t));
+    OG_TRY(cv_tensor(m, tname(b, i, "ffn_up.weight"), m->inter, m->hidden, &u.t));
+    OG_TRY(cv_tensor(m, tname(b, i, "ffn_down.weight"), m->hidden, m->inter, &d.t));
+    g.rows = u.rows = m->inter;
+    d.rows = m->hidden;
+    const char *gate, *up;
+    OG_TRY(cv_matmul(o, m, onnx_fmt(o, "%s/gate_proj/MatMul", p), h, &g, 1, m->hidden, NULL,
+                     &gate));
+    OG_TRY(cv_matmul(o, m, onnx_fmt(o, "%s/up_proj/MatMul", p), h, &u, 1, m->hidden, NULL, &up));
+    const char *sg = node1(b, "Sigmoid", "", onnx_fmt(o, "%s/act_fn/Sigmoid", p), &gate, 1, NULL, 0);
+    const char *in1[] = {gate, sg};
+    const char *act = node1(b, "Mul", "", onnx_fmt(o, "%s/act_fn/Mul", p), in1, 2, NULL, 0);
+    const char *in2[] = {act, up};
+    const char *mul = node1(b, "Mul", "", onnx_fmt(o, "%s/Mul", p), in2, 2, NULL, 0);
+    return cv_matmul(o, m, onnx_fmt(o, "%s/down_proj/MatMul", p), mul, &d, 1, m->inter, NULL,
+                     out);
+}
+
+static void progress(const convert_options *opt, int64_t done, int64_t total) {
+    if (!opt->progress) return;
+    int width = 30, fill = (int)(done * width / (total ? total : 1));
+    fprintf(stderr, "\rconvert: [%.*s%*s] %" PRId64 "/%" PRId64 " layers", fill,
+            "##############################", width - fill, "", done, total);
+    if (done == total) fputc('\n', stderr);
+}
+
+static og_status *build(gb *b, const convert_options *opt) {
+    const cv_model *m = b->m;
+    onnx_out *o = b->o;
+    io(b);
+    const char *seqlens, *total, *cos_c = NULL, *sin_c = NULL;
+    mask_subgraph(b, &seqlens, &total);
+    const gguf_tensor *emb;
+    OG_TRY(cv_tensor(m, "token_embd.weight", m->vocab, m->hidden, &emb));
+    int64_t ed[2] = {m->vocab, m->hidden};
+    OG_TRY(cv_float_init(o, m, "model.embed_tokens.weight", emb, ed, 2));
+    const char *gin[] = {"model.embed_tokens.weight", "input_ids"};
+    const char *res = node1(b, "Gather", "", "/model/embed_tokens/Gather", gin, 2, NULL, 0);
+    OG_TRY(rope_caches(b, &cos_c, &sin_c));
+    const char *skip = NULL, *h;
+    for (int64_t i = 0; i < m->layers; i++) {
+        progress(opt, i, m->layers);
+        const char *base = onnx_fmt(o, "/model/layers.%" PRId64, i);
+        if (i == 0)
+            OG_TRY(plain_norm(b, onnx_fmt(o, "%s/input_layernorm", base), res,
+                              tname(b, 0, "attn_norm.weight"),
+                              "model.layers.0.input_layernorm", &h));
+        else
+            OG_TRY(skip_norm(b, onnx_fmt(o, "%s/input_layernorm", base), res, skip,
+                             tname(b, i, "attn_norm.weight"),
+                             onnx_fmt(o, "model.layers.%" PRId64 ".input_layernorm", i), false,
+                             &h, &res));
+        const char *att;
+        OG_TRY(attention(b, i, h, seqlens, total, cos_c, sin_c, &att));
+        OG_TRY(skip_norm(b, onnx_fmt(o, "%s/post_attention_layernorm", base), res, att,
+                         tname(b, i, "ffn_norm.weight"),
+                         onnx_fmt(o, "model.layers.%" PRId64 ".post_attention_layernorm", i),
+                         false, &h, &res));
+        OG_TRY(mlp(b, i, h, &skip));
+    }
+    progress(opt, m->layers, m->layers);
+    const char *fb = onnx_fmt(o, "/model/layers.%" PRId64 "/final_norm_layernorm", m->layers);
+    OG_TRY(skip_norm(b, fb, res, skip, "output_norm.weight",
+                     onnx_fmt(o, "model.layers.%" PRId64 ".final_norm_layernorm", m->layers), true,
+                     &h, NULL));
+    /* tied models (no output.weight) read the embedding table as their lm_head */
+    const gguf_tensor *head = gguf_tensor_find(m->g, "output.weight");
+    if (head) OG_TRY(cv_tensor(m, "output.weight", m->vocab, m->hidden, &head));
+    cv_src s = {head ? head : emb, m->vocab, 0};
+    const char *logits;
+    return cv_matmul(o, m, "/lm_head/MatMul", h, &s, 1, m->hidden, "logits", &logits);
+}
+
+/* ---- genai_config.json ------------------------------------------------------------- */
+
+og_status *cv_write_json(const char *dir, const char *file, cJSON *j, bool pretty) {
+    char *text = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!text) return og_oom();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    og_status *st = NULL;
+    if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0)
+        st = og_errorf(OG_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (f && fclose(f) != 0 && !st)
+        st = og_errorf(OG_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    free(text);
+    return st;
+}
+
+static og_status *write_genai_config(const cv_model *m, const char *dir) {
+    cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddNumberToObject(model, "bos_token_id", (double)m->bos);
+    cJSON_AddNumberToObject(model, "context_length", (double)m->context);
+    cJSON *dec = cJSON_AddObjectToObject(model, "decoder");
+    cJSON *so = cJSON_AddObjectToObject(dec, "session_options");
+    cJSON_AddStringToObject(so, "log_id", "onnxruntime-genai");
+    cJSON_AddArrayToObject(so, "provider_options");
+    cJSON_AddStringToObject(dec, "filename", "model.onnx");
+    cJSON_AddNumberToObject(dec, "head_size", (double)m->head_dim);
+    cJSON_AddNumberToObject(dec, "hidden_size", (double)m->hidden);
+    cJSON *in = cJSON_AddObjectToObject(dec, "inputs");
+    cJSON_AddStringToObject(in, "input_ids", "input_ids");
+    cJSON_AddStringToObject(in, "attention_mask", "attention_mask");
+    cJSON_AddStringToObject(in, "past_key_names", "past_key_values.%d.key");
+    cJSON_AddStringToObject(in, "past_value_names", "past_key_values.%d.value");
+    cJSON *out = cJSON_AddObjectToObject(dec, "outputs");
+    cJSON_AddStringToObject(out, "logits", "logits");
+    cJSON_AddStringToObject(out, "present_key_names", "present.%d.key");
+    cJSON_AddStringToObject(out, "present_value_names", "present.%d.value");
+    cJSON_AddNumberToObject(dec, "num_attention_heads", (double)m->heads);
+    cJSON_AddNumberToObject(dec, "num_hidden_layers", (double)m->layers);
+    cJSON_AddNumberToObject(dec, "num_key_value_heads", (double)m->kv_heads);
+    cJSON_AddNumberToObject(model, "eos_token_id", (double)m->eos);
+    cJSON_AddNumberToObject(model, "pad_token_id", (double)m->pad);
+    cJSON_AddStringToObject(model, "type", m->type);
+    cJSON_AddNumberToObject(model, "vocab_size", (double)m->vocab);
+    cJSON *s = cJSON_AddObjectToObject(root, "search");
+    cJSON_AddNumberToObject(s, "diversity_penalty", 0.0);
+    cJSON_AddBoolToObject(s, "do_sample", 0);
+    cJSON_AddBoolToObject(s, "early_stopping", 1);
+    cJSON_AddNumberToObject(s, "length_penalty", 1.0);
+    cJSON_AddNumberToObject(s, "max_length", (double)m->context);
+    cJSON_AddNumberToObject(s, "min_length", 0);
+    cJSON_AddNumberToObject(s, "no_repeat_ngram_size", 0);
+    cJSON_AddNumberToObject(s, "num_beams", 1);
+    cJSON_AddNumberToObject(s, "num_return_sequences", 1);
+    cJSON_AddBoolToObject(s, "past_present_share_buffer", 1);
+    cJSON_AddNumberToObject(s, "repetition_penalty", 1.0);
+    cJSON_AddNumberToObject(s, "temperature", 1.0);
+    cJSON_AddNumberToObject(s, "top_k", 50);
+    cJSON_AddNumberToObject(s, "top_p", 1.0);
+    return cv_write_json(dir, "genai_config.json", root, true);
+}
+
+og_status *convert_gguf(const char *gguf_path, const char *out_dir,
+                        const convert_options *opt) {
+    gguf_file g;
+    OG_TRY(gguf_open(gguf_path, &g));
+    cv_model m = {.g = &g, .path = gguf_path};
+    og_status *st = read_shape(&m, opt);
+    if (!st && mkdir(out_dir, 0777) != 0 && errno != EEXIST)
+        st = og_errorf(OG_ERR_IO, "%s: cannot create: %s", out_dir, strerror(errno));
+    onnx_out o;
+    if (!st) st = onnx_out_open(&o, out_dir, "model.onnx");
+    if (!st) {
+        gb b = {&o, &m};
+        st = build(&b, opt);
+        if (st) onnx_out_abort(&o);
+        else st = onnx_out_finish(&o, "onnx-genai convert");
+    }
+    if (!st) st = write_genai_config(&m, out_dir);
+    if (!st) st = cv_write_tokenizer(&m, out_dir);
+    gguf_close(&g);
+    return st;
+}
