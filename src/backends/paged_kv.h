@@ -10,7 +10,9 @@
  * (when given), so that the engine can tell that every layer read the pool.
  *
  * Cache. Every layer has one key pool and one value pool of n_blocks blocks, each block
- * [kv_heads][block_size][head_size] in the storage dtype (the query's). Position p of a
+ * [kv_heads][block_size][head_size] in the storage dtype (the query's, or a narrower one:
+ * head_size is then the stored width of native/kernels/attention/kv_rows.h, which for
+ * int8 and float8e4m3fn rows counts their scale's bytes). Position p of a
  * sequence lives in block blocks[p / block_size], row p % block_size.
  *
  * Tokens. The query is [B, S, ...]; sequence i owns tokens (row, q_off + t) for
@@ -41,7 +43,7 @@ typedef struct paged_kv_seq {
 } paged_kv_seq;
 
 typedef struct paged_kv {
-    og_dtype dtype;       /* storage: float32, float16 or bfloat16 */
+    og_dtype dtype;       /* storage: float32, float16, bfloat16, int8, float8e4m3fn */
     int kv_heads, head_size;
     int block_size;
     int64_t n_blocks;

@@ -122,7 +122,8 @@ typedef struct gqa_node {
     const float *sink;    /* head_sink (N) as float32, or NULL */
 } gqa_node;
 /* Reads the node's attributes and checks inputs 0-2, 7, 8 and 11 (shapes; every one in
- * the query's dtype, as are past_key, past_value and attention_bias when given). */
+ * the query's dtype, as is attention_bias when given; past_key and past_value are each
+ * kernel's to check: a cache may be stored narrower than the query, kv_rows.h). */
 og_status *gqa_read_node(kernel_ctx *ctx, gqa_node *g);
 /* The new tokens' rows as float32: token t's query heads at q + t * q_ld, its kv heads'
  * keys and values at k + t * k_ld and v + t * v_ld (views into the packed input, or the

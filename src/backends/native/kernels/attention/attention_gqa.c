@@ -40,6 +40,7 @@
 #include "backends/native/kernels/attention/attention.h"
 #include "backends/native/kernels/attention/attention_paged.h"
 #include "backends/native/kernels/attention/attention_tiles.h"
+#include "backends/native/kernels/attention/kv_rows.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -48,7 +49,7 @@
 
 
 typedef struct gqa_job {
-    og_dtype dt;
+    og_dtype dt, qdt;                   /* the cache's storage (kv_rows.h); the query's */
     int64_t B, S, N, KV, D, L, M, Tk, tsl, half;
     bool first, causal, interleaved, rotary, smooth;
     int64_t window;
@@ -56,10 +57,12 @@ typedef struct gqa_job {
     /* f32 views of the inputs: query rows have stride q_ld; K and V rows k_ld / v_ld */
     const float *q, *k, *v;
     int64_t q_ld, k_ld, v_ld;
-    const void *past_k, *past_v;        /* storage type, (B, KV, M, D) */
-    void *pres_k, *pres_v;              /* storage type, (B, KV, L, D) or NULL */
+    const void *past_k, *past_v;        /* storage rows, (B, KV, M) */
+    void *pres_k, *pres_v;              /* storage rows, (B, KV, L) or NULL */
     bool shared_k, shared_v;
-    float *ks, *vs;                     /* f32 keys/values (B*KV, Tk, D): may be pres_k/v */
+    size_t row;                         /* bytes of a stored row */
+    float *ks, *vs;                     /* f32 keys/values (B*KV, Tk, D), or NULL: the tiles
+                                           read the present cache as stored */
     const int64_t *pos;                 /* rotary positions (B*S) */
     const float *cos, *sin;
     const int32_t *seqlens;
@@ -76,8 +79,6 @@ static inline int64_t past_len(const gqa_job *j, int64_t b) {
     return j->first ? 0 : (int64_t)j->seqlens[b] + 1 - j->S;
 }
 
-static inline size_t esz(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
-
 /* Past rows before the new ones and valid rows of entry b, in slab rows (positions
  * minus base[b] with window-sized caches). */
 static inline void slab_lengths(const gqa_job *j, int64_t b, int64_t *P, int64_t *T) {
@@ -93,46 +94,64 @@ static inline int64_t swc_resident(int64_t T, int64_t C, int64_t W) {
     return T - G * ((T - C + G - 1) / G);
 }
 
+/* The new row i of entry b, kv head g, as float32 (the key rotated) into r. */
+static void gqa_new_row(const gqa_job *j, int pass, int64_t b, int64_t g, int64_t i, float *r) {
+    const float *src = pass ? j->v : j->k;
+    int64_t ld = pass ? j->v_ld : j->k_ld, D = j->D;
+    memcpy(r, src + (b * j->S + i) * ld + g * D, sizeof(float) * (size_t)D);
+    if (!pass && j->rotary) {
+        int64_t p = j->pos[b * j->S + i];
+        cpu_rope(r, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+    }
+}
+
 /* Phase 1 with window-sized caches, per (batch, kv head): the slabs hold the past's
- * resident rows then the S new ones; present rows [0, L(T)) are then written from them. */
+ * resident rows then the S new ones; present rows [0, L(T)) are then written: the past
+ * rows kept are moved as stored (a quantized row is never quantized twice), the new ones
+ * stored from their float32 values. */
 static void gqa_swc_kv_fn(void *arg, int64_t begin, int64_t end) {
     gqa_job *j = arg;
     int64_t D = j->D, S = j->S, C = j->window_cap, KV = j->KV;
-    size_t es = esz(j->dt), row = es * (size_t)D;
+    size_t row = j->row;
     for (int64_t bg = begin; bg < end; bg++) {
         int64_t b = bg / KV, g = bg % KV, T0 = past_len(j, b), T = j->seqlens[b] + 1;
         int64_t L0 = T0 - j->base[b], L1 = swc_resident(T, C, j->window);
         int64_t off = T - L1 - j->base[b]; /* slab row of present row 0 */
+        float *tmp = j->rowbuf + bg * D;
         for (int pass = 0; pass < 2; pass++) {
-            const char *past = pass ? j->past_v : j->past_k;
+            const char *past = (const char *)(pass ? j->past_v : j->past_k) + (size_t)(bg * C) * row;
             char *pres = pass ? j->pres_v : j->pres_k;
             bool shared = pass ? j->shared_v : j->shared_k;
             float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
-            const float *src = pass ? j->v : j->k;
-            int64_t ld = pass ? j->v_ld : j->k_ld;
-            cpu_load_f32(j->dt, past + (size_t)(bg * C) * row, L0 * D, slab);
+            kv_rows_load(j->dt, past, L0, D, slab);
             for (int64_t i = 0; i < S; i++) {
                 float *r = slab + (L0 + i) * D;
-                memcpy(r, src + (b * S + i) * ld + g * D, sizeof(float) * (size_t)D);
-                if (!pass && j->rotary) {
-                    int64_t p = j->pos[b * S + i];
-                    cpu_rope(r, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
-                }
-                for (int64_t d = 0; d < D; d++) r[d] = cpu_round_to(j->dt, r[d]);
+                gqa_new_row(j, pass, b, g, i, r);
+                kv_row_round(j->dt, r, D);
             }
             if (!pres) continue;
             char *dst = pres + (size_t)(bg * C) * row;
-            cpu_store_f32(j->dt, dst, L1 * D, slab + off * D);
+            for (int64_t r = 0; r < L1 && off + r < L0; r++) /* forward: dst row <= src row */
+                if (off != 0 || dst != past)
+                    memmove(dst + (size_t)r * row, past + (size_t)(off + r) * row, row);
+            for (int64_t i = 0; i < S; i++) {
+                int64_t r = L0 + i - off;
+                if (r < 0 || r >= L1) continue;
+                gqa_new_row(j, pass, b, g, i, tmp);
+                kv_row_store(j->dt, dst + (size_t)r * row, tmp, D);
+            }
             if (!shared && L1 < C) memset(dst + (size_t)L1 * row, 0, (size_t)(C - L1) * row);
         }
     }
 }
 
-/* Phase 1, per (batch, kv head): the cache rows and the float32 key/value slabs. */
+/* Phase 1, per (batch, kv head): the new rows into the present cache as stored (the past
+ * copied before them when present is not the past's buffer) and, when the tiles read
+ * float32 slabs instead, the slabs. */
 static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
     gqa_job *j = arg;
     int64_t D = j->D, S = j->S, L = j->L, M = j->M, KV = j->KV;
-    size_t es = esz(j->dt), row = es * (size_t)D;
+    size_t row = j->row;
     for (int64_t bg = begin; bg < end; bg++) {
         int64_t b = bg / KV, g = bg % KV, P = past_len(j, b), T = j->seqlens[b] + 1;
         float *tmp = j->rowbuf + bg * D;
@@ -140,10 +159,7 @@ static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
             const void *past = pass ? j->past_v : j->past_k;
             char *pres = pass ? j->pres_v : j->pres_k;
             bool shared = pass ? j->shared_v : j->shared_k;
-            float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
-            bool own_slab = (void *)(pass ? j->vs : j->ks) != (void *)pres;
-            const float *src = pass ? j->v : j->k;
-            int64_t ld = pass ? j->v_ld : j->k_ld;
+            float *slab = j->ks ? (pass ? j->vs : j->ks) + bg * j->Tk * D : NULL;
             if (pres) {
                 char *dst = pres + (size_t)(bg * L) * row;
                 if (!shared && P > 0)
@@ -151,19 +167,17 @@ static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
                 if (!shared && P + S < L) memset(dst + (size_t)(P + S) * row, 0, (size_t)(L - P - S) * row);
             }
             for (int64_t i = 0; i < S; i++) {
-                memcpy(tmp, src + (b * S + i) * ld + g * D, sizeof(float) * (size_t)D);
-                if (!pass && j->rotary) {
-                    int64_t p = j->pos[b * S + i];
-                    cpu_rope(tmp, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
+                gqa_new_row(j, pass, b, g, i, tmp);
+                if (pres) kv_row_store(j->dt, pres + (size_t)(bg * L + P + i) * row, tmp, D);
+                if (slab && P + i < T) {
+                    memcpy(slab + (P + i) * D, tmp, sizeof(float) * (size_t)D);
+                    kv_row_round(j->dt, slab + (P + i) * D, D);
                 }
-                if (pres) cpu_store_f32(j->dt, pres + (size_t)(bg * L + P + i) * row, D, tmp);
-                if (own_slab && P + i < T)
-                    for (int64_t d = 0; d < D; d++) slab[(P + i) * D + d] = cpu_round_to(j->dt, tmp[d]);
             }
-            if (own_slab && P > 0) {
+            if (slab && P > 0) {
                 const char *from = pres ? pres + (size_t)(bg * L) * row
                                         : (const char *)past + (size_t)(bg * M) * row;
-                cpu_load_f32(j->dt, from, P * D, slab);
+                kv_rows_load(j->dt, from, P, D, slab);
             }
         }
     }
@@ -181,8 +195,8 @@ static void gqa_queries_fn(void *arg, int64_t begin, int64_t end) {
                 if (!j->rotary) continue;
                 int64_t p = j->pos[b * j->S + i];
                 cpu_rope(q, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
-                if (j->dt != OG_FLOAT32)
-                    for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->dt, q[d]);
+                if (j->qdt != OG_FLOAT32)
+                    for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->qdt, q[d]);
             }
 }
 
@@ -295,6 +309,33 @@ static og_status *gqa_positions(kernel_ctx *ctx, gqa_job *j, int64_t max_pos) {
     return NULL;
 }
 
+/* The dtype the cache is stored in (kv_rows.h): the past's, else the one the graph
+ * declares for present_key, else the query's. A cache narrower than the query (a float32
+ * model's cache kept in float16 or quantized, onnx-genai's --kv-dtype) is read as stored. */
+static og_status *gqa_storage(kernel_ctx *ctx, og_dtype qdt, int64_t D, og_dtype *kdt) {
+    const tensor *pk = kernel_input(ctx, 3), *pv = kernel_input(ctx, 4);
+    og_dtype dt = qdt;
+    if (pk) {
+        dt = pk->dtype;
+    } else if (ctx->graph && ctx->n_outputs > 1 && ctx->node->outputs[1] >= 0) {
+        og_dtype declared = ctx->graph->values[ctx->node->outputs[1]].dtype;
+        if (kv_storable(declared)) dt = declared;
+    }
+    if (!kv_storable(dt))
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 3 (past_key) is %s: a cache "
+                             "is stored as float32, float16, bfloat16, or int8 / float8e4m3fn "
+                             "rows with a scale each (no k_scale input)", og_dtype_name(dt));
+    if (pv && pv->dtype != dt)
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input 4 (past_value) is %s, past_key "
+                             "%s: the two caches are stored alike", og_dtype_name(pv->dtype),
+                             og_dtype_name(dt));
+    if (kv_quantized(dt) && D > KV_MAX_HEAD)
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "a %s cache of head size %lld (at most %d)",
+                             og_dtype_name(dt), (long long)D, KV_MAX_HEAD);
+    *kdt = dt;
+    return NULL;
+}
+
 og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     OG_TRY(kernel_require_inputs(ctx, 1));
     int paged_layer = paged_kv_layer_of(ctx);
@@ -319,14 +360,17 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     OG_TRY(cpu_want_dtype(ctx, 6, "total_sequence_length", OG_INT32));
     gqa_node g;
     OG_TRY(gqa_read_node(ctx, &g));
-    gqa_job j = {.dt = dt, .N = g.N, .KV = g.KV, .causal = g.causal, .rotary = g.rotary,
+    og_dtype kdt = OG_UNDEFINED;
+    OG_TRY(gqa_storage(ctx, dt, g.D, &kdt));
+    gqa_job j = {.dt = kdt, .qdt = dt, .row = kv_row_bytes(kdt, g.D), .N = g.N, .KV = g.KV, .causal = g.causal, .rotary = g.rotary,
                  .interleaved = g.interleaved, .smooth = g.smooth, .window = g.window,
                  .softcap = g.softcap, .scale = g.scale, .half = g.half, .cos = g.cos,
                  .sin = g.sin, .sink = g.sink};
     char a[96];
     int64_t B = g.B, S = g.S, N = g.N, KV = g.KV, D = g.D;
     j.B = B, j.S = S, j.D = D;
-    OG_TRY(cpu_want_past_kv(ctx, 3, 4, B, KV, D, D, &j.M));
+    int64_t W = kv_stored_width(kdt, D);
+    OG_TRY(cpu_want_past_kv(ctx, 3, 4, B, KV, W, W, &j.M));
     int64_t one = 1;
     OG_TRY(cpu_want_shape(ctx, 5, "seqlens_k", 1, &B));
     if (tensor_count(tl) != 1 || tl->rank > 1)
@@ -379,11 +423,11 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         OG_TRY(cpu_in_f32(ctx, 10, &j.abias));
     }
 
-    int64_t od[3] = {B, S, N * D}, pd[4] = {B, KV, j.L, D};
+    int64_t od[3] = {B, S, N * D}, pd[4] = {B, KV, j.L, W};
     tensor *out, *prk = NULL, *prv = NULL;
     OG_TRY(kernel_output(ctx, 0, dt, 3, od, &out));
-    if (cpu_wants_output(ctx, 1)) OG_TRY(kernel_output(ctx, 1, dt, 4, pd, &prk));
-    if (cpu_wants_output(ctx, 2)) OG_TRY(kernel_output(ctx, 2, dt, 4, pd, &prv));
+    if (cpu_wants_output(ctx, 1)) OG_TRY(kernel_output(ctx, 1, kdt, 4, pd, &prk));
+    if (cpu_wants_output(ctx, 2)) OG_TRY(kernel_output(ctx, 2, kdt, 4, pd, &prv));
     if (B * S * N * D == 0) {
         /* nothing new: present is still the past plus zeroed rows */
         for (int pass = 0; pass < 2; pass++) {
@@ -406,35 +450,26 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     j.shared_k = prk && pk && pk->data == prk->data;
     j.shared_v = prv && pv && pv->data == prv->data;
 
-    /* float32 key/value slabs: the present cache itself when it is float32 (except for
-     * window-sized caches, whose slabs hold the past's rows and all new ones) */
+    /* The tiles read the present cache as stored; float32 slabs only where there is no
+     * present to read (window-sized caches: their slabs hold the past's rows and all new
+     * ones, the present is written after; or a node that returns no present). */
+    bool direct = !j.swc && prk && prv;
     int64_t Tk = 0;
     for (int64_t b = 0; b < B; b++) {
         int64_t rows = j.swc ? past_len(&j, b) - j.base[b] + S : j.seqlens[b] + 1;
         if (rows > Tk) Tk = rows;
     }
-    if (j.swc) {
-        j.Tk = Tk;
+    j.Tk = direct ? j.L : Tk;
+    if (!direct) {
         size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
         OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
         OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
-    } else if (dt == OG_FLOAT32 && prk && prv) {
-        j.Tk = j.L;
-        j.ks = prk->data;
-        j.vs = prv->data;
-    } else {
-        j.Tk = Tk;
-        if (dt == OG_FLOAT32 && prk) j.ks = prk->data, j.Tk = j.L;
-        if (dt == OG_FLOAT32 && prv) j.vs = prv->data, j.Tk = j.L;
-        size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
-        if (!j.ks) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
-        if (!j.vs) OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
     }
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * KV * D) + 1, (void **)&j.rowbuf));
     /* per (batch, kv head): the new rows rotated and stored, the past copied or loaded
-     * when it is not the present's float32 buffer itself (about 1 ns per value moved) */
-    bool slab_copy = j.swc || !(dt == OG_FLOAT32 && prk && prv && j.shared_k && j.shared_v);
-    double kv_ns = (double)(S * D) * 4.0 + (slab_copy ? (double)(Tk * D) * 2.0 : 0.0);
+     * where it is not the present's buffer (about 1 ns per value moved) */
+    bool past_moves = !direct || !(j.shared_k && j.shared_v);
+    double kv_ns = (double)(S * D) * 4.0 + (past_moves ? (double)(Tk * D) * 2.0 : 0.0);
     threadpool_parallel_for_cost(ctx->pool, B * KV, kv_ns, j.swc ? gqa_swc_kv_fn : gqa_kv_fn, &j);
 
     /* phase 2: attention over fixed key tiles (attention_tiles.h) */
@@ -446,14 +481,15 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     OG_TRY(kernel_scratch(ctx, sizeof *ts * (size_t)B + 1, (void **)&ts));
     for (int64_t b = 0; b < B; b++) {
         int64_t base = j.base ? j.base[b] : 0;
-        size_t per_b = sizeof(float) * (size_t)(KV * j.Tk * D);
+        size_t per_b = (direct ? j.row : sizeof(float) * (size_t)D) * (size_t)(KV * j.Tk);
+        const char *kb = direct ? (const char *)j.pres_k : (const char *)j.ks;
+        const char *vb = direct ? (const char *)j.pres_v : (const char *)j.vs;
         ts[b] = (gqa_tiles_seq){.tok0 = b * S, .n = S, .key0 = base,
                                 .keys = (int64_t)j.seqlens[b] + 1,
-                                .kbase = (const char *)j.ks + (size_t)b * per_b,
-                                .vbase = (const char *)j.vs + (size_t)b * per_b,
+                                .kbase = kb + (size_t)b * per_b, .vbase = vb + (size_t)b * per_b,
                                 .block_size = j.Tk, .block_bytes = per_b};
     }
-    gqa_tiles tiles = {.dt = OG_FLOAT32, .N = N, .KV = KV, .D = D, .scale = j.scale,
+    gqa_tiles tiles = {.dt = direct ? kdt : OG_FLOAT32, .N = N, .KV = KV, .D = D, .scale = j.scale,
                     .softcap = j.softcap, .smooth = j.smooth, .sink = j.sink, .q = j.qrot,
                     .q_ld = N * D, .out = outf, .n_seqs = (int)B, .seqs = ts,
                     .range = gqa_tile_range, .bias = j.abias ? gqa_tile_bias : NULL, .arg = &j};

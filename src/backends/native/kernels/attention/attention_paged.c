@@ -9,13 +9,14 @@
 #include "backends/native/kernels/attention/attention.h"
 #include "backends/native/kernels/attention/attention_paged.h"
 #include "backends/native/kernels/attention/attention_tiles.h"
+#include "backends/native/kernels/attention/kv_rows.h"
 
 #include <math.h>
 #include <string.h>
 
 typedef struct pg_job {
     const paged_kv *pk;
-    og_dtype dt;
+    og_dtype dt, qdt; /* the pool's storage (kv_rows.h); the query's */
     int64_t B, S, N, KV, D, half;
     bool causal, rotary, interleaved;
     int64_t window;
@@ -26,8 +27,6 @@ typedef struct pg_job {
     size_t block_bytes, row_bytes; /* one block of one layer; one position of one kv head */
     float *qrot;                   /* [B * S][N * D] rotated queries */
 } pg_job;
-
-static inline size_t pg_esz(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
 
 /* Position p of kv head g of sequence s in a pool. */
 static inline char *pg_row(const pg_job *j, char *pool, const paged_kv_seq *s, int64_t g,
@@ -55,16 +54,16 @@ static void pg_write_fn(void *arg, int64_t begin, int64_t end) {
             memcpy(tmp, j->k + tok * j->k_ld + g * D, sizeof(float) * (size_t)D);
             if (j->rotary)
                 cpu_rope(tmp, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
-            cpu_store_f32(j->dt, pg_row(j, j->kpool, s, g, p), D, tmp);
-            cpu_store_f32(j->dt, pg_row(j, j->vpool, s, g, p), D, j->v + tok * j->v_ld + g * D);
+            kv_row_store(j->dt, pg_row(j, j->kpool, s, g, p), tmp, D);
+            kv_row_store(j->dt, pg_row(j, j->vpool, s, g, p), j->v + tok * j->v_ld + g * D, D);
             for (int64_t r = 0; r < R; r++) {
                 int64_t h = g * R + r;
                 float *q = j->qrot + tok * j->N * D + h * D;
                 memcpy(q, j->q + tok * j->q_ld + h * D, sizeof(float) * (size_t)D);
                 if (j->rotary) {
                     cpu_rope(q, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
-                    if (j->dt != OG_FLOAT32)
-                        for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->dt, q[d]);
+                    if (j->qdt != OG_FLOAT32)
+                        for (int64_t d = 0; d < D; d++) q[d] = cpu_round_to(j->qdt, q[d]);
                 }
             }
         }
@@ -127,31 +126,33 @@ static og_status *pg_check_seqs(kernel_ctx *ctx, pg_job *j, int64_t max_pos) {
 
 og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
     const paged_kv *pk = ctx->paged_kv;
-    og_dtype dt = ctx->inputs[0]->dtype;
+    og_dtype qdt = ctx->inputs[0]->dtype;
     float *outf;
-    if (dt != pk->dtype)
-        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: the query is %s, the "
-                             "pool holds %s", og_dtype_name(dt), og_dtype_name(pk->dtype));
+    if (!kv_storable(pk->dtype))
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: a pool of %s",
+                             og_dtype_name(pk->dtype));
     if (kernel_input(ctx, 10))
         return kernel_error(ctx, OG_ERR_UNSUPPORTED, "paged KV: attention_bias (input 10) is "
                             "not supported over a paged cache");
     gqa_node g;
     OG_TRY(gqa_read_node(ctx, &g));
     int64_t B = g.B, S = g.S, N = g.N, KV = g.KV, D = g.D;
-    if (KV != pk->kv_heads || D != pk->head_size || D > 1024)
+    int64_t W = kv_stored_width(pk->dtype, D);
+    if (KV != pk->kv_heads || W != pk->head_size || D > 1024)
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: the node has %lld kv heads "
-                             "of size %lld, the pool %d of size %d", (long long)KV, (long long)D,
-                             pk->kv_heads, pk->head_size);
-    pg_job j = {.pk = pk, .dt = dt, .B = B, .S = S, .N = N, .KV = KV, .D = D, .half = g.half,
+                             "of size %lld (%lld stored as %s), the pool %d of %d", (long long)KV,
+                             (long long)D, (long long)W, og_dtype_name(pk->dtype), pk->kv_heads,
+                             pk->head_size);
+    pg_job j = {.pk = pk, .dt = pk->dtype, .qdt = qdt, .B = B, .S = S, .N = N, .KV = KV, .D = D, .half = g.half,
                 .causal = g.causal, .rotary = g.rotary, .interleaved = g.interleaved,
                 .window = g.window, .cos = g.cos, .sin = g.sin};
     int64_t max_pos = g.rotary ? g.max_pos : INT64_MAX;
     OG_TRY(pg_check_seqs(ctx, &j, max_pos));
     if (pk->layer_runs) pk->layer_runs[layer]++;
 
-    int64_t od[3] = {B, S, N * D}, pd[4] = {B, KV, 0, D};
+    int64_t od[3] = {B, S, N * D}, pd[4] = {B, KV, 0, W};
     tensor *out, *unused;
-    OG_TRY(kernel_output(ctx, 0, j.dt, 3, od, &out));
+    OG_TRY(kernel_output(ctx, 0, qdt, 3, od, &out));
     for (int i = 1; i < 3; i++) /* the cache lives in the pool: present comes out empty */
         if (cpu_wants_output(ctx, i)) OG_TRY(kernel_output(ctx, i, j.dt, 4, pd, &unused));
     OG_TRY(cpu_out_f32(ctx, out, &outf));
@@ -166,7 +167,7 @@ og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
     j.q_ld = nr.q_ld, j.k_ld = nr.k_ld, j.v_ld = nr.v_ld;
     j.kpool = pk->k[layer];
     j.vpool = pk->v[layer];
-    j.row_bytes = pg_esz(j.dt) * (size_t)D;
+    j.row_bytes = kv_row_bytes(j.dt, D);
     j.block_bytes = j.row_bytes * (size_t)pk->block_size * (size_t)KV;
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * S * N * D) + 64, (void **)&j.qrot));
     int64_t tokens = 0;

@@ -15,6 +15,7 @@
 #include "backends/native/kernels/attention/attention_tiles.h"
 
 #include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/kv_rows.h"
 
 #include "backends/native/kernels/kernel_util.h"
 #include "base/vmath.h"
@@ -231,14 +232,15 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
         int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
         if (run > c1 - p) run = c1 - p;
         const char *kr = tl_row(j, s, s->kbase, g, p), *vr = tl_row(j, s, s->vbase, g, p);
+        if (t->dt != OG_FLOAT32) { /* the run's rows as float32, one call each */
+            kv_rows_load(t->dt, kr, run, D, kb + (p - c0) * D);
+            kv_rows_load(t->dt, vr, run, D, vb + (p - c0) * D);
+        }
         for (int64_t x = 0; x < run; x++, p++) {
-            const char *k = kr + (size_t)x * j->row_bytes, *v = vr + (size_t)x * j->row_bytes;
             if (t->dt == OG_FLOAT32) {
-                kp[p - c0] = (const float *)k;
-                vp[p - c0] = (const float *)v;
+                kp[p - c0] = (const float *)(kr + (size_t)x * j->row_bytes);
+                vp[p - c0] = (const float *)(vr + (size_t)x * j->row_bytes);
             } else {
-                cpu_load_f32(t->dt, k, D, kb + (p - c0) * D);
-                cpu_load_f32(t->dt, v, D, vb + (p - c0) * D);
                 kp[p - c0] = kb + (p - c0) * D;
                 vp[p - c0] = vb + (p - c0) * D;
             }
@@ -375,7 +377,7 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
 
 og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
     tl_job j = {.t = t, .R = t->N / t->KV,
-                .row_bytes = (t->dt == OG_FLOAT32 ? 4 : 2) * (size_t)t->D};
+                .row_bytes = kv_row_bytes(t->dt, t->D)};
     int ns = t->n_seqs;
     if (ns == 0) return NULL;
     if (j.R > 64)

@@ -29,7 +29,7 @@ typedef struct gqa_tiles_seq {
     int64_t key0, keys;   /* key positions [key0, keys) are held */
     /* Position p of kv head g: base + blocks[(p - key0) / block_size] * block_bytes +
      * (g * block_size + (p - key0) % block_size) * head_size elements (blocks NULL: block
-     * 0), in the storage dtype. */
+     * 0), in rows of the storage dtype (kv_row_bytes each). */
     const char *kbase, *vbase;
     const int32_t *blocks;
     int64_t block_size;
@@ -37,7 +37,8 @@ typedef struct gqa_tiles_seq {
 } gqa_tiles_seq;
 
 typedef struct gqa_tiles {
-    og_dtype dt;            /* storage dtype of the keys and values (f32, f16, bf16) */
+    og_dtype dt;            /* storage of the keys and values (kv_rows.h: f32, f16, bf16, or
+                               quantized rows with their scales) */
     int64_t N, KV, D;       /* query heads, kv heads, head size */
     float scale, softcap;
     bool smooth;            /* a zero sink in the softmax's denominator */

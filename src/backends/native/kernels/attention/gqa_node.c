@@ -9,7 +9,8 @@ og_status *gqa_read_node(kernel_ctx *ctx, gqa_node *g) {
     const tensor *q = ctx->inputs[0], *key = kernel_input(ctx, 1), *val = kernel_input(ctx, 2);
     const tensor *cosc = kernel_input(ctx, 7), *sinc = kernel_input(ctx, 8);
     og_dtype dt = q->dtype;
-    static const char *names[] = {"query", "key", "value", "past_key", "past_value", "", "",
+    /* the past is checked by each kernel: its cache may be stored narrower (kv_rows.h) */
+    static const char *names[] = {"query", "key", "value", "", "", "", "",
                                   "cos_cache", "sin_cache", "", "attention_bias", "head_sink"};
     for (int i = 1; i < 12; i++)
         if (names[i][0]) OG_TRY(cpu_want_dtype(ctx, i, names[i], dt));

@@ -1,0 +1,353 @@
+/* Quantized key/value caches (kernels/attention/kv_rows.h) and GroupQueryAttention over
+ * them, at every instruction-set level this CPU has (isa_set):
+ *   - int8 rows: every code is x * (127 / amax) rounded to nearest even, so a value is
+ *     within half a scale step of x, and the largest one within an ulp of amax;
+ *   - float8e4m3fn rows: every code is the e4m3fn value nearest x * (448 / amax) (ties
+ *     to the even mantissa), found by searching all 256 codes decoded from the format's
+ *     definition in double;
+ *   - loads give code * scale rounded once, the same bits on every level;
+ *   - attention over an int8, float8, float16 or bfloat16 cache of a float32 model against
+ *     a double-precision softmax attention over the values the cache holds (decoded here
+ *     independently), |out - ref| <= 2e-6 (1 + |ref|), head sizes 64/80/96/128/256,
+ *     grouped heads, odd lengths crossing the 256-key tiles: a prompt, then a token
+ *     decoded over the prompt's cache (the same bits as that token's row of a longer
+ *     prompt), then the paged path over the same rows (the same bits again). */
+#include "kernel_harness.h"
+#include "testing.h"
+
+#include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/kv_rows.h"
+#include "backends/paged_kv.h"
+#include "base/half.h"
+#include "base/isa.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t kq_state = 777;
+static float kq_rand(void) {
+    kq_state = kq_state * 1664525u + 1013904223u;
+    return (float)(kq_state >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+/* e4m3fn by its definition: 1 sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent
+ * 0 is subnormal; s.1111.111 is NaN; no infinities. */
+static double kq_f8_value(unsigned c) {
+    int e = (int)(c >> 3 & 15), m = (int)(c & 7);
+    double v = e == 0 ? ldexp(m / 8.0, -6) : ldexp(1.0 + m / 8.0, e - 7);
+    return c & 0x80 ? -v : v;
+}
+
+/* The code nearest y (ties to an even code, i.e. an even mantissa), saturating. */
+static unsigned kq_f8_nearest(float y) {
+    unsigned best = 0;
+    double bd = INFINITY;
+    for (unsigned c = 0; c < 256; c++) {
+        if ((c & 0x7f) == 0x7f) continue;
+        double d = fabs(kq_f8_value(c) - (double)y);
+        if (d < bd || (d == bd && (c & 1) == 0 && kq_f8_value(c) != 0)) bd = d, best = c;
+    }
+    if (kq_f8_value(best) == 0) best = signbit(y) ? 0x80 : 0; /* zero keeps y's sign */
+    return best;
+}
+
+/* What a stored row holds, in double, decoded from the format alone. */
+static void kq_decode(og_dtype dt, const uint8_t *row, int64_t D, double *out) {
+    if (dt == OG_FLOAT32) {
+        for (int64_t d = 0; d < D; d++) out[d] = ((const float *)row)[d];
+    } else if (dt == OG_FLOAT16 || dt == OG_BFLOAT16) {
+        const uint16_t *h = (const uint16_t *)row;
+        for (int64_t d = 0; d < D; d++) out[d] = dt == OG_FLOAT16 ? f16_to_f32(h[d]) : bf16_to_f32(h[d]);
+    } else {
+        float s;
+        memcpy(&s, row + D, 4);
+        for (int64_t d = 0; d < D; d++)
+            out[d] = (dt == OG_INT8 ? (double)(int8_t)row[d] : kq_f8_value(row[d])) * s;
+    }
+}
+
+static bool kq_rows_check(og_dtype dt, int64_t D, float amp) {
+    uint8_t row[300 + 4];
+    float x[300] = {0}, back[300], back2[300];
+    double dec[300];
+    for (int64_t d = 0; d < D; d++) x[d] = amp * kq_rand() * (d % 7 == 0 ? 1.0f : 0.01f);
+    if (D > 3) x[3] = 0.0f;
+    kv_row_store(dt, row, x, D);
+    float amax = 0, s;
+    for (int64_t d = 0; d < D; d++) amax = fmaxf(amax, fabsf(x[d]));
+    memcpy(&s, row + D, 4);
+    float top = dt == OG_INT8 ? 127.0f : 448.0f, inv = amax > 0 ? top / amax : 0;
+    if (s != amax / top) {
+        test_fail(__FILE__, __LINE__, "%s D=%lld: scale %.9g, expected amax / %g = %.9g",
+                  og_dtype_name(dt), (long long)D, s, top, amax / top);
+        return false;
+    }
+    kq_decode(dt, row, D, dec);
+    for (int64_t d = 0; d < D; d++) {
+        float y = x[d] * inv;
+        if (dt == OG_INT8) {
+            int want = (int)nearbyintf(y); /* default rounding: to nearest even */
+            if ((int8_t)row[d] != want) {
+                test_fail(__FILE__, __LINE__, "int8 D=%lld d=%lld: code %d for %.9g, expected %d",
+                          (long long)D, (long long)d, (int8_t)row[d], y, want);
+                return false;
+            }
+            if (fabs(dec[d] - x[d]) > 0.5 * s * (1 + 1e-6) + 1e-30) {
+                test_fail(__FILE__, __LINE__, "int8: %.9g holds %.9g (step %.9g)", x[d], dec[d], s);
+                return false;
+            }
+        } else if (row[d] != kq_f8_nearest(y)) {
+            test_fail(__FILE__, __LINE__, "fp8 D=%lld d=%lld: code 0x%02x for %.9g, expected 0x%02x",
+                      (long long)D, (long long)d, row[d], y, kq_f8_nearest(y));
+            return false;
+        }
+    }
+    /* loads: code * scale rounded once, on every level */
+    isa_level saved = isa_active();
+    bool ok = true;
+    for (int level = ISA_GENERIC; level <= (int)isa_supported() && ok; level++) {
+        isa_set((isa_level)level);
+        kv_rows_load(dt, row, 1, D, back);
+        for (int64_t d = 0; d < D && ok; d++)
+            if (back[d] != (float)dec[d]) {
+                test_fail(__FILE__, __LINE__, "%s load on %s: d=%lld %.9g, expected %.9g",
+                          og_dtype_name(dt), isa_name((isa_level)level), (long long)d, back[d], dec[d]);
+                ok = false;
+            }
+        if (level == ISA_GENERIC) memcpy(back2, back, sizeof back);
+        if (ok && memcmp(back, back2, sizeof(float) * (size_t)D)) ok = false;
+    }
+    isa_set(saved);
+    return ok;
+}
+
+TEST(kv_rows_quantize_and_load_exactly) {
+    static const int64_t Ds[] = {64, 80, 7, 128, 256};
+    static const float amps[] = {1.0f, 3e4f, 1e-5f, 500.0f};
+    for (size_t i = 0; i < sizeof Ds / sizeof *Ds; i++)
+        for (size_t a = 0; a < sizeof amps / sizeof *amps; a++) {
+            CHECK(kq_rows_check(OG_INT8, Ds[i], amps[a]));
+            CHECK(kq_rows_check(OG_FLOAT8E4M3FN, Ds[i], amps[a]));
+        }
+    /* ties: with amax at the code range's top the factor is 1, and midpoints between
+     * neighbouring codes go to the even one */
+    float x[256] = {0}, back0[256];
+    uint8_t q8[256 + 4];
+    int n = 0;
+    x[n++] = 448.0f;
+    for (unsigned c = 0; c + 1 < 0x7e && n < 256; c++) /* positive codes c, c + 1 */
+        x[n++] = (float)((kq_f8_value(c) + kq_f8_value(c + 1)) / 2) * (c % 2 ? -1.0f : 1.0f);
+    kv_row_store(OG_FLOAT8E4M3FN, q8, x, n);
+    for (int d = 1; d < n; d++) CHECK((q8[d] & 1) == 0 || (q8[d] & 0x7f) == 0);
+    for (int d = 1; d < n; d++) CHECK(q8[d] == kq_f8_nearest(x[d]));
+    float y[8] = {127.0f, 0.5f, 1.5f, -2.5f, 3.5f, -0.5f, 126.5f, 2.5f};
+    static const int8_t want[8] = {127, 0, 2, -2, 4, 0, 126, 2};
+    kv_row_store(OG_INT8, q8, y, 8);
+    for (int d = 0; d < 8; d++) CHECK((int8_t)q8[d] == want[d]);
+    kv_rows_load(OG_INT8, q8, 1, 8, back0);
+    for (int d = 0; d < 8; d++) CHECK(back0[d] == (float)want[d]);
+    /* a zero row: scale 0, codes 0, loads 0 */
+    uint8_t row[64 + 4];
+    float z[64] = {0}, back[64];
+    kv_row_store(OG_INT8, row, z, 64);
+    kv_rows_load(OG_INT8, row, 1, 64, back);
+    for (int d = 0; d < 64; d++) CHECK(back[d] == 0.0f);
+}
+
+/* ---- attention over a stored cache ------------------------------------------------- */
+
+enum { KQ_T = 301 };
+
+typedef struct kq_case {
+    og_dtype dt;
+    int64_t D;
+    int N, KV;
+} kq_case;
+
+static int kq_attrs(graph_attr *at, int N, int KV) {
+    at[0] = (graph_attr){.name = "num_heads", .type = ATTR_INT, .i = N};
+    at[1] = (graph_attr){.name = "kv_num_heads", .type = ATTR_INT, .i = KV};
+    return 2;
+}
+
+/* S new tokens over a past of P rows ([1, KV, P, W] stored as c->dt; P = 0: a first
+ * prompt). out [S][N D]; present ([1, KV, P + S, W]) copied into *present (malloc'd). */
+static og_status *kq_run(const kq_case *c, const float *q, const float *k, const float *v,
+                         const uint8_t *past, int P, int S, float *out, uint8_t **present) {
+    int64_t D = c->D, W = kv_stored_width(c->dt, D);
+    int64_t qd[3] = {1, S, c->N * D}, kd[3] = {1, S, c->KV * D}, pd[4] = {1, c->KV, P, W}, one = 1;
+    int32_t sl = P + S - 1, tl = P + S;
+    tensor tq = kh_tensor(OG_FLOAT32, 3, qd, (void *)q), tk = kh_tensor(OG_FLOAT32, 3, kd, (void *)k),
+           tv = kh_tensor(OG_FLOAT32, 3, kd, (void *)v), tsl = kh_tensor(OG_INT32, 1, &one, &sl),
+           ttl = kh_tensor(OG_INT32, 1, &one, &tl);
+    size_t half = (size_t)c->KV * (size_t)P * kv_row_bytes(c->dt, D);
+    uint8_t dummy[8];
+    tensor tpk = kh_tensor(c->dt, 4, pd, P ? (void *)past : dummy),
+           tpv = kh_tensor(c->dt, 4, pd, P ? (void *)(past + half) : dummy);
+    const tensor *in[7] = {&tq, &tk, &tv, &tpk, &tpv, &tsl, &ttl};
+    graph_attr at[4];
+    kh_run r;
+    og_status *st = kh_call(&r, cpu_contrib_gqa, 1, at, kq_attrs(at, c->N, c->KV), in, 7, 3);
+    if (!st && (r.out[1].dtype != c->dt || r.out[1].dims[3] != W || r.out[1].dims[2] != P + S))
+        st = og_errorf(OG_ERR_RUNTIME, "present is %s [.., %lld, %lld], expected %s [.., %d, %lld]",
+                       og_dtype_name(r.out[1].dtype), (long long)r.out[1].dims[2],
+                       (long long)r.out[1].dims[3], og_dtype_name(c->dt), P + S, (long long)W);
+    if (!st) {
+        memcpy(out, r.out[0].data, sizeof(float) * (size_t)S * c->N * D);
+        *present = malloc(r.out[1].nbytes * 2);
+        memcpy(*present, r.out[1].data, r.out[1].nbytes);
+        memcpy(*present + r.out[1].nbytes, r.out[2].data, r.out[2].nbytes);
+    }
+    kh_free(&r);
+    return st;
+}
+
+static bool kq_ok(const kq_case *c, og_status *st) {
+    if (!st) return true;
+    test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d: %s", og_dtype_name(c->dt), (long long)c->D,
+              c->N, c->KV, og_status_message(st));
+    og_status_free(st);
+    return false;
+}
+
+/* The double-precision attention of the T = rows cached positions (present: keys then
+ * values, [KV][T] rows each) for query row t (causal: keys 0..t). */
+static bool kq_reference(const kq_case *c, const float *q, const uint8_t *present, int T,
+                         const float *out, int t0, int S, const char *what) {
+    int64_t D = c->D;
+    int R = c->N / c->KV;
+    size_t rb = kv_row_bytes(c->dt, D), half = (size_t)c->KV * (size_t)T * rb;
+    double *K = malloc(sizeof(double) * (size_t)T * c->KV * D), *V = malloc(sizeof *V * (size_t)T * c->KV * D);
+    double *p = malloc(sizeof(double) * (size_t)T);
+    for (int g = 0; g < c->KV; g++)
+        for (int x = 0; x < T; x++) {
+            kq_decode(c->dt, present + ((size_t)g * T + x) * rb, D, K + ((size_t)g * T + x) * D);
+            kq_decode(c->dt, present + half + ((size_t)g * T + x) * rb, D, V + ((size_t)g * T + x) * D);
+        }
+    bool ok = true;
+    double scale = 1.0 / sqrt((double)D);
+    for (int i = 0; i < S && ok; i++)
+        for (int h = 0; h < c->N && ok; h++) {
+            int t = t0 + i, g = h / R;
+            double mx = -INFINITY, sum = 0;
+            for (int x = 0; x <= t; x++) {
+                double s = 0;
+                for (int64_t d = 0; d < D; d++) s += (double)q[((size_t)i * c->N + h) * D + d] * K[((size_t)g * T + x) * D + d];
+                p[x] = s * scale;
+                mx = p[x] > mx ? p[x] : mx;
+            }
+            for (int x = 0; x <= t; x++) sum += p[x] = exp(p[x] - mx);
+            for (int64_t d = 0; d < D && ok; d++) {
+                double ref = 0;
+                for (int x = 0; x <= t; x++) ref += p[x] * V[((size_t)g * T + x) * D + d];
+                ref /= sum;
+                float o = out[((size_t)i * c->N + h) * D + d];
+                if (fabs(o - ref) > 2e-6 * (1 + fabs(ref))) {
+                    test_fail(__FILE__, __LINE__, "%s %s D=%lld %d:%d row %d head %d d=%lld: %.9g vs %.9g",
+                              what, og_dtype_name(c->dt), (long long)D, c->N, c->KV, t, h,
+                              (long long)d, o, ref);
+                    ok = false;
+                }
+            }
+        }
+    free(K), free(V), free(p);
+    return ok;
+}
+
+/* The prompt's first T - 1 tokens over the paged path (one sequence, scrambled blocks of
+ * 16), then its last token decoded alone: out [T][N D]. */
+static og_status *kq_paged(const kq_case *c, const float *q, const float *k, const float *v,
+                           int T, float *out) {
+    enum { BS = 16 };
+    int64_t D = c->D, W = kv_stored_width(c->dt, D);
+    int nb = (T + BS - 1) / BS;
+    size_t block = (size_t)c->KV * BS * kv_row_bytes(c->dt, D);
+    void *kpool = calloc((size_t)nb, block), *vpool = calloc((size_t)nb, block);
+    int32_t *blocks = malloc(sizeof(int32_t) * (size_t)nb);
+    for (int b = 0; b < nb; b++) blocks[b] = (int32_t)((b * 7) % nb);
+    og_status *st = NULL;
+    for (int part = 0; part < 2 && !st; part++) {
+        int from = part ? T - 1 : 0, n = part ? 1 : T - 1;
+        int64_t qd[3] = {1, n, c->N * D}, kd[3] = {1, n, c->KV * D};
+        tensor tq = kh_tensor(OG_FLOAT32, 3, qd, (void *)(q + (size_t)from * c->N * D)),
+               tk = kh_tensor(OG_FLOAT32, 3, kd, (void *)(k + (size_t)from * c->KV * D)),
+               tv = kh_tensor(OG_FLOAT32, 3, kd, (void *)(v + (size_t)from * c->KV * D));
+        const tensor *in[7] = {&tq, &tk, &tv, NULL, NULL, NULL, NULL};
+        paged_kv_seq seq = {0, 0, n, from, blocks};
+        const char *names[1] = {"past_key_values.0.key"};
+        void *kp[1] = {kpool}, *vp[1] = {vpool};
+        paged_kv pk = {.dtype = c->dt, .kv_heads = c->KV, .head_size = (int)W, .block_size = BS,
+                       .n_blocks = nb, .n_layers = 1, .layer_names = names, .k = kp, .v = vp,
+                       .n_seqs = 1, .seqs = &seq};
+        graph_value val = {.name = "past_key_values.0.key"};
+        graph g = {.n_values = 1, .values = &val};
+        int iv[7] = {-1, -1, -1, 0, -1, -1, -1};
+        graph_attr at[4];
+        kh_run r;
+        st = kh_call_ex(&r, cpu_contrib_gqa, 1, at, kq_attrs(at, c->N, c->KV), in, 7, 1, &g, iv, &pk);
+        if (!st) memcpy(out + (size_t)from * c->N * D, r.out[0].data, sizeof(float) * (size_t)n * c->N * D);
+        kh_free(&r);
+    }
+    free(kpool), free(vpool), free(blocks);
+    return st;
+}
+
+static bool kq_check(const kq_case *c) {
+    int64_t D = c->D;
+    int T = KQ_T, N = c->N, KV = c->KV;
+    size_t qn = (size_t)T * N * D, kn = (size_t)T * KV * D;
+    float *q = malloc(sizeof(float) * qn), *k = malloc(sizeof(float) * kn),
+          *v = malloc(sizeof(float) * kn), *out = malloc(sizeof(float) * qn),
+          *out1 = malloc(sizeof(float) * qn), *dec = malloc(sizeof(float) * (size_t)N * D),
+          *paged = malloc(sizeof(float) * qn);
+    for (size_t i = 0; i < qn; i++) q[i] = 2.0f * kq_rand();
+    for (size_t i = 0; i < kn; i++) k[i] = kq_rand() * (i % 13 == 0 ? 4.0f : 1.0f);
+    for (size_t i = 0; i < kn; i++) v[i] = kq_rand();
+    uint8_t *pres = NULL, *pres1 = NULL, *pres2 = NULL;
+    bool ok = kq_ok(c, kq_run(c, q, k, v, NULL, 0, T, out, &pres)) &&
+              kq_reference(c, q, pres, T, out, 0, T, "prompt");
+    /* the first T - 1 tokens, then the last decoded over their cache */
+    ok = ok && kq_ok(c, kq_run(c, q, k, v, NULL, 0, T - 1, out1, &pres1));
+    ok = ok && kq_ok(c, kq_run(c, q + (size_t)(T - 1) * N * D, k + (size_t)(T - 1) * KV * D,
+                               v + (size_t)(T - 1) * KV * D, pres1, T - 1, 1, dec, &pres2));
+    if (ok && memcmp(pres2, pres, kv_row_bytes(c->dt, D) * (size_t)KV * T * 2)) {
+        test_fail(__FILE__, __LINE__, "%s D=%lld: the decoded token's cache differs from the "
+                  "prompt's", og_dtype_name(c->dt), (long long)D);
+        ok = false;
+    }
+    if (ok && memcmp(dec, out + (size_t)(T - 1) * N * D, sizeof(float) * (size_t)N * D)) {
+        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d: a decoded token differs from its prompt row",
+                  og_dtype_name(c->dt), (long long)D, N, KV);
+        ok = false;
+    }
+    ok = ok && kq_ok(c, kq_paged(c, q, k, v, T, paged));
+    if (ok && memcmp(paged, out, sizeof(float) * qn)) {
+        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d: the paged cache differs from the contiguous",
+                  og_dtype_name(c->dt), (long long)D, N, KV);
+        ok = false;
+    }
+    free(q), free(k), free(v), free(out), free(out1), free(dec), free(paged), free(pres),
+        free(pres1), free(pres2);
+    return ok;
+}
+
+TEST(gqa_quantized_cache_matches_reference_on_every_isa) {
+    static const og_dtype dts[] = {OG_INT8, OG_FLOAT8E4M3FN, OG_FLOAT16, OG_BFLOAT16};
+    static const int64_t Ds[] = {64, 80, 96, 128, 256};
+    static const int heads[][2] = {{6, 2}, {4, 4}, {8, 1}};
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; level <= (int)isa_supported(); level++) {
+        isa_set((isa_level)level);
+        for (size_t a = 0; a < sizeof dts / sizeof *dts; a++)
+            for (size_t b = 0; b < sizeof Ds / sizeof *Ds; b++) {
+                /* every head layout at 64 and 128; one each at the other sizes */
+                for (size_t h = 0; h < 3; h++) {
+                    if (Ds[b] != 64 && Ds[b] != 128 && h != (a + b) % 3) continue;
+                    kq_case c = {dts[a], Ds[b], heads[h][0], heads[h][1]};
+                    CHECK(kq_check(&c));
+                }
+            }
+    }
+    isa_set(saved);
+}
