@@ -1,0 +1,423 @@
+#!/usr/bin/env python3
+"""`onnx-genai convert` against outside oracles (issue 25).
+
+  test_convert.py BUILD_DIR WORK_DIR [CASE ...]
+
+GGUF files are written by PyPI's gguf package (llama.cpp's writer, tests/convert/
+gguf_models.py) from random weights in each architecture's layout, then converted:
+
+  greedy_*    float32 files: our greedy ids (native) equal onnxruntime-genai 0.18's on the
+              converted package, and onnxruntime-genai's on a package tools/make_model.py
+              writes from the same float weights (the HF layout, not permuted);
+  dequant_*   every weight of the converted package (MatMulNBits blocks dequantized in
+              numpy as the op defines them, float MatMul weights, the embedding, norms and
+              biases) equals gguf.quants.dequantize() of the GGUF tensor bit for bit
+              (Q4_0, Q8_0, F16, BF16); Q4_1's float zero points are one rounding away: the
+              largest difference is printed and must stay below 2e-7 here;
+  parity_*    `onnx-genai parity` (native vs onnxruntime, same tokens, logits within the
+              CLI's tolerances) on the quantized packages;
+  tokenizer_* our tokenizer.json encodes tests/tokenizer/corpus.txt exactly as the Hugging
+              Face tokenizer the GGUF metadata came from (tokenizers library on both);
+  refuse      unsupported architectures, tensor types and broken files are refused with
+              the key or tensor named.
+A case whose oracle or data is missing prints SKIP and the script exits 77 when nothing ran.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import gguf_models as gm  # noqa: E402
+
+
+class Skip(Exception):
+    pass
+
+
+def need(module):
+    try:
+        return __import__(module)
+    except ImportError as e:
+        raise Skip(f"{module} is not installed ({e})")
+
+
+def cli_env():
+    """Without a sanitizer runtime preloaded into python3 (a sanitized CLI has its own)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
+def convert(build, gguf_path, out, expect_ok=True):
+    r = subprocess.run([os.path.join(build, "onnx-genai"), "convert", gguf_path, out, "--quiet"],
+                       capture_output=True, text=True, env=cli_env())
+    if expect_ok and r.returncode != 0:
+        raise RuntimeError(f"convert {gguf_path}: {r.stderr.strip()}")
+    return r
+
+
+def ours_greedy(build, d, ids, max_length):
+    r = subprocess.run([os.path.join(build, "onnx-genai"), "generate", "-m", d, "--ids",
+                        ",".join(map(str, ids)), "--max-length", str(max_length),
+                        "--min-length", str(max_length), "--json", "--backend", "native"],
+                       capture_output=True, text=True, env=cli_env())
+    if r.returncode != 0:
+        raise RuntimeError(f"generate {d}: {r.stderr.strip()}")
+    return json.loads(r.stdout)["sequences"][0]
+
+
+def ort_greedy(d, ids, max_length):
+    og = need("onnxruntime_genai")
+    cfg = og.Config(d)
+    cfg.clear_providers()
+    model = og.Model(cfg)
+    p = og.GeneratorParams(model)
+    p.set_search_options(max_length=max_length, min_length=max_length, do_sample=False)
+    g = og.Generator(model, p)
+    g.append_tokens(ids)
+    while not g.is_done():
+        g.generate_next_token()
+    return [int(t) for t in g.get_sequence(0)]
+
+
+def tokenizers_for(arch):
+    got = gm.spm_tokenizer() if arch in ("llama", "mistral") else gm.bpe_tokenizer()
+    if got is None:
+        raise Skip("../shared/models/llama2c/tok512.bin is missing")
+    return got
+
+
+def model_files(work, arch, qtype, tied=False, seed=1):
+    need("gguf")
+    tok, hf = tokenizers_for(arch)
+    s = gm.shape(arch, len(tok["tokens"]))
+    w = gm.random_weights(s, seed)
+    name = f"{arch}_{qtype.name.lower()}{'_tied' if tied else ''}"
+    path = os.path.join(work, name + ".gguf")
+    gm.write_gguf(path, s, w, qtype, tok, tied=tied)
+    return path, os.path.join(work, name), s, w, hf
+
+
+PROMPT = [1, 17, 42, 99, 7]
+
+
+def greedy_case(arch):
+    def run(build, work):
+        from gguf import GGMLQuantizationType as Q
+        from model_maker.decoder import BuildOptions, DecoderSpec
+        from model_maker.package import write_package
+        path, out, s, w, hf = model_files(work, arch, Q.F32)
+        convert(build, path, out)
+        ours = ours_greedy(build, out, PROMPT, 24)
+        theirs = ort_greedy(out, PROMPT, 24)
+        spec = DecoderSpec(model_type=arch, hidden_size=s["hidden"], intermediate_size=s["inter"],
+                           num_layers=s["layers"], num_heads=s["heads"], num_kv_heads=s["kv_heads"],
+                           head_size=s["head_dim"], vocab_size=s["vocab"], context_length=s["context"],
+                           rms_eps=s["eps"], rope_theta=s["theta"], qkv_bias=arch == "qwen2",
+                           qk_norm=arch == "qwen3")
+        maker_dir = out + "_maker"
+        write_package(maker_dir, spec, gm.MakerWeights(w), BuildOptions(dtype="fp32", head_multiple=0),
+                      hf, {})
+        maker = ort_greedy(maker_dir, PROMPT, 24)
+        ok = True
+        for label, seq in (("onnxruntime-genai on the converted package", theirs),
+                           ("onnxruntime-genai on make_model.py's package", maker)):
+            if ours != seq:
+                print(f"FAIL greedy_{arch}: ours {ours}\n     {label}: {seq}")
+                ok = False
+        if ok:
+            print(f"ok   greedy_{arch}: {len(ours)} ids equal onnxruntime-genai's on the converted "
+                  f"package and on make_model.py's")
+        return ok
+    return run
+
+
+def load_inits(d):
+    onnx = need("onnx")
+    from onnx import numpy_helper
+    m = onnx.load(os.path.join(d, "model.onnx"))  # external data loaded from model.onnx.data
+    return m, {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+
+
+def nbits_dequant(node, inits):
+    attrs = {a.name: a.i for a in node.attribute}
+    n, k, bits = attrs["N"], attrs["K"], attrs["bits"]
+    packed, scales = inits[node.input[1]], inits[node.input[2]].astype(np.float32)
+    kb = k // 32
+    if bits == 8:
+        q = packed.reshape(n, kb, 32).astype(np.float32)
+        zp = np.float32(128)
+    else:
+        p = packed.reshape(n, kb, 16)
+        q = np.empty((n, kb, 32), np.float32)
+        q[:, :, 0::2] = p & 15
+        q[:, :, 1::2] = p >> 4
+        zp = np.float32(8)
+    if len(node.input) > 3 and node.input[3]:
+        zp = inits[node.input[3]].astype(np.float32).reshape(n, kb, 1)
+    return ((q - zp) * scales.reshape(n, kb, 1)).reshape(n, k)
+
+
+def gguf_weights(path, arch, s):
+    gguf = need("gguf")
+    r = gguf.GGUFReader(path)
+    out = {}
+    for t in r.tensors:
+        a = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        out[t.name] = a.reshape([int(x) for x in reversed(t.shape)]) if a.ndim > 1 else a
+    if arch in ("llama", "mistral"):
+        for i in range(s["layers"]):
+            out[f"blk.{i}.attn_q.weight"] = gm.unpermute_rows(out[f"blk.{i}.attn_q.weight"], s["heads"])
+            out[f"blk.{i}.attn_k.weight"] = gm.unpermute_rows(out[f"blk.{i}.attn_k.weight"], s["kv_heads"])
+    return out
+
+
+def expected_weights(src, s, tied):
+    """The converted package's weights by initializer/node role, from the GGUF's."""
+    exp = {"model.embed_tokens.weight": src["token_embd.weight"],
+           "/lm_head/MatMul": src["token_embd.weight" if tied else "output.weight"]}
+    L = s["layers"]
+    exp[f"model.layers.{L}.final_norm_layernorm.weight"] = src["output_norm.weight"]
+    for i in range(L):
+        p, b = f"blk.{i}.", f"/model/layers.{i}"
+        exp[f"{b}/attn/qkv_proj/MatMul"] = np.concatenate(
+            [src[p + "attn_q.weight"], src[p + "attn_k.weight"], src[p + "attn_v.weight"]])
+        exp[f"{b}/attn/o_proj/MatMul"] = src[p + "attn_output.weight"]
+        for m in ("gate", "up", "down"):
+            exp[f"{b}/mlp/{m}_proj/MatMul"] = src[p + f"ffn_{m}.weight"]
+        exp[f"model.layers.{i}.input_layernorm.weight"] = src[p + "attn_norm.weight"]
+        exp[f"model.layers.{i}.post_attention_layernorm.weight"] = src[p + "ffn_norm.weight"]
+        if p + "attn_q.bias" in src:
+            exp[f"model.layers.{i}.attn.qkv_proj.Add.bias"] = np.concatenate(
+                [src[p + "attn_q.bias"], src[p + "attn_k.bias"], src[p + "attn_v.bias"]])
+        if p + "attn_q_norm.weight" in src:
+            exp[f"model.layers.{i}.attn.q_norm.layernorm.weight"] = src[p + "attn_q_norm.weight"]
+            exp[f"model.layers.{i}.attn.k_norm.layernorm.weight"] = src[p + "attn_k_norm.weight"]
+    return exp
+
+
+def dequant_case(arch, qname, tied=False, tol=0.0):
+    def run(build, work):
+        from gguf import GGMLQuantizationType as Q
+        path, out, s, _, _ = model_files(work, arch, getattr(Q, qname), tied=tied)
+        convert(build, path, out)
+        m, inits = load_inits(out)
+        exp = expected_weights(gguf_weights(path, arch, s), s, tied)
+        nodes = {}
+        for n in m.graph.node:
+            if n.op_type == "MatMulNBits":
+                nodes[n.name.rsplit("_Q", 1)[0]] = nbits_dequant(n, inits)
+            elif n.op_type == "MatMul":
+                nodes[n.name] = inits[n.input[1]].T
+        worst, checked = 0.0, 0
+        for key, want in exp.items():
+            got = nodes.get(key) if key.startswith("/") else inits.get(key)
+            if got is None:
+                print(f"FAIL dequant_{arch}_{qname}: the package has no {key}")
+                return False
+            if got.shape != want.shape:
+                print(f"FAIL dequant_{arch}_{qname}: {key} has shape {got.shape}, expected {want.shape}")
+                return False
+            if tol == 0.0:
+                if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                    bad = np.argwhere(got.view(np.uint32) != want.view(np.uint32))[0]
+                    print(f"FAIL dequant_{arch}_{qname}: {key} differs at {tuple(bad)}: "
+                          f"{got[tuple(bad)]!r} vs gguf {want[tuple(bad)]!r}")
+                    return False
+            else:
+                worst = max(worst, float(np.max(np.abs(got - want))))
+            checked += 1
+        if worst > tol:
+            print(f"FAIL dequant_{arch}_{qname}: max |difference| {worst:.3g} > {tol:.3g}")
+            return False
+        how = "bit for bit" if tol == 0.0 else f"max |difference| {worst:.3g} (<= {tol:.3g})"
+        print(f"ok   dequant_{arch}_{qname}{'_tied' if tied else ''}: {checked} weights equal "
+              f"gguf's dequantize() {how}")
+        return True
+    return run
+
+
+def parity_case(arch, qname, tied=False):
+    def run(build, work):
+        from gguf import GGMLQuantizationType as Q
+        need("onnxruntime")
+        path, out, _, _, _ = model_files(work, arch, getattr(Q, qname), tied=tied, seed=5)
+        convert(build, path, out)
+        r = subprocess.run([os.path.join(build, "onnx-genai"), "parity", out, "--ids",
+                            ",".join(map(str, PROMPT)), "--max-length", "24", "--min-length", "24"],
+                           capture_output=True, text=True, env=cli_env())
+        last = (r.stdout.strip().splitlines() or [r.stderr.strip()])[-1]
+        if r.returncode != 0:
+            print(f"FAIL parity_{arch}_{qname}: {last}\n{r.stderr.strip()}")
+            return False
+        print(f"ok   parity_{arch}_{qname}{'_tied' if tied else ''}: {last}")
+        return True
+    return run
+
+
+def corpus():
+    with open(os.path.join(ROOT, "tests", "tokenizer", "corpus.txt"), encoding="utf-8") as f:
+        lines = [ln.rstrip("\n") for ln in f]
+    return [ln for ln in lines if ln] + ["", " ", "  two  spaces", "\n\nnew\nlines\n",
+                                          "<|im_start|>user\nhi<|im_end|>", "<s> a </s>"]
+
+
+def compare_tokenizers(name, ours_path, hf_json):
+    tokenizers = need("tokenizers")
+    ours = tokenizers.Tokenizer.from_file(ours_path)
+    ref = tokenizers.Tokenizer.from_str(json.dumps(hf_json))
+    texts = corpus()
+    for t in texts:
+        a, b = ours.encode(t).ids, ref.encode(t).ids
+        if a != b:
+            print(f"FAIL {name}: {t!r}\n  ours {a}\n  HF   {b}")
+            return False
+    print(f"ok   {name}: {len(texts)} texts encode to the same ids as the source tokenizer")
+    return True
+
+
+def tokenizer_case(kind):
+    def run(build, work):
+        from gguf import GGMLQuantizationType as Q
+        if kind == "gpt2":
+            src = os.path.join(ROOT, "..", "shared", "models", "ortgenai", "hf-internal-testing",
+                               "tiny-random-gpt2-fp32", "tokenizer.json")
+            if not os.path.exists(src):
+                raise Skip(f"{src} is missing")
+            with open(src, encoding="utf-8") as f:
+                hf = json.load(f)
+            vocab = dict(hf["model"]["vocab"])
+            special = {}
+            for a in hf["added_tokens"]:
+                vocab[a["content"]] = a["id"]
+                special[a["id"]] = a["special"]
+            names = [None] * len(vocab)
+            for k, i in vocab.items():
+                names[i] = k
+            types = [3 if special.get(i) else 4 if i in special else 1 for i in range(len(names))]
+            merges = [m if isinstance(m, str) else " ".join(m) for m in hf["model"]["merges"]]
+            eos = vocab["<|endoftext|>"]
+            tok = dict(model="gpt2", pre="gpt2", tokens=names, types=types, merges=merges, bos=eos,
+                       eos=eos, add_bos=False)
+            arch, qtype = "qwen2", Q.Q8_0
+        else:
+            tok, hf = tokenizers_for("llama" if kind == "spm" else "qwen2")
+            arch, qtype = ("llama" if kind == "spm" else "qwen2"), Q.Q4_0
+        s = gm.shape(arch, len(tok["tokens"]), layers=1)
+        path = os.path.join(work, f"tok_{kind}.gguf")
+        gm.write_gguf(path, s, gm.random_weights(s, 9), qtype, tok)
+        out = os.path.join(work, f"tok_{kind}")
+        convert(build, path, out)
+        ok = compare_tokenizers(f"tokenizer_{kind}", os.path.join(out, "tokenizer.json"), hf)
+        with open(os.path.join(out, "tokenizer_config.json"), encoding="utf-8") as f:
+            cfg = json.load(f)
+        if tok.get("template") and cfg.get("chat_template") != tok["template"]:
+            print(f"FAIL tokenizer_{kind}: chat_template {cfg.get('chat_template')!r}")
+            ok = False
+        return ok
+    return run
+
+
+def refuse(build, work):
+    gguf = need("gguf")
+    from gguf import GGMLQuantizationType as Q
+    tok, _ = tokenizers_for("qwen2")
+    s = gm.shape("qwen2", len(tok["tokens"]), layers=1)
+    w = gm.random_weights(s, 3)
+    cases = []
+    # an architecture we do not convert: named with its key
+    p = os.path.join(work, "bad_arch.gguf")
+    gm.write_gguf(p, dict(s, arch="gemma2"), w, Q.F32, tok)
+    cases.append((p, "general.architecture 'gemma2'"))
+    # a K-quant tensor: named
+    p = os.path.join(work, "bad_type.gguf")
+    gm.write_gguf(p, s, w, Q.F32, tok)
+    r = gguf.GGUFReader(p)
+    data = bytearray(open(p, "rb").read())
+    t = next(t for t in r.tensors if t.name == "blk.0.ffn_up.weight")
+    cases.append((_retype(p, data, t, Q.Q6_K, work), "blk.0.ffn_up.weight"))
+    # a truncated file: the tensor that does not fit is named
+    p = os.path.join(work, "truncated.gguf")
+    with open(p, "wb") as f:
+        f.write(data[: len(data) - 100])
+    cases.append((p, "output.weight"))
+    ok = True
+    for path, want in cases:
+        r = convert(build, path, os.path.join(work, "refused"), expect_ok=False)
+        if r.returncode == 0 or want not in r.stderr:
+            print(f"FAIL refuse {os.path.basename(path)}: exit {r.returncode}, {r.stderr.strip()!r} "
+                  f"should name {want!r}")
+            ok = False
+        else:
+            print(f"ok   refuse {os.path.basename(path)}: {r.stderr.strip()}")
+    return ok
+
+
+def _retype(path, data, t, qtype, work):
+    """The same file with one tensor's type field changed to qtype (its byte size shrinks,
+    so the file stays valid for a reader that checks sizes): the converter must refuse it."""
+    import struct
+    name = t.name.encode()
+    at = data.find(struct.pack("<Q", len(name)) + name)
+    n_dims = struct.unpack_from("<I", data, at + 8 + len(name))[0]
+    type_at = at + 8 + len(name) + 4 + 8 * n_dims
+    out = bytearray(data)
+    struct.pack_into("<I", out, type_at, int(qtype))
+    p = os.path.join(work, "bad_type.gguf")
+    with open(p, "wb") as f:
+        f.write(out)
+    return p
+
+
+def cases():
+    c = {}
+    for arch in ("llama", "qwen2", "qwen3"):
+        c[f"greedy_{arch}"] = greedy_case(arch)
+    for arch, q, tied, tol in (("llama", "Q4_0", False, 0.0), ("llama", "Q8_0", False, 0.0),
+                               ("qwen2", "Q4_0", True, 0.0), ("qwen3", "Q8_0", False, 0.0),
+                               ("llama", "F16", False, 0.0), ("qwen2", "BF16", False, 0.0),
+                               ("llama", "Q4_1", False, 2e-7)):
+        c[f"dequant_{arch}_{q}{'_tied' if tied else ''}"] = dequant_case(arch, q, tied, tol)
+    for arch, q, tied in (("llama", "Q4_0", False), ("llama", "Q8_0", False), ("qwen2", "Q4_0", True),
+                          ("qwen3", "Q8_0", False), ("llama", "Q4_1", False)):
+        c[f"parity_{arch}_{q}{'_tied' if tied else ''}"] = parity_case(arch, q, tied)
+    for kind in ("spm", "qwen2", "gpt2"):
+        c[f"tokenizer_{kind}"] = tokenizer_case(kind)
+    c["refuse"] = refuse
+    return c
+
+
+def main():
+    build, work = sys.argv[1], sys.argv[2]
+    if os.path.isdir(work):
+        shutil.rmtree(work)
+    os.makedirs(work)
+    all_cases = cases()
+    names = sys.argv[3:] or list(all_cases)
+    passed = failed = skipped = 0
+    for n in names:
+        try:
+            if all_cases[n](build, work):
+                passed += 1
+            else:
+                failed += 1
+        except Skip as e:
+            print(f"SKIP {n}: {e}")
+            skipped += 1
+        except Exception as e:  # an error in the converter or an oracle is a failure
+            print(f"FAIL {n}: {type(e).__name__}: {e}")
+            failed += 1
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed else 77 if not passed else 0)
+
+
+if __name__ == "__main__":
+    main()
