@@ -563,6 +563,40 @@ og_status *og_generator_get_output(og_generator *gen, const char *name, og_tenso
 
 
 /* ---------------------------------------------------------------------------------
+ * LoRA adapters (onnxruntime-genai's Adapters)
+ *
+ * An adapter-ready package declares the LoRA weights as graph inputs that carry a default
+ * (initializers listed among the graph inputs: with the defaults, e.g. a LoRA rank of 0,
+ * the model is the base model). An adapter is an `.onnx_adapter` file (onnxruntime's
+ * adapter format, written by onnxruntime.AdapterFormat or Olive) whose parameters are
+ * tensors of those inputs' names; a generator with the adapter active feeds them in place
+ * of the defaults.
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_adapters og_adapters;
+
+/* An empty container of adapters for `model`, which must outlive it. Free with
+ * og_adapters_free. The container is reference-counted: generators using one of its
+ * adapters keep it alive, so it and they may be freed in any order. */
+og_status *og_adapters_create(og_model *model, og_adapters **out);
+/* Drops the caller's reference. NULL is a no-op. */
+void og_adapters_free(og_adapters *adapters);
+/* Loads an .onnx_adapter file under `name` (copied). Every parameter must name a graph
+ * input of the model that has a default, with the same dtype and a shape the input admits;
+ * otherwise OG_ERR_INVALID_ARGUMENT naming the parameter (an adapter for another base
+ * model). A malformed file is OG_ERR_INVALID_MODEL naming the file and what was read. The
+ * file is memory-mapped while the adapter is loaded. */
+og_status *og_adapters_load(og_adapters *adapters, const char *path, const char *name);
+/* Unloads adapter `name`; OG_ERR_INVALID_ARGUMENT while a generator has it active. */
+og_status *og_adapters_unload(og_adapters *adapters, const char *name);
+/* Makes adapter `name` of `adapters` active in `gen` from its next model run on, until the
+ * generator is destroyed. Several may be active when their parameters do not overlap
+ * (at most 8); a generator takes adapters from one container only. Inputs no active
+ * adapter sets get the graph's defaults. */
+og_status *og_generator_set_active_adapter(og_generator *gen, og_adapters *adapters,
+                                           const char *name);
+
+/* ---------------------------------------------------------------------------------
  * Tokenizers (tokenizer.json, BPE in byte-level and SentencePiece style)
  * --------------------------------------------------------------------------------- */
 

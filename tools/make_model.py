@@ -12,6 +12,7 @@
   make_model.py --real qwen3.5-0.8b|lfm2-350m --out DIR [--dtype int4] [--split]
                 random weights at a released model's real shapes (benchmarks)
   ... --pipeline: the same model as a decoder-pipeline package (three graphs)
+  ... --lora all|PROJ,...: LoRA A/B graph inputs with empty defaults (adapter-ready)
 
 Needs onnx and numpy only.
 """
@@ -27,6 +28,9 @@ from model_maker import catalog, llama2c, synthetic  # noqa: E402
 from model_maker.decoder import BuildOptions  # noqa: E402
 from model_maker.package import write_arch_package, write_package  # noqa: E402
 from model_maker.weights import RandomTensors  # noqa: E402
+
+
+LORA_ALL = ("qkv_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def main(argv=None):
@@ -71,7 +75,12 @@ def main(argv=None):
     ap.add_argument("--pipeline", action="store_true",
                     help="write a decoder-pipeline package instead: embeds.onnx -> transformer.onnx "
                          "-> lm_head.onnx, values passed by name")
+    ap.add_argument("--lora", metavar="PROJ,...", default="",
+                    help="give these projections (e.g. qkv_proj,o_proj,gate_proj,up_proj,down_proj; "
+                         "'all' for those five) a LoRA path whose A/B weights are graph inputs with "
+                         "empty defaults: an adapter-ready package for .onnx_adapter files")
     a = ap.parse_args(argv)
+    a.lora = tuple(LORA_ALL if a.lora == "all" else [p for p in a.lora.split(",") if p])
 
     if a.type or a.real:
         return make_arch(ap, a)
@@ -95,7 +104,7 @@ def main(argv=None):
 
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
                         symmetric=not a.asymmetric, head_multiple=a.head_multiple,
-                        shared_embeddings=a.shared_embeddings)
+                        shared_embeddings=a.shared_embeddings, lora=a.lora)
     out = a.out
     if a.pipeline:
         import tempfile
@@ -128,7 +137,7 @@ def make_arch(ap, a):
         ap.error("--split is for Qwen3.5 models")
     dtype = a.dtype or ("fp32" if a.type else "int4")
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
-                        symmetric=not a.asymmetric, head_multiple=0)
+                        symmetric=not a.asymmetric, head_multiple=0, lora=a.lora)
     ids = None
     if split:
         v = arch.vocab

@@ -21,7 +21,7 @@ A script written for onnxruntime-genai runs by changing its import::
 from ._lib import (IncompleteModelError, InvalidArgumentError, InvalidModelError,
                    IOFailureError, NotFoundError, OgError, OutOfMemoryError,
                    RuntimeFailureError, UnsupportedError)
-from ._genai import (Config, Generator, GeneratorParams, Model, Tensor, Tokenizer,
+from ._genai import (Adapters, Config, Generator, GeneratorParams, Model, Tensor, Tokenizer,
                      TokenizerStream, is_cuda_available, is_dml_available,
                      is_openvino_available, is_qnn_available, is_webgpu_available)
 from ._session import InferenceSession, NodeArg, SessionOptions
@@ -32,7 +32,7 @@ try:
 except Exception:  # run from the source tree
     __version__ = "unknown"
 
-__all__ = ["Config", "Model", "Tokenizer", "TokenizerStream", "GeneratorParams", "Generator",
+__all__ = ["Adapters", "Config", "Model", "Tokenizer", "TokenizerStream", "GeneratorParams", "Generator",
            "Tensor", "InferenceSession", "SessionOptions", "NodeArg", "OgError",
            "InvalidArgumentError", "InvalidModelError", "NotFoundError", "IOFailureError",
            "UnsupportedError", "OutOfMemoryError", "RuntimeFailureError",

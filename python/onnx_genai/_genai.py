@@ -1,5 +1,5 @@
 """onnxruntime-genai's Python API over the onnx-genai C library: Config, Model, Tokenizer,
-TokenizerStream, GeneratorParams, Generator, Tensor.
+TokenizerStream, GeneratorParams, Generator, Adapters, Tensor.
 
 Every call goes to a C function of include/onnx_genai.h; nothing of the generation itself
 (search, stopping, batching) is done here. Objects own their C handle through _Handle,
@@ -695,6 +695,16 @@ class Generator(_Owned):
                                         ctypes.byref(out))
         return take_tensor(out.value)
 
+    def set_active_adapter(self, adapters: "Adapters", name: str) -> None:
+        """Makes the LoRA adapter `name` of `adapters` active in this generator from its
+        next model run on (onnxruntime-genai's Generator.set_active_adapter)."""
+        if not isinstance(adapters, Adapters) or not isinstance(name, str):
+            raise TypeError("set_active_adapter(adapters, name): expected Adapters and a str")
+        ah = adapters._handle()
+        with self._lock:
+            lib.og_generator_set_active_adapter(self._handle().ptr, ah.ptr, name.encode("utf-8"))
+        self._adapters = ah  # the C side counts its use; this keeps the handle's deps alive
+
     def set_inputs(self, *args, **kwargs) -> None:
         """Raises UnsupportedError: no extra model inputs (images, audio)."""
         raise UnsupportedError("Generator.set_inputs: extra model inputs (images, audio) are "
@@ -703,6 +713,37 @@ class Generator(_Owned):
     def set_model_input(self, *args, **kwargs) -> None:
         """Raises UnsupportedError: no extra model inputs."""
         raise UnsupportedError("Generator.set_model_input is not supported by onnx-genai")
+
+
+class Adapters(_Owned):
+    """LoRA adapters over one model (onnxruntime-genai's og.Adapters): .onnx_adapter files
+    loaded by name, made active per generator with Generator.set_active_adapter."""
+    _what = "Adapters"
+
+    def __init__(self, model: Model):
+        if not isinstance(model, Model):
+            raise TypeError("Adapters(model): expected a Model")
+        mh = model._handle()
+        out = ctypes.c_void_p()
+        lib.og_adapters_create(mh.ptr, ctypes.byref(out))
+        self._h = _Handle(out.value, lib.og_adapters_free, (mh,))
+        self._lock = model._lock
+
+    def load(self, file: PathLike, name: str) -> None:
+        """Loads an .onnx_adapter file under `name`; an adapter whose parameters are not
+        inputs of the model (name, dtype, shape) raises InvalidArgumentError."""
+        if not isinstance(name, str):
+            raise TypeError(f"load: expected an adapter name (str), got {type(name).__name__}")
+        with self._lock:
+            lib.og_adapters_load(self._handle().ptr, _path(file, "Adapters.load"),
+                                 name.encode("utf-8"))
+
+    def unload(self, name: str) -> None:
+        """Unloads adapter `name`; raises while a generator has it active."""
+        if not isinstance(name, str):
+            raise TypeError(f"unload: expected an adapter name (str), got {type(name).__name__}")
+        with self._lock:
+            lib.og_adapters_unload(self._handle().ptr, name.encode("utf-8"))
 
 
 def _index(value, what: str) -> int:
@@ -739,5 +780,5 @@ def is_webgpu_available() -> bool:
 
 
 __all__ = ["Config", "Model", "Tensor", "Tokenizer", "TokenizerStream", "GeneratorParams",
-           "Generator", "check", "is_cuda_available", "is_dml_available",
+           "Generator", "Adapters", "check", "is_cuda_available", "is_dml_available",
            "is_openvino_available", "is_qnn_available", "is_webgpu_available"]

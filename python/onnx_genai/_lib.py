@@ -311,6 +311,13 @@ _st("og_generator_rewind_to", P, c_size_t)
 _st("og_generator_get_logits", P, PP)
 _st("og_generator_get_output", P, c_char_p, PP)
 _st("og_generator_get_speculative_stats", P, POINTER(SpeculativeStats))
+_st("og_generator_set_active_adapter", P, P, c_char_p)
+
+# LoRA adapters
+_st("og_adapters_create", P, PP)
+_fn("og_adapters_free", None, P)
+_st("og_adapters_load", P, c_char_p, c_char_p)
+_st("og_adapters_unload", P, c_char_p)
 
 # tokenizers
 _st("og_tokenizer_create", P, PP)

@@ -106,6 +106,22 @@ int cli_speculative_arg(int argc, char **argv, int *i, cli_speculative *s);
 og_status *cli_speculative_open(cli_speculative *s, const og_model_options *mo);
 void cli_speculative_close(cli_speculative *s);
 void cli_speculative_set(const cli_speculative *s, og_generator_params *p);
+/* --adapter FILE (cli_adapter.c), for generate and run: LoRA adapters over the model,
+ * each loaded under its path as name and active in the generator. */
+enum { CLI_MAX_ADAPTERS = 8 };
+typedef struct cli_adapter {
+    const char *files[CLI_MAX_ADAPTERS];
+    int n;
+    og_adapters *set; /* loaded by cli_adapter_open */
+} cli_adapter;
+extern const char cli_adapter_usage[];
+/* As cli_backend_arg. */
+int cli_adapter_arg(int argc, char **argv, int *i, cli_adapter *a);
+/* Loads the files over m (nothing without --adapter); close with cli_adapter_close. */
+og_status *cli_adapter_open(cli_adapter *a, og_model *m);
+og_status *cli_adapter_activate(const cli_adapter *a, og_generator *g);
+void cli_adapter_close(cli_adapter *a);
+
 /* One line of what speculation did (nothing when it was off). */
 #include <stdio.h>
 void cli_speculative_report(FILE *f, const og_generator *g);

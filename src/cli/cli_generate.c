@@ -35,6 +35,7 @@ typedef struct opts {
     cli_backend be;
     cli_guidance guide;
     cli_speculative spec;
+    cli_adapter adapter;
     /* search options: set[] marks those given on the command line */
     og_generator_params p;
     bool set_max, set_min, set_sample, set_topk, set_topp, set_temp, set_seed, set_beams,
@@ -58,6 +59,7 @@ static const char generate_usage[] =
     "  --num-beams N, --num-return-sequences N\n"
     "  --repetition-penalty F, --no-repeat-ngram-size N\n"
     "  --threads N                compute threads (default: all cores)\n"
+    "%s"
     "%s"
     "%s"
     "%s"
@@ -144,6 +146,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         int took = cli_backend_arg(argc, argv, &i, &o->be);
         if (!took) took = cli_guidance_arg(argc, argv, &i, &o->guide);
         if (!took) took = cli_speculative_arg(argc, argv, &i, &o->spec);
+        if (!took) took = cli_adapter_arg(argc, argv, &i, &o->adapter);
         if (took) {
             if (took < 0) return -took;
             continue;
@@ -208,7 +211,8 @@ static int parse_args(int argc, char **argv, opts *o) {
             NEED_ARG();
             o->profile = argv[++i];
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(generate_usage, cli_backend_usage, cli_guidance_usage, cli_speculative_usage);
+            printf(generate_usage, cli_backend_usage, cli_guidance_usage, cli_speculative_usage,
+                   cli_adapter_usage);
             exit(0);
         } else if (a[0] != '-' && !o->model) {
             o->model = a;
@@ -300,6 +304,7 @@ int cli_generate(int argc, char **argv) {
     cli_backend_model(&o.be, &mo);
     if ((st = og_model_open(o.model, &mo, &model))) goto done;
     if ((st = cli_speculative_open(&o.spec, &mo))) goto done;
+    if ((st = cli_adapter_open(&o.adapter, model))) goto done;
     for (size_t i = 0; i < og_model_warning_count(model); i++)
         fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(model, i));
     /* Text in or out needs the tokenizer; with --ids a package may lack one (ids in, ids
@@ -356,6 +361,7 @@ int cli_generate(int argc, char **argv) {
     if ((st = cli_guidance_set(&o.guide, &p))) goto done;
     cli_speculative_set(&o.spec, &p);
     if ((st = og_generator_create(model, &p, &gen))) goto done;
+    if ((st = cli_adapter_activate(&o.adapter, gen))) goto done;
     /* Text in, text out as it is generated; ids in (--ids), full id sequences out. */
     bool streaming = !o.json && !o.n_batches && p.num_beams == 1 && tok;
     /* The pieces continue the prompt: decoded after its ids, as the whole sequence is. */
@@ -504,6 +510,7 @@ done:
     og_tokenizer_stream_free(stream);
     og_generator_destroy(gen);
     og_tokenizer_free(tok);
+    cli_adapter_close(&o.adapter);
     cli_speculative_close(&o.spec);
     og_model_close(model);
     return rc;

@@ -49,6 +49,7 @@ static const char run_usage[] =
     "%s"
     "                             (each answer is constrained)\n"
     "%s"
+    "%s"
     "  --no-cache-reuse           run the whole conversation again each turn\n"
     "  --verbose                  after each answer: prompt tokens (from the cache /\n"
     "                             prefilled), time to first token, tokens/s\n"
@@ -63,6 +64,7 @@ typedef struct run_opts {
     cli_backend be;
     cli_guidance guide;
     cli_speculative spec;
+    cli_adapter adapter;
     /* search options given on the command line */
     bool do_sample, set_temp, set_topk, set_topp, set_seed, set_rep;
     float temperature, top_p, repetition_penalty;
@@ -101,6 +103,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
         int took = cli_backend_arg(argc, argv, &i, &o->be);
         if (!took) took = cli_guidance_arg(argc, argv, &i, &o->guide);
         if (!took) took = cli_speculative_arg(argc, argv, &i, &o->spec);
+        if (!took) took = cli_adapter_arg(argc, argv, &i, &o->adapter);
         if (took) {
             if (took < 0) return -took;
             continue;
@@ -120,7 +123,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
             return cli_fail("%s: '%s' is not a number in [%g, %g]", a, v, (double)(lo), (double)(hi)); \
     } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(run_usage, cli_backend_usage, cli_guidance_usage, cli_speculative_usage);
+            printf(run_usage, cli_backend_usage, cli_guidance_usage, cli_speculative_usage,
+                   cli_adapter_usage);
             exit(0);
         } else if (!strcmp(a, "--chat")) {
             continue;
@@ -206,6 +210,7 @@ typedef struct chat_session {
     og_chat_template *tpl;
     og_generator *gen;
     cli_speculative spec; /* the options', with the draft model once open */
+    cli_adapter adapter;  /* the options', with the adapters once loaded */
     cJSON *history; /* user and assistant messages */
     char *system;
     size_t in_cache; /* tokens whose keys/values the generator holds */
@@ -271,6 +276,8 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     OG_TRY(og_model_open(o->model, &mo, &s->model));
     s->spec = o->spec;
     OG_TRY(cli_speculative_open(&s->spec, &mo));
+    s->adapter = o->adapter;
+    OG_TRY(cli_adapter_open(&s->adapter, s->model));
     for (size_t i = 0; i < og_model_warning_count(s->model); i++)
         fprintf(stderr, "onnx-genai: warning: %s\n", og_model_warning(s->model, i));
     OG_TRY(og_tokenizer_create(s->model, &s->tok));
@@ -301,6 +308,7 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     OG_TRY(cli_guidance_set(&o->guide, &p));
     cli_speculative_set(&s->spec, &p);
     OG_TRY(og_generator_create(s->model, &p, &s->gen));
+    OG_TRY(cli_adapter_activate(&s->adapter, s->gen));
     s->history = cJSON_CreateArray();
     if (!s->history) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
     if (o->system && !(s->system = strdup(o->system))) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -317,6 +325,7 @@ static void chat_session_close(chat_session *s) {
     og_generator_destroy(s->gen);
     og_chat_template_free(s->tpl);
     og_tokenizer_free(s->tok);
+    cli_adapter_close(&s->adapter);
     cli_speculative_close(&s->spec);
     og_model_close(s->model);
 }

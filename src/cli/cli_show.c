@@ -62,6 +62,7 @@ static const char *src_name(const og_model *m, const gen_feed *f, char *buf, siz
         snprintf(buf, size, "stage %d (%s) output '%s'", f->index, m->stages[f->index].name,
                  m->stages[f->index].outs[f->out].name);
         return buf;
+    case GEN_SRC_PARAM: return "an active adapter's parameter, else the graph's default";
     }
     return "?";
 }

@@ -103,6 +103,7 @@ void gen_generator_free(og_generator *g) {
     og_generator_destroy(g->spec_gen);
     gen_beam_free(g->beam);
     gen_guide_free(g);
+    for (int i = 0; i < g->n_active; i++) gen_adapter_release(g->adapters, g->active[i]);
     free(g);
 }
 

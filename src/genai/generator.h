@@ -4,6 +4,7 @@
 #define OG_GENAI_GENERATOR_H
 
 #include "base/tensor.h"
+#include "genai/adapters.h"
 #include "genai/model.h"
 #include "genai/search.h"
 #include "genai/speculative.h"
@@ -111,6 +112,10 @@ struct og_generator {
     og_generator *spec_gen; /* the draft model's generator (made on first use) */
     void *steps_raw;   /* gen_compute_steps' logits before conversion to float32 */
     size_t steps_raw_bytes;
+    /* LoRA adapters active in this generator (adapters.h), all from one container */
+    og_adapters *adapters;
+    gen_adapter *active[GEN_MAX_ACTIVE_ADAPTERS];
+    int n_active;
 };
 
 /* The tokens row r may hold: max_length, less its padding in the padded layout. */

@@ -132,6 +132,11 @@ static og_status *present_of(void *ctx, int i, og_tensor *slot, og_tensor **out,
     return gen_cache_present(g, i, rs->r0, rs->nr, cols, rs->alone, slot, out);
 }
 
+static const og_tensor *param_of(void *ctx, const char *name) {
+    const run_cache *rc = ctx;
+    return gen_adapters_param(rc->g->active, rc->g->n_active, name);
+}
+
 static void took_present(void *ctx, int i, const og_tensor *t, bool view) {
     const run_cache *rc = ctx;
     if (rc->rs->alone && !view) gen_cache_place(rc->g, i, rc->rs->r0, t);
@@ -150,7 +155,8 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
     tk.forms = g->feed_forms;
     run_cache rc = {g, rs, W};
     gen_step_cache cache = {.ctx = &rc, .past = past_of, .present = present_of,
-                            .took_present = took_present};
+                            .took_present = took_present,
+                            .param = g->n_active ? param_of : NULL};
     /* a one-token step of every row writes its logits into step_logits; a prompt whose
      * other positions' logits nobody asked for computes the last only */
     og_tensor into;

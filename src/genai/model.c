@@ -278,6 +278,13 @@ static og_status *resolve_feeds(og_model *m, int si, const char *ids_name,
                 f->src = GEN_SRC_VALUE;
                 continue;
             }
+            const og_tensor *dflt = runtime_session_input_default(st->s, i);
+            if (dflt) { /* an overridable initializer: an adapter may feed it */
+                f->src = GEN_SRC_PARAM;
+                f->dflt = dflt;
+                st->n_params++;
+                continue;
+            }
             const char *key = nominal_key(m, v.name);
             if (key && embeds && !strcmp(v.name, embeds))
                 return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: the decoder takes inputs_embeds "

@@ -61,7 +61,9 @@ typedef enum gen_src {
     GEN_SRC_POS,   /* positions [B, S] or [3, B, S] */
     GEN_SRC_IMAGE, /* an empty image_features tensor (text only: no image tokens) */
     GEN_SRC_PAST,  /* cache entry `index` */
-    GEN_SRC_VALUE  /* output `out` of the earlier stage `index` */
+    GEN_SRC_VALUE, /* output `out` of the earlier stage `index` */
+    GEN_SRC_PARAM  /* an input with a default (an overridable initializer, e.g. a LoRA
+                      weight): the active adapter's tensor of that name, else `dflt` */
 } gen_src;
 
 typedef struct gen_feed {
@@ -69,6 +71,7 @@ typedef struct gen_feed {
     og_dtype dtype;
     gen_src src;
     int index, out;
+    const og_tensor *dflt; /* GEN_SRC_PARAM: the graph's own value (owned by the session) */
 } gen_feed;
 
 /* Where a stage's requested output goes. */
@@ -97,6 +100,7 @@ typedef struct gen_stage {
     gen_out *outs;
     int n_outs;
     bool on_prompt, on_token; /* runs on a prompt (several new tokens) / a one-token step */
+    int n_params;   /* feeds that are GEN_SRC_PARAM */
 } gen_stage;
 
 struct og_model {

@@ -103,6 +103,11 @@ static og_status *feed_tensor(const og_model *m, const gen_step_io *io,
                                 m->image_feature_rank, out);
     case GEN_SRC_PAST:
         return c->past(c->ctx, f->index, slot, out);
+    case GEN_SRC_PARAM: {
+        const og_tensor *v = c->param ? c->param(c->ctx, f->name) : NULL;
+        if (!v) v = f->dflt;
+        return gen_step_view(v->dtype, v->dims, v->rank, v->data, slot, out);
+    }
     case GEN_SRC_VALUE: {
         const og_tensor *v = io->vals[f->index * GEN_STEP_MAX_OUTS + f->out];
         if (!v)

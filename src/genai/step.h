@@ -55,6 +55,9 @@ typedef struct gen_step_cache {
      * cache to the stage's session for the run). */
     og_status *(*stage_begin)(void *ctx, const gen_stage *sg);
     void (*stage_end)(void *ctx, const gen_stage *sg);
+    /* Optional: the tensor fed to a graph input that has a default (GEN_SRC_PARAM: an
+     * active adapter's parameter), or NULL for the graph's own value. */
+    const og_tensor *(*param)(void *ctx, const char *name);
 } gen_step_cache;
 
 /* The logits of a run. */

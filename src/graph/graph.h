@@ -82,6 +82,8 @@ typedef struct graph_value {
     int64_t dims[OG_MAX_RANK];           /* -1 where symbolic or unknown */
     const char *dim_names[OG_MAX_RANK];  /* dim_param symbol, or NULL */
     const tensor *initializer;           /* constant data, or NULL */
+    const tensor *default_value;         /* a graph input's value when a run feeds none (an
+                                            overridable initializer, IR >= 4), or NULL */
     int producer;                        /* index of the producing node, or -1 */
     bool is_input, is_output;            /* listed in graph.input / graph.output */
     bool from_outer_scope;               /* a subgraph's reference to an enclosing value */

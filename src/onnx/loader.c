@@ -693,6 +693,8 @@ static og_status *build_graph(loader *L, gbuild *b, const wire_reader *parent,
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: too many nodes", L->label, b->what);
     g->nodes = arena_alloc(&m->arena, sizeof(graph_node) * (n_nodes + 1));
     if (!g->nodes) return og_oom();
+    /* From IR 4 on, a main-graph input may also have an initializer (see below). */
+    bool overridable = L->m->ir_version >= 4 && depth == 0;
     /* Passes in dependency order: inputs, initializers, nodes, outputs, value_info. */
     static const uint32_t order[] = {11, 5, 1, 12, 13};
     int n_kept = 0;
@@ -739,11 +741,18 @@ static og_status *build_graph(loader *L, gbuild *b, const wire_reader *parent,
                     return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: initializer '%s' is given twice",
                                      L->label, b->what, name);
                 v->initializer = t;
-                v->dtype = t->dtype;
-                v->rank = t->rank;
-                for (int i = 0; i < t->rank; i++) {
-                    v->dims[i] = t->dims[i];
-                    v->dim_names[i] = NULL;
+                /* an overridable initializer keeps its input's declared type (symbolic
+                 * dims such as a LoRA rank): runs may feed other shapes than the default */
+                bool typed_input = false;
+                for (int i = 0; overridable && i < b->inputs.n && !typed_input; i++)
+                    typed_input = b->inputs.v[i] == idx && v->rank >= 0;
+                if (!typed_input) {
+                    v->dtype = t->dtype;
+                    v->rank = t->rank;
+                    for (int i = 0; i < t->rank; i++) {
+                        v->dims[i] = t->dims[i];
+                        v->dim_names[i] = NULL;
+                    }
                 }
                 m->initializer_bytes += t->nbytes;
                 if (!ivec_push(&b->inits, idx)) return og_oom();
@@ -756,11 +765,28 @@ static og_status *build_graph(loader *L, gbuild *b, const wire_reader *parent,
             }
         }
     }
-    /* Older IRs list initializers among the inputs; those are constants, not feeds. */
+    /* Older IRs list initializers among the inputs; those are constants, not feeds. From
+     * IR 4 on, onnxruntime lets a run override such an initializer. We do so where the
+     * input is declared to take other shapes than its initializer's (a symbolic dim: the
+     * LoRA weights of an adapter-ready package, whose defaults have rank 0, see
+     * genai/adapters.c): it becomes an input with a default, and nothing downstream may
+     * treat it as a constant (prepack or fold it). An input declared exactly as its
+     * initializer (weights exported with keep_initializers_as_inputs) stays a constant,
+     * so that its kernels keep their prepared forms. */
     ivec ins = {0};
     for (int i = 0; i < b->inputs.n; i++) {
         graph_value *v = &b->vals[b->inputs.v[i]];
-        if (v->initializer) continue;
+        const tensor *it = v->initializer;
+        bool flexible = overridable && it && v->rank >= 0 && v->rank != it->rank;
+        for (int d = 0; overridable && it && v->rank == it->rank && d < it->rank; d++)
+            flexible |= v->dims[d] != it->dims[d];
+        if (it && !flexible) continue;
+        if (it) {
+            v->default_value = v->initializer;
+            v->initializer = NULL;
+            for (int k = 0; k < b->inits.n; k++)
+                if (b->inits.v[k] == b->inputs.v[i]) b->inits.v[k--] = b->inits.v[--b->inits.n];
+        }
         if (v->producer >= 0) {
             free(ins.v);
             return og_errorf(OG_ERR_INVALID_MODEL,

@@ -317,6 +317,11 @@ const char *og_session_warning(const og_session *s) {
     return s && s->warning ? s->warning : "";
 }
 
+const og_tensor *runtime_session_input_default(const og_session *s, size_t index) {
+    const graph *g = s->model->graph;
+    return index < (size_t)g->n_inputs ? g->values[g->inputs[index]].default_value : NULL;
+}
+
 const model *runtime_session_model(const og_session *s) { return s->model; }
 const graph *runtime_session_graph(const og_session *s) { return s->model->graph; }
 const backend_ops *runtime_session_ops(const og_session *s) { return s->ops; }

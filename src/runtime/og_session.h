@@ -9,6 +9,9 @@
 /* Our IR of the session's graph (every backend has one). */
 const model *runtime_session_model(const og_session *s);
 const graph *runtime_session_graph(const og_session *s);
+/* The value graph input `index` takes when a run feeds none (an overridable
+ * initializer: a LoRA weight an adapter may replace), or NULL when it must be fed. */
+const og_tensor *runtime_session_input_default(const og_session *s, size_t index);
 /* The backend's table. */
 const backend_ops *runtime_session_ops(const og_session *s);
 /* The backend's own context (a native_session for backend_native), for tests that look

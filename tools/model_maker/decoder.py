@@ -44,6 +44,7 @@ class BuildOptions:
     symmetric: bool = True       # int4 without zero points (builder default)
     head_multiple: int = 16      # pad head_size to this multiple (0: keep it)
     shared_embeddings: bool = False  # builder's shared_embeddings: embedding read from lm_head's weight
+    lora: tuple = ()             # projections (qkv_proj, o_proj, gate_proj, ...) given LoRA inputs
 
 
 def pad_heads(spec, weights, multiple=16):

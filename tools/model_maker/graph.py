@@ -110,6 +110,17 @@ class GraphWriter:
         self.op_counts[key] = self.op_counts.get(key, 0) + 1
         return outputs[0] if outputs else None
 
+    def input_with_default(self, name, array, shape):
+        """A graph input that also has an initializer (onnxruntime's overridable
+        initializer): runs may feed it, and get `array` when they do not. Stored inline:
+        the LoRA defaults are empty ([K, 0], [0, N])."""
+        if name in self._names:
+            raise ValueError(f"initializer {name} defined twice")
+        self._names.add(name)
+        self.initializers.append(onnx.numpy_helper.from_array(np.ascontiguousarray(array), name=name))
+        self.inputs.append(helper.make_tensor_value_info(name, NP_TO_ONNX[array.dtype], shape))
+        return name
+
     def input(self, name, elem_type, shape):
         self.inputs.append(helper.make_tensor_value_info(name, elem_type, shape))
 

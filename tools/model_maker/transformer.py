@@ -99,6 +99,28 @@ class TransformerBuilder:
     def matmul(self, basename, x, w_nk, out=None, written=None, force_float=False):
         """x times a [N, K] weight: MatMul, or MatMulNBits for int4; returns the output."""
         n, k, names, q4 = written or self.weight(basename, w_nk, force_float)
+        parts = basename.split("/")
+        if len(parts) > 2 and parts[-2] in self.o.lora:
+            base = self._matmul(basename, x, n, k, names, q4, None)
+            return self.lora(parts, x, base, n, k, out)
+        return self._matmul(basename, x, n, k, names, q4, out)
+
+    def lora(self, parts, x, base, n, k, out):
+        """The LoRA path beside a projection, as the builder writes it for an adapter
+        (make_matmul_lora): x @ A [K, r] @ B [r, N] added to the projection, with A and B
+        graph inputs whose defaults have rank r = 0 (the base model), so that a runtime
+        feeds an adapter's A and B by name (onnxruntime's overridable initializers, Olive's
+        optional LoRA inputs)."""
+        g, d = self.g, "/".join(parts[:-1])
+        names = []
+        for which, shape, dims in (("lora_A", (k, 0), [k, "lora_r"]), ("lora_B", (0, n), ["lora_r", n])):
+            wname = f"{d}/{which}/{parts[-1]}"[1:].replace("/", ".") + ".weight"
+            names.append(g.input_with_default(wname, np.zeros(shape, self.io_np), dims))
+        a = g.node("MatMul", [x, names[0]], [f"{d}/lora_A/{parts[-1]}/output_0"], f"{d}/lora_A/{parts[-1]}")
+        b = g.node("MatMul", [a, names[1]], [f"{d}/lora_B/{parts[-1]}/output_0"], f"{d}/lora_B/{parts[-1]}")
+        return g.node("Add", [base, b], [out or f"{d}/lora/Add/output_0"], f"{d}/lora/Add")
+
+    def _matmul(self, basename, x, n, k, names, q4, out):
         out = out or f"{basename}/output_0"
         if q4:
             attrs = dict(K=k, N=n, bits=4, block_size=self.o.block_size)

@@ -85,7 +85,9 @@ static og_status *check_input(native_session *s, const graph_value *v, const ten
                              v->name, shape_str(t->dims, t->rank, a, sizeof a), d,
                              (long long)v->dims[d]);
         const char *sym = v->dim_names[d];
-        if (v->dims[d] >= 0 || !sym || !sym[0]) continue;
+        /* an adapter's ranks may differ per module under one symbol (PEFT rank_pattern);
+         * onnxruntime does not tie them, so neither do we for overridable inputs */
+        if (v->dims[d] >= 0 || !sym || !sym[0] || v->default_value) continue;
         int k = 0;
         for (; k < *n_sym; k++)
             if (strcmp(sym_name[k], sym) == 0) break;
@@ -987,6 +989,9 @@ og_status *native_session_run_rows(native_session *s, const char *const *input_n
             if (g->inputs[k] == v) bound[k] = inputs[i];
     }
     for (int k = 0; k < g->n_inputs; k++) {
+        const graph_value *gv = &g->values[g->inputs[k]];
+        if (!bound[k] && gv->default_value) /* an overridable initializer left unfed */
+            eg->cur[g->inputs[k]] = bound[k] = gv->default_value;
         if (!bound[k]) {
             st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: input '%s' was not given", s->label,
                            g->values[g->inputs[k]].name);
