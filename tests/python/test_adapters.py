@@ -1,0 +1,241 @@
+"""LoRA adapters (og.Adapters, Generator.set_active_adapter, --adapter) against
+onnxruntime-genai 0.18 running the same package with the same adapter files.
+
+The package is written by tools/make_model.py --lora all (the LoRA A/B weights of every
+projection as graph inputs with rank-0 defaults); the adapters by onnxruntime's own
+writer, onnxruntime.AdapterFormat, with random A/B. Greedy ids must equal
+onnxruntime-genai's exactly, without an adapter, with each adapter, and with adapters
+switched between generators of one model. An adapter for another base model (a name,
+dtype or shape the model does not take) and corrupt files are refused with messages that
+name the file and the parameter. Missing oracles (onnx, onnxruntime, onnxruntime_genai)
+skip loudly."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import BUILD, ROOT
+
+PROMPT = [5, 17, 42, 99, 3]
+MAX_LENGTH = 28
+RANK = 4
+
+
+@pytest.fixture(scope="module")
+def pkg(tmp_path_factory):
+    pytest.importorskip("onnx")
+    return make(tmp_path_factory.mktemp("lora") / "llama", "--lora", "all")
+
+
+def make(out, *extra):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type", "llama",
+                    "--out", str(out), "--seed", "3", *extra], check=True, capture_output=True, env=env)
+    return str(out)
+
+
+def lora_inputs(pkg):
+    """{name: (shape with the rank as -1, numpy dtype)} of the package's LoRA inputs."""
+    import onnx
+    m = onnx.load(os.path.join(pkg, "model.onnx"), load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    out = {}
+    for i in m.graph.input:
+        if i.name in inits:
+            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in i.type.tensor_type.shape.dim]
+            out[i.name] = (dims, np.float32)
+    assert out, "the maker wrote no LoRA inputs"
+    return out
+
+
+def write_adapter(path, params):
+    ort = pytest.importorskip("onnxruntime")
+    a = ort.AdapterFormat()
+    a.set_adapter_version(1)
+    a.set_model_version(1)
+    a.set_parameters({k: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v)) for k, v in params.items()})
+    a.export_adapter(str(path))
+    return str(path)
+
+
+def random_params(pkg, seed, only=None, rank=RANK):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, (dims, dt) in lora_inputs(pkg).items():
+        if only and not any(s in name for s in only):
+            continue
+        shape = [rank if d < 0 else d for d in dims]
+        out[name] = (rng.standard_normal(shape) * 0.3).astype(dt)
+    return out
+
+
+@pytest.fixture(scope="module")
+def adapters(pkg, tmp_path_factory):
+    d = tmp_path_factory.mktemp("adapters")
+    return {
+        "a1": write_adapter(d / "a1.onnx_adapter", random_params(pkg, 1)),
+        "a2": write_adapter(d / "a2.onnx_adapter", random_params(pkg, 2, rank=2)),
+        # only the attention projections: the rest keep the graph's defaults
+        "attn": write_adapter(d / "attn.onnx_adapter", random_params(pkg, 3, only=("attn",))),
+    }
+
+
+def greedy(mod, model, adapters=None, name=None):
+    p = mod.GeneratorParams(model)
+    p.set_search_options(max_length=MAX_LENGTH, do_sample=False)
+    g = mod.Generator(model, p)
+    if name:
+        g.set_active_adapter(adapters, name)
+    g.append_tokens(PROMPT)
+    while not g.is_done():
+        g.generate_next_token()
+    return [int(t) for t in g.get_sequence(0)]
+
+
+def load_all(mod, model, files):
+    ad = mod.Adapters(model)
+    for name, path in files.items():
+        ad.load(path, name)
+    return ad
+
+
+@pytest.fixture(scope="module")
+def oracle(pkg, adapters):
+    """onnxruntime-genai 0.18's ids for no adapter and each adapter."""
+    ortg = pytest.importorskip("onnxruntime_genai")
+    model = ortg.Model(pkg)
+    ad = load_all(ortg, model, adapters)
+    return {n: greedy(ortg, model, ad, n) for n in [None] + list(adapters)}
+
+
+def test_same_ids_as_onnxruntime_genai(og, pkg, adapters, oracle):
+    model = og.Model(pkg)
+    ad = load_all(og, model, adapters)
+    for name in [None] + list(adapters):
+        assert greedy(og, model, ad, name) == oracle[name], f"adapter {name}"
+    # the adapters change the output (else the comparison above proves little)
+    assert len({tuple(v) for v in oracle.values()}) == len(oracle)
+
+
+def test_switching_between_generators(og, pkg, adapters, oracle):
+    """Generators of one model with different adapters, stepped in turn: each gives its
+    adapter's ids (the adapter is the generator's, not the model's)."""
+    model = og.Model(pkg)
+    ad = load_all(og, model, adapters)
+    names = ["a2", None, "a1", "attn", "a1"]
+    gens = []
+    for n in names:
+        p = og.GeneratorParams(model)
+        p.set_search_options(max_length=MAX_LENGTH, do_sample=False)
+        g = og.Generator(model, p)
+        if n:
+            g.set_active_adapter(ad, n)
+        g.append_tokens(PROMPT)
+        gens.append(g)
+    while not all(g.is_done() for g in gens):
+        for g in gens:
+            if not g.is_done():
+                g.generate_next_token()
+    for n, g in zip(names, gens):
+        assert [int(t) for t in g.get_sequence(0)] == oracle[n], f"adapter {n}"
+    # in use: cannot be unloaded; once its generators are gone, it can
+    with pytest.raises(og.InvalidArgumentError, match="active in 2 generator"):
+        ad.unload("a1")
+    del gens, g
+    ad.unload("a1")
+    with pytest.raises(og.NotFoundError, match="'a1' is not loaded"):
+        ad.unload("a1")
+    # the container outlives its owner's reference while a generator uses it
+    p = og.GeneratorParams(model)
+    p.set_search_options(max_length=MAX_LENGTH, do_sample=False)
+    g = og.Generator(model, p)
+    g.set_active_adapter(ad, "a2")
+    del ad
+    g.append_tokens(PROMPT)
+    while not g.is_done():
+        g.generate_next_token()
+    assert [int(t) for t in g.get_sequence(0)] == oracle["a2"]
+
+
+def test_cli_adapter(pkg, adapters, oracle):
+    exe = os.path.join(BUILD, "onnx-genai")
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"{exe} is not built")
+    ids = ",".join(map(str, PROMPT))
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)  # the sanitizer suite's runtime: a sanitized CLI has its own
+    r = subprocess.run([exe, "generate", pkg, "--ids", ids, "--max-length", str(MAX_LENGTH), "--json",
+                        "--adapter", adapters["a1"]], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    import json
+    assert json.loads(r.stdout)["sequences"][0] == oracle["a1"]
+
+
+def test_adapter_for_another_model_refused(og, pkg, tmp_path):
+    model = og.Model(pkg)
+    ad = og.Adapters(model)
+    good = random_params(pkg, 4)
+    name = next(n for n in good if "lora_A" in n)
+    cases = {
+        "shape": dict(good, **{name: np.zeros((good[name].shape[0] + 8, RANK), np.float32)}),
+        "dtype": dict(good, **{name: good[name].astype(np.float16)}),
+        "name": dict(good, **{"model.layers.7.attn.q_proj.lora_A.MatMul.weight": good[name]}),
+    }
+    for what, params in cases.items():
+        path = write_adapter(tmp_path / f"{what}.onnx_adapter", params)
+        with pytest.raises(og.InvalidArgumentError) as e:
+            ad.load(path, what)
+        msg = str(e.value)
+        assert path in msg and "another base model" in msg, msg
+        assert ("model.layers.7" if what == "name" else name) in msg, msg
+    # a package without LoRA inputs takes no adapter at all
+    plain = make(tmp_path / "plain")
+    ok = write_adapter(tmp_path / "ok.onnx_adapter", good)
+    with pytest.raises(og.InvalidArgumentError, match="not an adapter input of the model"):
+        og.Adapters(og.Model(plain)).load(ok, "x")
+    # an adapter loaded for one model cannot be activated in another's generator
+    other = og.Model(pkg)
+    ad.load(ok, "ok")
+    g = og.Generator(other, og.GeneratorParams(other))
+    with pytest.raises(og.InvalidArgumentError, match="made for model"):
+        g.set_active_adapter(ad, "ok")
+
+
+def test_corrupt_adapter_refused(og, pkg, tmp_path):
+    model = og.Model(pkg)
+    ad = og.Adapters(model)
+    good = open(write_adapter(tmp_path / "good.onnx_adapter", random_params(pkg, 5)), "rb").read()
+    cases = {
+        "empty": b"",
+        "identifier": good[:4] + b"XXXX" + good[8:],
+        "truncated": good[: len(good) // 3],
+        "root": b"\xff\xff\xff\x7f" + good[4:],
+        "version": None,  # format_version 2: written below
+    }
+    # format_version is the root table's first field: find it by writing a second file
+    # whose only difference is known (onnxruntime writes version 1)
+    root = int.from_bytes(good[0:4], "little")
+    vt = root - int.from_bytes(good[root:root + 4], "little", signed=True)
+    off = int.from_bytes(good[vt + 4:vt + 6], "little")
+    assert int.from_bytes(good[root + off:root + off + 4], "little") == 1
+    cases["version"] = good[:root + off] + (2).to_bytes(4, "little") + good[root + off + 4:]
+    for what, data in cases.items():
+        path = tmp_path / f"{what}.onnx_adapter"
+        path.write_bytes(data)
+        with pytest.raises((og.InvalidModelError, og.UnsupportedError)) as e:
+            ad.load(str(path), what)
+        assert str(path) in str(e.value), str(e.value)
+    with pytest.raises(og.NotFoundError, match="missing.onnx_adapter"):
+        ad.load(str(tmp_path / "missing.onnx_adapter"), "missing")
+    # every truncation of a valid file is refused, never read past its end
+    for n in range(0, len(good), max(1, len(good) // 97)):
+        path = tmp_path / "cut.onnx_adapter"
+        path.write_bytes(good[:n])
+        with pytest.raises(og.OgError):
+            ad.load(str(path), "cut")
+    path = tmp_path / "whole.onnx_adapter"
+    path.write_bytes(good)
+    ad.load(str(path), "whole")
