@@ -83,16 +83,25 @@ def adapters(pkg, tmp_path_factory):
     }
 
 
-def greedy(mod, model, adapters=None, name=None):
+def prompted(mod, model, adapters=None, name=None):
+    """A greedy generator with adapter `name` active (None: none) and the prompt in."""
     p = mod.GeneratorParams(model)
     p.set_search_options(max_length=MAX_LENGTH, do_sample=False)
     g = mod.Generator(model, p)
     if name:
         g.set_active_adapter(adapters, name)
     g.append_tokens(PROMPT)
+    return g
+
+
+def finish(g):
     while not g.is_done():
         g.generate_next_token()
     return [int(t) for t in g.get_sequence(0)]
+
+
+def greedy(mod, model, adapters=None, name=None):
+    return finish(prompted(mod, model, adapters, name))
 
 
 def load_all(mod, model, files):
@@ -126,15 +135,7 @@ def test_switching_between_generators(og, pkg, adapters, oracle):
     model = og.Model(pkg)
     ad = load_all(og, model, adapters)
     names = ["a2", None, "a1", "attn", "a1"]
-    gens = []
-    for n in names:
-        p = og.GeneratorParams(model)
-        p.set_search_options(max_length=MAX_LENGTH, do_sample=False)
-        g = og.Generator(model, p)
-        if n:
-            g.set_active_adapter(ad, n)
-        g.append_tokens(PROMPT)
-        gens.append(g)
+    gens = [prompted(og, model, ad, n) for n in names]
     while not all(g.is_done() for g in gens):
         for g in gens:
             if not g.is_done():
@@ -149,15 +150,9 @@ def test_switching_between_generators(og, pkg, adapters, oracle):
     with pytest.raises(og.NotFoundError, match="'a1' is not loaded"):
         ad.unload("a1")
     # the container outlives its owner's reference while a generator uses it
-    p = og.GeneratorParams(model)
-    p.set_search_options(max_length=MAX_LENGTH, do_sample=False)
-    g = og.Generator(model, p)
-    g.set_active_adapter(ad, "a2")
+    g = prompted(og, model, ad, "a2")
     del ad
-    g.append_tokens(PROMPT)
-    while not g.is_done():
-        g.generate_next_token()
-    assert [int(t) for t in g.get_sequence(0)] == oracle["a2"]
+    assert finish(g) == oracle["a2"]
 
 
 def test_cli_adapter(pkg, adapters, oracle):
