@@ -18,6 +18,12 @@ int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_parity(int argc, char **argv);
 int cli_convert(int argc, char **argv);
+int cli_pull(int argc, char **argv);
+/* Replaces each -m/--model value that names a hub repository (ORG/NAME[/SUBFOLDER], not a
+ * path on disk) with its cached snapshot folder, pulling it first when not cached
+ * (cli_model_ref.c); *argv may become a new array. Returns 0, or the exit status after
+ * printing what is wrong. */
+int cli_models_from_hub(int *argc, char ***argv);
 /* generate --chat: one turn of `run` (cli_run.c). */
 int cli_chat_generate(int argc, char **argv);
 /* The chat template part of `show` for a package folder (cli_run.c). */

@@ -35,6 +35,10 @@ static const char usage[] =
     "  serve [-m] DIR [--host 127.0.0.1] [--port 8080] [options]\n"
     "                                 an OpenAI-compatible HTTP server with continuous\n"
     "                                 batching (see serve --help)\n"
+    "  pull ORG/NAME[/SUBFOLDER] [--revision REV]\n"
+    "                                 download a package from the Hugging Face hub into its\n"
+    "                                 cache (HF_HOME; shared with huggingface_hub); then\n"
+    "                                 -m ORG/NAME[/SUBFOLDER] names it (see pull --help)\n"
     "  convert FILE.gguf OUT_DIR      a llama.cpp GGUF model (llama, mistral, qwen2, qwen3;\n"
     "                                 F32/F16/BF16/Q4_0/Q4_1/Q8_0) into a package\n"
     "  help                           this text (--version: the version and git commit)\n"
@@ -68,6 +72,8 @@ int main(int argc, char **argv) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    /* -m ORG/NAME[/SUBFOLDER] becomes the cached snapshot folder, for every command. */
+    if (cli_models_from_hub(&argc, &argv)) return 1;
     const char *cmd = argv[1];
     if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
     if (strcmp(cmd, "show") == 0) return cli_show(argc - 1, argv + 1);
@@ -79,6 +85,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "serve") == 0) return cli_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "parity") == 0) return cli_parity(argc - 1, argv + 1);
     if (strcmp(cmd, "convert") == 0) return cli_convert(argc - 1, argv + 1);
+    if (strcmp(cmd, "pull") == 0) return cli_pull(argc - 1, argv + 1);
     fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
 }

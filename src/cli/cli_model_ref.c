@@ -1,0 +1,82 @@
+/* -m ORG/NAME[/SUBFOLDER] for every command that opens a package: the value becomes the
+ * cached snapshot folder before the command parses its arguments, so no command has its
+ * own copy of this. A repository not yet cached is pulled first (as `ollama run` does),
+ * unless HF_HUB_OFFLINE is set; a cached one is used without asking the hub (run `pull`
+ * to update it). A value that exists on disk is always a folder, never a repository. */
+#include "cli/cli.h"
+
+#include "hub/hub.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The rewritten argv and the folders it points to live until exit; kept here so that
+ * leak checkers see them reachable. */
+static struct {
+    char **argv;
+    char *dirs[8];
+    int n_dirs;
+} kept;
+
+static bool takes_model(const char *cmd) {
+    static const char *const cmds[] = {"generate", "run", "serve", "bench", "parity", NULL};
+    for (int i = 0; cmds[i]; i++)
+        if (!strcmp(cmd, cmds[i])) return true;
+    return false;
+}
+
+/* The snapshot folder for spec: cached, or pulled now. NULL after printing why not. */
+static char *resolve(const char *spec) {
+    hub_env env;
+    hub_ref ref = {0};
+    char *dir = NULL;
+    og_status *st = hub_env_read(&env);
+    if (!st) st = hub_ref_parse(spec, &ref);
+    if (!st && !(dir = hub_cached_package(&env, &ref, NULL))) {
+        if (!env.offline)
+            fprintf(stderr, "onnx-genai: %s is not in the cache (%s): pulling it from %s\n", spec,
+                    env.cache, env.endpoint);
+        hub_pull_stats stats;
+        st = hub_pull(&env, &ref, NULL, &dir, &stats);
+    }
+    if (st) cli_fail("-m %s: %s", spec, og_status_message(st));
+    og_status_free(st);
+    hub_ref_free(&ref);
+    hub_env_free(&env);
+    return dir;
+}
+
+int cli_models_from_hub(int *argc, char ***argv) {
+    const char *cmd = (*argv)[1];
+    if (*argc < 3 || !takes_model(cmd)) return 0;
+    const char *repo_for_name = NULL;
+    bool named = false;
+    for (int i = 2; i + 1 < *argc; i++) {
+        const char *a = (*argv)[i];
+        if (!strcmp(a, "--model-name") || !strcmp(a, "--models-dir")) named = true;
+        if (strcmp(a, "-m") && strcmp(a, "--model")) continue;
+        const char *v = (*argv)[i + 1];
+        if (!hub_looks_like_repo(v)) continue;
+        if (kept.n_dirs == 8) return cli_fail("%s: at most 8 -m repositories", cmd);
+        char *dir = resolve(v);
+        if (!dir) return 1;
+        if (!kept.argv) {
+            /* Room for serve's --model-name NAME. */
+            kept.argv = calloc((size_t)*argc + 3, sizeof *kept.argv);
+            if (!kept.argv) return cli_fail("out of memory");
+            memcpy(kept.argv, *argv, (size_t)*argc * sizeof *kept.argv);
+            *argv = kept.argv;
+        }
+        kept.dirs[kept.n_dirs++] = dir;
+        if (!repo_for_name) repo_for_name = v;
+        kept.argv[i + 1] = dir;
+    }
+    /* The server answers to the repository's name, not to a commit hash's folder. */
+    if (!strcmp(cmd, "serve") && repo_for_name && !named) {
+        kept.argv[(*argc)++] = "--model-name";
+        kept.argv[(*argc)++] = (char *)repo_for_name;
+        kept.argv[*argc] = NULL;
+    }
+    return 0;
+}
