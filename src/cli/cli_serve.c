@@ -54,6 +54,9 @@ static const char serve_usage[] =
     "                        server: preflights answered, Access-Control-Allow-Origin sent;\n"
     "                        without it browsers keep other origins' pages out\n"
     "  --template-file FILE  a chat template file instead of the package's (with -m)\n"
+    "  --adapter NAME=FILE   a LoRA adapter (.onnx_adapter) over the model (with -m; repeat\n"
+    "                        for more): a request's model \"MODEL:NAME\" uses it; requests\n"
+    "                        then run one generator per sequence (per-sequence mode)\n"
     "  --drain-timeout SECS  on SIGTERM, new generation requests get 503 (and\n"
     "                        /health/ready fails) while those being answered get this long\n"
     "                        to finish (30; 0: stop at once); a second signal stops at once\n";
@@ -124,6 +127,25 @@ static int header_safe(const char *flag, const char *v) {
     return 0;
 }
 
+/* --adapter NAME=FILE: NAME becomes part of a model id ("MODEL:NAME"), so it is plain. */
+static int adapter_option(serve_options *o, const char *v) {
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1])
+        return cli_fail("serve: --adapter takes NAME=FILE (a name for requests, an "
+                        ".onnx_adapter file), not '%s'", v);
+    for (const char *c = v; c < eq; c++)
+        if (*c == ':' || *c == '"' || *c == '\\' || *c == '/' || (unsigned char)*c < 0x20)
+            return cli_fail("serve: --adapter %s: the name may not hold ':', '/', quotes, "
+                            "backslashes or control characters", v);
+    for (int i = 0; i < o->n_adapters; i++)
+        if (!strncmp(o->adapters[i], v, (size_t)(eq - v) + 1))
+            return cli_fail("serve: --adapter %s: the name is given twice", v);
+    if (o->n_adapters == SERVE_MAX_ADAPTERS)
+        return cli_fail("serve: at most %d --adapter options", SERVE_MAX_ADAPTERS);
+    o->adapters[o->n_adapters++] = v;
+    return 0;
+}
+
 int cli_serve(int argc, char **argv) {
     serve_options o = serve_options_default();
     const char *key_file = NULL;
@@ -163,7 +185,7 @@ int cli_serve(int argc, char **argv) {
                                              "--max-connections", "--max-per-address",
                                              "--read-timeout", "--api-key", "--api-key-file",
                                              "--cors-origin", "--template-file", "--drain-timeout",
-                                             NULL};
+                                             "--adapter", NULL};
         bool known = false;
         for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
         if (!known) return cli_fail("serve: unknown option '%s' (see serve --help)", a);
@@ -194,6 +216,7 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--api-key-file")) key_file = v;
         else if (!strcmp(a, "--cors-origin")) { if (!(rc = header_safe(a, v))) o.cors_origin = v; }
         else if (!strcmp(a, "--template-file")) o.template_file = v;
+        else if (!strcmp(a, "--adapter")) rc = adapter_option(&o, v);
         if (rc) return rc;
     }
     if (key_file && o.api_key) return cli_fail("serve: give one of --api-key and --api-key-file");
@@ -201,6 +224,8 @@ int cli_serve(int argc, char **argv) {
         return cli_fail("serve: give one of -m DIR and --models-dir DIR (see serve --help)");
     if (o.models_dir && o.model_name) return cli_fail("serve: --model-name goes with -m (with --models-dir the folder names are the names)");
     if (o.models_dir && o.template_file) return cli_fail("serve: --template-file goes with -m (with --models-dir each package has its own)");
+    if (o.models_dir && o.n_adapters) return cli_fail("serve: --adapter goes with -m (an adapter is made for one base model)");
+    if (o.n_adapters) o.eng.per_sequence = true; /* a shared batch would need per-row weights */
     int rc = cli_backend_check(&be);
     if (rc) return rc;
     if (spec.method == CLI_SPEC_DRAFT)

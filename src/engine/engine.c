@@ -395,6 +395,11 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
         snprintf(msg, size, "sampling options out of range");
         return ENG_SUBMIT_INVALID;
     }
+    if (s->adapter && e->batched) {
+        snprintf(msg, size, "adapter '%s': LoRA adapters are served in per-sequence mode only "
+                 "(the engine batches this model)", s->adapter);
+        return ENG_SUBMIT_INVALID;
+    }
     if (!e->batched) {
         size_t need = eng_single_bytes(e, n, s);
         if (need > e->seq_budget) {

@@ -94,6 +94,12 @@ typedef struct eng_sampling {
      * from the token after think_close. */
     bool think, think_in;
     int32_t think_open, think_close;
+    /* A LoRA adapter of `adapters` (loaded over the engine's model) active for this request,
+     * NULL: none. Served in per-sequence mode only (the request's generator feeds it; a
+     * shared batch would need per-row weights): a batched engine refuses it. The name must
+     * outlive the request. */
+    og_adapters *adapters;
+    const char *adapter;
 } eng_sampling;
 
 enum { ENG_MAX_LOGPROBS = 20 };

@@ -60,6 +60,8 @@ void eng_single_init(eng_engine *e) {
 static og_status *start(eng_engine *e, eng_seq *s) {
     og_generator_params p = seq_params(e, s->n_tokens, &s->req->s);
     OG_TRY(og_generator_create(e->m, &p, &s->gen));
+    if (s->req->s.adapter)
+        OG_TRY(og_generator_set_active_adapter(s->gen, s->req->s.adapters, s->req->s.adapter));
     return og_generator_append_tokens(s->gen, s->tokens, (size_t)s->n_tokens);
 }
 

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+enum { SERVE_MAX_ADAPTERS = 32 };
+
 typedef struct serve_options {
     const char *model_dir;  /* the package served (-m), or NULL with models_dir */
     const char *models_dir; /* --models-dir: every package folder in it, by folder name */
@@ -26,6 +28,10 @@ typedef struct serve_options {
     int max_n;              /* largest `n` a request may ask for */
     int drain_timeout;      /* SIGTERM: seconds the requests being answered get to finish
                                while new ones are refused with 503 (0: stop at once) */
+    /* --adapter NAME=FILE (-m only): LoRA adapters over the model, loaded with it; a request
+     * names one as model "MODEL:NAME" and is served in per-sequence mode */
+    const char *adapters[SERVE_MAX_ADAPTERS];
+    int n_adapters;
     eng_options eng;
     og_model_options model; /* every model opens with these: backend, threads */
 } serve_options;

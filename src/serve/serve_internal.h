@@ -77,6 +77,7 @@ typedef struct srv_model {
     int context, vocab;
     og_generator_params defaults; /* the package's search block */
     long created;
+    og_adapters *adapters;   /* serve_options.adapters loaded over it (NULL: none) */
 } srv_model;
 
 /* ---- the server --------------------------------------------------------------------- */
@@ -97,6 +98,7 @@ typedef struct srv_server {
     srv_model *models;
     int n_models;
     bool multi;              /* --models-dir */
+    char *adapter_names[SERVE_MAX_ADAPTERS]; /* the NAMEs of serve_options.adapters */
     pthread_mutex_t models_mu;
     pthread_cond_t models_cv;
     uint64_t tick;
@@ -117,8 +119,11 @@ void srv_models_free(srv_server *s);
 og_status *srv_model_load(srv_server *s, srv_model *m);
 /* The model a request names in its "model" field (or the only one), loaded and held
  * until srv_release; NULL with err set (400, 404, 503 while the -m model loads, 500 when
- * it cannot be loaded). */
+ * it cannot be loaded). "MODEL:ADAPTER" names the model with one of its --adapter ones. */
 srv_model *srv_acquire(srv_server *s, const cJSON *body, srv_error *err);
+/* The adapter a request's "model" names ("MODEL:ADAPTER": one of s->adapter_names), or
+ * NULL. */
+const char *srv_adapter_of(const srv_server *s, const cJSON *body);
 /* models[i] held when it is loaded now, else NULL (nothing is loaded for it). */
 srv_model *srv_try_use(srv_server *s, int i);
 void srv_release(srv_server *s, srv_model *m);

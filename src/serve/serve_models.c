@@ -85,6 +85,11 @@ bool srv_models_init(srv_server *s) {
                     "character: give --model-name\n", s->models[0].name);
             return false;
         }
+        for (int i = 0; i < o->n_adapters; i++) { /* NAME=FILE, checked by the CLI */
+            const char *eq = strchr(o->adapters[i], '=');
+            size_t n = eq ? (size_t)(eq - o->adapters[i]) : strlen(o->adapters[i]);
+            if (!(s->adapter_names[i] = strndup(o->adapters[i], n))) return false;
+        }
         return true;
     }
     s->multi = true;
@@ -131,6 +136,8 @@ bool srv_models_init(srv_server *s) {
 
 static void unload(srv_model *m) {
     if (m->eng) eng_destroy(m->eng);
+    og_adapters_free(m->adapters); /* after the engine: its generators used them */
+    m->adapters = NULL;
     og_chat_template_free(m->tpl);
     og_tokenizer_free(m->tok);
     if (m->model) og_model_close(m->model);
@@ -140,6 +147,29 @@ static void unload(srv_model *m) {
     m->model = NULL;
 }
 
+/* --adapter NAME=FILE over m: any that does not fit the model fails the load. */
+static og_status *load_adapters(srv_server *s, srv_model *m) {
+    OG_TRY(og_adapters_create(m->model, &m->adapters));
+    for (int i = 0; i < s->o.n_adapters; i++) {
+        const char *file = s->o.adapters[i] + strlen(s->adapter_names[i]) + 1;
+        OG_TRY(og_status_wrap(og_adapters_load(m->adapters, file, s->adapter_names[i]),
+                              "--adapter %s", s->o.adapters[i]));
+    }
+    return NULL;
+}
+
+const char *srv_adapter_of(const srv_server *s, const cJSON *body) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(body, "model");
+    const char *colon = cJSON_IsString(f) ? strrchr(f->valuestring, ':') : NULL;
+    if (!colon || s->n_models != 1) return NULL;
+    size_t n = (size_t)(colon - f->valuestring);
+    if (strlen(s->models[0].name) != n || strncmp(f->valuestring, s->models[0].name, n))
+        return NULL;
+    for (int i = 0; i < s->o.n_adapters; i++)
+        if (!strcmp(colon + 1, s->adapter_names[i])) return s->adapter_names[i];
+    return NULL;
+}
+
 og_status *srv_model_load(srv_server *s, srv_model *m) {
     size_t rss0 = proc_rss_now();
     og_status *st = og_model_open(m->dir, &s->o.model, &m->model);
@@ -147,6 +177,7 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
         fprintf(stderr, "onnx-genai serve: %s: warning: %s\n", m->dir,
                 og_model_warning(m->model, i));
     if (!st) st = og_tokenizer_create(m->model, &m->tok);
+    if (!st && s->o.n_adapters) st = load_adapters(s, m);
     if (!st && s->o.template_file) {
         /* given explicitly: one that cannot be read or parsed fails the start */
         st = og_chat_template_open(s->o.template_file, &m->tpl);
@@ -249,6 +280,7 @@ srv_model *srv_acquire(srv_server *s, const cJSON *body, srv_error *err) {
         }
         for (int i = 0; i < s->n_models && !m; i++)
             if (!strcmp(f->valuestring, s->models[i].name)) m = &s->models[i];
+        if (!m && srv_adapter_of(s, body)) m = &s->models[0];
         if (!m) {
             srv_fail(err, 404, "model", "The model '%.200s' does not exist (GET /v1/models lists them)",
                      f->valuestring);
@@ -322,6 +354,10 @@ void srv_models_free(srv_server *s) {
     free(s->models);
     s->models = NULL;
     s->n_models = 0;
+    for (int i = 0; i < SERVE_MAX_ADAPTERS; i++) {
+        free(s->adapter_names[i]);
+        s->adapter_names[i] = NULL;
+    }
     pthread_cond_destroy(&s->models_cv);
     pthread_mutex_destroy(&s->models_mu);
 }

@@ -225,7 +225,13 @@ static cJSON *head(const srv_job *j, const char *object) {
     cJSON_AddStringToObject(o, "id", j->id);
     cJSON_AddStringToObject(o, "object", object);
     cJSON_AddNumberToObject(o, "created", (double)j->created);
-    cJSON_AddStringToObject(o, "model", j->m->name);
+    if (j->p->s.adapter) { /* the id the request named */
+        char id[512];
+        snprintf(id, sizeof id, "%s:%s", j->m->name, j->p->s.adapter);
+        cJSON_AddStringToObject(o, "model", id);
+    } else {
+        cJSON_AddStringToObject(o, "model", j->m->name);
+    }
     return o;
 }
 
@@ -487,9 +493,13 @@ void srv_handle_generate(srv_server *s, bool chat, const char *body, size_t len,
 
 /* ---- models, tokenize, detokenize ---------------------------------------------------------- */
 
-static cJSON *model_object(srv_server *s, srv_model *m) {
+/* adapter: one of s->adapter_names ("MODEL:ADAPTER"), or NULL for the model itself */
+static cJSON *model_object(srv_server *s, srv_model *m, const char *adapter) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", m->name);
+    char id[512];
+    snprintf(id, sizeof id, "%s%s%s", m->name, adapter ? ":" : "", adapter ? adapter : "");
+    cJSON_AddStringToObject(o, "id", id);
+    if (adapter) cJSON_AddStringToObject(o, "parent", m->name);
     cJSON_AddStringToObject(o, "object", "model");
     srv_model *held = srv_try_use(s, (int)(m - s->models));
     cJSON_AddNumberToObject(o, "created", held ? (double)m->created : 0);
@@ -507,9 +517,18 @@ void srv_handle_models(srv_server *s, const char *url, srv_reply *r) {
     if (*rest == '/' && rest[1]) {
         for (int i = 0; i < s->n_models; i++)
             if (!strcmp(rest + 1, s->models[i].name)) {
-                srv_reply_json(r, 200, model_object(s, &s->models[i]));
+                srv_reply_json(r, 200, model_object(s, &s->models[i], NULL));
                 return;
             }
+        cJSON *named = cJSON_CreateObject();
+        const char *adapter = NULL;
+        if (named && cJSON_AddStringToObject(named, "model", rest + 1))
+            adapter = srv_adapter_of(s, named);
+        cJSON_Delete(named);
+        if (adapter) {
+            srv_reply_json(r, 200, model_object(s, &s->models[0], adapter));
+            return;
+        }
         srv_error err;
         srv_fail(&err, 404, "model", "The model '%.200s' does not exist", rest + 1);
         err.code = "model_not_found";
@@ -519,7 +538,9 @@ void srv_handle_models(srv_server *s, const char *url, srv_reply *r) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(o, "data");
-    for (int i = 0; i < s->n_models; i++) cJSON_AddItemToArray(data, model_object(s, &s->models[i]));
+    for (int i = 0; i < s->n_models; i++) cJSON_AddItemToArray(data, model_object(s, &s->models[i], NULL));
+    for (int i = 0; i < s->o.n_adapters; i++) /* -m only: the one model with each adapter */
+        cJSON_AddItemToArray(data, model_object(s, &s->models[0], s->adapter_names[i]));
     srv_reply_json(r, 200, o);
 }
 

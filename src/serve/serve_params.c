@@ -504,6 +504,8 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
               (chat ? read_messages(m, j, p, err) : read_prompts(j, p, err)) &&
               srv_read_response_format(j, p, err) && read_sampling(s, m, j, p, err) &&
               read_stops(j, p, err);
+    p->s.adapter = srv_adapter_of(s, j); /* "MODEL:ADAPTER" */
+    p->s.adapters = p->s.adapter ? m->adapters : NULL;
     int k, r;
     const char *max_names[2] = {"max_tokens", "max_completion_tokens"};
     for (int i = 0; ok && i < (chat ? 2 : 1); i++) {

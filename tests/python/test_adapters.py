@@ -9,9 +9,13 @@ switched between generators of one model. An adapter for another base model (a n
 dtype or shape the model does not take) and corrupt files are refused with messages that
 name the file and the parameter. Missing oracles (onnx, onnxruntime, onnxruntime_genai)
 skip loudly."""
+import http.client
+import json
 import os
+import re
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -165,7 +169,6 @@ def test_cli_adapter(pkg, adapters, oracle):
     r = subprocess.run([exe, "generate", pkg, "--ids", ids, "--max-length", str(MAX_LENGTH), "--json",
                         "--adapter", adapters["a1"]], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    import json
     assert json.loads(r.stdout)["sequences"][0] == oracle["a1"]
 
 
@@ -234,3 +237,61 @@ def test_corrupt_adapter_refused(og, pkg, tmp_path):
     path = tmp_path / "whole.onnx_adapter"
     path.write_bytes(good)
     ad.load(str(path), "whole")
+
+
+def test_serve_adapters(og, pkg, adapters, oracle):
+    """serve --adapter NAME=FILE: a request's model "MODEL:NAME" runs with that adapter
+    (per-sequence mode), the plain name without; requests with different adapters at once
+    each get onnxruntime-genai's ids for theirs; /v1/models lists them; an unknown adapter
+    is a 404 and one for another base model stops the start."""
+    exe = os.path.join(BUILD, "onnx-genai")
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"{exe} is not built")
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    args = [exe, "serve", "-m", pkg, "--port", "0"]
+    for name in adapters:
+        args += ["--adapter", f"{name}={adapters[name]}"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    base = os.path.basename(pkg)
+    tok = og.Tokenizer(og.Model(pkg))
+    try:
+        m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", p.stdout.readline())
+        assert m, p.stderr.read()
+        assert p.stdout.readline().startswith("ready:")
+        host, port = m.group(1), int(m.group(2))
+
+        def post(model, out):
+            c = http.client.HTTPConnection(host, port, timeout=120)
+            body = {"model": model, "prompt": PROMPT, "max_tokens": MAX_LENGTH - len(PROMPT), "temperature": 0}
+            c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+            r = c.getresponse()
+            out[model] = (r.status, json.loads(r.read()))
+
+        got = {}
+        names = [base] + [f"{base}:{n}" for n in adapters]
+        threads = [threading.Thread(target=post, args=(n, got)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in names:
+            status, answer = got[n]
+            assert status == 200, answer
+            assert answer["model"] == n
+            want = oracle[n.split(":")[1] if ":" in n else None]
+            assert answer["choices"][0]["text"] == tok.decode(want[len(PROMPT):]), n
+        post(f"{base}:nope", got)
+        assert got[f"{base}:nope"][0] == 404
+        c = http.client.HTTPConnection(host, port, timeout=60)
+        c.request("GET", "/v1/models")
+        ids = [d["id"] for d in json.loads(c.getresponse().read())["data"]]
+        assert ids == names, ids
+    finally:
+        p.terminate()
+        p.wait(timeout=60)
+    bad = write_adapter(os.path.join(os.path.dirname(adapters["a1"]), "bad.onnx_adapter"),
+                        {"not.an.input": np.zeros((2, 2), np.float32)})
+    r = subprocess.run([exe, "serve", "-m", pkg, "--port", "0", "--adapter", f"x={bad}"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0 and "not.an.input" in r.stderr and "x=" in r.stderr, r.stderr
