@@ -33,6 +33,22 @@ typedef struct cv_src {
     int64_t unpermute_heads; /* >0: undo llama.cpp's q/k row permutation for these heads */
 } cv_src;
 
+/* A projection's initializers as written: float [K, N] (bits 0, names[0]) or MatMulNBits
+ * blocks [N, K/32, 32*bits/8], scales and, for Q4_1, float zero points (names[0..2]). */
+typedef struct cv_written {
+    int64_t n, k;
+    int bits;
+    bool float_zp;
+    const char *names[3];
+} cv_written;
+
+/* The initializers of the projection at node path base (their names follow it). */
+og_status *cv_weight(onnx_out *o, const cv_model *m, const char *base, const cv_src *src,
+                     int n_src, int64_t k, cv_written *w);
+/* Its MatMul or MatMulNBits node (out NULL: base/output_0); returns the output. */
+const char *cv_matmul_node(onnx_out *o, const char *base, const char *x, const cv_written *w,
+                           const char *out);
+
 /* Writes the projection at node path base (e.g. /model/layers.0/attn/qkv_proj/MatMul):
  * MatMulNBits for Q4_0/Q4_1/Q8_0 sources, else float MatMul; returns its output. */
 og_status *cv_matmul(onnx_out *o, const cv_model *m, const char *base, const char *x,

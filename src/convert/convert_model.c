@@ -388,6 +388,21 @@ static og_status *mlp(gb *b, int64_t i, const char *h, const char **out) {
                      out);
 }
 
+/* The embedding rows read from Q4_0 / Q8_0 blocks as they are (the builder's
+ * shared_embeddings form): Reshape to [vocab, hidden * bits / 8] bytes, then
+ * GatherBlockQuantized with the blocks' scales (default zero point 2^(bits-1)). */
+static const char *gather_blocks(gb *b, const cv_written *w) {
+    onnx_out *o = b->o;
+    int64_t shape[2] = {w->n, w->k * w->bits / 8};
+    const char *rin[] = {w->names[0], onnx_const_i64(o, shape, 2, false)};
+    const char *r = node1(b, "Reshape", "", "/model/embed_tokens/Reshape", rin, 2, NULL, 0);
+    const char *gin[] = {r, "input_ids", w->names[1]};
+    onnx_attr at[] = {ATTR_I("bits", w->bits), ATTR_I("block_size", 32), ATTR_I("gather_axis", 0),
+                      ATTR_I("quantize_axis", 1)};
+    return node1(b, "GatherBlockQuantized", MS, "/model/embed_tokens/GatherBlockQuantized", gin, 3,
+                 at, 4);
+}
+
 static void progress(const convert_options *opt, int64_t done, int64_t total) {
     if (!opt->progress) return;
     int width = 30, fill = (int)(done * width / (total ? total : 1));
@@ -404,10 +419,25 @@ static og_status *build(gb *b, const convert_options *opt) {
     mask_subgraph(b, &seqlens, &total);
     const gguf_tensor *emb;
     OG_TRY(cv_tensor(m, "token_embd.weight", m->vocab, m->hidden, &emb));
-    int64_t ed[2] = {m->vocab, m->hidden};
-    OG_TRY(cv_float_init(o, m, "model.embed_tokens.weight", emb, ed, 2));
-    const char *gin[] = {"model.embed_tokens.weight", "input_ids"};
-    const char *res = node1(b, "Gather", "", "/model/embed_tokens/Gather", gin, 2, NULL, 0);
+    /* tied models (no output.weight) read the embedding table as their lm_head: written
+     * first, as the builder does, so that a block-quantized table serves both */
+    const gguf_tensor *head = gguf_tensor_find(m->g, "output.weight");
+    if (head) OG_TRY(cv_tensor(m, "output.weight", m->vocab, m->hidden, &head));
+    cv_src hs = {head ? head : emb, m->vocab, 0};
+    cv_written lm;
+    if (!head) OG_TRY(cv_weight(o, m, "/lm_head/MatMul", &hs, 1, m->hidden, &lm));
+    const char *res;
+    if (emb->type == GGML_Q4_0 || emb->type == GGML_Q8_0) {
+        cv_written ew = lm;
+        cv_src es = {emb, m->vocab, 0};
+        if (head) OG_TRY(cv_weight(o, m, "/model/embed_tokens", &es, 1, m->hidden, &ew));
+        res = gather_blocks(b, &ew);
+    } else {
+        int64_t ed[2] = {m->vocab, m->hidden};
+        OG_TRY(cv_float_init(o, m, "model.embed_tokens.weight", emb, ed, 2));
+        const char *gin[] = {"model.embed_tokens.weight", "input_ids"};
+        res = node1(b, "Gather", "", "/model/embed_tokens/Gather", gin, 2, NULL, 0);
+    }
     OG_TRY(rope_caches(b, &cos_c, &sin_c));
     const char *skip = NULL, *h;
     for (int64_t i = 0; i < m->layers; i++) {
@@ -435,12 +465,9 @@ static og_status *build(gb *b, const convert_options *opt) {
     OG_TRY(skip_norm(b, fb, res, skip, "output_norm.weight",
                      onnx_fmt(o, "model.layers.%" PRId64 ".final_norm_layernorm", m->layers), true,
                      &h, NULL));
-    /* tied models (no output.weight) read the embedding table as their lm_head */
-    const gguf_tensor *head = gguf_tensor_find(m->g, "output.weight");
-    if (head) OG_TRY(cv_tensor(m, "output.weight", m->vocab, m->hidden, &head));
-    cv_src s = {head ? head : emb, m->vocab, 0};
-    const char *logits;
-    return cv_matmul(o, m, "/lm_head/MatMul", h, &s, 1, m->hidden, "logits", &logits);
+    if (head) OG_TRY(cv_weight(o, m, "/lm_head/MatMul", &hs, 1, m->hidden, &lm));
+    cv_matmul_node(o, "/lm_head/MatMul", h, &lm, "logits");
+    return NULL;
 }
 
 /* ---- genai_config.json ------------------------------------------------------------- */

@@ -149,63 +149,62 @@ done:
     return st;
 }
 
-/* [N, K/32, 32*bits/8] blocks, [N, K/32] scales, and for Q4_1 [N, K/32] float zero points */
-static void write_blocks(onnx_out *o, const cv_src *src, int n_src, int64_t kb, int what) {
-    uint8_t out[32];
-    float v[32];
+/* [N, K/32, 32*bits/8] blocks (what 0), [N, K/32] scales (1), and for Q4_1 [N, K/32]
+ * float zero points (2); a row at a time into buf (K bytes is enough for any of them) */
+static void write_blocks(onnx_out *o, const cv_src *src, int n_src, int64_t kb, int what,
+                         uint8_t *buf) {
     for (int s = 0; s < n_src; s++) {
         const gguf_tensor *t = src[s].t;
+        size_t bb = t->type == GGML_Q8_0 ? 34 : t->type == GGML_Q4_0 ? 18 : 20;
         for (int64_t r = 0; r < src[s].rows; r++) {
             const uint8_t *p = row_ptr(t, src_row(&src[s], r));
+            uint8_t *out = buf;
             for (int64_t b = 0; b < kb; b++) {
-                if (t->type == GGML_Q8_0) {
-                    const uint8_t *blk = p + b * 34;
-                    if (what == 0) {
-                        for (int i = 0; i < 32; i++) out[i] = (uint8_t)(blk[2 + i] ^ 0x80);
-                        onnx_init_write(o, out, 32);
-                    } else {
-                        v[0] = f16(blk);
-                        onnx_init_write(o, v, 4);
-                    }
+                const uint8_t *blk = p + (size_t)b * bb;
+                float v;
+                if (what == 1) {
+                    v = f16(blk);
+                } else if (what == 2) {
+                    /* Q4_1: d * q + m = (q - zp) * d with zp = -m / d, one rounding away
+                     * (cv_weight refuses blocks with d = 0 and m != 0) */
+                    float d = f16(blk), mn = f16(blk + 2);
+                    v = d != 0.0f ? -mn / d : 0.0f;
+                } else if (t->type == GGML_Q8_0) {
+                    for (int i = 0; i < 32; i++) out[i] = (uint8_t)(blk[2 + i] ^ 0x80);
+                    out += 32;
+                    continue;
+                } else {
+                    /* GGUF element e < 16 is the low nibble of qs[e], e >= 16 the high
+                     * nibble of qs[e - 16]; output byte i holds elements 2i and 2i + 1 */
+                    const uint8_t *qs = blk + bb - 16;
+                    for (int i = 0; i < 8; i++)
+                        out[i] = (uint8_t)((qs[2 * i] & 15) | (qs[2 * i + 1] & 15) << 4);
+                    for (int i = 0; i < 8; i++)
+                        out[8 + i] = (uint8_t)(qs[2 * i] >> 4 | (qs[2 * i + 1] & 0xF0));
+                    out += 16;
                     continue;
                 }
-                size_t bb = t->type == GGML_Q4_0 ? 18 : 20, qo = bb - 16;
-                const uint8_t *blk = p + b * bb, *qs = blk + qo;
-                if (what == 0) {
-                    for (int i = 0; i < 16; i++) {
-                        int e0 = 2 * i, e1 = 2 * i + 1; /* GGUF element e: nibble of qs[e % 16] */
-                        int q0 = e0 < 16 ? qs[e0] & 15 : qs[e0 - 16] >> 4;
-                        int q1 = e1 < 16 ? qs[e1] & 15 : qs[e1 - 16] >> 4;
-                        out[i] = (uint8_t)(q0 | q1 << 4);
-                    }
-                    onnx_init_write(o, out, 16);
-                } else if (what == 1) {
-                    v[0] = f16(blk);
-                    onnx_init_write(o, v, 4);
-                } else {
-                    /* Q4_1: d * q + m = (q - zp) * d with zp = -m / d (one rounding
-                     * away from exact; 0 when d is 0, where every value is m ... and
-                     * MatMulNBits gives 0: the converter refuses such blocks) */
-                    float d = f16(blk), mn = f16(blk + 2);
-                    v[0] = d != 0.0f ? -mn / d : 0.0f;
-                    onnx_init_write(o, v, 4);
-                }
+                memcpy(out, &v, 4);
+                out += 4;
             }
+            onnx_init_write(o, buf, (size_t)(out - buf));
         }
     }
 }
 
-og_status *cv_matmul(onnx_out *o, const cv_model *m, const char *base, const char *x,
-                     const cv_src *src, int n_src, int64_t k, const char *out,
-                     const char **result) {
-    int64_t n = 0;
+static bool is_block_type(uint32_t t) {
+    return t == GGML_Q4_0 || t == GGML_Q4_1 || t == GGML_Q8_0;
+}
+
+og_status *cv_weight(onnx_out *o, const cv_model *m, const char *base, const cv_src *src,
+                     int n_src, int64_t k, cv_written *w) {
+    memset(w, 0, sizeof *w);
+    w->k = k;
     uint32_t type = src[0].t->type;
-    bool quant = type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0;
+    bool quant = is_block_type(type);
     for (int s = 0; s < n_src; s++) {
-        n += src[s].rows;
-        bool q = src[s].t->type == GGML_Q4_0 || src[s].t->type == GGML_Q4_1 ||
-                 src[s].t->type == GGML_Q8_0;
-        if (src[s].t->type != type && (q || quant))
+        w->n += src[s].rows;
+        if (src[s].t->type != type && (quant || is_block_type(src[s].t->type)))
             return og_errorf(OG_ERR_UNSUPPORTED,
                              "%s: tensors '%s' (%s) and '%s' (%s) are fused into one "
                              "projection and must have the same quantization",
@@ -229,35 +228,54 @@ og_status *cv_matmul(onnx_out *o, const cv_model *m, const char *base, const cha
     snprintf(wname, sizeof wname, "%s.weight", base + 1);
     for (char *c = wname; *c; c++)
         if (*c == '/') *c = '.';
-    if (!out) out = onnx_fmt(o, "%s/output_0", base);
     if (!quant) {
-        OG_TRY(write_float_kn(o, m, wname, src, n_src, n, k));
-        const char *ins[] = {x, onnx_fmt(o, "%s", wname)};
-        *result = onnx_node(o, "MatMul", "", base, ins, 2, &out, 1, NULL, 0);
+        OG_TRY(write_float_kn(o, m, wname, src, n_src, w->n, k));
+        w->names[0] = onnx_fmt(o, "%s", wname);
         return NULL;
     }
-    int bits = type == GGML_Q8_0 ? 8 : 4;
+    w->bits = type == GGML_Q8_0 ? 8 : 4;
+    w->float_zp = type == GGML_Q4_1;
     int64_t kb = k / 32;
-    int64_t dq[3] = {n, kb, 32 * bits / 8}, ds[2] = {n, kb};
-    onnx_init_begin(o, onnx_fmt(o, "%s_Q%d", wname, bits), OX_UINT8, dq, 3);
-    write_blocks(o, src, n_src, kb, 0);
-    const char *qname = onnx_init_end(o);
+    int64_t dq[3] = {w->n, kb, 32 * w->bits / 8}, ds[2] = {w->n, kb};
+    uint8_t *buf = malloc((size_t)k);
+    if (!buf) return og_oom_for((size_t)k, "a row of %s", src[0].t->name);
+    onnx_init_begin(o, onnx_fmt(o, "%s_Q%d", wname, w->bits), OX_UINT8, dq, 3);
+    write_blocks(o, src, n_src, kb, 0, buf);
+    w->names[0] = onnx_init_end(o);
     onnx_init_begin(o, onnx_fmt(o, "%s_scales", wname), OX_FLOAT, ds, 2);
-    write_blocks(o, src, n_src, kb, 1);
-    const char *sname = onnx_init_end(o);
-    const char *ins[4] = {x, qname, sname, NULL};
-    int n_in = 3;
-    if (type == GGML_Q4_1) {
+    write_blocks(o, src, n_src, kb, 1, buf);
+    w->names[1] = onnx_init_end(o);
+    if (w->float_zp) {
         onnx_init_begin(o, onnx_fmt(o, "%s_zero_points", wname), OX_FLOAT, ds, 2);
-        write_blocks(o, src, n_src, kb, 2);
-        ins[n_in++] = onnx_init_end(o);
+        write_blocks(o, src, n_src, kb, 2, buf);
+        w->names[2] = onnx_init_end(o);
     }
+    free(buf);
+    return NULL;
+}
+
+const char *cv_matmul_node(onnx_out *o, const char *base, const char *x, const cv_written *w,
+                           const char *out) {
+    if (!out) out = onnx_fmt(o, "%s/output_0", base);
+    if (!w->bits) {
+        const char *ins[] = {x, w->names[0]};
+        return onnx_node(o, "MatMul", "", base, ins, 2, &out, 1, NULL, 0);
+    }
+    const char *ins[4] = {x, w->names[0], w->names[1], w->names[2]};
     /* accuracy_level 4 (int8 activations) is the builder's CPU default for int4; the 8-bit
-     * and float-zero-point forms keep float activations, as the builder writes them */
-    onnx_attr attrs[5] = {ATTR_I("K", k), ATTR_I("N", n), ATTR_I("bits", bits),
+     * and float-zero-point forms keep float activations */
+    onnx_attr attrs[5] = {ATTR_I("K", w->k), ATTR_I("N", w->n), ATTR_I("bits", w->bits),
                           ATTR_I("block_size", 32), ATTR_I("accuracy_level", 4)};
-    int n_attr = type == GGML_Q4_0 ? 5 : 4;
-    *result = onnx_node(o, "MatMulNBits", "com.microsoft", onnx_fmt(o, "%s_Q%d", base, bits),
-                        ins, n_in, &out, 1, attrs, n_attr);
+    int n_attr = w->bits == 4 && !w->float_zp ? 5 : 4;
+    return onnx_node(o, "MatMulNBits", "com.microsoft", onnx_fmt(o, "%s_Q%d", base, w->bits),
+                     ins, w->float_zp ? 4 : 3, &out, 1, attrs, n_attr);
+}
+
+og_status *cv_matmul(onnx_out *o, const cv_model *m, const char *base, const char *x,
+                     const cv_src *src, int n_src, int64_t k, const char *out,
+                     const char **result) {
+    cv_written w;
+    OG_TRY(cv_weight(o, m, base, src, n_src, k, &w));
+    *result = cv_matmul_node(o, base, x, &w, out);
     return NULL;
 }

@@ -226,7 +226,7 @@ og_status *gguf_parse(const uint8_t *data, size_t size, const char *label, gguf_
     size_t header = (size_t)(c.p - data);
     size_t start = (header + g->alignment - 1) / g->alignment * g->alignment;
     if (start > size && n_tensors) start = size + 1; /* makes every tensor fail below */
-    for (size_t i = 0; i < g->n_tensors; i++) {
+    for (size_t i = 0; i < g->n_tensors && !st; i++) {
         gguf_tensor *t = &g->tensors[i];
         uint64_t off = (uint64_t)(uintptr_t)t->data;
         if (off % g->alignment || start > size || off > size - start ||

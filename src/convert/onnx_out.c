@@ -39,6 +39,7 @@ og_status *onnx_out_open(onnx_out *o, const char *dir, const char *filename) {
         return og_oom();
     }
     o->data = fopen(o->data_path, "wb");
+    if (o->data) setvbuf(o->data, NULL, _IOFBF, 1 << 20); /* weights come a row at a time */
     if (!o->data) {
         og_status *st = og_errorf(OG_ERR_IO, "%s: cannot create: %s", o->data_path,
                                   strerror(errno));

@@ -149,8 +149,14 @@ def load_inits(d):
 
 def nbits_dequant(node, inits):
     attrs = {a.name: a.i for a in node.attribute}
-    n, k, bits = attrs["N"], attrs["K"], attrs["bits"]
-    packed, scales = inits[node.input[1]], inits[node.input[2]].astype(np.float32)
+    return blocks_dequant(inits[node.input[1]], inits[node.input[2]], attrs["N"], attrs["K"],
+                          attrs["bits"], node, inits)
+
+
+def blocks_dequant(packed, scales, n, k, bits, node, inits):
+    """MatMulNBits / GatherBlockQuantized blocks of 32 along K as the ops define them:
+    (q - zero point) * scale in float32, zero point 2^(bits-1) unless given."""
+    scales = scales.astype(np.float32)
     kb = k // 32
     if bits == 8:
         q = packed.reshape(n, kb, 32).astype(np.float32)
@@ -161,7 +167,7 @@ def nbits_dequant(node, inits):
         q[:, :, 0::2] = p & 15
         q[:, :, 1::2] = p >> 4
         zp = np.float32(8)
-    if len(node.input) > 3 and node.input[3]:
+    if node.op_type == "MatMulNBits" and len(node.input) > 3 and node.input[3]:
         zp = inits[node.input[3]].astype(np.float32).reshape(n, kb, 1)
     return ((q - zp) * scales.reshape(n, kb, 1)).reshape(n, k)
 
@@ -217,6 +223,13 @@ def dequant_case(arch, qname, tied=False, tol=0.0):
                 nodes[n.name.rsplit("_Q", 1)[0]] = nbits_dequant(n, inits)
             elif n.op_type == "MatMul":
                 nodes[n.name] = inits[n.input[1]].T
+            elif n.op_type == "GatherBlockQuantized":
+                # the embedding read from blocks: Reshape(initializer) -> GatherBlockQuantized
+                reshape = next(r for r in m.graph.node if n.input[0] in r.output)
+                data = inits[reshape.input[0]]
+                bits = next(a.i for a in n.attribute if a.name == "bits")
+                inits["model.embed_tokens.weight"] = blocks_dequant(
+                    data, inits[n.input[2]], data.shape[0], data.shape[1] * 32, bits, n, inits)
         worst, checked = 0.0, 0
         for key, want in exp.items():
             got = nodes.get(key) if key.startswith("/") else inits.get(key)
