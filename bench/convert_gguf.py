@@ -16,6 +16,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from model_maker.synthetic import _bytes_to_unicode  # noqa: E402  GPT-2's byte alphabet
+
 SHAPES = {
     # hidden, layers, heads, kv heads, head dim, mlp, vocab, context, arch, tied
     "qwen2.5-0.5b": (896, 24, 14, 2, 64, 4864, 151936, 32768, "qwen2", True),
@@ -47,7 +50,7 @@ def write(path, shape, qtype):
     w.add_rope_freq_base(1e6)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2" if arch == "qwen2" else "llama-bpe")
-    b2u = bytes_to_unicode()
+    b2u = _bytes_to_unicode()
     merged = [b2u[32] + b2u[116], b2u[104] + b2u[101]]
     tokens = [b2u[i] for i in range(256)] + merged + [f"<|t{i}|>" for i in range(258, V)]
     w.add_token_list(tokens)
@@ -75,20 +78,6 @@ def write(path, shape, qtype):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-
-
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character table (the alphabet of byte-level tokens)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def main():

@@ -408,28 +408,28 @@ def cases():
     return c
 
 
+def run_case(name, fn, build, work):
+    """'ok', 'fail' or 'skip' (with its reason printed)."""
+    try:
+        return "ok" if fn(build, work) else "fail"
+    except Skip as e:
+        print(f"SKIP {name}: {e}")
+        return "skip"
+    except Exception as e:  # an error in the converter or an oracle is a failure
+        print(f"FAIL {name}: {type(e).__name__}: {e}")
+        return "fail"
+
+
 def main():
     build, work = sys.argv[1], sys.argv[2]
     if os.path.isdir(work):
         shutil.rmtree(work)
     os.makedirs(work)
     all_cases = cases()
-    names = sys.argv[3:] or list(all_cases)
-    passed = failed = skipped = 0
-    for n in names:
-        try:
-            if all_cases[n](build, work):
-                passed += 1
-            else:
-                failed += 1
-        except Skip as e:
-            print(f"SKIP {n}: {e}")
-            skipped += 1
-        except Exception as e:  # an error in the converter or an oracle is a failure
-            print(f"FAIL {n}: {type(e).__name__}: {e}")
-            failed += 1
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    sys.exit(1 if failed else 77 if not passed else 0)
+    results = [run_case(n, all_cases[n], build, work) for n in (sys.argv[3:] or list(all_cases))]
+    n_ok, n_fail, n_skip = (results.count(k) for k in ("ok", "fail", "skip"))
+    print(f"{n_ok} passed, {n_fail} failed, {n_skip} skipped")
+    sys.exit(1 if n_fail else 77 if not n_ok else 0)
 
 
 if __name__ == "__main__":
