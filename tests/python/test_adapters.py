@@ -133,6 +133,21 @@ def test_same_ids_as_onnxruntime_genai(og, pkg, adapters, oracle):
     assert len({tuple(v) for v in oracle.values()}) == len(oracle)
 
 
+def test_int4_package_same_ids(og, tmp_path):
+    """An int4 package (MatMulNBits projections, float LoRA paths beside them, as the
+    builder's int4 graphs with an adapter): the same ids as onnxruntime-genai's."""
+    ortg = pytest.importorskip("onnxruntime_genai")
+    pkg = make(tmp_path / "int4", "--lora", "o_proj,down_proj", "--dtype", "int4")
+    path = write_adapter(tmp_path / "a.onnx_adapter", random_params(pkg, 6))
+    got = {}
+    for mod in (ortg, og):
+        model = mod.Model(pkg)
+        ad = load_all(mod, model, {"a": path})
+        got[mod] = [greedy(mod, model, ad, n) for n in (None, "a")]
+    assert got[og] == got[ortg]
+    assert got[og][0] != got[og][1]
+
+
 def test_switching_between_generators(og, pkg, adapters, oracle):
     """Generators of one model with different adapters, stepped in turn: each gives its
     adapter's ids (the adapter is the generator's, not the model's)."""
