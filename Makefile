@@ -35,17 +35,18 @@ test-sanitize: deps
 		ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer on the loader, the chat-template parser/renderer, genai_config.json,
-# tokenizer.json and the guidance compilers (JSON Schema, regex, Lark), bounded, from the seed corpora (the chat-template corpus in ../shared
+# tokenizer.json, the guidance compilers (JSON Schema, regex, Lark) and convert's GGUF reader, bounded, from the seed corpora (the chat-template corpus in ../shared
 # seeds the second when present).
 FUZZ_SECONDS ?= 60
 FUZZ_CHAT_SECONDS ?= 30
 FUZZ_JSON_SECONDS ?= 15
 FUZZ_GUIDE_SECONDS ?= 15
+FUZZ_GGUF_SECONDS ?= 5
 CHAT_SEEDS := $(wildcard $(SHARED)/chat-templates/templates)
 fuzz-smoke: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template \
-		fuzz_genai_config fuzz_tokenizer fuzz_guide
+		fuzz_genai_config fuzz_tokenizer fuzz_guide fuzz_gguf
 	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
 	mkdir -p build-fuzz/corpus-chat && ./build-fuzz/fuzz/fuzz_chat_template \
@@ -58,6 +59,9 @@ fuzz-smoke: deps
 	mkdir -p build-fuzz/corpus-guide && ./build-fuzz/fuzz/fuzz_guide \
 		-max_total_time=$(FUZZ_GUIDE_SECONDS) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
 		-artifact_prefix=build-fuzz/guide- build-fuzz/corpus-guide fuzz/corpus/guide
+	mkdir -p build-fuzz/corpus-gguf && ./build-fuzz/fuzz/fuzz_gguf \
+		-max_total_time=$(FUZZ_GGUF_SECONDS) -rss_limit_mb=2048 -max_len=16384 -timeout=10 \
+		-artifact_prefix=build-fuzz/gguf- build-fuzz/corpus-gguf fuzz/corpus/gguf
 
 clean:
 	rm -rf build build-asan build-fuzz
