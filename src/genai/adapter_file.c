@@ -107,6 +107,7 @@ static og_status *fb_vector(const fb *b, const fb_table *t, int i, size_t esize,
 void gen_adapter_file_free(gen_adapter_file *a) {
     if (!a) return;
     for (int i = 0; a->names && i < a->n_params; i++) free(a->names[i]);
+    for (int i = 0; a->params && i < a->n_params; i++) tensor_release(&a->params[i]);
     free(a->names);
     free(a->params);
     mapped_file_close(&a->file);
@@ -124,6 +125,9 @@ static og_status *parse_param(const fb *b, size_t at, int k, gen_adapter_file *a
     OG_TRY(fb_vector(b, &t, 0, 1, "Parameter.name", &s, &n));
     if (!n)
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s has no name", b->label, what);
+    if (!fits(b, s + n, 1) || b->d[s + n])
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s: its name is not NUL-terminated inside "
+                         "the file", b->label, what);
     if (!(a->names[k] = malloc((size_t)n + 1))) return og_oom();
     memcpy(a->names[k], b->d + s, n);
     a->names[k][n] = 0;
@@ -159,13 +163,16 @@ static og_status *parse_param(const fb *b, size_t at, int k, gen_adapter_file *a
                          "data, %zu expected", b->label, name, og_dtype_name(p->dtype),
                          shape_str(dims, (int)rank, sh, sizeof sh), n, p->nbytes);
     }
-    /* onnxruntime aligns raw_data to 8 (force_align); the kernels read elements in place */
+    /* The kernels read elements in place through typed pointers; onnxruntime's writer
+     * aligns raw_data only to 4 bytes in the file, so 8-byte elements may need a copy. */
     size_t align = dtype_size(p->dtype);
-    if (n && align > 1 && ((uintptr_t)(b->d + s) % align))
-        return og_errorf(OG_ERR_INVALID_MODEL, "%s: parameter '%s': its data at byte %zu is not "
-                         "aligned to its %zu-byte elements", b->label, name, s, align);
     p->data = n ? (void *)(b->d + s) : tensor_empty_data();
     p->owns_data = false;
+    if (n && align > 1 && ((uintptr_t)(b->d + s) % align)) {
+        OG_TRY(tensor_alloc_data(p));
+        p->owns_data = true;
+        memcpy(p->data, b->d + s, n);
+    }
     for (int j = 0; j < k; j++)
         if (!strcmp(a->names[j], name))
             return og_errorf(OG_ERR_INVALID_MODEL, "%s: parameter '%s' is given twice",

@@ -243,8 +243,9 @@ def test_corrupt_adapter_refused(og, pkg, tmp_path):
         assert str(path) in str(e.value), str(e.value)
     with pytest.raises(og.NotFoundError, match="missing.onnx_adapter"):
         ad.load(str(tmp_path / "missing.onnx_adapter"), "missing")
-    # every truncation of a valid file is refused, never read past its end
-    for n in range(0, len(good), max(1, len(good) // 97)):
+    # truncations into the data are refused, never read past the end (a file's last
+    # bytes may be padding after its last string)
+    for n in range(0, len(good) - 8, max(1, len(good) // 97)):
         path = tmp_path / "cut.onnx_adapter"
         path.write_bytes(good[:n])
         with pytest.raises(og.OgError):
