@@ -40,7 +40,7 @@ static char *resolve(const char *spec) {
         hub_pull_stats stats;
         st = hub_pull(&env, &ref, NULL, &dir, &stats);
     }
-    if (st) cli_fail("-m %s: %s", spec, og_status_message(st));
+    if (st) cli_fail("-m %s: no such folder; as a hub repository: %s", spec, og_status_message(st));
     og_status_free(st);
     hub_ref_free(&ref);
     hub_env_free(&env);

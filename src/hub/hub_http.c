@@ -46,6 +46,7 @@ typedef struct hdr_state {
     bool linked_etag;      /* X-Linked-Etag seen: it wins over ETag */
     long long linked_size; /* X-Linked-Size, -1 unseen */
     long long length;      /* Content-Length, -1 unseen */
+    bool redirect;         /* the response is a 3xx: its Content-Length is not the file's */
 } hdr_state;
 
 static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
@@ -60,6 +61,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
         h->linked_etag = false;
         h->linked_size = h->length = -1;
         r->size = -1;
+        const char *sp = memchr(line, ' ', len);
+        h->redirect = sp && sp[1] == '3';
         return len;
     }
     const char *colon = memchr(line, ':', len);
@@ -92,7 +95,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
         if (r->location) header_value(v, vn, r->location, vn + 1);
     }
 #undef IS
-    r->size = h->linked_size >= 0 ? h->linked_size : h->length;
+    r->size = h->linked_size >= 0 ? h->linked_size : h->redirect ? -1 : h->length;
     return len;
 }
 
@@ -110,7 +113,7 @@ static bool request_start(request *q, const hub_env *e, const char *url, hub_res
                           bool follow) {
     memset(r, 0, sizeof *r);
     memset(q, 0, sizeof *q);
-    q->h = (hdr_state){r, false, -1, -1};
+    q->h = (hdr_state){r, false, -1, -1, false};
     pthread_once(&curl_once, curl_init);
     CURL *c = q->c = curl_easy_init();
     if (!c) {

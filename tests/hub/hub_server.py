@@ -9,7 +9,8 @@ serves (and huggingface_hub reads), with faults on demand.
   GET  /cdn/{sha256}                       the bytes; Range: bytes=N- answered with 206
 
 Faults: cuts[file] = n cuts the next n downloads of a file halfway through the body (the
-connection closes); wrong.add(file) serves it with one byte changed; a repository with a
+connection closes); wrong.add(file) serves it with one byte changed; no_linked_size.add(file)
+leaves X-Linked-Size out of its redirect; a repository with a
 token answers 401 (X-Error-Code: GatedRepo) without "Authorization: Bearer TOKEN"; an
 unknown repository 404 (RepoNotFound). Every request is logged (method, path, headers)."""
 import hashlib
@@ -42,6 +43,7 @@ class Hub:
         self.repos = {}
         self.cuts = {}
         self.wrong = set()
+        self.no_linked_size = set()
         self.log = []
         self.lock = threading.Lock()
         hub = self
@@ -134,7 +136,9 @@ class Hub:
             common = {"X-Repo-Commit": repo.commit}
             if f in repo.lfs:
                 sha = repo.etag(f)
-                common.update({"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(repo.files[f])),
+                if f not in self.no_linked_size:
+                    common["X-Linked-Size"] = str(len(repo.files[f]))
+                common.update({"X-Linked-Etag": f'"{sha}"',
                                "ETag": '"0123456789abcdef0123456789abcdef01234567"',
                                "Location": f"http://localhost:{self.port}/cdn/{sha}?f={urllib.parse.quote(f)}"})
                 return self._send(h, 302, common, b"", head)

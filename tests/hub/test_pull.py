@@ -16,7 +16,8 @@ cpu/stories/ beside a README and another folder. Cases:
             next pull asks only for the rest (no byte served twice)
   mismatch  a body whose sha256 is not its etag: refused, nothing left in the cache; a
             later good pull works
-  hashes    LFS files of 0 to 1000 bytes (every SHA-256 padding case) pass the check
+  hashes    LFS files of 0 to 1000 bytes (every SHA-256 padding case) pass the check,
+            also where the redirect has no X-Linked-Size
   errors    404 (unknown repository, unknown folder), 401 (gated: HF_TOKEN named; with the
             token it works, and the token never goes to the CDN host), no server (the
             offline message), HF_HUB_OFFLINE with an empty cache
@@ -72,8 +73,12 @@ class Env:
         return e
 
     def run(self, home, *args, timeout=120, **extra):
-        return subprocess.run([self.cli, *args], env=self.env(home, **extra), capture_output=True,
-                              text=True, timeout=timeout)
+        r = subprocess.run([self.cli, *args], env=self.env(home, **extra), capture_output=True,
+                           text=True, timeout=timeout)
+        # Under the sanitizer suite a failing command must fail for its own reason only.
+        if "Sanitizer" in r.stderr:
+            check(False, f"{' '.join(args)}: sanitizer report: {r.stderr[-2000:]}")
+        return r
 
     def python(self, home, code, **extra):
         return subprocess.run([sys.executable, "-c", code], env=self.env(home, **extra),
@@ -202,7 +207,10 @@ def case_mismatch(env, repo, pkg):
 
 def case_hashes(env, repo, pkg):
     home = env.new_home()
+    # half of them without X-Linked-Size: the redirect's own Content-Length is not the size
+    env.hub.no_linked_size = {f for f in repo.files if f.startswith("edge/f1")}
     r = env.run(home, "pull", f"{REPO}/edge")
+    env.hub.no_linked_size = set()
     blobs = os.path.join(repo_dir(home), "blobs")
     names = sorted(os.listdir(blobs)) if os.path.isdir(blobs) else []
     want = sorted(repo.etag(f) for f in repo.files if f.startswith("edge/"))
