@@ -174,7 +174,7 @@ def test_switching_between_generators(og, pkg, adapters, oracle):
     assert finish(g) == oracle["a2"]
 
 
-def test_cli_adapter(pkg, adapters, oracle):
+def test_cli_adapter(og, pkg, adapters, oracle):
     exe = os.path.join(BUILD, "onnx-genai")
     if not os.access(exe, os.X_OK):
         pytest.skip(f"{exe} is not built")
@@ -185,6 +185,22 @@ def test_cli_adapter(pkg, adapters, oracle):
                         "--adapter", adapters["a1"]], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["sequences"][0] == oracle["a1"]
+    # generate --chat (run's path): the answer's tokens are the generator's with the adapter
+    tpl = os.path.join(os.path.dirname(adapters["a1"]), "plain.jinja")
+    with open(tpl, "w") as f:
+        f.write("{% for m in messages %}{{ m.content }}{% endfor %}")
+    r = subprocess.run([exe, "generate", "--chat", pkg, "--template-file", tpl, "-p", "hello there",
+                        "--max-new-tokens", "12", "--json", "--adapter", adapters["attn"]],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    model = og.Model(pkg)
+    ids = list(og.Tokenizer(model).encode("hello there"))
+    p = og.GeneratorParams(model)
+    p.set_search_options(max_length=len(ids) + 12, do_sample=False)
+    g = og.Generator(model, p)
+    g.set_active_adapter(load_all(og, model, adapters), "attn")
+    g.append_tokens(ids)
+    assert json.loads(r.stdout)["tokens"] == finish(g)[len(ids):]
 
 
 def test_adapter_for_another_model_refused(og, pkg, tmp_path):
