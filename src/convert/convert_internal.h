@@ -34,14 +34,17 @@ typedef struct cv_src {
 } cv_src;
 
 /* A projection's initializers as written: float [K, N] (bits 0, names[0]) or MatMulNBits
- * blocks [N, K/32, 32*bits/8], scales and, for Q4_1, float zero points (names[0..2]). */
+ * values [N, K/block, block*bits/8], scales and zero points (names[0..2]; none when the
+ * format's zero point is the op's default 2^(bits-1), else uint8 or float). */
+enum { CV_ZP_DEFAULT, CV_ZP_U8, CV_ZP_FLOAT };
 typedef struct cv_written {
     int64_t n, k;
-    int bits;
-    bool float_zp;
+    int bits, block, zp;
     const char *names[3];
 } cv_written;
 
+/* Whether the sources share one tensor type (a fused projection needs it). */
+bool cv_same_type(const cv_src *src, int n_src);
 /* The initializers of the projection at node path base (their names follow it). */
 og_status *cv_weight(onnx_out *o, const cv_model *m, const char *base, const cv_src *src,
                      int n_src, int64_t k, cv_written *w);

@@ -3,6 +3,8 @@
  * mistral, qwen2 and qwen3), and genai_config.json. */
 #include "convert/convert_internal.h"
 
+#include "convert/gguf_blocks.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -287,6 +289,33 @@ static const char *tname(gb *b, int64_t i, const char *what) {
     return onnx_fmt(b->o, "blk.%" PRId64 ".%s", i, what);
 }
 
+/* The biases of q, k, v from `first`, `count` of them back to back, as one float
+ * initializer (no architecture with biases has permuted q/k rows: see archs). */
+static og_status *bias_init(gb *b, int64_t i, int first, int count, const char *name) {
+    const cv_model *m = b->m;
+    static const char *const bn[3] = {"attn_q.bias", "attn_k.bias", "attn_v.bias"};
+    int64_t rows[3] = {m->heads * m->head_dim, m->kv_heads * m->head_dim,
+                       m->kv_heads * m->head_dim};
+    int64_t n = 0;
+    for (int j = first; j < first + count; j++) n += rows[j];
+    float *row = malloc((size_t)rows[0] * sizeof *row);
+    if (!row) return og_oom();
+    onnx_init_begin(b->o, name, OX_FLOAT, &n, 1);
+    og_status *st = NULL;
+    for (int j = first; j < first + count && !st; j++) {
+        const gguf_tensor *t;
+        st = cv_tensor(m, tname(b, i, bn[j]), 0, rows[j], &t);
+        if (!st && t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16)
+            st = og_errorf(OG_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, expected a float type",
+                           m->path, t->name, gguf_type_name(t->type));
+        if (!st) st = cv_dequant_row(m, t, 0, row);
+        if (!st) onnx_init_write(b->o, row, (size_t)rows[j] * 4);
+    }
+    free(row);
+    if (!st) onnx_init_end(b->o);
+    return st;
+}
+
 static og_status *attention(gb *b, int64_t i, const char *h, const char *seqlens,
                             const char *total, const char *cos, const char *sin,
                             const char **out) {
@@ -302,50 +331,45 @@ static og_status *attention(gb *b, int64_t i, const char *h, const char *seqlens
         src[j].rows = rows[j];
         src[j].unpermute_heads = m->unpermute_qk ? heads[j] : 0;
     }
-    const char *qkv;
-    OG_TRY(cv_matmul(o, m, onnx_fmt(o, "%s/qkv_proj/MatMul", p), h, src, 3, m->hidden, NULL,
-                     &qkv));
-    if (m->qkv_bias) {
-        /* one [q|k|v] bias: three vectors back to back (no architecture with biases has
-         * permuted q/k rows: see archs) */
-        const char *bn[3] = {"attn_q.bias", "attn_k.bias", "attn_v.bias"};
-        const char *bname = onnx_fmt(o, "model.layers.%" PRId64 ".attn.qkv_proj.Add.bias", i);
-        int64_t n = qw + 2 * kvw;
-        float *row = malloc((size_t)qw * sizeof *row);
-        if (!row) return og_oom();
-        onnx_init_begin(o, bname, OX_FLOAT, &n, 1);
-        og_status *st = NULL;
-        for (int j = 0; j < 3 && !st; j++) {
-            const gguf_tensor *t;
-            st = cv_tensor(m, tname(b, i, bn[j]), 0, rows[j], &t);
-            if (!st && (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16))
-                st = og_errorf(OG_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, expected a float type",
-                               m->path, t->name, gguf_type_name(t->type));
-            if (!st) st = cv_dequant_row(m, t, 0, row);
-            if (!st) onnx_init_write(o, row, (size_t)rows[j] * 4);
+    /* one qkv_proj as the builder writes it; three projections where llama.cpp's
+     * quantization mixes gave q, k and v different types (a fused MatMulNBits has one) */
+    bool fused = cv_same_type(src, 3);
+    const char *parts[3], *proj[3] = {"q_proj", "k_proj", "v_proj"};
+    for (int j = 0; j < (fused ? 1 : 3); j++) {
+        const char *base = onnx_fmt(o, "%s/%s", p, fused ? "qkv_proj" : proj[j]);
+        OG_TRY(cv_matmul(o, m, onnx_fmt(o, "%s/MatMul", base), h, src + j, fused ? 3 : 1,
+                         m->hidden, NULL, &parts[j]));
+        if (m->qkv_bias) {
+            const char *bname = onnx_fmt(o, "%s.Add.bias", base + 1);
+            for (char *c = (char *)bname; *c; c++)
+                if (*c == '/') *c = '.';
+            OG_TRY(bias_init(b, i, j, fused ? 3 : 1, bname));
+            const char *ins[] = {parts[j], bname};
+            parts[j] = node1(b, "Add", "", onnx_fmt(o, "%s/Add", base), ins, 2, NULL, 0);
         }
-        free(row);
-        OG_TRY(st);
-        onnx_init_end(o);
-        const char *ins[] = {qkv, bname};
-        qkv = node1(b, "Add", "", onnx_fmt(o, "%s/qkv_proj/Add", p), ins, 2, NULL, 0);
     }
-    const char *q = qkv, *k = "", *v = "";
-    if (m->qk_norm) {
+    if (fused && m->qk_norm) {
         const char *sp = onnx_fmt(o, "%s/qkv_proj/Split", p);
         int64_t split[3] = {qw, kvw, kvw};
-        const char *ins[] = {qkv, onnx_const_i64(o, split, 3, false)};
+        const char *ins[] = {parts[0], onnx_const_i64(o, split, 3, false)};
         const char *outs[3] = {onnx_fmt(o, "%s/output_0", sp), onnx_fmt(o, "%s/output_1", sp),
                                onnx_fmt(o, "%s/output_2", sp)};
         onnx_attr ax = ATTR_I("axis", -1);
         onnx_node(o, "Split", "", sp, ins, 2, outs, 3, &ax, 1);
-        OG_TRY(head_norm(b, onnx_fmt(o, "%s/q_norm", p), outs[0], tname(b, i, "attn_q_norm.weight"),
+        for (int j = 0; j < 3; j++) parts[j] = outs[j];
+    }
+    const char *q = parts[0], *k = "", *v = "";
+    if (!fused || m->qk_norm) {
+        k = parts[1];
+        v = parts[2];
+    }
+    if (m->qk_norm) {
+        OG_TRY(head_norm(b, onnx_fmt(o, "%s/q_norm", p), q, tname(b, i, "attn_q_norm.weight"),
                          onnx_fmt(o, "model.layers.%" PRId64 ".attn.q_norm.layernorm.weight", i),
                          qw, &q));
-        OG_TRY(head_norm(b, onnx_fmt(o, "%s/k_norm", p), outs[1], tname(b, i, "attn_k_norm.weight"),
+        OG_TRY(head_norm(b, onnx_fmt(o, "%s/k_norm", p), k, tname(b, i, "attn_k_norm.weight"),
                          onnx_fmt(o, "model.layers.%" PRId64 ".attn.k_norm.layernorm.weight", i),
                          kvw, &k));
-        v = outs[2];
     }
     const char *an = onnx_fmt(o, "%s/GroupQueryAttention", p);
     const char *ins[] = {q, k, v,
@@ -388,19 +412,19 @@ static og_status *mlp(gb *b, int64_t i, const char *h, const char **out) {
                      out);
 }
 
-/* The embedding rows read from Q4_0 / Q8_0 blocks as they are (the builder's
+/* The embedding rows read from symmetric blocks as they are (the builder's
  * shared_embeddings form): Reshape to [vocab, hidden * bits / 8] bytes, then
- * GatherBlockQuantized with the blocks' scales (default zero point 2^(bits-1)). */
+ * GatherBlockQuantized with the blocks' scales and (Q5_0, Q6_K) uint8 zero points. */
 static const char *gather_blocks(gb *b, const cv_written *w) {
     onnx_out *o = b->o;
     int64_t shape[2] = {w->n, w->k * w->bits / 8};
     const char *rin[] = {w->names[0], onnx_const_i64(o, shape, 2, false)};
     const char *r = node1(b, "Reshape", "", "/model/embed_tokens/Reshape", rin, 2, NULL, 0);
-    const char *gin[] = {r, "input_ids", w->names[1]};
-    onnx_attr at[] = {ATTR_I("bits", w->bits), ATTR_I("block_size", 32), ATTR_I("gather_axis", 0),
-                      ATTR_I("quantize_axis", 1)};
-    return node1(b, "GatherBlockQuantized", MS, "/model/embed_tokens/GatherBlockQuantized", gin, 3,
-                 at, 4);
+    const char *gin[] = {r, "input_ids", w->names[1], w->names[2]};
+    onnx_attr at[] = {ATTR_I("bits", w->bits), ATTR_I("block_size", w->block),
+                      ATTR_I("gather_axis", 0), ATTR_I("quantize_axis", 1)};
+    return node1(b, "GatherBlockQuantized", MS, "/model/embed_tokens/GatherBlockQuantized", gin,
+                 w->zp == CV_ZP_U8 ? 4 : 3, at, 4);
 }
 
 static void progress(const convert_options *opt, int64_t done, int64_t total) {
@@ -427,7 +451,8 @@ static og_status *build(gb *b, const convert_options *opt) {
     cv_written lm;
     if (!head) OG_TRY(cv_weight(o, m, "/lm_head/MatMul", &hs, 1, m->hidden, &lm));
     const char *res;
-    if (emb->type == GGML_Q4_0 || emb->type == GGML_Q8_0) {
+    const gq_format *ef = gq_format_of(emb->type);
+    if (ef && !ef->affine) {
         cv_written ew = lm;
         cv_src es = {emb, m->vocab, 0};
         if (head) OG_TRY(cv_weight(o, m, "/model/embed_tokens", &es, 1, m->hidden, &ew));

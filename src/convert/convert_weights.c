@@ -1,13 +1,15 @@
-/* GGUF tensors into ONNX initializers. Q4_0, Q4_1 and Q8_0 rows keep their blocks of 32:
- * only the packing changes (MatMulNBits puts elements 2i and 2i+1 into byte i, GGUF's
- * 4-bit blocks elements i and i+16), the float16 scales widen exactly to float32, and
- * Q4_0's implicit zero point 8 and Q8_0's signed values (stored + 128, MatMulNBits'
- * default 8-bit zero point) give the same products as GGUF's d * q. Float tensors
- * (F32, F16, BF16) widen exactly to float32. Everything streams from the mapping to the
- * data file a row or a tile at a time. */
+/* GGUF tensors into ONNX initializers. Block-quantized rows keep their values: only the
+ * packing changes (gguf_blocks.h reads each format as sub-blocks of 16 or 32 values with
+ * a float32 scale and an integer zero point or an offset), so MatMulNBits (4 bits for
+ * 4-bit formats, 8 bits for 5, 6 and 8) gives gguf's dequantized values bit for bit for
+ * Q4_0, Q5_0, Q8_0 and Q6_K; the 4-bit affine formats (Q4_1, Q4_K: scale * q + offset)
+ * get float zero points -offset / scale, one rounding away; the 5-bit ones (Q5_1, Q5_K)
+ * and the float types (F32, F16, BF16) become float32, exactly. Everything streams from the mapping to the data
+ * file a row or a tile at a time. */
 #include "convert/convert_internal.h"
 
 #include "base/half.h"
+#include "convert/gguf_blocks.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -68,36 +70,21 @@ og_status *cv_dequant_row(const cv_model *m, const gguf_tensor *t, int64_t r, fl
             out[i] = f32_from_bits((uint32_t)h << 16);
         }
         return NULL;
-    case GGML_Q4_0:
-        for (int64_t b = 0; b < n / 32; b++, p += 18, out += 32) {
-            float d = f16(p);
-            for (int i = 0; i < 16; i++) {
-                out[i] = d * (float)((p[2 + i] & 15) - 8);
-                out[i + 16] = d * (float)((p[2 + i] >> 4) - 8);
+    default: {
+        const gq_format *f = gq_format_of(t->type);
+        if (!f)
+            return og_errorf(OG_ERR_UNSUPPORTED,
+                             "%s: tensor '%s' is %s: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
+                             "Q8_0, Q4_K, Q5_K and Q6_K are converted", m->path, t->name,
+                             gguf_type_name(t->type));
+        gq_sub sb;
+        for (int64_t b = 0; b < n / f->block; b++, p += f->bytes)
+            for (int i = 0; i < f->block / f->sub; i++, out += f->sub) {
+                gq_decode(f, p, i, &sb);
+                for (int j = 0; j < f->sub; j++) out[j] = gq_value(f, &sb, j);
             }
-        }
         return NULL;
-    case GGML_Q4_1:
-        for (int64_t b = 0; b < n / 32; b++, p += 20, out += 32) {
-            float d = f16(p), mn = f16(p + 2);
-            for (int i = 0; i < 16; i++) {
-                /* two roundings (product, then sum), as numpy computes d * q + m */
-                float lo = d * (float)(p[4 + i] & 15), hi = d * (float)(p[4 + i] >> 4);
-                out[i] = lo + mn;
-                out[i + 16] = hi + mn;
-            }
-        }
-        return NULL;
-    case GGML_Q8_0:
-        for (int64_t b = 0; b < n / 32; b++, p += 34, out += 32) {
-            float d = f16(p);
-            for (int i = 0; i < 32; i++) out[i] = d * (float)(int8_t)p[2 + i];
-        }
-        return NULL;
-    default:
-        return og_errorf(OG_ERR_UNSUPPORTED,
-                         "%s: tensor '%s' is %s: only F32, F16, BF16, Q4_0, Q4_1 and Q8_0 "
-                         "are converted", m->path, t->name, gguf_type_name(t->type));
+    }
     }
 }
 
@@ -149,105 +136,121 @@ done:
     return st;
 }
 
-/* [N, K/32, 32*bits/8] blocks (what 0), [N, K/32] scales (1), and for Q4_1 [N, K/32]
- * float zero points (2); a row at a time into buf (K bytes is enough for any of them) */
-static void write_blocks(onnx_out *o, const cv_src *src, int n_src, int64_t kb, int what,
-                         uint8_t *buf) {
+enum { W_VALUES, W_SCALES, W_ZERO_U8, W_ZERO_F32 };
+
+/* Q4_0 and Q8_0 values of one row straight into MatMulNBits' packing: Q4_0 element
+ * e < 16 is the low nibble of qs[e], e >= 16 the high nibble of qs[e - 16], and output
+ * byte i holds elements 2i and 2i + 1; Q8_0's int8 values + 128. Returns the end. */
+static uint8_t *repack_fast(const gq_format *f, const uint8_t *p, int64_t k, uint8_t *out) {
+    for (int64_t b = 0; b < k / 32; b++, p += f->bytes) {
+        const uint8_t *qs = p + 2;
+        if (f->type == GGML_Q8_0) {
+            for (int i = 0; i < 32; i++) *out++ = (uint8_t)(qs[i] ^ 0x80);
+            continue;
+        }
+        for (int i = 0; i < 8; i++) out[i] = (uint8_t)((qs[2 * i] & 15) | (qs[2 * i + 1] & 15) << 4);
+        for (int i = 0; i < 8; i++) out[8 + i] = (uint8_t)(qs[2 * i] >> 4 | (qs[2 * i + 1] & 0xF0));
+        out += 16;
+    }
+    return out;
+}
+
+/* One initializer's rows: the values packed as MatMulNBits stores them ([N, K/sub,
+ * sub*bits/8]: 4-bit pairs low nibble first, else a byte each), the scales, or the zero
+ * points ([N, K/sub], uint8 or float); a row at a time through buf (4K bytes) */
+static void write_rows(onnx_out *o, const gq_format *f, const cv_src *src, int n_src,
+                       int64_t k, int what, uint8_t *buf) {
+    gq_sub sb;
     for (int s = 0; s < n_src; s++) {
         const gguf_tensor *t = src[s].t;
-        size_t bb = t->type == GGML_Q8_0 ? 34 : t->type == GGML_Q4_0 ? 18 : 20;
         for (int64_t r = 0; r < src[s].rows; r++) {
             const uint8_t *p = row_ptr(t, src_row(&src[s], r));
             uint8_t *out = buf;
-            for (int64_t b = 0; b < kb; b++) {
-                const uint8_t *blk = p + (size_t)b * bb;
-                float v;
-                if (what == 1) {
-                    v = f16(blk);
-                } else if (what == 2) {
-                    /* Q4_1: d * q + m = (q - zp) * d with zp = -m / d, one rounding away
-                     * (cv_weight refuses blocks with d = 0 and m != 0) */
-                    float d = f16(blk), mn = f16(blk + 2);
-                    v = d != 0.0f ? -mn / d : 0.0f;
-                } else if (t->type == GGML_Q8_0) {
-                    for (int i = 0; i < 32; i++) out[i] = (uint8_t)(blk[2 + i] ^ 0x80);
-                    out += 32;
-                    continue;
-                } else {
-                    /* GGUF element e < 16 is the low nibble of qs[e], e >= 16 the high
-                     * nibble of qs[e - 16]; output byte i holds elements 2i and 2i + 1 */
-                    const uint8_t *qs = blk + bb - 16;
-                    for (int i = 0; i < 8; i++)
-                        out[i] = (uint8_t)((qs[2 * i] & 15) | (qs[2 * i + 1] & 15) << 4);
-                    for (int i = 0; i < 8; i++)
-                        out[8 + i] = (uint8_t)(qs[2 * i] >> 4 | (qs[2 * i + 1] & 0xF0));
-                    out += 16;
-                    continue;
-                }
-                memcpy(out, &v, 4);
-                out += 4;
+            if (what == W_VALUES && (f->type == GGML_Q4_0 || f->type == GGML_Q8_0)) {
+                out = repack_fast(f, p, k, out); /* the common formats, without decoding */
+                onnx_init_write(o, buf, (size_t)(out - buf));
+                continue;
             }
+            for (int64_t b = 0; b < k / f->block; b++, p += f->bytes)
+                for (int i = 0; i < f->block / f->sub; i++) {
+                    if (what == W_VALUES) gq_decode(f, p, i, &sb);
+                    else gq_scale(f, p, i, &sb.scale, &sb.offset);
+                    if (f->affine && sb.scale == 0.0f && sb.offset != 0.0f) {
+                        /* every value is the offset (llama.cpp writes such sub-blocks for
+                         * constant weights): as (0 - (-1)) * offset, exactly */
+                        memset(sb.q, 0, sizeof sb.q);
+                        sb.scale = sb.offset; /* zero point -offset / scale = -1 */
+                    }
+                    float v;
+                    switch (what) {
+                    case W_VALUES:
+                        if (f->bits == 4) {
+                            for (int j = 0; j < f->sub / 2; j++)
+                                out[j] = (uint8_t)(sb.q[2 * j] | sb.q[2 * j + 1] << 4);
+                            out += f->sub / 2;
+                        } else {
+                            memcpy(out, sb.q, (size_t)f->sub);
+                            out += f->sub;
+                        }
+                        continue;
+                    case W_ZERO_U8: *out++ = (uint8_t)f->zp; continue;
+                    case W_SCALES: v = sb.scale; break;
+                    default: v = sb.scale != 0.0f ? -sb.offset / sb.scale : 0.0f; break;
+                    }
+                    memcpy(out, &v, 4);
+                    out += 4;
+                }
             onnx_init_write(o, buf, (size_t)(out - buf));
         }
     }
 }
 
-static bool is_block_type(uint32_t t) {
-    return t == GGML_Q4_0 || t == GGML_Q4_1 || t == GGML_Q8_0;
+bool cv_same_type(const cv_src *src, int n_src) {
+    for (int s = 1; s < n_src; s++)
+        if (src[s].t->type != src[0].t->type) return false;
+    return true;
 }
 
 og_status *cv_weight(onnx_out *o, const cv_model *m, const char *base, const cv_src *src,
                      int n_src, int64_t k, cv_written *w) {
     memset(w, 0, sizeof *w);
     w->k = k;
-    uint32_t type = src[0].t->type;
-    bool quant = is_block_type(type);
-    for (int s = 0; s < n_src; s++) {
-        w->n += src[s].rows;
-        if (src[s].t->type != type && (quant || is_block_type(src[s].t->type)))
-            return og_errorf(OG_ERR_UNSUPPORTED,
-                             "%s: tensors '%s' (%s) and '%s' (%s) are fused into one "
-                             "projection and must have the same quantization",
-                             m->path, src[0].t->name, gguf_type_name(type), src[s].t->name,
-                             gguf_type_name(src[s].t->type));
-    }
-    if (type == GGML_Q4_1) {
-        for (int s = 0; s < n_src; s++)
-            for (int64_t r = 0; r < src[s].rows; r++) {
-                const uint8_t *p = row_ptr(src[s].t, r);
-                for (int64_t b = 0; b < k / 32; b++)
-                    if (f16(p + b * 20) == 0.0f && f16(p + b * 20 + 2) != 0.0f)
-                        return og_errorf(OG_ERR_UNSUPPORTED,
-                                         "%s: tensor '%s' row %" PRId64 " block %" PRId64
-                                         ": Q4_1 scale 0 with offset %g has no MatMulNBits form",
-                                         m->path, src[s].t->name, r, b, f16(p + b * 20 + 2));
-            }
-    }
+    const gq_format *f = gq_format_of(src[0].t->type);
+    /* 5-bit affine formats (Q5_1, Q5_K) would be 8-bit MatMulNBits with float zero
+     * points, which onnxruntime's CPU kernel does not run: float32 instead, exact */
+    if (f && f->affine && f->bits > 4) f = NULL;
+    for (int s = 0; s < n_src; s++) w->n += src[s].rows;
+    if (f && !cv_same_type(src, n_src))
+        return og_errorf(OG_ERR_UNSUPPORTED,
+                         "%s: tensors '%s' and '%s' fused into one projection must have the "
+                         "same quantization", m->path, src[0].t->name, src[n_src - 1].t->name);
     /* the builder's initializer name: node path without its leading '/', dots for '/' */
     char wname[256];
     snprintf(wname, sizeof wname, "%s.weight", base + 1);
     for (char *c = wname; *c; c++)
         if (*c == '/') *c = '.';
-    if (!quant) {
+    if (!f) {
         OG_TRY(write_float_kn(o, m, wname, src, n_src, w->n, k));
         w->names[0] = onnx_fmt(o, "%s", wname);
         return NULL;
     }
-    w->bits = type == GGML_Q8_0 ? 8 : 4;
-    w->float_zp = type == GGML_Q4_1;
-    int64_t kb = k / 32;
-    int64_t dq[3] = {w->n, kb, 32 * w->bits / 8}, ds[2] = {w->n, kb};
-    uint8_t *buf = malloc((size_t)k);
-    if (!buf) return og_oom_for((size_t)k, "a row of %s", src[0].t->name);
+    w->bits = f->bits == 4 ? 4 : 8;
+    w->block = f->sub;
+    w->zp = f->affine ? CV_ZP_FLOAT : f->zp == 1 << (w->bits - 1) ? CV_ZP_DEFAULT : CV_ZP_U8;
+    int64_t kb = k / f->sub;
+    int64_t dq[3] = {w->n, kb, f->sub * w->bits / 8}, ds[2] = {w->n, kb};
+    uint8_t *buf = malloc((size_t)k * 4);
+    if (!buf) return og_oom_for((size_t)k * 4, "a row of %s", src[0].t->name);
     onnx_init_begin(o, onnx_fmt(o, "%s_Q%d", wname, w->bits), OX_UINT8, dq, 3);
-    write_blocks(o, src, n_src, kb, 0, buf);
+    write_rows(o, f, src, n_src, k, W_VALUES, buf);
     w->names[0] = onnx_init_end(o);
     onnx_init_begin(o, onnx_fmt(o, "%s_scales", wname), OX_FLOAT, ds, 2);
-    write_blocks(o, src, n_src, kb, 1, buf);
+    write_rows(o, f, src, n_src, k, W_SCALES, buf);
     w->names[1] = onnx_init_end(o);
-    if (w->float_zp) {
-        onnx_init_begin(o, onnx_fmt(o, "%s_zero_points", wname), OX_FLOAT, ds, 2);
-        write_blocks(o, src, n_src, kb, 2, buf);
+    if (w->zp != CV_ZP_DEFAULT) {
+        bool u8 = w->zp == CV_ZP_U8;
+        onnx_init_begin(o, onnx_fmt(o, "%s_zero_points", wname), u8 ? OX_UINT8 : OX_FLOAT, ds, 2);
+        write_rows(o, f, src, n_src, k, u8 ? W_ZERO_U8 : W_ZERO_F32, buf);
         w->names[2] = onnx_init_end(o);
     }
     free(buf);
@@ -262,13 +265,13 @@ const char *cv_matmul_node(onnx_out *o, const char *base, const char *x, const c
         return onnx_node(o, "MatMul", "", base, ins, 2, &out, 1, NULL, 0);
     }
     const char *ins[4] = {x, w->names[0], w->names[1], w->names[2]};
-    /* accuracy_level 4 (int8 activations) is the builder's CPU default for int4; the 8-bit
-     * and float-zero-point forms keep float activations */
+    /* accuracy_level 4 (int8 activations) is the builder's CPU default for its symmetric
+     * int4; other forms keep float activations */
     onnx_attr attrs[5] = {ATTR_I("K", w->k), ATTR_I("N", w->n), ATTR_I("bits", w->bits),
-                          ATTR_I("block_size", 32), ATTR_I("accuracy_level", 4)};
-    int n_attr = w->bits == 4 && !w->float_zp ? 5 : 4;
+                          ATTR_I("block_size", w->block), ATTR_I("accuracy_level", 4)};
+    int n_attr = w->bits == 4 && w->zp == CV_ZP_DEFAULT ? 5 : 4;
     return onnx_node(o, "MatMulNBits", "com.microsoft", onnx_fmt(o, "%s_Q%d", base, w->bits),
-                     ins, w->float_zp ? 4 : 3, &out, 1, attrs, n_attr);
+                     ins, w->zp == CV_ZP_DEFAULT ? 3 : 4, &out, 1, attrs, n_attr);
 }
 
 og_status *cv_matmul(onnx_out *o, const cv_model *m, const char *base, const char *x,

@@ -18,7 +18,9 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 
 def shape(arch, vocab, layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, inter=128,
-          context=128):
+          context=128, kquant=False):
+    if kquant:  # every K a multiple of the 256 values of a K-quant block
+        hidden, head_dim, inter = 256, 64, 512
     return dict(arch=arch, vocab=vocab, layers=layers, hidden=hidden, heads=heads,
                 kv_heads=kv_heads, head_dim=head_dim, inter=inter, context=context,
                 eps=1e-5, theta=10000.0 if arch in ("llama", "mistral") else 1000000.0)
@@ -77,21 +79,49 @@ class MakerWeights:
         return self.w["lm_head"]
 
 
-def _tensor(writer, name, arr, qtype):
+# K-quant blocks gguf cannot quantize into: random values with small float16 scales at
+# these byte offsets (bytes per 256 values, offsets of d and dmin)
+K_BLOCKS = {"Q4_K": (144, 0, 2), "Q5_K": (176, 0, 2), "Q6_K": (210, 208, None)}
+
+
+def random_k_blocks(rows, cols, qname, seed):
+    """rows x cols values in a K-quant format, drawn as bytes (the scales of Q6_K are int8 in
+    [-16, 16]); every sub-block scale, zero one included, occurs."""
+    size, d_at, dmin_at = K_BLOCKS[qname]
+    rng = np.random.default_rng(seed)
+    b = rng.integers(0, 256, size=(rows, cols // 256, size), dtype=np.uint8)
+    b[:, :, d_at:d_at + 2] = np.frombuffer(np.float16(0.0006).tobytes(), np.uint8)
+    if dmin_at is not None:
+        b[:, :, dmin_at:dmin_at + 2] = np.frombuffer(np.float16(0.0004).tobytes(), np.uint8)
+    if qname == "Q6_K":
+        b[:, :, 192:208] = rng.integers(-16, 17, size=(rows, cols // 256, 16)).astype(np.int8).view(np.uint8)
+    return b.reshape(rows, -1)
+
+
+def _write_tensor(writer, name, arr, qtype):
     import gguf
     from gguf import GGMLQuantizationType as Q
     if arr.ndim == 1 or qtype == Q.F32:
         writer.add_tensor(name, np.ascontiguousarray(arr, dtype=np.float32))
     elif qtype == Q.F16:
         writer.add_tensor(name, arr.astype(np.float16))
+    elif qtype.name in K_BLOCKS:
+        seed = int.from_bytes(name.encode()[-4:], "little")
+        writer.add_tensor(name, random_k_blocks(arr.shape[0], arr.shape[1], qtype.name, seed), raw_dtype=qtype)
     else:
         writer.add_tensor(name, gguf.quants.quantize(np.ascontiguousarray(arr), qtype), raw_dtype=qtype)
 
 
-def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None):
+def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=None):
     """tok: dict(model='llama'|'gpt2', tokens, scores?, types?, merges?, pre?, bos, eos,
-    template?, add_bos?)."""
+    template?, add_bos?); mix: {tensor suffix ('attn_v', 'ffn_down', 'output',
+    'token_embd'): another type}, as llama.cpp's K-quant mixes give some tensors."""
     import gguf
+    mix = mix or {}
+
+    def _tensor(wr, name, arr, q):  # the mix's type where it names the tensor
+        key = name.split(".")[-2]
+        return _write_tensor(wr, name, arr, mix.get(key, q) if arr.ndim > 1 else q)
     arch = s["arch"]
     wr = gguf.GGUFWriter(path, arch)
     wr.add_block_count(s["layers"])

@@ -9,11 +9,14 @@ gguf_models.py) from random weights in each architecture's layout, then converte
   greedy_*    float32 files: our greedy ids (native) equal onnxruntime-genai 0.18's on the
               converted package, and onnxruntime-genai's on a package tools/make_model.py
               writes from the same float weights (the HF layout, not permuted);
-  dequant_*   every weight of the converted package (MatMulNBits blocks dequantized in
-              numpy as the op defines them, float MatMul weights, the embedding, norms and
-              biases) equals gguf.quants.dequantize() of the GGUF tensor bit for bit
-              (Q4_0, Q8_0, F16, BF16); Q4_1's float zero points are one rounding away: the
-              largest difference is printed and must stay below 2e-7 here;
+  dequant_*   every weight of the converted package (MatMulNBits and GatherBlockQuantized
+              blocks dequantized in numpy as the ops define them, float MatMul weights,
+              norms and biases) equals gguf.quants.dequantize() of the GGUF tensor bit for
+              bit (Q4_0, Q5_0, Q8_0, Q6_K, Q5_1, Q5_K, F16, BF16); the float zero points of
+              Q4_1 and Q4_K are one rounding away: the largest difference is printed and
+              must stay below 2e-7 / 1e-6 here. K-quant blocks are random bytes (gguf
+              dequantizes them but cannot quantize into them); a Q4_K_M-like mix (attn_v,
+              ffn_down and the output Q6_K) has q, k and v of two types, written apart;
   parity_*    `onnx-genai parity` (native vs onnxruntime, same tokens, logits within the
               CLI's tolerances) on the quantized packages;
   tokenizer_* our tokenizer.json encodes tests/tokenizer/corpus.txt exactly as the Hugging
@@ -95,14 +98,24 @@ def tokenizers_for(arch):
     return got
 
 
-def model_files(work, arch, qtype, tied=False, seed=1):
+# llama.cpp's Q4_K_M mix, as its quantizer assigns it: attn_v and ffn_down Q6_K, the output
+# (or a tied embedding) Q6_K, the rest Q4_K
+Q4_K_M = {"attn_v": "Q6_K", "ffn_down": "Q6_K", "output": "Q6_K"}
+
+
+def model_files(work, arch, qtype, tied=False, seed=1, mix=None):
     need("gguf")
+    from gguf import GGMLQuantizationType as Q
     tok, hf = tokenizers_for(arch)
-    s = gm.shape(arch, len(tok["tokens"]))
+    kq = qtype.name.endswith("_K") or bool(mix)
+    s = gm.shape(arch, len(tok["tokens"]), kquant=kq)
     w = gm.random_weights(s, seed)
-    name = f"{arch}_{qtype.name.lower()}{'_tied' if tied else ''}"
+    name = f"{arch}_{qtype.name.lower()}{'_mix' if mix else ''}{'_tied' if tied else ''}"
     path = os.path.join(work, name + ".gguf")
-    gm.write_gguf(path, s, w, qtype, tok, tied=tied)
+    mix_types = {k: getattr(Q, v) for k, v in (mix or {}).items()}
+    if mix and tied:
+        mix_types["token_embd"] = mix_types.pop("output")
+    gm.write_gguf(path, s, w, qtype, tok, tied=tied, mix=mix_types)
     return path, os.path.join(work, name), s, w, hf
 
 
@@ -150,25 +163,24 @@ def load_inits(d):
 def nbits_dequant(node, inits):
     attrs = {a.name: a.i for a in node.attribute}
     return blocks_dequant(inits[node.input[1]], inits[node.input[2]], attrs["N"], attrs["K"],
-                          attrs["bits"], node, inits)
+                          attrs["bits"], attrs["block_size"], node.input[3:4], inits)
 
 
-def blocks_dequant(packed, scales, n, k, bits, node, inits):
-    """MatMulNBits / GatherBlockQuantized blocks of 32 along K as the ops define them:
-    (q - zero point) * scale in float32, zero point 2^(bits-1) unless given."""
+def blocks_dequant(packed, scales, n, k, bits, block, zp_name, inits):
+    """MatMulNBits / GatherBlockQuantized blocks along K as the ops define them: (q - zero
+    point) * scale in float32, zero point 2^(bits-1) unless given (uint8 or float)."""
     scales = scales.astype(np.float32)
-    kb = k // 32
+    kb = k // block
     if bits == 8:
-        q = packed.reshape(n, kb, 32).astype(np.float32)
-        zp = np.float32(128)
+        q = packed.reshape(n, kb, block).astype(np.float32)
     else:
-        p = packed.reshape(n, kb, 16)
-        q = np.empty((n, kb, 32), np.float32)
+        p = packed.reshape(n, kb, block // 2)
+        q = np.empty((n, kb, block), np.float32)
         q[:, :, 0::2] = p & 15
         q[:, :, 1::2] = p >> 4
-        zp = np.float32(8)
-    if node.op_type == "MatMulNBits" and len(node.input) > 3 and node.input[3]:
-        zp = inits[node.input[3]].astype(np.float32).reshape(n, kb, 1)
+    zp = np.float32(1 << (bits - 1))
+    if zp_name and zp_name[0]:
+        zp = inits[zp_name[0]].astype(np.float32).reshape(n, kb, 1)
     return ((q - zp) * scales.reshape(n, kb, 1)).reshape(n, k)
 
 
@@ -210,10 +222,10 @@ def expected_weights(src, s, tied):
     return exp
 
 
-def dequant_case(arch, qname, tied=False, tol=0.0):
+def dequant_case(arch, qname, tied=False, tol=0.0, mix=None):
     def run(build, work):
         from gguf import GGMLQuantizationType as Q
-        path, out, s, _, _ = model_files(work, arch, getattr(Q, qname), tied=tied)
+        path, out, s, _, _ = model_files(work, arch, getattr(Q, qname), tied=tied, mix=mix)
         convert(build, path, out)
         m, inits = load_inits(out)
         exp = expected_weights(gguf_weights(path, arch, s), s, tied)
@@ -227,9 +239,21 @@ def dequant_case(arch, qname, tied=False, tol=0.0):
                 # the embedding read from blocks: Reshape(initializer) -> GatherBlockQuantized
                 reshape = next(r for r in m.graph.node if n.input[0] in r.output)
                 data = inits[reshape.input[0]]
-                bits = next(a.i for a in n.attribute if a.name == "bits")
+                at = {a.name: a.i for a in n.attribute}
+                k = data.shape[1] * data.shape[2] * 8 // at["bits"]
                 inits["model.embed_tokens.weight"] = blocks_dequant(
-                    data, inits[n.input[2]], data.shape[0], data.shape[1] * 32, bits, n, inits)
+                    data, inits[n.input[2]], data.shape[0], k, at["bits"], at["block_size"],
+                    n.input[3:4], inits)
+        for i in range(s["layers"]):
+            # projections written apart (q, k, v of different types) compare as the fused one
+            b = f"/model/layers.{i}/attn"
+            if f"{b}/q_proj/MatMul" in nodes:
+                nodes[f"{b}/qkv_proj/MatMul"] = np.concatenate(
+                    [nodes[f"{b}/{x}_proj/MatMul"] for x in "qkv"])
+            p = f"model.layers.{i}.attn"
+            if f"{p}.q_proj.Add.bias" in inits:
+                inits[f"{p}.qkv_proj.Add.bias"] = np.concatenate(
+                    [inits[f"{p}.{x}_proj.Add.bias"] for x in "qkv"])
         worst, checked = 0.0, 0
         for key, want in exp.items():
             got = nodes.get(key) if key.startswith("/") else inits.get(key)
@@ -252,17 +276,17 @@ def dequant_case(arch, qname, tied=False, tol=0.0):
             print(f"FAIL dequant_{arch}_{qname}: max |difference| {worst:.3g} > {tol:.3g}")
             return False
         how = "bit for bit" if tol == 0.0 else f"max |difference| {worst:.3g} (<= {tol:.3g})"
-        print(f"ok   dequant_{arch}_{qname}{'_tied' if tied else ''}: {checked} weights equal "
+        print(f"ok   dequant_{arch}_{qname}{'_mix' if mix else ''}{'_tied' if tied else ''}: {checked} weights equal "
               f"gguf's dequantize() {how}")
         return True
     return run
 
 
-def parity_case(arch, qname, tied=False):
+def parity_case(arch, qname, tied=False, mix=None):
     def run(build, work):
         from gguf import GGMLQuantizationType as Q
         need("onnxruntime")
-        path, out, _, _, _ = model_files(work, arch, getattr(Q, qname), tied=tied, seed=5)
+        path, out, _, _, _ = model_files(work, arch, getattr(Q, qname), tied=tied, seed=5, mix=mix)
         convert(build, path, out)
         r = subprocess.run([os.path.join(build, "onnx-genai"), "parity", out, "--ids",
                             ",".join(map(str, PROMPT)), "--max-length", "24", "--min-length", "24"],
@@ -271,7 +295,7 @@ def parity_case(arch, qname, tied=False):
         if r.returncode != 0:
             print(f"FAIL parity_{arch}_{qname}: {last}\n{r.stderr.strip()}")
             return False
-        print(f"ok   parity_{arch}_{qname}{'_tied' if tied else ''}: {last}")
+        print(f"ok   parity_{arch}_{qname}{'_mix' if mix else ''}{'_tied' if tied else ''}: {last}")
         return True
     return run
 
@@ -394,14 +418,21 @@ def cases():
     c = {}
     for arch in ("llama", "qwen2", "qwen3"):
         c[f"greedy_{arch}"] = greedy_case(arch)
-    for arch, q, tied, tol in (("llama", "Q4_0", False, 0.0), ("llama", "Q8_0", False, 0.0),
-                               ("qwen2", "Q4_0", True, 0.0), ("qwen3", "Q8_0", False, 0.0),
-                               ("llama", "F16", False, 0.0), ("qwen2", "BF16", False, 0.0),
-                               ("llama", "Q4_1", False, 2e-7)):
-        c[f"dequant_{arch}_{q}{'_tied' if tied else ''}"] = dequant_case(arch, q, tied, tol)
-    for arch, q, tied in (("llama", "Q4_0", False), ("llama", "Q8_0", False), ("qwen2", "Q4_0", True),
-                          ("qwen3", "Q8_0", False), ("llama", "Q4_1", False)):
-        c[f"parity_{arch}_{q}{'_tied' if tied else ''}"] = parity_case(arch, q, tied)
+    for arch, q, tied, tol, mix in (("llama", "Q4_0", False, 0.0, None), ("llama", "Q8_0", False, 0.0, None),
+                                    ("qwen2", "Q4_0", True, 0.0, None), ("qwen3", "Q8_0", False, 0.0, None),
+                                    ("llama", "F16", False, 0.0, None), ("qwen2", "BF16", False, 0.0, None),
+                                    ("llama", "Q5_0", False, 0.0, None), ("qwen2", "Q6_K", True, 0.0, None),
+                                    ("llama", "Q4_1", False, 2e-7, None), ("qwen3", "Q5_1", False, 0.0, None),
+                                    ("llama", "Q4_K", False, 1e-6, None), ("qwen2", "Q5_K", False, 0.0, None),
+                                    ("qwen2", "Q4_K", True, 1e-6, Q4_K_M)):
+        c[f"dequant_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = \
+            dequant_case(arch, q, tied, tol, mix)
+    for arch, q, tied, mix in (("llama", "Q4_0", False, None), ("llama", "Q8_0", False, None),
+                               ("qwen2", "Q4_0", True, None), ("qwen3", "Q8_0", False, None),
+                               ("llama", "Q4_1", False, None), ("llama", "Q5_0", False, None),
+                               ("qwen2", "Q6_K", True, None), ("llama", "Q4_K", False, Q4_K_M),
+                               ("qwen3", "Q5_K", False, None)):
+        c[f"parity_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = parity_case(arch, q, tied, mix)
     for kind in ("spm", "qwen2", "gpt2"):
         c[f"tokenizer_{kind}"] = tokenizer_case(kind)
     c["refuse"] = refuse
