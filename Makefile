@@ -35,18 +35,20 @@ test-sanitize: deps
 		ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer on the loader, the chat-template parser/renderer, genai_config.json,
-# tokenizer.json, the guidance compilers (JSON Schema, regex, Lark) and convert's GGUF reader, bounded, from the seed corpora (the chat-template corpus in ../shared
+# tokenizer.json, the guidance compilers (JSON Schema, regex, Lark), convert's GGUF reader and the
+# .onnx_adapter reader, bounded, from the seed corpora (the chat-template corpus in ../shared
 # seeds the second when present).
 FUZZ_SECONDS ?= 60
 FUZZ_CHAT_SECONDS ?= 30
 FUZZ_JSON_SECONDS ?= 15
 FUZZ_GUIDE_SECONDS ?= 15
 FUZZ_GGUF_SECONDS ?= 5
+FUZZ_ADAPTER_SECONDS ?= 5
 CHAT_SEEDS := $(wildcard $(SHARED)/chat-templates/templates)
 fuzz-smoke: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template \
-		fuzz_genai_config fuzz_tokenizer fuzz_guide fuzz_gguf
+		fuzz_genai_config fuzz_tokenizer fuzz_guide fuzz_gguf fuzz_adapter
 	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
 	mkdir -p build-fuzz/corpus-chat && ./build-fuzz/fuzz/fuzz_chat_template \
@@ -62,6 +64,9 @@ fuzz-smoke: deps
 	mkdir -p build-fuzz/corpus-gguf && ./build-fuzz/fuzz/fuzz_gguf \
 		-max_total_time=$(FUZZ_GGUF_SECONDS) -rss_limit_mb=2048 -max_len=16384 -timeout=10 \
 		-artifact_prefix=build-fuzz/gguf- build-fuzz/corpus-gguf fuzz/corpus/gguf
+	mkdir -p build-fuzz/corpus-adapter && ./build-fuzz/fuzz/fuzz_adapter \
+		-max_total_time=$(FUZZ_ADAPTER_SECONDS) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
+		-artifact_prefix=build-fuzz/adapter- build-fuzz/corpus-adapter fuzz/corpus/adapter
 
 clean:
 	rm -rf build build-asan build-fuzz
