@@ -1,4 +1,5 @@
-/* -m ORG/NAME[/SUBFOLDER] for every command that opens a package: the value becomes the
+/* -m ORG/NAME[/SUBFOLDER] for every command that opens a package (and the folder given
+ * first without -m: `run ORG/NAME/FOLDER`, `show ORG/NAME/FOLDER`): the value becomes the
  * cached snapshot folder before the command parses its arguments, so no command has its
  * own copy of this. A repository not yet cached is pulled first (as `ollama run` does),
  * unless HF_HUB_OFFLINE is set; a cached one is used without asking the hub (run `pull`
@@ -20,10 +21,18 @@ static struct {
 } kept;
 
 static bool takes_model(const char *cmd) {
-    static const char *const cmds[] = {"generate", "run", "serve", "bench", "parity", NULL};
+    static const char *const cmds[] = {"generate", "run", "serve", "bench", "parity", "show", NULL};
     for (int i = 0; cmds[i]; i++)
         if (!strcmp(cmd, cmds[i])) return true;
     return false;
+}
+
+/* The folder a command may also take first, without -m ("generate DIR", "show DIR"):
+ * argv[2] when it is no option. show's FILE.onnx is a file, never a repository. */
+static bool positional_model(const char *cmd, const char *arg) {
+    size_t n = strlen(arg);
+    if (arg[0] == '-') return false;
+    return strcmp(cmd, "show") || n < 5 || strcmp(arg + n - 5, ".onnx");
 }
 
 /* The snapshot folder for spec: cached, or pulled now. NULL after printing why not. */
@@ -52,12 +61,14 @@ int cli_models_from_hub(int *argc, char ***argv) {
     if (*argc < 3 || !takes_model(cmd)) return 0;
     const char *repo_for_name = NULL;
     bool named = false;
-    for (int i = 2; i + 1 < *argc; i++) {
+    for (int i = 1; i + 1 < *argc; i++) {
         const char *a = (*argv)[i];
         if (!strcmp(a, "--model-name") || !strcmp(a, "--models-dir")) named = true;
-        if (strcmp(a, "-m") && strcmp(a, "--model")) continue;
+        /* i == 1: the command itself, whose next argument may be the folder. */
+        bool model_flag = i > 1 && (!strcmp(a, "-m") || !strcmp(a, "--model"));
         const char *v = (*argv)[i + 1];
-        if (!hub_looks_like_repo(v)) continue;
+        if (!(model_flag || (i == 1 && positional_model(cmd, v))) || !hub_looks_like_repo(v))
+            continue;
         if (kept.n_dirs == 8) return cli_fail("%s: at most 8 -m repositories", cmd);
         char *dir = resolve(v);
         if (!dir) return 1;

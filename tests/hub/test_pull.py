@@ -25,8 +25,8 @@ cpu/stories/ beside a README and another folder. Cases:
             with local_files_only, scan_cache_dir without warnings), and a cache
             huggingface_hub filled (hf_hub_download) used by `generate -m` and `pull`
             without downloading anything
-  auto      `generate -m REPO` on an empty cache pulls first; `serve -m REPO` answers to
-            the repository's name
+  auto      `generate -m REPO` on an empty cache pulls first; `generate REPO` and `show
+            REPO` take it without -m too; `serve -m REPO` answers to the repository's name
 
 Usage: test_pull.py BUILD_DIR SHARED_DIR [CASE...]. Exit 77 (skip) without the shared
 checkpoint or huggingface_hub."""
@@ -309,6 +309,13 @@ def case_auto(env, repo, pkg):
     check(g.returncode == 0 and "pulling it" in g.stderr and g.stdout == local.stdout,
           f"generate -m on an empty cache pulls, then generates the local package's text "
           f"({g.stderr.strip()[-200:]})")
+    pos = env.run(home, "generate", f"{REPO}/{SUB}", "-p", "Once upon a time", "--max-length", "40")
+    show = env.run(home, "show", f"{REPO}/{SUB}")
+    snap = os.path.join(repo_dir(home), "snapshots", repo.commit, SUB)
+    check(pos.returncode == 0 and pos.stdout == local.stdout and show.returncode == 0 and
+          f"package:     {snap}" in show.stdout,
+          f"the repository given first without -m (generate, show) is the snapshot folder "
+          f"({show.stdout[:120]!r}; {pos.stderr.strip()[-200:]} {show.stderr.strip()[-200:]})")
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
