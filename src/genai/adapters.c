@@ -17,7 +17,7 @@ og_status *og_adapters_create(og_model *m, og_adapters **out) {
     og_adapters *a = calloc(1, sizeof *a);
     if (!a) return og_oom();
     a->model = m;
-    a->refs = 1;
+    atomic_init(&a->refs, 1);
     *out = a;
     return NULL;
 }
@@ -31,7 +31,7 @@ static void adapter_free(gen_adapter *a) {
 }
 
 static void set_unref(og_adapters *set) {
-    if (--set->refs > 0) return;
+    if (atomic_fetch_sub(&set->refs, 1) > 1) return;
     for (int i = 0; i < set->n; i++) adapter_free(set->items[i]);
     free(set->items);
     free(set);
@@ -133,9 +133,10 @@ og_status *og_adapters_unload(og_adapters *set, const char *name) {
     if (i < 0)
         return og_errorf(OG_ERR_NOT_FOUND, "adapter '%s' is not loaded (loaded: %s)", name,
                          loaded_names(set, buf, sizeof buf));
-    if (set->items[i]->users)
+    int users = atomic_load(&set->items[i]->users);
+    if (users)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "adapter '%s' is active in %d generator(s): "
-                         "destroy them before unloading it", name, set->items[i]->users);
+                         "destroy them before unloading it", name, users);
     adapter_free(set->items[i]);
     memmove(&set->items[i], &set->items[i + 1], (size_t)(set->n - i - 1) * sizeof *set->items);
     set->n--;
@@ -151,7 +152,7 @@ const og_tensor *gen_adapters_param(gen_adapter *const *active, int n, const cha
 }
 
 void gen_adapter_release(og_adapters *set, gen_adapter *a) {
-    a->users--;
+    atomic_fetch_sub(&a->users, 1);
     set_unref(set);
 }
 
@@ -183,7 +184,7 @@ og_status *og_generator_set_active_adapter(og_generator *g, og_adapters *set, co
                          "in one generator", name, GEN_MAX_ACTIVE_ADAPTERS);
     g->active[g->n_active++] = a;
     g->adapters = set;
-    a->users++;
-    set->refs++; /* the model's next run computes with it */
+    atomic_fetch_add(&a->users, 1);
+    atomic_fetch_add(&set->refs, 1); /* the model's next run computes with it */
     return NULL;
 }

@@ -7,26 +7,29 @@
  * The container is reference-counted: its owner holds one reference (og_adapters_free
  * drops it) and every generator with an adapter of it active holds one, so generators and
  * the container may be freed in any order. An adapter in use by a generator cannot be
- * unloaded. Not thread-safe: calls on one container, and the creation and destruction of
- * the generators that use it, are made from one thread at a time. */
+ * unloaded. The counts are atomic, so generators may be destroyed on any thread (Python's
+ * collector, a server's workers); loading, unloading and activating are made from one
+ * thread at a time. */
 #ifndef OG_GENAI_ADAPTERS_H
 #define OG_GENAI_ADAPTERS_H
 
 #include "base/strmap.h"
 #include "genai/adapter_file.h"
 
+#include <stdatomic.h>
+
 typedef struct gen_adapter {
     char *name;
     gen_adapter_file file;
     strmap by_name; /* parameter name -> index into file.params */
-    int users;      /* generators it is active in */
+    atomic_int users; /* generators it is active in */
 } gen_adapter;
 
 struct og_adapters {
     og_model *model;
     gen_adapter **items;
     int n, cap;
-    int refs; /* the owner's, plus one per generator that uses the container */
+    atomic_int refs; /* the owner's, plus one per active adapter of a generator */
 };
 
 /* The most adapters active in one generator at once. */
