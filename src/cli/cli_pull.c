@@ -13,8 +13,9 @@
 static const char pull_usage[] =
     "usage: onnx-genai pull ORG/NAME[/SUBFOLDER] [--revision REV]\n"
     "\n"
-    "Downloads the repository's files (only those under SUBFOLDER when given) into the\n"
-    "Hugging Face cache, as huggingface_hub does, and prints the snapshot folder. A second\n"
+    "Downloads the repository's files (only those under SUBFOLDER when given, or the one\n"
+    "file it names, e.g. a .gguf for `convert`) into the Hugging Face cache, as\n"
+    "huggingface_hub does, and prints the snapshot folder (or file). A second\n"
     "pull downloads nothing; a cut download resumes; LFS files are checked against their\n"
     "sha256. generate, run, serve, bench and parity take -m ORG/NAME[/SUBFOLDER] for it.\n"
     "\n"
@@ -63,7 +64,7 @@ int cli_pull(int argc, char **argv) {
         char *cfg = malloc(n);
         struct stat sb;
         if (cfg) snprintf(cfg, n, "%s/genai_config.json", dir);
-        if (cfg && stat(cfg, &sb) != 0)
+        if (cfg && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && stat(cfg, &sb) != 0)
             fprintf(stderr, "note: %s has no genai_config.json: not a package generate can run\n",
                     spec);
         free(cfg);

@@ -118,8 +118,9 @@ typedef struct hub_pull_stats {
     long long bytes;        /* bytes fetched now */
 } hub_pull_stats;
 
-/* Makes the cache hold every file of ref (under its subfolder) at revision (NULL:
- * "main"), then *dir := snapshots/{commit}[/subfolder] (malloc'd). Files already in the
+/* Makes the cache hold every file of ref (under its subfolder, or the one file the
+ * "subfolder" names) at revision (NULL: "main"), then *dir :=
+ * snapshots/{commit}[/subfolder] (malloc'd). Files already in the
  * snapshot are not asked for again; genai_config.json comes last, so a snapshot folder
  * that has it holds the whole package. Offline (e->offline) it only looks in the cache. */
 og_status *hub_pull(const hub_env *e, const hub_ref *ref, const char *revision, char **dir,

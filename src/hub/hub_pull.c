@@ -117,9 +117,11 @@ static void file_list_free(file_list *l) {
     free(l->names);
 }
 
+/* A file of the folder sub, or the file sub itself (one GGUF file of a repository that
+ * holds several). */
 static bool under(const char *file, const char *sub) {
     size_t n = strlen(sub);
-    return !n || (!strncmp(file, sub, n) && file[n] == '/');
+    return !n || (!strncmp(file, sub, n) && (file[n] == '/' || !file[n]));
 }
 
 static bool is_config(const char *file) {
@@ -200,7 +202,8 @@ static og_status *list_files(const hub_env *e, const hub_ref *ref, const char *r
         char hint[512];
         packages_hint(siblings, hint, sizeof hint);
         st = og_errorf(OG_ERR_NOT_FOUND,
-                       "%s has no folder '%s' at revision %s (repository or file not found)%s%s",
+                       "%s has no folder or file '%s' at revision %s (repository or file not "
+                       "found)%s%s",
                        ref->repo, ref->subfolder, revision,
                        hint[0] ? "; folders with a genai_config.json: " : "", hint);
         goto done;

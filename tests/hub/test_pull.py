@@ -18,6 +18,8 @@ cpu/stories/ beside a README and another folder. Cases:
             later good pull works
   hashes    LFS files of 0 to 1000 bytes (every SHA-256 padding case) pass the check,
             also where the redirect has no X-Linked-Size
+  file      ORG/NAME/FILE pulls that one file (a GGUF for `convert`)
+  bar       a progress bar on a terminal (a pty), none otherwise
   errors    404 (unknown repository, unknown folder), 401 (gated: HF_TOKEN named; with the
             token it works, and the token never goes to the CDN host), no server (the
             offline message), HF_HUB_OFFLINE with an empty cache
@@ -219,6 +221,51 @@ def case_hashes(env, repo, pkg):
           f"({len(names)} of {len(want)}; {r.stderr.strip()[-200:]})")
 
 
+def case_file(env, repo, pkg):
+    home = env.new_home()
+    env.hub.clear_log()
+    one = "edge/f55.onnx"
+    r = env.run(home, "pull", f"{REPO}/{one}")
+    asked = [e["path"] for e in env.hub.requests("resolve")]
+    path = os.path.join(repo_dir(home), "snapshots", repo.commit, one)
+    with open(path, "rb") as f:
+        data = f.read()
+    check(r.returncode == 0 and r.stdout.strip() == path and data == repo.files[one] and
+          len(asked) == 1 and asked[0].endswith(one) and "note:" not in r.stderr,
+          f"ORG/NAME/FILE pulls that one file and prints its path ({asked}; {r.stderr.strip()[-200:]})")
+
+
+def case_bar(env, repo, pkg):
+    import pty
+    import select
+    home = env.new_home()
+    master, slave = pty.openpty()
+    p = subprocess.Popen([env.cli, "pull", f"{REPO}/{SUB}"], env=env.env(home), stdout=subprocess.PIPE,
+                         stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(timeout=60)
+    os.close(master)
+    text = out.decode(errors="replace")
+    check(p.returncode == 0 and "model.onnx.data" in text and "100%" in text and "\r" in text and
+          "[" + "#" * 30 + "]" in text,
+          f"on a terminal each download draws a bar that ends full ({text[-300:]!r})")
+    r = env.run(env.new_home(), "pull", f"{REPO}/{SUB}")
+    check("\r" not in r.stderr and "%" not in r.stderr,
+          f"not on a terminal: no bar, one summary line ({r.stderr.strip()!r})")
+
+
 def case_errors(env, repo, pkg):
     home = env.new_home()
     r = env.run(home, "pull", "test-org/no-such-model")
@@ -340,7 +387,7 @@ def case_auto(env, repo, pkg):
 
 
 CASES = {"full": case_full, "again": case_again, "resume": case_resume, "mismatch": case_mismatch,
-         "hashes": case_hashes,
+         "hashes": case_hashes, "file": case_file, "bar": case_bar,
          "errors": case_errors, "shared": case_shared, "auto": case_auto}
 
 
