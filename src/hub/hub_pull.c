@@ -271,7 +271,7 @@ static og_status *fetch_blob(const hub_env *e, const char *repo, const char *com
     } else if (!r.curl_code && r.status != 200 && r.status != 206) {
         st = http_error(e, repo, commit, file, &r);
     } else if (r.curl_code) {
-        if (have > resumed || have > 0)
+        if (have > 0)
             st = og_errorf(OG_ERR_IO,
                            "%s: the download stopped at %lld of %lld bytes (%s); %s keeps them: "
                            "run pull again to resume",

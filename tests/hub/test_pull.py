@@ -274,6 +274,15 @@ def case_errors(env, repo, pkg):
     r = env.run(home, "pull", f"{REPO}/gpu/none")
     check(r.returncode != 0 and "gpu/none" in r.stderr and SUB in r.stderr,
           f"an unknown folder: named, with the folders that hold packages ({r.stderr.strip()})")
+    r = env.run(home, "pull", f"{REPO}/{SUB}", "--revision", "v9")
+    check(r.returncode != 0 and "revision 'v9' not found" in r.stderr,
+          f"an unknown revision: named ({r.stderr.strip()})")
+    home_c = env.new_home()
+    r = env.run(home_c, "pull", f"{REPO}/{SUB}", "--revision", repo.commit)
+    check(r.returncode == 0 and
+          r.stdout.strip() == os.path.join(repo_dir(home_c), "snapshots", repo.commit, SUB) and
+          not os.path.exists(os.path.join(repo_dir(home_c), "refs")),
+          f"--revision COMMIT: that snapshot, no ref written (as huggingface_hub) ({r.stderr.strip()[-200:]})")
     r = env.run(home, "pull", "test-org/gated-stories")
     check(r.returncode != 0 and "HF_TOKEN" in r.stderr and "gated" in r.stderr and "401" in r.stderr,
           f"401: says gated or private and to set HF_TOKEN ({r.stderr.strip()})")
