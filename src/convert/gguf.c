@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct cursor {
     const uint8_t *base, *p, *end;
@@ -256,6 +257,9 @@ og_status *gguf_open(const char *path, gguf_file *g) {
         return st;
     }
     g->map = m;
+    /* convert reads every tensor: ask for read-ahead of the whole file (a hint, errors
+     * ignored; MADV_SEQUENTIAL would drop pages a second pass over a weight reads) */
+    if (m.data) (void)madvise((void *)m.data, m.size, MADV_WILLNEED);
     return NULL;
 }
 
