@@ -375,14 +375,16 @@ static og_status *attention(gb *b, int64_t i, const char *h, const char *seqlens
     const char *ins[] = {q, k, v,
                          onnx_fmt(o, "past_key_values.%" PRId64 ".key", i),
                          onnx_fmt(o, "past_key_values.%" PRId64 ".value", i),
-                         seqlens, total, cos, sin};
+                         seqlens, total, cos, sin, "", "", ""};
     const char *outs[] = {onnx_fmt(o, "%s/output_0", an), onnx_fmt(o, "present.%" PRId64 ".key", i),
                           onnx_fmt(o, "present.%" PRId64 ".value", i)};
     onnx_attr at[] = {ATTR_I("num_heads", m->heads), ATTR_I("kv_num_heads", m->kv_heads),
                       ATTR_F("scale", 1.0 / sqrt((double)m->head_dim)),
                       ATTR_I("local_window_size", -1), ATTR_F("softcap", 0.0),
                       ATTR_I("do_rotary", 1), ATTR_I("rotary_interleaved", 0)};
-    const char *att = onnx_node(o, "GroupQueryAttention", MS, an, ins, 9, outs, 3, at, 7);
+    /* the three absent inputs after sin_cache (position_ids, attention_bias, sinks) are
+     * written as the builder writes them */
+    const char *att = onnx_node(o, "GroupQueryAttention", MS, an, ins, 12, outs, 3, at, 7);
     const gguf_tensor *wo;
     OG_TRY(cv_tensor(m, tname(b, i, "attn_output.weight"), m->hidden, qw, &wo));
     cv_src s = {wo, m->hidden, 0};

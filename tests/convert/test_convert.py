@@ -8,7 +8,8 @@ gguf_models.py) from random weights in each architecture's layout, then converte
 
   greedy_*    float32 files: our greedy ids (native) equal onnxruntime-genai 0.18's on the
               converted package, and onnxruntime-genai's on a package tools/make_model.py
-              writes from the same float weights (the HF layout, not permuted);
+              writes from the same float weights (the HF layout, not permuted), whose
+              graph the converted one equals node for node (tools/compare_graphs.py);
   dequant_*   every weight of the converted package (MatMulNBits and GatherBlockQuantized
               blocks dequantized in numpy as the ops define them, float MatMul weights,
               norms and biases) equals gguf.quants.dequantize() of the GGUF tensor bit for
@@ -141,6 +142,13 @@ def greedy_case(arch):
                       hf, {})
         maker = ort_greedy(maker_dir, PROMPT, 24)
         ok = True
+        # the layout too: node by node, the graph make_model.py writes (tools/compare_graphs.py)
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "compare_graphs.py"),
+                            os.path.join(out, "model.onnx"), os.path.join(maker_dir, "model.onnx")],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or "0 difference(s)" not in r.stdout:
+            print(f"FAIL greedy_{arch}: the graph differs from make_model.py's:\n{r.stdout[-2000:]}{r.stderr}")
+            ok = False
         for label, seq in (("onnxruntime-genai on the converted package", theirs),
                            ("onnxruntime-genai on make_model.py's package", maker)):
             if ours != seq:
@@ -148,7 +156,7 @@ def greedy_case(arch):
                 ok = False
         if ok:
             print(f"ok   greedy_{arch}: {len(ours)} ids equal onnxruntime-genai's on the converted "
-                  f"package and on make_model.py's")
+                  f"package and on make_model.py's, whose graph it equals node for node")
         return ok
     return run
 
