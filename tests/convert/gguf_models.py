@@ -112,7 +112,29 @@ def _write_tensor(writer, name, arr, qtype):
         writer.add_tensor(name, gguf.quants.quantize(np.ascontiguousarray(arr), qtype), raw_dtype=qtype)
 
 
-def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=None):
+def llama3_rope_factors(s, scaling):
+    """rope_freqs.weight as llama.cpp's converter computes it for Llama 3's rope scaling:
+    per rotated pair the divisor of its frequency (1 for short wavelengths, `factor` for
+    long ones, a smooth blend between)."""
+    import math
+    dim, base = s["head_dim"], s["theta"]
+    factor, lo, hi = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    out = []
+    for j in range(0, dim, 2):
+        wavelen = 2 * math.pi * base ** (j / dim)
+        if wavelen < old / hi:
+            out.append(1.0)
+        elif wavelen > old / lo:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, np.float32)
+
+
+def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=None,
+               rope_scaling=None):
     """tok: dict(model='llama'|'gpt2', tokens, scores?, types?, merges?, pre?, bos, eos,
     template?, add_bos?); mix: {tensor suffix ('attn_v', 'ffn_down', 'output',
     'token_embd'): another type}, as llama.cpp's K-quant mixes give some tensors."""
@@ -174,6 +196,8 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
         _tensor(wr, p + "ffn_gate.weight", L["gate"], qtype)
         _tensor(wr, p + "ffn_up.weight", L["up"], qtype)
         _tensor(wr, p + "ffn_down.weight", L["down"], qtype)
+    if rope_scaling:
+        wr.add_tensor("rope_freqs.weight", llama3_rope_factors(s, rope_scaling))
     _tensor(wr, "output_norm.weight", weights["final_norm"], qtype)
     if not tied:
         _tensor(wr, "output.weight", weights["lm_head"], qtype)

@@ -104,31 +104,40 @@ def tokenizers_for(arch):
 Q4_K_M = {"attn_v": "Q6_K", "ffn_down": "Q6_K", "output": "Q6_K"}
 
 
-def model_files(work, arch, qtype, tied=False, seed=1, mix=None):
+def model_files(work, arch, qtype, tied=False, seed=1, mix=None, rope_scaling=None):
     need("gguf")
     from gguf import GGMLQuantizationType as Q
     tok, hf = tokenizers_for(arch)
     kq = qtype.name.endswith("_K") or bool(mix)
     s = gm.shape(arch, len(tok["tokens"]), kquant=kq)
     w = gm.random_weights(s, seed)
-    name = f"{arch}_{qtype.name.lower()}{'_mix' if mix else ''}{'_tied' if tied else ''}"
+    name = f"{arch}_{qtype.name.lower()}{'_mix' if mix else ''}{'_tied' if tied else ''}" \
+        f"{'_llama3rope' if rope_scaling else ''}"
     path = os.path.join(work, name + ".gguf")
     mix_types = {k: getattr(Q, v) for k, v in (mix or {}).items()}
     if mix and tied:
         mix_types["token_embd"] = mix_types.pop("output")
-    gm.write_gguf(path, s, w, qtype, tok, tied=tied, mix=mix_types)
+    gm.write_gguf(path, s, w, qtype, tok, tied=tied, mix=mix_types, rope_scaling=rope_scaling)
     return path, os.path.join(work, name), s, w, hf
 
 
 PROMPT = [1, 17, 42, 99, 7]
 
 
-def greedy_case(arch):
+# Llama 3's rope scaling at a short original context, so that all three kinds of pairs
+# (kept, divided by the factor, blended) occur at head size 16
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 32}
+
+
+def greedy_case(arch, rope_scaling=None):
+    name = f"greedy_{arch}{'_llama3rope' if rope_scaling else ''}"
+
     def run(build, work):
         from gguf import GGMLQuantizationType as Q
         from model_maker.decoder import BuildOptions, DecoderSpec
         from model_maker.package import write_package
-        path, out, s, w, hf = model_files(work, arch, Q.F32)
+        path, out, s, w, hf = model_files(work, arch, Q.F32, rope_scaling=rope_scaling)
         convert(build, path, out)
         ours = ours_greedy(build, out, PROMPT, 24)
         theirs = ort_greedy(out, PROMPT, 24)
@@ -136,7 +145,7 @@ def greedy_case(arch):
                            num_layers=s["layers"], num_heads=s["heads"], num_kv_heads=s["kv_heads"],
                            head_size=s["head_dim"], vocab_size=s["vocab"], context_length=s["context"],
                            rms_eps=s["eps"], rope_theta=s["theta"], qkv_bias=arch == "qwen2",
-                           qk_norm=arch == "qwen3")
+                           qk_norm=arch == "qwen3", rope_scaling=dict(rope_scaling or {}))
         maker_dir = out + "_maker"
         write_package(maker_dir, spec, gm.MakerWeights(w), BuildOptions(dtype="fp32", head_multiple=0),
                       hf, {})
@@ -147,15 +156,15 @@ def greedy_case(arch):
                             os.path.join(out, "model.onnx"), os.path.join(maker_dir, "model.onnx")],
                            capture_output=True, text=True)
         if r.returncode != 0 or "0 difference(s)" not in r.stdout:
-            print(f"FAIL greedy_{arch}: the graph differs from make_model.py's:\n{r.stdout[-2000:]}{r.stderr}")
+            print(f"FAIL {name}: the graph differs from make_model.py's:\n{r.stdout[-2000:]}{r.stderr}")
             ok = False
         for label, seq in (("onnxruntime-genai on the converted package", theirs),
                            ("onnxruntime-genai on make_model.py's package", maker)):
             if ours != seq:
-                print(f"FAIL greedy_{arch}: ours {ours}\n     {label}: {seq}")
+                print(f"FAIL {name}: ours {ours}\n     {label}: {seq}")
                 ok = False
         if ok:
-            print(f"ok   greedy_{arch}: {len(ours)} ids equal onnxruntime-genai's on the converted "
+            print(f"ok   {name}: {len(ours)} ids equal onnxruntime-genai's on the converted "
                   f"package and on make_model.py's, whose graph it equals node for node")
         return ok
     return run
@@ -449,6 +458,7 @@ def cases():
     c = {}
     for arch in ("llama", "qwen2", "qwen3"):
         c[f"greedy_{arch}"] = greedy_case(arch)
+    c["greedy_llama_llama3rope"] = greedy_case("llama", LLAMA3_ROPE)
     for arch, q, tied, tol, mix in (("llama", "Q4_0", False, 0.0, None), ("llama", "Q8_0", False, 0.0, None),
                                     ("qwen2", "Q4_0", True, 0.0, None), ("qwen3", "Q8_0", False, 0.0, None),
                                     ("llama", "F16", False, 0.0, None), ("qwen2", "BF16", False, 0.0, None),
