@@ -61,16 +61,16 @@ og_status *hub_mkdirs_for(const char *path);
 og_status *hub_link_snapshot(const char *repo_dir, const char *commit, const char *file,
                              const char *etag);
 
-/* --- SHA-256 (hub_sha256.c), for checking LFS blobs against their etag --- */
+/* --- SHA-256 (hub_sha256.c, libcrypto), for checking LFS blobs against their etag --- */
 
 typedef struct hub_sha256 {
-    unsigned int h[8];
-    unsigned char buf[64];
-    unsigned long long len; /* bytes hashed so far */
+    void *ctx; /* OpenSSL's EVP_MD_CTX; NULL before the first init */
 } hub_sha256;
-void hub_sha256_init(hub_sha256 *s);
+/* Starts s, or starts it over; false when out of memory. Free with hub_sha256_free. */
+bool hub_sha256_init(hub_sha256 *s);
 void hub_sha256_update(hub_sha256 *s, const void *data, size_t n);
-void hub_sha256_hex(hub_sha256 *s, char out[65]); /* finishes s */
+void hub_sha256_hex(hub_sha256 *s, char out[65]); /* finishes s ("" if that fails) */
+void hub_sha256_free(hub_sha256 *s);              /* NULL ctx: a no-op */
 
 /* --- HTTP (hub_http.c, libcurl) --- */
 

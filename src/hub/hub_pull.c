@@ -230,9 +230,12 @@ static og_status *fetch_blob(const hub_env *e, const char *repo, const char *com
         return st;
     }
     /* What an earlier, cut download left: hashed again, then asked for from there on. */
-    hub_sha256 sha;
-    hub_sha256_init(&sha);
+    hub_sha256 sha = {0};
     long long have = 0;
+    if (!hub_sha256_init(&sha)) {
+        st = og_oom();
+        goto done;
+    }
     char buf[1 << 16];
     size_t got;
     fseeko(f, 0, SEEK_SET);
@@ -304,6 +307,7 @@ static og_status *fetch_blob(const hub_env *e, const char *repo, const char *com
     }
     hub_response_free(&r);
 done:
+    hub_sha256_free(&sha);
     fclose(f);
     free(part);
     return st;
