@@ -19,6 +19,8 @@ typedef struct cv_model {
     bool qkv_bias, qk_norm;
     bool unpermute_qk;   /* llama-family GGUFs store q/k rows in interleaved-rotary order */
     int64_t bos, eos, pad;
+    int64_t stop[3];     /* eos, then end-of-turn / end-of-message ids that differ from it */
+    int n_stop;
 } cv_model;
 
 /* The named tensor, or an error naming it (and the file) when it is absent or its shape

@@ -125,6 +125,21 @@ static og_status *read_shape(cv_model *m, const convert_options *opt) {
     OG_TRY(gguf_get_i64_or(m->g, "tokenizer.ggml.bos_token_id", 1, &m->bos));
     OG_TRY(gguf_get_i64_or(m->g, "tokenizer.ggml.eos_token_id", 2, &m->eos));
     OG_TRY(gguf_get_i64_or(m->g, "tokenizer.ggml.padding_token_id", m->eos, &m->pad));
+    /* chat models end a turn with <|eot_id|> / <|im_end|>-like tokens that llama.cpp keeps
+     * apart from eos: generation stops at any of them (genai_config's eos list) */
+    m->stop[m->n_stop++] = m->eos;
+    static const char *const turn_keys[] = {"tokenizer.ggml.eot_token_id",
+                                            "tokenizer.ggml.eom_token_id"};
+    for (int i = 0; i < 2; i++) {
+        int64_t id;
+        OG_TRY(gguf_get_i64_or(m->g, turn_keys[i], -1, &id));
+        bool seen = id < 0;
+        for (int j = 0; j < m->n_stop; j++) seen |= m->stop[j] == id;
+        if (!seen && id >= m->vocab)
+            return og_errorf(OG_ERR_INVALID_MODEL, "%s: %s is %" PRId64 ", outside the vocabulary "
+                             "of %" PRId64, m->path, turn_keys[i], id, m->vocab);
+        if (!seen) m->stop[m->n_stop++] = id;
+    }
     return NULL;
 }
 
@@ -538,7 +553,13 @@ static og_status *write_genai_config(const cv_model *m, const char *dir) {
     cJSON_AddNumberToObject(dec, "num_attention_heads", (double)m->heads);
     cJSON_AddNumberToObject(dec, "num_hidden_layers", (double)m->layers);
     cJSON_AddNumberToObject(dec, "num_key_value_heads", (double)m->kv_heads);
-    cJSON_AddNumberToObject(model, "eos_token_id", (double)m->eos);
+    if (m->n_stop == 1) {
+        cJSON_AddNumberToObject(model, "eos_token_id", (double)m->eos);
+    } else {
+        cJSON *eos = cJSON_AddArrayToObject(model, "eos_token_id");
+        for (int i = 0; i < m->n_stop; i++)
+            cJSON_AddItemToArray(eos, cJSON_CreateNumber((double)m->stop[i]));
+    }
     cJSON_AddNumberToObject(model, "pad_token_id", (double)m->pad);
     cJSON_AddStringToObject(model, "type", m->type);
     cJSON_AddNumberToObject(model, "vocab_size", (double)m->vocab);

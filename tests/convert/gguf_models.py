@@ -169,6 +169,8 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
         wr.add_token_merges(tok["merges"])
     wr.add_bos_token_id(tok["bos"])
     wr.add_eos_token_id(tok["eos"])
+    if "eot" in tok:
+        wr.add_eot_token_id(tok["eot"])
     if "add_bos" in tok:
         wr.add_add_bos_token(tok["add_bos"])
     if tok.get("template"):

@@ -388,6 +388,8 @@ def tokenizer_case(kind):
         else:
             tok, hf = tokenizers_for("llama" if kind == "spm" else "qwen2")
             arch, qtype = ("llama" if kind == "spm" else "qwen2"), Q.Q4_0
+            if kind == "qwen2":  # an end-of-turn token apart from eos, as chat models have
+                tok = dict(tok, eos=400, eot=402)
         s = gm.shape(arch, len(tok["tokens"]), layers=1)
         path = os.path.join(work, f"tok_{kind}.gguf")
         gm.write_gguf(path, s, gm.random_weights(s, 9), qtype, tok)
@@ -398,6 +400,12 @@ def tokenizer_case(kind):
             cfg = json.load(f)
         if tok.get("template") and cfg.get("chat_template") != tok["template"]:
             print(f"FAIL tokenizer_{kind}: chat_template {cfg.get('chat_template')!r}")
+            ok = False
+        with open(os.path.join(out, "genai_config.json"), encoding="utf-8") as f:
+            eos = json.load(f)["model"]["eos_token_id"]
+        want = [tok["eos"], tok["eot"]] if "eot" in tok else tok["eos"]
+        if eos != want:
+            print(f"FAIL tokenizer_{kind}: genai_config eos_token_id {eos}, expected {want}")
             ok = False
         return ok
     return run
