@@ -13,7 +13,7 @@ static const char help[] =
     "\n"
     "Writes OUT_DIR/model.onnx (+ model.onnx.data), genai_config.json, tokenizer.json and\n"
     "tokenizer_config.json (with the file's chat template) in onnxruntime-genai's model\n"
-    "builder layout. Architectures: llama, mistral, qwen2, qwen3. Weights are not\n"
+    "builder layout. Architectures: llama (Llama, Mistral), qwen2, qwen3. Weights are not\n"
     "re-quantised: Q4_0, Q5_0, Q8_0 and Q6_K become MatMulNBits (4 or 8 bits, the file's\n"
     "blocks and scales: llama.cpp's values exactly); Q4_1 and Q4_K 4-bit MatMulNBits with\n"
     "float zero points (-offset/scale: one rounding from the file's values); Q5_1, Q5_K,\n"

@@ -1,6 +1,6 @@
 /* The driver of `convert`: the model's shape from the GGUF metadata, the decoder graph in
  * the model builder's layout (as tools/model_maker/transformer.py writes it for llama,
- * mistral, qwen2 and qwen3), and genai_config.json. */
+ * qwen2 and qwen3), and genai_config.json. */
 #include "convert/convert_internal.h"
 
 #include "convert/gguf_blocks.h"
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #define MS "com.microsoft"
@@ -22,10 +23,10 @@ typedef struct arch_info {
 } arch_info;
 
 /* llama.cpp's "llama" covers Llama and Mistral checkpoints (convert_hf_to_gguf writes
- * both so); their q/k rows come permuted for its interleaved rotary. Qwen's do not. */
+ * both so, told apart by general.name: model.type follows it); their q/k rows come
+ * permuted for its interleaved rotary. Qwen's do not. */
 static const arch_info archs[] = {
     {"llama", "llama", false, false, true},
-    {"mistral", "mistral", false, false, true},
     {"qwen2", "qwen2", true, false, false},
     {"qwen3", "qwen3", false, true, false},
 };
@@ -54,10 +55,17 @@ static og_status *read_shape(cv_model *m, const convert_options *opt) {
         if (strlen(archs[i].gguf) == len && !memcmp(archs[i].gguf, s, len)) a = &archs[i];
     if (!a)
         return og_errorf(OG_ERR_UNSUPPORTED,
-                         "%s: general.architecture '%.*s' is not converted (llama, mistral, "
-                         "qwen2 and qwen3 are)", m->path, (int)(len > 64 ? 64 : len), s);
+                         "%s: general.architecture '%.*s' is not converted (llama, qwen2 "
+                         "and qwen3 are)", m->path, (int)(len > 64 ? 64 : len), s);
     snprintf(m->arch, sizeof m->arch, "%s", a->gguf);
     m->type = a->genai;
+    if (!strcmp(a->gguf, "llama") && gguf_find(m->g, "general.name")) {
+        const char *nm;
+        size_t nlen;
+        OG_TRY(gguf_get_str(m->g, "general.name", &nm, &nlen));
+        for (size_t i = 0; i + 7 <= nlen; i++)
+            if (!strncasecmp(nm + i, "mistral", 7)) m->type = "mistral";
+    }
     m->qkv_bias = a->qkv_bias;
     m->qk_norm = a->qk_norm;
     m->unpermute_qk = a->unpermute;

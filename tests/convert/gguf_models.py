@@ -157,6 +157,8 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
     if s["head_dim"] != s["hidden"] // s["heads"]:
         wr.add_key_length(s["head_dim"])
         wr.add_value_length(s["head_dim"])
+    if tok.get("name"):
+        wr.add_name(tok["name"])
     wr.add_tokenizer_model(tok["model"])
     if tok.get("pre"):
         wr.add_tokenizer_pre(tok["pre"])

@@ -390,6 +390,8 @@ def tokenizer_case(kind):
             arch, qtype = ("llama" if kind == "spm" else "qwen2"), Q.Q4_0
             if kind == "qwen2":  # an end-of-turn token apart from eos, as chat models have
                 tok = dict(tok, eos=400, eot=402)
+            else:  # llama.cpp writes Mistral's checkpoints as "llama", named
+                tok = dict(tok, name="Mistral-Tiny-Random")
         s = gm.shape(arch, len(tok["tokens"]), layers=1)
         path = os.path.join(work, f"tok_{kind}.gguf")
         gm.write_gguf(path, s, gm.random_weights(s, 9), qtype, tok)
@@ -402,7 +404,11 @@ def tokenizer_case(kind):
             print(f"FAIL tokenizer_{kind}: chat_template {cfg.get('chat_template')!r}")
             ok = False
         with open(os.path.join(out, "genai_config.json"), encoding="utf-8") as f:
-            eos = json.load(f)["model"]["eos_token_id"]
+            model = json.load(f)["model"]
+        eos = model["eos_token_id"]
+        if kind == "spm" and model["type"] != "mistral":
+            print(f"FAIL tokenizer_{kind}: model.type {model['type']!r} for a file named Mistral")
+            ok = False
         want = [tok["eos"], tok["eot"]] if "eot" in tok else tok["eos"]
         if eos != want:
             print(f"FAIL tokenizer_{kind}: genai_config eos_token_id {eos}, expected {want}")
