@@ -49,7 +49,7 @@ og_status *onnx_out_open(onnx_out *o, const char *dir, const char *filename) {
     return NULL;
 }
 
-void onnx_out_abort(onnx_out *o) {
+static void release(onnx_out *o) {
     if (o->data) fclose(o->data);
     free(o->path);
     free(o->data_path);
@@ -61,6 +61,12 @@ void onnx_out_abort(onnx_out *o) {
     arena_free(&o->names);
     if (o->err) og_status_free(o->err);
     memset(o, 0, sizeof *o);
+}
+
+void onnx_out_abort(onnx_out *o) {
+    /* no half-written weights left behind for a later load to trip over */
+    if (o->data_path && o->data) remove(o->data_path);
+    release(o);
 }
 
 const char *onnx_fmt(onnx_out *o, const char *fmt, ...) {
@@ -251,7 +257,8 @@ og_status *onnx_out_finish(onnx_out *o, const char *producer) {
     if (o->err) {
         og_status *st = o->err;
         o->err = NULL;
-        onnx_out_abort(o);
+        if (o->data_path) remove(o->data_path);
+        release(o);
         return st;
     }
     /* the graph message goes out in pieces: its header, then the three buffers */
@@ -282,6 +289,7 @@ og_status *onnx_out_finish(onnx_out *o, const char *producer) {
     pb_free(&gname);
     pb_free(&gkey);
     pb_free(&tail);
-    onnx_out_abort(o);
+    if (st) remove(o->path);
+    release(o);
     return st;
 }

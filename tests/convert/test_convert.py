@@ -435,6 +435,10 @@ def refuse(build, work):
     data = bytearray(open(p, "rb").read())
     t = next(t for t in r.tensors if t.name == "blk.0.ffn_up.weight")
     cases.append((_retype(p, data, t, Q.Q6_K, work), "blk.0.ffn_up.weight"))
+    # a layer's tensors missing (found only while writing: no half-written weights stay)
+    p = os.path.join(work, "missing_layer.gguf")
+    gm.write_gguf(p, dict(s, layers=2), w, Q.F32, tok)
+    cases.append((p, "tensor 'blk.1.attn_norm.weight' is missing"))
     # a truncated file: the tensor that does not fit is named
     p = os.path.join(work, "truncated.gguf")
     with open(p, "wb") as f:
@@ -449,6 +453,27 @@ def refuse(build, work):
             ok = False
         else:
             print(f"ok   refuse {os.path.basename(path)}: {r.stderr.strip()}")
+    left = [f for f in ("model.onnx", "model.onnx.data") if os.path.exists(os.path.join(work, "refused", f))]
+    if left:
+        print(f"FAIL refuse: refused conversions left {left} in {os.path.join(work, 'refused')}")
+        ok = False
+    return ok
+
+
+def context_option(build, work):
+    """--context N: rotary caches of N rows and genai_config's context_length/max_length N."""
+    from gguf import GGMLQuantizationType as Q
+    path, out, _, _, _ = model_files(work, "qwen2", Q.Q8_0)
+    r = subprocess.run([os.path.join(build, "onnx-genai"), "convert", path, out, "--context", "48",
+                        "--quiet"], capture_output=True, text=True, env=cli_env())
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip())
+    m, inits = load_inits(out)
+    with open(os.path.join(out, "genai_config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    got = (inits["cos_cache"].shape[0], cfg["model"]["context_length"], cfg["search"]["max_length"])
+    ok = got == (48, 48, 48)
+    print(f"{'ok  ' if ok else 'FAIL'} context_option: cos_cache rows, context_length, max_length {got}")
     return ok
 
 
@@ -491,6 +516,7 @@ def cases():
     for kind in ("spm", "qwen2", "gpt2"):
         c[f"tokenizer_{kind}"] = tokenizer_case(kind)
     c["refuse"] = refuse
+    c["context_option"] = context_option
     return c
 
 
