@@ -39,7 +39,7 @@ static const char usage[] =
     "                                 download a package from the Hugging Face hub into its\n"
     "                                 cache (HF_HOME; shared with huggingface_hub); then\n"
     "                                 -m ORG/NAME[/SUBFOLDER] names it (see pull --help)\n"
-    "  convert FILE.gguf OUT_DIR      a llama.cpp GGUF model (llama/mistral, qwen2, qwen3;\n"
+    "  convert FILE.gguf OUT_DIR      a llama.cpp GGUF model (llama/mistral, qwen2/3, phi3;\n"
     "                                 F32/F16/BF16, Q4_0..Q8_0, Q4_K/Q5_K/Q6_K) into a package\n"
     "  help                           this text (--version: the version and git commit)\n"
     "\n"

@@ -17,6 +17,7 @@ typedef struct cv_model {
     int64_t layers, hidden, inter, heads, kv_heads, head_dim, rot_dim, vocab, context;
     double eps, theta, rope_linear; /* rope_linear: 0, or the linear scaling factor */
     bool qkv_bias, qk_norm;
+    bool fused_qkv, fused_gate_up; /* Phi-3: attn_qkv, and ffn_up = [gate; up] */
     bool unpermute_qk;   /* llama-family GGUFs store q/k rows in interleaved-rotary order */
     int64_t bos, eos, pad;
     int64_t stop[3];     /* eos, then end-of-turn / end-of-message ids that differ from it */
@@ -28,11 +29,13 @@ typedef struct cv_model {
 og_status *cv_tensor(const cv_model *m, const char *name, int64_t rows, int64_t cols,
                      const gguf_tensor **out);
 
-/* A MatMul weight of rows from up to three tensors stacked along N (q, k, v). */
+/* A MatMul weight of rows from up to three tensors stacked along N (q, k, v): `rows`
+ * rows of t from row `row0` (Phi-3's ffn_up holds gate and up one after the other). */
 typedef struct cv_src {
     const gguf_tensor *t;
     int64_t rows;
     int64_t unpermute_heads; /* >0: undo llama.cpp's q/k row permutation for these heads */
+    int64_t row0;
 } cv_src;
 
 /* A projection's initializers as written: float [K, N] (bits 0, names[0]) or MatMulNBits

@@ -1,6 +1,6 @@
 /* The driver of `convert`: the model's shape from the GGUF metadata, the decoder graph in
  * the model builder's layout (as tools/model_maker/transformer.py writes it for llama,
- * qwen2 and qwen3), and genai_config.json. */
+ * qwen2, qwen3 and phi3), and genai_config.json. */
 #include "convert/convert_internal.h"
 
 #include "convert/gguf_blocks.h"
@@ -19,16 +19,17 @@
 
 typedef struct arch_info {
     const char *gguf, *genai;
-    bool qkv_bias, qk_norm, unpermute;
+    bool qkv_bias, qk_norm, unpermute, fused;
 } arch_info;
 
 /* llama.cpp's "llama" covers Llama and Mistral checkpoints (convert_hf_to_gguf writes
  * both so, told apart by general.name: model.type follows it); their q/k rows come
  * permuted for its interleaved rotary. Qwen's do not. */
 static const arch_info archs[] = {
-    {"llama", "llama", false, false, true},
-    {"qwen2", "qwen2", true, false, false},
-    {"qwen3", "qwen3", false, true, false},
+    {"llama", "llama", false, false, true, false},
+    {"qwen2", "qwen2", true, false, false, false},
+    {"qwen3", "qwen3", false, true, false, false},
+    {"phi3", "phi3", false, false, false, true},
 };
 
 static og_status *key_i64(const cv_model *m, const char *suffix, int64_t dflt, bool required,
@@ -55,8 +56,8 @@ static og_status *read_shape(cv_model *m, const convert_options *opt) {
         if (strlen(archs[i].gguf) == len && !memcmp(archs[i].gguf, s, len)) a = &archs[i];
     if (!a)
         return og_errorf(OG_ERR_UNSUPPORTED,
-                         "%s: general.architecture '%.*s' is not converted (llama, qwen2 "
-                         "and qwen3 are)", m->path, (int)(len > 64 ? 64 : len), s);
+                         "%s: general.architecture '%.*s' is not converted (llama, qwen2, "
+                         "qwen3 and phi3 are)", m->path, (int)(len > 64 ? 64 : len), s);
     snprintf(m->arch, sizeof m->arch, "%s", a->gguf);
     m->type = a->genai;
     if (!strcmp(a->gguf, "llama") && gguf_find(m->g, "general.name")) {
@@ -69,6 +70,7 @@ static og_status *read_shape(cv_model *m, const convert_options *opt) {
     m->qkv_bias = a->qkv_bias;
     m->qk_norm = a->qk_norm;
     m->unpermute_qk = a->unpermute;
+    m->fused_qkv = m->fused_gate_up = a->fused;
     const int64_t big = (int64_t)1 << 24;
     OG_TRY(key_i64(m, "block_count", 0, true, &m->layers));
     OG_TRY(positive(m, "block_count", m->layers, 4096));
@@ -219,6 +221,15 @@ static og_status *rope_caches(gb *b, const char **cos_name, const char **sin_nam
         st = og_oom();
         goto done;
     }
+    /* Phi-3's LongRoPE (two cache sets switched on the sequence length, an If in the
+     * builder's graph) is not written here */
+    static const char *const longrope[] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+    for (int i = 0; i < 2; i++)
+        if (gguf_tensor_find(m->g, longrope[i])) {
+            st = og_errorf(OG_ERR_UNSUPPORTED, "%s: tensor '%s': LongRoPE scaling is not "
+                           "converted", m->path, longrope[i]);
+            goto done;
+        }
     const gguf_tensor *ff = gguf_tensor_find(m->g, "rope_freqs.weight");
     if (ff && (ff->type != GGML_F32 || ff->n_dims != 1 || (int64_t)ff->ne[0] != half)) {
         st = og_errorf(OG_ERR_INVALID_MODEL, "%s: tensor 'rope_freqs.weight' must be F32 [%"
@@ -346,11 +357,16 @@ static og_status *attention(gb *b, int64_t i, const char *h, const char *seqlens
     onnx_out *o = b->o;
     const char *p = onnx_fmt(o, "/model/layers.%" PRId64 "/attn", i);
     int64_t qw = m->heads * m->head_dim, kvw = m->kv_heads * m->head_dim;
-    cv_src src[3];
+    cv_src src[3] = {{0}};
     const char *names[3] = {"attn_q.weight", "attn_k.weight", "attn_v.weight"};
     int64_t rows[3] = {qw, kvw, kvw}, heads[3] = {m->heads, m->kv_heads, 0};
     for (int j = 0; j < 3; j++) {
-        OG_TRY(cv_tensor(m, tname(b, i, names[j]), rows[j], m->hidden, &src[j].t));
+        if (m->fused_qkv) { /* Phi-3 keeps [q; k; v] in one tensor, row ranges of it */
+            OG_TRY(cv_tensor(m, tname(b, i, "attn_qkv.weight"), qw + 2 * kvw, m->hidden, &src[j].t));
+            src[j].row0 = j ? qw + (j - 1) * kvw : 0;
+        } else {
+            OG_TRY(cv_tensor(m, tname(b, i, names[j]), rows[j], m->hidden, &src[j].t));
+        }
         src[j].rows = rows[j];
         src[j].unpermute_heads = m->unpermute_qk ? heads[j] : 0;
     }
@@ -419,8 +435,14 @@ static og_status *mlp(gb *b, int64_t i, const char *h, const char **out) {
     onnx_out *o = b->o;
     const char *p = onnx_fmt(o, "/model/layers.%" PRId64 "/mlp", i);
     cv_src g = {0}, u = {0}, d = {0};
-    OG_TRY(cv_tensor(m, tname(b, i, "ffn_gate.weight"), m->inter, m->hidden, &g.t));
-    OG_TRY(cv_tensor(m, tname(b, i, "ffn_up.weight"), m->inter, m->hidden, &u.t));
+    if (m->fused_gate_up) { /* Phi-3's ffn_up is [gate; up] */
+        OG_TRY(cv_tensor(m, tname(b, i, "ffn_up.weight"), 2 * m->inter, m->hidden, &g.t));
+        u.t = g.t;
+        u.row0 = m->inter;
+    } else {
+        OG_TRY(cv_tensor(m, tname(b, i, "ffn_gate.weight"), m->inter, m->hidden, &g.t));
+        OG_TRY(cv_tensor(m, tname(b, i, "ffn_up.weight"), m->inter, m->hidden, &u.t));
+    }
     OG_TRY(cv_tensor(m, tname(b, i, "ffn_down.weight"), m->hidden, m->inter, &d.t));
     g.rows = u.rows = m->inter;
     d.rows = m->hidden;

@@ -43,10 +43,10 @@ static const uint8_t *row_ptr(const gguf_tensor *t, int64_t r) {
 /* llama.cpp's converter reorders each q/k head's rows from HF's halves (j, j + d/2) to
  * adjacent pairs (2j, 2j + 1) for its interleaved rotary; this maps an HF row back. */
 static int64_t src_row(const cv_src *s, int64_t r) {
-    if (s->unpermute_heads <= 0) return r;
+    if (s->unpermute_heads <= 0) return s->row0 + r;
     int64_t hd = s->rows / s->unpermute_heads, half = hd / 2;
     int64_t h = r / hd, w = r % hd;
-    return h * hd + 2 * (w % half) + w / half;
+    return s->row0 + h * hd + 2 * (w % half) + w / half;
 }
 
 static float f16(const uint8_t *p) {

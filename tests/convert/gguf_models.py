@@ -3,7 +3,7 @@ in the layout llama.cpp's convert_hf_to_gguf gives each architecture, and the sa
 weights for tools/make_model.py (the HF layout).
 
   llama/mistral: q and k rows permuted to llama.cpp's interleaved rotary order
-  qwen2: q/k/v biases; qwen3: per-head q/k norms
+  qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: attn_qkv and ffn_up = [gate; up]
 Weights are normal(0, 0.08) (norms 1 + normal(0, 0.1)), float32 in HF order; quantized
 files quantize them with gguf.quants (exactly as llama.cpp's converter would).
 """
@@ -186,9 +186,12 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
         q, k = L["q"], L["k"]
         if permute:
             q, k = permute_rows(q, nh), permute_rows(k, nkv)
-        _tensor(wr, p + "attn_q.weight", q, qtype)
-        _tensor(wr, p + "attn_k.weight", k, qtype)
-        _tensor(wr, p + "attn_v.weight", L["v"], qtype)
+        if arch == "phi3":  # llama.cpp keeps Phi-3's fused projections
+            _tensor(wr, p + "attn_qkv.weight", np.concatenate([q, k, L["v"]]), qtype)
+        else:
+            _tensor(wr, p + "attn_q.weight", q, qtype)
+            _tensor(wr, p + "attn_k.weight", k, qtype)
+            _tensor(wr, p + "attn_v.weight", L["v"], qtype)
         for b in ("q", "k", "v"):
             if b + "_bias" in L:
                 _tensor(wr, p + f"attn_{b}.bias", L[b + "_bias"], qtype)
@@ -197,8 +200,11 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
             _tensor(wr, p + "attn_k_norm.weight", L["k_norm"], qtype)
         _tensor(wr, p + "attn_output.weight", L["o"], qtype)
         _tensor(wr, p + "ffn_norm.weight", L["post_norm"], qtype)
-        _tensor(wr, p + "ffn_gate.weight", L["gate"], qtype)
-        _tensor(wr, p + "ffn_up.weight", L["up"], qtype)
+        if arch == "phi3":
+            _tensor(wr, p + "ffn_up.weight", np.concatenate([L["gate"], L["up"]]), qtype)
+        else:
+            _tensor(wr, p + "ffn_gate.weight", L["gate"], qtype)
+            _tensor(wr, p + "ffn_up.weight", L["up"], qtype)
         _tensor(wr, p + "ffn_down.weight", L["down"], qtype)
     if rope_scaling:
         wr.add_tensor("rope_freqs.weight", llama3_rope_factors(s, rope_scaling))

@@ -223,8 +223,14 @@ def expected_weights(src, s, tied):
     exp[f"model.layers.{L}.final_norm_layernorm.weight"] = src["output_norm.weight"]
     for i in range(L):
         p, b = f"blk.{i}.", f"/model/layers.{i}"
-        exp[f"{b}/attn/qkv_proj/MatMul"] = np.concatenate(
-            [src[p + "attn_q.weight"], src[p + "attn_k.weight"], src[p + "attn_v.weight"]])
+        if p + "attn_qkv.weight" in src:  # phi3's fused tensors
+            exp[f"{b}/attn/qkv_proj/MatMul"] = src[p + "attn_qkv.weight"]
+            f = s["inter"]
+            src[p + "ffn_gate.weight"], src[p + "ffn_up.weight"] = \
+                src[p + "ffn_up.weight"][:f], src[p + "ffn_up.weight"][f:]
+        else:
+            exp[f"{b}/attn/qkv_proj/MatMul"] = np.concatenate(
+                [src[p + "attn_q.weight"], src[p + "attn_k.weight"], src[p + "attn_v.weight"]])
         exp[f"{b}/attn/o_proj/MatMul"] = src[p + "attn_output.weight"]
         for m in ("gate", "up", "down"):
             exp[f"{b}/mlp/{m}_proj/MatMul"] = src[p + f"ffn_{m}.weight"]
@@ -495,7 +501,7 @@ def _retype(path, data, t, qtype, work):
 
 def cases():
     c = {}
-    for arch in ("llama", "qwen2", "qwen3"):
+    for arch in ("llama", "qwen2", "qwen3", "phi3"):
         c[f"greedy_{arch}"] = greedy_case(arch)
     c["greedy_llama_llama3rope"] = greedy_case("llama", LLAMA3_ROPE)
     for arch, q, tied, tol, mix in (("llama", "Q4_0", False, 0.0, None), ("llama", "Q8_0", False, 0.0, None),
@@ -504,14 +510,14 @@ def cases():
                                     ("llama", "Q5_0", False, 0.0, None), ("qwen2", "Q6_K", True, 0.0, None),
                                     ("llama", "Q4_1", False, 2e-7, None), ("qwen3", "Q5_1", False, 0.0, None),
                                     ("llama", "Q4_K", False, 1e-6, None), ("qwen2", "Q5_K", False, 0.0, None),
-                                    ("qwen2", "Q4_K", True, 1e-6, Q4_K_M)):
+                                    ("qwen2", "Q4_K", True, 1e-6, Q4_K_M), ("phi3", "Q4_0", False, 0.0, None)):
         c[f"dequant_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = \
             dequant_case(arch, q, tied, tol, mix)
     for arch, q, tied, mix in (("llama", "Q4_0", False, None), ("llama", "Q8_0", False, None),
                                ("qwen2", "Q4_0", True, None), ("qwen3", "Q8_0", False, None),
                                ("llama", "Q4_1", False, None), ("llama", "Q5_0", False, None),
                                ("qwen2", "Q6_K", True, None), ("llama", "Q4_K", False, Q4_K_M),
-                               ("qwen3", "Q5_K", False, None)):
+                               ("qwen3", "Q5_K", False, None), ("phi3", "Q8_0", False, None)):
         c[f"parity_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = parity_case(arch, q, tied, mix)
     for kind in ("spm", "qwen2", "gpt2"):
         c[f"tokenizer_{kind}"] = tokenizer_case(kind)
