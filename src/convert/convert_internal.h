@@ -68,6 +68,11 @@ og_status *cv_float_init(onnx_out *o, const cv_model *m, const char *name,
 /* Row r of t (cols elements) as float32, exactly as gguf's dequantize computes it. */
 og_status *cv_dequant_row(const cv_model *m, const gguf_tensor *t, int64_t r, float *out);
 
+/* The model's shape from the metadata; refuses what is not converted (convert_config.c). */
+og_status *cv_read_shape(cv_model *m, const convert_options *opt);
+/* genai_config.json in dir (convert_config.c). */
+og_status *cv_write_genai_config(const cv_model *m, const char *dir);
+
 /* Writes j (and frees it) as DIR/FILE; pretty: indented. */
 og_status *cv_write_json(const char *dir, const char *file, cJSON *j, bool pretty);
 
