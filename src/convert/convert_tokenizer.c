@@ -22,19 +22,23 @@
 
 enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
 
-/* Split regexes of the byte-level pre-tokenizers, by tokenizer.ggml.pre. */
+/* Split regexes of the byte-level pre-tokenizers, by tokenizer.ggml.pre (with the other
+ * names llama.cpp gives the same pre-tokenizer). */
+#define QWEN2_RE                                                                            \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"         \
+    "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define LLAMA3_RE                                                                           \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"    \
+    "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 static const struct {
     const char *pre, *regex;
     bool nfc, ignore_merges;
 } pretoks[] = {
-    {"qwen2",
-     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"
-     "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     true, false},
-    {"llama-bpe",
-     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
-     "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     false, true},
+    {"qwen2", QWEN2_RE, true, false},
+    {"deepseek-r1-qwen", QWEN2_RE, true, false},
+    {"llama-bpe", LLAMA3_RE, false, true},
+    {"llama3", LLAMA3_RE, false, true},
+    {"llama-v3", LLAMA3_RE, false, true},
     {"gpt2", NULL, false, false}, /* ByteLevel's own GPT-2 regex */
     {"default", NULL, false, false},
 };
@@ -299,7 +303,7 @@ static og_status *build(tok_src *t, const char *dir) {
             if (strlen(pretoks[i].pre) == plen && !memcmp(pretoks[i].pre, p, plen)) pre = (int)i;
         if (pre < 0)
             return og_errorf(OG_ERR_UNSUPPORTED, "%s: tokenizer.ggml.pre '%.*s' is not converted "
-                             "(qwen2, llama-bpe, gpt2 and default are)", m->path,
+                             "(qwen2, deepseek-r1-qwen, llama-bpe, llama3, gpt2 and default are)", m->path,
                              (int)(plen > 32 ? 32 : plen), p);
     }
     t->tokens = gguf_find(g, "tokenizer.ggml.tokens");

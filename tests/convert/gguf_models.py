@@ -244,12 +244,15 @@ def spm_tokenizer():
     return tok, hf
 
 
-def bpe_tokenizer():
-    """A small byte-level BPE (tools/model_maker's synthetic one, Qwen2's pre-tokenizer) as
-    GGUF metadata, and its HF tokenizer.json."""
+def bpe_tokenizer(llama3=False):
+    """A small byte-level BPE (tools/model_maker's synthetic one: Qwen2's pre-tokenizer and
+    NFC, or Llama 3's with merges ignored for whole-word tokens and a BOS template) as GGUF
+    metadata, and its HF tokenizer.json."""
     from model_maker import synthetic
     specials = [(400, "<|endoftext|>"), (401, "<|im_start|>"), (402, "<|im_end|>")]
-    hf = synthetic.byte_bpe_tokenizer(specials)
+    if llama3:
+        specials = [(400, "<|begin_of_text|>"), (401, "<|end_of_text|>"), (402, "<|eot_id|>")]
+    hf = synthetic.byte_bpe_tokenizer(specials, llama_style=llama3)
     n = len(hf["model"]["vocab"]) + len(specials)
     names = [None] * n
     for name, i in hf["model"]["vocab"].items():
@@ -258,8 +261,8 @@ def bpe_tokenizer():
         names[i] = c
     types = [3 if i >= 400 else 1 for i in range(n)]
     merges = [f"{a} {b}" for a, b in hf["model"]["merges"]]
-    tok = dict(model="gpt2", pre="qwen2", tokens=names, types=types, merges=merges, bos=400, eos=402,
-               add_bos=False,
+    tok = dict(model="gpt2", pre="llama-bpe" if llama3 else "qwen2", tokens=names, types=types,
+               merges=merges, bos=400, eos=402, add_bos=llama3,
                template="{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
                         "<|im_end|>\n{% endfor %}")
     return tok, hf

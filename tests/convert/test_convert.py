@@ -21,7 +21,9 @@ gguf_models.py) from random weights in each architecture's layout, then converte
   parity_*    `onnx-genai parity` (native vs onnxruntime, same tokens, logits within the
               CLI's tolerances) on the quantized packages;
   tokenizer_* our tokenizer.json encodes tests/tokenizer/corpus.txt exactly as the Hugging
-              Face tokenizer the GGUF metadata came from (tokenizers library on both);
+              Face tokenizer the GGUF metadata came from (tokenizers library on both, and
+              our runtime's tokenizer on ours): SentencePiece (llama2.c's tok512), byte-
+              level BPE with Qwen2's and Llama 3's pre-tokenizers, GPT-2's;
   refuse      unsupported architectures, tensor types and broken files are refused with
               the key or tensor named.
 A case whose oracle or data is missing prints SKIP and the script exits 77 when nothing ran.
@@ -391,6 +393,9 @@ def tokenizer_case(kind):
             tok = dict(model="gpt2", pre="gpt2", tokens=names, types=types, merges=merges, bos=eos,
                        eos=eos, add_bos=False)
             arch, qtype = "qwen2", Q.Q8_0
+        elif kind == "llama3":
+            tok, hf = gm.bpe_tokenizer(llama3=True)
+            arch, qtype = "llama", Q.Q4_0
         else:
             tok, hf = tokenizers_for("llama" if kind == "spm" else "qwen2")
             arch, qtype = ("llama" if kind == "spm" else "qwen2"), Q.Q4_0
@@ -519,7 +524,7 @@ def cases():
                                ("qwen2", "Q6_K", True, None), ("llama", "Q4_K", False, Q4_K_M),
                                ("qwen3", "Q5_K", False, None), ("phi3", "Q8_0", False, None)):
         c[f"parity_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = parity_case(arch, q, tied, mix)
-    for kind in ("spm", "qwen2", "gpt2"):
+    for kind in ("spm", "qwen2", "llama3", "gpt2"):
         c[f"tokenizer_{kind}"] = tokenizer_case(kind)
     c["refuse"] = refuse
     c["context_option"] = context_option
