@@ -178,6 +178,14 @@ typedef struct og_session_options {
      * when its run ends. Default OG_PLAN_MEMORY_DEFAULT; SIZE_MAX: bounded by count
      * only; 0: no plan is kept between runs. */
     size_t plan_memory;
+    /* native only: how GroupQueryAttention's past/present caches are stored, whatever the
+     * graph declares: OG_UNDEFINED (0) as declared; OG_FLOAT32, OG_FLOAT16, OG_BFLOAT16;
+     * OG_INT8 or OG_FLOAT8E4M3FN, quantized per position and kv head when written (a
+     * float32 scale after each row's codes, so their inputs and outputs are int8 /
+     * float8 with a last dimension of head_size + 4). The session then describes those
+     * inputs and outputs so. A graph whose caches cannot be stored so is an error naming
+     * the cache; with OG_BACKEND_AUTO the session runs natively (onnxruntime is refused). */
+    og_dtype kv_dtype;
 } og_session_options;
 
 #define OG_PLAN_MEMORY_DEFAULT ((size_t)64 << 20)
@@ -307,6 +315,11 @@ typedef struct og_model_options {
     int graph_optimization_level; /* -1: the config's session_options, else onnxruntime's */
     size_t plan_memory; /* each session's og_session_options.plan_memory
                            (OG_PLAN_MEMORY_DEFAULT) */
+    /* The KV cache's storage (og_session_options.kv_dtype): OG_UNDEFINED as the package
+     * declares, else every KV cache of the model in that dtype (OG_INT8 and
+     * OG_FLOAT8E4M3FN: about a quarter of float32's bytes). A package whose KV caches are
+     * not all GroupQueryAttention's fails to open with that option, naming the cache. */
+    og_dtype kv_dtype;
 } og_model_options;
 
 og_model_options og_model_options_default(void);

@@ -136,7 +136,8 @@ class Model(_Owned):
     _what = "Model"
 
     def __init__(self, config_or_path: Config | PathLike, *, num_threads: int = 0,
-                 backend: str = "auto", plan_memory: int | None = None):
+                 backend: str = "auto", plan_memory: int | None = None,
+                 kv_dtype: str | None = None):
         """backend: what runs the graphs: "auto" (our kernels when there is one for every
         node of every graph, else onnxruntime, with the ops named in ``warnings``),
         "native" or "ort" (onnxruntime).
@@ -144,12 +145,16 @@ class Model(_Owned):
         execution plans between runs (one plan per class of input shapes; the least
         recently used are evicted beyond it): None for the library's default (64 MiB),
         0 to keep none; an int of bytes (TypeError otherwise, ValueError if negative).
-        plan_stats() reports what the sessions hold."""
+        plan_stats() reports what the sessions hold.
+        kv_dtype: how the KV cache is stored: None or "auto" (as the package declares),
+        "f32", "f16", "bf16", or "int8" / "fp8" (quantized per position and kv head when
+        written, about a quarter of float32's bytes; our kernels only)."""
         plan_memory = _lib.plan_memory_value(plan_memory, "Model plan_memory")
         opts = _lib.options_with_plan_memory(_lib.ModelOptions, plan_memory,
                                              num_threads=int(num_threads), allow_text_only=1,
                                              backend=_lib.backend_value(backend),
-                                             graph_optimization_level=-1)
+                                             graph_optimization_level=-1,
+                                             kv_dtype=_lib.kv_dtype_value(kv_dtype, "Model kv_dtype"))
         out = ctypes.c_void_p()
         if isinstance(config_or_path, Config):
             lib.og_model_open_config(config_or_path._handle().ptr, ctypes.byref(opts),

@@ -172,23 +172,50 @@ def plan_memory_value(value, where: str) -> int | None:
     return value
 
 
-def options_with_plan_memory(cls, plan_memory: int | None, **fields):
-    """An options struct (ModelOptions / SessionOptions) with plan_memory set, or, for None,
-    a struct_size that stops before plan_memory, so that the library keeps its default."""
-    size = ctypes.sizeof(cls) if plan_memory is not None else cls.plan_memory.offset
-    return cls(struct_size=size, plan_memory=plan_memory or 0, **fields)
+# --kv-dtype's names (og_model_options.kv_dtype): ONNX dtype numbers, 0 as declared.
+KV_DTYPES = {"auto": 0, "f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16,
+             "bfloat16": 16, "int8": 3, "fp8": 17, "float8": 17}
+
+
+def kv_dtype_value(value, where: str) -> int:
+    """og_model_options.kv_dtype from a name (None: "auto"); ValueError naming `where`."""
+    if value is None:
+        return 0
+    if not isinstance(value, str) or value not in KV_DTYPES:
+        raise ValueError(f"{where}: {value!r} is not one of auto, f32, f16, bf16, int8, fp8")
+    return KV_DTYPES[value]
 
 
 class ModelOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("num_threads", c_int), ("allow_text_only", c_int),
                 ("backend", c_int), ("ort_library", c_char_p), ("ort_provider", c_char_p),
-                ("graph_optimization_level", c_int), ("plan_memory", c_size_t)]
+                ("graph_optimization_level", c_int), ("plan_memory", c_size_t),
+                ("kv_dtype", c_int)]
 
 
 class SessionOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("num_threads", c_int), ("backend", c_int),
                 ("ort_library", c_char_p), ("ort_provider", c_char_p),
-                ("graph_optimization_level", c_int), ("plan_memory", c_size_t)]
+                ("graph_optimization_level", c_int), ("plan_memory", c_size_t),
+                ("kv_dtype", c_int)]
+
+
+lib.og_model_options_default.restype = ModelOptions
+lib.og_model_options_default.argtypes = []
+lib.og_session_options_default.restype = SessionOptions
+lib.og_session_options_default.argtypes = []
+
+
+def options_with_plan_memory(cls, plan_memory: int | None, **fields):
+    """An options struct (ModelOptions / SessionOptions) from the library's defaults
+    (og_*_options_default), with `fields` set and plan_memory unless it is None."""
+    o = (lib.og_model_options_default if cls is ModelOptions else lib.og_session_options_default)()
+    o.struct_size = ctypes.sizeof(cls)
+    for name, value in fields.items():
+        setattr(o, name, value)
+    if plan_memory is not None:
+        o.plan_memory = plan_memory
+    return o
 
 
 class PlanStats(Structure):

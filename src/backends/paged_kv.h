@@ -11,7 +11,7 @@
  *
  * Cache. Every layer has one key pool and one value pool of n_blocks blocks, each block
  * [kv_heads][block_size][head_size] in the storage dtype (the query's, or a narrower one:
- * head_size is then the stored width of native/kernels/attention/kv_rows.h, which for
+ * head_size is then the stored width of kv_format.h, which for
  * int8 and float8e4m3fn rows counts their scale's bytes). Position p of a
  * sequence lives in block blocks[p / block_size], row p % block_size.
  *

@@ -61,12 +61,13 @@ int cli_int_option(const char *flag, const char *s, long lo, long hi, int *out);
 /* Prints "onnx-genai: <message>" to stderr; returns the exit status to use. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* --backend, --ort-lib, --ep, --ort-opt-level (cli_backend.c). */
+/* --backend, --ort-lib, --ep, --ort-opt-level, --kv-dtype (cli_backend.c). */
 typedef struct cli_backend {
     og_backend backend;
     bool backend_given;
     const char *ort_lib, *ep;
     int opt_level; /* -1: onnxruntime's default */
+    og_dtype kv_dtype; /* OG_UNDEFINED: as the package declares */
 } cli_backend;
 extern const char cli_backend_usage[]; /* the options' lines for a --help text */
 void cli_backend_init(cli_backend *b);
@@ -78,6 +79,9 @@ int cli_backend_check(const cli_backend *b);
 og_backend cli_backend_choice(const cli_backend *b);
 void cli_backend_session(const cli_backend *b, og_session_options *o);
 void cli_backend_model(const cli_backend *b, og_model_options *o);
+/* --kv-dtype's value (auto, f32, f16, bf16, int8, fp8) as a dtype (auto: OG_UNDEFINED);
+ * else prints what is wrong and returns the exit status. */
+int cli_kv_dtype(const char *v, og_dtype *out);
 
 /* --json-schema FILE, --json-object, --regex RE, --lark FILE (cli_guidance.c): at most
  * one, for generate and run. */

@@ -24,6 +24,7 @@
  * After the run, full blocks are registered in the prefix cache and every sequence whose
  * tokens have all been run chooses its next one. */
 #include "engine/engine_internal.h"
+#include "backends/kv_format.h"
 
 #include "graph/graph.h"
 #include "runtime/og_session.h"
@@ -279,7 +280,7 @@ og_status *eng_batch_init(eng_engine *e) {
             return og_errorf(OG_ERR_UNSUPPORTED, "its KV caches differ in shape or type between "
                              "layers ('%s')", c->past);
     }
-    if (c0->dtype != OG_FLOAT32 && c0->dtype != OG_FLOAT16 && c0->dtype != OG_BFLOAT16)
+    if (!kv_storable(c0->dtype)) /* the paged kernel reads what the generator's does */
         return og_errorf(OG_ERR_UNSUPPORTED, "its KV cache is %s", og_dtype_name(c0->dtype));
     int bs = e->o.block_size;
     size_t pos_bytes = kv_pool_position_bytes(n_layers, c0->heads, c0->head_size, c0->dtype);

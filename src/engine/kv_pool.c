@@ -2,11 +2,14 @@
 #include "engine/kv_pool.h"
 
 #include "base/bigalloc.h"
+#include "base/tensor.h"
+#include "backends/kv_format.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static size_t kv_esize(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
+/* Bytes of one element of the stored width (head_size counts a quantized row's scale). */
+static size_t kv_esize(og_dtype dt) { return dtype_size(dt); }
 
 size_t kv_pool_position_bytes(int n_layers, int kv_heads, int head_size, og_dtype dtype) {
     return 2 * (size_t)n_layers * (size_t)kv_heads * (size_t)head_size * kv_esize(dtype);
@@ -15,7 +18,7 @@ size_t kv_pool_position_bytes(int n_layers, int kv_heads, int head_size, og_dtyp
 og_status *kv_pool_create(int n_layers, int kv_heads, int head_size, og_dtype dtype,
                           int block_size, int32_t n_blocks, kv_pool **out) {
     if (n_layers < 1 || kv_heads < 1 || head_size < 1 || block_size < 1 || n_blocks < 1 ||
-        (dtype != OG_FLOAT32 && dtype != OG_FLOAT16 && dtype != OG_BFLOAT16))
+        !kv_storable(dtype))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "kv pool: %d layers, %d kv heads of %d, "
                          "blocks of %d positions, %d blocks, %s: nothing to build", n_layers,
                          kv_heads, head_size, block_size, n_blocks, og_dtype_name(dtype));

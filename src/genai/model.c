@@ -104,6 +104,7 @@ static og_status *stage_session(const og_model_options *o, const gen_stage *st,
     so.ort_library = o->ort_library;
     so.ort_provider = o->ort_provider;
     so.plan_memory = o->plan_memory;
+    so.kv_dtype = o->kv_dtype;
     so.graph_optimization_level = o->graph_optimization_level != -1
                                       ? o->graph_optimization_level
                                       : config_opt_level(st->so_cfg);
@@ -496,6 +497,7 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
     }
     OG_TRY(one_backend(m, o));
     OG_TRY(gen_model_find_caches(m));
+    OG_TRY(gen_model_check_kv_dtype(m, o->kv_dtype));
     OG_TRY(resolve_outs(m, embedding_stage));
     bool have_logits = false;
     for (int si = 0; si < m->n_stages; si++) {
@@ -565,6 +567,7 @@ static og_model_options read_options(const og_model_options *options) {
         TAKE(ort_provider);
         TAKE(graph_optimization_level);
         TAKE(plan_memory);
+        TAKE(kv_dtype);
 #undef TAKE
     }
     return o;

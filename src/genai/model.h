@@ -148,6 +148,9 @@ struct og_model {
 };
 
 /* Bytes of KV per cached position, all KV layers, batch 1. */
+/* With a requested KV storage (og_model_options.kv_dtype; OG_UNDEFINED: none), every KV
+ * cache the model found holds it (the sessions retyped them), else an error naming one. */
+og_status *gen_model_check_kv_dtype(const og_model *m, og_dtype want);
 double gen_model_kv_bytes_per_position(const og_model *m);
 
 /* The execution plans the model's sessions cache (og_model_plan_stats, whose sums these

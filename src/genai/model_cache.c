@@ -8,6 +8,7 @@
  * (LFM2's past_conv.%d -> present_conv.%d). The config's num_hidden_layers is not trusted
  * for this: hybrid packages carry KV on some layers only. */
 #include "genai/model_internal.h"
+#include "backends/kv_format.h"
 
 #include "base/tensor.h"
 #include "genai/config.h"
@@ -135,7 +136,10 @@ static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const c
     c->dtype = past->dtype;
     c->stage = stage;
     c->shareable = present_shareable(st->s, present);
-    if (c->dtype != OG_FLOAT32 && c->dtype != OG_FLOAT16 && c->dtype != OG_BFLOAT16)
+    /* a KV cache may be quantized: int8 / float8 rows with their scales, a session's
+     * kv_dtype (backends/kv_format.h); the head size is then the stored width */
+    bool quantized = (c->dtype == OG_INT8 || c->dtype == OG_FLOAT8E4M3FN) && r->kind == GEN_CACHE_KV;
+    if (c->dtype != OG_FLOAT32 && c->dtype != OG_FLOAT16 && c->dtype != OG_BFLOAT16 && !quantized)
         return og_errorf(OG_ERR_UNSUPPORTED, "%s: loop-carried input '%s' has dtype %s (float32, "
                          "float16 or bfloat16 expected)", st->file, past->name,
                          og_dtype_name(past->dtype));
@@ -176,8 +180,10 @@ static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const c
     c->heads = heads > 0 ? (int)heads
                          : (d->num_key_value_heads > 0 ? d->num_key_value_heads
                                                        : d->num_attention_heads);
-    c->head_size = hs > 0 ? (int)hs : d->head_size;
-    if (c->heads <= 0 || c->head_size <= 0)
+    /* a symbolic head size is the config's; a quantized row also holds its scale */
+    c->head_size = hs > 0 ? (int)hs
+                          : (int)kv_stored_width(c->dtype, (int64_t)d->head_size);
+    if (c->heads <= 0 || c->head_size <= 0 || (quantized && c->head_size <= KV_SCALE_BYTES))
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: cannot tell the cache's heads and head size: "
                          "input '%s' leaves them symbolic and the config lacks "
                          "model.decoder.num_key_value_heads / head_size", m->cfg->path, past->name);
@@ -305,6 +311,24 @@ og_status *gen_model_find_caches(og_model *m) {
                          "the graph %s carries a KV cache for %d layers", m->cfg->path,
                          d->num_hidden_layers, last->file, layers);
     }
+    return NULL;
+}
+
+og_status *gen_model_check_kv_dtype(const og_model *m, og_dtype want) {
+    if (want == OG_UNDEFINED) return NULL;
+    int found = 0;
+    for (int i = 0; i < m->n_cache; i++) {
+        const gen_cache *c = &m->cache[i];
+        if (c->kind != GEN_CACHE_KV) continue;
+        found++;
+        if (c->dtype != want)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s: the KV cache '%s' cannot be stored as %s: "
+                             "only GroupQueryAttention's caches can (this one stays %s)",
+                             m->cfg->path, c->past, og_dtype_name(want), og_dtype_name(c->dtype));
+    }
+    if (!found)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: a KV cache stored as %s was asked for, but "
+                         "the model has no KV cache", m->cfg->path, og_dtype_name(want));
     return NULL;
 }
 

@@ -2,6 +2,7 @@
  * (native, onnxruntime, or auto: native when it has every kernel), and dispatch through
  * the seam (backends/backend.h). Inputs and outputs are described from the IR. */
 #include "runtime/og_session.h"
+#include "runtime/kv_storage.h"
 
 #include "base/rows.h"
 #include "onnx/loader.h"
@@ -47,6 +48,7 @@ static og_status *take_options(const og_session_options *in, og_session_options 
     TAKE(ort_provider);
     TAKE(graph_optimization_level);
     TAKE(plan_memory);
+    TAKE(kv_dtype);
 #undef TAKE
     if (o->backend != OG_BACKEND_AUTO && o->backend != OG_BACKEND_NATIVE &&
         o->backend != OG_BACKEND_ORT)
@@ -164,6 +166,17 @@ static og_status *session_open_model(model *m, const char *path, const void *byt
         return og_oom();
     }
     s->model = m;
+    if (o.kv_dtype != OG_UNDEFINED) {
+        int n_caches;
+        if ((st = kv_storage_retype(m->graph, m->path, o.kv_dtype, &n_caches))) goto fail;
+        /* the native kernels read a narrower cache; onnxruntime would not */
+        if (n_caches > 0 && o.backend == OG_BACKEND_ORT) {
+            st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: a KV cache stored as %s needs the native "
+                           "backend", m->path, og_dtype_name(o.kv_dtype));
+            goto fail;
+        }
+        if (n_caches > 0) o.backend = OG_BACKEND_NATIVE;
+    }
     const graph *g = m->graph;
     const char *slash = strrchr(m->path, '/');
     s->label = strdup(slash ? slash + 1 : m->path);

@@ -20,6 +20,8 @@
  *   --backend ort     the model on onnxruntime (the generator's oracle too); skips (77)
  *                     when no onnxruntime can be loaded
  *   --want-per-sequence  fail unless the engine chose per-sequence mode itself
+ *   --kv-dtype int8|fp8|f16  the model's KV cache stored so (og_model_options.kv_dtype),
+ *                     the generator's (the oracle's) and the engine's paged pool alike
  *   --kv-fit K        kv_memory = K times the largest request's charge (eng_request_bytes,
  *                     as a first engine with the defaults reports it): the requests must
  *                     wait for memory, the KV gauge never exceeds the budget and fewer
@@ -355,6 +357,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--think")) think = true;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
+        else if (!strcmp(a, "--kv-dtype") && !strcmp(v, "int8")) mo.kv_dtype = OG_INT8, i++;
+        else if (!strcmp(a, "--kv-dtype") && !strcmp(v, "fp8")) mo.kv_dtype = OG_FLOAT8E4M3FN, i++;
+        else if (!strcmp(a, "--kv-dtype") && !strcmp(v, "f16")) mo.kv_dtype = OG_FLOAT16, i++;
         else {
             fprintf(stderr, "engine-check: unknown option %s\n", a);
             return 2;
