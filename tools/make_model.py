@@ -30,7 +30,7 @@ from model_maker.package import write_arch_package, write_package  # noqa: E402
 from model_maker.weights import RandomTensors  # noqa: E402
 
 
-LORA_ALL = ("qkv_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def main(argv=None):
@@ -76,9 +76,10 @@ def main(argv=None):
                     help="write a decoder-pipeline package instead: embeds.onnx -> transformer.onnx "
                          "-> lm_head.onnx, values passed by name")
     ap.add_argument("--lora", metavar="PROJ,...", default="",
-                    help="give these projections (e.g. qkv_proj,o_proj,gate_proj,up_proj,down_proj; "
-                         "'all' for those five) a LoRA path whose A/B weights are graph inputs with "
-                         "empty defaults: an adapter-ready package for .onnx_adapter files")
+                    help="give these projections a LoRA path whose A/B weights are graph inputs with "
+                         "empty defaults (an adapter-ready package for .onnx_adapter files): 'all' for "
+                         "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (q/k/v then unpacked, "
+                         "as the builder writes them with LoRA); qkv_proj: LoRA on the packed one")
     a = ap.parse_args(argv)
     a.lora = tuple(LORA_ALL if a.lora == "all" else [p for p in a.lora.split(",") if p])
 

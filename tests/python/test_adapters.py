@@ -134,10 +134,10 @@ def test_same_ids_as_onnxruntime_genai(og, pkg, adapters, oracle):
 
 
 def test_int4_package_same_ids(og, tmp_path):
-    """An int4 package (MatMulNBits projections, float LoRA paths beside them, as the
-    builder's int4 graphs with an adapter): the same ids as onnxruntime-genai's."""
+    """An int4 package (MatMulNBits projections, float LoRA paths beside some, q/k/v
+    unpacked): the same ids as onnxruntime-genai's."""
     ortg = pytest.importorskip("onnxruntime_genai")
-    pkg = make(tmp_path / "int4", "--lora", "o_proj,down_proj", "--dtype", "int4")
+    pkg = make(tmp_path / "int4", "--lora", "q_proj,v_proj,down_proj", "--dtype", "int4")
     path = write_adapter(tmp_path / "a.onnx_adapter", random_params(pkg, 6))
     got = {}
     for mod in (ortg, og):
@@ -222,6 +222,8 @@ def test_adapter_for_another_model_refused(og, pkg, tmp_path):
         assert ("model.layers.7" if what == "name" else name) in msg, msg
     # a package without LoRA inputs takes no adapter at all
     plain = make(tmp_path / "plain")
+    # with the defaults (rank 0) the LoRA package is the base model: the same ids
+    assert greedy(og, og.Model(plain)) == greedy(og, model)
     ok = write_adapter(tmp_path / "ok.onnx_adapter", good)
     with pytest.raises(og.InvalidArgumentError, match="not an adapter input of the model"):
         og.Adapters(og.Model(plain)).load(ok, "x")

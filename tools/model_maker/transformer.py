@@ -293,20 +293,26 @@ class TransformerBuilder:
         b = f"/model/layers.{i}/attn"
         hd, qw, kvw = a.hd(i), a.q_width(i), a.kv_width(i)
         qrows = 2 * qw if a.attn_gate else qw
-        w = np.concatenate([self.w.layer(i, "q", (qrows, a.hidden)), self.w.layer(i, "k", (kvw, a.hidden)),
-                            self.w.layer(i, "v", (kvw, a.hidden))], axis=0)
-        qkv = self.matmul(f"{b}/qkv_proj/MatMul", h, w)
-        if a.qkv_bias:
-            bias = np.concatenate([self.w.layer(i, "q_bias", (qrows,), "bias"),
-                                   self.w.layer(i, "k_bias", (kvw,), "bias"),
-                                   self.w.layer(i, "v_bias", (kvw,), "bias")])
-            qkv = self.add_bias(f"{b}/qkv_proj/Add", qkv, bias)
+        rows = {"q": qrows, "k": kvw, "v": kvw}
+        # LoRA on q/k/v: the builder then writes them unpacked (its packed MatMul does not
+        # take LoRA), GroupQueryAttention taking query, key and value apart
+        unpacked = any(f"{x}_proj" in self.o.lora for x in rows)
+        if unpacked:
+            q, k, v = [self.linear(f"{b}/{x}_proj", h, i, x, n, a.hidden, bias=a.qkv_bias)
+                       for x, n in rows.items()]
+        else:
+            w = np.concatenate([self.w.layer(i, x, (n, a.hidden)) for x, n in rows.items()], axis=0)
+            qkv = self.matmul(f"{b}/qkv_proj/MatMul", h, w)
+            if a.qkv_bias:
+                bias = np.concatenate([self.w.layer(i, x + "_bias", (n,), "bias") for x, n in rows.items()])
+                qkv = self.add_bias(f"{b}/qkv_proj/Add", qkv, bias)
         outside = a.rotary in ("external", "mrope")
         gate = None
         if a.qk_norm or a.attn_gate or a.v_norm or outside:
-            sp = f"{b}/qkv_proj/Split"
-            q, k, v = [f"{sp}/output_{j}" for j in range(3)]
-            g.node("Split", [qkv, g.const_i64([qrows, kvw, kvw])], [q, k, v], sp, axis=-1)
+            if not unpacked:
+                sp = f"{b}/qkv_proj/Split"
+                q, k, v = [f"{sp}/output_{j}" for j in range(3)]
+                g.node("Split", [qkv, g.const_i64([qrows, kvw, kvw])], [q, k, v], sp, axis=-1)
             if a.attn_gate:
                 # per head [query(hd), gate(hd)], as Qwen3.5's q_proj lays them out
                 r = g.node("Reshape", [q, g.const_i64([0, 0, a.heads, 2 * hd])], [f"{b}/q_gate/Reshape/output_0"],
@@ -329,7 +335,7 @@ class TransformerBuilder:
                                    self.w.layer(i, "k_norm", (hd,), "norm"), kvw, hd)
             if outside and not (a.qk_norm and a.qk_norm_after_rope):
                 q, k = self.rotate(i, b, q, k)
-        else:
+        elif not unpacked:
             q, k, v = qkv, "", ""
         fused = a.rotary == "gqa" and i not in a.nope_layers
         cos, sin = self.rope_caches(self.cache_kind(i)) if fused else ("", "")
