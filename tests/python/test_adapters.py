@@ -133,6 +133,16 @@ def test_same_ids_as_onnxruntime_genai(og, pkg, adapters, oracle):
     assert len({tuple(v) for v in oracle.values()}) == len(oracle)
 
 
+def test_ort_backend_same_ids(og, pkg, adapters, oracle):
+    """Our generator over the onnxruntime backend feeds the same adapter tensors (and the
+    defaults) by name: onnxruntime-genai's ids."""
+    model = og.Model(pkg, backend="ort")
+    assert model.backend == "onnxruntime"
+    ad = load_all(og, model, adapters)
+    for name in [None] + list(adapters):
+        assert greedy(og, model, ad, name) == oracle[name], f"adapter {name}"
+
+
 def test_int4_package_same_ids(og, tmp_path):
     """An int4 package (MatMulNBits projections, float LoRA paths beside some, q/k/v
     unpacked): the same ids as onnxruntime-genai's."""
