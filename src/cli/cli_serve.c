@@ -55,8 +55,8 @@ static const char serve_usage[] =
     "                        without it browsers keep other origins' pages out\n"
     "  --template-file FILE  a chat template file instead of the package's (with -m)\n"
     "  --adapter NAME=FILE   a LoRA adapter (.onnx_adapter) over the model (with -m; repeat\n"
-    "                        for more): a request's model \"MODEL:NAME\" uses it; requests\n"
-    "                        then run one generator per sequence (per-sequence mode)\n"
+    "                        for more): a request's model \"MODEL:NAME\" uses it; each step\n"
+    "                        batches the requests of one adapter, the adapters taking turns\n"
     "  --drain-timeout SECS  on SIGTERM, new generation requests get 503 (and\n"
     "                        /health/ready fails) while those being answered get this long\n"
     "                        to finish (30; 0: stop at once); a second signal stops at once\n";
@@ -225,7 +225,6 @@ int cli_serve(int argc, char **argv) {
     if (o.models_dir && o.model_name) return cli_fail("serve: --model-name goes with -m (with --models-dir the folder names are the names)");
     if (o.models_dir && o.template_file) return cli_fail("serve: --template-file goes with -m (with --models-dir each package has its own)");
     if (o.models_dir && o.n_adapters) return cli_fail("serve: --adapter goes with -m (an adapter is made for one base model)");
-    if (o.n_adapters) o.eng.per_sequence = true; /* a shared batch would need per-row weights */
     int rc = cli_backend_check(&be);
     if (rc) return rc;
     if (spec.method == CLI_SPEC_DRAFT)

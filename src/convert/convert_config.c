@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +14,19 @@
 typedef struct arch_info {
     const char *gguf, *genai;
     bool qkv_bias, qk_norm, unpermute, fused;
+    int gemma; /* 2 or 3: Gemma's sandwich norms, GELU, scaled embedding, sliding layers */
 } arch_info;
 
 /* llama.cpp's "llama" covers Llama and Mistral checkpoints (convert_hf_to_gguf writes
  * both so, told apart by general.name: model.type follows it); their q/k rows come
  * permuted for its interleaved rotary. Qwen's do not. */
 static const arch_info archs[] = {
-    {"llama", "llama", false, false, true, false},
-    {"qwen2", "qwen2", true, false, false, false},
-    {"qwen3", "qwen3", false, true, false, false},
-    {"phi3", "phi3", false, false, false, true},
+    {"llama", "llama", false, false, true, false, 0},
+    {"qwen2", "qwen2", true, false, false, false, 0},
+    {"qwen3", "qwen3", false, true, false, false, 0},
+    {"phi3", "phi3", false, false, false, true, 0},
+    {"gemma2", "gemma2", false, false, false, false, 2},
+    {"gemma3", "gemma3_text", false, true, false, false, 3},
 };
 
 static og_status *key_i64(const cv_model *m, const char *suffix, int64_t dflt, bool required,
@@ -40,6 +44,43 @@ static og_status *positive(const cv_model *m, const char *suffix, int64_t v, int
     return NULL;
 }
 
+/* Gemma 2/3: the window of the sliding layers and which they are (llama.cpp's pattern:
+ * layer i slides unless i % pattern == pattern - 1), Gemma 2's soft caps, Gemma 3's
+ * local rotary base (llama.cpp's 10000 unless the file says) and per-head norms. The
+ * embedding is scaled by sqrt(hidden) in float32, as llama.cpp does. */
+static og_status *read_gemma(cv_model *m) {
+    char key[128];
+    m->sandwich = m->gelu = true;
+    m->emb_scale = sqrtf((float)m->hidden);
+    OG_TRY(key_i64(m, "attention.sliding_window", 0, true, &m->window));
+    OG_TRY(positive(m, "attention.sliding_window", m->window, (int64_t)1 << 22));
+    /* the pattern: a period n (layer i slides unless i % n == n - 1), or one flag per
+     * layer (true: sliding); by default Gemma 2's 2 and Gemma 3's 6, as llama.cpp's */
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", m->arch);
+    const gguf_kv *pat = gguf_find(m->g, key);
+    if (pat && pat->type == GGUF_ARRAY) {
+        OG_TRY(gguf_expect_array(pat, GGUF_I32, (uint64_t)m->layers));
+        for (int64_t i = 0; i < m->layers; i++) m->swa[i] = gguf_arr_int(pat, (uint64_t)i) != 0;
+    } else {
+        int64_t n;
+        OG_TRY(key_i64(m, "attention.sliding_window_pattern", m->gemma == 2 ? 2 : 6, false, &n));
+        OG_TRY(positive(m, "attention.sliding_window_pattern", n, 1 << 16));
+        for (int64_t i = 0; i < m->layers; i++) m->swa[i] = i % n != n - 1;
+    }
+    if (m->gemma == 2) {
+        snprintf(key, sizeof key, "%s.attn_logit_softcapping", m->arch);
+        OG_TRY(gguf_get_f64_or(m->g, key, 0.0, &m->softcap));
+        snprintf(key, sizeof key, "%s.final_logit_softcapping", m->arch);
+        OG_TRY(gguf_get_f64_or(m->g, key, 0.0, &m->final_softcap));
+    } else {
+        snprintf(key, sizeof key, "%s.rope.freq_base_swa", m->arch);
+        OG_TRY(gguf_get_f64_or(m->g, key, 10000.0, &m->local_theta));
+    }
+    return NULL;
+}
+
+bool cv_sliding(const cv_model *m, int64_t i) { return m->window > 0 && m->swa[i]; }
+
 og_status *cv_read_shape(cv_model *m, const convert_options *opt) {
     const char *s;
     size_t len;
@@ -50,7 +91,7 @@ og_status *cv_read_shape(cv_model *m, const convert_options *opt) {
     if (!a)
         return og_errorf(OG_ERR_UNSUPPORTED,
                          "%s: general.architecture '%.*s' is not converted (llama, qwen2, "
-                         "qwen3 and phi3 are)", m->path, (int)(len > 64 ? 64 : len), s);
+                         "qwen3, phi3, gemma2 and gemma3 are)", m->path, (int)(len > 64 ? 64 : len), s);
     snprintf(m->arch, sizeof m->arch, "%s", a->gguf);
     m->type = a->genai;
     if (!strcmp(a->gguf, "llama") && gguf_find(m->g, "general.name")) {
@@ -64,9 +105,10 @@ og_status *cv_read_shape(cv_model *m, const convert_options *opt) {
     m->qk_norm = a->qk_norm;
     m->unpermute_qk = a->unpermute;
     m->fused_qkv = m->fused_gate_up = a->fused;
+    m->gemma = a->gemma;
     const int64_t big = (int64_t)1 << 24;
     OG_TRY(key_i64(m, "block_count", 0, true, &m->layers));
-    OG_TRY(positive(m, "block_count", m->layers, 4096));
+    OG_TRY(positive(m, "block_count", m->layers, CV_MAX_LAYERS));
     OG_TRY(key_i64(m, "embedding_length", 0, true, &m->hidden));
     OG_TRY(positive(m, "embedding_length", m->hidden, big));
     OG_TRY(key_i64(m, "feed_forward_length", 0, true, &m->inter));
@@ -116,6 +158,7 @@ og_status *cv_read_shape(cv_model *m, const convert_options *opt) {
                              "linear are)", m->path, key, (int)(len > 32 ? 32 : len), s);
         }
     }
+    if (m->gemma) OG_TRY(read_gemma(m));
     const gguf_tensor *emb = gguf_tensor_find(m->g, "token_embd.weight");
     if (!emb || emb->n_dims != 2 || (int64_t)emb->ne[0] != m->hidden)
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: tensor 'token_embd.weight' is %s, "
@@ -185,6 +228,16 @@ og_status *cv_write_genai_config(const cv_model *m, const char *dir) {
     cJSON_AddNumberToObject(dec, "num_attention_heads", (double)m->heads);
     cJSON_AddNumberToObject(dec, "num_hidden_layers", (double)m->layers);
     cJSON_AddNumberToObject(dec, "num_key_value_heads", (double)m->kv_heads);
+    if (m->window > 0) { /* the builder's windowed KV buffers of the sliding layers */
+        cJSON *sw = cJSON_AddObjectToObject(dec, "sliding_window");
+        cJSON_AddNumberToObject(sw, "window_size", (double)m->window);
+        cJSON_AddBoolToObject(sw, "slide_key_value_cache", 0);
+        cJSON_AddBoolToObject(sw, "slide_inputs", 0);
+        cJSON *layers = cJSON_AddArrayToObject(sw, "layers");
+        for (int64_t i = 0; i < m->layers; i++)
+            if (cv_sliding(m, i)) cJSON_AddItemToArray(layers, cJSON_CreateNumber((double)i));
+        cJSON_AddNumberToObject(sw, "cache_slack", 0);
+    }
     if (m->n_stop == 1) {
         cJSON_AddNumberToObject(model, "eos_token_id", (double)m->eos);
     } else {

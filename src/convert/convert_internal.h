@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+enum { CV_MAX_LAYERS = 4096 };
+
 typedef struct cv_model {
     const gguf_file *g;
     const char *path;
@@ -18,6 +20,12 @@ typedef struct cv_model {
     double eps, theta, rope_linear; /* rope_linear: 0, or the linear scaling factor */
     bool qkv_bias, qk_norm;
     bool fused_qkv, fused_gate_up; /* Phi-3: attn_qkv, and ffn_up = [gate; up] */
+    int gemma;           /* 2, 3: Gemma's layout (below), else 0 */
+    bool sandwich, gelu; /* norms after attention and MLP too; GELU (tanh) MLP */
+    float emb_scale;     /* embeddings * this, 0: none */
+    int64_t window;      /* sliding layers' window (0: none) */
+    bool swa[CV_MAX_LAYERS]; /* which layers slide */
+    double softcap, final_softcap, local_theta; /* 0: none / the global base */
     bool unpermute_qk;   /* llama-family GGUFs store q/k rows in interleaved-rotary order */
     int64_t bos, eos, pad;
     int64_t stop[3];     /* eos, then end-of-turn / end-of-message ids that differ from it */
@@ -68,6 +76,8 @@ og_status *cv_float_init(onnx_out *o, const cv_model *m, const char *name,
 /* Row r of t (cols elements) as float32, exactly as gguf's dequantize computes it. */
 og_status *cv_dequant_row(const cv_model *m, const gguf_tensor *t, int64_t r, float *out);
 
+/* Whether layer i attends over a sliding window (convert_config.c). */
+bool cv_sliding(const cv_model *m, int64_t i);
 /* The model's shape from the metadata; refuses what is not converted (convert_config.c). */
 og_status *cv_read_shape(cv_model *m, const convert_options *opt);
 /* genai_config.json in dir (convert_config.c). */

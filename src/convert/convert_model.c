@@ -1,5 +1,6 @@
 /* The driver of `convert` and the decoder graph in the model builder's layout, as
- * tools/model_maker/transformer.py writes it for llama, qwen2, qwen3 and phi3. */
+ * tools/model_maker/transformer.py writes it for llama, qwen2, qwen3, phi3, gemma2 and
+ * gemma3 (sandwich norms, GELU, scaled embeddings, sliding layers, soft caps). */
 #include "convert/convert_internal.h"
 
 #include "convert/gguf_blocks.h"
@@ -43,6 +44,10 @@ static void io(gb *b) {
     for (int kv = 0; kv < 2; kv++)
         for (int64_t i = 0; i < m->layers; i++) {
             const char *w = kv ? "value" : "key";
+            /* sliding layers keep window-sized buffers (the builder's sliding_window_cache) */
+            bool win = cv_sliding(m, i);
+            past[2] = win ? "past_sliding_length" : "past_sequence_length";
+            pres[2] = win ? "total_sliding_length" : "total_sequence_length";
             onnx_io(o, false, onnx_fmt(o, "past_key_values.%" PRId64 ".%s", i, w), OX_FLOAT, 4,
                     kd, past);
             onnx_io(o, true, onnx_fmt(o, "present.%" PRId64 ".%s", i, w), OX_FLOAT, 4, kd, pres);
@@ -72,7 +77,10 @@ static void mask_subgraph(gb *b, const char **seqlens, const char **total) {
 /* cos/sin [context, head_dim/2]: the rotation of pair j at position t is t * inv_freq[j],
  * inv_freq as the model builder computes it (float64 powers rounded to float32, then
  * float32 products), with llama.cpp's linear scaling and per-pair factors (rope_freqs). */
-static og_status *rope_caches(gb *b, const char **cos_name, const char **sin_name) {
+/* `suffix` "" or "_local" / "_global" (Gemma 3's two bases); local caches take neither
+ * scaling nor factors, as the builder's. */
+static og_status *rope_caches(gb *b, const char *suffix, double theta, bool scaled,
+                              const char **cos_name, const char **sin_name) {
     const cv_model *m = b->m;
     int64_t half = m->head_dim / 2;
     float *inv = malloc((size_t)half * sizeof *inv);
@@ -91,15 +99,15 @@ static og_status *rope_caches(gb *b, const char **cos_name, const char **sin_nam
                            "converted", m->path, longrope[i]);
             goto done;
         }
-    const gguf_tensor *ff = gguf_tensor_find(m->g, "rope_freqs.weight");
+    const gguf_tensor *ff = scaled ? gguf_tensor_find(m->g, "rope_freqs.weight") : NULL;
     if (ff && (ff->type != GGML_F32 || ff->n_dims != 1 || (int64_t)ff->ne[0] != half)) {
         st = og_errorf(OG_ERR_INVALID_MODEL, "%s: tensor 'rope_freqs.weight' must be F32 [%"
                        PRId64 "]", m->path, half);
         goto done;
     }
     for (int64_t j = 0; j < half; j++) {
-        double f = 1.0 / pow(m->theta, (double)(2 * j) / (double)m->head_dim);
-        if (m->rope_linear) f /= m->rope_linear;
+        double f = 1.0 / pow(theta, (double)(2 * j) / (double)m->head_dim);
+        if (m->rope_linear && scaled) f /= m->rope_linear;
         if (ff) {
             float factor;
             memcpy(&factor, ff->data + 4 * j, 4);
@@ -109,7 +117,8 @@ static og_status *rope_caches(gb *b, const char **cos_name, const char **sin_nam
     }
     int64_t dims[2] = {m->context, half};
     for (int which = 0; which < 2; which++) {
-        onnx_init_begin(b->o, which ? "sin_cache" : "cos_cache", OX_FLOAT, dims, 2);
+        onnx_init_begin(b->o, onnx_fmt(b->o, "%s_cache%s", which ? "sin" : "cos", suffix), OX_FLOAT,
+                        dims, 2);
         for (int64_t t = 0; t < m->context; t++) {
             for (int64_t j = 0; j < half; j++) {
                 float a = (float)t * inv[j];
@@ -278,13 +287,16 @@ static og_status *attention(gb *b, int64_t i, const char *h, const char *seqlens
                          seqlens, total, cos, sin, "", "", ""};
     const char *outs[] = {onnx_fmt(o, "%s/output_0", an), onnx_fmt(o, "present.%" PRId64 ".key", i),
                           onnx_fmt(o, "present.%" PRId64 ".value", i)};
+    bool win = cv_sliding(m, i);
     onnx_attr at[] = {ATTR_I("num_heads", m->heads), ATTR_I("kv_num_heads", m->kv_heads),
                       ATTR_F("scale", 1.0 / sqrt((double)m->head_dim)),
-                      ATTR_I("local_window_size", -1), ATTR_F("softcap", 0.0),
-                      ATTR_I("do_rotary", 1), ATTR_I("rotary_interleaved", 0)};
+                      ATTR_I("local_window_size", win ? m->window : -1),
+                      ATTR_F("softcap", m->softcap), ATTR_I("do_rotary", 1),
+                      ATTR_I("rotary_interleaved", 0), ATTR_I("sliding_window_cache", 1)};
     /* the three absent inputs after sin_cache (position_ids, attention_bias, sinks) are
      * written as the builder writes them */
-    const char *att = onnx_node(o, "GroupQueryAttention", MS, an, ins, 12, outs, 3, at, 7);
+    const char *att = onnx_node(o, "GroupQueryAttention", MS, an, ins, 12, outs, 3, at,
+                                win ? 8 : 7);
     const gguf_tensor *wo;
     OG_TRY(cv_tensor(m, tname(b, i, "attn_output.weight"), m->hidden, qw, &wo));
     cv_src s = {wo, m->hidden, 0};
@@ -311,9 +323,16 @@ static og_status *mlp(gb *b, int64_t i, const char *h, const char **out) {
     OG_TRY(cv_matmul(o, m, onnx_fmt(o, "%s/gate_proj/MatMul", p), h, &g, 1, m->hidden, NULL,
                      &gate));
     OG_TRY(cv_matmul(o, m, onnx_fmt(o, "%s/up_proj/MatMul", p), h, &u, 1, m->hidden, NULL, &up));
-    const char *sg = node1(b, "Sigmoid", "", onnx_fmt(o, "%s/act_fn/Sigmoid", p), &gate, 1, NULL, 0);
-    const char *in1[] = {gate, sg};
-    const char *act = node1(b, "Mul", "", onnx_fmt(o, "%s/act_fn/Mul", p), in1, 2, NULL, 0);
+    const char *act;
+    if (m->gelu) {
+        onnx_attr tanh_approx = ATTR_S("approximate", "tanh");
+        act = node1(b, "Gelu", "", onnx_fmt(o, "%s/act_fn/FastGelu", p), &gate, 1, &tanh_approx, 1);
+    } else {
+        const char *sg = node1(b, "Sigmoid", "", onnx_fmt(o, "%s/act_fn/Sigmoid", p), &gate, 1,
+                               NULL, 0);
+        const char *in1[] = {gate, sg};
+        act = node1(b, "Mul", "", onnx_fmt(o, "%s/act_fn/Mul", p), in1, 2, NULL, 0);
+    }
     const char *in2[] = {act, up};
     const char *mul = node1(b, "Mul", "", onnx_fmt(o, "%s/Mul", p), in2, 2, NULL, 0);
     return cv_matmul(o, m, onnx_fmt(o, "%s/down_proj/MatMul", p), mul, &d, 1, m->inter, NULL,
@@ -333,6 +352,17 @@ static const char *gather_blocks(gb *b, const cv_written *w) {
                       ATTR_I("gather_axis", 0), ATTR_I("quantize_axis", 1)};
     return node1(b, "GatherBlockQuantized", MS, "/model/embed_tokens/GatherBlockQuantized", gin,
                  w->zp == CV_ZP_U8 ? 4 : 3, at, 4);
+}
+
+/* Python's repr() of a float (the shortest text that reads back as the same double,
+ * with ".0" on whole numbers): how the builder spells float constants in their names. */
+static const char *py_repr(double v, char *buf) {
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 40, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    if (!strpbrk(buf, ".eni")) strcat(buf, ".0");
+    return buf;
 }
 
 static void progress(const convert_options *opt, int64_t done, int64_t total) {
@@ -371,7 +401,19 @@ static og_status *build(gb *b, const convert_options *opt) {
         const char *gin[] = {"model.embed_tokens.weight", "input_ids"};
         res = node1(b, "Gather", "", "/model/embed_tokens/Gather", gin, 2, NULL, 0);
     }
-    OG_TRY(rope_caches(b, &cos_c, &sin_c));
+    if (m->emb_scale) {
+        char text[40];
+        const char *in[] = {res, onnx_const_f32(o, m->emb_scale, py_repr(m->emb_scale, text))};
+        res = node1(b, "Mul", "", "/model/embed_tokens/Mul", in, 2, NULL, 0);
+    }
+    /* Gemma 3's sliding layers rotate with a base of their own: two sets of caches */
+    const char *cos_l = NULL, *sin_l = NULL;
+    if (m->local_theta) {
+        OG_TRY(rope_caches(b, "_local", m->local_theta, false, &cos_l, &sin_l));
+        OG_TRY(rope_caches(b, "_global", m->theta, true, &cos_c, &sin_c));
+    } else {
+        OG_TRY(rope_caches(b, "", m->theta, true, &cos_c, &sin_c));
+    }
     const char *skip = NULL, *h;
     for (int64_t i = 0; i < m->layers; i++) {
         progress(opt, i, m->layers);
@@ -386,7 +428,26 @@ static og_status *build(gb *b, const convert_options *opt) {
                              onnx_fmt(o, "model.layers.%" PRId64 ".input_layernorm", i), false,
                              &h, &res));
         const char *att;
-        OG_TRY(attention(b, i, h, seqlens, total, cos_c, sin_c, &att));
+        bool local = m->local_theta && cv_sliding(m, i);
+        OG_TRY(attention(b, i, h, seqlens, total, local ? cos_l : cos_c, local ? sin_l : sin_c,
+                         &att));
+        if (m->sandwich) { /* Gemma: a norm after attention, and after the MLP */
+            OG_TRY(plain_norm(b, onnx_fmt(o, "%s/post_attention_layernorm", base), att,
+                              tname(b, i, "post_attention_norm.weight"),
+                              onnx_fmt(o, "model.layers.%" PRId64 ".post_attention_layernorm", i),
+                              &att));
+            OG_TRY(skip_norm(b, onnx_fmt(o, "%s/pre_feedforward_layernorm", base), res, att,
+                             tname(b, i, "ffn_norm.weight"),
+                             onnx_fmt(o, "model.layers.%" PRId64 ".pre_feedforward_layernorm", i),
+                             false, &h, &res));
+            const char *mo;
+            OG_TRY(mlp(b, i, h, &mo));
+            OG_TRY(plain_norm(b, onnx_fmt(o, "%s/post_feedforward_layernorm", base), mo,
+                              tname(b, i, "post_ffw_norm.weight"),
+                              onnx_fmt(o, "model.layers.%" PRId64 ".post_feedforward_layernorm", i),
+                              &skip));
+            continue;
+        }
         OG_TRY(skip_norm(b, onnx_fmt(o, "%s/post_attention_layernorm", base), res, att,
                          tname(b, i, "ffn_norm.weight"),
                          onnx_fmt(o, "model.layers.%" PRId64 ".post_attention_layernorm", i),
@@ -399,7 +460,19 @@ static og_status *build(gb *b, const convert_options *opt) {
                      onnx_fmt(o, "model.layers.%" PRId64 ".final_norm_layernorm", m->layers), true,
                      &h, NULL));
     if (head) OG_TRY(cv_weight(o, m, "/lm_head/MatMul", &hs, 1, m->hidden, &lm));
-    cv_matmul_node(o, "/lm_head/MatMul", h, &lm, "logits");
+    if (!m->final_softcap) {
+        cv_matmul_node(o, "/lm_head/MatMul", h, &lm, "logits");
+        return NULL;
+    }
+    /* Gemma 2: logits = c * tanh(logits / c) */
+    const char *x = cv_matmul_node(o, "/lm_head/MatMul", h, &lm, NULL);
+    char text[40];
+    const char *c = onnx_const_f32(o, (float)m->final_softcap, py_repr(m->final_softcap, text));
+    const char *din[] = {x, c};
+    const char *d = node1(b, "Div", "", "/lm_head/softcap/Div", din, 2, NULL, 0);
+    const char *t = node1(b, "Tanh", "", "/lm_head/softcap/Tanh", &d, 1, NULL, 0);
+    const char *min[] = {t, c}, *logits = "logits";
+    onnx_node(o, "Mul", "", "/lm_head/softcap/Mul", min, 2, &logits, 1, NULL, 0);
     return NULL;
 }
 

@@ -149,8 +149,10 @@ static const char *i64_text(onnx_out *o, const int64_t *v, int n, bool scalar) {
     return onnx_fmt(o, "%s", buf);
 }
 
-const char *onnx_const_i64(onnx_out *o, const int64_t *v, int n, bool scalar) {
-    const char *name = onnx_fmt(o, "/model/constants/INT64/%s", i64_text(o, v, n, scalar));
+/* A Constant node whose output is `name` (/model/constants/TYPE/TEXT; the node is
+ * /model/constant_nodes/TYPE/TEXT), written once per name. */
+static const char *const_node(onnx_out *o, const char *name, int type, bool scalar, int64_t n,
+                              const void *raw, size_t bytes) {
     for (size_t i = 0; i < o->n_consts; i++)
         if (!strcmp(o->consts[i], name)) return name;
     if (o->n_consts == o->cap_consts) {
@@ -169,15 +171,15 @@ const char *onnx_const_i64(onnx_out *o, const int64_t *v, int n, bool scalar) {
     }
     o->n_consts++;
     pbuf t = {0}, a = {0};
-    int64_t dim = n;
-    if (!scalar) pb_packed_i64(&t, 1, &dim, 1);
-    pb_varint(&t, 2, OX_INT64);
+    if (!scalar) pb_packed_i64(&t, 1, &n, 1);
+    pb_varint(&t, 2, (uint64_t)type);
     pb_str(&t, 8, name);
-    pb_bytes(&t, 9, v, (size_t)n * 8);
+    pb_bytes(&t, 9, raw, bytes);
     pb_str(&a, 1, "value");
     pb_msg(&a, 5, &t);
     pb_varint(&a, 20, 4);
-    const char *node_name = onnx_fmt(o, "/model/constant_nodes/INT64/%s", name + 23);
+    /* "/model/constants/..." -> "/model/constant_nodes/..." */
+    const char *node_name = onnx_fmt(o, "/model/constant_nodes/%s", name + 17);
     pbuf nd = {0};
     pb_str(&nd, 2, name);
     pb_str(&nd, 3, node_name);
@@ -188,6 +190,16 @@ const char *onnx_const_i64(onnx_out *o, const int64_t *v, int n, bool scalar) {
     pb_free(&a);
     pb_free(&nd);
     return name;
+}
+
+const char *onnx_const_i64(onnx_out *o, const int64_t *v, int n, bool scalar) {
+    const char *name = onnx_fmt(o, "/model/constants/INT64/%s", i64_text(o, v, n, scalar));
+    return const_node(o, name, OX_INT64, scalar, n, v, (size_t)n * 8);
+}
+
+const char *onnx_const_f32(onnx_out *o, float v, const char *text) {
+    const char *name = onnx_fmt(o, "/model/constants/FLOAT/%s", text);
+    return const_node(o, name, OX_FLOAT, true, 1, &v, 4);
 }
 
 void onnx_init_begin(onnx_out *o, const char *name, int elem_type, const int64_t *dims,

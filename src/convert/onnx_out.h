@@ -52,6 +52,7 @@ typedef struct onnx_attr {
 } onnx_attr;
 #define ATTR_I(n, v) ((onnx_attr){.name = (n), .kind = OA_INT, .i = (v)})
 #define ATTR_F(n, v) ((onnx_attr){.name = (n), .kind = OA_FLOAT, .f = (float)(v)})
+#define ATTR_S(n, v) ((onnx_attr){.name = (n), .kind = OA_STRING, .s = (v)})
 
 /* A node; ins/outs may hold "" for absent optional inputs. Returns outs[0]. */
 const char *onnx_node(onnx_out *o, const char *op, const char *domain, const char *name,
@@ -62,8 +63,10 @@ const char *onnx_node(onnx_out *o, const char *op, const char *domain, const cha
 void onnx_io(onnx_out *o, bool output, const char *name, int elem_type, int ndims,
              const int64_t *dims, const char *const *dim_names);
 
-/* Int64 / float Constant nodes, once per value; returns the output name. */
+/* Int64 / float Constant nodes, once per value; returns the output name. A float's name
+ * spells it as `text` says (the builder's spelling). */
 const char *onnx_const_i64(onnx_out *o, const int64_t *v, int n, bool scalar);
+const char *onnx_const_f32(onnx_out *o, float v, const char *text);
 
 /* An external initializer: begin, write its bytes (any number of calls), end. */
 void onnx_init_begin(onnx_out *o, const char *name, int elem_type, const int64_t *dims,

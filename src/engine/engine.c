@@ -1,6 +1,7 @@
 /* The engine's thread, its queue, requests and statistics (see engine.h). */
 #include "engine/engine_internal.h"
 
+#include "genai/adapters.h"
 #include "genai/budget.h"
 
 #include <stdio.h>
@@ -395,9 +396,8 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
         snprintf(msg, size, "sampling options out of range");
         return ENG_SUBMIT_INVALID;
     }
-    if (s->adapter && e->batched) {
-        snprintf(msg, size, "adapter '%s': LoRA adapters are served in per-sequence mode only "
-                 "(the engine batches this model)", s->adapter);
+    if (s->adapter && !gen_adapters_find(s->adapters, s->adapter)) {
+        snprintf(msg, size, "adapter '%s' is not loaded over the model", s->adapter);
         return ENG_SUBMIT_INVALID;
     }
     if (!e->batched) {

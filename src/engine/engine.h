@@ -95,9 +95,11 @@ typedef struct eng_sampling {
     bool think, think_in;
     int32_t think_open, think_close;
     /* A LoRA adapter of `adapters` (loaded over the engine's model) active for this request,
-     * NULL: none. Served in per-sequence mode only (the request's generator feeds it; a
-     * shared batch would need per-row weights): a batched engine refuses it. The name must
-     * outlive the request. */
+     * NULL: none; it must stay loaded while the request runs. An adapter's weights are
+     * inputs of a whole run, so a batched step runs the sequences of one adapter (or of
+     * none): the groups with work take turns, a step each, and each group is batched; in
+     * per-sequence mode the request's generator feeds it. The name must outlive the
+     * request. */
     og_adapters *adapters;
     const char *adapter;
 } eng_sampling;

@@ -29,6 +29,7 @@
 #include "graph/graph.h"
 #include "runtime/og_session.h"
 #include "base/tensor.h"
+#include "genai/adapters.h"
 #include "genai/budget.h"
 
 #include <stdio.h>
@@ -45,6 +46,7 @@ static size_t esize(og_dtype dt) { return dt == OG_FLOAT32 ? 4 : 2; }
 typedef struct flat_cache {
     eng_engine *e;
     const paged_kv *pk;
+    gen_adapter *adapter; /* the step's group's LoRA adapter, or NULL */
 } flat_cache;
 
 static og_status *empty_past(void *ctx, int i, og_tensor *slot, og_tensor **out) {
@@ -58,6 +60,11 @@ static og_status *no_present(void *ctx, int i, og_tensor *slot, og_tensor **out,
     *out = NULL;
     *skip = true; /* the cache lives in the pool */
     return NULL;
+}
+
+static const og_tensor *adapter_param(void *ctx, const char *name) {
+    gen_adapter *a = ((const flat_cache *)ctx)->adapter;
+    return gen_adapters_param(&a, 1, name);
 }
 
 static og_status *lend_pool(void *ctx, const gen_stage *sg) {
@@ -88,9 +95,14 @@ static og_status *run_flat(eng_engine *e, int T, int W, int n_seqs, const int64_
     gen_step_tokens tk = {.rows = 1, .n = T, .mask_cols = W, .ids = e->ids, .mask = e->mask,
                           .pos = e->pos, .ids32 = e->ids32, .mask32 = e->mask32,
                           .pos32 = e->pos32, .forms = e->forms};
-    flat_cache fc = {e, &pk};
+    const eng_sampling *g = e->step_group;
+    flat_cache fc = {e, &pk, g && g->adapter ? gen_adapters_find(g->adapters, g->adapter) : NULL};
+    if (g && g->adapter && !fc.adapter)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "engine: adapter '%s' was unloaded while "
+                         "requests used it", g->adapter);
     gen_step_cache cache = {.ctx = &fc, .past = empty_past, .present = no_present,
-                            .stage_begin = lend_pool, .stage_end = take_pool_back};
+                            .stage_begin = lend_pool, .stage_end = take_pool_back,
+                            .param = fc.adapter ? adapter_param : NULL};
     og_tensor into, *v;
     int64_t d[2] = {n_rows, e->vocab};
     char *at = (char *)e->logits + (size_t)row0 * (size_t)e->vocab * esize(m->logits.dtype);
@@ -313,9 +325,11 @@ og_status *eng_batch_init(eng_engine *e) {
     e->mask32 = malloc(sizeof(int32_t) * W + 64);
     /* a step samples at most one token per sequence */
     e->logit_rows = malloc(sizeof *e->logit_rows * ((size_t)e->o.max_batch + 1));
+    e->groups = malloc(sizeof *e->groups * ((size_t)e->o.max_batch + 1));
     e->logits = malloc(esize(m->logits.dtype) * ((size_t)e->o.max_batch + 1) * (size_t)e->vocab + 64);
     if (!e->layer_names || !e->layer_runs || !e->pseqs || !e->ids || !e->pos || !e->mask ||
-        !e->ids32 || !e->forms || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows)
+        !e->ids32 || !e->forms || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows ||
+        !e->groups)
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
     OG_TRY(gen_step_io_init(&e->io, m));
     int l = 0;
@@ -342,8 +356,10 @@ void eng_batch_free(eng_engine *e) {
     free(e->mask32);
     free(e->logits);
     free(e->logit_rows);
+    free(e->groups);
     gen_step_io_free(&e->io);
     e->logit_rows = NULL;
+    e->groups = NULL;
     e->layer_names = NULL, e->layer_runs = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
     e->ids32 = e->pos32 = e->mask32 = NULL, e->logits = NULL;
     e->forms = NULL;
@@ -393,7 +409,9 @@ static bool grow_blocks(eng_engine *e, eng_seq *s) {
  * own. */
 static void match_prefix(eng_engine *e, eng_seq *s) {
     s->matched = true;
-    if (!e->o.prefix_cache || s->n_blocks > 0) return;
+    /* a block's keys and values depend on the adapter too, which the cache's key (the
+     * tokens) does not say: requests with an adapter neither find nor leave blocks */
+    if (!e->o.prefix_cache || s->n_blocks > 0 || s->req->s.adapter) return;
     int bs = e->pool->block_size, max_blocks = (s->n_tokens - 1) / bs;
     if (max_blocks <= 0 || !table_room(s, max_blocks)) return;
     uint64_t h;
@@ -421,7 +439,7 @@ static void count_hit(eng_engine *e, eng_seq *s) {
 }
 
 static void register_blocks(eng_engine *e, eng_seq *s) {
-    if (!e->o.prefix_cache) return;
+    if (!e->o.prefix_cache || s->req->s.adapter) return;
     int bs = e->pool->block_size;
     while (s->n_reg < s->n_cached / bs) {
         int b = s->n_reg;
@@ -482,22 +500,47 @@ static int new_blocks_needed(const eng_engine *e) {
     return n;
 }
 
+/* Whether request s runs with the LoRA adapter of request g (both with none included). */
+static bool same_group(const eng_sampling *s, const eng_sampling *g) {
+    return g && (s->adapter == g->adapter ||
+                 (s->adapter && g->adapter && !strcmp(s->adapter, g->adapter)));
+}
+
+/* The group (a request of it) whose sequences this step runs: an adapter's weights are
+ * inputs of the whole run, so a step runs one adapter (or none). The groups with work
+ * (running sequences, and the next waiting one while there is room) take turns, one step
+ * each, in the order they appear; with one group (no adapters) that is every step. */
+static const eng_sampling *step_group(eng_engine *e) {
+    int n = 0;
+    for (int i = 0; i <= e->n_running; i++) {
+        const eng_sampling *s = i < e->n_running ? &e->running[i]->req->s
+                                : e->n_waiting && e->n_running < e->o.max_batch
+                                    ? &e->waiting[0]->req->s : NULL;
+        int k = 0;
+        while (s && k < n && !same_group(s, e->groups[k])) k++;
+        if (s && k == n) e->groups[n++] = s;
+    }
+    return n ? e->groups[e->group_turn++ % (unsigned)n] : NULL;
+}
+
 static int schedule(eng_engine *e) {
     int budget = e->step_tokens;
+    const eng_sampling *g = e->step_group = step_group(e);
     for (int i = 0; i < e->n_running; i++) e->running[i]->step_n = 0;
     for (int i = 0; i < e->n_running && budget > 0; i++) {
         eng_seq *s = e->running[i];
-        if (s->n_tokens - s->n_cached == 1) s->step_n = 1, budget--;
+        if (s->n_tokens - s->n_cached == 1 && same_group(&s->req->s, g)) s->step_n = 1, budget--;
     }
     for (int i = 0; i < e->n_running && budget > 0; i++) {
         eng_seq *s = e->running[i];
         int pending = s->n_tokens - s->n_cached;
-        if (pending > 1) {
+        if (pending > 1 && same_group(&s->req->s, g)) {
             s->step_n = pending < budget ? pending : budget;
             budget -= s->step_n;
         }
     }
-    while (budget > 0 && e->n_running < e->o.max_batch && e->n_waiting > 0) {
+    while (budget > 0 && e->n_running < e->o.max_batch && e->n_waiting > 0 &&
+           same_group(&e->waiting[0]->req->s, g)) {
         eng_seq *s = e->waiting[0];
         if (!s->matched) match_prefix(e, s);
         int pending = s->n_tokens - s->n_cached;

@@ -98,6 +98,11 @@ struct eng_engine {
     void *logits;        /* [max_batch + 1][vocab] in the logits dtype: the rows a step
                             samples from */
     int64_t *logit_rows; /* [max_batch + 1] their tokens in the step */
+    /* LoRA adapters (eng_sampling.adapter): a step runs the sequences of one adapter, the
+     * groups taking turns; step_group is a request of the step's group (NULL: no work) */
+    const eng_sampling *step_group;
+    const eng_sampling **groups; /* [max_batch + 1] the groups with work, this step */
+    unsigned group_turn;
     gen_step_io io;      /* what a step hands to og_session_run, made once (genai/step.h) */
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */

@@ -47,6 +47,11 @@ static int find(const og_adapters *set, const char *name) {
     return -1;
 }
 
+gen_adapter *gen_adapters_find(const og_adapters *set, const char *name) {
+    int i = set && name ? find(set, name) : -1;
+    return i >= 0 ? set->items[i] : NULL;
+}
+
 /* The names of the loaded adapters, for messages. */
 static const char *loaded_names(const og_adapters *set, char *buf, size_t size) {
     size_t at = 0;

@@ -35,6 +35,9 @@ struct og_adapters {
 /* The most adapters active in one generator at once. */
 enum { GEN_MAX_ACTIVE_ADAPTERS = 8 };
 
+/* The adapter loaded under `name`, or NULL. */
+gen_adapter *gen_adapters_find(const og_adapters *set, const char *name);
+
 /* The tensor of parameter `name` in one of the n active adapters, or NULL. */
 const og_tensor *gen_adapters_param(gen_adapter *const *active, int n, const char *name);
 

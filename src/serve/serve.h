@@ -29,7 +29,7 @@ typedef struct serve_options {
     int drain_timeout;      /* SIGTERM: seconds the requests being answered get to finish
                                while new ones are refused with 503 (0: stop at once) */
     /* --adapter NAME=FILE (-m only): LoRA adapters over the model, loaded with it; a request
-     * names one as model "MODEL:NAME" and is served in per-sequence mode */
+     * names one as model "MODEL:NAME" (eng_sampling.adapter) */
     const char *adapters[SERVE_MAX_ADAPTERS];
     int n_adapters;
     eng_options eng;

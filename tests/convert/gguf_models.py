@@ -3,7 +3,8 @@ in the layout llama.cpp's convert_hf_to_gguf gives each architecture, and the sa
 weights for tools/make_model.py (the HF layout).
 
   llama/mistral: q and k rows permuted to llama.cpp's interleaved rotary order
-  qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: attn_qkv and ffn_up = [gate; up]
+  qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: attn_qkv and ffn_up = [gate; up];
+  gemma2/gemma3: four norms a layer, a sliding first layer, soft caps / q-k norms
 Weights are normal(0, 0.08) (norms 1 + normal(0, 0.1)), float32 in HF order; quantized
 files quantize them with gguf.quants (exactly as llama.cpp's converter would).
 """
@@ -23,7 +24,11 @@ def shape(arch, vocab, layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, in
         hidden, head_dim, inter = 256, 64, 512
     return dict(arch=arch, vocab=vocab, layers=layers, hidden=hidden, heads=heads,
                 kv_heads=kv_heads, head_dim=head_dim, inter=inter, context=context,
-                eps=1e-5, theta=10000.0 if arch in ("llama", "mistral") else 1000000.0)
+                eps=1e-5, theta=10000.0 if arch in ("llama", "mistral", "gemma2") else 1000000.0,
+                # Gemma: layer 0 slides over 8 positions, layer 1 attends to all; Gemma 2's
+                # soft caps; Gemma 3's local rotary base is llama.cpp's default 10000
+                window=8 if arch.startswith("gemma") else 0,
+                softcap=50.0 if arch == "gemma2" else 0.0, final_softcap=30.0 if arch == "gemma2" else 0.0)
 
 
 def random_weights(s, seed):
@@ -43,8 +48,10 @@ def random_weights(s, seed):
                  gate=w(F, H), up=w(F, H), down=w(H, F), input_norm=norm(H), post_norm=norm(H))
         if s["arch"] == "qwen2":
             d.update(q_bias=w(nh * hd), k_bias=w(nkv * hd), v_bias=w(nkv * hd))
-        if s["arch"] == "qwen3":
+        if s["arch"] in ("qwen3", "gemma3"):
             d.update(q_norm=norm(hd), k_norm=norm(hd))
+        if s["arch"].startswith("gemma"):  # sandwich norms
+            d.update(pre_ff_norm=norm(H), post_ff_norm=norm(H))
         layers.append(d)
     return dict(layers=layers, embed=w(s["vocab"], H), final_norm=norm(H), lm_head=w(s["vocab"], H))
 
@@ -154,6 +161,13 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
     wr.add_head_count_kv(s["kv_heads"])
     wr.add_layer_norm_rms_eps(s["eps"])
     wr.add_rope_freq_base(s["theta"])
+    if s.get("window"):
+        wr.add_sliding_window(s["window"])
+        if arch == "gemma3":
+            wr.add_sliding_window_pattern(2)  # (llama.cpp's default for Gemma 3 is 6)
+    if s.get("softcap"):
+        wr.add_attn_logit_softcapping(s["softcap"])
+        wr.add_final_logit_softcapping(s["final_softcap"])
     if s["head_dim"] != s["hidden"] // s["heads"]:
         wr.add_key_length(s["head_dim"])
         wr.add_value_length(s["head_dim"])
@@ -199,7 +213,12 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
             _tensor(wr, p + "attn_q_norm.weight", L["q_norm"], qtype)
             _tensor(wr, p + "attn_k_norm.weight", L["k_norm"], qtype)
         _tensor(wr, p + "attn_output.weight", L["o"], qtype)
-        _tensor(wr, p + "ffn_norm.weight", L["post_norm"], qtype)
+        if "pre_ff_norm" in L:  # Gemma's four norms
+            _tensor(wr, p + "post_attention_norm.weight", L["post_norm"], qtype)
+            _tensor(wr, p + "ffn_norm.weight", L["pre_ff_norm"], qtype)
+            _tensor(wr, p + "post_ffw_norm.weight", L["post_ff_norm"], qtype)
+        else:
+            _tensor(wr, p + "ffn_norm.weight", L["post_norm"], qtype)
         if arch == "phi3":
             _tensor(wr, p + "ffn_up.weight", np.concatenate([L["gate"], L["up"]]), qtype)
         else:

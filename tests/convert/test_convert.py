@@ -137,39 +137,69 @@ def greedy_case(arch, rope_scaling=None):
 
     def run(build, work):
         from gguf import GGMLQuantizationType as Q
-        from model_maker.decoder import BuildOptions, DecoderSpec
-        from model_maker.package import write_package
         path, out, s, w, hf = model_files(work, arch, Q.F32, rope_scaling=rope_scaling)
         convert(build, path, out)
         ours = ours_greedy(build, out, PROMPT, 24)
         theirs = ort_greedy(out, PROMPT, 24)
-        spec = DecoderSpec(model_type=arch, hidden_size=s["hidden"], intermediate_size=s["inter"],
+        maker_dir = out + "_maker"
+        if arch.startswith("gemma"):
+            write_gemma_maker(maker_dir, arch, s, w)
+        else:
+            write_classic_maker(maker_dir, arch, s, w, hf, rope_scaling)
+        maker = ort_greedy(maker_dir, PROMPT, 24)
+        return check_greedy(name, out, maker_dir, ours, theirs, maker)
+    return run
+
+
+def write_classic_maker(maker_dir, arch, s, w, hf, rope_scaling):
+    """make_model.py's package of the same weights (DecoderSpec: llama, qwen2/3, phi3)."""
+    from model_maker.decoder import BuildOptions, DecoderSpec
+    from model_maker.package import write_package
+    spec = DecoderSpec(model_type=arch, hidden_size=s["hidden"], intermediate_size=s["inter"],
                            num_layers=s["layers"], num_heads=s["heads"], num_kv_heads=s["kv_heads"],
                            head_size=s["head_dim"], vocab_size=s["vocab"], context_length=s["context"],
                            rms_eps=s["eps"], rope_theta=s["theta"], qkv_bias=arch == "qwen2",
                            qk_norm=arch == "qwen3", rope_scaling=dict(rope_scaling or {}))
-        maker_dir = out + "_maker"
-        write_package(maker_dir, spec, gm.MakerWeights(w), BuildOptions(dtype="fp32", head_multiple=0),
-                      hf, {})
-        maker = ort_greedy(maker_dir, PROMPT, 24)
-        ok = True
-        # the layout too: node by node, the graph make_model.py writes (tools/compare_graphs.py)
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "compare_graphs.py"),
-                            os.path.join(out, "model.onnx"), os.path.join(maker_dir, "model.onnx")],
-                           capture_output=True, text=True)
-        if r.returncode != 0 or "0 difference(s)" not in r.stdout:
-            print(f"FAIL {name}: the graph differs from make_model.py's:\n{r.stdout[-2000:]}{r.stderr}")
+    write_package(maker_dir, spec, gm.MakerWeights(w), BuildOptions(dtype="fp32", head_multiple=0), hf, {})
+
+
+def write_gemma_maker(maker_dir, arch, s, w):
+    """make_model.py's Gemma 2 / Gemma 3 package of the same weights (an Arch as its catalog
+    has them, at these shapes; the embedding scale spelled as the converter spells it)."""
+    from model_maker.arch import Arch
+    from model_maker.decoder import BuildOptions
+    from model_maker.package import write_arch_package
+    scale = float(np.float32(np.sqrt(s["hidden"])))
+    kw = dict(softcap=s["softcap"], final_softcap=s["final_softcap"]) if arch == "gemma2" else \
+        dict(qk_norm=True, local_rope_theta=10000.0)
+    a = Arch(model_type="gemma2" if arch == "gemma2" else "gemma3_text", hidden=s["hidden"],
+             inter=s["inter"], layers=s["layers"], heads=s["heads"], kv_heads=s["kv_heads"],
+             head_dim=s["head_dim"], vocab=s["vocab"], context=s["context"], eps=s["eps"],
+             rope_theta=s["theta"], mlp="gelu_tanh", emb_scale=scale, emb_scale_text=repr(scale),
+             sandwich=True, sliding_window=s["window"], sliding_layers=(0,), bos=400, eos=402,
+             pad=400, **kw)
+    write_arch_package(maker_dir, a, BuildOptions(dtype="fp32", head_multiple=0), gm.MakerWeights(w))
+
+
+def check_greedy(name, out, maker_dir, ours, theirs, maker):
+    """Our ids against onnxruntime-genai's on both packages, and the two graphs."""
+    ok = True
+    # the layout too: node by node, the graph make_model.py writes (tools/compare_graphs.py)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "compare_graphs.py"),
+                        os.path.join(out, "model.onnx"), os.path.join(maker_dir, "model.onnx")],
+                       capture_output=True, text=True)
+    if r.returncode != 0 or "0 difference(s)" not in r.stdout:
+        print(f"FAIL {name}: the graph differs from make_model.py's:\n{r.stdout[-2000:]}{r.stderr}")
+        ok = False
+    for label, seq in (("onnxruntime-genai on the converted package", theirs),
+                       ("onnxruntime-genai on make_model.py's package", maker)):
+        if ours != seq:
+            print(f"FAIL {name}: ours {ours}\n     {label}: {seq}")
             ok = False
-        for label, seq in (("onnxruntime-genai on the converted package", theirs),
-                           ("onnxruntime-genai on make_model.py's package", maker)):
-            if ours != seq:
-                print(f"FAIL {name}: ours {ours}\n     {label}: {seq}")
-                ok = False
-        if ok:
-            print(f"ok   {name}: {len(ours)} ids equal onnxruntime-genai's on the converted "
-                  f"package and on make_model.py's, whose graph it equals node for node")
-        return ok
-    return run
+    if ok:
+        print(f"ok   {name}: {len(ours)} ids equal onnxruntime-genai's on the converted "
+              f"package and on make_model.py's, whose graph it equals node for node")
+    return ok
 
 
 def load_inits(d):
@@ -237,7 +267,12 @@ def expected_weights(src, s, tied):
         for m in ("gate", "up", "down"):
             exp[f"{b}/mlp/{m}_proj/MatMul"] = src[p + f"ffn_{m}.weight"]
         exp[f"model.layers.{i}.input_layernorm.weight"] = src[p + "attn_norm.weight"]
-        exp[f"model.layers.{i}.post_attention_layernorm.weight"] = src[p + "ffn_norm.weight"]
+        if p + "post_ffw_norm.weight" in src:  # Gemma's sandwich
+            exp[f"model.layers.{i}.post_attention_layernorm.weight"] = src[p + "post_attention_norm.weight"]
+            exp[f"model.layers.{i}.pre_feedforward_layernorm.weight"] = src[p + "ffn_norm.weight"]
+            exp[f"model.layers.{i}.post_feedforward_layernorm.weight"] = src[p + "post_ffw_norm.weight"]
+        else:
+            exp[f"model.layers.{i}.post_attention_layernorm.weight"] = src[p + "ffn_norm.weight"]
         if p + "attn_q.bias" in src:
             exp[f"model.layers.{i}.attn.qkv_proj.Add.bias"] = np.concatenate(
                 [src[p + "attn_q.bias"], src[p + "attn_k.bias"], src[p + "attn_v.bias"]])
@@ -437,8 +472,8 @@ def refuse(build, work):
     cases = []
     # an architecture we do not convert: named with its key
     p = os.path.join(work, "bad_arch.gguf")
-    gm.write_gguf(p, dict(s, arch="gemma2"), w, Q.F32, tok)
-    cases.append((p, "general.architecture 'gemma2'"))
+    gm.write_gguf(p, dict(s, arch="qwen3moe"), w, Q.F32, tok)
+    cases.append((p, "general.architecture 'qwen3moe'"))
     # a K-quant tensor: named
     p = os.path.join(work, "bad_type.gguf")
     gm.write_gguf(p, s, w, Q.F32, tok)
@@ -506,7 +541,7 @@ def _retype(path, data, t, qtype, work):
 
 def cases():
     c = {}
-    for arch in ("llama", "qwen2", "qwen3", "phi3"):
+    for arch in ("llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"):
         c[f"greedy_{arch}"] = greedy_case(arch)
     c["greedy_llama_llama3rope"] = greedy_case("llama", LLAMA3_ROPE)
     for arch, q, tied, tol, mix in (("llama", "Q4_0", False, 0.0, None), ("llama", "Q8_0", False, 0.0, None),
@@ -515,14 +550,16 @@ def cases():
                                     ("llama", "Q5_0", False, 0.0, None), ("qwen2", "Q6_K", True, 0.0, None),
                                     ("llama", "Q4_1", False, 2e-7, None), ("qwen3", "Q5_1", False, 0.0, None),
                                     ("llama", "Q4_K", False, 1e-6, None), ("qwen2", "Q5_K", False, 0.0, None),
-                                    ("qwen2", "Q4_K", True, 1e-6, Q4_K_M), ("phi3", "Q4_0", False, 0.0, None)):
+                                    ("qwen2", "Q4_K", True, 1e-6, Q4_K_M), ("phi3", "Q4_0", False, 0.0, None),
+                                    ("gemma3", "Q4_0", True, 0.0, None)):
         c[f"dequant_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = \
             dequant_case(arch, q, tied, tol, mix)
     for arch, q, tied, mix in (("llama", "Q4_0", False, None), ("llama", "Q8_0", False, None),
                                ("qwen2", "Q4_0", True, None), ("qwen3", "Q8_0", False, None),
                                ("llama", "Q4_1", False, None), ("llama", "Q5_0", False, None),
                                ("qwen2", "Q6_K", True, None), ("llama", "Q4_K", False, Q4_K_M),
-                               ("qwen3", "Q5_K", False, None), ("phi3", "Q8_0", False, None)):
+                               ("qwen3", "Q5_K", False, None), ("phi3", "Q8_0", False, None),
+                               ("gemma2", "Q8_0", False, None), ("gemma3", "Q4_0", True, None)):
         c[f"parity_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = parity_case(arch, q, tied, mix)
     for kind in ("spm", "qwen2", "llama3", "gpt2"):
         c[f"tokenizer_{kind}"] = tokenizer_case(kind)

@@ -283,17 +283,19 @@ def test_corrupt_adapter_refused(og, pkg, tmp_path):
     ad.load(str(path), "whole")
 
 
-def test_serve_adapters(og, pkg, adapters, oracle):
-    """serve --adapter NAME=FILE: a request's model "MODEL:NAME" runs with that adapter
-    (per-sequence mode), the plain name without; requests with different adapters at once
-    each get onnxruntime-genai's ids for theirs; /v1/models lists them; an unknown adapter
-    is a 404 and one for another base model stops the start."""
+@pytest.mark.parametrize("mode", ["batched", "per-sequence"])
+def test_serve_adapters(og, pkg, adapters, oracle, mode):
+    """serve --adapter NAME=FILE: a request's model "MODEL:NAME" runs with that adapter,
+    the plain name without; requests with different adapters at once (batched: each step
+    runs one adapter's group, the groups taking turns; or one generator per sequence) each
+    get onnxruntime-genai's ids for theirs, several of one adapter too; /v1/models lists
+    them; an unknown adapter is a 404 and one for another base model stops the start."""
     exe = os.path.join(BUILD, "onnx-genai")
     if not os.access(exe, os.X_OK):
         pytest.skip(f"{exe} is not built")
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    args = [exe, "serve", "-m", pkg, "--port", "0"]
+    args = [exe, "serve", "-m", pkg, "--port", "0"] + (["--per-sequence"] if mode != "batched" else [])
     for name in adapters:
         args += ["--adapter", f"{name}={adapters[name]}"]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -302,25 +304,27 @@ def test_serve_adapters(og, pkg, adapters, oracle):
     try:
         m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", p.stdout.readline())
         assert m, p.stderr.read()
-        assert p.stdout.readline().startswith("ready:")
+        ready = p.stdout.readline()
+        assert ready.startswith("ready:") and ("continuous batching" in ready) == (mode == "batched"), ready
         host, port = m.group(1), int(m.group(2))
 
-        def post(model, out):
+        def post(model, out, key=None):
             c = http.client.HTTPConnection(host, port, timeout=120)
             body = {"model": model, "prompt": PROMPT, "max_tokens": MAX_LENGTH - len(PROMPT), "temperature": 0}
             c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
             r = c.getresponse()
-            out[model] = (r.status, json.loads(r.read()))
+            out[key or model] = (r.status, json.loads(r.read()))
 
         got = {}
         names = [base] + [f"{base}:{n}" for n in adapters]
-        threads = [threading.Thread(target=post, args=(n, got)) for n in names]
+        sent = names + names[1:]  # two requests of each adapter at once
+        threads = [threading.Thread(target=post, args=(n, got, (n, k))) for k, n in enumerate(sent)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        for n in names:
-            status, answer = got[n]
+        for k, n in enumerate(sent):
+            status, answer = got[(n, k)]
             assert status == 200, answer
             assert answer["model"] == n
             want = oracle[n.split(":")[1] if ":" in n else None]
