@@ -90,6 +90,14 @@ void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int6
  * h's scores at s + h * s_ld: the same bits, each key row read once for two queries. */
 void cpu_attn_scores_heads(const float *q, int64_t q_ld, int64_t nh, const float *k, int64_t n,
                            int64_t D, float scale, float *s, int64_t s_ld);
+/* The AVX2 path of the two above on builds without AVX-512 (D a multiple of 8 up to 256;
+ * attention_rows_avx2.c), called where the CPU has AVX2. */
+void cpu_attn_scores_heads_avx2(const float *q, int64_t q_ld, int64_t nh, const float *k,
+                                int64_t n, int64_t D, float scale, float *s, int64_t s_ld);
+/* The tiles' probability-weighted sum of value rows for nh heads on AVX2 (builds without
+ * AVX-512; D a multiple of 8 up to 256): o[h] += sum over x < n of w[h][x] * v[x]. */
+void cpu_attn_weighted_heads_avx2(float *const *o, const float *const *w, const float *const *v,
+                                  int64_t n, int64_t D, int64_t nh);
 
 /* The same scores with the keys laid across the lanes, for many queries against the same
  * keys: cpu_attn_keys_t writes keys k[0..n) (rows of D floats) as blocks of 16 keys,

@@ -5,9 +5,12 @@
  * and summed into one vector of 16 scores by a transposing reduction (about 3 operations
  * a key, instead of a horizontal sum each); the value rows accumulate into registers
  * that hold the whole output row, several rows in flight. Head sizes that are a multiple
- * of 8 (8, 24, 40, 80, ...) do the same with 8-float vectors, 8 keys at a time. Other
- * head sizes and builds use the portable loops of attention.h. */
+ * of 8 (8, 24, 40, 80, ...) do the same with 8-float vectors, 8 keys at a time. Builds
+ * without AVX-512 score on AVX2 where the CPU has it (attention_rows_avx2.c); other head
+ * sizes and CPUs use the portable loops of attention.h. */
 #include "backends/native/kernels/attention/attention.h"
+
+#include "base/isa.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -517,13 +520,32 @@ void cpu_attn_scores_t_heads(const float *q, int64_t q_ld, int64_t nh, const flo
     (void)q, (void)q_ld, (void)nh, (void)kt, (void)nb, (void)D, (void)scale, (void)s, (void)s_ld;
 }
 
+/* AVX2 where the CPU has it (attention_rows_avx2.c): one head alone takes the same
+ * operations as in a pass of several, so both entries give a key the same bits. */
+static bool scores_avx2(int64_t D) {
+#if defined(__x86_64__)
+    return D % 8 == 0 && D <= 256 && isa_active() >= ISA_AVX2;
+#else
+    (void)D;
+    return false;
+#endif
+}
+
 void cpu_attn_scores(const float *q, const float *k, int64_t n, int64_t D, float scale,
                      float *s) {
+    if (scores_avx2(D)) {
+        cpu_attn_scores_heads_avx2(q, D, 1, k, n, D, scale, s, n);
+        return;
+    }
     for (int64_t t = 0; t < n; t++) s[t] = scale * cpu_dot(q, k + t * D, D);
 }
 
 void cpu_attn_scores_heads(const float *q, int64_t q_ld, int64_t nh, const float *k, int64_t n,
                            int64_t D, float scale, float *s, int64_t s_ld) {
+    if (scores_avx2(D)) {
+        cpu_attn_scores_heads_avx2(q, q_ld, nh, k, n, D, scale, s, s_ld);
+        return;
+    }
     for (int64_t h = 0; h < nh; h++) cpu_attn_scores(q + h * q_ld, k, n, D, scale, s + h * s_ld);
 }
 

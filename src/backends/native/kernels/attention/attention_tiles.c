@@ -18,6 +18,7 @@
 #include "backends/native/kernels/attention/kv_rows.h"
 
 #include "backends/native/kernels/kernel_util.h"
+#include "base/isa.h"
 #include "base/vmath.h"
 
 #include <math.h>
@@ -60,8 +61,10 @@ static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const 
  * last one eight floats when D % 16 == 8, its other lanes unused), U independent
  * accumulators take the keys in turn (key x into accumulator x % U, fused multiply-adds),
  * combined as a0 + a1 or ((a0 + a1) + (a2 + a3)) at the end, and the leftover n % U keys
- * go to a0 before that; U is 4 for C <= 2, 2 for C <= 8, else 1 (TL_KEYS). Other head
- * sizes four keys a pass, each element summed one key after the other. */
+ * go to a0 before that; U is 4 for C <= 2, 2 for C <= 8, else 1 (TL_KEYS). Builds
+ * without AVX-512 on an AVX2 CPU take cpu_attn_weighted_heads_avx2 (head sizes that are
+ * multiples of 8); other head sizes four keys a pass, each element summed one key after
+ * the other. */
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
@@ -206,6 +209,12 @@ static void tl_weighted(float *restrict o, const float *w, const float *const *v
 static void tl_weighted_heads(float *const *o, const float *const *w, const float *const *v,
                               int64_t n, int64_t D, int64_t nh) {
     int64_t h = 0;
+#if !defined(__AVX512F__) && defined(__x86_64__)
+    if (D % 8 == 0 && D <= 256 && isa_active() >= ISA_AVX2) {
+        cpu_attn_weighted_heads_avx2(o, w, v, n, D, nh);
+        return;
+    }
+#endif
 #if defined(__AVX512F__)
     if (D % 8 == 0 && D >= 8 && D <= 256) {
         int hp = tl_weighted_table[D / 8 - 1].heads;
@@ -232,7 +241,10 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
         int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
         if (run > c1 - p) run = c1 - p;
         const char *kr = tl_row(j, s, s->kbase, g, p), *vr = tl_row(j, s, s->vbase, g, p);
-        if (t->dt != OG_FLOAT32) { /* the run's rows as float32, one call each */
+        if (t->fixed) { /* codes times the node's scales of head g */
+            kv_fixed_load(&t->fixed[0], g, kr, run, D, kb + (p - c0) * D);
+            kv_fixed_load(&t->fixed[1], g, vr, run, D, vb + (p - c0) * D);
+        } else if (t->dt != OG_FLOAT32) { /* the run's rows as float32, one call each */
             kv_rows_load(t->dt, kr, run, D, kb + (p - c0) * D);
             kv_rows_load(t->dt, vr, run, D, vb + (p - c0) * D);
         }
@@ -377,7 +389,8 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
 
 og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
     tl_job j = {.t = t, .R = t->N / t->KV,
-                .row_bytes = kv_row_bytes(t->dt, t->D)};
+                .row_bytes = t->fixed ? kv_fixed_row_bytes(t->fixed, t->D)
+                                      : kv_row_bytes(t->dt, t->D)};
     int ns = t->n_seqs;
     if (ns == 0) return NULL;
     if (j.R > 64)
