@@ -13,6 +13,8 @@
                 random weights at a released model's real shapes (benchmarks)
   ... --pipeline: the same model as a decoder-pipeline package (three graphs)
   ... --lora all|PROJ,...: LoRA A/B graph inputs with empty defaults (adapter-ready)
+  ... --kv-cache-quant-scheme int8_per_tensor|... --kv-cache-scale-file JSON: the builder's
+      quantized KV caches (model_maker/kvquant.py)
 
 Needs onnx and numpy only.
 """
@@ -24,7 +26,7 @@ from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from model_maker import catalog, llama2c, synthetic  # noqa: E402
+from model_maker import catalog, kvquant, llama2c, synthetic  # noqa: E402
 from model_maker.decoder import BuildOptions  # noqa: E402
 from model_maker.package import write_arch_package, write_package  # noqa: E402
 from model_maker.weights import RandomTensors  # noqa: E402
@@ -80,7 +82,17 @@ def main(argv=None):
                          "empty defaults (an adapter-ready package for .onnx_adapter files): 'all' for "
                          "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (q/k/v then unpacked, "
                          "as the builder writes them with LoRA); qkv_proj: LoRA on the packed one")
+    ap.add_argument("--kv-cache-quant-scheme", default="none", metavar="SCHEME",
+                    help="the builder's kv_cache_quant_scheme: int8_per_tensor, int8_per_channel, "
+                         "int4_per_tensor, int4_per_channel (fp8_*: onnxruntime's CPU has no kernel); "
+                         "needs --kv-cache-scale-file")
+    ap.add_argument("--kv-cache-scale-file", metavar="JSON",
+                    help="the builder's kv_cache_scale_file (scales.k_scales / v_scales per layer, "
+                         "optional layer_ids and qmax); see model_maker/kvquant.py")
     a = ap.parse_args(argv)
+    if a.kv_cache_quant_scheme != "none" and not a.kv_cache_scale_file:
+        ap.error("--kv-cache-quant-scheme needs --kv-cache-scale-file (as the builder needs "
+                 "kv_cache_scale_file)")
     a.lora = tuple(LORA_ALL if a.lora == "all" else [p for p in a.lora.split(",") if p])
 
     if a.type or a.real:
@@ -106,6 +118,8 @@ def main(argv=None):
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
                         symmetric=not a.asymmetric, head_multiple=a.head_multiple,
                         shared_embeddings=a.shared_embeddings, lora=a.lora)
+    opts = kv_quant_options(ap, a, opts, list(range(spec.num_layers)), spec.num_layers,
+                            spec.num_kv_heads, [spec.head_size])
     out = a.out
     if a.pipeline:
         import tempfile
@@ -125,6 +139,20 @@ def main(argv=None):
     return 0
 
 
+def kv_quant_options(ap, a, opts, kv_layers, num_layers, kv_heads, head_sizes):
+    """opts with the builder's quantized KV caches (--kv-cache-quant-scheme) and their scales."""
+    if a.kv_cache_quant_scheme == "none":
+        return opts
+    if len(set(head_sizes)) > 1:
+        ap.error("--kv-cache-quant-scheme: the attention layers' head sizes differ")
+    try:
+        scales = kvquant.load_scales(a.kv_cache_scale_file, a.kv_cache_quant_scheme, kv_layers,
+                                     num_layers, kv_heads, head_sizes[0])
+    except (OSError, ValueError) as e:
+        ap.error(str(e))
+    return replace(opts, kv_quant=a.kv_cache_quant_scheme, kv_scales=scales)
+
+
 def make_arch(ap, a):
     if a.pipeline or a.tokenizer:
         ap.error("--type/--real take neither --pipeline nor --tokenizer")
@@ -139,6 +167,8 @@ def make_arch(ap, a):
     dtype = a.dtype or ("fp32" if a.type else "int4")
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
                         symmetric=not a.asymmetric, head_multiple=0, lora=a.lora)
+    kv = list(arch.attention_layers())
+    opts = kv_quant_options(ap, a, opts, kv, arch.layers, arch.kv_heads, [arch.hd(i) for i in kv])
     ids = None
     if split:
         v = arch.vocab

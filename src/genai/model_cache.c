@@ -77,6 +77,16 @@ static bool present_shareable(const og_session *s, const char *present) {
     return n && op_writes_in_place(n->op_type);
 }
 
+/* Whether the attention op writing present quantizes it with scales of its own
+ * (GroupQueryAttention's k_quant_type with k_scale / v_scale, the builder's
+ * kv_cache_quant_scheme): its rows are codes only, D int8 or (D + 1) / 2 bytes of two
+ * int4 codes, where a session's kv_dtype rows also hold a scale each. */
+static bool node_scaled(const og_session *s, const char *present) {
+    const graph_node *n = producer_of(s, present);
+    return n && !strcmp(n->op_type, "GroupQueryAttention") &&
+           strcmp(graph_attr_string(n, "k_quant_type", "NONE"), "NONE") != 0;
+}
+
 /* A KV cache the attention op keeps window-sized (GroupQueryAttention with
  * sliding_window_cache=1 holds the last C >= local_window_size positions, evicting the
  * oldest): its capacity, the config's window plus cache_slack as onnxruntime-genai
@@ -137,8 +147,11 @@ static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const c
     c->stage = stage;
     c->shareable = present_shareable(st->s, present);
     /* a KV cache may be quantized: int8 / float8 rows with their scales, a session's
-     * kv_dtype (backends/kv_format.h); the head size is then the stored width */
-    bool quantized = (c->dtype == OG_INT8 || c->dtype == OG_FLOAT8E4M3FN) && r->kind == GEN_CACHE_KV;
+     * kv_dtype (backends/kv_format.h); or the builder's kv_cache_quant_scheme, codes only
+     * with the scales in the graph (int8, or uint8 holding two int4 codes a byte); the
+     * head size is then the stored width */
+    bool quantized = (c->dtype == OG_INT8 || c->dtype == OG_FLOAT8E4M3FN || c->dtype == OG_UINT8) &&
+                     r->kind == GEN_CACHE_KV;
     if (c->dtype != OG_FLOAT32 && c->dtype != OG_FLOAT16 && c->dtype != OG_BFLOAT16 && !quantized)
         return og_errorf(OG_ERR_UNSUPPORTED, "%s: loop-carried input '%s' has dtype %s (float32, "
                          "float16 or bfloat16 expected)", st->file, past->name,
@@ -180,10 +193,19 @@ static og_status *add_entry(og_model *m, const gen_stage *st, int stage, const c
     c->heads = heads > 0 ? (int)heads
                          : (d->num_key_value_heads > 0 ? d->num_key_value_heads
                                                        : d->num_attention_heads);
-    /* a symbolic head size is the config's; a quantized row also holds its scale */
+    /* a symbolic head size is the config's; a quantized row also holds its scale, unless
+     * the node quantizes with its own scales (int4: two codes a byte) */
+    bool scaled = quantized && node_scaled(st->s, present);
+    if (c->dtype == OG_UINT8 && quantized && !scaled)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: cache input '%s' is uint8 but the attention "
+                         "node writing '%s' has no k_quant_type (a uint8 cache holds the "
+                         "builder's int4 codes, quantized with the node's k_scale / v_scale)",
+                         st->file, past->name, present);
+    int64_t D = d->head_size;
     c->head_size = hs > 0 ? (int)hs
-                          : (int)kv_stored_width(c->dtype, (int64_t)d->head_size);
-    if (c->heads <= 0 || c->head_size <= 0 || (quantized && c->head_size <= KV_SCALE_BYTES))
+                          : scaled ? (int)(c->dtype == OG_UINT8 ? (D + 1) / 2 : D)
+                                   : (int)kv_stored_width(c->dtype, D);
+    if (c->heads <= 0 || c->head_size <= 0 || (quantized && !scaled && c->head_size <= KV_SCALE_BYTES))
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: cannot tell the cache's heads and head size: "
                          "input '%s' leaves them symbolic and the config lacks "
                          "model.decoder.num_key_value_heads / head_size", m->cfg->path, past->name);

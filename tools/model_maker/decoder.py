@@ -45,6 +45,8 @@ class BuildOptions:
     head_multiple: int = 16      # pad head_size to this multiple (0: keep it)
     shared_embeddings: bool = False  # builder's shared_embeddings: embedding read from lm_head's weight
     lora: tuple = ()             # projections (qkv_proj, o_proj, gate_proj, ...) given LoRA inputs
+    kv_quant: str = "none"       # builder's kv_cache_quant_scheme: int8/int4/fp8 _per_tensor/_per_channel
+    kv_scales: object = None     # with kv_quant: {layer id: (k_scale, v_scale)} (kvquant.load_scales)
 
 
 def pad_heads(spec, weights, multiple=16):

@@ -61,6 +61,13 @@ def search_section(max_length):
     }
 
 
+def kv_quant_config(cfg, opts):
+    """With the builder's quantized KV caches its CPU config keeps past and present apart."""
+    if opts.kv_quant != "none":
+        cfg["search"]["past_present_share_buffer"] = False
+    return cfg
+
+
 def write_json(path, obj):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=4, ensure_ascii=False)
@@ -75,7 +82,8 @@ def write_package(out_dir, spec, weights, opts, tokenizer, tokenizer_cfg):
     from .transformer import TransformerBuilder
     builder = TransformerBuilder(arch_from_spec(spec, opts.shared_embeddings), opts, out_dir)
     model_path, data_bytes = builder.build(weights, true_head=spec.true_head_size)
-    info = _finish(out_dir, genai_config(spec), tokenizer, tokenizer_cfg, builder, model_path, data_bytes)
+    info = _finish(out_dir, kv_quant_config(genai_config(spec), opts), tokenizer, tokenizer_cfg, builder,
+                   model_path, data_bytes)
     info.update(head_size=spec.head_size, true_head_size=spec.true_head_size or spec.head_size)
     return info
 
@@ -175,7 +183,7 @@ def write_arch_package(out_dir, a, opts, weights, split_ids=None):
         raise ValueError(f"{a.model_type}: fp16 packages are written for dense attention-only models only")
     builder = TransformerBuilder(a, opts, out_dir, inputs_embeds=split_ids is not None)
     model_path, data_bytes = builder.build(weights)
-    cfg = arch_genai_config(a, split=split_ids is not None)
+    cfg = kv_quant_config(arch_genai_config(a, split=split_ids is not None), opts)
     extra = []
     if split_ids is not None:
         vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}[a.model_type]

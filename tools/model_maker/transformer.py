@@ -23,7 +23,7 @@ import math
 import numpy as np
 from onnx import TensorProto
 
-from . import rope
+from . import kvquant, rope
 from .arch import ATTENTION, CONV, LINEAR
 from .graph import GraphWriter
 from .quant import quantize_int4
@@ -196,8 +196,12 @@ class TransformerBuilder:
                 past = "past_sliding_length" if win else "past_sequence_length"
                 total = "total_sliding_length" if win else "total_sequence_length"
                 d = a.hd(i) if a.kv_dim_fixed else "kv_cache_dim"
-                g.input(f"past_key_values.{i}.{kv}", self.io_onnx, ["batch_size", a.kv_heads, past, d])
-                g.output(f"present.{i}.{kv}", self.io_onnx, ["batch_size", a.kv_heads, total, d])
+                ct = self.io_onnx
+                if self.o.kv_quant != "none":  # the builder's quantized caches (kvquant.py)
+                    ct, packed = kvquant.cache_type(self.o.kv_quant, a.hd(i))
+                    d = packed or d
+                g.input(f"past_key_values.{i}.{kv}", ct, ["batch_size", a.kv_heads, past, d])
+                g.output(f"present.{i}.{kv}", ct, ["batch_size", a.kv_heads, total, d])
         states = []
         for i in range(a.layers):
             if a.kind(i) == LINEAR:
@@ -347,10 +351,17 @@ class TransformerBuilder:
                      do_rotary=int(fused), rotary_interleaved=int(a.rotary_interleaved))
         if a.sliding(i) and a.window_cache:
             attrs["sliding_window_cache"] = 1
+        scales = []
+        if self.o.kv_quant != "none":  # inputs 12/13 and the attributes, as the builder writes them
+            mode, bits = kvquant.mode_bits(self.o.kv_quant)
+            attrs.update(k_quant_type=mode, v_quant_type=mode, kv_cache_bit_width=bits)
+            ks, vs = kvquant.layer_scales(self.o.kv_scales, i)
+            scales = [self.init(f"model.layers.{i}.attn.k_scale", ks, np.float32),
+                      self.init(f"model.layers.{i}.attn.v_scale", vs, np.float32)]
         an = f"{b}/GroupQueryAttention"
         out = g.node("GroupQueryAttention",
                      [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, total,
-                      cos, sin, "", "", sink],
+                      cos, sin, "", "", sink] + scales,
                      [f"{an}/output_0", f"present.{i}.key", f"present.{i}.value"], an, domain=MS, **attrs)
         if gate is not None:
             s = g.node("Sigmoid", [gate], [f"{b}/gate/Sigmoid/output_0"], f"{b}/gate/Sigmoid")

@@ -40,6 +40,7 @@
 #include "backends/native/kernels/attention/attention.h"
 #include "backends/native/kernels/attention/attention_paged.h"
 #include "backends/native/kernels/attention/attention_tiles.h"
+#include "backends/native/kernels/attention/kv_fixed.h"
 #include "backends/native/kernels/attention/kv_rows.h"
 
 #include <math.h>
@@ -61,6 +62,8 @@ typedef struct gqa_job {
     void *pres_k, *pres_v;              /* storage rows, (B, KV, L) or NULL */
     bool shared_k, shared_v;
     size_t row;                         /* bytes of a stored row */
+    const kv_fixed *fixed;              /* [2]: keys', values' fixed scales (kv_fixed.h), or
+                                           NULL: rows as kv_rows.h stores them */
     float *ks, *vs;                     /* f32 keys/values (B*KV, Tk, D), or NULL: the tiles
                                            read the present cache as stored */
     const int64_t *pos;                 /* rotary positions (B*S) */
@@ -77,6 +80,24 @@ typedef struct gqa_job {
 
 static inline int64_t past_len(const gqa_job *j, int64_t b) {
     return j->first ? 0 : (int64_t)j->seqlens[b] + 1 - j->S;
+}
+
+/* One row of kv head g stored, n rows loaded, one rounded: with the node's fixed scales
+ * (pass 0 keys, 1 values) or in kv_rows.h's layout. */
+static inline void row_store(const gqa_job *j, int pass, int64_t g, void *dst, const float *src) {
+    if (j->fixed) kv_fixed_store(&j->fixed[pass], g, dst, src, j->D);
+    else kv_row_store(j->dt, dst, src, j->D);
+}
+
+static inline void rows_load(const gqa_job *j, int pass, int64_t g, const void *src, int64_t n,
+                             float *dst) {
+    if (j->fixed) kv_fixed_load(&j->fixed[pass], g, src, n, j->D, dst);
+    else kv_rows_load(j->dt, src, n, j->D, dst);
+}
+
+static inline void row_round(const gqa_job *j, int pass, int64_t g, float *x) {
+    if (j->fixed) kv_fixed_round(&j->fixed[pass], g, x, j->D);
+    else kv_row_round(j->dt, x, j->D);
 }
 
 /* Past rows before the new ones and valid rows of entry b, in slab rows (positions
@@ -123,11 +144,11 @@ static void gqa_swc_kv_fn(void *arg, int64_t begin, int64_t end) {
             char *pres = pass ? j->pres_v : j->pres_k;
             bool shared = pass ? j->shared_v : j->shared_k;
             float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
-            kv_rows_load(j->dt, past, L0, D, slab);
+            rows_load(j, pass, g, past, L0, slab);
             for (int64_t i = 0; i < S; i++) {
                 float *r = slab + (L0 + i) * D;
                 gqa_new_row(j, pass, b, g, i, r);
-                kv_row_round(j->dt, r, D);
+                row_round(j, pass, g, r);
             }
             if (!pres) continue;
             char *dst = pres + (size_t)(bg * C) * row;
@@ -138,7 +159,7 @@ static void gqa_swc_kv_fn(void *arg, int64_t begin, int64_t end) {
                 int64_t r = L0 + i - off;
                 if (r < 0 || r >= L1) continue;
                 gqa_new_row(j, pass, b, g, i, tmp);
-                kv_row_store(j->dt, dst + (size_t)r * row, tmp, D);
+                row_store(j, pass, g, dst + (size_t)r * row, tmp);
             }
             if (!shared && L1 < C) memset(dst + (size_t)L1 * row, 0, (size_t)(C - L1) * row);
         }
@@ -168,16 +189,16 @@ static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
             }
             for (int64_t i = 0; i < S; i++) {
                 gqa_new_row(j, pass, b, g, i, tmp);
-                if (pres) kv_row_store(j->dt, pres + (size_t)(bg * L + P + i) * row, tmp, D);
+                if (pres) row_store(j, pass, g, pres + (size_t)(bg * L + P + i) * row, tmp);
                 if (slab && P + i < T) {
                     memcpy(slab + (P + i) * D, tmp, sizeof(float) * (size_t)D);
-                    kv_row_round(j->dt, slab + (P + i) * D, D);
+                    row_round(j, pass, g, slab + (P + i) * D);
                 }
             }
             if (slab && P > 0) {
                 const char *from = pres ? pres + (size_t)(bg * L) * row
                                         : (const char *)past + (size_t)(bg * M) * row;
-                kv_rows_load(j->dt, from, P, D, slab);
+                rows_load(j, pass, g, from, P, slab);
             }
         }
     }
@@ -230,21 +251,80 @@ static const float *gqa_tile_bias(const void *arg, int b, int64_t i, int64_t h) 
 
 static og_status *unsupported_inputs(kernel_ctx *ctx) {
     static const struct { int i; const char *name; } extra[] = {
-        {12, "k_scale"}, {13, "v_scale"}, {14, "q_norm_weight"}, {15, "k_norm_weight"}};
+        {14, "q_norm_weight"}, {15, "k_norm_weight"}};
     for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++)
         if (kernel_input(ctx, extra[e].i))
             return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "input %d (%s) is not implemented on "
-                                 "CPU (quantized KV cache / fused Q-K norm)", extra[e].i,
-                                 extra[e].name);
+                                 "CPU (fused Q-K norm)", extra[e].i, extra[e].name);
     const graph_node *n = ctx->node;
-    const char *kq = graph_attr_string(n, "k_quant_type", "NONE");
-    const char *vq = graph_attr_string(n, "v_quant_type", "NONE");
-    if (strcmp(kq, "NONE") != 0 || strcmp(vq, "NONE") != 0)
-        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "quantized KV cache (k_quant_type %s, "
-                             "v_quant_type %s) is not implemented", kq, vq);
     if (graph_attr_int(n, "qk_output", 0) != 0 || cpu_wants_output(ctx, 3))
         return kernel_error(ctx, OG_ERR_UNSUPPORTED, "output 3 (output_qk) / qk_output is not "
                             "implemented");
+    return NULL;
+}
+
+/* A quantization type attribute: 0 NONE, 1 PER_TENSOR, 2 PER_CHANNEL, -1 other. */
+static int quant_mode(const char *v) {
+    return !strcmp(v, "NONE") ? 0 : !strcmp(v, "PER_TENSOR") ? 1 : !strcmp(v, "PER_CHANNEL") ? 2 : -1;
+}
+
+/* The node's fixed-scale quantization (kv_fixed.h): k_quant_type / v_quant_type,
+ * kv_cache_bit_width and the k_scale / v_scale inputs, checked; *on false when the node
+ * has none (the cache is then stored as kv_rows.h says). */
+static og_status *gqa_fixed_scales(kernel_ctx *ctx, int64_t KV, int64_t D, kv_fixed fx[2],
+                                   bool *on) {
+    const graph_node *n = ctx->node;
+    static const char *const attr[2] = {"k_quant_type", "v_quant_type"};
+    static const char *const name[2] = {"k_scale", "v_scale"};
+    int mode[2];
+    for (int p = 0; p < 2; p++) {
+        const char *v = graph_attr_string(n, attr[p], "NONE");
+        mode[p] = quant_mode(v);
+        if (mode[p] < 0)
+            return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "%s is '%s' (NONE, PER_TENSOR or "
+                                 "PER_CHANNEL expected)", attr[p], v);
+    }
+    *on = mode[0] || mode[1];
+    if (!*on) {
+        for (int p = 0; p < 2; p++)
+            if (kernel_input(ctx, 12 + p))
+                return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "input %d (%s) is given but %s is "
+                                     "NONE", 12 + p, name[p], attr[p]);
+        return NULL;
+    }
+    if (mode[0] != mode[1])
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "k_quant_type %s and v_quant_type %s "
+                             "differ (onnxruntime's CPU kernel requires them equal; so do we)",
+                             graph_attr_string(n, attr[0], "NONE"),
+                             graph_attr_string(n, attr[1], "NONE"));
+    int64_t bits = graph_attr_int(n, "kv_cache_bit_width", 0);
+    const tensor *pk = kernel_input(ctx, 3);
+    if (pk && pk->dtype == OG_FLOAT8E4M3FN)
+        return kernel_error(ctx, OG_ERR_UNSUPPORTED, "a float8e4m3fn cache with k_scale / v_scale "
+                            "(kv_cache_quant_scheme fp8_*): onnxruntime's CPU kernel does not run "
+                            "it either, so there is no reference to match");
+    if (bits != 8 && bits != 4)
+        return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "kv_cache_bit_width is %lld (8 or 4 "
+                             "expected with k_quant_type %s)", (long long)bits,
+                             graph_attr_string(n, attr[0], "NONE"));
+    if (D > KV_FIXED_MAX_HEAD)
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "a quantized cache of head size %lld (at "
+                             "most %d)", (long long)D, KV_FIXED_MAX_HEAD);
+    for (int p = 0; p < 2; p++) {
+        const tensor *t = kernel_input(ctx, 12 + p);
+        if (!t)
+            return kernel_errorf(ctx, OG_ERR_INVALID_MODEL, "%s is %s but input %d (%s) is absent",
+                                 attr[p], mode[p] == 1 ? "PER_TENSOR" : "PER_CHANNEL", 12 + p,
+                                 name[p]);
+        OG_TRY(cpu_want_dtype(ctx, 12 + p, name[p], OG_FLOAT32));
+        int64_t want = mode[p] == 2 ? KV * D : 1, have = tensor_count(t);
+        if (have != want)
+            return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) has %lld values, "
+                                 "expected %lld (%s: %s)", 12 + p, name[p], (long long)have,
+                                 (long long)want, attr[p],
+                                 mode[p] == 2 ? "kv_num_heads * head_size" : "one");
+        fx[p] = (kv_fixed){.bits = (int)bits, .per_channel = mode[p] == 2, .scale = t->data};
+    }
     return NULL;
 }
 
@@ -312,8 +392,22 @@ static og_status *gqa_positions(kernel_ctx *ctx, gqa_job *j, int64_t max_pos) {
 /* The dtype the cache is stored in (kv_rows.h): the past's, else the one the graph
  * declares for present_key, else the query's. A cache narrower than the query (a float32
  * model's cache kept in float16 or quantized, onnx-genai's --kv-dtype) is read as stored. */
-static og_status *gqa_storage(kernel_ctx *ctx, og_dtype qdt, int64_t D, og_dtype *kdt) {
+static og_status *gqa_storage(kernel_ctx *ctx, og_dtype qdt, int64_t D, const kv_fixed *fx,
+                              og_dtype *kdt) {
     const tensor *pk = kernel_input(ctx, 3), *pv = kernel_input(ctx, 4);
+    if (fx) { /* the builder's int8 / packed int4 caches */
+        og_dtype want = fx->bits == 8 ? OG_INT8 : OG_UINT8;
+        for (int p = 0; p < 2; p++) {
+            const tensor *t = p ? pv : pk;
+            if (t && t->dtype != want)
+                return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "input %d (%s) is %s, expected "
+                                     "%s (kv_cache_bit_width %d)", 3 + p,
+                                     p ? "past_value" : "past_key", og_dtype_name(t->dtype),
+                                     og_dtype_name(want), fx->bits);
+        }
+        *kdt = want;
+        return NULL;
+    }
     og_dtype dt = qdt;
     if (pk) {
         dt = pk->dtype;
@@ -341,6 +435,13 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     int paged_layer = paged_kv_layer_of(ctx);
     if (paged_layer >= 0) {
         OG_TRY(unsupported_inputs(ctx));
+        if (kernel_input(ctx, 12) || kernel_input(ctx, 13) ||
+            strcmp(graph_attr_string(ctx->node, "k_quant_type", "NONE"), "NONE") != 0 ||
+            strcmp(graph_attr_string(ctx->node, "v_quant_type", "NONE"), "NONE") != 0)
+            return kernel_error(ctx, OG_ERR_UNSUPPORTED, "a cache quantized with the node's own "
+                                "scales (k_quant_type / k_scale, the builder's "
+                                "kv_cache_quant_scheme) in the serving engine's paged pool is not "
+                                "implemented: run it with the generator's contiguous cache");
         if (!cpu_is_f32able(ctx->inputs[0]->dtype))
             return kernel_unsupported_dtype(ctx, 0, ctx->inputs[0]->dtype);
         return cpu_gqa_paged(ctx, paged_layer);
@@ -353,6 +454,8 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     og_dtype dt = q->dtype;
     if (!cpu_is_f32able(dt)) return kernel_unsupported_dtype(ctx, 0, dt);
     OG_TRY(unsupported_inputs(ctx));
+    kv_fixed fixed[2];
+    bool has_fixed = false;
     if (!sl || !tl)
         return kernel_error(ctx, OG_ERR_INVALID_MODEL, "inputs 5 (seqlens_k) and 6 "
                             "(total_sequence_length) are required");
@@ -360,16 +463,18 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     OG_TRY(cpu_want_dtype(ctx, 6, "total_sequence_length", OG_INT32));
     gqa_node g;
     OG_TRY(gqa_read_node(ctx, &g));
+    OG_TRY(gqa_fixed_scales(ctx, g.KV, g.D, fixed, &has_fixed));
     og_dtype kdt = OG_UNDEFINED;
-    OG_TRY(gqa_storage(ctx, dt, g.D, &kdt));
-    gqa_job j = {.dt = kdt, .qdt = dt, .row = kv_row_bytes(kdt, g.D), .N = g.N, .KV = g.KV, .causal = g.causal, .rotary = g.rotary,
+    OG_TRY(gqa_storage(ctx, dt, g.D, has_fixed ? fixed : NULL, &kdt));
+    size_t row = has_fixed ? kv_fixed_row_bytes(fixed, g.D) : kv_row_bytes(kdt, g.D);
+    gqa_job j = {.dt = kdt, .qdt = dt, .row = row, .fixed = has_fixed ? fixed : NULL, .N = g.N, .KV = g.KV, .causal = g.causal, .rotary = g.rotary,
                  .interleaved = g.interleaved, .smooth = g.smooth, .window = g.window,
                  .softcap = g.softcap, .scale = g.scale, .half = g.half, .cos = g.cos,
                  .sin = g.sin, .sink = g.sink};
     char a[96];
     int64_t B = g.B, S = g.S, N = g.N, KV = g.KV, D = g.D;
     j.B = B, j.S = S, j.D = D;
-    int64_t W = kv_stored_width(kdt, D);
+    int64_t W = has_fixed ? (int64_t)row : kv_stored_width(kdt, D);
     OG_TRY(cpu_want_past_kv(ctx, 3, 4, B, KV, W, W, &j.M));
     int64_t one = 1;
     OG_TRY(cpu_want_shape(ctx, 5, "seqlens_k", 1, &B));
@@ -489,7 +594,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
                                 .kbase = kb + (size_t)b * per_b, .vbase = vb + (size_t)b * per_b,
                                 .block_size = j.Tk, .block_bytes = per_b};
     }
-    gqa_tiles tiles = {.dt = direct ? kdt : OG_FLOAT32, .N = N, .KV = KV, .D = D, .scale = j.scale,
+    gqa_tiles tiles = {.dt = direct ? kdt : OG_FLOAT32, .fixed = direct ? j.fixed : NULL, .N = N, .KV = KV, .D = D, .scale = j.scale,
                     .softcap = j.softcap, .smooth = j.smooth, .sink = j.sink, .q = j.qrot,
                     .q_ld = N * D, .out = outf, .n_seqs = (int)B, .seqs = ts,
                     .range = gqa_tile_range, .bias = j.abias ? gqa_tile_bias : NULL, .arg = &j};

@@ -19,6 +19,7 @@
 #ifndef OG_NATIVE_KERNELS_ATTENTION_TILES_H
 #define OG_NATIVE_KERNELS_ATTENTION_TILES_H
 
+#include "backends/native/kernels/attention/kv_fixed.h"
 #include "backends/native/kernels/kernel.h"
 
 enum { GQA_TILE = 256 };
@@ -39,6 +40,8 @@ typedef struct gqa_tiles_seq {
 typedef struct gqa_tiles {
     og_dtype dt;            /* storage of the keys and values (kv_rows.h: f32, f16, bf16, or
                                quantized rows with their scales) */
+    const kv_fixed *fixed;  /* [2]: keys and values quantized with the node's fixed scales
+                               (kv_fixed.h; dt is then the codes' int8 / uint8), or NULL */
     int64_t N, KV, D;       /* query heads, kv heads, head size */
     float scale, softcap;
     bool smooth;            /* a zero sink in the softmax's denominator */
