@@ -61,13 +61,17 @@ static void answer_piece(chat_stream *s, const char *piece, size_t len) {
     if (!text_add(s, a, piece, len)) return;
     /* the earliest stop string that ends inside the new text */
     size_t cut = SIZE_MAX;
+    int which = -1;
     for (int i = 0; i < s->n_stops; i++) {
         size_t sl = strlen(s->stops[i]);
         if (sl == 0) continue;
         size_t from = before >= sl - 1 ? before - (sl - 1) : 0;
         for (size_t at = from; at + sl <= a->n; at++)
             if (memcmp(a->p + at, s->stops[i], sl) == 0) {
-                if (at < cut) cut = at;
+                if (at < cut) {
+                    cut = at;
+                    which = i;
+                }
                 break;
             }
     }
@@ -75,6 +79,7 @@ static void answer_piece(chat_stream *s, const char *piece, size_t len) {
         a->n = cut;
         a->p[cut] = 0;
         s->stopped = true;
+        s->stop = which;
         if (cut > s->emitted) s->emit(s->ctx, CH_ANSWER, a->p + s->emitted, cut - s->emitted);
         s->emitted = cut;
         return;

@@ -28,6 +28,8 @@ typedef struct chat_stream {
     chat_text text[3];  /* everything each channel received (the answer cut at a stop) */
     size_t emitted;     /* bytes of the answer already emitted */
     bool stopped;       /* a stop string was found */
+    int stop;           /* which (an index into stops) when stopped (Anthropic's answers
+                           name it) */
     bool oom;
     chat_emit_fn emit;
     void *ctx;

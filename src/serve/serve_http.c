@@ -26,7 +26,7 @@
 
 const char *const srv_route_names[SRV_ROUTES] = {
     "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
-    "/tokenize", "/detokenize", "/", "other"};
+    "/tokenize", "/detokenize", "/", "/v1/messages", "/v1/responses", "other"};
 
 serve_options serve_options_default(void) {
     serve_options o = {0};
@@ -71,12 +71,15 @@ static srv_route route_of(const char *url) {
     if (!strcmp(url, "/tokenize")) return SRV_TOKENIZE;
     if (!strcmp(url, "/detokenize")) return SRV_DETOKENIZE;
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return SRV_PAGE;
+    if (!strcmp(url, "/v1/messages")) return SRV_MESSAGES;
+    if (!strcmp(url, "/v1/responses")) return SRV_RESPONSES;
     return SRV_OTHER;
 }
 
 static const char *route_method(srv_route r) {
     switch (r) {
-    case SRV_CHAT: case SRV_COMPLETIONS: case SRV_TOKENIZE: case SRV_DETOKENIZE: return "POST";
+    case SRV_CHAT: case SRV_COMPLETIONS: case SRV_TOKENIZE: case SRV_DETOKENIZE: case SRV_MESSAGES:
+    case SRV_RESPONSES: return "POST";
     default: return "GET";
     }
 }
@@ -99,6 +102,7 @@ int srv_reply_headers(const srv_server *s, const srv_reply *r, srv_header h[SRV_
 
 static enum MHD_Result send_reply(srv_server *s, struct MHD_Connection *c, srv_route rt, srv_reply *r) {
     srv_count(s, rt, r->status);
+    if (rt == SRV_MESSAGES) srv_messages_error_shape(r); /* Anthropic's clients read their own */
     if (r->status == 499) { /* the client left: nothing to send, close */
         free(r->body);
         return MHD_NO;
@@ -175,7 +179,13 @@ void srv_answer_probe(srv_server *s, srv_probe p, srv_reply *r) {
 }
 
 static bool json_route(srv_route r) {
-    return r == SRV_CHAT || r == SRV_COMPLETIONS || r == SRV_TOKENIZE || r == SRV_DETOKENIZE;
+    return r == SRV_CHAT || r == SRV_COMPLETIONS || r == SRV_TOKENIZE || r == SRV_DETOKENIZE ||
+           r == SRV_MESSAGES || r == SRV_RESPONSES;
+}
+
+/* The routes that generate, refused while draining. */
+static bool generating_route(srv_route r) {
+    return r == SRV_CHAT || r == SRV_COMPLETIONS || r == SRV_MESSAGES || r == SRV_RESPONSES;
 }
 
 /* Byte-equal in a time that does not depend on where they differ, so that the key cannot
@@ -186,11 +196,17 @@ static bool same_secret(const char *a, size_t na, const char *b, size_t nb) {
     return !d;
 }
 
-/* "Authorization: Bearer KEY" with the server's key. */
+/* "Authorization: Bearer KEY" with the server's key, or "x-api-key: KEY" as Anthropic's
+ * clients send it. */
 static bool authorized(const srv_server *s, struct MHD_Connection *c) {
     const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!v || strncasecmp(v, "Bearer ", 7)) return false;
-    for (v += 7; *v == ' '; v++) {}
+    if (!v || strncasecmp(v, "Bearer ", 7)) {
+        v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+        if (!v) return false;
+    } else {
+        v += 7;
+    }
+    for (; *v == ' '; v++) {}
     size_t n = strlen(v);
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
     return same_secret(v, n, s->o.api_key, strlen(s->o.api_key));
@@ -228,12 +244,12 @@ static bool admit(srv_server *s, struct MHD_Connection *c, srv_route rt, const c
     }
     if (s->o.api_key && rt != SRV_HEALTH && !authorized(s, c)) {
         srv_fail(&err, 401, "", "a valid API key is needed: send the header 'Authorization: Bearer KEY' "
-                 "with the key this server was started with (--api-key)");
+                 "(or 'x-api-key: KEY') with the key this server was started with (--api-key)");
         err.code = "invalid_api_key";
         srv_reply_error(r, &err);
         return false;
     }
-    if (atomic_load(&s->draining) && (rt == SRV_CHAT || rt == SRV_COMPLETIONS)) {
+    if (atomic_load(&s->draining) && generating_route(rt)) {
         srv_fail(&err, 503, "", "the server is shutting down (SIGTERM): send the request to "
                  "another instance");
         srv_reply_error(r, &err);
@@ -314,6 +330,8 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
     case SRV_MODELS: srv_handle_models(s, url, r); return;
     case SRV_TOKENIZE: srv_handle_tokenize(s, body, len, r); return;
     case SRV_DETOKENIZE: srv_handle_detokenize(s, body, len, r); return;
+    case SRV_MESSAGES: srv_handle_dialect(s, &srv_messages_api, body, len, fd, r); return;
+    case SRV_RESPONSES: srv_handle_dialect(s, &srv_responses_api, body, len, fd, r); return;
     default: return;
     }
 }

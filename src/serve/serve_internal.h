@@ -6,6 +6,9 @@
  *   serve_job.c      one request's choices on the engine: tokens -> text, stop strings
  *   tool_calls.c     tool calls in an answer: the template's format, parsed as it streams
  *   serve_openai.c   the routes: chat/completions (JSON and SSE), models, tokenize
+ *   serve_dialect.c  other APIs' generation routes run as chat requests
+ *   serve_messages.c Anthropic's /v1/messages
+ *   serve_responses.c OpenAI's /v1/responses
  *   serve_metrics.c  Prometheus text
  *   page.html        the chat page at / (compiled in as serve_page.c by the build)
  *   serve_buf.c      a growable byte buffer
@@ -84,7 +87,7 @@ typedef struct srv_model {
 
 typedef enum srv_route {
     SRV_CHAT, SRV_COMPLETIONS, SRV_MODELS, SRV_HEALTH, SRV_METRICS, SRV_TOKENIZE,
-    SRV_DETOKENIZE, SRV_PAGE, SRV_OTHER, SRV_ROUTES
+    SRV_DETOKENIZE, SRV_PAGE, SRV_MESSAGES, SRV_RESPONSES, SRV_OTHER, SRV_ROUTES
 } srv_route;
 
 extern const char *const srv_route_names[SRV_ROUTES];
@@ -311,6 +314,76 @@ void srv_handle_models(srv_server *s, const char *url, srv_reply *r);
 void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply *r);
 void srv_handle_detokenize(srv_server *s, const char *body, size_t len, srv_reply *r);
 void srv_handle_metrics(srv_server *s, srv_reply *r);
+
+/* ---- other APIs on the chat path (serve_dialect.c) ---------------------------------------- */
+
+/* A request of another API run as an OpenAI chat request: the job, and for a stream the
+ * events not yet sent. */
+typedef struct srv_dstream srv_dstream;
+struct srv_dstream {
+    srv_server *srv;
+    srv_model *m; /* held until the stream is freed */
+    srv_params p;
+    srv_job job;
+    char id[64];  /* the answer's id: the dialect's prefix and a random number */
+    srv_buf out;
+    size_t sent;
+    bool done;
+    srv_buf text; /* the answer's text streamed so far (the choice's delta is emptied as
+                     it is sent), for events that repeat it whole */
+    /* the dialect's progress through its event sequence */
+    bool (*events)(srv_dstream *st, bool finished);
+    int seq;      /* events written */
+    int blocks;   /* content blocks / output items opened */
+    bool started, text_open;
+};
+
+typedef struct srv_dialect {
+    const char *id_prefix; /* "msg_", "resp_" */
+    /* The API's request as an OpenAI chat request (*stream: whether it asks for a
+     * stream); NULL with err set (a 400 naming the field). */
+    cJSON *(*request)(const cJSON *body, bool *stream, srv_error *err);
+    /* Writes the events for what the job produced since the last call into st->out;
+     * finished: every choice has ended (or the job failed). Returns true once the last
+     * event is written. */
+    bool (*events)(srv_dstream *st, bool finished);
+    cJSON *(*whole)(srv_dstream *st); /* the answer of a finished job */
+} srv_dialect;
+
+/* serve_messages.c: Anthropic's Messages API; serve_responses.c: OpenAI's Responses API
+ * (text and function tools). */
+extern const srv_dialect srv_messages_api, srv_responses_api;
+/* A request of API d: its body as a chat request, run as one answer or a stream of d's
+ * events, into r (errors in OpenAI's shape). */
+void srv_handle_dialect(srv_server *s, const srv_dialect *d, const char *body, size_t len, int fd,
+                        srv_reply *r);
+/* A stream's reader (libmicrohttpd's content reader): what out holds from *sent on, and
+ * when all is sent more(ctx) to write the next events (out emptied first); the end once
+ * *done, an error when the client is gone (the stream's free callback cancels). */
+ssize_t srv_sse_read(srv_server *s, srv_job *j, srv_buf *out, size_t *sent, const bool *done,
+                     char *buf, size_t max, void (*more)(void *), void *ctx);
+/* v added to the object `to` as key (to an array when key is NULL); false (500, v freed)
+ * when out of memory. */
+bool srv_dialect_put(cJSON *to, const char *key, cJSON *v, srv_error *err);
+/* A chat request begun from body: its fields `same` (NULL-terminated: the same name and
+ * meaning in chat, checked by the chat parser) copied, those of renamed ({name, chat's
+ * name} pairs up to {NULL}) under chat's names; *stream from "stream". NULL with err set. */
+cJSON *srv_dialect_chat(const cJSON *body, const char *const *same, const char *const (*renamed)[2],
+                        bool *stream, srv_error *err);
+/* body's "tools" as chat's function tools: each {"type": type (optional where type is not
+ * "function"), "name", "description"?, params_key: its JSON schema}; a 400 naming the one
+ * that is not. */
+bool srv_dialect_tools(const cJSON *body, const char *type, const char *params_key, cJSON *chat,
+                       srv_error *err);
+/* "event: EVENT\ndata: JSON\n\n" (takes data). */
+void srv_sse_event(srv_buf *b, const char *event, cJSON *data);
+/* A message's text content: a string, or an array of text parts whose "type" is one of
+ * types (NULL-terminated), joined; NULL with a 400 naming `name` otherwise. */
+cJSON *srv_dialect_text(const cJSON *content, const char *const *types, const char *name,
+                        srv_error *err);
+/* An error answer in OpenAI's shape made Anthropic's (serve_messages.c): every answer on
+ * /v1/messages passes here. */
+void srv_messages_error_shape(srv_reply *r);
 
 extern const char srv_page_html[];
 

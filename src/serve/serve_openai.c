@@ -403,27 +403,14 @@ static void stream_events(srv_stream *st) {
     st->done = true;
 }
 
+static void stream_more(void *cls) {
+    stream_events(cls);
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
     srv_stream *st = cls;
-    for (;;) {
-        if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (st->sent < st->out.n) {
-            size_t k = st->out.n - st->sent < max ? st->out.n - st->sent : max;
-            memcpy(buf, st->out.p + st->sent, k);
-            st->sent += k;
-            return (ssize_t)k;
-        }
-        if (st->done) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (srv_client_gone(&st->job)) {
-            pthread_mutex_lock(&st->srv->mu);
-            st->srv->stream_disconnects++;
-            pthread_mutex_unlock(&st->srv->mu);
-            return MHD_CONTENT_READER_END_WITH_ERROR; /* the free callback cancels */
-        }
-        srv_buf_clear(&st->out);
-        st->sent = 0;
-        stream_events(st);
-    }
+    return srv_sse_read(st->srv, &st->job, &st->out, &st->sent, &st->done, buf, max, stream_more, st);
 }
 
 static void stream_free(void *cls) {
