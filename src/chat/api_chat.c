@@ -28,6 +28,7 @@
 typedef struct named_template {
     char *name;
     char *origin;        /* "DIR/tokenizer_config.json chat_template['tool_use']", ... */
+    char *source;        /* its text (serve's /props shows it) */
     chat_template *tpl;  /* NULL when it failed to parse: then parse_error says why */
     og_status *parse_error;
 } named_template;
@@ -60,6 +61,7 @@ void og_chat_template_free(og_chat_template *t) {
     for (size_t i = 0; i < t->n; i++) {
         free(t->t[i].name);
         free(t->t[i].origin);
+        free(t->t[i].source);
         chat_template_free(t->t[i].tpl);
         og_status_free(t->t[i].parse_error);
     }
@@ -93,9 +95,11 @@ static og_status *add_template(og_chat_template *t, const char *name, const char
     memset(e, 0, sizeof *e);
     e->name = dupn(name, strlen(name));
     e->origin = dupn(origin, strlen(origin));
-    if (!e->name || !e->origin) {
+    e->source = dupn(src, len);
+    if (!e->name || !e->origin || !e->source) {
         free(e->name);
         free(e->origin);
+        free(e->source);
         return og_oom();
     }
     t->n++;
@@ -443,4 +447,12 @@ og_status *og_chat_template_apply(const og_chat_template *t, const char *message
 og_status *chat_template_apply_nulls(const og_chat_template *t, const char *messages_json,
                                      const og_chat_options *options, char **text) {
     return apply(t, messages_json, options, true, text);
+}
+
+const char *chat_template_source(const og_chat_template *t) {
+    const named_template *pick = NULL;
+    og_status *st = pick_template(t, NULL, false, &pick);
+    bool ok = !st;
+    og_status_free(st);
+    return ok ? pick->source : NULL;
 }

@@ -68,6 +68,9 @@ struct og_chat_template;
 struct og_chat_options;
 og_status *chat_template_apply_nulls(const struct og_chat_template *t, const char *messages_json,
                                      const struct og_chat_options *options, char **text);
+/* The text of the template og_chat_template_apply uses without a name or tools (the one,
+ * or "default"), NULL when there is none; owned by t. */
+const char *chat_template_source(const struct og_chat_template *t);
 /* Whether name is set. */
 bool chat_vars_has(const chat_vars *v, const char *name);
 

@@ -26,7 +26,7 @@
 
 const char *const srv_route_names[SRV_ROUTES] = {
     "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
-    "/tokenize", "/detokenize", "/", "/v1/messages", "/v1/responses", "other"};
+    "/tokenize", "/detokenize", "/", "/v1/messages", "/v1/responses", "/props", "/slots", "other"};
 
 serve_options serve_options_default(void) {
     serve_options o = {0};
@@ -73,6 +73,8 @@ static srv_route route_of(const char *url) {
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return SRV_PAGE;
     if (!strcmp(url, "/v1/messages")) return SRV_MESSAGES;
     if (!strcmp(url, "/v1/responses")) return SRV_RESPONSES;
+    if (!strcmp(url, "/props")) return SRV_PROPS;
+    if (!strcmp(url, "/slots")) return SRV_SLOTS;
     return SRV_OTHER;
 }
 
@@ -332,6 +334,8 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
     case SRV_DETOKENIZE: srv_handle_detokenize(s, body, len, r); return;
     case SRV_MESSAGES: srv_handle_dialect(s, &srv_messages_api, body, len, fd, r); return;
     case SRV_RESPONSES: srv_handle_dialect(s, &srv_responses_api, body, len, fd, r); return;
+    case SRV_PROPS: srv_handle_props(s, c, r); return;
+    case SRV_SLOTS: srv_handle_slots(s, c, r); return;
     default: return;
     }
 }
@@ -462,7 +466,7 @@ int serve_main(const serve_options *o) {
     s->o = *o;
     pthread_mutex_init(&s->mu, NULL);
     int rc = 1;
-    bool models = srv_models_init(s);
+    bool models = srv_models_init(s) && srv_slots_init(s);
     /* Signals go to sigwait below: every thread started from here on has them blocked. */
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -553,6 +557,7 @@ out:
     if (s->daemon) MHD_stop_daemon(s->daemon);
     srv_gate_free(s->gate); /* after the daemon: its closing connections report to the gate */
     if (s->models) srv_models_free(s);
+    srv_slots_free(s);
     pthread_mutex_destroy(&s->mu);
     free(s);
     return rc;

@@ -9,6 +9,7 @@
  *   serve_dialect.c  other APIs' generation routes run as chat requests
  *   serve_messages.c Anthropic's /v1/messages
  *   serve_responses.c OpenAI's /v1/responses
+ *   serve_slots.c    /props and /slots (llama-server's), the slot table
  *   serve_metrics.c  Prometheus text
  *   page.html        the chat page at / (compiled in as serve_page.c by the build)
  *   serve_buf.c      a growable byte buffer
@@ -87,7 +88,8 @@ typedef struct srv_model {
 
 typedef enum srv_route {
     SRV_CHAT, SRV_COMPLETIONS, SRV_MODELS, SRV_HEALTH, SRV_METRICS, SRV_TOKENIZE,
-    SRV_DETOKENIZE, SRV_PAGE, SRV_MESSAGES, SRV_RESPONSES, SRV_OTHER, SRV_ROUTES
+    SRV_DETOKENIZE, SRV_PAGE, SRV_MESSAGES, SRV_RESPONSES, SRV_PROPS, SRV_SLOTS, SRV_OTHER,
+    SRV_ROUTES
 } srv_route;
 
 extern const char *const srv_route_names[SRV_ROUTES];
@@ -113,6 +115,8 @@ typedef struct srv_server {
     pthread_mutex_t mu; /* the counters below */
     uint64_t responses[SRV_ROUTES][600]; /* by route and status */
     uint64_t stream_disconnects;
+    struct srv_slot *slots;  /* (under mu) --max-batch per model, model by model (serve_slots.c) */
+    int n_slots;             /* per model */
 } srv_server;
 
 /* The models: one (-m) or every package folder under --models-dir. */
@@ -240,6 +244,7 @@ typedef struct srv_choice {
     bool tc_live;
     int n_calls;            /* tool calls returned (tc.calls[0..n_calls)) */
     char (*call_ids)[32];   /* their ids */
+    int slot;               /* 1 + its place in its model's slot table (0: none) */
     int32_t *script;        /* test builds only (OG_SERVE_TEST_SCRIPT): the tokens that
                                replace the model's */
     int n_script;
@@ -381,6 +386,23 @@ void srv_sse_event(srv_buf *b, const char *event, cJSON *data);
  * types (NULL-terminated), joined; NULL with a 400 naming `name` otherwise. */
 cJSON *srv_dialect_text(const cJSON *content, const char *const *types, const char *name,
                         srv_error *err);
+/* ---- slots (serve_slots.c) ------------------------------------------------------------ */
+
+/* The slot table: --max-batch places per model, which the choices being generated take. */
+bool srv_slots_init(srv_server *s);
+void srv_slots_free(srv_server *s);
+/* A free slot of j's model for its choice `choice` (n_prompt prompt tokens): 1 + its index,
+ * or 0 when all are taken (the choice waits in the engine's queue, in no slot). */
+int srv_slot_take(srv_server *s, const srv_job *j, int choice, int n_prompt);
+/* The tokens the choice in slot (1 + index; 0: none) has taken so far. */
+void srv_slot_progress(srv_server *s, const srv_model *m, int slot, int n_decoded);
+void srv_slot_give(srv_server *s, const srv_model *m, int slot);
+/* GET /props (the model's defaults, slots, path, chat template, build) and GET /slots (each
+ * slot: its request's id, prompt and generated tokens) as llama-server answers them; the
+ * model by ?model=NAME or the only one. */
+void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r);
+void srv_handle_slots(srv_server *s, struct MHD_Connection *c, srv_reply *r);
+
 /* An error answer in OpenAI's shape made Anthropic's (serve_messages.c): every answer on
  * /v1/messages passes here. */
 void srv_messages_error_shape(srv_reply *r);

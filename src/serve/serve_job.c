@@ -263,6 +263,7 @@ bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int f
         j->c[i].index = i;
         j->c[i].prompt = i / p->n;
         ok = submit(j, &j->c[i], err);
+        if (ok) j->c[i].slot = srv_slot_take(s, j, i, j->n_ids[j->c[i].prompt]);
     }
     if (!ok) srv_job_free(j);
     return ok;
@@ -419,6 +420,13 @@ static bool choice_step(srv_job *j, srv_choice *c) {
     if (c->finish && c->cs.oom) job_error(j, 500, "out of memory");
     if (c->finish && c->req && c->index % j->p->n == 0)
         j->cached_tokens += eng_request_cached_tokens(c->req);
+    if (progressed && !c->slot && !c->finish) /* submitted while every slot was taken */
+        c->slot = srv_slot_take(j->srv, j, c->index, j->n_ids[c->prompt]);
+    if (progressed) srv_slot_progress(j->srv, j->m, c->slot, c->have);
+    if (c->finish) { /* its place is free for the next request (/slots) */
+        srv_slot_give(j->srv, j->m, c->slot);
+        c->slot = 0;
+    }
     return progressed;
 }
 
@@ -452,6 +460,7 @@ bool srv_client_gone(srv_job *j) {
 void srv_job_free(srv_job *j) {
     for (int i = 0; j->c && i < j->n_choices; i++) {
         srv_choice *c = &j->c[i];
+        srv_slot_give(j->srv, j->m, c->slot);
         if (c->req) {
             eng_request_cancel(c->req); /* a no-op once it has finished */
             eng_request_release(c->req);

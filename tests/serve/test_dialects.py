@@ -15,6 +15,11 @@
              stream's event order and text; function_call items from a scripted hermes
              answer, and function_call_output items rendered as chat's tool messages.
 
+  props      GET /props and /slots as llama-server has them (behind --api-key): n_ctx,
+             the default sampling and the chat template against the package's files,
+             total_slots from --max-batch; slots held by streamed requests (their ids,
+             prompt and generated counts), idle once they end.
+
 Oracles: the server's /v1/chat/completions on the same conversation (itself tested against
 `generate` in test_server.py), the clients' parsing of the wire format, and the scripted
 calls' text. Usage: test_dialects.py BUILD_DIR PACKAGES_DIR CASE. Exits 77 when a package,
@@ -324,5 +329,78 @@ def responses_tools(build, pkgs, tmp, openai):
         s.stop()
 
 
+# ---- llama-server's /props and /slots ----------------------------------------------------------
+
+def case_props(build, pkgs):
+    pkg = os.path.join(pkgs, "stories260K")
+    with open(os.path.join(pkg, "genai_config.json")) as f:
+        cfg = json.load(f)
+    with open(os.path.join(pkg, "tokenizer_config.json")) as f:
+        template = json.load(f)["chat_template"]
+    s = Server(build, pkg, "--max-batch", "4", "--api-key", KEY)
+    try:
+        st, _, _, _ = s.request("GET", "/props")
+        check(st == 401, f"/props without the key: 401 ({st})")
+        st, _, _, _ = s.request("GET", "/health")
+        check(st == 200, "/health stays open")
+        st, _, p, _ = s.request("GET", "/props", headers=AUTH)
+        search = cfg["search"]
+        g = p["default_generation_settings"] if st == 200 else {}
+        check(st == 200 and g["n_ctx"] == cfg["model"]["context_length"] and p["total_slots"] == 4 and
+              os.path.samefile(p["model_path"], pkg), f"/props: n_ctx, total_slots (--max-batch), model_path ({p})")
+        check(g.get("params", {}).get("top_k") == search["top_k"] and g["params"]["top_p"] == search["top_p"] and
+              g["params"]["temperature"] == (search["temperature"] if search["do_sample"] else 0),
+              "/props: the default sampling is the package's search block")
+        check(p.get("chat_template") == template, "/props: chat_template is the package's")
+        check(p.get("build_info", "").startswith("onnx-genai "), f"/props: build_info ({p.get('build_info')})")
+        st, _, sl, _ = s.request("GET", "/slots", headers=AUTH)
+        check(st == 200 and [e["id"] for e in sl] == [0, 1, 2, 3] and not any(e["is_processing"] for e in sl) and
+              all(e["n_ctx"] == 512 for e in sl), "/slots: four idle slots")
+        slots_busy(s)
+    finally:
+        s.stop()
+
+
+def slots_busy(s):
+    """Six streamed requests on four slots: /slots shows four busy with their requests' ids
+    and counts, and none once they are done."""
+    conns, ids = [], []
+    for i in range(6):
+        c = s.conn()
+        body = {"messages": [{"role": "user", "content": f"Tom and {i}"}], "max_tokens": 400, "ignore_eos": True,
+                "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+        c.request("POST", "/v1/chat/completions", body=json.dumps(body).encode(),
+                  headers={"Content-Type": "application/json", **AUTH})
+        r = c.getresponse()
+        first = json.loads(r.readline().decode()[6:])  # the role chunk: the request's id
+        r.readline()
+        conns.append((c, r))
+        ids.append(first["id"])
+    # while four or more are unfinished, four slots are busy (a request submitted while all
+    # were taken takes one once it runs)
+    seen, busy = [], []
+    for _ in range(50):
+        st, _, sl, _ = s.request("GET", "/slots", headers=AUTH)
+        busy = [e for e in sl if e["is_processing"]] if st == 200 else []
+        seen.append(len(busy))
+        if len(busy) == 4:
+            break
+    check(len(busy) == 4 and all(e["id_task"] in ids for e in busy) and
+          len({e["id_task"] for e in busy}) == 4, f"/slots: four busy slots with four of the requests' ids ({seen})")
+    texts, usage = {}, {}
+    for (c, r), i in zip(conns, ids):
+        for line in r.read().decode().split("\n"):
+            if line.startswith("data: {"):
+                e = json.loads(line[6:])
+                if e.get("usage"):
+                    usage[i] = e["usage"]
+        c.close()
+    check(all(0 <= e["next_token"]["n_decoded"] <= 400 and e["n_prompt_tokens"] == usage[e["id_task"]]["prompt_tokens"] and
+              e["next_token"]["n_remain"] == 400 - e["next_token"]["n_decoded"] for e in busy),
+          "/slots: prompt and generated counts of each request")
+    st, _, sl, _ = s.request("GET", "/slots", headers=AUTH)
+    check(st == 200 and not any(e["is_processing"] for e in sl), "/slots: all idle once the requests are done")
+
+
 if __name__ == "__main__":
-    sys.exit(run({"messages": case_messages, "responses": case_responses}, __doc__))
+    sys.exit(run({"messages": case_messages, "responses": case_responses, "props": case_props}, __doc__))
