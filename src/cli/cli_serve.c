@@ -47,8 +47,8 @@ static const char serve_usage[] =
     "                        connection (else 408) or of the previous answer on a kept-alive\n"
     "                        one (else it is closed), its body with no pause longer (10)\n"
     "  --api-key KEY         every route but /health needs 'Authorization: Bearer KEY'\n"
-    "                        (else 401); the key is visible to other users in the process\n"
-    "                        list: prefer --api-key-file\n"
+    "                        or 'x-api-key: KEY' (else 401); the key is visible to other\n"
+    "                        users in the process list: prefer --api-key-file\n"
     "  --api-key-file FILE   the same, the key being FILE's first line\n"
     "  --cors-origin ORIGIN  let pages from ORIGIN (e.g. https://app.example.com) call the\n"
     "                        server: preflights answered, Access-Control-Allow-Origin sent;\n"
@@ -59,13 +59,19 @@ static const char serve_usage[] =
     "                        batches the requests of one adapter, the adapters taking turns\n"
     "  --drain-timeout SECS  on SIGTERM, new generation requests get 503 (and\n"
     "                        /health/ready fails) while those being answered get this long\n"
-    "                        to finish (30; 0: stop at once); a second signal stops at once\n";
+    "                        to finish (30; 0: stop at once); a second signal stops at once\n"
+    "  --log-format FMT      a line per request on stderr (time, client, method, path,\n"
+    "                        status, model, prompt and completion tokens, time to the\n"
+    "                        first token, duration): text, json (one object a line) or\n"
+    "                        none (the default)\n";
 /* after cli_backend_usage */
 static const char serve_usage_tail[] =
     "The engine batches over its paged KV cache on the native backend; a model on\n"
     "onnxruntime is served per sequence.\n"
     "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
-    "GET /metrics, POST /tokenize, POST /detokenize, and a chat page at /. POST bodies\n"
+    "GET /metrics, POST /tokenize, POST /detokenize, POST /v1/messages (Anthropic's\n"
+    "Messages API), POST /v1/responses (OpenAI's Responses API), GET /props and GET /slots\n"
+    "(llama-server's), and a chat page at /. POST bodies\n"
     "are JSON (Content-Type: application/json, else 415) in UTF-8 (else 400).\n"
     "Listening on an address other than loopback without an API key prints a warning.\n"
     "SIGINT stops the server; SIGTERM drains it first (--drain-timeout). GET /health/live\n"
@@ -185,7 +191,7 @@ int cli_serve(int argc, char **argv) {
                                              "--max-connections", "--max-per-address",
                                              "--read-timeout", "--api-key", "--api-key-file",
                                              "--cors-origin", "--template-file", "--drain-timeout",
-                                             "--adapter", NULL};
+                                             "--adapter", "--log-format", NULL};
         bool known = false;
         for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
         if (!known) return cli_fail("serve: unknown option '%s' (see serve --help)", a);
@@ -217,6 +223,12 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--cors-origin")) { if (!(rc = header_safe(a, v))) o.cors_origin = v; }
         else if (!strcmp(a, "--template-file")) o.template_file = v;
         else if (!strcmp(a, "--adapter")) rc = adapter_option(&o, v);
+        else if (!strcmp(a, "--log-format")) {
+            if (!strcmp(v, "text")) o.log_format = SERVE_LOG_TEXT;
+            else if (!strcmp(v, "json")) o.log_format = SERVE_LOG_JSON;
+            else if (!strcmp(v, "none")) o.log_format = SERVE_LOG_NONE;
+            else rc = cli_fail("serve: --log-format takes text, json or none, not '%s'", v);
+        }
         if (rc) return rc;
     }
     if (key_file && o.api_key) return cli_fail("serve: give one of --api-key and --api-key-file");

@@ -10,6 +10,9 @@
 
 enum { SERVE_MAX_ADAPTERS = 32 };
 
+/* --log-format: a line per request on stderr, or none */
+enum { SERVE_LOG_NONE = 0, SERVE_LOG_TEXT, SERVE_LOG_JSON };
+
 typedef struct serve_options {
     const char *model_dir;  /* the package served (-m), or NULL with models_dir */
     const char *models_dir; /* --models-dir: every package folder in it, by folder name */
@@ -28,6 +31,7 @@ typedef struct serve_options {
     int max_n;              /* largest `n` a request may ask for */
     int drain_timeout;      /* SIGTERM: seconds the requests being answered get to finish
                                while new ones are refused with 503 (0: stop at once) */
+    int log_format;         /* SERVE_LOG_*: a line per request on stderr (none by default) */
     /* --adapter NAME=FILE (-m only): LoRA adapters over the model, loaded with it; a request
      * names one as model "MODEL:NAME" (eng_sampling.adapter) */
     const char *adapters[SERVE_MAX_ADAPTERS];

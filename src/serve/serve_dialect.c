@@ -58,6 +58,8 @@ static ssize_t dstream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void dstream_free(void *cls) {
     srv_dstream *st = cls;
+    srv_log_job(st->log, &st->job);
+    srv_log_end(st->log);
     srv_job_free(&st->job); /* cancels what still runs */
     srv_params_free(&st->p);
     if (st->m) srv_release(st->srv, st->m);
@@ -89,6 +91,7 @@ static bool run_chat(srv_server *s, const cJSON *chat, bool stream, int fd, cons
     atomic_fetch_add(&s->in_flight, 1);
     srv_job *j = &st->job;
     j->p = &st->p;
+    st->log = srv_log_hold(r->log);
     /* the dialect's own id prefix over the job's random number */
     const char *num = strchr(j->id, '-');
     snprintf(st->id, sizeof st->id, "%s%s", d->id_prefix, num ? num + 1 : j->id);

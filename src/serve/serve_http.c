@@ -60,6 +60,7 @@ typedef struct srv_conn {
     size_t seen;
     bool too_large;
     srv_reply early; /* an answer decided from the header alone (status 0: none) */
+    srv_reqlog *log; /* its --log-format line */
 } srv_conn;
 
 static srv_route route_of(const char *url) {
@@ -104,6 +105,7 @@ int srv_reply_headers(const srv_server *s, const srv_reply *r, srv_header h[SRV_
 
 static enum MHD_Result send_reply(srv_server *s, struct MHD_Connection *c, srv_route rt, srv_reply *r) {
     srv_count(s, rt, r->status);
+    srv_log_status(r->log, r->status);
     if (rt == SRV_MESSAGES) srv_messages_error_shape(r); /* Anthropic's clients read their own */
     if (r->status == 499) { /* the client left: nothing to send, close */
         free(r->body);
@@ -374,6 +376,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         srv_gate_request(s->gate, gate_record(c));
         if (!(k = calloc(1, sizeof *k))) return MHD_NO;
         *ctx = k;
+        k->log = k->early.log = srv_log_begin(s, c, method, url);
         if (admit(s, c, rt, url, method, &k->early)) return MHD_YES;
         /* Answered now: libmicrohttpd then reads no body and closes the connection
          * after the answer when one was announced. */
@@ -394,7 +397,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
      * its turn in the queue or a long prefill with nothing sent, which --read-timeout (a
      * bound on the client) must not cut. on_completed puts it back. */
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, SRV_ANSWER_TIMEOUT_S);
-    srv_reply r = {0};
+    srv_reply r = {.log = k->log};
     if (k->body.oom) {
         srv_error err;
         srv_fail(&err, 500, "", "out of memory for the request body");
@@ -414,6 +417,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
     srv_gate_answered(s->gate, gate_record(c));
     srv_conn *k = *ctx;
     if (!k) return;
+    srv_log_end(k->log); /* written now, or by a stream still ending */
     srv_buf_free(&k->body);
     free(k);
     *ctx = NULL;

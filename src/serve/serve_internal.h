@@ -10,6 +10,7 @@
  *   serve_messages.c Anthropic's /v1/messages
  *   serve_responses.c OpenAI's /v1/responses
  *   serve_slots.c    /props and /slots (llama-server's), the slot table
+ *   serve_log.c      --log-format: a line per request
  *   serve_metrics.c  Prometheus text
  *   page.html        the chat page at / (compiled in as serve_page.c by the build)
  *   serve_buf.c      a growable byte buffer
@@ -267,6 +268,7 @@ typedef struct srv_job {
     srv_error err;          /* when failed */
     guide_grammar *grammar; /* the request's guidance, compiled (NULL: none) */
     size_t guide_tokens;
+    double t_first;         /* srv_now() when its first token was taken (0: none yet) */
 } srv_job;
 
 /* Tokenizes the prompts (the chat template for chat), submits every choice. On failure
@@ -282,6 +284,21 @@ void srv_job_free(srv_job *j);
 
 /* ---- routes ------------------------------------------------------------------------- */
 
+/* ---- the request log (serve_log.c) ---------------------------------------------------------- */
+
+/* A request's line of the --log-format log, NULL when there is none: begun when its header
+ * is in, given its model and token counts by the handler (srv_log_job), its status when
+ * answered, and written when the last holder lets go (srv_log_end): the connection's
+ * request, and a stream that outlives its handler (srv_log_hold). */
+typedef struct srv_reqlog srv_reqlog;
+srv_reqlog *srv_log_begin(srv_server *s, struct MHD_Connection *c, const char *method, const char *url);
+void srv_log_job(srv_reqlog *l, const srv_job *j);
+void srv_log_status(srv_reqlog *l, int status);
+srv_reqlog *srv_log_hold(srv_reqlog *l);
+void srv_log_end(srv_reqlog *l);
+/* CLOCK_MONOTONIC in seconds. */
+double srv_now(void);
+
 /* A response to queue: status, body (malloc'd), content type, headers. */
 typedef struct srv_reply {
     int status;
@@ -290,6 +307,8 @@ typedef struct srv_reply {
     const char *type;
     int retry_after;
     struct MHD_Response *stream; /* set instead of body for a stream */
+    srv_reqlog *log;             /* the request's log line (borrowed; NULL: none): a handler
+                                    gives it its job (a stream holds it to its end) */
 } srv_reply;
 
 /* The headers an answer carries besides its status line, length and body, the same
@@ -334,6 +353,7 @@ struct srv_dstream {
     srv_buf out;
     size_t sent;
     bool done;
+    srv_reqlog *log; /* held until the stream ends */
     srv_buf text; /* the answer's text streamed so far (the choice's delta is emptied as
                      it is sent), for events that repeat it whole */
     /* the dialect's progress through its event sequence */

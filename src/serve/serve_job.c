@@ -420,6 +420,7 @@ static bool choice_step(srv_job *j, srv_choice *c) {
     if (c->finish && c->cs.oom) job_error(j, 500, "out of memory");
     if (c->finish && c->req && c->index % j->p->n == 0)
         j->cached_tokens += eng_request_cached_tokens(c->req);
+    if (progressed && c->have && !j->t_first) j->t_first = srv_now();
     if (progressed && !c->slot && !c->finish) /* submitted while every slot was taken */
         c->slot = srv_slot_take(j->srv, j, c->index, j->n_ids[c->prompt]);
     if (progressed) srv_slot_progress(j->srv, j->m, c->slot, c->have);

@@ -294,6 +294,7 @@ typedef struct srv_stream {
     size_t sent;
     bool started, done;
     bool *finish_sent;
+    srv_reqlog *log; /* held until the stream is freed */
 } srv_stream;
 
 static void sse(srv_buf *b, cJSON *j) {
@@ -415,6 +416,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     srv_stream *st = cls;
+    srv_log_job(st->log, &st->job);
+    srv_log_end(st->log);
     srv_job_free(&st->job); /* cancels what still runs: its KV is freed before the next step */
     srv_params_free(&st->p);
     if (st->m) srv_release(st->srv, st->m);
@@ -448,6 +451,7 @@ void srv_handle_generate(srv_server *s, bool chat, const char *body, size_t len,
     atomic_fetch_add(&s->in_flight, 1);
     srv_job *j = &st->job;
     j->p = &st->p;
+    st->log = srv_log_hold(r->log);
     if (st->p.stream) {
         st->finish_sent = calloc((size_t)j->n_choices, sizeof *st->finish_sent);
         struct MHD_Response *resp = st->finish_sent
