@@ -288,7 +288,7 @@ def responses_stream(s, openai):
 
 def responses_tools(build, pkgs, tmp, openai):
     pkg, _ = templated_package(pkgs, tmp, "qwen2.5-7b-instruct")
-    s = scripted_server(build, pkg, [HERMES_CALLS, HERMES_CALLS, PLAIN, PLAIN])
+    s = scripted_server(build, pkg, [HERMES_CALLS, HERMES_CALLS, PLAIN, PLAIN, PLAIN])
     try:
         client = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
         kw = dict(model="qwen2.5-7b-instruct", max_output_tokens=300, temperature=0, tools=RESP_TOOLS,
@@ -325,6 +325,12 @@ def responses_tools(build, pkgs, tmp, openai):
         r = client.responses.create(**dict(kw, tools=None))
         check(r.status == "completed" and r.output_text == PLAIN and r.incomplete_details is None,
               f"responses: an answer that ends is completed ({r.status}, {r.output_text!r})")
+        events = list(client.responses.create(stream=True, **dict(kw, tools=None)))
+        last = events[-1]
+        check(last.type == "response.completed" and last.response.output_text == PLAIN and
+              last.response.usage.output_tokens > 0 and
+              last.response.usage.total_tokens == last.response.usage.input_tokens + last.response.usage.output_tokens,
+              f"responses stream: an answer that ends closes with response.completed and usage ({last.type})")
     finally:
         s.stop()
 
