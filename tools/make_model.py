@@ -20,6 +20,7 @@ Needs onnx and numpy only.
 """
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import replace
@@ -72,6 +73,13 @@ def main(argv=None):
     ap.add_argument("--full-kv", action="store_true",
                     help="--type/--real: full-length KV caches on sliding-window layers (the builder's "
                          "windowed_kv_cache=false; local_window_size stays)")
+    ap.add_argument("--rope-scaling", metavar="JSON", default=None,
+                    help="--type/--real: a Hugging Face rope_scaling object (rope_type linear, llama3, "
+                         "yarn, longrope, dynamic, with its keys and original_max_position_embeddings), "
+                         "baked into the rotary caches as the builder does for that model type "
+                         "(model_maker/rope.py); longrope writes the short/long If")
+    ap.add_argument("--context", type=int, default=None,
+                    help="--type/--real: max_position_embeddings (rotary cache rows, context_length)")
     ap.add_argument("--split", action="store_true",
                     help="--real qwen3.5-*: a split vision-language package (model.type qwen3_5)")
     ap.add_argument("--pipeline", action="store_true",
@@ -162,6 +170,10 @@ def make_arch(ap, a):
         arch = replace(arch, tied=True)
     if a.full_kv:
         arch = replace(arch, window_cache=False)
+    if a.context:
+        arch = replace(arch, context=a.context)
+    if a.rope_scaling is not None:
+        arch = replace(arch, rope_scaling=json.loads(a.rope_scaling))
     if a.split and not arch.model_type.startswith("qwen3_5"):
         ap.error("--split is for Qwen3.5 models")
     dtype = a.dtype or ("fp32" if a.type else "int4")

@@ -31,6 +31,7 @@
 #include "base/tensor.h"
 #include "genai/adapters.h"
 #include "genai/budget.h"
+#include "genai/mask_width.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,40 +136,6 @@ static float *logits_row(eng_engine *e, int t) {
 
 /* ---- set-up -------------------------------------------------------------------------- */
 
-/* The scalar constant behind value v (an initializer or a Constant's output), or false. */
-static bool const_scalar(const graph *g, int v, int64_t *out) {
-    const tensor *t = v >= 0 ? g->values[v].initializer : NULL;
-    if (!t || shape_count(t->dims, t->rank) != 1) return false;
-    if (t->dtype == OG_INT64) *out = *(const int64_t *)t->data;
-    else if (t->dtype == OG_INT32) *out = *(const int32_t *)t->data;
-    else return false;
-    return true;
-}
-
-/* The producer of value v when it is an `op` node, or NULL. */
-static const graph_node *producer(const graph *g, int v, const char *op) {
-    const graph_node *n = graph_producer(g, v);
-    return n && !strcmp(n->op_type, op) ? n : NULL;
-}
-
-/* Whether value cond is the builder's LongRoPE test of the mask's width,
- * Greater(Gather(Shape(mask), 1), C) (a Cast between allowed); *c gets C. */
-static bool width_test(const graph *g, int cond, int mask, int64_t *c) {
-    const graph_node *gt = producer(g, cond, "Greater");
-    if (!gt || gt->n_inputs != 2 || !const_scalar(g, gt->inputs[1], c)) return false;
-    int w = gt->inputs[0];
-    const graph_node *cast = producer(g, w, "Cast");
-    if (cast) w = cast->inputs[0];
-    const graph_node *ga = producer(g, w, "Gather");
-    int64_t axis1;
-    if (!ga || ga->n_inputs != 2 || graph_attr_int(ga, "axis", 0) != 0 ||
-        !const_scalar(g, ga->inputs[1], &axis1) || axis1 != 1)
-        return false;
-    const graph_node *sh = producer(g, ga->inputs[0], "Shape");
-    return sh && sh->inputs[0] == mask && graph_attr_int(sh, "start", 0) == 0 &&
-           !graph_attr_find(sh, "end");
-}
-
 /* The flat step feeds an attention mask of ones, which is right only where the mask's
  * values and width reach nothing but GroupQueryAttention's seqlens_k and
  * total_sequence_length (inputs 5 and 6): those the paged binding replaces with each
@@ -198,7 +165,7 @@ static og_status *mask_readers(const gen_stage *sg, const char *mask, int64_t *t
         bool fed = false, gqa = !strcmp(n->op_type, "GroupQueryAttention");
         int64_t c;
         if (!strcmp(n->op_type, "If") && n->n_inputs == 1 && from[n->inputs[0]] &&
-            width_test(g, n->inputs[0], v0, &c)) {
+            gen_mask_width_test(g, n->inputs[0], v0, &c)) {
             if (*threshold >= 0 && *threshold != c)
                 st = og_errorf(OG_ERR_UNSUPPORTED, "the attention mask's width is tested against "
                                "%lld and %lld", (long long)*threshold, (long long)c);

@@ -16,15 +16,22 @@
  * continued or rewound but to 0).
  *
  * Positions are each row's own token positions, on every axis of rank-3 (mRoPE)
- * position_ids. */
+ * position_ids. The one thing rows share is the mask's width where a LongRoPE graph reads
+ * it (stage_inputs). */
 #include "genai/generator.h"
 
 #include "base/tensor.h"
 #include "genai/config.h"
 #include "genai/step.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Prompt tokens per run of a long prompt (gen_compute_logits): large enough that the
+ * weights' reads are shared by many rows, small enough that a piece's activations stay
+ * in tens of MB for 1B-class models. */
+enum { GEN_PROMPT_PIECE = 512 };
 
 typedef struct run_spec {
     int run_len, run_off; /* the tokens are [run_off, run_off + n) of a run of run_len (0:
@@ -67,6 +74,13 @@ static int stage_inputs(og_generator *g, const run_spec *rs) {
         if (m->compact && start[k] + n > W) W = start[k] + n;
     }
     if (!m->compact) W = (rs->alone ? 0 : g->kv_len) + n;
+    /* A LongRoPE graph picks its rotary caches by the mask's width for all rows at once:
+     * onnxruntime-genai's batch of prompts (right-padded to the longest) takes the side of
+     * the longest prompt for every row, as Hugging Face's takes it from the largest
+     * position. A row run alone gets a mask as wide as the batch's (run_alone has set
+     * kv_len to the longest prompt), zeros past its own tokens: its tokens and its
+     * attention are its own, its rotary angles the batch's. */
+    if (rs->alone && m->compact && m->width_threshold >= 0 && g->kv_len > W) W = g->kv_len;
     for (int k = 0; k < rs->nr; k++) {
         int r = rs->r0 + k;
         const int32_t *s = g->seq + (size_t)r * g->max_len;
@@ -252,6 +266,20 @@ static og_status *run_alone(og_generator *g) {
     return NULL;
 }
 
+/* Whether the pending prompt of every row may run in pieces with the bits of one run:
+ * GroupQueryAttention's compact cache (a piece continues the rows like appended tokens),
+ * backends whose kernels take row forms (their bits do not depend on how a run is cut,
+ * the engine's chunked prefill relies on the same), the last position's logits only, no
+ * state (its prompt path keeps snapshots) and no LongRoPE width test (a piece's mask
+ * width would choose the short caches where the whole prompt chooses the long ones). */
+static bool prompt_in_pieces(const og_generator *g) {
+    const og_model *m = g->m;
+    if (!m->compact || m->snapshots || m->width_threshold >= 0 || g->p.all_logits) return false;
+    for (int s = 0; s < m->n_stages; s++)
+        if (!runtime_session_ops(m->stages[s].s)->set_row_forms) return false;
+    return true;
+}
+
 og_status *gen_compute_logits(og_generator *g) {
     const og_model *m = g->m;
     int n = -1;
@@ -279,6 +307,20 @@ og_status *gen_compute_logits(og_generator *g) {
         return NULL;
     }
     OG_TRY(ensure_staging(g, (size_t)g->rows * ((size_t)g->kv_len + (size_t)n + 1)));
+    /* A long prompt runs in pieces of GEN_PROMPT_PIECE tokens, each piece's tokens in
+     * their forms of the whole prompt's run, so that the activations and the sessions'
+     * scratch (sized by the largest run) stay bounded by the piece, not the prompt. */
+    for (int done = 0; n > GEN_PROMPT_PIECE && prompt_in_pieces(g);) {
+        int k = n - done > GEN_PROMPT_PIECE ? GEN_PROMPT_PIECE : n - done;
+        run_spec piece = {.run_len = n, .run_off = done, .r0 = 0, .nr = g->rows, .n = k};
+        OG_TRY(run_rows(g, &piece));
+        advance(g, k);
+        done += k;
+        if (done == n) {
+            g->has_logits = true;
+            return NULL;
+        }
+    }
     /* A prompt chunk of a model with state runs in two parts, keeping a snapshot before
      * its last token so that rewinding to the end of the prompt costs one token. */
     run_spec rs = {.r0 = 0, .nr = g->rows, .n = n};

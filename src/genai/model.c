@@ -16,6 +16,7 @@
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/guidance.h"
+#include "genai/mask_width.h"
 #include "runtime/og_session.h"
 
 #include <cjson/cJSON.h>
@@ -533,6 +534,10 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
         for (int k = 0; k < g->n_nodes; k++)
             if (!strcmp(g->nodes[k].op_type, "GroupQueryAttention")) m->compact = true;
     }
+    m->width_threshold = -1;
+    for (int si = 0; si < m->n_stages && m->width_threshold < 0; si++)
+        m->width_threshold = gen_mask_width_threshold(runtime_session_graph(m->stages[si].s),
+                                                      m->attention_mask);
     return NULL;
 }
 

@@ -126,6 +126,8 @@ struct og_model {
     bool compact;    /* attention finds each row's length from the mask (GroupQueryAttention):
                         a row's cache entries are [0, its length); otherwise rows share
                         columns and shorter rows are masked on the left */
+    int64_t width_threshold; /* the mask width the builder's LongRoPE If tests
+                                (original_max_position_embeddings), or -1 (mask_width.h) */
     /* summary of the KV entries for benchmarks (the first KV entry's shape) */
     gen_kv_layout kv;
     int n_layers;            /* layers that carry KV */

@@ -21,7 +21,7 @@ check a package against one the builder wrote. MatMul weights are stored [in, ou
 import math
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper, numpy_helper
 
 from . import kvquant, rope
 from .arch import ATTENTION, CONV, LINEAR
@@ -276,15 +276,47 @@ class TransformerBuilder:
         dim = a.rotary_dim()
         if which == "global" and a.global_head_dim:
             dim = int(a.global_head_dim * a.partial_rotary)
-        cos, sin = rope.caches(a.context, self.true_head if padded else dim, theta, scaling)
-        if padded:
-            # padded heads (decoder.pad_heads): the extra, all-zero dimensions rotate by the identity
-            extra = a.head_dim // 2 - cos.shape[1]
-            cos = np.concatenate([cos, np.ones((cos.shape[0], extra), np.float32)], axis=1)
-            sin = np.concatenate([sin, np.zeros((sin.shape[0], extra), np.float32)], axis=1)
+        rope.builder_kind(a.model_type, scaling)
+        rdim = self.true_head if padded else dim
+        head = self.true_head if padded else (a.global_head_dim if which == "global" and a.global_head_dim
+                                              else a.head_dim)
+        pairs = []
+        for name, rows, inv, scale in rope.tables(a.context, rdim, theta, scaling, head, a.context):
+            cos, sin = rope.cos_sin(rows, inv, scale, self.io_np)
+            if padded:
+                # padded heads (decoder.pad_heads): the extra, all-zero dimensions rotate by the identity
+                extra = a.head_dim // 2 - cos.shape[1]
+                cos = np.concatenate([cos, np.ones((cos.shape[0], extra), cos.dtype)], axis=1)
+                sin = np.concatenate([sin, np.zeros((sin.shape[0], extra), sin.dtype)], axis=1)
+            pairs.append((name, cos, sin))
         suffix = f"_{which}" if which else ""
-        self.caches[which] = (self.init(f"cos_cache{suffix}", cos), self.init(f"sin_cache{suffix}", sin))
+        if len(pairs) == 1:
+            _, cos, sin = pairs[0]
+            self.caches[which] = (self.init(f"cos_cache{suffix}", cos), self.init(f"sin_cache{suffix}", sin))
+        else:
+            self.caches[which] = self.longrope_if(pairs, int(scaling["original_max_position_embeddings"]))
         return self.caches[which]
+
+    def longrope_if(self, pairs, original):
+        """The builder's LongRoPE layout: both caches as Constants inside the branches of an If
+        on Greater(width of attention_mask, original), so a run whose past plus new tokens pass
+        the original context reads the long-factor cache, every other run the short one."""
+        g = self.g
+        b = "/model/rope_caches_subgraph"
+        gt = g.node("Greater", ["/model/attn_mask_reformat/attn_mask_subgraph/Gather/output_0",
+                                g.const_i64(original)], [f"{b}/Greater/output_0"], f"{b}/Greater")
+        branch = {}
+        for name, cos, sin in pairs:
+            nodes, outs = [], []
+            for what, arr in (("cos", cos), ("sin", sin)):
+                out = f"{what}_cache_{name}"
+                nodes.append(helper.make_node("Constant", [], [out], name=f"/{name}/{what}_cache/Constant",
+                                              value=numpy_helper.from_array(np.ascontiguousarray(arr), out)))
+                outs.append(helper.make_tensor_value_info(out, self.io_onnx, list(arr.shape)))
+            branch[name] = helper.make_graph(nodes, f"{name}_rope_caches_graph", [], outs)
+        g.node("If", [gt], ["cos_cache", "sin_cache"], f"{b}/If",
+               then_branch=branch["large"], else_branch=branch["small"])
+        return "cos_cache", "sin_cache"
 
     def cache_kind(self, i):
         if not self.a.local_rope_theta:
