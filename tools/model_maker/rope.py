@@ -37,8 +37,11 @@ _LLAMA_CLASS = {"llama", "nemotron", "smollm3"}
 
 
 def kind_of(scaling):
+    """The config's rope_type; "su" is LongRoPE's older name (Phi-3's first configs), which
+    transformers reads as longrope."""
     rs = scaling or {}
-    return rs.get("rope_type", rs.get("type", "default")) or "default"
+    k = rs.get("rope_type", rs.get("type", "default")) or "default"
+    return "longrope" if k == "su" else k
 
 
 def builder_kind(model_type, scaling):
