@@ -25,6 +25,8 @@ than it leaves ours is counted apart when ours equals that single run (check_mat
 rule); every row of our batch must equal our run of it alone.
 Parity's tolerance for these packages is rtol 3/127 (cli_parity.c): an ulp upstream can
 round a key or value to the neighbouring code, as an int8 activation at accuracy_level 4.
+With int4 weights the two compound: a step whose largest difference lies in a quantized
+cache is reported as a code flip instead of failing, and the tokens must still agree.
 The fp8 schemes: onnxruntime's CPU has no GroupQueryAttention for a float8e4m3fn cache
 (make_kvquant_cases.py checks that each run), so there is no oracle: skipped, loudly.
 Types: llama, qwen3 (per-head q/k norms before the cache) and qwen3_5_text (a hybrid:
@@ -107,10 +109,20 @@ def check(build, d, near_ties):
     bad = []
     ok_p, ties_p, jp = cm.parity(build, d, cm.P)
     ok_r, ties_r, jr = cm.parity(build, d, cm.R)
+    flips = []
     for name, ok, j in (("P", ok_p, jp), ("R", ok_r, jr)):
-        if not ok:
-            bad.append(f"parity on {name}: "
-                       f"{json.dumps(j.get('first_logit_divergence') or j.get('first_token_divergence'))}")
+        if ok:
+            continue
+        first = j.get('first_logit_divergence') or j.get('first_token_divergence')
+        # With int4 weights (int8 activations) an activation an int8 step away can move a
+        # cached key or value to the neighbouring code of the cache's own scale, and every
+        # later step reads it: where the largest difference of the first step out of
+        # tolerance is in a quantized cache, that is a code flip, reported; the tokens
+        # below must still agree with onnxruntime-genai's (up to near-ties).
+        if near_ties and first and str(first.get("output", "")).startswith("present."):
+            flips.append(f"{name}: code flip in {first['output']} at step {first['step']}")
+            continue
+        bad.append(f"parity on {name}: {json.dumps(first)}")
     ties = {"P": ties_p, "R": ties_r}
     if (ties_p or ties_r) and not near_ties:
         bad.append(f"near-ties at steps {ties_p} / {ties_r} with float32 weights")
@@ -138,6 +150,8 @@ def check(build, d, near_ties):
             ort_batch += 1
             continue
         bad.append(f"{what}: tokens differ from onnxruntime-genai's at step {at - len(cm.P)}")
+    for f in flips:
+        print(f"    {f} (logits then {max(jp['max_logit_diff'], jr['max_logit_diff']):.3g} apart)")
     return bad, max(jp["max_logit_diff"], jr["max_logit_diff"]), ties_p + ties_r, ort_batch
 
 
