@@ -24,6 +24,10 @@ int cli_pull(int argc, char **argv);
  * (cli_model_ref.c); *argv may become a new array. Returns 0, or the exit status after
  * printing what is wrong. */
 int cli_models_from_hub(int *argc, char ***argv);
+/* The package converted from a GGUF file of the hub cache (a snapshot path), converting
+ * it first unless repo_dir/onnx-genai/{its blob's sha256} has it (cli_gguf.c); NULL
+ * after printing why not. quiet: no lines about the conversion. */
+char *cli_gguf_package(const char *repo_dir, const char *gguf, bool quiet);
 /* generate --chat: one turn of `run` (cli_run.c). */
 int cli_chat_generate(int argc, char **argv);
 /* The chat template part of `show` for a package folder (cli_run.c). */

@@ -1,8 +1,10 @@
-/* onnx-genai pull REPO[/SUBFOLDER] [--revision R]: a package from the Hugging Face hub
- * into the cache huggingface_hub shares (src/hub). The snapshot folder goes to stdout, so
+/* onnx-genai pull REPO[/SUBFOLDER][:TAG][@REV] [--revision R]: a package from the Hugging
+ * Face hub into the cache huggingface_hub shares (src/hub); a GGUF repository's file is
+ * converted into a package beside it (cli_gguf.c). The package folder goes to stdout, so
  * that `onnx-genai generate -m "$(onnx-genai pull ...)"` works as well as -m REPO. */
 #include "cli/cli.h"
 
+#include "base/status.h"
 #include "hub/hub.h"
 
 #include <stdio.h>
@@ -11,15 +13,26 @@
 #include <sys/stat.h>
 
 static const char pull_usage[] =
-    "usage: onnx-genai pull ORG/NAME[/SUBFOLDER] [--revision REV]\n"
+    "usage: onnx-genai pull ORG/NAME[/SUBFOLDER][:TAG][@REV] [--revision REV] [--file F]\n"
+    "                       [--no-convert] [--quiet]\n"
     "\n"
     "Downloads the repository's files (only those under SUBFOLDER when given, or the one\n"
-    "file it names, e.g. a .gguf for `convert`) into the Hugging Face cache, as\n"
-    "huggingface_hub does, and prints the snapshot folder (or file). A second\n"
-    "pull downloads nothing; a cut download resumes; LFS files are checked against their\n"
-    "sha256. generate, run, serve, bench and parity take -m ORG/NAME[/SUBFOLDER] for it.\n"
+    "file it names) into the Hugging Face cache, as huggingface_hub does, and prints the\n"
+    "snapshot folder (or file). A second pull downloads nothing; a cut download resumes;\n"
+    "LFS files are checked against their sha256. generate, run, serve, bench and parity\n"
+    "take -m ORG/NAME[/SUBFOLDER][:TAG][@REV] for it.\n"
     "\n"
-    "  --revision REV   a branch, tag or commit (default main)\n"
+    "A GGUF repository (GGUF files, no genai_config.json): only one file is downloaded,\n"
+    "the one TAG names (ORG/NAME:Q4_K_M, as Ollama and llama.cpp take it: the tag is a\n"
+    "whole part of the file name, any case), or --file, or the only one; it is then\n"
+    "converted (see convert --help) into\n"
+    "$HF_HUB_CACHE/models--ORG--NAME/onnx-genai/SHA256 (the file's sha256), printed. The\n"
+    "next pull or -m ORG/NAME[:TAG] reuses that package: nothing is converted again.\n"
+    "\n"
+    "  --revision REV   a branch, tag or commit (default main; same as @REV)\n"
+    "  --file F         the repository's file F (same as ORG/NAME/F)\n"
+    "  --no-convert     a GGUF file is downloaded only; its path is printed\n"
+    "  --quiet          no lines about the conversion\n"
     "\n"
     "environment (as huggingface_hub reads it):\n"
     "  HF_ENDPOINT      the hub (default https://huggingface.co)\n"
@@ -30,7 +43,8 @@ static const char pull_usage[] =
     "  HF_HUB_OFFLINE=1 no network: only what the cache holds\n";
 
 int cli_pull(int argc, char **argv) {
-    const char *spec = NULL, *revision = NULL;
+    const char *spec = NULL, *revision = NULL, *file = NULL;
+    bool convert = true, quiet = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -39,6 +53,13 @@ int cli_pull(int argc, char **argv) {
         } else if (!strcmp(a, "--revision")) {
             if (i + 1 >= argc) return cli_fail("pull: --revision needs a value");
             revision = argv[++i];
+        } else if (!strcmp(a, "--file")) {
+            if (i + 1 >= argc) return cli_fail("pull: --file needs a value");
+            file = argv[++i];
+        } else if (!strcmp(a, "--no-convert")) {
+            convert = false;
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = true;
         } else if (a[0] != '-' && !spec) {
             spec = a;
         } else {
@@ -52,6 +73,15 @@ int cli_pull(int argc, char **argv) {
     hub_pull_stats stats;
     og_status *st = hub_env_read(&env);
     if (!st) st = hub_ref_parse(spec, &ref);
+    if (!st && revision && ref.revision && strcmp(revision, ref.revision))
+        st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: @%s and --revision %s differ", spec,
+                       ref.revision, revision);
+    if (!st && file) {
+        if (ref.subfolder[0])
+            st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: --file with a SUBFOLDER: give one", spec);
+        else if (!(free(ref.subfolder), ref.subfolder = strdup(file)))
+            st = og_oom();
+    }
     if (!st) st = hub_pull(&env, &ref, revision, &dir, &stats);
     int rc = 0;
     if (st) {
@@ -68,7 +98,15 @@ int cli_pull(int argc, char **argv) {
             fprintf(stderr, "note: %s has no genai_config.json: not a package generate can run\n",
                     spec);
         free(cfg);
-        printf("%s\n", dir);
+        if (convert && hub_is_gguf(dir)) {
+            char *repo_dir = hub_repo_dir(&env, ref.repo);
+            char *pkg = repo_dir ? cli_gguf_package(repo_dir, dir, quiet) : NULL;
+            free(repo_dir);
+            free(dir);
+            dir = pkg;
+            if (!pkg) rc = 1;
+        }
+        if (dir) printf("%s\n", dir);
     }
     og_status_free(st);
     free(dir);

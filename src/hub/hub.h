@@ -31,17 +31,33 @@ typedef struct hub_env {
 og_status *hub_env_read(hub_env *e); /* free with hub_env_free, also after a failure */
 void hub_env_free(hub_env *e);
 
-/* "org/name" or "org/name/sub/folder": the repository and the folder inside it. */
+/* "org/name[/sub/folder][:TAG][@REV]": the repository, the folder (or file) inside it,
+ * the GGUF file's tag (Ollama's and llama.cpp's `-hf ORG/NAME:Q4_K_M`) and the
+ * revision. */
 typedef struct hub_ref {
     char *repo;      /* "org/name" */
     char *subfolder; /* "" for the whole repository, else without leading/trailing '/' */
+    char *tag;       /* NULL, or the quantization tag that picks one .gguf file */
+    char *revision;  /* NULL, or the branch, tag or commit after '@' */
 } hub_ref;
 og_status *hub_ref_parse(const char *spec, hub_ref *out); /* free with hub_ref_free */
 void hub_ref_free(hub_ref *r);
 /* Whether a -m value names a repository rather than a folder: two or more '/'-separated
- * parts of letters, digits, '-', '_', '.', not starting with '/' or '.', and no such path
- * exists on disk. */
+ * parts of letters, digits, '-', '_', '.', not starting with '/' or '.' (then an optional
+ * :TAG and @REV), and no such path exists on disk. */
 bool hub_looks_like_repo(const char *spec);
+
+/* --- which GGUF file of a repository (hub_gguf.c) --- */
+
+/* Whether name is a GGUF file (ends in ".gguf"). */
+bool hub_is_gguf(const char *name);
+/* Of names (repository paths), the GGUF file a pull takes: the one whose base name holds
+ * tag as a whole part (after the start or '-', '.', '_'; before ".gguf", '-' or '.';
+ * any case), else the only one. Multimodal projectors (mmproj*) are never taken; a part
+ * of a split file (-00001-of-00003) is refused. *index: -1 when names hold no GGUF file
+ * (and no tag was asked for); an error says which files there are to choose from. */
+og_status *hub_choose_gguf(const char *repo, const char *tag, char *const *names, int n,
+                           int *index);
 
 /* --- the cache (hub_cache.c) --- */
 
@@ -119,14 +135,18 @@ typedef struct hub_pull_stats {
 } hub_pull_stats;
 
 /* Makes the cache hold every file of ref (under its subfolder, or the one file the
- * "subfolder" names) at revision (NULL: "main"), then *dir :=
+ * "subfolder" names) at revision (NULL: ref->revision, else "main"), then *dir :=
  * snapshots/{commit}[/subfolder] (malloc'd). Files already in the
  * snapshot are not asked for again; genai_config.json comes last, so a snapshot folder
- * that has it holds the whole package. Offline (e->offline) it only looks in the cache. */
+ * that has it holds the whole package. A folder with no genai_config.json but GGUF files
+ * (or a tag given) is a GGUF repository: only the file hub_choose_gguf picks is fetched,
+ * and *dir is that file's path in the snapshot. Offline (e->offline) it only looks in
+ * the cache. */
 og_status *hub_pull(const hub_env *e, const hub_ref *ref, const char *revision, char **dir,
                     hub_pull_stats *stats);
-/* The cached snapshot folder of ref at revision when it holds genai_config.json, else
- * NULL (malloc'd). */
+/* The cached snapshot folder of ref at revision (NULL: ref->revision, else "main") when
+ * it holds genai_config.json; else the GGUF file hub_choose_gguf picks among those the
+ * snapshot folder holds; else NULL (malloc'd). */
 char *hub_cached_package(const hub_env *e, const hub_ref *ref, const char *revision);
 
 #endif

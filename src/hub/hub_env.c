@@ -124,26 +124,68 @@ static int spec_parts(const char *s) {
     return parts;
 }
 
+/* The parts of "ORG/NAME[/SUB][:TAG][@REV]": the length of the path before them, and
+ * where the tag and revision start (NULL: absent). False when a tag or revision is empty
+ * or holds other characters (a tag: letters, digits, '_', '-', '.'; a revision: those
+ * and '/'). */
+static bool split_spec(const char *s, size_t *path_len, const char **tag, size_t *tag_len,
+                       const char **rev) {
+    const char *at = strchr(s, '@');
+    size_t before_at = at ? (size_t)(at - s) : strlen(s);
+    const char *colon = memchr(s, ':', before_at);
+    *path_len = colon ? (size_t)(colon - s) : before_at;
+    *tag = colon ? colon + 1 : NULL;
+    *tag_len = colon ? before_at - *path_len - 1 : 0;
+    *rev = at ? at + 1 : NULL;
+    if (*tag) {
+        if (!*tag_len) return false;
+        for (size_t i = 0; i < *tag_len; i++)
+            if (!name_char((*tag)[i])) return false;
+    }
+    if (*rev) {
+        if (!**rev || **rev == '/') return false;
+        for (const char *c = *rev; *c; c++)
+            if (!name_char(*c) && *c != '/') return false;
+    }
+    return *path_len > 0;
+}
+
+/* spec_parts of the path part of a spec with a tag or revision; 0 if it is not one. */
+static int spec_path_parts(const char *spec) {
+    size_t len, tag_len;
+    const char *tag, *rev;
+    if (!split_spec(spec, &len, &tag, &tag_len, &rev)) return 0;
+    char *path = strndup(spec, len);
+    int parts = path ? spec_parts(path) : 0;
+    free(path);
+    return parts;
+}
+
 bool hub_looks_like_repo(const char *spec) {
     struct stat st;
-    return spec_parts(spec) >= 2 && stat(spec, &st) != 0;
+    return spec_path_parts(spec) >= 2 && stat(spec, &st) != 0;
 }
 
 og_status *hub_ref_parse(const char *spec, hub_ref *out) {
     memset(out, 0, sizeof *out);
-    if (spec_parts(spec) < 2)
+    size_t path_len, tag_len;
+    const char *tag, *rev;
+    if (spec_path_parts(spec) < 2 || !split_spec(spec, &path_len, &tag, &tag_len, &rev))
         return og_errorf(OG_ERR_INVALID_ARGUMENT,
-                         "'%s' is not a repository: expected ORG/NAME or ORG/NAME/SUBFOLDER "
+                         "'%s' is not a repository: expected ORG/NAME[/SUBFOLDER][:TAG][@REVISION] "
                          "(letters, digits, '-', '_', '.')", spec);
     const char *slash = strchr(spec, '/');
-    const char *end = strchr(slash + 1, '/');
-    size_t repo_len = end ? (size_t)(end - spec) : strlen(spec);
+    const char *end = memchr(slash + 1, '/', path_len - (size_t)(slash + 1 - spec));
+    size_t repo_len = end ? (size_t)(end - spec) : path_len;
     out->repo = strndup(spec, repo_len);
-    const char *sub = end ? end + 1 : "";
-    size_t sub_len = strlen(sub);
+    const char *sub = end ? end + 1 : spec + path_len;
+    size_t sub_len = (size_t)(spec + path_len - sub);
     while (sub_len && sub[sub_len - 1] == '/') sub_len--;
     out->subfolder = strndup(sub, sub_len);
-    if (!out->repo || !out->subfolder) {
+    bool ok = out->repo && out->subfolder;
+    if (ok && tag) ok = (out->tag = strndup(tag, tag_len)) != NULL;
+    if (ok && rev) ok = (out->revision = strdup(rev)) != NULL;
+    if (!ok) {
         hub_ref_free(out);
         return og_oom();
     }
@@ -153,5 +195,7 @@ og_status *hub_ref_parse(const char *spec, hub_ref *out) {
 void hub_ref_free(hub_ref *r) {
     free(r->repo);
     free(r->subfolder);
+    free(r->tag);
+    free(r->revision);
     memset(r, 0, sizeof *r);
 }

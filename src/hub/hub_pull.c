@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -151,9 +152,33 @@ static void packages_hint(cJSON *siblings, char *out, size_t cap) {
     }
 }
 
-/* The file list at revision: *commit and the files under ref's subfolder. */
+/* Of a listing with no genai_config.json but GGUF files (or with a tag asked for): the
+ * one GGUF file to fetch, alone in files; *gguf says so. */
+static og_status *keep_gguf(const hub_ref *ref, file_list *files, bool *gguf) {
+    *gguf = false;
+    bool config = false;
+    for (int i = 0; i < files->n; i++) config |= is_config(files->names[i]);
+    if (files->n == 1 && !strcmp(files->names[0], ref->subfolder) && hub_is_gguf(ref->subfolder)) {
+        *gguf = true; /* ORG/NAME/FILE.gguf */
+        return NULL;
+    }
+    if (config && !ref->tag) return NULL;
+    int pick;
+    OG_TRY(hub_choose_gguf(ref->repo, ref->tag, files->names, files->n, &pick));
+    if (pick < 0) return NULL;
+    char *keep = files->names[pick];
+    for (int i = 0; i < files->n; i++)
+        if (i != pick) free(files->names[i]);
+    files->names[0] = keep;
+    files->n = 1;
+    *gguf = true;
+    return NULL;
+}
+
+/* The file list at revision: *commit and the files under ref's subfolder (or the one
+ * GGUF file keep_gguf picks). */
 static og_status *list_files(const hub_env *e, const hub_ref *ref, const char *revision,
-                             char **commit, file_list *files) {
+                             char **commit, file_list *files, bool *gguf) {
     char *qrev = quote(revision, false);
     char *url = qrev ? strcat_alloc(e->endpoint, "/api/models/", ref->repo, "/revision/") : NULL;
     char *full = url ? strcat_alloc(url, qrev, "", "") : NULL;
@@ -209,6 +234,7 @@ static og_status *list_files(const hub_env *e, const hub_ref *ref, const char *r
         goto done;
     }
     qsort(files->names, (size_t)files->n, sizeof *files->names, config_last);
+    st = keep_gguf(ref, files, gguf);
 done:
     cJSON_Delete(j);
     hub_response_free(&r);
@@ -387,43 +413,91 @@ static char *snapshot_dir(const hub_env *e, const hub_ref *ref, const char *comm
     return full;
 }
 
+static const char *revision_of(const hub_ref *ref, const char *revision) {
+    return revision ? revision : ref->revision ? ref->revision : "main";
+}
+
+/* The GGUF file hub_choose_gguf picks among those the snapshot folder dir holds
+ * (malloc'd), or NULL. dir itself when it is one (ORG/NAME/FILE.gguf). */
+static char *cached_gguf(const hub_ref *ref, const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) != 0) return NULL;
+    if (S_ISREG(st.st_mode)) return hub_is_gguf(dir) ? strdup(dir) : NULL;
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    file_list l = {0};
+    int cap = 0;
+    struct dirent *ent;
+    bool ok = true;
+    while (ok && (ent = readdir(d))) {
+        if (!hub_is_gguf(ent->d_name)) continue;
+        if (l.n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **grown = realloc(l.names, (size_t)cap * sizeof *grown);
+            if (!(ok = grown != NULL)) break;
+            l.names = grown;
+        }
+        if ((ok = (l.names[l.n] = strdup(ent->d_name)) != NULL)) l.n++;
+    }
+    closedir(d);
+    int pick = -1;
+    og_status *err = ok ? hub_choose_gguf(ref->repo, ref->tag, l.names, l.n, &pick) : NULL;
+    og_status_free(err); /* not the cached choice: the hub is asked */
+    char *path = pick >= 0 ? strcat_alloc(dir, "/", l.names[pick], "") : NULL;
+    file_list_free(&l);
+    return path;
+}
+
 char *hub_cached_package(const hub_env *e, const hub_ref *ref, const char *revision) {
-    char *commit = hub_cached_commit(e, ref->repo, revision ? revision : "main");
+    char *commit = hub_cached_commit(e, ref->repo, revision_of(ref, revision));
     char *dir = commit ? snapshot_dir(e, ref, commit) : NULL;
     free(commit);
     char *cfg = dir ? strcat_alloc(dir, "/genai_config.json", "", "") : NULL;
-    bool ok = cfg && exists(cfg);
+    bool ok = cfg && exists(cfg) && !ref->tag;
     free(cfg);
     if (!ok) {
+        char *gguf = dir ? cached_gguf(ref, dir) : NULL;
         free(dir);
-        return NULL;
+        return gguf;
     }
     return dir;
 }
 
 og_status *hub_pull(const hub_env *e, const hub_ref *ref, const char *revision, char **dir,
                     hub_pull_stats *stats) {
-    const char *rev = revision ? revision : "main";
+    const char *rev = revision_of(ref, revision);
     memset(stats, 0, sizeof *stats);
     *dir = NULL;
     if (e->offline) {
         char *commit = hub_cached_commit(e, ref->repo, rev);
         char *d = commit ? snapshot_dir(e, ref, commit) : NULL;
         free(commit);
+        char *pkg = hub_cached_package(e, ref, revision); /* a package, or the GGUF file */
+        if (pkg) {
+            free(d);
+            d = pkg;
+        } else if (ref->tag) { /* the folder is there, not the tagged file */
+            free(d);
+            d = NULL;
+        }
         if (!d || !exists(d)) {
             free(d);
             return og_errorf(OG_ERR_NOT_FOUND,
-                             "HF_HUB_OFFLINE is set and %s%s%s (revision %s) is not in the "
-                             "cache %s: unset HF_HUB_OFFLINE and run 'onnx-genai pull %s%s%s'",
-                             ref->repo, ref->subfolder[0] ? "/" : "", ref->subfolder, rev,
-                             e->cache, ref->repo, ref->subfolder[0] ? "/" : "", ref->subfolder);
+                             "HF_HUB_OFFLINE is set and %s%s%s%s%s (revision %s) is not in "
+                             "the cache %s: unset HF_HUB_OFFLINE and run 'onnx-genai pull "
+                             "%s%s%s%s%s'",
+                             ref->repo, ref->subfolder[0] ? "/" : "", ref->subfolder,
+                             ref->tag ? ":" : "", ref->tag ? ref->tag : "", rev, e->cache,
+                             ref->repo, ref->subfolder[0] ? "/" : "", ref->subfolder,
+                             ref->tag ? ":" : "", ref->tag ? ref->tag : "");
         }
         *dir = d;
         return NULL;
     }
     char *commit = NULL, *repo_dir = NULL;
     file_list files = {0};
-    og_status *st = list_files(e, ref, rev, &commit, &files);
+    bool gguf = false;
+    og_status *st = list_files(e, ref, rev, &commit, &files, &gguf);
     if (st) goto done;
     stats->files = files.n;
     if (!(repo_dir = hub_repo_dir(e, ref->repo))) {
@@ -443,7 +517,13 @@ og_status *hub_pull(const hub_env *e, const hub_ref *ref, const char *revision, 
         if (!exists(path)) st = pull_file(e, ref->repo, repo_dir, commit, files.names[i], stats);
         free(path);
     }
-    if (!st && !(*dir = snapshot_dir(e, ref, commit))) st = og_oom();
+    if (!st && gguf) {
+        char *snap = repo_dir ? strcat_alloc(repo_dir, "/snapshots/", commit, "/") : NULL;
+        if (!snap || !(*dir = strcat_alloc(snap, files.names[0], "", ""))) st = og_oom();
+        free(snap);
+    } else if (!st && !(*dir = snapshot_dir(e, ref, commit))) {
+        st = og_oom();
+    }
 done:
     free(commit);
     free(repo_dir);

@@ -436,6 +436,11 @@ def main():
                 CASES[name](env, repo, pkg)
         finally:
             hub.close()
+    return report()
+
+
+def report():
+    """The exit status: 1 after printing how many checks failed."""
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
