@@ -1,11 +1,11 @@
 /* GGUF tensors into ONNX initializers. Block-quantized rows keep their values: only the
  * packing changes (gguf_blocks.h reads each format as sub-blocks of 16 or 32 values with
  * a float32 scale and an integer zero point or an offset), so MatMulNBits (4 bits for
- * 4-bit formats, 8 bits for 5, 6 and 8) gives gguf's dequantized values bit for bit for
- * Q4_0, Q5_0, Q8_0 and Q6_K; the 4-bit affine formats (Q4_1, Q4_K: scale * q + offset)
- * get float zero points -offset / scale, one rounding away; the 5-bit ones (Q5_1, Q5_K)
- * and the float types (F32, F16, BF16) become float32, exactly. Everything streams from the mapping to the data
- * file a row or a tile at a time. */
+ * 2- to 4-bit formats, 8 bits for 5, 6 and 8) gives gguf's dequantized values bit for bit
+ * for Q3_K, Q4_0, Q5_0, Q8_0 and Q6_K; the affine formats of up to 4 bits (Q2_K, Q4_1,
+ * Q4_K: scale * q + offset) get float zero points -offset / scale, one rounding away; the
+ * 5-bit ones (Q5_1, Q5_K) and the float types (F32, F16, BF16) become float32, exactly.
+ * Everything streams from the mapping to the data file a row or a tile at a time. */
 #include "convert/convert_internal.h"
 
 #include "base/half.h"
@@ -75,7 +75,7 @@ og_status *cv_dequant_row(const cv_model *m, const gguf_tensor *t, int64_t r, fl
         if (!f)
             return og_errorf(OG_ERR_UNSUPPORTED,
                              "%s: tensor '%s' is %s: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
-                             "Q8_0, Q4_K, Q5_K and Q6_K are converted", m->path, t->name,
+                             "Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K are converted", m->path, t->name,
                              gguf_type_name(t->type));
         gq_sub sb;
         for (int64_t b = 0; b < n / f->block; b++, p += f->bytes)
@@ -184,7 +184,7 @@ static void write_rows(onnx_out *o, const gq_format *f, const cv_src *src, int n
                     float v;
                     switch (what) {
                     case W_VALUES:
-                        if (f->bits == 4) {
+                        if (f->bits <= 4) {
                             for (int j = 0; j < f->sub / 2; j++)
                                 out[j] = (uint8_t)(sb.q[2 * j] | sb.q[2 * j + 1] << 4);
                             out += f->sub / 2;
@@ -234,7 +234,7 @@ og_status *cv_weight(onnx_out *o, const cv_model *m, const char *base, const cv_
         w->names[0] = onnx_fmt(o, "%s", wname);
         return NULL;
     }
-    w->bits = f->bits == 4 ? 4 : 8;
+    w->bits = f->bits <= 4 ? 4 : 8;
     w->block = f->sub;
     w->zp = f->affine ? CV_ZP_FLOAT : f->zp == 1 << (w->bits - 1) ? CV_ZP_DEFAULT : CV_ZP_U8;
     int64_t kb = k / f->sub;

@@ -12,6 +12,9 @@ static const gq_format formats[] = {
     {GGML_Q5_0, 32, 22, 32, 5, false, 16},  {GGML_Q5_1, 32, 24, 32, 5, true, 0},
     {GGML_Q8_0, 32, 34, 32, 8, false, 128}, {GGML_Q4_K, 256, 144, 32, 4, true, 0},
     {GGML_Q5_K, 256, 176, 32, 5, true, 0},  {GGML_Q6_K, 256, 210, 16, 6, false, 32},
+    /* Q2_K: q 0..3 (stored as they are); Q3_K: q - 4 in -4..3, stored as q + 4 (4..11)
+     * with zero point 8, MatMulNBits' 4-bit default */
+    {GGML_Q2_K, 256, 84, 16, 2, true, 0},   {GGML_Q3_K, 256, 110, 16, 3, false, 8},
 };
 
 const gq_format *gq_format_of(uint32_t type) {
@@ -39,6 +42,19 @@ static void scale_min_k4(const uint8_t *s, int j, int *sc, int *m) {
         *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
         *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
     }
+}
+
+/* Q2_K/Q3_K: the 2 low bits of sub-block i's value e: each half of 128 values takes 32
+ * bytes, whose bit pairs 2j hold sub-blocks 2j (bytes 0..15) and 2j + 1 (16..31) */
+static int low2_k(const uint8_t *qs, int i, int e) {
+    return (qs[32 * (i / 8) + 16 * (i % 2) + e] >> (2 * ((i % 8) / 2))) & 3;
+}
+
+/* Q3_K: the 6-bit scale of sub-block i: low nibbles of bytes 0..7, then their high
+ * nibbles; the top two bits from bytes 8..11, bit pair i / 4 of byte 8 + i % 4 */
+static int scale_k3(const uint8_t *s, int i) {
+    int lo = i < 8 ? s[i] & 15 : s[i - 8] >> 4;
+    return lo | ((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4;
 }
 
 void gq_decode(const gq_format *f, const uint8_t *blk, int i, gq_sub *out) {
@@ -101,6 +117,23 @@ void gq_decode(const gq_format *f, const uint8_t *blk, int i, gq_sub *out) {
         }
         return;
     }
+    case GGML_Q2_K: {
+        /* 16 bytes of 4-bit scale (low) and min (high), 64 of bit pairs, d, dmin */
+        out->scale = f16_at(blk + 80) * (float)(blk[i] & 15);
+        out->offset = -(f16_at(blk + 82) * (float)(blk[i] >> 4));
+        for (int e = 0; e < 16; e++) out->q[e] = (uint8_t)low2_k(blk + 16, i, e);
+        return;
+    }
+    case GGML_Q3_K: {
+        /* 32 bytes of high bits (bit i / 2 of bytes 16 (i % 2) .. : set means no -4),
+         * 64 of low bit pairs, 12 of 6-bit scales (minus 32), d */
+        out->scale = f16_at(blk + 108) * (float)(scale_k3(blk + 96, i) - 32);
+        for (int e = 0; e < 16; e++) {
+            int hi = (blk[16 * (i % 2) + e] >> (i / 2)) & 1;
+            out->q[e] = (uint8_t)(low2_k(blk + 32, i, e) + 4 * hi + 4);
+        }
+        return;
+    }
     default:
         memset(out, 0, sizeof *out);
         return;
@@ -125,6 +158,11 @@ void gq_scale(const gq_format *f, const uint8_t *blk, int i, float *scale, float
         *offset = -(f16_at(blk + 2) * (float)m);
         return;
     case GGML_Q6_K: *scale = f16_at(blk + 208) * (float)((const int8_t *)(blk + 192))[i]; return;
+    case GGML_Q2_K:
+        *scale = f16_at(blk + 80) * (float)(blk[i] & 15);
+        *offset = -(f16_at(blk + 82) * (float)(blk[i] >> 4));
+        return;
+    case GGML_Q3_K: *scale = f16_at(blk + 108) * (float)(scale_k3(blk + 96, i) - 32); return;
     default: *scale = 0.0f; return;
     }
 }

@@ -15,13 +15,13 @@ typedef struct gq_format {
     int block;  /* values per GGUF block (32 or 256) */
     int bytes;  /* bytes per GGUF block */
     int sub;    /* values per sub-block (one scale): 32 or 16 */
-    int bits;   /* bits of the values: 4 fit MatMulNBits' 4-bit form, 5 and 6 its 8-bit */
+    int bits;   /* bits of the values: 2 to 4 fit MatMulNBits' 4-bit form, 5 and 6 its 8-bit */
     bool affine; /* an offset per sub-block (no integer zero point) */
     int zp;     /* the zero point of a symmetric format (the same for every block) */
 } gq_format;
 
-/* The format of a block-quantized type this reader knows, else NULL (F32 etc., Q2_K, Q3_K,
- * Q8_1, Q8_K and the IQ types). */
+/* The format of a block-quantized type this reader knows, else NULL (F32 etc., Q8_1, Q8_K
+ * and the IQ types). */
 const gq_format *gq_format_of(uint32_t ggml_type);
 
 typedef struct gq_sub {

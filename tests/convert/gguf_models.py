@@ -88,7 +88,8 @@ class MakerWeights:
 
 # K-quant blocks gguf cannot quantize into: random values with small float16 scales at
 # these byte offsets (bytes per 256 values, offsets of d and dmin)
-K_BLOCKS = {"Q4_K": (144, 0, 2), "Q5_K": (176, 0, 2), "Q6_K": (210, 208, None)}
+K_BLOCKS = {"Q4_K": (144, 0, 2), "Q5_K": (176, 0, 2), "Q6_K": (210, 208, None),
+            "Q2_K": (84, 80, 82), "Q3_K": (110, 108, None)}
 
 
 def random_k_blocks(rows, cols, qname, seed):

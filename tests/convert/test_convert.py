@@ -13,9 +13,9 @@ gguf_models.py) from random weights in each architecture's layout, then converte
   dequant_*   every weight of the converted package (MatMulNBits and GatherBlockQuantized
               blocks dequantized in numpy as the ops define them, float MatMul weights,
               norms and biases) equals gguf.quants.dequantize() of the GGUF tensor bit for
-              bit (Q4_0, Q5_0, Q8_0, Q6_K, Q5_1, Q5_K, F16, BF16); the float zero points of
-              Q4_1 and Q4_K are one rounding away: the largest difference is printed and
-              must stay below 2e-7 / 1e-6 here. K-quant blocks are random bytes (gguf
+              bit (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, Q5_1, Q5_K, F16, BF16); the float zero
+              points of Q4_1, Q2_K and Q4_K are one rounding away: the largest difference
+              is printed and must stay below 2e-7 / 1e-6 here. K-quant blocks are random bytes (gguf
               dequantizes them but cannot quantize into them); a Q4_K_M-like mix (attn_v,
               ffn_down and the output Q6_K) has q, k and v of two types, written apart;
   parity_*    `onnx-genai parity` (native vs onnxruntime, same tokens, logits within the
@@ -551,7 +551,9 @@ def cases():
                                     ("llama", "Q4_1", False, 2e-7, None), ("qwen3", "Q5_1", False, 0.0, None),
                                     ("llama", "Q4_K", False, 1e-6, None), ("qwen2", "Q5_K", False, 0.0, None),
                                     ("qwen2", "Q4_K", True, 1e-6, Q4_K_M), ("phi3", "Q4_0", False, 0.0, None),
-                                    ("gemma3", "Q4_0", True, 0.0, None)):
+                                    ("gemma3", "Q4_0", True, 0.0, None), ("qwen2", "Q3_K", True, 0.0, None),
+                                    ("llama", "Q3_K", False, 0.0, None), ("llama", "Q2_K", False, 1e-6, None),
+                                    ("qwen3", "Q2_K", True, 1e-6, None)):
         c[f"dequant_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = \
             dequant_case(arch, q, tied, tol, mix)
     for arch, q, tied, mix in (("llama", "Q4_0", False, None), ("llama", "Q8_0", False, None),
@@ -559,7 +561,9 @@ def cases():
                                ("llama", "Q4_1", False, None), ("llama", "Q5_0", False, None),
                                ("qwen2", "Q6_K", True, None), ("llama", "Q4_K", False, Q4_K_M),
                                ("qwen3", "Q5_K", False, None), ("phi3", "Q8_0", False, None),
-                               ("gemma2", "Q8_0", False, None), ("gemma3", "Q4_0", True, None)):
+                               ("gemma2", "Q8_0", False, None), ("gemma3", "Q4_0", True, None),
+                               ("llama", "Q3_K", False, None), ("qwen2", "Q3_K", True, None),
+                               ("qwen2", "Q2_K", False, None)):
         c[f"parity_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = parity_case(arch, q, tied, mix)
     for kind in ("spm", "qwen2", "llama3", "gpt2"):
         c[f"tokenizer_{kind}"] = tokenizer_case(kind)
