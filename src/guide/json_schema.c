@@ -9,10 +9,13 @@
  * true/false/null) is one lexeme; objects, arrays and alternatives are rules, linear in
  * the schema's size; $ref targets are one nonterminal each, made before their body, so
  * recursion works; allOf and a $ref's siblings are merged into one schema first; oneOf
- * is anyOf where its branches are proven apart. What llguidance refuses is refused with
- * the keyword and its JSON pointer, and so is what this front end does not do yet
- * (minProperties, maxProperties, multipleOf, patternProperties beside extra keys or with
- * several patterns, some patterns with lengths). */
+ * is anyOf where its branches are proven apart. patternProperties (pairwise disjoint, as
+ * llguidance requires) and additionalProperties are alternatives for the extra keys, each
+ * key lexeme with the named keys and the other patterns' keys excluded; min/maxProperties
+ * count the extra members as llguidance does (only where every named property is
+ * required, or "at most / at least one" of them with no extra keys). What llguidance
+ * refuses is refused with the keyword and its JSON pointer, and so is what this front end
+ * does not do yet (multipleOf, some patterns with lengths). */
 #include "guide/front.h"
 #include "guide/json_internal.h"
 
@@ -330,7 +333,7 @@ static const char *const unsupported[] = {
     "$recursiveRef",
 };
 /* Keywords llguidance supports that this front end does not yet: refused by name. */
-static const char *const not_yet[] = {"minProperties", "maxProperties", "multipleOf"};
+static const char *const not_yet[] = {"multipleOf"};
 
 static og_status *check_keywords(jctx *c, const cJSON *s, const char *ptr) {
     const cJSON *k;
@@ -759,27 +762,32 @@ static void key_bytes(jbuf *key, const char *name) {
     jbuf_putc(key, '"');
 }
 
-/* An extra key: a string whose body is `body` (NULL: any string), but not one of the
- * named keys. Each exclusion set needs its own lexeme, and the lexer gives one id per
- * expression text, so the text carries a serial number as a repetition of the empty
- * group. */
-static og_status *extra_key(jctx *c, const char *body, const char *const names[], size_t n,
-                            gsym *out) {
-    if (n == 0 && !body) return string_lexeme(c, out);
-    jbuf re = {0};
-    if (body) jbuf_printf(&re, "\"%s\"(?:){%d}", body, c->n_key_sets++);
-    else jbuf_printf(&re, "\"%s*\"(?:){%d}", JSON_KEY_CHAR_RE, c->n_key_sets++);
+/* A key lexeme: the JSON string regex `re` (NULL: any string, with every \uXXXX escape
+ * where something is excluded), minus the named keys in names[0..n) and minus every
+ * string of the regexes in vetoes[0..n_vetoes). Each exclusion set needs its own lexeme,
+ * and the lexer gives one id per expression text, so the text carries a serial number as
+ * a repetition of the empty group. */
+static og_status *key_lexeme(jctx *c, const char *re, const char *const names[], size_t n,
+                             const jbuf *vetoes, size_t n_vetoes, gsym *out) {
+    if (n == 0 && n_vetoes == 0 && !re) return string_lexeme(c, out);
+    jbuf text = {0};
+    if (re) jbuf_printf(&text, "%s(?:){%d}", re, c->n_key_sets++);
+    else jbuf_printf(&text, "\"%s*\"(?:){%d}", JSON_KEY_CHAR_RE, c->n_key_sets++);
     int id;
-    og_status *st = re.oom ? og_oom() : glex_add_regex(c->lex, re.s, re.len, "JSON key", &id);
-    jbuf_free(&re);
+    og_status *st =
+        text.oom ? og_oom() : glex_add_regex(c->lex, text.s, text.len, "JSON key", &id);
+    jbuf_free(&text);
     OG_TRY(st);
     for (size_t i = 0; i < n; i++) {
+        if (!names[i]) continue;
         jbuf key = {0};
         key_bytes(&key, names[i]);
         st = key.oom ? og_oom() : glex_exclude(c->lex, id, (uint8_t *)key.s, key.len);
         jbuf_free(&key);
         OG_TRY(st);
     }
+    for (size_t i = 0; i < n_vetoes; i++)
+        OG_TRY(glex_exclude_regex(c->lex, id, vetoes[i].s, vetoes[i].len, "patternProperties"));
     *out = GSYM_LEX(id);
     return NULL;
 }
@@ -807,42 +815,243 @@ static og_status *key_matches(jctx *c, const char *re, const char *name, bool *o
     return NULL;
 }
 
-/* patternProperties, in the one form taken so far: a single pattern, additionalProperties
- * false, no named key matching it. Its keys then stand where extra keys would: *body
- * gets the key body (owned by the caller), *schema the value's schema. */
-static og_status *pattern_properties(jctx *c, const cJSON *s, const char *ptr,
-                                     const char *const names[], size_t n, jbuf *body,
-                                     const cJSON **schema) {
-    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
-    *schema = NULL;
-    if (!pp || (cJSON_IsObject(pp) && !pp->child)) return NULL;
-    if (!cJSON_IsObject(pp)) return at_error(c, ptr, "%s", "'patternProperties' is not an object");
-    if (pp->child->next)
-        return at_error(c, ptr, "%s", "patternProperties with more than one pattern is not "
-                                      "supported yet");
-    if (!is_false(cJSON_GetObjectItemCaseSensitive(s, "additionalProperties")))
-        return at_error(c, ptr, "%s", "patternProperties without additionalProperties false is "
-                                      "not supported yet");
-    char where[600];
-    ptr_append(where, sizeof where, ptr, "patternProperties");
-    if (!c->scratch) OG_TRY(glex_new(&c->scratch));
-    const char *pat = pp->child->string;
-    OG_TRY(json_re_pattern_body(body, pat, strlen(pat), c->scratch, where));
-    if (body->oom) return og_oom();
-    jbuf re = {0};
-    jbuf_printf(&re, "\"%s\"", body->s);
-    og_status *st = re.oom ? og_oom() : NULL;
-    for (size_t i = 0; i < n && !st; i++) {
-        bool m;
-        st = key_matches(c, re.s, names[i], &m);
-        if (!st && m)
-            st = at_error(c, ptr, "property '%s' matching a patternProperties pattern is not "
-                                  "supported yet", names[i]);
+/* Most patterns of one patternProperties, and most DFA states the check that two of them
+ * are disjoint may build. */
+#define JSON_MAX_PATTERNS 64
+#define JSON_DISJOINT_STATES 20000
+
+/* Whether some string matches both regexes: a search of the DFA of the two as lexemes of
+ * one lexer for a state where both are complete. */
+static og_status *regexes_meet(const char *ra, const char *rb, bool *out) {
+    *out = false;
+    glex *lex;
+    OG_TRY(glex_new(&lex));
+    glex_set_limits(lex, JSON_DISJOINT_STATES, (size_t)64 << 20);
+    int a, b;
+    og_status *st = glex_add_regex(lex, ra, strlen(ra), "patternProperties", &a);
+    if (!st) st = glex_add_regex(lex, rb, strlen(rb), "patternProperties", &b);
+    uint32_t *queue = NULL;
+    uint8_t *seen = NULL;
+    if (!st && a == b) *out = true;
+    if (!st && a != b) {
+        queue = malloc(sizeof *queue * (JSON_DISJOINT_STATES + 1));
+        seen = calloc(JSON_DISJOINT_STATES + 1, 1);
+        if (!queue || !seen) st = og_oom();
     }
-    jbuf_free(&re);
-    OG_TRY(st);
-    *schema = pp->child;
+    if (!st && a != b) {
+        uint64_t set[1] = {(1ull << a) | (1ull << b)};
+        uint32_t s0 = glex_start(lex, set);
+        size_t head = 0, tail = 0;
+        if (s0 != GLEX_DEAD && s0 != GLEX_FAILED) {
+            seen[s0] = 1;
+            queue[tail++] = s0;
+        }
+        while (head < tail && !*out && !st) {
+            uint32_t x = queue[head++];
+            const uint64_t *acc = glex_accepts(lex, x);
+            if (acc && (acc[0] >> a & 1) && (acc[0] >> b & 1)) *out = true;
+            for (int byte = 0; byte < 256 && !*out; byte++) {
+                uint32_t y = glex_next(lex, x, (uint8_t)byte);
+                if (y == GLEX_FAILED) {
+                    og_status_free(glex_error(lex));
+                    st = og_errorf(OG_ERR_INVALID_ARGUMENT, "too many states");
+                    break;
+                }
+                if (y == GLEX_DEAD || seen[y]) continue;
+                seen[y] = 1;
+                queue[tail++] = y;
+            }
+        }
+    }
+    free(queue);
+    free(seen);
+    glex_free(lex);
+    return st;
+}
+
+/* One pattern of patternProperties: its value schema (the pattern is schema->string)
+ * and the JSON string regex of the keys it matches. */
+typedef struct jpat {
+    const cJSON *schema;
+    jbuf re;
+} jpat;
+
+static void free_patterns(jpat *p, size_t n) {
+    for (size_t i = 0; i < n; i++) jbuf_free(&p[i].re);
+    free(p);
+}
+
+/* patternProperties as llguidance reads it: each pattern a search, the patterns
+ * pairwise disjoint (else refused). */
+static og_status *read_patterns(jctx *c, const cJSON *s, const char *ptr, jpat **out,
+                                size_t *n_out) {
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
+    *out = NULL;
+    *n_out = 0;
+    if (!pp) return NULL;
+    if (!cJSON_IsObject(pp)) return at_error(c, ptr, "%s", "'patternProperties' is not an object");
+    size_t n = (size_t)cJSON_GetArraySize(pp);
+    if (n == 0) return NULL;
+    if (n > JSON_MAX_PATTERNS)
+        return at_error(c, ptr, "%s", "patternProperties with more than 64 patterns is not "
+                                      "supported");
+    jpat *p = calloc(n, sizeof *p);
+    if (!p) return og_oom();
+    char pp_ptr[600], where[600];
+    ptr_append(pp_ptr, sizeof pp_ptr, ptr, "patternProperties");
+    og_status *st = NULL;
+    size_t k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, pp) {
+        p[k].schema = e;
+        ptr_append(where, sizeof where, pp_ptr, e->string);
+        if (!c->scratch) st = glex_new(&c->scratch);
+        jbuf body = {0};
+        if (!st) st = json_re_pattern_body(&body, e->string, strlen(e->string), c->scratch, where);
+        if (!st) jbuf_printf(&p[k].re, "\"%s\"", body.s ? body.s : "");
+        if (!st && (body.oom || p[k].re.oom)) st = og_oom();
+        jbuf_free(&body);
+        k++;
+        if (st) break;
+    }
+    for (size_t i = 0; i < n && !st; i++)
+        for (size_t j = i + 1; j < n && !st; j++) {
+            bool meet;
+            st = regexes_meet(p[i].re.s, p[j].re.s, &meet);
+            if (st) {
+                og_status_free(st);
+                char msg[300];
+                snprintf(msg, sizeof msg, "can't determine if patternProperties /%.100s/ and "
+                         "/%.100s/ are disjoint", p[i].schema->string, p[j].schema->string);
+                st = at_error(c, ptr, "%s", msg);
+            } else if (meet) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "patternProperties /%.100s/ and /%.100s/ are not "
+                         "disjoint", p[i].schema->string, p[j].schema->string);
+                st = at_error(c, ptr, "%s", msg);
+            }
+        }
+    if (st) {
+        free_patterns(p, n);
+        return st;
+    }
+    *out = p;
+    *n_out = n;
     return NULL;
+}
+
+/* minProperties / maxProperties: *lo and *hi (-1: none) as given. */
+static og_status *read_prop_counts(jctx *c, const cJSON *s, const char *ptr, double *lo,
+                                   double *hi) {
+    static const char *const kws[] = {"minProperties", "maxProperties"};
+    *lo = 0;
+    *hi = -1;
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, kws[i]);
+        if (!v) continue;
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != floor(v->valuedouble))
+            return at_error(c, ptr, "'%s' is not a non-negative integer", kws[i]);
+        *(i ? hi : lo) = v->valuedouble;
+    }
+    if (*hi >= 0 && *lo > *hi)
+        return at_error(c, ptr, "%s",
+                        "unsatisfiable schema: minProperties is above maxProperties");
+    return NULL;
+}
+
+/* The rules of one object shape into lhs: the members kv[i] (-1: never written; in
+ * order, each required or not) then extra members `extra` (-1: none), between lo and hi
+ * (INFINITY: no bound) of them. first[i]: one or more members from i on, none written
+ * before (-1: there is none to write); rest[i]: the members from i on after one was
+ * written; the extras a chain of counts. An empty object is its own rule, so that it has
+ * one place for whitespace, not two. */
+static og_status *object_rules(jctx *c, gsym lhs, const gsym *kv, const bool *required,
+                               size_t n, gsym extra, size_t lo, double hi, const char *ptr) {
+    gsym *first = malloc(sizeof *first * (n + 1)), *rest = malloc(sizeof *rest * (n + 1));
+    size_t counted = isfinite(hi) ? (size_t)hi : lo; /* T_0..T_counted */
+    gsym *tail = extra != -1 ? malloc(sizeof *tail * (counted + 1)) : NULL;
+    og_status *st = NULL;
+    if (!first || !rest || (extra != -1 && !tail)) st = og_oom();
+    bool any_required = extra != -1 && lo > 0;
+    for (size_t i = 0; i < n; i++) any_required |= required[i];
+    for (size_t i = 0; i <= n && !st; i++) {
+        first[i] = -1;
+        st = nt(c, ptr, &rest[i]);
+    }
+    if (extra == -1) {
+        if (!st) st = rule(c, rest[n], NULL, 0);
+    } else {
+        /* T_j: j extras written (j == counted: as many as the loop gives) */
+        tail[0] = rest[n];
+        for (size_t j = 1; j <= counted && !st; j++) st = nt(c, ptr, &tail[j]);
+        for (size_t j = 0; j <= counted && !st; j++) {
+            if (j >= lo) st = rule(c, tail[j], NULL, 0);
+            if (!st && ((double)j < hi)) {
+                gsym next = j < counted ? tail[j + 1] : tail[counted];
+                gsym r[] = {c->w, GSYM_LEX(c->lx_comma), c->w, extra, next};
+                st = rule(c, tail[j], r, 5);
+            }
+        }
+        if (!st && hi >= 1) {
+            st = nt(c, ptr, &first[n]);
+            gsym r1[] = {extra, counted >= 1 ? tail[1] : tail[0]};
+            if (!st) st = rule(c, first[n], r1, 2);
+        }
+    }
+    for (size_t i = n; i-- > 0 && !st;) {
+        if (kv[i] != -1 || (!required[i] && first[i + 1] != -1)) st = nt(c, ptr, &first[i]);
+        if (!st && kv[i] != -1) {
+            gsym r1[] = {kv[i], rest[i + 1]};
+            st = rule(c, first[i], r1, 2);
+            gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, kv[i], rest[i + 1]};
+            if (!st) st = rule(c, rest[i], r2, 5);
+        }
+        if (!st && !required[i]) {
+            if (first[i + 1] != -1) st = rule(c, first[i], &first[i + 1], 1);
+            if (!st) st = rule(c, rest[i], &rest[i + 1], 1);
+        }
+    }
+    if (!st && !any_required) {
+        gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, GSYM_LEX(c->lx_rbrace)};
+        st = rule(c, lhs, r, 3);
+    }
+    if (!st && first[0] != -1) {
+        gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, first[0], c->w, GSYM_LEX(c->lx_rbrace)};
+        st = rule(c, lhs, r, 5);
+    }
+    free(first);
+    free(rest);
+    free(tail);
+    return st;
+}
+
+/* llguidance's one exception to "min/maxProperties only with every named property
+ * required": at most one or at least one of the optional ones, with no other keys. Each
+ * choice an object shape of its own. */
+static og_status *one_of_optional(jctx *c, gsym lhs, const gsym *kv, const bool *required,
+                                  size_t n, size_t lo, double hi, const char *ptr) {
+    gsym *k2 = malloc(sizeof *k2 * (n + 1));
+    bool *r2 = malloc(sizeof *r2 * (n + 1));
+    og_status *st = k2 && r2 ? NULL : og_oom();
+    for (size_t idx = 0; idx < n && !st; idx++) {
+        if (kv[idx] == -1 || required[idx]) continue;
+        for (size_t i = 0; i < n; i++) {
+            bool keep = hi == 1 ? i == idx || required[i] : true;
+            k2[i] = keep ? kv[i] : -1;
+            r2[i] = keep && kv[i] != -1 && (hi == 1 || required[i] || i == idx);
+        }
+        st = object_rules(c, lhs, k2, r2, n, -1, 0, 0, ptr);
+    }
+    if (!st && hi == 1 && lo == 0) { /* at most one: or none */
+        for (size_t i = 0; i < n; i++) {
+            k2[i] = required[i] ? kv[i] : -1;
+            r2[i] = required[i];
+        }
+        st = object_rules(c, lhs, k2, r2, n, -1, 0, 0, ptr);
+    }
+    free(k2);
+    free(r2);
+    return st;
 }
 
 static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
@@ -851,15 +1060,18 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
     const cJSON *addl = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
     if (props && !cJSON_IsObject(props))
         return at_error(c, ptr, "%s", "'properties' is not an object");
+    double min_p, max_p;
+    OG_TRY(read_prop_counts(c, s, ptr, &min_p, &max_p));
     /* named properties: those of `properties`, then required names not among them */
     size_t cap = (size_t)cJSON_GetArraySize(props) + (size_t)cJSON_GetArraySize(req) + 1;
     const char **names = malloc(sizeof *names * cap);      /* the keys */
     const cJSON **schemas = malloc(sizeof *schemas * cap); /* NULL: additional's */
     bool *required = calloc(cap, sizeof *required);
+    int *pat_of = malloc(sizeof *pat_of * cap); /* the pattern a name matches, or -1 */
     gsym *kv = malloc(sizeof *kv * cap);
-    gsym *first = malloc(sizeof *first * (cap + 1)), *rest = malloc(sizeof *rest * (cap + 1));
+    const char **excl = malloc(sizeof *excl * cap);
     og_status *st = NULL;
-    if (!names || !schemas || !required || !kv || !first || !rest) st = og_oom();
+    if (!names || !schemas || !required || !pat_of || !kv || !excl) st = og_oom();
     if (!st && req && !cJSON_IsArray(req)) st = at_error(c, ptr, "%s", "'required' is not a list");
     size_t n = 0;
     const cJSON *p, *props_l = st ? NULL : props, *req_l = st ? NULL : req;
@@ -880,29 +1092,37 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
         }
         required[i] = true;
     }
-    jbuf pat_body = {0};
-    const cJSON *pat_schema = NULL;
-    if (!st) st = pattern_properties(c, s, ptr, names, n, &pat_body, &pat_schema);
-    bool extra_ok = !is_false(addl) || pat_schema;
-    gsym extra_val = -1, extra_kv = -1;
-    char sub[600];
-    if (!st && pat_schema) {
-        char pp_ptr[600];
-        ptr_append(pp_ptr, sizeof pp_ptr, ptr, "patternProperties");
-        ptr_append(sub, sizeof sub, pp_ptr, pat_schema->string);
-        if (is_false(pat_schema)) extra_ok = false;
-        else st = compile(c, pat_schema, sub, &extra_val);
-    } else if (!st && extra_ok) {
-        snprintf(sub, sizeof sub, "%s/additionalProperties", ptr);
-        st = addl ? compile(c, addl, sub, &extra_val) : any_value(c, &extra_val);
+    jpat *pats = NULL;
+    size_t n_pats = 0;
+    if (!st) st = read_patterns(c, s, ptr, &pats, &n_pats);
+    /* a named property that a pattern matches takes both schemas (patterns are
+     * disjoint: one at most); a required name only, the pattern's */
+    for (size_t i = 0; i < n && !st; i++) {
+        pat_of[i] = -1;
+        for (size_t j = 0; j < n_pats && !st && pat_of[i] < 0; j++) {
+            bool m;
+            st = key_matches(c, pats[j].re.s, names[i], &m);
+            if (!st && m) pat_of[i] = (int)j;
+        }
+        if (st || pat_of[i] < 0) continue;
+        const cJSON *ps = pats[pat_of[i]].schema;
+        if (!schemas[i] || is_false(ps)) {
+            schemas[i] = ps;
+        } else if (!is_any(ps)) {
+            cJSON *both = all_of2(schemas[i], ps);
+            st = both ? own(c, both) : og_oom();
+            if (!st) schemas[i] = both;
+        }
     }
+    char sub[600];
     /* each named member: key W ":" W value */
+    size_t n_required = 0, n_optional = 0;
     for (size_t i = 0; i < n && !st; i++) {
         const cJSON *sch = schemas[i];
         char props_ptr[600];
         snprintf(props_ptr, sizeof props_ptr, "%s/properties", ptr);
         ptr_append(sub, sizeof sub, props_ptr, names[i]);
-        if (!sch && (!extra_ok || pat_schema)) {
+        if (!sch && is_false(addl)) {
             st = at_error(c, ptr, "unsatisfiable schema: required property '%s' is not allowed",
                           names[i]);
             break;
@@ -913,70 +1133,92 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
             kv[i] = -1;
             continue;
         }
-        gsym key, val;
+        gsym key, val = -1;
         st = string_literal(c, names[i], sub, &key);
-        if (!st) st = sch ? compile(c, sch, sub, &val) : (val = extra_val, NULL);
+        if (!st) {
+            snprintf(props_ptr, sizeof props_ptr, "%s/additionalProperties", ptr);
+            st = sch ? compile(c, sch, sub, &val)
+                     : addl ? compile(c, addl, props_ptr, &val) : any_value(c, &val);
+        }
         if (!st) st = nt(c, sub, &kv[i]);
         if (!st) {
             gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, val};
             st = rule(c, kv[i], r, 5);
         }
+        if (required[i]) n_required++;
+        else n_optional++;
     }
-    if (!st && extra_ok) {
-        gsym key;
-        st = extra_key(c, pat_schema ? pat_body.s : NULL, names, n, &key);
-        if (!st) st = nt(c, ptr, &extra_kv);
+    /* min/maxProperties count what the named members leave (llguidance's rule) */
+    size_t lo = min_p > (double)n_required ? (size_t)min_p - n_required : 0;
+    double hi = max_p < 0 ? INFINITY : max_p > (double)n_required ? max_p - (double)n_required
+                                                                   : 0;
+    bool counts = lo > 0 || max_p >= 0;
+    if (!st) st = nt(c, ptr, out);
+    bool special = false;
+    if (!st && n_optional > 0 && counts) {
+        special = lo <= 1 && (hi == 1 || !isfinite(hi)) && n_pats == 0 && is_false(addl);
+        if (special) st = one_of_optional(c, *out, kv, required, n, lo, hi, ptr);
+        else if (!c->opts.lenient)
+            st = at_error(c, ptr, "%s", "min/maxProperties only supported when all keys listed "
+                                        "in \"properties\" are required");
+    }
+    /* extra members: one alternative per pattern (keys matching it, named keys aside),
+     * and additionalProperties' (keys neither named nor matching a pattern) */
+    gsym extra_kv = -1;
+    if (special) hi = 0;
+    for (size_t j = 0; j < n_pats && !st && hi > 0; j++) {
+        if (is_false(pats[j].schema)) continue;
+        size_t ne = 0;
+        for (size_t i = 0; i < n; i++)
+            if (pat_of[i] == (int)j) excl[ne++] = names[i];
+        gsym key, val;
+        char pp_ptr[600];
+        ptr_append(pp_ptr, sizeof pp_ptr, ptr, "patternProperties");
+        ptr_append(sub, sizeof sub, pp_ptr, pats[j].schema->string);
+        st = key_lexeme(c, pats[j].re.s, excl, ne, NULL, 0, &key);
+        if (!st) st = compile(c, pats[j].schema, sub, &val);
+        if (!st && extra_kv == -1) st = nt(c, ptr, &extra_kv);
         if (!st) {
-            gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, extra_val};
+            gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, val};
             st = rule(c, extra_kv, r, 5);
         }
     }
-    /* first[i]: one or more members from i on, none written before (-1: there is none
-     * to write); rest[i]: the members from i on after one was written. An empty object
-     * is its own rule, so that it has one place for whitespace, not two. */
-    bool any_required = false;
-    for (size_t i = 0; i < n; i++) any_required |= required[i];
-    for (size_t i = 0; i <= n && !st; i++) {
-        first[i] = -1;
-        st = nt(c, ptr, &rest[i]);
-    }
-    if (!st) st = rule(c, rest[n], NULL, 0);
-    if (!st && extra_ok) {
-        st = nt(c, ptr, &first[n]);
-        gsym r1[] = {extra_kv, rest[n]};
-        if (!st) st = rule(c, first[n], r1, 2);
-        gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, extra_kv, rest[n]};
-        if (!st) st = rule(c, rest[n], r2, 5);
-    }
-    for (size_t i = n; i-- > 0 && !st;) {
-        if (kv[i] != -1 || (!required[i] && first[i + 1] != -1)) st = nt(c, ptr, &first[i]);
-        if (!st && kv[i] != -1) {
-            gsym r1[] = {kv[i], rest[i + 1]};
-            st = rule(c, first[i], r1, 2);
-            gsym r2[] = {c->w, GSYM_LEX(c->lx_comma), c->w, kv[i], rest[i + 1]};
-            if (!st) st = rule(c, rest[i], r2, 5);
+    if (!st && !is_false(addl) && hi > 0) {
+        gsym key, val;
+        jbuf *vetoes = NULL;
+        if (n_pats) {
+            vetoes = malloc(sizeof *vetoes * n_pats);
+            if (!vetoes) st = og_oom();
+            for (size_t j = 0; j < n_pats && !st; j++) vetoes[j] = pats[j].re;
         }
-        if (!st && !required[i]) {
-            if (first[i + 1] != -1) st = rule(c, first[i], &first[i + 1], 1);
-            if (!st) st = rule(c, rest[i], &rest[i + 1], 1);
+        snprintf(sub, sizeof sub, "%s/additionalProperties", ptr);
+        if (!st) st = key_lexeme(c, NULL, names, n, vetoes, n_pats, &key);
+        free(vetoes);
+        if (!st) st = addl ? compile(c, addl, sub, &val) : any_value(c, &val);
+        if (!st && extra_kv == -1) st = nt(c, ptr, &extra_kv);
+        if (!st) {
+            gsym r[] = {key, c->w, GSYM_LEX(c->lx_colon), c->w, val};
+            st = rule(c, extra_kv, r, 5);
         }
     }
-    if (!st) st = nt(c, ptr, out);
-    if (!st && !any_required) {
-        gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, GSYM_LEX(c->lx_rbrace)};
-        st = rule(c, *out, r, 3);
+    if (!st && !special && extra_kv == -1 && lo > 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unsatisfiable schema: minProperties (%.0f) is greater than "
+                 "the number of properties (%zu)", min_p, n_required);
+        st = at_error(c, ptr, "%s", msg);
     }
-    if (!st && first[0] != -1) {
-        gsym r[] = {GSYM_LEX(c->lx_lbrace), c->w, first[0], c->w, GSYM_LEX(c->lx_rbrace)};
-        st = rule(c, *out, r, 5);
-    }
-    jbuf_free(&pat_body);
+    if (!st && extra_kv != -1 && ((double)lo > JSON_MAX_COUNTED_ITEMS ||
+                                  (isfinite(hi) && hi > JSON_MAX_COUNTED_ITEMS)))
+        st = at_error(c, ptr, "%s", "minProperties / maxProperties above 10000 are not "
+                                    "supported");
+    if (!st && !special) st = object_rules(c, *out, kv, required, n, extra_kv, lo, hi, ptr);
+    free_patterns(pats, n_pats);
     free(names);
     free(schemas);
     free(required);
+    free(pat_of);
     free(kv);
-    free(first);
-    free(rest);
+    free(excl);
     return st;
 }
 

@@ -335,7 +335,8 @@ og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id
     return add_lexeme(lex, 'l', bytes, len, NULL, id);
 }
 
-og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len)
+/* Room for one more exclusion branch of lexeme `id`. */
+static og_status *veto_room(glex *lex, int id)
 {
     if (id < 0 || id >= lex->n_lex)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "lexer: no lexeme %d to exclude from", id);
@@ -343,6 +344,13 @@ og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len)
     uint32_t *v = realloc(l->vetos, (l->n_vetos + 1) * sizeof *v);
     if (!v) return og_oom_context(og_oom(), "lexer");
     l->vetos = v;
+    return NULL;
+}
+
+og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len)
+{
+    OG_TRY(veto_room(lex, id));
+    lexeme *l = &lex->lex[id];
     uint32_t n0 = lex->nfa.n;
     uint32_t entry = gnfa_add(&lex->nfa, GN_VETO, 0, 0, (uint32_t)id, GN_NONE);
     if (entry != GN_NONE) lex->nfa.st[entry].veto = 1;
@@ -354,6 +362,24 @@ og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len)
         lex->nfa.n = n0;
         return og_oom_context(og_oom(), "lexer: exclusion from %s", l->desc);
     }
+    l->vetos[l->n_vetos++] = entry;
+    if (lex->n_ds) dfa_reset(lex);
+    return NULL;
+}
+
+og_status *glex_exclude_regex(glex *lex, int id, const char *re, size_t len, const char *what)
+{
+    OG_TRY(veto_room(lex, id));
+    lexeme *l = &lex->lex[id];
+    uint32_t n0 = lex->nfa.n, entry = GN_NONE;
+    uint32_t end = gnfa_add(&lex->nfa, GN_VETO, 0, 0, (uint32_t)id, GN_NONE);
+    og_status *st = end == GN_NONE ? og_oom_context(og_oom(), "lexer: NFA states")
+                                   : gre_compile(&lex->nfa, re, len, what, end, &entry);
+    if (st) {
+        lex->nfa.n = n0;
+        return st;
+    }
+    for (uint32_t i = n0; i < lex->nfa.n; i++) lex->nfa.st[i].veto = 1;
     l->vetos[l->n_vetos++] = entry;
     if (lex->n_ds) dfa_reset(lex);
     return NULL;

@@ -47,6 +47,10 @@ og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id
  * language still match): a JSON object's extra keys are strings other than the named
  * properties. Call before the first glex_start. */
 og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len);
+/* As glex_exclude, for every string of the regular expression `re` (a JSON object's
+ * extra keys are neither named keys nor keys of its patternProperties). Errors as
+ * glex_add_regex's, naming `what`. */
+og_status *glex_exclude_regex(glex *lex, int id, const char *re, size_t len, const char *what);
 /* Writes `re`-syntax text that matches exactly `bytes` into buf (escaping what needs
  * it); returns the length it needs (like snprintf). */
 size_t glex_escape(const uint8_t *bytes, size_t len, char *buf, size_t cap);
