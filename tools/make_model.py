@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from model_maker import catalog, kvquant, llama2c, synthetic  # noqa: E402
 from model_maker.decoder import BuildOptions  # noqa: E402
-from model_maker.package import write_arch_package, write_package  # noqa: E402
+from model_maker.package import write_arch_package, write_package, write_sentence_transformers  # noqa: E402
 from model_maker.weights import RandomTensors  # noqa: E402
 
 
@@ -97,6 +97,18 @@ def main(argv=None):
     ap.add_argument("--kv-cache-scale-file", metavar="JSON",
                     help="the builder's kv_cache_scale_file (scales.k_scales / v_scales per layer, "
                          "optional layer_ids and qmax); see model_maker/kvquant.py")
+    ap.add_argument("--hidden-states", choices=["include", "exclude"], default="",
+                    help="the final norm's output as a graph output 'hidden_states' (what embeddings "
+                         "are made of): beside the logits (the builder's include_hidden_states) or "
+                         "instead of them, without an lm_head (exclude_lm_head)")
+    ap.add_argument("--no-kv", action="store_true",
+                    help="no past/present cache inputs and outputs (an embedding export: each run "
+                         "starts empty); attention-only models")
+    ap.add_argument("--st-pooling", choices=["cls", "mean", "lasttoken"], default=None,
+                    help="write sentence-transformers' modules.json and 1_Pooling/config.json with "
+                         "this pooling mode")
+    ap.add_argument("--st-normalize", action="store_true",
+                    help="with --st-pooling: a Normalize module too (unit vectors)")
     a = ap.parse_args(argv)
     if a.kv_cache_quant_scheme != "none" and not a.kv_cache_scale_file:
         ap.error("--kv-cache-quant-scheme needs --kv-cache-scale-file (as the builder needs "
@@ -125,7 +137,8 @@ def main(argv=None):
 
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
                         symmetric=not a.asymmetric, head_multiple=a.head_multiple,
-                        shared_embeddings=a.shared_embeddings, lora=a.lora)
+                        shared_embeddings=a.shared_embeddings, lora=a.lora,
+                        hidden_states=a.hidden_states, no_kv=a.no_kv)
     opts = kv_quant_options(ap, a, opts, list(range(spec.num_layers)), spec.num_layers,
                             spec.num_kv_heads, [spec.head_size])
     out = a.out
@@ -139,6 +152,8 @@ def main(argv=None):
         files = split_package(out, a.out)
         info["dir"] = a.out
         print("decoder-pipeline: " + " -> ".join(files))
+    if a.st_pooling:
+        write_sentence_transformers(a.out, a.st_pooling, a.st_normalize)
     print(f"wrote {info['dir']}: model.onnx {info['model_bytes']} B, model.onnx.data {info['data_bytes']} B, "
           f"{info['initializers']} initializers")
     if info["head_size"] != info["true_head_size"]:
@@ -178,7 +193,8 @@ def make_arch(ap, a):
         ap.error("--split is for Qwen3.5 models")
     dtype = a.dtype or ("fp32" if a.type else "int4")
     opts = BuildOptions(dtype=dtype, accuracy_level=a.accuracy_level, block_size=a.block_size,
-                        symmetric=not a.asymmetric, head_multiple=0, lora=a.lora)
+                        symmetric=not a.asymmetric, head_multiple=0, lora=a.lora,
+                        hidden_states=a.hidden_states, no_kv=a.no_kv)
     kv = list(arch.attention_layers())
     opts = kv_quant_options(ap, a, opts, kv, arch.layers, arch.kv_heads, [arch.hd(i) for i in kv])
     ids = None
@@ -191,6 +207,8 @@ def make_arch(ap, a):
         info = write_arch_package(a.out, arch, opts, weights, split_ids=ids)
     except ValueError as e:
         ap.error(str(e))
+    if a.st_pooling:
+        write_sentence_transformers(a.out, a.st_pooling, a.st_normalize)
     print(f"wrote {info['dir']}: model.onnx {info['model_bytes']} B, model.onnx.data {info['data_bytes']} B, "
           f"{info['initializers']} initializers")
     print("ops: " + ", ".join(f"{k} {v}" for k, v in info["ops"].items()))

@@ -63,7 +63,15 @@ static const char serve_usage[] =
     "  --log-format FMT      a line per request on stderr (time, client, method, path,\n"
     "                        status, model, prompt and completion tokens, time to the\n"
     "                        first token, duration): text, json (one object a line) or\n"
-    "                        none (the default)\n";
+    "                        none (the default)\n"
+    "  --pooling MODE        /v1/embeddings: one vector of an input's hidden states by\n"
+    "                        last (the last token's), mean or cls (the first token's);\n"
+    "                        default: the package's sentence-transformers files\n"
+    "                        (modules.json, 1_Pooling/config.json), else last\n"
+    "  --embeddings-normalize yes|no  unit-length vectors (default: yes when the package's\n"
+    "                        modules.json has a Normalize module or there is none)\n"
+    "  --matryoshka          a request's \"dimensions\" may cut the vectors (a model trained\n"
+    "                        for it); otherwise a width below the model's is refused\n";
 /* after cli_backend_usage */
 static const char serve_usage_tail[] =
     "The engine batches over its paged KV cache on the native backend; a model on\n"
@@ -179,6 +187,10 @@ int cli_serve(int argc, char **argv) {
             o.eng.per_sequence = true;
             continue;
         }
+        if (!strcmp(a, "--matryoshka")) {
+            o.matryoshka = true;
+            continue;
+        }
         if (a[0] != '-') {
             if (o.model_dir) return cli_fail("serve: one model folder only ('%s' and '%s')", o.model_dir, a);
             o.model_dir = a;
@@ -191,7 +203,8 @@ int cli_serve(int argc, char **argv) {
                                              "--max-connections", "--max-per-address",
                                              "--read-timeout", "--api-key", "--api-key-file",
                                              "--cors-origin", "--template-file", "--drain-timeout",
-                                             "--adapter", "--log-format", NULL};
+                                             "--adapter", "--log-format", "--pooling",
+                                             "--embeddings-normalize", NULL};
         bool known = false;
         for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
         if (!known) return cli_fail("serve: unknown option '%s' (see serve --help)", a);
@@ -228,6 +241,15 @@ int cli_serve(int argc, char **argv) {
             else if (!strcmp(v, "json")) o.log_format = SERVE_LOG_JSON;
             else if (!strcmp(v, "none")) o.log_format = SERVE_LOG_NONE;
             else rc = cli_fail("serve: --log-format takes text, json or none, not '%s'", v);
+        } else if (!strcmp(a, "--pooling")) {
+            if (!strcmp(v, "last")) o.pooling = SERVE_POOL_LAST;
+            else if (!strcmp(v, "mean")) o.pooling = SERVE_POOL_MEAN;
+            else if (!strcmp(v, "cls")) o.pooling = SERVE_POOL_CLS;
+            else rc = cli_fail("serve: --pooling takes last, mean or cls, not '%s'", v);
+        } else if (!strcmp(a, "--embeddings-normalize")) {
+            if (!strcmp(v, "yes")) o.embed_normalize = 1;
+            else if (!strcmp(v, "no")) o.embed_normalize = 0;
+            else rc = cli_fail("serve: --embeddings-normalize takes yes or no, not '%s'", v);
         }
         if (rc) return rc;
     }

@@ -15,6 +15,7 @@ typedef struct arch_info {
     const char *gguf, *genai;
     bool qkv_bias, qk_norm, unpermute, fused;
     int gemma; /* 2 or 3: Gemma's sandwich norms, GELU, scaled embedding, sliding layers */
+    bool moe;  /* experts (expert_count, expert_used_count, expert_feed_forward_length) */
 } arch_info;
 
 /* llama.cpp's "llama" covers Llama and Mistral checkpoints (convert_hf_to_gguf writes
@@ -24,6 +25,9 @@ static const arch_info archs[] = {
     {"llama", "llama", false, false, true, false, 0},
     {"qwen2", "qwen2", true, false, false, false, 0},
     {"qwen3", "qwen3", false, true, false, false, 0},
+    /* Qwen3-MoE: Qwen3's attention, experts as com.microsoft MoE / QMoE; onnxruntime-genai
+     * has no model type of its own for it and runs it as the qwen3 decoder it is */
+    {"qwen3moe", "qwen3", false, true, false, false, 0, true},
     {"phi3", "phi3", false, false, false, true, 0},
     {"gemma2", "gemma2", false, false, false, false, 2},
     {"gemma3", "gemma3_text", false, true, false, false, 3},
@@ -91,7 +95,7 @@ og_status *cv_read_shape(cv_model *m, const convert_options *opt) {
     if (!a)
         return og_errorf(OG_ERR_UNSUPPORTED,
                          "%s: general.architecture '%.*s' is not converted (llama, qwen2, "
-                         "qwen3, phi3, gemma2 and gemma3 are)", m->path, (int)(len > 64 ? 64 : len), s);
+                         "qwen3, qwen3moe, phi3, gemma2 and gemma3 are)", m->path, (int)(len > 64 ? 64 : len), s);
     snprintf(m->arch, sizeof m->arch, "%s", a->gguf);
     m->type = a->genai;
     if (!strcmp(a->gguf, "llama") && gguf_find(m->g, "general.name")) {
@@ -111,7 +115,16 @@ og_status *cv_read_shape(cv_model *m, const convert_options *opt) {
     OG_TRY(positive(m, "block_count", m->layers, CV_MAX_LAYERS));
     OG_TRY(key_i64(m, "embedding_length", 0, true, &m->hidden));
     OG_TRY(positive(m, "embedding_length", m->hidden, big));
-    OG_TRY(key_i64(m, "feed_forward_length", 0, true, &m->inter));
+    if ((m->moe = a->moe)) {
+        OG_TRY(key_i64(m, "expert_count", 0, true, &m->experts));
+        OG_TRY(positive(m, "expert_count", m->experts, 1 << 16));
+        OG_TRY(key_i64(m, "expert_used_count", 0, true, &m->top_k));
+        OG_TRY(positive(m, "expert_used_count", m->top_k, m->experts));
+        OG_TRY(key_i64(m, "expert_feed_forward_length", 0, true, &m->expert_inter));
+        OG_TRY(positive(m, "expert_feed_forward_length", m->expert_inter, big));
+    }
+    /* a dense layer's width (MoE files: of layers without experts, if any) */
+    OG_TRY(key_i64(m, "feed_forward_length", m->expert_inter, !a->moe, &m->inter));
     OG_TRY(positive(m, "feed_forward_length", m->inter, big));
     OG_TRY(key_i64(m, "attention.head_count", 0, true, &m->heads));
     OG_TRY(positive(m, "attention.head_count", m->heads, 4096));

@@ -5,6 +5,7 @@
 
 #include "convert/convert.h"
 #include "convert/gguf.h"
+#include "convert/gguf_blocks.h"
 #include "convert/onnx_out.h"
 
 #include <cjson/cJSON.h>
@@ -20,6 +21,8 @@ typedef struct cv_model {
     double eps, theta, rope_linear; /* rope_linear: 0, or the linear scaling factor */
     bool qkv_bias, qk_norm;
     bool fused_qkv, fused_gate_up; /* Phi-3: attn_qkv, and ffn_up = [gate; up] */
+    bool moe;            /* Qwen3-MoE: layers with ffn_gate_inp route over experts */
+    int64_t experts, top_k, expert_inter;
     int gemma;           /* 2, 3: Gemma's layout (below), else 0 */
     bool sandwich, gelu; /* norms after attention and MLP too; GELU (tanh) MLP */
     float emb_scale;     /* embeddings * this, 0: none */
@@ -75,6 +78,14 @@ og_status *cv_float_init(onnx_out *o, const cv_model *m, const char *name,
                          const gguf_tensor *t, const int64_t *dims, int ndims);
 /* Row r of t (cols elements) as float32, exactly as gguf's dequantize computes it. */
 og_status *cv_dequant_row(const cv_model *m, const gguf_tensor *t, int64_t r, float *out);
+
+/* The rows of src as they are, K values each: float32 (f NULL: dequantized), or a
+ * block format's MatMulNBits values (what 0) or scales (what 1) (convert_weights.c). */
+og_status *cv_write_rows(onnx_out *o, const cv_model *m, const gq_format *f,
+                         const cv_src *src, int n_src, int64_t k, int what);
+/* Layer i's mixture of experts after the norm's output h: the router, then MoE (float
+ * experts) or QMoE (Q4_0 / Q8_0 experts as their blocks) (convert_moe.c). */
+og_status *cv_moe(onnx_out *o, const cv_model *m, int64_t i, const char *h, const char **out);
 
 /* Whether layer i attends over a sliding window (convert_config.c). */
 bool cv_sliding(const cv_model *m, int64_t i);

@@ -306,6 +306,8 @@ static og_status *attention(gb *b, int64_t i, const char *h, const char *seqlens
 static og_status *mlp(gb *b, int64_t i, const char *h, const char **out) {
     const cv_model *m = b->m;
     onnx_out *o = b->o;
+    if (m->moe && gguf_tensor_find(m->g, tname(b, i, "ffn_gate_inp.weight")))
+        return cv_moe(o, m, i, h, out);
     const char *p = onnx_fmt(o, "/model/layers.%" PRId64 "/mlp", i);
     cv_src g = {0}, u = {0}, d = {0};
     if (m->fused_gate_up) { /* Phi-3's ffn_up is [gate; up] */

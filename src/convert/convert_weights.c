@@ -205,6 +205,24 @@ static void write_rows(onnx_out *o, const gq_format *f, const cv_src *src, int n
     }
 }
 
+og_status *cv_write_rows(onnx_out *o, const cv_model *m, const gq_format *f,
+                         const cv_src *src, int n_src, int64_t k, int what) {
+    uint8_t *buf = malloc((size_t)k * 4);
+    if (!buf) return og_oom_for((size_t)k * 4, "a row of %s", src[0].t->name);
+    og_status *st = NULL;
+    if (f) {
+        write_rows(o, f, src, n_src, k, what ? W_SCALES : W_VALUES, buf);
+    } else {
+        for (int s = 0; s < n_src && !st; s++)
+            for (int64_t r = 0; r < src[s].rows && !st; r++) {
+                st = cv_dequant_row(m, src[s].t, src_row(&src[s], r), (float *)buf);
+                if (!st) onnx_init_write(o, buf, (size_t)k * 4);
+            }
+    }
+    free(buf);
+    return st;
+}
+
 bool cv_same_type(const cv_src *src, int n_src) {
     for (int s = 1; s < n_src; s++)
         if (src[s].t->type != src[0].t->type) return false;

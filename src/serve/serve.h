@@ -13,6 +13,9 @@ enum { SERVE_MAX_ADAPTERS = 32 };
 /* --log-format: a line per request on stderr, or none */
 enum { SERVE_LOG_NONE = 0, SERVE_LOG_TEXT, SERVE_LOG_JSON };
 
+/* --pooling: how /v1/embeddings makes one vector of an input's hidden states */
+enum { SERVE_POOL_UNSET = 0, SERVE_POOL_LAST, SERVE_POOL_MEAN, SERVE_POOL_CLS };
+
 typedef struct serve_options {
     const char *model_dir;  /* the package served (-m), or NULL with models_dir */
     const char *models_dir; /* --models-dir: every package folder in it, by folder name */
@@ -36,6 +39,12 @@ typedef struct serve_options {
      * names one as model "MODEL:NAME" (eng_sampling.adapter) */
     const char *adapters[SERVE_MAX_ADAPTERS];
     int n_adapters;
+    /* /v1/embeddings: SERVE_POOL_* (UNSET: the package's sentence-transformers files, else
+     * last), unit vectors (-1: as the package says, else yes), and whether `dimensions`
+     * may cut the vectors (a Matryoshka-trained model) */
+    int pooling;
+    int embed_normalize;
+    bool matryoshka;
     eng_options eng;
     og_model_options model; /* every model opens with these: backend, threads */
 } serve_options;

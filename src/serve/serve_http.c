@@ -26,7 +26,8 @@
 
 const char *const srv_route_names[SRV_ROUTES] = {
     "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
-    "/tokenize", "/detokenize", "/", "/v1/messages", "/v1/responses", "/props", "/slots", "other"};
+    "/tokenize", "/detokenize", "/", "/v1/messages", "/v1/responses", "/props", "/slots", "/v1/embeddings",
+    "other"};
 
 serve_options serve_options_default(void) {
     serve_options o = {0};
@@ -38,6 +39,7 @@ serve_options serve_options_default(void) {
     o.read_timeout = 10;
     o.max_n = 16;
     o.drain_timeout = 30;
+    o.embed_normalize = -1;
     o.eng = eng_options_default();
     o.model = og_model_options_default();
     return o;
@@ -76,13 +78,14 @@ static srv_route route_of(const char *url) {
     if (!strcmp(url, "/v1/responses")) return SRV_RESPONSES;
     if (!strcmp(url, "/props")) return SRV_PROPS;
     if (!strcmp(url, "/slots")) return SRV_SLOTS;
+    if (!strcmp(url, "/v1/embeddings")) return SRV_EMBEDDINGS;
     return SRV_OTHER;
 }
 
 static const char *route_method(srv_route r) {
     switch (r) {
     case SRV_CHAT: case SRV_COMPLETIONS: case SRV_TOKENIZE: case SRV_DETOKENIZE: case SRV_MESSAGES:
-    case SRV_RESPONSES: return "POST";
+    case SRV_RESPONSES: case SRV_EMBEDDINGS: return "POST";
     default: return "GET";
     }
 }
@@ -148,7 +151,7 @@ void srv_health(srv_server *s, srv_reply *r) {
         cJSON_AddStringToObject(o, "model", s->models[0].name);
         srv_model *m = srv_try_use(s, 0);
         if (m) {
-            cJSON_AddStringToObject(o, "mode", eng_batched(m->eng) ? "batched" : "per-sequence");
+            cJSON_AddStringToObject(o, "mode", !m->eng ? "embeddings" : eng_batched(m->eng) ? "batched" : "per-sequence");
             srv_release(s, m);
         }
         status = state == SRV_READY ? 200 : 503;
@@ -184,12 +187,13 @@ void srv_answer_probe(srv_server *s, srv_probe p, srv_reply *r) {
 
 static bool json_route(srv_route r) {
     return r == SRV_CHAT || r == SRV_COMPLETIONS || r == SRV_TOKENIZE || r == SRV_DETOKENIZE ||
-           r == SRV_MESSAGES || r == SRV_RESPONSES;
+           r == SRV_MESSAGES || r == SRV_RESPONSES || r == SRV_EMBEDDINGS;
 }
 
 /* The routes that generate, refused while draining. */
 static bool generating_route(srv_route r) {
-    return r == SRV_CHAT || r == SRV_COMPLETIONS || r == SRV_MESSAGES || r == SRV_RESPONSES;
+    return r == SRV_CHAT || r == SRV_COMPLETIONS || r == SRV_MESSAGES || r == SRV_RESPONSES ||
+           r == SRV_EMBEDDINGS;
 }
 
 /* Byte-equal in a time that does not depend on where they differ, so that the key cannot
@@ -338,6 +342,7 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
     case SRV_RESPONSES: srv_handle_dialect(s, &srv_responses_api, body, len, fd, r); return;
     case SRV_PROPS: srv_handle_props(s, c, r); return;
     case SRV_SLOTS: srv_handle_slots(s, c, r); return;
+    case SRV_EMBEDDINGS: srv_handle_embeddings(s, body, len, r); return;
     default: return;
     }
 }
@@ -537,13 +542,18 @@ int serve_main(const serve_options *o) {
             og_status_free(st);
             goto out;
         }
-        printf("ready: model '%s', context %d, %s%s%s\n", m->name, m->context,
-               eng_batched(m->eng) ? "continuous batching" : "per-sequence mode",
-               eng_batched(m->eng) ? "" : ": ", eng_mode_note(m->eng));
-        if (!m->tpl) printf("no chat template (%s): /v1/chat/completions answers 400\n", m->tpl_error);
-        else printf("tool calls: %s\n", m->tools_fmt == TC_NONE
-                                             ? "none taught by the chat template (text stays in content)"
-                                             : tc_format_name(m->tools_fmt));
+        if (!m->eng) {
+            printf("ready: model '%s', context %d, embeddings only (%s)\n", m->name, m->context,
+                   srv_embedder_how(m->emb));
+        } else {
+            printf("ready: model '%s', context %d, %s%s%s\n", m->name, m->context,
+                   eng_batched(m->eng) ? "continuous batching" : "per-sequence mode",
+                   eng_batched(m->eng) ? "" : ": ", eng_mode_note(m->eng));
+            if (!m->tpl) printf("no chat template (%s): /v1/chat/completions answers 400\n", m->tpl_error);
+            else printf("tool calls: %s\n", m->tools_fmt == TC_NONE
+                                                 ? "none taught by the chat template (text stays in content)"
+                                                 : tc_format_name(m->tools_fmt));
+        }
     } else {
         printf("ready: %d models in %s, each loaded on its first request\n", s->n_models, o->models_dir);
     }

@@ -10,6 +10,7 @@
  *   serve_messages.c Anthropic's /v1/messages
  *   serve_responses.c OpenAI's /v1/responses
  *   serve_slots.c    /props and /slots (llama-server's), the slot table
+ *   serve_embed.c    /v1/embeddings: the decoder graph's hidden states, pooled
  *   serve_log.c      --log-format: a line per request
  *   serve_metrics.c  Prometheus text
  *   page.html        the chat page at / (compiled in as serve_page.c by the build)
@@ -62,6 +63,8 @@ void srv_fail(srv_error *e, int status, const char *param, const char *fmt, ...)
  * above --models-memory. */
 enum { SRV_UNLOADED = 0, SRV_LOADING, SRV_READY, SRV_FAILED, SRV_UNLOADING };
 
+typedef struct srv_embedder srv_embedder;
+
 typedef struct srv_model {
     char *name, *dir;
     int state;
@@ -83,13 +86,21 @@ typedef struct srv_model {
     og_generator_params defaults; /* the package's search block */
     long created;
     og_adapters *adapters;   /* serve_options.adapters loaded over it (NULL: none) */
+    /* /v1/embeddings (serve_embed.c): its session, opened on the first request (at load for
+     * an embeddings-only package: no logits, then model and eng are NULL); emb_error says
+     * why the package gives none */
+    pthread_mutex_t emb_mu;
+    bool emb_mu_live;        /* emb_mu is initialised */
+    srv_embedder *emb;
+    char emb_error[512];
 } srv_model;
 
 /* ---- the server --------------------------------------------------------------------- */
 
 typedef enum srv_route {
     SRV_CHAT, SRV_COMPLETIONS, SRV_MODELS, SRV_HEALTH, SRV_METRICS, SRV_TOKENIZE,
-    SRV_DETOKENIZE, SRV_PAGE, SRV_MESSAGES, SRV_RESPONSES, SRV_PROPS, SRV_SLOTS, SRV_OTHER,
+    SRV_DETOKENIZE, SRV_PAGE, SRV_MESSAGES, SRV_RESPONSES, SRV_PROPS, SRV_SLOTS, SRV_EMBEDDINGS,
+    SRV_OTHER,
     SRV_ROUTES
 } srv_route;
 
@@ -422,6 +433,29 @@ void srv_slot_give(srv_server *s, const srv_model *m, int slot);
  * model by ?model=NAME or the only one. */
 void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r);
 void srv_handle_slots(srv_server *s, struct MHD_Connection *c, srv_reply *r);
+
+/* ---- embeddings (serve_embed.c) --------------------------------------------------------- */
+
+enum { SRV_EMBED_MAX_INPUTS = 2048 }; /* inputs in one request */
+
+/* The hidden states of the package in dir, pooled (o's --pooling and normalising, else the
+ * package's sentence-transformers files): a session on its decoder graph, which must have
+ * an output "hidden_states" or "last_hidden_state" (or the one genai_config names). Free
+ * with srv_embedder_free (NULL: nothing). */
+og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedder **out);
+void srv_embedder_free(srv_embedder *e);
+/* Whether the graph also has the config's logits output (else it serves embeddings only). */
+bool srv_embedder_has_logits(const srv_embedder *e);
+int srv_embedder_dim(const srv_embedder *e);     /* the vectors' width */
+int srv_embedder_context(const srv_embedder *e); /* genai_config's context_length */
+int srv_embedder_vocab(const srv_embedder *e);   /* genai_config's vocab_size */
+bool srv_embedder_normalizes(const srv_embedder *e);
+const char *srv_embedder_how(const srv_embedder *e); /* "mean pooling, normalised (modules.json, ...)" */
+const char *srv_pool_name(int pool);                 /* SERVE_POOL_* as --pooling spells it */
+/* The pooled vector (srv_embedder_dim floats, not normalised) of the n ids, run alone. */
+og_status *srv_embed(srv_embedder *e, const int32_t *ids, int n, float *vec);
+/* POST /v1/embeddings. */
+void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_reply *r);
 
 /* An error answer in OpenAI's shape made Anthropic's (serve_messages.c): every answer on
  * /v1/messages passes here. */

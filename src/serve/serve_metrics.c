@@ -66,7 +66,8 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
     for (int i = 0; i < s->n_models; i++) {
         srv_model *m = srv_try_use(s, i);
         srv_buf_printf(&b, "og_model_loaded{model=\"%s\"} %d\n", s->models[i].name, m != NULL);
-        if (!m) continue;
+        if (m && !m->eng) srv_release(s, m); /* embeddings only: no engine counters */
+        if (!m || !m->eng) continue;
         held[n] = m;
         l[n].name = m->name;
         eng_get_stats(m->eng, &l[n].st);

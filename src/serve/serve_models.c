@@ -76,6 +76,8 @@ bool srv_models_init(srv_server *s) {
         s->models = calloc(1, sizeof *s->models);
         if (!s->models) return false;
         s->n_models = 1;
+        pthread_mutex_init(&s->models[0].emb_mu, NULL);
+        s->models[0].emb_mu_live = true;
         s->models[0].dir = strdup(o->model_dir);
         s->models[0].name = o->model_name ? strdup(o->model_name) : name_of(o->model_dir);
         s->models[0].state = SRV_LOADING;
@@ -131,11 +133,18 @@ bool srv_models_init(srv_server *s) {
         return false;
     }
     qsort(s->models, (size_t)s->n_models, sizeof *s->models, by_name);
+    for (int i = 0; i < s->n_models; i++) { /* in their places: a mutex is not moved */
+        pthread_mutex_init(&s->models[i].emb_mu, NULL);
+        s->models[i].emb_mu_live = true;
+    }
     return true;
 }
 
 static void unload(srv_model *m) {
     if (m->eng) eng_destroy(m->eng);
+    srv_embedder_free(m->emb);
+    m->emb = NULL;
+    m->emb_error[0] = 0;
     og_adapters_free(m->adapters); /* after the engine: its generators used them */
     m->adapters = NULL;
     og_chat_template_free(m->tpl);
@@ -170,9 +179,43 @@ const char *srv_adapter_of(const srv_server *s, const cJSON *body) {
     return NULL;
 }
 
+/* A package whose decoder graph has hidden states and no logits (the builder's
+ * exclude_lm_head, an embedding model's export): it serves /v1/embeddings only, without a
+ * model or an engine. Returns why_not (taken) when it is not one. */
+static og_status *load_embeddings_only(srv_server *s, srv_model *m, og_status *why_not) {
+    srv_embedder *e = NULL;
+    og_status *st = srv_embedder_open(&s->o, m->dir, &e);
+    if (st || srv_embedder_has_logits(e)) {
+        og_status_free(st);
+        srv_embedder_free(e);
+        return why_not;
+    }
+    og_status_free(why_not);
+    m->emb = e;
+    if ((st = og_tokenizer_open(m->dir, &m->tok))) return st;
+    for (int i = 0; i < TC_MAX_MARKERS; i++) m->tool_marker_ids[i] = -1;
+    m->bor = m->eor = -1;
+    snprintf(m->tpl_error, sizeof m->tpl_error, "an embeddings-only package (its decoder has no "
+             "logits output)");
+    m->context = srv_embedder_context(e);
+    m->vocab = srv_embedder_vocab(e);
+    m->created = (long)time(NULL);
+    return NULL;
+}
+
 og_status *srv_model_load(srv_server *s, srv_model *m) {
     size_t rss0 = proc_rss_now();
     og_status *st = og_model_open(m->dir, &s->o.model, &m->model);
+    if (st) { /* perhaps an embeddings-only package */
+        if (!(st = load_embeddings_only(s, m, st))) {
+            m->bytes = package_bytes(m->dir);
+            size_t rss1 = proc_rss_now();
+            if (rss1 > rss0 && rss1 - rss0 > m->bytes) m->bytes = rss1 - rss0;
+            return NULL;
+        }
+        unload(m);
+        return st;
+    }
     for (size_t i = 0; !st && i < og_model_warning_count(m->model); i++) /* auto's fallback */
         fprintf(stderr, "onnx-genai serve: %s: warning: %s\n", m->dir,
                 og_model_warning(m->model, i));
@@ -253,7 +296,7 @@ static bool load_now(srv_server *s, srv_model *m, srv_error *err) {
     og_status *st = srv_model_load(s, m);
     if (!st) {
         printf("loaded model '%s' (%.1f MiB, context %d, %s)\n", m->name, (double)m->bytes / 1048576.0, m->context,
-               eng_batched(m->eng) ? "continuous batching" : "per-sequence mode");
+               !m->eng ? "embeddings only" : eng_batched(m->eng) ? "continuous batching" : "per-sequence mode");
         fflush(stdout);
     }
     pthread_mutex_lock(&s->models_mu);
@@ -348,6 +391,7 @@ int srv_model_state(srv_server *s, srv_model *m) {
 void srv_models_free(srv_server *s) {
     for (int i = 0; i < s->n_models; i++) {
         unload(&s->models[i]);
+        if (s->models[i].emb_mu_live) pthread_mutex_destroy(&s->models[i].emb_mu);
         free(s->models[i].name);
         free(s->models[i].dir);
     }

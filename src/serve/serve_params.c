@@ -500,6 +500,11 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
     p->logprobs = -1;
     p->n = 1;
     p->guide_kind = -1;
+    if (!m->eng) {
+        srv_fail(err, 400, "model", "the model '%.100s' is an embeddings-only package (its decoder "
+                 "has no logits output): it answers POST /v1/embeddings only", m->name);
+        return false;
+    }
     bool ok = srv_known_keys(j, chat ? chat_keys : completion_keys, err) &&
               (chat ? read_messages(m, j, p, err) : read_prompts(j, p, err)) &&
               srv_read_response_format(j, p, err) && read_sampling(s, m, j, p, err) &&

@@ -113,7 +113,7 @@ void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
     char build[160];
     snprintf(build, sizeof build, "onnx-genai %s (%s)", og_cli_version, og_cli_commit);
     cJSON_AddStringToObject(o, "build_info", build);
-    cJSON_AddStringToObject(o, "mode", eng_batched(m->eng) ? "batched" : "per-sequence");
+    cJSON_AddStringToObject(o, "mode", !m->eng ? "embeddings" : eng_batched(m->eng) ? "batched" : "per-sequence");
     srv_release(s, m);
     srv_reply_json(r, 200, o);
 }

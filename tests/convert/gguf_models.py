@@ -5,6 +5,8 @@ weights for tools/make_model.py (the HF layout).
   llama/mistral: q and k rows permuted to llama.cpp's interleaved rotary order
   qwen2: q/k/v biases; qwen3: per-head q/k norms; phi3: attn_qkv and ffn_up = [gate; up];
   gemma2/gemma3: four norms a layer, a sliding first layer, soft caps / q-k norms
+  qwen3moe: qwen3's attention, 4 experts (2 used) as 3-D ffn_{gate,up,down}_exps and the
+  router ffn_gate_inp (float32, as llama.cpp's quantizer leaves it)
 Weights are normal(0, 0.08) (norms 1 + normal(0, 0.1)), float32 in HF order; quantized
 files quantize them with gguf.quants (exactly as llama.cpp's converter would).
 """
@@ -24,6 +26,7 @@ def shape(arch, vocab, layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, in
         hidden, head_dim, inter = 256, 64, 512
     return dict(arch=arch, vocab=vocab, layers=layers, hidden=hidden, heads=heads,
                 kv_heads=kv_heads, head_dim=head_dim, inter=inter, context=context,
+                experts=4 if arch == "qwen3moe" else 0, top_k=2,
                 eps=1e-5, theta=10000.0 if arch in ("llama", "mistral", "gemma2") else 1000000.0,
                 # Gemma: layer 0 slides over 8 positions, layer 1 attends to all; Gemma 2's
                 # soft caps; Gemma 3's local rotary base is llama.cpp's default 10000
@@ -48,8 +51,14 @@ def random_weights(s, seed):
                  gate=w(F, H), up=w(F, H), down=w(H, F), input_norm=norm(H), post_norm=norm(H))
         if s["arch"] == "qwen2":
             d.update(q_bias=w(nh * hd), k_bias=w(nkv * hd), v_bias=w(nkv * hd))
-        if s["arch"] in ("qwen3", "gemma3"):
+        if s["arch"] in ("qwen3", "gemma3", "qwen3moe"):
             d.update(q_norm=norm(hd), k_norm=norm(hd))
+        if s["experts"]:  # router and experts; the maker's fc1 interleaves gate and up rows
+            E = s["experts"]
+            d.update(router=w(E, H), exp_gate=w(E, F, H), exp_up=w(E, F, H), experts_down=w(E, H, F))
+            gu = np.empty((E, 2 * F, H), np.float32)
+            gu[:, 0::2], gu[:, 1::2] = d["exp_gate"], d["exp_up"]
+            d["experts_gate_up"] = gu
         if s["arch"].startswith("gemma"):  # sandwich norms
             d.update(pre_ff_norm=norm(H), post_ff_norm=norm(H))
         layers.append(d)
@@ -113,9 +122,11 @@ def _write_tensor(writer, name, arr, qtype):
         writer.add_tensor(name, np.ascontiguousarray(arr, dtype=np.float32))
     elif qtype == Q.F16:
         writer.add_tensor(name, arr.astype(np.float16))
-    elif qtype.name in K_BLOCKS:
+    elif qtype.name in K_BLOCKS:  # (3-D experts: their rows one after another)
         seed = int.from_bytes(name.encode()[-4:], "little")
-        writer.add_tensor(name, random_k_blocks(arr.shape[0], arr.shape[1], qtype.name, seed), raw_dtype=qtype)
+        rows = int(np.prod(arr.shape[:-1]))
+        blocks = random_k_blocks(rows, arr.shape[-1], qtype.name, seed)
+        writer.add_tensor(name, blocks.reshape(*arr.shape[:-1], -1), raw_dtype=qtype)
     else:
         writer.add_tensor(name, gguf.quants.quantize(np.ascontiguousarray(arr), qtype), raw_dtype=qtype)
 
@@ -169,6 +180,10 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
     if s.get("softcap"):
         wr.add_attn_logit_softcapping(s["softcap"])
         wr.add_final_logit_softcapping(s["final_softcap"])
+    if s.get("experts"):
+        wr.add_expert_count(s["experts"])
+        wr.add_expert_used_count(s["top_k"])
+        wr.add_expert_feed_forward_length(s["inter"])
     if s["head_dim"] != s["hidden"] // s["heads"]:
         wr.add_key_length(s["head_dim"])
         wr.add_value_length(s["head_dim"])
@@ -220,12 +235,18 @@ def write_gguf(path, s, weights, qtype, tok, tied=False, embed_type=None, mix=No
             _tensor(wr, p + "post_ffw_norm.weight", L["post_ff_norm"], qtype)
         else:
             _tensor(wr, p + "ffn_norm.weight", L["post_norm"], qtype)
-        if arch == "phi3":
+        if "router" in L:
+            wr.add_tensor(p + "ffn_gate_inp.weight", L["router"])
+            _tensor(wr, p + "ffn_gate_exps.weight", L["exp_gate"], qtype)
+            _tensor(wr, p + "ffn_up_exps.weight", L["exp_up"], qtype)
+            _tensor(wr, p + "ffn_down_exps.weight", L["experts_down"], qtype)
+        elif arch == "phi3":
             _tensor(wr, p + "ffn_up.weight", np.concatenate([L["gate"], L["up"]]), qtype)
         else:
             _tensor(wr, p + "ffn_gate.weight", L["gate"], qtype)
             _tensor(wr, p + "ffn_up.weight", L["up"], qtype)
-        _tensor(wr, p + "ffn_down.weight", L["down"], qtype)
+        if "router" not in L:
+            _tensor(wr, p + "ffn_down.weight", L["down"], qtype)
     if rope_scaling:
         wr.add_tensor("rope_freqs.weight", llama3_rope_factors(s, rope_scaling))
     _tensor(wr, "output_norm.weight", weights["final_norm"], qtype)

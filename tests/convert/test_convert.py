@@ -26,6 +26,9 @@ gguf_models.py) from random weights in each architecture's layout, then converte
               level BPE with Qwen2's and Llama 3's pre-tokenizers, GPT-2's;
   refuse      unsupported architectures, tensor types and broken files are refused with
               the key or tensor named.
+qwen3moe (Qwen3-MoE: MoE / QMoE experts) runs greedy (against make_model.py's qwen3
+package with MoE layers of the same weights), dequant (expert rows, gate and up
+interleaved) and parity like the others.
 A case whose oracle or data is missing prints SKIP and the script exits 77 when nothing ran.
 """
 import json
@@ -144,6 +147,8 @@ def greedy_case(arch, rope_scaling=None):
         maker_dir = out + "_maker"
         if arch.startswith("gemma"):
             write_gemma_maker(maker_dir, arch, s, w)
+        elif arch == "qwen3moe":
+            write_moe_maker(maker_dir, s, w)
         else:
             write_classic_maker(maker_dir, arch, s, w, hf, rope_scaling)
         maker = ort_greedy(maker_dir, PROMPT, 24)
@@ -178,6 +183,19 @@ def write_gemma_maker(maker_dir, arch, s, w):
              rope_theta=s["theta"], mlp="gelu_tanh", emb_scale=scale, emb_scale_text=repr(scale),
              sandwich=True, sliding_window=s["window"], sliding_layers=(0,), bos=400, eos=402,
              pad=400, **kw)
+    write_arch_package(maker_dir, a, BuildOptions(dtype="fp32", head_multiple=0), gm.MakerWeights(w))
+
+
+def write_moe_maker(maker_dir, s, w):
+    """make_model.py's Qwen3-MoE package of the same weights: qwen3 with MoE layers (float
+    experts, SwiGLU with interleaved gate/up rows, as it writes Qwen3.5-MoE's)."""
+    from model_maker.arch import Arch
+    from model_maker.decoder import BuildOptions
+    from model_maker.package import write_arch_package
+    a = Arch(model_type="qwen3", hidden=s["hidden"], inter=s["inter"], layers=s["layers"],
+             heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"], vocab=s["vocab"],
+             context=s["context"], eps=s["eps"], rope_theta=s["theta"], qk_norm=True, mlp="moe",
+             experts=s["experts"], top_k=s["top_k"], moe_inter=s["inter"], bos=400, eos=402, pad=400)
     write_arch_package(maker_dir, a, BuildOptions(dtype="fp32", head_multiple=0), gm.MakerWeights(w))
 
 
@@ -264,8 +282,15 @@ def expected_weights(src, s, tied):
             exp[f"{b}/attn/qkv_proj/MatMul"] = np.concatenate(
                 [src[p + "attn_q.weight"], src[p + "attn_k.weight"], src[p + "attn_v.weight"]])
         exp[f"{b}/attn/o_proj/MatMul"] = src[p + "attn_output.weight"]
-        for m in ("gate", "up", "down"):
-            exp[f"{b}/mlp/{m}_proj/MatMul"] = src[p + f"ffn_{m}.weight"]
+        if p + "ffn_gate_inp.weight" in src:  # experts: fc1 rows gate, up, gate, up, ...
+            exp[f"{b}/moe/router/MatMul"] = src[p + "ffn_gate_inp.weight"]
+            g, u = src[p + "ffn_gate_exps.weight"], src[p + "ffn_up_exps.weight"]
+            fc1 = np.empty((g.shape[0], 2 * g.shape[1], g.shape[2]), np.float32)
+            fc1[:, 0::2], fc1[:, 1::2] = g, u
+            exp[f"{b}/moe/fc1"], exp[f"{b}/moe/fc2"] = fc1, src[p + "ffn_down_exps.weight"]
+        else:
+            for m in ("gate", "up", "down"):
+                exp[f"{b}/mlp/{m}_proj/MatMul"] = src[p + f"ffn_{m}.weight"]
         exp[f"model.layers.{i}.input_layernorm.weight"] = src[p + "attn_norm.weight"]
         if p + "post_ffw_norm.weight" in src:  # Gemma's sandwich
             exp[f"model.layers.{i}.post_attention_layernorm.weight"] = src[p + "post_attention_norm.weight"]
@@ -295,6 +320,18 @@ def dequant_case(arch, qname, tied=False, tol=0.0, mix=None):
                 nodes[n.name.rsplit("_Q", 1)[0]] = nbits_dequant(n, inits)
             elif n.op_type == "MatMul":
                 nodes[n.name] = inits[n.input[1]].T
+            elif n.op_type == "MoE":
+                b = n.name.rsplit("/", 1)[0]
+                nodes[b + "/fc1"], nodes[b + "/fc2"] = inits[n.input[2]], inits[n.input[4]]
+            elif n.op_type == "QMoE":  # each expert's rows as MatMulNBits blocks
+                at = {a.name: a.i for a in n.attribute}
+                b = n.name.rsplit("/", 1)[0]
+                for fc, (wi, si) in (("fc1", (2, 3)), ("fc2", (5, 6))):
+                    qw, sc = inits[n.input[wi]], inits[n.input[si]]
+                    e, rows = qw.shape[0], qw.shape[1]
+                    k = qw.shape[2] * 8 // at["expert_weight_bits"]
+                    nodes[f"{b}/{fc}"] = np.stack([blocks_dequant(qw[x], sc[x], rows, k, at["expert_weight_bits"],
+                                                                  at["block_size"], [], inits) for x in range(e)])
             elif n.op_type == "GatherBlockQuantized":
                 # the embedding read from blocks: Reshape(initializer) -> GatherBlockQuantized
                 reshape = next(r for r in m.graph.node if n.input[0] in r.output)
@@ -472,8 +509,8 @@ def refuse(build, work):
     cases = []
     # an architecture we do not convert: named with its key
     p = os.path.join(work, "bad_arch.gguf")
-    gm.write_gguf(p, dict(s, arch="qwen3moe"), w, Q.F32, tok)
-    cases.append((p, "general.architecture 'qwen3moe'"))
+    gm.write_gguf(p, dict(s, arch="qwen2moe"), w, Q.F32, tok)
+    cases.append((p, "general.architecture 'qwen2moe'"))
     # a K-quant tensor: named
     p = os.path.join(work, "bad_type.gguf")
     gm.write_gguf(p, s, w, Q.F32, tok)
@@ -541,7 +578,7 @@ def _retype(path, data, t, qtype, work):
 
 def cases():
     c = {}
-    for arch in ("llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"):
+    for arch in ("llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "qwen3moe"):
         c[f"greedy_{arch}"] = greedy_case(arch)
     c["greedy_llama_llama3rope"] = greedy_case("llama", LLAMA3_ROPE)
     for arch, q, tied, tol, mix in (("llama", "Q4_0", False, 0.0, None), ("llama", "Q8_0", False, 0.0, None),
@@ -553,7 +590,8 @@ def cases():
                                     ("qwen2", "Q4_K", True, 1e-6, Q4_K_M), ("phi3", "Q4_0", False, 0.0, None),
                                     ("gemma3", "Q4_0", True, 0.0, None), ("qwen2", "Q3_K", True, 0.0, None),
                                     ("llama", "Q3_K", False, 0.0, None), ("llama", "Q2_K", False, 1e-6, None),
-                                    ("qwen3", "Q2_K", True, 1e-6, None)):
+                                    ("qwen3", "Q2_K", True, 1e-6, None), ("qwen3moe", "Q4_0", False, 0.0, None),
+                                    ("qwen3moe", "Q8_0", False, 0.0, None), ("qwen3moe", "Q4_K", False, 1e-6, None)):
         c[f"dequant_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = \
             dequant_case(arch, q, tied, tol, mix)
     for arch, q, tied, mix in (("llama", "Q4_0", False, None), ("llama", "Q8_0", False, None),
@@ -563,7 +601,8 @@ def cases():
                                ("qwen3", "Q5_K", False, None), ("phi3", "Q8_0", False, None),
                                ("gemma2", "Q8_0", False, None), ("gemma3", "Q4_0", True, None),
                                ("llama", "Q3_K", False, None), ("qwen2", "Q3_K", True, None),
-                               ("qwen2", "Q2_K", False, None)):
+                               ("qwen2", "Q2_K", False, None), ("qwen3moe", "Q4_0", False, None),
+                               ("qwen3moe", "Q8_0", False, None), ("qwen3moe", "Q4_K", False, None)):
         c[f"parity_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = parity_case(arch, q, tied, mix)
     for kind in ("spm", "qwen2", "llama3", "gpt2"):
         c[f"tokenizer_{kind}"] = tokenizer_case(kind)

@@ -47,6 +47,11 @@ class BuildOptions:
     lora: tuple = ()             # projections (qkv_proj, o_proj, gate_proj, ...) given LoRA inputs
     kv_quant: str = "none"       # builder's kv_cache_quant_scheme: int8/int4/fp8 _per_tensor/_per_channel
     kv_scales: object = None     # with kv_quant: {layer id: (k_scale, v_scale)} (kvquant.load_scales)
+    hidden_states: str = ""      # builder's "include" (include_hidden_states: the final norm's output
+                                 # as output hidden_states beside logits) or "exclude" (exclude_lm_head:
+                                 # hidden_states, no lm_head, no logits)
+    no_kv: bool = False          # no past/present inputs and outputs (an embedding export: every run
+                                 # starts from an empty cache); attention-only models
 
 
 def pad_heads(spec, weights, multiple=16):

@@ -68,6 +68,41 @@ def kv_quant_config(cfg, opts):
     return cfg
 
 
+def hidden_states_config(cfg, opts):
+    """With exclude_lm_head the builder's config has no logits; without a cache (no_kv) it
+    names no past or present. The hidden_states output itself is not in the builder's
+    config: a runtime finds it by its name."""
+    outs, ins = cfg["model"]["decoder"]["outputs"], cfg["model"]["decoder"]["inputs"]
+    if opts.hidden_states == "exclude":
+        outs.pop("logits", None)
+    if opts.no_kv:
+        for d in (ins, outs):
+            for k in [k for k in d if k.startswith(("past_", "present_"))]:
+                del d[k]
+    return cfg
+
+
+def write_sentence_transformers(out_dir, pooling, normalize):
+    """The files sentence-transformers keeps beside a model, which say how its vectors are
+    made: modules.json (Transformer, Pooling, and Normalize when normalize) and the Pooling
+    module's 1_Pooling/config.json with one mode (cls, mean or lasttoken)."""
+    mods = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    if normalize:
+        mods.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+        os.makedirs(os.path.join(out_dir, "2_Normalize"), exist_ok=True)
+    write_json(os.path.join(out_dir, "modules.json"), mods)
+    os.makedirs(os.path.join(out_dir, "1_Pooling"), exist_ok=True)
+    with open(os.path.join(out_dir, "genai_config.json")) as f:
+        hidden = json.load(f)["model"]["decoder"]["hidden_size"]
+    modes = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
+    cfg = {"word_embedding_dimension": hidden}
+    cfg.update({f"pooling_mode_{m}": m == {"cls": "cls_token", "mean": "mean_tokens",
+                                           "lasttoken": "lasttoken"}[pooling] for m in modes})
+    cfg["include_prompt"] = True
+    write_json(os.path.join(out_dir, "1_Pooling", "config.json"), cfg)
+
+
 def write_json(path, obj):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=4, ensure_ascii=False)
@@ -82,7 +117,8 @@ def write_package(out_dir, spec, weights, opts, tokenizer, tokenizer_cfg):
     from .transformer import TransformerBuilder
     builder = TransformerBuilder(arch_from_spec(spec, opts.shared_embeddings), opts, out_dir)
     model_path, data_bytes = builder.build(weights, true_head=spec.true_head_size)
-    info = _finish(out_dir, kv_quant_config(genai_config(spec), opts), tokenizer, tokenizer_cfg, builder,
+    info = _finish(out_dir, hidden_states_config(kv_quant_config(genai_config(spec), opts), opts), tokenizer,
+                   tokenizer_cfg, builder,
                    model_path, data_bytes)
     info.update(head_size=spec.head_size, true_head_size=spec.true_head_size or spec.head_size)
     return info
@@ -183,7 +219,7 @@ def write_arch_package(out_dir, a, opts, weights, split_ids=None):
         raise ValueError(f"{a.model_type}: fp16 packages are written for dense attention-only models only")
     builder = TransformerBuilder(a, opts, out_dir, inputs_embeds=split_ids is not None)
     model_path, data_bytes = builder.build(weights)
-    cfg = kv_quant_config(arch_genai_config(a, split=split_ids is not None), opts)
+    cfg = hidden_states_config(kv_quant_config(arch_genai_config(a, split=split_ids is not None), opts), opts)
     extra = []
     if split_ids is not None:
         vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}[a.model_type]

@@ -159,10 +159,10 @@ class TransformerBuilder:
         return self.g.node(op, [x] + w, [f"{b}/output_0"], f"{b}/LayerNorm",
                            epsilon=float(self.a.eps), axis=-1, stash_type=1)
 
-    def skip_norm(self, b, residual, skip, i, key, prefix, final=False):
+    def skip_norm(self, b, residual, skip, i, key, prefix, final=False, out=None):
         w = self.norm_weights(prefix, i, key, self.a.hidden)
         op = "SkipLayerNormalization" if self.a.norm == "layer" else "SkipSimplifiedLayerNormalization"
-        outs = [f"{b}/output_0"] if final else [f"{b}/output_0", "", "", f"{b}/output_3"]
+        outs = [out or f"{b}/output_0"] if final else [f"{b}/output_0", "", "", f"{b}/output_3"]
         self.g.node(op, [residual, skip] + w, outs, f"{b}/SkipLayerNorm", domain=MS,
                     epsilon=float(self.a.eps))
         return outs[0], outs[-1]
@@ -188,7 +188,14 @@ class TransformerBuilder:
             g.input("position_ids", TensorProto.INT64, [3, "batch_size", "sequence_length"])
         elif a.position_rank() == 2:
             g.input("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"])
-        g.output("logits", self.io_onnx, ["batch_size", "sequence_length", a.vocab])
+        if self.o.hidden_states != "exclude":
+            g.output("logits", self.io_onnx, ["batch_size", "sequence_length", a.vocab])
+        if self.o.hidden_states:
+            g.output("hidden_states", self.io_onnx, ["batch_size", "sequence_length", a.hidden])
+        if self.o.no_kv:
+            if a.layer_types:
+                raise ValueError("no_kv: attention-only models (a state has no empty form here)")
+            return
         att = a.attention_layers()
         for kv in ("key", "value"):
             for i in att:
@@ -391,10 +398,12 @@ class TransformerBuilder:
             scales = [self.init(f"model.layers.{i}.attn.k_scale", ks, np.float32),
                       self.init(f"model.layers.{i}.attn.v_scale", vs, np.float32)]
         an = f"{b}/GroupQueryAttention"
+        nk = self.o.no_kv  # no cache: no past, the presents stay inside the graph
+        past = ["", ""] if nk else [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
+        present = [f"{an}/output_1", f"{an}/output_2"] if nk else [f"present.{i}.key", f"present.{i}.value"]
         out = g.node("GroupQueryAttention",
-                     [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens, total,
-                      cos, sin, "", "", sink] + scales,
-                     [f"{an}/output_0", f"present.{i}.key", f"present.{i}.value"], an, domain=MS, **attrs)
+                     [q, k, v] + past + [seqlens, total, cos, sin, "", "", sink] + scales,
+                     [f"{an}/output_0"] + present, an, domain=MS, **attrs)
         if gate is not None:
             s = g.node("Sigmoid", [gate], [f"{b}/gate/Sigmoid/output_0"], f"{b}/gate/Sigmoid")
             out = g.node("Mul", [out, s], [f"{b}/gate/Mul/output_0"], f"{b}/gate/Mul")
@@ -632,7 +641,10 @@ class TransformerBuilder:
             skip = m
         L = a.layers
         h, _ = self.skip_norm(f"/model/layers.{L}/final_norm_layernorm", residual, skip, None, "final_norm",
-                              f"model.layers.{L}.final_norm_layernorm", final=True)
+                              f"model.layers.{L}.final_norm_layernorm", final=True,
+                              out="hidden_states" if self.o.hidden_states else None)
+        if self.o.hidden_states == "exclude":  # the builder's exclude_lm_head: no lm_head at all
+            return g.save()
         post = a.lm_head_bias or a.logits_scale or a.final_softcap
         x = self.matmul("/lm_head/MatMul", h, None if lm_written else self.w.top("lm_head", (a.vocab, a.hidden)),
                         out=None if post else "logits", written=lm_written)
