@@ -168,6 +168,7 @@ void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error
     if (e->batched) {
         e->st.kv_blocks_used = kv_pool_in_use(e->pool);
         e->st.kv_blocks_cached = e->pool->n_cached;
+        e->slots_used_st = e->n_slots_used;
     }
     pthread_mutex_unlock(&e->stats_mu);
     r->seq = NULL;
@@ -322,7 +323,7 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
         e->st.kv_blocks_total = e->pool->n_blocks;
         e->st.block_size = e->pool->block_size;
         e->st.kv_bytes_total = (uint64_t)e->pool->n_blocks * 2u * (uint64_t)e->pool->n_layers *
-                               e->pool->block_bytes;
+                               e->pool->block_bytes + e->state_reserve;
     } else {
         eng_single_init(e);
         e->st.kv_bytes_total = e->seq_budget;
@@ -371,7 +372,7 @@ size_t eng_request_bytes(const eng_engine *e, int n_prompt, const eng_sampling *
     int64_t total = (int64_t)n_prompt + s->max_tokens;
     if (total > e->context) total = e->context;
     int64_t blocks = (total + e->pool->block_size - 1) / e->pool->block_size;
-    return (size_t)blocks * 2u * (size_t)e->pool->n_layers * e->pool->block_bytes;
+    return (size_t)blocks * 2u * (size_t)e->pool->n_layers * e->pool->block_bytes + e->slot_bytes;
 }
 
 eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
@@ -471,6 +472,7 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
     r->seq = q;
     r->t_submit = r->t_last = eng_now();
     q->req = r;
+    q->slot = q->snap = -1;
     memcpy(q->tokens, prompt, sizeof *prompt * (size_t)n);
     q->n_tokens = n;
     q->cap_tokens = cap;
@@ -523,7 +525,11 @@ void eng_get_stats(eng_engine *e, eng_stats *out) {
     *out = e->st;
     pthread_mutex_unlock(&e->stats_mu);
     out->queue_depth = queued;
-    if (e->batched) /* a block holds every layer's keys and values */
+    if (e->batched) { /* a block holds every layer's keys and values; a slot every state */
+        pthread_mutex_lock(&e->stats_mu);
+        uint64_t slots = (uint64_t)e->slots_used_st;
+        pthread_mutex_unlock(&e->stats_mu);
         out->kv_bytes_used = (uint64_t)out->kv_blocks_used * 2u * (uint64_t)e->pool->n_layers *
-                             e->pool->block_bytes;
+                             e->pool->block_bytes + slots * e->slot_bytes;
+    }
 }

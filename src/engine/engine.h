@@ -14,10 +14,14 @@
  * arithmetic does not depend on the other tokens of the run (see ARCHITECTURE.md,
  * "Serving"), so greedy decoding gives each request the tokens it gets alone.
  *
- * Models whose attention cannot read a paged cache (gpt2's Attention, a graph that does
- * not take past_key as an input of its GroupQueryAttention nodes) and models that carry a
- * recurrent state are served one generator per sequence instead, stepped in turn
- * ("per-sequence mode"): the same API, no shared batch.
+ * Hybrid models (conv / recurrent states beside the KV: Qwen3.5, LFM2) are batched too:
+ * each running sequence holds a slot of every state, decoding sequences run together as
+ * rows of one run over their slots, prompt chunks run apart (a state consumes a
+ * sequence's tokens in order), and the prefix cache keeps state snapshots at block
+ * boundaries (engine_state.c). Models whose attention cannot read a paged cache (gpt2's
+ * Attention, a graph that does not take past_key as an input of its GroupQueryAttention
+ * nodes) are served one generator per sequence instead, stepped in turn ("per-sequence
+ * mode"): the same API, no shared batch.
  *
  * Requests are reference counted: the engine holds one reference until it has delivered
  * the end, the submitter the other. */
@@ -38,8 +42,10 @@ typedef struct eng_request eng_request;
 enum { ENG_STEP_TOKENS_DEFAULT = 256 };
 
 typedef struct eng_options {
-    size_t kv_memory;   /* bytes for the KV pool; 0: enough for max_batch full contexts,
-                           at most a quarter of the memory available. In per-sequence
+    size_t kv_memory;   /* bytes for the KV pool (a hybrid's state slots and snapshots,
+                           eng_state_bytes, included); 0: enough for max_batch full
+                           contexts, at most a quarter of the memory available, plus the
+                           state slots and snapshots. In per-sequence
                            mode the same budget bounds the running generators: each is
                            charged its estimated bytes (KV cache at its max_length,
                            recurrent and conv states, a prompt snapshot, sequences,
@@ -149,9 +155,14 @@ typedef enum eng_submit_code {
 eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
                            eng_request **out, char *msg, size_t size);
 
+/* Bytes the batched engine sets aside within kv_memory for a hybrid model's states: one
+ * slot of every conv / recurrent state per max_batch sequence, and as many snapshots for
+ * the prefix cache (when it is on); 0 for a model without states. */
+size_t eng_state_bytes(const og_model *m, const eng_options *o);
+
 /* The bytes a request is charged against kv_memory: in per-sequence mode its generator's
  * estimate (see eng_options.kv_memory); in batched mode the KV blocks of its prompt and
- * max_tokens (within the context). */
+ * max_tokens (within the context), and a hybrid model's state slot. */
 size_t eng_request_bytes(const eng_engine *e, int n_prompt, const eng_sampling *s);
 
 /* Waits until the request has more than `have` tokens or has finished, at most

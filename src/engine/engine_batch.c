@@ -48,16 +48,23 @@ typedef struct flat_cache {
     eng_engine *e;
     const paged_kv *pk;
     gen_adapter *adapter; /* the step's group's LoRA adapter, or NULL */
+    int rows, slot0;      /* the run's batch rows; hybrid: the state slot of row 0 */
 } flat_cache;
 
 static og_status *empty_past(void *ctx, int i, og_tensor *slot, og_tensor **out) {
-    const gen_cache *c = &((const flat_cache *)ctx)->e->m->cache[i];
-    int64_t d[4] = {1, c->heads, 0, c->head_size};
+    const flat_cache *fc = ctx;
+    if (fc->e->hybrid && fc->e->state_of[i] >= 0) /* a state: the rows' slots */
+        return eng_state_past(fc->e, i, fc->slot0, fc->rows, slot, out);
+    const gen_cache *c = &fc->e->m->cache[i];
+    int64_t d[4] = {fc->rows, c->heads, 0, c->head_size};
     return gen_step_view(c->dtype, d, 4, NULL, slot, out);
 }
 
 static og_status *no_present(void *ctx, int i, og_tensor *slot, og_tensor **out, bool *skip) {
-    (void)ctx, (void)i, (void)slot;
+    const flat_cache *fc = ctx;
+    *skip = false;
+    if (fc->e->hybrid && fc->e->state_of[i] >= 0)
+        return eng_state_present(fc->e, i, fc->slot0, fc->rows, slot, out);
     *out = NULL;
     *skip = true; /* the cache lives in the pool */
     return NULL;
@@ -77,12 +84,16 @@ static void take_pool_back(void *ctx, const gen_stage *sg) {
     og_status_free(runtime_session_set_paged_kv(sg->s, NULL)); /* never fails */
 }
 
-/* Runs the staged tokens ids/pos [0, T) with e->pk's sequences and a mask of ones W wide;
- * the logits of the n_rows tokens `rows` (the only ones sampled from) land in e->logits
- * from row row0 on, as [n_rows][vocab]: the lm_head and everything after the last
- * attention run on those rows only (og_session_run_rows). */
-static og_status *run_flat(eng_engine *e, int T, int W, int n_seqs, const int64_t *rows,
-                           int n_rows, int row0) {
+/* Runs the staged tokens ids/pos [0, R * N), R rows of N tokens (the flat step: one row
+ * of every sequence's tokens; a hybrid model's runs: R decoding sequences of one token,
+ * or one sequence's prompt chunk), with e->pseqs' sequences and a mask of ones W wide;
+ * a hybrid's rows read and write the state slots [slot0, slot0 + R). The logits of the
+ * n_rows tokens `rows` (flat indices; the only ones sampled from) land in e->logits from
+ * row row0 on, as [n_rows][vocab]: the lm_head and everything after the last attention
+ * run on those rows only (og_session_run_rows). */
+static og_status *run_rows(eng_engine *e, int R, int N, int W, int n_seqs, const int64_t *rows,
+                           int n_rows, int row0, int slot0) {
+    int T = R * N;
     og_model *m = e->m;
     paged_kv pk = {.dtype = e->pool->dtype, .kv_heads = e->pool->kv_heads,
                    .head_size = e->pool->head_size, .block_size = e->pool->block_size,
@@ -90,14 +101,15 @@ static og_status *run_flat(eng_engine *e, int T, int W, int n_seqs, const int64_
                    .layer_names = e->layer_names, .k = e->pool->k, .v = e->pool->v,
                    .n_seqs = n_seqs, .seqs = e->pseqs, .layer_runs = e->layer_runs};
     memset(e->layer_runs, 0, sizeof *e->layer_runs * (size_t)pk.n_layers);
-    for (int i = 0; i < W; i++) e->mask[i] = 1;
+    for (int i = 0; i < R * W; i++) e->mask[i] = 1;
     if (m->position_rank == 3) /* text tokens: the same position on every mRoPE axis */
         for (int a = 1; a < 3; a++) memcpy(e->pos + (size_t)a * T, e->pos, sizeof *e->pos * (size_t)T);
-    gen_step_tokens tk = {.rows = 1, .n = T, .mask_cols = W, .ids = e->ids, .mask = e->mask,
+    gen_step_tokens tk = {.rows = R, .n = N, .mask_cols = W, .ids = e->ids, .mask = e->mask,
                           .pos = e->pos, .ids32 = e->ids32, .mask32 = e->mask32,
                           .pos32 = e->pos32, .forms = e->forms};
     const eng_sampling *g = e->step_group;
-    flat_cache fc = {e, &pk, g && g->adapter ? gen_adapters_find(g->adapters, g->adapter) : NULL};
+    flat_cache fc = {e, &pk, g && g->adapter ? gen_adapters_find(g->adapters, g->adapter) : NULL,
+                     R, slot0};
     if (g && g->adapter && !fc.adapter)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "engine: adapter '%s' was unloaded while "
                          "requests used it", g->adapter);
@@ -115,6 +127,7 @@ static og_status *run_flat(eng_engine *e, int T, int W, int n_seqs, const int64_
         return og_errorf(OG_ERR_INVALID_MODEL, "engine: the model returned no logits '%s'",
                          m->logits.name);
     }
+    if (e->hybrid) eng_state_settle(e, slot0, R);
     for (int l = 0; l < pk.n_layers; l++)
         if (e->layer_runs[l] != 1)
             return og_errorf(OG_ERR_UNSUPPORTED, "engine: layer %d ('%s') was read by %d "
@@ -200,8 +213,6 @@ static og_status *mask_readers(const gen_stage *sg, const char *mask, int64_t *t
 /* Why the model cannot be batched over the paged cache, or NULL. */
 static og_status *batchable(const og_model *m, int64_t *threshold) {
     *threshold = -1;
-    if (m->has_state)
-        return og_errorf(OG_ERR_UNSUPPORTED, "the model carries a recurrent/conv state");
     if (m->kv != GEN_KV_SEPARATE || !m->compact)
         return og_errorf(OG_ERR_UNSUPPORTED, "its attention is not GroupQueryAttention over "
                          "separate key/value caches");
@@ -225,7 +236,21 @@ static og_status *batchable(const og_model *m, int64_t *threshold) {
             return why;
         }
     }
+    /* a state is advanced by every token of a run, whichever side of the test it is on */
+    if (m->has_state && *threshold >= 0)
+        return og_errorf(OG_ERR_UNSUPPORTED, "the model carries a recurrent/conv state and tests "
+                         "the attention mask's width (LongRoPE)");
     return NULL;
+}
+
+/* Whether a stage's graph has a node of this op. */
+static bool has_op(const og_model *m, const char *op) {
+    for (int s = 0; s < m->n_stages; s++) {
+        const graph *g = runtime_session_graph(m->stages[s].s);
+        for (int k = 0; g && k < g->n_nodes; k++)
+            if (!strcmp(g->nodes[k].op_type, op)) return true;
+    }
+    return false;
 }
 
 /* The probe: one token through the paged path, every layer must read the pool. */
@@ -236,7 +261,7 @@ static og_status *probe(eng_engine *e) {
     e->pos[0] = 0;
     e->pseqs[0] = (paged_kv_seq){0, 0, 1, 0, &b};
     int64_t row = 0;
-    og_status *st = run_flat(e, 1, 1, 1, &row, 1, 0);
+    og_status *st = run_rows(e, 1, 1, 1, 1, &row, 1, 0, 0); /* a hybrid's slot 0, unowned */
     kv_pool_release(e->pool, b);
     return st;
 }
@@ -248,11 +273,13 @@ og_status *eng_batch_init(eng_engine *e) {
      * the cache's key (the tokens) does not say */
     if (e->width_threshold >= 0) e->o.prefix_cache = false;
     int n_layers = 0;
-    for (int i = 0; i < m->n_cache; i++) n_layers += !strcmp(m->cache[i].what, "key");
+    for (int i = 0; i < m->n_cache; i++)
+        n_layers += m->cache[i].kind == GEN_CACHE_KV && !strcmp(m->cache[i].what, "key");
     if (n_layers == 0) return og_errorf(OG_ERR_UNSUPPORTED, "the model has no KV cache");
     const gen_cache *c0 = NULL;
     for (int i = 0; i < m->n_cache; i++) {
         const gen_cache *c = &m->cache[i];
+        if (c->kind == GEN_CACHE_STATE) continue; /* a hybrid's state: a slot (engine_state.c) */
         if (!c0) c0 = c;
         if (c->kind != GEN_CACHE_KV || c->heads != c0->heads || c->head_size != c0->head_size ||
             c->dtype != c0->dtype)
@@ -261,19 +288,43 @@ og_status *eng_batch_init(eng_engine *e) {
     }
     if (!kv_storable(c0->dtype)) /* the paged kernel reads what the generator's does */
         return og_errorf(OG_ERR_UNSUPPORTED, "its KV cache is %s", og_dtype_name(c0->dtype));
+    e->max_rows = e->o.max_batch;
+    if (m->has_state && has_op(m, "QMoE")) {
+        /* QMoE's expert products take one kernel below ENG_QMOE_ROWS + 1 rows an expert and
+         * another (dequantize + sgemm) from there on, as onnxruntime's do: a token's bits
+         * depend on how many tokens of its run an expert gets. A hybrid's prompt (the
+         * state's pieces: all but the last token, then one) therefore runs whole, as the
+         * generator runs it; a cached prefix would leave a shorter run, so the prefix cache
+         * is off; and decode runs hold at most ENG_QMOE_ROWS rows, so that no expert
+         * reaches the other kernel where a run alone (one row) never does. (The flat step
+         * of models without states mixes sequences in one run and is not held to this.) */
+        e->whole_prompts = true;
+        e->o.prefix_cache = false;
+        if (e->max_rows > ENG_QMOE_ROWS) e->max_rows = ENG_QMOE_ROWS;
+    }
     int bs = e->o.block_size;
     size_t pos_bytes = kv_pool_position_bytes(n_layers, c0->heads, c0->head_size, c0->dtype);
+    /* a hybrid's state slots and snapshots: within --kv-memory, leaving the blocks of one
+     * whole context (fewer snapshots, then fewer slots, where it cannot hold them all);
+     * by default beside the KV, at most a quarter of the memory available */
+    double one_ctx = ((double)e->context + bs) * (double)pos_bytes;
+    double limit = e->o.kv_memory ? (double)e->o.kv_memory - one_ctx : gen_available_memory() / 4;
+    e->state_reserve = eng_state_plan(m, &e->o, limit, &e->n_slots, &e->n_snaps);
+    OG_TRY(eng_state_init(e));
     double want = (double)e->o.kv_memory;
     if (want <= 0) {
         want = (double)e->o.max_batch * (double)e->context * (double)pos_bytes;
         double cap = gen_available_memory() / 4;
         double one = ((double)e->context + bs) * (double)pos_bytes;
         if (want > cap) want = cap > one ? cap : one;
+    } else {
+        want -= (double)e->state_reserve; /* the states' slots and snapshots come first */
     }
     double blocks = want / ((double)pos_bytes * bs);
     if (blocks < 1)
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: --kv-memory %.0f bytes holds no block "
-                         "of %d positions (%zu bytes each)", want, bs, pos_bytes * (size_t)bs);
+                         "of %d positions (%zu bytes each)%s", want, bs, pos_bytes * (size_t)bs,
+                         e->state_reserve ? " beside the state slots and snapshots" : "");
     if (blocks > 1 << 30) blocks = 1 << 30;
     OG_TRY(kv_pool_create(n_layers, c0->heads, c0->head_size, c0->dtype, bs, (int32_t)blocks, &e->pool));
     e->layer_names = calloc((size_t)n_layers, sizeof *e->layer_names);
@@ -301,7 +352,8 @@ og_status *eng_batch_init(eng_engine *e) {
     OG_TRY(gen_step_io_init(&e->io, m));
     int l = 0;
     for (int i = 0; i < m->n_cache; i++)
-        if (!strcmp(m->cache[i].what, "key")) e->layer_names[l++] = m->cache[i].past;
+        if (m->cache[i].kind == GEN_CACHE_KV && !strcmp(m->cache[i].what, "key"))
+            e->layer_names[l++] = m->cache[i].past;
     e->batched = true;
     og_status *st = probe(e);
     if (st) e->batched = false;
@@ -325,6 +377,7 @@ void eng_batch_free(eng_engine *e) {
     free(e->logit_rows);
     free(e->groups);
     gen_step_io_free(&e->io);
+    eng_state_free(e);
     e->logit_rows = NULL;
     e->groups = NULL;
     e->layer_names = NULL, e->layer_runs = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
@@ -336,6 +389,8 @@ void eng_batch_free(eng_engine *e) {
 /* ---- blocks ---------------------------------------------------------------------------- */
 
 void eng_batch_drop_blocks(eng_engine *e, eng_seq *s) {
+    if (e->hybrid) eng_state_drop(e, s);
+    s->cut = 0;
     for (int i = s->n_blocks - 1; i >= 0; i--) kv_pool_release(e->pool, s->blocks[i]);
     s->n_blocks = 0;
     s->n_cached = 0;
@@ -383,6 +438,14 @@ static void match_prefix(eng_engine *e, eng_seq *s) {
     if (max_blocks <= 0 || !table_room(s, max_blocks)) return;
     uint64_t h;
     int got = kv_pool_match(e->pool, s->tokens, s->n_tokens, max_blocks, s->blocks, &h);
+    if (e->hybrid) { /* usable only up to a boundary whose state was kept */
+        int keep = eng_state_match(e, s->blocks, got, &s->snap);
+        s->cut = got * bs / e->snap_stride * e->snap_stride;
+        if (s->cut <= keep * bs) s->cut = 0;
+        for (int i = got - 1; i >= keep; i--) kv_pool_release(e->pool, s->blocks[i]);
+        got = keep;
+        h = got ? e->pool->hash[s->blocks[got - 1]] : 0;
+    }
     s->n_blocks = got;
     s->n_reg = got;
     s->reg_hash = h;
@@ -490,28 +553,61 @@ static const eng_sampling *step_group(eng_engine *e) {
     return n ? e->groups[e->group_turn++ % (unsigned)n] : NULL;
 }
 
+/* Whether s runs one token a step now. A hybrid's state advances through its tokens in
+ * the pieces its run alone takes: the prompt but its last token, then one token at a time
+ * (the prompt's last, the generated ones; a recomputation after preemption too). */
+static bool one_by_one(const eng_engine *e, const eng_seq *s) {
+    if (!e->hybrid) return s->n_tokens - s->n_cached == 1;
+    return s->n_cached >= s->n_tokens - s->n_gen - 1;
+}
+
+/* The tokens s runs this step with `budget` left (> 0): its pending ones up to the budget.
+ * A hybrid's prompt chunk stops short of the prompt's last token; with the prefix cache,
+ * at the snapshot boundaries worth a snapshot (the end of cached blocks its match found
+ * without one, so that the next request with that prefix finds it; the last boundary of
+ * the prompt, which the next turn of a conversation starts with); and where the budget
+ * cuts it, at a snapshot boundary or else a multiple of ENG_SNAP_ALIGN when there is one. */
+static int chunk_of(const eng_engine *e, const eng_seq *s, int budget) {
+    int pending = s->n_tokens - s->n_cached;
+    if (one_by_one(e, s)) return 1;
+    if (!e->hybrid) return pending < budget ? pending : budget;
+    int from = s->n_cached, end = s->n_tokens - s->n_gen - 1;
+    if (e->whole_prompts) return end - from; /* beyond the budget if need be */
+    int to = end - from < budget ? end : from + budget;
+    if (e->n_snaps > 0 && !s->req->s.adapter) {
+        int last = end / e->snap_stride * e->snap_stride;
+        if (s->cut > from && s->cut < to) to = s->cut;
+        if (last > from && last < to) to = last;
+    }
+    if (to < end) {
+        int a = to / e->snap_stride * e->snap_stride;
+        if (a <= from) a = to / ENG_SNAP_ALIGN * ENG_SNAP_ALIGN;
+        if (a > from) to = a;
+    }
+    return to - from;
+}
+
 static int schedule(eng_engine *e) {
     int budget = e->step_tokens;
     const eng_sampling *g = e->step_group = step_group(e);
     for (int i = 0; i < e->n_running; i++) e->running[i]->step_n = 0;
     for (int i = 0; i < e->n_running && budget > 0; i++) {
         eng_seq *s = e->running[i];
-        if (s->n_tokens - s->n_cached == 1 && same_group(&s->req->s, g)) s->step_n = 1, budget--;
+        if (one_by_one(e, s) && same_group(&s->req->s, g)) s->step_n = 1, budget--;
     }
     for (int i = 0; i < e->n_running && budget > 0; i++) {
         eng_seq *s = e->running[i];
-        int pending = s->n_tokens - s->n_cached;
-        if (pending > 1 && same_group(&s->req->s, g)) {
-            s->step_n = pending < budget ? pending : budget;
+        if (!one_by_one(e, s) && same_group(&s->req->s, g)) {
+            s->step_n = chunk_of(e, s, budget);
             budget -= s->step_n;
         }
     }
-    while (budget > 0 && e->n_running < e->o.max_batch && e->n_waiting > 0 &&
+    while (budget > 0 && e->n_running < (e->hybrid ? e->n_slots : e->o.max_batch) &&
+           e->n_waiting > 0 &&
            same_group(&e->waiting[0]->req->s, g)) {
         eng_seq *s = e->waiting[0];
         if (!s->matched) match_prefix(e, s);
-        int pending = s->n_tokens - s->n_cached;
-        int chunk = pending < budget ? pending : budget;
+        int chunk = chunk_of(e, s, budget);
         int need = blocks_for(e, s->n_cached + chunk) - s->n_blocks;
         if (need + new_blocks_needed(e) > kv_pool_available(e->pool)) {
             /* it waits, holding nothing: the blocks it found stay cached (evictable), so
@@ -525,6 +621,7 @@ static int schedule(eng_engine *e) {
         e->n_queued--;
         pthread_mutex_unlock(&e->mu);
         e->running[e->n_running++] = s;
+        if (e->hybrid) eng_state_take(e, s); /* a slot is free: max_batch of them */
         eng_admit(e, s);
         count_hit(e, s);
         s->step_n = chunk;
@@ -555,6 +652,7 @@ static void advance(eng_engine *e) {
         }
         s->n_cached += s->step_n;
         register_blocks(e, s);
+        if (e->hybrid && e->o.prefix_cache && !s->req->s.adapter) eng_state_snapshot(e, s);
         if (atomic_load(&s->req->cancel)) { /* cancelled during the run: ends now, its
                                                blocks freed (the full ones stay cached) */
             remove_running(e, i);
@@ -592,6 +690,54 @@ static void advance(eng_engine *e) {
     }
 }
 
+/* A hybrid model's step: the sequences running one token at a time as one run of a row
+ * each (their slots first moved to [0, n) in row order), then each prompt chunk as a run
+ * of its own over its sequence's slot. A state op consumes a row's tokens in order as
+ * one sequence, so a flat row of many sequences cannot carry states; these runs are the
+ * ones the generator makes for the sequence alone (its prompt but the last token, then
+ * one token a step), which keeps every row's arithmetic its own. *T gets the tokens run. */
+static og_status *hybrid_runs(eng_engine *e, int *T) {
+    int nd = 0, P;
+    for (int i = 0; i < e->n_running; i++) {
+        eng_seq *s = e->running[i];
+        if (s->step_n && one_by_one(e, s)) e->state_rows[nd++] = s;
+    }
+    if (nd > 0) eng_state_gather(e, e->state_rows, nd);
+    for (int r0 = 0; r0 < nd; r0 += e->max_rows) { /* rows [r0, r0 + n): slots and logits rows */
+        int n = nd - r0 < e->max_rows ? nd - r0 : e->max_rows;
+        for (int r = 0; r < n; r++) {
+            eng_seq *s = e->state_rows[r0 + r];
+            int p = s->n_cached;
+            P = s->n_tokens - s->n_gen;
+            e->ids[r] = s->tokens[p];
+            e->pos[r] = p;
+            e->forms[r] = gen_step_form_at(p, P);
+            e->pseqs[r] = (paged_kv_seq){r, 0, 1, p, s->blocks};
+            e->logit_rows[r] = r;
+            s->logit_row = p + 1 == s->n_tokens ? r0 + r : -1;
+        }
+        OG_TRY(run_rows(e, n, 1, 1, n, e->logit_rows, n, r0, r0));
+        *T += n;
+    }
+    for (int i = 0; i < e->n_running; i++) {
+        eng_seq *s = e->running[i];
+        if (!s->step_n || one_by_one(e, s)) continue;
+        int L = s->step_n, from = s->n_cached;
+        P = s->n_tokens - s->n_gen;
+        for (int t = 0; t < L; t++) {
+            e->ids[t] = s->tokens[from + t];
+            e->pos[t] = from + t;
+            e->forms[t] = gen_step_form_at(from + t, P);
+        }
+        e->pseqs[0] = (paged_kv_seq){0, 0, L, from, s->blocks};
+        s->logit_row = -1; /* a chunk never ends the prompt: its logits are not used */
+        int64_t last = L - 1;
+        OG_TRY(run_rows(e, 1, L, L, 1, &last, 1, e->o.max_batch, s->slot));
+        *T += L;
+    }
+    return NULL;
+}
+
 void eng_batch_step(eng_engine *e) {
     for (int i = 0; i < e->n_running;) {
         eng_seq *s = e->running[i];
@@ -612,7 +758,8 @@ void eng_batch_step(eng_engine *e) {
      * width p + 1 decides. So a prompt chunk, or a recomputation after preemption, that
      * straddles the switch is cut in two. */
     int64_t C = e->width_threshold;
-    for (int side = 0; side < (C >= 0 ? 2 : 1) && !st; side++) {
+    if (e->hybrid) st = hybrid_runs(e, &T);
+    for (int side = 0; side < (C >= 0 ? 2 : 1) && !st && !e->hybrid; side++) {
         int T0 = T, k = 0, rows0 = n_rows, W = 1;
         for (int i = 0; i < e->n_running; i++) {
             eng_seq *s = e->running[i];
@@ -645,8 +792,8 @@ void eng_batch_step(eng_engine *e) {
         }
         if (T == T0) continue;
         if (n_rows == rows0) e->logit_rows[n_rows++] = T - T0 - 1; /* only prompt chunks */
-        st = run_flat(e, T - T0, C >= 0 ? W : T - T0, k, e->logit_rows + rows0, n_rows - rows0,
-                      rows0);
+        st = run_rows(e, 1, T - T0, C >= 0 ? W : T - T0, k, e->logit_rows + rows0, n_rows - rows0,
+                      rows0, 0);
     }
     if (st) { /* every sequence of the step ends with the error */
         for (int i = 0; i < e->n_running;) {
@@ -667,5 +814,6 @@ void eng_batch_step(eng_engine *e) {
     e->st.last_step_tokens = T;
     e->st.kv_blocks_used = kv_pool_in_use(e->pool);
     e->st.kv_blocks_cached = e->pool->n_cached;
+    e->slots_used_st = e->n_slots_used;
     pthread_mutex_unlock(&e->stats_mu);
 }

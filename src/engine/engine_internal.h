@@ -59,6 +59,11 @@ struct eng_seq {
     guide_matcher *matcher; /* under guidance: the output's place in the grammar, advanced
                             by every delivered token. A preempted sequence keeps it: its
                             tokens are recomputed, never chosen again */
+    int slot;            /* hybrid models: its state slot, or -1 (waiting, per-sequence) */
+    int snap;            /* hybrid models: the snapshot its prefix match starts from, or -1 */
+    int cut;             /* hybrid models: a snapshot boundary its prompt's chunks end at
+                            (the end of the cached blocks it matched but could not use, for
+                            lack of a snapshot there), or 0 */
     enum { THINK_MAY, THINK_IN, THINK_DONE } think; /* under guidance with
                             eng_sampling.think: before the first token, inside the
                             reasoning block, or past it (the grammar applies) */
@@ -104,6 +109,38 @@ struct eng_engine {
     const eng_sampling **groups; /* [max_batch + 1] the groups with work, this step */
     unsigned group_turn;
     gen_step_io io;      /* what a step hands to og_session_run, made once (genai/step.h) */
+    /* Hybrid models (conv / recurrent states beside the paged KV; engine_state.c): one
+     * state slot per running sequence, and snapshots of states at block boundaries for
+     * the prefix cache. Entry k of the model's states (m->cache[state_idx[k]]) keeps its
+     * slots as one [max_batch][row_bytes] array, so that contiguous slots are one
+     * [B, ...] tensor; a snapshot holds every entry's row, one after the other.
+     * eng_batch_init plans their number and fills n_slots, n_snaps and state_reserve. */
+    bool hybrid;
+    int n_state;
+    int *state_idx;      /* [n_state] their indices in m->cache */
+    int *state_of;       /* [m->n_cache] k, or -1 for a KV entry */
+    char **slot_mem;     /* [n_state] each [n_slots][row_bytes] */
+    char **pres_mem;     /* [n_state] the present of an entry whose op cannot write over
+                            its past ([n_slots][row_bytes]), else NULL */
+    char *state_tmp;     /* one row of the widest entry (swapping slots) */
+    size_t slot_bytes;   /* one slot: every entry's row */
+    int n_slots;         /* running sequences at most (<= max_batch: --kv-memory may hold
+                            fewer slots) */
+    eng_seq **slot_owner; /* [n_slots] */
+    int n_slots_used;
+    int n_snaps, snap_stride; /* snapshots; positions a snapshot boundary is a multiple of */
+    char *snap_mem;      /* [n_snaps][slot_bytes] */
+    uint64_t *snap_hash, *snap_used; /* [n_snaps] the chained hash of the prefix it ends
+                            (kv_pool_hash; 0: free); last use (LRU) */
+    uint64_t snap_tick;
+    size_t state_reserve; /* bytes of the slots and snapshots, within kv_memory */
+    bool whole_prompts;  /* a hybrid whose arithmetic depends on a run's composition (QMoE's
+                            expert products: engine_batch.c, eng_batch_init): its prompt runs
+                            whole, as a run alone runs it, and the prefix cache is off */
+    int max_rows;        /* rows of one decode run of a hybrid (max_batch, or fewer) */
+    eng_seq **state_rows; /* [max_batch] a decode run's sequences, by row */
+    int slots_used_st;   /* under stats_mu: slots held, as of the last update */
+    uint64_t snaps_taken;
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */
     size_t gmask_words;
@@ -129,6 +166,39 @@ void eng_batch_free(eng_engine *e);
 void eng_batch_step(eng_engine *e);
 /* Gives back a sequence's blocks (last first). */
 void eng_batch_drop_blocks(eng_engine *e, eng_seq *s);
+
+/* engine_state.c: state slots and snapshots of hybrid models. A hybrid's prompt chunks
+ * end at multiples of ENG_SNAP_ALIGN tokens where they can (a kernel that runs a long
+ * prompt in fixed pieces, LinearAttention's 64 tokens, then starts its pieces where a run
+ * alone starts them), and snapshots are taken at multiples of snap_stride, the first
+ * multiple of the block size that is one of ENG_SNAP_ALIGN. */
+enum { ENG_SNAP_ALIGN = 64 };
+/* Rows of a decode run of a hybrid with QMoE experts (eng_batch_init): one fewer than the
+ * rows from which the MatMulNBits kernels take their other path (GEMM_MIN_M). */
+enum { ENG_QMOE_ROWS = 15 };
+og_status *eng_state_init(eng_engine *e);
+void eng_state_free(eng_engine *e);
+/* The slots (max_batch, or fewer down to one) and snapshots (max_batch with the prefix
+ * cache, or fewer) whose bytes fit `limit`, snapshots given up first; returns their bytes
+ * (0 without states). */
+size_t eng_state_plan(const og_model *m, const eng_options *o, double limit, int *n_slots,
+                      int *n_snaps);
+/* Slots and snapshots as eng_batch_init planned them (e->n_slots, e->n_snaps). */
+/* A slot for s (zeroed, or its matched snapshot copied in); false when none is free. */
+bool eng_state_take(eng_engine *e, eng_seq *s);
+void eng_state_drop(eng_engine *e, eng_seq *s);
+/* The slots of the sequences seqs[0..n) made [0, n) in that order (contents moved). */
+void eng_state_gather(eng_engine *e, eng_seq **seqs, int n);
+/* Past and present views of every state entry for slots [r0, r0 + nr) (gen_step_cache). */
+og_status *eng_state_past(eng_engine *e, int i, int r0, int nr, og_tensor *slot, og_tensor **out);
+og_status *eng_state_present(eng_engine *e, int i, int r0, int nr, og_tensor *slot, og_tensor **out);
+/* After a run over slots [r0, r0 + nr): presents written apart copied into the slots. */
+void eng_state_settle(eng_engine *e, int r0, int nr);
+/* The longest usable prefix of blocks[0..got): the last block with a snapshot at its end,
+ * its snapshot in *snap (-1: none, 0 blocks). */
+int eng_state_match(eng_engine *e, const int32_t *blocks, int got, int *snap);
+/* After a run: a snapshot of s's slot at its boundary, when it is one worth keeping. */
+void eng_state_snapshot(eng_engine *e, eng_seq *s);
 
 /* engine_single.c */
 /* Sets the memory budget of per-sequence mode (o.kv_memory, or its default). */

@@ -20,6 +20,7 @@
  *   --backend ort     the model on onnxruntime (the generator's oracle too); skips (77)
  *                     when no onnxruntime can be loaded
  *   --want-per-sequence  fail unless the engine chose per-sequence mode itself
+ *   --want-batched    fail unless the engine batched (a hybrid model too: state slots)
  *   --kv-dtype int8|fp8|f16  the model's KV cache stored so (og_model_options.kv_dtype),
  *                     the generator's (the oracle's) and the engine's paged pool alike
  *   --kv-fit K        kv_memory = K times the largest request's charge (eng_request_bytes,
@@ -333,7 +334,7 @@ int main(int argc, char **argv) {
     int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0;
     const char *ignore_file = NULL;
     bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
-         want_single = false, think = false;
+         want_single = false, want_batched = false, think = false;
     og_model_options mo = og_model_options_default();
     eng_options o = eng_options_default();
     for (int i = 2; i < argc; i++) {
@@ -351,6 +352,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--want-cache-hits")) want_hits = true;
         else if (!strcmp(a, "--cancel")) cancel = true;
         else if (!strcmp(a, "--want-per-sequence")) want_single = true;
+        else if (!strcmp(a, "--want-batched")) want_batched = true;
         else if (!strcmp(a, "--kv-fit")) kv_fit = atoi(v), i++;
         else if (!strcmp(a, "--ignore-eos") && i + 1 < argc) ignore_file = v, i++;
         else if (!strcmp(a, "--guide") && i + 2 < argc) guide_type = v, guide_data = argv[i + 2], i += 2;
@@ -397,9 +399,15 @@ int main(int argc, char **argv) {
         guide_tokens = guide_vocab_size(gv);
         printf("guidance: %s %s\n", guide_type, guide_data);
     }
-    if (kv_blocks > 0)
+    if (kv_blocks > 0) { /* the layers with KV, beside a hybrid's state slots and snapshots */
+        int kv_layers = 0;
+        for (int i = 0; i < m->n_cache; i++)
+            kv_layers += m->cache[i].kind == GEN_CACHE_KV && !strcmp(m->cache[i].what, "key");
         o.kv_memory = (size_t)kv_blocks * (size_t)o.block_size *
-                      kv_pool_position_bytes(m->n_layers, m->kv_heads, m->head_size, m->kv_dtype);
+                      kv_pool_position_bytes(kv_layers ? kv_layers : m->n_layers, m->kv_heads,
+                                             m->head_size, m->kv_dtype) +
+                      eng_state_bytes(m, &o);
+    }
     static int32_t prompts[MAX_PROMPTS][4096], want[MAX_PROMPTS][MAX_NEW], stop[MAX_PROMPTS][MAX_NEW];
     int plen[MAX_PROMPTS], wlen[MAX_PROMPTS], slen[MAX_PROMPTS];
     int32_t think_open[MAX_PROMPTS], think_close[MAX_PROMPTS];
@@ -455,6 +463,10 @@ int main(int argc, char **argv) {
     uint64_t delivered = 0;
     if (want_single && eng_batched(e)) {
         printf("FAIL: the engine batched over the paged cache (per-sequence mode expected)\n");
+        bad++;
+    }
+    if (want_batched && !eng_batched(e)) {
+        printf("FAIL: the engine chose per-sequence mode (batched expected)\n");
         bad++;
     }
     for (int round = 0; round < rounds; round++) {

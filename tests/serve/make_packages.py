@@ -13,8 +13,11 @@
   hybrid-qwen3_5/  tools/make_model.py --type qwen3_5_text (seed 1, fp32): linear-attention
                  layers with conv and recurrent states, one GroupQueryAttention layer
   hybrid-lfm2/   tools/make_model.py --type lfm2 (seed 1, int4): short-conv layers with a
-                 conv state and GroupQueryAttention layers; the engine serves both per
-                 sequence (recurrent state), which their engine and serve tests check
+                 conv state and GroupQueryAttention layers
+  hybrid-qwen3_5-int4/, hybrid-qwen3_5_moe/, hybrid-qwen3_5_moe-int4/, hybrid-lfm2-fp32/
+                 the other types and dtypes of the same (int4: MatMulNBits at
+                 accuracy_level 4); the engine batches them all with state slots, which
+                 their engine and serve tests check
 
 Usage: make_packages.py OUT. Exits 77 (skipped) when the shared stories260K checkpoint is
 missing."""
@@ -105,11 +108,16 @@ def main():
         d = os.path.join(out, sub)
         if not os.path.exists(os.path.join(d, "genai_config.json")):
             tiny(d, dtype)
-    for sub, mtype, dtype in (("hybrid-qwen3_5", "qwen3_5_text", "fp32"), ("hybrid-lfm2", "lfm2", "int4")):
+    for sub, mtype, dtype in (("hybrid-qwen3_5", "qwen3_5_text", "fp32"), ("hybrid-lfm2", "lfm2", "int4"),
+                              ("hybrid-qwen3_5-int4", "qwen3_5_text", "int4"),
+                              ("hybrid-qwen3_5_moe", "qwen3_5_moe_text", "fp32"),
+                              ("hybrid-qwen3_5_moe-int4", "qwen3_5_moe_text", "int4"),
+                              ("hybrid-lfm2-fp32", "lfm2", "fp32")):
         d = os.path.join(out, sub)
         if not os.path.exists(os.path.join(d, "genai_config.json")):
             hybrid(d, mtype, dtype)
-    print(f"wrote {out}: stories260K, tiny-int4, tiny-fp16, hybrid-qwen3_5, hybrid-lfm2")
+    print(f"wrote {out}: stories260K, tiny-int4, tiny-fp16, hybrid-qwen3_5(-int4), hybrid-qwen3_5_moe(-int4), "
+          "hybrid-lfm2(-fp32)")
     return 0
 
 

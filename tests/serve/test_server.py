@@ -1472,11 +1472,13 @@ def hybrid_prompts(vocab, n):
 
 
 def case_hybrid(build, pkgs):
-    """Hybrid packages (recurrent / conv state: lfm2, qwen3_5_text), which the engine serves
-    one generator per sequence: 8 concurrent greedy completions of token-id prompts of
-    different lengths each equal `generate --ids` alone; a client gone mid-stream frees
-    its slot and its memory charge; --kv-memory bounds the generators (a request whose
-    generator cannot fit is refused with 400, smaller ones still answered)."""
+    """Hybrid packages (recurrent / conv state: lfm2, qwen3_5_text), which the engine batches
+    with state slots (/health says "batched"): 8 concurrent greedy completions of token-id
+    prompts of different lengths each equal `generate --ids` alone; then 4 more sharing a
+    70-token prefix, one after another, equal `generate` too with the prefix served from
+    the cache (a state snapshot) and counted in /metrics; a client gone mid-stream frees
+    its slot and its memory; --kv-memory bounds the pool and the slots (a request that
+    cannot fit is refused with 400, smaller ones still answered)."""
     exe = os.path.join(build, "onnx-genai")
     for name in ("hybrid-lfm2", "hybrid-qwen3_5"):
         pkg = os.path.join(pkgs, name)
@@ -1495,11 +1497,22 @@ def case_hybrid(build, pkgs):
         tok = package_tokenizer(pkg)
         if not tok:
             return SKIP
+        shared = token_prompts(cfg["vocab_size"], [70], 777)[0]
+        tails = token_prompts(cfg["vocab_size"], [5 + 4 * i for i in range(4)], 99)
+        sys_prompts = [shared + t for t in tails]
+        sys_alone = []
+        for p in sys_prompts:
+            out = subprocess.run([exe, "generate", "-m", pkg, "--ids", ",".join(map(str, p)),
+                                  "--max-length", str(len(p) + 12), "--json"],
+                                 capture_output=True, text=True, check=True, timeout=300)
+            sys_alone.append(json.loads(out.stdout)["sequences"][0][len(p):])
         s = Server(build, pkg, "--max-batch", "8")
         try:
             m0 = s.metrics()
-            check(m0["og_kv_blocks_total"] == 0 and m0["og_kv_bytes_total"] > 0,
-                  f"{name}: per-sequence mode, a memory budget in bytes and no block pool")
+            st, _, hj, _ = s.request("GET", "/health")
+            check(st == 200 and hj.get("mode") == "batched" and m0["og_kv_blocks_total"] > 0 and
+                  m0["og_kv_bytes_total"] > 0, f"{name}: batched mode ({hj.get('mode')}), a block pool "
+                  "and its budget in bytes")
             # token by token (logprobs' token strings against each id's text in context): the
             # random-weight models emit byte tokens, and a whole text can hide one (id 0
             # detokenizes to a NUL, which ends /detokenize's text)
@@ -1518,6 +1531,23 @@ def case_hybrid(build, pkgs):
             m = s.metrics()
             check(m["og_running"] == 0 and m["og_kv_bytes_used"] == 0,
                   f"{name}: nothing running and no memory charged at rest")
+            # a shared system prompt: the first request leaves blocks, the second a state
+            # snapshot at the block boundary inside the prefix, the later ones start there
+            sys_ok = []
+            for p, a in zip(sys_prompts, sys_alone):
+                r = s.post("/v1/completions", {"prompt": p, "max_tokens": 12, "temperature": 0})
+                sys_ok.append(r[0] == 200 and r[2]["usage"]["completion_tokens"] == len(a))
+            ids_ok = []
+            for p, a in zip(sys_prompts, sys_alone):
+                r = s.post("/v1/completions", {"prompt": p, "max_tokens": 12, "temperature": 0, "logprobs": 0})
+                ids_ok.append(r[0] == 200 and r[2]["choices"][0]["logprobs"]["tokens"] ==
+                              answer_texts(tok, p, a, lambda t: s.post("/detokenize", {"tokens": [t]})[2]["prompt"]))
+            after = s.metrics()
+            reused = after["og_prefix_cache_hit_tokens_total"] - m["og_prefix_cache_hit_tokens_total"]
+            hits = after["og_prefix_cache_hits_total"] - m["og_prefix_cache_hits_total"]
+            check(all(sys_ok) and all(ids_ok) and hits >= 4 and reused >= 4 * 64,
+                  f"{name}: a shared 70-token prefix, 8 requests in turn: the answers equal generate's "
+                  f"({sum(ids_ok)}/4), {int(hits)} admissions found it cached ({int(reused)} prompt tokens)")
             # a client that leaves mid-stream: the request ends cancelled, the slot is free.
             # A tiny model makes ~100 tokens while the server notices; three long requests
             # beside it make every engine step four generators long.
@@ -1541,7 +1571,7 @@ def case_hybrid(build, pkgs):
             check(j["choices"][0]["logprobs"]["tokens"] == want[3], f"{name}: the next request is answered as before")
         finally:
             s.stop()
-    # a budget that holds the generator of a 30-token prompt with 8 new tokens, not 200
+    # a budget whose pool holds a 30-token prompt with 8 new tokens beside the slots, not 200
     pkg = os.path.join(pkgs, "hybrid-lfm2")
     s = Server(build, pkg, "--kv-memory", "150K", "--max-batch", "8")
     try:
@@ -1554,8 +1584,9 @@ def case_hybrid(build, pkgs):
         check(all(not isinstance(r, Exception) and r[0] == 200 for r in res),
               "hybrid-lfm2, --kv-memory 150K: small requests at once are answered (they wait for memory)")
         m = s.metrics()
-        check(m["og_kv_bytes_total"] == 150 * 1024 and m["og_kv_bytes_used"] == 0,
-              "hybrid-lfm2: the budget is --kv-memory, nothing charged at rest")
+        check(0 < m["og_kv_bytes_total"] <= 150 * 1024 and m["og_kv_bytes_used"] == 0,
+              f"hybrid-lfm2: the pool and slots fit --kv-memory ({int(m['og_kv_bytes_total'])} bytes), "
+              "nothing charged at rest")
     finally:
         s.stop()
 
@@ -1571,8 +1602,9 @@ def read_eos_oracle(path):
 
 
 def case_ignore_eos(build, pkgs):
-    """ignore_eos in per-sequence mode: on hybrid-qwen3_5-eos (ignore_eos_oracle.py: a copy of
-    hybrid-qwen3_5 whose EOS is a token greedy decoding writes early), concurrent greedy
+    """ignore_eos on a hybrid (batched with state slots): on hybrid-qwen3_5-eos
+    (ignore_eos_oracle.py: a copy of hybrid-qwen3_5 whose EOS is a token greedy decoding
+    writes early), concurrent greedy
     completions with ignore_eos give exactly max_tokens tokens, onnxruntime-genai's answer
     on the original package (EOS tokens included), and end for their length; their
     logprobs pick the top alternative at every position, EOS ones included; streamed, the
