@@ -39,7 +39,10 @@ og_status *onnx_out_open(onnx_out *o, const char *dir, const char *filename) {
         return og_oom();
     }
     o->data = fopen(o->data_path, "wb");
-    if (o->data) setvbuf(o->data, NULL, _IOFBF, 1 << 20); /* weights come a row at a time */
+    /* weights come a row at a time: 1 MiB writes, not 4 KiB ones (a 1B model's 771 MiB
+     * took 196755 write calls) */
+    o->data_buf = o->data ? malloc(1 << 20) : NULL;
+    if (o->data_buf) setvbuf(o->data, o->data_buf, _IOFBF, 1 << 20);
     if (!o->data) {
         og_status *st = og_errorf(OG_ERR_IO, "%s: cannot create: %s", o->data_path,
                                   strerror(errno));
@@ -51,6 +54,7 @@ og_status *onnx_out_open(onnx_out *o, const char *dir, const char *filename) {
 
 static void release(onnx_out *o) {
     if (o->data) fclose(o->data);
+    free(o->data_buf); /* after the stream that used it */
     free(o->path);
     free(o->data_path);
     pb_free(&o->nodes);

@@ -19,6 +19,8 @@ typedef struct onnx_out {
     char *path, *data_path;
     const char *data_name; /* FILE.data's base name, as external_data location */
     FILE *data;
+    char *data_buf;        /* its stdio buffer (glibc sizes a buffer it allocates itself
+                            * by the file's block size, 4 KiB, whatever setvbuf asks) */
     uint64_t offset;       /* bytes written to FILE.data */
     pbuf nodes, inits, io; /* GraphProto fields, appended in order */
     arena names;           /* strings of this graph (onnx_fmt) */
