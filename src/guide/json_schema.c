@@ -32,6 +32,11 @@
 /* Deepest nesting of allOf / $ref merges (a cycle of references merged into itself). */
 #define JSON_MAX_MERGE_DEPTH 64
 
+/* Most patterns of one patternProperties, and most DFA states a check that two lexemes
+ * meet (two patterns disjoint, an intersection not empty) may build. */
+#define JSON_MAX_PATTERNS 64
+#define JSON_DISJOINT_STATES 20000
+
 /* Deepest nesting of schemas inside schemas (each level a C stack frame). */
 #define JSON_MAX_DEPTH 256
 
@@ -332,8 +337,6 @@ static const char *const unsupported[] = {
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$dynamicAnchor",
     "$recursiveRef",
 };
-/* Keywords llguidance supports that this front end does not yet: refused by name. */
-static const char *const not_yet[] = {"multipleOf"};
 
 static og_status *check_keywords(jctx *c, const cJSON *s, const char *ptr) {
     const cJSON *k;
@@ -342,9 +345,6 @@ static og_status *check_keywords(jctx *c, const cJSON *s, const char *ptr) {
              i++)
             if (strcmp(k->string, unsupported[i]) == 0)
                 return at_error(c, ptr, "unsupported keyword '%s'", k->string);
-        for (size_t i = 0; i < sizeof not_yet / sizeof not_yet[0]; i++)
-            if (strcmp(k->string, not_yet[i]) == 0)
-                return at_error(c, ptr, "keyword '%s' is not supported yet", k->string);
     }
     return NULL;
 }
@@ -553,6 +553,93 @@ static og_status *flatten(jctx *c, const cJSON *s, const char *ptr, int depth, c
 
 /* ---- typed parts ---- */
 
+/* Whether lexer `lex` has a string that lexemes a and b (b < 0: a alone) both complete:
+ * a search of its DFA from the start with both allowed. *out false and an error past
+ * JSON_DISJOINT_STATES states. */
+static og_status *dfa_search(glex *lex, int a, int b, bool *out) {
+    *out = false;
+    glex_set_limits(lex, JSON_DISJOINT_STATES, (size_t)64 << 20);
+    uint32_t *queue = malloc(sizeof *queue * (JSON_DISJOINT_STATES + 1));
+    uint8_t *seen = calloc(JSON_DISJOINT_STATES + 1, 1);
+    uint64_t *set = calloc(glex_words(lex), sizeof *set);
+    og_status *st = queue && seen && set ? NULL : og_oom();
+    size_t head = 0, tail = 0;
+    if (!st) {
+        set[a / 64] |= 1ull << (a % 64);
+        if (b >= 0) set[b / 64] |= 1ull << (b % 64);
+        uint32_t s0 = glex_start(lex, set);
+        if (s0 == GLEX_FAILED) st = glex_error(lex);
+        else if (s0 != GLEX_DEAD) seen[s0] = 1, queue[tail++] = s0;
+    }
+    while (head < tail && !*out && !st) {
+        uint32_t x = queue[head++];
+        const uint64_t *acc = glex_accepts(lex, x);
+        if (acc && (acc[a / 64] >> (a % 64) & 1) && (b < 0 || (acc[b / 64] >> (b % 64) & 1)))
+            *out = true;
+        for (int byte = 0; byte < 256 && !*out; byte++) {
+            uint32_t y = glex_next(lex, x, (uint8_t)byte);
+            if (y == GLEX_FAILED) {
+                st = glex_error(lex);
+                break;
+            }
+            if (y == GLEX_DEAD || seen[y]) continue;
+            seen[y] = 1;
+            queue[tail++] = y;
+        }
+    }
+    free(queue);
+    free(seen);
+    free(set);
+    return st;
+}
+
+/* A string lexeme that is the intersection of a pattern, a format and lengths (those
+ * given), as llguidance's And of them; an empty intersection is refused as
+ * unsatisfiable. */
+static og_status *string_and(jctx *c, const cJSON *pat, const cJSON *fmt, double lo, double hi,
+                             const char *ptr, gsym *out) {
+    jbuf re[3] = {{0}};
+    glex_part parts[3];
+    size_t n = 0;
+    og_status *st = NULL;
+    char where[600];
+    if (pat) {
+        snprintf(where, sizeof where, "%s/pattern", ptr);
+        if (!cJSON_IsString(pat)) st = at_error(c, ptr, "%s", "'pattern' is not a string");
+        else if (!c->scratch) st = glex_new(&c->scratch);
+        jbuf_putc(&re[n], '"');
+        if (!st)
+            st = json_re_pattern_body(&re[n], pat->valuestring, strlen(pat->valuestring),
+                                      c->scratch, where);
+        jbuf_putc(&re[n++], '"');
+    }
+    if (fmt && !st) {
+        if (!cJSON_IsString(fmt)) st = at_error(c, ptr, "%s", "'format' is not a string");
+        jbuf_putc(&re[n], '"');
+        if (!st) st = json_re_format_body(&re[n], fmt->valuestring, ptr);
+        jbuf_putc(&re[n++], '"');
+    }
+    if (!st && (lo > 0 || hi >= 0)) {
+        if (hi >= 0) jbuf_printf(&re[n++], "\"%s{%.0f,%.0f}\"", JSON_CHAR_RE, lo, hi);
+        else jbuf_printf(&re[n++], "\"%s{%.0f,}\"", JSON_CHAR_RE, lo);
+    }
+    for (size_t i = 0; i < n && !st; i++) {
+        if (re[i].oom) st = og_oom();
+        else parts[i] = (glex_part){re[i].s, re[i].len, 0, 0};
+    }
+    snprintf(where, sizeof where, "%s at %s", c->where, ptr[0] ? ptr : "/");
+    int id = -1;
+    if (!st) st = glex_add_and(c->lex, parts, n, where, &id);
+    /* llguidance refuses an empty language: no path from the entry to the end */
+    bool found = !st && !glex_lexeme_empty(c->lex, id);
+    if (!st && !found)
+        st = at_error(c, ptr, "%s", "unsatisfiable schema: no string matches the pattern, "
+                                    "format and lengths together");
+    for (size_t i = 0; i < 3; i++) jbuf_free(&re[i]);
+    if (!st) *out = GSYM_LEX(id);
+    return st;
+}
+
 static og_status *string_schema(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
     const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minLength");
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maxLength");
@@ -582,13 +669,9 @@ static og_status *string_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
                                        hi >= 0 ? (unsigned)hi : UINT32_MAX, &sized);
     }
     if (st || sized) {
-    } else if ((pat || fmt) && lengths) {
-        st = at_error(c, ptr, "%s",
-                      "minLength / maxLength together with this pattern or a format are not "
-                      "supported (only a pattern all strings match, or an anchored run of "
-                      "one-character atoms with one varying count)");
-    } else if (pat && fmt) {
-        st = at_error(c, ptr, "%s", "pattern together with format is not supported");
+    } else if (((pat || fmt) && lengths) || (pat && fmt)) {
+        jbuf_free(&re);
+        return string_and(c, pat, fmt, lo, hi, ptr, out);
     } else if (pat) {
         if (!cJSON_IsString(pat)) st = at_error(c, ptr, "%s", "'pattern' is not a string");
         else if (!c->scratch && (st = glex_new(&c->scratch))) {
@@ -639,18 +722,77 @@ static og_status *read_bounds(jctx *c, const cJSON *s, const char *ptr, json_bou
     return NULL;
 }
 
+/* multipleOf as llguidance reads it: coef * 10^-exp in lowest terms (the magnitude
+ * scaled by ten until it is whole, as its f64 arithmetic does). */
+static og_status *read_multiple(jctx *c, const cJSON *s, const char *ptr, bool *has,
+                                uint32_t *coef, uint32_t *exp) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "multipleOf");
+    *has = m != NULL;
+    if (!m) return NULL;
+    if (!cJSON_IsNumber(m)) return at_error(c, ptr, "%s", "'multipleOf' is not a number");
+    double v = fabs(m->valuedouble); /* llguidance 1.9 takes a negative one's magnitude */
+    uint32_t e = 0;
+    while (v != floor(v) && e < 400) {
+        v *= 10;
+        e++;
+    }
+    if (!(v <= (double)UINT32_MAX))
+        return at_error(c, ptr, "%s", "'multipleOf' has too many digits");
+    uint32_t k = (uint32_t)v;
+    if (k == 0) e = 0;
+    while (e > 0 && k % 10 == 0) {
+        k /= 10;
+        e--;
+    }
+    if (k == 0) return at_error(c, ptr, "%s", "'multipleOf' 0 is not a valid multiple");
+    *coef = k;
+    *exp = e;
+    return NULL;
+}
+
+/* llguidance's check that a closed range holds a multiple of the step. */
+static og_status *check_multiple_range(jctx *c, const json_bounds *b, bool integer,
+                                       uint32_t coef, uint32_t exp, const char *ptr) {
+    if (!b->has_min || !b->has_max) return NULL;
+    double step = (double)coef / pow(10.0, (double)exp);
+    double lo = ceil(b->min / step) * step, hi = floor(b->max / step) * step;
+    if (b->min_excl && lo == b->min) lo += step;
+    if (b->max_excl && hi == b->max) hi -= step;
+    if (integer) {
+        lo = ceil(lo);
+        hi = floor(hi);
+    }
+    if (lo > hi)
+        return at_error(c, ptr, "%s", "unsatisfiable schema: the range does not contain a "
+                                      "multiple of multipleOf");
+    return NULL;
+}
+
 static og_status *number_schema(jctx *c, const cJSON *s, const char *ptr, bool integer,
                                 gsym *out) {
     json_bounds b;
     OG_TRY(read_bounds(c, s, ptr, &b));
-    if (!integer && !b.has_min && !b.has_max) return number_lexeme(c, out);
+    bool mult;
+    uint32_t coef = 0, exp = 0;
+    OG_TRY(read_multiple(c, s, ptr, &mult, &coef, &exp));
+    if (!integer && !b.has_min && !b.has_max && !mult) return number_lexeme(c, out);
     jbuf re = {0};
     og_status *st = integer ? json_re_integer(&re, &b, ptr) : json_re_number(&re, &b, ptr);
     if (st) {
         jbuf_free(&re);
         return og_status_wrap(st, "%s", c->where);
     }
-    st = regex_lexeme(c, &re, ptr, out);
+    if (mult) {
+        st = check_multiple_range(c, &b, integer, coef, exp, ptr);
+        glex_part parts[2] = {{re.s, re.len, 0, 0}, {NULL, 0, coef, exp}};
+        char where[600];
+        snprintf(where, sizeof where, "%s at %s", c->where, ptr[0] ? ptr : "/");
+        int id;
+        if (!st) st = re.oom ? og_oom() : glex_add_and(c->lex, parts, 2, where, &id);
+        if (!st) *out = GSYM_LEX(id);
+    } else {
+        st = regex_lexeme(c, &re, ptr, out);
+    }
     jbuf_free(&re);
     return st;
 }
@@ -815,56 +957,16 @@ static og_status *key_matches(jctx *c, const char *re, const char *name, bool *o
     return NULL;
 }
 
-/* Most patterns of one patternProperties, and most DFA states the check that two of them
- * are disjoint may build. */
-#define JSON_MAX_PATTERNS 64
-#define JSON_DISJOINT_STATES 20000
-
-/* Whether some string matches both regexes: a search of the DFA of the two as lexemes of
- * one lexer for a state where both are complete. */
+/* Whether some string matches both regexes. */
 static og_status *regexes_meet(const char *ra, const char *rb, bool *out) {
     *out = false;
     glex *lex;
     OG_TRY(glex_new(&lex));
-    glex_set_limits(lex, JSON_DISJOINT_STATES, (size_t)64 << 20);
     int a, b;
     og_status *st = glex_add_regex(lex, ra, strlen(ra), "patternProperties", &a);
     if (!st) st = glex_add_regex(lex, rb, strlen(rb), "patternProperties", &b);
-    uint32_t *queue = NULL;
-    uint8_t *seen = NULL;
     if (!st && a == b) *out = true;
-    if (!st && a != b) {
-        queue = malloc(sizeof *queue * (JSON_DISJOINT_STATES + 1));
-        seen = calloc(JSON_DISJOINT_STATES + 1, 1);
-        if (!queue || !seen) st = og_oom();
-    }
-    if (!st && a != b) {
-        uint64_t set[1] = {(1ull << a) | (1ull << b)};
-        uint32_t s0 = glex_start(lex, set);
-        size_t head = 0, tail = 0;
-        if (s0 != GLEX_DEAD && s0 != GLEX_FAILED) {
-            seen[s0] = 1;
-            queue[tail++] = s0;
-        }
-        while (head < tail && !*out && !st) {
-            uint32_t x = queue[head++];
-            const uint64_t *acc = glex_accepts(lex, x);
-            if (acc && (acc[0] >> a & 1) && (acc[0] >> b & 1)) *out = true;
-            for (int byte = 0; byte < 256 && !*out; byte++) {
-                uint32_t y = glex_next(lex, x, (uint8_t)byte);
-                if (y == GLEX_FAILED) {
-                    og_status_free(glex_error(lex));
-                    st = og_errorf(OG_ERR_INVALID_ARGUMENT, "too many states");
-                    break;
-                }
-                if (y == GLEX_DEAD || seen[y]) continue;
-                seen[y] = 1;
-                queue[tail++] = y;
-            }
-        }
-    }
-    free(queue);
-    free(seen);
+    else if (!st) st = dfa_search(lex, a, b, out);
     glex_free(lex);
     return st;
 }

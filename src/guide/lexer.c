@@ -233,38 +233,64 @@ static char *make_desc(const uint8_t *b, size_t n, bool literal)
 }
 
 /* Byte ranges of states [first, n) from which the lexeme's accept state (`first`) cannot
- * be reached (after an empty class: `a[^\x00-\x{10FFFF}]`) become dead ends, so that a
- * DFA state holding a range state can always extend. Outputs mostly point to earlier
- * states (the NFA is built backwards), so few passes reach the fixed point. */
+ * be reached (after an empty class: `a[^\x00-\x{10FFFF}]`, or where the parts of an
+ * intersection part ways) become dead ends, so that a DFA state holding a range state can
+ * always extend. A search backwards from the accept state over the reversed edges. */
 static bool prune(gnfa *nfa, uint32_t first)
 {
     uint32_t n = nfa->n - first;
     uint8_t *ok = calloc(n, 1);
-    if (!ok) return false;
-    ok[0] = 1;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (uint32_t i = 1; i < n; i++) {
-            const gnfa_state *st = &nfa->st[first + i];
-            if (ok[i]) continue;
-            bool reach = (st->out != GN_NONE && ok[st->out - first]) ||
-                         (st->kind == GN_SPLIT && st->out2 != GN_NONE && ok[st->out2 - first]);
-            if (reach) ok[i] = 1, changed = true;
+    uint32_t *deg = calloc((size_t)n + 1, sizeof *deg), *from = malloc(sizeof *from * 2 * n);
+    uint32_t *stack = malloc(sizeof *stack * n);
+    bool done = ok && deg && from && stack;
+    /* reversed edges, grouped by target: deg[t]..deg[t+1] */
+    for (uint32_t i = 0; i < n && done; i++) {
+        const gnfa_state *st = &nfa->st[first + i];
+        if (st->kind != GN_RANGE && st->kind != GN_SPLIT) continue;
+        if (st->out != GN_NONE && st->out >= first) deg[st->out - first + 1]++;
+        if (st->kind == GN_SPLIT && st->out2 != GN_NONE && st->out2 >= first)
+            deg[st->out2 - first + 1]++;
+    }
+    for (uint32_t i = 0; i < n && done; i++) deg[i + 1] += deg[i];
+    for (uint32_t i = 0; i < n && done; i++) {
+        const gnfa_state *st = &nfa->st[first + i];
+        if (st->kind != GN_RANGE && st->kind != GN_SPLIT) continue;
+        if (st->out != GN_NONE && st->out >= first) from[deg[st->out - first]++] = i;
+        if (st->kind == GN_SPLIT && st->out2 != GN_NONE && st->out2 >= first)
+            from[deg[st->out2 - first]++] = i;
+    }
+    /* deg[t] now ends t's group; t's group starts where t-1's ends */
+    size_t sp = 0;
+    if (done) {
+        ok[0] = 1;
+        stack[sp++] = 0;
+    }
+    while (sp) {
+        uint32_t t = stack[--sp];
+        for (uint32_t k = t ? deg[t - 1] : 0; k < deg[t]; k++) {
+            uint32_t f = from[k];
+            if (!ok[f]) {
+                ok[f] = 1;
+                stack[sp++] = f;
+            }
         }
     }
-    for (uint32_t i = 1; i < n; i++) {
+    for (uint32_t i = 1; i < n && done; i++) {
         if (ok[i]) continue;
         gnfa_state *st = &nfa->st[first + i];
         st->kind = GN_SPLIT;
         st->out = st->out2 = GN_NONE;
     }
     free(ok);
-    return true;
+    free(deg);
+    free(from);
+    free(stack);
+    return done;
 }
 
 /* Adds a lexeme whose NFA part `build` makes (regex or literal), unless its key exists. */
 static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t len,
-                             const char *what, int *id)
+                             const char *what, const gre_part *parts, size_t n_parts, int *id)
 {
     char *key = malloc(len + 1);
     if (!key) return og_oom_context(og_oom(), "lexer");
@@ -297,13 +323,18 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
         st = og_oom_context(og_oom(), "lexer: NFA states");
     } else if (kind == 'r') {
         st = gre_compile(&lex->nfa, (const char *)text, len, what, acc, &entry);
+    } else if (kind == 'a') {
+        st = gre_compile_and(&lex->nfa, parts, n_parts, what, acc, &entry);
     } else {
         for (size_t i = len; i-- > 0 && entry != GN_NONE;)
             entry = gnfa_add(&lex->nfa, GN_RANGE, text[i], text[i], entry, GN_NONE);
         if (entry == GN_NONE) st = og_oom_context(og_oom(), "lexer: NFA states");
     }
     if (!st && !prune(&lex->nfa, n0)) st = og_oom_context(og_oom(), "lexer");
-    char *desc = st ? NULL : make_desc(text, len, kind == 'l');
+    char *desc = st ? NULL
+                    : kind == 'a' ? make_desc((const uint8_t *)(parts[0].re ? parts[0].re : "-?[0-9.]+"),
+                                              parts[0].re ? parts[0].len : 9, false)
+                                  : make_desc(text, len, kind == 'l');
     if (!st && !desc) st = og_oom_context(og_oom(), "lexer");
     if (st) {
         lex->nfa.n = n0;
@@ -327,12 +358,46 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
 
 og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *what, int *id)
 {
-    return add_lexeme(lex, 'r', (const uint8_t *)re, len, what ? what : "regex", id);
+    return add_lexeme(lex, 'r', (const uint8_t *)re, len, what ? what : "regex", NULL, 0, id);
 }
 
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id)
 {
-    return add_lexeme(lex, 'l', bytes, len, NULL, id);
+    return add_lexeme(lex, 'l', bytes, len, NULL, NULL, 0, id);
+}
+
+og_status *glex_add_and(glex *lex, const glex_part *parts, size_t n, const char *what, int *id)
+{
+    if (n == 0) return og_errorf(OG_ERR_INVALID_ARGUMENT, "lexer: an empty intersection");
+    /* the dedup key: each part as 'r' length text, or 'm' coef exp */
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) len += 1 + sizeof(size_t) + (parts[i].re ? parts[i].len : 8);
+    uint8_t *key = malloc(len ? len : 1);
+    gre_part *gp = malloc(sizeof *gp * n);
+    if (!key || !gp) {
+        free(key);
+        free(gp);
+        return og_oom_context(og_oom(), "lexer");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        gp[i] = (gre_part){parts[i].re, parts[i].len, parts[i].coef, parts[i].exp};
+        key[k++] = parts[i].re ? 'r' : 'm';
+        size_t l = parts[i].re ? parts[i].len : 8;
+        memcpy(key + k, &l, sizeof l);
+        k += sizeof l;
+        if (parts[i].re) {
+            memcpy(key + k, parts[i].re, l);
+        } else {
+            memcpy(key + k, &parts[i].coef, 4);
+            memcpy(key + k + 4, &parts[i].exp, 4);
+        }
+        k += l;
+    }
+    og_status *st = add_lexeme(lex, 'a', key, len, what ? what : "regex", gp, n, id);
+    free(key);
+    free(gp);
+    return st;
 }
 
 /* Room for one more exclusion branch of lexeme `id`. */
@@ -401,6 +466,13 @@ size_t glex_escape(const uint8_t *bytes, size_t len, char *buf, size_t cap)
     }
     if (cap) buf[w < cap ? w : cap - 1] = 0;
     return w;
+}
+
+bool glex_lexeme_empty(const glex *lex, int id)
+{
+    if (id < 0 || id >= lex->n_lex) return true;
+    const gnfa_state *st = &lex->nfa.st[lex->lex[id].start];
+    return st->kind == GN_SPLIT && st->out == GN_NONE && st->out2 == GN_NONE;
 }
 
 int glex_count(const glex *lex) { return lex->n_lex; }

@@ -43,6 +43,17 @@ og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *wha
 /* Adds a lexeme that matches exactly these bytes. The same bytes twice give the same id
  * (and the same id as a regex whose language is only these bytes need not). */
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id);
+/* One part of an intersection lexeme: a regular expression (re, len), or with re NULL
+ * the decimal numbers llguidance's multipleOf takes for coef * 10^-exp (an optional '-',
+ * digits, with exp > 0 a '.' and fraction digits, no exponent; see regex_and.c). */
+typedef struct glex_part {
+    const char *re;
+    size_t len;
+    uint32_t coef, exp;
+} glex_part;
+/* Adds a lexeme that matches exactly the strings every part matches (a product
+ * automaton of the parts, refused past the NFA limits). The same parts give the same id. */
+og_status *glex_add_and(glex *lex, const glex_part *parts, size_t n, const char *what, int *id);
 /* From now on lexeme `id` does not match these exact bytes (all other strings of its
  * language still match): a JSON object's extra keys are strings other than the named
  * properties. Call before the first glex_start. */
@@ -55,6 +66,9 @@ og_status *glex_exclude_regex(glex *lex, int id, const char *re, size_t len, con
  * it); returns the length it needs (like snprintf). */
 size_t glex_escape(const uint8_t *bytes, size_t len, char *buf, size_t cap);
 
+/* Whether lexeme `id` matches no string at all (its states were pruned to nothing: an
+ * intersection of languages that do not meet, a class with nothing in it). */
+bool glex_lexeme_empty(const glex *lex, int id);
 /* Lexemes so far, and the number of 64-bit words of a lexeme set (a bitset over ids). */
 int glex_count(const glex *lex);
 size_t glex_words(const glex *lex);

@@ -41,6 +41,21 @@ uint32_t gnfa_add(gnfa *nfa, uint8_t kind, uint8_t lo, uint8_t hi, uint32_t out,
 og_status *gre_compile(gnfa *nfa, const char *re, size_t len, const char *what,
                        uint32_t next, uint32_t *entry);
 
+/* One part of an intersection: a regular expression (re, len), or, with re NULL, the
+ * decimal numbers that llguidance's multipleOf takes for coef * 10^-exp: an optional
+ * '-', digits, and with exp > 0 a '.' and fraction digits, no exponent (regex_and.c). */
+typedef struct gre_part {
+    const char *re;
+    size_t len;
+    uint32_t coef, exp;
+} gre_part;
+
+/* Compiles the intersection of the parts' languages (strings every part matches) into
+ * states that lead to `next`, as gre_compile does. The product automaton holds only
+ * the pairs of states reachable together; past GRE_MAX_STATES it is refused. */
+og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const char *what,
+                           uint32_t next, uint32_t *entry);
+
 /* Most repetitions `{n,m}` may count, and most NFA states one expression may become. */
 #define GRE_MAX_REPEAT 10000u
 #define GRE_MAX_STATES (1u << 21)
