@@ -745,6 +745,35 @@ og_chat_options og_chat_options_default(void);
 og_status *og_chat_template_apply(const og_chat_template *t, const char *messages_json,
                                   const og_chat_options *options, char **text);
 
+/* ---------------------------------------------------------------------------------
+ * Audio: WAV files and Whisper's input features
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_audios og_audios;
+
+/* Reads `count` WAV files (RIFF/WAVE: PCM 8/16/24/32-bit or IEEE float 32/64-bit, plain
+ * or WAVE_FORMAT_EXTENSIBLE, 1 to 8 channels averaged to mono). A malformed or truncated
+ * file is OG_ERR_INVALID_ARGUMENT naming the file and the reason; another format
+ * (compressed WAV, MP3, FLAC) OG_ERR_UNSUPPORTED. Free *out with og_audios_free. */
+og_status *og_audios_open(const char *const *paths, size_t count, og_audios **out);
+/* One WAV file's bytes (not kept after the call). Free *out with og_audios_free. */
+og_status *og_audios_open_memory(const void *data, size_t size, og_audios **out);
+/* NULL is a no-op. */
+void og_audios_free(og_audios *audios);
+size_t og_audios_count(const og_audios *audios);
+/* Audio `index`'s mono samples in [-1, 1] at the file's rate (*count samples, *sample_rate
+ * Hz; either may be NULL). Owned by audios; NULL past the end. */
+const float *og_audios_samples(const og_audios *audios, size_t index, size_t *count,
+                               int *sample_rate);
+
+/* Whisper's input_features for every audio: float32 (count, n_mels, 3000), as the Hugging
+ * Face WhisperFeatureExtractor computes them (the first 30 s, zero-padded; n_mels 80, or
+ * 128 for large-v3). Audio not at 16000 Hz is OG_ERR_UNSUPPORTED (no resampling). Free
+ * *out with og_tensor_free. */
+og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_tensor **out);
+/* The same for `count` mono samples at 16 kHz into the caller's out[n_mels * 3000]. */
+og_status *og_whisper_log_mel(const float *samples, size_t count, int n_mels, float *out);
+
 #ifdef __cplusplus
 }
 #endif

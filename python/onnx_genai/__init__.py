@@ -25,6 +25,7 @@ from ._genai import (Adapters, Config, Generator, GeneratorParams, Model, Tensor
                      TokenizerStream, is_cuda_available, is_dml_available,
                      is_openvino_available, is_qnn_available, is_webgpu_available)
 from ._session import InferenceSession, NodeArg, SessionOptions
+from ._audio import Audios
 
 try:
     from importlib.metadata import version as _version
@@ -32,7 +33,7 @@ try:
 except Exception:  # run from the source tree
     __version__ = "unknown"
 
-__all__ = ["Adapters", "Config", "Model", "Tokenizer", "TokenizerStream", "GeneratorParams", "Generator",
+__all__ = ["Adapters", "Audios", "Config", "Model", "Tokenizer", "TokenizerStream", "GeneratorParams", "Generator",
            "Tensor", "InferenceSession", "SessionOptions", "NodeArg", "OgError",
            "InvalidArgumentError", "InvalidModelError", "NotFoundError", "IOFailureError",
            "UnsupportedError", "OutOfMemoryError", "RuntimeFailureError",

@@ -1,0 +1,68 @@
+"""Audio as onnxruntime-genai names it: ``og.Audios.open(*paths)``. The WAV files are read
+and Whisper's log-mel ``input_features`` computed by the C library (src/media/)."""
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import POINTER, c_char_p, c_int, c_size_t, c_void_p
+
+import numpy as np
+
+from ._genai import Tensor, _Handle, _Owned, _path
+from ._lib import InvalidArgumentError, _fn, _st, lib
+from ._tensor import take_tensor
+
+_fn("og_audios_free", None, c_void_p)
+_fn("og_audios_count", c_size_t, c_void_p)
+_fn("og_audios_samples", POINTER(ctypes.c_float), c_void_p, c_size_t, POINTER(c_size_t),
+    POINTER(c_int))
+_st("og_audios_open", POINTER(c_char_p), c_size_t, POINTER(c_void_p))
+_st("og_audios_open_memory", c_void_p, c_size_t, POINTER(c_void_p))
+_st("og_audios_whisper_features", c_void_p, c_int, POINTER(c_void_p))
+
+
+class Audios(_Owned):
+    """Decoded audio files (WAV: PCM 8/16/24/32-bit or float 32/64-bit, channels averaged
+    to mono). ``Audios.open("a.wav", "b.wav")`` as in onnxruntime-genai."""
+    _what = "Audios"
+
+    def __init__(self, ptr: int):
+        self._h = _Handle(ptr, lib.og_audios_free)
+
+    @classmethod
+    def open(cls, *paths: str | os.PathLike) -> "Audios":
+        """Reads the WAV files; a malformed one raises InvalidArgumentError naming it."""
+        if not paths:
+            raise InvalidArgumentError("Audios.open: no paths given")
+        raw = [_path(p, "Audios.open") for p in paths]
+        arr = (c_char_p * len(raw))(*raw)
+        out = c_void_p()
+        lib.og_audios_open(arr, len(raw), ctypes.byref(out))
+        return cls(out.value)
+
+    @classmethod
+    def open_bytes(cls, data: bytes) -> "Audios":
+        """One WAV file's bytes."""
+        buf = bytes(data)
+        out = c_void_p()
+        lib.og_audios_open_memory(buf, len(buf), ctypes.byref(out))
+        return cls(out.value)
+
+    def __len__(self) -> int:
+        return lib.og_audios_count(self._handle().ptr)
+
+    def samples(self, index: int = 0) -> tuple[np.ndarray, int]:
+        """(mono float32 samples, sample rate in Hz) of audio `index` (a copy)."""
+        n, rate = c_size_t(), c_int()
+        p = lib.og_audios_samples(self._handle().ptr, index, ctypes.byref(n), ctypes.byref(rate))
+        if not p:
+            raise IndexError(f"Audios.samples: index {index} out of range ({len(self)} audios)")
+        return np.ctypeslib.as_array(p, shape=(n.value,)).copy() if n.value else \
+            np.zeros(0, np.float32), rate.value
+
+    def input_features(self, n_mels: int = 80) -> Tensor:
+        """Whisper's input_features, float32 (len(self), n_mels, 3000), as transformers'
+        WhisperFeatureExtractor computes them (audio must be 16 kHz)."""
+        out = c_void_p()
+        lib.og_audios_whisper_features(self._handle().ptr, int(n_mels), ctypes.byref(out))
+        return Tensor(take_tensor(out.value))

@@ -1,0 +1,112 @@
+/* The public og_audios functions: WAV files into Whisper's input_features tensor. */
+#include "base/mapped_file.h"
+#include "base/tensor.h"
+#include "media/audio.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+struct og_audios {
+    size_t count;
+    audio_clip *clips; /* (count) */
+};
+
+void og_audios_free(og_audios *audios) {
+    if (!audios) return;
+    for (size_t i = 0; i < audios->count; i++) audio_clip_release(&audios->clips[i]);
+    free(audios->clips);
+    free(audios);
+}
+
+static og_status *audios_new(size_t count, og_audios **out) {
+    og_audios *a = calloc(1, sizeof *a);
+    if (a) a->clips = calloc(count ? count : 1, sizeof *a->clips);
+    if (!a || !a->clips) {
+        free(a);
+        return og_oom();
+    }
+    *out = a;
+    return NULL;
+}
+
+og_status *og_audios_open(const char *const *paths, size_t count, og_audios **out) {
+    if (!out || (count && !paths))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_open: NULL argument");
+    og_audios *a;
+    OG_TRY(audios_new(count, &a));
+    for (size_t i = 0; i < count; i++) {
+        if (!paths[i]) {
+            og_audios_free(a);
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_open: path %zu is NULL", i);
+        }
+        mapped_file f;
+        og_status *st = mapped_file_open(paths[i], &f);
+        if (!st) {
+            st = audio_wav_decode(f.data, f.size, paths[i], &a->clips[i]);
+            mapped_file_close(&f);
+        }
+        if (st) {
+            og_audios_free(a);
+            return st;
+        }
+        a->count = i + 1;
+    }
+    a->count = count;
+    *out = a;
+    return NULL;
+}
+
+og_status *og_audios_open_memory(const void *data, size_t size, og_audios **out) {
+    if (!out || (size && !data))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_open_memory: NULL argument");
+    og_audios *a;
+    OG_TRY(audios_new(1, &a));
+    og_status *st = audio_wav_decode(data, size, "WAV in memory", &a->clips[0]);
+    if (st) {
+        og_audios_free(a);
+        return st;
+    }
+    a->count = 1;
+    *out = a;
+    return NULL;
+}
+
+size_t og_audios_count(const og_audios *audios) { return audios ? audios->count : 0; }
+
+const float *og_audios_samples(const og_audios *audios, size_t index, size_t *count,
+                               int *sample_rate) {
+    if (!audios || index >= audios->count) return NULL;
+    const audio_clip *c = &audios->clips[index];
+    if (count) *count = c->n_samples;
+    if (sample_rate) *sample_rate = c->rate;
+    return c->samples;
+}
+
+og_status *og_whisper_log_mel(const float *samples, size_t count, int n_mels, float *out) {
+    return audio_whisper_log_mel(samples, count, n_mels, out);
+}
+
+og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_tensor **out) {
+    if (!audios || !out)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_whisper_features: NULL argument");
+    for (size_t i = 0; i < audios->count; i++)
+        if (audios->clips[i].rate != AUDIO_WHISPER_RATE)
+            return og_errorf(OG_ERR_UNSUPPORTED, "audio %zu: %d Hz; Whisper's features need "
+                             "%d Hz audio and this runtime does not resample (convert it first, "
+                             "e.g. ffmpeg -i IN -ar 16000 OUT.wav)", i, audios->clips[i].rate,
+                             AUDIO_WHISPER_RATE);
+    int64_t dims[3] = {(int64_t)audios->count, n_mels, AUDIO_WHISPER_FRAMES};
+    og_tensor *t;
+    OG_TRY(og_tensor_create(OG_FLOAT32, dims, 3, &t));
+    float *dst = og_tensor_data(t);
+    for (size_t i = 0; i < audios->count; i++) {
+        og_status *st = audio_whisper_log_mel(audios->clips[i].samples, audios->clips[i].n_samples,
+                                              n_mels, dst + i * (size_t)n_mels * AUDIO_WHISPER_FRAMES);
+        if (st) {
+            og_tensor_free(t);
+            return og_status_wrap(st, "audio %zu", i);
+        }
+    }
+    *out = t;
+    return NULL;
+}
