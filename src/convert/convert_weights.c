@@ -1,9 +1,9 @@
 /* GGUF tensors into ONNX initializers. Block-quantized rows keep their values: only the
  * packing changes (gguf_blocks.h reads each format as sub-blocks of 16 or 32 values with
- * a float32 scale and an integer zero point or an offset), so MatMulNBits (4 bits for
- * 2- to 4-bit formats, 8 bits for 5, 6 and 8) gives gguf's dequantized values bit for bit
- * for Q3_K, Q4_0, Q5_0, Q8_0 and Q6_K; the affine formats of up to 4 bits (Q2_K, Q4_1,
- * Q4_K: scale * q + offset) get float zero points -offset / scale, one rounding away; the
+ * a float32 scale and an integer zero point or an offset), so MatMulNBits (2 bits for
+ * Q2_K, 4 for 3- and 4-bit formats, 8 for 5, 6 and 8) gives gguf's dequantized values bit
+ * for bit for Q3_K, Q4_0, Q5_0, Q8_0 and Q6_K; the affine formats of up to 4 bits (Q2_K,
+ * Q4_1, Q4_K: scale * q + offset) get float zero points -offset / scale, one rounding away; the
  * 5-bit ones (Q5_1, Q5_K) and the float types (F32, F16, BF16) become float32, exactly.
  * Everything streams from the mapping to the data file a row or a tile at a time. */
 #include "convert/convert_internal.h"
@@ -223,7 +223,12 @@ static void write_rows(onnx_out *o, const gq_format *f, const cv_src *src, int n
                     float v;
                     switch (what) {
                     case W_VALUES:
-                        if (f->bits <= 4) {
+                        if (f->bits <= 2) { /* four a byte, low bits first */
+                            for (int j = 0; j < f->sub / 4; j++)
+                                out[j] = (uint8_t)(sb.q[4 * j] | sb.q[4 * j + 1] << 2 |
+                                                   sb.q[4 * j + 2] << 4 | sb.q[4 * j + 3] << 6);
+                            out += f->sub / 4;
+                        } else if (f->bits <= 4) {
                             for (int j = 0; j < f->sub / 2; j++)
                                 out[j] = (uint8_t)(sb.q[2 * j] | sb.q[2 * j + 1] << 4);
                             out += f->sub / 2;
@@ -291,7 +296,7 @@ og_status *cv_weight(onnx_out *o, const cv_model *m, const char *base, const cv_
         w->names[0] = onnx_fmt(o, "%s", wname);
         return NULL;
     }
-    w->bits = f->bits <= 4 ? 4 : 8;
+    w->bits = f->bits <= 2 ? 2 : f->bits <= 4 ? 4 : 8;
     w->block = f->sub;
     w->zp = f->affine ? CV_ZP_FLOAT : f->zp == 1 << (w->bits - 1) ? CV_ZP_DEFAULT : CV_ZP_U8;
     int64_t kb = k / f->sub;

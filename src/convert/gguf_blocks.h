@@ -15,7 +15,8 @@ typedef struct gq_format {
     int block;  /* values per GGUF block (32 or 256) */
     int bytes;  /* bytes per GGUF block */
     int sub;    /* values per sub-block (one scale): 32 or 16 */
-    int bits;   /* bits of the values: 2 to 4 fit MatMulNBits' 4-bit form, 5 and 6 its 8-bit */
+    int bits;   /* bits of the values: 2 fit MatMulNBits' 2-bit form, 3 and 4 its 4-bit, 5 and
+                 * 6 its 8-bit */
     bool affine; /* an offset per sub-block (no integer zero point) */
     int zp;     /* the zero point of a symmetric format (the same for every block) */
 } gq_format;

@@ -240,6 +240,11 @@ def blocks_dequant(packed, scales, n, k, bits, block, zp_name, inits):
     kb = k // block
     if bits == 8:
         q = packed.reshape(n, kb, block).astype(np.float32)
+    elif bits == 2:  # four a byte, low bits first
+        p = packed.reshape(n, kb, block // 4)
+        q = np.empty((n, kb, block), np.float32)
+        for j in range(4):
+            q[:, :, j::4] = (p >> (2 * j)) & 3
     else:
         p = packed.reshape(n, kb, block // 2)
         q = np.empty((n, kb, block), np.float32)
@@ -601,7 +606,8 @@ def cases():
                                ("qwen3", "Q5_K", False, None), ("phi3", "Q8_0", False, None),
                                ("gemma2", "Q8_0", False, None), ("gemma3", "Q4_0", True, None),
                                ("llama", "Q3_K", False, None), ("qwen2", "Q3_K", True, None),
-                               ("qwen2", "Q2_K", False, None), ("qwen3moe", "Q4_0", False, None),
+                               ("qwen2", "Q2_K", False, None), ("qwen3", "Q2_K", True, None),
+                               ("qwen3moe", "Q4_0", False, None),
                                ("qwen3moe", "Q8_0", False, None), ("qwen3moe", "Q4_K", False, None)):
         c[f"parity_{arch}_{q}{'_mix' if mix else ''}{'_tied' if tied else ''}"] = parity_case(arch, q, tied, mix)
     for kind in ("spm", "qwen2", "llama3", "gpt2"):
