@@ -55,7 +55,8 @@ bool hub_is_gguf(const char *name);
  * tag as a whole part (after the start or '-', '.', '_'; before ".gguf", '-' or '.';
  * any case), else the only one. Multimodal projectors (mmproj*) are never taken; a part
  * of a split file (-00001-of-00003) is refused. *index: -1 when names hold no GGUF file
- * (and no tag was asked for); an error says which files there are to choose from. */
+ * (and no tag was asked for); an error says which files there are to choose from. A split
+ * file's parts count as one file (its first part). */
 og_status *hub_choose_gguf(const char *repo, const char *tag, char *const *names, int n,
                            int *index);
 

@@ -26,15 +26,15 @@ static bool is_projector(const char *name) {
     return !strncasecmp(base_name(name), "mmproj", 6);
 }
 
-/* "-00001-of-00003.gguf": one part of a file llama-gguf-split cut. */
-static bool is_split_part(const char *name) {
+/* "-00002-of-00003.gguf": part 2 of a file llama-gguf-split cut; 0 for a whole file. */
+static int split_part(const char *name) {
     size_t n = strlen(name);
-    if (n < 5 + 15) return false;
+    if (n < 5 + 15) return 0;
     const char *p = name + n - 5 - 15; /* "-NNNNN-of-NNNNN" */
-    if (p[0] != '-' || strncmp(p + 6, "-of-", 4)) return false;
+    if (p[0] != '-' || strncmp(p + 6, "-of-", 4)) return 0;
     for (int i = 0; i < 5; i++)
-        if (!isdigit((unsigned char)p[1 + i]) || !isdigit((unsigned char)p[10 + i])) return false;
-    return true;
+        if (!isdigit((unsigned char)p[1 + i]) || !isdigit((unsigned char)p[10 + i])) return 0;
+    return atoi(p + 1) > 0 ? atoi(p + 1) : 1;
 }
 
 /* Whether tag occurs in name's base name as a whole part. */
@@ -73,8 +73,10 @@ og_status *hub_choose_gguf(const char *repo, const char *tag, char *const *names
         goto done;
     }
     int n_cand = 0, n_hit = 0;
+    /* a split file stands as its first part */
     for (int i = 0; i < n; i++)
-        if (hub_is_gguf(names[i]) && !is_projector(names[i])) cand[n_cand++] = i;
+        if (hub_is_gguf(names[i]) && !is_projector(names[i]) && split_part(names[i]) <= 1)
+            cand[n_cand++] = i;
     for (int i = 0; i < n_cand; i++)
         if (tag && has_tag(names[cand[i]], tag)) hit[n_hit++] = cand[i];
     char list[2048];
@@ -101,7 +103,7 @@ og_status *hub_choose_gguf(const char *repo, const char *tag, char *const *names
         goto done;
     }
     int pick = tag ? hit[0] : cand[0];
-    if (is_split_part(names[pick])) {
+    if (split_part(names[pick])) {
         st = og_errorf(OG_ERR_UNSUPPORTED,
                        "%s: %s is one part of a split GGUF file, which convert does not read; "
                        "merge the parts (llama-gguf-split --merge) and convert the file",

@@ -7,7 +7,8 @@ generate), of the cache layout huggingface_hub (scan_cache_dir).
 
 The repository holds a small qwen2 model (tests/convert/gguf_models.py, PyPI gguf's
 writer) as tiny-Q4_0.gguf and tiny-Q8_0.gguf, a multimodal projector mmproj-tiny-f16.gguf
-(never picked) and a README; another repository holds one GGUF file only.
+(never picked) and a README; another repository holds one GGUF file only, a third a file
+split in two parts (refused) beside a whole one.
 
 Usage: test_pull_gguf.py BUILD_DIR. Exit 77 (skip) without PyPI gguf or huggingface_hub."""
 import os
@@ -26,6 +27,7 @@ from test_pull import Env, check  # noqa: E402
 
 REPO = "test-org/tiny-GGUF"
 ONE = "test-org/one-GGUF"
+SPLIT = "test-org/split-GGUF"
 IDS = "1,17,42,99,7"
 
 
@@ -144,6 +146,20 @@ def run_cases(env, repo, one, files, local):
     check(g.returncode == 0 and g.stdout == want.stdout and "converting" not in g.stderr,
           f"and the next run converts nothing ({g.stderr.strip()[-200:]})")
 
+    # A file split in parts (llama-gguf-split): refused by name, nothing downloaded; its
+    # parts count as one file beside another.
+    h4 = env.new_home()
+    env.hub.clear_log()
+    r = env.run(h4, "pull", f"{SPLIT}:Q4_0")
+    check(r.returncode != 0 and "big-Q4_0-00001-of-00002.gguf is one part of a split GGUF file" in r.stderr
+          and "llama-gguf-split --merge" in r.stderr and not env.hub.requests("resolve"),
+          f"a split file: refused naming its first part ({r.stderr.strip()})")
+    r = env.run(h4, "pull", SPLIT)
+    check(r.returncode != 0 and "holds 2 GGUF files" in r.stderr and "00002-of" not in r.stderr,
+          f"its parts count as one file ({r.stderr.strip()})")
+    r = env.run(h4, "pull", f"{SPLIT}:Q8_0")
+    check(r.returncode == 0 and r.stdout.strip().endswith(sha), f"the other file comes ({r.stderr.strip()[-200:]})")
+
     # huggingface_hub reads the cache with our folder beside its own.
     code = ("import json\nfrom huggingface_hub import scan_cache_dir\ni = scan_cache_dir()\n"
             "print(json.dumps([[r.repo_id for r in i.repos], [str(w) for w in i.warnings]]))")
@@ -173,8 +189,13 @@ def main():
         repo = Repo({**data, "README.md": b"# tiny GGUF\n", "mmproj-tiny-f16.gguf": b"GGUF" + b"\0" * 60},
                     lfs=lambda f: f.endswith(".gguf"))
         one = Repo({"tiny-Q4_0.gguf": data["tiny-Q4_0.gguf"]}, lfs=lambda f: f.endswith(".gguf"))
+        split = Repo({"big-Q4_0-00001-of-00002.gguf": b"GGUF" + b"\1" * 60,
+                      "big-Q4_0-00002-of-00002.gguf": b"GGUF" + b"\2" * 60,
+                      # (tiny-Q4_0.gguf's bytes: the same blob, so the same package)
+                      "tiny-Q8_0.gguf": data["tiny-Q4_0.gguf"]}, lfs=lambda f: f.endswith(".gguf"))
         hub.repos[REPO] = repo
         hub.repos[ONE] = one
+        hub.repos[SPLIT] = split
         env = Env(build, hub, tmp)
         try:
             run_cases(env, repo, one, files, local)
