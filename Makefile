@@ -44,12 +44,14 @@ FUZZ_JSON_SECONDS ?= 15
 FUZZ_GUIDE_SECONDS ?= 15
 FUZZ_GGUF_SECONDS ?= 5
 FUZZ_ADAPTER_SECONDS ?= 5
+FUZZ_IMAGE_SECONDS ?= 10
 FUZZ_WAV_SECONDS ?= 5
 CHAT_SEEDS := $(wildcard $(SHARED)/chat-templates/templates)
 fuzz-smoke: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template \
 		fuzz_genai_config fuzz_tokenizer fuzz_guide fuzz_gguf fuzz_adapter fuzz_wav
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_image
 	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
 	mkdir -p build-fuzz/corpus-chat && ./build-fuzz/fuzz/fuzz_chat_template \
@@ -71,6 +73,9 @@ fuzz-smoke: deps
 	mkdir -p build-fuzz/corpus-wav && ./build-fuzz/fuzz/fuzz_wav \
 		-max_total_time=$(FUZZ_WAV_SECONDS) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
 		-artifact_prefix=build-fuzz/wav- build-fuzz/corpus-wav fuzz/corpus/wav
+	mkdir -p build-fuzz/corpus-image && ./build-fuzz/fuzz/fuzz_image \
+		-max_total_time=$(FUZZ_IMAGE_SECONDS) -rss_limit_mb=2048 -max_len=8192 -timeout=10 \
+		-artifact_prefix=build-fuzz/image- build-fuzz/corpus-image fuzz/corpus/image
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -774,6 +774,71 @@ og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_te
 /* The same for `count` mono samples at 16 kHz into the caller's out[n_mels * 3000]. */
 og_status *og_whisper_log_mel(const float *samples, size_t count, int n_mels, float *out);
 
+/* ---------------------------------------------------------------------------------
+ * Images: PNG and JPEG files decoded to RGB, and a package's image preprocessing
+ * (processor_config.json) turning them into a vision encoder's inputs, computed as
+ * onnxruntime-genai 0.18's processors compute them.
+ *
+ *     og_images *im;            og_images_open(paths, 2, &im);
+ *     og_image_processor *p;    og_image_processor_open("path/to/package", &p);
+ *     og_named_tensors *nt;     og_image_processor_process(p, im, &nt);
+ *     og_tensor *pv = og_named_tensors_find(nt, "pixel_values");
+ *     ... og_named_tensors_free(nt); og_image_processor_free(p); og_images_free(im);
+ *
+ * Errors: a corrupt or truncated file is OG_ERR_INVALID_ARGUMENT naming the file and
+ * what the decoder found; a format other than PNG/JPEG (or a CMYK JPEG)
+ * OG_ERR_UNSUPPORTED; an image over 16384 pixels a side or 100 million pixels
+ * OG_ERR_INVALID_ARGUMENT, refused before its pixels are allocated.
+ * --------------------------------------------------------------------------------- */
+
+typedef struct og_images og_images;
+
+/* Reads and decodes paths[0..count). Free with og_images_free. */
+og_status *og_images_open(const char *const *paths, size_t count, og_images **out);
+/* Decodes count encoded images held in memory (data[i], sizes[i] bytes; not kept). */
+og_status *og_images_load(const void *const *data, const size_t *sizes, size_t count,
+                          og_images **out);
+void og_images_free(og_images *images);
+size_t og_images_count(const og_images *images);
+/* The decoded pixels of image index: (height, width, 3) bytes, R, G, B. Owned by
+ * images; NULL past the end. */
+const uint8_t *og_images_pixels(const og_images *images, size_t index, int *width,
+                                int *height);
+
+/* Tensors by name, as a processor returns them. */
+typedef struct og_named_tensors og_named_tensors;
+size_t og_named_tensors_count(const og_named_tensors *t);
+/* The name of entry index; NULL past the end. Owned by t. */
+const char *og_named_tensors_name(const og_named_tensors *t, size_t index);
+/* The tensor of entry index, or the one named `name`; NULL when absent. Owned by t. */
+og_tensor *og_named_tensors_at(const og_named_tensors *t, size_t index);
+og_tensor *og_named_tensors_find(const og_named_tensors *t, const char *name);
+void og_named_tensors_free(og_named_tensors *t);
+
+typedef struct og_image_processor og_image_processor;
+
+/* Reads path: a package folder (the file its genai_config.json names in
+ * model.vision.config_filename, else processor_config.json) or a processor_config.json.
+ * Ops: DecodeImage, ConvertRGB, Resize (Qwen's smart resize too), Rescale, Normalize,
+ * PatchImage (Qwen2.5-VL, Qwen3-VL, Qwen3.5) and Phi3ImageTransform (Phi-3-vision);
+ * another op is OG_ERR_UNSUPPORTED naming it. Free with og_image_processor_free. */
+og_status *og_image_processor_open(const char *path, og_image_processor **out);
+void og_image_processor_free(og_image_processor *p);
+/* The config's processor name ("qwen2_5_image_processor", ...). Owned by p. */
+const char *og_image_processor_name(const og_image_processor *p);
+/* Preprocesses every image of images. *out (free with og_named_tensors_free) holds, as
+ * onnxruntime-genai names them:
+ *  - Qwen (PatchImage): pixel_values float32 (patches of all images, C*2*P*P),
+ *    image_grid_thw int64 (images, 3), num_image_tokens int64 (1): all images' merged
+ *    tokens. Images of different sizes are concatenated, as the vision encoder reads
+ *    them (onnxruntime-genai 0.18 pads every image to the largest one's patches);
+ *  - Phi-3-vision: pixel_values float32 (images, 17, 3, 336, 336), image_sizes int64
+ *    (images, 2), num_image_tokens int64 (images, 1).
+ * pixel_values is float32 whatever the vision graph takes (onnxruntime-genai casts it to
+ * the graph's input type). */
+og_status *og_image_processor_process(const og_image_processor *p, const og_images *images,
+                                      og_named_tensors **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,7 @@ from ._genai import (Adapters, Config, Generator, GeneratorParams, Model, Tensor
                      TokenizerStream, is_cuda_available, is_dml_available,
                      is_openvino_available, is_qnn_available, is_webgpu_available)
 from ._session import InferenceSession, NodeArg, SessionOptions
+from ._image import Images, MultiModalProcessor, NamedTensors
 from ._audio import Audios
 
 try:
@@ -39,3 +40,4 @@ __all__ = ["Adapters", "Audios", "Config", "Model", "Tokenizer", "TokenizerStrea
            "UnsupportedError", "OutOfMemoryError", "RuntimeFailureError",
            "IncompleteModelError", "is_cuda_available", "is_dml_available",
            "is_openvino_available", "is_qnn_available", "is_webgpu_available", "__version__"]
+__all__ += ["Images", "MultiModalProcessor", "NamedTensors"]

@@ -203,6 +203,14 @@ class Model(_Owned):
                 for i in range(lib.og_model_warning_count(h.ptr))]
 
 
+    def create_multimodal_processor(self):
+        """The package's processor (onnxruntime-genai's name): ``processor(prompt,
+        images=og.Images.open(...))`` returns NamedTensors (input_ids and the image
+        tensors); see _image.MultiModalProcessor."""
+        from ._image import MultiModalProcessor
+        return MultiModalProcessor(self)
+
+
 def _token_ids(source: Model | Config | None):
     """(token_id(key), eos ids) from a model or a config; -1 / [] without one."""
     if isinstance(source, Model):

