@@ -202,7 +202,6 @@ class Model(_Owned):
         return [lib.og_model_warning(h.ptr, i).decode("utf-8")
                 for i in range(lib.og_model_warning_count(h.ptr))]
 
-
     def create_multimodal_processor(self):
         """The package's processor (onnxruntime-genai's name): ``processor(prompt,
         images=og.Images.open(...))`` returns NamedTensors (input_ids and the image
