@@ -330,7 +330,8 @@ og_status *eng_batch_init(eng_engine *e) {
     e->layer_names = calloc((size_t)n_layers, sizeof *e->layer_names);
     e->layer_runs = calloc((size_t)n_layers, sizeof *e->layer_runs);
     e->pseqs = calloc((size_t)e->o.max_batch + 1, sizeof *e->pseqs);
-    int T = e->step_tokens;
+    /* a hybrid with whole prompts runs one beyond the step budget */
+    int T = e->whole_prompts && e->context > e->step_tokens ? e->context : e->step_tokens;
     e->tok_cap = T;
     e->ids = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
     e->pos = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
@@ -530,6 +531,9 @@ static int new_blocks_needed(const eng_engine *e) {
     return n;
 }
 
+/* Sequences that may run at once: max_batch, or a hybrid's slots (eng_state_plan). */
+static int max_running(const eng_engine *e) { return e->hybrid ? e->n_slots : e->o.max_batch; }
+
 /* Whether request s runs with the LoRA adapter of request g (both with none included). */
 static bool same_group(const eng_sampling *s, const eng_sampling *g) {
     return g && (s->adapter == g->adapter ||
@@ -544,7 +548,7 @@ static const eng_sampling *step_group(eng_engine *e) {
     int n = 0;
     for (int i = 0; i <= e->n_running; i++) {
         const eng_sampling *s = i < e->n_running ? &e->running[i]->req->s
-                                : e->n_waiting && e->n_running < e->o.max_batch
+                                : e->n_waiting && e->n_running < max_running(e)
                                     ? &e->waiting[0]->req->s : NULL;
         int k = 0;
         while (s && k < n && !same_group(s, e->groups[k])) k++;
@@ -602,8 +606,7 @@ static int schedule(eng_engine *e) {
             budget -= s->step_n;
         }
     }
-    while (budget > 0 && e->n_running < (e->hybrid ? e->n_slots : e->o.max_batch) &&
-           e->n_waiting > 0 &&
+    while (budget > 0 && e->n_running < max_running(e) && e->n_waiting > 0 &&
            same_group(&e->waiting[0]->req->s, g)) {
         eng_seq *s = e->waiting[0];
         if (!s->matched) match_prefix(e, s);
