@@ -25,8 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Most items an array rule counts one by one (minItems / maxItems chains). */
-#define JSON_MAX_COUNTED_ITEMS 10000
+/* Most items an array or object rule counts one by one (a chain of nonterminals); past
+ * it, minItems / maxItems / min/maxProperties are counted in binary (count_range). */
+#define JSON_MAX_COUNTED_ITEMS 1000
+/* Largest count taken at all (minItems, maxItems, min/maxProperties; counted in binary
+ * past JSON_MAX_COUNTED_ITEMS). */
+#define JSON_MAX_COUNT 1099511627776.0
 /* Longest minLength / maxLength a string lexeme counts. */
 #define JSON_MAX_LENGTH 10000
 /* Deepest nesting of allOf / $ref merges (a cycle of references merged into itself). */
@@ -797,6 +801,92 @@ static og_status *number_schema(jctx *c, const cJSON *s, const char *ptr, bool i
     return st;
 }
 
+/* lhs derives unit^n for lo <= n <= hi (hi INFINITY: no bound) in rules logarithmic in
+ * the counts: E_j (exactly 2^j units) by doubling; lo as the E_j of its bits; then
+ * AtMost(m) = U_b | E_b AtMost(m - 2^b), b m's top bit, with U_j (0..2^j - 1 units) =
+ * U_{j-1} | E_{j-1} U_{j-1}; or, unbounded, a loop. No count has two derivations. */
+static og_status *count_range(jctx *c, gsym unit, uint64_t lo, double hi, const char *ptr,
+                              gsym lhs) {
+    uint64_t span = isfinite(hi) ? (uint64_t)hi - lo : 0, top = lo > span ? lo : span;
+    int bits = 0;
+    while (bits < 63 && (top >> bits)) bits++;
+    gsym E[64], U[65];
+    E[0] = unit;
+    for (int j = 1; j < bits; j++) {
+        OG_TRY(nt(c, ptr, &E[j]));
+        gsym r[] = {E[j - 1], E[j - 1]};
+        OG_TRY(rule(c, E[j], r, 2));
+    }
+    gsym seq[66];
+    size_t n = 0;
+    for (int j = bits; j-- > 0;)
+        if (lo >> j & 1) seq[n++] = E[j];
+    gsym rest;
+    OG_TRY(nt(c, ptr, &rest));
+    if (!isfinite(hi)) { /* left-recursive, as list_tail */
+        OG_TRY(rule(c, rest, NULL, 0));
+        gsym r[] = {rest, unit};
+        OG_TRY(rule(c, rest, r, 2));
+    } else {
+        OG_TRY(nt(c, ptr, &U[0]));
+        OG_TRY(rule(c, U[0], NULL, 0));
+        for (int j = 1; j <= bits; j++) {
+            OG_TRY(nt(c, ptr, &U[j]));
+            OG_TRY(rule(c, U[j], &U[j - 1], 1));
+            gsym r[] = {E[j - 1], U[j - 1]};
+            OG_TRY(rule(c, U[j], r, 2));
+        }
+        /* AtMost(m), top bit first: rest -> U_b | E_b rest' */
+        gsym at = rest;
+        for (uint64_t m = span;;) {
+            if (m == 0) {
+                OG_TRY(rule(c, at, NULL, 0));
+                break;
+            }
+            int b = 63;
+            while (!(m >> b & 1)) b--;
+            OG_TRY(rule(c, at, &U[b], 1));
+            gsym next;
+            OG_TRY(nt(c, ptr, &next));
+            gsym r[] = {E[b], next};
+            OG_TRY(rule(c, at, r, 2));
+            at = next;
+            m -= 1ull << b;
+        }
+    }
+    seq[n++] = rest;
+    return rule(c, lhs, seq, n);
+}
+
+/* An array whose counts pass JSON_MAX_COUNTED_ITEMS: the k prefix positions one by one,
+ * the items after them counted in binary (count_range), between lo and limit in all. */
+static og_status *big_array(jctx *c, const gsym *slot, size_t k, gsym rest_item, uint64_t lo,
+                            double limit, const char *ptr, gsym *out) {
+    gsym unit;
+    OG_TRY(nt(c, ptr, &unit));
+    gsym u[] = {c->w, GSYM_LEX(c->lx_comma), c->w, rest_item};
+    OG_TRY(rule(c, unit, u, 4));
+    /* P_j: j items written, j = 1..max(k, 1); the last counts the rest */
+    size_t last = k > 1 ? k : 1;
+    gsym *P = malloc(sizeof *P * (last + 1));
+    if (!P) return og_oom();
+    og_status *st = NULL;
+    for (size_t j = 1; j <= last && !st; j++) st = nt(c, ptr, &P[j]);
+    for (size_t j = 1; j < last && !st; j++) {
+        if (j >= lo) st = rule(c, P[j], NULL, 0);
+        gsym r[] = {c->w, GSYM_LEX(c->lx_comma), c->w, slot[j], P[j + 1]};
+        if (!st) st = rule(c, P[j], r, 5);
+    }
+    if (!st)
+        st = count_range(c, unit, lo > last ? lo - last : 0, limit - (double)last, ptr, P[last]);
+    if (!st) st = nt(c, ptr, out);
+    if (!st)
+        st = container(c, *out, c->lx_lbrack, c->lx_rbrack, lo == 0, k > 0 ? slot[0] : rest_item,
+                       P[1]);
+    free(P);
+    return st;
+}
+
 static og_status *array_schema(jctx *c, const cJSON *s, const char *ptr, gsym *out) {
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
@@ -817,10 +907,15 @@ static og_status *array_schema(jctx *c, const cJSON *s, const char *ptr, gsym *o
     double limit = rest_ok ? hi : (hi < (double)k ? hi : (double)k);
     if ((double)m > limit)
         return at_error(c, ptr, "%s", "unsatisfiable schema: minItems is above the items allowed");
+    if (lo > JSON_MAX_COUNT || (isfinite(limit) && limit > JSON_MAX_COUNT))
+        return at_error(c, ptr, "%s", "minItems / maxItems above 2^40 are not supported");
     size_t counted = k > m ? k : m; /* positions before the loop (if any) */
     if (isfinite(limit)) counted = (size_t)limit;
-    if (counted > JSON_MAX_COUNTED_ITEMS)
-        return at_error(c, ptr, "%s", "minItems / maxItems above 10000 are not supported");
+    /* past JSON_MAX_COUNTED_ITEMS, the positions after the prefix are counted in binary */
+    bool big = counted > JSON_MAX_COUNTED_ITEMS;
+    if (big && k > JSON_MAX_COUNTED_ITEMS)
+        return at_error(c, ptr, "%s", "prefixItems longer than 1000 are not supported");
+    if (big) counted = k;
     gsym *slot = malloc(sizeof *slot * (counted + 1));
     if (!slot) return og_oom();
     og_status *st = NULL;
@@ -846,6 +941,11 @@ static og_status *array_schema(jctx *c, const cJSON *s, const char *ptr, gsym *o
         } else {
             slot[j] = rest_item;
         }
+    }
+    if (!st && big && limit > (double)counted) { /* a false prefix item did not cut it */
+        st = big_array(c, slot, k, rest_item, (uint64_t)lo, limit, ptr, out);
+        free(slot);
+        return st;
     }
     /* tails: T_j after j items (j = 1..counted), then the loop when unbounded */
     gsym loop = -1, *tail = NULL;
@@ -1071,6 +1171,8 @@ static og_status *object_rules(jctx *c, gsym lhs, const gsym *kv, const bool *re
                                size_t n, gsym extra, size_t lo, double hi, const char *ptr) {
     gsym *first = malloc(sizeof *first * (n + 1)), *rest = malloc(sizeof *rest * (n + 1));
     size_t counted = isfinite(hi) ? (size_t)hi : lo; /* T_0..T_counted */
+    bool big = counted > JSON_MAX_COUNTED_ITEMS; /* then counted in binary */
+    if (big) counted = 0;
     gsym *tail = extra != -1 ? malloc(sizeof *tail * (counted + 1)) : NULL;
     og_status *st = NULL;
     if (!first || !rest || (extra != -1 && !tail)) st = og_oom();
@@ -1082,6 +1184,19 @@ static og_status *object_rules(jctx *c, gsym lhs, const gsym *kv, const bool *re
     }
     if (extra == -1) {
         if (!st) st = rule(c, rest[n], NULL, 0);
+    } else if (big) {
+        gsym unit, after;
+        if (!st) st = nt(c, ptr, &unit);
+        gsym u[] = {c->w, GSYM_LEX(c->lx_comma), c->w, extra};
+        if (!st) st = rule(c, unit, u, 4);
+        if (!st) st = count_range(c, unit, lo, hi, ptr, rest[n]);
+        if (!st && hi >= 1) {
+            st = nt(c, ptr, &first[n]);
+            if (!st) st = nt(c, ptr, &after);
+            if (!st) st = count_range(c, unit, lo > 0 ? lo - 1 : 0, hi - 1, ptr, after);
+            gsym r1[] = {extra, after};
+            if (!st) st = rule(c, first[n], r1, 2);
+        }
     } else {
         /* T_j: j extras written (j == counted: as many as the loop gives) */
         tail[0] = rest[n];
@@ -1309,9 +1424,8 @@ static og_status *object_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
                  "the number of properties (%zu)", min_p, n_required);
         st = at_error(c, ptr, "%s", msg);
     }
-    if (!st && extra_kv != -1 && ((double)lo > JSON_MAX_COUNTED_ITEMS ||
-                                  (isfinite(hi) && hi > JSON_MAX_COUNTED_ITEMS)))
-        st = at_error(c, ptr, "%s", "minProperties / maxProperties above 10000 are not "
+    if (!st && (min_p > JSON_MAX_COUNT || max_p > JSON_MAX_COUNT))
+        st = at_error(c, ptr, "%s", "minProperties / maxProperties above 2^40 are not "
                                     "supported");
     if (!st && !special) st = object_rules(c, *out, kv, required, n, extra_kv, lo, hi, ptr);
     free_patterns(pats, n_pats);

@@ -26,6 +26,16 @@ OUT = os.path.join(HERE, "json_cases.inc")
 TOKENIZER = os.path.join(HERE, "..", "..", "..", "shared", "models", "ortgenai",
                          "hf-internal-testing", "tiny-random-gpt2-fp32", "tokenizer.json")
 
+def LIST(n):
+    """A JSON array of n zeros."""
+    return "[" + ",".join(["0"] * n) + "]"
+
+
+def PROPS(n):
+    """A JSON object of n members (the same key, which llguidance allows)."""
+    return "{" + ",".join(['"k":0'] * n) + "}"
+
+
 OBJ_AB = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
 STR_ESC = ['"abc"', '"\\/"', '"\\n\\r\\t\\b\\f\\\\\\""', '"\\u00e9"', '"\\u001f"', '"\\u001F"',
            '"\\u007f"', '"\\u0020"', '"\\ud800"', '"\\a"', '"\x01"', '"\x7f"', '"\t"', '"é"',
@@ -281,6 +291,24 @@ CASES = [
     ({"type": "string", "pattern": "^a$", "minLength": 2}, ['"a"']),
     ({"type": "string", "pattern": "^[0-9a-f]{8}$", "minLength": 8, "maxLength": 8},
      ['"0123abcd"', '"0123abc"']),
+    ({"type": "array", "maxItems": 20000}, ['[1,2]', '[]']),
+    ({"type": "array", "minItems": 20000}, ['[1,2]', '[]']),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 1002, "maxItems": 1005},
+     [LIST(1001), LIST(1002), LIST(1003), LIST(1005), LIST(1006), '[]']),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 1500},
+     [LIST(1), LIST(1499), LIST(1500), LIST(1501)]),
+    ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "null"}],
+      "items": {"type": "integer"}, "minItems": 1345},
+     ['["a",null,1]', '["a",1]', '[' + '"a",null,' + LIST(1343)[1:], '[' + '"a",null,' +
+      LIST(1342)[1:]]),
+    ({"type": "array", "prefixItems": [{"type": "string"}, False], "maxItems": 20000},
+     ['["a"]', '["a",1]']),
+    ({"type": "object", "maxProperties": 1003, "minProperties": 1001},
+     [PROPS(1000), PROPS(1001), PROPS(1003), PROPS(1004), '{}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+      "minProperties": 1100}, ['{"a":1,' + PROPS(1099)[1:], '{"a":1,' + PROPS(1098)[1:]]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+      "maxProperties": 100000}, ['{"a":1,"b":2}', '{"b":2}']),
     ({"type": "integer", "multipleOf": 3},
      ['0', '3', '6', '4', '-3', '30', '33', '12', '123', '-0', '-', '1e1', '3.0', '999999']),
     ({"type": "integer", "multipleOf": 3, "minimum": 5, "maximum": 20},
