@@ -290,14 +290,17 @@ og_status *eng_batch_init(eng_engine *e) {
         return og_errorf(OG_ERR_UNSUPPORTED, "its KV cache is %s", og_dtype_name(c0->dtype));
     e->max_rows = e->o.max_batch;
     if (m->has_state && has_op(m, "QMoE")) {
-        /* QMoE's expert products take one kernel below ENG_QMOE_ROWS + 1 rows an expert and
-         * another (dequantize + sgemm) from there on, as onnxruntime's do: a token's bits
-         * depend on how many tokens of its run an expert gets. A hybrid's prompt (the
-         * state's pieces: all but the last token, then one) therefore runs whole, as the
-         * generator runs it; a cached prefix would leave a shorter run, so the prefix cache
-         * is off; and decode runs hold at most ENG_QMOE_ROWS rows, so that no expert
-         * reaches the other kernel where a run alone (one row) never does. (The flat step
-         * of models without states mixes sequences in one run and is not held to this.) */
+        /* QMoE's expert products with float activations take MatMulNBits' column kernel
+         * below ENG_QMOE_ROWS + 1 rows an expert and dequantize + sgemm from there on
+         * (moe.c, matmul_nbits.c: GEMM_MIN_M), so a token's bits depend on how many tokens
+         * of its run an expert gets (measured: the int4 qwen3_5_moe_text package's prompt
+         * of 94 tokens run as 64 + 29 tokens changes its 9th greedy token). A hybrid's
+         * prompt (the state's pieces: all but the last token, then one) therefore runs
+         * whole, as the generator runs it; a cached prefix would leave a shorter run, so
+         * the prefix cache is off; and decode runs hold at most ENG_QMOE_ROWS rows, so that
+         * no expert reaches the other kernel where a run alone (one row) never does. (The
+         * flat step of models without states mixes sequences in one run and is not held
+         * to this.) */
         e->whole_prompts = true;
         e->o.prefix_cache = false;
         if (e->max_rows > ENG_QMOE_ROWS) e->max_rows = ENG_QMOE_ROWS;

@@ -191,7 +191,8 @@ void eng_state_drop(eng_engine *e, eng_seq *s);
 void eng_state_gather(eng_engine *e, eng_seq **seqs, int n);
 /* Past and present views of every state entry for slots [r0, r0 + nr) (gen_step_cache). */
 og_status *eng_state_past(eng_engine *e, int i, int r0, int nr, og_tensor *slot, og_tensor **out);
-og_status *eng_state_present(eng_engine *e, int i, int r0, int nr, og_tensor *slot, og_tensor **out);
+og_status *eng_state_present(eng_engine *e, int i, int r0, int nr, og_tensor *slot,
+                             og_tensor **out);
 /* After a run over slots [r0, r0 + nr): presents written apart copied into the slots. */
 void eng_state_settle(eng_engine *e, int r0, int nr);
 /* The longest usable prefix of blocks[0..got): the last block with a snapshot at its end,

@@ -18,10 +18,9 @@
  * the blocks up to there (kv_pool_hash: every token of the prefix). A match uses the
  * longest run of cached blocks (whose tokens the pool compares) that ends where a
  * snapshot's hash is the last block's. Snapshots are few (n_snaps) and reused least
- * recently used first. Only
- * prompt positions short of the last token are snapshotted: those run in the same form
- * (step.h's BACKEND_ROW_MANY) in every sequence's run alone, so a snapshot is what any
- * sequence with that prefix would compute itself. */
+ * recently used first. Only prompt positions short of the last token are snapshotted:
+ * those run in the same form (step.h's BACKEND_ROW_MANY) in every sequence's run alone,
+ * so a snapshot is what any sequence with that prefix would compute itself. */
 #include "engine/engine_internal.h"
 
 #include <stdlib.h>
@@ -151,8 +150,9 @@ bool eng_state_take(eng_engine *e, eng_seq *s) {
     bool snap = s->snap >= 0;
     for (int k = 0; k < e->n_state; k++) {
         size_t rb = e->m->cache[e->state_idx[k]].row_bytes;
-        if (snap) memcpy(slot_row(e, k, slot), e->snap_mem + (size_t)s->snap * e->slot_bytes + off, rb);
-        else memset(slot_row(e, k, slot), 0, rb);
+        char *dst = slot_row(e, k, slot);
+        if (snap) memcpy(dst, e->snap_mem + (size_t)s->snap * e->slot_bytes + off, rb);
+        else memset(dst, 0, rb);
         off += rb;
     }
     if (snap) e->snap_used[s->snap] = ++e->snap_tick;
