@@ -768,8 +768,9 @@ const float *og_audios_samples(const og_audios *audios, size_t index, size_t *co
 
 /* Whisper's input_features for every audio: float32 (count, n_mels, 3000), as the Hugging
  * Face WhisperFeatureExtractor computes them (the first 30 s, zero-padded; n_mels 80, or
- * 128 for large-v3). Audio not at 16000 Hz is OG_ERR_UNSUPPORTED (no resampling). Free
- * *out with og_tensor_free. */
+ * 128 for large-v3). Audio above 16000 Hz is first down-sampled as onnxruntime-genai 0.18
+ * does (a Butterworth low-pass, then Kaiser-windowed sinc interpolation); audio below it
+ * is OG_ERR_UNSUPPORTED, as there. Free *out with og_tensor_free. */
 og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_tensor **out);
 /* The same for `count` mono samples at 16 kHz into the caller's out[n_mels * 3000]. */
 og_status *og_whisper_log_mel(const float *samples, size_t count, int n_mels, float *out);

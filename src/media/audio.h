@@ -33,6 +33,12 @@ typedef struct audio_clip {
 og_status *audio_wav_decode(const uint8_t *data, size_t size, const char *what, audio_clip *out);
 void audio_clip_release(audio_clip *clip);
 
+/* Down-samples n samples at in_rate to out_rate as onnxruntime-genai 0.18 does
+ * (audio_resample.c); in_rate < out_rate is OG_ERR_UNSUPPORTED. *out (malloc'd, *n_out
+ * samples: ceil(n * out_rate / in_rate) in float) is the caller's to free. */
+og_status *audio_resample_down(const float *in, size_t n, int in_rate, int out_rate,
+                               float **out, size_t *n_out);
+
 /* Whisper's input features of one clip at 16 kHz: the first 30 s (shorter clips padded
  * with zeros), framed with centred reflect padding, Hann-windowed (periodic), power
  * spectrum, n_mels Slaney mel filters over 0-8000 Hz, log10 floored at 1e-10, clamped to

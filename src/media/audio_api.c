@@ -86,22 +86,28 @@ og_status *og_whisper_log_mel(const float *samples, size_t count, int n_mels, fl
     return audio_whisper_log_mel(samples, count, n_mels, out);
 }
 
+/* One clip's features: resampled first when it is not at 16 kHz. */
+static og_status *clip_features(const audio_clip *c, int n_mels, float *dst) {
+    if (c->rate == AUDIO_WHISPER_RATE)
+        return audio_whisper_log_mel(c->samples, c->n_samples, n_mels, dst);
+    float *x;
+    size_t n;
+    OG_TRY(audio_resample_down(c->samples, c->n_samples, c->rate, AUDIO_WHISPER_RATE, &x, &n));
+    og_status *st = audio_whisper_log_mel(x, n, n_mels, dst);
+    free(x);
+    return st;
+}
+
 og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_tensor **out) {
     if (!audios || !out)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_whisper_features: NULL argument");
-    for (size_t i = 0; i < audios->count; i++)
-        if (audios->clips[i].rate != AUDIO_WHISPER_RATE)
-            return og_errorf(OG_ERR_UNSUPPORTED, "audio %zu: %d Hz; Whisper's features need "
-                             "%d Hz audio and this runtime does not resample (convert it first, "
-                             "e.g. ffmpeg -i IN -ar 16000 OUT.wav)", i, audios->clips[i].rate,
-                             AUDIO_WHISPER_RATE);
     int64_t dims[3] = {(int64_t)audios->count, n_mels, AUDIO_WHISPER_FRAMES};
     og_tensor *t;
     OG_TRY(og_tensor_create(OG_FLOAT32, dims, 3, &t));
     float *dst = og_tensor_data(t);
     for (size_t i = 0; i < audios->count; i++) {
-        og_status *st = audio_whisper_log_mel(audios->clips[i].samples, audios->clips[i].n_samples,
-                                              n_mels, dst + i * (size_t)n_mels * AUDIO_WHISPER_FRAMES);
+        og_status *st = clip_features(&audios->clips[i], n_mels,
+                                      dst + i * (size_t)n_mels * AUDIO_WHISPER_FRAMES);
         if (st) {
             og_tensor_free(t);
             return og_status_wrap(st, "audio %zu", i);

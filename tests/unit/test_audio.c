@@ -146,3 +146,28 @@ TEST(audio_wav_fuzz_seeds) {
     CHECK_OK(st);
     CHECK(n >= 3);
 }
+
+/* Down-sampling's bounds: the output length (ceil(n * (out / in)) in float), the edges'
+ * shorter spans, a one-sample clip, up-sampling refused. tests/audio compares the
+ * samples' features with onnxruntime-genai's. */
+TEST(audio_resample_bounds) {
+    float *x = malloc(44100 * sizeof *x), *y = NULL;
+    CHECK(x);
+    for (int i = 0; i < 44100; i++) x[i] = 0.25f;
+    size_t n = 0;
+    og_status *st = audio_resample_down(x, 44100, 44100, 16000, &y, &n);
+    /* ceil(44100 * (16000 / 44100 in float)) in float: one more than exact, as theirs */
+    bool finite = !st && n == 16001;
+    for (size_t i = 0; finite && i < n; i++) finite = isfinite(y[i]) && fabsf(y[i]) < 1.0f;
+    free(y);
+    y = NULL;
+    if (!st) st = audio_resample_down(x, 1, 48000, 16000, &y, &n);
+    bool one = !st && n == 1 && isfinite(y[0]);
+    free(y);
+    free(x);
+    CHECK_OK(st);
+    CHECK(finite);
+    CHECK(one);
+    CHECK_ERR(audio_resample_down(NULL, 0, 8000, 16000, &y, &n), OG_ERR_UNSUPPORTED,
+              "only down-sampling");
+}
