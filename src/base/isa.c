@@ -22,6 +22,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static isa_level supported = ISA_GENERIC;
 static atomic_int active = ISA_GENERIC;
 static char env_error[64];
+static bool avx512_core;
 
 #if CPU_X86
 /* XCR0: which register states the OS saves on context switches. */
@@ -50,8 +51,9 @@ static isa_level detect(void) {
     bool ymm_state = (x & 0x6) == 0x6, zmm_state = (x & 0xe6) == 0xe6;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return ISA_GENERIC;
     bool avx2 = b & (1u << 5);
-    bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) &&
-                  (b & (1u << 31)) && (c & (1u << 11)); /* F, DQ, BW, VL; VNNI */
+    avx512_core = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) &&
+                  (b & (1u << 31)) && zmm_state; /* F, DQ, BW, VL */
+    bool avx512 = avx512_core && (c & (1u << 11)); /* and VNNI */
     bool amx = (d & (1u << 24)) && (d & (1u << 25)); /* AMX-TILE, AMX-INT8 */
     if (!(avx2 && fma && f16c && ymm_state)) return ISA_GENERIC;
     if (!(avx512 && zmm_state)) return ISA_AVX2;
@@ -85,6 +87,11 @@ static void init(void) {
 isa_level isa_supported(void) {
     pthread_once(&once, init);
     return supported;
+}
+
+bool isa_cpu_avx512_core(void) {
+    pthread_once(&once, init);
+    return avx512_core;
 }
 
 isa_level isa_active(void) {

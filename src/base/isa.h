@@ -24,6 +24,10 @@ isa_level isa_active(void);
 /* The best level this CPU and OS support (AMX only when the kernel granted the tile
  * data permission, asked for with arch_prctl(ARCH_REQ_XCOMP_PERM) on the first call). */
 isa_level isa_supported(void);
+/* Whether this CPU and OS have AVX-512 F, BW, DQ and VL (VNNI or not), whatever level is
+ * active: the test onnxruntime's MLAS makes to take its AVX-512 kernels, whose arithmetic
+ * some of ours reproduce (matmul_nbits_pack.h). */
+bool isa_cpu_avx512_core(void);
 /* Caps the active level (tests); returns the previous active level. A level above
  * isa_supported() is lowered to it. Not thread-safe against running kernels. */
 isa_level isa_set(isa_level level);

@@ -29,12 +29,12 @@ For each package, with prompts P (8 tokens), R (8) and Q (3), 64 new tokens, gre
      greedy) gives each request exactly the generator's tokens.
 
 Drift at accuracy_level 4. An activation one ulp away from onnxruntime's is enough to
-move a product by a whole int8 step. Where onnxruntime runs MLAS's AVX2 kernels (no
-AVX-512 F/BW/DQ/VL) our MatMulNBits and the ops between its roundings on a hybrid's
-linear-attention layer give onnxruntime's bits (docs/ARCHITECTURE.md, "onnxruntime's
-arithmetic, and row forms"); what still differs in the last bit (GroupQueryAttention and
-its rotary embeddings, the MoE ops, LinearAttention at head sizes onnxruntime runs
-through its SGEMM, and every MatMulNBits on AVX-512 machines) can, on random weights,
+move a product by a whole int8 step. Our MatMulNBits (at 32-value blocks, in the order
+of the MLAS kernels onnxruntime runs on this CPU: its AVX2 or its AVX-512 class) and the
+ops between its roundings on a hybrid's linear-attention layer give onnxruntime's bits
+(docs/ARCHITECTURE.md, "onnxruntime's arithmetic, and row forms"); what still differs in
+the last bit (GroupQueryAttention and its rotary embeddings, the MoE ops,
+LinearAttention at head sizes onnxruntime runs through its SGEMM) can, on random weights,
 grow past the tolerance on the hybrids (linear attention, conv state, MoE). Such a
 failure is "drift" when it is against onnxruntime (parity, or onnxruntime-genai's
 tokens) at accuracy_level 4 and the same package at accuracy_level 1 (float32

@@ -158,35 +158,39 @@ def mnb_case(out, name, lead, K, N, bits, bs, acc, zp=None, bias=False, dt=np.fl
     save_case(out, name, model, {"A": A}, [y], (0.0, 0.0) if exact else tolerance(y))
 
 
-def mlas_avx2_class():
-    """Whether onnxruntime's MLAS runs its AVX2 int8 kernels on this CPU (it takes its
-    AVX-512 ones with AVX-512 F, BW, DQ and VL), the arithmetic our portable and AVX2
-    kernels reproduce at block size 32 (matmul_nbits_pack.h)."""
+def mlas_int8_class():
+    """Which of MLAS's int8 kernel families onnxruntime runs on this CPU: "avx512" with
+    AVX-512 F, BW, DQ and VL, "avx2" with AVX2, else None. Our kernels reproduce both
+    at block size 32 (matmul_nbits_pack.h), whatever level OG_ISA picks."""
     try:
         with open("/proc/cpuinfo") as f:
             flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
     except OSError:
-        return False
-    return "avx2" in flags and not {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags)
+        return None
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+        return "avx512"
+    return "avx2" if "avx2" in flags else None
 
 
 def mnb_exact_cases(out):
-    """accuracy_level 4 at block size 32, bit for bit: one row (MLAS's one-row kernel, the
-    zero point inside the dot) and several (raw weights, the zero points' product added
-    after), pairs of blocks and a lone last one, the last N % 4 columns' other lane sum,
-    with and without zero points and bias. Only where onnxruntime runs the AVX2 kernels."""
-    if not mlas_avx2_class():
-        print("make_cases.py: SKIPPED the bit-exact MatMulNBits cases: onnxruntime runs its "
-              "AVX-512 int8 kernels on this CPU, whose summation order is not reproduced "
-              "(see matmul_nbits_pack.h)")
+    """accuracy_level 4 at block size 32, bit for bit with the MLAS kernels of this CPU's
+    class: one row and several (in the AVX2 class MLAS's one-row kernel puts the zero
+    point inside the dot, its kernel for several rows adds the zero points' product
+    after; the AVX-512 class has one form), blocks in pairs or fours and the ones left
+    (K of 2, 3, 5, 7, 28 and 153 blocks), the last N % 4 columns' other lane sum, with
+    and without zero points and bias."""
+    cls = mlas_int8_class()
+    if cls is None:
+        print("make_cases.py: SKIPPED the bit-exact MatMulNBits cases: onnxruntime runs no "
+              "x86 int8 kernels of a class we reproduce on this CPU (see matmul_nbits_pack.h)")
         return
     i = 0
     for M in (1, 2, 3, 8, 17, 64):
-        for K, N in ((64, 33), (96, 64), (896, 40), (4896, 36)):
+        for K, N in ((64, 33), (96, 64), (160, 20), (224, 45), (896, 40), (4896, 36)):
             for zp in (None, "packed"):
                 i += 1
-                mnb_case(out, f"mnb_exact_m{M}_k{K}_n{N}_{zp or 'nozp'}", (M,), K, N, 4, 32, 4,
-                         zp, bias=i % 3 == 0, exact=True)
+                mnb_case(out, f"mnb_exact_{cls}_m{M}_k{K}_n{N}_{zp or 'nozp'}", (M,), K, N, 4, 32,
+                         4, zp, bias=i % 3 == 0, exact=True)
 
 
 def mnb_cases(out):

@@ -13,7 +13,7 @@
  * Batch invariance: the packed path and the column kernels each compute an element of Y
  * with one arithmetic whatever M is (the column kernels: the same chunk order, products
  * and final reduction for one row or a tile of four). The one exception is float
- * arithmetic on weights as stored (levels 0-3, not prepacked): from GEMM_MIN_M rows on,
+ * arithmetic on weights as stored (levels 0-3, not prepacked): from MNB_GEMM_MIN_M rows on,
  * the sgemm over dequantized panels sums in another order than the column kernels below
  * it (ARCHITECTURE.md, "Batch invariance"). */
 #include "backends/native/kernels/matmul/gemm_f32.h"
@@ -30,13 +30,12 @@
 enum {
     MR = 4,          /* rows of A per column kernel call */
     NB = 16,         /* columns per L1 block in the row-tile loop */
-    GEMM_MIN_M = 16, /* float arithmetic from this many rows on: dequantize + sgemm */
     MAX_BLOCK = 256, /* onnxruntime's limit too */
 };
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-static bool use_gemm(const mnb_problem *p) { return !p->int8 && p->M >= GEMM_MIN_M; }
+static bool use_gemm(const mnb_problem *p) { return !p->int8 && p->M >= MNB_GEMM_MIN_M; }
 
 static int64_t a_stride(const mnb_problem *p) { return round_up(p->k_blocks * p->block_size, 128); }
 static int64_t s_stride(const mnb_problem *p) { return round_up(p->k_blocks, 16) + 16; }

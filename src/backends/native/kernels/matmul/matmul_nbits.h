@@ -85,6 +85,12 @@ void mnb_x512_digits_block(const float *a, int64_t len, int8_t *d, int64_t d_str
  * double. The fast path is tested against it. */
 void mnb_ref(const mnb_problem *p);
 
+/* From this many rows on, mnb_run in float arithmetic on weights as stored runs the sgemm
+ * over dequantized panels, which sums in another order than the column kernels below it:
+ * a caller that needs each row's bits independent of M (batch invariance) runs at most
+ * MNB_GEMM_MIN_M - 1 rows per call. */
+enum { MNB_GEMM_MIN_M = 16 };
+
 /* Bytes of working memory mnb_run needs. */
 size_t mnb_work_size(const mnb_problem *p);
 /* The fast path over `pool`; `work` holds mnb_work_size() bytes, 64-byte aligned.

@@ -143,55 +143,92 @@ static int block_zp(const mnb_pack *pk, int64_t p, int64_t b, int c) {
     return pk->zp ? pk->zp[(p * pk->k_blocks + b) * MNB_PANEL + c] : 8;
 }
 
-static float ort_output(const mnb_pack *pk, const mnb_qa *qa, const mnb_out *o, int64_t m,
-                        int64_t p, int c) {
+/* The lanes' sum for output column n, plus the bias (the header's reductions). */
+static float ort_lane_sum(const mnb_pack *pk, const mnb_out *o, int64_t n, const float *L) {
+    float r;
+    if (n < pk->N - pk->N % 4)
+        r = (((L[0] + L[1]) + L[2]) + L[3]) + (((L[4] + L[5]) + L[6]) + L[7]);
+    else
+        r = ((L[0] + L[4]) + (L[2] + L[6])) + ((L[1] + L[5]) + (L[3] + L[7]));
+    return o->bias ? r + o->bias[n] : r;
+}
+
+/* The rows form's zero-point product Z of column c of panel p for row m. */
+static float ort_zero_product(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p, int c) {
+    const int64_t kb = pk->k_blocks;
+    const float *sa = qa->scale + m * qa->s_stride;
+    float z = 0.0f;
+    for (int64_t b = 0; b < kb; b++) {
+        float zsb = (float)-block_zp(pk, p, b, c) * pk->scales[(p * kb + b) * MNB_PANEL + c];
+        z = fmaf(sa[b] * (float)mnb_qa_block_sum(pk, qa, m, b), zsb, z);
+    }
+    return z;
+}
+
+/* Block b's 4-value groups into lanes L0..L7, weights minus zp. */
+static void ort_block_fours(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                            int64_t b, int c, int zp, float *L) {
+    const int8_t *q = qa->q + m * qa->q_stride;
+    float sc = block_scale(pk, qa, m, p, b, c);
+    for (int j = 0; j < 8; j++) L[j] = fmaf((float)ort_dot(pk, q, p, b, 4 * j, 4, c, zp), sc, L[j]);
+}
+
+/* The AVX-512 class (matmul_nbits_pack.h). */
+static float ort_output_512(const mnb_pack *pk, const mnb_qa *qa, const mnb_out *o, int64_t m,
+                            int64_t p, int c) {
+    const int64_t kb = pk->k_blocks;
+    const int8_t *q = qa->q + m * qa->q_stride;
+    float W[16] = {0}, L[8];
+    int64_t b = 0;
+    for (; kb - b >= 4; b += 4)
+        for (int j = 0; j < 4; j++) {
+            float sc = block_scale(pk, qa, m, p, b + j, c);
+            for (int s = 0; s < 2; s++)
+                for (int h = 0; h < 2; h++) {
+                    int k0 = 16 * s + 4 * h, w = 4 * (s + 2 * (j & 1)) + h + 2 * (j >> 1);
+                    int32_t d = ort_dot(pk, q, p, b + j, k0, 4, c, 0) +
+                                ort_dot(pk, q, p, b + j, k0 + 8, 4, c, 0);
+                    W[w] = fmaf((float)d, sc, W[w]);
+                }
+        }
+    for (int i = 0; i < 8; i++) L[i] = W[i] + W[i + 8];
+    for (; b < kb; b++) ort_block_fours(pk, qa, m, p, b, c, 0, L);
+    return ort_lane_sum(pk, o, p * MNB_PANEL + c, L) + ort_zero_product(pk, qa, m, p, c);
+}
+
+/* The AVX2 class (matmul_nbits_pack.h). */
+static float ort_output_avx2(const mnb_pack *pk, const mnb_qa *qa, const mnb_out *o, int64_t m,
+                             int64_t p, int c) {
     static const int pair_lane[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
-    const int64_t kb = pk->k_blocks, n = p * MNB_PANEL + c;
+    const int64_t kb = pk->k_blocks;
     const int8_t *q = qa->q + m * qa->q_stride;
     const bool one_row = mnb_one_row(qa, m);
     float L[8] = {0};
     int64_t b = 0;
     for (; kb - b > 1; b += 2)
         for (int s = 0; s < 2; s++) {
-            float sc = block_scale(pk, qa, m, p, b + s, c);
             if (one_row && pk->zp) {
-                for (int j = 0; j < 8; j++)
-                    L[j] = fmaf((float)ort_dot(pk, q, p, b + s, 4 * j, 4, c, block_zp(pk, p, b + s, c)),
-                                sc, L[j]);
-            } else {
-                int zp = one_row ? 8 : 0;
-                for (int g = 0; g < 4; g++) {
-                    int l = pair_lane[s][g];
-                    L[l] = fmaf((float)ort_dot(pk, q, p, b + s, 8 * g, 8, c, zp), sc, L[l]);
-                }
+                ort_block_fours(pk, qa, m, p, b + s, c, block_zp(pk, p, b + s, c), L);
+                continue;
+            }
+            float sc = block_scale(pk, qa, m, p, b + s, c);
+            int zp = one_row ? 8 : 0;
+            for (int g = 0; g < 4; g++) {
+                int l = pair_lane[s][g];
+                L[l] = fmaf((float)ort_dot(pk, q, p, b + s, 8 * g, 8, c, zp), sc, L[l]);
             }
         }
-    if (b < kb) {
-        float sc = block_scale(pk, qa, m, p, b, c);
-        int zp = one_row ? block_zp(pk, p, b, c) : 0;
-        for (int j = 0; j < 8; j++) L[j] = fmaf((float)ort_dot(pk, q, p, b, 4 * j, 4, c, zp), sc, L[j]);
-    }
-    float r;
-    if (n < pk->N - pk->N % 4)
-        r = (((L[0] + L[1]) + L[2]) + L[3]) + (((L[4] + L[5]) + L[6]) + L[7]);
-    else
-        r = ((L[0] + L[4]) + (L[2] + L[6])) + ((L[1] + L[5]) + (L[3] + L[7]));
-    if (o->bias) r += o->bias[n];
-    if (one_row) return r;
-    float z = 0.0f;
-    const float *sa = qa->scale + m * qa->s_stride;
-    for (b = 0; b < kb; b++) {
-        float zsb = (float)-block_zp(pk, p, b, c) * pk->scales[(p * kb + b) * MNB_PANEL + c];
-        z = fmaf(sa[b] * (float)mnb_qa_block_sum(pk, qa, m, b), zsb, z);
-    }
-    return r + z;
+    if (b < kb) ort_block_fours(pk, qa, m, p, b, c, one_row ? block_zp(pk, p, b, c) : 0, L);
+    float r = ort_lane_sum(pk, o, p * MNB_PANEL + c, L);
+    return one_row ? r : r + ort_zero_product(pk, qa, m, p, c);
 }
 
 static void ort_panel_row(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
                           const mnb_out *o) {
     int64_t n0 = p * MNB_PANEL;
     for (int c = 0; c < MNB_PANEL && n0 + c < pk->N; c++)
-        o->Y[m * o->ldy + n0 + c] = ort_output(pk, qa, o, m, p, c);
+        o->Y[m * o->ldy + n0 + c] = qa->mlas512 ? ort_output_512(pk, qa, o, m, p, c)
+                                                   : ort_output_avx2(pk, qa, o, m, p, c);
 }
 
 void mnb_pack_rows_generic(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
@@ -537,6 +574,7 @@ void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64
     qj.qa.m1_from = M == 1 ? 0 : (threads > 1 && M % 128 == 1) ? M - 1 : M;
     qj.qa.forms = pk->digits == 1 ? forms : NULL;
     qj.qa.many_threads = threads > 1;
+    qj.qa.mlas512 = isa_cpu_avx512_core();
     mnb_out o = {.Y = Y, .ldy = pk->N, .bias = bias};
     run_job J = {.pk = pk, .qa = &qj.qa, .o = &o, .f = qj.f, .M = M, .rows_a = M_a};
     /* quantizing takes about a quarter of a nanosecond per value of A on an AVX-512 core

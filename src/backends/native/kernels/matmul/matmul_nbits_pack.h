@@ -18,20 +18,23 @@
  * Arithmetic. Per row of A and block, A is quantized as mnb_quantize_block does (as
  * onnxruntime does). Then, in every kernel of one ISA class alike:
  *
- * Exact order (the AVX-512 and AMX kernels; every block size but 32 and float arithmetic
- * everywhere): per (row, column, block) the exact integer dot of q_a with the weights,
- * plus -zero_point * sum(q_a), is converted to float and accumulated as
- * acc = fma(dot, scale_a * scale_b, acc) in block order; Y = acc + bias. In float
- * arithmetic each row of A is three digit rows (scales s, s/256, s/65536, each with its
- * own sums), run by the same kernels into three rows of a scratch Y', and
- * Y = (Y'0 + Y'1) + Y'2 + bias.
+ * Exact order (every block size but 32, and float arithmetic, on every kernel): per (row,
+ * column, block) the exact integer dot of q_a with the weights, plus -zero_point *
+ * sum(q_a), is converted to float and accumulated as acc = fma(dot, scale_a * scale_b,
+ * acc) in block order; Y = acc + bias. In float arithmetic each row of A is three digit
+ * rows (scales s, s/256, s/65536, each with its own sums), run by the same kernels into
+ * three rows of a scratch Y', and Y = (Y'0 + Y'1) + Y'2 + bias.
  *
- * onnxruntime's order (the AVX2 and portable kernels at block size 32, int8 arithmetic):
- * the float operations of MLAS's AVX2 CompInt8 kernels for 32-value blocks, so that
- * accuracy_level 4 gives onnxruntime's bits on the machines where onnxruntime runs
- * those kernels (an AVX2 CPU without AVX-512). Every output keeps eight float lanes
- * L0..L7, each accumulated with fma(integer partial dot, scale_a * scale_b, L) in block
- * order. Blocks go in pairs (b, b + 1) while two are left, then one alone:
+ * onnxruntime's order (block size 32, int8 arithmetic): the float operations of the MLAS
+ * CompInt8 kernels onnxruntime runs on this CPU, so that accuracy_level 4 gives
+ * onnxruntime's bits. MLAS takes its AVX-512 kernels where the CPU has AVX-512 F, BW, DQ
+ * and VL (isa_cpu_avx512_core; mnb_qa.mlas512) and its AVX2 ones otherwise; which of
+ * OUR kernels run (OG_ISA) does not change the order, only its speed. In both, partial
+ * integer dots are converted to float and accumulated per lane as fma(dot, scale_a *
+ * scale_b, L) in block order, the lanes are summed, and Y = r + bias (+ Z below).
+ *
+ * AVX2 class (MLAS's AVX2 kernels; eight lanes L0..L7 per output). Blocks go in pairs
+ * (b, b + 1) while two are left, then one alone:
  *   - "one row" form (mnb_qa.m1_from: MLAS's kernel for a single row): weights minus the
  *     zero point (8 without zero points). In a pair without zero points, the 8-value
  *     groups g = 0..3 of block b go to lanes 0, 1, 4, 5 and those of b + 1 to 2, 3, 6, 7;
@@ -41,6 +44,15 @@
  *     without zero points (8-value groups in pairs, 4-value groups alone), and the zero
  *     point enters afterwards as Z = sum over blocks, in order, of
  *     fma(scale_a * sum(q_a), -zero_point * scale_b, Z).
+ *
+ * AVX-512 class (MLAS's AVX-512 kernels; one form for every row, so onnxruntime's rows
+ * do not depend on their batch there). Raw weights and Z afterwards as in the rows form
+ * above. Blocks go in fours (4t .. 4t + 3) while four are left into sixteen lanes
+ * W0..W15: block 4t + j, j = 2 jh + jl, puts the sum of its values {16 s + 4 h + i,
+ * 16 s + 8 + 4 h + i : i < 4} (s, h in {0, 1}) into lane W(4 (s + 2 jl) + h + 2 jh).
+ * Then Li = Wi + W(i + 8), and each remaining block puts its 4-value groups j into
+ * lanes Lj.
+ *
  * The lanes reduce as ((L0 + L1) + L2) + L3 + (((L4 + L5) + L6) + L7) for the columns
  * below N rounded down to 4, as ((L0 + L4) + (L2 + L6)) + ((L1 + L5) + (L3 + L7)) for
  * the last N % 4; then Y = r + bias, and in the rows form Y = (r + bias) + Z. */
@@ -119,6 +131,8 @@ typedef struct mnb_qa {
     const uint8_t *forms;
     bool many_threads;
     int64_t m1_from;
+    /* onnxruntime's order: the AVX-512 class (isa_cpu_avx512_core), else the AVX2 one */
+    bool mlas512;
 } mnb_qa;
 
 /* sum(q) over block b of row m, from its zero-point term (-8 or -1 times it) */
@@ -129,14 +143,14 @@ static inline int32_t mnb_qa_block_sum(const mnb_pack *pk, const mnb_qa *qa, int
 }
 
 static inline bool mnb_one_row(const mnb_qa *qa, int64_t m) {
+    if (qa->mlas512) return false;
     if (qa->forms)
         return qa->forms[m] == BACKEND_ROW_ALONE ||
                (qa->forms[m] == BACKEND_ROW_LAST && qa->many_threads);
     return m >= qa->m1_from;
 }
 
-/* Whether the kernels of the AVX2 and portable classes compute in onnxruntime's order
- * (see the arithmetic above). */
+/* Whether the kernels compute in onnxruntime's order (see the arithmetic above). */
 static inline bool mnb_ort_order(const mnb_pack *pk) {
     return pk->digits == 1 && pk->block_size == 32;
 }

@@ -146,6 +146,10 @@ MNBP_INLINE void scale_block(const mnb_pack *pk, const mnb_qa *qa, int64_t m, in
 
 void mnb_pack_tile_amx(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
                        int64_t p, uint8_t *u8, const mnb_out *o) {
+    if (mnb_ort_order(pk)) { /* onnxruntime's order: MLAS's AVX-512 lanes, not tiles */
+        mnb_pack_rows_avx512(pk, qa, m0, (int)(m1 - m0), p, p + 2, o);
+        return;
+    }
     const int bs = pk->block_size;
     const int64_t kb = pk->k_blocks;
     const int ks = bs < 64 ? bs : 64;

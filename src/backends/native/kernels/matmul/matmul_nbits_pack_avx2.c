@@ -242,6 +242,10 @@ static void ort_row(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
 
 void mnb_pack_rows_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int mr,
                         int64_t p0, int64_t p1, const mnb_out *o) {
+    if (mnb_ort_order(pk) && qa->mlas512) { /* only under OG_ISA on an AVX-512 CPU */
+        mnb_pack_rows_generic(pk, qa, m0, mr, p0, p1, o);
+        return;
+    }
     if (mnb_ort_order(pk)) {
         for (int64_t p = p0; p < p1; p++)
             for (int r = 0; r < mr; r++) ort_row(pk, qa, m0 + r, p, o);
@@ -286,8 +290,7 @@ INLINE void tile_rows(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, const in
 void mnb_pack_tile_avx2(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
                         int64_t p, uint8_t *u8, const mnb_out *o) {
     if (mnb_ort_order(pk)) { /* row by row from the packed nibbles */
-        for (int64_t m = m0; m < m1; m++)
-            for (int j = 0; j < 2; j++) ort_row(pk, qa, m, p + j, o);
+        mnb_pack_rows_avx2(pk, qa, m0, (int)(m1 - m0), p, p + 2, o);
         return;
     }
     const int64_t groups = pk->k_blocks * pk->block_size / 8;

@@ -165,6 +165,94 @@ MNBP_INLINE void batch_tile(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, co
     }
 BATCH_FN(5) BATCH_FN(6) BATCH_FN(7) BATCH_FN(8)
 
+/* ---- onnxruntime's order, AVX-512 class (matmul_nbits_pack.h) ------------------------
+ * Row m against panel p: the sixteen lanes W of the header are sixteen vectors over the
+ * panel's 16 columns. Per block, the four partial dots (values {16 s + 4 h + i, 16 s + 8 +
+ * 4 h + i}) are the low (h = 0) or high (h = 1) nibbles of 8-value groups 2 s and 2 s + 1
+ * against A's matching 4 bytes: two vpdpbusd each from zero, exact integers. */
+MNBP_INLINE __m512 ort512_scale(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                                int64_t b) {
+    return _mm512_mul_ps(_mm512_set1_ps(qa->scale[m * qa->s_stride + b]),
+                         _mm512_load_ps(pk->scales + (p * pk->k_blocks + b) * MNB_PANEL));
+}
+
+static void ort512_row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, int64_t p,
+                             const mnb_out *o) {
+    const int64_t kb = pk->k_blocks;
+    const __m512i low4 = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    const uint8_t *src = pk->B + p * pk->panel_bytes;
+    const int8_t *q = qa->q + m * qa->q_stride;
+    __m512 W[16], L[8];
+    UNROLL for (int l = 0; l < 16; l++) W[l] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; kb - b >= 4; b += 4) {
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+            const uint8_t *x = src + (b + j) * 256;
+            const int8_t *qb = q + (b + j) * 32;
+            _mm_prefetch((const char *)x + PF_AHEAD, _MM_HINT_T0);
+            _mm_prefetch((const char *)x + PF_AHEAD + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)x + PF_AHEAD + 128, _MM_HINT_T0);
+            _mm_prefetch((const char *)x + PF_AHEAD + 192, _MM_HINT_T0);
+            __m512 sc = ort512_scale(pk, qa, m, p, b + j);
+            UNROLL for (int s = 0; s < 2; s++) {
+                __m512i v0 = _mm512_loadu_si512(x + 128 * s), v1 = _mm512_loadu_si512(x + 128 * s + 64);
+                const int8_t *qs = qb + 16 * s;
+                __m512i dl = dpbusd(dpbusd(zero, _mm512_and_si512(v0, low4), bcast4(qs)),
+                                    _mm512_and_si512(v1, low4), bcast4(qs + 8));
+                __m512i dh = dpbusd(dpbusd(zero, _mm512_and_si512(_mm512_srli_epi16(v0, 4), low4), bcast4(qs + 4)),
+                                    _mm512_and_si512(_mm512_srli_epi16(v1, 4), low4), bcast4(qs + 12));
+                const int w = 4 * (s + 2 * (j & 1)) + 2 * (j >> 1);
+                W[w] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dl), sc, W[w]);
+                W[w + 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dh), sc, W[w + 1]);
+            }
+        }
+    }
+    UNROLL for (int i = 0; i < 8; i++) L[i] = _mm512_add_ps(W[i], W[i + 8]);
+    for (; b < kb; b++) { /* the blocks after the last four: 4-value groups into lanes */
+        const uint8_t *x = src + b * 256;
+        const int8_t *qb = q + b * 32;
+        __m512 sc = ort512_scale(pk, qa, m, p, b);
+        UNROLL for (int g = 0; g < 4; g++) {
+            __m512i v = _mm512_loadu_si512(x + 64 * g);
+            __m512i dl = dpbusd(zero, _mm512_and_si512(v, low4), bcast4(qb + 8 * g));
+            __m512i dh = dpbusd(zero, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4), bcast4(qb + 8 * g + 4));
+            L[2 * g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dl), sc, L[2 * g]);
+            L[2 * g + 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dh), sc, L[2 * g + 1]);
+        }
+    }
+    __m512 fold = _mm512_add_ps(
+        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(L[0], L[1]), L[2]), L[3]),
+        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(L[4], L[5]), L[6]), L[7]));
+    __m512 hs = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(L[0], L[4]), _mm512_add_ps(L[2], L[6])),
+                              _mm512_add_ps(_mm512_add_ps(L[1], L[5]), _mm512_add_ps(L[3], L[7])));
+    /* the zero points' product, in block order */
+    const float *sa = qa->scale + m * qa->s_stride;
+    const float *sbp = pk->scales + p * kb * MNB_PANEL;
+    const uint8_t *zpp = pk->zp ? pk->zp + p * kb * MNB_PANEL : NULL;
+    const __m512 minus8 = _mm512_set1_ps(-8.0f);
+    __m512 Z = _mm512_setzero_ps();
+    for (b = 0; b < kb; b++) {
+        __m512 nzp = zpp ? _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                               _mm_loadu_si128((const __m128i *)(zpp + b * MNB_PANEL)))))
+                         : minus8;
+        __m512 a = _mm512_set1_ps(sa[b] * (float)mnb_qa_block_sum(pk, qa, m, b));
+        Z = _mm512_fmadd_ps(a, _mm512_mul_ps(nzp, _mm512_load_ps(sbp + b * MNB_PANEL)), Z);
+    }
+    int64_t n0 = p * MNB_PANEL, left = pk->N - n0, n4 = pk->N - pk->N % 4 - n0;
+    if (left <= 0) return;
+    __mmask16 k = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    __mmask16 kf = n4 >= 16 ? (__mmask16)0xffff : n4 <= 0 ? 0 : (__mmask16)((1u << n4) - 1);
+    __m512 r = _mm512_mask_blend_ps(kf, hs, fold);
+    if (o->bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(k, o->bias + n0));
+    _mm512_mask_storeu_ps(o->Y + m * o->ldy + n0, k, _mm512_add_ps(r, Z));
+}
+
+static void ort512_rows(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int64_t m1,
+                        int64_t p0, int64_t p1, const mnb_out *o) {
+    for (int64_t p = p0; p < p1; p++)
+        for (int64_t m = m0; m < m1; m++) ort512_row_panel(pk, qa, m, p, o);
+}
+
 typedef void (*rows_fn)(const mnb_pack *, const mnb_qa *, int64_t, int64_t, const mnb_out *);
 static const rows_fn row_fns[4][4] = {{rows_1_1, rows_1_2, rows_1_3, rows_1_4},
                                       {rows_2_1, rows_2_2, rows_2_3, rows_2_4},
@@ -189,6 +277,10 @@ void mnb_pack_rows_avx512(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int 
     typedef void (*batch_fn)(const mnb_pack *, const mnb_qa *, int64_t, int64_t,
                              const mnb_out *, __m512 (*)[2]);
     static const batch_fn batch_fns[BATCH_MR - 4] = {batch_5, batch_6, batch_7, batch_8};
+    if (mnb_ort_order(pk)) {
+        ort512_rows(pk, qa, m0, m0 + mr, p0, p1, o);
+        return;
+    }
     if (mr <= 4) {
         few_rows(pk, qa, m0, mr, p0, p1, o);
         return;
@@ -244,6 +336,10 @@ void mnb_pack_tile_avx512(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, int6
     typedef void (*tile_fn)(const mnb_pack *, const mnb_qa *, int64_t, int64_t,
                             const uint8_t *, const mnb_out *);
     static const tile_fn fns[TILE_MR] = {tile_1, tile_2, tile_3, tile_4};
+    if (mnb_ort_order(pk)) {
+        ort512_rows(pk, qa, m0, m1, p, p + 2, o);
+        return;
+    }
     mnbp_unpack_pair(pk, p, u8);
     for (int64_t m = m0; m < m1; m += TILE_MR) {
         int64_t mr = m1 - m < TILE_MR ? m1 - m : TILE_MR;

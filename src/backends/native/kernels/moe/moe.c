@@ -185,9 +185,18 @@ static og_status *fc_run(threadpool *pool, const moe_fc *f, int64_t e, const flo
             p.zp_packed = (const uint8_t *)f->zp->data + e * f->N * zstride;
             p.zp_stride = zstride;
         }
-        if (mnb_work_size(&p) > s->work_size)
-            return og_errorf(OG_ERR_RUNTIME, "MoE: MatMulNBits working memory undersized");
-        return mnb_run(pool, &p, s->work);
+        /* an expert's rows in pieces below the sgemm path's threshold, so that a token's
+         * bits do not depend on how many others its batch sends to the same expert (the
+         * engine's decode rows against a run alone) */
+        for (int64_t r0 = 0; r0 < M; r0 += MNB_GEMM_MIN_M - 1) {
+            p.M = M - r0 < MNB_GEMM_MIN_M - 1 ? M - r0 : MNB_GEMM_MIN_M - 1;
+            p.A = A + r0 * f->K;
+            p.Y = Y + r0 * f->N;
+            if (mnb_work_size(&p) > s->work_size)
+                return og_errorf(OG_ERR_RUNTIME, "MoE: MatMulNBits working memory undersized");
+            OG_TRY(mnb_run(pool, &p, s->work));
+        }
+        return NULL;
     }
     const float *W = s->W;
     if (!f->bits && f->w->dtype == OG_FLOAT32)
@@ -316,10 +325,10 @@ static og_status *moe_run(kernel_ctx *ctx, moe_cfg *c) {
             size_t ws = gemm_f32_work_size(&g);
             s.work_size = ws > s.work_size ? ws : s.work_size;
         } else {
-            /* the row-prep path below 16 rows grows with them; the gemm path above */
-            int64_t ms[2] = {maxM < 15 ? maxM : 15, maxM};
+            /* fc_run hands mnb_run at most MNB_GEMM_MIN_M - 1 rows at a time */
+            int64_t ms[1] = {maxM < MNB_GEMM_MIN_M - 1 ? maxM : MNB_GEMM_MIN_M - 1};
             static float none[1]; /* the sizing reads no data but wants pointers */
-            for (int i2 = 0; i2 < 2; i2++) {
+            for (int i2 = 0; i2 < 1; i2++) {
                 mnb_problem p = {.M = ms[i2], .N = f->N, .K = f->K, .bits = f->bits,
                                  .block_size = (int)f->bs, .k_blocks = f->kb,
                                  .blob = f->bs * f->bits / 8,
