@@ -165,6 +165,144 @@ static void jpeg_progress_cb(j_common_ptr cinfo) {
     }
 }
 
+/* ---- JPEG as IJG libjpeg 9 decodes it ----
+ *
+ * onnxruntime-genai's processors decode with IJG libjpeg 9, whose decoder scales
+ * subsampled chroma up inside the inverse DCT (a 4:2:0 chroma block becomes 16x16
+ * samples), where libjpeg-turbo (like libjpeg 6b) makes 8x8 samples and upsamples them
+ * with a triangle filter. The two differ by up to a quarter of the range at sharp colour
+ * edges. For YCbCr files we therefore take libjpeg-turbo's coefficients and run its own
+ * 8x8 (luma, and chroma at full resolution) and 16x16 (4:2:0 chroma) inverse DCTs, the
+ * ones libjpeg 9 runs, then convert YCbCr to RGB with libjpeg 9's fixed-point constants
+ * (jpeg_ijg9_scales says which files). The IDCTs are
+ * exported by libjpeg-turbo (the scaled-decoding entry points of its IDCT module) but not
+ * declared in jpeglib.h. */
+typedef void (*jpeg_idct_fn)(j_decompress_ptr, jpeg_component_info *, JCOEFPTR, JSAMPARRAY,
+                             JDIMENSION);
+void jpeg_idct_islow(j_decompress_ptr, jpeg_component_info *, JCOEFPTR, JSAMPARRAY,
+                     JDIMENSION);
+void jpeg_idct_16x16(j_decompress_ptr, jpeg_component_info *, JCOEFPTR, JSAMPARRAY,
+                     JDIMENSION);
+
+/* libjpeg-turbo keeps its IDCT multipliers as MULTIPLIER: short in its SIMD builds (the
+ * Debian one on x86-64 and arm64), int without SIMD. */
+typedef short idct_mult;
+
+/* The IDCT size libjpeg 9 gives each component of a YCbCr file (8, or 16 for chroma
+ * subsampled 2x2), written to scale[3]; 0 when a component is subsampled otherwise
+ * (4:2:2, 4:1:1: libjpeg 9 uses rectangular IDCTs libjpeg-turbo does not export, and
+ * such files are decoded by libjpeg-turbo as they are). */
+static int jpeg_ijg9_scales(const struct jpeg_decompress_struct *c, int scale[3]) {
+    if (c->num_components != 3 || c->jpeg_color_space != JCS_YCbCr) return 0;
+    for (int i = 0; i < 3; i++) {
+        const jpeg_component_info *k = &c->comp_info[i];
+        int rh = c->max_h_samp_factor / k->h_samp_factor;
+        int rv = c->max_v_samp_factor / k->v_samp_factor;
+        if (rh != rv || (rh != 1 && rh != 2) || rh * k->h_samp_factor != c->max_h_samp_factor ||
+            rv * k->v_samp_factor != c->max_v_samp_factor)
+            return 0;
+        scale[i] = 8 * rh;
+    }
+    return 1;
+}
+
+/* One component's samples at full resolution: every block through `idct`, `scale`
+ * samples a side (8 or 16), into plane (stride pw, rows ph). */
+static void jpeg_component_plane(j_decompress_ptr c, jvirt_barray_ptr coefs,
+                                 jpeg_component_info *comp, int scale, jpeg_idct_fn idct,
+                                 JSAMPLE *plane, size_t pw, size_t ph) {
+    /* a component that no scan carried has no table: its samples are then the grey of
+     * all-zero coefficients, as libjpeg outputs it */
+    idct_mult table[DCTSIZE2] = {0};
+    for (int i = 0; comp->quant_table && i < DCTSIZE2; i++)
+        table[i] = (idct_mult)comp->quant_table->quantval[i];
+    jpeg_component_info k = *comp;
+    k.dct_table = table;
+    JSAMPLE block[16 * 16];
+    JSAMPROW rows[16];
+    for (int i = 0; i < scale; i++) rows[i] = block + i * scale;
+    for (JDIMENSION by = 0; by < comp->height_in_blocks; by++) {
+        JBLOCKARRAY row = c->mem->access_virt_barray((j_common_ptr)c, coefs, by, 1, FALSE);
+        for (JDIMENSION bx = 0; bx < comp->width_in_blocks; bx++) {
+            idct(c, &k, row[0][bx], rows, 0);
+            for (int y = 0; y < scale; y++) {
+                size_t py = (size_t)by * scale + y;
+                if (py >= ph) break;
+                for (int x = 0; x < scale; x++) {
+                    size_t px = (size_t)bx * scale + x;
+                    if (px < pw) plane[py * pw + px] = block[y * scale + x];
+                }
+            }
+        }
+    }
+}
+
+#define IDCT_LIMIT_SIZE (256 + 128 + 1024 + 256)
+
+/* Gives c the range-limiting table the IDCTs index (sample_range_limit + CENTERJSAMPLE,
+ * by a value masked to 10 bits, two's complement: clamp(v + 128, 0, 255)) and checks
+ * that libjpeg-turbo's IDCT reads our multiplier type: a block of DC 40 quantised by 2
+ * must come out 138 everywhere (a library reading ints from our shorts would see a step
+ * of 2 + 2 * 65536). 0: use libjpeg-turbo's own decoding. */
+static int idct_usable(j_decompress_ptr c, JSAMPLE limit[IDCT_LIMIT_SIZE]) {
+    memset(limit, 0, IDCT_LIMIT_SIZE);
+    JSAMPLE *base = limit + 256 + 128;
+    for (int x = 0; x < 1024; x++) {
+        int v = (x < 512 ? x : x - 1024) + 128;
+        base[x] = (JSAMPLE)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    c->sample_range_limit = limit + 256;
+    idct_mult twos[DCTSIZE2];
+    JCOEF block[DCTSIZE2] = {40};
+    JSAMPLE px[16 * 16];
+    JSAMPROW rows[16];
+    for (int i = 0; i < DCTSIZE2; i++) twos[i] = 2;
+    for (int i = 0; i < 16; i++) rows[i] = px + i * 16;
+    jpeg_component_info k = c->comp_info[0];
+    k.dct_table = twos;
+    jpeg_idct_islow(c, &k, block, rows, 0);
+    int ok = 1;
+    for (int y = 0; y < 8; y++)
+        for (int x = 0; x < 8; x++) ok &= px[y * 16 + x] == 138;
+    jpeg_idct_16x16(c, &k, block, rows, 0);
+    for (int i = 0; i < 256; i++) ok &= px[i] == 138;
+    return ok;
+}
+
+static og_status *decode_jpeg_ijg9(j_decompress_ptr c, const int scale[3], const char *name,
+                                   uint8_t **out) {
+    size_t w = c->image_width, h = c->image_height;
+    jvirt_barray_ptr *coefs = jpeg_read_coefficients(c);
+    JSAMPLE *planes = malloc(w * h * 3);
+    uint8_t *rgb = malloc(w * h * 3);
+    if (!planes || !rgb) {
+        free(planes);
+        free(rgb);
+        return og_oom_for(w * h * 6, "%s: a %zux%zu JPEG", name, w, h);
+    }
+    for (int ci = 0; ci < 3; ci++)
+        jpeg_component_plane(c, coefs[ci], &c->comp_info[ci], scale[ci],
+                             scale[ci] == 16 ? jpeg_idct_16x16 : jpeg_idct_islow,
+                             planes + ci * w * h, w, h);
+    /* JFIF YCbCr -> RGB in 16-bit fixed point with libjpeg 9's constants: G's Cb weight
+     * is 0.344136286 (22553 / 65536; libjpeg 6b and libjpeg-turbo round 0.34414 to
+     * 22554, one level apart in about one pixel of 8000) */
+    const int32_t half = 1 << 15;
+    for (size_t i = 0; i < w * h; i++) {
+        int y = planes[i], cb = planes[w * h + i] - 128, cr = planes[2 * w * h + i] - 128;
+        int r = y + (int)((91881 * cr + half) >> 16);
+        int g = y + (int)((-22553 * cb - 46802 * cr + half) >> 16);
+        int b = y + (int)((116130 * cb + half) >> 16);
+        rgb[i * 3] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+        rgb[i * 3 + 1] = (uint8_t)(g < 0 ? 0 : g > 255 ? 255 : g);
+        rgb[i * 3 + 2] = (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
+    }
+    free(planes);
+    jpeg_finish_decompress(c);
+    *out = rgb;
+    return NULL;
+}
+
 static og_status *decode_jpeg(const uint8_t *data, size_t size, const char *name,
                               int64_t max_pixels, media_image *out) {
     struct jpeg_decompress_struct cinfo;
@@ -192,6 +330,18 @@ static og_status *decode_jpeg(const uint8_t *data, size_t size, const char *name
     }
     st = check_size(name, "JPEG", cinfo.image_width, cinfo.image_height, max_pixels);
     if (st) goto done;
+    int scale[3];
+    JSAMPLE limit[IDCT_LIMIT_SIZE];
+    if (jpeg_ijg9_scales(&cinfo, scale) && idct_usable(&cinfo, limit)) {
+        uint8_t *px = NULL;
+        st = decode_jpeg_ijg9(&cinfo, scale, name, &px);
+        if (!st) {
+            out->width = (int)cinfo.image_width;
+            out->height = (int)cinfo.image_height;
+            out->rgb = px;
+        }
+        goto done;
+    }
     cinfo.out_color_space = JCS_RGB; /* greyscale expands to RGB */
     jpeg_start_decompress(&cinfo);
     if (cinfo.output_components != 3) {

@@ -10,7 +10,9 @@ input_ids with the image tokens expanded.
 Tolerances: Qwen's pixel_values (float32) exactly. Phi-3-vision's pixel_values exactly,
 after our float32 is cast to float16 as onnxruntime-genai casts it for the package's
 float16 vision graph: to nearest, ties away from zero (numpy's cast, ties to even, differs
-on the ~1 in 10^5 values that fall exactly half-way). Integers exactly.
+on the ~1 in 10^5 values that fall exactly half-way). Integers exactly. Every image is
+compared so but 4:2:2 JPEGs, whose chroma libjpeg 9 (theirs) upsamples with an IDCT
+libjpeg-turbo does not export: their differences are printed.
 
 Also: several images in one call; a Qwen config with small min/max_pixels (both branches
 of smart resize); corrupt, truncated, oversized and foreign files refused with errors
@@ -117,7 +119,8 @@ def make_images(d):
                                       rng.integers(0, 256, (40, 50, 3))).astype(np.uint16),
                                      depth=16))
     for (w, h, q, mode, prog) in [(160, 120, 90, "444", ""), (131, 97, 75, "420", ""),
-                                  (64, 48, 85, "gray", ""), (300, 200, 80, "420", "progressive")]:
+                                  (64, 48, 85, "gray", ""), (300, 200, 80, "420", "progressive"),
+                                  (168, 112, 95, "420", ""), (150, 100, 85, "422", "")]:
         raw = os.path.join(d, "raw.rgb")
         pattern(h, w, w + h).tofile(raw)
         name = f"{mode}{'_prog' if prog else ''}_{w}x{h}.jpg"
@@ -165,9 +168,7 @@ def fp16_ties_away(x):
     return np.where(tie, away, h)
 
 
-def compare(tag, theirs, ours, levels=0):
-    """Equal, or for pixel_values within `levels` 8-bit levels of a decoded pixel (what a
-    JPEG decoder's rounding moves) and in fewer than 0.1% of the values."""
+def compare(tag, theirs, ours):
     for k in theirs.keys():
         if k not in ours:
             check(False, f"{tag}: {k} missing from ours ({ours.keys()})")
@@ -184,14 +185,8 @@ def compare(tag, theirs, ours, levels=0):
             continue
         if not np.array_equal(a, b):
             diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            n = int((a != b).sum())
-            # one level is 1 / 255 / std, std >= 0.26 in these configs; float16 adds 1e-3
-            bound = levels / 255 / 0.26 + 2e-3
-            ok = k == "pixel_values" and levels and diff.max() <= bound and n < a.size / 1000
-            check(ok, f"{tag}: {k}: {n} of {a.size} differ, largest by {diff.max():.3g}")
-            if ok:
-                print(f"  {tag}: {k}: {n} of {a.size} differ, largest by {diff.max():.3g} "
-                      f"(<= {levels} decoded level)")
+            check(False, f"{tag}: {k}: {int((a != b).sum())} of {a.size} differ, "
+                  f"largest by {diff.max():.3g}")
     for k in ours.keys():
         check(k in theirs.keys(), f"{tag}: ours has {k}, theirs not")
 
@@ -241,24 +236,25 @@ def main():
             for f in names:
                 t = theirs_proc(prompt, images=ort_og.Images.open(files[f]))
                 o = ours_proc(prompt, images=og.Images.open(files[f]))
-                if f.startswith("420"):
-                    # 4:2:0 chroma: IJG libjpeg 9 (onnxruntime-genai's) upsamples it by a
-                    # 16x16 IDCT, libjpeg-turbo by a triangle filter. Not compared.
+                if f.startswith("422"):
+                    # 4:2:2 chroma: IJG libjpeg 9 (onnxruntime-genai's) upsamples it by a
+                    # 16x8 IDCT, which libjpeg-turbo does not export; its triangle filter
+                    # decodes these. Not compared.
                     pv = np.abs(t["pixel_values"].as_numpy().astype(np.float64) -
                                 o["pixel_values"].as_numpy())
                     print(f"  {pname} {f}: pixel_values differ by {pv.mean():.3g} on average, "
-                          f"{pv.max():.3g} at most (4:2:0 upsampling, not compared)")
+                          f"{pv.max():.3g} at most (4:2:2 upsampling, not compared)")
                     for k in t.keys():
                         if k != "pixel_values":
                             check(np.array_equal(t[k].as_numpy(), o[k].as_numpy()),
                                   f"{pname} {f}: {k}")
                     continue
-                compare(f"{pname} {f}", t, o, levels=1 if f.startswith("444") else 0)
+                compare(f"{pname} {f}", t, o)
             print(f"{pname}: {len(names)} images compared")
             # two images of one size, then of two sizes
             two = ("rgb_150x100.png", "noise_90x61.png") if "phi3" in pname else \
-                ("rgb_90x60.png", "rgb_70x200.png")
-            same = ("rgb_150x100.png", "gray_64x48.jpg")
+                ("rgb_90x60.png", "420_prog_300x200.jpg")
+            same = ("rgb_150x100.png", "420_131x97.jpg")
             if "phi3" in pname:
                 p2 = prompt.replace("<|image_1|>", "<|image_1|><|image_2|>")
                 for pair in (same, two):

@@ -1,7 +1,8 @@
 /* Test helper: raw RGB bytes (height * width * 3) into a JPEG file through libjpeg-turbo,
  * the oracle-independent way to make the JPEG test images (PIL is not installed).
  *
- * Usage: image-write-jpeg IN.rgb WIDTH HEIGHT QUALITY {444|420|gray} OUT.jpg [progressive] */
+ * Usage: image-write-jpeg IN.rgb WIDTH HEIGHT QUALITY {444|422|420|gray} OUT.jpg
+ *        [progressive] */
 #include <stdio.h>
 
 #include <jpeglib.h>
@@ -10,7 +11,7 @@
 
 int main(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: %s IN.rgb WIDTH HEIGHT QUALITY {444|420|gray} OUT.jpg "
+        fprintf(stderr, "usage: %s IN.rgb WIDTH HEIGHT QUALITY {444|422|420|gray} OUT.jpg "
                 "[progressive]\n", argv[0]);
         return 2;
     }
@@ -45,6 +46,7 @@ int main(int argc, char **argv) {
     jpeg_set_quality(&c, q, TRUE);
     if (!gray && strcmp(mode, "444") == 0)
         c.comp_info[0].h_samp_factor = c.comp_info[0].v_samp_factor = 1;
+    if (!gray && strcmp(mode, "422") == 0) c.comp_info[0].v_samp_factor = 1;
     if (argc > 7 && strcmp(argv[7], "progressive") == 0) jpeg_simple_progression(&c);
     jpeg_start_compress(&c, TRUE);
     int stride = gray ? w : w * 3;
