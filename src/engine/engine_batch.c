@@ -697,7 +697,7 @@ static void advance(eng_engine *e) {
 }
 
 /* A hybrid model's step: the sequences running one token at a time as one run of a row
- * each (their slots first moved to [0, n) in row order), then each prompt chunk as a run
+ * each (their slots first made [0, n), rows in slot order), then each prompt chunk as a run
  * of its own over its sequence's slot. A state op consumes a row's tokens in order as
  * one sequence, so a flat row of many sequences cannot carry states; these runs are the
  * ones the generator makes for the sequence alone (its prompt but the last token, then

@@ -139,6 +139,8 @@ struct eng_engine {
                             whole, as a run alone runs it, and the prefix cache is off */
     int max_rows;        /* rows of one decode run of a hybrid (max_batch, or fewer) */
     eng_seq **state_rows; /* [max_batch] a decode run's sequences, by row */
+    eng_seq **state_tmp_rows; /* [max_batch] scratch of eng_state_gather */
+    bool *slot_mark;     /* [n_slots] scratch of eng_state_gather */
     int slots_used_st;   /* under stats_mu: slots held, as of the last update */
     uint64_t snaps_taken;
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
@@ -187,7 +189,8 @@ size_t eng_state_plan(const og_model *m, const eng_options *o, double limit, int
 /* A slot for s (zeroed, or its matched snapshot copied in); false when none is free. */
 bool eng_state_take(eng_engine *e, eng_seq *s);
 void eng_state_drop(eng_engine *e, eng_seq *s);
-/* The slots of the sequences seqs[0..n) made [0, n) in that order (contents moved). */
+/* The slots of the sequences seqs[0..n) made [0, n) (contents moved, the fewest moves),
+ * and seqs reordered so that seqs[i] holds slot i. */
 void eng_state_gather(eng_engine *e, eng_seq **seqs, int n);
 /* Past and present views of every state entry for slots [r0, r0 + nr) (gen_step_cache). */
 og_status *eng_state_past(eng_engine *e, int i, int r0, int nr, og_tensor *slot, og_tensor **out);

@@ -85,13 +85,15 @@ og_status *eng_state_init(eng_engine *e) {
     }
     e->state_tmp = malloc(widest + 64);
     e->state_rows = calloc((size_t)e->o.max_batch, sizeof *e->state_rows);
+    e->state_tmp_rows = calloc((size_t)e->o.max_batch, sizeof *e->state_tmp_rows);
+    e->slot_mark = calloc(B + 1, sizeof *e->slot_mark);
     /* a boundary both a block's end and a multiple of ENG_SNAP_ALIGN tokens: prompt chunks
      * end there (engine_batch.c), so that a kernel that runs a long prompt in fixed
      * pieces of tokens (LinearAttention's chunks of 64) starts them where a run alone does */
     int bs = e->o.block_size, st = bs;
     while (st % ENG_SNAP_ALIGN) st += bs;
     e->snap_stride = st;
-    if (!e->state_tmp || !e->state_rows) return og_oom();
+    if (!e->state_tmp || !e->state_rows || !e->state_tmp_rows || !e->slot_mark) return og_oom();
     if (e->n_snaps > 0) {
         size_t ns = (size_t)e->n_snaps;
         e->snap_mem = malloc(ns * e->slot_bytes);
@@ -114,7 +116,10 @@ void eng_state_free(eng_engine *e) {
     free(e->slot_owner);
     free(e->state_tmp);
     free(e->state_rows);
-    e->state_rows = NULL;
+    free(e->state_tmp_rows);
+    free(e->slot_mark);
+    e->state_rows = e->state_tmp_rows = NULL;
+    e->slot_mark = NULL;
     free(e->snap_mem);
     free(e->snap_hash);
     free(e->snap_used);
@@ -184,8 +189,21 @@ static void swap_slots(eng_engine *e, int a, int b) {
 }
 
 void eng_state_gather(eng_engine *e, eng_seq **seqs, int n) {
-    for (int r = 0; r < n; r++)
-        if (seqs[r]->slot != r) swap_slots(e, r, seqs[r]->slot);
+    /* only those outside [0, n) move, each into a slot there that no sequence of the
+     * set holds: a sequence that ends moves at most one other */
+    bool *in = e->slot_mark;
+    for (int i = 0; i < n; i++) in[i] = false;
+    for (int i = 0; i < n; i++)
+        if (seqs[i]->slot < n) in[seqs[i]->slot] = true;
+    int hole = 0;
+    for (int i = 0; i < n; i++) {
+        if (seqs[i]->slot < n) continue;
+        while (in[hole]) hole++;
+        in[hole] = true;
+        swap_slots(e, hole, seqs[i]->slot);
+    }
+    for (int i = 0; i < n; i++) e->state_tmp_rows[i] = seqs[i];
+    for (int i = 0; i < n; i++) seqs[e->state_tmp_rows[i]->slot] = e->state_tmp_rows[i];
 }
 
 static og_status *view(const eng_engine *e, int k, char *base, int r0, int nr, og_tensor *slot,
