@@ -38,6 +38,22 @@ void chat_stream_init(chat_stream *s, const char *const *stops, int n_stops, int
 void chat_stream_free(chat_stream *s) {
     for (int i = 0; i < 3; i++) free(s->text[i].p);
     memset(s->text, 0, sizeof s->text);
+    free(s->pend.p);
+    memset(&s->pend, 0, sizeof s->pend);
+}
+
+void chat_stream_think(chat_stream *s, const char *open, const char *close, bool inside) {
+    s->think_open = open;
+    s->think_close = close;
+    s->think_state = inside ? 1 : 0;
+    s->think_lead = inside;
+    if (inside) s->ch = CH_THINKING;
+}
+
+bool chat_text_in_block(const char *text, const char *open, const char *close) {
+    const char *last = NULL;
+    for (const char *p = strstr(text, open); p; p = strstr(p + 1, open)) last = p;
+    return last && !strstr(last + strlen(open), close);
 }
 
 /* Bytes at the end of the answer that are the start of some stop string (held back). */
@@ -91,6 +107,88 @@ static void answer_piece(chat_stream *s, const char *piece, size_t len) {
     }
 }
 
+/* Reasoning text t[0, n) as it becomes final: without the newlines that open the block. */
+static void think_emit(chat_stream *s, const char *t, size_t n) {
+    if (s->think_lead)
+        while (n && *t == '\n') t++, n--;
+    if (!n) return;
+    s->think_lead = false;
+    if (text_add(s, &s->text[CH_THINKING], t, n)) s->emit(s->ctx, CH_THINKING, t, n);
+}
+
+/* Answer text after a block: without the newlines that follow its close. */
+static void answer_emit(chat_stream *s, const char *t, size_t n) {
+    if (s->answer_lead)
+        while (n && *t == '\n') t++, n--;
+    if (!n) return;
+    s->answer_lead = false;
+    answer_piece(s, t, n);
+}
+
+/* The length of the longest end of t[0, n) that is a proper start of m. */
+static size_t partial_end(const char *t, size_t n, const char *m) {
+    size_t k = strlen(m);
+    for (size_t l = k - 1 < n ? k - 1 : n; l > 0; l--)
+        if (!memcmp(t + n - l, m, l)) return l;
+    return 0;
+}
+
+/* Text while reasoning may be marked in it (think_open set, no bor/eor channel active):
+ * held in pend until it is known which channel it belongs to. */
+static void think_text(chat_stream *s, const char *piece, size_t len) {
+    if (s->think_state == 2) {
+        answer_emit(s, piece, len);
+        return;
+    }
+    if (!text_add(s, &s->pend, piece, len)) return;
+    for (;;) {
+        char *t = s->pend.p;
+        size_t n = s->pend.n, used = 0;
+        if (s->think_state == 0) { /* only white space may come before a block */
+            size_t i = 0, ko = strlen(s->think_open);
+            while (i < n && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) i++;
+            if (i == n) return;
+            if (n - i >= ko && !memcmp(t + i, s->think_open, ko)) {
+                s->think_state = 1;
+                s->think_lead = true;
+                s->ch = CH_THINKING;
+                used = i + ko;
+            } else if (n - i < ko && !memcmp(t + i, s->think_open, n - i)) {
+                return; /* may still be the opener */
+            } else {
+                s->think_state = 2;
+                s->pend.n = 0;
+                answer_piece(s, t, n);
+                return;
+            }
+        } else { /* inside: up to the close */
+            size_t kc = strlen(s->think_close), at = SIZE_MAX;
+            for (size_t i = 0; i + kc <= n && at == SIZE_MAX; i++)
+                if (!memcmp(t + i, s->think_close, kc)) at = i;
+            if (at == SIZE_MAX) { /* emit what cannot become the close, less trailing newlines */
+                size_t keep = partial_end(t, n, s->think_close), e = n - keep;
+                while (e > 0 && t[e - 1] == '\n') e--;
+                think_emit(s, t, e);
+                memmove(t, t + e, n - e);
+                s->pend.n = n - e;
+                return;
+            }
+            size_t e = at;
+            while (e > 0 && t[e - 1] == '\n') e--;
+            think_emit(s, t, e);
+            s->think_state = 2;
+            s->answer_lead = true;
+            s->ch = CH_ANSWER;
+            size_t rest = n - at - kc;
+            s->pend.n = 0;
+            if (rest) answer_emit(s, t + at + kc, rest);
+            return;
+        }
+        memmove(t, t + used, n - used);
+        s->pend.n = n - used;
+    }
+}
+
 void chat_stream_token(chat_stream *s, int32_t id, const char *piece, size_t len) {
     if (s->stopped) return;
     if (id >= 0 && (id == s->bor || id == s->bot)) {
@@ -102,7 +200,9 @@ void chat_stream_token(chat_stream *s, int32_t id, const char *piece, size_t len
         return;
     }
     if (!len) return;
-    if (s->ch == CH_ANSWER) {
+    if (s->think_open && (s->ch == CH_ANSWER || s->think_state == 1)) {
+        think_text(s, piece, len);
+    } else if (s->ch == CH_ANSWER) {
         answer_piece(s, piece, len);
     } else if (text_add(s, &s->text[s->ch], piece, len)) {
         s->emit(s->ctx, s->ch, piece, len);
@@ -110,6 +210,16 @@ void chat_stream_token(chat_stream *s, int32_t id, const char *piece, size_t len
 }
 
 void chat_stream_finish(chat_stream *s) {
+    if (s->think_open && s->pend.n) { /* what was held: white space of the answer, or reasoning */
+        size_t n = s->pend.n;
+        s->pend.n = 0;
+        if (s->think_state == 1) {
+            while (n > 0 && s->pend.p[n - 1] == '\n') n--;
+            think_emit(s, s->pend.p, n);
+        } else if (!s->stopped) {
+            answer_piece(s, s->pend.p, n);
+        }
+    }
     chat_text *a = &s->text[CH_ANSWER];
     if (!s->stopped && a->n > s->emitted) {
         s->emit(s->ctx, CH_ANSWER, a->p + s->emitted, a->n - s->emitted);

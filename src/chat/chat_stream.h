@@ -2,7 +2,15 @@
  * the model's reasoning between genai_config's bor/eor tokens, tool calls between
  * bot/eot), and stop strings cut the answer before them, even when a stop string spans
  * several tokens: text that could be the start of one is held back until it is known
- * not to be. */
+ * not to be.
+ *
+ * Reasoning may also be marked in the text (chat_stream_think: "<think>" ... "</think>"
+ * as Qwen3's, QwQ's and DeepSeek-R1's templates have it, where genai_config names no
+ * bor/eor tokens): a block that opens the answer (only white space before it), or that
+ * the prompt left open, goes to the reasoning channel without its markers, the newlines
+ * at its two ends and those after its close dropped (what the templates strip when they
+ * read a past answer back); text that could still become a marker is held back. An
+ * answer that ends inside the block is all reasoning. */
 #ifndef OG_CHAT_CHAT_STREAM_H
 #define OG_CHAT_CHAT_STREAM_H
 
@@ -33,11 +41,24 @@ typedef struct chat_stream {
     bool oom;
     chat_emit_fn emit;
     void *ctx;
+    /* reasoning marked in the text (chat_stream_think; NULL: none) */
+    const char *think_open, *think_close;
+    int think_state;    /* 0: the answer's start (a block may open), 1: inside, 2: past */
+    bool think_lead;    /* inside, nothing emitted yet: leading newlines are dropped */
+    bool answer_lead;   /* past a close, no answer text yet: leading newlines are dropped */
+    chat_text pend;     /* text held while it may become a marker (or trailing newlines) */
 } chat_stream;
 
 void chat_stream_init(chat_stream *s, const char *const *stops, int n_stops, int32_t bor,
                       int32_t eor, int32_t bot, int32_t eot, chat_emit_fn emit, void *ctx);
 void chat_stream_free(chat_stream *s);
+/* Reasoning marked by the texts open and close (borrowed; both non-empty); inside: the
+ * prompt ended inside a block (DeepSeek-R1's and QwQ's generation prompts end with
+ * "<think>\n"), so the answer starts in it. Call after chat_stream_init. */
+void chat_stream_think(chat_stream *s, const char *open, const char *close, bool inside);
+/* Whether text (a rendered prompt) ends inside a block of open / close: its last open
+ * marker has no close after it. */
+bool chat_text_in_block(const char *text, const char *open, const char *close);
 /* One generated token: its id (for the channel tokens) and its decoded text, len bytes
  * (which may hold NUL bytes: a token of the byte 0; stop strings are matched by bytes). */
 void chat_stream_token(chat_stream *s, int32_t id, const char *piece, size_t len);

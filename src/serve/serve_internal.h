@@ -78,6 +78,8 @@ typedef struct srv_model {
     char tpl_error[256];
     eng_engine *eng;
     int32_t bor, eor;        /* reasoning start/end tokens (-1: none) */
+    const char *think_open, *think_close; /* without them: the reasoning markers its chat
+                                template writes ("<think>", "</think>"), else NULL */
     tc_format tools_fmt;     /* the tool-call format its chat template teaches (tc_detect) */
     bool tool_args_object;   /* its template takes a call's arguments as an object */
     int32_t tool_marker_ids[TC_MAX_MARKERS]; /* tokens of the format's markers (-1: none), whose text the
@@ -255,7 +257,10 @@ typedef struct srv_choice {
     tc_parser tc;           /* when p->parse_tools: the answer goes through it */
     bool tc_live;
     int n_calls;            /* tool calls returned (tc.calls[0..n_calls)) */
-    char (*call_ids)[32];   /* their ids */
+    char (*call_ids)[32];   /* their ids (made as a stream begins a call, or at the end) */
+    int n_call_ids;
+    int calls_begun;        /* a stream: calls whose first chunk (id, name) is sent */
+    size_t *args_sent;      /* ... and the bytes of each one's arguments sent */
     int slot;               /* 1 + its place in its model's slot table (0: none) */
     int32_t *script;        /* test builds only (OG_SERVE_TEST_SCRIPT): the tokens that
                                replace the model's */
@@ -280,6 +285,7 @@ typedef struct srv_job {
     guide_grammar *grammar; /* the request's guidance, compiled (NULL: none) */
     size_t guide_tokens;
     double t_first;         /* srv_now() when its first token was taken (0: none yet) */
+    bool think_in;          /* chat: the rendered prompt ends inside a think_open block */
 } srv_job;
 
 /* Tokenizes the prompts (the chat template for chat), submits every choice. On failure
@@ -292,6 +298,9 @@ bool srv_job_pump(srv_job *j, double timeout_s);
 bool srv_client_gone(srv_job *j);
 /* Cancels what still runs and frees everything. */
 void srv_job_free(srv_job *j);
+/* The id of choice c's tool call k, made when first asked for (calls 0..k-1 first); NULL
+ * when out of memory. */
+const char *srv_call_id(srv_job *j, srv_choice *c, int k);
 
 /* ---- routes ------------------------------------------------------------------------- */
 

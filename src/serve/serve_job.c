@@ -2,7 +2,8 @@
  * the chat template for chat), each choice is an engine request, and the tokens that
  * come back become text through a streaming detokenizer and chat_stream, which cuts the
  * answer before a stop string (text that could start one is held back until known not
- * to) and sends the model's reasoning (between its bor/eor tokens) to its own channel.
+ * to) and sends the model's reasoning (between its bor/eor tokens, or the <think> blocks
+ * its chat template writes) to its own channel.
  * When the request has tools and the template a tool-call format, the answer then goes
  * through the tool-call parser (tool_calls.c), which passes on the content and keeps the
  * calls; an answer that ends with calls finishes with "tool_calls". */
@@ -55,7 +56,8 @@ static void on_text(void *ctx, chat_channel ch, const char *text, size_t len) {
  * environment variable OG_SERVE_TEST_SCRIPT holds a JSON array of texts (or arrays of
  * token ids); the k-th choice the server submits takes the tokens of item k (mod the
  * count) in place of the ones the model samples, one for one, and ends as if at the
- * end-of-sequence token after them.
+ * end-of-sequence token after them. choice_step takes one of them a call (test_reasoning_tools
+ * counts the pieces a stream sends).
  * Everything after the sampling (detokenizer, stop strings, tool calls, the responses)
  * is the path every answer takes. */
 static bool script_tokens(srv_job *j, srv_choice *c, srv_error *err) {
@@ -112,6 +114,7 @@ static bool chat_prompt(srv_job *j, srv_error *err) {
         return false;
     }
     size_t n = 0;
+    j->think_in = m->think_open && chat_text_in_block(text, m->think_open, m->think_close);
     st = og_tokenizer_encode(m->tok, text, strlen(text), 0, &j->ids[0], &n);
     og_free(text);
     if (st) {
@@ -218,6 +221,7 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
     chat_stream_init(&c->cs, (const char *const *)j->p->stops, j->p->n_stops, bor, eor, -1, -1,
                      on_text, c);
     if (think_in) c->cs.ch = CH_THINKING; /* the answer is what follows the block */
+    else if (j->p->chat && m->think_open) chat_stream_think(&c->cs, m->think_open, m->think_close, j->think_in);
     c->cs_live = true;
     if (j->p->parse_tools) {
         tc_init(&c->tc, m->tools_fmt, on_content, c);
@@ -309,21 +313,31 @@ static void choice_end(srv_job *j, srv_choice *c, const char *finish) {
     }
     if (n == 0) return;
     c->n_calls = j->p->parallel_tool_calls ? n : 1;
-    if (!(c->call_ids = calloc((size_t)c->n_calls, sizeof *c->call_ids))) {
+    if (!srv_call_id(j, c, c->n_calls - 1)) {
         job_error(j, 500, "out of memory");
         return;
     }
-    for (int i = 0; i < c->n_calls; i++) {
-        uint64_t h = srv_unique64(j->srv);
-        if (j->m->tools_fmt == TC_MISTRAL) { /* its template wants 9 letters and digits */
-            static const char an[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-            for (int k = 0; k < 9; k++, h /= 62) c->call_ids[i][k] = an[h % 62];
-        } else {
-            snprintf(c->call_ids[i], sizeof c->call_ids[i], "call_%016llx%02x", (unsigned long long)h,
-                     (unsigned)(i & 0xff));
-        }
-    }
     c->finish = "tool_calls";
+}
+
+const char *srv_call_id(srv_job *j, srv_choice *c, int k) {
+    if (k >= c->n_call_ids) {
+        char (*ids)[32] = realloc(c->call_ids, sizeof *ids * (size_t)(k + 1));
+        if (!ids) return NULL;
+        c->call_ids = ids;
+        for (int i = c->n_call_ids; i <= k; i++) {
+            memset(ids[i], 0, sizeof ids[i]);
+            uint64_t h = srv_unique64(j->srv);
+            if (j->m->tools_fmt == TC_MISTRAL) { /* its template wants 9 letters and digits */
+                static const char an[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+                for (int d = 0; d < 9; d++, h /= 62) ids[i][d] = an[h % 62];
+            } else {
+                snprintf(ids[i], sizeof ids[i], "call_%016llx%02x", (unsigned long long)h, (unsigned)(i & 0xff));
+            }
+        }
+        c->n_call_ids = k + 1;
+    }
+    return c->call_ids[k];
 }
 
 /* A marker of the tool-call format that the detokenizer dropped (a special token): its
@@ -348,8 +362,14 @@ static bool choice_step(srv_job *j, srv_choice *c) {
     int n = eng_request_wait(c->req, c->have, 0);
     bool progressed = false;
     eng_token t[32];
-    while (c->have < n && !c->finish) {
-        int k = n - c->have < 32 ? n - c->have : 32;
+    int take = n;
+#ifdef OG_SERVE_TEST_SCRIPT
+    /* one token a call, as from a model slower than its reader: a stream then sends each
+     * token's text in its own chunk, whatever the machine's load */
+    if (take > c->have + 1) take = c->have + 1;
+#endif
+    while (c->have < take && !c->finish) {
+        int k = take - c->have < 32 ? take - c->have : 32;
         eng_request_tokens(c->req, c->have, k, t);
         for (int i = 0; i < k && !c->finish; i++) {
 #ifdef OG_SERVE_TEST_SCRIPT
@@ -474,6 +494,7 @@ void srv_job_free(srv_job *j) {
         free(c->tok_chars);
         if (c->tc_live) tc_free(&c->tc);
         free(c->call_ids);
+        free(c->args_sent);
         og_free(c->script);
     }
     for (int i = 0; j->ids && i < j->n_prompts; i++) og_free(j->ids[i]);

@@ -236,18 +236,14 @@ static cJSON *head(const srv_job *j, const char *object) {
 }
 
 /* Tool call k of choice c as OpenAI writes it: {"id", "type": "function", "function":
- * {"name", "arguments"}}; in a stream's delta with its "index" too, and the arguments
- * apart (args false: "", as the first chunk of a call has them). */
-static cJSON *tool_call(const srv_choice *c, int k, bool delta, bool args) {
+ * {"name", "arguments"}}. */
+static cJSON *tool_call(const srv_choice *c, int k) {
     cJSON *o = cJSON_CreateObject();
-    if (delta) cJSON_AddNumberToObject(o, "index", k);
-    if (!delta || !args) {
-        cJSON_AddStringToObject(o, "id", c->call_ids[k]);
-        cJSON_AddStringToObject(o, "type", "function");
-    }
+    cJSON_AddStringToObject(o, "id", c->call_ids[k]);
+    cJSON_AddStringToObject(o, "type", "function");
     cJSON *f = cJSON_AddObjectToObject(o, "function");
-    if (!delta || !args) cJSON_AddStringToObject(f, "name", c->tc.calls[k].name);
-    cJSON_AddStringToObject(f, "arguments", !delta || args ? c->tc.calls[k].arguments : "");
+    cJSON_AddStringToObject(f, "name", c->tc.calls[k].name);
+    cJSON_AddStringToObject(f, "arguments", c->tc.calls[k].arguments);
     return o;
 }
 
@@ -265,7 +261,7 @@ static cJSON *whole_answer(srv_job *j) {
             else add_text(msg, "content", c->delta[0].p, c->delta[0].n);
             if (c->n_calls) {
                 cJSON *calls = cJSON_AddArrayToObject(msg, "tool_calls");
-                for (int k = 0; k < c->n_calls; k++) cJSON_AddItemToArray(calls, tool_call(c, k, false, false));
+                for (int k = 0; k < c->n_calls; k++) cJSON_AddItemToArray(calls, tool_call(c, k));
             }
             if (c->delta[1].n) add_text(msg, "reasoning_content", c->delta[1].p, c->delta[1].n);
         } else {
@@ -353,22 +349,65 @@ static void choice_chunk(srv_stream *st, srv_choice *c, bool role, const char *f
     }
 }
 
-/* A chat choice's tool calls in a stream: for each, a chunk with its index, id, type and
- * name (arguments ""), then one with its arguments. */
-static void tool_call_chunks(srv_stream *st, srv_choice *c) {
-    for (int k = 0; k < c->n_calls; k++)
-        for (int args = 0; args < 2; args++) {
-            cJSON *o = chunk(st), *choices = cJSON_AddArrayToObject(o, "choices");
-            cJSON *ch = cJSON_CreateObject();
-            cJSON_AddItemToArray(choices, ch);
-            cJSON_AddNumberToObject(ch, "index", c->index);
-            cJSON *d = cJSON_AddObjectToObject(ch, "delta");
-            cJSON *calls = cJSON_AddArrayToObject(d, "tool_calls");
-            cJSON_AddItemToArray(calls, tool_call(c, k, true, args));
-            cJSON_AddNullToObject(ch, "logprobs");
-            cJSON_AddNullToObject(ch, "finish_reason");
-            chunk_end(st, o);
+/* A chunk of tool call k of a chat choice: its first (index, id, type, name and arguments
+ * "") when head, else a piece of its arguments (index and arguments only), as OpenAI's
+ * streams write them. */
+static void call_chunk(srv_stream *st, srv_choice *c, int k, const char *name, const char *args, size_t n) {
+    cJSON *o = chunk(st), *choices = cJSON_AddArrayToObject(o, "choices");
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, ch);
+    cJSON_AddNumberToObject(ch, "index", c->index);
+    cJSON *d = cJSON_AddObjectToObject(ch, "delta");
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), t);
+    cJSON_AddNumberToObject(t, "index", k);
+    if (name) {
+        cJSON_AddStringToObject(t, "id", c->call_ids[k]);
+        cJSON_AddStringToObject(t, "type", "function");
+    }
+    cJSON *f = cJSON_AddObjectToObject(t, "function");
+    if (name) cJSON_AddStringToObject(f, "name", name);
+    add_text(f, "arguments", args, name ? 0 : n);
+    cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_AddNullToObject(ch, "finish_reason");
+    chunk_end(st, o);
+}
+
+/* A chat choice's tool calls as far as the parser has read them: a call's first chunk once
+ * its name is whole, then its arguments as they grow (what was sent is a prefix of the
+ * calls the answer ends with, tool_calls.h); at the end the rest of each call. Calls of
+ * text that turns out malformed at the end may have begun: the text then comes as
+ * content and the finish is "stop". */
+static void tool_call_deltas(srv_stream *st, srv_choice *c) {
+    srv_job *j = &st->job;
+    const tc_parser *tp = &c->tc;
+    bool end = c->finish != NULL;
+    int n = end ? c->n_calls : tp->n_partial;
+    if (!j->p->parallel_tool_calls && n > 1) n = 1;
+    if (n > c->calls_begun) {
+        size_t *q = realloc(c->args_sent, sizeof *q * (size_t)n);
+        if (!q || !srv_call_id(j, c, n - 1)) {
+            if (q) c->args_sent = q;
+            st->out.oom = true;
+            return;
         }
+        c->args_sent = q;
+    }
+    for (int k = 0; k < n; k++) {
+        const char *name = end ? tp->calls[k].name : tp->partial[k].name;
+        if (!name) break;
+        const char *args = end ? tp->calls[k].arguments : tp->partial[k].args.p;
+        size_t len = end ? strlen(args) : tp->partial[k].args.n;
+        if (k >= c->calls_begun) {
+            call_chunk(st, c, k, name, "", 0);
+            c->calls_begun = k + 1;
+            c->args_sent[k] = 0;
+        }
+        if (len > c->args_sent[k]) {
+            call_chunk(st, c, k, NULL, args + c->args_sent[k], len - c->args_sent[k]);
+            c->args_sent[k] = len;
+        }
+    }
 }
 
 /* Events for what the engine produced since the last call. */
@@ -385,8 +424,8 @@ static void stream_events(srv_stream *st) {
         srv_choice *c = &j->c[i];
         if (c->delta[0].n || c->delta[1].n || (j->p->logprobs >= 0 && c->n_toks))
             choice_chunk(st, c, false, NULL);
+        if (st->p.chat && c->tc_live && !st->finish_sent[i]) tool_call_deltas(st, c);
         if (c->finish && !st->finish_sent[i]) {
-            if (st->p.chat) tool_call_chunks(st, c);
             choice_chunk(st, c, false, c->finish);
             st->finish_sent[i] = true;
         }

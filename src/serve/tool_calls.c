@@ -197,6 +197,8 @@ static size_t holdback(const tc_parser *p) {
     return best;
 }
 
+static void progress(tc_parser *p);
+
 void tc_feed(tc_parser *p, const char *s, size_t len) {
     if (p->finished || p->oom || !len) return;
     if (p->fmt == TC_NONE) {
@@ -206,7 +208,11 @@ void tc_feed(tc_parser *p, const char *s, size_t len) {
     srv_buf_add(&p->buf, s, len);
     p->text = p->buf.p;
     p->n = p->buf.n;
-    if ((p->oom = p->buf.oom) || p->in_call) return;
+    if ((p->oom = p->buf.oom)) return;
+    if (p->in_call) {
+        progress(p);
+        return;
+    }
     size_t at = find_opener(p, p->emitted);
     if (at != SIZE_MAX) {
         size_t end = at;
@@ -214,6 +220,7 @@ void tc_feed(tc_parser *p, const char *s, size_t len) {
         emit_to(p, end);
         p->start = at;
         p->in_call = true;
+        progress(p);
         return;
     }
     emit_to(p, p->n - holdback(p));
@@ -275,13 +282,17 @@ static bool add_named(tc_parser *p, const char *name, size_t name_len, const cJS
     return true;
 }
 
-/* A call object {NAME_KEY: string, "arguments" | "parameters": its arguments}. */
+static bool is_args_key(const char *k, size_t n) {
+    return (n == 9 && !memcmp(k, "arguments", 9)) || (n == 10 && !memcmp(k, "parameters", 10));
+}
+
+/* A call object {NAME_KEY: string, "arguments" | "parameters" (the first): its arguments}. */
 static bool add_call_keyed(tc_parser *p, const cJSON *o, const char *name_key) {
     if (!cJSON_IsObject(o)) return false;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, name_key);
     if (!cJSON_IsString(name)) return false;
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "arguments");
-    if (!args) args = cJSON_GetObjectItemCaseSensitive(o, "parameters");
+    const cJSON *args = NULL, *e;
+    cJSON_ArrayForEach(e, o) if (!args && e->string && is_args_key(e->string, strlen(e->string))) args = e;
     return add_named(p, name->valuestring, strlen(name->valuestring), args);
 }
 
@@ -662,8 +673,10 @@ static cJSON *py_value(const char **sp, const char *end, int depth) {
     return r;
 }
 
-/* NAME(key=value, ...): keyword arguments only, each once. */
-static bool py_call(tc_parser *p, const char **sp, const char *end) {
+/* NAME(key=value, ...): keyword arguments only, each once; *name / *name_len and *out (the
+ * arguments as an object, the caller's) when it parses. */
+static bool py_call_parse(const char **sp, const char *end, const char **name_out, size_t *name_len_out,
+                          cJSON **out) {
     const char *s = skip_ws(*sp, end), *name = s;
     if (s == end || !ident_start(*s)) return false;
     while (s < end && (ident_char(*s) || *s == '.')) s++;
@@ -694,9 +707,23 @@ static bool py_call(tc_parser *p, const char **sp, const char *end) {
         if (s < end && *s == ',') s++;
         else if (s == end || *s != ')') break;
     }
-    ok = ok && add_named(p, name, name_len, args);
+    if (!ok) {
+        cJSON_Delete(args);
+        return false;
+    }
+    *name_out = name;
+    *name_len_out = name_len;
+    *out = args;
+    *sp = s;
+    return true;
+}
+
+static bool py_call(tc_parser *p, const char **sp, const char *end) {
+    const char *name = NULL;
+    size_t name_len = 0;
+    cJSON *args = NULL;
+    bool ok = py_call_parse(sp, end, &name, &name_len, &args) && add_named(p, name, name_len, args);
     cJSON_Delete(args);
-    if (ok) *sp = s;
     return ok;
 }
 
@@ -739,6 +766,311 @@ static bool parse_pythonic(tc_parser *p, const char *s, const char *end) {
     return s == end;
 }
 
+/* ---- calls as they stream (tc_partial) ----------------------------------------------------
+ * The held text is read again from its start after each piece, as far as it goes: a read
+ * that stops where the text ends (or where it stops making sense) leaves what it found so
+ * far. Names are taken once whole; arguments written as a JSON object are copied without
+ * the white space outside strings, which tc_finish then gives as the call's arguments, so
+ * that every read is a prefix of the end's. */
+
+static void partial_clear(tc_parser *p) {
+    for (int i = 0; i < p->n_partial; i++) {
+        free(p->partial[i].name);
+        srv_buf_free(&p->partial[i].args);
+    }
+    p->n_partial = 0;
+}
+
+static tc_partial *partial_new(tc_parser *p) {
+    if (p->n_partial == p->cap_partial) {
+        int cap = p->cap_partial ? 2 * p->cap_partial : 4;
+        tc_partial *q = realloc(p->partial, sizeof *q * (size_t)cap);
+        if (!q) {
+            p->oom = true;
+            return NULL;
+        }
+        p->partial = q;
+        p->cap_partial = cap;
+    }
+    tc_partial *c = &p->partial[p->n_partial++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+static void partial_name(tc_parser *p, tc_partial *c, const char *s, size_t n) {
+    if (c->name || !n) return;
+    if (!(c->name = strndup(s, n))) p->oom = true;
+}
+
+/* Past the JSON string at s (its opening quote), or NULL when it has not ended. */
+static const char *string_end(const char *s, const char *end) {
+    for (s++; s < end; s++) {
+        if (*s == '\\') s++;
+        else if (*s == '"') return s + 1;
+    }
+    return NULL;
+}
+
+/* Past the JSON value at s, or NULL when it has not ended (a number or word that reaches
+ * the end of the text may go on). Not a check: the end's parse is. */
+static const char *value_end(const char *s, const char *end) {
+    int depth = 0;
+    for (; s < end; s++) {
+        char c = *s;
+        if (c == '"') {
+            if (!(s = string_end(s, end))) return NULL;
+            if (!depth) return s;
+            s--;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (!depth) return s; /* a word before its container's close */
+            if (--depth == 0) return s + 1;
+        } else if (!depth && (c == ',' || is_ws(c))) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* s[0, e) (from a value's start, outside strings) without the white space outside strings. */
+static void minify(srv_buf *b, const char *s, const char *e) {
+    bool in_str = false;
+    const char *run = s;
+    for (const char *q = s; q < e; q++) {
+        if (in_str) {
+            if (*q == '\\') q++;
+            else if (*q == '"') in_str = false;
+        } else if (*q == '"') {
+            in_str = true;
+        } else if (is_ws(*q)) {
+            srv_buf_add(b, run, (size_t)(q - run));
+            run = q + 1;
+        }
+    }
+    if (e > run) srv_buf_add(b, run, (size_t)(e - run));
+}
+
+/* Arguments at s: an object copied as far as it goes (*whole once it ended); anything
+ * else is left to the end. Returns past the value, or NULL. */
+static const char *args_progress(tc_partial *c, const char *s, const char *end) {
+    const char *ve = value_end(s, end);
+    if (s < end && *s == '{') {
+        srv_buf_clear(&c->args);
+        minify(&c->args, s, ve ? ve : end);
+        c->args_whole = ve != NULL;
+    }
+    return ve;
+}
+
+/* A call object at s ('{'): its name under name_key once whole, its arguments (the first
+ * of "arguments" and "parameters") as far as they go. Returns past it, or NULL. */
+static const char *object_progress(tc_parser *p, const char *s, const char *end, const char *name_key) {
+    tc_partial *c = partial_new(p);
+    if (!c) return NULL;
+    bool args_seen = false;
+    for (s++;;) {
+        s = skip_ws(s, end);
+        if (s == end) return NULL;
+        if (*s == '}') return s + 1;
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        const char *ke = *s == '"' ? string_end(s, end) : NULL;
+        if (!ke) return NULL;
+        const char *k = s + 1;
+        size_t kl = (size_t)(ke - k - 1);
+        s = skip_ws(ke, end);
+        if (s == end || *s != ':') return NULL;
+        s = skip_ws(s + 1, end);
+        if (s == end) return NULL;
+        const char *ve;
+        if (is_args_key(k, kl) && !args_seen) {
+            args_seen = true;
+            ve = args_progress(c, s, end);
+        } else {
+            ve = value_end(s, end);
+            if (ve && *s == '"' && kl == strlen(name_key) && !memcmp(k, name_key, kl) && !c->name) {
+                const char *after = NULL;
+                cJSON *v = value_at(s, ve, &after);
+                if (cJSON_IsString(v)) partial_name(p, c, v->valuestring, strlen(v->valuestring));
+                cJSON_Delete(v);
+            }
+        }
+        if (!ve) return NULL;
+        s = ve;
+    }
+}
+
+/* [{call}, ...] or one {call} at s. Returns past it, or NULL. */
+static const char *list_progress(tc_parser *p, const char *s, const char *end, const char *name_key) {
+    if (s < end && *s == '{') return object_progress(p, s, end, name_key);
+    if (s == end || *s != '[') return NULL;
+    for (s++;;) {
+        s = skip_ws(s, end);
+        if (s == end) return NULL;
+        if (*s == ']') return s + 1;
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        if (*s != '{' || !(s = object_progress(p, s, end, name_key))) return NULL;
+    }
+}
+
+/* [NAME(k=v, ...), ...] (or a list of JSON calls) at s: a name once its '(' is written,
+ * its arguments once the call has closed. */
+static void pythonic_progress(tc_parser *p, const char *s, const char *end) {
+    if (s == end || *s != '[') return;
+    const char *in = skip_ws(s + 1, end);
+    if (in < end && *in == '{') {
+        list_progress(p, s, end, "name");
+        return;
+    }
+    for (s = in;;) {
+        s = skip_ws(s, end);
+        if (s == end || !ident_start(*s)) return;
+        const char *name = s;
+        while (s < end && (ident_char(*s) || *s == '.')) s++;
+        size_t name_len = (size_t)(s - name);
+        s = skip_ws(s, end);
+        if (s == end || *s != '(') return;
+        tc_partial *c = partial_new(p);
+        if (!c) return;
+        partial_name(p, c, name, name_len);
+        const char *q = name, *cn = NULL;
+        size_t cl = 0;
+        cJSON *args = NULL;
+        if (!py_call_parse(&q, end, &cn, &cl, &args)) return;
+        char *t = cJSON_PrintUnformatted(args);
+        cJSON_Delete(args);
+        if (t) srv_buf_str(&c->args, t);
+        cJSON_free(t);
+        c->args_whole = t != NULL;
+        s = skip_ws(q, end);
+        if (s < end && *s == ',') s++;
+        else return;
+    }
+}
+
+/* A name written bare up to a terminator: whole once one of stops follows it. */
+static const char *bare_progress(tc_parser *p, tc_partial *c, const char *s, const char *end,
+                                 const char *const *stops) {
+    const char *best = NULL;
+    for (const char *const *t = stops; *t; t++) {
+        const char *at = find_in(s, end, *t);
+        if (at && (!best || at < best)) best = at;
+    }
+    if (!best) return NULL;
+    const char *ns = s, *ne = best;
+    if (bare_name(&ns, &ne)) partial_name(p, c, ns, (size_t)(ne - ns));
+    return best;
+}
+
+static void progress(tc_parser *p) {
+    partial_clear(p);
+    const char *s = skip_ws(p->text + p->start, p->text + p->n), *end = p->text + p->n;
+    switch (p->fmt) {
+    case TC_HERMES:
+        while (starts(s, end, HERMES_OPEN)) {
+            s = skip_ws(s + strlen(HERMES_OPEN), end);
+            if (s == end || *s != '{' || !(s = object_progress(p, s, end, "name"))) return;
+            s = skip_ws(s, end);
+            if (starts(s, end, HERMES_CLOSE)) s = skip_ws(s + strlen(HERMES_CLOSE), end);
+        }
+        return;
+    case TC_LLAMA3:
+        if (s < end && *s == '[') {
+            pythonic_progress(p, s, end);
+            return;
+        }
+        if (starts(s, end, PYTHON_TAG)) s += strlen(PYTHON_TAG);
+        for (;;) {
+            s = skip_ws(s, end);
+            if (s == end || *s != '{' || !(s = object_progress(p, s, end, "name"))) return;
+            s = skip_ws(s, end);
+            if (s < end && *s == ';') s++;
+        }
+    case TC_GRANITE:
+    case TC_MISTRAL: {
+        const char *open = p->fmt == TC_GRANITE ? GRANITE_OPEN : MISTRAL_OPEN;
+        if (!starts(s, end, open)) return;
+        const char *a = skip_ws(s + strlen(open), end);
+        if (a == end || *a == '[' || *a == '{' || p->fmt == TC_GRANITE) {
+            list_progress(p, a, end, "name");
+            return;
+        }
+        static const char *const stops[] = {MISTRAL_ARGS, MISTRAL_CALL_ID, NULL};
+        while (starts(s, end, MISTRAL_OPEN)) { /* NAME[CALL_ID]ID[ARGS]{...} */
+            tc_partial *c = partial_new(p);
+            if (!c || !bare_progress(p, c, s + strlen(MISTRAL_OPEN), end, stops)) return;
+            const char *args = find_in(s, end, MISTRAL_ARGS);
+            if (!args) return;
+            s = skip_ws(args + strlen(MISTRAL_ARGS), end);
+            if (!(s = args_progress(c, s, end))) return;
+            s = skip_ws(s, end);
+        }
+        return;
+    }
+    case TC_DEEPSEEK:
+        if (starts(s, end, DS_CALLS_BEGIN)) s += strlen(DS_CALLS_BEGIN);
+        for (;;) {
+            s = skip_ws(s, end);
+            if (!starts(s, end, DS_CALL_BEGIN)) return;
+            const char *sep = find_in(s, end, DS_SEP);
+            if (!sep) return;
+            tc_partial *c = partial_new(p);
+            static const char *const stops[] = {"\n", FENCE, "{", NULL};
+            if (!c || !(s = bare_progress(p, c, sep + strlen(DS_SEP), end, stops))) return;
+            fence_open(&s, end);
+            if (s == end || *s != '{' || !(s = args_progress(c, s, end))) return;
+            s = skip_ws(s, end);
+            if (starts(s, end, FENCE)) s = skip_ws(s + strlen(FENCE), end);
+            if (!starts(s, end, DS_CALL_END)) return;
+            s += strlen(DS_CALL_END);
+        }
+    case TC_COMMAND_R:
+        if (!starts(s, end, CMDR_OPEN)) return;
+        s += strlen(CMDR_OPEN);
+        fence_open(&s, end);
+        list_progress(p, s, end, "tool_name");
+        return;
+    case TC_PYTHONIC:
+        if (starts(s, end, PY_START)) {
+            while (starts(s, end, PY_START)) { /* each list between the markers */
+                const char *ls = skip_ws(s + strlen(PY_START), end);
+                const char *le = find_in(ls, end, PY_END);
+                pythonic_progress(p, ls, le ? le : end);
+                if (!le) return;
+                s = skip_ws(le + strlen(PY_END), end);
+            }
+            return;
+        }
+        pythonic_progress(p, s, end);
+        return;
+    default:
+        return;
+    }
+}
+
+/* The calls parsed at the end, each given the arguments the stream read (the object as the
+ * model wrote it, less white space), so that what was streamed is a prefix of them. */
+static void settle_arguments(tc_parser *p) {
+    progress(p);
+    for (int i = 0; i < p->n_calls && i < p->n_partial && !p->oom; i++) {
+        tc_partial *c = &p->partial[i];
+        if (!c->name || strcmp(c->name, p->calls[i].name) || !c->args_whole || !c->args.n || c->args.oom) continue;
+        char *a = strdup(c->args.p);
+        if (!a) {
+            p->oom = true;
+            return;
+        }
+        free(p->calls[i].arguments);
+        p->calls[i].arguments = a;
+    }
+}
+
 static void free_calls(tc_parser *p) {
     for (int i = 0; i < p->n_calls; i++) {
         free(p->calls[i].name);
@@ -779,6 +1111,7 @@ int tc_finish(tc_parser *p) {
         case TC_PYTHONIC: ok = parse_pythonic(p, s, end); break;
         default: ok = parse_list(p, s, end, GRANITE_OPEN); break;
         }
+        if (ok && !p->oom) settle_arguments(p);
         if (ok && !p->oom) return p->n_calls;
         free_calls(p);
     }
@@ -788,6 +1121,8 @@ int tc_finish(tc_parser *p) {
 
 void tc_free(tc_parser *p) {
     free_calls(p);
+    partial_clear(p);
+    free(p->partial);
     srv_buf_free(&p->buf);
     memset(p, 0, sizeof *p);
 }

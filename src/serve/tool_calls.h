@@ -21,7 +21,16 @@
  * everything from the opener to the end of the answer. At the end the held text either
  * parses, every call of it (then the calls are the answer's tool calls), or it does not
  * (malformed JSON, a call without a name, text between calls): then it is content, as if
- * no opener had come. Feeding the text in any pieces gives what feeding it whole gives. */
+ * no opener had come. Feeding the text in any pieces gives what feeding it whole gives.
+ *
+ * While the call text is held, the parser also reads it as far as it goes (p->partial):
+ * each call whose name is whole, and the part of its arguments written so far, so that a
+ * stream can send the name first and then the arguments a piece at a time, as OpenAI's
+ * streams do. What it reads is always a prefix of what tc_finish gives: a call's arguments
+ * are the JSON object the model wrote with the white space outside its strings taken out
+ * (numbers and escapes as written), or, where the model wrote something else (Python
+ * literals, a string of JSON), the whole arguments once the call has ended. The held text
+ * may still turn out malformed at the end; then what was read was not a call after all. */
 #ifndef OG_SERVE_TOOL_CALLS_H
 #define OG_SERVE_TOOL_CALLS_H
 
@@ -64,6 +73,13 @@ typedef struct tc_call {
     char *arguments; /* a JSON object, as text */
 } tc_call;
 
+/* A call as far as the held text shows it (see above). */
+typedef struct tc_partial {
+    char *name;       /* NULL until the name is whole */
+    srv_buf args;     /* the arguments so far: a prefix of the call's arguments at the end */
+    bool args_whole;  /* args is all of them */
+} tc_partial;
+
 /* Receives content text as it becomes final, in order. */
 typedef void (*tc_content_fn)(void *ctx, const char *text, size_t len);
 
@@ -79,6 +95,8 @@ typedef struct tc_parser {
     bool oom;
     tc_call *calls;    /* after tc_finish */
     int n_calls;
+    tc_partial *partial; /* the calls the held text shows so far, in order */
+    int n_partial, cap_partial;
     tc_content_fn emit;
     void *ctx;
 } tc_parser;

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from test_server import FAILS, SKIP, Server, check
+from test_server import FAILS, SKIP, Server, check, openai_client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOL = 1e-5  # float32 hidden states of two runtimes (sums in another order), after pooling (measured: 3.2e-7 at most)
@@ -130,10 +130,6 @@ def case_embeddings(build, pkgs):
     return 0
 
 
-def client_of(s, openai):
-    return openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
-
-
 def embeddings_only(build, pkg, oracle, np, openai):
     s = Server(build, pkg)
     try:
@@ -142,7 +138,7 @@ def embeddings_only(build, pkg, oracle, np, openai):
         st, _, j, _ = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
         check(st == 400 and j["error"]["param"] == "model" and "embeddings-only" in j["error"]["message"],
               f"embeddings-only package: chat refused with 400 ({st})")
-        c = client_of(s, openai)
+        c = openai_client(s, openai)
         ids = [oracle.ids(t) for t in TEXTS]
         want = [oracle.vector(i, "mean", True) for i in ids]
         for fmt in (None, "float"):  # the client asks for base64 unless told
@@ -207,7 +203,7 @@ def with_logits(build, pkg, oracle, np, openai):
     ids = [oracle.ids(t) for t in TEXTS]
     s = Server(build, pkg, "--pooling", "last", "--matryoshka")
     try:
-        c = client_of(s, openai)
+        c = openai_client(s, openai)
         r = c.embeddings.create(model="incl", input=TEXTS)
         res = [close(np, e.embedding, oracle.vector(i, "last", True)) for e, i in zip(r.data, ids)]
         check(all(ok for ok, _ in res), f"include_hidden_states, --pooling last (normalised by default): "

@@ -35,7 +35,40 @@ typedef struct out {
     char buf[4096];
     size_t n;
     int pieces;
+    int named_early;  /* calls named (tc_partial) before the last piece was fed */
+    bool args_early;  /* some call's arguments were read in part before they were whole */
 } out;
+
+/* What the held text showed after the previous piece (tc_partial), to check that each read
+ * only adds: names stay, arguments grow at their end. */
+typedef struct read_so_far {
+    int n;
+    char *name[16];
+    char *args[16];
+} read_so_far_t;
+
+static void seen_free(read_so_far_t *s) {
+    for (int i = 0; i < s->n; i++) free(s->name[i]), free(s->args[i]);
+    s->n = 0;
+}
+
+static void seen_check(read_so_far_t *s, const tc_parser *p, const char *text) {
+    CHECK(p->n_partial >= s->n, "%s %.60s: the calls read went from %d to %d", tc_format_name(p->fmt), text, s->n,
+          p->n_partial);
+    for (int i = 0; i < s->n && i < p->n_partial; i++) {
+        const tc_partial *c = &p->partial[i];
+        CHECK(!s->name[i] || (c->name && !strcmp(c->name, s->name[i])), "%s %.60s: call %d's name changed",
+              tc_format_name(p->fmt), text, i);
+        const char *a = c->args.p ? c->args.p : "";
+        CHECK(!strncmp(a, s->args[i], strlen(s->args[i])), "%s %.60s: call %d's arguments '%s' do not extend '%s'",
+              tc_format_name(p->fmt), text, i, a, s->args[i]);
+    }
+    seen_free(s);
+    for (int i = 0; i < p->n_partial && i < 16; i++, s->n++) {
+        s->name[i] = p->partial[i].name ? strdup(p->partial[i].name) : NULL;
+        s->args[i] = strdup(p->partial[i].args.p ? p->partial[i].args.p : "");
+    }
+}
 
 static void on_content(void *ctx, const char *t, size_t len) {
     out *o = ctx;
@@ -50,13 +83,28 @@ static void run(tc_format f, const char *text, int step, unsigned seed, tc_parse
     memset(o, 0, sizeof *o);
     tc_init(p, f, on_content, o);
     size_t n = strlen(text), at = 0;
+    read_so_far_t s = {0};
     while (at < n) {
         size_t k = step == 0 ? n : step > 0 ? (size_t)step : 1 + (seed = seed * 1103515245u + 12345u) % 7;
         if (k > n - at) k = n - at;
         tc_feed(p, text + at, k);
         at += k;
+        seen_check(&s, p, text);
+        for (int i = 0; at < n && i < p->n_partial; i++) {
+            if (p->partial[i].name && i + 1 > o->named_early) o->named_early = i + 1;
+            if (p->partial[i].args.n && !p->partial[i].args_whole) o->args_early = true;
+        }
     }
     tc_finish(p);
+    /* what a stream sent is a prefix of the calls' end: names equal, arguments extended */
+    for (int i = 0; i < p->n_calls && i < s.n; i++) {
+        CHECK(!s.name[i] || !strcmp(s.name[i], p->calls[i].name), "%s %.60s: call %d was read as '%s', is '%s'",
+              tc_format_name(f), text, i, s.name[i], p->calls[i].name);
+        CHECK(!strncmp(p->calls[i].arguments, s.args[i], strlen(s.args[i])),
+              "%s %.60s: call %d's arguments '%s' do not extend what was read, '%s'", tc_format_name(f), text, i,
+              p->calls[i].arguments, s.args[i]);
+    }
+    seen_free(&s);
 }
 
 static bool same_json(const char *a, const char *b) {
@@ -98,6 +146,14 @@ static void expect(tc_format f, const char *text, const char *content, const cha
                    !strcmp(p.calls[i].arguments, whole.calls[i].arguments);
         CHECK(same, "%s %.60s: fed in pieces (mode %d) differs from whole: '%s' %d calls",
               tc_format_name(f), text, mode, o.buf, p.n_calls);
+        /* byte by byte, every call is named before the answer ends (a stream sends its name
+         * first); arguments of a JSON object longer than {} arrive in parts */
+        if (mode == 1 && want)
+            CHECK(o.named_early >= want, "%s %.60s: %d of %d calls named before the end", tc_format_name(f), text,
+                  o.named_early, want);
+        if (mode == 1 && want && f != TC_PYTHONIC && !(f == TC_LLAMA3 && strstr(text, "(")) &&
+            strlen(whole.calls[0].arguments) > 2 && !strstr(text, "\"{"))
+            CHECK(o.args_early, "%s %.60s: no arguments read before they were whole", tc_format_name(f), text);
         tc_free(&p);
     }
     tc_free(&whole);

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""`onnx-genai serve`'s reasoning split and streamed tool calls, on scripted answers
+(tests/onnx-genai-scripted: given texts replace the sampled tokens; the rest of the path is
+the real one) with real chat templates of ../shared/chat-templates, through the openai
+client and raw SSE:
+
+  reasoning    packages whose genai_config has no bor/eor ids but whose template writes
+               <think> blocks: Qwen3's (the block opens the answer) and DeepSeek-R1's (its
+               generation prompt ends inside the block); reasoning_content and content equal
+               what those templates take back from an answer (the templates' own split:
+               answer.split('</think>')[-1].lstrip('\\n') for the content, the part before
+               it less its newlines for the reasoning), streamed and not; an answer without
+               a block stays content; a block followed by a tool call gives reasoning_content
+               and tool_calls; a template without <think> (Qwen2.5's) splits nothing.
+  tool_deltas  streamed tool calls as OpenAI streams them, in every format a template
+               teaches (hermes, llama 3.1 JSON, mistral's list and NAME[ARGS] forms,
+               deepseek, LFM2's pythonic): each call's first chunk carries index, id, type,
+               name and arguments "", the later ones index and a piece of the arguments;
+               JSON arguments come in several pieces, and call 0's pieces come before call
+               1's first chunk (they stream as the model writes them); the pieces joined
+               equal the non-streamed answer's arguments; parallel_tool_calls false streams
+               one call; a call that turns out malformed ends as content with finish stop.
+
+Usage: test_reasoning_tools.py BUILD_DIR PACKAGES_DIR CASE. Exits 77 without the scripted
+binary, the template corpus or the openai client."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from test_server import (CALL_A, CALL_B, DEEPSEEK_CALLS, HERMES_BAD, HERMES_CALLS, LLAMA_CALL, MISTRAL_ARGS_CALLS,
+                         MISTRAL_CALLS, PYTHONIC_CALLS, SKIP, TOOLS, check, openai_client, run, scripted_needs,
+                         scripted_server, templated_package)
+
+
+def template_split(answer):
+    """(reasoning, content) as Qwen3's / QwQ's templates read an answer back."""
+    if "</think>" not in answer:
+        return "", answer
+    content = answer.split("</think>")[-1].lstrip("\n")
+    reasoning = answer.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
+    return reasoning, content
+
+
+KW = dict(extra_body={"ignore_eos": True}, temperature=0, max_tokens=400)
+MSGS = [{"role": "user", "content": "Hi, what is 2+2?"}]
+
+
+def extra(obj, key):
+    return getattr(obj, key, None) or (obj.model_extra or {}).get(key)
+
+
+def streamed(c, model, **kw):
+    """(reasoning, content, order of channels, tool-call chunks, finish) of a streamed answer."""
+    reasoning, content, order, calls, finish = "", "", [], [], None
+    for e in c.chat.completions.create(model=model, messages=kw.pop("messages", MSGS), stream=True, **kw):
+        for ch in e.choices:
+            d = ch.delta
+            r = extra(d, "reasoning_content")
+            if r:
+                reasoning += r
+                order.append("r")
+            if d.content:
+                content += d.content
+                order.append("c")
+            for t in d.tool_calls or []:
+                calls.append(t)
+                order.append("t")
+            finish = ch.finish_reason or finish
+    return reasoning, content, order, calls, finish
+
+
+def case_reasoning(build, pkgs):
+    openai = scripted_needs(build)
+    if not openai:
+        return SKIP
+    tmp = tempfile.mkdtemp(prefix="og-reasoning-")
+    try:
+        qwen3 = "<think>\nThe user asks for 2+2.\n\nThat is 4.\n</think>\n\nThe answer is 4."
+        plain = "  Four, without thinking."
+        call = ('<think>\nI need the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": '
+                '{"city": "Paris"}}\n</tool_call>')
+        pkg, _ = templated_package(pkgs, tmp, "qwen3-0.6b")
+        s = scripted_server(build, pkg, [qwen3, qwen3, plain, plain, call, call])
+        try:
+            c = openai_client(s, openai)
+            want_r, want_c = template_split(qwen3)
+            m = c.chat.completions.create(model="qwen3-0.6b", messages=MSGS, **KW).choices[0].message
+            check(m.content == want_c and extra(m, "reasoning_content") == want_r,
+                  f"qwen3: content {m.content!r} and reasoning_content {extra(m, 'reasoning_content')!r} as the "
+                  f"template splits them")
+            r, ct, order, _, finish = streamed(c, "qwen3-0.6b", **KW)
+            check(r == want_r and ct == want_c and finish == "stop" and order[0] == "r" and
+                  order.index("c") > max(i for i, x in enumerate(order) if x == "r"),
+                  f"qwen3 stream: reasoning first ({len(order)} pieces), then the content")
+            m = c.chat.completions.create(model="qwen3-0.6b", messages=MSGS, **KW).choices[0].message
+            check(m.content == plain and not extra(m, "reasoning_content"), "qwen3: an answer without a block is content")
+            r, ct, _, _, _ = streamed(c, "qwen3-0.6b", **KW)
+            check(ct == plain and r == "", "qwen3 stream: an answer without a block is content")
+            ch = c.chat.completions.create(model="qwen3-0.6b", messages=MSGS, tools=TOOLS, **KW).choices[0]
+            calls = ch.message.tool_calls or []
+            check(extra(ch.message, "reasoning_content") == "I need the weather." and ch.finish_reason == "tool_calls"
+                  and [(t.function.name, json.loads(t.function.arguments)) for t in calls] == [("get_weather", {"city": "Paris"})]
+                  and not ch.message.content, "qwen3: a block, then a tool call: reasoning_content and tool_calls")
+            r, ct, _, tcs, finish = streamed(c, "qwen3-0.6b", tools=TOOLS, **KW)
+            check(r == "I need the weather." and ct == "" and finish == "tool_calls" and tcs and tcs[0].function.name == "get_weather",
+                  "qwen3 stream: a block, then a tool call")
+        finally:
+            s.stop()
+        # DeepSeek-R1: the prompt ends with "<think>\n"; the answer starts inside the block
+        r1 = "Two and two.\nMake four.\n</think>\n\nThe answer is 4."
+        pkg, _ = templated_package(pkgs, os.path.join(tmp, "r1"), "deepseek-r1-distill-qwen-32b")
+        s = scripted_server(build, pkg, [r1, r1])
+        try:
+            c = openai_client(s, openai)
+            st, _, tok, _ = s.post("/tokenize", {"messages": MSGS})
+            want_r, want_c = template_split("<think>\n" + r1)
+            m = c.chat.completions.create(model="deepseek-r1-distill-qwen-32b", messages=MSGS, **KW).choices[0].message
+            check(m.content == want_c and extra(m, "reasoning_content") == want_r,
+                  f"deepseek-r1 (prompt ends inside the block): {m.content!r} / {extra(m, 'reasoning_content')!r}")
+            r, ct, _, _, _ = streamed(c, "deepseek-r1-distill-qwen-32b", **KW)
+            check(r == want_r and ct == want_c, "deepseek-r1 stream: the same split")
+        finally:
+            s.stop()
+        # a template that writes no <think>: nothing is split
+        pkg, _ = templated_package(pkgs, os.path.join(tmp, "q25"), "qwen2.5-7b-instruct")
+        s = scripted_server(build, pkg, [qwen3])
+        try:
+            m = openai_client(s, openai).chat.completions.create(model="qwen2.5-7b-instruct", messages=MSGS, **KW).choices[0].message
+            check(m.content == qwen3 and not extra(m, "reasoning_content"), "qwen2.5 (no <think> in its template): all content")
+        finally:
+            s.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def call_pieces(chunks, what):
+    """{index: [(has head, name, arguments piece), ...]} of streamed tool-call chunks, and
+    the order of (index, head) as they came; checks each chunk's shape."""
+    out, order, bad = {}, [], []
+    for t in chunks:
+        head = t.id is not None
+        fn = t.function
+        if head and not (t.type == "function" and fn.name and fn.arguments == ""):
+            bad.append(t)
+        if not head and not (fn is not None and not fn.name and fn.arguments and t.type is None):
+            bad.append(t)
+        out.setdefault(t.index, []).append((head, fn.name, fn.arguments or ""))
+        order.append((t.index, head))
+    check(not bad, f"{what}: a call's first chunk has id, type, name and arguments '', the later ones "
+          f"arguments only ({len(chunks)} chunks; {bad[:2]})")
+    return out, order
+
+
+def deltas(build, pkgs, tmp, openai, template, answer, want, special=None, max_tokens=400, pieces=True):
+    sub = os.path.join(tmp, template + ("-special" if special else "") + str(len(answer)))
+    pkg, _ = templated_package(pkgs, sub, template, special)
+    s = scripted_server(build, pkg, [answer])
+    try:
+        c = openai_client(s, openai)
+        kw = dict(KW, max_tokens=max_tokens, tools=TOOLS, messages=[{"role": "user", "content": "Weather?"}])
+        whole = c.chat.completions.create(model=template, **kw).choices[0].message.tool_calls or []
+        _, _, _, chunks, finish = streamed(c, template, **kw)
+        got, order = call_pieces(chunks, template)
+        names = [got[i][0][1] for i in sorted(got)]
+        joined = ["".join(p[2] for p in got[i]) for i in sorted(got)]
+        check(finish == "tool_calls" and names == [w[0] for w in want] and
+              [json.loads(a) for a in joined] == [w[1] for w in want],
+              f"{template}: streamed calls {names} with their arguments")
+        check(joined == [t.function.arguments for t in whole], f"{template}: the pieces joined = the answer's arguments")
+        check(all(got[i][0][0] and not any(p[0] for p in got[i][1:]) for i in got), f"{template}: one first chunk per call")
+        if pieces:
+            check(len(got[0]) > 2, f"{template}: call 0's arguments in {len(got[0]) - 1} pieces (as written)")
+        if len(want) > 1:
+            first1 = order.index((1, True))
+            check(sum(1 for k, h in order[:first1] if k == 0 and not h) >= 1,
+                  f"{template}: call 0's arguments stream before call 1 begins")
+    finally:
+        s.stop()
+
+
+def case_tool_deltas(build, pkgs):
+    openai = scripted_needs(build)
+    if not openai:
+        return SKIP
+    tmp = tempfile.mkdtemp(prefix="og-tooldeltas-")
+    try:
+        deltas(build, pkgs, tmp, openai, "qwen2.5-7b-instruct", HERMES_CALLS, [("get_weather", CALL_A), ("get_time", CALL_B)])
+        deltas(build, pkgs, tmp, openai, "llama-3.1-8b-instruct", LLAMA_CALL, [("get_weather", {"city": "Paris"})])
+        deltas(build, pkgs, tmp, openai, "mistral-nemo-instruct-2407", MISTRAL_CALLS,
+               [("get_weather", {"city": "Paris"}), ("get_time", {})])
+        deltas(build, pkgs, tmp, openai, "mistral-nemo-instruct-2407", MISTRAL_ARGS_CALLS,
+               [("get_weather", {"city": "Paris"}), ("get_time", {})])
+        deltas(build, pkgs, tmp, openai, "deepseek-v3", DEEPSEEK_CALLS, [("get_weather", CALL_A), ("get_time", CALL_B)],
+               max_tokens=900)
+        # Python literals become JSON once a call has closed: one piece per call
+        deltas(build, pkgs, tmp, openai, "lfm2.5-instruct", PYTHONIC_CALLS,
+               [("get_weather", {"city": "Zürich", "opts": {"days": [1, 2], "x": None}}), ("get_time", CALL_B)],
+               special="<|tool_call_start|> <|tool_call_end|>", pieces=False)
+        # parallel_tool_calls false: one call streamed; a malformed call ends as content
+        pkg, _ = templated_package(pkgs, os.path.join(tmp, "single"), "qwen2.5-7b-instruct")
+        s = scripted_server(build, pkg, [HERMES_CALLS, HERMES_BAD])
+        try:
+            c = openai_client(s, openai)
+            kw = dict(KW, tools=TOOLS, messages=[{"role": "user", "content": "Weather?"}])
+            _, content, _, chunks, finish = streamed(c, "qwen2.5-7b-instruct", parallel_tool_calls=False, **kw)
+            got, _ = call_pieces(chunks, "parallel_tool_calls false")
+            check(sorted(got) == [0] and finish == "tool_calls" and content == "Let me check.",
+                  f"parallel_tool_calls false: one call streamed ({sorted(got)})")
+            _, content, _, chunks, finish = streamed(c, "qwen2.5-7b-instruct", **kw)
+            check(content == HERMES_BAD and finish == "stop",
+                  f"a malformed call: its text as content, finish stop ({finish}; {len(chunks)} call chunks had begun)")
+        finally:
+            s.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run({"reasoning": case_reasoning, "tool_deltas": case_tool_deltas}, __doc__))
