@@ -8,7 +8,9 @@
  * read only blobs/, refs/ and snapshots/ and leave the folder alone; deleting the
  * repository's folder deletes it too. The conversion is written aside
  * ({sha256}.incomplete) and renamed into place under a lock ({sha256}.lock), so a cut
- * or concurrent run never leaves half a package under the final name. */
+ * or concurrent run never leaves half a package under the final name. Its file
+ * .onnx-genai-convert holds the converter's CONVERT_FORMAT: a package an older converter
+ * wrote is converted again. */
 #include "cli/cli.h"
 
 #include "convert/convert.h"
@@ -75,11 +77,31 @@ static void remove_tree(const char *path) {
     if (lstat(path, &sb) == 0) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static bool has_config(const char *dir) {
+static const char stamp_name[] = ".onnx-genai-convert";
+
+/* Whether dir holds a whole package this converter's format wrote. */
+static bool converted(const char *dir) {
     char p[PATH_MAX];
     struct stat sb;
     snprintf(p, sizeof p, "%s/genai_config.json", dir);
-    return stat(p, &sb) == 0;
+    if (stat(p, &sb) != 0) return false;
+    snprintf(p, sizeof p, "%s/%s", dir, stamp_name);
+    FILE *f = fopen(p, "r");
+    int format = 0;
+    if (f) {
+        if (fscanf(f, "%d", &format) != 1) format = 0;
+        fclose(f);
+    }
+    return format == CONVERT_FORMAT;
+}
+
+static bool write_stamp(const char *dir) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", dir, stamp_name);
+    FILE *f = fopen(p, "w");
+    bool ok = f && fprintf(f, "%d\n", CONVERT_FORMAT) > 0;
+    if (f && fclose(f) != 0) ok = false;
+    return ok;
 }
 
 char *cli_gguf_package(const char *repo_dir, const char *gguf, bool quiet) {
@@ -99,7 +121,7 @@ char *cli_gguf_package(const char *repo_dir, const char *gguf, bool quiet) {
     snprintf(dir, n, "%s/onnx-genai/%s", repo_dir, sha);
     snprintf(part, n, "%s.incomplete", dir);
     snprintf(lock, n, "%s.lock", dir);
-    if (has_config(dir)) { /* converted before: no lock needed to read it */
+    if (converted(dir)) { /* converted before: no lock needed to read it */
         result = dir;
         goto done;
     }
@@ -114,7 +136,7 @@ char *cli_gguf_package(const char *repo_dir, const char *gguf, bool quiet) {
         cli_fail("cannot lock %s: %s", lock, strerror(errno));
         goto done;
     }
-    if (has_config(dir)) { /* another run converted it meanwhile */
+    if (converted(dir)) { /* another run converted it meanwhile */
         result = dir;
         goto done;
     }
@@ -129,6 +151,11 @@ char *cli_gguf_package(const char *repo_dir, const char *gguf, bool quiet) {
     if (st) {
         cli_fail("convert %s: %s", gguf, og_status_message(st));
         og_status_free(st);
+        remove_tree(part);
+        goto done;
+    }
+    if (!write_stamp(part)) {
+        cli_fail("cannot write %s/%s: %s", part, stamp_name, strerror(errno));
         remove_tree(part);
         goto done;
     }

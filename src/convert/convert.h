@@ -9,6 +9,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The converter's output format: raised whenever what convert writes for a given GGUF file
+ * changes (a fix, another layout), so that packages converted before and kept in a cache
+ * (`pull`) are converted again rather than reused. */
+enum { CONVERT_FORMAT = 1 };
+
 typedef struct convert_options {
     int64_t context; /* 0: the file's context length; else the package's (rotary caches) */
     bool progress;   /* a progress line on stderr */

@@ -105,6 +105,15 @@ def run_cases(env, repo, one, files, local):
           r.stdout.strip() == pkg and (again.st_ino, again.st_mtime_ns) == (stamp.st_ino, stamp.st_mtime_ns),
           f"a second pull asks for the list only and converts nothing ({kinds}; {r.stderr.strip()[-200:]})")
 
+    # A package an older converter wrote (its stamp says another format) is converted again.
+    with open(os.path.join(pkg, ".onnx-genai-convert"), "w") as f:
+        f.write("0\n")
+    g = generate(env, home, "-m", f"{REPO}:Q4_0")
+    with open(os.path.join(pkg, ".onnx-genai-convert")) as f:
+        stamp_now = f.read().strip()
+    check(g.returncode == 0 and g.stdout == want.stdout and "converting" in g.stderr and stamp_now != "0",
+          f"a package of another converter format is converted again ({stamp_now}; {g.stderr.strip()[-200:]})")
+
     # Revisions: @COMMIT and --revision COMMIT name the same snapshot.
     for args in (["-m", f"{REPO}:Q4_0@{repo.commit}"], ["-m", f"{REPO}:Q4_0", "--revision", repo.commit]):
         g = generate(env, home, *args)
