@@ -821,8 +821,9 @@ typedef struct og_image_processor og_image_processor;
 /* Reads path: a package folder (the file its genai_config.json names in
  * model.vision.config_filename, else processor_config.json) or a processor_config.json.
  * Ops: DecodeImage, ConvertRGB, Resize (Qwen's smart resize too), Rescale, Normalize,
- * PatchImage (Qwen2.5-VL, Qwen3-VL, Qwen3.5) and Phi3ImageTransform (Phi-3-vision);
- * another op is OG_ERR_UNSUPPORTED naming it. Free with og_image_processor_free. */
+ * PatchImage (Qwen2.5-VL, Qwen3-VL, Qwen3.5), Phi3ImageTransform (Phi-3-vision) and
+ * Permute3D to channels first (Gemma 3); another op is OG_ERR_UNSUPPORTED naming it.
+ * Free with og_image_processor_free. */
 og_status *og_image_processor_open(const char *path, og_image_processor **out);
 void og_image_processor_free(og_image_processor *p);
 /* The config's processor name ("qwen2_5_image_processor", ...). Owned by p. */
@@ -834,7 +835,8 @@ const char *og_image_processor_name(const og_image_processor *p);
  *    tokens. Images of different sizes are concatenated, as the vision encoder reads
  *    them (onnxruntime-genai 0.18 pads every image to the largest one's patches);
  *  - Phi-3-vision: pixel_values float32 (images, 17, 3, 336, 336), image_sizes int64
- *    (images, 2), num_image_tokens int64 (images, 1).
+ *    (images, 2), num_image_tokens int64 (images, 1);
+ *  - Gemma 3 (Permute3D): pixel_values float32 (images, 3, height, width).
  * pixel_values is float32 whatever the vision graph takes (onnxruntime-genai casts it to
  * the graph's input type). */
 og_status *og_image_processor_process(const og_image_processor *p, const og_images *images,

@@ -185,8 +185,10 @@ class MultiModalProcessor:
                 raise InvalidArgumentError(f"MultiModalProcessor: the package {self._model._dir} "
                                            "has no image processor (processor_config.json)")
             tensors = self._images.process(images)
-        if "image_grid_thw" in tensors or (images is None and self._images is not None and
-                                           "qwen" in self._images.name):
+        name = self._images.name if self._images is not None else ""
+        if "gemma" in name:
+            return self._gemma(prompt, tensors)
+        if "image_grid_thw" in tensors or (images is None and "qwen" in name):
             ids = self._qwen_ids(prompt, tensors.get("image_grid_thw"))
         elif "image_sizes" in tensors or (images is None and self._images is not None):
             ids = self._phi3_ids(prompt, tensors.get("num_image_tokens"))
@@ -222,6 +224,29 @@ class MultiModalProcessor:
             out.append(text[pos:])
             text = "".join(out)
         return self._tokenizer.encode(text)
+
+    def _gemma(self, prompt: str, tensors: dict) -> NamedTensors:
+        """Gemma 3 (onnxruntime-genai's GemmaImageProcessor): each <start_of_image> becomes
+        the image's 256 soft tokens between blank lines; token_type_ids mark them."""
+        pv = tensors.get("pixel_values")
+        n = 0 if pv is None else pv.shape[0]
+        text = prompt
+        if not text:
+            text = " ".join(["<start_of_image>"] * n)
+        if text.count("<start_of_image>") != n:
+            raise InvalidArgumentError(f"Prompt contained {text.count('<start_of_image>')} "
+                                       f"image tokens but received {n} images.")
+        soft = "<image_soft_token>"
+        text = text.replace("<start_of_image>", "\n\n<start_of_image>" + soft * 256 +
+                            "<end_of_image>\n\n")
+        ids = np.asarray(self._tokenizer.encode(text), dtype=np.int32).reshape(1, -1)
+        result = NamedTensors({"input_ids": ids})
+        if pv is None:
+            return result
+        result["token_type_ids"] = (ids == self._tokenizer.to_token_id(soft)).astype(np.int32)
+        result["pixel_values"] = pv
+        result["num_image_tokens"] = np.array([256], np.int64)
+        return result
 
     def _encode_plain(self, text: str) -> np.ndarray:
         """Ids without the post-processor's special tokens: onnxruntime-genai 0.18's Phi-3

@@ -20,7 +20,8 @@ typedef enum op_kind {
     OP_RESCALE,      /* Rescale: u8 -> float, times rescale_factor */
     OP_NORMALIZE,    /* Normalize */
     OP_PATCH,        /* PatchImage: Qwen-VL patches and image_grid_thw */
-    OP_PHI3          /* Phi3ImageTransform: HD crops + global image */
+    OP_PHI3,         /* Phi3ImageTransform: HD crops + global image */
+    OP_PERMUTE       /* Permute3D with dims [2, 0, 1]: HWC -> CHW (Gemma 3) */
 } op_kind;
 
 typedef struct op {
@@ -167,6 +168,19 @@ static og_status *read_op(const char *file, const cJSON *jop, op *o) {
             o->merge <= 0 || o->merge > 64)
             return og_errorf(OG_ERR_INVALID_MODEL, "%s: PatchImage attributes out of range",
                              file);
+    } else if (strcmp(t, "Permute3D") == 0) {
+        o->kind = OP_PERMUTE;
+        cJSON_ArrayForEach(a, attrs) {
+            if (strcmp(a->string, "dims") != 0 || cJSON_GetArraySize(a) != 3)
+                return bad_attr(file, t, a);
+            int64_t d[3];
+            for (int i = 0; i < 3; i++)
+                OG_TRY(attr_int(file, t, cJSON_GetArrayItem(a, i), &d[i]));
+            if (d[0] != 2 || d[1] != 0 || d[2] != 1)
+                return og_errorf(OG_ERR_UNSUPPORTED, "%s: Permute3D dims [%lld, %lld, %lld]; "
+                                 "only [2, 0, 1] (to channels first) is implemented", file,
+                                 (long long)d[0], (long long)d[1], (long long)d[2]);
+        }
     } else if (strcmp(t, "Phi3ImageTransform") == 0) {
         /* Its num_crops and num_img_tokens attributes are read by nobody: the op always
          * makes 16 crops of 336 pixels and counts tokens from the crops. */
@@ -259,7 +273,7 @@ og_status *media_processor_open(const char *path, media_processor **out) {
         if (ended)
             st = og_errorf(OG_ERR_UNSUPPORTED, "%s: operation %d follows the one that makes "
                            "the outputs", p->file, i);
-        else if ((k == OP_NORMALIZE || k == OP_PATCH) && !floats)
+        else if ((k == OP_NORMALIZE || k == OP_PATCH || k == OP_PERMUTE) && !floats)
             st = og_errorf(OG_ERR_INVALID_MODEL, "%s: operation %d needs a Rescale before it",
                            p->file, i);
         else if ((k == OP_DECODE || k == OP_CONVERT_RGB || k == OP_RESIZE || k == OP_PHI3 ||
@@ -267,11 +281,11 @@ og_status *media_processor_open(const char *path, media_processor **out) {
             st = og_errorf(OG_ERR_UNSUPPORTED, "%s: operation %d takes 8-bit pixels after a "
                            "Rescale", p->file, i);
         if (k == OP_RESCALE) floats = 1;
-        if (k == OP_PATCH || k == OP_PHI3) ended = 1;
+        if (k == OP_PATCH || k == OP_PHI3 || k == OP_PERMUTE) ended = 1;
     }
     if (!st && !ended)
-        st = og_errorf(OG_ERR_UNSUPPORTED, "%s: no PatchImage or Phi3ImageTransform makes the "
-                       "model's inputs", p->file);
+        st = og_errorf(OG_ERR_UNSUPPORTED, "%s: no PatchImage, Phi3ImageTransform or "
+                       "Permute3D makes the model's inputs", p->file);
 done:
     cJSON_Delete(root);
     free(file);
@@ -524,6 +538,14 @@ static og_status *run_one(const media_processor *p, const media_image *img, work
             break;
         case OP_PATCH: OG_TRY(run_patch(p->file, o, wk)); break;
         case OP_PHI3: OG_TRY(run_phi3(p->file, wk)); break;
+        case OP_PERMUTE: {
+            float *chw = malloc(sizeof(float) * n * 3);
+            if (!chw) return og_oom_for(sizeof(float) * n * 3, "Permute3D");
+            for (size_t j = 0; j < n; j++)
+                for (int c = 0; c < 3; c++) chw[c * n + j] = wk->f[j * 3 + c];
+            wk->pixels = chw;
+            break;
+        }
         }
     }
     return NULL;
@@ -552,9 +574,21 @@ og_status *media_processor_run(const media_processor *p, const media_image *imag
         st = run_one(p, &images[i], &wk[i]);
         if (st) st = og_status_wrap(st, "image %zu", i);
     }
-    int phi3 = p->ops[p->n_ops - 1].kind == OP_PHI3;
+    op_kind last = p->ops[p->n_ops - 1].kind;
     og_tensor *t;
-    if (!st && phi3) {
+    if (!st && last == OP_PERMUTE) {
+        /* (images, 3, h, w): one size for all, as a fixed-size Resize makes them */
+        for (size_t i = 1; i < n && !st; i++)
+            if (wk[i].h != wk[0].h || wk[i].w != wk[0].w)
+                st = og_errorf(OG_ERR_UNSUPPORTED, "image processor: images %dx%d and %dx%d "
+                               "in one call, and the config resizes to no fixed size",
+                               wk[0].w, wk[0].h, wk[i].w, wk[i].h);
+        int64_t pd[4] = {(int64_t)n, 3, wk[0].h, wk[0].w};
+        size_t each = (size_t)3 * wk[0].h * wk[0].w;
+        if (!st) st = add_output(out, "pixel_values", OG_FLOAT32, pd, 4, &t);
+        for (size_t i = 0; i < n && !st; i++)
+            memcpy((float *)t->data + i * each, wk[i].pixels, each * sizeof(float));
+    } else if (!st && last == OP_PHI3) {
         int64_t pd[5] = {(int64_t)n, PHI3_CROPS + 1, 3, PHI3_SIDE, PHI3_SIDE};
         size_t each = (size_t)(PHI3_CROPS + 1) * 3 * PHI3_SIDE * PHI3_SIDE;
         st = add_output(out, "pixel_values", OG_FLOAT32, pd, 5, &t);

@@ -2,7 +2,8 @@
  * onnxruntime-extensions image ops ("transforms") that onnxruntime-genai's processors
  * run, computed as those ops compute them. Supported: DecodeImage, ConvertRGB, Resize
  * (fixed size or Qwen's smart resize), Rescale, Normalize, PatchImage (Qwen2.5-VL /
- * Qwen3-VL / Qwen3.5 patches) and Phi3ImageTransform (Phi-3-vision's HD crops). */
+ * Qwen3-VL / Qwen3.5 patches), Phi3ImageTransform (Phi-3-vision's HD crops) and
+ * Permute3D to channels first (Gemma 3's SigLIP input). */
 #ifndef OG_MEDIA_PROCESSOR_H
 #define OG_MEDIA_PROCESSOR_H
 
@@ -33,7 +34,8 @@ const char *media_processor_name(const media_processor *p);
  *    images. Images of different sizes are concatenated (onnxruntime-genai 0.18 pads
  *    each image's rows to the largest's instead);
  *  - Phi3ImageTransform: pixel_values float32 (n, 17, 3, 336, 336), image_sizes int64
- *    (n, 2), num_image_tokens int64 (n, 1).
+ *    (n, 2), num_image_tokens int64 (n, 1);
+ *  - Permute3D: pixel_values float32 (n, 3, h, w), all images one size.
  * The tensors are the caller's (media_outputs_free). */
 og_status *media_processor_run(const media_processor *p, const media_image *images, size_t n,
                                media_outputs *out);
