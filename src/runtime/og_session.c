@@ -210,6 +210,39 @@ og_status *og_session_open(const char *path, const og_session_options *options,
                           "%s: opening a session", path);
 }
 
+og_status *runtime_session_open_exposing(const char *path, const og_session_options *options,
+                                         const char *const *names, int n_names, og_session **out) {
+    og_session_options o = options ? *options : og_session_options_default();
+    if (o.backend == OG_BACKEND_ORT)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: inner values as outputs need the native backend "
+                         "(onnxruntime reads the file itself)", path);
+    o.backend = OG_BACKEND_NATIVE;
+    model *m;
+    OG_TRY(onnx_load_file(path, &m));
+    graph *g = m->graph;
+    int *outs = arena_alloc(&m->arena, sizeof *outs * (size_t)(g->n_outputs + n_names));
+    if (!outs) {
+        model_free(m);
+        return og_oom();
+    }
+    memcpy(outs, g->outputs, sizeof *outs * (size_t)g->n_outputs);
+    int n = g->n_outputs;
+    for (int i = 0; i < n_names; i++) {
+        int v = graph_find_value(g, names[i]);
+        if (v < 0 || g->values[v].producer < 0) {
+            og_status *st = og_errorf(OG_ERR_NOT_FOUND, "%s: no node makes a value named '%s'", path, names[i]);
+            model_free(m);
+            return st;
+        }
+        if (g->values[v].is_output) continue;
+        g->values[v].is_output = true;
+        outs[n++] = v;
+    }
+    g->outputs = outs;
+    g->n_outputs = n;
+    return og_oom_context(session_open_model(m, path, NULL, 0, NULL, &o, out), "%s: opening a session", path);
+}
+
 og_status *og_session_open_bytes(const void *data, size_t size, const char *base_dir,
                                  const og_session_options *options, og_session **out) {
     if (!data || !out)

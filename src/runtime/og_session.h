@@ -6,6 +6,14 @@
 
 #include "backends/backend.h"
 
+/* og_session_open with the values `names` (made by nodes of the graph) also graph outputs,
+ * after those the file lists: a run can ask for an inner value (the final norm's output of
+ * a decoder that outputs only logits). The native backend only (onnxruntime would read the
+ * file as it is); a value whose type the file does not declare is described so
+ * (og_value_info's dtype OG_UNDEFINED, rank -1). */
+og_status *runtime_session_open_exposing(const char *path, const og_session_options *options,
+                                         const char *const *names, int n_names, og_session **out);
+
 /* Our IR of the session's graph (every backend has one). */
 const model *runtime_session_model(const og_session *s);
 const graph *runtime_session_graph(const og_session *s);

@@ -4,6 +4,10 @@
  * normalised as the package's sentence-transformers files say (modules.json,
  * 1_Pooling/config.json, a Normalize module) or serve's --pooling / --embeddings-normalize.
  *
+ * A decoder that outputs only logits gives the input of its lm_head instead (the final
+ * norm's output, found by walking up from the logits through a bias, scale or soft cap to
+ * the MatMul): the session is opened again with that value made an output (natively).
+ *
  * The graph runs in its own session (opened on the first request, or at load for a package
  * that has no logits and so serves nothing else), one input at a time with an empty cache:
  * no padding, so each vector is what the input gives alone. Requests take turns on it. */
@@ -12,6 +16,7 @@
 #include "base/half.h"
 #include "base/pkg_file.h"
 #include "genai/config.h"
+#include "runtime/og_session.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +27,9 @@ struct srv_embedder {
     og_session *s;
     pthread_mutex_t mu;   /* one run at a time */
     const char *out_name; /* the hidden states output (the session's string) */
-    og_dtype out_dtype;   /* float32, float16 or bfloat16 */
+    og_dtype out_dtype;   /* float32, float16 or bfloat16 (OG_UNDEFINED: an inner value's,
+                             known once it runs) */
+    bool inner;           /* out_name is the lm_head's input, made an output */
     int hidden;           /* its last dimension */
     bool has_logits;      /* the graph also has the config's logits output */
     const char *ids_name, *mask_name, *pos_name; /* the session's strings (NULL: absent) */
@@ -127,6 +134,63 @@ static og_status *package_pooling(const char *dir, int *pool, bool *normalize, b
 
 /* ---- opening ------------------------------------------------------------------------- */
 
+/* The value the lm_head multiplies: up from the logits through element-wise steps (a bias,
+ * a scale, a soft cap's Div / Tanh / Mul, a Cast) to a MatMul, MatMulNBits or Gemm, whose
+ * first input it is; NULL when the graph is not so. */
+static const char *lm_head_input(const graph *g, const char *logits) {
+    int v = graph_find_value(g, logits);
+    for (int step = 0; v >= 0 && step < 8; step++) {
+        int p = g->values[v].producer;
+        if (p < 0) return NULL;
+        const graph_node *n = &g->nodes[p];
+        if (n->domain[0] && strcmp(n->domain, "com.microsoft")) return NULL;
+        if (!strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "MatMulNBits") || !strcmp(n->op_type, "Gemm"))
+            return n->n_inputs > 0 && n->inputs[0] >= 0 ? g->values[n->inputs[0]].name : NULL;
+        static const char *const steps[] = {"Add", "Mul", "Div", "Tanh", "Cast", NULL};
+        bool ok = false;
+        for (int i = 0; steps[i] && !ok; i++) ok = !strcmp(n->op_type, steps[i]);
+        if (!ok || n->n_inputs < 1) return NULL;
+        v = -1; /* the input that is made by a node (the other is a constant) */
+        for (int i = 0; i < n->n_inputs && v < 0; i++)
+            if (n->inputs[i] >= 0 && g->values[n->inputs[i]].producer >= 0) v = n->inputs[i];
+    }
+    return NULL;
+}
+
+/* e's session opened again with the lm_head's input made an output. */
+static og_status *expose_lm_head_input(srv_embedder *e, const char *path, const og_session_options *so,
+                                       const char *logits, int hidden) {
+    const char *name = lm_head_input(runtime_session_graph(e->s), logits);
+    if (!name)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: the decoder graph has no hidden-states output (one "
+                         "named 'hidden_states' or 'last_hidden_state': the builder writes it with "
+                         "exclude_lm_head or include_hidden_states), and its logits do not come from "
+                         "a MatMul of the final norm's output, so it gives no embeddings", path);
+    if (hidden <= 0)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: the lm_head's input '%s' would do, but "
+                         "genai_config's decoder.hidden_size is not set", path, name);
+    char *keep = strdup(name);
+    if (!keep) return og_oom();
+    og_session *s = NULL;
+    og_status *st = runtime_session_open_exposing(path, so, (const char *const *)&keep, 1, &s);
+    for (size_t i = 0; !st && i < og_session_output_count(s); i++) {
+        og_value_info v;
+        if ((st = og_session_output_info(s, i, &v))) break;
+        if (!strcmp(v.name, keep)) e->out_name = v.name;
+    }
+    free(keep);
+    if (st) {
+        og_session_close(s);
+        return og_status_wrap(st, "making the lm_head's input an output");
+    }
+    og_session_close(e->s);
+    e->s = s;
+    e->inner = true;
+    e->hidden = hidden;
+    e->out_dtype = OG_UNDEFINED;
+    return NULL;
+}
+
 void srv_embedder_free(srv_embedder *e) {
     if (!e) return;
     og_session_close(e->s);
@@ -141,13 +205,13 @@ og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedd
     srv_embedder *e = calloc(1, sizeof *e);
     char *path = NULL;
     og_status *st = e ? NULL : og_oom();
+    if (e) pthread_mutex_init(&e->mu, NULL);
     const gen_decoder *d = &cfg->model.decoder;
     if (!st && !d->c.filename)
         st = og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.filename is not set", cfg->path);
     if (!st) st = pkg_path_join(cfg->dir, d->c.filename, cfg->path, "model.decoder.filename", &path);
+    og_session_options so = og_session_options_default();
     if (!st) {
-        pthread_mutex_init(&e->mu, NULL);
-        og_session_options so = og_session_options_default();
         so.num_threads = o->model.num_threads;
         so.backend = o->model.backend;
         so.ort_library = o->model.ort_library;
@@ -175,13 +239,15 @@ og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedd
         e->out_dtype = v.dtype;
         e->hidden = (int)v.dims[v.rank - 1];
     }
-    if (!st && !e->out_name)
-        st = hs_cfg ? og_errorf(OG_ERR_UNSUPPORTED, "%s: genai_config's decoder.outputs.hidden_states "
-                                "is '%s', but the graph has no such output", path, hs_cfg)
-                    : og_errorf(OG_ERR_UNSUPPORTED, "%s: the decoder graph has no hidden-states "
-                                "output (one named 'hidden_states' or 'last_hidden_state': the "
-                                "builder writes it with exclude_lm_head or include_hidden_states), "
-                                "so it gives no embeddings", path);
+    if (!st && !e->out_name && hs_cfg)
+        st = og_errorf(OG_ERR_UNSUPPORTED, "%s: genai_config's decoder.outputs.hidden_states is '%s', "
+                       "but the graph has no such output", path, hs_cfg);
+    else if (!st && !e->out_name && e->has_logits)
+        st = expose_lm_head_input(e, path, &so, logits, d->hidden_size);
+    else if (!st && !e->out_name)
+        st = og_errorf(OG_ERR_UNSUPPORTED, "%s: the decoder graph has neither a hidden-states output "
+                       "('hidden_states' or 'last_hidden_state') nor the logits output '%s', so it "
+                       "gives no embeddings", path, logits ? logits : "logits");
     for (size_t i = 0; !st && i < og_session_input_count(e->s); i++) {
         og_value_info v;
         if ((st = og_session_input_info(e->s, i, &v))) break;
@@ -206,9 +272,10 @@ og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedd
         if (st) st = og_status_wrap(st, "%s", cfg->dir);
         if (o->pooling) e->pool = o->pooling;
         if (o->embed_normalize >= 0) e->normalize = o->embed_normalize != 0;
-        snprintf(e->how, sizeof e->how, "%.40s pooling, %snormalised (%.90s)", srv_pool_name(e->pool),
+        snprintf(e->how, sizeof e->how, "%.40s pooling, %snormalised (%.60s)%s", srv_pool_name(e->pool),
                  e->normalize ? "" : "not ",
-                 o->pooling || o->embed_normalize >= 0 ? "serve's options" : found ? from : "the defaults");
+                 o->pooling || o->embed_normalize >= 0 ? "serve's options" : found ? from : "the defaults",
+                 e->inner ? ", of the lm_head's input" : "");
     }
     free(path);
     gen_config_free(cfg);
@@ -303,10 +370,14 @@ og_status *srv_embed(srv_embedder *e, const int32_t *ids, int n, float *vec) {
     if (st) return st;
     const int64_t *dims = og_tensor_dims(out);
     int64_t rows = og_tensor_element_count(out) / e->hidden;
-    if (og_tensor_dtype(out) != e->out_dtype || dims[og_tensor_rank(out) - 1] != e->hidden || rows != n) {
+    og_dtype dt = og_tensor_dtype(out);
+    if ((e->out_dtype != OG_UNDEFINED && dt != e->out_dtype) ||
+        (dt != OG_FLOAT32 && dt != OG_FLOAT16 && dt != OG_BFLOAT16) || og_tensor_rank(out) < 2 ||
+        dims[og_tensor_rank(out) - 1] != e->hidden || rows != n) {
         og_tensor_free(out);
-        return og_errorf(OG_ERR_RUNTIME, "the hidden states came back with %lld rows, not %d",
-                         (long long)rows, n);
+        return og_errorf(OG_ERR_RUNTIME, "the hidden states '%s' came back as %s with %lld rows of "
+                         "%lld, not %d of %d floats", e->out_name, og_dtype_name(dt), (long long)rows,
+                         (long long)(og_tensor_rank(out) ? dims[og_tensor_rank(out) - 1] : 0), n, e->hidden);
     }
     const void *h = og_tensor_data(out);
     int first = e->pool == SERVE_POOL_LAST ? n - 1 : 0;
@@ -319,9 +390,9 @@ og_status *srv_embed(srv_embedder *e, const int32_t *ids, int n, float *vec) {
     for (int r = first; r <= last; r++)
         for (int c = 0; c < e->hidden; c++) {
             size_t at = (size_t)r * (size_t)e->hidden + (size_t)c;
-            acc[c] += e->out_dtype == OG_FLOAT32 ? ((const float *)h)[at]
-                      : e->out_dtype == OG_FLOAT16 ? f16_to_f32(((const uint16_t *)h)[at])
-                                                    : bf16_to_f32(((const uint16_t *)h)[at]);
+            acc[c] += dt == OG_FLOAT32 ? ((const float *)h)[at]
+                      : dt == OG_FLOAT16 ? f16_to_f32(((const uint16_t *)h)[at])
+                                         : bf16_to_f32(((const uint16_t *)h)[at]);
         }
     for (int c = 0; c < e->hidden; c++) vec[c] = (float)(acc[c] / (last - first + 1));
     free(acc);

@@ -18,7 +18,10 @@
               --matryoshka, then the leading values normalised again. Refusals (400 naming
               the field): an empty input, ids beyond the vocabulary, a mixed list, an input
               past the context (context_length_exceeded), a bad encoding_format, an unknown
-              field, and a package whose graph has no hidden states (naming what is missing).
+              field. A qwen2 package with logits only gives the lm_head's input (the final
+              norm's output, made an output of the native session) = onnxruntime's
+              hidden_states of its include_hidden_states twin (the same weights); on
+              onnxruntime it is refused, naming the native backend.
 
 Usage: test_embeddings.py BUILD_DIR PACKAGES_DIR embeddings (PACKAGES_DIR unused: the
 packages are written to a temporary folder). Exits 77 when onnxruntime,
@@ -113,18 +116,13 @@ def case_embeddings(build, pkgs):
         incl = make(os.path.join(tmp, "incl"), "--type", "llama", "--hidden-states", "include")
         nokv = make(os.path.join(tmp, "nokv"), "--type", "qwen2", "--hidden-states", "exclude", "--no-kv",
                     "--st-pooling", "cls")
+        # logits only, and its twin (the same weights) with the final norm's output as well
         plain = make(os.path.join(tmp, "plain"), "--type", "qwen2")
+        twin = make(os.path.join(tmp, "twin"), "--type", "qwen2", "--hidden-states", "include")
         embeddings_only(build, excl, Oracle(excl, ort, np, tokenizers), np, openai)
         with_logits(build, incl, Oracle(incl, ort, np, tokenizers), np, openai)
         no_cache(build, nokv, Oracle(nokv, ort, np, tokenizers), np)
-        s = Server(build, plain)
-        try:
-            st, _, j, _ = s.post("/v1/embeddings", {"input": "hello"})
-            msg = (j or {}).get("error", {}).get("message", "")
-            check(st == 400 and j["error"]["param"] == "model" and "hidden-states output" in msg,
-                  f"a package without hidden states: 400 naming what is missing ({st} {msg[:160]!r})")
-        finally:
-            s.stop()
+        logits_only(build, plain, Oracle(twin, ort, np, tokenizers), np)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
@@ -224,6 +222,30 @@ def with_logits(build, pkg, oracle, np, openai):
         res = [close(np, g, oracle.vector(i, "cls", False)) for g, i in zip(got, ids)]
         check(len(res) == 3 and all(ok for ok, _ in res), f"--pooling cls --embeddings-normalize no "
               f"(max diff {max(d for _, d in res) if res else -1:.2e})")
+    finally:
+        s.stop()
+
+
+def logits_only(build, pkg, oracle, np):
+    ids = [oracle.ids(t) for t in TEXTS]
+    s = Server(build, pkg, "--pooling", "mean")
+    try:
+        st, _, j, _ = s.post("/v1/embeddings", {"input": TEXTS, "encoding_format": "float"})
+        got = vectors_of(np, j["data"], False) if st == 200 else []
+        res = [close(np, g, oracle.vector(i, "mean", True)) for g, i in zip(got, ids)]
+        check(len(res) == 3 and all(ok for ok, _ in res), f"logits only: the lm_head's input, made an output, = "
+              f"onnxruntime's hidden_states of the include_hidden_states twin (max diff "
+              f"{max(d for _, d in res) if res else -1:.2e})")
+        st, _, j, _ = s.post("/v1/completions", {"prompt": "Once", "max_tokens": 4, "temperature": 0})
+        check(st == 200 and j["usage"]["completion_tokens"] == 4, "logits only: it still completes")
+    finally:
+        s.stop()
+    s = Server(build, pkg, "--backend", "ort")
+    try:
+        st, _, j, _ = s.post("/v1/embeddings", {"input": "hello"})
+        msg = (j or {}).get("error", {}).get("message", "")
+        check(st == 400 and j["error"]["param"] == "model" and "native backend" in msg,
+              f"logits only on onnxruntime: 400 saying the inner value needs the native backend ({st} {msg[:200]!r})")
     finally:
         s.stop()
 
