@@ -1185,7 +1185,7 @@ static og_status *object_rules(jctx *c, gsym lhs, const gsym *kv, const bool *re
     if (extra == -1) {
         if (!st) st = rule(c, rest[n], NULL, 0);
     } else if (big) {
-        gsym unit, after;
+        gsym unit = -1, after = -1;
         if (!st) st = nt(c, ptr, &unit);
         gsym u[] = {c->w, GSYM_LEX(c->lx_comma), c->w, extra};
         if (!st) st = rule(c, unit, u, 4);

@@ -16,6 +16,7 @@
 #include "guide/lark_common.h"
 
 #include <ctype.h>
+#include <utf8proc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,12 @@
 #define LK_MAX_REPEAT 10000
 #define LK_MAX_REGEX ((size_t)1 << 20)
 
-typedef enum ln_kind { LN_ALT, LN_SEQ, LN_STR, LN_REGEX, LN_RANGE, LN_NAME, LN_REPEAT, LN_JSON } ln_kind;
+/* AND: its kids (SEQs) all match; NOT: any byte string kids[0] does not match; SUB: the
+ * concatenations of consecutive kids (STRs), %regex's substrings. */
+typedef enum ln_kind {
+    LN_ALT, LN_SEQ, LN_STR, LN_REGEX, LN_RANGE, LN_NAME, LN_REPEAT, LN_JSON, LN_AND, LN_NOT,
+    LN_SUB
+} ln_kind;
 
 /* One node of a definition's body. */
 typedef struct ln {
@@ -56,6 +62,7 @@ typedef struct ldef {
     int state;             /* terminal: 1 while being expanded, 2 expanded; rule: 1 queued */
     char *re;              /* terminal: its expression once expanded */
     size_t re_len;
+    bool ext;              /* terminal: its expression uses '&', '~' or %regex */
     int lexeme;            /* terminal: its lexeme once added, else -1 */
     gsym nt;               /* rule: its nonterminal once queued */
 } ldef;
@@ -85,6 +92,7 @@ typedef struct lk {
     uint8_t *empty;
     gsym *empty_nt;
     size_t cap_empty;
+    bool ext; /* the expression being written uses '&', '~' or %regex (lexer.h's ext) */
 } lk;
 
 enum { LK_EMPTY_UNKNOWN, LK_EMPTY_NO, LK_EMPTY_ALSO, LK_EMPTY_ONLY };
@@ -463,6 +471,101 @@ static og_status *name_kind(const lk *p, const char *name, size_t n, size_t at, 
 static og_status *read_alts(lk *p, int depth, ln **out);
 
 /* One atom: a group, an optional, a string or range, a regex, a name, %json. */
+/* Rust's char::is_whitespace and is_alphanumeric (or '_'), by Unicode category for
+ * characters past ASCII (marks counted as letters, as the Alphabetic property mostly has
+ * them). */
+static int word_class(int32_t cp) {
+    if (cp < 0x80) {
+        if (cp == ' ' || (cp >= 9 && cp <= 13)) return 0;
+        return isalnum(cp) || cp == '_' ? 1 : 2;
+    }
+    if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+        cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000)
+        return 0;
+    utf8proc_category_t k = utf8proc_category(cp);
+    bool word = (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO) ||
+                (k >= UTF8PROC_CATEGORY_MN && k <= UTF8PROC_CATEGORY_MC) ||
+                (k >= UTF8PROC_CATEGORY_ND && k <= UTF8PROC_CATEGORY_NO);
+    return word ? 1 : 2;
+}
+
+/* Adds the chunks of `text` to n as STR kids: each character ("chars"), or each run of
+ * whitespace, of word characters or of other characters ("words"). */
+static og_status *add_chunks(lk *p, ln *n, const char *text, size_t len, bool words) {
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        int cls = -1;
+        while (j < len) {
+            utf8proc_int32_t cp;
+            utf8proc_ssize_t k = utf8proc_iterate((const uint8_t *)text + j,
+                                                  (utf8proc_ssize_t)(len - j), &cp);
+            if (k <= 0) k = 1, cp = 0xFFFD;
+            int c = word_class(cp);
+            if (j > i && (!words || c != cls)) break;
+            cls = c;
+            j += (size_t)k;
+        }
+        ln *s = node(p, LN_STR, n->off);
+        if (!s || !(s->text = malloc(j - i + 1))) return og_oom();
+        memcpy(s->text, text + i, j - i);
+        s->text[j - i] = 0;
+        s->tlen = j - i;
+        OG_TRY(add_kid(n, s));
+        i = j;
+    }
+    return NULL;
+}
+
+/* %regex { "substring_chunks": [..] | "substring_words": ".." | "substring_chars": ".." }:
+ * the concatenations of consecutive chunks (llguidance's structured regex). */
+static og_status *read_regex_ext(lk *p, size_t at, ln **out) {
+    ln tmp = {.off = p->pos};
+    if (p->pos >= p->len || p->src[p->pos] != '{')
+        return lk_err(p, p->pos, "%%regex needs a JSON object");
+    OG_TRY(read_json(p, &tmp));
+    ln *n = node(p, LN_SUB, at);
+    og_status *st = n ? NULL : og_oom();
+    const cJSON *f = NULL, *k;
+    int fields = 0;
+    cJSON_ArrayForEach(k, tmp.json) {
+        if (!strcmp(k->string, "substring_chunks") || !strcmp(k->string, "substring_words") ||
+            !strcmp(k->string, "substring_chars")) {
+            f = k;
+            fields++;
+        } else if (!st) {
+            st = lk_err(p, at, "%%regex: unknown field '%s'", k->string);
+        }
+    }
+    if (!st && fields != 1)
+        st = lk_err(p, at, fields ? "%%regex: only one field can be set"
+                                  : "%%regex: no fields set");
+    if (!st && !strcmp(f->string, "substring_chunks")) {
+        if (!cJSON_IsArray(f)) st = lk_err(p, at, "%%regex: substring_chunks is not a list");
+        const cJSON *e, *list = st ? NULL : f;
+        cJSON_ArrayForEach(e, list) {
+            if (!cJSON_IsString(e)) {
+                st = lk_err(p, at, "%%regex: substring_chunks holds a non-string");
+                break;
+            }
+            ln *c = node(p, LN_STR, at);
+            if (!c || !(c->text = strdup(e->valuestring))) {
+                st = og_oom();
+                break;
+            }
+            c->tlen = strlen(e->valuestring);
+            if ((st = add_kid(n, c))) break;
+        }
+    } else if (!st) {
+        if (!cJSON_IsString(f)) st = lk_err(p, at, "%%regex: %s is not a string", f->string);
+        else st = add_chunks(p, n, f->valuestring, strlen(f->valuestring),
+                             !strcmp(f->string, "substring_words"));
+    }
+    cJSON_Delete(tmp.json);
+    *out = n;
+    return st;
+}
+
 static og_status *read_atom(lk *p, int depth, ln **out) {
     char buf[8];
     size_t at = p->pos;
@@ -536,6 +639,10 @@ static og_status *read_atom(lk *p, int depth, ln **out) {
             skip_ws(p);
             if (!(n = node(p, LN_JSON, at))) return og_oom();
             OG_TRY(read_json(p, n));
+        } else if (w == 6 && !memcmp(p->src + at, "%regex", 6)) {
+            p->pos += 6;
+            skip_ws(p);
+            OG_TRY(read_regex_ext(p, at, &n));
         } else {
             return lk_err(p, at, "%.*s is not supported inside a rule", (int)w, p->src + at);
         }
@@ -547,15 +654,29 @@ static og_status *read_atom(lk *p, int depth, ln **out) {
     } else if (c == '@') {
         return lk_err(p, at, "references to other grammars (@name) are not supported");
     } else if (c == '~') {
-        return lk_err(p, at, "the negation operator '~' is not supported");
-    } else if (c == '&') {
-        return lk_err(p, at, "the and operator '&' is not supported");
+        if (depth >= LK_MAX_DEPTH) return lk_err(p, at, "'~' nested deeper than %d", LK_MAX_DEPTH);
+        p->pos++;
+        skip_ws(p);
+        if (p->pos < p->len && p->src[p->pos] == '~')
+            return lk_err(p, p->pos, "expected a value after '~', found '~'");
+        ln *inner = NULL;
+        OG_TRY(read_atom(p, depth + 1, &inner));
+        if (!(n = node(p, LN_NOT, at))) return og_oom();
+        OG_TRY(add_kid(n, inner));
     } else {
         return lk_err(p, at, "expected a string, a regex, a name, '(' or '[', found %s",
                       shown(p, at, buf, sizeof buf));
     }
     *out = n;
     return NULL;
+}
+
+/* Whether the '~' at p->pos is the repetition x ~ n (a number follows), not the
+ * negation of the next item. */
+static bool tilde_count(const lk *p) {
+    size_t i = p->pos + 1;
+    while (i < p->len && (p->src[i] == ' ' || p->src[i] == '\t')) i++;
+    return i < p->len && isdigit((unsigned char)p->src[i]);
 }
 
 /* An atom and its one operator: ? * + ~n ~n..m {n} {n,} {,m} {n,m}. */
@@ -570,7 +691,7 @@ static og_status *read_expr(lk *p, int depth, ln **out) {
         p->pos++;
         min = c == '+' ? 1 : 0;
         max = c == '?' ? 1 : -1;
-    } else if (c == '~') {
+    } else if (c == '~' && tilde_count(p)) {
         p->pos++;
         skip_ws(p);
         OG_TRY(read_number(p, &min));
@@ -625,7 +746,7 @@ static og_status *read_expr(lk *p, int depth, ln **out) {
 static bool seq_ends(const lk *p) {
     if (at_stmt_end(p)) return true;
     char c = p->src[p->pos];
-    return c == '|' || c == ')' || c == ']' || looking_at(p, "->");
+    return c == '|' || c == ')' || c == ']' || c == '&' || looking_at(p, "->");
 }
 
 /* alternatives: expansion ('->' alias)? ('|' expansion ('->' alias)?)* */
@@ -633,14 +754,32 @@ static og_status *read_alts(lk *p, int depth, ln **out) {
     ln *alt = node(p, LN_ALT, p->pos);
     if (!alt) return og_oom();
     for (;;) {
-        ln *seq = node(p, LN_SEQ, p->pos);
+        ln *seq = node(p, LN_SEQ, p->pos), *conj = NULL;
         if (!seq) return og_oom();
         for (;;) {
             skip_ws(p);
+            if (p->pos < p->len && p->src[p->pos] == '&') {
+                /* A & B: binds tighter than '|', looser than a sequence */
+                if (!conj) { /* an empty side matches the empty string (llguidance) */
+                    size_t off = seq->n ? seq->kids[0]->off : seq->off;
+                    if (!(conj = node(p, LN_AND, off))) return og_oom();
+                    OG_TRY(add_kid(conj, seq));
+                }
+                p->pos++;
+                if (!(seq = node(p, LN_SEQ, p->pos))) return og_oom();
+                OG_TRY(add_kid(conj, seq));
+                continue;
+            }
             if (seq_ends(p)) break;
             ln *e = NULL;
             OG_TRY(read_expr(p, depth, &e));
             OG_TRY(add_kid(seq, e));
+        }
+        if (conj) {
+            ln *one = node(p, LN_SEQ, conj->off);
+            if (!one) return og_oom();
+            OG_TRY(add_kid(one, conj));
+            seq = one;
         }
         /* An alias names the tree node, which has no bearing on the language. */
         if (looking_at(p, "->")) {
@@ -993,6 +1132,7 @@ static og_status *put_term(lk *p, sbuf *b, const ln *n, const char *ctx) {
                                      "terminals)",
                           ctx, (int)n->nlen, n->name);
         OG_TRY(term_regex(p, d));
+        p->ext |= d->ext;
         sb_str(b, "(?:");
         sb_put(b, d->re, d->re_len);
         sb_str(b, ")");
@@ -1012,6 +1152,23 @@ static og_status *put_term(lk *p, sbuf *b, const ln *n, const char *ctx) {
         sb_str(b, q);
         break;
     }
+    case LN_AND:
+    case LN_NOT:
+    case LN_SUB:
+        p->ext = true;
+        sb_str(b, n->kind == LN_AND ? "(?&" : n->kind == LN_NOT ? "(?~" : "(?*");
+        for (size_t i = 0; i < n->n; i++) {
+            if (i) sb_str(b, "&&");
+            if (n->kind == LN_SUB) {
+                put_escaped(b, n->kids[i]->text, n->kids[i]->tlen);
+            } else {
+                sb_str(b, "(?:");
+                OG_TRY(put_term(p, b, n->kids[i], ctx));
+                sb_str(b, ")");
+            }
+        }
+        sb_str(b, ")");
+        break;
     case LN_JSON:
         return lk_err(p, n->off, "%%json cannot be used in %s", ctx);
     }
@@ -1036,7 +1193,11 @@ static og_status *term_regex(lk *p, ldef *d) {
     } else {
         char ctx[160];
         snprintf(ctx, sizeof ctx, "terminal '%.*s'", (int)(d->nlen < 100 ? d->nlen : 100), d->name);
+        bool outer = p->ext;
+        p->ext = false;
         og_status *st = put_term(p, &b, d->body, ctx);
+        d->ext = p->ext;
+        p->ext = outer || d->ext;
         if (st) {
             free(b.p);
             return st;
@@ -1054,7 +1215,8 @@ static og_status *term_lexeme(lk *p, ldef *d, int *id) {
         OG_TRY(term_regex(p, d));
         char what[160];
         snprintf(what, sizeof what, "terminal %.*s", (int)(d->nlen < 100 ? d->nlen : 100), d->name);
-        OG_TRY(lk_wrap(p, d->off, glex_add_regex(p->lex, d->re, d->re_len, what, &d->lexeme)));
+        OG_TRY(lk_wrap(p, d->off, (d->ext ? glex_add_regex_ext : glex_add_regex)(
+                                       p->lex, d->re, d->re_len, what, &d->lexeme)));
     }
     *id = d->lexeme;
     return NULL;
@@ -1211,6 +1373,20 @@ static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gs
         OG_TRY(term_lexeme(p, d, &id));
         return lexeme_sym(p, id, has, out);
     }
+    case LN_AND:
+        return lk_err(p, n->off, "& is only supported for tokens, not rules; try renaming the "
+                                 "rule to UPPERCASE");
+    case LN_NOT: /* in a rule as llguidance has it: a lexeme of its own */
+    case LN_SUB: {
+        sbuf b = {0};
+        sb_put(&b, "", 0);
+        OG_TRY(put_term(p, &b, n, n->kind == LN_SUB ? "%regex" : "'~'"));
+        if (b.oom) return og_oom();
+        og_status *st = glex_add_regex_ext(p->lex, b.p, b.len, "%regex", &id);
+        free(b.p);
+        OG_TRY(lk_wrap(p, n->off, st));
+        return lexeme_sym(p, id, has, out);
+    }
     case LN_JSON: {
         int line, col;
         where(p, n->off, &line, &col);
@@ -1316,10 +1492,13 @@ static og_status *compile(lk *p) {
     for (size_t i = 0; i < p->n_ignores; i++) {
         sbuf b = {0};
         sb_put(&b, "", 0);
+        p->ext = false;
         og_status *st = put_term(p, &b, p->ignores[i], "%ignore");
         int id = -1;
         if (!st && b.oom) st = og_oom();
-        if (!st) st = lk_wrap(p, p->ignores[i]->off, glex_add_regex(p->lex, b.p, b.len, "%ignore", &id));
+        if (!st)
+            st = lk_wrap(p, p->ignores[i]->off, (p->ext ? glex_add_regex_ext : glex_add_regex)(
+                                                    p->lex, b.p, b.len, "%ignore", &id));
         free(b.p);
         OG_TRY(st);
         /* skipping nothing is no skip: only the non-empty strings are ignored */

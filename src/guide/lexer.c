@@ -323,6 +323,8 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
         st = og_oom_context(og_oom(), "lexer: NFA states");
     } else if (kind == 'r') {
         st = gre_compile(&lex->nfa, (const char *)text, len, what, acc, &entry);
+    } else if (kind == 'x') {
+        st = gre_compile_ext(&lex->nfa, (const char *)text, len, what, acc, &entry);
     } else if (kind == 'a') {
         st = gre_compile_and(&lex->nfa, parts, n_parts, what, acc, &entry);
     } else {
@@ -359,6 +361,11 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
 og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *what, int *id)
 {
     return add_lexeme(lex, 'r', (const uint8_t *)re, len, what ? what : "regex", NULL, 0, id);
+}
+
+og_status *glex_add_regex_ext(glex *lex, const char *re, size_t len, const char *what, int *id)
+{
+    return add_lexeme(lex, 'x', (const uint8_t *)re, len, what ? what : "regex", NULL, 0, id);
 }
 
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id)

@@ -40,6 +40,11 @@ void glex_free(glex *lex);
  * `what` names the expression in that message ("regex", "terminal NUMBER", "pattern at
  * /properties/a"). */
 og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *what, int *id);
+/* As glex_add_regex, with llguidance's Lark terminal operators written as groups that
+ * plain expressions cannot hold: (?&A&&B) intersection, (?~A) complement (byte strings,
+ * invalid UTF-8 included), (?*A&&B&&C) the concatenations of consecutive parts
+ * (%regex substring_*). */
+og_status *glex_add_regex_ext(glex *lex, const char *re, size_t len, const char *what, int *id);
 /* Adds a lexeme that matches exactly these bytes. The same bytes twice give the same id
  * (and the same id as a regex whose language is only these bytes need not). */
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id);

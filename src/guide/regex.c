@@ -226,7 +226,7 @@ static bool cset_fold(cset *s)
 
 /* ---- the tree ---- */
 
-enum { RN_EMPTY, RN_SET, RN_CAT, RN_ALT, RN_REP };
+enum { RN_EMPTY, RN_SET, RN_CAT, RN_ALT, RN_REP, RN_AND, RN_NOT, RN_SUB };
 
 typedef struct rnode {
     uint8_t kind;
@@ -249,6 +249,8 @@ typedef struct rparse {
     rnode *nodes;
     size_t nn, cap;
     int depth;
+    bool ext;      /* the Lark terminal operators (gre_compile_ext) */
+    int and_level; /* the depth at which "&&" parts an ext group's content (-1: none) */
 } rparse;
 
 static int fail(rparse *p, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -849,6 +851,9 @@ static int parse_concat(rparse *p, flags *f, anchors *a)
     for (;;) {
         skip_space(p, f);
         if (at_end(p) || cur(p) == '|' || cur(p) == ')') return cat;
+        if (p->ext && p->and_level == p->depth && cur(p) == '&' && p->pos + 1 < p->n &&
+            p->s[p->pos + 1] == '&')
+            return cat;
         size_t col = p->pos;
         int c = cur(p);
         int atom = -1;
@@ -902,6 +907,36 @@ static int parse_concat(rparse *p, flags *f, anchors *a)
         } else if (c == '(') {
             p->pos++;
             flags inner = *f;
+            if (cur(p) == '?' && p->ext && p->pos + 1 < p->n &&
+                (p->s[p->pos + 1] == '&' || p->s[p->pos + 1] == '~' ||
+                 p->s[p->pos + 1] == '*')) {
+                int k = p->s[p->pos + 1];
+                p->pos += 2;
+                if (++p->depth > MAX_DEPTH) return fail(p, col, "groups nested too deeply");
+                int grp = node_new(p, k == '&' ? RN_AND : k == '~' ? RN_NOT : RN_SUB, col);
+                if (grp < 0) return -1;
+                int saved = p->and_level;
+                p->and_level = p->depth;
+                anchors ia = *a;
+                for (;;) {
+                    int part = parse_alt(p, &inner, &ia);
+                    if (part < 0) return -1;
+                    node_append(p, grp, part);
+                    if (k != '~' && cur(p) == '&') {
+                        p->pos += 2;
+                        continue;
+                    }
+                    break;
+                }
+                p->and_level = saved;
+                if (cur(p) != ')') return fail(p, col, "unclosed group");
+                p->pos++;
+                p->depth--;
+                *a = ia;
+                atom = grp;
+                consumes = false;
+                goto quantifiers;
+            }
             if (cur(p) == '?') {
                 p->pos++;
                 int k = cur(p);
@@ -944,6 +979,7 @@ static int parse_concat(rparse *p, flags *f, anchors *a)
             atom = set_node(p, col, &s, f);
         }
         if (atom < 0) return -1;
+    quantifiers:
         /* quantifiers (they may stack: a** is a*) */
         for (;;) {
             skip_space(p, f);
@@ -1230,9 +1266,72 @@ static uint64_t estimate(rparse *p, int i)
         uint64_t k = nd->max == REP_INF ? (uint64_t)nd->min + 1 : nd->max;
         return x * k + k + 1;
     }
+    case RN_SUB:
+        for (int ch = nd->first; ch >= 0; ch = p->nodes[ch].next) {
+            n += estimate(p, ch) + 2;
+            if (n > (1ull << 40)) return 1ull << 40;
+        }
+        return n;
+    case RN_AND: /* the product, at most */
+        for (int ch = nd->first; ch >= 0; ch = p->nodes[ch].next) {
+            n *= estimate(p, ch);
+            if (n > (1ull << 40)) return 1ull << 40;
+        }
+        return n;
+    case RN_NOT: { /* a few states per DFA state; the DFA's size unknown: a guess */
+        uint64_t x = estimate(p, nd->first) * 64;
+        return x > (1ull << 40) ? 1ull << 40 : x;
+    }
     default:
         return 1;
     }
+}
+
+static uint32_t comp(rcomp *c, int i, uint32_t next);
+
+/* An ext group's parts, each compiled into a scratch NFA up to a marker of its own. */
+static bool comp_parts(rcomp *c, const rnode *nd, gnfa *sc, uint32_t **ent, uint32_t **end,
+                       size_t *n)
+{
+    size_t k = 0;
+    for (int ch = nd->first; ch >= 0; ch = c->p->nodes[ch].next) k++;
+    *ent = malloc(sizeof **ent * (k + 1));
+    *end = malloc(sizeof **end * (k + 1));
+    if (!*ent || !*end) {
+        oom(c->p);
+        return false;
+    }
+    rcomp sub = {c->p, sc, sc->max};
+    k = 0;
+    for (int ch = nd->first; ch >= 0; ch = c->p->nodes[ch].next, k++) {
+        (*end)[k] = gnfa_add(sc, GN_ACCEPT, 0, 0, (uint32_t)k, GN_NONE);
+        (*ent)[k] = (*end)[k] == GN_NONE ? GN_NONE : comp(&sub, ch, (*end)[k]);
+        if ((*ent)[k] == GN_NONE) {
+            if (!c->p->err) too_big(c, nd->col);
+            return false;
+        }
+    }
+    *n = k;
+    return true;
+}
+
+/* (?&..) and (?~..): built in a scratch NFA, then the product or the complement. */
+static uint32_t comp_ext(rcomp *c, const rnode *nd, uint32_t next)
+{
+    gnfa sc = {.max = GRE_MAX_STATES};
+    uint32_t *ent = NULL, *end = NULL, out = GN_NONE;
+    size_t n = 0;
+    if (comp_parts(c, nd, &sc, &ent, &end, &n)) {
+        out = nd->kind == RN_AND ? gre_fold(&sc, ent, end, n, c->nfa, next, c->limit)
+                                 : gre_complement(&sc, ent[0], end[0], c->nfa, next, c->limit);
+        if (out == GN_NONE)
+            fail(c->p, nd->col, "%s is too large (limit %u NFA states, %u DFA states for '~')",
+                 nd->kind == RN_AND ? "the intersection" : "the complement", c->limit, 4096u);
+    }
+    free(sc.st);
+    free(ent);
+    free(end);
+    return out;
 }
 
 static uint32_t comp(rcomp *c, int i, uint32_t next)
@@ -1306,15 +1405,59 @@ static uint32_t comp(rcomp *c, int i, uint32_t next)
         }
         return to;
     }
+    case RN_AND:
+    case RN_NOT:
+        return comp_ext(c, nd, next);
+    case RN_SUB: {
+        /* boundaries b_k = next, b_i = SPLIT(part_i -> b_{i+1}, next); the entry may
+         * start at any boundary */
+        size_t n = 0;
+        for (int ch = nd->first; ch >= 0; ch = c->p->nodes[ch].next) n++;
+        int *kids = malloc((n + 1) * sizeof *kids);
+        if (!kids) {
+            oom(c->p);
+            return GN_NONE;
+        }
+        n = 0;
+        for (int ch = nd->first; ch >= 0; ch = c->p->nodes[ch].next) kids[n++] = ch;
+        uint32_t b = next, entry = next;
+        while (n-- > 0) {
+            uint32_t part = comp(c, kids[n], b);
+            b = part == GN_NONE ? GN_NONE : add_state(c, GN_SPLIT, 0, 0, part, next);
+            entry = b == GN_NONE ? GN_NONE : add_state(c, GN_SPLIT, 0, 0, b, entry);
+            if (entry == GN_NONE) {
+                if (!c->p->err) too_big(c, nd->col);
+                break;
+            }
+        }
+        free(kids);
+        return entry;
+    }
     default:
         return next;
     }
 }
 
+static og_status *compile_re(gnfa *nfa, const char *re, size_t len, const char *what,
+                             uint32_t next, uint32_t *entry, bool ext);
+
 og_status *gre_compile(gnfa *nfa, const char *re, size_t len, const char *what, uint32_t next,
                        uint32_t *entry)
 {
-    rparse p = {.s = (const uint8_t *)re, .n = len, .what = what ? what : "regex"};
+    return compile_re(nfa, re, len, what, next, entry, false);
+}
+
+og_status *gre_compile_ext(gnfa *nfa, const char *re, size_t len, const char *what,
+                           uint32_t next, uint32_t *entry)
+{
+    return compile_re(nfa, re, len, what, next, entry, true);
+}
+
+static og_status *compile_re(gnfa *nfa, const char *re, size_t len, const char *what,
+                             uint32_t next, uint32_t *entry, bool ext)
+{
+    rparse p = {.s = (const uint8_t *)re, .n = len, .what = what ? what : "regex", .ext = ext,
+                .and_level = -1};
     flags f = {0};
     anchors a = {true, false};
     int root = parse_alt(&p, &f, &a);

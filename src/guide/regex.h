@@ -56,6 +56,22 @@ typedef struct gre_part {
 og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const char *what,
                            uint32_t next, uint32_t *entry);
 
+/* Inside the regex compiler (regex_and.c): the product of the fragments ent[i] .. end[i]
+ * (markers: GN_ACCEPT states of sc), folded pairwise (the intermediate ones in sc) into
+ * states of dst that lead to next; and the complement of one fragment (every byte string
+ * it does not match) as a complete DFA written as states of dst. GN_NONE past `limit`
+ * (dst->n may not pass it) or the complement's 4096 DFA states. */
+uint32_t gre_fold(gnfa *sc, const uint32_t *ent, const uint32_t *end, size_t n, gnfa *dst,
+                  uint32_t next, uint32_t limit);
+uint32_t gre_complement(const gnfa *src, uint32_t entry, uint32_t end, gnfa *dst, uint32_t next,
+                        uint32_t limit);
+
+/* Compiles as gre_compile, with llguidance's Lark terminal operators as groups:
+ * (?&A&&B..) the strings every part matches, (?~A) the byte strings A does not match,
+ * (?*A&&B..) the concatenations of consecutive parts (%regex substring). */
+og_status *gre_compile_ext(gnfa *nfa, const char *re, size_t len, const char *what,
+                           uint32_t next, uint32_t *entry);
+
 /* Most repetitions `{n,m}` may count, and most NFA states one expression may become. */
 #define GRE_MAX_REPEAT 10000u
 #define GRE_MAX_STATES (1u << 21)

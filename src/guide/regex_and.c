@@ -274,7 +274,179 @@ static og_status *multiple_of(gnfa *nfa, uint32_t coef, uint32_t exp, const char
     return NULL;
 }
 
+/* ---- the complement ----
+ *
+ * Every byte string the fragment (entry .. end in src) does not match, invalid UTF-8
+ * included (as llguidance's '~'): the subset construction over its states, made complete
+ * (the empty set a sink that takes every byte), with the acceptance flipped. */
+
+/* Most DFA states a complement may have. */
+#define NOT_MAX_STATES 4096u
+
+typedef struct dset {
+    uint32_t *st; /* sorted important states (RANGE states and the end marker) */
+    uint32_t n;
+} dset;
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The closure of the states in `from` (n of them) into *out, sorted and unique. */
+static bool dclosure(const gnfa *g, const uint32_t *from, size_t n, uint8_t *mark,
+                     uint32_t *stack, dset *out)
+{
+    size_t sp = 0, k = 0;
+    uint32_t *res = malloc(sizeof *res * (g->n + 1));
+    if (!res) return false;
+    for (size_t i = 0; i < n; i++)
+        if (from[i] != GN_NONE && !mark[from[i]]) mark[from[i]] = 1, stack[sp++] = from[i];
+    while (sp) {
+        uint32_t x = stack[--sp];
+        const gnfa_state *st = &g->st[x];
+        if (st->kind != GN_SPLIT) {
+            res[k++] = x;
+            continue;
+        }
+        if (st->out != GN_NONE && !mark[st->out]) mark[st->out] = 1, stack[sp++] = st->out;
+        if (st->out2 != GN_NONE && !mark[st->out2]) mark[st->out2] = 1, stack[sp++] = st->out2;
+    }
+    qsort(res, k, sizeof *res, cmp_u32);
+    out->st = res;
+    out->n = (uint32_t)k;
+    return true;
+}
+
+static uint32_t complement(const gnfa *src, uint32_t entry, uint32_t end, gnfa *dst,
+                           uint32_t next, uint32_t limit, bool *full)
+{
+    *full = false;
+    dset *sets = calloc(NOT_MAX_STATES + 1, sizeof *sets);
+    uint32_t *hub = malloc(sizeof *hub * (NOT_MAX_STATES + 1));
+    uint8_t *mark = calloc(src->n + 1, 1);
+    uint32_t *stack = malloc(sizeof *stack * (src->n + 1));
+    uint32_t *from = malloc(sizeof *from * (src->n + 1));
+    uint32_t n_sets = 0, result = GN_NONE;
+    bool ok = sets && hub && mark && stack && from;
+    /* set 0: the empty set (the sink) */
+    if (ok) sets[n_sets++] = (dset){NULL, 0};
+    if (ok) {
+        ok = dclosure(src, &entry, 1, mark, stack, &sets[1]);
+        memset(mark, 0, src->n + 1);
+        if (ok) n_sets = 2;
+    }
+    for (uint32_t i = 0; i < n_sets && ok; i++) {
+        uint32_t h = dst->n < limit ? gnfa_add(dst, GN_SPLIT, 0, 0, GN_NONE, GN_NONE) : GN_NONE;
+        if (h == GN_NONE) ok = false;
+        hub[i] = h;
+        /* the byte intervals on which the set's range states agree */
+        bool bound[257] = {false};
+        bound[0] = bound[256] = true;
+        for (uint32_t k = 0; k < sets[i].n; k++) {
+            const gnfa_state *st = &src->st[sets[i].st[k]];
+            if (st->kind != GN_RANGE) continue;
+            bound[st->lo] = true;
+            bound[st->hi + 1] = true;
+        }
+        uint32_t lo = 0;
+        uint32_t first_edge = GN_NONE;
+        for (uint32_t b = 1; b <= 256 && ok; b++) {
+            if (!bound[b]) continue;
+            /* [lo, b-1]: the target set */
+            size_t nf = 0;
+            for (uint32_t k = 0; k < sets[i].n; k++) {
+                const gnfa_state *st = &src->st[sets[i].st[k]];
+                if (st->kind == GN_RANGE && st->lo <= lo && lo <= st->hi) from[nf++] = st->out;
+            }
+            dset t;
+            ok = dclosure(src, from, nf, mark, stack, &t);
+            memset(mark, 0, src->n + 1);
+            if (!ok) break;
+            uint32_t j = 0;
+            if (t.n) {
+                for (j = 1; j < n_sets; j++)
+                    if (sets[j].n == t.n && !memcmp(sets[j].st, t.st, t.n * sizeof *t.st)) break;
+                if (j == n_sets) {
+                    if (n_sets > NOT_MAX_STATES) {
+                        free(t.st);
+                        ok = false;
+                        break;
+                    }
+                    sets[n_sets++] = t;
+                } else {
+                    free(t.st);
+                }
+            } else {
+                free(t.st);
+            }
+            /* an edge record: RANGE lo..b-1 to set j, its out patched once j has a hub */
+            uint32_t r = dst->n < limit ? gnfa_add(dst, GN_RANGE, (uint8_t)lo, (uint8_t)(b - 1),
+                                                   j, GN_NONE)
+                                        : GN_NONE;
+            uint32_t sp = r == GN_NONE || dst->n >= limit
+                              ? GN_NONE
+                              : gnfa_add(dst, GN_SPLIT, 0, 0, r, first_edge);
+            if (sp == GN_NONE) ok = false;
+            first_edge = sp;
+            lo = b;
+        }
+        if (!ok) break;
+        bool matched = false;
+        for (uint32_t k = 0; k < sets[i].n; k++) matched |= sets[i].st[k] == end;
+        dst->st[h].out = first_edge;
+        dst->st[h].out2 = matched ? GN_NONE : next;
+    }
+    /* the RANGE edges point at set numbers: now at their hubs */
+    if (ok) {
+        for (uint32_t i = 0; i < n_sets; i++) {
+            for (uint32_t e = dst->st[hub[i]].out; e != GN_NONE; e = dst->st[e].out2) {
+                gnfa_state *r = &dst->st[dst->st[e].out];
+                r->out = hub[r->out];
+            }
+        }
+        result = hub[1];
+    }
+    for (uint32_t i = 0; sets && i < n_sets; i++) free(sets[i].st);
+    free(sets);
+    free(hub);
+    free(mark);
+    free(stack);
+    free(from);
+    *full = !ok;
+    return result;
+}
+
+uint32_t gre_complement(const gnfa *src, uint32_t entry, uint32_t end, gnfa *dst, uint32_t next,
+                        uint32_t limit)
+{
+    bool full;
+    uint32_t e = complement(src, entry, end, dst, next, limit, &full);
+    return full ? GN_NONE : e;
+}
+
 /* ---- the intersection ---- */
+
+uint32_t gre_fold(gnfa *sc, const uint32_t *ent, const uint32_t *end, size_t n, gnfa *dst,
+                  uint32_t next, uint32_t limit)
+{
+    uint32_t acc = ent[0], acc_end = end[0];
+    for (size_t i = 1; i < n; i++) {
+        bool last = i + 1 == n, full = false;
+        uint32_t mark = last ? next : gnfa_add(sc, GN_ACCEPT, 0, 0, UINT32_MAX, GN_NONE);
+        gnfa *to = last ? dst : sc;
+        uint64_t room = (uint64_t)to->n + GRE_MAX_STATES;
+        uint32_t lim = last ? limit : room > to->max ? to->max : (uint32_t)room;
+        uint32_t e = mark == GN_NONE ? GN_NONE
+                                     : product(sc, acc, acc_end, ent[i], end[i], to, mark, lim,
+                                               &full);
+        if (e == GN_NONE) return GN_NONE;
+        acc = e;
+        acc_end = mark;
+    }
+    return acc;
+}
 
 og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const char *what,
                            uint32_t next, uint32_t *entry)
@@ -304,23 +476,14 @@ og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const cha
         }
     }
     /* fold: (p0 & p1) into the scratch with a marker of its own, ..., the last into nfa */
-    uint32_t acc = n ? ent[0] : GN_NONE, acc_end = n ? end[0] : GN_NONE;
-    for (size_t i = 1; i < n && !st; i++) {
-        bool last = i + 1 == n, full = false;
-        uint32_t mark = last ? next : gnfa_add(&sc, GN_ACCEPT, 0, 0, UINT32_MAX, GN_NONE);
-        gnfa *dst = last ? nfa : &sc;
-        uint64_t room = (uint64_t)dst->n + GRE_MAX_STATES;
-        uint32_t limit = room > dst->max ? dst->max : (uint32_t)room;
-        uint32_t e = mark == GN_NONE ? GN_NONE
-                                     : product(&sc, acc, acc_end, ent[i], end[i], dst, mark,
-                                               limit, &full);
-        if (e == GN_NONE)
+    if (!st) {
+        uint64_t room = (uint64_t)nfa->n + GRE_MAX_STATES;
+        uint32_t limit = room > nfa->max ? nfa->max : (uint32_t)room;
+        *entry = gre_fold(&sc, ent, end, n, nfa, next, limit);
+        if (*entry == GN_NONE)
             st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: the intersection is too large (more "
                            "than %u NFA states)", what, GRE_MAX_STATES);
-        acc = e;
-        acc_end = mark;
     }
-    if (!st) *entry = acc;
     free(sc.st);
     free(ent);
     free(end);
