@@ -199,6 +199,10 @@ static size_t holdback(const tc_parser *p) {
 
 static void progress(tc_parser *p);
 
+/* Held call text read again after each piece up to this many bytes (each read costs its
+ * length); beyond, what was read stays and the rest of the calls comes at the end. */
+#define TC_STREAM_MAX ((size_t)16 << 10)
+
 void tc_feed(tc_parser *p, const char *s, size_t len) {
     if (p->finished || p->oom || !len) return;
     if (p->fmt == TC_NONE) {
@@ -210,7 +214,7 @@ void tc_feed(tc_parser *p, const char *s, size_t len) {
     p->n = p->buf.n;
     if ((p->oom = p->buf.oom)) return;
     if (p->in_call) {
-        progress(p);
+        if (p->n - p->start <= TC_STREAM_MAX) progress(p);
         return;
     }
     size_t at = find_opener(p, p->emitted);

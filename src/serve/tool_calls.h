@@ -30,7 +30,8 @@
  * are the JSON object the model wrote with the white space outside its strings taken out
  * (numbers and escapes as written), or, where the model wrote something else (Python
  * literals, a string of JSON), the whole arguments once the call has ended. The held text
- * may still turn out malformed at the end; then what was read was not a call after all. */
+ * is read again after each piece up to 16 KiB of it; past that the rest comes at the end.
+ * It may still turn out malformed at the end; then what was read was not a call after all. */
 #ifndef OG_SERVE_TOOL_CALLS_H
 #define OG_SERVE_TOOL_CALLS_H
 

@@ -199,6 +199,15 @@ static void hermes(void) {
            "2.5, {\"y\": null}]}, \"s}{\"], \"tag\": \"</tool_call> inside\"}, \"deep\": "
            "[[[[true]]]]}}\n</tool_call>",
            "", nested);
+    /* a call longer than the parser reads again as it streams (16 KiB): the rest of its
+     * arguments at the end, still extending what was read */
+    static char big_text[24000], big_args[24000];
+    char fill[20001];
+    memset(fill, 'z', 20000);
+    fill[20000] = 0;
+    snprintf(big_args, sizeof big_args, "{\"text\": \"%s\", \"n\": 1}", fill);
+    snprintf(big_text, sizeof big_text, "<tool_call>\n{\"name\": \"long\", \"arguments\": %s}\n</tool_call>", big_args);
+    expect(TC_HERMES, big_text, "", (const char *[]){"long", big_args, NULL});
     /* arguments given as a string of JSON: kept as that text */
     expect(TC_HERMES, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>", "",
            (const char *[]){"f", "{\"a\": 1}", NULL});
