@@ -79,7 +79,7 @@ static const char serve_usage_tail[] =
     "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
     "GET /metrics, POST /tokenize, POST /detokenize, POST /v1/messages (Anthropic's\n"
     "Messages API), POST /v1/responses (OpenAI's Responses API), GET /props and GET /slots\n"
-    "(llama-server's), and a chat page at /. POST bodies\n"
+    "(llama-server's), POST /v1/embeddings, and a chat page at /. POST bodies\n"
     "are JSON (Content-Type: application/json, else 415) in UTF-8 (else 400).\n"
     "Listening on an address other than loopback without an API key prints a warning.\n"
     "SIGINT stops the server; SIGTERM drains it first (--drain-timeout). GET /health/live\n"
