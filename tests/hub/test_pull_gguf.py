@@ -145,6 +145,12 @@ def run_cases(env, repo, one, files, local):
     check(r.returncode == 0 and r.stdout.strip() == path and
           not os.path.exists(os.path.join(repo_dir(h2, REPO), "onnx-genai")),
           f"--file F --no-convert downloads F and prints its path ({r.stdout.strip()}; {r.stderr.strip()[-200:]})")
+    env.hub.clear_log()
+    g = generate(env, h2, "-m", f"{REPO}/tiny-Q8_0.gguf")
+    q8 = os.path.join(repo_dir(h2, REPO), "onnx-genai", repo.etag("tiny-Q8_0.gguf"))
+    check(g.returncode == 0 and "converting" in g.stderr and not env.hub.requests() and
+          os.path.exists(os.path.join(q8, "genai_config.json")),
+          f"-m ORG/NAME/FILE.gguf of the cache converts that file, asking nothing ({g.stderr.strip()[-200:]})")
 
     # A repository with one GGUF file: -m ORG/NAME pulls, converts and generates.
     h3 = env.new_home()
