@@ -573,7 +573,10 @@ static bool one_by_one(const eng_engine *e, const eng_seq *s) {
  * at the snapshot boundaries worth a snapshot (the end of cached blocks its match found
  * without one, so that the next request with that prefix finds it; the last boundary of
  * the prompt, which the next turn of a conversation starts with); and where the budget
- * cuts it, at a snapshot boundary or else a multiple of ENG_SNAP_ALIGN when there is one. */
+ * cuts it, at a snapshot boundary or else a multiple of ENG_SNAP_ALIGN, so that every run
+ * of a prompt starts at a multiple of 64 as LinearAttention's pieces in the run alone do.
+ * When the budget left does not reach the next multiple, but a later step's would (the
+ * step budget less a token for every running sequence), it waits: 0. */
 static int chunk_of(const eng_engine *e, const eng_seq *s, int budget) {
     int pending = s->n_tokens - s->n_cached;
     if (one_by_one(e, s)) return 1;
@@ -590,6 +593,8 @@ static int chunk_of(const eng_engine *e, const eng_seq *s, int budget) {
         int a = to / e->snap_stride * e->snap_stride;
         if (a <= from) a = to / ENG_SNAP_ALIGN * ENG_SNAP_ALIGN;
         if (a > from) to = a;
+        else if (e->step_tokens - e->n_running >= (from / ENG_SNAP_ALIGN + 1) * ENG_SNAP_ALIGN - from)
+            return 0; /* a later step's budget reaches the next multiple: wait for it */
     }
     return to - from;
 }
@@ -615,7 +620,7 @@ static int schedule(eng_engine *e) {
         if (!s->matched) match_prefix(e, s);
         int chunk = chunk_of(e, s, budget);
         int need = blocks_for(e, s->n_cached + chunk) - s->n_blocks;
-        if (need + new_blocks_needed(e) > kv_pool_available(e->pool)) {
+        if (chunk == 0 || need + new_blocks_needed(e) > kv_pool_available(e->pool)) {
             /* it waits, holding nothing: the blocks it found stay cached (evictable), so
              * that a sequence preempted to the front is never blocked by them */
             eng_batch_drop_blocks(e, s);
