@@ -308,10 +308,12 @@ og_status *eng_batch_init(eng_engine *e) {
     int bs = e->o.block_size;
     size_t pos_bytes = kv_pool_position_bytes(n_layers, c0->heads, c0->head_size, c0->dtype);
     /* a hybrid's state slots and snapshots: within --kv-memory, leaving the blocks of one
-     * whole context (fewer snapshots, then fewer slots, where it cannot hold them all);
-     * by default beside the KV, at most a quarter of the memory available */
-    double one_ctx = ((double)e->context + bs) * (double)pos_bytes;
-    double limit = e->o.kv_memory ? (double)e->o.kv_memory - one_ctx : gen_available_memory() / 4;
+     * whole context or half of it, whichever is less (fewer snapshots, then fewer slots,
+     * where it cannot hold them all); by default beside the KV, at most a quarter of the
+     * memory available */
+    double keep = ((double)e->context + bs) * (double)pos_bytes;
+    if (keep > (double)e->o.kv_memory / 2) keep = (double)e->o.kv_memory / 2;
+    double limit = e->o.kv_memory ? (double)e->o.kv_memory - keep : gen_available_memory() / 4;
     e->state_reserve = eng_state_plan(m, &e->o, limit, &e->n_slots, &e->n_snaps);
     OG_TRY(eng_state_init(e));
     double want = (double)e->o.kv_memory;
