@@ -205,7 +205,12 @@ static og_status *config_path(const char *path, char **out) {
     size_t len;
     if (asprintf(&gpath, "%s/genai_config.json", path) < 0) return og_oom();
     cJSON *g = NULL;
-    if (pkg_read_file(gpath, PKG_MAX_JSON_BYTES, &text, &len) == NULL) {
+    /* a folder without genai_config.json (or with an unreadable one) reads
+     * processor_config.json */
+    og_status *gst = pkg_read_file(gpath, PKG_MAX_JSON_BYTES, &text, &len);
+    int have = gst == NULL;
+    og_status_free(gst);
+    if (have) {
         g = cJSON_ParseWithLength(text, len);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g, "model"),

@@ -383,6 +383,20 @@ def bad_files(tmp, files):
         check(False, "absent.png: accepted")
     except og.NotFoundError as e:
         print(f"  absent.png: {e}")
+    # a config naming an op we do not implement, a folder without genai_config.json
+    from onnx_genai._image import ImageProcessor
+    d = os.path.join(tmp, "bad-config")
+    os.makedirs(d)
+    with open(os.path.join(d, "processor_config.json"), "w") as f:
+        json.dump({"processor": {"name": "x", "transforms": [
+            {"operation": {"type": "DecodeImage"}},
+            {"operation": {"type": "CenterCrop", "attrs": {"height": 3, "width": 3}}}]}}, f)
+    try:
+        ImageProcessor(d)
+        check(False, "CenterCrop config: accepted")
+    except og.UnsupportedError as e:
+        check("CenterCrop" in str(e) and "processor_config.json" in str(e), f"config: {e}")
+        print(f"  bad config: {e}")
     # the same bytes through memory
     try:
         og.Images.open_bytes(png[:100])
