@@ -756,8 +756,10 @@ typedef struct og_audios og_audios;
  * file is OG_ERR_INVALID_ARGUMENT naming the file and the reason; another format
  * (compressed WAV, MP3, FLAC) OG_ERR_UNSUPPORTED. Free *out with og_audios_free. */
 og_status *og_audios_open(const char *const *paths, size_t count, og_audios **out);
-/* One WAV file's bytes (not kept after the call). Free *out with og_audios_free. */
-og_status *og_audios_open_memory(const void *data, size_t size, og_audios **out);
+/* count WAV files held in memory (data[i], sizes[i] bytes; not kept after the call).
+ * Free *out with og_audios_free. */
+og_status *og_audios_load(const void *const *data, const size_t *sizes, size_t count,
+                         og_audios **out);
 /* NULL is a no-op. */
 void og_audios_free(og_audios *audios);
 size_t og_audios_count(const og_audios *audios);

@@ -17,7 +17,7 @@ _fn("og_audios_count", c_size_t, c_void_p)
 _fn("og_audios_samples", POINTER(ctypes.c_float), c_void_p, c_size_t, POINTER(c_size_t),
     POINTER(c_int))
 _st("og_audios_open", POINTER(c_char_p), c_size_t, POINTER(c_void_p))
-_st("og_audios_open_memory", c_void_p, c_size_t, POINTER(c_void_p))
+_st("og_audios_load", POINTER(c_void_p), POINTER(c_size_t), c_size_t, POINTER(c_void_p))
 _st("og_audios_whisper_features", c_void_p, c_int, POINTER(c_void_p))
 
 
@@ -41,11 +41,15 @@ class Audios(_Owned):
         return cls(out.value)
 
     @classmethod
-    def open_bytes(cls, data: bytes) -> "Audios":
-        """One WAV file's bytes."""
-        buf = bytes(data)
+    def open_bytes(cls, *blobs: bytes) -> "Audios":
+        """WAV files held in memory (onnxruntime-genai's Audios.open_bytes)."""
+        if not blobs:
+            raise InvalidArgumentError("Audios.open_bytes: no audio given")
+        keep = [bytes(b) for b in blobs]
+        ptrs = (c_void_p * len(keep))(*[ctypes.cast(c_char_p(b), c_void_p) for b in keep])
+        sizes = (c_size_t * len(keep))(*[len(b) for b in keep])
         out = c_void_p()
-        lib.og_audios_open_memory(buf, len(buf), ctypes.byref(out))
+        lib.og_audios_load(ptrs, sizes, len(keep), ctypes.byref(out))
         return cls(out.value)
 
     def __len__(self) -> int:

@@ -56,17 +56,24 @@ og_status *og_audios_open(const char *const *paths, size_t count, og_audios **ou
     return NULL;
 }
 
-og_status *og_audios_open_memory(const void *data, size_t size, og_audios **out) {
-    if (!out || (size && !data))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_open_memory: NULL argument");
+og_status *og_audios_load(const void *const *data, const size_t *sizes, size_t count,
+                         og_audios **out) {
+    if (!out || (count && (!data || !sizes)))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_load: NULL argument");
     og_audios *a;
-    OG_TRY(audios_new(1, &a));
-    og_status *st = audio_wav_decode(data, size, "WAV in memory", &a->clips[0]);
-    if (st) {
-        og_audios_free(a);
-        return st;
+    OG_TRY(audios_new(count, &a));
+    for (size_t i = 0; i < count; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "WAV %zu in memory", i);
+        og_status *st = sizes[i] && !data[i]
+                            ? og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_load: %s is NULL", what)
+                            : audio_wav_decode(data[i], sizes[i], what, &a->clips[i]);
+        if (st) {
+            og_audios_free(a);
+            return st;
+        }
+        a->count = i + 1;
     }
-    a->count = 1;
     *out = a;
     return NULL;
 }

@@ -139,13 +139,21 @@ def check_features(tmp):
                 n += 1
                 if d > TOL:
                     failures.append(f"{name}/{enc}/{n_mels} mels: max |diff| {d:.3g} > {TOL}")
-    # several files at once: one (count, n_mels, 3000) tensor
-    multi = og.Audios.open(*[p for p, _ in paths_16k[:3]]).input_features().as_numpy()
-    for i, (_, want) in enumerate(paths_16k[:3]):
-        d = float(np.abs(multi[i] - reference(want, 80)).max())
-        worst = max(worst, d)
-        if d > TOL:
-            failures.append(f"batch item {i}: max |diff| {d:.3g}")
+    # several files at once, from paths and from bytes: one (count, n_mels, 3000) tensor
+    blobs = []
+    for p, _ in paths_16k[:3]:
+        with open(p, "rb") as f:
+            blobs.append(f.read())
+    for multi in (og.Audios.open(*[p for p, _ in paths_16k[:3]]), og.Audios.open_bytes(*blobs)):
+        feats = multi.input_features().as_numpy()
+        if len(multi) != 3 or feats.shape != (3, 80, 3000):
+            failures.append(f"batch of 3: {len(multi)} audios, features {feats.shape}")
+            continue
+        for i, (_, want) in enumerate(paths_16k[:3]):
+            d = float(np.abs(feats[i] - reference(want, 80)).max())
+            worst = max(worst, d)
+            if d > TOL:
+                failures.append(f"batch item {i}: max |diff| {d:.3g}")
     print(f"features: {n} (signal, encoding, mel bins) cases, max |ours - transformers| = {worst:.3g} "
           f"(tolerance {TOL})")
     return failures, paths_16k
