@@ -13,7 +13,7 @@ from ctypes import POINTER, c_char_p, c_int, c_size_t, c_void_p
 import numpy as np
 
 from ._genai import Tensor, Tokenizer, _Handle, _Owned, _path
-from ._lib import InvalidArgumentError, _fn, _st, lib
+from ._lib import InvalidArgumentError, OgError, _fn, _st, lib
 from ._tensor import NUMPY_DTYPE, int32_copy
 
 _fn("og_images_free", None, c_void_p)
@@ -160,10 +160,11 @@ class MultiModalProcessor:
         self._tokenizer = Tokenizer(model)
         self._merge = 2
         self._images = None
+        self._why_no_images = None
         try:
             self._images = ImageProcessor(model._dir)
-        except Exception:  # a text-only package: prompts only
-            self._images = None
+        except OgError as e:  # a text-only package, or a config we cannot run: prompts only
+            self._why_no_images = e
         if self._images is not None:
             import json
             try:
@@ -183,7 +184,7 @@ class MultiModalProcessor:
         if images is not None:
             if self._images is None:
                 raise InvalidArgumentError(f"MultiModalProcessor: the package {self._model._dir} "
-                                           "has no image processor (processor_config.json)")
+                                           f"takes no images: {self._why_no_images}")
             tensors = self._images.process(images)
         name = self._images.name if self._images is not None else ""
         if "gemma" in name:
