@@ -774,6 +774,12 @@ const float *og_audios_samples(const og_audios *audios, size_t index, size_t *co
  * does (a Butterworth low-pass, then Kaiser-windowed sinc interpolation); audio below it
  * is OG_ERR_UNSUPPORTED, as there. Free *out with og_tensor_free. */
 og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_tensor **out);
+/* Every audio whole, for Whisper's sequential long-form decoding: not cut to 30 s but
+ * zero-padded to the longest audio's length L (at 16 kHz), float32 (count, n_mels, L / 160),
+ * as WhisperFeatureExtractor(truncation=False, padding="longest") computes them (the clamp
+ * to max - 8 over each whole audio). L must exceed 200. Free *out with og_tensor_free. */
+og_status *og_audios_whisper_features_whole(const og_audios *audios, int n_mels,
+                                            og_tensor **out);
 /* The same for `count` mono samples at 16 kHz into the caller's out[n_mels * 3000]. */
 og_status *og_whisper_log_mel(const float *samples, size_t count, int n_mels, float *out);
 

@@ -19,6 +19,7 @@ _fn("og_audios_samples", POINTER(ctypes.c_float), c_void_p, c_size_t, POINTER(c_
 _st("og_audios_open", POINTER(c_char_p), c_size_t, POINTER(c_void_p))
 _st("og_audios_load", POINTER(c_void_p), POINTER(c_size_t), c_size_t, POINTER(c_void_p))
 _st("og_audios_whisper_features", c_void_p, c_int, POINTER(c_void_p))
+_st("og_audios_whisper_features_whole", c_void_p, c_int, POINTER(c_void_p))
 
 
 class Audios(_Owned):
@@ -64,9 +65,13 @@ class Audios(_Owned):
         return np.ctypeslib.as_array(p, shape=(n.value,)).copy() if n.value else \
             np.zeros(0, np.float32), rate.value
 
-    def input_features(self, n_mels: int = 80) -> Tensor:
-        """Whisper's input_features, float32 (len(self), n_mels, 3000), as transformers'
-        WhisperFeatureExtractor computes them (audio must be 16 kHz)."""
+    def input_features(self, n_mels: int = 80, whole: bool = False) -> Tensor:
+        """Whisper's input_features as transformers' WhisperFeatureExtractor computes them:
+        float32 (len(self), n_mels, 3000) of the first 30 s; with whole=True every audio
+        whole, zero-padded to the longest (truncation=False, padding="longest"), for
+        long-form decoding: (len(self), n_mels, longest / 160). Audio above 16 kHz is
+        down-sampled first as onnxruntime-genai does; below 16 kHz raises."""
         out = c_void_p()
-        lib.og_audios_whisper_features(self._handle().ptr, int(n_mels), ctypes.byref(out))
+        fn = lib.og_audios_whisper_features_whole if whole else lib.og_audios_whisper_features
+        fn(self._handle().ptr, int(n_mels), ctypes.byref(out))
         return Tensor(take_tensor(out.value))

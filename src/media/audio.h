@@ -38,6 +38,8 @@ void audio_clip_release(audio_clip *clip);
  * samples: ceil(n * out_rate / in_rate) in float) is the caller's to free. */
 og_status *audio_resample_down(const float *in, size_t n, int in_rate, int out_rate,
                                float **out, size_t *n_out);
+/* The number of samples audio_resample_down makes of n. */
+size_t audio_resample_length(size_t n, int in_rate, int out_rate);
 
 /* Whisper's input features of one clip at 16 kHz: the first 30 s (shorter clips padded
  * with zeros), framed with centred reflect padding, Hann-windowed (periodic), power
@@ -45,5 +47,11 @@ og_status *audio_resample_down(const float *in, size_t n, int in_rate, int out_r
  * the clip's maximum - 8, then (x + 4) / 4. out: (n_mels, AUDIO_WHISPER_FRAMES). n_mels
  * is 80 or 128 for Whisper's checkpoints; 1..512 is accepted. */
 og_status *audio_whisper_log_mel(const float *samples, size_t n_samples, int n_mels, float *out);
+/* The same over `length` samples (the clip cut or zero-padded to it; length > 200) instead
+ * of 30 s: out is (n_mels, length / 160), as WhisperFeatureExtractor computes a clip it
+ * neither truncates nor pads (truncation=False, padding="longest"): the input of Whisper's
+ * sequential long-form decoding. The clamp to max - 8 is over the whole clip. */
+og_status *audio_log_mel_len(const float *samples, size_t n_samples, int n_mels, size_t length,
+                             float *out);
 
 #endif

@@ -93,28 +93,40 @@ og_status *og_whisper_log_mel(const float *samples, size_t count, int n_mels, fl
     return audio_whisper_log_mel(samples, count, n_mels, out);
 }
 
-/* One clip's features: resampled first when it is not at 16 kHz. */
-static og_status *clip_features(const audio_clip *c, int n_mels, float *dst) {
-    if (c->rate == AUDIO_WHISPER_RATE)
-        return audio_whisper_log_mel(c->samples, c->n_samples, n_mels, dst);
-    float *x;
+/* A clip's samples at 16 kHz: its own (*owned NULL), or resampled into *owned. */
+static og_status *clip_16k(const audio_clip *c, const float **x, size_t *n, float **owned) {
+    *owned = NULL;
+    if (c->rate == AUDIO_WHISPER_RATE) {
+        *x = c->samples;
+        *n = c->n_samples;
+        return NULL;
+    }
+    OG_TRY(audio_resample_down(c->samples, c->n_samples, c->rate, AUDIO_WHISPER_RATE, owned, n));
+    *x = *owned;
+    return NULL;
+}
+
+/* One clip's features over `length` samples at 16 kHz. */
+static og_status *clip_features(const audio_clip *c, int n_mels, size_t length, float *dst) {
+    const float *x;
     size_t n;
-    OG_TRY(audio_resample_down(c->samples, c->n_samples, c->rate, AUDIO_WHISPER_RATE, &x, &n));
-    og_status *st = audio_whisper_log_mel(x, n, n_mels, dst);
-    free(x);
+    float *owned;
+    OG_TRY(clip_16k(c, &x, &n, &owned));
+    og_status *st = audio_log_mel_len(x, n, n_mels, length, dst);
+    free(owned);
     return st;
 }
 
-og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_tensor **out) {
-    if (!audios || !out)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_whisper_features: NULL argument");
-    int64_t dims[3] = {(int64_t)audios->count, n_mels, AUDIO_WHISPER_FRAMES};
+/* Every clip's features over `length` samples into a (count, n_mels, length / 160) tensor. */
+static og_status *features(const og_audios *audios, int n_mels, size_t length, og_tensor **out) {
+    int64_t frames = (int64_t)(length / AUDIO_WHISPER_HOP);
+    int64_t dims[3] = {(int64_t)audios->count, n_mels, frames};
     og_tensor *t;
     OG_TRY(og_tensor_create(OG_FLOAT32, dims, 3, &t));
     float *dst = og_tensor_data(t);
     for (size_t i = 0; i < audios->count; i++) {
-        og_status *st = clip_features(&audios->clips[i], n_mels,
-                                      dst + i * (size_t)n_mels * AUDIO_WHISPER_FRAMES);
+        og_status *st = clip_features(&audios->clips[i], n_mels, length,
+                                      dst + i * (size_t)n_mels * (size_t)frames);
         if (st) {
             og_tensor_free(t);
             return og_status_wrap(st, "audio %zu", i);
@@ -122,4 +134,31 @@ og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_te
     }
     *out = t;
     return NULL;
+}
+
+og_status *og_audios_whisper_features(const og_audios *audios, int n_mels, og_tensor **out) {
+    if (!audios || !out)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_whisper_features: NULL argument");
+    return features(audios, n_mels, AUDIO_WHISPER_SAMPLES, out);
+}
+
+og_status *og_audios_whisper_features_whole(const og_audios *audios, int n_mels,
+                                            og_tensor **out) {
+    if (!audios || !out)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT,
+                         "og_audios_whisper_features_whole: NULL argument");
+    /* The longest clip's length at 16 kHz (resampling's output length, computed as it). */
+    size_t longest = 0;
+    for (size_t i = 0; i < audios->count; i++) {
+        const audio_clip *c = &audios->clips[i];
+        size_t n = c->n_samples;
+        if (c->rate > AUDIO_WHISPER_RATE)
+            n = audio_resample_length(n, c->rate, AUDIO_WHISPER_RATE);
+        if (n > longest) longest = n;
+    }
+    if (longest <= AUDIO_WHISPER_N_FFT / 2)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_audios_whisper_features_whole: the longest "
+                         "audio has %zu samples at 16 kHz (more than %d needed)", longest,
+                         AUDIO_WHISPER_N_FFT / 2);
+    return features(audios, n_mels, longest, out);
 }

@@ -82,14 +82,21 @@ static void mel_filters(int n_mels, double *fb) {
     }
 }
 
-og_status *audio_whisper_log_mel(const float *samples, size_t n_samples, int n_mels, float *out) {
+og_status *audio_log_mel_len(const float *samples, size_t n_samples, int n_mels, size_t length,
+                             float *out) {
     if ((!samples && n_samples) || !out)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "whisper log-mel: NULL argument");
     if (n_mels < 1 || n_mels > MAX_MELS)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "whisper log-mel: %d mel bins (1..%d)",
                          n_mels, MAX_MELS);
-    const size_t pad = N_FFT / 2, total = AUDIO_WHISPER_SAMPLES + 2 * pad;
-    double *wave = malloc(total * sizeof *wave);
+    const size_t pad = N_FFT / 2;
+    if (length <= pad || length > ((size_t)1 << 40))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "whisper log-mel: %zu samples (%zu to 2^40)",
+                         length, pad + 1);
+    /* The waveform stays float (its values are the clip's floats, promoted exactly when
+     * a frame is read) to halve the memory of a long clip. */
+    const size_t total = length + 2 * pad, frames = length / AUDIO_WHISPER_HOP;
+    float *wave = malloc(total * sizeof *wave);
     double *fb = malloc((size_t)N_BINS * n_mels * sizeof *fb);
     fft_plan *plan = malloc(sizeof *plan);
     if (!wave || !fb || !plan) {
@@ -98,15 +105,15 @@ og_status *audio_whisper_log_mel(const float *samples, size_t n_samples, int n_m
         free(plan);
         return og_oom_for(total * sizeof *wave, "whisper log-mel: the padded waveform");
     }
-    /* 30 s of the clip, zero-padded; then `pad` samples reflected (without repeating the
-     * edge sample) on each side, as np.pad(mode="reflect") centres the frames. */
-    size_t n = n_samples < AUDIO_WHISPER_SAMPLES ? n_samples : AUDIO_WHISPER_SAMPLES;
-    double *x = wave + pad;
+    /* `length` samples of the clip, zero-padded; then `pad` samples reflected (without
+     * repeating the edge sample) on each side, as np.pad(mode="reflect") centres frames. */
+    size_t n = n_samples < length ? n_samples : length;
+    float *x = wave + pad;
     for (size_t i = 0; i < n; i++) x[i] = samples[i];
-    for (size_t i = n; i < AUDIO_WHISPER_SAMPLES; i++) x[i] = 0.0;
+    for (size_t i = n; i < length; i++) x[i] = 0.0f;
     for (size_t i = 1; i <= pad; i++) {
         x[-(ptrdiff_t)i] = x[i];
-        x[AUDIO_WHISPER_SAMPLES - 1 + i] = x[AUDIO_WHISPER_SAMPLES - 1 - i];
+        x[length - 1 + i] = x[length - 1 - i];
     }
     mel_filters(n_mels, fb);
     for (int k = 0; k < N_FFT; k++) {
@@ -120,9 +127,9 @@ og_status *audio_whisper_log_mel(const float *samples, size_t n_samples, int n_m
     float max_log = -INFINITY;
     cplx frame[N_FFT], spec[N_FFT];
     double power[N_BINS];
-    for (int t = 0; t < AUDIO_WHISPER_FRAMES; t++) { /* the 3001st frame is dropped */
-        const double *w = wave + (size_t)t * AUDIO_WHISPER_HOP;
-        for (int i = 0; i < N_FFT; i++) frame[i] = (cplx){w[i] * window[i], 0.0};
+    for (size_t t = 0; t < frames; t++) { /* the last frame (frames + 1 in all) is dropped */
+        const float *w = wave + t * AUDIO_WHISPER_HOP;
+        for (int i = 0; i < N_FFT; i++) frame[i] = (cplx){(double)w[i] * window[i], 0.0};
         fft_rec(plan, frame, 1, spec, N_FFT);
         for (int k = 0; k < N_BINS; k++) {
             double re = (float)spec[k].re, im = (float)spec[k].im; /* numpy's complex64 */
@@ -134,12 +141,12 @@ og_status *audio_whisper_log_mel(const float *samples, size_t n_samples, int n_m
             for (int k = 0; k < N_BINS; k++) acc += fb[k * n_mels + i] * power[k];
             if (acc < 1e-10) acc = 1e-10;
             float v = (float)log10(acc);
-            out[(size_t)i * AUDIO_WHISPER_FRAMES + t] = v;
+            out[(size_t)i * frames + t] = v;
             if (v > max_log) max_log = v;
         }
     }
     float floor_ = max_log - 8.0f;
-    for (size_t i = 0; i < (size_t)n_mels * AUDIO_WHISPER_FRAMES; i++) {
+    for (size_t i = 0; i < (size_t)n_mels * frames; i++) {
         float v = out[i] < floor_ ? floor_ : out[i];
         out[i] = (v + 4.0f) / 4.0f;
     }
@@ -147,4 +154,8 @@ og_status *audio_whisper_log_mel(const float *samples, size_t n_samples, int n_m
     free(fb);
     free(plan);
     return NULL;
+}
+
+og_status *audio_whisper_log_mel(const float *samples, size_t n_samples, int n_mels, float *out) {
+    return audio_log_mel_len(samples, n_samples, n_mels, AUDIO_WHISPER_SAMPLES, out);
 }

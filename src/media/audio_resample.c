@@ -78,6 +78,11 @@ static double bessel_i0(double x) {
     return sum;
 }
 
+size_t audio_resample_length(size_t n, int in_rate, int out_rate) {
+    float factor = (float)out_rate / (float)in_rate;
+    return (size_t)ceilf((float)n * factor);
+}
+
 og_status *audio_resample_down(const float *in, size_t n, int in_rate, int out_rate,
                                float **out, size_t *n_out) {
     if (in_rate < out_rate)
@@ -99,7 +104,7 @@ og_status *audio_resample_down(const float *in, size_t n, int in_rate, int out_r
         lp[i] = (float)y;
     }
     float factor = (float)out_rate / (float)in_rate;
-    size_t m = (size_t)ceilf((float)n * factor);
+    size_t m = audio_resample_length(n, in_rate, out_rate);
     int range = (int)ceil(KAISER_BETA / (2.0 * factor));
     float *dst = malloc((m ? m : 1) * sizeof *dst);
     double *win = malloc((size_t)(2 * range + 1) * sizeof *win);

@@ -8,7 +8,8 @@ and 32-bit PCM, float32 (plain and WAVE_FORMAT_EXTENSIBLE), float64 and stereo W
 file's samples as read must equal numpy's decoding of the same bytes (x / 2^(bits-1),
 channels averaged in float32) exactly, and the features of the 16-bit and float32 files
 (80 mel bins, and 128 for the 16-bit ones) must equal transformers' numpy path on those
-samples within TOL (measured: 0, bit for bit).
+samples within TOL (measured: 0, bit for bit); so must input_features(whole=True), the
+long-form input (truncation=False, padding="longest"), alone and batched.
 
 Audio above 16 kHz is down-sampled as onnxruntime-genai 0.18 does: clips at 22.05 to
 48 kHz must give features within RESAMPLE_TOL of its processor's over the clip's frames
@@ -157,6 +158,40 @@ def check_features(tmp):
     print(f"features: {n} (signal, encoding, mel bins) cases, max |ours - transformers| = {worst:.3g} "
           f"(tolerance {TOL})")
     return failures, paths_16k
+
+
+def check_whole(paths_16k):
+    """Long-form input: every clip whole (input_features(whole=True)) against
+    WhisperFeatureExtractor(truncation=False, padding="longest"), alone and as a batch of
+    different lengths (zero-padded to the longest)."""
+    fe = WhisperFeatureExtractor()
+    failures, worst, n = [], 0.0, 0
+    by_name = {os.path.basename(p): (p, want) for p, want in paths_16k}
+    cases = [["noise_45s_pcm16.wav"], ["chirp_12s_pcm16.wav"], ["tone440_1s_pcm16.wav"],
+             ["noise_30s_plus_1_pcm16.wav"], ["noise_45s_pcm16.wav", "two_tones_noise_5s_pcm16.wav"]]
+    for names in cases:
+        paths = [by_name[x][0] for x in names]
+        wants = [by_name[x][1] for x in names]
+        ours = og.Audios.open(*paths).input_features(whole=True).as_numpy()
+        ref = fe(wants if len(wants) > 1 else wants[0], sampling_rate=SR, truncation=False,
+                 padding="longest", return_tensors="np").input_features
+        n += 1
+        if ours.shape != ref.shape:
+            failures.append(f"whole {names}: shape {ours.shape}, transformers {ref.shape}")
+            continue
+        d = float(np.abs(ours - ref).max())
+        worst = max(worst, d)
+        if d > TOL:
+            failures.append(f"whole {names}: max |diff| {d:.3g}")
+    try:
+        og.Audios.open(by_name["three_samples_pcm16.wav"][0]).input_features(whole=True)
+        failures.append("whole: a 3-sample clip (too short to centre a frame) was accepted")
+    except og.InvalidArgumentError as e:
+        if "more than 200" not in str(e):
+            failures.append(f"whole, 3 samples: message {str(e)!r}")
+    print(f"whole clips (long-form input): {n} cases up to 45 s, alone and batched, max |ours - "
+          f"transformers| = {worst:.3g} (tolerance {TOL})")
+    return failures
 
 
 def malformed_cases():
@@ -373,6 +408,7 @@ def check_resampling(tmp, proc, ortg):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         failures, paths_16k = check_features(tmp)
+        failures += check_whole(paths_16k)
         failures += check_malformed(tmp)
         failures += check_ortgenai(tmp, paths_16k)
     for f in failures:
