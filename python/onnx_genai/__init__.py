@@ -34,8 +34,9 @@ try:
 except Exception:  # run from the source tree
     __version__ = "unknown"
 
-__all__ = ["Adapters", "Audios", "Config", "Model", "Tokenizer", "TokenizerStream", "GeneratorParams", "Generator",
-           "Tensor", "InferenceSession", "SessionOptions", "NodeArg", "OgError",
+__all__ = ["Adapters", "Audios", "Config", "Model", "Tokenizer", "TokenizerStream",
+           "GeneratorParams", "Generator", "Tensor", "InferenceSession", "SessionOptions",
+           "NodeArg", "OgError",
            "InvalidArgumentError", "InvalidModelError", "NotFoundError", "IOFailureError",
            "UnsupportedError", "OutOfMemoryError", "RuntimeFailureError",
            "IncompleteModelError", "is_cuda_available", "is_dml_available",

@@ -127,7 +127,8 @@ og_status *audio_wav_decode(const uint8_t *data, size_t size, const char *what, 
         }
         /* The mean of the channels in float, as onnxruntime-extensions mixes stereo. */
         float sum = 0.0f;
-        for (uint32_t c = 0; c < channels; c++) sum += wav_sample(p + c * bytes, is_float, (int)bytes);
+        for (uint32_t c = 0; c < channels; c++)
+            sum += wav_sample(p + c * bytes, is_float, (int)bytes);
         samples[i] = sum / (float)channels;
     }
     for (size_t i = 0; is_float && i < frames; i++)

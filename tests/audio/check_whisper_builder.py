@@ -58,9 +58,9 @@ def make_package(tmp):
     hf = os.path.join(tmp, "hf")
     model.save_pretrained(hf)
     pkg = os.path.join(tmp, "pkg")
-    r = subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-m", hf, "-i", hf,
-                        "-o", pkg, "-p", "fp32", "-e", "cpu", "-c", os.path.join(tmp, "cache")],
-                       capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-m", hf,
+                        "-i", hf, "-o", pkg, "-p", "fp32", "-e", "cpu",
+                        "-c", os.path.join(tmp, "cache")], capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stdout[-2000:], r.stderr[-2000:])
         raise SystemExit("FAIL: the builder failed")
@@ -111,10 +111,13 @@ def main():
             d = float(np.abs(enc_out["hidden_states"] - hidden.numpy()).max())
             worst_kv = 0.0
             for i, layer in enumerate(model.model.decoder.layers):
-                for proj, name in ((layer.encoder_attn.k_proj, "key"), (layer.encoder_attn.v_proj, "value")):
+                attn = layer.encoder_attn
+                for proj, name in ((attn.k_proj, "key"), (attn.v_proj, "value")):
                     want = proj(hidden).view(1, -1, HEADS, DIM // HEADS).transpose(1, 2).numpy()
-                    worst_kv = max(worst_kv, float(np.abs(enc_out[f"present_{name}_cross_{i}"] - want).max()))
-        print(f"encoder: hidden states max |ours - torch| {d:.3g}, cross keys/values {worst_kv:.3g}")
+                    got = enc_out[f"present_{name}_cross_{i}"]
+                    worst_kv = max(worst_kv, float(np.abs(got - want).max()))
+        print(f"encoder: hidden states max |ours - torch| {d:.3g}, cross keys/values "
+              f"{worst_kv:.3g}")
         if d > TOL or worst_kv > TOL:
             failures.append(f"encoder outputs differ from torch by {max(d, worst_kv):.3g}")
 
@@ -131,7 +134,8 @@ def main():
         for step in range(DECODE_STEPS):
             out = dict(zip(names, dec.run(None, feed)))
             with torch.no_grad():
-                want = model(input_features=f, decoder_input_ids=torch.tensor([ours])).logits[0, -1].numpy()
+                want = model(input_features=f,
+                             decoder_input_ids=torch.tensor([ours])).logits[0, -1].numpy()
             worst = max(worst, float(np.abs(out["logits"][0, -1] - want).max()))
             ours.append(int(out["logits"][0, -1].argmax()))
             theirs.append(int(want.argmax()))
@@ -139,8 +143,8 @@ def main():
             for i in range(LAYERS):
                 feed[f"past_key_self_{i}"] = out[f"present_key_self_{i}"]
                 feed[f"past_value_self_{i}"] = out[f"present_value_self_{i}"]
-        print(f"decoder: {DECODE_STEPS} greedy steps with the self cache, logits max |ours - torch| "
-              f"{worst:.3g}; ids {ours[len(PROMPT):]} (torch {theirs[len(PROMPT):]})")
+        print(f"decoder: {DECODE_STEPS} greedy steps with the self cache, logits max |ours - "
+              f"torch| {worst:.3g}; ids {ours[len(PROMPT):]} (torch {theirs[len(PROMPT):]})")
         if worst > TOL or ours != theirs:
             failures.append(f"decoder: logits {worst:.3g} apart, ids {ours} vs {theirs}")
 

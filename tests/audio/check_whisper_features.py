@@ -82,7 +82,8 @@ def wav_bytes(frames, fmt_tag, bits, rate=SR, extensible=False):
         fmt = struct.pack("<HHIIHH", fmt_tag, ch, rate, rate * block, block, bits)
     if bits == 24:
         v = frames.astype("<i4").reshape(-1)
-        data = np.stack([v & 0xFF, (v >> 8) & 0xFF, (v >> 16) & 0xFF], axis=1).astype(np.uint8).tobytes()
+        data = np.stack([v & 0xFF, (v >> 8) & 0xFF, (v >> 16) & 0xFF], axis=1)
+        data = data.astype(np.uint8).tobytes()
     else:
         data = frames.tobytes()
     body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
@@ -96,9 +97,11 @@ def encodings(x):
     i16 = np.round(x * 32767).astype("<i2")
     yield "pcm16", wav_bytes(i16[:, None], 1, 16), i16.astype(np.float32) / np.float32(32768)
     i24 = np.round(x * 8388607).astype("<i4")
-    yield "pcm24", wav_bytes(i24[:, None], 1, 24), (i24.astype(np.float64) / 8388608).astype(np.float32)
+    yield "pcm24", wav_bytes(i24[:, None], 1, 24), \
+        (i24.astype(np.float64) / 8388608).astype(np.float32)
     i32 = np.round(x * 2147483647).astype("<i4")
-    yield "pcm32", wav_bytes(i32[:, None], 1, 32), (i32.astype(np.float64) / 2147483648).astype(np.float32)
+    yield "pcm32", wav_bytes(i32[:, None], 1, 32), \
+        (i32.astype(np.float64) / 2147483648).astype(np.float32)
     f32 = x.astype("<f4")
     yield "float32", wav_bytes(f32[:, None], 3, 32), f32
     yield "float32_ext", wav_bytes(f32[:, None], 3, 32, extensible=True), f32
@@ -155,7 +158,8 @@ def check_features(tmp):
             worst = max(worst, d)
             if d > TOL:
                 failures.append(f"batch item {i}: max |diff| {d:.3g}")
-    print(f"features: {n} (signal, encoding, mel bins) cases, max |ours - transformers| = {worst:.3g} "
+    print(f"features: {n} (signal, encoding, mel bins) cases, max |ours - transformers| = "
+          f"{worst:.3g} "
           f"(tolerance {TOL})")
     return failures, paths_16k
 
@@ -168,7 +172,8 @@ def check_whole(paths_16k):
     failures, worst, n = [], 0.0, 0
     by_name = {os.path.basename(p): (p, want) for p, want in paths_16k}
     cases = [["noise_45s_pcm16.wav"], ["chirp_12s_pcm16.wav"], ["tone440_1s_pcm16.wav"],
-             ["noise_30s_plus_1_pcm16.wav"], ["noise_45s_pcm16.wav", "two_tones_noise_5s_pcm16.wav"]]
+             ["noise_30s_plus_1_pcm16.wav"],
+             ["noise_45s_pcm16.wav", "two_tones_noise_5s_pcm16.wav"]]
     for names in cases:
         paths = [by_name[x][0] for x in names]
         wants = [by_name[x][1] for x in names]
@@ -213,8 +218,7 @@ def malformed_cases():
         ("data cut short", ok[:-3], "truncated"),
         ("half a frame", patch(ok, data_at + 4, "<I", 7)[:-1], "not whole frames"),
         ("fmt chunk past the end", ok[:fmt_at + 8] + b"\1\0", "truncated"),
-        ("fmt too short", patch(ok[:12] + b"fmt \x04\0\0\0\1\0\1\0" + ok[data_at:], 0, "<4s", b"RIFF"),
-         "16 needed"),
+        ("fmt too short", ok[:12] + b"fmt \x04\0\0\0\1\0\1\0" + ok[data_at:], "16 needed"),
         ("zero channels", patch(ok, fmt_at + 10, "<H", 0), "0 channels"),
         ("12-bit PCM", patch(ok, fmt_at + 22, "<H", 12), "12-bit"),
         ("ADPCM", patch(ok, fmt_at + 8, "<H", 2), "format tag 0x0002"),
@@ -257,7 +261,8 @@ def check_malformed(tmp):
     except og.OgError as e:
         if "missing.wav" not in str(e):
             failures.append(f"missing file: message {str(e)!r}")
-    print(f"malformed: {len(malformed_cases())} kinds of bad WAV refused (from bytes and from files)")
+    print(f"malformed: {len(malformed_cases())} kinds of bad WAV refused (from bytes and from "
+          "files)")
     return failures
 
 
@@ -279,7 +284,8 @@ def stub_whisper_package(out, n_mels):
         [h.make_tensor_value_info(n, T.FLOAT, None)
          for n in ("hidden_states", "present_key_cross_0", "present_value_cross_0")],
         [h.make_tensor("ax", T.INT64, [1], [3])])
-    kv = lambda n, s: h.make_tensor_value_info(n, T.FLOAT, ["batch_size", heads, s, head_size])  # noqa: E731
+    def kv(name, seq):
+        return h.make_tensor_value_info(name, T.FLOAT, ["batch_size", heads, seq, head_size])
     dec = h.make_graph([
         h.make_node("Cast", ["input_ids"], ["f"], to=T.FLOAT),
         h.make_node("Unsqueeze", ["f", "ax"], ["f3"]),

@@ -100,7 +100,8 @@ TEST(audio_whisper_log_mel_fixed_points) {
     /* A loud tone: nothing is below its maximum - 8, i.e. (max - 8 + 4) / 4. */
     float *x = malloc(AUDIO_WHISPER_SAMPLES * sizeof *x);
     if (x) {
-        for (int i = 0; i < AUDIO_WHISPER_SAMPLES; i++) x[i] = 0.5f * sinf(6.2831853f * 440.0f * i / 16000.0f);
+        for (int i = 0; i < AUDIO_WHISPER_SAMPLES; i++)
+            x[i] = 0.5f * sinf(6.2831853f * 440.0f * i / 16000.0f);
         st = audio_whisper_log_mel(x, AUDIO_WHISPER_SAMPLES, 80, mel);
     }
     float lo = INFINITY, hi = -INFINITY;
@@ -115,6 +116,11 @@ TEST(audio_whisper_log_mel_fixed_points) {
     CHECK_NEAR(hi - lo, 2.0, 1e-6); /* 8 decades / 4 */
     CHECK_ERR(audio_whisper_log_mel(NULL, 0, 0, (float[1]){0}), OG_ERR_INVALID_ARGUMENT,
               "mel bins");
+    /* A whole clip must be long enough to reflect 200 samples at each end. */
+    float one[80];
+    CHECK_ERR(audio_log_mel_len(NULL, 0, 80, 200, one), OG_ERR_INVALID_ARGUMENT, "201");
+    CHECK_OK(audio_log_mel_len(NULL, 0, 80, 201, one)); /* one frame of silence */
+    CHECK(one[0] == -1.5f && one[79] == -1.5f);
 }
 
 /* Every seed of the WAV fuzzer decodes (they seed the decoder's paths, not its errors). */
