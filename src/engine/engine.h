@@ -157,7 +157,7 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
 
 /* Bytes the batched engine sets aside within kv_memory for a hybrid model's states: one
  * slot of every conv / recurrent state per max_batch sequence, and as many snapshots for
- * the prefix cache (when it is on); 0 for a model without states. */
+ * the prefix cache (at least 8; when it is on); 0 for a model without states. */
 size_t eng_state_bytes(const og_model *m, const eng_options *o);
 
 /* The bytes a request is charged against kv_memory: in per-sequence mode its generator's

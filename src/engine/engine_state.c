@@ -26,8 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Snapshots per running sequence the pool keeps (at most). */
-enum { ENG_SNAPS_PER_SLOT = 1 };
+/* Snapshots the prefix cache keeps: one per running sequence, at least ENG_SNAPS_MIN (a
+ * small batch still keeps a shared prefix's beside each prompt's last boundary). */
+enum { ENG_SNAPS_PER_SLOT = 1, ENG_SNAPS_MIN = 8 };
 
 static size_t slot_bytes_of(const og_model *m) {
     size_t b = 0;
@@ -39,7 +40,9 @@ static size_t slot_bytes_of(const og_model *m) {
 size_t eng_state_plan(const og_model *m, const eng_options *o, double limit, int *n_slots,
                       int *n_snaps) {
     size_t sb = slot_bytes_of(m);
-    int nl = o->max_batch, ns = sb && o->prefix_cache ? o->max_batch * ENG_SNAPS_PER_SLOT : 0;
+    int nl = o->max_batch, ns = o->max_batch * ENG_SNAPS_PER_SLOT;
+    if (ns < ENG_SNAPS_MIN) ns = ENG_SNAPS_MIN;
+    if (!sb || !o->prefix_cache) ns = 0;
     /* snapshots go first, then running slots, down to one */
     while ((double)sb * (nl + ns) > limit && (ns > 0 || nl > 1)) {
         if (ns > 0) ns--;
