@@ -168,7 +168,7 @@ void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error
     if (e->batched) {
         e->st.kv_blocks_used = kv_pool_in_use(e->pool);
         e->st.kv_blocks_cached = e->pool->n_cached;
-        e->slots_used_st = e->n_slots_used;
+        e->st.state_slots_used = e->n_slots_used;
     }
     pthread_mutex_unlock(&e->stats_mu);
     r->seq = NULL;
@@ -324,6 +324,7 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
         e->st.block_size = e->pool->block_size;
         e->st.kv_bytes_total = (uint64_t)e->pool->n_blocks * 2u * (uint64_t)e->pool->n_layers *
                                e->pool->block_bytes + e->state_reserve;
+        e->st.state_slots_total = e->n_slots;
     } else {
         eng_single_init(e);
         e->st.kv_bytes_total = e->seq_budget;
@@ -526,9 +527,7 @@ void eng_get_stats(eng_engine *e, eng_stats *out) {
     pthread_mutex_unlock(&e->stats_mu);
     out->queue_depth = queued;
     if (e->batched) { /* a block holds every layer's keys and values; a slot every state */
-        pthread_mutex_lock(&e->stats_mu);
-        uint64_t slots = (uint64_t)e->slots_used_st;
-        pthread_mutex_unlock(&e->stats_mu);
+        uint64_t slots = (uint64_t)out->state_slots_used;
         out->kv_bytes_used = (uint64_t)out->kv_blocks_used * 2u * (uint64_t)e->pool->n_layers *
                              e->pool->block_bytes + slots * e->slot_bytes;
     }

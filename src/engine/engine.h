@@ -223,6 +223,11 @@ typedef struct eng_stats {
      * mode, the pool's blocks held by sequences; per-sequence mode, the running
      * generators' charges */
     uint64_t kv_bytes_total, kv_bytes_used;
+    /* a hybrid model in batched mode (0 otherwise): its state slots (at most this many
+     * sequences run), those held by sequences, the state snapshots the prefix cache holds,
+     * and the snapshots taken so far */
+    int64_t state_slots_total, state_slots_used, state_snapshots;
+    uint64_t state_snapshots_taken;
 } eng_stats;
 
 void eng_get_stats(eng_engine *e, eng_stats *out);

@@ -827,6 +827,8 @@ void eng_batch_step(eng_engine *e) {
     e->st.last_step_tokens = T;
     e->st.kv_blocks_used = kv_pool_in_use(e->pool);
     e->st.kv_blocks_cached = e->pool->n_cached;
-    e->slots_used_st = e->n_slots_used;
+    e->st.state_slots_used = e->n_slots_used;
+    e->st.state_snapshots = e->n_snaps_held;
+    e->st.state_snapshots_taken = e->snaps_taken;
     pthread_mutex_unlock(&e->stats_mu);
 }

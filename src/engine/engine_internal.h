@@ -141,7 +141,7 @@ struct eng_engine {
     eng_seq **state_rows; /* [max_batch] a decode run's sequences, by row */
     eng_seq **state_tmp_rows; /* [max_batch] scratch of eng_state_gather */
     bool *slot_mark;     /* [n_slots] scratch of eng_state_gather */
-    int slots_used_st;   /* under stats_mu: slots held, as of the last update */
+    int n_snaps_held;    /* snapshots in use (snap_hash != 0) */
     uint64_t snaps_taken;
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */

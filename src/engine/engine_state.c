@@ -265,6 +265,7 @@ void eng_state_snapshot(eng_engine *e, eng_seq *s) {
     int victim = 0;
     for (int i = 0; i < e->n_snaps; i++) {
         if (!e->snap_hash[i]) {
+            e->n_snaps_held++;
             victim = i;
             break;
         }

@@ -44,7 +44,8 @@ GET(requests) GET(finished) GET(cancelled) GET(failed) GET(preempted) GET(prompt
 GET(generated_tokens) GET(cached_prompt_tokens) GET(steps) GET(queue_depth) GET(running)
 GET(last_batch) GET(kv_blocks_total) GET(kv_blocks_used) GET(kv_blocks_cached)
 GET(prefix_lookups) GET(prefix_hits) GET(last_step_tokens) GET(plan_bytes) GET(plans_evicted)
-GET(kv_bytes_total) GET(kv_bytes_used)
+GET(kv_bytes_total) GET(kv_bytes_used) GET(state_slots_total) GET(state_slots_used)
+GET(state_snapshots) GET(state_snapshots_taken)
 #undef GET
 static double get_kv_ratio(const eng_stats *s) { /* blocks in batched mode, generators per sequence */
     return s->kv_bytes_total ? (double)s->kv_bytes_used / (double)s->kv_bytes_total : 0;
@@ -115,9 +116,18 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
     family(&b, GAUGE, "og_kv_blocks_cached", "KV blocks kept for the prefix cache", l, n, get_kv_blocks_cached);
     family(&b, GAUGE, "og_kv_bytes_total", "the KV memory budget (--kv-memory): the paged pool, or "
            "in per-sequence mode what the running generators may hold", l, n, get_kv_bytes_total);
-    family(&b, GAUGE, "og_kv_bytes_used", "KV memory in use: blocks held by sequences, or the "
-           "running generators' estimated bytes in per-sequence mode", l, n, get_kv_bytes_used);
+    family(&b, GAUGE, "og_kv_bytes_used", "KV memory in use: blocks (and a hybrid's state slots) "
+           "held by sequences, or the running generators' estimated bytes in per-sequence mode", l, n,
+           get_kv_bytes_used);
     family(&b, GAUGE, "og_kv_usage_ratio", "used share of the KV memory budget", l, n, get_kv_ratio);
+    family(&b, GAUGE, "og_state_slots_total", "a hybrid model's state slots (sequences that can "
+           "run at once; 0 without states or in per-sequence mode)", l, n, get_state_slots_total);
+    family(&b, GAUGE, "og_state_slots_used", "state slots held by sequences", l, n,
+           get_state_slots_used);
+    family(&b, GAUGE, "og_state_snapshots", "state snapshots the prefix cache holds (a hybrid's "
+           "cached prefix is usable up to one)", l, n, get_state_snapshots);
+    family(&b, COUNTER, "og_state_snapshots_taken_total", "state snapshots taken at block "
+           "boundaries", l, n, get_state_snapshots_taken);
     family(&b, GAUGE, "og_plan_bytes", "bytes of the execution plans the model's sessions cache "
            "(bounded by the plan memory budget)", l, n, get_plan_bytes);
     family(&b, COUNTER, "og_plan_evictions_total", "cached execution plans evicted for the plan "

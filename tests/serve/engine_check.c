@@ -285,6 +285,10 @@ static int check_stats(const eng_stats *es, uint64_t requests, uint64_t cancelle
            (unsigned long long)es->kv_bytes_total);
     EXPECT(!batched || es->kv_blocks_cached <= es->kv_blocks_total, "%lld KV blocks cached of %lld",
            (long long)es->kv_blocks_cached, (long long)es->kv_blocks_total);
+    EXPECT(es->state_slots_used == 0 && (uint64_t)es->state_snapshots <= es->state_snapshots_taken,
+           "%lld state slots in use with nothing running, %lld snapshots held of %llu taken",
+           (long long)es->state_slots_used, (long long)es->state_snapshots,
+           (unsigned long long)es->state_snapshots_taken);
 #undef EXPECT
     return bad;
 }
@@ -535,6 +539,10 @@ int main(int argc, char **argv) {
     }
     eng_stats es;
     eng_get_stats(e, &es);
+    if (es.state_slots_total > 0)
+        printf("state slots %lld, snapshots taken %llu (held %lld)\n",
+               (long long)es.state_slots_total, (unsigned long long)es.state_snapshots_taken,
+               (long long)es.state_snapshots);
     printf("steps %llu, preempted %llu, cached prompt tokens %llu (%llu of %llu lookups hit), "
            "kv blocks %lld (in use %lld, cached %lld)\n", (unsigned long long)es.steps,
            (unsigned long long)es.preempted, (unsigned long long)es.cached_prompt_tokens,
@@ -551,6 +559,7 @@ int main(int argc, char **argv) {
             bad++;
         }
     }
+    bool has_state = m->has_state;
     eng_destroy(e);
     guide_grammar_unref(grammar);
     og_model_close(m);
@@ -567,6 +576,12 @@ int main(int argc, char **argv) {
     }
     if (want_hits && es.cached_prompt_tokens == 0) {
         printf("FAIL: no prompt token came from the prefix cache\n");
+        bad++;
+    }
+    if (want_batched && has_state && !(es.state_slots_total > 0 &&
+                                       (!want_hits || es.state_snapshots_taken > 0))) {
+        printf("FAIL: a hybrid batched with %lld state slots, %llu snapshots taken\n",
+               (long long)es.state_slots_total, (unsigned long long)es.state_snapshots_taken);
         bad++;
     }
     printf("%s: %d of %d requests differ from their run alone\n", bad ? "FAIL" : "ok", bad,

@@ -1563,6 +1563,10 @@ def case_hybrid(build, pkgs):
             check(all(sys_ok) and all(ids_ok) and hits >= 4 and reused >= 4 * 64,
                   f"{name}: a shared 70-token prefix, 8 requests in turn: the answers equal generate's "
                   f"({sum(ids_ok)}/4), {int(hits)} admissions found it cached ({int(reused)} prompt tokens)")
+            check(after["og_state_slots_total"] == 8 and after["og_state_slots_used"] == 0 and
+                  after["og_state_snapshots"] >= 1 and after["og_state_snapshots_taken_total"] >= 1,
+                  f"{name}: /metrics: 8 state slots, none held at rest, "
+                  f"{int(after['og_state_snapshots'])} snapshots held")
             # a client that leaves mid-stream: the request ends cancelled, the slot is free.
             # A tiny model makes ~100 tokens while the server notices; three long requests
             # beside it make every engine step four generators long.
