@@ -41,7 +41,7 @@ struct srv_embedder {
     char how[160];        /* where pooling and normalising came from, for the start line */
 };
 
-const char *srv_pool_name(int p) {
+static const char *pool_name(int p) {
     switch (p) {
     case SERVE_POOL_LAST: return "last";
     case SERVE_POOL_MEAN: return "mean";
@@ -272,7 +272,7 @@ og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedd
         if (st) st = og_status_wrap(st, "%s", cfg->dir);
         if (o->pooling) e->pool = o->pooling;
         if (o->embed_normalize >= 0) e->normalize = o->embed_normalize != 0;
-        snprintf(e->how, sizeof e->how, "%.40s pooling, %snormalised (%.60s)%s", srv_pool_name(e->pool),
+        snprintf(e->how, sizeof e->how, "%.40s pooling, %snormalised (%.60s)%s", pool_name(e->pool),
                  e->normalize ? "" : "not ",
                  o->pooling || o->embed_normalize >= 0 ? "serve's options" : found ? from : "the defaults",
                  e->inner ? ", of the lm_head's input" : "");
@@ -288,7 +288,6 @@ og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedd
 }
 
 bool srv_embedder_has_logits(const srv_embedder *e) { return e->has_logits; }
-int srv_embedder_dim(const srv_embedder *e) { return e->hidden; }
 int srv_embedder_context(const srv_embedder *e) { return e->context; }
 int srv_embedder_vocab(const srv_embedder *e) { return e->vocab; }
 const char *srv_embedder_how(const srv_embedder *e) { return e->how; }
@@ -343,7 +342,8 @@ static og_status *int_input(const og_value_info *v, const int32_t *ids, int n, i
     return NULL;
 }
 
-og_status *srv_embed(srv_embedder *e, const int32_t *ids, int n, float *vec) {
+/* The pooled vector (e->hidden floats, not normalised) of the n ids, run alone. */
+static og_status *embed(srv_embedder *e, const int32_t *ids, int n, float *vec) {
     size_t n_in = og_session_input_count(e->s);
     const char **names = calloc(n_in ? n_in : 1, sizeof *names);
     og_tensor **ins = calloc(n_in ? n_in : 1, sizeof *ins);
@@ -400,7 +400,6 @@ og_status *srv_embed(srv_embedder *e, const int32_t *ids, int n, float *vec) {
     return NULL;
 }
 
-bool srv_embedder_normalizes(const srv_embedder *e) { return e->normalize; }
 
 /* ---- the route --------------------------------------------------------------------- */
 
@@ -453,7 +452,6 @@ static bool ids_of(const cJSON *a, const srv_model *m, int vocab, const char *pa
         }
         in->ids[in->n++] = (int32_t)v;
     }
-    (void)m;
     return true;
 }
 
@@ -617,7 +615,7 @@ void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_repl
     }
     srv_buf_str(&b, "{\"object\":\"list\",\"data\":[");
     for (int i = 0; i < n_in; i++) {
-        og_status *st = srv_embed(e, in[i].ids, in[i].n, vec);
+        og_status *st = embed(e, in[i].ids, in[i].n, vec);
         if (st) {
             srv_fail(&err, 500, "", "the model failed on input %d: %.600s", i, og_status_message(st));
             og_status_free(st);

@@ -455,14 +455,9 @@ og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedd
 void srv_embedder_free(srv_embedder *e);
 /* Whether the graph also has the config's logits output (else it serves embeddings only). */
 bool srv_embedder_has_logits(const srv_embedder *e);
-int srv_embedder_dim(const srv_embedder *e);     /* the vectors' width */
 int srv_embedder_context(const srv_embedder *e); /* genai_config's context_length */
 int srv_embedder_vocab(const srv_embedder *e);   /* genai_config's vocab_size */
-bool srv_embedder_normalizes(const srv_embedder *e);
 const char *srv_embedder_how(const srv_embedder *e); /* "mean pooling, normalised (modules.json, ...)" */
-const char *srv_pool_name(int pool);                 /* SERVE_POOL_* as --pooling spells it */
-/* The pooled vector (srv_embedder_dim floats, not normalised) of the n ids, run alone. */
-og_status *srv_embed(srv_embedder *e, const int32_t *ids, int n, float *vec);
 /* POST /v1/embeddings. */
 void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_reply *r);
 
