@@ -63,6 +63,7 @@ typedef struct ldef {
     char *re;              /* terminal: its expression once expanded */
     size_t re_len;
     bool ext;              /* terminal: its expression uses '&', '~' or %regex */
+    bool lazy;             /* rule [lazy]: its body one lazy lexeme */
     int lexeme;            /* terminal: its lexeme once added, else -1 */
     gsym nt;               /* rule: its nonterminal once queued */
 } ldef;
@@ -915,7 +916,7 @@ static og_status *read_llguidance(lk *p) {
 /* A rule's [attributes]. capture and capture="name" name a part of the output for
  * llguidance's caller and leave the language as it is; the others (lazy, stop, suffix,
  * max_tokens, temperature, ...) change the language or the sampling, and are refused. */
-static og_status *read_attributes(lk *p) {
+static og_status *read_attributes(lk *p, bool *lazy) {
     char buf[8];
     p->pos++;
     for (;;) {
@@ -925,10 +926,14 @@ static og_status *read_attributes(lk *p) {
         if (!n)
             return lk_err(p, at, "expected an attribute name, found %s",
                           shown(p, at, buf, sizeof buf));
-        if (n != 7 || memcmp(p->src + at, "capture", 7))
+        bool is_lazy = n == 4 && !memcmp(p->src + at, "lazy", 4);
+        if (!is_lazy && (n != 7 || memcmp(p->src + at, "capture", 7)))
             return lk_err(p, at, "rule attribute '%.*s' is not supported", (int)n, p->src + at);
         p->pos += n;
         skip_ws(p);
+        *lazy |= is_lazy;
+        if (is_lazy && p->pos < p->len && p->src[p->pos] == '=')
+            return lk_err(p, p->pos, "lazy takes no value");
         if (p->pos < p->len && p->src[p->pos] == '=') {
             p->pos++;
             skip_ws(p);
@@ -994,9 +999,10 @@ static og_status *read_statement(lk *p) {
     skip_ws(p);
     char c = p->pos < p->len ? p->src[p->pos] : 0;
     if (c == '{') return lk_err(p, p->pos, "templates (rules with parameters) are not supported");
+    bool lazy = false;
     if (c == '[') {
         if (terminal) return lk_err(p, p->pos, "a terminal takes no attributes");
-        OG_TRY(read_attributes(p));
+        OG_TRY(read_attributes(p, &lazy));
         skip_ws(p);
         c = p->pos < p->len ? p->src[p->pos] : 0;
     }
@@ -1007,7 +1013,9 @@ static og_status *read_statement(lk *p) {
     p->pos++;
     ln *body = NULL;
     OG_TRY(read_alts(p, 0, &body));
-    return add_def(p, name, n, name_at, terminal, body, NULL);
+    OG_TRY(add_def(p, name, n, name_at, terminal, body, NULL));
+    p->defs[p->n_defs - 1].lazy = lazy;
+    return NULL;
 }
 
 static int def_cmp(const void *a, const void *b) {
@@ -1471,6 +1479,27 @@ static og_status *compile_seq(lk *p, const ln *seq, const ldef *ctx, symvec *out
     return NULL;
 }
 
+/* A [lazy] rule: its body (terminals, strings, regexes only) one lazy lexeme. */
+static og_status *compile_lazy(lk *p, ldef *d) {
+    char ctx[160];
+    snprintf(ctx, sizeof ctx, "lazy rule '%.*s'", (int)(d->nlen < 100 ? d->nlen : 100), d->name);
+    sbuf b = {0};
+    sb_put(&b, "", 0);
+    p->ext = false;
+    og_status *st = put_term(p, &b, d->body, ctx);
+    int id = -1;
+    if (!st && b.oom) st = og_oom();
+    if (!st)
+        st = lk_wrap(p, d->off, glex_add_regex_opts(p->lex, b.p, b.len, ctx,
+                                                    GLEX_LAZY | (p->ext ? GLEX_EXT : 0), &id));
+    free(b.p);
+    OG_TRY(st);
+    bool has;
+    gsym g;
+    OG_TRY(lexeme_sym(p, id, &has, &g));
+    return gcfg_add_rule(p->cfg, d->nt, has ? &g : NULL, has ? 1 : 0);
+}
+
 static og_status *compile_alts(lk *p, const ln *alt, gsym lhs, const ldef *ctx) {
     for (size_t i = 0; i < alt->n; i++) {
         symvec s = {0};
@@ -1488,7 +1517,10 @@ static og_status *compile(lk *p) {
     gsym s;
     OG_TRY(rule_nt(p, start, &s));
     /* Rules join the queue as they are first named. */
-    for (size_t i = 0; i < p->n_queue; i++) OG_TRY(compile_alts(p, p->queue[i]->body, p->queue[i]->nt, p->queue[i]));
+    for (size_t i = 0; i < p->n_queue; i++) {
+        ldef *d = p->queue[i];
+        OG_TRY(d->lazy ? compile_lazy(p, d) : compile_alts(p, d->body, d->nt, d));
+    }
     for (size_t i = 0; i < p->n_ignores; i++) {
         sbuf b = {0};
         sb_put(&b, "", 0);

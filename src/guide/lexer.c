@@ -17,6 +17,7 @@
 
 typedef struct lexeme {
     uint32_t start;  /* NFA entry */
+    bool lazy;       /* ends the lexeme where it is complete (glex_add_regex_opts) */
     uint32_t *vetos; /* entries of its exclusions' branches */
     size_t n_vetos;
     char *desc;
@@ -64,6 +65,8 @@ struct glex {
     uint32_t *stack, *buf;
     size_t cap_scratch;
     uint64_t *veto_bits;
+    uint64_t *lazy_bits; /* the lazy lexemes (lazy_words words), NULL when none */
+    size_t lazy_words;
 
     size_t max_states, max_bytes, bytes;
     char err[256];
@@ -180,6 +183,7 @@ void glex_free(glex *lex)
     free(lex->stack);
     free(lex->buf);
     free(lex->veto_bits);
+    free(lex->lazy_bits);
     free(lex);
 }
 
@@ -323,8 +327,10 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
         st = og_oom_context(og_oom(), "lexer: NFA states");
     } else if (kind == 'r') {
         st = gre_compile(&lex->nfa, (const char *)text, len, what, acc, &entry);
-    } else if (kind == 'x') {
+    } else if (kind == 'x' || kind == 'Z') {
         st = gre_compile_ext(&lex->nfa, (const char *)text, len, what, acc, &entry);
+    } else if (kind == 'z') {
+        st = gre_compile(&lex->nfa, (const char *)text, len, what, acc, &entry);
     } else if (kind == 'a') {
         st = gre_compile_and(&lex->nfa, parts, n_parts, what, acc, &entry);
     } else {
@@ -346,6 +352,7 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
     lexeme *l = &lex->lex[me];
     memset(l, 0, sizeof *l);
     l->start = entry;
+    l->lazy = kind == 'z' || kind == 'Z';
     l->desc = desc;
     l->key = key;
     l->key_len = len + 1;
@@ -366,6 +373,24 @@ og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *wha
 og_status *glex_add_regex_ext(glex *lex, const char *re, size_t len, const char *what, int *id)
 {
     return add_lexeme(lex, 'x', (const uint8_t *)re, len, what ? what : "regex", NULL, 0, id);
+}
+
+og_status *glex_add_regex_opts(glex *lex, const char *re, size_t len, const char *what,
+                               unsigned opts, int *id)
+{
+    bool ext = opts & GLEX_EXT, lazy = opts & GLEX_LAZY;
+    char kind = lazy ? (ext ? 'Z' : 'z') : ext ? 'x' : 'r';
+    OG_TRY(add_lexeme(lex, kind, (const uint8_t *)re, len, what ? what : "regex", NULL, 0, id));
+    if (!lazy) return NULL;
+    size_t words = glex_words(lex);
+    uint64_t *b = realloc(lex->lazy_bits, words * sizeof *b);
+    if (!b) return og_oom_context(og_oom(), "lexer");
+    lex->lazy_bits = b;
+    lex->lazy_words = words;
+    for (size_t w = 0; w < words; w++) b[w] = 0;
+    for (int i = 0; i < lex->n_lex; i++)
+        if (lex->lex[i].lazy) b[i / 64] |= 1ull << (i % 64);
+    return NULL;
 }
 
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id)
@@ -688,6 +713,15 @@ static uint32_t intern(glex *lex, size_t n)
         else acc = NULL;
     }
     if (any_veto) memset(lex->veto_bits, 0, words * sizeof *lex->veto_bits);
+    /* a lazy lexeme complete here ends the lexeme here, whatever else could go on */
+    bool cut = false;
+    for (size_t w = 0; acc && w < words && w < lex->lazy_words && !cut; w++)
+        cut = (acc[w] & lex->lazy_bits[w]) != 0;
+    if (cut) { /* and only the lazy ones are complete (llguidance's lexer) */
+        extend = false;
+        for (size_t w = 0; w < words; w++)
+            acc[w] &= w < lex->lazy_words ? lex->lazy_bits[w] : 0;
+    }
     /* Only vetoed accepts and no way on (an excluded key read whole): no lexeme of the
      * start set matches any extension, which is what dead means. */
     if (!acc && !extend) return GLEX_DEAD;
@@ -695,7 +729,7 @@ static uint32_t intern(glex *lex, size_t n)
     memcpy(lex->sets + lex->n_sets, set, n * sizeof *set);
     lex->ds[id] = (dstate){(uint32_t)lex->n_sets, (uint32_t)n, acc, extend};
     lex->n_sets += n;
-    for (int b = 0; b < 256; b++) lex->trans[(size_t)id * 256 + b] = UNKNOWN;
+    for (int b = 0; b < 256; b++) lex->trans[(size_t)id * 256 + b] = cut ? GLEX_DEAD : UNKNOWN;
     size_t j = imap_find(&lex->by_set, h, set_eq, &r);
     lex->by_set.slot[j] = id + 1;
     lex->by_set.hash[j] = h;

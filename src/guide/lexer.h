@@ -45,6 +45,14 @@ og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *wha
  * invalid UTF-8 included), (?*A&&B&&C) the concatenations of consecutive parts
  * (%regex substring_*). */
 og_status *glex_add_regex_ext(glex *lex, const char *re, size_t len, const char *what, int *id);
+/* As glex_add_regex with options: GLEX_EXT as glex_add_regex_ext; GLEX_LAZY a lazy
+ * lexeme (Lark's [lazy]): where it is complete the lexeme ends, no byte extends it nor
+ * any other lexeme read with it, and only the lazy lexemes complete there count as
+ * complete, as llguidance's lexer cuts there. A lazy lexeme is not
+ * the same lexeme as a greedy one of the same text. */
+enum { GLEX_EXT = 1, GLEX_LAZY = 2 };
+og_status *glex_add_regex_opts(glex *lex, const char *re, size_t len, const char *what,
+                               unsigned opts, int *id);
 /* Adds a lexeme that matches exactly these bytes. The same bytes twice give the same id
  * (and the same id as a regex whose language is only these bytes need not). */
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id);

@@ -171,6 +171,7 @@ static inline void mark_node(const guide_vocab *v, uint32_t i, uint32_t *mask) {
  * SLICE_PAIRS pairs L is the depth reached. */
 #define SLICE_PAIRS 512
 #define SLICE_SLOTS 1024 /* the seen set's slots: twice the pairs, a power of two */
+#define SLICE_NEW_STATES 128 /* most lexer states one search may build */
 
 /* The slot of pair key k (pair + 1) in the seen set, or the empty slot where it goes. */
 static size_t pair_slot(const uint64_t *seen, uint64_t k) {
@@ -190,8 +191,13 @@ static uint32_t slice_reach(guide_grammar *g, int slice, uint32_t s) {
     if (pr[0] == GLEX_FAILED || pr[0] == GLEX_DEAD) return 0;
     uint64_t k0 = ((uint64_t)pr[0] << 32 | s) + 1;
     seen[pair_slot(seen, k0)] = k0;
-    size_t n = 1;
+    size_t n = 1, states0 = glex_states(g->lex);
     for (size_t k = 0; k < n; k++) {
+        /* breadth first: every string of pd[k] bytes is inside; no token is longer */
+        if (pd[k] >= g->vocab->max_len) return pd[k];
+        /* a search that builds many lexer states (Unicode classes) stops: what it has
+         * shown holds, and the walk covers the rest */
+        if (glex_states(g->lex) - states0 > SLICE_NEW_STATES) return pd[k];
         for (unsigned b = 0; b < 256; b++) {
             uint32_t r = glex_next(sl, pr[k], (uint8_t)b);
             if (r == GLEX_DEAD) continue;

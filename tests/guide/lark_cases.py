@@ -136,7 +136,22 @@ CASES = [
     ('start: "<" A ">"\nA: %regex {"substring_words": "the cat, the hat"}',
      ["<the cat>", "<cat, the>", "<, the hat>", "<the hat>", "<>", "<hat the>"]),
     ('start: A\nA: "x" %regex {"substring_chunks": ["a", "b"]} "y"', ["xaby", "xy", "xby"]),
+    # [lazy] rules: one lexeme that ends where it is first complete.
+    ('start: x "!"\nx[lazy]: /[a-z]+/', ["a!", "ab!", "!"]),
+    ('start: x\nx[lazy]: /[a-z]*b/', ["ab", "abb", "aab", "b", ""]),
+    ('start: x y\nx[lazy]: /[a-z]*b/\ny: /[a-z]+/', ["abb", "ab", "abcb", "bb"]),
+    ('start: x | Y\nx[lazy]: /a+b/\nY: /a+bc/', ["ab", "abc", "aab"]),
+    ('start: x\nx[lazy]: "a" B\nB: /b+/', ["ab", "abb"]),
+    ('start: x\nx[lazy, capture]: /a+/', ["a", "aa"]),
+    ('start: x\nx[lazy]: /a*/', ["", "a"]),
+    ('start: (f_foo)* f_end\nf_end: TEXT\nTEXT: /[a-z<=>]*/\nf_foo_hd[lazy]: TEXT "<fn"\n'
+     'f_foo: f_foo_hd "=foo>"', ["ab<fn=foo>cd", "ab", "ab<fnx", "<fn=foo><fn=foo>", "a<f"]),
+    ('start: x "."\nx[lazy]: /[a-z]+/ & ~"ab"', ["a.", "ab.", "b."]),
+    ('start: x "c" | Y "d"\nx[lazy]: /[ab]+/\nY: /a+/', ["ac", "ad", "bc"]),
+    ('start: x "c" | y "d"\nx[lazy]: /[ab]+/\ny[lazy]: /a+/', ["ac", "ad"]),
     # Grammars llguidance refuses.
+    ('start: x\nx[lazy]: y\ny: "a"', []),
+    ('start: x\nx[lazy=1]: /a+/', []),
     ('start: a\na: /[a-z]+/ & /[a-c]+/', []),
     ('start: A\nA: ~~"ab"', []),
     ('start: A\nA: %regex {}', []),

@@ -184,7 +184,8 @@ TEST(guide_lark_errors_name_the_place) {
     check_error("start{x}: x\n", "templates (rules with parameters) are not supported");
     check_error("start.2: \"a\"\n", "priorities are not supported");
     check_error("start: x\nx[max_tokens=3]: /a+/\n", "line 2, column 3: rule attribute 'max_tokens' is not supported");
-    check_error("start: x\nx[capture, lazy]: /a+/\n", "line 2, column 12: rule attribute 'lazy' is not supported");
+    check_error("start: x\nx[capture, lazy=1]: /a+/\n", "line 2, column 16: lazy takes no value");
+    check_error("start: x\nx[stop=\"a\"]: /a+/\n", "line 2, column 3: rule attribute 'stop' is not supported");
     check_error("start: x\nx[capture=1]: /a+/\n", "column 11: capture= takes a string, found '1'");
     check_error("start: A\nA[capture]: /a+/\n", "line 2, column 2: a terminal takes no attributes");
     check_error("start: <|endoftext|>\n", "column 8: special tokens (<|endoftext|>) are not supported");
