@@ -1322,11 +1322,14 @@ static uint32_t comp_ext(rcomp *c, const rnode *nd, uint32_t next)
     uint32_t *ent = NULL, *end = NULL, out = GN_NONE;
     size_t n = 0;
     if (comp_parts(c, nd, &sc, &ent, &end, &n)) {
-        out = nd->kind == RN_AND ? gre_fold(&sc, ent, end, n, c->nfa, next, c->limit)
-                                 : gre_complement(&sc, ent[0], end[0], c->nfa, next, c->limit);
+        uint64_t room = (uint64_t)c->nfa->n + GRE_MAX_PRODUCT;
+        uint32_t limit = room < c->limit ? (uint32_t)room : c->limit;
+        out = nd->kind == RN_AND ? gre_fold(&sc, ent, end, n, c->nfa, next, limit)
+                                 : gre_complement(&sc, ent[0], end[0], c->nfa, next, limit);
         if (out == GN_NONE)
             fail(c->p, nd->col, "%s is too large (limit %u NFA states, %u DFA states for '~')",
-                 nd->kind == RN_AND ? "the intersection" : "the complement", c->limit, 4096u);
+                 nd->kind == RN_AND ? "the intersection" : "the complement", GRE_MAX_PRODUCT,
+                 4096u);
     }
     free(sc.st);
     free(ent);

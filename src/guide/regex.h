@@ -75,6 +75,8 @@ og_status *gre_compile_ext(gnfa *nfa, const char *re, size_t len, const char *wh
 /* Most repetitions `{n,m}` may count, and most NFA states one expression may become. */
 #define GRE_MAX_REPEAT 10000u
 #define GRE_MAX_STATES (1u << 21)
+/* Most NFA states one intersection (product automaton) may become. */
+#define GRE_MAX_PRODUCT (1u << 19)
 /* Most NFA states of all lexemes together (16 bytes each). */
 #define GNFA_MAX_STATES (1u << 24)
 

@@ -436,7 +436,7 @@ uint32_t gre_fold(gnfa *sc, const uint32_t *ent, const uint32_t *end, size_t n, 
         bool last = i + 1 == n, full = false;
         uint32_t mark = last ? next : gnfa_add(sc, GN_ACCEPT, 0, 0, UINT32_MAX, GN_NONE);
         gnfa *to = last ? dst : sc;
-        uint64_t room = (uint64_t)to->n + GRE_MAX_STATES;
+        uint64_t room = (uint64_t)to->n + GRE_MAX_PRODUCT;
         uint32_t lim = last ? limit : room > to->max ? to->max : (uint32_t)room;
         uint32_t e = mark == GN_NONE ? GN_NONE
                                      : product(sc, acc, acc_end, ent[i], end[i], to, mark, lim,
@@ -477,12 +477,12 @@ og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const cha
     }
     /* fold: (p0 & p1) into the scratch with a marker of its own, ..., the last into nfa */
     if (!st) {
-        uint64_t room = (uint64_t)nfa->n + GRE_MAX_STATES;
+        uint64_t room = (uint64_t)nfa->n + GRE_MAX_PRODUCT;
         uint32_t limit = room > nfa->max ? nfa->max : (uint32_t)room;
         *entry = gre_fold(&sc, ent, end, n, nfa, next, limit);
         if (*entry == GN_NONE)
             st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: the intersection is too large (more "
-                           "than %u NFA states)", what, GRE_MAX_STATES);
+                           "than %u NFA states)", what, GRE_MAX_PRODUCT);
     }
     free(sc.st);
     free(ent);
