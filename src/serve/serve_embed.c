@@ -650,6 +650,10 @@ void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_repl
     r->status = 200;
     r->type = "application/json";
     r->body = srv_buf_take(&b, &r->len);
+    srv_job lj = {0}; /* its --log-format line: the model and the tokens read */
+    lj.m = m;
+    lj.prompt_tokens = (int)(tokens < INT32_MAX ? tokens : INT32_MAX);
+    srv_log_job(r->log, &lj);
 out:
     if (err.status) srv_reply_error(r, &err);
     srv_buf_free(&b);

@@ -18,7 +18,8 @@
               --matryoshka, then the leading values normalised again. Refusals (400 naming
               the field): an empty input, ids beyond the vocabulary, a mixed list, an input
               past the context (context_length_exceeded), a bad encoding_format, an unknown
-              field. A qwen2 package with logits only gives the lm_head's input (the final
+              field. --log-format's lines carry the model and the tokens read. A qwen2
+              package with logits only gives the lm_head's input (the final
               norm's output, made an output of the native session) = onnxruntime's
               hidden_states of its include_hidden_states twin (the same weights); on
               onnxruntime it is refused, naming the native backend.
@@ -129,7 +130,7 @@ def case_embeddings(build, pkgs):
 
 
 def embeddings_only(build, pkg, oracle, np, openai):
-    s = Server(build, pkg)
+    s = Server(build, pkg, "--log-format", "json")
     try:
         st, _, j, _ = s.request("GET", "/health")
         check(st == 200 and j.get("mode") == "embeddings", f"embeddings-only package: /health mode ({j})")
@@ -166,6 +167,11 @@ def embeddings_only(build, pkg, oracle, np, openai):
         check(len(got) == 2 and all(close(np, g, w)[0] for g, w in zip(got, want)) and
               all(g.shape == (128,) for g in got), "raw HTTP base64: float32 little-endian")
         refusals(s, np)
+        lines = [json.loads(x) for x in s.stderr().splitlines() if x.startswith("{")]
+        emb = [x for x in lines if x["path"] == "/v1/embeddings" and x["status"] == 200]
+        check(emb and all(x["model"] == "excl" for x in emb) and
+              any(x["prompt_tokens"] == sum(map(len, ids)) for x in emb),
+              f"--log-format: the embeddings requests' lines have their model and tokens ({emb[:1]})")
     finally:
         s.stop()
 
