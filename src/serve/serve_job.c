@@ -220,8 +220,12 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
     int32_t bor = j->p->chat ? m->bor : -1, eor = j->p->chat ? m->eor : -1;
     chat_stream_init(&c->cs, (const char *const *)j->p->stops, j->p->n_stops, bor, eor, -1, -1,
                      on_text, c);
-    if (think_in) c->cs.ch = CH_THINKING; /* the answer is what follows the block */
-    else if (j->p->chat && m->think_open) chat_stream_think(&c->cs, m->think_open, m->think_close, j->think_in);
+    if (think_in) {
+        c->cs.ch = CH_THINKING; /* the answer is what follows the block */
+    } else if (j->p->chat && m->think_open && !j->grammar) {
+        /* <think> blocks in the text (not under guidance: the constrained text is all answer) */
+        chat_stream_think(&c->cs, m->think_open, m->think_close, j->think_in);
+    }
     c->cs_live = true;
     if (j->p->parse_tools) {
         tc_init(&c->tc, m->tools_fmt, on_content, c);

@@ -11,7 +11,8 @@ client and raw SSE:
                answer.split('</think>')[-1].lstrip('\\n') for the content, the part before
                it less its newlines for the reasoning), streamed and not; an answer without
                a block stays content; a block followed by a tool call gives reasoning_content
-               and tool_calls; a template without <think> (Qwen2.5's) splits nothing.
+               and tool_calls; a template without <think> (Qwen2.5's) splits nothing; under
+               response_format the constrained answer is all content.
   tool_deltas  streamed tool calls as OpenAI streams them, in every format a template
                teaches (hermes, llama 3.1 JSON, mistral's list and NAME[ARGS] forms,
                deepseek, LFM2's pythonic): each call's first chunk carries index, id, type,
@@ -30,7 +31,7 @@ import sys
 import tempfile
 
 from test_server import (CALL_A, CALL_B, DEEPSEEK_CALLS, HERMES_BAD, HERMES_CALLS, LLAMA_CALL, MISTRAL_ARGS_CALLS,
-                         MISTRAL_CALLS, PYTHONIC_CALLS, SKIP, TOOLS, check, openai_client, run, scripted_needs,
+                         MISTRAL_CALLS, PYTHONIC_CALLS, SKIP, TOOLS, Server, check, openai_client, run, scripted_needs,
                          scripted_server, templated_package)
 
 
@@ -121,6 +122,17 @@ def case_reasoning(build, pkgs):
                   f"deepseek-r1 (prompt ends inside the block): {m.content!r} / {extra(m, 'reasoning_content')!r}")
             r, ct, _, _, _ = streamed(c, "deepseek-r1-distill-qwen-32b", **KW)
             check(r == want_r and ct == want_c, "deepseek-r1 stream: the same split")
+        finally:
+            s.stop()
+        # under guidance the answer is the constrained text from its first token (the model's
+        # own tokens: the scripted ones would not follow the grammar)
+        s = Server(build, pkg)
+        try:
+            m = openai_client(s, openai).chat.completions.create(
+                model="deepseek-r1-distill-qwen-32b", messages=MSGS, response_format={"type": "json_object"},
+                temperature=0, max_tokens=40).choices[0].message
+            check((m.content or "").startswith("{") and not extra(m, "reasoning_content"),
+                  f"deepseek-r1 with response_format: the answer is content ({m.content!r})")
         finally:
             s.stop()
         # a template that writes no <think>: nothing is split
