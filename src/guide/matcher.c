@@ -198,6 +198,11 @@ static uint32_t slice_reach(guide_grammar *g, int slice, uint32_t s) {
         /* a search that builds many lexer states (Unicode classes) stops: what it has
          * shown holds, and the walk covers the rest */
         if (glex_states(g->lex) - states0 > SLICE_NEW_STATES) return pd[k];
+        /* past the lengths the slices keep sets for, only reaching the longest token
+         * pays; at the pairs a level this search has met, the rest would not fit */
+        if (pd[k] > GUIDE_SLICE_LENS &&
+            n + (size_t)(g->vocab->max_len - pd[k]) * (n / pd[k]) > SLICE_PAIRS)
+            return pd[k];
         for (unsigned b = 0; b < 256; b++) {
             uint32_t r = glex_next(sl, pr[k], (uint8_t)b);
             if (r == GLEX_DEAD) continue;
