@@ -69,6 +69,7 @@ struct glex {
     size_t lazy_words;
 
     size_t max_states, max_bytes, bytes;
+    size_t work; /* NFA states the closures have visited, in all */
     char err[256];
 };
 
@@ -583,6 +584,7 @@ static size_t closure(glex *lex, uint32_t s, size_t n)
     while (sp) {
         uint32_t x = lex->stack[--sp];
         const gnfa_state *st = &lex->nfa.st[x];
+        lex->work++;
         if (st->kind != GN_SPLIT) {
             lex->buf[n++] = x;
             continue;
@@ -823,3 +825,5 @@ og_status *glex_error(const glex *lex)
 }
 
 size_t glex_states(const glex *lex) { return lex->n_ds; }
+
+size_t glex_work(const glex *lex) { return lex->work; }

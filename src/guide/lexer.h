@@ -106,5 +106,8 @@ bool glex_can_extend(glex *lex, uint32_t state);
 og_status *glex_error(const glex *lex);
 /* DFA states built so far (for limits and statistics). */
 size_t glex_states(const glex *lex);
+/* NFA states visited building DFA states, in all: the work done, for callers that bound
+ * theirs. */
+size_t glex_work(const glex *lex);
 
 #endif

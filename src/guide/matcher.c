@@ -172,6 +172,7 @@ static inline void mark_node(const guide_vocab *v, uint32_t i, uint32_t *mask) {
 #define SLICE_PAIRS 512
 #define SLICE_SLOTS 1024 /* the seen set's slots: twice the pairs, a power of two */
 #define SLICE_NEW_STATES 128 /* most lexer states one search may build */
+#define SLICE_WORK 1000000    /* most NFA states its closures may visit (glex_work) */
 
 /* The slot of pair key k (pair + 1) in the seen set, or the empty slot where it goes. */
 static size_t pair_slot(const uint64_t *seen, uint64_t k) {
@@ -191,13 +192,15 @@ static uint32_t slice_reach(guide_grammar *g, int slice, uint32_t s) {
     if (pr[0] == GLEX_FAILED || pr[0] == GLEX_DEAD) return 0;
     uint64_t k0 = ((uint64_t)pr[0] << 32 | s) + 1;
     seen[pair_slot(seen, k0)] = k0;
-    size_t n = 1, states0 = glex_states(g->lex);
+    size_t n = 1, states0 = glex_states(g->lex), work0 = glex_work(g->lex);
     for (size_t k = 0; k < n; k++) {
         /* breadth first: every string of pd[k] bytes is inside; no token is longer */
         if (pd[k] >= g->vocab->max_len) return pd[k];
         /* a search that builds many lexer states (Unicode classes) stops: what it has
          * shown holds, and the walk covers the rest */
-        if (glex_states(g->lex) - states0 > SLICE_NEW_STATES) return pd[k];
+        if (glex_states(g->lex) - states0 > SLICE_NEW_STATES ||
+            glex_work(g->lex) - work0 > SLICE_WORK)
+            return pd[k];
         /* past the lengths the slices keep sets for, only reaching the longest token
          * pays; at the pairs a level this search has met, the rest would not fit */
         if (pd[k] > GUIDE_SLICE_LENS &&

@@ -1263,7 +1263,7 @@ static uint64_t estimate(rparse *p, int i)
         return n;
     case RN_REP: {
         uint64_t x = estimate(p, nd->first);
-        uint64_t k = nd->max == REP_INF ? (uint64_t)nd->min + 1 : nd->max;
+        uint64_t k = nd->max == REP_INF ? (nd->min ? (uint64_t)nd->min : 1) : nd->max;
         return x * k + k + 1;
     }
     case RN_SUB:
@@ -1326,10 +1326,12 @@ static uint32_t comp_ext(rcomp *c, const rnode *nd, uint32_t next)
         uint32_t limit = room < c->limit ? (uint32_t)room : c->limit;
         out = nd->kind == RN_AND ? gre_fold(&sc, ent, end, n, c->nfa, next, limit)
                                  : gre_complement(&sc, ent[0], end[0], c->nfa, next, limit);
-        if (out == GN_NONE)
-            fail(c->p, nd->col, "%s is too large (limit %u NFA states, %u DFA states for '~')",
-                 nd->kind == RN_AND ? "the intersection" : "the complement", GRE_MAX_PRODUCT,
-                 4096u);
+        if (out == GN_NONE && nd->kind == RN_AND)
+            fail(c->p, nd->col, "the intersection is too large (limit %u NFA states)",
+                 GRE_MAX_PRODUCT);
+        else if (out == GN_NONE)
+            fail(c->p, nd->col, "the complement is too large (limit %u NFA states, 4096 DFA "
+                 "states)", GRE_MAX_PRODUCT);
     }
     free(sc.st);
     free(ent);
@@ -1380,7 +1382,7 @@ static uint32_t comp(rcomp *c, int i, uint32_t next)
                  (unsigned long long)est, c->limit - c->nfa->n);
             return GN_NONE;
         }
-        uint32_t to = next;
+        uint32_t to = next, min = nd->min;
         if (nd->max == REP_INF) {
             uint32_t loop = add_state(c, GN_SPLIT, 0, 0, GN_NONE, next);
             if (loop == GN_NONE) {
@@ -1391,6 +1393,12 @@ static uint32_t comp(rcomp *c, int i, uint32_t next)
             if (body == GN_NONE) return GN_NONE;
             c->nfa->st[loop].out = body;
             to = loop;
+            /* x{k,}: the loop's body is the last mandatory copy (x+ is one copy of x,
+             * so nested x++ stays linear) */
+            if (min > 0) {
+                to = body;
+                min--;
+            }
         } else {
             for (uint32_t k = nd->min; k < nd->max; k++) {
                 uint32_t body = comp(c, nd->first, to);
@@ -1402,7 +1410,7 @@ static uint32_t comp(rcomp *c, int i, uint32_t next)
                 }
             }
         }
-        for (uint32_t k = 0; k < nd->min; k++) {
+        for (uint32_t k = 0; k < min; k++) {
             to = comp(c, nd->first, to);
             if (to == GN_NONE) return GN_NONE;
         }

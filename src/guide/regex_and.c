@@ -294,24 +294,39 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The closure of the states in `from` (n of them) into *out, sorted and unique. */
+/* Most NFA states the complement's closures may visit in all (a bound on its time). */
+#define NOT_MAX_WORK 20000000u
+
+/* The closure of the states in `from` (n of them) into *out, sorted and unique. `mark`
+ * is all zero before and after; `trail` has room for every state; *work counts the
+ * states visited (false past NOT_MAX_WORK). */
 static bool dclosure(const gnfa *g, const uint32_t *from, size_t n, uint8_t *mark,
-                     uint32_t *stack, dset *out)
+                     uint32_t *stack, uint32_t *trail, size_t *work, dset *out)
 {
-    size_t sp = 0, k = 0;
-    uint32_t *res = malloc(sizeof *res * (g->n + 1));
-    if (!res) return false;
+    size_t sp = 0, k = 0, nt = 0;
+    out->st = NULL;
+    out->n = 0;
     for (size_t i = 0; i < n; i++)
-        if (from[i] != GN_NONE && !mark[from[i]]) mark[from[i]] = 1, stack[sp++] = from[i];
+        if (from[i] != GN_NONE && !mark[from[i]])
+            mark[from[i]] = 1, stack[sp++] = from[i], trail[nt++] = from[i];
     while (sp) {
         uint32_t x = stack[--sp];
         const gnfa_state *st = &g->st[x];
-        if (st->kind != GN_SPLIT) {
-            res[k++] = x;
-            continue;
-        }
-        if (st->out != GN_NONE && !mark[st->out]) mark[st->out] = 1, stack[sp++] = st->out;
-        if (st->out2 != GN_NONE && !mark[st->out2]) mark[st->out2] = 1, stack[sp++] = st->out2;
+        if (st->kind != GN_SPLIT) continue;
+        if (st->out != GN_NONE && !mark[st->out])
+            mark[st->out] = 1, stack[sp++] = st->out, trail[nt++] = st->out;
+        if (st->out2 != GN_NONE && !mark[st->out2])
+            mark[st->out2] = 1, stack[sp++] = st->out2, trail[nt++] = st->out2;
+    }
+    *work += nt;
+    uint32_t *res = malloc(sizeof *res * (nt + 1));
+    for (size_t i = 0; i < nt; i++) {
+        if (res && g->st[trail[i]].kind != GN_SPLIT) res[k++] = trail[i];
+        mark[trail[i]] = 0;
+    }
+    if (!res || *work > NOT_MAX_WORK) {
+        free(res);
+        return false;
     }
     qsort(res, k, sizeof *res, cmp_u32);
     out->st = res;
@@ -328,13 +343,14 @@ static uint32_t complement(const gnfa *src, uint32_t entry, uint32_t end, gnfa *
     uint8_t *mark = calloc(src->n + 1, 1);
     uint32_t *stack = malloc(sizeof *stack * (src->n + 1));
     uint32_t *from = malloc(sizeof *from * (src->n + 1));
+    uint32_t *trail = malloc(sizeof *trail * (src->n + 1));
     uint32_t n_sets = 0, result = GN_NONE;
-    bool ok = sets && hub && mark && stack && from;
+    size_t work = 0;
+    bool ok = sets && hub && mark && stack && from && trail;
     /* set 0: the empty set (the sink) */
     if (ok) sets[n_sets++] = (dset){NULL, 0};
     if (ok) {
-        ok = dclosure(src, &entry, 1, mark, stack, &sets[1]);
-        memset(mark, 0, src->n + 1);
+        ok = dclosure(src, &entry, 1, mark, stack, trail, &work, &sets[1]);
         if (ok) n_sets = 2;
     }
     for (uint32_t i = 0; i < n_sets && ok; i++) {
@@ -361,8 +377,7 @@ static uint32_t complement(const gnfa *src, uint32_t entry, uint32_t end, gnfa *
                 if (st->kind == GN_RANGE && st->lo <= lo && lo <= st->hi) from[nf++] = st->out;
             }
             dset t;
-            ok = dclosure(src, from, nf, mark, stack, &t);
-            memset(mark, 0, src->n + 1);
+            ok = dclosure(src, from, nf, mark, stack, trail, &work, &t);
             if (!ok) break;
             uint32_t j = 0;
             if (t.n) {
@@ -414,6 +429,7 @@ static uint32_t complement(const gnfa *src, uint32_t entry, uint32_t end, gnfa *
     free(mark);
     free(stack);
     free(from);
+    free(trail);
     *full = !ok;
     return result;
 }
