@@ -29,7 +29,12 @@
  *    last token and whenever G would pass -30, where e^-G could overflow.
  * Small heads (d_k d_v below 4096) run instead exactly as onnxruntime's scalar loops run
  * them (la_head_ort): its bits feed MatMulNBits' int8 quantization at accuracy_level 4.
- * (Larger heads onnxruntime runs through MLAS's SGEMM, whose order is not reproduced.)
+ * That holds on CPUs without AVX-512: on AVX-512 ones onnxruntime 1.31's results differ
+ * in the last bits (its state update there matches fused multiply-adds, its readout no
+ * order tried yet), and ours are those loops' still. (Larger heads onnxruntime runs
+ * through MLAS's SGEMM, whose order is not reproduced: per output a fused multiply-add
+ * chain over K in pieces of 256, each piece's sum added to the last, on the machines
+ * checked.)
  * Work is split over (batch, kv head) pairs; the state is float32 (the present buffer
  * itself when it is float32; past and present may be one buffer). This file is compiled
  * without contraction to fused multiply-adds (the fast path's are explicit). */
