@@ -124,8 +124,11 @@ def make_images(d):
         raw = os.path.join(d, "raw.rgb")
         pattern(h, w, w + h).tofile(raw)
         name = f"{mode}{'_prog' if prog else ''}_{w}x{h}.jpg"
+        # without the sanitizer runtime a sanitized build preloads into python3: the writer
+        # links its own
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         subprocess.run([WRITE_JPEG, raw, str(w), str(h), str(q), mode,
-                        os.path.join(d, name)] + ([prog] if prog else []), check=True)
+                        os.path.join(d, name)] + ([prog] if prog else []), check=True, env=env)
         files[name] = os.path.join(d, name)
     return files
 
