@@ -243,16 +243,6 @@ static og_status *batchable(const og_model *m, int64_t *threshold) {
     return NULL;
 }
 
-/* Whether a stage's graph has a node of this op. */
-static bool has_op(const og_model *m, const char *op) {
-    for (int s = 0; s < m->n_stages; s++) {
-        const graph *g = runtime_session_graph(m->stages[s].s);
-        for (int k = 0; g && k < g->n_nodes; k++)
-            if (!strcmp(g->nodes[k].op_type, op)) return true;
-    }
-    return false;
-}
-
 /* The probe: one token through the paged path, every layer must read the pool. */
 static og_status *probe(eng_engine *e) {
     int32_t b = kv_pool_alloc(e->pool);
@@ -289,22 +279,6 @@ og_status *eng_batch_init(eng_engine *e) {
     if (!kv_storable(c0->dtype)) /* the paged kernel reads what the generator's does */
         return og_errorf(OG_ERR_UNSUPPORTED, "its KV cache is %s", og_dtype_name(c0->dtype));
     e->max_rows = e->o.max_batch;
-    if (m->has_state && has_op(m, "QMoE")) {
-        /* QMoE's expert products with float activations take MatMulNBits' column kernel
-         * below ENG_QMOE_ROWS + 1 rows an expert and dequantize + sgemm from there on
-         * (moe.c, matmul_nbits.c: GEMM_MIN_M), so a token's bits depend on how many tokens
-         * of its run an expert gets (measured: the int4 qwen3_5_moe_text package's prompt
-         * of 94 tokens run as 64 + 29 tokens changes its 9th greedy token). A hybrid's
-         * prompt (the state's pieces: all but the last token, then one) therefore runs
-         * whole, as the generator runs it; a cached prefix would leave a shorter run, so
-         * the prefix cache is off; and decode runs hold at most ENG_QMOE_ROWS rows, so that
-         * no expert reaches the other kernel where a run alone (one row) never does. (The
-         * flat step of models without states mixes sequences in one run and is not held
-         * to this.) */
-        e->whole_prompts = true;
-        e->o.prefix_cache = false;
-        if (e->max_rows > ENG_QMOE_ROWS) e->max_rows = ENG_QMOE_ROWS;
-    }
     int bs = e->o.block_size;
     size_t pos_bytes = kv_pool_position_bytes(n_layers, c0->heads, c0->head_size, c0->dtype);
     /* a hybrid's state slots and snapshots: within --kv-memory, leaving the blocks of one
@@ -335,8 +309,7 @@ og_status *eng_batch_init(eng_engine *e) {
     e->layer_names = calloc((size_t)n_layers, sizeof *e->layer_names);
     e->layer_runs = calloc((size_t)n_layers, sizeof *e->layer_runs);
     e->pseqs = calloc((size_t)e->o.max_batch + 1, sizeof *e->pseqs);
-    /* a hybrid with whole prompts runs one beyond the step budget */
-    int T = e->whole_prompts && e->context > e->step_tokens ? e->context : e->step_tokens;
+    int T = e->step_tokens;
     e->tok_cap = T;
     e->ids = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
     e->pos = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
@@ -584,7 +557,6 @@ static int chunk_of(const eng_engine *e, const eng_seq *s, int budget) {
     if (one_by_one(e, s)) return 1;
     if (!e->hybrid) return pending < budget ? pending : budget;
     int from = s->n_cached, end = s->n_tokens - s->n_gen - 1;
-    if (e->whole_prompts) return end - from; /* beyond the budget if need be */
     int to = end - from < budget ? end : from + budget;
     if (e->n_snaps > 0 && !s->req->s.adapter) {
         int last = end / e->snap_stride * e->snap_stride;

@@ -134,9 +134,6 @@ struct eng_engine {
                             (kv_pool_hash; 0: free); last use (LRU) */
     uint64_t snap_tick;
     size_t state_reserve; /* bytes of the slots and snapshots, within kv_memory */
-    bool whole_prompts;  /* a hybrid whose arithmetic depends on a run's composition (QMoE's
-                            expert products: engine_batch.c, eng_batch_init): its prompt runs
-                            whole, as a run alone runs it, and the prefix cache is off */
     int max_rows;        /* rows of one decode run of a hybrid (max_batch, or fewer) */
     eng_seq **state_rows; /* [max_batch] a decode run's sequences, by row */
     eng_seq **state_tmp_rows; /* [max_batch] scratch of eng_state_gather */
@@ -175,9 +172,6 @@ void eng_batch_drop_blocks(eng_engine *e, eng_seq *s);
  * alone starts them), and snapshots are taken at multiples of snap_stride, the first
  * multiple of the block size that is one of ENG_SNAP_ALIGN. */
 enum { ENG_SNAP_ALIGN = 64 };
-/* Rows of a decode run of a hybrid with QMoE experts (eng_batch_init): one fewer than the
- * rows from which the MatMulNBits kernels take their other path (GEMM_MIN_M). */
-enum { ENG_QMOE_ROWS = 15 };
 og_status *eng_state_init(eng_engine *e);
 void eng_state_free(eng_engine *e);
 /* The slots (max_batch, or fewer down to one) and snapshots (max_batch with the prefix
