@@ -259,8 +259,16 @@ class Tmux:
     def __init__(self, name, command, width=220):
         self.name = name
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
-        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", str(width), "-y", "50",
-                        command + "; echo EXITED $?; sleep 600"], check=True)
+        # A tmux server whose last session was just killed exits; a new-session that reaches
+        # it then fails with "server exited unexpectedly": try again on a fresh server.
+        for _ in range(10):
+            r = subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", str(width), "-y",
+                                "50", command + "; echo EXITED $?; sleep 600"],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"tmux new-session: {r.stderr.strip()}")
 
     def send(self, *keys):
         subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
