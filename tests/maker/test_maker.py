@@ -250,6 +250,7 @@ def test_synthetic(og, out, tok):
         ("qwen3-0.6b", 2, ["--shared-embeddings"], dict(qk_norm=True, shared=True), 151936),
         ("llama-3.2-1b", 1, ["--shared-embeddings"], dict(shared=True), 128256),
         ("phi-3-mini", 1, [], dict(), 32064),  # head size 96
+        ("llama-3.1-8b", 1, [], dict(), 128256),  # hidden 4096, head size 128, not tied
     ]
     # a special token of each tokenizer and its real id
     specials = {"qwen": ("<|im_end|>", 151645), "llama": ("<|eot_id|>", 128009), "phi-3": ("<|end|>", 32007)}

@@ -32,6 +32,26 @@ SPECS = {
         rope_scaling=dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0,
                           original_max_position_embeddings=8192),
         bos_token_id=128000, eos_token_id=128001, pad_token_id=128001),
+    # Qwen/Qwen2.5-1.5B config.json
+    "qwen2.5-1.5b": dict(
+        model_type="qwen2", hidden_size=1536, intermediate_size=8960, num_layers=28, num_heads=12,
+        num_kv_heads=2, head_size=128, vocab_size=151936, context_length=32768, rms_eps=1e-6,
+        rope_theta=1000000.0, qkv_bias=True, bos_token_id=151643, eos_token_id=151643,
+        pad_token_id=151643),
+    # Qwen/Qwen2.5-3B config.json
+    "qwen2.5-3b": dict(
+        model_type="qwen2", hidden_size=2048, intermediate_size=11008, num_layers=36, num_heads=16,
+        num_kv_heads=2, head_size=128, vocab_size=151936, context_length=32768, rms_eps=1e-6,
+        rope_theta=1000000.0, qkv_bias=True, bos_token_id=151643, eos_token_id=151643,
+        pad_token_id=151643),
+    # meta-llama/Llama-3.1-8B config.json
+    "llama-3.1-8b": dict(
+        model_type="llama", hidden_size=4096, intermediate_size=14336, num_layers=32, num_heads=32,
+        num_kv_heads=8, head_size=128, vocab_size=128256, context_length=131072, rms_eps=1e-5,
+        rope_theta=500000.0,
+        rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                          original_max_position_embeddings=8192),
+        bos_token_id=128000, eos_token_id=128001, pad_token_id=128001),
     # microsoft/Phi-3-mini-4k-instruct config.json (head size 96, as many kv heads as heads)
     "phi-3-mini": dict(
         model_type="phi3", hidden_size=3072, intermediate_size=8192, num_layers=32, num_heads=32,
@@ -43,6 +63,11 @@ SPECS = {
 SPECIAL_TOKENS = {
     "qwen2.5-0.5b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
     "qwen3-0.6b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
+    "qwen2.5-1.5b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
+    "qwen2.5-3b": [(151643, "<|endoftext|>"), (151644, "<|im_start|>"), (151645, "<|im_end|>")],
+    "llama-3.1-8b": [(128000, "<|begin_of_text|>"), (128001, "<|end_of_text|>")]
+    + [(128000 + i, f"<|reserved_special_token_{i - 2}|>") for i in range(2, 9)]
+    + [(128009, "<|eot_id|>")],
     "llama-3.2-1b": [(128000, "<|begin_of_text|>"), (128001, "<|end_of_text|>")]
     + [(128000 + i, f"<|reserved_special_token_{i - 2}|>") for i in range(2, 9)]
     + [(128009, "<|eot_id|>")],
