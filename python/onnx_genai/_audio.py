@@ -3,13 +3,13 @@ and Whisper's log-mel ``input_features`` computed by the C library (src/media/).
 from __future__ import annotations
 
 import ctypes
-import os
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_void_p
 
 import numpy as np
 
-from ._genai import Tensor, _Handle, _Owned, _path
-from ._lib import InvalidArgumentError, _fn, _st, lib
+from ._genai import Tensor
+from ._lib import _fn, _st, lib
+from ._media import _MediaFiles
 from ._tensor import take_tensor
 
 _fn("og_audios_free", None, c_void_p)
@@ -22,39 +22,12 @@ _st("og_audios_whisper_features", c_void_p, c_int, POINTER(c_void_p))
 _st("og_audios_whisper_features_whole", c_void_p, c_int, POINTER(c_void_p))
 
 
-class Audios(_Owned):
+class Audios(_MediaFiles):
     """Decoded audio files (WAV: PCM 8/16/24/32-bit or float 32/64-bit, channels averaged
     to mono). ``Audios.open("a.wav", "b.wav")`` as in onnxruntime-genai."""
     _what = "Audios"
-
-    def __init__(self, ptr: int):
-        self._h = _Handle(ptr, lib.og_audios_free)
-
-    @classmethod
-    def open(cls, *paths: str | os.PathLike) -> "Audios":
-        """Reads the WAV files; a malformed one raises InvalidArgumentError naming it."""
-        if not paths:
-            raise InvalidArgumentError("Audios.open: no paths given")
-        raw = [_path(p, "Audios.open") for p in paths]
-        arr = (c_char_p * len(raw))(*raw)
-        out = c_void_p()
-        lib.og_audios_open(arr, len(raw), ctypes.byref(out))
-        return cls(out.value)
-
-    @classmethod
-    def open_bytes(cls, *blobs: bytes) -> "Audios":
-        """WAV files held in memory (onnxruntime-genai's Audios.open_bytes)."""
-        if not blobs:
-            raise InvalidArgumentError("Audios.open_bytes: no audio given")
-        keep = [bytes(b) for b in blobs]
-        ptrs = (c_void_p * len(keep))(*[ctypes.cast(c_char_p(b), c_void_p) for b in keep])
-        sizes = (c_size_t * len(keep))(*[len(b) for b in keep])
-        out = c_void_p()
-        lib.og_audios_load(ptrs, sizes, len(keep), ctypes.byref(out))
-        return cls(out.value)
-
-    def __len__(self) -> int:
-        return lib.og_audios_count(self._handle().ptr)
+    _api = "og_audios"
+    _none = "audio"
 
     def samples(self, index: int = 0) -> tuple[np.ndarray, int]:
         """(mono float32 samples, sample rate in Hz) of audio `index` (a copy)."""

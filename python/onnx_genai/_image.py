@@ -14,6 +14,7 @@ import numpy as np
 
 from ._genai import Tensor, Tokenizer, _Handle, _Owned, _path
 from ._lib import InvalidArgumentError, OgError, _fn, _st, lib
+from ._media import _MediaFiles
 from ._tensor import NUMPY_DTYPE, int32_copy
 
 _fn("og_images_free", None, c_void_p)
@@ -32,39 +33,13 @@ _fn("og_named_tensors_name", c_char_p, c_void_p, c_size_t)
 _fn("og_named_tensors_at", c_void_p, c_void_p, c_size_t)
 
 
-class Images(_Owned):
+class Images(_MediaFiles):
     """Decoded images (PNG or JPEG, as RGB). ``Images.open("a.png", "b.jpg")`` as in
     onnxruntime-genai; a corrupt or truncated file raises InvalidArgumentError naming it,
     another format UnsupportedError."""
     _what = "Images"
-
-    def __init__(self, ptr: int):
-        self._h = _Handle(ptr, lib.og_images_free)
-
-    @classmethod
-    def open(cls, *paths: str | os.PathLike) -> "Images":
-        if not paths:
-            raise InvalidArgumentError("Images.open: no paths given")
-        raw = [_path(p, "Images.open") for p in paths]
-        arr = (c_char_p * len(raw))(*raw)
-        out = c_void_p()
-        lib.og_images_open(arr, len(raw), ctypes.byref(out))
-        return cls(out.value)
-
-    @classmethod
-    def open_bytes(cls, *blobs: bytes) -> "Images":
-        """Encoded images held in memory (onnxruntime-genai's Images.open_bytes)."""
-        if not blobs:
-            raise InvalidArgumentError("Images.open_bytes: no images given")
-        keep = [bytes(b) for b in blobs]
-        ptrs = (c_void_p * len(keep))(*[ctypes.cast(ctypes.c_char_p(b), c_void_p) for b in keep])
-        sizes = (c_size_t * len(keep))(*[len(b) for b in keep])
-        out = c_void_p()
-        lib.og_images_load(ptrs, sizes, len(keep), ctypes.byref(out))
-        return cls(out.value)
-
-    def __len__(self) -> int:
-        return lib.og_images_count(self._handle().ptr)
+    _api = "og_images"
+    _none = "images"
 
     def pixels(self, index: int = 0) -> np.ndarray:
         """Image `index` as decoded: uint8 (height, width, 3), RGB (a copy)."""
