@@ -35,9 +35,9 @@ test-sanitize: deps
 		ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer on the loader, the chat-template parser/renderer, genai_config.json,
-# tokenizer.json, the guidance compilers (JSON Schema, regex, Lark), convert's GGUF reader and the
-# .onnx_adapter reader, bounded, from the seed corpora (the chat-template corpus in ../shared
-# seeds the second when present).
+# tokenizer.json, the guidance compilers (JSON Schema, regex, Lark), convert's GGUF reader, the
+# .onnx_adapter reader, the WAV reader and the image decoders, bounded, from the seed corpora
+# (the chat-template corpus in ../shared seeds the second when present).
 FUZZ_SECONDS ?= 60
 FUZZ_CHAT_SECONDS ?= 30
 FUZZ_JSON_SECONDS ?= 15
@@ -47,35 +47,27 @@ FUZZ_ADAPTER_SECONDS ?= 5
 FUZZ_IMAGE_SECONDS ?= 10
 FUZZ_WAV_SECONDS ?= 5
 CHAT_SEEDS := $(wildcard $(SHARED)/chat-templates/templates)
+# One bounded run of fuzz_$(1) for $(2) seconds on inputs up to $(3) bytes, seeded from
+# fuzz/corpus/$(1); a crash or an input slower than 10 s is kept as build-fuzz/$(1)-*.
+fuzz_run = mkdir -p build-fuzz/corpus-$(1) && ./build-fuzz/fuzz/fuzz_$(1) \
+	-max_total_time=$(2) -rss_limit_mb=2048 -max_len=$(3) -timeout=10 \
+	-artifact_prefix=build-fuzz/$(1)- build-fuzz/corpus-$(1) fuzz/corpus/$(1)
 fuzz-smoke: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOG_FUZZ=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_loader fuzz_chat_template \
-		fuzz_genai_config fuzz_tokenizer fuzz_guide fuzz_gguf fuzz_adapter fuzz_wav
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_image
+		fuzz_genai_config fuzz_tokenizer fuzz_guide fuzz_gguf fuzz_adapter fuzz_wav fuzz_image
 	mkdir -p build-fuzz/corpus && ./build-fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 build-fuzz/corpus fuzz/corpus/loader
 	mkdir -p build-fuzz/corpus-chat && ./build-fuzz/fuzz/fuzz_chat_template \
 		-max_total_time=$(FUZZ_CHAT_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
 		build-fuzz/corpus-chat fuzz/corpus/chat_template $(CHAT_SEEDS)
-	for t in genai_config tokenizer; do mkdir -p build-fuzz/corpus-$$t && \
-		./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_JSON_SECONDS) -rss_limit_mb=2048 \
-		-max_len=65536 -timeout=10 -artifact_prefix=build-fuzz/$$t- \
-		build-fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
-	mkdir -p build-fuzz/corpus-guide && ./build-fuzz/fuzz/fuzz_guide \
-		-max_total_time=$(FUZZ_GUIDE_SECONDS) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
-		-artifact_prefix=build-fuzz/guide- build-fuzz/corpus-guide fuzz/corpus/guide
-	mkdir -p build-fuzz/corpus-gguf && ./build-fuzz/fuzz/fuzz_gguf \
-		-max_total_time=$(FUZZ_GGUF_SECONDS) -rss_limit_mb=2048 -max_len=16384 -timeout=10 \
-		-artifact_prefix=build-fuzz/gguf- build-fuzz/corpus-gguf fuzz/corpus/gguf
-	mkdir -p build-fuzz/corpus-adapter && ./build-fuzz/fuzz/fuzz_adapter \
-		-max_total_time=$(FUZZ_ADAPTER_SECONDS) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
-		-artifact_prefix=build-fuzz/adapter- build-fuzz/corpus-adapter fuzz/corpus/adapter
-	mkdir -p build-fuzz/corpus-wav && ./build-fuzz/fuzz/fuzz_wav \
-		-max_total_time=$(FUZZ_WAV_SECONDS) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
-		-artifact_prefix=build-fuzz/wav- build-fuzz/corpus-wav fuzz/corpus/wav
-	mkdir -p build-fuzz/corpus-image && ./build-fuzz/fuzz/fuzz_image \
-		-max_total_time=$(FUZZ_IMAGE_SECONDS) -rss_limit_mb=2048 -max_len=8192 -timeout=10 \
-		-artifact_prefix=build-fuzz/image- build-fuzz/corpus-image fuzz/corpus/image
+	$(call fuzz_run,genai_config,$(FUZZ_JSON_SECONDS),65536)
+	$(call fuzz_run,tokenizer,$(FUZZ_JSON_SECONDS),65536)
+	$(call fuzz_run,guide,$(FUZZ_GUIDE_SECONDS),4096)
+	$(call fuzz_run,gguf,$(FUZZ_GGUF_SECONDS),16384)
+	$(call fuzz_run,adapter,$(FUZZ_ADAPTER_SECONDS),4096)
+	$(call fuzz_run,wav,$(FUZZ_WAV_SECONDS),4096)
+	$(call fuzz_run,image,$(FUZZ_IMAGE_SECONDS),8192)
 
 clean:
 	rm -rf build build-asan build-fuzz
