@@ -567,14 +567,14 @@ void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64
     quant_job qj = {.pk = pk, .A = A, .M = M, .f = active_fns()};
     qj.qa = (mnb_qa){.q = (int8_t *)(qw + l.q_off), .q_stride = l.q_stride,
                      .scale = (float *)(qw + l.s_off), .zsum = (int32_t *)(qw + l.z_off),
-                     .s_stride = l.s_stride,
-                     .gsum4 = mnb_ort_order(pk) ? (int32_t *)(qw + l.g_off) : NULL};
+                     .s_stride = l.s_stride, .mlas512 = isa_cpu_avx512_core()};
+    /* the 4-value group sums: only the AVX2 class's one-row form reads them */
+    qj.qa.gsum4 = mnb_ort_order(pk) && !qj.qa.mlas512 ? (int32_t *)(qw + l.g_off) : NULL;
     /* onnxruntime's one-row tiles: a product of one row, or with more than one thread
      * the last row of 128k + 1 */
     qj.qa.m1_from = M == 1 ? 0 : (threads > 1 && M % 128 == 1) ? M - 1 : M;
     qj.qa.forms = pk->digits == 1 ? forms : NULL;
     qj.qa.many_threads = threads > 1;
-    qj.qa.mlas512 = isa_cpu_avx512_core();
     mnb_out o = {.Y = Y, .ldy = pk->N, .bias = bias};
     run_job J = {.pk = pk, .qa = &qj.qa, .o = &o, .f = qj.f, .M = M, .rows_a = M_a};
     /* quantizing takes about a quarter of a nanosecond per value of A on an AVX-512 core
