@@ -326,16 +326,14 @@ static og_status *moe_run(kernel_ctx *ctx, moe_cfg *c) {
             s.work_size = ws > s.work_size ? ws : s.work_size;
         } else {
             /* fc_run hands mnb_run at most MNB_GEMM_MIN_M - 1 rows at a time */
-            int64_t ms[1] = {maxM < MNB_GEMM_MIN_M - 1 ? maxM : MNB_GEMM_MIN_M - 1};
             static float none[1]; /* the sizing reads no data but wants pointers */
-            for (int i2 = 0; i2 < 1; i2++) {
-                mnb_problem p = {.M = ms[i2], .N = f->N, .K = f->K, .bits = f->bits,
-                                 .block_size = (int)f->bs, .k_blocks = f->kb,
-                                 .blob = f->bs * f->bits / 8,
-                                 .zp_packed = f->zp ? f->zp->data : NULL, .A = none, .Y = none};
-                size_t ws = mnb_work_size(&p);
-                s.work_size = ws > s.work_size ? ws : s.work_size;
-            }
+            mnb_problem p = {.M = maxM < MNB_GEMM_MIN_M - 1 ? maxM : MNB_GEMM_MIN_M - 1,
+                             .N = f->N, .K = f->K, .bits = f->bits,
+                             .block_size = (int)f->bs, .k_blocks = f->kb,
+                             .blob = f->bs * f->bits / 8,
+                             .zp_packed = f->zp ? f->zp->data : NULL, .A = none, .Y = none};
+            size_t ws = mnb_work_size(&p);
+            s.work_size = ws > s.work_size ? ws : s.work_size;
         }
     }
     float *A, *h, *h3 = NULL, *a, *y;
