@@ -74,7 +74,8 @@ static og_status *read_value(cursor *c, gguf_kv *kv) {
         return NULL;
     }
     /* every string needs at least its 8-byte length: bound the table before allocating */
-    if (kv->n > (uint64_t)(c->end - c->p) / 8) return need(c, kv->n * 8, k);
+    if (kv->n > (uint64_t)(c->end - c->p) / 8) /* (n * 8 could wrap to a size that fits) */
+        return need(c, kv->n > UINT64_MAX / 8 ? UINT64_MAX : kv->n * 8, k);
     kv->str_off = malloc((size_t)(kv->n ? kv->n : 1) * sizeof *kv->str_off);
     if (!kv->str_off) return og_oom_for((size_t)kv->n * 8, "%s: key '%s'", c->label, k);
     for (uint64_t i = 0; i < kv->n; i++) {
