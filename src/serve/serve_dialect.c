@@ -65,6 +65,9 @@ static void dstream_free(void *cls) {
     if (st->m) srv_release(st->srv, st->m);
     srv_buf_free(&st->out);
     srv_buf_free(&st->text);
+    srv_buf_free(&st->args);
+    free(st->call_name);
+    cJSON_Delete(st->items);
     atomic_fetch_sub(&st->srv->in_flight, 1);
     free(st);
 }

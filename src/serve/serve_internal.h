@@ -261,6 +261,7 @@ typedef struct srv_choice {
     int n_call_ids;
     int calls_begun;        /* a stream: calls whose first chunk (id, name) is sent */
     size_t *args_sent;      /* ... and the bytes of each one's arguments sent */
+    int calls_ended;        /* ... and of those, the calls known whole (srv_call_deltas) */
     int slot;               /* 1 + its place in its model's slot table (0: none) */
     int32_t *script;        /* test builds only (OG_SERVE_TEST_SCRIPT): the tokens that
                                replace the model's */
@@ -301,6 +302,18 @@ void srv_job_free(srv_job *j);
 /* The id of choice c's tool call k, made when first asked for (calls 0..k-1 first); NULL
  * when out of memory. */
 const char *srv_call_id(srv_job *j, srv_choice *c, int k);
+/* A stream's view of chat choice c's tool calls, as far as the parser has read them (what
+ * is sent is a prefix of the calls the answer ends with, tool_calls.h), one call after the
+ * other as OpenAI's and Anthropic's streams send them: call k BEGINs once its name is whole
+ * (s: the name), its ARGS come a piece at a time as they are written, and it ENDs (s: all
+ * its arguments) when call k+1 begins or the answer ends; call k+1 waits until k's
+ * arguments are whole. At the end (c->finish set) the rest of each call comes. Calls of
+ * text that turns out malformed at the end have begun and not ended (c->calls_ended <
+ * c->calls_begun, c->n_calls 0): the text then comes as content. False when out of
+ * memory. */
+enum { SRV_CALL_BEGIN, SRV_CALL_ARGS, SRV_CALL_END };
+typedef void (*srv_call_fn)(void *ctx, srv_choice *c, int k, int what, const char *s, size_t n);
+bool srv_call_deltas(srv_job *j, srv_choice *c, srv_call_fn fn, void *ctx);
 
 /* ---- routes ------------------------------------------------------------------------- */
 
@@ -381,6 +394,9 @@ struct srv_dstream {
     int seq;      /* events written */
     int blocks;   /* content blocks / output items opened */
     bool started, text_open;
+    srv_buf args;     /* the arguments of the call being streamed, sent so far */
+    char *call_name;  /* ... its name (the Responses API repeats it when the call is done) */
+    cJSON *items;     /* the Responses API: the output items done, for the final response */
 };
 
 typedef struct srv_dialect {

@@ -344,6 +344,46 @@ const char *srv_call_id(srv_job *j, srv_choice *c, int k) {
     return c->call_ids[k];
 }
 
+bool srv_call_deltas(srv_job *j, srv_choice *c, srv_call_fn fn, void *ctx) {
+    const tc_parser *tp = &c->tc;
+    bool end = c->finish != NULL;
+    int n = end ? c->n_calls : tp->n_partial;
+    if (!j->p->parallel_tool_calls && n > 1) n = 1;
+    if (n > c->calls_begun) {
+        size_t *q = realloc(c->args_sent, sizeof *q * (size_t)n);
+        if (q) c->args_sent = q;
+        if (!q || !srv_call_id(j, c, n - 1)) return false;
+    }
+    for (int k = c->calls_ended; k < n; k++) {
+        const char *name = end ? tp->calls[k].name : tp->partial[k].name;
+        if (!name) break;
+        if (k > c->calls_ended) { /* call k-1 is whole: it ends as this one begins */
+            const char *prev = end ? tp->calls[k - 1].arguments : tp->partial[k - 1].args.p;
+            fn(ctx, c, k - 1, SRV_CALL_END, prev ? prev : "", end ? strlen(prev) : tp->partial[k - 1].args.n);
+            c->calls_ended = k;
+        }
+        const char *args = end ? tp->calls[k].arguments : tp->partial[k].args.p;
+        size_t len = end ? strlen(args) : tp->partial[k].args.n;
+        if (k >= c->calls_begun) {
+            fn(ctx, c, k, SRV_CALL_BEGIN, name, strlen(name));
+            c->calls_begun = k + 1;
+            c->args_sent[k] = 0;
+        }
+        if (len > c->args_sent[k]) {
+            fn(ctx, c, k, SRV_CALL_ARGS, args + c->args_sent[k], len - c->args_sent[k]);
+            c->args_sent[k] = len;
+        }
+        /* the next call waits until this one's arguments are whole (streams send calls
+         * one after the other) */
+        if (!end && !tp->partial[k].args_whole) break;
+    }
+    if (end && c->calls_ended < n && c->calls_begun == n) {
+        fn(ctx, c, n - 1, SRV_CALL_END, tp->calls[n - 1].arguments, strlen(tp->calls[n - 1].arguments));
+        c->calls_ended = n;
+    }
+    return true;
+}
+
 /* A marker of the tool-call format that the detokenizer dropped (a special token): its
  * text (to go after the token's piece[0, len)), or NULL. */
 static const char *dropped_marker(srv_job *j, int32_t id, const char *piece, size_t len) {

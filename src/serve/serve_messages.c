@@ -287,12 +287,14 @@ static void add_stop_sequence(cJSON *o, const srv_dstream *st, const srv_choice 
         cJSON_AddNullToObject(o, "stop_sequence");
 }
 
-static cJSON *tool_use(const srv_choice *c, int k, bool empty) {
+/* Call k's tool_use block, its input the JSON object args (NULL: {}, as a stream's
+ * content_block_start has it). */
+static cJSON *tool_use(const srv_choice *c, int k, const char *name, const char *args) {
     cJSON *b = cJSON_CreateObject();
     cJSON_AddStringToObject(b, "type", "tool_use");
     cJSON_AddStringToObject(b, "id", c->call_ids[k]);
-    cJSON_AddStringToObject(b, "name", c->tc.calls[k].name);
-    cJSON *in = empty ? NULL : cJSON_Parse(c->tc.calls[k].arguments);
+    cJSON_AddStringToObject(b, "name", name);
+    cJSON *in = args ? cJSON_Parse(args) : NULL;
     cJSON_AddItemToObject(b, "input", in ? in : cJSON_CreateObject());
     return b;
 }
@@ -320,7 +322,8 @@ static cJSON *message(const srv_dstream *st, bool start) {
         cJSON_AddNullToObject(o, "stop_sequence");
     } else {
         if (c->delta[0].n || !c->n_calls) cJSON_AddItemToArray(content, text_block(c->delta[0].p, c->delta[0].n));
-        for (int k = 0; k < c->n_calls; k++) cJSON_AddItemToArray(content, tool_use(c, k, false));
+        for (int k = 0; k < c->n_calls; k++)
+            cJSON_AddItemToArray(content, tool_use(c, k, c->tc.calls[k].name, c->tc.calls[k].arguments));
         cJSON_AddStringToObject(o, "stop_reason", stop_reason(c));
         add_stop_sequence(o, st, c);
     }
@@ -362,9 +365,34 @@ static void block_stop(srv_dstream *st) {
     srv_sse_event(&st->out, "content_block_stop", e);
 }
 
-/* message_start; then per text a content_block_delta of the one text block (opened at the
- * first text); at the end the text block closed (an empty one when the answer has neither
- * text nor calls), a tool_use block per call (its input as one input_json_delta),
+/* Tool calls as they stream (srv_call_deltas): a tool_use block per call, started once its
+ * name is whole (the text block before it stopped), its input an input_json_delta at a
+ * time, stopped when the next call begins or the answer ends. */
+static void call_event(void *ctx, srv_choice *c, int k, int what, const char *s, size_t n) {
+    srv_dstream *st = ctx;
+    if (what == SRV_CALL_BEGIN) {
+        if (st->text_open) {
+            st->text_open = false;
+            block_stop(st);
+        }
+        char *name = strndup(s, n);
+        if (!name) {
+            st->out.oom = true;
+            return;
+        }
+        block_start(st, tool_use(c, k, name, NULL));
+        free(name);
+    } else if (what == SRV_CALL_ARGS) {
+        block_delta(st, "input_json_delta", "partial_json", srv_json_text(s, n));
+    } else {
+        block_stop(st);
+    }
+}
+
+/* message_start; text as content_block_deltas of a text block (started at its first
+ * text); each tool call as a tool_use block as it streams; at the end the open block
+ * stopped (an empty text block when the answer has neither text nor calls; a call whose
+ * text turned out malformed stopped as it stands, its text in a text block after it),
  * message_delta (stop_reason, usage) and message_stop. */
 static bool events(srv_dstream *st, bool finished) {
     srv_job *j = &st->job;
@@ -376,6 +404,10 @@ static bool events(srv_dstream *st, bool finished) {
         srv_sse_event(&st->out, "message_start", e);
     }
     if (c->delta[0].n && !j->failed) {
+        if (c->calls_ended < c->calls_begun) { /* the call was not one: its text follows */
+            c->calls_ended++;
+            block_stop(st);
+        }
         if (!st->text_open) {
             st->text_open = true;
             block_start(st, text_block("", 0));
@@ -384,21 +416,22 @@ static bool events(srv_dstream *st, bool finished) {
         srv_buf_clear(&c->delta[0]);
     }
     srv_buf_clear(&c->delta[1]); /* reasoning is not an Anthropic text block */
+    if (!j->failed && c->tc_live && !srv_call_deltas(j, c, call_event, st)) st->out.oom = true;
     if (!finished) return false;
     if (j->failed) {
         srv_sse_event(&st->out, "error", error_object(j->err.status, j->err.msg));
         return true;
     }
-    if (!st->text_open && !c->n_calls) {
+    if (c->calls_ended < c->calls_begun) {
+        c->calls_ended++;
+        block_stop(st);
+    }
+    if (!st->blocks && !st->text_open) {
         st->text_open = true;
         block_start(st, text_block("", 0));
     }
     if (st->text_open) block_stop(st);
-    for (int k = 0; k < c->n_calls; k++) {
-        block_start(st, tool_use(c, k, true));
-        block_delta(st, "input_json_delta", "partial_json", cJSON_CreateString(c->tc.calls[k].arguments));
-        block_stop(st);
-    }
+    st->text_open = false;
     cJSON *e = event("message_delta"), *d = cJSON_AddObjectToObject(e, "delta");
     cJSON_AddStringToObject(d, "stop_reason", stop_reason(c));
     add_stop_sequence(d, st, c);

@@ -373,41 +373,17 @@ static void call_chunk(srv_stream *st, srv_choice *c, int k, const char *name, c
     chunk_end(st, o);
 }
 
-/* A chat choice's tool calls as far as the parser has read them: a call's first chunk once
- * its name is whole, then its arguments as they grow (what was sent is a prefix of the
- * calls the answer ends with, tool_calls.h); at the end the rest of each call. Calls of
- * text that turns out malformed at the end may have begun: the text then comes as
- * content and the finish is "stop". */
+/* A chat choice's tool calls as far as the parser has read them (srv_call_deltas): a
+ * call's first chunk once its name is whole, then its arguments as they grow. Calls of
+ * text that turns out malformed at the end may have begun: the text then comes as content
+ * and the finish is "stop". */
+static void call_delta(void *ctx, srv_choice *c, int k, int what, const char *s, size_t n) {
+    if (what == SRV_CALL_BEGIN) call_chunk(ctx, c, k, s, "", 0);
+    else if (what == SRV_CALL_ARGS) call_chunk(ctx, c, k, NULL, s, n);
+}
+
 static void tool_call_deltas(srv_stream *st, srv_choice *c) {
-    srv_job *j = &st->job;
-    const tc_parser *tp = &c->tc;
-    bool end = c->finish != NULL;
-    int n = end ? c->n_calls : tp->n_partial;
-    if (!j->p->parallel_tool_calls && n > 1) n = 1;
-    if (n > c->calls_begun) {
-        size_t *q = realloc(c->args_sent, sizeof *q * (size_t)n);
-        if (!q || !srv_call_id(j, c, n - 1)) {
-            if (q) c->args_sent = q;
-            st->out.oom = true;
-            return;
-        }
-        c->args_sent = q;
-    }
-    for (int k = 0; k < n; k++) {
-        const char *name = end ? tp->calls[k].name : tp->partial[k].name;
-        if (!name) break;
-        const char *args = end ? tp->calls[k].arguments : tp->partial[k].args.p;
-        size_t len = end ? strlen(args) : tp->partial[k].args.n;
-        if (k >= c->calls_begun) {
-            call_chunk(st, c, k, name, "", 0);
-            c->calls_begun = k + 1;
-            c->args_sent[k] = 0;
-        }
-        if (len > c->args_sent[k]) {
-            call_chunk(st, c, k, NULL, args + c->args_sent[k], len - c->args_sent[k]);
-            c->args_sent[k] = len;
-        }
-    }
+    if (!srv_call_deltas(&st->job, c, call_delta, st)) st->out.oom = true;
 }
 
 /* Events for what the engine produced since the last call. */

@@ -218,10 +218,10 @@ static cJSON *output_text(const char *s, size_t n) {
     return p;
 }
 
-/* The message item holding text (done: completed, with its text; else in progress, empty). */
-static cJSON *message_item(const srv_dstream *st, const srv_buf *text, bool done) {
+/* A message item k holding text (done: completed, with its text; else in progress, empty). */
+static cJSON *message_item(const srv_dstream *st, int k, const srv_buf *text, bool done) {
     char id[96];
-    item_id(st, "msg_", 0, id);
+    item_id(st, "msg_", k, id);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "message");
     cJSON_AddStringToObject(o, "id", id);
@@ -232,23 +232,25 @@ static cJSON *message_item(const srv_dstream *st, const srv_buf *text, bool done
     return o;
 }
 
-static cJSON *call_item(const srv_dstream *st, const srv_choice *c, int k, bool done) {
+/* Call k's function_call item, its arguments args[0, n). */
+static cJSON *call_item(const srv_dstream *st, const srv_choice *c, int k, const char *name, const char *args,
+                        size_t n, const char *status) {
     char id[96];
     item_id(st, "fc_", k, id);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "function_call");
     cJSON_AddStringToObject(o, "id", id);
     cJSON_AddStringToObject(o, "call_id", c->call_ids[k]);
-    cJSON_AddStringToObject(o, "name", c->tc.calls[k].name);
-    cJSON_AddStringToObject(o, "arguments", done ? c->tc.calls[k].arguments : "");
-    cJSON_AddStringToObject(o, "status", done ? "completed" : "in_progress");
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddItemToObject(o, "arguments", srv_json_text(args ? args : "", args ? n : 0));
+    cJSON_AddStringToObject(o, "status", status);
     return o;
 }
 
-/* The response object: in progress (no output yet) or finished, with its output items
- * (the message when it has text or nothing else came, then the calls) and usage. text:
- * the whole answer's text. */
-static cJSON *response(const srv_dstream *st, const srv_buf *text, bool done) {
+/* The response object: in progress (no output yet) or finished, with its output items and
+ * usage: a stream's items as it sent them (st->items), else the message when it has text
+ * or nothing else came, then the calls. */
+static cJSON *response(const srv_dstream *st, bool done) {
     const srv_job *j = &st->job;
     const srv_choice *c = &j->c[0];
     cJSON *o = cJSON_CreateObject();
@@ -261,10 +263,16 @@ static cJSON *response(const srv_dstream *st, const srv_buf *text, bool done) {
     cJSON_AddNullToObject(o, "error");
     if (cut) cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "incomplete_details"), "reason", "max_output_tokens");
     else cJSON_AddNullToObject(o, "incomplete_details");
-    cJSON *out = cJSON_AddArrayToObject(o, "output");
-    if (done) {
-        if (text->n || !c->n_calls) cJSON_AddItemToArray(out, message_item(st, text, true));
-        for (int k = 0; k < c->n_calls; k++) cJSON_AddItemToArray(out, call_item(st, c, k, true));
+    if (done && st->items) {
+        cJSON_AddItemToObject(o, "output", cJSON_Duplicate(st->items, 1));
+    } else {
+        cJSON *out = cJSON_AddArrayToObject(o, "output");
+        const srv_buf *text = &c->delta[0];
+        if (done && (text->n || !c->n_calls)) cJSON_AddItemToArray(out, message_item(st, 0, text, true));
+        for (int k = 0; done && k < c->n_calls; k++) {
+            const char *a = c->tc.calls[k].arguments;
+            cJSON_AddItemToArray(out, call_item(st, c, k, c->tc.calls[k].name, a, strlen(a), "completed"));
+        }
     }
     cJSON_AddBoolToObject(o, "parallel_tool_calls", st->p.parallel_tool_calls);
     cJSON_AddNumberToObject(o, "temperature", st->p.s.temperature);
@@ -290,7 +298,7 @@ static cJSON *response(const srv_dstream *st, const srv_buf *text, bool done) {
 }
 
 static cJSON *whole(srv_dstream *st) {
-    return response(st, &st->job.c[0].delta[0], true);
+    return response(st, true);
 }
 
 static void emit(srv_dstream *st, const char *type, cJSON *e) {
@@ -306,34 +314,25 @@ static cJSON *at(int output_index, const char *item) {
     return e;
 }
 
-/* The text item's events: output_item.added and content_part.added when its first text
- * comes (or at the end when no call came either), a delta per piece, and at the end
- * output_text.done, content_part.done, output_item.done. */
-static void text_events(srv_dstream *st, srv_buf *all, bool finished) {
-    srv_choice *c = &st->job.c[0];
+/* An item is done: its output_item.done, a copy kept for the final response, the next
+ * output index. */
+static void item_done(srv_dstream *st, cJSON *item) {
+    if (!st->items) st->items = cJSON_CreateArray();
+    if (!st->items) st->out.oom = true;
+    else cJSON_AddItemToArray(st->items, cJSON_Duplicate(item, 1));
+    cJSON *e = at(st->blocks++, NULL);
+    cJSON_AddItemToObject(e, "item", item);
+    emit(st, "response.output_item.done", e);
+}
+
+/* The open message item: output_text.done, content_part.done, output_item.done. Its text
+ * is st->text, emptied for the next one. */
+static void text_close(srv_dstream *st) {
+    if (!st->text_open) return;
+    st->text_open = false;
     char id[96];
-    item_id(st, "msg_", 0, id);
-    bool open = c->delta[0].n || (finished && !c->n_calls);
-    if (open && !st->text_open) {
-        st->text_open = true;
-        cJSON *e = at(st->blocks, NULL);
-        cJSON_AddItemToObject(e, "item", message_item(st, all, false));
-        emit(st, "response.output_item.added", e);
-        e = at(st->blocks, id);
-        cJSON_AddNumberToObject(e, "content_index", 0);
-        cJSON_AddItemToObject(e, "part", output_text("", 0));
-        emit(st, "response.content_part.added", e);
-    }
-    if (c->delta[0].n) {
-        cJSON *e = at(st->blocks, id);
-        cJSON_AddNumberToObject(e, "content_index", 0);
-        cJSON_AddItemToObject(e, "delta", srv_json_text(c->delta[0].p, c->delta[0].n));
-        cJSON_AddArrayToObject(e, "logprobs");
-        emit(st, "response.output_text.delta", e);
-        srv_buf_add(all, c->delta[0].p, c->delta[0].n);
-        srv_buf_clear(&c->delta[0]);
-    }
-    if (!finished || !st->text_open) return;
+    item_id(st, "msg_", st->blocks, id);
+    srv_buf *all = &st->text;
     cJSON *e = at(st->blocks, id);
     cJSON_AddNumberToObject(e, "content_index", 0);
     cJSON_AddItemToObject(e, "text", srv_json_text(all->p ? all->p : "", all->n));
@@ -343,25 +342,78 @@ static void text_events(srv_dstream *st, srv_buf *all, bool finished) {
     cJSON_AddNumberToObject(e, "content_index", 0);
     cJSON_AddItemToObject(e, "part", output_text(all->p, all->n));
     emit(st, "response.content_part.done", e);
-    e = at(st->blocks, NULL);
-    cJSON_AddItemToObject(e, "item", message_item(st, all, true));
-    emit(st, "response.output_item.done", e);
-    st->blocks++;
+    item_done(st, message_item(st, st->blocks, all, true));
+    srv_buf_clear(all);
 }
 
-/* response.created and response.in_progress; the text item's events as text comes; at the
- * end a function_call item per call (added, its arguments as one delta, done), then
- * response.completed (or response.incomplete when cut by max_output_tokens) with usage. */
-static bool events_with(srv_dstream *st, srv_buf *all, bool finished) {
+/* A message item opens (output_item.added, content_part.added) at the next output index. */
+static void text_open(srv_dstream *st) {
+    if (st->text_open) return;
+    st->text_open = true;
+    char id[96];
+    item_id(st, "msg_", st->blocks, id);
+    cJSON *e = at(st->blocks, NULL);
+    cJSON_AddItemToObject(e, "item", message_item(st, st->blocks, &st->text, false));
+    emit(st, "response.output_item.added", e);
+    e = at(st->blocks, id);
+    cJSON_AddNumberToObject(e, "content_index", 0);
+    cJSON_AddItemToObject(e, "part", output_text("", 0));
+    emit(st, "response.content_part.added", e);
+}
+
+/* The call being streamed ends: function_call_arguments.done and output_item.done, its
+ * status "completed", or "incomplete" when its text turned out not to be a call. */
+static void call_close(srv_dstream *st, srv_choice *c, int k, const char *status) {
+    char id[96];
+    item_id(st, "fc_", k, id);
+    cJSON *e = at(st->blocks, id);
+    cJSON_AddItemToObject(e, "arguments", srv_json_text(st->args.p ? st->args.p : "", st->args.n));
+    emit(st, "response.function_call_arguments.done", e);
+    item_done(st, call_item(st, c, k, st->call_name ? st->call_name : "", st->args.p, st->args.n, status));
+    free(st->call_name);
+    st->call_name = NULL;
+    srv_buf_clear(&st->args);
+}
+
+/* Tool calls as they stream (srv_call_deltas): a function_call item per call, added once
+ * its name is whole (the message before it done), its arguments a delta at a time. */
+static void call_event(void *ctx, srv_choice *c, int k, int what, const char *s, size_t n) {
+    srv_dstream *st = ctx;
+    char id[96];
+    item_id(st, "fc_", k, id);
+    if (what == SRV_CALL_BEGIN) {
+        text_close(st);
+        free(st->call_name);
+        if (!(st->call_name = strndup(s, n))) st->out.oom = true;
+        cJSON *e = at(st->blocks, NULL);
+        cJSON_AddItemToObject(e, "item", call_item(st, c, k, st->call_name ? st->call_name : "", "", 0,
+                                                   "in_progress"));
+        emit(st, "response.output_item.added", e);
+    } else if (what == SRV_CALL_ARGS) {
+        cJSON *e = at(st->blocks, id);
+        cJSON_AddItemToObject(e, "delta", srv_json_text(s, n));
+        emit(st, "response.function_call_arguments.delta", e);
+        srv_buf_add(&st->args, s, n);
+    } else {
+        call_close(st, c, k, "completed");
+    }
+}
+
+/* response.created and response.in_progress; a message item's events as text comes; a
+ * function_call item per call as it streams; at the end the open item done (an empty
+ * message when nothing came; a call whose text turned out malformed "incomplete", its
+ * text then in a message after it), then response.completed (or response.incomplete when
+ * cut by max_output_tokens) with the items and usage. */
+static bool events(srv_dstream *st, bool finished) {
     srv_job *j = &st->job;
     srv_choice *c = &j->c[0];
     if (!st->started) {
         st->started = true;
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddItemToObject(e, "response", response(st, all, false));
+        cJSON_AddItemToObject(e, "response", response(st, false));
         emit(st, "response.created", e);
         e = cJSON_CreateObject();
-        cJSON_AddItemToObject(e, "response", response(st, all, false));
+        cJSON_AddItemToObject(e, "response", response(st, false));
         emit(st, "response.in_progress", e);
     }
     srv_buf_clear(&c->delta[1]); /* reasoning is not part of the text output */
@@ -374,34 +426,30 @@ static bool events_with(srv_dstream *st, srv_buf *all, bool finished) {
         emit(st, "error", e);
         return true;
     }
-    text_events(st, all, finished);
-    if (!finished) return false;
-    for (int k = 0; k < c->n_calls; k++) {
+    if (c->delta[0].n) {
+        if (c->calls_ended < c->calls_begun) call_close(st, c, c->calls_ended++, "incomplete");
+        text_open(st);
         char id[96];
-        item_id(st, "fc_", k, id);
-        cJSON *e = at(st->blocks, NULL);
-        cJSON_AddItemToObject(e, "item", call_item(st, c, k, false));
-        emit(st, "response.output_item.added", e);
-        e = at(st->blocks, id);
-        cJSON_AddStringToObject(e, "delta", c->tc.calls[k].arguments);
-        emit(st, "response.function_call_arguments.delta", e);
-        e = at(st->blocks, id);
-        cJSON_AddStringToObject(e, "arguments", c->tc.calls[k].arguments);
-        emit(st, "response.function_call_arguments.done", e);
-        e = at(st->blocks++, NULL);
-        cJSON_AddItemToObject(e, "item", call_item(st, c, k, true));
-        emit(st, "response.output_item.done", e);
+        item_id(st, "msg_", st->blocks, id);
+        cJSON *e = at(st->blocks, id);
+        cJSON_AddNumberToObject(e, "content_index", 0);
+        cJSON_AddItemToObject(e, "delta", srv_json_text(c->delta[0].p, c->delta[0].n));
+        cJSON_AddArrayToObject(e, "logprobs");
+        emit(st, "response.output_text.delta", e);
+        srv_buf_add(&st->text, c->delta[0].p, c->delta[0].n);
+        srv_buf_clear(&c->delta[0]);
     }
-    cJSON *e = cJSON_CreateObject(), *resp = response(st, all, true);
+    if (c->tc_live && !srv_call_deltas(j, c, call_event, st)) st->out.oom = true;
+    if (!finished) return false;
+    if (c->calls_ended < c->calls_begun) call_close(st, c, c->calls_ended++, "incomplete");
+    if (!st->blocks) text_open(st); /* nothing came: an empty message */
+    text_close(st);
+    cJSON *e = cJSON_CreateObject(), *resp = response(st, true);
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(resp, "status");
     bool cut = cJSON_IsString(status) && !strcmp(status->valuestring, "incomplete");
     cJSON_AddItemToObject(e, "response", resp);
     emit(st, cut ? "response.incomplete" : "response.completed", e);
     return true;
-}
-
-static bool events(srv_dstream *st, bool finished) {
-    return events_with(st, &st->text, finished);
 }
 
 const srv_dialect srv_responses_api = {"resp_", chat_request, events, whole};

@@ -21,6 +21,11 @@ client and raw SSE:
                1's first chunk (they stream as the model writes them); the pieces joined
                equal the non-streamed answer's arguments; parallel_tool_calls false streams
                one call; a call that turns out malformed ends as content with finish stop.
+               The same answers through /v1/responses and /v1/messages streams (raw SSE):
+               a function_call item / tool_use block per call, each added, streamed and
+               done before the next, its arguments in several deltas (input_json_delta)
+               that join to chat's; a malformed call closed as it stands (incomplete), its
+               text after it.
 
 Usage: test_reasoning_tools.py BUILD_DIR PACKAGES_DIR CASE. Exits 77 without the scripted
 binary, the template corpus or the openai client."""
@@ -30,6 +35,7 @@ import shutil
 import sys
 import tempfile
 
+from test_dialects import sse_events
 from test_server import (CALL_A, CALL_B, DEEPSEEK_CALLS, HERMES_BAD, HERMES_CALLS, LLAMA_CALL, MISTRAL_ARGS_CALLS,
                          MISTRAL_CALLS, PYTHONIC_CALLS, SKIP, TOOLS, Server, check, openai_client, run, scripted_needs,
                          scripted_server, templated_package)
@@ -189,8 +195,85 @@ def deltas(build, pkgs, tmp, openai, template, answer, want, special=None, max_t
             first1 = order.index((1, True))
             check(sum(1 for k, h in order[:first1] if k == 0 and not h) >= 1,
                   f"{template}: call 0's arguments stream before call 1 begins")
+        dialect_streams(s, template, want, joined, pieces, max_tokens)
     finally:
         s.stop()
+
+
+def responses_calls(s, template, max_tokens):
+    """The function_call items of a raw /v1/responses stream: [(item added, argument
+    deltas, item done)], whether every item was added, streamed and done before the next
+    one was added (as OpenAI streams them), and the final response."""
+    tools = [dict(type="function", **t["function"]) for t in TOOLS]
+    body = dict(model=template, input="Weather?", tools=tools, max_output_tokens=max_tokens, temperature=0,
+                ignore_eos=True, stream=True)
+    st, ev = sse_events(s, "/v1/responses", body, {})
+    items, open_, seq = {}, None, st == 200
+    for _, d in ev:
+        t, k = d.get("type"), d.get("output_index")
+        if t == "response.output_item.added":
+            seq &= open_ is None and k == len(items)
+            open_, items[k] = k, [d["item"], [], None]
+        elif t == "response.output_item.done":
+            seq &= open_ == k
+            open_, items[k][2] = None, d["item"]
+        elif t in ("response.function_call_arguments.delta", "response.output_text.delta"):
+            seq &= open_ == k
+            if t == "response.function_call_arguments.delta":
+                items[k][1].append(d["delta"])
+    calls = [items[k] for k in sorted(items) if items[k][0]["type"] == "function_call"]
+    return calls, seq and open_ is None, ev[-1][1].get("response", {}), [items[k][2] for k in sorted(items)]
+
+
+def messages_calls(s, template, max_tokens):
+    """The tool_use blocks of a raw /v1/messages stream: [(content_block_start's block,
+    partial_json pieces)], whether each block started, streamed and stopped before the next
+    (Anthropic's order), and the message_delta's stop_reason."""
+    tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
+              "input_schema": t["function"]["parameters"]} for t in TOOLS]
+    body = dict(model=template, max_tokens=max_tokens, tools=tools, temperature=0, ignore_eos=True, stream=True,
+                messages=[{"role": "user", "content": "Weather?"}])
+    st, ev = sse_events(s, "/v1/messages", body, {})
+    blocks, open_, seq, stop = [], None, st == 200, None
+    for _, d in ev:
+        t, k = d.get("type"), d.get("index")
+        if t == "content_block_start":
+            seq &= open_ is None and k == len(blocks)
+            open_ = k
+            blocks.append((d["content_block"], []))
+        elif t == "content_block_delta":
+            seq &= open_ == k
+            if d["delta"]["type"] == "input_json_delta":
+                blocks[k][1].append(d["delta"]["partial_json"])
+        elif t == "content_block_stop":
+            seq &= open_ == k
+            open_ = None
+        elif t == "message_delta":
+            stop = d["delta"]["stop_reason"]
+    return [b for b in blocks if b[0]["type"] == "tool_use"], seq and open_ is None, stop
+
+
+def dialect_streams(s, template, want, joined, pieces, max_tokens):
+    """The same answer through /v1/responses and /v1/messages streams: each call its own
+    item / block after the one before has ended, its arguments in pieces (as chat's stream
+    sends them) that join to chat's arguments."""
+    calls, seq, final, done = responses_calls(s, template, max_tokens)
+    check(seq, f"{template}: responses stream: each item added, streamed and done before the next")
+    check([c[0]["name"] for c in calls] == [w[0] for w in want] and
+          ["".join(c[1]) for c in calls] == joined and [c[2]["arguments"] for c in calls] == joined and
+          all(c[0]["arguments"] == "" and c[2]["status"] == "completed" for c in calls),
+          f"{template}: responses stream: function_call items whose argument deltas join to chat's arguments")
+    if pieces:
+        check(len(calls[0][1]) > 2, f"{template}: responses stream: call 0's arguments in {len(calls[0][1])} deltas")
+    check(final.get("output") == done and final.get("status") == "completed",
+          f"{template}: responses stream: the final response lists the items streamed")
+    blocks, seq, stop = messages_calls(s, template, max_tokens)
+    check(seq and stop == "tool_use", f"{template}: messages stream: blocks one after the other, stop_reason {stop}")
+    check([b[0]["name"] for b in blocks] == [w[0] for w in want] and all(b[0]["input"] == {} for b in blocks) and
+          ["".join(b[1]) for b in blocks] == joined,
+          f"{template}: messages stream: tool_use blocks whose input_json_delta pieces join to chat's arguments")
+    if pieces:
+        check(len(blocks[0][1]) > 2, f"{template}: messages stream: call 0's input in {len(blocks[0][1])} pieces")
 
 
 def case_tool_deltas(build, pkgs):
@@ -213,7 +296,7 @@ def case_tool_deltas(build, pkgs):
                special="<|tool_call_start|> <|tool_call_end|>", pieces=False)
         # parallel_tool_calls false: one call streamed; a malformed call ends as content
         pkg, _ = templated_package(pkgs, os.path.join(tmp, "single"), "qwen2.5-7b-instruct")
-        s = scripted_server(build, pkg, [HERMES_CALLS, HERMES_BAD])
+        s = scripted_server(build, pkg, [HERMES_CALLS, HERMES_BAD, HERMES_BAD, HERMES_BAD])
         try:
             c = openai_client(s, openai)
             kw = dict(KW, tools=TOOLS, messages=[{"role": "user", "content": "Weather?"}])
@@ -224,6 +307,16 @@ def case_tool_deltas(build, pkgs):
             _, content, _, chunks, finish = streamed(c, "qwen2.5-7b-instruct", **kw)
             check(content == HERMES_BAD and finish == "stop",
                   f"a malformed call: its text as content, finish stop ({finish}; {len(chunks)} call chunks had begun)")
+            # the same through the other APIs' streams: the call begun is closed as it
+            # stands (incomplete), its text follows as a message / text block
+            calls, seq, final, done = responses_calls(s, "qwen2.5-7b-instruct", 300)
+            texts = [i["content"][0]["text"] for i in done if i["type"] == "message"]
+            check(seq and [c[2]["status"] for c in calls] == ["incomplete"] and "".join(texts) == HERMES_BAD and
+                  [i["type"] for i in done] == ["function_call", "message"] and final.get("output") == done,
+                  f"a malformed call on /v1/responses: an incomplete function_call, then its text ({[i['type'] for i in done]})")
+            blocks, seq, stop = messages_calls(s, "qwen2.5-7b-instruct", 300)
+            check(seq and len(blocks) == 1 and stop == "end_turn",
+                  f"a malformed call on /v1/messages: its tool_use block stopped, end_turn ({stop})")
         finally:
             s.stop()
     finally:
