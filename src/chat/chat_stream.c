@@ -50,6 +50,15 @@ void chat_stream_think(chat_stream *s, const char *open, const char *close, bool
     if (inside) s->ch = CH_THINKING;
 }
 
+const char *chat_think_markers(const char *template_source, bool has_tokens, const char **close) {
+    *close = NULL;
+    if (has_tokens || !template_source || !strstr(template_source, "<think>") ||
+        !strstr(template_source, "</think>"))
+        return NULL;
+    *close = "</think>";
+    return "<think>";
+}
+
 bool chat_text_in_block(const char *text, const char *open, const char *close) {
     const char *last = NULL;
     for (const char *p = strstr(text, open); p; p = strstr(p + 1, open)) last = p;

@@ -56,6 +56,11 @@ void chat_stream_free(chat_stream *s);
  * prompt ended inside a block (DeepSeek-R1's and QwQ's generation prompts end with
  * "<think>\n"), so the answer starts in it. Call after chat_stream_init. */
 void chat_stream_think(chat_stream *s, const char *open, const char *close, bool inside);
+/* The reasoning markers of a chat template that writes <think> blocks (its source has
+ * both "<think>" and "</think>": Qwen3's, QwQ's, DeepSeek-R1's), for a package whose
+ * genai_config names no bor/eor tokens (has_tokens: it names both; then NULL): *close set
+ * to "</think>" and "<think>" returned; NULL when the template writes none. */
+const char *chat_think_markers(const char *template_source, bool has_tokens, const char **close);
 /* Whether text (a rendered prompt) ends inside a block of open / close: its last open
  * marker has no close after it. */
 bool chat_text_in_block(const char *text, const char *open, const char *close);

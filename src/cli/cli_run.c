@@ -5,10 +5,15 @@
  * cache is kept between turns: the new prompt's tokens are compared with the tokens the
  * generator already holds, the generator is rewound to where they part (usually the end
  * of the last answer), and only the rest is run. Stop strings cut the answer before
- * them; reasoning and tool-call tokens (genai_config's bor/eor, bot/eot) go to their own
- * channels. Ctrl-C stops the answer being generated, not the program. */
+ * them; reasoning (between genai_config's bor/eor tokens, or in the <think> blocks of a
+ * template that writes them, as serve splits it) and tool-call tokens (bot/eot) go to
+ * their own channels: shown apart from the answer, and in --json's "thinking"
+ * (--reasoning-format none keeps the answer's text as the model wrote it;
+ * --hide-reasoning prints none). Ctrl-C stops the answer being generated, not the
+ * program. */
 #include "serve/serve_buf.h"
 #include "serve/tool_calls.h"
+#include "chat/chat.h"
 #include "chat/chat_stream.h"
 #include "cli/cli.h"
 
@@ -43,6 +48,11 @@ static const char run_usage[] =
     "  --extra JSON               more template variables, e.g. '{\"enable_thinking\": false}'\n"
     "  --template NAME            one of the package's named chat templates\n"
     "  --template-file FILE       a chat template file instead of the package's\n"
+    "  --reasoning-format F       auto (default): the model's reasoning (bor/eor tokens, or\n"
+    "                             the template's <think> blocks) apart from the answer,\n"
+    "                             dimmed (on a terminal) or on stderr after '[thinking]';\n"
+    "                             none: the answer as the model wrote it, blocks and all\n"
+    "  --hide-reasoning           print no reasoning (--json still has it in \"thinking\")\n"
     "  --do-sample, --temperature F, --top-k N, --top-p F, --seed N, --repetition-penalty F\n"
     "  --threads N                compute threads (default: all cores)\n"
     "%s"
@@ -61,6 +71,7 @@ typedef struct run_opts {
     int n_stops;
     int max_new, max_length, threads;
     bool verbose, json, no_reuse, generate_mode;
+    bool reasoning_none, hide_reasoning;
     cli_backend be;
     cli_guidance guide;
     cli_speculative spec;
@@ -157,6 +168,13 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
         } else if (!strcmp(a, "--template-file")) {
             VALUE();
             o->tpl_file = v;
+        } else if (!strcmp(a, "--reasoning-format")) {
+            VALUE();
+            if (strcmp(v, "auto") && strcmp(v, "none"))
+                return cli_fail("--reasoning-format: '%s' is not auto or none", v);
+            o->reasoning_none = !strcmp(v, "none");
+        } else if (!strcmp(a, "--hide-reasoning")) {
+            o->hide_reasoning = true;
         } else if (!strcmp(a, "--threads")) {
             NUMBER(0, 4096);
             o->threads = (int)x;
@@ -215,6 +233,7 @@ typedef struct chat_session {
     char *system;
     size_t in_cache; /* tokens whose keys/values the generator holds */
     int32_t bor, eor, bot, eot;
+    const char *think_open, *think_close; /* the template's <think> markers (NULL: none) */
     bool tty_out, tty_err;
     chat_channel shown; /* the channel the last emitted text belonged to */
     int turn;
@@ -242,7 +261,7 @@ static void turn_result_free(turn_result *r) {
  * / coloured on a terminal, or to stderr with a label when stdout is a pipe. */
 static void emit(void *ctx, chat_channel ch, const char *text, size_t len) {
     chat_session *s = ctx;
-    if (s->o->json) return;
+    if (s->o->json || (ch == CH_THINKING && s->o->hide_reasoning)) return;
     if (ch != s->shown) {
         if (s->tty_out) {
             fputs(ch == CH_THINKING ? "\033[2m" : ch == CH_TOOL ? "\033[36m[tool call] " : "\033[0m", stdout);
@@ -316,6 +335,14 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     s->eor = og_model_token_id(s->model, "eor_token_id");
     s->bot = og_model_token_id(s->model, "bot_token_id");
     s->eot = og_model_token_id(s->model, "eot_token_id");
+    if (o->reasoning_none) {
+        s->bor = s->eor = -1;
+    } else if (!o->guide.type) {
+        /* no bor/eor tokens, but a template that writes <think> blocks: split as serve
+         * does (not under guidance, whose constrained answer is all answer, as serve's) */
+        s->think_open = chat_think_markers(chat_template_source(s->tpl), s->bor >= 0 && s->eor >= 0,
+                                           &s->think_close);
+    }
     return NULL;
 }
 
@@ -408,6 +435,9 @@ static og_status *run_turn(chat_session *s, const char *user, turn_result *r) {
     chat_stream cs;
     chat_stream_init(&cs, s->o->stops, s->o->n_stops, s->bor, s->eor, s->bot, s->eot, emit, s);
     og_status *st = render(s, &prompt);
+    if (!st && s->think_open) /* a prompt that ends inside a block (DeepSeek-R1's) starts in it */
+        chat_stream_think(&cs, s->think_open, s->think_close,
+                          chat_text_in_block(prompt, s->think_open, s->think_close));
     if (!st) st = og_tokenizer_encode(s->tok, prompt, strlen(prompt), 0, &ids, &n);
     if (!st && n == 0) st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the rendered prompt is empty");
     if (!st) st = sync_prompt(s, ids, n, r);

@@ -244,12 +244,8 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
         m->eor = og_model_token_id(m->model, "eor_token_id");
         /* no reasoning tokens in genai_config, but a template that writes <think> blocks
          * (Qwen3, QwQ, DeepSeek-R1): the blocks are split from the answer's text */
-        const char *src = m->tpl ? chat_template_source(m->tpl) : NULL;
-        m->think_open = m->think_close = NULL;
-        if ((m->bor < 0 || m->eor < 0) && src && strstr(src, "<think>") && strstr(src, "</think>")) {
-            m->think_open = "<think>";
-            m->think_close = "</think>";
-        }
+        m->think_open = chat_think_markers(m->tpl ? chat_template_source(m->tpl) : NULL,
+                                           m->bor >= 0 && m->eor >= 0, &m->think_close);
         m->vocab = og_model_vocab_size(m->model);
         m->created = (long)time(NULL);
         st = eng_create(m->model, &s->o.eng, &m->eng);

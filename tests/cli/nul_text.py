@@ -90,24 +90,32 @@ def run(cmd, stdin=b""):
     return p.returncode, p.stdout
 
 
-def main():
-    build, shared = sys.argv[1], sys.argv[2]
+def tok512(shared):
+    """(tokenizer.json, tokenizer_config, HF Tokenizer) of llama2.c's tok512, or None after
+    saying why not (no tok512.bin, onnx or tokenizers)."""
     tok_bin = os.path.join(shared, "models", "llama2c", "tok512.bin")
     if not os.path.exists(tok_bin):
         print(f"SKIP: {tok_bin} is missing (the shared test models are not beside the project)")
-        return SKIP
+        return None
     try:
         import onnx  # noqa: F401
         from tokenizers import Tokenizer
     except ImportError as e:
         print(f"SKIP: {e.name} is not installed (tools/requirements.txt): no package or no oracle")
-        return SKIP
+        return None
     from model_maker import llama2c
 
     pieces, scores, _ = llama2c.read_tokenizer_bin(tok_bin, VOCAB)
     tok_json = llama2c.tokenizer_json(pieces, scores)
-    tok_cfg = llama2c.tokenizer_config(MAX_LENGTH)
-    tok = Tokenizer.from_str(json.dumps(tok_json))
+    return tok_json, llama2c.tokenizer_config(MAX_LENGTH), Tokenizer.from_str(json.dumps(tok_json))
+
+
+def main():
+    build, shared = sys.argv[1], sys.argv[2]
+    got = tok512(shared)
+    if not got:
+        return SKIP
+    tok_json, tok_cfg, tok = got
     nul = tok.token_to_id("<0x00>")
     if not check(nul is not None and tok.decode([nul]) == "\x00", "the tokenizer has the byte token <0x00>"):
         return 1
