@@ -9,8 +9,11 @@
  * the MatMul): the session is opened again with that value made an output (natively).
  *
  * The graph runs in its own session (opened on the first request, or at load for a package
- * that has no logits and so serves nothing else), one input at a time with an empty cache:
- * no padding, so each vector is what the input gives alone. Requests take turns on it. */
+ * that has no logits and so serves nothing else) with an empty cache. A request's inputs of
+ * the same length run together as one batch (where the graph's inputs take any batch
+ * size), up to EMB_BATCH_ROWS rows and EMB_BATCH_TOKENS tokens a run; inputs of other
+ * lengths run apart: nothing is padded, so each vector is what the input gives alone.
+ * Requests take turns on the session. */
 #include "serve/serve_internal.h"
 
 #include "base/half.h"
@@ -23,8 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One run's bounds: rows of a batch, and its tokens (a batch of long inputs is cut). */
+enum { EMB_BATCH_ROWS = 64, EMB_BATCH_TOKENS = 8192 };
+
 struct srv_embedder {
     og_session *s;
+    bool batchable;       /* every input takes any batch size (a symbolic first dimension) */
     pthread_mutex_t mu;   /* one run at a time */
     const char *out_name; /* the hidden states output (the session's string) */
     og_dtype out_dtype;   /* float32, float16 or bfloat16 (OG_UNDEFINED: an inner value's,
@@ -255,6 +262,13 @@ og_status *srv_embedder_open(const serve_options *o, const char *dir, srv_embedd
         else if (!strcmp(v.name, gen_kvs_get(&d->c.inputs, "attention_mask"))) e->mask_name = v.name;
         else if (!strcmp(v.name, gen_kvs_get(&d->c.inputs, "position_ids"))) e->pos_name = v.name;
     }
+    e->batchable = true; /* every input's batch dimension (mrope positions': the second) symbolic */
+    for (size_t i = 0; !st && i < og_session_input_count(e->s); i++) {
+        og_value_info v;
+        if ((st = og_session_input_info(e->s, i, &v))) break;
+        int b = v.name == e->pos_name && v.rank == 3 ? 1 : 0;
+        if (v.rank > b && v.dims[b] >= 0) e->batchable = false;
+    }
     if (!st && !e->ids_name)
         st = og_errorf(OG_ERR_UNSUPPORTED, "%s: the decoder graph has no '%s' input (a package fed "
                        "inputs_embeds gives no embeddings here)", path,
@@ -294,9 +308,9 @@ const char *srv_embedder_how(const srv_embedder *e) { return e->how; }
 
 /* ---- running ------------------------------------------------------------------------- */
 
-/* A tensor of dims (batch 1 where the declaration is symbolic there; a symbolic past
+/* A tensor of dims (batch k where the declaration is symbolic there; a symbolic past
  * length 0), zeros, of the declared dtype. */
-static og_status *zeros_like(const srv_embedder *e, const og_value_info *v, og_tensor **out) {
+static og_status *zeros_like(const srv_embedder *e, const og_value_info *v, int k, og_tensor **out) {
     int64_t dims[8];
     if (v->rank < 0 || v->rank > 8)
         return og_errorf(OG_ERR_UNSUPPORTED, "input '%s' has rank %d", v->name, v->rank);
@@ -304,7 +318,7 @@ static og_status *zeros_like(const srv_embedder *e, const og_value_info *v, og_t
         dims[i] = v->dims[i];
         if (dims[i] >= 0) continue;
         const char *dn = v->dim_names ? v->dim_names[i] : NULL;
-        if (i == 0 || (dn && strstr(dn, "batch"))) dims[i] = 1;
+        if (i == 0 || (dn && strstr(dn, "batch"))) dims[i] = k;
         else if (dn && (strstr(dn, "past") || strstr(dn, "sequence"))) dims[i] = 0;
         else if (v->rank == 4 && i == 1 && e->kv_heads > 0) dims[i] = e->kv_heads;
         else if (v->rank == 4 && i == 3 && e->head_size > 0) dims[i] = e->head_size;
@@ -319,22 +333,25 @@ static og_status *zeros_like(const srv_embedder *e, const og_value_info *v, og_t
     return NULL;
 }
 
-/* input_ids / attention_mask / position_ids of the n ids, in the declared integer type. */
-static og_status *int_input(const og_value_info *v, const int32_t *ids, int n, int what, og_tensor **out) {
+/* input_ids / attention_mask / position_ids of k rows of n ids (ids[r]: row r), in the
+ * declared integer type. */
+static og_status *int_input(const og_value_info *v, const int32_t *const *ids, int k, int n, int what,
+                            og_tensor **out) {
     if (v->dtype != OG_INT64 && v->dtype != OG_INT32)
         return og_errorf(OG_ERR_UNSUPPORTED, "input '%s' is %s, not int64 or int32", v->name,
                          og_dtype_name(v->dtype));
-    int64_t dims[3] = {1, n, 0};
+    int64_t dims[3] = {k, n, 0};
     int rank = 2;
     if (what == 2 && v->rank == 3) { /* mrope positions: [3, batch, sequence], all the same for text */
-        dims[0] = 3, dims[1] = 1, dims[2] = n;
+        dims[0] = 3, dims[1] = k, dims[2] = n;
         rank = 3;
     }
     og_tensor *t;
     OG_TRY(og_tensor_create(v->dtype, dims, rank, &t));
-    int64_t count = og_tensor_element_count(t);
+    int64_t count = og_tensor_element_count(t), row = (int64_t)k * n;
     for (int64_t i = 0; i < count; i++) {
-        int64_t x = what == 0 ? ids[i % n] : what == 1 ? 1 : i % n;
+        int64_t at = i % row, r = at / n, c = at % n;
+        int64_t x = what == 0 ? ids[r][c] : what == 1 ? 1 : c;
         if (v->dtype == OG_INT64) ((int64_t *)og_tensor_data(t))[i] = x;
         else ((int32_t *)og_tensor_data(t))[i] = (int32_t)x;
     }
@@ -342,29 +359,30 @@ static og_status *int_input(const og_value_info *v, const int32_t *ids, int n, i
     return NULL;
 }
 
-/* The pooled vector (e->hidden floats, not normalised) of the n ids, run alone. */
-static og_status *embed(srv_embedder *e, const int32_t *ids, int n, float *vec) {
+/* The pooled vectors (e->hidden floats each, not normalised, into vecs) of k inputs of n
+ * ids each (ids[r]: row r), run as one batch. */
+static og_status *embed_rows(srv_embedder *e, const int32_t *const *ids, int k, int n, float *vecs) {
     size_t n_in = og_session_input_count(e->s);
     const char **names = calloc(n_in ? n_in : 1, sizeof *names);
     og_tensor **ins = calloc(n_in ? n_in : 1, sizeof *ins);
     og_status *st = names && ins ? NULL : og_oom();
-    size_t k = 0;
+    size_t got = 0;
     for (size_t i = 0; !st && i < n_in; i++) {
         og_value_info v;
         if ((st = og_session_input_info(e->s, i, &v))) break;
-        if (v.name == e->ids_name) st = int_input(&v, ids, n, 0, &ins[k]);
-        else if (v.name == e->mask_name) st = int_input(&v, ids, n, 1, &ins[k]);
-        else if (v.name == e->pos_name) st = int_input(&v, ids, n, 2, &ins[k]);
-        else st = zeros_like(e, &v, &ins[k]); /* caches and states: empty; token_type_ids: 0 */
-        if (!st) names[k++] = v.name;
+        if (v.name == e->ids_name) st = int_input(&v, ids, k, n, 0, &ins[got]);
+        else if (v.name == e->mask_name) st = int_input(&v, ids, k, n, 1, &ins[got]);
+        else if (v.name == e->pos_name) st = int_input(&v, ids, k, n, 2, &ins[got]);
+        else st = zeros_like(e, &v, k, &ins[got]); /* caches and states: empty; token_type_ids: 0 */
+        if (!st) names[got++] = v.name;
     }
     og_tensor *out = NULL;
     if (!st) {
         pthread_mutex_lock(&e->mu);
-        st = og_session_run(e->s, names, ins, k, &e->out_name, &out, 1);
+        st = og_session_run(e->s, names, ins, got, &e->out_name, &out, 1);
         pthread_mutex_unlock(&e->mu);
     }
-    for (size_t i = 0; i < k; i++) og_tensor_free(ins[i]);
+    for (size_t i = 0; i < got; i++) og_tensor_free(ins[i]);
     free(names);
     free(ins);
     if (st) return st;
@@ -373,28 +391,33 @@ static og_status *embed(srv_embedder *e, const int32_t *ids, int n, float *vec) 
     og_dtype dt = og_tensor_dtype(out);
     if ((e->out_dtype != OG_UNDEFINED && dt != e->out_dtype) ||
         (dt != OG_FLOAT32 && dt != OG_FLOAT16 && dt != OG_BFLOAT16) || og_tensor_rank(out) < 2 ||
-        dims[og_tensor_rank(out) - 1] != e->hidden || rows != n) {
+        dims[og_tensor_rank(out) - 1] != e->hidden || rows != (int64_t)k * n) {
         og_tensor_free(out);
         return og_errorf(OG_ERR_RUNTIME, "the hidden states '%s' came back as %s with %lld rows of "
-                         "%lld, not %d of %d floats", e->out_name, og_dtype_name(dt), (long long)rows,
-                         (long long)(og_tensor_rank(out) ? dims[og_tensor_rank(out) - 1] : 0), n, e->hidden);
+                         "%lld, not %lld of %d floats", e->out_name, og_dtype_name(dt), (long long)rows,
+                         (long long)(og_tensor_rank(out) ? dims[og_tensor_rank(out) - 1] : 0),
+                         (long long)k * n, e->hidden);
     }
     const void *h = og_tensor_data(out);
     int first = e->pool == SERVE_POOL_LAST ? n - 1 : 0;
     int last = e->pool == SERVE_POOL_CLS ? 0 : n - 1;
-    double *acc = calloc((size_t)e->hidden, sizeof *acc);
+    double *acc = malloc(sizeof *acc * (size_t)e->hidden);
     if (!acc) {
         og_tensor_free(out);
         return og_oom();
     }
-    for (int r = first; r <= last; r++)
-        for (int c = 0; c < e->hidden; c++) {
-            size_t at = (size_t)r * (size_t)e->hidden + (size_t)c;
-            acc[c] += dt == OG_FLOAT32 ? ((const float *)h)[at]
-                      : dt == OG_FLOAT16 ? f16_to_f32(((const uint16_t *)h)[at])
-                                         : bf16_to_f32(((const uint16_t *)h)[at]);
-        }
-    for (int c = 0; c < e->hidden; c++) vec[c] = (float)(acc[c] / (last - first + 1));
+    for (int b = 0; b < k; b++) {
+        memset(acc, 0, sizeof *acc * (size_t)e->hidden);
+        for (int r = first; r <= last; r++)
+            for (int c = 0; c < e->hidden; c++) {
+                size_t at = ((size_t)b * (size_t)n + (size_t)r) * (size_t)e->hidden + (size_t)c;
+                acc[c] += dt == OG_FLOAT32 ? ((const float *)h)[at]
+                          : dt == OG_FLOAT16 ? f16_to_f32(((const uint16_t *)h)[at])
+                                             : bf16_to_f32(((const uint16_t *)h)[at]);
+            }
+        float *vec = vecs + (size_t)b * (size_t)e->hidden;
+        for (int c = 0; c < e->hidden; c++) vec[c] = (float)(acc[c] / (last - first + 1));
+    }
     free(acc);
     og_tensor_free(out);
     return NULL;
@@ -532,6 +555,48 @@ static void free_inputs(embed_input *in, int n) {
     free(in);
 }
 
+typedef struct embed_key {
+    int n, i; /* an input's length, its index */
+} embed_key;
+
+static int key_cmp(const void *a, const void *b) {
+    const embed_key *x = a, *y = b;
+    return x->n != y->n ? (x->n < y->n ? -1 : 1) : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The vectors of the inputs (vecs: e->hidden floats each, not normalised): those of one
+ * length together, in batches of at most EMB_BATCH_ROWS rows and EMB_BATCH_TOKENS tokens
+ * where the graph takes any batch size, else one by one. *runs: the session runs; on
+ * failure *bad is the first input of the run that failed. */
+static og_status *embed_all(srv_embedder *e, const embed_input *in, int n_in, float *vecs, int *runs,
+                            int *bad) {
+    embed_key *key = malloc(sizeof *key * (size_t)n_in);
+    const int32_t **rows = malloc(sizeof *rows * EMB_BATCH_ROWS);
+    float *out = malloc(sizeof *out * (size_t)e->hidden * EMB_BATCH_ROWS);
+    og_status *st = key && rows && out ? NULL : og_oom();
+    for (int i = 0; !st && i < n_in; i++) key[i] = (embed_key){in[i].n, i};
+    if (!st) qsort(key, (size_t)n_in, sizeof *key, key_cmp);
+    size_t h = (size_t)e->hidden;
+    for (int a = 0; !st && a < n_in;) {
+        int n = key[a].n, k = 1;
+        int cap = !e->batchable ? 1 : EMB_BATCH_TOKENS / n < 1 ? 1
+                  : EMB_BATCH_TOKENS / n < EMB_BATCH_ROWS ? EMB_BATCH_TOKENS / n : EMB_BATCH_ROWS;
+        while (a + k < n_in && k < cap && key[a + k].n == n) k++;
+        for (int r = 0; r < k; r++) rows[r] = in[key[a + r].i].ids;
+        if ((st = embed_rows(e, rows, k, n, out))) {
+            *bad = key[a].i;
+            break;
+        }
+        for (int r = 0; r < k; r++) memcpy(vecs + (size_t)key[a + r].i * h, out + (size_t)r * h, sizeof *out * h);
+        (*runs)++;
+        a += k;
+    }
+    free(key);
+    free(rows);
+    free(out);
+    return st;
+}
+
 /* The model's embedder, opened on first use; NULL with err set when its graph gives none. */
 static srv_embedder *embedder_of(srv_server *s, srv_model *m, srv_error *err) {
     pthread_mutex_lock(&m->emb_mu);
@@ -555,7 +620,7 @@ void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_repl
     srv_model *m = j ? srv_acquire(s, j, &err) : NULL;
     embed_input *in = NULL;
     int n_in = 0;
-    float *vec = NULL;
+    float *vecs = NULL;
     srv_buf b = {0};
     static const char *const keys[] = {"model", "input", "encoding_format", "dimensions", "user", NULL};
     if (!m || !srv_known_keys(j, keys, &err)) goto out;
@@ -609,18 +674,20 @@ void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_repl
             goto out;
         }
     }
-    if (!(vec = malloc(sizeof *vec * (size_t)full))) {
+    if (!(vecs = malloc(sizeof *vecs * (size_t)full * (size_t)n_in))) {
         srv_fail(&err, 500, "", "out of memory");
+        goto out;
+    }
+    int runs = 0, bad = 0;
+    og_status *st = embed_all(e, in, n_in, vecs, &runs, &bad);
+    if (st) {
+        srv_fail(&err, 500, "", "the model failed on input %d: %.600s", bad, og_status_message(st));
+        og_status_free(st);
         goto out;
     }
     srv_buf_str(&b, "{\"object\":\"list\",\"data\":[");
     for (int i = 0; i < n_in; i++) {
-        og_status *st = embed(e, in[i].ids, in[i].n, vec);
-        if (st) {
-            srv_fail(&err, 500, "", "the model failed on input %d: %.600s", i, og_status_message(st));
-            og_status_free(st);
-            goto out;
-        }
+        float *vec = vecs + (size_t)i * (size_t)full;
         if (e->normalize) unit_length(vec, dim); /* after cutting: unit vectors of the asked width */
         for (int c = 0; c < dim; c++)
             if (!isfinite(vec[c])) {
@@ -650,6 +717,12 @@ void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_repl
     r->status = 200;
     r->type = "application/json";
     r->body = srv_buf_take(&b, &r->len);
+    pthread_mutex_lock(&m->emb_mu); /* for /metrics */
+    m->emb_requests++;
+    m->emb_inputs += (uint64_t)n_in;
+    m->emb_tokens += (uint64_t)tokens;
+    m->emb_runs += (uint64_t)runs;
+    pthread_mutex_unlock(&m->emb_mu);
     srv_job lj = {0}; /* its --log-format line: the model and the tokens read */
     lj.m = m;
     lj.prompt_tokens = (int)(tokens < INT32_MAX ? tokens : INT32_MAX);
@@ -657,7 +730,7 @@ void srv_handle_embeddings(srv_server *s, const char *body, size_t len, srv_repl
 out:
     if (err.status) srv_reply_error(r, &err);
     srv_buf_free(&b);
-    free(vec);
+    free(vecs);
     free_inputs(in, n_in);
     if (m) srv_release(s, m);
     cJSON_Delete(j);

@@ -95,6 +95,8 @@ typedef struct srv_model {
     bool emb_mu_live;        /* emb_mu is initialised */
     srv_embedder *emb;
     char emb_error[512];
+    /* /v1/embeddings answered, inputs, tokens, session runs (under emb_mu; /metrics) */
+    uint64_t emb_requests, emb_inputs, emb_tokens, emb_runs;
 } srv_model;
 
 /* ---- the server --------------------------------------------------------------------- */

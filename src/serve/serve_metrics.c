@@ -1,6 +1,7 @@
 /* GET /metrics: Prometheus' text format (version 0.0.4). Per model (label `model`): the
- * engine's counters, gauges and histograms (eng_get_stats) of each loaded model; for the
- * server: responses by route and status, streams whose client left, requests in flight. */
+ * engine's counters, gauges and histograms (eng_get_stats) of each loaded model, and the
+ * embeddings route's counters; for the server: responses by route and status, streams
+ * whose client left, requests in flight. */
 #include "serve/serve_internal.h"
 
 #include <stddef.h>
@@ -49,6 +50,41 @@ GET(state_snapshots) GET(state_snapshots_taken)
 #undef GET
 static double get_kv_ratio(const eng_stats *s) { /* blocks in batched mode, generators per sequence */
     return s->kv_bytes_total ? (double)s->kv_bytes_used / (double)s->kv_bytes_total : 0;
+}
+
+/* /v1/embeddings per model that has answered one: requests, inputs, tokens and the
+ * session runs they took (inputs of one length run as one batch). */
+static void embedding_metrics(srv_buf *b, srv_server *s) {
+    static const struct {
+        const char *name, *help;
+        size_t at;
+    } fam[] = {
+        {"og_embedding_requests_total", "/v1/embeddings requests answered", offsetof(srv_model, emb_requests)},
+        {"og_embedding_inputs_total", "inputs embedded", offsetof(srv_model, emb_inputs)},
+        {"og_embedding_tokens_total", "tokens of the inputs embedded", offsetof(srv_model, emb_tokens)},
+        {"og_embedding_runs_total", "model runs for embeddings (inputs of one length run as one batch)",
+         offsetof(srv_model, emb_runs)},
+    };
+    uint64_t (*v)[4] = calloc((size_t)s->n_models, sizeof *v);
+    if (!v) {
+        b->oom = true;
+        return;
+    }
+    for (int i = 0; i < s->n_models; i++) {
+        srv_model *m = &s->models[i];
+        if (!m->emb_mu_live) continue;
+        pthread_mutex_lock(&m->emb_mu);
+        for (int f = 0; f < 4; f++) v[i][f] = *(const uint64_t *)((const char *)m + fam[f].at);
+        pthread_mutex_unlock(&m->emb_mu);
+    }
+    for (int f = 0; f < 4; f++) {
+        srv_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", fam[f].name, fam[f].help, fam[f].name);
+        for (int i = 0; i < s->n_models; i++)
+            if (v[i][0])
+                srv_buf_printf(b, "%s{model=\"%s\"} %llu\n", fam[f].name, s->models[i].name,
+                               (unsigned long long)v[i][f]);
+    }
+    free(v);
 }
 
 void srv_handle_metrics(srv_server *s, srv_reply *r) {
@@ -132,6 +168,7 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
            "(bounded by the plan memory budget)", l, n, get_plan_bytes);
     family(&b, COUNTER, "og_plan_evictions_total", "cached execution plans evicted for the plan "
            "memory budget", l, n, get_plans_evicted);
+    embedding_metrics(&b, s);
     histogram(&b, "og_time_to_first_token_seconds", "submission to first token", l, n, offsetof(eng_stats, ttft));
     histogram(&b, "og_inter_token_latency_seconds", "between a request's tokens", l, n,
               offsetof(eng_stats, inter_token));

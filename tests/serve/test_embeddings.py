@@ -18,7 +18,10 @@
               --matryoshka, then the leading values normalised again. Refusals (400 naming
               the field): an empty input, ids beyond the vocabulary, a mixed list, an input
               past the context (context_length_exceeded), a bad encoding_format, an unknown
-              field. --log-format's lines carry the model and the tokens read. A qwen2
+              field. --log-format's lines carry the model and the tokens read. Inputs of
+              three lengths in one request (two packages): each vector as above, and
+              /metrics' og_embedding_* counters: the request, its inputs and tokens, one
+              model run per length (inputs of one length run as one batch). A qwen2
               package with logits only gives the lm_head's input (the final
               norm's output, made an output of the native session) = onnxruntime's
               hidden_states of its include_hidden_states twin (the same weights); on
@@ -166,6 +169,7 @@ def embeddings_only(build, pkg, oracle, np, openai):
         got = vectors_of(np, j["data"], True) if st == 200 else []
         check(len(got) == 2 and all(close(np, g, w)[0] for g, w in zip(got, want)) and
               all(g.shape == (128,) for g in got), "raw HTTP base64: float32 little-endian")
+        batched(s, oracle, np, "mean", True, "embeddings-only")
         refusals(s, np)
         lines = [json.loads(x) for x in s.stderr().splitlines() if x.startswith("{")]
         emb = [x for x in lines if x["path"] == "/v1/embeddings" and x["status"] == 200]
@@ -256,10 +260,32 @@ def logits_only(build, pkg, oracle, np):
         s.stop()
 
 
+def batched(s, oracle, np, pool, normalize, what):
+    """Inputs of equal and of other lengths in one request: each vector = onnxruntime's of
+    the input alone; /metrics counts the request, its inputs and tokens, and one model run
+    per length (those of one length run as one batch)."""
+    rows = [[5, 77, 300, 12, 12, 9], [8, 8, 8], [40, 41, 42, 43, 44, 45], [7] * 9, [300, 2, 3, 4, 5, 6],
+            [1, 2, 3, 4, 5, 6, 7, 8, 9]]
+    before = s.metrics()
+    st, _, j, _ = s.post("/v1/embeddings", {"input": rows, "encoding_format": "float"})
+    got = vectors_of(np, j["data"], False) if st == 200 else []
+    res = [close(np, g, oracle.vector(r, pool, normalize)) for g, r in zip(got, rows)]
+    check(len(res) == 6 and all(ok for ok, _ in res),
+          f"{what}: 6 inputs of 3 lengths, batched by length = each alone in onnxruntime "
+          f"(max diff {max(d for _, d in res) if res else -1:.2e})")
+    after = s.metrics()
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in ("og_embedding_requests_total", "og_embedding_inputs_total",
+                                                         "og_embedding_tokens_total", "og_embedding_runs_total")}
+    check(d == {"og_embedding_requests_total": 1, "og_embedding_inputs_total": 6,
+                "og_embedding_tokens_total": sum(map(len, rows)), "og_embedding_runs_total": 3},
+          f"{what}: /metrics counts the request, 6 inputs, {sum(map(len, rows))} tokens, 3 runs ({d})")
+
+
 def no_cache(build, pkg, oracle, np):
     ids = [oracle.ids(t) for t in TEXTS]
     s = Server(build, pkg)
     try:
+        batched(s, oracle, np, "cls", False, "no KV cache")
         st, _, j, _ = s.post("/v1/embeddings", {"input": TEXTS, "encoding_format": "float"})
         got = vectors_of(np, j["data"], False) if st == 200 else []
         res = [close(np, g, oracle.vector(i, "cls", False)) for g, i in zip(got, ids)]
