@@ -535,6 +535,17 @@ void og_generator_destroy(og_generator *gen);
  * together). Sequences keep their own lengths: og_generator_get_sequence returns a
  * row's prompt without padding, then its generated tokens. */
 og_status *og_generator_append_tokens(og_generator *gen, const int32_t *ids, size_t n);
+/* A request's inputs by name, as onnxruntime-genai's Generator.set_inputs: "input_ids"
+ * (int32 or int64 [1, n], the prompt with each image's tokens expanded) and, for a Qwen
+ * vision-language package (qwen2_5_vl, qwen3_vl, qwen3_5 whose og_model_text_only is 0),
+ * "pixel_values" and "image_grid_thw" as og_image_processor_process gives them
+ * ("num_image_tokens" is accepted and not needed). The vision encoder runs once on the
+ * images (an image repeated in the call once), its features replace the image tokens'
+ * embeddings, and positions are mRoPE's 3-D rope index over each image's grid. Then the
+ * prompt is appended as og_generator_append_tokens appends it. batch_size 1, an empty
+ * generator; images not with beam search. The tensors are borrowed for the call. */
+og_status *og_generator_set_inputs(og_generator *gen, const char *const *names,
+                                   const og_tensor *const *tensors, size_t count);
 /* Appends batch_size prompts of any lengths: rows[b] holds lens[b] >= 1 tokens. Only
  * while the sequences are empty (or for batch_size 1, as og_generator_append_tokens). */
 og_status *og_generator_append_token_rows(og_generator *gen, const int32_t *const *rows,

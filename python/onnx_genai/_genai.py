@@ -717,10 +717,30 @@ class Generator(_Owned):
             lib.og_generator_set_active_adapter(self._handle().ptr, ah.ptr, name.encode("utf-8"))
         self._adapters = ah  # the C side counts its use; this keeps the handle's deps alive
 
-    def set_inputs(self, *args, **kwargs) -> None:
-        """Raises UnsupportedError: no extra model inputs (images, audio)."""
-        raise UnsupportedError("Generator.set_inputs: extra model inputs (images, audio) are "
-                               "not supported by onnx-genai")
+    def set_inputs(self, named_tensors) -> None:
+        """The processor's output (``processor(prompt, images=...)``: NamedTensors, or a dict
+        of arrays) as the request's inputs, as onnxruntime-genai's Generator.set_inputs:
+        input_ids, and pixel_values with image_grid_thw for a Qwen vision-language package.
+        Runs the vision encoder and the prompt (og_generator_set_inputs)."""
+        from ._tensor import Wrapped
+        keys = named_tensors.keys() if hasattr(named_tensors, "keys") else None
+        if keys is None:
+            raise TypeError("set_inputs: expected NamedTensors or a dict of arrays")
+        names, wrapped = [], []
+        try:
+            for k in keys:
+                v = named_tensors[k]
+                arr = v.as_numpy() if hasattr(v, "as_numpy") else np.asarray(v)
+                names.append(k.encode("utf-8"))
+                wrapped.append(Wrapped(k, arr))
+            n = len(names)
+            c_names = (ctypes.c_char_p * max(n, 1))(*names)
+            c_tensors = (ctypes.c_void_p * max(n, 1))(*[w.t for w in wrapped])
+            with self._lock:
+                lib.og_generator_set_inputs(self._handle().ptr, c_names, c_tensors, n)
+        finally:
+            for w in wrapped:
+                w.close()
 
     def set_model_input(self, *args, **kwargs) -> None:
         """Raises UnsupportedError: no extra model inputs."""

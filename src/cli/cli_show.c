@@ -54,7 +54,9 @@ static const char *src_name(const og_model *m, const gen_feed *f, char *buf, siz
     case GEN_SRC_POS:
         return m->position_rank == 3 ? "position ids [3, batch, seq] (mRoPE: text positions on "
                                        "every axis)" : "position ids";
-    case GEN_SRC_IMAGE: return "empty (no image tokens: text only)";
+    case GEN_SRC_IMAGE:
+        return m->vision.s ? "the vision encoder's rows for the run's image tokens (else empty)"
+                           : "empty (no image tokens: text only)";
     case GEN_SRC_PAST:
         snprintf(buf, size, "loop-carried (from %s)", m->cache[f->index].present);
         return buf;
@@ -130,6 +132,10 @@ static void show_pipeline(const char *dir, const gen_config *c) {
         }
         printf("%s\n", e->shareable ? ", written in place" : "");
     }
+    if (m->vision.s)
+        printf("images:      %s (%s, %s -> %s) once per request; mRoPE positions over each "
+               "image's grid\n", m->vision.file, m->vision_pixels, m->vision_grid,
+               m->vision_features);
     if (m->text_only) printf("text only:   %s\n", m->text_only);
     og_model_close(m);
 }

@@ -17,6 +17,7 @@
 #include "genai/config.h"
 #include "genai/guidance.h"
 #include "genai/search.h"
+#include "genai/vision.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -99,6 +100,8 @@ void gen_generator_free(og_generator *g) {
     free(g->spec_logits);
     for (int i = 0; g->spec_state && i < g->m->n_cache; i++) free(g->spec_state[i]);
     free(g->spec_state);
+    og_tensor_free(g->img_features);
+    free(g->mpos);
     free(g->steps_raw);
     og_generator_destroy(g->spec_gen);
     gen_beam_free(g->beam);
@@ -666,6 +669,95 @@ og_status *og_generator_append_tokens(og_generator *g, const int32_t *ids, size_
     return st;
 }
 
+/* The tensor named `name` among the caller's, or NULL. */
+static const og_tensor *named(const char *const *names, const og_tensor *const *t, size_t n,
+                              const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (names[i] && strcmp(names[i], name) == 0) return t[i];
+    return NULL;
+}
+
+og_status *og_generator_set_inputs(og_generator *g, const char *const *names,
+                                   const og_tensor *const *tensors, size_t count) {
+    if (!g || (count && (!names || !tensors)))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_set_inputs: NULL argument");
+    og_model *m = g->m;
+    for (size_t i = 0; i < count; i++) {
+        static const char *const known[] = {"input_ids", "pixel_values", "image_grid_thw",
+                                            "num_image_tokens", NULL};
+        bool ok = false;
+        for (int k = 0; names[i] && known[k] && !ok; k++) ok = !strcmp(names[i], known[k]);
+        if (!ok || !tensors[i])
+            return og_errorf(OG_ERR_UNSUPPORTED, "generator: input '%s' is not taken (inputs: "
+                             "input_ids, and pixel_values with image_grid_thw for a Qwen "
+                             "vision-language package)", names[i] ? names[i] : "(null)");
+    }
+    const og_tensor *ids_t = named(names, tensors, count, "input_ids");
+    const og_tensor *pv = named(names, tensors, count, "pixel_values");
+    const og_tensor *grid = named(names, tensors, count, "image_grid_thw");
+    if (!ids_t)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: set_inputs needs input_ids");
+    og_dtype dt = og_tensor_dtype(ids_t);
+    int64_t n = og_tensor_element_count(ids_t);
+    if ((dt != OG_INT32 && dt != OG_INT64) || og_tensor_rank(ids_t) < 1 ||
+        og_tensor_dims(ids_t)[0] != 1 || n < 1 || n > g->max_len)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: input_ids must be int32 or int64 "
+                         "[1, n] with 1 <= n <= max_length %d", g->max_len);
+    if (g->p.batch_size != 1 || g->len[0] != 0)
+        return og_errorf(OG_ERR_UNSUPPORTED, "generator: set_inputs takes one prompt "
+                         "(batch_size 1) into an empty generator");
+    if (!pv != !grid)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: pixel_values and image_grid_thw "
+                         "come together");
+    if (pv && g->rows != 1)
+        return og_errorf(OG_ERR_UNSUPPORTED, "generator: images with beam search are not "
+                         "supported");
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) return og_oom();
+    const void *src = og_tensor_data((og_tensor *)ids_t);
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = dt == OG_INT32 ? ((const int32_t *)src)[i] : (int32_t)((const int64_t *)src)[i];
+    og_status *st = NULL;
+    og_tensor *feats = NULL;
+    int64_t *pos = NULL, delta = 0;
+    const int64_t *gd = grid ? og_tensor_data((og_tensor *)grid) : NULL;
+    int64_t n_images = grid ? og_tensor_dims(grid)[0] : 0;
+    if (pv) {
+        int64_t image_tokens = 0;
+        for (int64_t i = 0; i < n; i++) image_tokens += ids[i] == m->image_token_id;
+        st = gen_vision_encode(m, pv, grid, &feats);
+        if (!st && og_tensor_dims(feats)[0] != image_tokens)
+            st = og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: the prompt has %lld image tokens, "
+                           "its images %lld (expand each image's placeholder as the processor "
+                           "does)", (long long)image_tokens, (long long)og_tensor_dims(feats)[0]);
+        if (!st && (og_tensor_dtype(feats) != m->image_feature_dtype ||
+                    og_tensor_dims(feats)[1] != m->image_feature_dims[1]))
+            st = og_errorf(OG_ERR_INVALID_MODEL, "%s: the vision encoder's features do not fit "
+                           "the embedding's '%s' (dtype or width)", m->dir, m->image_features);
+    }
+    if (!st && m->vision.s) { /* a Qwen vision-language package: 3-D positions */
+        pos = malloc(3 * (size_t)n * sizeof *pos);
+        st = pos ? gen_vision_rope_index(m, ids, n, gd, n_images, pos, &delta) : og_oom();
+    } else if (!st && pv) {
+        st = og_errorf(OG_ERR_UNSUPPORTED, "%s: the package takes no images", m->dir);
+    }
+    if (!st) {
+        og_tensor_free(g->img_features);
+        free(g->mpos);
+        g->img_features = feats;
+        g->mpos = pos;
+        g->media_len = pos ? n : 0;
+        g->rope_delta = delta;
+        feats = NULL;
+        pos = NULL;
+        st = og_generator_append_tokens(g, ids, (size_t)n);
+    }
+    og_tensor_free(feats);
+    free(pos);
+    free(ids);
+    return st;
+}
+
 og_status *og_generator_append_token_rows(og_generator *g, const int32_t *const *rows,
                                           const size_t *lens) {
     if (!g || !rows || !lens)
@@ -704,6 +796,10 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
         }
         g->steps = 0;
         gen_cache_reset(g);
+        og_tensor_free(g->img_features); /* the request's images go with its prompt */
+        free(g->mpos);
+        g->img_features = NULL;
+        g->mpos = NULL;
     } else if ((int)new_length != g->len[0] || g->done[0]) {
         int keep = (int)new_length - 1; /* the last token is fed again for its logits */
         if (g->fed[0] > keep) {

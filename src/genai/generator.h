@@ -112,6 +112,14 @@ struct og_generator {
     og_generator *spec_gen; /* the draft model's generator (made on first use) */
     void *steps_raw;   /* gen_compute_steps' logits before conversion to float32 */
     size_t steps_raw_bytes;
+    /* Images of this request (og_generator_set_inputs, vision.h): the encoder's features
+     * of the prompt's image tokens in order (NULL: none), the prompt's 3-D positions
+     * ([3][media_len], NULL: positions are plain) and the offset of every later
+     * position; img_view is the rows a run's image tokens take. */
+    og_tensor *img_features;
+    int64_t *mpos;
+    int64_t media_len, rope_delta;
+    og_tensor img_view;
     /* LoRA adapters active in this generator (adapters.h), all from one container */
     og_adapters *adapters;
     gen_adapter *active[GEN_MAX_ACTIVE_ADAPTERS];

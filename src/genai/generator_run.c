@@ -90,7 +90,9 @@ static int stage_inputs(og_generator *g, const run_spec *rs) {
             int64_t tok = dummy && !m->compact ? m->pad_id : s[p];
             g->feed_ids[(size_t)k * n + i] = tok;
             for (int a = 0; a < (m->position_rank == 3 ? 3 : 1); a++)
-                g->feed_pos[(size_t)a * rs->nr * n + (size_t)k * n + i] = p;
+                g->feed_pos[(size_t)a * rs->nr * n + (size_t)k * n + i] =
+                    !g->mpos ? p : p < g->media_len ? g->mpos[(size_t)a * g->media_len + p]
+                                                    : p + g->rope_delta;
         }
         int64_t *mk = g->feed_mask + (size_t)k * W;
         if (m->compact) {
@@ -103,6 +105,24 @@ static int stage_inputs(og_generator *g, const run_spec *rs) {
         }
     }
     return W;
+}
+
+/* The image features of the image tokens row 0 feeds in this run (the generator takes
+ * images for batch 1 only), or NULL when it feeds none. */
+static const og_tensor *run_image_features(og_generator *g, const run_spec *rs) {
+    if (!g->img_features || rs->r0 != 0) return NULL;
+    const int32_t *s = g->seq;
+    int64_t before = 0, within = 0;
+    for (int p = 0; p < g->start[0] + rs->n; p++)
+        if (s[p] == g->m->image_token_id) *(p < g->start[0] ? &before : &within) += 1;
+    const og_tensor *f = g->img_features;
+    if (!within || before + within > f->dims[0]) return NULL;
+    og_tensor *v;
+    int64_t d[2] = {within, f->dims[1]};
+    size_t row = (size_t)f->dims[1] * dtype_size(f->dtype);
+    if (gen_step_view(f->dtype, d, 2, (char *)f->data + (size_t)before * row, &g->img_view, &v))
+        return NULL; /* a rank-2 shape cannot fail */
+    return v;
 }
 
 /* The row forms of a run (step.h): a position computed before keeps its form (a rewind
@@ -167,6 +187,7 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
                           .mask32 = g->feed_mask32, .pos32 = g->feed_pos32};
     stage_forms(g, rs);
     tk.forms = g->feed_forms;
+    tk.image_features = run_image_features(g, rs);
     run_cache rc = {g, rs, W};
     gen_step_cache cache = {.ctx = &rc, .past = past_of, .present = present_of,
                             .took_present = took_present,

@@ -47,10 +47,13 @@ static const char *const llm_types[] = {
     "gptoss", "granite", "granitemoehybrid", "hunyuandensev1", "internlm2", "lfm2", "llama",
     "mistral", "nemotron", "olmo", "phi", "phimoe", "phi3", "phi3small", "qwen2", "qwen3",
     "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "decoder-pipeline", NULL};
-/* Vision-language types: their text decoder runs; images are not fed. */
+/* Vision-language types: their text decoder runs; images are fed to the Qwen ones
+ * (qwen_vl_types) when the package has their vision graph (genai/vision.c). */
 static const char *const vlm_types[] = {"fara", "gemma3", "mistral3", "phi3v", "qwen2_5_vl",
                                         "qwen3_vl", "qwen3_5", "qwen3_5_moe",
                                         "videochat_flash_qwen", NULL};
+static const char *const qwen_vl_types[] = {"qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen3_5_moe",
+                                            NULL};
 
 static bool in_list(const char *const *l, const char *t) {
     for (; *l; l++)
@@ -112,24 +115,30 @@ static og_status *stage_session(const og_model_options *o, const gen_stage *st,
     return og_session_open(st->path, &so, out);
 }
 
-static og_status *open_stage(og_model *m, const og_model_options *o, const char *name,
-                             const char *key, const char *file, const gen_session_options *so_cfg) {
+/* Fills st (zeroed) with the session of the package's graph `file` (config key `key`). */
+static og_status *init_stage(og_model *m, const og_model_options *o, gen_stage *st,
+                             const char *name, const char *key, const char *file,
+                             const gen_session_options *so_cfg) {
     char path[4096];
     OG_TRY(package_file(m, key, file, path, sizeof path));
-    gen_stage *st = realloc(m->stages, (size_t)(m->n_stages + 1) * sizeof *st);
-    if (!st) return og_oom();
-    m->stages = st;
-    st = &m->stages[m->n_stages];
-    memset(st, 0, sizeof *st);
-    st->on_prompt = st->on_token = true;
     st->name = strdup(name);
     st->file = strdup(file);
     st->path = strdup(path);
     st->so_cfg = so_cfg;
-    m->n_stages++;
     if (!st->name || !st->file || !st->path) return og_oom();
     og_status *e = stage_session(o, st, o->backend, &st->s);
     return e ? og_status_wrap(e, "%s: %s", m->cfg->path, key) : NULL;
+}
+
+static og_status *open_stage(og_model *m, const og_model_options *o, const char *name,
+                             const char *key, const char *file, const gen_session_options *so_cfg) {
+    gen_stage *st = realloc(m->stages, (size_t)(m->n_stages + 1) * sizeof *st);
+    if (!st) return og_oom();
+    m->stages = st;
+    st = &m->stages[m->n_stages++];
+    memset(st, 0, sizeof *st);
+    st->on_prompt = st->on_token = true;
+    return init_stage(m, o, st, name, key, file, so_cfg);
 }
 
 /* auto keeps a model on one backend: when a session fell back to onnxruntime (an op
@@ -407,6 +416,7 @@ static og_status *text_only_reason(og_model *m, char *why, size_t size) {
         OG_TRY(package_file(m, "model.speech.filename", gm->speech.filename, path, sizeof path));
     }
     if (!vlm && !vis->present && !gm->speech.present) return NULL;
+    if (m->vision.s) return NULL; /* images are fed (open_vision) */
     const char *pc = vis->config_filename ? vis->config_filename : "processor_config.json";
     /* no processor config: nothing says how images are prepared, text decoding is whole */
     bool smart = false;
@@ -428,7 +438,11 @@ static og_status *text_only_reason(og_model *m, char *why, size_t size) {
         }
         free(buf);
     }
-    if (smart)
+    if (in_list(qwen_vl_types, gm->type) && vis->present)
+        snprintf(why, size, "%s: model.type '%s': %s; the package is opened for text decoding "
+                 "only", m->cfg->path, gm->type, m->vision_why[0] ? m->vision_why
+                 : "its vision graph cannot be fed");
+    else if (smart)
         snprintf(why, size, "%s: its image preprocessing (%s: Resize with smart_resize) cannot be "
                  "represented yet, so images cannot be fed; the package is opened for text "
                  "decoding only", m->cfg->path, pc);
@@ -436,6 +450,56 @@ static og_status *text_only_reason(og_model *m, char *why, size_t size) {
         snprintf(why, size, "%s: model.type '%s' %s, and image/audio input is not implemented; "
                  "the package is opened for text decoding only", m->cfg->path, gm->type,
                  vis->present ? "has a vision model" : "is multimodal");
+    return NULL;
+}
+
+/* The vision encoder of a Qwen vision-language package, when images can be fed: the
+ * package names a vision graph taking pixel_values and image_grid_thw and returning
+ * image_features, an embedding stage takes image_features, the decoder takes [3, B, S]
+ * (mRoPE) positions, and the config has the image and vision-start token ids. Otherwise
+ * m->vision_why says what is missing (the package decodes text only). */
+static og_status *open_vision(og_model *m, const og_model_options *o) {
+    const gen_model *gm = &m->cfg->model;
+    const gen_component *vis = &gm->vision;
+    char *why = m->vision_why;
+    size_t wn = sizeof m->vision_why;
+    if (!vis->present || !vis->filename) return NULL;
+    if (!m->image_features) {
+        snprintf(why, wn, "no embedding graph takes image_features");
+        return NULL;
+    }
+    if (m->position_rank != 3) {
+        snprintf(why, wn, "its decoder takes no [3, batch, sequence] position_ids (mRoPE)");
+        return NULL;
+    }
+    if (gm->image_token_id < 0 || gm->vision_start_token_id < 0) {
+        snprintf(why, wn, "model.image_token_id or model.vision_start_token_id is not set");
+        return NULL;
+    }
+    gen_stage *st = &m->vision;
+    OG_TRY(init_stage(m, o, st, "vision", "model.vision.filename", vis->filename,
+                      &vis->session_options));
+    const char *names[3] = {gen_kvs_get(&vis->inputs, "pixel_values"),
+                            gen_kvs_get(&vis->inputs, "image_grid_thw"),
+                            gen_kvs_get(&vis->outputs, "image_features")};
+    if (!names[1]) names[1] = "image_grid_thw";
+    for (int k = 0; k < 3; k++) {
+        bool ok = k < 2 ? has_input(st->s, names[k], NULL) : has_output(st->s, names[k]);
+        if (!ok) {
+            snprintf(why, wn, "its vision graph %s has no %s '%s'", vis->filename,
+                     k < 2 ? "input" : "output", names[k] ? names[k] : "(unset)");
+            og_session_close(st->s);
+            st->s = NULL;
+            return NULL;
+        }
+    }
+    m->vision_pixels = names[0];
+    m->vision_grid = names[1];
+    m->vision_features = names[2];
+    m->spatial_merge = vis->spatial_merge_size > 0 ? vis->spatial_merge_size : 2;
+    m->image_token_id = gm->image_token_id;
+    m->video_token_id = gm->video_token_id;
+    m->vision_start_id = gm->vision_start_token_id;
     return NULL;
 }
 
@@ -460,15 +524,6 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.vocab_size is %d, expected > 0",
                          m->cfg->path, m->vocab_size);
     for (int i = 0; i < m->cfg->n_warnings; i++) OG_TRY(add_warning(m, m->cfg->warnings[i]));
-
-    char why[1024];
-    OG_TRY(text_only_reason(m, why, sizeof why));
-    if (why[0]) {
-        if (!o->allow_text_only)
-            return og_errorf(OG_ERR_UNSUPPORTED, "%s (refused: allow_text_only is 0)", why);
-        if (!(m->text_only = strdup(why))) return og_oom();
-        OG_TRY(add_warning(m, why));
-    }
 
     const gen_kvs *din = &d->c.inputs;
     m->attention_mask = gen_kvs_get(din, "attention_mask");
@@ -538,6 +593,15 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
     for (int si = 0; si < m->n_stages && m->width_threshold < 0; si++)
         m->width_threshold = gen_mask_width_threshold(runtime_session_graph(m->stages[si].s),
                                                       m->attention_mask);
+    if (in_list(qwen_vl_types, gm->type)) OG_TRY(open_vision(m, o));
+    char why[1024];
+    OG_TRY(text_only_reason(m, why, sizeof why));
+    if (why[0]) {
+        if (!o->allow_text_only)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s (refused: allow_text_only is 0)", why);
+        if (!(m->text_only = strdup(why))) return og_oom();
+        OG_TRY(add_warning(m, why));
+    }
     return NULL;
 }
 
@@ -694,6 +758,10 @@ void og_model_close(og_model *m) {
         free(m->stages[i].outs);
     }
     free(m->stages);
+    og_session_close(m->vision.s);
+    free(m->vision.name);
+    free(m->vision.file);
+    free(m->vision.path);
     for (int i = 0; i < m->n_warnings; i++) free(m->warnings[i]);
     free(m->warnings);
     free(m->text_only);

@@ -139,6 +139,14 @@ struct og_model {
     int32_t pad_id, bos_id;
     int context_length;
     char *text_only;         /* why the package decodes text only; NULL when it is whole */
+    /* Images (genai/vision.c): the vision encoder of a Qwen vision-language package
+     * (vision.s NULL: images are not taken; vision_why says why when it has a vision
+     * graph), its graph names, and the config's values the rope index reads. */
+    gen_stage vision;
+    const char *vision_pixels, *vision_grid, *vision_features;
+    int spatial_merge;
+    int32_t image_token_id, video_token_id, vision_start_id;
+    char vision_why[256];
     char **warnings;         /* the config's warnings, then the model's own */
     int n_warnings;
     struct og_profiler *prof; /* set by og_model_profile_start: times every stage's nodes */

@@ -98,6 +98,10 @@ static og_status *feed_tensor(const og_model *m, const gen_step_io *io,
         return gen_step_view(f->dtype, rank == 3 ? d3 : d2, rank, p, slot, out);
     }
     case GEN_SRC_IMAGE:
+        if (tk->image_features) {
+            const og_tensor *v = tk->image_features;
+            return gen_step_view(v->dtype, v->dims, v->rank, v->data, slot, out);
+        }
         *owned = true;
         return og_tensor_create(m->image_feature_dtype, m->image_feature_dims,
                                 m->image_feature_rank, out);

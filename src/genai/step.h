@@ -32,6 +32,9 @@ typedef struct gen_step_tokens {
      * not depend on its batch; NULL: none (each kernel computes as onnxruntime computes
      * this run's rows). */
     const uint8_t *forms;
+    /* The image features of the run's image tokens, in order (vision.h), fed to the
+     * embedding's image_features; NULL: an empty tensor. */
+    const og_tensor *image_features;
 } gen_step_tokens;
 
 /* The form of token i of a run of L tokens of one sequence. */

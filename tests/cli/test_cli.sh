@@ -94,11 +94,11 @@ else
 fi
 q35="$shared/models/ortgenai/qwen3-5"
 if [ -d "$q35" ]; then
-  # a split hybrid package: its sessions, what feeds them, the state per layer, text only
+  # a split hybrid package: its sessions, what feeds them, the state per layer, its images
   expect_out show_pipeline_stages "stage 1 'decoder': dummy_text.onnx" "$bin" show "$q35"
   expect_out show_pipeline_feeds 'inputs_embeds +<- stage 0 \(embedding\) output' "$bin" show "$q35"
   expect_out show_pipeline_state 'layer 2 +recurrent_state +float32 +state \[batch, 16, 128, 128\]' "$bin" show "$q35"
-  expect_out show_pipeline_text_only 'text only: .*smart_resize' "$bin" show "$q35"
+  expect_out show_pipeline_images 'images: +dummy_vision.onnx \(pixel_values, image_grid_thw' "$bin" show "$q35"
   expect_out generate_text_only '^2,3,4,0,0,0$' "$bin" generate "$q35" --ids 2,3,4 --max-length 6
 else
   echo "SKIP qwen3-5 cases: $q35 is missing"; skip=$((skip + 1))

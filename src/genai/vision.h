@@ -1,0 +1,32 @@
+/* Images through a Qwen vision-language package (Qwen2.5-VL, Qwen3-VL, Qwen3.5): the
+ * vision encoder run on the processor's pixel_values and image_grid_thw, and the 3-D
+ * mRoPE positions of a prompt with image tokens (the rope index over each image's grid,
+ * as onnxruntime-genai 0.18 computes it from Hugging Face's get_rope_index).
+ *
+ * The generator (og_generator_set_inputs) runs the encoder once per request, keeps the
+ * features, and feeds the embedding stage the rows of the image tokens each run holds. */
+#ifndef OG_GENAI_VISION_H
+#define OG_GENAI_VISION_H
+
+#include "genai/model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The vision encoder on pixel_values [patches, C] (float32) and image_grid_thw
+ * [images, 3] (int64): *out = image_features [image tokens, hidden], a new tensor. The
+ * encoder runs once per distinct image: an image whose grid and pixels equal an earlier
+ * one's in the same call reuses its features. */
+og_status *gen_vision_encode(og_model *m, const og_tensor *pixel_values, const og_tensor *grid,
+                             og_tensor **out);
+
+/* The rope index of one prompt: ids[0..n), the grids of its images in order ([images][3]),
+ * pos[a * n + i] for axis a (temporal, height, width) of token i, and *delta such that
+ * every later position p (decode) is p + delta on all three axes. An image is a
+ * vision-start token followed by the image token; its t * h * w / merge^2 image tokens take
+ * the grid's positions from the next free position on, text continues after the largest. */
+og_status *gen_vision_rope_index(const og_model *m, const int32_t *ids, int64_t n,
+                                 const int64_t *grid, int64_t n_images, int64_t *pos,
+                                 int64_t *delta);
+
+#endif
