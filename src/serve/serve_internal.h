@@ -77,6 +77,8 @@ typedef struct srv_model {
     og_chat_template *tpl;   /* NULL when the package has none (tpl_error says why) */
     char tpl_error[256];
     eng_engine *eng;
+    int slots;               /* sequences its engine runs at once: --max-batch, or a hybrid's
+                                state slots where fewer fit (0: no engine) */
     int32_t bor, eor;        /* reasoning start/end tokens (-1: none) */
     const char *think_open, *think_close; /* without them: the reasoning markers its chat
                                 template writes ("<think>", "</think>"), else NULL */
@@ -131,7 +133,8 @@ typedef struct srv_server {
     pthread_mutex_t mu; /* the counters below */
     uint64_t responses[SRV_ROUTES][600]; /* by route and status */
     uint64_t stream_disconnects;
-    struct srv_slot *slots;  /* (under mu) --max-batch per model, model by model (serve_slots.c) */
+    struct srv_slot *slots;  /* (under mu) --max-batch per model, model by model (serve_slots.c;
+                                a model uses the first srv_model.slots of its own) */
     int n_slots;             /* per model */
 } srv_server;
 

@@ -255,6 +255,10 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
         return st;
     }
     m->context = eng_context_length(m->eng);
+    eng_stats es; /* a hybrid batched with fewer state slots than --max-batch runs that many */
+    eng_get_stats(m->eng, &es);
+    m->slots = s->o.eng.max_batch > 0 ? s->o.eng.max_batch : 1;
+    if (es.state_slots_total > 0 && es.state_slots_total < m->slots) m->slots = (int)es.state_slots_total;
     size_t rss1 = proc_rss_now(), files = package_bytes(m->dir);
     m->bytes = rss1 > rss0 && rss1 - rss0 > files ? rss1 - rss0 : files;
     return NULL;

@@ -1,6 +1,6 @@
 /* GET /props and GET /slots as llama-server has them, and the slot table /slots reads.
- * A model's engine runs --max-batch sequences at once; llama-server calls such places
- * slots. Here each choice of a request takes a slot of its model when it is submitted
+ * A model's engine runs --max-batch sequences at once (a hybrid batched with state slots:
+ * as many as it has, which may be fewer); llama-server calls such places slots. Here each choice of a request takes a slot of its model when it is submitted
  * and gives it back when the request is freed (one beyond them waits in the engine's
  * queue, in no slot), and records how many tokens it has taken so far. */
 #include "serve/serve_internal.h"
@@ -36,12 +36,18 @@ static srv_slot *slots_of(srv_server *s, const srv_model *m) {
     return s->slots + (m - s->models) * s->n_slots;
 }
 
+/* The places of model m's table it uses: its engine's (srv_model.slots), at most the
+ * table's width. */
+static int slot_count(const srv_server *s, const srv_model *m) {
+    return m->slots > 0 && m->slots < s->n_slots ? m->slots : s->n_slots;
+}
+
 int srv_slot_take(srv_server *s, const srv_job *j, int choice, int n_prompt) {
     if (!s->slots) return 0;
     srv_slot *t = slots_of(s, j->m);
-    int got = 0;
+    int got = 0, n = slot_count(s, j->m);
     pthread_mutex_lock(&s->mu);
-    for (int k = 0; k < s->n_slots && !got; k++)
+    for (int k = 0; k < n && !got; k++)
         if (!t[k].busy) {
             t[k] = (srv_slot){.busy = true, .choice = choice, .n_prompt = n_prompt,
                               .max_tokens = j->p->max_tokens};
@@ -101,7 +107,7 @@ void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
     cJSON *g = cJSON_AddObjectToObject(o, "default_generation_settings");
     cJSON_AddNumberToObject(g, "n_ctx", m->context);
     cJSON_AddItemToObject(g, "params", default_params(m));
-    cJSON_AddNumberToObject(o, "total_slots", s->n_slots);
+    cJSON_AddNumberToObject(o, "total_slots", slot_count(s, m));
     cJSON_AddStringToObject(o, "model_path", m->dir);
     cJSON_AddStringToObject(o, "model_alias", m->name);
     const char *tpl = m->tpl ? chat_template_source(m->tpl) : NULL;
@@ -121,7 +127,8 @@ void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
 void srv_handle_slots(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
     srv_model *m = named_model(s, c, r);
     if (!m) return;
-    srv_slot *t = slots_of(s, m), *copy = malloc(sizeof *copy * (size_t)s->n_slots);
+    int n = slot_count(s, m);
+    srv_slot *t = slots_of(s, m), *copy = malloc(sizeof *copy * (size_t)n);
     if (!copy) {
         srv_release(s, m);
         srv_error err;
@@ -130,10 +137,10 @@ void srv_handle_slots(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
         return;
     }
     pthread_mutex_lock(&s->mu); /* a consistent picture, then JSON outside the lock */
-    memcpy(copy, t, sizeof *copy * (size_t)s->n_slots);
+    memcpy(copy, t, sizeof *copy * (size_t)n);
     pthread_mutex_unlock(&s->mu);
     cJSON *a = cJSON_CreateArray();
-    for (int k = 0; k < s->n_slots; k++) {
+    for (int k = 0; k < n; k++) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "id", k);
         cJSON_AddNumberToObject(e, "n_ctx", m->context);

@@ -19,7 +19,9 @@
   props      GET /props and /slots as llama-server has them (behind --api-key): n_ctx,
              the default sampling and the chat template against the package's files,
              total_slots from --max-batch; slots held by streamed requests (their ids,
-             prompt and generated counts), idle once they end.
+             prompt and generated counts), idle once they end; a hybrid whose --kv-memory
+             holds fewer state slots than --max-batch: total_slots and /slots are the
+             engine's state slots (/metrics).
 
 Oracles: the server's /v1/chat/completions on the same conversation (itself tested against
 `generate` in test_server.py), the clients' parsing of the wire format, and the scripted
@@ -365,6 +367,29 @@ def case_props(build, pkgs):
         check(st == 200 and [e["id"] for e in sl] == [0, 1, 2, 3] and not any(e["is_processing"] for e in sl) and
               all(e["n_ctx"] == 512 for e in sl), "/slots: four idle slots")
         slots_busy(s)
+    finally:
+        s.stop()
+    # a hybrid batched with state slots: --kv-memory leaves room for fewer than --max-batch
+    # (the engine's count in /metrics), and /props and /slots give those
+    s = Server(build, os.path.join(pkgs, "hybrid-qwen3_5"), "--max-batch", "64", "--kv-memory", "1M",
+               "--api-key", KEY)
+    try:
+        _, _, _, text = s.request("GET", "/metrics", headers=AUTH)
+        n = [int(float(x.rsplit(" ", 1)[1])) for x in text.decode().splitlines()
+             if x.startswith("og_state_slots_total{")] or [0]
+        n = n[0]
+        st, _, p, _ = s.request("GET", "/props", headers=AUTH)
+        check(st == 200 and 1 < n < 64 and p["total_slots"] == n and p["mode"] == "batched",
+              f"hybrid-qwen3_5, --max-batch 64 --kv-memory 1M: /props total_slots {p.get('total_slots')} = "
+              f"the engine's state slots {n}")
+        st, _, sl, _ = s.request("GET", "/slots", headers=AUTH)
+        check(st == 200 and [e["id"] for e in sl] == list(range(n)) and not any(e["is_processing"] for e in sl),
+              f"/slots: the {len(sl)} slots listed, idle ({n})")
+        st, _, j, _ = s.request("POST", "/v1/completions", {"prompt": "Tom", "max_tokens": 4, "temperature": 0},
+                                headers=AUTH)
+        st2, _, sl, _ = s.request("GET", "/slots", headers=AUTH)
+        check(st == 200 and st2 == 200 and len(sl) == n and not any(e["is_processing"] for e in sl),
+              f"hybrid: a completion answered ({st}), its slot given back")
     finally:
         s.stop()
 
