@@ -7,8 +7,8 @@
                 [--dtype int4] [--seed N] [--layers N]
   make_model.py --type MODEL_TYPE --out DIR [--dtype fp32|int4] [--seed N] [--layers N]
                 a tiny random model of an onnxruntime-genai model type (llama, qwen3, gemma2,
-                gptoss, lfm2, qwen3_5_text, qwen3_5_moe_text, ...; qwen3_5 and qwen3_5_moe are
-                split vision-language packages: vision + embedding + text decoder)
+                gptoss, lfm2, qwen3_5_text, qwen3_5_moe_text, ...; qwen3_5, qwen3_5_moe and
+                qwen2_5_vl are split vision-language packages: vision + embedding + text decoder)
   make_model.py --real qwen3.5-0.8b|lfm2-350m --out DIR [--dtype int4] [--split]
                 random weights at a released model's real shapes (benchmarks)
   ... --pipeline: the same model as a decoder-pipeline package (three graphs)
@@ -41,7 +41,7 @@ def main(argv=None):
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--from-llama2c", metavar="CKPT", help="llama2.c checkpoint (legacy float32 format)")
     src.add_argument("--synthetic", choices=sorted(synthetic.SPECS), help="random weights at real shapes")
-    src.add_argument("--type", choices=sorted(catalog.TINY) + sorted(catalog.SPLIT),
+    src.add_argument("--type", choices=sorted(catalog.TINY) + sorted(catalog.SPLIT) + sorted(catalog.VL),
                      help="a tiny random model of this onnxruntime-genai model type")
     src.add_argument("--real", choices=sorted(catalog.REAL), help="random weights at a released model's shapes")
     ap.add_argument("--tokenizer", metavar="TOK", help="llama2.c tokenizer.bin (with --from-llama2c)")
@@ -179,7 +179,7 @@ def kv_quant_options(ap, a, opts, kv_layers, num_layers, kv_heads, head_sizes):
 def make_arch(ap, a):
     if a.pipeline or a.tokenizer:
         ap.error("--type/--real take neither --pipeline nor --tokenizer")
-    split = a.split or a.type in catalog.SPLIT
+    split = a.split or a.type in catalog.SPLIT or a.type in catalog.VL
     arch = catalog.tiny(a.type, a.layers) if a.type else catalog.real(a.real, a.layers)
     if a.shared_embeddings:
         arch = replace(arch, tied=True)

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Generation with images against onnxruntime-genai 0.18 (issue 26, the pipeline).
 
-A small random Qwen3.5 vision-language package made by the model maker
-(tools/make_model.py --type qwen3_5: the builder's text decoder layout with mRoPE
-position_ids [3, B, S], linear-attention and full-attention layers; our own vision graph
-pixel_values [patches, 1536] -> image_features [patches / 4, hidden] and embedding graph
-that puts the k-th feature row at the k-th image token, with the I/O onnxruntime-genai's
-qwen3_5 pipeline reads). For each prompt, our
+Small random vision-language packages made by the model maker, one per family:
+tools/make_model.py --type qwen3_5 (the builder's Qwen3.5 text decoder layout with
+interleaved MRoPE over position_ids [3, B, S], linear-attention and full-attention layers;
+16-pixel patches) and --type qwen2_5_vl (Qwen2 layers with sectioned MRoPE before attention,
+as the builder's Qwen25VLTextModel applies it; 14-pixel patches and Qwen2.5-VL's processor
+config); both with our own vision graph pixel_values [patches, values] ->
+image_features [patches / 4, hidden] and embedding graph that puts the k-th feature row at
+the k-th image token, with the I/O onnxruntime-genai's pipeline reads. For each prompt, our
 `processor(prompt, images=og.Images.open(...))` -> `generator.set_inputs(...)` -> greedy
 decoding gives ids equal to onnxruntime-genai's on the same package, prompt and images:
 
@@ -109,105 +111,105 @@ def shared_checks(tmp, files):
     for f in os.listdir(src):
         os.symlink(os.path.join(src, f), os.path.join(pkg, f))
     shutil.copy(tok, os.path.join(pkg, "tokenizer.json"))
-    img = "<|vision_start|><|image_pad|><|vision_end|>"
     ours_model, theirs_model = og.Model(pkg), ort_og.Model(pkg)
-    for what, prompt, fs in [("one image", "hi " + img, files[:1]),
-                             ("two images", "hi " + img + " and " + img, files)]:
+    for what, prompt, fs in [("one image", "hi " + IMG, files[:1]),
+                             ("two images", "hi " + IMG + " and " + IMG, files)]:
         ours = generate(og, ours_model, prompt, fs)
         theirs = generate(ort_og, theirs_model, prompt, fs)
-        same = ours == theirs
-        print(f"{'ok  ' if same else 'FAIL'} shared qwen3-5, {what}"
-              f"{'' if same else f': ours {ours} theirs {theirs}'}")
-        if not same:
-            failures.append("shared qwen3-5 " + what)
+        report(ours == theirs, f"shared qwen3-5, {what}", ours, theirs)
+
+
+IMG = "<|vision_start|><|image_pad|><|vision_end|>"
+CASES = [
+    ("one image", "hello " + IMG, ["a"]),
+    ("text after the image", "look " + IMG + " and tell me", ["c"]),
+    ("two images, one size", "x " + IMG + " y " + IMG + " z", ["a", "b"]),
+    ("the same image twice", IMG + " and " + IMG, ["a", "a"]),
+    ("two sizes", "first " + IMG + " second " + IMG, ["a", "c"]),
+    ("no image", "just some text", []),
+]
+
+
+def report(same, what, ours, theirs):
+    print(f"{'ok  ' if same else 'FAIL'} {what}{'' if same else f': ours {ours} theirs {theirs}'}")
+    if not same:
+        failures.append(what)
+
+
+def family(tmp, vl_type, paths):
+    """Every case on a random package of model.type vl_type."""
+    pkg = os.path.join(tmp, vl_type)
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type",
+                    vl_type, "--dtype", "fp32", "--out", pkg], check=True,
+                   stdout=subprocess.DEVNULL)
+    ours_model = og.Model(pkg)
+    theirs_model = ort_og.Model(pkg)
+    with open(os.path.join(pkg, "genai_config.json"), encoding="utf-8") as f:
+        eos = json.load(f)["model"]["eos_token_id"]
+    eos = set(eos if isinstance(eos, list) else [eos])
+    for what, prompt, names in CASES:
+        files = [paths[n] for n in names]
+        try:
+            ours = generate(og, ours_model, prompt, files)
+        except Exception as e:  # noqa: BLE001 (reported as a failure)
+            ours = f"error: {e}"
+        theirs = generate(ort_og, theirs_model, prompt, files)
+        report(ours == theirs, f"{vl_type}, {what}: prompt {len(theirs[0])} tokens, "
+               f"{len(theirs[1])} generated", ours, theirs)
+    # the CLI: generate --image (the C path: processor, prompt expansion, set_inputs)
+    cli = os.path.join(BUILD, "onnx-genai") if BUILD else ""
+    if not os.path.exists(cli):
+        print(f"SKIP the CLI cases: no {cli or 'build folder given'}")
+    for what, prompt, names in (CASES[:3] + CASES[4:5]) if os.path.exists(cli) else []:
+        files = [paths[n] for n in names]
+        ids, gen = generate(ort_og, theirs_model, prompt, files)
+        cmd = [cli, "generate", pkg, "-p", prompt, "--json", "--max-new-tokens", str(STEPS)]
+        for f in files:
+            cmd += ["--image", f]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        got = json.loads(r.stdout)["sequences"][0] if r.returncode == 0 else r.stderr
+        want = ids + gen
+        if gen and gen[-1] in eos:  # the CLI's sequence ends before the EOS it stopped on
+            want = want[:-1]
+        report(got == want, f"{vl_type}, CLI generate --image, {what}", got, want)
+    # one generator for two requests: rewind_to(0) drops the first one's images
+    proc = ours_model.create_multimodal_processor()
+    two = "x " + IMG + " y " + IMG + " z"
+    first = proc("hello " + IMG, images=og.Images.open(paths["c"]))
+    second = proc(two, images=og.Images.open(paths["a"], paths["b"]))
+    params = og.GeneratorParams(ours_model)
+    n2 = second["input_ids"].as_numpy().shape[-1]
+    params.set_search_options(max_length=n2 + STEPS, do_sample=False)
+    gen = og.Generator(ours_model, params)
+    gen.set_inputs(first)
+    for _ in range(5):
+        gen.generate_next_token()
+    gen.rewind_to(0)
+    gen.set_inputs(second)
+    while not gen.is_done():
+        gen.generate_next_token()
+    got = [int(x) for x in gen.get_sequence(0)[n2:]]
+    want = generate(ort_og, theirs_model, two, [paths["a"], paths["b"]])[1]
+    report(got == want, f"{vl_type}, a second request after rewind_to(0)", got, want)
+    # the comparison can fail: other features give other ids
+    _, a = generate(og, ours_model, "hello " + IMG, [paths["a"]])
+    _, b = generate(og, ours_model, "hello " + IMG, [paths["b"]])
+    report(a != b, f"{vl_type}: another image of the same size gives other ids (the features "
+           "reach the decoder)", a, b)
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        pkg = os.path.join(tmp, "qwen3_5")
-        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type",
-                        "qwen3_5", "--dtype", "fp32", "--out", pkg], check=True,
-                       stdout=subprocess.DEVNULL)
         rng = np.random.default_rng(26)
         paths = {}
         for name, (h, w) in {"a": (70, 100), "b": (64, 90), "c": (150, 120)}.items():
             paths[name] = os.path.join(tmp, name + ".png")
             with open(paths[name], "wb") as f:
                 f.write(png_bytes(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)))
-        img = "<|vision_start|><|image_pad|><|vision_end|>"
-        cases = [
-            ("one image", "hello " + img, ["a"]),
-            ("text after the image", "look " + img + " and tell me", ["c"]),
-            ("two images, one size", "x " + img + " y " + img + " z", ["a", "b"]),
-            ("the same image twice", img + " and " + img, ["a", "a"]),
-            ("two sizes", "first " + img + " second " + img, ["a", "c"]),
-            ("no image", "just some text", []),
-        ]
-        ours_model = og.Model(pkg)
-        theirs_model = ort_og.Model(pkg)
-        for what, prompt, names in cases:
-            files = [paths[n] for n in names]
-            try:
-                ours = generate(og, ours_model, prompt, files)
-            except Exception as e:  # noqa: BLE001 (reported as a failure)
-                ours = f"error: {e}"
-            theirs = generate(ort_og, theirs_model, prompt, files)
-            same = ours == theirs
-            print(f"{'ok  ' if same else 'FAIL'} {what}: prompt {len(theirs[0])} tokens, "
-                  f"{len(theirs[1])} generated{'' if same else f': ours {ours} theirs {theirs}'}")
-            if not same:
-                failures.append(what)
-        # the CLI: generate --image (the C path: processor, prompt expansion, set_inputs)
-        cli = os.path.join(BUILD, "onnx-genai") if BUILD else ""
-        if not os.path.exists(cli):
-            print(f"SKIP the CLI cases: no {cli or 'build folder given'}")
-        for what, prompt, names in cases[:3] + cases[4:5]:
-            files = [paths[n] for n in names]
-            ids, gen = generate(ort_og, theirs_model, prompt, files)
-            if not os.path.exists(cli):
-                break
-            cmd = [cli, "generate", pkg, "-p", prompt, "--json", "--max-new-tokens", str(STEPS)]
-            for f in files:
-                cmd += ["--image", f]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            got = json.loads(r.stdout)["sequences"][0] if r.returncode == 0 else r.stderr
-            same = got == ids + gen
-            print(f"{'ok  ' if same else 'FAIL'} CLI generate --image, {what}"
-                  f"{'' if same else f': ours {got} theirs {ids + gen}'}")
-            if not same:
-                failures.append("CLI " + what)
-        # one generator for two requests: rewind_to(0) drops the first one's images
-        proc = ours_model.create_multimodal_processor()
-        first = proc("hello " + img, images=og.Images.open(paths["c"]))
-        second = proc("x " + img + " y " + img + " z", images=og.Images.open(paths["a"],
-                                                                        paths["b"]))
-        params = og.GeneratorParams(ours_model)
-        n2 = second["input_ids"].as_numpy().shape[-1]
-        params.set_search_options(max_length=n2 + STEPS, do_sample=False)
-        gen = og.Generator(ours_model, params)
-        gen.set_inputs(first)
-        for _ in range(5):
-            gen.generate_next_token()
-        gen.rewind_to(0)
-        gen.set_inputs(second)
-        while not gen.is_done():
-            gen.generate_next_token()
-        got = [int(x) for x in gen.get_sequence(0)[n2:]]
-        want = generate(ort_og, theirs_model, "x " + img + " y " + img + " z",
-                        [paths["a"], paths["b"]])[1]
-        print(f"{'ok  ' if got == want else 'FAIL'} a second request after rewind_to(0)"
-              f"{'' if got == want else f': ours {got} theirs {want}'}")
-        if got != want:
-            failures.append("second request after rewind_to(0)")
+        for vl_type in ("qwen3_5", "qwen2_5_vl"):
+            family(tmp, vl_type, paths)
         # the shared dummy qwen3-5 package (zero logits: ids 0; its graphs' shapes differ)
         shared_checks(tmp, [paths["a"], paths["b"]])
-        # the comparison can fail: other features give other ids
-        _, a = generate(og, ours_model, "hello " + img, [paths["a"]])
-        _, c = generate(og, ours_model, "hello " + img, [paths["b"]])
-        if a == c:
-            failures.append("another image of the same size gives the same ids (the features "
-                            "do not reach the decoder)")
-            print("FAIL: the image does not change the ids")
     if failures:
         print(f"{len(failures)} failed: {failures}")
         return 1

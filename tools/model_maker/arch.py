@@ -29,6 +29,7 @@ class Arch:
     rotary: str = "gqa"          # gqa: inside GroupQueryAttention; external: RotaryEmbedding
                                  # nodes on position_ids [B, S]; mrope: MRotaryEmbedding on [3, B, S]
     mrope_section: tuple = ()
+    mrope_layout: int = 1        # MRotaryEmbedding's: 1 interleaved (Qwen3-VL, 3.5), 0 sectioned (2.5-VL)
     nope_layers: tuple = ()      # layers without any rotary embedding (SmolLM3)
     local_rope_theta: float = 0.0  # separate caches for sliding layers (Gemma 3)
     # layer mix; empty = every layer is attention

@@ -85,6 +85,15 @@ TINY = {
 # the matching *_text type under the vision-language model type.
 SPLIT = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 
+# Split packages whose text model exists only inside them. Qwen2.5-VL's is Qwen2 (q/k/v
+# biases) with sectioned MRoPE before attention, as the builder's Qwen25VLTextModel applies
+# it (mrope_section (16, 24, 24) of head_dim 128 scaled to head_dim 32). Not in the parity
+# type lists (tests/parity): onnxruntime-genai 0.18 decodes the shorter row of a
+# right-padded qwen2_5_vl batch with a mask of ones over its pad columns, so its batch is no
+# oracle there; tests/images/test_vision_generate.py checks it with images.
+VL = {"qwen2_5_vl": _tiny("qwen2_5_vl", qkv_bias=True, rope_theta=1e6, rotary="mrope",
+                          mrope_section=(4, 6, 6), mrope_layout=0)}
+
 # Image token ids of the tiny Qwen3.5 vision-language packages (just below the specials).
 QWEN35_VISION_IDS = dict(vision_start_token_id=V - 7, vision_end_token_id=V - 6, image_token_id=V - 5,
                          video_token_id=V - 4)
@@ -120,8 +129,11 @@ NOT_WRITTEN = {
 def tiny(model_type, layers=None):
     if model_type in SPLIT:
         model_type = SPLIT[model_type]
+    if model_type in VL:
+        return _cut(VL[model_type], layers)
     if model_type not in TINY:
-        raise ValueError(f"unknown model type {model_type!r}; one of {', '.join(sorted(TINY) + sorted(SPLIT))}")
+        raise ValueError(f"unknown model type {model_type!r}; one of "
+                         f"{', '.join(sorted(TINY) + sorted(SPLIT) + sorted(VL))}")
     return _cut(TINY[model_type], layers)
 
 

@@ -222,7 +222,9 @@ def write_arch_package(out_dir, a, opts, weights, split_ids=None):
     cfg = hidden_states_config(kv_quant_config(arch_genai_config(a, split=split_ids is not None), opts), opts)
     extra = []
     if split_ids is not None:
-        vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}[a.model_type]
+        vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe",
+                   "qwen2_5_vl": "qwen2_5_vl"}[a.model_type]
+        patch = 14 if vl_type == "qwen2_5_vl" else 16
         m = cfg["model"]
         m["type"] = vl_type
         m["embedding"] = {"filename": "embedding.onnx",
@@ -231,13 +233,17 @@ def write_arch_package(out_dir, a, opts, weights, split_ids=None):
         m["vision"] = {"filename": "vision.onnx", "spatial_merge_size": 2,
                        "inputs": {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"},
                        "outputs": {"image_features": "image_features"}}
+        if patch != 16:
+            m["vision"]["patch_size"] = patch
         for key in ("image_token_id", "video_token_id", "vision_start_token_id"):
             m[key] = split_ids[key]
         table = weights.get("embed", (a.vocab, a.hidden), "emb")
         split_graphs.write_embedding(out_dir, a.hidden, table, split_ids["image_token_id"])
+        values = split_graphs.patch_values(patch)
         split_graphs.write_vision(out_dir, a.hidden,
-                                  weights.get("visual.merger", (a.hidden, split_graphs.MERGE * split_graphs.PATCH)))
-        write_json(os.path.join(out_dir, "processor_config.json"), split_graphs.processor_config())
+                                  weights.get("visual.merger", (a.hidden, split_graphs.MERGE * values)), patch)
+        write_json(os.path.join(out_dir, "processor_config.json"),
+                   split_graphs.processor_config(qwen2_5=vl_type == "qwen2_5_vl"))
         names = {"vision_start_token_id": "<|vision_start|>", "vision_end_token_id": "<|vision_end|>",
                  "image_token_id": "<|image_pad|>", "video_token_id": "<|video_pad|>"}
         extra = [(split_ids[k], t) for k, t in names.items() if k in split_ids]

@@ -6,7 +6,8 @@ our own small graphs with the I/O onnxruntime-genai's qwen3_5 pipeline expects:
   embedding.onnx  input_ids [B, S], image_features [N, hidden] -> inputs_embeds [B, S, hidden]:
                   the token embedding, with the k-th image token's row replaced by row k of
                   image_features (rows past the given features stay token embeddings)
-  vision.onnx     pixel_values [patches, 3 * 2 * 16 * 16], image_grid_thw [images, 3] ->
+  vision.onnx     pixel_values [patches, 3 * 2 * 16 * 16] (Qwen2.5-VL: 14 * 14 patches),
+                  image_grid_thw [images, 3] ->
                   image_features [patches / 4, hidden]: each 2x2 group of patches
                   (spatial_merge_size 2) projected to the hidden size by one MatMul
   processor_config.json  Qwen3-VL image preprocessing whose Resize uses smart_resize
@@ -17,8 +18,13 @@ from onnx import TensorProto
 
 from .graph import GraphWriter
 
-PATCH = 3 * 2 * 16 * 16   # channels x temporal patch x patch x patch
+PATCH = 3 * 2 * 16 * 16   # channels x temporal patch x patch x patch (Qwen3.5; Qwen2.5-VL: 14)
 MERGE = 4                 # spatial_merge_size 2: 2 x 2 patches per image token
+
+
+def patch_values(patch):
+    """Values of one patch row: channels x temporal patch x patch x patch."""
+    return 3 * 2 * patch * patch
 
 
 def write_embedding(out_dir, hidden, table, image_token_id):
@@ -54,13 +60,14 @@ def write_embedding(out_dir, hidden, table, image_token_id):
     g.save()
 
 
-def write_vision(out_dir, hidden, weight):
+def write_vision(out_dir, hidden, weight, patch=16):
+    values = patch_values(patch)
     g = GraphWriter(out_dir, "vision.onnx")
-    g.input("pixel_values", TensorProto.FLOAT, ["num_patches", PATCH])
+    g.input("pixel_values", TensorProto.FLOAT, ["num_patches", values])
     g.input("image_grid_thw", TensorProto.INT64, ["num_images", 3])
     g.output("image_features", TensorProto.FLOAT, ["num_image_tokens", hidden])
     b = "/vision"
-    r = g.node("Reshape", ["pixel_values", g.const_i64([-1, MERGE * PATCH])], [f"{b}/merge/output_0"],
+    r = g.node("Reshape", ["pixel_values", g.const_i64([-1, MERGE * values])], [f"{b}/merge/output_0"],
                f"{b}/merge")
     w = g.initializer("visual.merger.weight", np.ascontiguousarray(weight.T), np.float32)
     g.node("MatMul", [r, w], ["image_features"], f"{b}/proj")
@@ -72,21 +79,29 @@ def _scalar_i64(v):
     return onnx.numpy_helper.from_array(np.array(v, dtype=np.int64))
 
 
-def processor_config():
+def processor_config(qwen2_5=False):
     """Qwen3-VL-style image preprocessing (onnxruntime-extensions' processor format) whose
     Resize needs smart_resize: the size follows the image, snapped to 32-pixel multiples
-    within a pixel budget."""
+    within a pixel budget. qwen2_5: Qwen2.5-VL's (14-pixel patches, 28-pixel multiples, CLIP
+    mean and std, the normalisation's qwen2_5_vl flag), as its packages ship it."""
+    if qwen2_5:
+        mean, std, flag, patch, name = ([0.48145466, 0.4578275, 0.40821073],
+                                        [0.26862954, 0.26130258, 0.27577711], "qwen2_5_vl", 14,
+                                        "qwen2_5_image_processor")
+    else:
+        mean, std, flag, patch, name = [0.5] * 3, [0.5] * 3, "qwen3_vl", 16, "qwen3_vl_image_processor"
+
     def op(name, kind, **attrs):
         o = {"operation": {"name": name, "type": kind}}
         if attrs:
             o["operation"]["attrs"] = attrs
         return o
-    return {"processor": {"name": "qwen3_vl_image_processor", "transforms": [
+    return {"processor": {"name": name, "transforms": [
         op("decode_image", "DecodeImage", color_space="RGB"),
         op("convert_to_rgb", "ConvertRGB"),
         op("resize", "Resize", width=540, height=360, smart_resize=1, min_pixels=3136,
-           max_pixels=12845056, patch_size=16, merge_size=2),
+           max_pixels=12845056, patch_size=patch, merge_size=2),
         op("rescale", "Rescale", rescale_factor=1.0 / 255.0),
-        op("normalize", "Normalize", mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5], qwen3_vl=1),
-        op("patch_image", "PatchImage", patch_size=16, temporal_patch_size=2, merge_size=2),
+        op("normalize", "Normalize", mean=mean, std=std, **{flag: 1}),
+        op("patch_image", "PatchImage", patch_size=patch, temporal_patch_size=2, merge_size=2),
     ]}}

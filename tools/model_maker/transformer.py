@@ -420,7 +420,7 @@ class TransformerBuilder:
                 outs.append(g.node("MRotaryEmbedding", [x, "position_ids", cos, sin], [f"{nm}/output_0"], nm,
                                    domain=MS, interleaved=int(a.rotary_interleaved),
                                    rotary_embedding_dim=a.rotary_dim(), num_heads=n,
-                                   mrope_section=list(a.mrope_section), mrope_layout=1, is_packed_batching=0))
+                                   mrope_section=list(a.mrope_section), mrope_layout=a.mrope_layout, is_packed_batching=0))
             else:
                 nm = f"{b}/{which}_rotary/RotaryEmbedding"
                 full = a.rotary_dim(i) == a.hd(i)
