@@ -12,7 +12,10 @@
  * Cache. Every layer has one key pool and one value pool of n_blocks blocks, each block
  * [kv_heads][block_size][head_size] in the storage dtype (the query's, or a narrower one:
  * head_size is then the stored width of kv_format.h, which for
- * int8 and float8e4m3fn rows counts their scale's bytes). Position p of a
+ * int8 and float8e4m3fn rows counts their scale's bytes). With codes set the pool holds
+ * the builder's quantized cache (kv_format.h's third format: the node's k_quant_type and
+ * k_scale / v_scale): int8 rows of head_size codes, or uint8 rows of head_size bytes
+ * holding two int4 codes each; every node over it must quantize so. Position p of a
  * sequence lives in block blocks[p / block_size], row p % block_size.
  *
  * Tokens. The query is [B, S, ...]; sequence i owns tokens (row, q_off + t) for
@@ -32,6 +35,7 @@
 
 #include "onnx_genai.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct paged_kv_seq {
@@ -43,7 +47,9 @@ typedef struct paged_kv_seq {
 } paged_kv_seq;
 
 typedef struct paged_kv {
-    og_dtype dtype;       /* storage: float32, float16, bfloat16, int8, float8e4m3fn */
+    og_dtype dtype;       /* storage: float32, float16, bfloat16, int8, float8e4m3fn; with
+                             codes int8 (8-bit codes) or uint8 (two 4-bit codes a byte) */
+    bool codes;           /* rows are the codes of the nodes' own scales */
     int kv_heads, head_size;
     int block_size;
     int64_t n_blocks;

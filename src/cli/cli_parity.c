@@ -7,6 +7,7 @@
  * the positions the cache holds) to say where a difference is largest, and the token
  * each backend picks. Stops at the first token that differs. Exit status 0: no
  * divergence (identical tokens, logits within tolerance); 1: a divergence or an error. */
+#include "backends/kv_format.h"
 #include "genai/model.h"
 #include "runtime/og_session.h"
 #include "cli/cli.h"
@@ -319,9 +320,7 @@ static bool quantized_kv(const og_model *m) {
     for (int s = 0; s < m->n_stages; s++) {
         const graph *g = runtime_session_graph(m->stages[s].s);
         for (int i = 0; i < g->n_nodes; i++)
-            if (!strcmp(g->nodes[i].op_type, "GroupQueryAttention") &&
-                strcmp(graph_attr_string(&g->nodes[i], "k_quant_type", "NONE"), "NONE") != 0)
-                return true;
+            if (kv_node_scaled(&g->nodes[i])) return true;
     }
     return false;
 }

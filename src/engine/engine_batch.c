@@ -95,7 +95,7 @@ static og_status *run_rows(eng_engine *e, int R, int N, int W, int n_seqs, const
                            int n_rows, int row0, int slot0) {
     int T = R * N;
     og_model *m = e->m;
-    paged_kv pk = {.dtype = e->pool->dtype, .kv_heads = e->pool->kv_heads,
+    paged_kv pk = {.dtype = e->pool->dtype, .codes = e->kv_codes, .kv_heads = e->pool->kv_heads,
                    .head_size = e->pool->head_size, .block_size = e->pool->block_size,
                    .n_blocks = e->pool->n_blocks, .n_layers = e->pool->n_layers,
                    .layer_names = e->layer_names, .k = e->pool->k, .v = e->pool->v,
@@ -210,6 +210,13 @@ static og_status *mask_readers(const gen_stage *sg, const char *mask, int64_t *t
     return st;
 }
 
+/* Whether cache c holds the codes of its attention node's own scales (the builder's
+ * kv_cache_quant_scheme, backends/kv_format.h): the node writing its present decides. */
+static bool cache_scaled(const og_model *m, const gen_cache *c) {
+    const graph *g = runtime_session_graph(m->stages[c->stage].s);
+    return g && kv_node_scaled(graph_producer(g, graph_find_value(g, c->present)));
+}
+
 /* Why the model cannot be batched over the paged cache, or NULL. */
 static og_status *batchable(const og_model *m, int64_t *threshold) {
     *threshold = -1;
@@ -267,17 +274,21 @@ og_status *eng_batch_init(eng_engine *e) {
         n_layers += m->cache[i].kind == GEN_CACHE_KV && !strcmp(m->cache[i].what, "key");
     if (n_layers == 0) return og_errorf(OG_ERR_UNSUPPORTED, "the model has no KV cache");
     const gen_cache *c0 = NULL;
+    bool scaled = false;
     for (int i = 0; i < m->n_cache; i++) {
         const gen_cache *c = &m->cache[i];
         if (c->kind == GEN_CACHE_STATE) continue; /* a hybrid's state: a slot (engine_state.c) */
-        if (!c0) c0 = c;
+        if (!c0) c0 = c, scaled = cache_scaled(m, c);
         if (c->kind != GEN_CACHE_KV || c->heads != c0->heads || c->head_size != c0->head_size ||
-            c->dtype != c0->dtype)
+            c->dtype != c0->dtype || cache_scaled(m, c) != scaled)
             return og_errorf(OG_ERR_UNSUPPORTED, "its KV caches differ in shape or type between "
                              "layers ('%s')", c->past);
     }
-    if (!kv_storable(c0->dtype)) /* the paged kernel reads what the generator's does */
+    /* the paged kernel reads what the generator's does: kv_format.h's rows, or the codes of
+     * the nodes' own scales (the builder's kv_cache_quant_scheme) */
+    if (!kv_storable(c0->dtype) && !scaled)
         return og_errorf(OG_ERR_UNSUPPORTED, "its KV cache is %s", og_dtype_name(c0->dtype));
+    e->kv_codes = scaled;
     e->max_rows = e->o.max_batch;
     int bs = e->o.block_size;
     size_t pos_bytes = kv_pool_position_bytes(n_layers, c0->heads, c0->head_size, c0->dtype);

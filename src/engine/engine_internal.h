@@ -93,6 +93,7 @@ struct eng_engine {
     bool batched;
     char note[512];
     kv_pool *pool;
+    bool kv_codes;       /* the pool holds the codes of the attention nodes' own scales */
     const char **layer_names;
     int32_t *layer_runs;
     paged_kv_seq *pseqs;

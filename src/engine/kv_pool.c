@@ -17,8 +17,9 @@ size_t kv_pool_position_bytes(int n_layers, int kv_heads, int head_size, og_dtyp
 
 og_status *kv_pool_create(int n_layers, int kv_heads, int head_size, og_dtype dtype,
                           int block_size, int32_t n_blocks, kv_pool **out) {
+    /* uint8: the builder's int4 codes, two a byte (kv_format.h) */
     if (n_layers < 1 || kv_heads < 1 || head_size < 1 || block_size < 1 || n_blocks < 1 ||
-        !kv_storable(dtype))
+        !(kv_storable(dtype) || dtype == OG_UINT8))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "kv pool: %d layers, %d kv heads of %d, "
                          "blocks of %d positions, %d blocks, %s: nothing to build", n_layers,
                          kv_heads, head_size, block_size, n_blocks, og_dtype_name(dtype));

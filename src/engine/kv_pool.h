@@ -3,7 +3,8 @@
  *
  * Memory. Every layer has a key pool and a value pool of n_blocks blocks, each
  * [kv_heads][block_size][head_size] in the model's KV dtype (the layout the paged
- * GroupQueryAttention reads, backends/paged_kv.h); all of it is allocated once.
+ * GroupQueryAttention reads, backends/paged_kv.h; the builder's quantized caches as their
+ * codes, int8 or uint8); all of it is allocated once.
  *
  * Ownership. A block is free, in use (ref > 0: sequences hold it in their block tables),
  * or cached (ref 0 but registered: its positions are a known prefix). A sequence owns the

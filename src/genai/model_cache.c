@@ -82,9 +82,7 @@ static bool present_shareable(const og_session *s, const char *present) {
  * kv_cache_quant_scheme): its rows are codes only, D int8 or (D + 1) / 2 bytes of two
  * int4 codes, where a session's kv_dtype rows also hold a scale each. */
 static bool node_scaled(const og_session *s, const char *present) {
-    const graph_node *n = producer_of(s, present);
-    return n && !strcmp(n->op_type, "GroupQueryAttention") &&
-           strcmp(graph_attr_string(n, "k_quant_type", "NONE"), "NONE") != 0;
+    return kv_node_scaled(producer_of(s, present));
 }
 
 /* A KV cache the attention op keeps window-sized (GroupQueryAttention with

@@ -52,8 +52,7 @@ og_status *kv_storage_retype(graph *g, const char *file, og_dtype dt, int *n_cac
         if (strcmp(n->op_type, "GroupQueryAttention") || strcmp(n->domain, "com.microsoft")) continue;
         if (n->n_inputs <= 4 || n->inputs[3] < 0 || n->inputs[4] < 0) continue; /* no past */
         char nl[160];
-        if ((n->n_inputs > 12 && n->inputs[12] >= 0) ||
-            strcmp(graph_attr_string(n, "k_quant_type", "NONE"), "NONE") != 0)
+        if (kv_node_scaled(n))
             return og_errorf(OG_ERR_UNSUPPORTED, "%s: node '%s' (GroupQueryAttention) has a "
                              "quantized cache of its own (k_quant_type / k_scale)", file,
                              graph_node_label(n, nl, sizeof nl));

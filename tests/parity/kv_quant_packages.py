@@ -15,7 +15,10 @@ kv_cache_bit_width, past_present_share_buffer false) and, with prompts P and R
      tolerance, native against onnxruntime (the same package through onnxruntime);
   2. our tokens for P at batch 1 equal onnxruntime-genai 0.18's;
   3. our batch [P, R] equals onnxruntime-genai's batch of two;
-and for the last scheme of each type, the serving engine (engine-check) and --kv-dtype's
+and for the first and last schemes of each type, the serving engine (engine-check, batched over its
+paged pool of codes: requests of different lengths at once, each equal to the generator's
+run of it alone, which 2. and 3. hold to onnxruntime-genai's; with the prefix cache
+serving a shared prompt, and with sequences preempted and recomputed) and --kv-dtype's
 refusal (such a package keeps its own cache format).
 At accuracy_level 4 (int4 weights) a near-tie may pick the other token (parity reports
 it and goes on with onnxruntime's); tokens must then agree up to the first tie. And
@@ -155,16 +158,25 @@ def check(build, d, near_ties):
     return bad, max(jp["max_logit_diff"], jr["max_logit_diff"]), ties_p + ties_r, ort_batch
 
 
+ENGINE_CASES = [["--want-batched"],
+                ["--want-batched", "--shared", "70", "--rounds", "2", "--want-cache-hits"],
+                ["--want-batched", "--kv-blocks", "40", "--block-size", "8", "--shared", "20",
+                 "--want-preemption"]]
+
+
 def serving(build, d):
     """The serving engine on the package (engine-check: requests of different lengths at
-    once, each equal to its run alone; the engine keeps such caches per sequence, the paged
-    kernel refusing the node's own scales), and --kv-dtype refused, naming the node."""
+    once, each equal to the generator's run of it alone; batched, the paged kernel storing
+    and reading the pool's codes with the node's scales), with the prefix cache and with
+    preemption; and --kv-dtype refused, naming the node."""
     import subprocess
     bad = []
-    e = subprocess.run([os.path.join(build, "tests", "engine-check"), d], capture_output=True,
-                       text=True)
-    if e.returncode != 0:
-        bad.append(f"engine-check: {(e.stdout + e.stderr).strip().splitlines()[-1:]}")
+    for args in ENGINE_CASES:
+        e = subprocess.run([os.path.join(build, "tests", "engine-check"), d, *args],
+                           capture_output=True, text=True)
+        if e.returncode != 0:
+            bad.append(f"engine-check {' '.join(args)}: "
+                       f"{(e.stdout + e.stderr).strip().splitlines()[-1:]}")
     r = subprocess.run([os.path.join(build, "onnx-genai"), "generate", "-m", d, "--ids", "1,2,3",
                         "--max-length", "6", "--kv-dtype", "int8"], capture_output=True, text=True)
     if r.returncode == 0 or "quantized cache of its own" not in r.stderr:
@@ -208,7 +220,8 @@ def main():
                       f"{f', {ort_batch} row(s) of onnxruntime-genai batch-dependent' if ort_batch else ''}"
                       f"  ({time.time() - t0:.1f} s)",
                       flush=True)
-                if dtype == a.dtypes.split(",")[0] and scheme == a.schemes.split(",")[-1]:
+                schemes = a.schemes.split(",")
+                if dtype == a.dtypes.split(",")[0] and scheme in (schemes[0], schemes[-1]):
                     bad += serving(build, d)
                 for b in bad:
                     print("    " + b)

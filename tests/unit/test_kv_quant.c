@@ -11,7 +11,14 @@
  *     independently), |out - ref| <= 2e-6 (1 + |ref|), head sizes 64/80/96/128/256,
  *     grouped heads, odd lengths crossing the 256-key tiles: a prompt, then a token
  *     decoded over the prompt's cache (the same bits as that token's row of a longer
- *     prompt), then the paged path over the same rows (the same bits again). */
+ *     prompt), then the paged path over the same rows (the same bits again, and the
+ *     pool's rows the contiguous cache's bytes);
+ *   - the same over the builder's caches quantized with the node's own scales
+ *     (k_quant_type PER_TENSOR / PER_CHANNEL, kv_cache_bit_width 8 or 4, k_scale /
+ *     v_scale; kv_fixed.h): every stored code clamp(rint(x * (1 / s))) (int4 plus 8, two
+ *     a byte, the even element low), keys past the code range clamped, the reference
+ *     over code * s, and the serving engine's paged pool of codes equal to the contiguous
+ *     cache. */
 #include "kernel_harness.h"
 #include "testing.h"
 
@@ -163,32 +170,91 @@ typedef struct kq_case {
     og_dtype dt;
     int64_t D;
     int N, KV;
+    int bits;         /* 8 or 4: the node's own scales (kv_fixed.h; dt int8 / uint8), 0: rows
+                         as kv_format.h stores them */
+    bool per_channel; /* with bits: a scale per (kv head, channel), else one */
 } kq_case;
 
-static int kq_attrs(graph_attr *at, int N, int KV) {
-    at[0] = (graph_attr){.name = "num_heads", .type = ATTR_INT, .i = N};
-    at[1] = (graph_attr){.name = "kv_num_heads", .type = ATTR_INT, .i = KV};
-    return 2;
+enum { KQ_MAX_SCALES = 8 * 256 };
+static float kq_scale[2][KQ_MAX_SCALES]; /* keys', values' scales of a case with bits */
+
+/* Elements of a stored row's last dimension, and its bytes. */
+static int64_t kq_width(const kq_case *c) {
+    return c->bits ? (c->bits == 4 ? (c->D + 1) / 2 : c->D) : kv_stored_width(c->dt, c->D);
+}
+static size_t kq_row(const kq_case *c) {
+    return c->bits ? (size_t)kq_width(c) : kv_row_bytes(c->dt, c->D);
+}
+
+static const char *kq_name(const kq_case *c) {
+    if (!c->bits) return og_dtype_name(c->dt);
+    return c->bits == 8 ? (c->per_channel ? "int8 per channel" : "int8 per tensor")
+                        : (c->per_channel ? "int4 per channel" : "int4 per tensor");
+}
+
+static int kq_attrs(graph_attr *at, const kq_case *c) {
+    at[0] = (graph_attr){.name = "num_heads", .type = ATTR_INT, .i = c->N};
+    at[1] = (graph_attr){.name = "kv_num_heads", .type = ATTR_INT, .i = c->KV};
+    if (!c->bits) return 2;
+    const char *t = c->per_channel ? "PER_CHANNEL" : "PER_TENSOR";
+    at[2] = (graph_attr){.name = "k_quant_type", .type = ATTR_STRING, .s = {t, strlen(t)}};
+    at[3] = (graph_attr){.name = "v_quant_type", .type = ATTR_STRING, .s = {t, strlen(t)}};
+    at[4] = (graph_attr){.name = "kv_cache_bit_width", .type = ATTR_INT, .i = c->bits};
+    return 5;
+}
+
+/* Scale of channel d of kv head g (pass 0 keys, 1 values) in a case with bits. */
+static float kq_s(const kq_case *c, int pass, int g, int64_t d) {
+    return kq_scale[pass][c->per_channel ? g * c->D + d : 0];
+}
+
+/* Code of value d of a row with bits (int4: the nibble minus 8). */
+static int kq_code(const kq_case *c, const uint8_t *row, int64_t d) {
+    if (c->bits == 8) return (int8_t)row[d];
+    return (row[d / 2] >> (d % 2 * 4) & 15) - 8;
+}
+
+/* What a stored row of kv head g holds, in double (pass 0 keys, 1 values). */
+static void kq_decode_case(const kq_case *c, int pass, int g, const uint8_t *row, double *out) {
+    if (!c->bits) {
+        kq_decode(c->dt, row, c->D, out);
+        return;
+    }
+    for (int64_t d = 0; d < c->D; d++) out[d] = (double)kq_code(c, row, d) * kq_s(c, pass, g, d);
+}
+
+/* The inputs beyond the first seven: k_scale, v_scale (12, 13) of a case with bits. */
+static int kq_scale_inputs(const kq_case *c, const tensor **in, tensor *ts, int64_t *n) {
+    if (!c->bits) return 7;
+    *n = c->per_channel ? c->KV * c->D : 1;
+    for (int i = 7; i < 12; i++) in[i] = NULL;
+    for (int p = 0; p < 2; p++) {
+        ts[p] = kh_tensor(OG_FLOAT32, 1, n, kq_scale[p]);
+        in[12 + p] = &ts[p];
+    }
+    return 14;
 }
 
 /* S new tokens over a past of P rows ([1, KV, P, W] stored as c->dt; P = 0: a first
  * prompt). out [S][N D]; present ([1, KV, P + S, W]) copied into *present (malloc'd). */
 static og_status *kq_run(const kq_case *c, const float *q, const float *k, const float *v,
                          const uint8_t *past, int P, int S, float *out, uint8_t **present) {
-    int64_t D = c->D, W = kv_stored_width(c->dt, D);
+    int64_t D = c->D, W = kq_width(c);
     int64_t qd[3] = {1, S, c->N * D}, kd[3] = {1, S, c->KV * D}, pd[4] = {1, c->KV, P, W}, one = 1;
     int32_t sl = P + S - 1, tl = P + S;
     tensor tq = kh_tensor(OG_FLOAT32, 3, qd, (void *)q), tk = kh_tensor(OG_FLOAT32, 3, kd, (void *)k),
            tv = kh_tensor(OG_FLOAT32, 3, kd, (void *)v), tsl = kh_tensor(OG_INT32, 1, &one, &sl),
            ttl = kh_tensor(OG_INT32, 1, &one, &tl);
-    size_t half = (size_t)c->KV * (size_t)P * kv_row_bytes(c->dt, D);
+    size_t half = (size_t)c->KV * (size_t)P * kq_row(c);
     uint8_t dummy[8];
     tensor tpk = kh_tensor(c->dt, 4, pd, P ? (void *)past : dummy),
-           tpv = kh_tensor(c->dt, 4, pd, P ? (void *)(past + half) : dummy);
-    const tensor *in[7] = {&tq, &tk, &tv, &tpk, &tpv, &tsl, &ttl};
-    graph_attr at[4];
+           tpv = kh_tensor(c->dt, 4, pd, P ? (void *)(past + half) : dummy), ts[2];
+    const tensor *in[14] = {&tq, &tk, &tv, &tpk, &tpv, &tsl, &ttl};
+    int64_t ns;
+    int nin = kq_scale_inputs(c, in, ts, &ns);
+    graph_attr at[8];
     kh_run r;
-    og_status *st = kh_call(&r, cpu_contrib_gqa, 1, at, kq_attrs(at, c->N, c->KV), in, 7, 3);
+    og_status *st = kh_call(&r, cpu_contrib_gqa, 1, at, kq_attrs(at, c), in, nin, 3);
     if (!st && (r.out[1].dtype != c->dt || r.out[1].dims[3] != W || r.out[1].dims[2] != P + S))
         st = og_errorf(OG_ERR_RUNTIME, "present is %s [.., %lld, %lld], expected %s [.., %d, %lld]",
                        og_dtype_name(r.out[1].dtype), (long long)r.out[1].dims[2],
@@ -205,7 +271,7 @@ static og_status *kq_run(const kq_case *c, const float *q, const float *k, const
 
 static bool kq_ok(const kq_case *c, og_status *st) {
     if (!st) return true;
-    test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d: %s", og_dtype_name(c->dt), (long long)c->D,
+    test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d: %s", kq_name(c), (long long)c->D,
               c->N, c->KV, og_status_message(st));
     og_status_free(st);
     return false;
@@ -217,13 +283,14 @@ static bool kq_reference(const kq_case *c, const float *q, const uint8_t *presen
                          const float *out, int t0, int S, const char *what) {
     int64_t D = c->D;
     int R = c->N / c->KV;
-    size_t rb = kv_row_bytes(c->dt, D), half = (size_t)c->KV * (size_t)T * rb;
+    size_t rb = kq_row(c), half = (size_t)c->KV * (size_t)T * rb;
     double *K = malloc(sizeof(double) * (size_t)T * c->KV * D), *V = malloc(sizeof *V * (size_t)T * c->KV * D);
     double *p = malloc(sizeof(double) * (size_t)T);
     for (int g = 0; g < c->KV; g++)
         for (int x = 0; x < T; x++) {
-            kq_decode(c->dt, present + ((size_t)g * T + x) * rb, D, K + ((size_t)g * T + x) * D);
-            kq_decode(c->dt, present + half + ((size_t)g * T + x) * rb, D, V + ((size_t)g * T + x) * D);
+            size_t at = (size_t)g * T + x;
+            kq_decode_case(c, 0, g, present + at * rb, K + at * D);
+            kq_decode_case(c, 1, g, present + half + at * rb, V + at * D);
         }
     bool ok = true;
     double scale = 1.0 / sqrt((double)D);
@@ -245,7 +312,7 @@ static bool kq_reference(const kq_case *c, const float *q, const uint8_t *presen
                 float o = out[((size_t)i * c->N + h) * D + d];
                 if (fabs(o - ref) > 2e-6 * (1 + fabs(ref))) {
                     test_fail(__FILE__, __LINE__, "%s %s D=%lld %d:%d row %d head %d d=%lld: %.9g vs %.9g",
-                              what, og_dtype_name(c->dt), (long long)D, c->N, c->KV, t, h,
+                              what, kq_name(c), (long long)D, c->N, c->KV, t, h,
                               (long long)d, o, ref);
                     ok = false;
                 }
@@ -256,13 +323,14 @@ static bool kq_reference(const kq_case *c, const float *q, const uint8_t *presen
 }
 
 /* The prompt's first T - 1 tokens over the paged path (one sequence, scrambled blocks of
- * 16), then its last token decoded alone: out [T][N D]. */
+ * 16), then its last token decoded alone: out [T][N D]; the pool's rows must be the
+ * contiguous cache's (present: keys then values, [KV][T] rows each). */
 static og_status *kq_paged(const kq_case *c, const float *q, const float *k, const float *v,
-                           int T, float *out) {
+                           int T, float *out, const uint8_t *present) {
     enum { BS = 16 };
-    int64_t D = c->D, W = kv_stored_width(c->dt, D);
+    int64_t D = c->D, W = kq_width(c);
     int nb = (T + BS - 1) / BS;
-    size_t block = (size_t)c->KV * BS * kv_row_bytes(c->dt, D);
+    size_t rb = kq_row(c), block = (size_t)c->KV * BS * rb;
     void *kpool = calloc((size_t)nb, block), *vpool = calloc((size_t)nb, block);
     int32_t *blocks = malloc(sizeof(int32_t) * (size_t)nb);
     for (int b = 0; b < nb; b++) blocks[b] = (int32_t)((b * 7) % nb);
@@ -273,24 +341,65 @@ static og_status *kq_paged(const kq_case *c, const float *q, const float *k, con
         tensor tq = kh_tensor(OG_FLOAT32, 3, qd, (void *)(q + (size_t)from * c->N * D)),
                tk = kh_tensor(OG_FLOAT32, 3, kd, (void *)(k + (size_t)from * c->KV * D)),
                tv = kh_tensor(OG_FLOAT32, 3, kd, (void *)(v + (size_t)from * c->KV * D));
-        const tensor *in[7] = {&tq, &tk, &tv, NULL, NULL, NULL, NULL};
+        const tensor *in[14] = {&tq, &tk, &tv, NULL, NULL, NULL, NULL};
+        tensor ts[2];
+        int64_t ns;
+        int nin = kq_scale_inputs(c, in, ts, &ns);
         paged_kv_seq seq = {0, 0, n, from, blocks};
         const char *names[1] = {"past_key_values.0.key"};
         void *kp[1] = {kpool}, *vp[1] = {vpool};
-        paged_kv pk = {.dtype = c->dt, .kv_heads = c->KV, .head_size = (int)W, .block_size = BS,
-                       .n_blocks = nb, .n_layers = 1, .layer_names = names, .k = kp, .v = vp,
-                       .n_seqs = 1, .seqs = &seq};
+        paged_kv pk = {.dtype = c->dt, .codes = c->bits != 0, .kv_heads = c->KV,
+                       .head_size = (int)W, .block_size = BS, .n_blocks = nb, .n_layers = 1,
+                       .layer_names = names, .k = kp, .v = vp, .n_seqs = 1, .seqs = &seq};
         graph_value val = {.name = "past_key_values.0.key"};
         graph g = {.n_values = 1, .values = &val};
-        int iv[7] = {-1, -1, -1, 0, -1, -1, -1};
-        graph_attr at[4];
+        int iv[14] = {-1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+        graph_attr at[8];
         kh_run r;
-        st = kh_call_ex(&r, cpu_contrib_gqa, 1, at, kq_attrs(at, c->N, c->KV), in, 7, 1, &g, iv, &pk);
+        st = kh_call_ex(&r, cpu_contrib_gqa, 1, at, kq_attrs(at, c), in, nin, 1, &g, iv, &pk);
         if (!st) memcpy(out + (size_t)from * c->N * D, r.out[0].data, sizeof(float) * (size_t)n * c->N * D);
         kh_free(&r);
     }
+    for (int pass = 0; pass < 2 && !st; pass++)
+        for (int g = 0; g < c->KV && !st; g++)
+            for (int x = 0; x < T && !st; x++) {
+                const uint8_t *pool = pass ? vpool : kpool;
+                const uint8_t *a = pool + (size_t)blocks[x / BS] * block +
+                                   ((size_t)g * BS + x % BS) * rb;
+                const uint8_t *b = present + ((size_t)(pass * c->KV + g) * T + x) * rb;
+                if (memcmp(a, b, rb))
+                    st = og_errorf(OG_ERR_RUNTIME, "the pool's %s row %d of kv head %d differs "
+                                   "from the contiguous cache's", pass ? "value" : "key", x, g);
+            }
     free(kpool), free(vpool), free(blocks);
     return st;
+}
+
+/* The codes of a case with bits against their definition: clamp(rint(x * (1 / s))) with
+ * the reciprocal in float32, ties to even, -128..127 or -8..7 (no rotary here: keys are
+ * stored as given). */
+static bool kq_codes_check(const kq_case *c, const float *k, const float *v, const uint8_t *present,
+                           int T) {
+    int lo = c->bits == 8 ? -128 : -8, hi = c->bits == 8 ? 127 : 7;
+    size_t rb = kq_row(c);
+    for (int pass = 0; pass < 2; pass++)
+        for (int g = 0; g < c->KV; g++)
+            for (int x = 0; x < T; x++)
+                for (int64_t d = 0; d < c->D; d++) {
+                    float val = (pass ? v : k)[((size_t)x * c->KV + g) * c->D + d];
+                    double y = nearbyint((double)(val * (1.0f / kq_s(c, pass, g, d))));
+                    int want = y < lo ? lo : y > hi ? hi : (int)y;
+                    const uint8_t *row = present + ((size_t)(pass * c->KV + g) * T + x) * rb;
+                    int got = kq_code(c, row, d);
+                    if (got != want) {
+                        test_fail(__FILE__, __LINE__, "%s D=%lld: %s %d of kv head %d, channel "
+                                  "%lld: code %d, expected %d (x %.9g, scale %.9g)", kq_name(c),
+                                  (long long)c->D, pass ? "value" : "key", x, g, (long long)d,
+                                  got, want, val, kq_s(c, pass, g, d));
+                        return false;
+                    }
+                }
+    return true;
 }
 
 static bool kq_check(const kq_case *c) {
@@ -304,27 +413,33 @@ static bool kq_check(const kq_case *c) {
     for (size_t i = 0; i < qn; i++) q[i] = 2.0f * kq_rand();
     for (size_t i = 0; i < kn; i++) k[i] = kq_rand() * (i % 13 == 0 ? 4.0f : 1.0f);
     for (size_t i = 0; i < kn; i++) v[i] = kq_rand();
+    /* keys up to 4 against a scale that reaches 3 (some clamp), values up to 1 */
+    for (int p = 0; c->bits && p < 2; p++)
+        for (int64_t i = 0; i < KV * D; i++)
+            kq_scale[p][i] = (p ? 1.0f : 3.0f) / (c->bits == 8 ? 127.0f : 7.0f) *
+                             (c->per_channel ? 0.5f + (float)((i * 37) % 11) / 10.0f : 1.0f);
     uint8_t *pres = NULL, *pres1 = NULL, *pres2 = NULL;
     bool ok = kq_ok(c, kq_run(c, q, k, v, NULL, 0, T, out, &pres)) &&
               kq_reference(c, q, pres, T, out, 0, T, "prompt");
+    if (ok && c->bits) ok = kq_codes_check(c, k, v, pres, T);
     /* the first T - 1 tokens, then the last decoded over their cache */
     ok = ok && kq_ok(c, kq_run(c, q, k, v, NULL, 0, T - 1, out1, &pres1));
     ok = ok && kq_ok(c, kq_run(c, q + (size_t)(T - 1) * N * D, k + (size_t)(T - 1) * KV * D,
                                v + (size_t)(T - 1) * KV * D, pres1, T - 1, 1, dec, &pres2));
-    if (ok && memcmp(pres2, pres, kv_row_bytes(c->dt, D) * (size_t)KV * T * 2)) {
+    if (ok && memcmp(pres2, pres, kq_row(c) * (size_t)KV * T * 2)) {
         test_fail(__FILE__, __LINE__, "%s D=%lld: the decoded token's cache differs from the "
-                  "prompt's", og_dtype_name(c->dt), (long long)D);
+                  "prompt's", kq_name(c), (long long)D);
         ok = false;
     }
     if (ok && memcmp(dec, out + (size_t)(T - 1) * N * D, sizeof(float) * (size_t)N * D)) {
         test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d: a decoded token differs from its prompt row",
-                  og_dtype_name(c->dt), (long long)D, N, KV);
+                  kq_name(c), (long long)D, N, KV);
         ok = false;
     }
-    ok = ok && kq_ok(c, kq_paged(c, q, k, v, T, paged));
+    ok = ok && kq_ok(c, kq_paged(c, q, k, v, T, paged, pres));
     if (ok && memcmp(paged, out, sizeof(float) * qn)) {
         test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d: the paged cache differs from the contiguous",
-                  og_dtype_name(c->dt), (long long)D, N, KV);
+                  kq_name(c), (long long)D, N, KV);
         ok = false;
     }
     free(q), free(k), free(v), free(out), free(out1), free(dec), free(paged), free(pres),
@@ -332,22 +447,39 @@ static bool kq_check(const kq_case *c) {
     return ok;
 }
 
-TEST(gqa_quantized_cache_matches_reference_on_every_isa) {
-    static const og_dtype dts[] = {OG_INT8, OG_FLOAT8E4M3FN, OG_FLOAT16, OG_BFLOAT16};
+/* Each kind of case (its storage; D, N, KV set here) at head sizes 64/80/96/128/256, every
+ * head layout at 64 and 128 and one each at the others, on every ISA level this CPU has. */
+static bool kq_sweep(const kq_case *kinds, size_t n) {
     static const int64_t Ds[] = {64, 80, 96, 128, 256};
     static const int heads[][2] = {{6, 2}, {4, 4}, {8, 1}};
     isa_level saved = isa_active();
-    for (int level = ISA_GENERIC; level <= (int)isa_supported(); level++) {
+    bool ok = true;
+    for (int level = ISA_GENERIC; level <= (int)isa_supported() && ok; level++) {
         isa_set((isa_level)level);
-        for (size_t a = 0; a < sizeof dts / sizeof *dts; a++)
-            for (size_t b = 0; b < sizeof Ds / sizeof *Ds; b++) {
-                /* every head layout at 64 and 128; one each at the other sizes */
-                for (size_t h = 0; h < 3; h++) {
+        for (size_t a = 0; a < n && ok; a++)
+            for (size_t b = 0; b < sizeof Ds / sizeof *Ds && ok; b++)
+                for (size_t h = 0; h < 3 && ok; h++) {
                     if (Ds[b] != 64 && Ds[b] != 128 && h != (a + b) % 3) continue;
-                    kq_case c = {dts[a], Ds[b], heads[h][0], heads[h][1]};
-                    CHECK(kq_check(&c));
+                    kq_case c = kinds[a];
+                    c.D = Ds[b], c.N = heads[h][0], c.KV = heads[h][1];
+                    ok = kq_check(&c);
                 }
-            }
     }
     isa_set(saved);
+    return ok;
+}
+
+TEST(gqa_quantized_cache_matches_reference_on_every_isa) {
+    static const kq_case kinds[] = {{.dt = OG_INT8}, {.dt = OG_FLOAT8E4M3FN},
+                                    {.dt = OG_FLOAT16}, {.dt = OG_BFLOAT16}};
+    CHECK(kq_sweep(kinds, sizeof kinds / sizeof *kinds));
+}
+
+/* The builder's caches (the node's own scales), contiguous and paged. */
+TEST(gqa_node_scaled_cache_matches_reference_on_every_isa) {
+    static const kq_case kinds[] = {{.dt = OG_INT8, .bits = 8},
+                                    {.dt = OG_INT8, .bits = 8, .per_channel = true},
+                                    {.dt = OG_UINT8, .bits = 4},
+                                    {.dt = OG_UINT8, .bits = 4, .per_channel = true}};
+    CHECK(kq_sweep(kinds, sizeof kinds / sizeof *kinds));
 }

@@ -435,16 +435,15 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     int paged_layer = paged_kv_layer_of(ctx);
     if (paged_layer >= 0) {
         OG_TRY(unsupported_inputs(ctx));
-        if (kernel_input(ctx, 12) || kernel_input(ctx, 13) ||
-            strcmp(graph_attr_string(ctx->node, "k_quant_type", "NONE"), "NONE") != 0 ||
-            strcmp(graph_attr_string(ctx->node, "v_quant_type", "NONE"), "NONE") != 0)
-            return kernel_error(ctx, OG_ERR_UNSUPPORTED, "a cache quantized with the node's own "
-                                "scales (k_quant_type / k_scale, the builder's "
-                                "kv_cache_quant_scheme) in the serving engine's paged pool is not "
-                                "implemented: run it with the generator's contiguous cache");
         if (!cpu_is_f32able(ctx->inputs[0]->dtype))
             return kernel_unsupported_dtype(ctx, 0, ctx->inputs[0]->dtype);
-        return cpu_gqa_paged(ctx, paged_layer);
+        /* the builder's quantized cache: the pool holds the codes, the node its scales */
+        kv_fixed fixed[2];
+        bool has_fixed = false;
+        gqa_node g;
+        OG_TRY(gqa_read_node(ctx, &g));
+        OG_TRY(gqa_fixed_scales(ctx, g.KV, g.D, fixed, &has_fixed));
+        return cpu_gqa_paged(ctx, paged_layer, has_fixed ? fixed : NULL);
     }
     const graph_node *node = ctx->node;
     const tensor *q = ctx->inputs[0];

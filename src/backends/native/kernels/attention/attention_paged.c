@@ -5,7 +5,11 @@
  * arithmetic the contiguous kernel uses too (attention_tiles.h), with each sequence's
  * keys found through its block table. So a token's output does not depend on what else
  * runs, how the work is split, or which thread took it, and equals what `generate`
- * computes over a contiguous cache: the batch invariance the engine promises. */
+ * computes over a contiguous cache: the batch invariance the engine promises.
+ *
+ * A pool of the builder's codes (paged_kv.codes: the node's k_quant_type with its k_scale /
+ * v_scale) is written and read as the contiguous kernel does (kv_fixed.h): a new row
+ * stored as codes of the node's scales, the tiles loading codes times the scales. */
 #include "backends/native/kernels/attention/attention.h"
 #include "backends/native/kernels/attention/attention_paged.h"
 #include "backends/native/kernels/attention/attention_tiles.h"
@@ -17,6 +21,7 @@
 typedef struct pg_job {
     const paged_kv *pk;
     og_dtype dt, qdt; /* the pool's storage (kv_rows.h); the query's */
+    const kv_fixed *fixed; /* [2] keys', values' fixed scales with a pool of codes, or NULL */
     int64_t B, S, N, KV, D, half;
     bool causal, rotary, interleaved;
     int64_t window;
@@ -54,8 +59,14 @@ static void pg_write_fn(void *arg, int64_t begin, int64_t end) {
             memcpy(tmp, j->k + tok * j->k_ld + g * D, sizeof(float) * (size_t)D);
             if (j->rotary)
                 cpu_rope(tmp, j->cos + p * j->half, j->sin + p * j->half, j->half, j->interleaved);
-            kv_row_store(j->dt, pg_row(j, j->kpool, s, g, p), tmp, D);
-            kv_row_store(j->dt, pg_row(j, j->vpool, s, g, p), j->v + tok * j->v_ld + g * D, D);
+            const float *v = j->v + tok * j->v_ld + g * D;
+            if (j->fixed) {
+                kv_fixed_store(&j->fixed[0], g, pg_row(j, j->kpool, s, g, p), tmp, D);
+                kv_fixed_store(&j->fixed[1], g, pg_row(j, j->vpool, s, g, p), v, D);
+            } else {
+                kv_row_store(j->dt, pg_row(j, j->kpool, s, g, p), tmp, D);
+                kv_row_store(j->dt, pg_row(j, j->vpool, s, g, p), v, D);
+            }
             for (int64_t r = 0; r < R; r++) {
                 int64_t h = g * R + r;
                 float *q = j->qrot + tok * j->N * D + h * D;
@@ -124,26 +135,34 @@ static og_status *pg_check_seqs(kernel_ctx *ctx, pg_job *j, int64_t max_pos) {
     return NULL;
 }
 
-og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
+og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer, const kv_fixed *fixed) {
     const paged_kv *pk = ctx->paged_kv;
     og_dtype qdt = ctx->inputs[0]->dtype;
     float *outf;
-    if (!kv_storable(pk->dtype))
-        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: a pool of %s",
-                             og_dtype_name(pk->dtype));
+    if (pk->codes != (fixed != NULL))
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: %s", pk->codes
+                             ? "the pool holds the codes of a node's own scales, the node has "
+                               "no k_quant_type"
+                             : "the node quantizes its cache with its own scales (k_quant_type), "
+                               "the pool's rows are not its codes");
+    og_dtype code_dt = fixed && fixed[0].bits == 4 ? OG_UINT8 : OG_INT8;
+    if (fixed ? pk->dtype != code_dt : !kv_storable(pk->dtype))
+        return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: a pool of %s%s",
+                             og_dtype_name(pk->dtype), fixed ? " for the node's codes" : "");
     if (kernel_input(ctx, 10))
         return kernel_error(ctx, OG_ERR_UNSUPPORTED, "paged KV: attention_bias (input 10) is "
                             "not supported over a paged cache");
     gqa_node g;
     OG_TRY(gqa_read_node(ctx, &g));
     int64_t B = g.B, S = g.S, N = g.N, KV = g.KV, D = g.D;
-    int64_t W = kv_stored_width(pk->dtype, D);
+    int64_t W = fixed ? (int64_t)kv_fixed_row_bytes(fixed, D) : kv_stored_width(pk->dtype, D);
     if (KV != pk->kv_heads || W != pk->head_size || D > 1024)
         return kernel_errorf(ctx, OG_ERR_INVALID_ARGUMENT, "paged KV: the node has %lld kv heads "
                              "of size %lld (%lld stored as %s), the pool %d of %d", (long long)KV,
                              (long long)D, (long long)W, og_dtype_name(pk->dtype), pk->kv_heads,
                              pk->head_size);
-    pg_job j = {.pk = pk, .dt = pk->dtype, .qdt = qdt, .B = B, .S = S, .N = N, .KV = KV, .D = D, .half = g.half,
+    pg_job j = {.pk = pk, .dt = pk->dtype, .qdt = qdt, .fixed = fixed, .B = B, .S = S, .N = N,
+                .KV = KV, .D = D, .half = g.half,
                 .causal = g.causal, .rotary = g.rotary, .interleaved = g.interleaved,
                 .window = g.window, .cos = g.cos, .sin = g.sin};
     int64_t max_pos = g.rotary ? g.max_pos : INT64_MAX;
@@ -167,7 +186,7 @@ og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
     j.q_ld = nr.q_ld, j.k_ld = nr.k_ld, j.v_ld = nr.v_ld;
     j.kpool = pk->k[layer];
     j.vpool = pk->v[layer];
-    j.row_bytes = kv_row_bytes(j.dt, D);
+    j.row_bytes = fixed ? kv_fixed_row_bytes(fixed, D) : kv_row_bytes(j.dt, D);
     j.block_bytes = j.row_bytes * (size_t)pk->block_size * (size_t)KV;
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(B * S * N * D) + 64, (void **)&j.qrot));
     int64_t tokens = 0;
@@ -184,7 +203,7 @@ og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer) {
                                 .vbase = j.vpool, .blocks = s->blocks,
                                 .block_size = pk->block_size, .block_bytes = j.block_bytes};
     }
-    gqa_tiles tl = {.dt = j.dt, .N = N, .KV = KV, .D = D, .scale = g.scale,
+    gqa_tiles tl = {.dt = j.dt, .fixed = fixed, .N = N, .KV = KV, .D = D, .scale = g.scale,
                     .softcap = g.softcap, .smooth = g.smooth, .sink = g.sink, .q = j.qrot,
                     .q_ld = N * D, .out = outf, .n_seqs = pk->n_seqs, .seqs = ts,
                     .range = pg_range, .arg = &j};
