@@ -107,7 +107,11 @@ void guide_grammar_unref(guide_grammar *g) {
     gearley_tab_free(g->tab);
     gcfg_free(g->cfg);
     glex_free(g->lex);
-    for (int k = 0; k < GUIDE_N_SLICES; k++) glex_free(g->slice[k]);
+    for (int k = 0; k < GUIDE_N_SLICES; k++) {
+        glex_free(g->slice[k]);
+        free(g->cut[k]);
+        free(g->cut_next[k]);
+    }
     pthread_mutex_destroy(&g->lock);
     free(g);
 }

@@ -42,6 +42,15 @@ struct guide_grammar {
     gcache **cache;
     size_t cache_cap, cache_bytes, cache_limit;
     size_t cache_flushes;
+    /* Per lexer state and slice, whether the state's fate along the slice's strings is a
+     * count of characters (matcher.c, slice_cut): 0 not known yet, 1 it is not, 2 + R
+     * every string of at most R characters stays inside the lexeme and every longer one
+     * dies, R = max_chars meaning all stay. */
+    uint32_t *cut[GUIDE_N_SLICES];
+    /* and one character on from it (slice_char_step): 0 not known yet, 1 mixed, 2 every
+     * character dies, 3 + s every one leads to state s */
+    uint32_t *cut_next[GUIDE_N_SLICES];
+    size_t cut_cap;
 };
 
 /* A grammar from a lexer and a grammar built by hand (tests, benchmarks): takes both

@@ -798,12 +798,28 @@ uint32_t glex_next(glex *lex, uint32_t state, uint8_t byte)
     new_gen(lex);
     size_t n = 0;
     const dstate *d = &lex->ds[state];
+    /* the bytes [lo, hi] around `byte` that every range of the set takes or leaves alike
+     * move to the same set: their transitions are this one */
+    unsigned lo = 0, hi = 255;
     for (uint32_t i = 0; i < d->set_len; i++) {
         const gnfa_state *st = &lex->nfa.st[lex->sets[d->set_off + i]];
-        if (st->kind == GN_RANGE && st->lo <= byte && byte <= st->hi) n = closure(lex, st->out, n);
+        if (st->kind != GN_RANGE) continue;
+        if (st->lo <= byte && byte <= st->hi) {
+            n = closure(lex, st->out, n);
+            if (st->lo > lo) lo = st->lo;
+            if (st->hi < hi) hi = st->hi;
+        } else if (st->hi < byte) {
+            if (st->hi + 1u > lo) lo = st->hi + 1u;
+        } else if (st->lo - 1u < hi) {
+            hi = st->lo - 1u;
+        }
     }
     t = intern(lex, n);
-    if (t != GLEX_FAILED) lex->trans[(size_t)state * 256 + byte] = t;
+    if (t != GLEX_FAILED) {
+        /* intern may have moved the table */
+        uint32_t *row = lex->trans + (size_t)state * 256;
+        for (unsigned b = lo; b <= hi; b++) row[b] = t;
+    }
     return t;
 }
 

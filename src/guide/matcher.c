@@ -226,6 +226,159 @@ static uint32_t slice_reach(guide_grammar *g, int slice, uint32_t s) {
     return UINT32_MAX;
 }
 
+/* One character of slice k from lexer state q (at a character boundary): 1 when every
+ * character of the slice keeps the lexer alive through all its bytes and all lead to one
+ * state (*next), 0 when every one dies at its first byte and q accepts nothing (no
+ * lexeme can end there), -1 otherwise (mixed, a death mid-character, or past the pairs
+ * it may visit), -2 when the lexer failed. A depth-first search over the pairs (slice
+ * state, lexer state) inside one character. */
+#define CUT_PAIRS 256
+static int slice_char_step(guide_grammar *g, int k, uint32_t q, uint32_t *next) {
+    glex *sl = g->slice[k];
+    uint64_t one = 1;
+    uint32_t p0 = glex_start(sl, &one);
+    if (p0 == GLEX_FAILED || p0 == GLEX_DEAD) return -1;
+    uint32_t pr[CUT_PAIRS], pq[CUT_PAIRS];
+    size_t n = 1, kills = 0, alive_first = 0;
+    pr[0] = p0;
+    pq[0] = q;
+    uint32_t succ = GLEX_DEAD;
+    for (size_t i = 0; i < n; i++) {
+        for (unsigned b = 0; b < 256; b++) {
+            uint32_t r = glex_next(sl, pr[i], (uint8_t)b);
+            if (r == GLEX_DEAD) continue;
+            if (r == GLEX_FAILED) return -1;
+            uint32_t x = glex_next(g->lex, pq[i], (uint8_t)b);
+            if (x == GLEX_FAILED) return -2;
+            if (x == GLEX_DEAD) {
+                if (i) return -1; /* dies inside a character */
+                kills++;
+                continue;
+            }
+            if (!i) alive_first++;
+            if (kills && alive_first) return -1;
+            if (glex_accepts(sl, r)) { /* a whole character: where the next one begins */
+                if (succ != GLEX_DEAD && succ != x) return -1;
+                succ = x;
+                continue;
+            }
+            size_t j = 0;
+            while (j < n && (pr[j] != r || pq[j] != x)) j++;
+            if (j < n) continue;
+            if (n == CUT_PAIRS) return -1;
+            pr[n] = r;
+            pq[n++] = x;
+        }
+    }
+    if (!alive_first) return kills && !glex_accepts(g->lex, q) ? 0 : -1;
+    if (kills || succ == GLEX_DEAD) return -1; /* mixed, or no character completes */
+    *next = succ;
+    return 1;
+}
+
+/* Room in g->cut for lexer state x; false when there is none (out of memory). */
+static bool ensure_cut(guide_grammar *g, uint32_t x) {
+    if (x < g->cut_cap && g->cut[0]) return true;
+    size_t c = g->cut_cap ? g->cut_cap : 256;
+    while (c <= x) c *= 2;
+    for (int j = 0; j < 2 * GUIDE_N_SLICES; j++) {
+        uint32_t **arr = j < GUIDE_N_SLICES ? &g->cut[j] : &g->cut_next[j - GUIDE_N_SLICES];
+        uint32_t *a = realloc(*arr, c * sizeof *a);
+        if (!a) return false;
+        size_t old = *arr ? g->cut_cap : 0;
+        memset(a + old, 0, (c - old) * sizeof *a);
+        *arr = a;
+    }
+    g->cut_cap = c;
+    return true;
+}
+
+/* Whether lexer state q's fate along slice k's strings is a count of characters, as in a
+ * string with a maximum length: then every string of the slice of at most *cut
+ * characters stays inside the lexeme from q, and every longer one dies with no lexeme
+ * complete on the way (so no walk needs to read them), *cut = max_chars meaning all
+ * stay. Follows q's chain of one-character successors (slice_char_step) until a state
+ * known, a state where every character dies, a cycle, or max_chars steps; remembered
+ * per state (g->cut). -1: it is not; -2: the lexer failed. */
+static int slice_cut(guide_grammar *g, int k, uint32_t q, uint32_t *cut) {
+    const guide_vocab *v = g->vocab;
+    uint32_t cap = v->max_chars[k];
+    if (!cap || !ensure_cut(g, q)) return -1;
+    if (g->cut[k][q]) {
+        if (g->cut[k][q] == 1) return -1;
+        *cut = g->cut[k][q] - 2;
+        return 0;
+    }
+    /* the chain q = chain[0] -> chain[1] -> ..., one character each */
+    uint32_t *chain = malloc(((size_t)cap + 2) * sizeof *chain);
+    if (!chain) return -1;
+    size_t len = 0;
+    uint32_t x = q, tail = 1; /* tail: what follows the chain's end, 2 + R or 1 */
+    for (;;) {
+        if (!ensure_cut(g, x)) {
+            tail = 1;
+            break;
+        }
+        if (g->cut[k][x]) {
+            tail = g->cut[k][x];
+            break;
+        }
+        bool cycle = false;
+        for (size_t i = 0; i < len && !cycle; i++) cycle = chain[i] == x;
+        if (cycle) { /* every string of the slice stays inside, from every state here */
+            tail = 2 + cap;
+            break;
+        }
+        if (len > cap) { /* the same, but shown for q alone (the others took fewer steps) */
+            g->cut[k][q] = 2 + cap;
+            len = 0;
+            break;
+        }
+        chain[len++] = x;
+        uint32_t *step = &g->cut_next[k][x];
+        if (!*step) {
+            uint32_t nx = GLEX_DEAD;
+            int r = slice_char_step(g, k, x, &nx);
+            if (r == -2) {
+                free(chain);
+                return -2;
+            }
+            *step = r < 0 ? 1 : r == 0 ? 2 : 3 + nx;
+        }
+        if (*step == 1) {
+            tail = 1;
+            break;
+        }
+        if (*step == 2) { /* every character dies here */
+            len--;
+            tail = 2;
+            g->cut[k][x] = tail;
+            break;
+        }
+        x = *step - 3;
+    }
+    /* back along the chain: one more character each, none past max_chars */
+    for (size_t i = len; i-- > 0;) {
+        if (tail != 1 && tail - 2 < cap) tail++;
+        g->cut[k][chain[i]] = tail;
+    }
+    free(chain);
+    if (g->cut[k][q] <= 1) return -1;
+    *cut = g->cut[k][q] - 2;
+    return 0;
+}
+
+/* Slice k's tokens of at most c characters into bits (c < max_chars). */
+static void add_chars_upto(const guide_vocab *v, int k, uint32_t c, uint32_t *bits) {
+    size_t words = guide_mask_words(v->n);
+    if (c) {
+        const uint32_t *b = v->slice_chars[k][c < GUIDE_SLICE_LENS ? c : GUIDE_SLICE_LENS];
+        for (size_t w = 0; w < words; w++) bits[w] |= b[w];
+    }
+    for (size_t i = 0; i < v->n_long[k] && v->slice_long_chars[k][i] <= c; i++)
+        bits[v->slice_long[k][i] >> 5] |= 1u << (v->slice_long[k][i] & 31);
+}
+
 /* The walk from lexer state s over the whole trie with the lexer alone. The slices'
  * tokens short enough to stay inside the lexeme from s (slice_reach) are allowed at once
  * and the subtrees that hold only such tokens are not walked. */
@@ -242,8 +395,22 @@ static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
     /* slice k's tokens of at most cover[k] bytes are inside: allowed at once, their
      * subtrees not walked */
     uint32_t cover[GUIDE_N_SLICES];
+    uint8_t decided = 0; /* bit k: every token of slice k is decided (slice_cut) */
     for (int k = 0; k < GUIDE_N_SLICES; k++) {
-        uint32_t reach = slice_reach(g, k, s);
+        uint32_t cut = 0;
+        int r = slice_cut(g, k, s, &cut);
+        if (r == -2) {
+            free(c->bits);
+            free(c);
+            return lex_failed(m);
+        }
+        if (!r && cut < v->max_chars[k]) {
+            add_chars_upto(v, k, cut, c->bits);
+            decided |= (uint8_t)(1u << k);
+            cover[k] = 0;
+            continue;
+        }
+        uint32_t reach = !r ? UINT32_MAX : slice_reach(g, k, s);
         const uint32_t *bits = NULL;
         if (reach >= v->max_len) {
             cover[k] = v->max_len;
@@ -258,7 +425,7 @@ static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
     m->lv_lex[0] = s;
     for (uint32_t i = 1; i < v->n_nodes;) {
         const gtrie_node *nd = &v->nodes[i];
-        bool covered = false;
+        bool covered = (nd->in_slice & decided) != 0;
         for (int k = 0; k < GUIDE_N_SLICES && !covered; k++)
             covered = (nd->in_slice >> k & 1) && nd->below <= cover[k];
         if (covered) {

@@ -77,6 +77,48 @@ const char *const guide_slice_re[GUIDE_N_SLICES] = {
     "[a-zA-Z0-9_]+",
 };
 
+/* Token t of slice k by its count of characters (vocab.h's slice_chars, slice_long). */
+static og_status *add_chars(guide_vocab *v, int k, uint32_t t, size_t *cap) {
+    uint32_t chars = 0;
+    for (size_t o = v->off[t]; o < v->off[t + 1]; o++) chars += (v->blob[o] & 0xC0) != 0x80;
+    if (chars > v->max_chars[k]) v->max_chars[k] = chars;
+    if (chars <= GUIDE_SLICE_LENS) {
+        for (uint32_t c = chars; c <= GUIDE_SLICE_LENS; c++)
+            v->slice_chars[k][c][t >> 5] |= 1u << (t & 31);
+        return NULL;
+    }
+    if (v->n_long[k] == *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        uint32_t *ids = realloc(v->slice_long[k], c * sizeof *ids);
+        if (ids) v->slice_long[k] = ids;
+        uint32_t *ch = ids ? realloc(v->slice_long_chars[k], c * sizeof *ch) : NULL;
+        if (ch) v->slice_long_chars[k] = ch;
+        if (!ids || !ch) return og_oom_for(c * 8, "the token slices' long tokens");
+        *cap = c;
+    }
+    v->slice_long[k][v->n_long[k]] = t;
+    v->slice_long_chars[k][v->n_long[k]++] = chars;
+    return NULL;
+}
+
+/* Sorts slice k's long tokens by their count of characters (a shell sort of the two
+ * parallel arrays; they are a few thousand at most). */
+static void sort_long(guide_vocab *v, int k) {
+    size_t n = v->n_long[k];
+    uint32_t *ids = v->slice_long[k], *ch = v->slice_long_chars[k];
+    for (size_t gap = n / 2; gap; gap /= 2)
+        for (size_t i = gap; i < n; i++) {
+            uint32_t t = ids[i], c = ch[i];
+            size_t j = i;
+            for (; j >= gap && ch[j - gap] > c; j -= gap) {
+                ids[j] = ids[j - gap];
+                ch[j] = ch[j - gap];
+            }
+            ids[j] = t;
+            ch[j] = c;
+        }
+}
+
 /* Which tokens are in slice k (vocab.h), read by the slice's own DFA down the trie, and
  * which subtrees hold nothing else (bottom up: a node is in the slice when its own tokens
  * are and all its children are). `own` is scratch of n_nodes bytes. */
@@ -88,9 +130,13 @@ static og_status *classify_slice(guide_vocab *v, int k, uint8_t *own, uint32_t *
     if (!st) st = glex_add_regex(lex, re, strlen(re), "slice", &id);
     size_t words = guide_mask_words(v->n);
     bool room = (v->slice_bits[k] = calloc(words ? words : 1, sizeof(uint32_t))) != NULL;
-    for (int l = 1; l <= GUIDE_SLICE_LENS; l++)
+    for (int l = 1; l <= GUIDE_SLICE_LENS; l++) {
         room = room && (v->slice_upto[k][l] = calloc(words ? words : 1, sizeof(uint32_t)));
-    if (!st && !room) st = og_oom_for(words * 4 * (GUIDE_SLICE_LENS + 1), "the token slices");
+        room = room && (v->slice_chars[k][l] = calloc(words ? words : 1, sizeof(uint32_t)));
+    }
+    size_t cap_long = 0;
+    if (!st && !room)
+        st = og_oom_for(words * 4 * (2 * GUIDE_SLICE_LENS + 1), "the token slices");
     memset(own, 0, v->n_nodes + 1);
     uint64_t all = 1;
     if (!st) lv[0] = glex_start(lex, &all);
@@ -109,14 +155,16 @@ static og_status *classify_slice(guide_vocab *v, int k, uint8_t *own, uint32_t *
         bool has = nd->tok < v->nodes[i + 1].tok;
         own[i] = !has || glex_accepts(lex, nx) != NULL;
         if (has && own[i])
-            for (uint32_t j = nd->tok; j < v->nodes[i + 1].tok; j++) {
+            for (uint32_t j = nd->tok; j < v->nodes[i + 1].tok && !st; j++) {
                 uint32_t t = v->toks[j];
                 v->slice_bits[k][t >> 5] |= 1u << (t & 31);
                 for (int l = nd->depth; l <= GUIDE_SLICE_LENS; l++)
                     v->slice_upto[k][l][t >> 5] |= 1u << (t & 31);
+                st = add_chars(v, k, t, &cap_long);
             }
         i++;
     }
+    if (!st && v->n_long[k]) sort_long(v, k);
     for (size_t i = v->n_nodes; !st && i-- > 1;) {
         gtrie_node *nd = &v->nodes[i];
         bool pure = own[i];
@@ -199,7 +247,12 @@ void guide_vocab_free(guide_vocab *v) {
     free(v->toks);
     for (int k = 0; k < GUIDE_N_SLICES; k++) {
         free(v->slice_bits[k]);
-        for (int l = 1; l <= GUIDE_SLICE_LENS; l++) free(v->slice_upto[k][l]);
+        for (int l = 1; l <= GUIDE_SLICE_LENS; l++) {
+            free(v->slice_upto[k][l]);
+            free(v->slice_chars[k][l]);
+        }
+        free(v->slice_long[k]);
+        free(v->slice_long_chars[k]);
     }
     free(v);
 }

@@ -44,6 +44,17 @@ struct guide_vocab {
     /* slice_upto[k][l]: slice k's tokens of at most l bytes, l = 1..GUIDE_SLICE_LENS (a
      * string with a maximum length takes only the shorter ones); [k][0] unused */
     uint32_t *slice_upto[GUIDE_N_SLICES][GUIDE_SLICE_LENS + 1];
+    /* The same by characters (UTF-8 code points; a slice's tokens are whole ones):
+     * slice_chars[k][c], slice k's tokens of at most c characters, c = 1..GUIDE_SLICE_LENS;
+     * the longer ones listed by their count (slice_long[k][0 .. n_long[k]), ascending
+     * slice_long_chars), and the most characters of any token of the slice. A lexer state
+     * whose fate along a slice's strings is a count of characters (a string with a
+     * maximum length) takes its tokens from these (matcher.c, slice_cut). */
+    uint32_t *slice_chars[GUIDE_N_SLICES][GUIDE_SLICE_LENS + 1];
+    uint32_t *slice_long[GUIDE_N_SLICES];
+    uint32_t *slice_long_chars[GUIDE_N_SLICES];
+    size_t n_long[GUIDE_N_SLICES];
+    uint32_t max_chars[GUIDE_N_SLICES];
     guide_tokenize_fn tokenize; /* optional (guide_vocab_set_tokenize) */
     void *tokenize_ctx;
 };

@@ -679,22 +679,47 @@ static const char *const slice_toks[] = {"\"", "a", "b", "ab", "abc", "abcd", "a
                                          "\xc3", "\xa9", " a", "a\"", "_", NULL};
 #define N_SLICE_TOKS 18
 
-TEST(guide_matcher_slices) {
+/* Each regex of res on the vocabulary toks (n of them), walked against the reference. */
+static void regexes_against_reference(const char *const *toks, size_t n, const char *const *res,
+                                      size_t n_res, int steps, uint64_t seed) {
     glex *lex;
     if (no_lexer(&lex)) return;
     glex_free(lex);
     hand_vocab hv;
-    CHECK_OK(vocab_of(slice_toks, N_SLICE_TOKS, -1, &hv));
-    static const char *const res[] = {"\"[a-z_\\xe9]{0,3}\"", "\"([^\"\\\\]|\\\\.)*\"",
-                                      "\"[ab]{1,5}\"", "[a-z_]{2,4}"};
-    for (size_t r = 0; r < sizeof res / sizeof res[0]; r++) {
+    CHECK_OK(vocab_of(toks, n, -1, &hv));
+    for (size_t r = 0; r < n_res; r++) {
         guide_grammar *g;
         CHECK_OK(guide_grammar_compile(GUIDE_REGEX, res[r], strlen(res[r]), hv.v, &g));
-        int steps = walk_against_reference(g, &hv, 30, 10, 4242 + r, slice_toks);
-        CHECK(steps > 30);
+        CHECK(walk_against_reference(g, &hv, 30, steps, seed + r, toks) > 30);
         guide_grammar_unref(g);
     }
     guide_vocab_free(hv.v);
+}
+
+TEST(guide_matcher_slices) {
+    static const char *const res[] = {"\"[a-z_\\xe9]{0,3}\"", "\"([^\"\\\\]|\\\\.)*\"",
+                                      "\"[ab]{1,5}\"", "[a-z_]{2,4}"};
+    regexes_against_reference(slice_toks, N_SLICE_TOKS, res, sizeof res / sizeof *res, 10, 4242);
+}
+
+/* Bodies whose fate is a count of characters (matcher.c's slice_cut: a string with a
+ * maximum length) take the slice's tokens by their count, longer than the per-count sets
+ * kept (GUIDE_SLICE_LENS) too: tokens of up to 40 characters, two-byte ones among them,
+ * and bounds below, at and above those lengths; masks equal the token-by-token
+ * reference. */
+static const char *const count_toks[] = {
+    "\"", "a", "aa", "aaaa", "aaaaaaaaaaaaaaaaa" /* 17 */, "aaaaaaaaaaaaaaaaaaaaaaaaa" /* 25 */,
+    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9" /* 18 */,
+    "\xc3\xa9", "a\xc3\xa9", "a\"", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" /* 40 */, "b", "_",
+    "\xc3", NULL};
+#define N_COUNT_TOKS 14
+
+TEST(guide_matcher_slice_counts) {
+    static const char *const res[] = {"\"[a\\xe9]{0,18}\"", "\"[a\\xe9_]{3,30}\"",
+                                      "\"[^\"]{0,50}\"", "\"a{0,16}\"", "\"a{17,17}\"",
+                                      "[a_]{0,20}b"};
+    regexes_against_reference(count_toks, N_COUNT_TOKS, res, sizeof res / sizeof *res, 12, 99);
 }
 
 /* A special token the grammar spells out (a tool-call marker such as Qwen's <tool_call>):
