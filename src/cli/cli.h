@@ -136,6 +136,17 @@ og_status *cli_adapter_open(cli_adapter *a, og_model *m);
 og_status *cli_adapter_activate(const cli_adapter *a, og_generator *g);
 void cli_adapter_close(cli_adapter *a);
 
+/* --image FILE (cli_image.c), for generate and run on a Qwen vision-language package: the
+ * images through the package's processor and text's <|vision_start|>...<|vision_end|>
+ * placeholders expanded for them (a text without any gets one per image in front);
+ * *ids (freed with free()) becomes the expanded text's tokens, *out the processor's
+ * tensors, which cli_images_set hands to the generator with the ids. */
+enum { CLI_MAX_IMAGES = 16 };
+og_status *cli_images_prepare(og_model *model, og_tokenizer *tok, const char *const *paths,
+                              int n_paths, const char *text, int add_special, int32_t **ids,
+                              size_t *n_ids, og_named_tensors **out);
+og_status *cli_images_set(og_generator *gen, int32_t *ids, size_t n, og_named_tensors *nt);
+
 /* One line of what speculation did (nothing when it was off). */
 #include <stdio.h>
 void cli_speculative_report(FILE *f, const og_generator *g);

@@ -5,7 +5,6 @@
 #include "cli/cli.h"
 
 #include "base/json_str.h"
-#include "base/status.h"
 #include "chat/chat_stream.h"
 #include "genai/model.h"
 
@@ -44,7 +43,7 @@ typedef struct opts {
     int max_new; /* --max-new-tokens, 0: not given */
     const char *stops[16];
     int n_stops;
-    const char *images[16]; /* --image FILE, in order */
+    const char *images[CLI_MAX_IMAGES]; /* --image FILE, in order */
     int n_images;
 } opts;
 
@@ -183,7 +182,8 @@ static int parse_args(int argc, char **argv, opts *o) {
             o->stops[o->n_stops++] = argv[++i];
         } else if (!strcmp(a, "--image")) {
             NEED_ARG();
-            if (o->n_images == 16) return cli_fail("--image: at most 16 images");
+            if (o->n_images == CLI_MAX_IMAGES)
+                return cli_fail("--image: at most %d images", CLI_MAX_IMAGES);
             o->images[o->n_images++] = argv[++i];
         } else if (!strcmp(a, "--min-length")) {
             INT_ARG(min_length, set_min, 0, 1 << 30);
@@ -243,97 +243,6 @@ static int parse_args(int argc, char **argv, opts *o) {
 }
 
 /* Reads all of standard input into a string. */
-/* Qwen's image placeholders expanded as the processor expands them (python/onnx_genai/
- * _image.py): each <|vision_start|> [... <|vision_end|>] becomes start, t*h*w/merge^2
- * <|image_pad|>, end. A prompt without any gets one placeholder per image in front. */
-static const char VSTART[] = "<|vision_start|>", VEND[] = "<|vision_end|>",
-                  VPAD[] = "<|image_pad|>";
-
-static og_status *expand_images(const char *text, const int64_t *grid, int n, int merge,
-                                char **out) {
-    size_t tl = strlen(text), pads = 0, found = 0;
-    for (const char *p = strstr(text, VSTART); p; p = strstr(p + 1, VSTART)) found++;
-    if (found && found != (size_t)n)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "--image: the prompt has %zu %s but %d "
-                         "image%s were given", found, VSTART, n, n == 1 ? "" : "s");
-    for (int k = 0; k < n; k++) pads += (size_t)(grid[3 * k] * grid[3 * k + 1] * grid[3 * k + 2] /
-                                                 ((int64_t)merge * merge));
-    size_t cap = tl + (size_t)n * (sizeof VSTART + sizeof VEND) + pads * (sizeof VPAD - 1) + 1;
-    char *buf = malloc(cap), *w = buf;
-    if (!buf) return og_oom();
-    const char *pos = text;
-    for (int k = 0; k < n; k++) {
-        const char *at = found ? strstr(pos, VSTART) : pos;
-        memcpy(w, pos, (size_t)(at - pos));
-        w += at - pos;
-        w += sprintf(w, "%s", VSTART);
-        int64_t np = grid[3 * k] * grid[3 * k + 1] * grid[3 * k + 2] / ((int64_t)merge * merge);
-        for (int64_t i = 0; i < np; i++) w += sprintf(w, "%s", VPAD);
-        w += sprintf(w, "%s", VEND);
-        pos = at;
-        if (found) {
-            pos = at + strlen(VSTART);
-            const char *end = strstr(pos, VEND);
-            if (end) pos = end + strlen(VEND);
-        }
-    }
-    strcpy(w, pos);
-    *out = buf;
-    return NULL;
-}
-
-/* --image: the images through the package's processor and the prompt expanded for them;
- * *ids (freed) becomes the expanded prompt's tokens, *out the processor's tensors. */
-static og_status *prepare_images(og_model *model, og_tokenizer *tok, const opts *o,
-                                 const char *text, int32_t **ids, size_t *n_ids,
-                                 og_named_tensors **out) {
-    og_images *im = NULL;
-    og_image_processor *pr = NULL;
-    og_named_tensors *nt = NULL;
-    char *expanded = NULL;
-    int32_t *enc = NULL;
-    size_t n = 0;
-    og_status *st = og_images_open(o->images, (size_t)o->n_images, &im);
-    if (!st) st = og_image_processor_open(model->dir, &pr);
-    if (!st) st = og_image_processor_process(pr, im, &nt);
-    og_tensor *grid = st ? NULL : og_named_tensors_find(nt, "image_grid_thw");
-    if (!st && (!grid || !model->vision.s))
-        st = og_errorf(OG_ERR_UNSUPPORTED, "--image: %s takes no images here (%s)", model->dir,
-                       model->text_only ? model->text_only
-                                        : "images are fed to Qwen vision-language packages");
-    if (!st) st = expand_images(text, og_tensor_data(grid), o->n_images, model->spatial_merge,
-                                &expanded);
-    if (!st) st = og_tokenizer_encode(tok, expanded, strlen(expanded), 1, &enc, &n);
-    if (!st && n == 0) st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the prompt encodes to no tokens");
-    og_image_processor_free(pr);
-    og_images_free(im);
-    free(expanded);
-    if (st) {
-        free(enc);
-        og_named_tensors_free(nt);
-        return st;
-    }
-    free(*ids);
-    *ids = enc;
-    *n_ids = n;
-    *out = nt;
-    return NULL;
-}
-
-/* The prompt and the images as the generator's inputs (og_generator_set_inputs). */
-static og_status *set_image_inputs(og_generator *gen, int32_t *ids, size_t n,
-                                   og_named_tensors *nt) {
-    og_tensor *idt;
-    int64_t d[2] = {1, (int64_t)n};
-    OG_TRY(og_tensor_wrap(OG_INT32, d, 2, ids, n * sizeof *ids, &idt));
-    const char *names[3] = {"input_ids", "pixel_values", "image_grid_thw"};
-    const og_tensor *ts[3] = {idt, og_named_tensors_find(nt, "pixel_values"),
-                              og_named_tensors_find(nt, "image_grid_thw")};
-    og_status *st = og_generator_set_inputs(gen, names, ts, 3);
-    og_tensor_free(idt);
-    return st;
-}
-
 static char *read_stdin(size_t *len) {
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
@@ -446,8 +355,8 @@ int cli_generate(int argc, char **argv) {
         o.ids[0] = enc;
         o.n_ids[0] = n;
         enc = NULL;
-        if (o.n_images && (st = prepare_images(model, tok, &o, text, &o.ids[0], &o.n_ids[0],
-                                               &images)))
+        if (o.n_images && (st = cli_images_prepare(model, tok, o.images, o.n_images, text, 1,
+                                                   &o.ids[0], &o.n_ids[0], &images)))
             goto done;
     } else if (o.n_images) {
         rc = cli_fail("--image takes a text prompt (not --ids)");
@@ -485,7 +394,7 @@ int cli_generate(int argc, char **argv) {
     chat_stream_init(&cs, o.stops, o.n_stops, -1, -1, -1, -1, emit_text, &out);
     double t1 = now_s();
     if (images) {
-        if ((st = set_image_inputs(gen, o.ids[0], o.n_ids[0], images))) goto done;
+        if ((st = cli_images_set(gen, o.ids[0], o.n_ids[0], images))) goto done;
     } else if ((st = og_generator_append_token_rows(gen, (const int32_t *const *)o.ids, o.n_ids)))
         goto done;
     double t_prompt = now_s() - t1, t2 = now_s();

@@ -32,16 +32,23 @@
 
 enum { MAX_STOPS = 16 };
 
+/* A message's image, as Qwen's chat templates write an image content part. */
+static const char IMAGE_PLACEHOLDER[] = "<|vision_start|><|image_pad|><|vision_end|>";
+
 static const char run_usage[] =
     "usage: onnx-genai run [-m] DIR [options]\n"
     "       onnx-genai generate --chat [-m] DIR [-p TEXT] [options]\n"
     "  A chat with the package's chat template. On a terminal: type a message, Enter to\n"
-    "  send; /clear forgets the conversation, /system TEXT sets the system prompt, /exit\n"
+    "  send; /clear forgets the conversation, /system TEXT sets the system prompt, /image\n"
+    "  FILE adds an image to the next message, /exit\n"
     "  (or Ctrl-D) leaves; Ctrl-C stops the answer being written. Not on a terminal: each\n"
     "  line of standard input is a turn, its answer a line of output (/exit and the other\n"
     "  commands work there too); generate --chat reads all of it as one prompt.\n"
     "  -p, --prompt TEXT          (generate --chat) the user message (default: stdin)\n"
     "  --system TEXT              system prompt\n"
+    "  --image FILE               a PNG or JPEG with the first message (Qwen vision-language\n"
+    "                             packages; repeat for more); /image FILE in the chat adds\n"
+    "                             one to the next message\n"
     "  --stop TEXT                stop the answer before TEXT (repeat for more)\n"
     "  --max-new-tokens N         at most N tokens per answer\n"
     "  --max-length N             total tokens of the conversation (default: the package's)\n"
@@ -63,10 +70,13 @@ static const char run_usage[] =
     "  --no-cache-reuse           run the whole conversation again each turn\n"
     "  --verbose                  after each answer: prompt tokens (from the cache /\n"
     "                             prefilled), time to first token, tokens/s\n"
-    "  --json                     (generate --chat) print one JSON object\n";
+    "  --json                     print one JSON object (generate --chat; run with piped\n"
+    "                             input: one a turn, on its line)\n";
 
 typedef struct run_opts {
     const char *model, *prompt, *system, *extra, *tpl_name, *tpl_file;
+    const char *images[CLI_MAX_IMAGES]; /* --image: with the first message */
+    int n_images;
     const char *stops[MAX_STOPS];
     int n_stops;
     int max_new, max_length, threads;
@@ -148,6 +158,11 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
         } else if (!strcmp(a, "--system")) {
             VALUE();
             o->system = v;
+        } else if (!strcmp(a, "--image")) {
+            VALUE();
+            if (o->n_images == CLI_MAX_IMAGES)
+                return cli_fail("--image: at most %d images", CLI_MAX_IMAGES);
+            o->images[o->n_images++] = v;
         } else if (!strcmp(a, "--stop")) {
             VALUE();
             if (o->n_stops == MAX_STOPS) return cli_fail("--stop: at most %d stop strings", MAX_STOPS);
@@ -202,7 +217,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
             o->set_rep = true;
         } else if (!strcmp(a, "--verbose")) {
             o->verbose = true;
-        } else if (!strcmp(a, "--json") && o->generate_mode) {
+        } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "--no-cache-reuse")) {
             o->no_reuse = true;
@@ -216,6 +231,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
 #undef VALUE
     }
     if (!o->model) return cli_fail("run: no model folder given (see 'onnx-genai run --help')");
+    if (o->json && !o->generate_mode && isatty(STDIN_FILENO))
+        return cli_fail("run: --json answers piped input (a terminal chat prints text)");
     return cli_backend_check(&o->be);
 }
 
@@ -237,6 +254,10 @@ typedef struct chat_session {
     bool tty_out, tty_err;
     chat_channel shown; /* the channel the last emitted text belonged to */
     int turn;
+    /* The conversation's images in order (each message holds a placeholder per image it
+     * brought), of which the last n_pending go with the next message. */
+    char *images[CLI_MAX_IMAGES];
+    int n_images, n_pending;
 } chat_session;
 
 typedef struct turn_result {
@@ -284,6 +305,22 @@ static void end_channels(chat_session *s) {
     }
 }
 
+/* Adds an image for the next message (the file is read when the message is sent). */
+static og_status *add_image(chat_session *s, const char *path) {
+    if (s->n_images == CLI_MAX_IMAGES)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "at most %d images in a conversation",
+                         CLI_MAX_IMAGES);
+    if (!(s->images[s->n_images] = strdup(path))) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+    s->n_images++;
+    s->n_pending++;
+    return NULL;
+}
+
+/* Forgets the conversation's last n images. */
+static void drop_images(chat_session *s, int n) {
+    for (; n > 0 && s->n_images > 0; n--) free(s->images[--s->n_images]);
+}
+
 static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     memset(s, 0, sizeof *s);
     s->o = o;
@@ -328,6 +365,7 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
     cli_speculative_set(&s->spec, &p);
     OG_TRY(og_generator_create(s->model, &p, &s->gen));
     OG_TRY(cli_adapter_activate(&s->adapter, s->gen));
+    for (int i = 0; i < o->n_images; i++) OG_TRY(add_image(s, o->images[i]));
     s->history = cJSON_CreateArray();
     if (!s->history) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
     if (o->system && !(s->system = strdup(o->system))) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -347,6 +385,7 @@ static og_status *chat_session_open(chat_session *s, const run_opts *o) {
 }
 
 static void chat_session_close(chat_session *s) {
+    drop_images(s, s->n_images);
     cJSON_Delete(s->history);
     free(s->system);
     og_generator_destroy(s->gen);
@@ -414,6 +453,25 @@ static og_status *sync_prompt(chat_session *s, const int32_t *ids, size_t n, tur
     return NULL;
 }
 
+/* A conversation with images: the whole prompt and every image again (the generator takes
+ * images with a prompt from its start), the placeholders of the rendered text expanded. */
+static og_status *sync_images(chat_session *s, const char *prompt, int32_t **ids, size_t *n,
+                              turn_result *r) {
+    og_named_tensors *nt = NULL;
+    OG_TRY(cli_images_prepare(s->model, s->tok, (const char *const *)s->images, s->n_images,
+                              prompt, 0, ids, n, &nt));
+    og_status *st = og_generator_rewind_to(s->gen, 0);
+    r->prompt_tokens = *n;
+    r->reused = 0;
+    r->prefilled = *n;
+    double t0 = now_s();
+    if (!st) st = cli_images_set(s->gen, *ids, *n, nt);
+    r->prefill_s = now_s() - t0;
+    s->in_cache = st ? 0 : *n;
+    og_named_tensors_free(nt);
+    return st;
+}
+
 /* A channel's text, whole (a NUL byte in it does not end it). */
 static og_status *dup_text(const chat_stream *cs, chat_channel ch, char **out, size_t *n) {
     *n = cs->text[ch].n;
@@ -427,7 +485,20 @@ static og_status *dup_text(const chat_stream *cs, chat_channel ch, char **out, s
 static og_status *run_turn(chat_session *s, const char *user, turn_result *r) {
     memset(r, 0, sizeof *r);
     double t0 = now_s();
-    if (!add_message(s->history, "user", user, NULL)) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+    /* the message's images as Qwen's placeholders in front of its text */
+    int added = s->n_pending;
+    s->n_pending = 0;
+    size_t ul = strlen(user), pl = strlen(IMAGE_PLACEHOLDER);
+    char *content = malloc(ul + (size_t)added * pl + 1);
+    if (!content) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < added; i++) memcpy(content + (size_t)i * pl, IMAGE_PLACEHOLDER, pl);
+    memcpy(content + (size_t)added * pl, user, ul + 1);
+    bool added_msg = add_message(s->history, "user", content, NULL);
+    free(content);
+    if (!added_msg) {
+        drop_images(s, added);
+        return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     char *prompt = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
@@ -438,9 +509,13 @@ static og_status *run_turn(chat_session *s, const char *user, turn_result *r) {
     if (!st && s->think_open) /* a prompt that ends inside a block (DeepSeek-R1's) starts in it */
         chat_stream_think(&cs, s->think_open, s->think_close,
                           chat_text_in_block(prompt, s->think_open, s->think_close));
-    if (!st) st = og_tokenizer_encode(s->tok, prompt, strlen(prompt), 0, &ids, &n);
-    if (!st && n == 0) st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the rendered prompt is empty");
-    if (!st) st = sync_prompt(s, ids, n, r);
+    if (!st && s->n_images) {
+        st = sync_images(s, prompt, &ids, &n, r);
+    } else {
+        if (!st) st = og_tokenizer_encode(s->tok, prompt, strlen(prompt), 0, &ids, &n);
+        if (!st && n == 0) st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the rendered prompt is empty");
+        if (!st) st = sync_prompt(s, ids, n, r);
+    }
     if (!st) st = og_tokenizer_stream_create(s->tok, &ts);
     /* the answer continues the rendered prompt (its assistant header) */
     if (!st) st = og_tokenizer_stream_set_context(ts, ids, n);
@@ -504,8 +579,9 @@ static og_status *run_turn(chat_session *s, const char *user, turn_result *r) {
     /* (the history, a cJSON document the template reads, holds text up to a NUL byte) */
     if (!st && !add_message(s->history, "assistant", r->answer, r->thinking))
         st = og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
-    if (st) { /* the turn did not happen: forget its messages (and its results) */
+    if (st) { /* the turn did not happen: forget its messages, images (and its results) */
         turn_result_free(r);
+        drop_images(s, added);
         int k = cJSON_GetArraySize(s->history);
         while (k > 0) {
             cJSON *last = cJSON_GetArrayItem(s->history, k - 1);
@@ -644,11 +720,24 @@ static int repl(chat_session *s, bool tty) {
         if (!strcmp(line, "/help")) {
             fputs("/clear          forget the conversation (and the cache)\n"
                   "/system TEXT    set the system prompt (no TEXT: none)\n"
+                  "/image FILE     add a PNG or JPEG to the next message\n"
                   "/exit           leave (also Ctrl-D)\n"
                   "Ctrl-C          stop the answer being written\n", notes);
             continue;
         }
+        if (!strncmp(line, "/image ", 7) && line[7]) {
+            og_status *st = add_image(s, line + 7);
+            if (st) {
+                fprintf(notes, "%s\n", og_status_message(st));
+                og_status_free(st);
+            } else {
+                fprintf(notes, "(image %s with the next message)\n", line + 7);
+            }
+            continue;
+        }
         if (!strcmp(line, "/clear")) {
+            drop_images(s, s->n_images);
+            s->n_pending = 0;
             cJSON_Delete(s->history);
             s->history = cJSON_CreateArray();
             og_status *st = og_generator_rewind_to(s->gen, 0);

@@ -71,13 +71,13 @@ def png_bytes(arr):
             chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def generate(mod, model, prompt, paths):
+def generate(mod, model, prompt, paths, steps=None):
     proc = model.create_multimodal_processor()
     images = mod.Images.open(*paths) if paths else None
     inputs = proc(prompt, images=images)
     ids = inputs["input_ids"].as_numpy()
     params = mod.GeneratorParams(model)
-    params.set_search_options(max_length=int(ids.shape[-1]) + STEPS, do_sample=False)
+    params.set_search_options(max_length=int(ids.shape[-1]) + (steps or STEPS), do_sample=False)
     gen = mod.Generator(model, params)
     gen.set_inputs(inputs)
     out = []
@@ -136,6 +136,50 @@ def report(same, what, ours, theirs):
         failures.append(what)
 
 
+TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+            "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def render(msgs):
+    """TEMPLATE's text, for onnxruntime-genai's processor."""
+    return "".join(f"<|im_start|>{r}\n{c}<|im_end|>\n" for r, c in msgs) + "<|im_start|>assistant\n"
+
+
+def chat_checks(tmp, cli, pkg, vl_type, theirs_model, paths, eos):
+    """generate --chat --image, and run's /image over two turns (the conversation and every
+    image run again each turn): the answers' tokens equal onnxruntime-genai's on the
+    template's text of the same conversation (the first answer as its text, as run keeps
+    it) with the images so far."""
+    tpl = os.path.join(tmp, "chat.jinja")
+    with open(tpl, "w", encoding="utf-8") as f:
+        f.write(TEMPLATE)
+    tok = ort_og.Tokenizer(theirs_model)
+
+    def answer(gen):  # the CLI's answer ends before the EOS it stopped on
+        return gen[:-1] if gen and gen[-1] in eos else gen
+    _, g1 = generate(ort_og, theirs_model, render([("user", IMG + "describe")]), [paths["a"]])
+    r = subprocess.run([cli, "generate", "--chat", pkg, "--template-file", tpl, "-p", "describe",
+                        "--image", paths["a"], "--json", "--max-new-tokens", str(STEPS)],
+                       capture_output=True, text=True)
+    got = json.loads(r.stdout)["tokens"] if r.returncode == 0 else r.stderr
+    report(got == answer(g1), f"{vl_type}, CLI generate --chat --image", got, answer(g1))
+    # two turns of run, short answers (a random model's text of many tokens holds broken
+    # UTF-8, which the second turn's prompt would carry differently)
+    _, g1 = generate(ort_og, theirs_model, render([("user", IMG + "describe")]), [paths["a"]],
+                     steps=2)
+    first = tok.decode(answer(g1))
+    msgs = [("user", IMG + "describe"), ("assistant", first), ("user", IMG + "and this")]
+    _, g2 = generate(ort_og, theirs_model, render(msgs), [paths["a"], paths["b"]], steps=2)
+    lines = f"/image {paths['a']}\ndescribe\n/image {paths['b']}\nand this\n"
+    r = subprocess.run([cli, "run", pkg, "--template-file", tpl, "--json", "--max-new-tokens", "2"],
+                       input=lines, capture_output=True, text=True)
+    got = [json.loads(x)["tokens"] for x in r.stdout.splitlines()] if r.returncode == 0 \
+        else r.stderr
+    want = [answer(g1), answer(g2)]
+    report(got == want and "\ufffd" not in first,
+           f"{vl_type}, CLI run: /image over two turns (first answer {first!r})", got, want)
+
+
 def family(tmp, vl_type, paths):
     """Every case on a random package of model.type vl_type."""
     pkg = os.path.join(tmp, vl_type)
@@ -172,6 +216,8 @@ def family(tmp, vl_type, paths):
         if gen and gen[-1] in eos:  # the CLI's sequence ends before the EOS it stopped on
             want = want[:-1]
         report(got == want, f"{vl_type}, CLI generate --image, {what}", got, want)
+    if os.path.exists(cli):
+        chat_checks(tmp, cli, pkg, vl_type, theirs_model, paths, eos)
     # one generator for two requests: rewind_to(0) drops the first one's images
     proc = ours_model.create_multimodal_processor()
     two = "x " + IMG + " y " + IMG + " z"
