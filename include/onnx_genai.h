@@ -546,6 +546,18 @@ og_status *og_generator_append_tokens(og_generator *gen, const int32_t *ids, siz
  * generator; images not with beam search. The tensors are borrowed for the call. */
 og_status *og_generator_set_inputs(og_generator *gen, const char *const *names,
                                    const og_tensor *const *tensors, size_t count);
+/* One model input by name, as onnxruntime-genai's Generator.set_model_input. An
+ * encoder-decoder package (model.type "whisper") takes "audio_features" (its encoder's
+ * input, float32 [batch_size, mel bins, 3000] as og_audios_whisper_features gives it): the
+ * encoder runs once, and its cross-attention keys and values feed every decoder run of
+ * this request; then "input_ids" (int32 or int64 [batch_size, n], the decoder prompt:
+ * <|startoftranscript|>, language, task, <|notimestamps|>), appended as
+ * og_generator_append_tokens appends it (a batch's prompts of one length). Features come
+ * into an empty generator (rewind_to(0) starts a new request). og_generator_set_inputs
+ * takes the two together for such a package. Other models take "input_ids" only. The
+ * tensor is borrowed for the call. */
+og_status *og_generator_set_model_input(og_generator *gen, const char *name,
+                                        const og_tensor *value);
 /* Appends batch_size prompts of any lengths: rows[b] holds lens[b] >= 1 tokens. Only
  * while the sequences are empty (or for batch_size 1, as og_generator_append_tokens). */
 og_status *og_generator_append_token_rows(og_generator *gen, const int32_t *const *rows,

@@ -742,9 +742,20 @@ class Generator(_Owned):
             for w in wrapped:
                 w.close()
 
-    def set_model_input(self, *args, **kwargs) -> None:
-        """Raises UnsupportedError: no extra model inputs."""
-        raise UnsupportedError("Generator.set_model_input is not supported by onnx-genai")
+    def set_model_input(self, name: str, value) -> None:
+        """One model input by name (og_generator_set_model_input): a Whisper package's
+        "audio_features" (runs its encoder once for the request), then "input_ids" (the
+        decoder prompt, appended and run); other models take "input_ids"."""
+        from ._tensor import Wrapped
+        if not isinstance(name, str):
+            raise TypeError(f"set_model_input: expected an input name, got {type(name).__name__}")
+        arr = value.as_numpy() if hasattr(value, "as_numpy") else np.asarray(value)
+        w = Wrapped(name, arr)
+        try:
+            with self._lock:
+                lib.og_generator_set_model_input(self._handle().ptr, name.encode("utf-8"), w.t)
+        finally:
+            w.close()
 
 
 class Adapters(_Owned):

@@ -152,7 +152,7 @@ class MultiModalProcessor:
     def __call__(self, prompt: str | None = None, *, images: Images | None = None,
                  audios=None) -> NamedTensors:
         if audios is not None:
-            raise InvalidArgumentError("MultiModalProcessor: audio input is not supported yet")
+            return self._whisper(prompt, audios)
         prompt = prompt or ""
         result = NamedTensors()
         tensors = {}
@@ -177,6 +177,44 @@ class MultiModalProcessor:
                 self._images, "name", ""):
             result["num_image_tokens"] = np.zeros(1, np.int64)
         return result
+
+    def _whisper(self, prompt, audios) -> NamedTensors:
+        """A Whisper package (onnxruntime-genai's WhisperProcessor): audio_features, the
+        log-mel features of each audio (its bins from audio_processor_config.json), and
+        input_ids, the decoder prompt(s) tokenized ("<|startoftranscript|><|en|>
+        <|transcribe|><|notimestamps|>"), one per audio; one prompt serves them all."""
+        import json
+        mh = self._model._handle()
+        if lib.og_model_type(mh.ptr) != b"whisper":
+            raise InvalidArgumentError(f"MultiModalProcessor: the package {self._model._dir} "
+                                       "takes no audio")
+        if not prompt:
+            raise InvalidArgumentError("MultiModalProcessor: a Whisper package needs the decoder "
+                                       "prompt (e.g. '<|startoftranscript|><|en|><|transcribe|>"
+                                       "<|notimestamps|>')")
+        n_mels = 80
+        try:
+            with open(os.path.join(self._model._dir, "audio_processor_config.json"),
+                      encoding="utf-8") as f:
+                for op in json.load(f)["feature_extraction"]["sequence"]:
+                    attrs = op.get("operation", {}).get("attrs", {})
+                    n_mels = int(attrs.get("n_mel", n_mels))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        feats = audios.input_features(n_mels)
+        count = feats.as_numpy().shape[0]
+        prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+        if len(prompts) == 1:
+            prompts = prompts * count
+        if len(prompts) != count:
+            raise InvalidArgumentError(f"MultiModalProcessor: {len(prompts)} prompts for "
+                                       f"{count} audios")
+        rows = [self._encode_plain(p) for p in prompts]
+        if len({len(r) for r in rows}) != 1:
+            raise InvalidArgumentError("MultiModalProcessor: the decoder prompts must have the "
+                                       "same number of tokens (the decoder takes no mask)")
+        return NamedTensors({"audio_features": feats,
+                             "input_ids": np.stack(rows).astype(np.int32)})
 
     def _qwen_ids(self, prompt: str, grid) -> np.ndarray:
         n = 0 if grid is None else grid.shape[0]

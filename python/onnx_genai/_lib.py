@@ -329,6 +329,7 @@ _st("og_generator_params_set_guidance", POINTER(GeneratorParams), c_char_p, c_ch
 _st("og_generator_create", P, POINTER(GeneratorParams), PP)
 _fn("og_generator_destroy", None, P)
 _st("og_generator_append_tokens", P, _I32P, c_size_t)
+_st("og_generator_set_model_input", P, c_char_p, P)
 _st("og_generator_set_inputs", P, POINTER(c_char_p), POINTER(c_void_p), c_size_t)
 _st("og_generator_generate_next_token", P)
 _fn("og_generator_is_done", c_int, P)

@@ -106,6 +106,7 @@ void gen_generator_free(og_generator *g) {
     og_generator_destroy(g->spec_gen);
     gen_beam_free(g->beam);
     gen_guide_free(g);
+    gen_encoder_free(g);
     for (int i = 0; i < g->n_active; i++) gen_adapter_release(g->adapters, g->active[i]);
     free(g);
 }
@@ -681,6 +682,7 @@ og_status *og_generator_set_inputs(og_generator *g, const char *const *names,
                                    const og_tensor *const *tensors, size_t count) {
     if (!g || (count && (!names || !tensors)))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_set_inputs: NULL argument");
+    if (g->m->encoder) return gen_encoder_set_inputs(g, names, tensors, count);
     og_model *m = g->m;
     for (size_t i = 0; i < count; i++) {
         static const char *const known[] = {"input_ids", "pixel_values", "image_grid_thw",

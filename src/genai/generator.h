@@ -124,6 +124,9 @@ struct og_generator {
     og_adapters *adapters;
     gen_adapter *active[GEN_MAX_ACTIVE_ADAPTERS];
     int n_active;
+    /* An encoder-decoder model's encoder outputs for this request (genai/encoder.c):
+     * [m->n_cross] tensors of [rows, ...], NULL until the features are set */
+    og_tensor **cross;
 };
 
 /* The tokens row r may hold: max_length, less its padding in the padded layout. */
@@ -182,6 +185,15 @@ og_status *gen_guide_take(og_generator *g, int r, const float *row, int32_t *t);
 bool gen_guide_closed(const og_generator *g, int r);
 og_status *gen_guide_restart(og_generator *g);
 og_status *gen_guide_rewind(og_generator *g, int new_length);
+
+/* encoder.c: the encoder outputs fed to cross feed i, a view of rows [r0, r0 + nr) in
+ * slot (an error until the features are set); gen_encoder_free releases them. */
+og_status *gen_encoder_cross(const og_generator *g, int i, int r0, int nr, og_tensor *slot,
+                             og_tensor **out);
+void gen_encoder_free(og_generator *g);
+/* og_generator_set_inputs of an encoder-decoder model: its features, then input_ids. */
+og_status *gen_encoder_set_inputs(og_generator *g, const char *const *names,
+                                  const og_tensor *const *tensors, size_t count);
 
 /* generator_run.c: runs the pending tokens of every row (prefill, decode, re-feed). */
 og_status *gen_compute_logits(og_generator *g);

@@ -171,6 +171,11 @@ static const og_tensor *param_of(void *ctx, const char *name) {
     return gen_adapters_param(rc->g->active, rc->g->n_active, name);
 }
 
+static og_status *cross_of(void *ctx, int i, og_tensor *slot, og_tensor **out) {
+    const run_cache *rc = ctx;
+    return gen_encoder_cross(rc->g, i, rc->rs->r0, rc->rs->nr, slot, out);
+}
+
 static void took_present(void *ctx, int i, const og_tensor *t, bool view) {
     const run_cache *rc = ctx;
     if (rc->rs->alone && !view) gen_cache_place(rc->g, i, rc->rs->r0, t);
@@ -191,7 +196,8 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
     run_cache rc = {g, rs, W};
     gen_step_cache cache = {.ctx = &rc, .past = past_of, .present = present_of,
                             .took_present = took_present,
-                            .param = g->n_active ? param_of : NULL};
+                            .param = g->n_active ? param_of : NULL,
+                            .cross = g->m->n_cross ? cross_of : NULL};
     /* a one-token step of every row writes its logits into step_logits; a prompt whose
      * other positions' logits nobody asked for computes the last only */
     og_tensor into;

@@ -275,6 +275,12 @@ static og_status *resolve_feeds(og_model *m, int si, const char *ids_name,
                 f->index = c;
                 continue;
             }
+            for (int k = 0; k < m->n_cross && f->index < 0; k++)
+                if (!strcmp(m->cross_in[k], v.name)) f->index = k;
+            if (f->index >= 0) {
+                f->src = GEN_SRC_CROSS;
+                continue;
+            }
             const char *want = (embeds_from && embeds && !strcmp(v.name, embeds)) ? embeds_from
                                                                                    : v.name;
             for (int s = si - 1; s >= 0 && f->index < 0; s--)
@@ -401,6 +407,103 @@ static og_status *resolve_outs(og_model *m, int embedding_stage) {
     return NULL;
 }
 
+/* The encoder of an encoder-decoder package (model.type "whisper", as onnxruntime-genai's
+ * builder writes it): model.encoder's graph takes the features (inputs.audio_features) and
+ * returns every decoder layer's cross-attention keys and values
+ * (outputs.cross_present_{key,value}_names), which the decoder takes unchanged at every
+ * step as inputs.cross_past_{key,value}_names. The layers are counted from the decoder's
+ * inputs; the encoder's other outputs (its hidden states) are not requested. */
+static og_status *open_encoder(og_model *m, const og_model_options *o) {
+    const gen_model *gm = &m->cfg->model;
+    const gen_component *enc = &gm->encoder;
+    if (!enc->present || !enc->filename)
+        return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: model.type '%s' needs a model.encoder "
+                         "block naming its encoder graph", m->cfg->path, gm->type);
+    gen_stage *st = calloc(1, sizeof *st);
+    if (!st) return og_oom();
+    m->encoder = st;
+    char path[4096];
+    OG_TRY(package_file(m, "model.encoder.filename", enc->filename, path, sizeof path));
+    st->name = strdup("encoder");
+    st->file = strdup(enc->filename);
+    st->path = strdup(path);
+    st->so_cfg = &enc->session_options;
+    if (!st->name || !st->file || !st->path) return og_oom();
+    og_status *e = stage_session(o, st, o->backend, &st->s);
+    if (e) return og_status_wrap(e, "%s: model.encoder.filename", m->cfg->path);
+    const char *feat = gen_kvs_get(&enc->inputs, "audio_features");
+    og_value_info v;
+    if (!has_input(st->s, feat, &v))
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.encoder.inputs.audio_features is "
+                         "'%s', but %s has no such input", m->cfg->path, feat ? feat : "(unset)",
+                         enc->filename);
+    if (og_session_input_count(st->s) != 1)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: the encoder graph %s takes %zu inputs; only "
+                         "the features ('%s') are fed", m->cfg->path, enc->filename,
+                         og_session_input_count(st->s), v.name);
+    if (v.rank != 3 || (v.dtype != OG_FLOAT32 && v.dtype != OG_FLOAT16))
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: %s's input '%s' is %s of rank %d (float32 or "
+                         "float16 [batch, mels, frames] expected)", m->cfg->path, enc->filename,
+                         v.name, og_dtype_name(v.dtype), v.rank);
+    m->encoder_features = v.name;
+    m->encoder_features_dtype = v.dtype;
+    m->encoder_mels = v.dims[1] > 0 ? v.dims[1] : 0;
+    const gen_kvs *din = &gm->decoder.c.inputs, *eout = &enc->outputs;
+    const char *tin[2] = {gen_kvs_get(din, "cross_past_key_names"),
+                          gen_kvs_get(din, "cross_past_value_names")};
+    const char *tout[2] = {gen_kvs_get(eout, "cross_present_key_names"),
+                           gen_kvs_get(eout, "cross_present_value_names")};
+    if (!tin[0] || !tin[1] || !tout[0] || !tout[1])
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: model.decoder.inputs.cross_past_key_names / "
+                         "cross_past_value_names and model.encoder.outputs.cross_present_key_names"
+                         " / cross_present_value_names must name the cross-attention caches",
+                         m->cfg->path);
+    const og_session *dec = m->stages[m->n_stages - 1].s;
+    for (int layer = 0; layer < 4096; layer++) {
+        char in[256], out[256];
+        OG_TRY(gen_config_format_name(tin[0], layer, in, sizeof in));
+        if (!has_input(dec, in, NULL)) break;
+        for (int kv = 0; kv < 2; kv++) {
+            OG_TRY(gen_config_format_name(tin[kv], layer, in, sizeof in));
+            OG_TRY(gen_config_format_name(tout[kv], layer, out, sizeof out));
+            if (!has_input(dec, in, NULL) || !has_output(st->s, out))
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: layer %d: the decoder takes '%s' "
+                                 "only if the encoder %s returns '%s'%s", m->cfg->path, layer,
+                                 in, enc->filename, out, has_input(dec, in, NULL) ? ", which "
+                                 "it does not" : " (the decoder lacks the input)");
+            char **a = realloc(m->cross_in, (size_t)(m->n_cross + 1) * sizeof *a);
+            if (!a) return og_oom();
+            m->cross_in = a;
+            char **b = realloc(m->cross_out, (size_t)(m->n_cross + 1) * sizeof *b);
+            if (!b) return og_oom();
+            m->cross_out = b;
+            a[m->n_cross] = strdup(in);
+            b[m->n_cross] = strdup(out);
+            m->n_cross++;
+            if (!a[m->n_cross - 1] || !b[m->n_cross - 1]) return og_oom();
+        }
+    }
+    if (m->n_cross == 0)
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: the decoder graph takes no cross-attention "
+                         "input ('%s' for layer 0)", m->cfg->path, tin[0]);
+    return NULL;
+}
+
+static void close_encoder(og_model *m) {
+    for (int i = 0; i < m->n_cross; i++) {
+        free(m->cross_in[i]);
+        free(m->cross_out[i]);
+    }
+    free(m->cross_in);
+    free(m->cross_out);
+    if (!m->encoder) return;
+    og_session_close(m->encoder->s);
+    free(m->encoder->name);
+    free(m->encoder->file);
+    free(m->encoder->path);
+    free(m->encoder);
+}
+
 /* Why a vision package decodes text only. NULL reason: it has no vision part. */
 static og_status *text_only_reason(og_model *m, char *why, size_t size) {
     const gen_model *gm = &m->cfg->model;
@@ -506,12 +609,13 @@ static og_status *open_vision(og_model *m, const og_model_options *o) {
 static og_status *open_model(og_model *m, const og_model_options *o) {
     const gen_model *gm = &m->cfg->model;
     const gen_decoder *d = &gm->decoder;
-    if (!in_list(llm_types, gm->type) && !in_list(vlm_types, gm->type))
+    bool whisper = strcmp(gm->type, "whisper") == 0;
+    if (!whisper && !in_list(llm_types, gm->type) && !in_list(vlm_types, gm->type))
         return og_errorf(OG_ERR_UNSUPPORTED, "%s: model.type '%s' is not supported (supported: "
                          "onnxruntime-genai's decoder-only language model types such as llama, "
-                         "qwen2, qwen3_5_text, lfm2, decoder-pipeline, and the text decoder of "
-                         "its vision-language types such as qwen3_5, phi3v)", m->cfg->path,
-                         gm->type);
+                         "qwen2, qwen3_5_text, lfm2, decoder-pipeline, the text decoder of "
+                         "its vision-language types such as qwen3_5, phi3v, and whisper)",
+                         m->cfg->path, gm->type);
     m->vocab_size = gm->vocab_size;
     m->context_length = gm->context_length;
     m->pad_id = gm->pad_token_id;
@@ -552,6 +656,7 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
         }
     }
     OG_TRY(one_backend(m, o));
+    if (whisper) OG_TRY(open_encoder(m, o));
     OG_TRY(gen_model_find_caches(m));
     OG_TRY(gen_model_check_kv_dtype(m, o->kv_dtype));
     OG_TRY(resolve_outs(m, embedding_stage));
@@ -749,6 +854,7 @@ void og_model_close(og_model *m) {
         free(m->cache[i].present);
     }
     free(m->cache);
+    close_encoder(m);
     for (int i = 0; i < m->n_stages; i++) {
         og_session_close(m->stages[i].s);
         free(m->stages[i].name);

@@ -62,8 +62,10 @@ typedef enum gen_src {
     GEN_SRC_IMAGE, /* an empty image_features tensor (text only: no image tokens) */
     GEN_SRC_PAST,  /* cache entry `index` */
     GEN_SRC_VALUE, /* output `out` of the earlier stage `index` */
-    GEN_SRC_PARAM  /* an input with a default (an overridable initializer, e.g. a LoRA
+    GEN_SRC_PARAM, /* an input with a default (an overridable initializer, e.g. a LoRA
                       weight): the active adapter's tensor of that name, else `dflt` */
+    GEN_SRC_CROSS  /* the encoder's output `index` (og_model.cross_out), computed once per
+                      request (a Whisper decoder's cross-attention keys and values) */
 } gen_src;
 
 typedef struct gen_feed {
@@ -152,6 +154,16 @@ struct og_model {
     struct og_profiler *prof; /* set by og_model_profile_start: times every stage's nodes */
     struct gen_guidance *guidance; /* guidance's vocabulary and grammar cache, made on first
                                       use (genai/guidance.c) */
+    /* An encoder-decoder package (model.type "whisper"): the encoder, run once per request
+     * on the features the caller sets (og_generator_set_model_input, genai/encoder.c), and
+     * the decoder inputs fed from its outputs unchanged at every step: decoder input
+     * cross_in[i] takes encoder output cross_out[i]. NULL / 0 for a decoder-only model. */
+    gen_stage *encoder;
+    const char *encoder_features; /* the encoder's features input (audio_features) */
+    og_dtype encoder_features_dtype;
+    int64_t encoder_mels;         /* its features' bins (dims[1]), 0 when symbolic */
+    char **cross_in, **cross_out;
+    int n_cross;
     og_model *draft;         /* the package's model.draft block opened as a model of its
                                 own (onnxruntime-genai's draft-model speculation; the
                                 generator's default draft), NULL when there is none */

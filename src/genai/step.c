@@ -112,6 +112,12 @@ static og_status *feed_tensor(const og_model *m, const gen_step_io *io,
         if (!v) v = f->dflt;
         return gen_step_view(v->dtype, v->dims, v->rank, v->data, slot, out);
     }
+    case GEN_SRC_CROSS:
+        if (!c->cross)
+            return og_errorf(OG_ERR_UNSUPPORTED, "%s: '%s' is an encoder output, which this "
+                             "caller does not keep (an encoder-decoder model runs through a "
+                             "generator)", m->dir, f->name);
+        return c->cross(c->ctx, f->index, slot, out);
     case GEN_SRC_VALUE: {
         const og_tensor *v = io->vals[f->index * GEN_STEP_MAX_OUTS + f->out];
         if (!v)

@@ -61,6 +61,9 @@ typedef struct gen_step_cache {
     /* Optional: the tensor fed to a graph input that has a default (GEN_SRC_PARAM: an
      * active adapter's parameter), or NULL for the graph's own value. */
     const og_tensor *(*param)(void *ctx, const char *name);
+    /* The encoder output fed to the decoder input of GEN_SRC_CROSS feed `index`, made a
+     * view for the run's rows (a Whisper decoder's cross-attention keys and values). */
+    og_status *(*cross)(void *ctx, int index, og_tensor *slot, og_tensor **out);
 } gen_step_cache;
 
 /* The logits of a run. */

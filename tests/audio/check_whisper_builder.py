@@ -15,8 +15,9 @@ new position must equal transformers' (the whole prefix recomputed) within TOL, 
 ids must be its greedy ids.
 
 Also reported, not asserted: whether onnxruntime runs the builder's encoder (1.31.1
-crashes on it: com.microsoft Attention with no bias input), and that og.Model refuses the
-package's genai_config type "whisper" by name (the encoder-decoder pipeline is not built).
+crashes on it: com.microsoft Attention with no bias input), and whether og.Model opens the
+package (it does since the encoder-decoder pipeline, genai/encoder.c; check_whisper_generate.py
+generates with it).
 
 Needs torch, transformers, onnx_ir and onnxruntime-genai's builder: exit 77 (skip) without
 them. About 30 s.
@@ -48,12 +49,14 @@ import onnx_genai as og  # noqa: E402
 LAYERS, HEADS, DIM = 2, 4, 64
 
 
-def make_package(tmp):
+def make_package(tmp, **config):
+    """A random-initialised model (seed 26; WhisperConfig keys in config override ours) and
+    the builder's package of it (also check_whisper_generate.py's)."""
     torch.manual_seed(26)
     cfg = WhisperConfig(vocab_size=51865, d_model=DIM, encoder_layers=LAYERS,
                         decoder_layers=LAYERS, encoder_attention_heads=HEADS,
                         decoder_attention_heads=HEADS, encoder_ffn_dim=2 * DIM,
-                        decoder_ffn_dim=2 * DIM, num_mel_bins=80)
+                        decoder_ffn_dim=2 * DIM, num_mel_bins=80, **config)
     model = WhisperForConditionalGeneration(cfg).eval()
     hf = os.path.join(tmp, "hf")
     model.save_pretrained(hf)
@@ -67,12 +70,14 @@ def make_package(tmp):
     return model, pkg
 
 
-def clip(tmp):
+def clip(tmp, name="clip.wav", seconds=3.0, freq=440, seed=0):
+    """A 16 kHz 16-bit WAV: a tone with a little noise."""
     import wave
     sr = 16000
-    t = np.arange(3 * sr) / sr
-    x = 0.3 * np.sin(2 * np.pi * 440 * t) + 0.05 * np.random.default_rng(0).standard_normal(len(t))
-    path = os.path.join(tmp, "clip.wav")
+    t = np.arange(int(seconds * sr)) / sr
+    x = 0.3 * np.sin(2 * np.pi * freq * t) + 0.05 * np.random.default_rng(seed).standard_normal(
+        len(t))
+    path = os.path.join(tmp, name)
     with wave.open(path, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)

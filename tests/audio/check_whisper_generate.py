@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Whisper generation end to end: a builder-made package of a random-initialised
+WhisperForConditionalGeneration, opened by og.Model and run through
+``processor(prompt, audios=...)`` -> ``generator.set_inputs`` -> greedy
+``generate_next_token``, against Hugging Face transformers' greedy generation
+(GenerationMixin.generate with the same decoder prompt, PyTorch) on the same features.
+
+The model: 2 + 2 layers, d_model 64, 4 heads, Whisper's real vocabulary size (51865), its
+token ids (<|endoftext|> 50257, <|startoftranscript|> 50258, languages from 50259,
+<|translate|> 50358, <|transcribe|> 50359, <|notimestamps|> 50363, timestamps from
+50364). The package's tokenizer.json is written here: a byte-level BPE with Whisper's
+special tokens at those ids (no Whisper vocabulary is downloadable here), so the
+prompt's ids come from our tokenizer and are checked against the tokenizers library's.
+
+Cases (every one: our ids == transformers' ids, the whole sequence; our prompt ids ==
+tokenizers'): English transcription without timestamps, with timestamps (no
+<|notimestamps|>), German translation, a batch of two clips with one prompt each, and
+beams = 1 with a short max_length (the generation stops there). onnxruntime-genai 0.18
+is no oracle here: onnxruntime 1.31.1 crashes on the builder's encoder (its Attention
+nodes' empty optional bias; ARCHITECTURE.md).
+
+Needs torch, transformers, onnx_ir and onnxruntime-genai's builder: exit 77 (skip)
+without them. About 40 s.
+"""
+import json
+import os
+import sys
+import tempfile
+
+# the package maker and the clips (exits 77 without torch, onnx_ir or the builder)
+from check_whisper_builder import clip, make_package, np, og, torch
+try:
+    import tokenizers
+    from transformers import GenerationMixin
+except ImportError as e:
+    print(f"SKIP: {e} (this check needs tokenizers and transformers' GenerationMixin)")
+    sys.exit(77)
+
+VOCAB = 51865
+EOT, SOT = 50257, 50258
+LANGS = ["en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar",
+         "sv", "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu",
+         "ta", "no", "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa",
+         "lv", "bn", "sr", "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn",
+         "bs", "kk", "sq", "sw", "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc",
+         "ka", "be", "tg", "sd", "gu", "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn",
+         "mt", "sa", "lb", "my", "bo", "tl", "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw",
+         "su"]  # 99 languages: ids 50259..50357
+
+
+def specials():
+    names = ["<|endoftext|>", "<|startoftranscript|>"] + [f"<|{x}|>" for x in LANGS] + [
+        "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>",
+        "<|notimestamps|>"] + [f"<|{i * 0.02:.2f}|>" for i in range(1501)]
+    assert len(names) == VOCAB - EOT, len(names)
+    return {n: EOT + i for i, n in enumerate(names)}
+
+
+def write_tokenizer(pkg):
+    """A byte-level BPE of 50257 entries (the 256 byte symbols, then two-symbol fillers no
+    merge reaches) with Whisper's special tokens at their ids."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
+        range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    alphabet = [chr(c) for c in cs]
+    vocab = {ch: i for i, ch in enumerate(alphabet)}
+    for a in alphabet:
+        for b in alphabet:
+            if len(vocab) == EOT:
+                break
+            vocab.setdefault(a + b, len(vocab))
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for s, i in specials().items()]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                             "use_regex": True},
+           "post_processor": None,
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                       "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                     "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                     "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                     "vocab": vocab, "merges": []}}
+    with open(os.path.join(pkg, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(pkg, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|endoftext|>",
+                   "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+                   "model_max_length": 448}, f)
+    return tokenizers.Tokenizer.from_file(os.path.join(pkg, "tokenizer.json"))
+
+
+def hf_generate(model, feats, prompt_ids, max_length):
+    """transformers' greedy search (GenerationMixin, not Whisper's override, which adds its
+    own logits processors: onnxruntime-genai applies none) from the decoder prompt."""
+    with torch.no_grad():
+        out = GenerationMixin.generate(
+            model, input_features=torch.from_numpy(feats),
+            decoder_input_ids=torch.tensor(prompt_ids, dtype=torch.long), do_sample=False,
+            num_beams=1, max_length=max_length, eos_token_id=EOT, pad_token_id=EOT,
+            begin_suppress_tokens=None, suppress_tokens=None, forced_decoder_ids=None)
+    return [[int(t) for t in row] for row in out]
+
+
+def ours(model, processor, prompt, audios, max_length):
+    inputs = processor(prompt, audios=audios)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=max_length, do_sample=False,
+                              batch_size=inputs["audio_features"].as_numpy().shape[0])
+    gen = og.Generator(model, params)
+    gen.set_inputs(inputs)
+    while not gen.is_done():
+        gen.generate_next_token()
+    n = inputs["audio_features"].as_numpy().shape[0]
+    return inputs, [gen.get_sequence(i).tolist() for i in range(n)]
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # init_std 0.3, not 0.02: at the default the random decoder repeats one token
+        # whatever the audio; at 0.3 each clip gives its own varied ids
+        hf_model, pkg = make_package(tmp, init_std=0.3)
+        hf_tok = write_tokenizer(pkg)
+        model = og.Model(pkg)
+        processor = model.create_multimodal_processor()
+        a = clip(tmp, "a.wav", 3.0, 440, 0)
+        b = clip(tmp, "b.wav", 7.5, 230, 1)
+        cases = [
+            ("en transcribe, no timestamps",
+             "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>", [a], 40),
+            ("en transcribe, timestamps", "<|startoftranscript|><|en|><|transcribe|>", [b], 40),
+            ("de translate", "<|startoftranscript|><|de|><|translate|><|notimestamps|>", [b],
+             40),
+            ("batch of two", ["<|startoftranscript|><|en|><|transcribe|><|notimestamps|>"] * 2,
+             [a, b], 30),
+            ("max_length 6", "<|startoftranscript|><|fr|><|transcribe|><|notimestamps|>", [a],
+             6),
+        ]
+        for name, prompt, paths, max_length in cases:
+            audios = og.Audios.open(*paths)
+            inputs, got = ours(model, processor, prompt, audios, max_length)
+            feats = inputs["audio_features"].as_numpy()
+            ids = inputs["input_ids"].as_numpy()
+            prompts = prompt if isinstance(prompt, list) else [prompt]
+            want_prompt = [hf_tok.encode(p, add_special_tokens=False).ids for p in prompts]
+            if ids.tolist() != want_prompt:
+                failures.append(f"{name}: prompt ids {ids.tolist()} != tokenizers' {want_prompt}")
+            sp = specials()
+            expect = [[sp[t] for t in p.replace("|><|", "|>\0<|").split("\0")] for p in prompts]
+            if ids.tolist() != expect:
+                failures.append(f"{name}: prompt ids {ids.tolist()} are not Whisper's {expect}")
+            want = hf_generate(hf_model, feats, want_prompt, max_length)
+            same = got == want
+            print(f"{name}: {'same' if same else 'DIFFERENT'} ids; ours {got}"
+                  + ("" if same else f"\n    transformers {want}"))
+            if not same:
+                failures.append(f"{name}: ids differ from transformers'")
+            if len(got) == 2 and got[0] == got[1]:
+                failures.append(f"{name}: two clips gave the same ids (the audio is not used)")
+            if max_length > 10 and len(set(got[0][len(expect[0]):])) < 3:
+                failures.append(f"{name}: a degenerate model (one token repeated): no test")
+        # the C API's order: features before the prompt, both required
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=20)
+        gen = og.Generator(model, params)
+        try:
+            gen.append_tokens([SOT])
+            failures.append("a whisper generator ran a prompt without audio features")
+        except og.OgError as e:
+            print(f"prompt without features refused: {e}")
+    for msg in failures:
+        print("FAIL:", msg)
+    if failures:
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
