@@ -65,6 +65,9 @@ static const char *src_name(const og_model *m, const gen_feed *f, char *buf, siz
                  m->stages[f->index].outs[f->out].name);
         return buf;
     case GEN_SRC_PARAM: return "an active adapter's parameter, else the graph's default";
+    case GEN_SRC_CROSS:
+        snprintf(buf, size, "the encoder's output '%s' (once per request)", m->cross_out[f->index]);
+        return buf;
     }
     return "?";
 }
