@@ -52,8 +52,8 @@ static const char *const llm_types[] = {
 static const char *const vlm_types[] = {"fara", "gemma3", "mistral3", "phi3v", "qwen2_5_vl",
                                         "qwen3_vl", "qwen3_5", "qwen3_5_moe",
                                         "videochat_flash_qwen", NULL};
-static const char *const qwen_vl_types[] = {"qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen3_5_moe",
-                                            NULL};
+static const char *const qwen_vl_types[] = {"fara", "qwen2_5_vl", "qwen3_vl", "qwen3_5",
+                                            "qwen3_5_moe", NULL};
 
 static bool in_list(const char *const *l, const char *t) {
     for (; *l; l++)

@@ -6,7 +6,8 @@ tools/make_model.py --type qwen3_5 (the builder's Qwen3.5 text decoder layout wi
 interleaved MRoPE over position_ids [3, B, S], linear-attention and full-attention layers;
 16-pixel patches) and --type qwen2_5_vl (Qwen2 layers with sectioned MRoPE before attention,
 as the builder's Qwen25VLTextModel applies it; 14-pixel patches and Qwen2.5-VL's processor
-config); both with our own vision graph pixel_values [patches, values] ->
+config) and --type qwen3_vl (Qwen3 layers, q/k norms, interleaved MRoPE); all with our own
+vision graph pixel_values [patches, values] ->
 image_features [patches / 4, hidden] and embedding graph that puts the k-th feature row at
 the k-th image token, with the I/O onnxruntime-genai's pipeline reads. For each prompt, our
 `processor(prompt, images=og.Images.open(...))` -> `generator.set_inputs(...)` -> greedy
@@ -244,6 +245,69 @@ def family(tmp, vl_type, paths):
            "reach the decoder)", a, b)
 
 
+def error_checks(tmp, paths):
+    """Bad inputs to set_inputs: each refused with an error naming the reason."""
+    pkg = os.path.join(tmp, "qwen2_5_vl")
+    model = og.Model(pkg)
+    proc = model.create_multimodal_processor()
+    one = proc("hi " + IMG, images=og.Images.open(paths["a"]))
+    two = proc("hi " + IMG + IMG, images=og.Images.open(paths["a"], paths["b"]))
+    ids1 = one["input_ids"].as_numpy()
+    video = np.array([[ids1[0, 0], 493, 496, 494]], np.int32)  # vision start, video token
+
+    def gen(beams=1):
+        p = og.GeneratorParams(model)
+        p.set_search_options(max_length=200, do_sample=False, num_beams=beams)
+        return og.Generator(model, p)
+    cases = [
+        ("more images than image tokens", {"input_ids": ids1, "pixel_values": two["pixel_values"],
+                                           "image_grid_thw": two["image_grid_thw"]},
+         og.InvalidArgumentError, "image tokens"),
+        ("pixel_values without image_grid_thw", {"input_ids": ids1,
+                                                 "pixel_values": one["pixel_values"]},
+         og.InvalidArgumentError, "come together"),
+        ("a grid that is not the patches'", {"input_ids": ids1,
+                                             "pixel_values": one["pixel_values"],
+                                             "image_grid_thw": two["image_grid_thw"]},
+         og.InvalidArgumentError, "patches"),
+        ("an input nobody takes", {"input_ids": ids1, "token_type_ids": ids1},
+         og.UnsupportedError, "token_type_ids"),
+        ("a video in the prompt", {"input_ids": video}, og.UnsupportedError, "video"),
+        ("images with beam search", one, og.UnsupportedError, "beam"),
+    ]
+    for what, inputs, err, words in cases:
+        g = gen(2 if "beam" in what else 1)
+        try:
+            g.set_inputs(inputs)
+            ok, msg = False, "accepted"
+        except err as e:
+            ok, msg = words in str(e), str(e)
+        except Exception as e:  # noqa: BLE001 (another error class: reported)
+            ok, msg = False, f"{type(e).__name__}: {e}"
+        report(ok, f"refused: {what} ({msg[:110]})", msg, words)
+    g = gen()
+    g.append_tokens(ids1.reshape(-1))
+    try:
+        g.set_inputs(one)
+        ok, msg = False, "accepted"
+    except og.UnsupportedError as e:
+        ok, msg = "empty generator" in str(e), str(e)
+    report(ok, f"refused: set_inputs after a prompt ({msg[:110]})", msg, "empty generator")
+    text = os.path.join(tmp, "qwen2")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type", "qwen2",
+                    "--dtype", "fp32", "--out", text], check=True, stdout=subprocess.DEVNULL)
+    tm = og.Model(text)
+    p = og.GeneratorParams(tm)
+    p.set_search_options(max_length=200)
+    try:
+        og.Generator(tm, p).set_inputs({"input_ids": ids1, "pixel_values": one["pixel_values"],
+                                        "image_grid_thw": one["image_grid_thw"]})
+        ok, msg = False, "accepted"
+    except og.UnsupportedError as e:
+        ok, msg = "takes no images" in str(e), str(e)
+    report(ok, f"refused: images for a text model ({msg[:110]})", msg, "takes no images")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         rng = np.random.default_rng(26)
@@ -252,8 +316,9 @@ def main():
             paths[name] = os.path.join(tmp, name + ".png")
             with open(paths[name], "wb") as f:
                 f.write(png_bytes(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)))
-        for vl_type in ("qwen3_5", "qwen2_5_vl"):
+        for vl_type in ("qwen3_5", "qwen2_5_vl", "qwen3_vl"):
             family(tmp, vl_type, paths)
+        error_checks(tmp, paths)
         # the shared dummy qwen3-5 package (zero logits: ids 0; its graphs' shapes differ)
         shared_checks(tmp, [paths["a"], paths["b"]])
     if failures:

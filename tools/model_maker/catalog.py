@@ -89,10 +89,14 @@ SPLIT = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 # biases) with sectioned MRoPE before attention, as the builder's Qwen25VLTextModel applies
 # it (mrope_section (16, 24, 24) of head_dim 128 scaled to head_dim 32). Not in the parity
 # type lists (tests/parity): onnxruntime-genai 0.18 decodes the shorter row of a
-# right-padded qwen2_5_vl batch with a mask of ones over its pad columns, so its batch is no
-# oracle there; tests/images/test_vision_generate.py checks it with images.
+# right-padded batch of these types with a mask of ones over its pad columns, so its batch
+# is no oracle there; tests/images/test_vision_generate.py checks them with images.
 VL = {"qwen2_5_vl": _tiny("qwen2_5_vl", qkv_bias=True, rope_theta=1e6, rotary="mrope",
-                          mrope_section=(4, 6, 6), mrope_layout=0)}
+                          mrope_section=(4, 6, 6), mrope_layout=0),
+      # Qwen3-VL: Qwen3 (q/k norms) with interleaved MRoPE (the builder's Qwen3VLTextModel;
+      # its DeepStack features stay inside the vision graph)
+      "qwen3_vl": _tiny("qwen3_vl", qk_norm=True, rope_theta=5e6, rotary="mrope",
+                        mrope_section=(6, 5, 5), mrope_layout=1)}
 
 # Image token ids of the tiny Qwen3.5 vision-language packages (just below the specials).
 QWEN35_VISION_IDS = dict(vision_start_token_id=V - 7, vision_end_token_id=V - 6, image_token_id=V - 5,

@@ -223,7 +223,7 @@ def write_arch_package(out_dir, a, opts, weights, split_ids=None):
     extra = []
     if split_ids is not None:
         vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe",
-                   "qwen2_5_vl": "qwen2_5_vl"}[a.model_type]
+                   "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl"}[a.model_type]
         patch = 14 if vl_type == "qwen2_5_vl" else 16
         m = cfg["model"]
         m["type"] = vl_type
