@@ -7,13 +7,16 @@
 
 #include "guide/cfg.h"
 #include "guide/lexer.h"
+#include "guide/vocab.h"
 
 #include <cjson/cJSON.h>
 
 /* A regular expression: the output is one string of its language. */
 og_status *guide_front_regex(const char *re, size_t len, glex *lex, gcfg *cfg);
-/* A Lark grammar (llguidance's subset): sets the start symbol to `start`. */
-og_status *guide_front_lark(const char *src, size_t len, glex *lex, gcfg *cfg);
+/* A Lark grammar (llguidance's subset): sets the start symbol to `start`. Special tokens
+ * (<|name|>, <[ids]>) are looked up in `vocab` (NULL: refused). */
+og_status *guide_front_lark(const char *src, size_t len, const guide_vocab *vocab, glex *lex,
+                           gcfg *cfg);
 /* A JSON Schema document (text): sets the start symbol. An empty object schema `{}` or
  * `true` is any JSON value. */
 og_status *guide_front_json_schema(const char *src, size_t len, glex *lex, gcfg *cfg);

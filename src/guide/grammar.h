@@ -51,6 +51,13 @@ struct guide_grammar {
      * character dies, 3 + s every one leads to state s */
     uint32_t *cut_next[GUIDE_N_SLICES];
     size_t cut_cap;
+    /* Token-set lexemes (Lark's special tokens, glex_add_tokens): which lexemes they are
+     * (a lexeme set), each one's tokens as a mask (NULL for other lexemes), and the union
+     * of those masks; n_tok of them. */
+    uint64_t *tok_lex;
+    uint32_t **tok_mask;
+    uint32_t *tok_any;
+    size_t n_tok;
 };
 
 /* A grammar from a lexer and a grammar built by hand (tests, benchmarks): takes both

@@ -32,7 +32,7 @@
  * concatenations of consecutive kids (STRs), %regex's substrings. */
 typedef enum ln_kind {
     LN_ALT, LN_SEQ, LN_STR, LN_REGEX, LN_RANGE, LN_NAME, LN_REPEAT, LN_JSON, LN_AND, LN_NOT,
-    LN_SUB
+    LN_SUB, LN_TOKEN
 } ln_kind;
 
 /* One node of a definition's body. */
@@ -41,7 +41,7 @@ typedef struct ln {
     size_t off;            /* where it starts in the text, for messages */
     struct ln **kids;      /* ALT: its SEQs; SEQ: its items; REPEAT: kids[0] */
     size_t n, cap;
-    char *text;            /* STR: the decoded bytes; REGEX: the expression */
+    char *text;            /* STR: the decoded bytes; REGEX: the expression; TOKEN: <...> */
     size_t tlen;
     const char *name;      /* NAME: into the text */
     size_t nlen;
@@ -79,6 +79,7 @@ typedef struct lk {
     size_t len, pos;
     glex *lex;
     gcfg *cfg;
+    const guide_vocab *vocab; /* for special tokens by name or id (NULL: none) */
     ln **nodes; /* every node made, to free them */
     size_t n_nodes, cap_nodes;
     ldef *defs;
@@ -648,10 +649,16 @@ static og_status *read_atom(lk *p, int depth, ln **out) {
             return lk_err(p, at, "%.*s is not supported inside a rule", (int)w, p->src + at);
         }
     } else if (c == '<') {
-        const char *end = memchr(p->src + at, '>', p->len - at);
-        const char *nl = memchr(p->src + at, '\n', p->len - at);
-        int shown_len = end && (!nl || end < nl) ? (int)(end - (p->src + at)) + 1 : 1;
-        return lk_err(p, at, "special tokens (%.*s) are not supported", shown_len, p->src + at);
+        /* a special token, by name (<|im_end|>) or by ids (<[128000-128255]>): '<', no
+         * white space nor '<' '>' inside, '>' */
+        size_t e = at + 1;
+        while (e < p->len && !strchr("<> \t\r\n\f\v", p->src[e])) e++;
+        if (e == at + 1 || e >= p->len || p->src[e] != '>')
+            return lk_err(p, at, "expected a special token <name> or <[ids]>");
+        if (!(n = node(p, LN_TOKEN, at)) || !(n->text = malloc(e + 1 - at))) return og_oom();
+        memcpy(n->text, p->src + at, e + 1 - at);
+        n->tlen = e + 1 - at;
+        p->pos = e + 1;
     } else if (c == '@') {
         return lk_err(p, at, "references to other grammars (@name) are not supported");
     } else if (c == '~') {
@@ -1179,6 +1186,9 @@ static og_status *put_term(lk *p, sbuf *b, const ln *n, const char *ctx) {
         break;
     case LN_JSON:
         return lk_err(p, n->off, "%%json cannot be used in %s", ctx);
+    case LN_TOKEN:
+        return lk_err(p, n->off, "special tokens (like \"%.*s\") cannot be used in terminals",
+                      (int)n->tlen, n->text);
     }
     if (b->oom) return og_oom();
     if (b->len > LK_MAX_REGEX)
@@ -1326,6 +1336,127 @@ static og_status *rule_nt(lk *p, ldef *d, gsym *out) {
 
 static og_status *compile_alts(lk *p, const ln *alt, gsym lhs, const ldef *ctx);
 
+/* Sorts and merges ranges r[0 .. 2n) (pairs) in place; the count of pairs left. */
+static size_t merge_ranges(uint32_t *r, size_t n) {
+    for (size_t i = 1; i < n; i++) /* insertion sort by low bound: a grammar's few ranges */
+        for (size_t j = i; j > 0 && r[2 * (j - 1)] > r[2 * j]; j--) {
+            uint32_t lo = r[2 * j], hi = r[2 * j + 1];
+            r[2 * j] = r[2 * (j - 1)], r[2 * j + 1] = r[2 * (j - 1) + 1];
+            r[2 * (j - 1)] = lo, r[2 * (j - 1) + 1] = hi;
+        }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && r[2 * i] <= r[2 * (m - 1) + 1] + 1) {
+            if (r[2 * i + 1] > r[2 * (m - 1) + 1]) r[2 * (m - 1) + 1] = r[2 * i + 1];
+            continue;
+        }
+        r[2 * m] = r[2 * i], r[2 * m + 1] = r[2 * i + 1];
+        m++;
+    }
+    return m;
+}
+
+/* A token id at *x (decimal digits, up to '-' or e): false when there is none or it
+ * passes 32 bits. */
+static bool read_id(const char **x, const char *e, uint32_t *out) {
+    uint64_t v = 0;
+    const char *c = *x;
+    for (; c < e && *c != '-'; c++) {
+        if (*c < '0' || *c > '9' || (v = v * 10 + (uint64_t)(*c - '0')) > UINT32_MAX)
+            return false;
+    }
+    *out = (uint32_t)v;
+    bool some = c > *x;
+    *x = c;
+    return some;
+}
+
+/* The token ids of a special token as llguidance reads them: <[ids]> is a list of ids and
+ * inclusive ranges "a-b" separated by ',', negated by a leading '^', or '*' for every
+ * token; any other <name> is the special token whose text is exactly that (the
+ * vocabulary's excluded tokens: special and control tokens). Into a lexeme of its own. */
+static og_status *token_lexeme(lk *p, const ln *n, int *id) {
+    if (!p->vocab) return lk_err(p, n->off, "special tokens need a vocabulary");
+    const guide_vocab *v = p->vocab;
+    const char *t = n->text;
+    size_t len = n->tlen;
+    uint32_t max = v->n ? (uint32_t)(v->n - 1) : 0;
+    if (!v->n) return lk_err(p, n->off, "special tokens need a vocabulary");
+    if (len < 4 || t[1] != '[' || t[len - 2] != ']') {
+        for (size_t i = 0; i < v->n; i++)
+            if (v->excluded[i] && v->off[i + 1] - v->off[i] == len &&
+                !memcmp(v->blob + v->off[i], t, len)) {
+                uint32_t r[2] = {(uint32_t)i, (uint32_t)i};
+                return lk_wrap(p, n->off, glex_add_tokens(p->lex, r, 1, id));
+            }
+        return lk_err(p, n->off, "unknown special token: \"%.*s\"", (int)len, t);
+    }
+    const char *s = t + 2, *end = t + len - 2;
+    bool neg = s < end && *s == '^';
+    if (neg) s++;
+    if (end - s == 1 && *s == '*') {
+        if (neg) return lk_err(p, n->off, "negated wildcard token <[^*]> is not supported");
+        uint32_t r[2] = {0, max};
+        return lk_wrap(p, n->off, glex_add_tokens(p->lex, r, 1, id));
+    }
+    if (memchr(s, '*', (size_t)(end - s)))
+        return lk_err(p, n->off, "wildcard token range '*' must not contain additional tokens");
+    size_t cap = 2, m = 0;
+    for (const char *c = s; c < end; c++) cap += *c == ',';
+    uint32_t *r = malloc((2 * cap + 2) * sizeof *r);
+    if (!r) return og_oom();
+    for (const char *c = s; c <= end;) {
+        const char *e = memchr(c, ',', (size_t)(end - c));
+        if (!e) e = end;
+        const char *x = c;
+        uint32_t lo = 0, hi = 0;
+        bool ok = read_id(&x, e, &lo);
+        hi = lo;
+        if (ok && x < e) { /* '-' then the high bound */
+            x++;
+            ok = read_id(&x, e, &hi) && x == e;
+        }
+        if (!ok || hi < lo) {
+            free(r);
+            return lk_err(p, n->off, "invalid token range: \"%.*s\"", (int)(e - c), c);
+        }
+        r[2 * m] = lo;
+        r[2 * m + 1] = hi;
+        m++;
+        c = e + 1;
+    }
+    m = merge_ranges(r, m);
+    if (neg) { /* the complement within the vocabulary */
+        uint32_t *q = malloc((2 * m + 2) * sizeof *q);
+        if (!q) {
+            free(r);
+            return og_oom();
+        }
+        size_t k = 0;
+        uint64_t next = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (r[2 * i] > next) q[2 * k] = (uint32_t)next, q[2 * k + 1] = r[2 * i] - 1, k++;
+            next = (uint64_t)r[2 * i + 1] + 1;
+        }
+        if (next <= max) q[2 * k] = (uint32_t)next, q[2 * k + 1] = max, k++;
+        free(r);
+        r = q;
+        m = k;
+    }
+    size_t kept = 0; /* ids past the vocabulary dropped */
+    for (size_t i = 0; i < m; i++) {
+        if (r[2 * i] > max) continue;
+        r[2 * kept] = r[2 * i];
+        r[2 * kept + 1] = r[2 * i + 1] > max ? max : r[2 * i + 1];
+        kept++;
+    }
+    og_status *st = kept ? glex_add_tokens(p->lex, r, kept, id)
+                         : lk_err(p, n->off, "%.*s names no token of the vocabulary (%zu "
+                                              "tokens)", (int)len, t, v->n);
+    free(r);
+    return kept ? lk_wrap(p, n->off, st) : st;
+}
+
 /* The symbol of node `n` in a rule of `ctx`; *has is false when it derives only the
  * empty string and needs no symbol. */
 static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gsym *out) {
@@ -1395,6 +1526,9 @@ static og_status *compile_sym(lk *p, const ln *n, const ldef *ctx, bool *has, gs
         OG_TRY(lk_wrap(p, n->off, st));
         return lexeme_sym(p, id, has, out);
     }
+    case LN_TOKEN:
+        OG_TRY(token_lexeme(p, n, &id));
+        break;
     case LN_JSON: {
         int line, col;
         where(p, n->off, &line, &col);
@@ -1540,8 +1674,9 @@ static og_status *compile(lk *p) {
     return gcfg_set_start(p->cfg, s);
 }
 
-og_status *guide_front_lark(const char *src, size_t len, glex *lex, gcfg *cfg) {
-    lk p = {.src = src, .len = len, .lex = lex, .cfg = cfg};
+og_status *guide_front_lark(const char *src, size_t len, const guide_vocab *vocab, glex *lex,
+                           gcfg *cfg) {
+    lk p = {.src = src, .len = len, .lex = lex, .cfg = cfg, .vocab = vocab};
     og_status *st = read_all(&p);
     if (!st) st = compile(&p);
     for (size_t i = 0; i < p.n_nodes; i++) {

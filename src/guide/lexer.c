@@ -293,6 +293,23 @@ static bool prune(gnfa *nfa, uint32_t first)
     return done;
 }
 
+/* "<[a-b,c]>" for a token lexeme's ranges (pairs of uint32 in `text`), cut at DESC_MAX. */
+static char *token_desc(const uint8_t *text, size_t len)
+{
+    char buf[DESC_MAX + 16];
+    size_t o = (size_t)snprintf(buf, sizeof buf, "<[");
+    for (size_t i = 0; i + 8 <= len && o < DESC_MAX; i += 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, text + i, 4);
+        memcpy(&hi, text + i + 4, 4);
+        o += (size_t)snprintf(buf + o, sizeof buf - o, lo == hi ? "%s%u" : "%s%u-%u",
+                              i ? "," : "", lo, hi);
+    }
+    if (o >= DESC_MAX) o = DESC_MAX - 3, memcpy(buf + o, "...", 3), o += 3;
+    snprintf(buf + o, sizeof buf - o, "]>");
+    return strdup(buf);
+}
+
 /* Adds a lexeme whose NFA part `build` makes (regex or literal), unless its key exists. */
 static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t len,
                              const char *what, const gre_part *parts, size_t n_parts, int *id)
@@ -334,6 +351,8 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
         st = gre_compile(&lex->nfa, (const char *)text, len, what, acc, &entry);
     } else if (kind == 'a') {
         st = gre_compile_and(&lex->nfa, parts, n_parts, what, acc, &entry);
+    } else if (kind == 't') {
+        entry = GN_NONE; /* no bytes: matched by token id (glex_add_tokens) */
     } else {
         for (size_t i = len; i-- > 0 && entry != GN_NONE;)
             entry = gnfa_add(&lex->nfa, GN_RANGE, text[i], text[i], entry, GN_NONE);
@@ -341,9 +360,10 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
     }
     if (!st && !prune(&lex->nfa, n0)) st = og_oom_context(og_oom(), "lexer");
     char *desc = st ? NULL
-                    : kind == 'a' ? make_desc((const uint8_t *)(parts[0].re ? parts[0].re : "-?[0-9.]+"),
-                                              parts[0].re ? parts[0].len : 9, false)
-                                  : make_desc(text, len, kind == 'l');
+                 : kind == 'a' ? make_desc((const uint8_t *)(parts[0].re ? parts[0].re : "-?[0-9.]+"),
+                                           parts[0].re ? parts[0].len : 9, false)
+                 : kind == 't' ? token_desc(text, len)
+                               : make_desc(text, len, kind == 'l');
     if (!st && !desc) st = og_oom_context(og_oom(), "lexer");
     if (st) {
         lex->nfa.n = n0;
@@ -392,6 +412,27 @@ og_status *glex_add_regex_opts(glex *lex, const char *re, size_t len, const char
     for (int i = 0; i < lex->n_lex; i++)
         if (lex->lex[i].lazy) b[i / 64] |= 1ull << (i % 64);
     return NULL;
+}
+
+og_status *glex_add_tokens(glex *lex, const uint32_t *ranges, size_t n_pairs, int *id)
+{
+    if (!n_pairs) return og_errorf(OG_ERR_INVALID_ARGUMENT, "lexer: an empty token set");
+    return add_lexeme(lex, 't', (const uint8_t *)ranges, n_pairs * 2 * sizeof *ranges, NULL,
+                      NULL, 0, id);
+}
+
+size_t glex_token_pairs(const glex *lex, int id)
+{
+    if (id < 0 || id >= lex->n_lex || lex->lex[id].key[0] != 't') return 0;
+    return (lex->lex[id].key_len - 1) / 8;
+}
+
+uint32_t glex_token_range_at(const glex *lex, int id, size_t i, bool hi)
+{
+    /* the key is 't' then the pairs, not aligned */
+    uint32_t v;
+    memcpy(&v, lex->lex[id].key + 1 + i * 8 + (hi ? 4 : 0), 4);
+    return v;
 }
 
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id)

@@ -56,6 +56,15 @@ og_status *glex_add_regex_opts(glex *lex, const char *re, size_t len, const char
 /* Adds a lexeme that matches exactly these bytes. The same bytes twice give the same id
  * (and the same id as a regex whose language is only these bytes need not). */
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id);
+/* Adds a lexeme that no bytes match: a set of token ids (n_pairs inclusive ranges
+ * [ranges[2i], ranges[2i+1]], sorted and disjoint), matched by the matcher when one of
+ * them is the token consumed (Lark's special tokens <|name|> and <[ids]>). The same set
+ * twice gives the same id. */
+og_status *glex_add_tokens(glex *lex, const uint32_t *ranges, size_t n_pairs, int *id);
+/* The number of ranges of lexeme `id` when it is a token set, else 0; range i's low or
+ * high bound. */
+size_t glex_token_pairs(const glex *lex, int id);
+uint32_t glex_token_range_at(const glex *lex, int id, size_t i, bool hi);
 /* One part of an intersection lexeme: a regular expression (re, len), or with re NULL
  * the decimal numbers llguidance's multipleOf takes for coef * 10^-exp (an optional '-',
  * digits, with exp > 0 a '.' and fraction digits, no exponent; see regex_and.c). */

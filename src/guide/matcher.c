@@ -41,6 +41,7 @@ struct guide_matcher {
     gcheck *checks; /* the state before each consumed token */
     size_t n_checks, cap_checks;
     uint64_t *allowed;  /* scratch: a lexeme set */
+    uint64_t *one;      /* scratch: a lexeme set of one token-set lexeme */
     uint32_t *lv_lex;   /* the walk's lexer state per trie depth */
     size_t *lv_depth;   /* and Earley depth */
     size_t *lv_ended;   /* and Earley depth once its lexeme was ended there (0: not yet),
@@ -136,6 +137,61 @@ static og_status *is_accepting(guide_matcher *m, bool *out) {
     og_status *st = end_lexeme(m, m->lex);
     *out = !st && gearley_complete(m->p);
     gearley_pop_to(m->p, d);
+    return st;
+}
+
+/* ---- special tokens ------------------------------------------------------------------ */
+
+/* The token-set lexemes (Lark's <|name|>, <[ids]>) the parser can take next, as
+ * llguidance takes them: the lexeme being read is ended first where it can end (and none
+ * can follow where it cannot), then the top set's expected token-set lexemes count, and
+ * again after each empty lexeme that may end there. With token >= 0 the first of them
+ * (lowest id, at the first level that has one) holding it is scanned: *taken, and the
+ * parser is left after it; otherwise the union of their tokens is ORed into `mask` (if
+ * not NULL), *any says whether there was one, and the parser is as before. */
+static og_status *specials(guide_matcher *m, int32_t token, uint32_t *mask, bool *any,
+                           bool *taken) {
+    guide_grammar *g = m->g;
+    size_t depth0 = gearley_depth(m->p), lw = gearley_words(g->tab);
+    size_t words = guide_mask_words(g->vocab->n);
+    og_status *st = NULL;
+    if (any) *any = false;
+    if (taken) *taken = false;
+    if (m->pending) {
+        if (!glex_accepts(g->lex, m->lex)) return NULL;
+        st = end_lexeme(m, m->lex);
+    }
+    for (int k = 0; !st; k++) {
+        const uint64_t *ex = gearley_expected(m->p);
+        for (size_t w = 0; w < lw && !st; w++)
+            for (uint64_t bits = ex[w] & g->tok_lex[w]; bits; bits &= bits - 1) {
+                int id = (int)(w * 64) + __builtin_ctzll(bits);
+                const uint32_t *tm = g->tok_mask[id];
+                if (token < 0) {
+                    if (any) *any = true;
+                    for (size_t i = 0; mask && i < words; i++) mask[i] |= tm[i];
+                    continue;
+                }
+                if (!(tm[token >> 5] >> (token & 31) & 1)) continue;
+                memset(m->one, 0, lw * sizeof *m->one);
+                m->one[id / 64] |= 1ull << (id % 64);
+                bool pushed = false;
+                st = gearley_scan(m->p, m->one, &pushed);
+                if (!st && pushed) {
+                    *taken = true;
+                    return NULL;
+                }
+                break;
+            }
+        if (st || k == GUIDE_EMPTY_LEXEMES_MAX) break;
+        uint32_t s0;
+        st = start_state(m, &s0);
+        if (st || !glex_accepts(g->lex, s0)) break;
+        size_t d = gearley_depth(m->p);
+        st = end_lexeme(m, s0);
+        if (!st && gearley_depth(m->p) == d) break;
+    }
+    gearley_pop_to(m->p, depth0);
     return st;
 }
 
@@ -612,6 +668,16 @@ static og_status *forced_bytes(guide_matcher *m, uint8_t *buf, size_t *len, bool
     *ends = false;
     while (!st && *len < GUIDE_FORCED_MAX) {
         int count = 0, only = -1;
+        if (m->g->n_tok) { /* a special token may come here: nothing more is forced */
+            uint32_t lex0 = m->lex;
+            bool pending0 = m->pending, any = false;
+            m->lex = cur;
+            m->pending = pending;
+            st = specials(m, -1, NULL, &any, NULL);
+            m->lex = lex0;
+            m->pending = pending0;
+            if (st || any) break;
+        }
         for (int b = 0; b < 256 && count < 2; b++) {
             uint32_t nx = glex_next(lex, cur, (uint8_t)b);
             if (nx == GLEX_FAILED) st = lex_failed(m);
@@ -740,12 +806,14 @@ static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
     size_t words = guide_mask_words(v->n);
     bool accepting = m->stopped;
     if (!m->stopped) {
-        bool forced;
-        OG_TRY(forced_mask(m, mask, &forced));
+        bool forced = false, special = false;
+        if (m->g->n_tok) OG_TRY(specials(m, -1, NULL, &special, NULL));
+        if (!special) OG_TRY(forced_mask(m, mask, &forced));
         if (forced) return NULL;
         const gcache *c = NULL;
         OG_TRY(cache_get(m, m->lex, &c));
         memcpy(mask, c->bits, words * sizeof *mask);
+        if (special) OG_TRY(specials(m, -1, mask, NULL, NULL));
         size_t depth0 = gearley_depth(m->p);
         for (size_t i = 0; i < c->n_ends;) {
             uint32_t state = c->ends[i].state;
@@ -781,12 +849,13 @@ og_status *guide_matcher_new(guide_grammar *g, const int32_t *stop_ids, size_t n
     size_t depth = (size_t)g->vocab->max_len + 1;
     m->stops = malloc((n_stop ? n_stop : 1) * sizeof *m->stops);
     m->allowed = calloc(gearley_words(g->tab), sizeof *m->allowed);
+    m->one = calloc(gearley_words(g->tab), sizeof *m->one);
     m->lv_lex = malloc(depth * sizeof *m->lv_lex);
     m->lv_depth = malloc(depth * sizeof *m->lv_depth);
     m->lv_ended = malloc(depth * sizeof *m->lv_ended);
     m->scratch = malloc((guide_mask_words(n) ? guide_mask_words(n) : 1) * sizeof *m->scratch);
     og_status *st = NULL;
-    if (!m->stops || !m->allowed || !m->lv_lex || !m->lv_depth || !m->lv_ended || !m->scratch)
+    if (!m->stops || !m->allowed || !m->one || !m->lv_lex || !m->lv_depth || !m->lv_ended || !m->scratch)
         st = og_oom();
     if (!st) {
         if (n_stop) memcpy(m->stops, stop_ids, n_stop * sizeof *stop_ids);
@@ -812,6 +881,7 @@ void guide_matcher_free(guide_matcher *m) {
     free(m->stops);
     free(m->checks);
     free(m->allowed);
+    free(m->one);
     free(m->lv_lex);
     free(m->lv_depth);
     free(m->lv_ended);
@@ -876,6 +946,20 @@ static og_status *consume_locked(guide_matcher *m, int32_t token) {
         m->cap_checks = c;
     }
     gcheck before = {gearley_depth(m->p), m->lex, m->pending, m->stopped};
+    if (m->g->n_tok && (m->g->tok_any[token >> 5] >> (token & 31) & 1)) {
+        bool taken = false;
+        OG_TRY(specials(m, token, NULL, NULL, &taken));
+        if (taken) { /* read as the special token it is here, not as bytes */
+            og_status *st = start_state(m, &m->lex);
+            if (st) {
+                gearley_pop_to(m->p, before.depth);
+                return st;
+            }
+            m->pending = false;
+            m->checks[m->n_checks++] = before;
+            return NULL;
+        }
+    }
     if (is_stop(m, token)) {
         bool acc;
         OG_TRY(is_accepting(m, &acc));

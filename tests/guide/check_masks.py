@@ -493,11 +493,33 @@ class Walker:
         if not self.ref.rollback(k) or not self.ours.rollback(k):
             raise Diff(f"rollback {k} failed: {self.where()}")
         del self.path[-k:]
-        self.compare(f" after rollback {k}")
+        try:
+            self.compare(f" after rollback {k}")
+        except Diff:
+            if not self.replay_agrees():
+                raise
         self.check_state()
         for t in undone:
             self.consume(t)
         self.stats["rollbacks"] += 1
+
+    def replay_agrees(self):
+        """llguidance 1.9.1's rollback over a token it read as a special token (<[ids]>,
+        <|name|>) leaves it inside that token's internal bytes (its mask is then digits and
+        ']'): where the masks differ after a rollback, llguidance replayed from the start
+        along the same tokens is the oracle; if ours equals it, the walk goes on with it."""
+        if not isinstance(self.ours, Ours):  # --self: both sides are llguidance
+            return False
+        self.ref.reset()
+        for t in self.path:
+            if not self.ref.consume(t)[0]:
+                return False
+        r, r_extra = as_int(self.ref.mask(), self.n)
+        o, o_extra = as_int(self.ours.mask(), self.n)
+        if r != o or r_extra or o_extra:
+            return False
+        self.stats["llg_rollback"] += 1
+        return True
 
     def choose(self, mask, step, follow):
         """The next token: along an example while one is followed, at random at first,
@@ -555,9 +577,13 @@ class Walker:
             if t == self.eos:
                 self.consume(t)
                 self.check_state()
-                if not self.ref.stopped():
-                    raise Diff(f"llguidance not stopped after EOS: {self.where()}")
-                return self.tok.decode_bytes(self.path[:-1])
+                if self.ref.stopped():
+                    return self.tok.decode_bytes(self.path[:-1])
+                # a grammar that names EOS as a special token (<|endoftext|>, <[*]>) reads
+                # it as that token where one may come, and goes on: both sides must agree
+                # (check_state), the walk continues
+                self.stats["eos_as_token"] += 1
+                continue
             self.consume(t)
             if self.path and self.rng.random() < 0.1:
                 self.rollback_check()
@@ -778,6 +804,7 @@ def main():
                 "cases": 0, "refused_both": 0, "walks": 0, "finished": 0, "unfinished": 0,
                 "judged": 0, "unjudged": 0, "steps": 0, "rollbacks": 0, "refusals": 0,
                 "refused_ours_public": 0, "failed": 0, "compile_s": [], "unicode16": 0,
+                "eos_as_token": 0, "llg_rollback": 0,
                 "bias_after": args.bias_after, "lens": lens, "closer": closer})
             if tok_name in case.skip:
                 out(f"  SKIP {case.name} on {tok_name}: {case.skip[tok_name]}")
@@ -800,7 +827,11 @@ def main():
                 + (f", public cases ours refuses {st['refused_ours_public']}"
                    if st["refused_ours_public"] else "")
                 + (f", steps inside a Unicode-16 character {st['unicode16']} (on purpose)"
-                   if st["unicode16"] else "") + comp_s)
+                   if st["unicode16"] else "")
+                + (f", EOS read as a special token {st['eos_as_token']}"
+                   if st["eos_as_token"] else "")
+                + (f", llguidance replayed after its rollback over a special token "
+                   f"{st['llg_rollback']}" if st["llg_rollback"] else "") + comp_s)
             if args.timings:  # our masks' times along the walks (the driver's `time`)
                 for t in st.get("timings", []):
                     out("    " + t)

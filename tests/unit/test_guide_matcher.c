@@ -754,6 +754,109 @@ TEST(guide_matcher_forced_special_token) {
     guide_vocab_free(hv.v);
 }
 
+/* The mask as a word (hand vocabularies of at most 32 tokens). */
+static uint32_t mask_word(guide_matcher *m) {
+    uint32_t mask[1] = {0};
+    og_status *st = guide_matcher_mask(m, mask);
+    if (st) {
+        test_fail(__FILE__, __LINE__, "%s", og_status_message(st));
+        og_status_free(st);
+    }
+    return mask[0];
+}
+
+/* A matcher of the Lark grammar (NULL, the test failed, when it does not compile). */
+static guide_matcher *lark_matcher(const hand_vocab *hv, const char *lark, guide_grammar **g) {
+    guide_matcher *m = NULL;
+    *g = NULL;
+    og_status *st = guide_grammar_compile(GUIDE_LARK, lark, strlen(lark), hv->v, g);
+    if (!st) st = guide_matcher_new(*g, &hv->stop, 1, &m);
+    if (st) {
+        test_fail(__FILE__, __LINE__, "%s: %s", lark, og_status_message(st));
+        og_status_free(st);
+    }
+    return m;
+}
+
+/* Lark's special tokens as llguidance reads them (the differential test, check_masks.py's
+ * lark/special_* cases, holds them to llguidance on real vocabularies): <name> is the
+ * excluded token of that text, <[ids]> a set of ids; where the parser can take one (the
+ * lexeme being read ended, empty lexemes skipped) its tokens join the mask and are read
+ * as that lexeme, before any reading as bytes or as the stop id; a rollback undoes one. */
+TEST(guide_matcher_special_tokens) {
+    glex *lex;
+    if (no_lexer(&lex)) return;
+    glex_free(lex);
+    static const char *const toks[] = {"a", "b", "<t>", NULL};
+    hand_vocab hv;
+    CHECK_OK(vocab_of(toks, 3, 2, &hv)); /* <t> (2) excluded; </s> (3) the stop id */
+    const uint32_t A = 1u << 0, B = 1u << 1, T = 1u << 2, S = 1u << 3;
+    guide_grammar *g = NULL;
+    guide_matcher *m = lark_matcher(&hv, "start: \"a\" <t> \"b\"", &g);
+    if (!m) return;
+    CHECK_EQ_INT(mask_word(m), A);
+    CHECK_ERR(guide_matcher_consume(m, 2), OG_ERR_INVALID_ARGUMENT, "special token");
+    CHECK_OK(guide_matcher_consume(m, 0));
+    CHECK_EQ_INT(mask_word(m), T);
+    CHECK_OK(guide_matcher_consume(m, 2));
+    CHECK_EQ_INT(mask_word(m), B);
+    CHECK_OK(guide_matcher_rollback(m, 1));
+    CHECK_EQ_INT(mask_word(m), T);
+    CHECK_OK(guide_matcher_consume(m, 2));
+    CHECK_OK(guide_matcher_consume(m, 1));
+    CHECK_EQ_INT(mask_word(m), S);
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+
+    /* after an empty lexeme, and after a lexeme that can go on */
+    m = lark_matcher(&hv, "start: /a*/ <t>", &g);
+    if (!m) return;
+    CHECK_EQ_INT(mask_word(m), A | T);
+    CHECK_OK(guide_matcher_consume(m, 0));
+    CHECK_EQ_INT(mask_word(m), A | T);
+    CHECK_OK(guide_matcher_consume(m, 2));
+    CHECK(guide_matcher_accepting(m));
+    CHECK_EQ_INT(mask_word(m), S);
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+
+    /* the stop id named: read as that token where the grammar takes one */
+    m = lark_matcher(&hv, "start: \"a\" </s> \"b\"", &g);
+    if (!m) return;
+    CHECK_OK(guide_matcher_consume(m, 0));
+    CHECK_EQ_INT(mask_word(m), S);
+    CHECK_OK(guide_matcher_consume(m, 3));
+    CHECK(!guide_matcher_stopped(m));
+    CHECK_EQ_INT(mask_word(m), B);
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+
+    /* ids: a plain token in the set is read as the special token there */
+    m = lark_matcher(&hv, "start: \"a\" <[0,1]> \"b\" | \"aab\"", &g);
+    if (!m) return;
+    CHECK_OK(guide_matcher_consume(m, 0));
+    CHECK_EQ_INT(mask_word(m), A | B);
+    CHECK_OK(guide_matcher_consume(m, 0));
+    CHECK_EQ_INT(mask_word(m), B);
+    CHECK_OK(guide_matcher_consume(m, 1));
+    CHECK(guide_matcher_accepting(m));
+    guide_matcher_free(m);
+    guide_grammar_unref(g);
+
+    /* refusals, as llguidance words them */
+    static const char *const bad[][2] = {
+        {"start: <|nope|>", "unknown special token: \"<|nope|>\""},
+        {"start: <[^*]>", "negated wildcard token <[^*]> is not supported"},
+        {"start: <[1-2-3]>", "invalid token range: \"1-2-3\""},
+        {"start: <[*,1]>", "must not contain additional tokens"},
+        {"T: <t>\nstart: T", "cannot be used in terminals"},
+        {"start: <[9-12]>", "names no token of the vocabulary"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK_ERR(guide_grammar_compile(GUIDE_LARK, bad[i][0], strlen(bad[i][0]), hv.v, &g),
+                  OG_ERR_INVALID_ARGUMENT, bad[i][1]);
+    guide_vocab_free(hv.v);
+}
+
 /* A grammar of the JSON-like language on the hand vocabulary (NULL after a loud skip). */
 static guide_grammar *json_like_grammar(hand_vocab *hv) {
     glex *lex;
