@@ -23,6 +23,7 @@
 #include "testing.h"
 
 #include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/kv_fixed.h"
 #include "backends/native/kernels/attention/kv_rows.h"
 #include "backends/paged_kv.h"
 #include "base/half.h"
@@ -482,4 +483,42 @@ TEST(gqa_node_scaled_cache_matches_reference_on_every_isa) {
                                     {.dt = OG_UINT8, .bits = 4},
                                     {.dt = OG_UINT8, .bits = 4, .per_channel = true}};
     CHECK(kq_sweep(kinds, sizeof kinds / sizeof *kinds));
+}
+
+/* kv_fixed_load: every value exactly (float)code * its scale, on every ISA level (the
+ * AVX2 path widens 8 or 16 codes a step; head sizes with tails, odd ones for int4). */
+TEST(kv_fixed_load_exact_on_every_isa) {
+    static const int64_t Ds[] = {7, 24, 64, 80, 128, 256};
+    enum { KV = 2, ROWS = 5 };
+    static float scale[KV * 256], out[ROWS * 256];
+    static uint8_t rows[ROWS * 256];
+    for (int i = 0; i < KV * 256; i++) scale[i] = 0.013f + 0.001f * (float)(i % 17);
+    for (int i = 0; i < ROWS * 256; i++) rows[i] = (uint8_t)(kq_rand() * 128.0f + 128.0f);
+    isa_level saved = isa_active();
+    for (int level = ISA_GENERIC; level <= (int)isa_supported(); level++) {
+        isa_set((isa_level)level);
+        for (int bits = 8; bits >= 4; bits -= 4)
+            for (int pc = 0; pc < 2; pc++)
+                for (size_t b = 0; b < sizeof Ds / sizeof *Ds; b++) {
+                    int64_t D = Ds[b];
+                    kq_case c = {.D = D, .KV = KV, .bits = bits, .per_channel = pc};
+                    kv_fixed f = {.bits = bits, .per_channel = pc, .scale = scale};
+                    size_t rb = kq_row(&c);
+                    memcpy(kq_scale[0], scale, sizeof scale);
+                    kv_fixed_load(&f, 1, rows, ROWS, D, out);
+                    for (int r = 0; r < ROWS; r++)
+                        for (int64_t d = 0; d < D; d++) {
+                            float want = (float)kq_code(&c, rows + r * rb, d) * kq_s(&c, 0, 1, d);
+                            if (out[r * D + d] != want) {
+                                test_fail(__FILE__, __LINE__, "%s D=%lld at %s: row %d value "
+                                          "%lld is %.9g, expected %.9g", kq_name(&c), (long long)D,
+                                          isa_name((isa_level)level), r, (long long)d,
+                                          out[r * D + d], want);
+                                isa_set(saved);
+                                return;
+                            }
+                        }
+                }
+    }
+    isa_set(saved);
 }

@@ -1,6 +1,8 @@
 /* Key/value cache rows with fixed scales (see kv_fixed.h). */
 #include "backends/native/kernels/attention/kv_fixed.h"
 
+#include "base/isa.h"
+
 #include <math.h>
 
 static inline const float *scales_of(const kv_fixed *f, int64_t g, int64_t D) {
@@ -35,9 +37,15 @@ void kv_fixed_store(const kv_fixed *f, int64_t g, void *dst, const float *src, i
 void kv_fixed_load(const kv_fixed *f, int64_t g, const void *src, int64_t n, int64_t D,
                    float *dst) {
     const float *s = scales_of(f, g, D);
+#if defined(__x86_64__)
+    if (isa_active() >= ISA_AVX2) {
+        kv_fixed_load_avx2(f, s, src, n, D, dst);
+        return;
+    }
+#endif
     size_t row = kv_fixed_row_bytes(f, D);
     const uint8_t *p = src;
-    /* plain loops the compiler vectorizes: one product per value, the same on every path */
+    /* one product per value, the same on every path */
     for (int64_t r = 0; r < n; r++, p += row, dst += D) {
         if (f->bits == 8) {
             const int8_t *q = (const int8_t *)p;

@@ -35,6 +35,9 @@ void kv_fixed_store(const kv_fixed *f, int64_t g, void *dst, const float *src, i
 /* n consecutive rows of kv head g at src as float32, D values each, packed at dst. */
 void kv_fixed_load(const kv_fixed *f, int64_t g, const void *src, int64_t n, int64_t D,
                    float *dst);
+/* kv_fixed_load with AVX2 (kv_fixed_avx2.c); s: kv head g's scales. */
+void kv_fixed_load_avx2(const kv_fixed *f, const float *s, const void *src, int64_t n,
+                        int64_t D, float *dst);
 /* x stored and read back in place (what attention reads of it); D <= KV_FIXED_MAX_HEAD. */
 void kv_fixed_round(const kv_fixed *f, int64_t g, float *x, int64_t D);
 
