@@ -580,8 +580,17 @@ static og_status *open_vision(og_model *m, const og_model_options *o) {
         return NULL;
     }
     gen_stage *st = &m->vision;
-    OG_TRY(init_stage(m, o, st, "vision", "model.vision.filename", vis->filename,
-                      &vis->session_options));
+    og_status *e = init_stage(m, o, st, "vision", "model.vision.filename", vis->filename,
+                              &vis->session_options);
+    if (e && og_status_code(e) != OG_ERR_OUT_OF_MEMORY) {
+        /* a vision graph this runtime cannot run leaves the text decoder usable */
+        snprintf(why, wn, "its vision graph cannot be run: %s", og_status_message(e));
+        og_status_free(e);
+        og_session_close(st->s);
+        st->s = NULL;
+        return NULL;
+    }
+    OG_TRY(e);
     const char *names[3] = {gen_kvs_get(&vis->inputs, "pixel_values"),
                             gen_kvs_get(&vis->inputs, "image_grid_thw"),
                             gen_kvs_get(&vis->outputs, "image_features")};

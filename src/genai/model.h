@@ -148,7 +148,7 @@ struct og_model {
     const char *vision_pixels, *vision_grid, *vision_features;
     int spatial_merge;
     int32_t image_token_id, video_token_id, vision_start_id;
-    char vision_why[256];
+    char vision_why[512];
     char **warnings;         /* the config's warnings, then the model's own */
     int n_warnings;
     struct og_profiler *prof; /* set by og_model_profile_start: times every stage's nodes */

@@ -293,6 +293,15 @@ def error_checks(tmp, paths):
     except og.UnsupportedError as e:
         ok, msg = "empty generator" in str(e), str(e)
     report(ok, f"refused: set_inputs after a prompt ({msg[:110]})", msg, "empty generator")
+    # a vision graph this runtime cannot run: the package decodes text, saying why
+    broken = os.path.join(tmp, "broken-vision")
+    shutil.copytree(pkg, broken)
+    with open(os.path.join(broken, "vision.onnx"), "wb") as f:
+        f.write(b"not a model")
+    bm = og.Model(broken)
+    why = [w for w in bm.warnings if "vision graph cannot be run" in w]
+    report(bool(why), f"a broken vision graph: text only ({why[0][:120] if why else bm.warnings})",
+           bm.warnings, "vision graph cannot be run")
     text = os.path.join(tmp, "qwen2")
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type", "qwen2",
                     "--dtype", "fp32", "--out", text], check=True, stdout=subprocess.DEVNULL)
