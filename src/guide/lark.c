@@ -64,6 +64,7 @@ typedef struct ldef {
     size_t re_len;
     bool ext;              /* terminal: its expression uses '&', '~' or %regex */
     bool lazy;             /* rule [lazy]: its body one lazy lexeme */
+    ln *suffix;            /* rule [suffix=X]: X (a terminal) after the lazy body */
     int lexeme;            /* terminal: its lexeme once added, else -1 */
     gsym nt;               /* rule: its nonterminal once queued */
 } ldef;
@@ -923,7 +924,12 @@ static og_status *read_llguidance(lk *p) {
 /* A rule's [attributes]. capture and capture="name" name a part of the output for
  * llguidance's caller and leave the language as it is; the others (lazy, stop, suffix,
  * max_tokens, temperature, ...) change the language or the sampling, and are refused. */
-static og_status *read_attributes(lk *p, bool *lazy) {
+/* A rule's attributes, as llguidance takes them: lazy; capture and capture="name" and
+ * stop_capture="name" (no bearing on the language); suffix=X with X a terminal (a string,
+ * a regex or a terminal's name): the body and then X as one lazy lexeme, which is the
+ * language llguidance gives it. Every other attribute (stop, max_tokens, temperature) is
+ * refused by name. */
+static og_status *read_attributes(lk *p, bool *lazy, ln **suffix) {
     char buf[8];
     p->pos++;
     for (;;) {
@@ -934,14 +940,32 @@ static og_status *read_attributes(lk *p, bool *lazy) {
             return lk_err(p, at, "expected an attribute name, found %s",
                           shown(p, at, buf, sizeof buf));
         bool is_lazy = n == 4 && !memcmp(p->src + at, "lazy", 4);
-        if (!is_lazy && (n != 7 || memcmp(p->src + at, "capture", 7)))
+        bool is_suffix = n == 6 && !memcmp(p->src + at, "suffix", 6);
+        bool is_capture = (n == 7 && !memcmp(p->src + at, "capture", 7)) ||
+                          (n == 12 && !memcmp(p->src + at, "stop_capture", 12));
+        if (!is_lazy && !is_suffix && !is_capture)
             return lk_err(p, at, "rule attribute '%.*s' is not supported", (int)n, p->src + at);
         p->pos += n;
         skip_ws(p);
-        *lazy |= is_lazy;
+        *lazy |= is_lazy || is_suffix;
         if (is_lazy && p->pos < p->len && p->src[p->pos] == '=')
             return lk_err(p, p->pos, "lazy takes no value");
-        if (p->pos < p->len && p->src[p->pos] == '=') {
+        if (is_suffix) {
+            if (p->pos >= p->len || p->src[p->pos] != '=')
+                return lk_err(p, p->pos, "suffix takes a terminal (suffix=\"...\")");
+            p->pos++;
+            skip_ws(p);
+            size_t vat = p->pos;
+            ln *x = NULL;
+            OG_TRY(read_atom(p, 1, &x));
+            bool term = x->kind == LN_STR || x->kind == LN_REGEX ||
+                        (x->kind == LN_NAME && x->nlen && isupper((unsigned char)x->name[0]));
+            if (!term)
+                return lk_err(p, vat, "suffix takes a terminal: a string, a regex or a "
+                                      "TERMINAL's name");
+            *suffix = x;
+            skip_ws(p);
+        } else if (p->pos < p->len && p->src[p->pos] == '=') {
             p->pos++;
             skip_ws(p);
             if (p->pos >= p->len || p->src[p->pos] != '"')
@@ -1007,9 +1031,10 @@ static og_status *read_statement(lk *p) {
     char c = p->pos < p->len ? p->src[p->pos] : 0;
     if (c == '{') return lk_err(p, p->pos, "templates (rules with parameters) are not supported");
     bool lazy = false;
+    ln *suffix = NULL;
     if (c == '[') {
         if (terminal) return lk_err(p, p->pos, "a terminal takes no attributes");
-        OG_TRY(read_attributes(p, &lazy));
+        OG_TRY(read_attributes(p, &lazy, &suffix));
         skip_ws(p);
         c = p->pos < p->len ? p->src[p->pos] : 0;
     }
@@ -1022,6 +1047,7 @@ static og_status *read_statement(lk *p) {
     OG_TRY(read_alts(p, 0, &body));
     OG_TRY(add_def(p, name, n, name_at, terminal, body, NULL));
     p->defs[p->n_defs - 1].lazy = lazy;
+    p->defs[p->n_defs - 1].suffix = suffix;
     return NULL;
 }
 
@@ -1620,7 +1646,14 @@ static og_status *compile_lazy(lk *p, ldef *d) {
     sbuf b = {0};
     sb_put(&b, "", 0);
     p->ext = false;
+    sb_str(&b, "(?:");
     og_status *st = put_term(p, &b, d->body, ctx);
+    sb_str(&b, ")");
+    if (!st && d->suffix) { /* suffix=X: the body, then X */
+        sb_str(&b, "(?:");
+        st = put_term(p, &b, d->suffix, ctx);
+        sb_str(&b, ")");
+    }
     int id = -1;
     if (!st && b.oom) st = og_oom();
     if (!st)

@@ -141,6 +141,12 @@ CASES = [
     ('start: x\nx[lazy]: /[a-z]*b/', ["ab", "abb", "aab", "b", ""]),
     ('start: x y\nx[lazy]: /[a-z]*b/\ny: /[a-z]+/', ["abb", "ab", "abcb", "bb"]),
     ('start: x | Y\nx[lazy]: /a+b/\nY: /a+bc/', ["ab", "abc", "aab"]),
+    # suffix=X: the body then X, one lazy lexeme (a string, a regex or a terminal's name)
+    ('start: x "!"\nx[suffix="<end>"]: /[a-z<>]*/', ["a<end>!", "a<end>b<end>!", "<end>!",
+                                                     "a!", "a<end>"]),
+    ('start: x+\nx[capture, suffix=END, stop_capture="e"]: /[0-9 ]+/\nEND: /[.;]/',
+     ["1.", "1 2;3.", "12", ".", "1..", "1.;"]),
+    ('start: x y\nx[suffix=/[0-9]{2}/]: /[a-z]+/\ny: "z"', ["ab12z", "a1z", "a123z", "12z"]),
     ('start: x\nx[lazy]: "a" B\nB: /b+/', ["ab", "abb"]),
     ('start: x\nx[lazy, capture]: /a+/', ["a", "aa"]),
     ('start: x\nx[lazy]: /a*/', ["", "a"]),
@@ -189,6 +195,8 @@ CASES = [
     ('start: Abc\nAbc: "x"', []),
     ('start: "a"\n%ignore x\nx: "b"', []),
     ('start: x\nx[max_tokens=3]: /a+/', None),  # accepted by llguidance; refused by us
+    ('start: x\nx[stop="."]: /a+/', None),  # accepted by llguidance; refused by us
+    ('start: x\nx[suffix=y]: /a+/\ny: "b"', []),  # a rule as the suffix: refused by both
 ]
 # Grammars only compiled: each must be accepted or refused as llguidance does (the empty
 # string is tried on those it accepts). Left out on purpose: grammars whose language is
