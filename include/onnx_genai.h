@@ -470,6 +470,12 @@ typedef struct og_generator_params {
                                           drafted tokens to verify, none when verifying
                                           would be slower than a plain step. 1: always
                                           max_draft_tokens (onnxruntime-genai's fixed K) */
+    int speculative_mtp;               /* 0 (default). 1: the package's MTP head drafts
+                                          (model.mtp: the mtp.onnx onnxruntime-genai's
+                                          builder exports, what its MtpGenerator runs):
+                                          greedy drafts chained through the head's own
+                                          hidden state. Not with ngram_size or a draft
+                                          model; a package without a head is refused */
 } og_generator_params;
 
 og_generator_params og_generator_params_default(const og_model *model);

@@ -537,8 +537,9 @@ class GeneratorParams:
         max_draft_tokens (1..16), ngram_chained_lookup, min_adaptive_k (0..16: the fewest
         tokens a verification checks), cooldown (accepted; the cost model steps plainly
         while drafts fail), and fixed_k (ours: always max_draft_tokens instead of the cost
-        model's choice) and draft_model (ours: a Model with the same tokenizer that drafts
-        greedily; not with ngram_size). The tokens are those of plain decoding (greedy, or
+        model's choice), draft_model (ours: a Model with the same tokenizer that drafts
+        greedily; not with ngram_size) and mtp (ours: the package's MTP head drafts, as
+        onnxruntime-genai's MtpGenerator drafts). The tokens are those of plain decoding (greedy, or
         sampled with the same seed); it applies to batch_size 1 without beams. Values are
         checked when the Generator is made."""
         _set_speculative_options(self, options)
@@ -555,7 +556,8 @@ _SPECULATIVE = {"ngram_size": ("speculative_ngram_size", "int"),
                 "ngram_chained_lookup": ("speculative_ngram_chained_lookup", "bool"),
                 "min_adaptive_k": ("speculative_min_adaptive_k", "int"),
                 "cooldown": ("speculative_cooldown", "bool"),
-                "fixed_k": ("speculative_fixed_k", "bool")}
+                "fixed_k": ("speculative_fixed_k", "bool"),
+                "mtp": ("speculative_mtp", "bool")}
 
 
 def _set_speculative_options(params: GeneratorParams, options: dict) -> None:

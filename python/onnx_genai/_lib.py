@@ -130,6 +130,7 @@ class GeneratorParams(Structure):
                 ("speculative_ngram_chained_lookup", c_int),
                 ("speculative_min_adaptive_k", c_int), ("speculative_cooldown", c_int),
                 ("speculative_draft_model", c_void_p), ("speculative_fixed_k", c_int),
+                ("speculative_mtp", c_int),
                 ("_spare", c_char * 256)]
 
 

@@ -104,7 +104,7 @@ void cli_guidance_free(cli_guidance *g);
 
 /* --speculative ngram|draft, --draft-model DIR, --ngram N, --draft-tokens K,
  * --ngram-chained, --draft-fixed (cli_speculative.c), for generate, run and bench. */
-enum { CLI_SPEC_OFF, CLI_SPEC_NGRAM, CLI_SPEC_DRAFT };
+enum { CLI_SPEC_OFF, CLI_SPEC_NGRAM, CLI_SPEC_DRAFT, CLI_SPEC_MTP };
 typedef struct cli_speculative {
     int method;
     bool chained, fixed;

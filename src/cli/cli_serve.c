@@ -261,9 +261,9 @@ int cli_serve(int argc, char **argv) {
     if (o.models_dir && o.n_adapters) return cli_fail("serve: --adapter goes with -m (an adapter is made for one base model)");
     int rc = cli_backend_check(&be);
     if (rc) return rc;
-    if (spec.method == CLI_SPEC_DRAFT)
-        return cli_fail("serve: --speculative draft is not built for the server; use "
-                        "--speculative ngram");
+    if (spec.method == CLI_SPEC_DRAFT || spec.method == CLI_SPEC_MTP)
+        return cli_fail("serve: --speculative %s is not built for the server; use "
+                        "--speculative ngram", spec.method == CLI_SPEC_MTP ? "mtp" : "draft");
     if (spec.method == CLI_SPEC_NGRAM) {
         o.eng.spec_ngram = spec.ngram;
         o.eng.spec_max_draft = spec.draft_tokens;

@@ -49,6 +49,11 @@ static int show_graph(const char *path);
 
 static const char *src_name(const og_model *m, const gen_feed *f, char *buf, size_t size) {
     switch (f->src) {
+    case GEN_SRC_HIDDEN: return "hidden states (an MTP head: the main model's)";
+    case GEN_SRC_CROSS:
+        snprintf(buf, size, "the encoder's output '%s' (cross-attention)",
+                 m->cross_out[f->index]);
+        return buf;
     case GEN_SRC_IDS: return "token ids";
     case GEN_SRC_MASK: return "attention mask";
     case GEN_SRC_POS:
@@ -115,6 +120,7 @@ static void show_pipeline(const char *dir, const gen_config *c) {
             printf("    out %-34s -> %s\n", sg->outs[k].name,
                    sg->outs[k].sink == GEN_SINK_LOGITS ? "logits"
                    : sg->outs[k].sink == GEN_SINK_PRESENT ? "carried to the next step"
+                   : sg->outs[k].sink == GEN_SINK_HIDDEN ? "hidden states (MTP drafting)"
                                                           : "later stages");
     }
     printf("carried:     %d tensor%s; KV rows %s%s\n", m->n_cache, m->n_cache == 1 ? "" : "s",

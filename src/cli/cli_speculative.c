@@ -14,6 +14,8 @@ const char cli_speculative_usage[] =
     "                             hit (batch 1, models without conv/recurrent state)\n"
     "  --speculative draft --draft-model DIR\n"
     "                             drafts from a smaller package with the same tokenizer\n"
+    "  --speculative mtp          drafts from the package's MTP head (genai_config's\n"
+    "                             model.mtp, the builder's mtp.onnx)\n"
     "  --ngram N                  match the last N - 1 tokens (2..16, default 3)\n"
     "  --draft-tokens K           at most K drafted tokens per verification (1..16, default 4)\n"
     "  --ngram-chained            a draft that runs out goes on from its own end\n"
@@ -54,11 +56,9 @@ int cli_speculative_arg(int argc, char **argv, int *i, cli_speculative *s) {
     if (!strcmp(v, "ngram")) s->method = CLI_SPEC_NGRAM;
     else if (!strcmp(v, "draft")) s->method = CLI_SPEC_DRAFT;
     else if (!strcmp(v, "off") || !strcmp(v, "none")) s->method = CLI_SPEC_OFF;
-    else if (!strcmp(v, "mtp"))
-        return -cli_fail("--speculative mtp: packages with MTP heads are not supported yet; "
-                         "use ngram or draft");
+    else if (!strcmp(v, "mtp")) s->method = CLI_SPEC_MTP;
     else
-        return -cli_fail("--speculative: '%s' is not a method (ngram, draft, off)", v);
+        return -cli_fail("--speculative: '%s' is not a method (ngram, draft, mtp, off)", v);
     return 1;
 }
 
@@ -81,6 +81,10 @@ void cli_speculative_set(const cli_speculative *s, og_generator_params *p) {
     p->speculative_fixed_k = s->fixed;
     if (s->method == CLI_SPEC_DRAFT) {
         p->speculative_draft_model = s->draft;
+        return;
+    }
+    if (s->method == CLI_SPEC_MTP) {
+        p->speculative_mtp = 1;
         return;
     }
     p->speculative_ngram_size = s->ngram;

@@ -16,6 +16,7 @@
 #include "genai/budget.h"
 #include "genai/config.h"
 #include "genai/guidance.h"
+#include "genai/mtp.h"
 #include "genai/search.h"
 #include "genai/vision.h"
 
@@ -104,6 +105,7 @@ void gen_generator_free(og_generator *g) {
     free(g->mpos);
     free(g->steps_raw);
     og_generator_destroy(g->spec_gen);
+    gen_mtp_free(g);
     gen_beam_free(g->beam);
     gen_guide_free(g);
     gen_encoder_free(g);
@@ -201,14 +203,17 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
     /* the package's draft (a default) does not apply where speculation does not */
     if (p.speculative_draft_model == m->draft && (p.num_beams > 1 || p.batch_size > 1))
         p.speculative_draft_model = g->p.speculative_draft_model = NULL;
-    st = p.speculative_draft_model ? check_draft_model(m, &p) : NULL;
+    if (p.speculative_mtp && p.speculative_draft_model == m->draft) /* the head drafts */
+        p.speculative_draft_model = g->p.speculative_draft_model = NULL;
+    st = p.speculative_mtp ? gen_mtp_check(m, &p)
+         : p.speculative_draft_model ? check_draft_model(m, &p) : NULL;
     if (st) {
         gen_generator_free(g);
         return st;
     }
-    if (p.speculative_ngram_size > 0 || p.speculative_draft_model) {
+    if (p.speculative_ngram_size > 0 || p.speculative_draft_model || p.speculative_mtp) {
         gen_spec_options so = {.ngram = p.speculative_ngram_size - 1,
-                               .draft_model = p.speculative_draft_model != NULL,
+                               .draft_model = p.speculative_draft_model || p.speculative_mtp,
                                .max_draft = p.speculative_max_draft_tokens,
                                .chained = p.speculative_ngram_chained_lookup != 0,
                                .min_k = p.speculative_min_adaptive_k,
@@ -218,6 +223,10 @@ og_status *og_generator_create(og_model *m, const og_generator_params *params,
             return og_oom();
         }
         gen_spec_init(g->spec, &so);
+        if (p.speculative_mtp && (st = gen_mtp_init(g))) {
+            gen_generator_free(g);
+            return st;
+        }
     }
     uint64_t seed = p.random_seed >= 0 ? (uint64_t)p.random_seed
                                        : (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)g;
@@ -526,11 +535,13 @@ og_status *og_generator_generate_next_token(og_generator *g) {
     bool timed = false;
     if (!g->has_logits) {
         if (spec_applies(g)) {
-            int room = gen_row_limit(g, 0) - g->len[0] - 1, k = 0;
+            /* (an MTP head drafts up to the last position, as onnxruntime-genai's does) */
+            int room = gen_row_limit(g, 0) - g->len[0] - (g->mtp ? 0 : 1), k = 0;
             if (room > 0 && g->spec->o.draft_model) {
                 int want = gen_spec_choose(g->spec, room);
                 double t = gen_spec_now();
-                if (want > 0) OG_TRY(draft_tokens(g, want, &k));
+                if (want > 0)
+                    OG_TRY(g->mtp ? gen_mtp_draft(g, want, &k) : draft_tokens(g, want, &k));
                 gen_spec_drafted(g->spec, k, gen_spec_now() - t);
             } else if (room > 0) {
                 k = gen_spec_plan(g->spec, g->seq, g->len[0], room, g->spec_draft);

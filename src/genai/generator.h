@@ -110,6 +110,7 @@ struct og_generator {
     void **spec_state;
     int spec_fed;
     og_generator *spec_gen; /* the draft model's generator (made on first use) */
+    struct gen_mtp *mtp;    /* MTP drafting's hidden rows and head (mtp.h), NULL when off */
     void *steps_raw;   /* gen_compute_steps' logits before conversion to float32 */
     size_t steps_raw_bytes;
     /* Images of this request (og_generator_set_inputs, vision.h): the encoder's features

@@ -22,6 +22,7 @@
 
 #include "base/tensor.h"
 #include "genai/config.h"
+#include "genai/mtp.h"
 #include "genai/step.h"
 #include "runtime/og_session.h"
 
@@ -211,7 +212,16 @@ static og_status *run_rows(og_generator *g, const run_spec *rs) {
         OG_TRY(gen_step_view(m->logits.dtype, ld, 3, into_data, &into, &v));
         lg.into = &into;
     }
+    og_tensor hslot;
+    if (g->mtp) { /* MTP (mtp.h): a head's rows in; the rows a head reads kept */
+        tk.hidden = gen_mtp_feed(g, g->start[0], rs->n, &hslot);
+        lg.want_hidden = m->hidden_out && rs->r0 == 0 && rs->nr == 1;
+    }
     OG_TRY(gen_step_run(m, &g->io, &tk, &cache, &lg));
+    if (lg.hidden) {
+        gen_mtp_keep(g, lg.hidden, g->start[0]);
+        og_tensor_free(lg.hidden);
+    }
     og_tensor *logits = lg.out;
     int n_out = lg.select ? 1 : rs->n;
     if (!logits || logits->rank != 3 || logits->dims[0] != rs->nr || logits->dims[1] != n_out ||

@@ -303,6 +303,10 @@ static og_status *resolve_feeds(og_model *m, int si, const char *ids_name,
                 continue;
             }
             const char *key = nominal_key(m, v.name);
+            if (key && !strcmp(key, "hidden_states")) { /* an MTP head's (genai/mtp.c) */
+                f->src = GEN_SRC_HIDDEN;
+                continue;
+            }
             if (key && embeds && !strcmp(v.name, embeds))
                 return og_errorf(OG_ERR_INCOMPLETE_MODEL, "%s: the decoder takes inputs_embeds "
                                  "('%s'), but the package has no model.embedding to make them "
@@ -777,26 +781,21 @@ og_status *og_model_open_config(const og_config *config, const og_model_options 
     return NULL;
 }
 
-/* A package whose genai_config.json has a model.draft block (a decoder block: its graph,
- * inputs and outputs) drafts for itself, as onnxruntime-genai has it: the same config
- * with the draft block as the decoder, opened as a second model. A draft that cannot be
- * opened leaves a warning, not an error (it would only have made decoding faster). */
-static og_status *open_draft(og_model *m, const og_model_options *o) {
-    if (!gen_kvs_get(&m->cfg->model.extra, "draft")) return NULL;
+/* The package's genai_config.json as a document (NULL when it does not parse). */
+static og_status *config_doc(const og_model *m, cJSON **doc) {
     char *buf = NULL;
     size_t len = 0;
     OG_TRY(pkg_read_file(m->cfg->path, PKG_MAX_JSON_BYTES, &buf, &len));
-    cJSON *doc = cJSON_ParseWithLength(buf, len);
+    *doc = cJSON_ParseWithLength(buf, len);
     free(buf);
-    cJSON *blk = doc ? cJSON_GetObjectItemCaseSensitive(doc, "model") : NULL;
-    cJSON *draft = blk ? cJSON_DetachItemFromObjectCaseSensitive(blk, "draft") : NULL;
-    char *text = NULL;
-    if (draft && cJSON_IsObject(draft) && cJSON_ReplaceItemInObjectCaseSensitive(blk, "decoder", draft)) {
-        draft = NULL; /* the document owns it now */
-        text = cJSON_PrintUnformatted(doc);
-    }
-    cJSON_Delete(draft);
-    cJSON_Delete(doc);
+    return NULL;
+}
+
+/* A second model of the package, from its config text with another block as the decoder
+ * (text is freed; NULL: out of memory): opened, its logits as wide as m's. */
+static og_status *open_sibling(og_model *m, const og_model_options *o, char *text,
+                               og_model **out) {
+    *out = NULL;
     og_model *d = calloc(1, sizeof *d);
     og_status *st = text && d ? NULL : og_oom();
     if (!st && !(d->dir = strdup(m->dir))) st = og_oom();
@@ -806,17 +805,137 @@ static og_status *open_draft(og_model *m, const og_model_options *o) {
     if (!st && d->vocab_size != m->vocab_size)
         st = og_errorf(OG_ERR_INVALID_MODEL, "its logits are %d wide, the decoder's %d",
                        d->vocab_size, m->vocab_size);
+    if (st) {
+        og_model_close(d);
+        return st;
+    }
+    *out = d;
+    return NULL;
+}
+
+/* model.BLOCK cannot be opened: a warning (it would only have made decoding faster),
+ * unless memory ran out. Takes st. */
+static og_status *sibling_unused(og_model *m, const char *block, og_status *st) {
+    if (og_status_code(st) == OG_ERR_OUT_OF_MEMORY) return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s: model.%s is not used (decoding is plain): %s",
+             m->cfg->path, block, og_status_message(st));
+    og_status_free(st);
+    return add_warning(m, msg);
+}
+
+/* A package whose genai_config.json has a model.draft block (a decoder block: its graph,
+ * inputs and outputs) drafts for itself, as onnxruntime-genai has it: the same config
+ * with the draft block as the decoder, opened as a second model. A draft that cannot be
+ * opened leaves a warning, not an error (it would only have made decoding faster). */
+static og_status *open_draft(og_model *m, const og_model_options *o) {
+    if (!gen_kvs_get(&m->cfg->model.extra, "draft")) return NULL;
+    cJSON *doc;
+    OG_TRY(config_doc(m, &doc));
+    cJSON *blk = doc ? cJSON_GetObjectItemCaseSensitive(doc, "model") : NULL;
+    cJSON *draft = blk ? cJSON_DetachItemFromObjectCaseSensitive(blk, "draft") : NULL;
+    char *text = NULL;
+    if (draft && cJSON_IsObject(draft) && cJSON_ReplaceItemInObjectCaseSensitive(blk, "decoder", draft)) {
+        draft = NULL; /* the document owns it now */
+        text = cJSON_PrintUnformatted(doc);
+    }
+    cJSON_Delete(draft);
+    cJSON_Delete(doc);
+    og_model *d;
+    og_status *st = open_sibling(m, o, text, &d);
     if (!st) {
         m->draft = d;
         return NULL;
     }
+    return sibling_unused(m, "draft", st);
+}
+
+/* The output `name` (a stage's) becomes m->hidden_out, returned to runs that ask. */
+static og_status *set_hidden_out(og_model *m, const char *name) {
+    for (int si = 0; si < m->n_stages; si++) {
+        gen_stage *st = &m->stages[si];
+        for (size_t k = 0; k < og_session_output_count(st->s); k++) {
+            og_value_info v;
+            OG_TRY(og_session_output_info(st->s, k, &v));
+            if (strcmp(v.name, name) != 0) continue;
+            if (v.rank != 3 || v.dims[2] <= 0)
+                return og_errorf(OG_ERR_INVALID_MODEL, "%s: output '%s' of %s is not [batch, "
+                                 "sequence, hidden] with a fixed hidden size", m->cfg->path,
+                                 name, st->file);
+            OG_TRY(add_out(st, v.name, GEN_SINK_HIDDEN, 0));
+            m->hidden_out = v.name;
+            m->hidden_size = (int)v.dims[2];
+            m->hidden_dtype = v.dtype;
+            return NULL;
+        }
+    }
+    return og_errorf(OG_ERR_INVALID_MODEL, "%s: no graph of the package has the output '%s'",
+                     m->cfg->path, name);
+}
+
+/* A package whose genai_config.json has a model.mtp block (onnxruntime-genai's builder
+ * writes one with mtp.onnx for a checkpoint with MTP layers) drafts with that head
+ * (genai/mtp.c): the decoder block with the mtp block's keys over it (its graph, layers,
+ * the hidden_states input, outputs) is opened as a second model, and the decoder's output
+ * named by main_hidden_states becomes the hidden rows the head reads. A head that cannot
+ * be opened leaves a warning and no head. */
+static og_status *open_mtp(og_model *m, const og_model_options *o) {
+    if (!gen_kvs_get(&m->cfg->model.extra, "mtp")) return NULL;
+    cJSON *doc;
+    OG_TRY(config_doc(m, &doc));
+    cJSON *blk = doc ? cJSON_GetObjectItemCaseSensitive(doc, "model") : NULL;
+    cJSON *mtp = blk ? cJSON_DetachItemFromObjectCaseSensitive(blk, "mtp") : NULL;
+    cJSON *dec = blk ? cJSON_GetObjectItemCaseSensitive(blk, "decoder") : NULL;
+    const cJSON *on = mtp ? cJSON_GetObjectItemCaseSensitive(mtp, "enabled") : NULL;
+    const cJSON *mh = mtp ? cJSON_GetObjectItemCaseSensitive(mtp, "main_hidden_states") : NULL;
+    char main_hidden[256];
+    snprintf(main_hidden, sizeof main_hidden, "%s",
+             cJSON_IsString(mh) ? mh->valuestring : "hidden_states");
+    char *text = NULL;
+    bool skip = cJSON_IsFalse(on);
+    if (!skip && cJSON_IsObject(mtp) && cJSON_IsObject(dec)) {
+        cJSON *item;
+        cJSON_ArrayForEach(item, mtp) {
+            if (!strcmp(item->string, "enabled") || !strcmp(item->string, "main_hidden_states"))
+                continue;
+            cJSON *copy = cJSON_Duplicate(item, 1);
+            if (!copy) break;
+            if (cJSON_GetObjectItemCaseSensitive(dec, item->string))
+                cJSON_ReplaceItemInObjectCaseSensitive(dec, item->string, copy);
+            else
+                cJSON_AddItemToObject(dec, item->string, copy);
+        }
+        text = cJSON_PrintUnformatted(doc);
+    }
+    cJSON_Delete(mtp);
+    cJSON_Delete(doc);
+    if (skip) return NULL;
+    og_model *d;
+    og_status *st = open_sibling(m, o, text, &d);
+    bool takes_hidden = false;
+    for (int si = 0; !st && si < d->n_stages; si++)
+        for (int k = 0; k < d->stages[si].n_feeds; k++)
+            takes_hidden |= d->stages[si].feeds[k].src == GEN_SRC_HIDDEN;
+    if (!st && !takes_hidden)
+        st = og_errorf(OG_ERR_INVALID_MODEL, "its graph takes no hidden states "
+                       "(model.mtp.inputs.hidden_states)");
+    const char *head_hidden = st ? NULL : gen_kvs_get(&d->cfg->model.decoder.c.outputs,
+                                                      "hidden_states");
+    if (head_hidden) { /* (without it, one draft per verification) */
+        og_status *hs = set_hidden_out(d, head_hidden);
+        og_status_free(hs);
+    }
+    if (!st) st = set_hidden_out(m, main_hidden);
+    if (!st && d->hidden_out && d->hidden_size != m->hidden_size)
+        st = og_errorf(OG_ERR_INVALID_MODEL, "its hidden states are %d wide, the decoder's %d",
+                       d->hidden_size, m->hidden_size);
+    if (!st) {
+        m->mtp = d;
+        return NULL;
+    }
     og_model_close(d);
-    if (og_status_code(st) == OG_ERR_OUT_OF_MEMORY) return st;
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s: model.draft is not used (decoding is plain): %s",
-             m->cfg->path, og_status_message(st));
-    og_status_free(st);
-    return add_warning(m, msg);
+    m->hidden_out = NULL;
+    return sibling_unused(m, "mtp", st);
 }
 
 og_status *og_model_open(const char *dir, const og_model_options *options, og_model **out) {
@@ -846,6 +965,7 @@ og_status *og_model_open(const char *dir, const og_model_options *options, og_mo
     if ((st = gen_config_load(dir, &m->cfg))) goto fail;
     if ((st = open_model(m, &o))) goto fail;
     if ((st = open_draft(m, &o))) goto fail;
+    if ((st = open_mtp(m, &o))) goto fail;
     *out = m;
     return NULL;
 fail:
@@ -856,6 +976,7 @@ fail:
 void og_model_close(og_model *m) {
     if (!m) return;
     og_model_close(m->draft);
+    og_model_close(m->mtp);
     profiler_free(m->prof);
     gen_guidance_free(m->guidance);
     for (int i = 0; i < m->n_cache; i++) {

@@ -56,6 +56,8 @@ typedef struct gen_io {
 
 /* Where a stage's graph input comes from. */
 typedef enum gen_src {
+    GEN_SRC_HIDDEN, /* hidden states the caller hands in (gen_step_tokens.hidden: an MTP
+                       head's input, the main model's final hidden state) */
     GEN_SRC_IDS,   /* the new tokens [B, S] */
     GEN_SRC_MASK,  /* attention mask [B, total] */
     GEN_SRC_POS,   /* positions [B, S] or [3, B, S] */
@@ -80,7 +82,9 @@ typedef struct gen_feed {
 typedef enum gen_sink {
     GEN_SINK_VALUE,   /* kept for later stages */
     GEN_SINK_PRESENT, /* cache entry `index` */
-    GEN_SINK_LOGITS
+    GEN_SINK_LOGITS,
+    GEN_SINK_HIDDEN   /* og_model.hidden_out, returned to a caller that asks for it
+                         (gen_step_logits.want_hidden), else not computed */
 } gen_sink;
 
 typedef struct gen_out {
@@ -167,6 +171,15 @@ struct og_model {
     og_model *draft;         /* the package's model.draft block opened as a model of its
                                 own (onnxruntime-genai's draft-model speculation; the
                                 generator's default draft), NULL when there is none */
+    /* Multi-token prediction (genai/mtp.c): the package's model.mtp block (the builder's
+     * mtp.onnx) opened as a model of its own, NULL when there is none; hidden_out is the
+     * output of hidden states a head reads (the decoder's model.mtp.main_hidden_states,
+     * the head's own outputs.hidden_states for chained drafts; NULL: none), hidden_size
+     * and hidden_dtype its last axis and dtype. */
+    og_model *mtp;
+    const char *hidden_out;
+    int hidden_size;
+    og_dtype hidden_dtype;
 };
 
 /* Bytes of KV per cached position, all KV layers, batch 1. */

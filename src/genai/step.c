@@ -107,6 +107,15 @@ static og_status *feed_tensor(const og_model *m, const gen_step_io *io,
                                 m->image_feature_rank, out);
     case GEN_SRC_PAST:
         return c->past(c->ctx, f->index, slot, out);
+    case GEN_SRC_HIDDEN: {
+        const og_tensor *v = tk->hidden;
+        if (!v || v->rank != 3 || v->dims[0] != tk->rows || v->dims[1] != tk->n)
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: input '%s' takes hidden states of "
+                             "the run's %d x %d tokens, %s", m->dir, f->name, tk->rows, tk->n,
+                             v ? "another shape was given" : "none were given (an MTP head "
+                             "runs inside a generator that drafts with it)");
+        return gen_step_view(v->dtype, v->dims, v->rank, v->data, slot, out);
+    }
     case GEN_SRC_PARAM: {
         const og_tensor *v = c->param ? c->param(c->ctx, f->name) : NULL;
         if (!v) v = f->dflt;
@@ -143,6 +152,8 @@ static void release(gen_step_io *io, gen_step_logits *lg) {
     }
     if (lg && lg->out && lg->out != lg->into) og_tensor_free(lg->out);
     if (lg) lg->out = NULL;
+    if (lg) og_tensor_free(lg->hidden);
+    if (lg) lg->hidden = NULL;
 }
 
 /* Binds stage sg's feeds and outputs; *sel is set when its logits are selected rows. */
@@ -170,6 +181,8 @@ static og_status *bind_stage(const og_model *m, gen_step_io *io, const gen_step_
                 (*slot)->owns_data = false;
             }
             if (lg->select) *sel = (og_output_rows){o->name, lg->rows, lg->n_rows};
+        } else if (o->sink == GEN_SINK_HIDDEN && !lg->want_hidden) {
+            continue;
         }
         io->out_of[*no] = k;
         io->out_names[(*no)++] = o->name;
@@ -190,6 +203,7 @@ og_status *gen_step_run(og_model *m, gen_step_io *io, const gen_step_tokens *tk,
                         const gen_step_cache *c, gen_step_logits *lg) {
     og_status *st = NULL;
     lg->out = NULL;
+    lg->hidden = NULL;
     for (int s = 0; s < m->n_stages && !st; s++) {
         const gen_stage *sg = &m->stages[s];
         if ((tk->n > 1 && !sg->on_prompt) || (tk->n == 1 && !sg->on_token)) continue;
@@ -226,6 +240,11 @@ og_status *gen_step_run(og_model *m, gen_step_io *io, const gen_step_tokens *tk,
             if (o->sink == GEN_SINK_LOGITS) {
                 if (lg->out && lg->out != lg->into) og_tensor_free(lg->out);
                 lg->out = view ? lg->into : t;
+                continue;
+            }
+            if (o->sink == GEN_SINK_HIDDEN) {
+                og_tensor_free(lg->hidden);
+                lg->hidden = t;
                 continue;
             }
             if (c->took_present) c->took_present(c->ctx, o->index, t, view);

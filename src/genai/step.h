@@ -32,6 +32,9 @@ typedef struct gen_step_tokens {
      * not depend on its batch; NULL: none (each kernel computes as onnxruntime computes
      * this run's rows). */
     const uint8_t *forms;
+    /* Hidden states fed to a GEN_SRC_HIDDEN input ([rows, n, hidden]: an MTP head's
+     * main-model rows, genai/mtp.c); NULL when the model takes none. */
+    const og_tensor *hidden;
     /* The image features of the run's image tokens, in order (vision.h), fed to the
      * embedding's image_features; NULL: an empty tensor. */
     const og_tensor *image_features;
@@ -74,6 +77,9 @@ typedef struct gen_step_logits {
                                each row */
     size_t n_rows;
     og_tensor *out;         /* after the run: `into`, or a new tensor the caller frees */
+    bool want_hidden;       /* the model's GEN_SINK_HIDDEN output is asked for */
+    og_tensor *hidden;      /* after the run: that output ([rows, n, hidden]), a new tensor
+                               the caller frees; NULL when not asked for */
 } gen_step_logits;
 
 /* The arrays a run hands to og_session_run, made once per generator or engine. */
