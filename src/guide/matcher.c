@@ -479,13 +479,19 @@ static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
     }
     og_status *st = NULL;
     m->lv_lex[0] = s;
-    for (uint32_t i = 1; i < v->n_nodes;) {
+    /* with slice 0 decided (the others are inside it) only the nodes outside its
+     * subtrees are read: the skeleton, in preorder, its own skips (vocab.h) */
+    bool skel = decided & 1;
+    uint32_t end = skel ? (uint32_t)v->n_skel : (uint32_t)v->n_nodes;
+    for (uint32_t j = skel ? 0 : 1; j < end;) {
+        uint32_t i = skel ? v->skel_node[j] : j;
         const gtrie_node *nd = &v->nodes[i];
-        bool covered = (nd->in_slice & decided) != 0;
-        for (int k = 0; k < GUIDE_N_SLICES && !covered; k++)
+        uint32_t past = skel ? v->skel_skip[j] : nd->skip; /* past i's subtree */
+        bool covered = !skel && (nd->in_slice & decided) != 0;
+        for (int k = 0; k < GUIDE_N_SLICES && !covered && !skel; k++)
             covered = (nd->in_slice >> k & 1) && nd->below <= cover[k];
         if (covered) {
-            i = nd->skip;
+            j = past;
             continue;
         }
         uint32_t cur = m->lv_lex[nd->depth - 1];
@@ -507,12 +513,12 @@ static og_status *cache_build(guide_matcher *m, uint32_t s, gcache **out) {
                 }
                 c->ends[c->n_ends++] = (gend){i, cur};
             }
-            i = nd->skip;
+            j = past;
             continue;
         }
         m->lv_lex[nd->depth] = nx;
         mark_node(v, i, c->bits);
-        i++;
+        j++;
     }
     if (st) {
         free(c->bits);

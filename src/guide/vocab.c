@@ -75,6 +75,7 @@ static og_status *build_trie(guide_vocab *v) {
 const char *const guide_slice_re[GUIDE_N_SLICES] = {
     "[^\"\\\\\\x00-\\x1F\\x7F]+",
     "[a-zA-Z0-9_]+",
+    "[a-zA-Z0-9]+",
 };
 
 /* Token t of slice k by its count of characters (vocab.h's slice_chars, slice_long). */
@@ -187,12 +188,37 @@ static void mark_below(guide_vocab *v) {
     }
 }
 
+/* The skeleton (vocab.h): slice 0's in_slice bits must be set. */
+static og_status *build_skeleton(guide_vocab *v) {
+    size_t n = 0;
+    for (size_t i = 1; i < v->n_nodes; i++) n += !(v->nodes[i].in_slice & 1);
+    v->skel_node = malloc((n ? n : 1) * sizeof *v->skel_node);
+    v->skel_skip = malloc((n ? n : 1) * sizeof *v->skel_skip);
+    if (!v->skel_node || !v->skel_skip) return og_oom_for(n * 8, "the token trie's skeleton");
+    v->n_skel = n;
+    n = 0;
+    for (size_t i = 1; i < v->n_nodes; i++)
+        if (!(v->nodes[i].in_slice & 1)) v->skel_node[n++] = (uint32_t)i;
+    for (size_t j = 0; j < n; j++) { /* the first skeleton node past the subtree */
+        uint32_t past = v->nodes[v->skel_node[j]].skip;
+        size_t lo = j + 1, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (v->skel_node[mid] < past) lo = mid + 1;
+            else hi = mid;
+        }
+        v->skel_skip[j] = (uint32_t)lo;
+    }
+    return NULL;
+}
+
 static og_status *classify_slices(guide_vocab *v) {
     mark_below(v);
     uint8_t *own = malloc(v->n_nodes + 1); /* alive, and its tokens are in the slice */
     uint32_t *lv = malloc(((size_t)v->max_len + 1) * sizeof *lv);
     og_status *st = own && lv ? NULL : og_oom_for(v->n_nodes, "the token slices");
     for (int k = 0; k < GUIDE_N_SLICES && !st; k++) st = classify_slice(v, k, own, lv);
+    if (!st) st = build_skeleton(v);
     free(own);
     free(lv);
     return st;
@@ -254,6 +280,8 @@ void guide_vocab_free(guide_vocab *v) {
         free(v->slice_long[k]);
         free(v->slice_long_chars[k]);
     }
+    free(v->skel_node);
+    free(v->skel_skip);
     free(v);
 }
 

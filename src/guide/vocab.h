@@ -20,14 +20,15 @@ typedef struct gtrie_node {
 /* Slices: sets of tokens fixed per vocabulary by a regular expression each (vocab.c's
  * guide_slice_re): 0, tokens of whole UTF-8 characters none of which is a control
  * character, '"' or '\\' (what sits inside a JSON string or free text); 1, ASCII letters,
- * digits and '_' (names, the parts of an e-mail address). Where every string of a slice's
+ * digits and '_' (names, an e-mail address's local part); 2, ASCII letters and digits
+ * (host names, where '_' is not allowed). Where every string of a slice's
  * language up to some length (and every prefix of one) keeps the lexer alive from a
  * state, all its tokens up to that length are allowed there at once (slice_bits,
  * slice_upto), and a mask's trie walk skips the subtrees that hold nothing else
  * (in_slice, below): most of a large vocabulary in the states of a string's body. The
  * same expressions are compiled by the vocabulary (which tokens are in each) and by each
  * grammar (the check from a state), so both read one language. */
-#define GUIDE_N_SLICES 2
+#define GUIDE_N_SLICES 3
 #define GUIDE_SLICE_LENS 16
 extern const char *const guide_slice_re[GUIDE_N_SLICES];
 
@@ -55,6 +56,12 @@ struct guide_vocab {
     uint32_t *slice_long_chars[GUIDE_N_SLICES];
     size_t n_long[GUIDE_N_SLICES];
     uint32_t max_chars[GUIDE_N_SLICES];
+    /* The skeleton: the trie nodes outside slice 0's subtrees (in_slice bit 0 clear; the
+     * other slices are inside slice 0), in preorder; skel_skip[j] is the skeleton index
+     * past skel_node[j]'s subtree. A walk that has decided every token of slice 0 reads
+     * these alone (a few thousand of a large vocabulary's hundreds of thousands). */
+    uint32_t *skel_node, *skel_skip;
+    size_t n_skel;
     guide_tokenize_fn tokenize; /* optional (guide_vocab_set_tokenize) */
     void *tokenize_ctx;
 };
