@@ -50,10 +50,6 @@ static int show_graph(const char *path);
 static const char *src_name(const og_model *m, const gen_feed *f, char *buf, size_t size) {
     switch (f->src) {
     case GEN_SRC_HIDDEN: return "hidden states (an MTP head: the main model's)";
-    case GEN_SRC_CROSS:
-        snprintf(buf, size, "the encoder's output '%s' (cross-attention)",
-                 m->cross_out[f->index]);
-        return buf;
     case GEN_SRC_IDS: return "token ids";
     case GEN_SRC_MASK: return "attention mask";
     case GEN_SRC_POS:
