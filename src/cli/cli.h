@@ -19,6 +19,7 @@ int cli_serve(int argc, char **argv);
 int cli_parity(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_pull(int argc, char **argv);
+int cli_transcribe(int argc, char **argv);
 /* Replaces each -m/--model value that names a hub repository (ORG/NAME[/SUBFOLDER], not a
  * path on disk) with its cached snapshot folder, pulling it first when not cached
  * (cli_model_ref.c); *argv may become a new array. Returns 0, or the exit status after

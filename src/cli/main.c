@@ -44,6 +44,9 @@ static const char usage[] =
     "                                 qwen3moe, phi3, gemma2/3; F32/F16/BF16, Q4_0..Q8_0,\n"
     "                                 Q2_K..Q6_K)\n"
     "                                 into a package (see convert --help)\n"
+    "  transcribe [-m] DIR FILE.wav [--language en] [--task transcribe|translate] [--ids]\n"
+    "                                 a WAV through a Whisper package, greedy, by 30 s\n"
+    "                                 windows (see transcribe --help)\n"
     "  help                           this text (--version: the version and git commit)\n"
     "\n"
     "generate, bench, run, infer and serve take --backend native|ort|auto (default auto:\n"
@@ -89,6 +92,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "parity") == 0) return cli_parity(argc - 1, argv + 1);
     if (strcmp(cmd, "convert") == 0) return cli_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "pull") == 0) return cli_pull(argc - 1, argv + 1);
+    if (strcmp(cmd, "transcribe") == 0) return cli_transcribe(argc - 1, argv + 1);
     fprintf(stderr, "onnx-genai: unknown command '%s'\n%s", cmd, usage);
     return 2;
 }

@@ -15,15 +15,18 @@ prompt's ids come from our tokenizer and are checked against the tokenizers libr
 Cases (every one: our ids == transformers' ids, the whole sequence; our prompt ids ==
 tokenizers'): English transcription without timestamps, with timestamps (no
 <|notimestamps|>), German translation, a batch of two clips with one prompt each, and
-beams = 1 with a short max_length (the generation stops there). onnxruntime-genai 0.18
+a short max_length (the generation stops there); then `onnx-genai transcribe --ids` on a
+65 s clip (three 30 s windows) against transformers' features and ids window by window
+(skipped when the CLI is not beside the library). onnxruntime-genai 0.18
 is no oracle here: onnxruntime 1.31.1 crashes on the builder's encoder (its Attention
 nodes' empty optional bias; ARCHITECTURE.md).
 
 Needs torch, transformers, onnx_ir and onnxruntime-genai's builder: exit 77 (skip)
-without them. About 40 s.
+without them. About 70 s.
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -121,6 +124,45 @@ def ours(model, processor, prompt, audios, max_length):
     return inputs, [gen.get_sequence(i).tolist() for i in range(n)]
 
 
+def check_cli_windows(tmp, pkg, hf_model, hf_tok):
+    """`onnx-genai transcribe --ids` on a 65 s clip: three 30 s windows of the whole clip's
+    features (the last zero-padded to 3000 frames), each generated from the decoder prompt,
+    the tokens after it (less a final EOS) concatenated; against transformers' features
+    (WhisperFeatureExtractor, truncation=False, padding="longest") cut the same way and
+    transformers' greedy ids per window."""
+    import wave
+    from transformers import WhisperFeatureExtractor
+    exe = os.path.join(os.path.dirname(os.environ.get("ONNX_GENAI_LIBRARY", "")), "onnx-genai")
+    if not os.access(exe, os.X_OK):
+        print(f"SKIP the CLI case: no {exe}")
+        return []
+    path = clip(tmp, "long.wav", 65.0, 330, 2)
+    r = subprocess.run([exe, "transcribe", pkg, path, "--language", "en", "--max-length", "40",
+                        "--ids"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return [f"transcribe failed: {r.stderr.strip()}"]
+    got = [int(x) for x in r.stdout.strip().split(",") if x]
+    with wave.open(path) as w:
+        x = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768
+    feats = WhisperFeatureExtractor(feature_size=80)(
+        x, sampling_rate=16000, truncation=False, padding="longest",
+        return_tensors="np").input_features
+    prompt = hf_tok.encode("<|startoftranscript|><|en|><|transcribe|><|notimestamps|>",
+                           add_special_tokens=False).ids
+    want, windows = [], 0
+    for at in range(0, feats.shape[2], 3000):
+        win = np.zeros((1, 80, 3000), np.float32)
+        part = feats[:, :, at:at + 3000]
+        win[:, :, :part.shape[2]] = part
+        seq = hf_generate(hf_model, win, [prompt], 40)[0][len(prompt):]
+        want += seq[:-1] if seq and seq[-1] == EOT else seq
+        windows += 1
+    same = got == want
+    print(f"transcribe --ids, 65 s in {windows} windows: {'same' if same else 'DIFFERENT'} ids "
+          f"({len(got)} tokens)" + ("" if same else f"\n    ours {got}\n    transformers {want}"))
+    return [] if same else ["transcribe's windows differ from transformers'"]
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -166,6 +208,7 @@ def main():
                 failures.append(f"{name}: two clips gave the same ids (the audio is not used)")
             if max_length > 10 and len(set(got[0][len(expect[0]):])) < 3:
                 failures.append(f"{name}: a degenerate model (one token repeated): no test")
+        failures += check_cli_windows(tmp, pkg, hf_model, hf_tok)
         # the C API's order: features before the prompt, both required
         params = og.GeneratorParams(model)
         params.set_search_options(max_length=20)
