@@ -36,6 +36,7 @@ static const char serve_usage[] =
     "                        answers are unchanged; --ngram N, --draft-tokens K,\n"
     "                        --ngram-chained, --draft-fixed as for generate); it runs one\n"
     "                        generator per sequence (a batched verification is not built)\n"
+    "  --speculative mtp     the same with drafts from the package's MTP head\n"
     "  --max-body SIZE       larger request bodies are answered 413, on their Content-Length\n"
     "                        before any of the body is read (8M)\n"
     "  --max-n N             largest n a request may ask for (16)\n"
@@ -261,11 +262,12 @@ int cli_serve(int argc, char **argv) {
     if (o.models_dir && o.n_adapters) return cli_fail("serve: --adapter goes with -m (an adapter is made for one base model)");
     int rc = cli_backend_check(&be);
     if (rc) return rc;
-    if (spec.method == CLI_SPEC_DRAFT || spec.method == CLI_SPEC_MTP)
-        return cli_fail("serve: --speculative %s is not built for the server; use "
-                        "--speculative ngram", spec.method == CLI_SPEC_MTP ? "mtp" : "draft");
-    if (spec.method == CLI_SPEC_NGRAM) {
-        o.eng.spec_ngram = spec.ngram;
+    if (spec.method == CLI_SPEC_DRAFT)
+        return cli_fail("serve: --speculative draft is not built for the server; use "
+                        "--speculative ngram or mtp");
+    if (spec.method == CLI_SPEC_NGRAM || spec.method == CLI_SPEC_MTP) {
+        o.eng.spec_mtp = spec.method == CLI_SPEC_MTP;
+        o.eng.spec_ngram = spec.method == CLI_SPEC_NGRAM ? spec.ngram : 0;
         o.eng.spec_max_draft = spec.draft_tokens;
         o.eng.spec_chained = spec.chained;
         o.eng.spec_fixed = spec.fixed;

@@ -262,6 +262,9 @@ static void *engine_main(void *arg) {
 
 og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     eng_options opt = o ? *o : eng_options_default();
+    if (opt.spec_mtp && !model->mtp)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "engine: speculative mtp: the package %s has "
+                         "no MTP head (genai_config.json model.mtp)", model->dir);
     if (opt.block_size < 1 || opt.block_size > 1024 || opt.max_batch < 1 || opt.max_queue < 0 ||
         opt.step_tokens < 0 || opt.threads < 0)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "engine: block size %d (1 to 1024), max batch %d "
@@ -304,7 +307,7 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     }
     if (opt.per_sequence) {
         snprintf(e->note, sizeof e->note, "per-sequence mode was asked for");
-    } else if (opt.spec_ngram > 0) {
+    } else if (opt.spec_ngram > 0 || opt.spec_mtp) {
         snprintf(e->note, sizeof e->note, "speculative decoding runs one generator per "
                  "sequence (a batched verification is not built)");
     } else {

@@ -60,12 +60,13 @@ typedef struct eng_options {
     int threads;        /* compute threads (0: all cores) */
     bool prefix_cache;  /* reuse cached prompt blocks (true) */
     bool per_sequence;  /* force per-sequence mode (tests, comparisons) */
-    /* Speculative decoding by prompt lookup (og_generator_params' speculative_* fields;
-     * ngram 0: off). It runs in per-sequence mode: each request's generator verifies its
-     * own drafts (a batched verification of every row's drafts is not built), so asking
-     * for it chooses that mode. */
+    /* Speculative decoding by prompt lookup or the package's MTP head
+     * (og_generator_params' speculative_* fields; ngram 0 and mtp false: off). It runs in
+     * per-sequence mode: each request's generator verifies its own drafts (a batched
+     * verification of every row's drafts is not built), so asking for it chooses that
+     * mode. */
     int spec_ngram, spec_max_draft;
-    bool spec_chained, spec_fixed;
+    bool spec_chained, spec_fixed, spec_mtp;
 } eng_options;
 
 eng_options eng_options_default(void);

@@ -34,6 +34,7 @@ static og_generator_params seq_params(const eng_engine *e, int n_tokens, const e
     p.speculative_max_draft_tokens = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
     p.speculative_ngram_chained_lookup = e->o.spec_ngram > 0 && e->o.spec_chained;
     p.speculative_fixed_k = e->o.spec_fixed;
+    p.speculative_mtp = e->o.spec_mtp;
     return p;
 }
 
