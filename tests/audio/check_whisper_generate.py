@@ -15,7 +15,8 @@ prompt's ids come from our tokenizer and are checked against the tokenizers libr
 Cases (every one: our ids == transformers' ids, the whole sequence; our prompt ids ==
 tokenizers'): English transcription without timestamps, with timestamps (no
 <|notimestamps|>), German translation, a batch of two clips with one prompt each, and
-a short max_length (the generation stops there); then `onnx-genai transcribe --ids` on a
+a short max_length (the generation stops there), beam search with 4 beams (transformers'
+beam search, length_penalty 1, early stopping); then `onnx-genai transcribe --ids` on a
 65 s clip (three 30 s windows) against transformers' features and ids window by window
 (skipped when the CLI is not beside the library). onnxruntime-genai 0.18
 is no oracle here: onnxruntime 1.31.1 crashes on the builder's encoder (its Attention
@@ -99,22 +100,24 @@ def write_tokenizer(pkg):
     return tokenizers.Tokenizer.from_file(os.path.join(pkg, "tokenizer.json"))
 
 
-def hf_generate(model, feats, prompt_ids, max_length):
+def hf_generate(model, feats, prompt_ids, max_length, num_beams=1):
     """transformers' greedy search (GenerationMixin, not Whisper's override, which adds its
     own logits processors: onnxruntime-genai applies none) from the decoder prompt."""
     with torch.no_grad():
         out = GenerationMixin.generate(
             model, input_features=torch.from_numpy(feats),
             decoder_input_ids=torch.tensor(prompt_ids, dtype=torch.long), do_sample=False,
-            num_beams=1, max_length=max_length, eos_token_id=EOT, pad_token_id=EOT,
+            num_beams=num_beams, max_length=max_length, eos_token_id=EOT, pad_token_id=EOT,
+            length_penalty=1.0, early_stopping=True,
             begin_suppress_tokens=None, suppress_tokens=None, forced_decoder_ids=None)
     return [[int(t) for t in row] for row in out]
 
 
-def ours(model, processor, prompt, audios, max_length):
+def ours(model, processor, prompt, audios, max_length, num_beams=1):
     inputs = processor(prompt, audios=audios)
     params = og.GeneratorParams(model)
-    params.set_search_options(max_length=max_length, do_sample=False,
+    params.set_search_options(max_length=max_length, do_sample=False, num_beams=num_beams,
+                              length_penalty=1.0, early_stopping=True,
                               batch_size=inputs["audio_features"].as_numpy().shape[0])
     gen = og.Generator(model, params)
     gen.set_inputs(inputs)
@@ -184,10 +187,12 @@ def main():
              [a, b], 30),
             ("max_length 6", "<|startoftranscript|><|fr|><|transcribe|><|notimestamps|>", [a],
              6),
+            ("4 beams", "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>", [a], 30),
         ]
         for name, prompt, paths, max_length in cases:
             audios = og.Audios.open(*paths)
-            inputs, got = ours(model, processor, prompt, audios, max_length)
+            beams = 4 if "beams" in name else 1
+            inputs, got = ours(model, processor, prompt, audios, max_length, beams)
             feats = inputs["audio_features"].as_numpy()
             ids = inputs["input_ids"].as_numpy()
             prompts = prompt if isinstance(prompt, list) else [prompt]
@@ -198,7 +203,7 @@ def main():
             expect = [[sp[t] for t in p.replace("|><|", "|>\0<|").split("\0")] for p in prompts]
             if ids.tolist() != expect:
                 failures.append(f"{name}: prompt ids {ids.tolist()} are not Whisper's {expect}")
-            want = hf_generate(hf_model, feats, want_prompt, max_length)
+            want = hf_generate(hf_model, feats, want_prompt, max_length, beams)
             same = got == want
             print(f"{name}: {'same' if same else 'DIFFERENT'} ids; ours {got}"
                   + ("" if same else f"\n    transformers {want}"))
