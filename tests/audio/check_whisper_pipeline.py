@@ -153,8 +153,9 @@ def write_package(pkg):
 
 def oracle(pkg, feats, max_length):
     """onnxruntime, fed as onnxruntime-genai's Whisper state feeds the graphs."""
-    enc = ort.InferenceSession(os.path.join(pkg, "encoder.onnx"), providers=["CPUExecutionProvider"])
-    dec = ort.InferenceSession(os.path.join(pkg, "decoder.onnx"), providers=["CPUExecutionProvider"])
+    cpu = ["CPUExecutionProvider"]
+    enc = ort.InferenceSession(os.path.join(pkg, "encoder.onnx"), providers=cpu)
+    dec = ort.InferenceSession(os.path.join(pkg, "decoder.onnx"), providers=cpu)
     names = [o.name for o in enc.get_outputs()]
     cross = dict(zip(names, enc.run(None, {"audio_features": feats})))
     B = feats.shape[0]
