@@ -27,6 +27,7 @@ from ._genai import (Adapters, Config, Generator, GeneratorParams, Model, Tensor
 from ._session import InferenceSession, NodeArg, SessionOptions
 from ._image import Images, MultiModalProcessor, NamedTensors
 from ._audio import Audios
+from ._mtp import MtpGenerator
 
 try:
     from importlib.metadata import version as _version
@@ -42,3 +43,4 @@ __all__ = ["Adapters", "Audios", "Config", "Model", "Tokenizer", "TokenizerStrea
            "IncompleteModelError", "is_cuda_available", "is_dml_available",
            "is_openvino_available", "is_qnn_available", "is_webgpu_available", "__version__"]
 __all__ += ["Images", "MultiModalProcessor", "NamedTensors"]
+__all__ += ["MtpGenerator"]

@@ -254,3 +254,22 @@ def test_serve(pkg):
     assert health.get("mode") != "batched", health
     r = cli("serve", "-m", os.path.join(pkg, "ort", "head"), "--port", "0", "--speculative", "mtp")
     assert r.returncode != 0 and "no MTP head" in r.stderr, r.stderr
+
+
+def test_mtp_generator_same_script(og, ort, pkg):
+    """og.MtpGenerator(model, mtp_model, params), onnxruntime-genai's class, in one script
+    for both libraries: the same ids (less the EOS onnxruntime-genai keeps) and counts."""
+    def run(lib, where):
+        m = lib.Model(where)
+        head = lib.Model(os.path.join(pkg, "ort", "head"))
+        p = lib.GeneratorParams(m)
+        p.set_search_options(max_length=40, do_sample=False)
+        p.set_speculative_options(max_draft_tokens=3)
+        g = lib.MtpGenerator(m, head, p)
+        g.append_tokens(np.array(PROMPTS["repeats"], dtype=np.int32))
+        while not g.is_done():
+            g.generate_next_token()
+        s = g.get_stats()
+        return [int(x) for x in g.get_sequence()], counts(s), s["accepts"]
+    ours_run, theirs_run = run(og, pkg), run(ort, os.path.join(pkg, "ort"))
+    assert ours_run == theirs_run and ours_run[2] > 0, (ours_run, theirs_run)
