@@ -147,6 +147,12 @@ og_status *cli_images_prepare(og_model *model, og_tokenizer *tok, const char *co
                               int n_paths, const char *text, int add_special, int32_t **ids,
                               size_t *n_ids, og_named_tensors **out);
 og_status *cli_images_set(og_generator *gen, int32_t *ids, size_t n, og_named_tensors *nt);
+/* --audio FILE (cli_audio.c): the WAV's Whisper features for a Whisper package (the first
+ * 30 s, as the processor takes them), then handed to og_generator_set_inputs with the
+ * decoder prompt's ids; cli_whisper_prompt is the prompt when none is given. */
+extern const char cli_whisper_prompt[];
+og_status *cli_audio_features(og_model *model, const char *path, og_tensor **out);
+og_status *cli_audio_set(og_generator *gen, int32_t *ids, size_t n, og_tensor *features);
 
 /* One line of what speculation did (nothing when it was off). */
 #include <stdio.h>

@@ -45,6 +45,7 @@ typedef struct opts {
     int n_stops;
     const char *images[CLI_MAX_IMAGES]; /* --image FILE, in order */
     int n_images;
+    const char *audio; /* --audio FILE */
 } opts;
 
 static const char generate_usage[] =
@@ -58,6 +59,10 @@ static const char generate_usage[] =
     "  --image FILE               a PNG or JPEG for a Qwen vision-language package (repeat\n"
     "                             for more; the prompt's <|vision_start|>...<|vision_end|>\n"
     "                             places them, else they come first)\n"
+    "  --audio FILE               a WAV for a Whisper package (its first 30 s); the prompt\n"
+    "                             is the decoder prompt, default <|startoftranscript|><|en|>\n"
+    "                             <|transcribe|><|notimestamps|> (onnx-genai transcribe\n"
+    "                             takes longer audio)\n"
     "  --min-length N             block EOS while shorter\n"
     "  --do-sample                sample instead of greedy\n"
     "  --top-k N, --top-p F, --temperature F, --seed N\n"
@@ -185,6 +190,9 @@ static int parse_args(int argc, char **argv, opts *o) {
             if (o->n_images == CLI_MAX_IMAGES)
                 return cli_fail("--image: at most %d images", CLI_MAX_IMAGES);
             o->images[o->n_images++] = argv[++i];
+        } else if (!strcmp(a, "--audio")) {
+            NEED_ARG();
+            o->audio = argv[++i];
         } else if (!strcmp(a, "--min-length")) {
             INT_ARG(min_length, set_min, 0, 1 << 30);
         } else if (!strcmp(a, "--do-sample")) {
@@ -308,6 +316,7 @@ int cli_generate(int argc, char **argv) {
     char *input = NULL;
     size_t input_len = 0;
     og_named_tensors *images = NULL; /* --image: the processor's tensors */
+    og_tensor *audio = NULL;         /* --audio: the features */
     if (rc) goto done;
     double t0 = now_s();
     og_model_options mo = og_model_options_default();
@@ -334,6 +343,10 @@ int cli_generate(int argc, char **argv) {
     if (!o.n_batches) {
         size_t len = 0;
         const char *text = o.prompt;
+        if (o.audio && !o.have_prompt) { /* the decoder prompt */
+            o.prompt = text = cli_whisper_prompt;
+            o.have_prompt = true;
+        }
         if (!o.have_prompt) {
             input = read_stdin(&len);
             if (!input) {
@@ -347,7 +360,8 @@ int cli_generate(int argc, char **argv) {
             len = strlen(text);
         }
         size_t n;
-        if ((st = og_tokenizer_encode(tok, text, len, 1, &enc, &n))) goto done;
+        /* a Whisper decoder prompt is its tokens as written: no post-processor specials */
+        if ((st = og_tokenizer_encode(tok, text, len, !o.audio, &enc, &n))) goto done;
         if (n == 0) {
             rc = cli_fail("the prompt encodes to no tokens");
             goto done;
@@ -358,10 +372,15 @@ int cli_generate(int argc, char **argv) {
         if (o.n_images && (st = cli_images_prepare(model, tok, o.images, o.n_images, text, 1,
                                                    &o.ids[0], &o.n_ids[0], &images)))
             goto done;
-    } else if (o.n_images) {
-        rc = cli_fail("--image takes a text prompt (not --ids)");
+    } else if (o.n_images || o.audio) {
+        rc = cli_fail("%s takes a text prompt (not --ids)", o.audio ? "--audio" : "--image");
         goto done;
     }
+    if (o.audio && o.n_images) {
+        rc = cli_fail("--audio and --image do not go together");
+        goto done;
+    }
+    if (o.audio && (st = cli_audio_features(model, o.audio, &audio))) goto done;
     for (size_t b = 0; b < batch; b++) width += o.n_ids[b];
     og_generator_params p = og_generator_params_default(model);
     p.all_logits = 0; /* only the logits tokens are chosen from */
@@ -393,7 +412,9 @@ int cli_generate(int argc, char **argv) {
     stop_text out = {.print = streaming};
     chat_stream_init(&cs, o.stops, o.n_stops, -1, -1, -1, -1, emit_text, &out);
     double t1 = now_s();
-    if (images) {
+    if (audio) {
+        if ((st = cli_audio_set(gen, o.ids[0], o.n_ids[0], audio))) goto done;
+    } else if (images) {
         if ((st = cli_images_set(gen, o.ids[0], o.n_ids[0], images))) goto done;
     } else if ((st = og_generator_append_token_rows(gen, (const int32_t *const *)o.ids, o.n_ids)))
         goto done;
@@ -524,6 +545,7 @@ done:
     for (int b = 0; b < 64; b++) free(o.ids[b]);
     chat_stream_free(&cs);
     og_named_tensors_free(images);
+    og_tensor_free(audio);
     cli_guidance_free(&o.guide);
     free(enc);
     free(input);
