@@ -217,6 +217,12 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
         unload(m);
         return st;
     }
+    if (!strcmp(og_model_type(m->model), "whisper")) { /* its engine steps need the encoder */
+        unload(m);
+        return og_errorf(OG_ERR_UNSUPPORTED, "a Whisper package is not served (no "
+                         "/v1/audio/transcriptions yet); onnx-genai transcribe or generate "
+                         "--audio runs it");
+    }
     for (size_t i = 0; !st && i < og_model_warning_count(m->model); i++) /* auto's fallback */
         fprintf(stderr, "onnx-genai serve: %s: warning: %s\n", m->dir,
                 og_model_warning(m->model, i));

@@ -9,7 +9,8 @@ runs the same graphs on onnxruntime the way onnxruntime-genai's Whisper state fe
 the encoder once, the whole prompt, then one token a step with the self cache fed back and
 the encoder's cross outputs fed unchanged. Ids must be equal and every step's logits
 within TOL. Batch 1 and a batch of two feature sets; set_inputs with both names; the
-features refused after the prompt, and features of the wrong bin count. onnxruntime-genai
+features refused after the prompt, and features of the wrong bin count; `onnx-genai serve`
+refuses the package (when the CLI is beside the library). onnxruntime-genai
 0.18 runs this package (its standard ops avoid the builder's Attention that onnxruntime
 crashes on): its ids must equal ours too (set_model_input("audio_features"),
 append_tokens); without it that part is skipped, saying so.
@@ -220,6 +221,28 @@ def ortgenai(pkg, feats, max_length):
         return None, f"failed: {str(e).splitlines()[0][:200]}"
 
 
+def check_serve_refuses(pkg):
+    """`onnx-genai serve` refuses the package at start, saying why (no audio route yet)."""
+    import socket
+    import subprocess
+    exe = os.path.join(os.path.dirname(os.environ.get("ONNX_GENAI_LIBRARY", "")), "onnx-genai")
+    if not os.access(exe, os.X_OK):
+        print(f"SKIP the serve case: no {exe}")
+        return []
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    try:
+        r = subprocess.run([exe, "serve", pkg, "--port", str(port)], capture_output=True,
+                           text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return ["serve ran a Whisper package instead of refusing it"]
+    print(f"serve refused it: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}")
+    if r.returncode == 0 or "Whisper package is not served" not in r.stderr:
+        return [f"serve: rc {r.returncode}, {r.stderr.strip()[-300:]}"]
+    return []
+
+
 def main():
     failures = []
     rng = np.random.default_rng(5)
@@ -254,6 +277,7 @@ def main():
             failures.append("features taken after the prompt")
         except og.OgError as e:
             print(f"features after the prompt refused: {e}")
+        failures += check_serve_refuses(pkg)
         try:
             ours(pkg, feats[:, :40], 8)
             failures.append("features of 40 mel bins taken by an 80-bin encoder")
