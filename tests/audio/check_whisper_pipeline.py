@@ -10,7 +10,8 @@ the encoder once, the whole prompt, then one token a step with the self cache fe
 the encoder's cross outputs fed unchanged. Ids must be equal and every step's logits
 within TOL. Batch 1 and a batch of two feature sets; set_inputs with both names; the
 features refused after the prompt, and features of the wrong bin count; `onnx-genai serve`
-refuses the package (when the CLI is beside the library). onnxruntime-genai
+refuses the package (when the CLI is beside the library); a second request on the same
+generator after rewind_to(0) equals a fresh one. onnxruntime-genai
 0.18 runs this package (its standard ops avoid the builder's Attention that onnxruntime
 crashes on): its ids must equal ours too (set_model_input("audio_features"),
 append_tokens); without it that part is skipped, saying so.
@@ -272,6 +273,17 @@ def main():
                     failures.append(f"{name}: onnxruntime-genai's ids {theirs}")
         feats = rng.standard_normal((1, MELS, 3000)).astype(np.float32)
         _, _, gen = ours(pkg, feats, 8)
+        # a second request on the same generator: rewind_to(0), new features, the prompt
+        other = rng.standard_normal((1, MELS, 3000)).astype(np.float32)
+        gen.rewind_to(0)
+        gen.set_model_input("audio_features", other)
+        gen.set_model_input("input_ids", np.array([PROMPT], np.int32))
+        while not gen.is_done():
+            gen.generate_next_token()
+        again, fresh = gen.get_sequence(0).tolist(), oracle(pkg, other, 8)[0][0]
+        print(f"second request after rewind_to(0): {'equal' if again == fresh else 'DIFFERENT'}")
+        if again != fresh:
+            failures.append(f"after rewind_to(0): {again} vs onnxruntime's {fresh}")
         try:
             gen.set_model_input("audio_features", feats)
             failures.append("features taken after the prompt")
