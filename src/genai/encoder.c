@@ -7,6 +7,7 @@
  * gets a view of its rows. The decoder's self-attention cache is the generator's ordinary
  * KV cache (past_key_self_%d / present_key_self_%d). The builder's decoder takes no
  * attention mask, so a batch's prompts must be as long as each other. */
+#include "base/half.h"
 #include "base/tensor.h"
 #include "genai/config.h"
 #include "genai/generator.h"
@@ -58,7 +59,10 @@ static og_status *encode(og_generator *g, const og_tensor *f) {
         if (g->len[r] != 0)
             return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: the audio features come before "
                              "the decoder prompt (rewind_to(0) to start a new request)");
-    if (f->dtype != m->encoder_features_dtype || f->rank != 3 || f->dims[0] != B ||
+    /* float32 features for a float16 encoder (a builder's fp16 package): converted, as
+     * onnxruntime-genai's processor makes them float16 for it */
+    bool half = f->dtype == OG_FLOAT32 && m->encoder_features_dtype == OG_FLOAT16;
+    if ((f->dtype != m->encoder_features_dtype && !half) || f->rank != 3 || f->dims[0] != B ||
         (m->encoder_mels && f->dims[1] != m->encoder_mels))
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: %s's '%s' takes %s [%d, %lld, "
                          "frames] (batch_size, mel bins); got %s of rank %d, [%lld, %lld, ...]",
@@ -66,12 +70,23 @@ static og_status *encode(og_generator *g, const og_tensor *f) {
                          og_dtype_name(m->encoder_features_dtype), B, (long long)m->encoder_mels,
                          og_dtype_name(f->dtype), f->rank, (long long)f->dims[0],
                          (long long)(f->rank > 1 ? f->dims[1] : 0));
+    og_tensor *in = (og_tensor *)f, *conv = NULL;
+    if (half) {
+        OG_TRY(og_tensor_create(OG_FLOAT16, f->dims, f->rank, &conv));
+        const float *src = f->data;
+        uint16_t *dst = conv->data;
+        for (int64_t i = 0, n = tensor_count(f); i < n; i++) dst[i] = f32_to_f16(src[i]);
+        in = conv;
+    }
     og_tensor **outs = calloc((size_t)m->n_cross, sizeof *outs);
-    if (!outs) return og_oom();
+    if (!outs) {
+        og_tensor_free(conv);
+        return og_oom();
+    }
     const char *in_name = m->encoder_features;
-    og_tensor *in = (og_tensor *)f;
     og_status *st = og_session_run(m->encoder->s, &in_name, &in, 1,
                                    (const char *const *)m->cross_out, outs, (size_t)m->n_cross);
+    og_tensor_free(conv);
     int beams = g->rows / B;
     for (int i = 0; !st && i < m->n_cross; i++) {
         if (outs[i]->rank < 1 || outs[i]->dims[0] != B || outs[i]->nbytes == 0)

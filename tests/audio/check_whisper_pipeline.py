@@ -11,7 +11,8 @@ the encoder's cross outputs fed unchanged. Ids must be equal and every step's lo
 within TOL. Batch 1 and a batch of two feature sets; set_inputs with both names; the
 features refused after the prompt, and features of the wrong bin count; `onnx-genai serve`
 refuses the package (when the CLI is beside the library); a second request on the same
-generator after rewind_to(0) equals a fresh one. onnxruntime-genai
+generator after rewind_to(0) equals a fresh one; float32 features for an encoder taking
+float16 are converted (onnxruntime fed them as float16). onnxruntime-genai
 0.18 runs this package (its standard ops avoid the builder's Attention that onnxruntime
 crashes on): its ids must equal ours too (set_model_input("audio_features"),
 append_tokens); without it that part is skipped, saying so.
@@ -53,8 +54,10 @@ def heads(nodes, x, out, seq):
     nodes.append(h.make_node("Transpose", [out + "_r"], [out], perm=[0, 2, 1, 3]))
 
 
-def encoder(rng):
-    nodes = [h.make_node("Transpose", ["audio_features"], ["t"], perm=[0, 2, 1]),  # B,3000,80
+def encoder(rng, half=False):
+    feats = "audio_f32" if half else "audio_features"
+    nodes = [h.make_node("Cast", ["audio_features"], ["audio_f32"], to=T.FLOAT)] if half else []
+    nodes += [h.make_node("Transpose", [feats], ["t"], perm=[0, 2, 1]),  # B,3000,80
              h.make_node("Reshape", ["t", "shape_frames"], ["f"]),                 # B,1500,160
              h.make_node("MatMul", ["f", "w_in"], ["x0"]),
              h.make_node("Tanh", ["x0"], ["hidden_states"])]
@@ -71,7 +74,8 @@ def encoder(rng):
             outs.append(h.make_tensor_value_info(f"present_{kv}_cross_{i}", T.FLOAT,
                                                  ["batch", HEADS, 1500, HS]))
     g = h.make_graph(nodes, "encoder",
-                     [h.make_tensor_value_info("audio_features", T.FLOAT, ["batch", MELS, 3000])],
+                     [h.make_tensor_value_info("audio_features", T.FLOAT16 if half else T.FLOAT,
+                                               ["batch", MELS, 3000])],
                      outs, inits)
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
 
@@ -124,10 +128,10 @@ def decoder(rng):
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
 
 
-def write_package(pkg):
+def write_package(pkg, half=False):
     rng = np.random.default_rng(26)
     os.makedirs(pkg, exist_ok=True)
-    onnx.save(encoder(rng), os.path.join(pkg, "encoder.onnx"))
+    onnx.save(encoder(rng, half), os.path.join(pkg, "encoder.onnx"))
     onnx.save(decoder(rng), os.path.join(pkg, "decoder.onnx"))
     common = {"session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
               "head_size": HS, "hidden_size": D, "num_attention_heads": HEADS,
@@ -159,7 +163,9 @@ def oracle(pkg, feats, max_length):
     enc = ort.InferenceSession(os.path.join(pkg, "encoder.onnx"), providers=cpu)
     dec = ort.InferenceSession(os.path.join(pkg, "decoder.onnx"), providers=cpu)
     names = [o.name for o in enc.get_outputs()]
-    cross = dict(zip(names, enc.run(None, {"audio_features": feats})))
+    half = enc.get_inputs()[0].type == "tensor(float16)"
+    cross = dict(zip(names, enc.run(None, {"audio_features": feats.astype(np.float16)
+                                           if half else feats})))
     B = feats.shape[0]
     feed = {"input_ids": np.array([PROMPT] * B, np.int32)}
     for i in range(LAYERS):
@@ -213,7 +219,8 @@ def ortgenai(pkg, feats, max_length):
         params = oga.GeneratorParams(model)
         params.set_search_options(max_length=max_length, batch_size=feats.shape[0])
         gen = oga.Generator(model, params)
-        gen.set_model_input("audio_features", feats)
+        half = pkg.endswith("_half")  # its encoder takes float16 features
+        gen.set_model_input("audio_features", feats.astype(np.float16) if half else feats)
         gen.append_tokens(np.array([PROMPT] * feats.shape[0], np.int32))
         while not gen.is_done():
             gen.generate_next_token()
@@ -250,7 +257,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         pkg = os.path.join(tmp, "pkg")
         write_package(pkg)
-        for name, B, together in (("batch 1", 1, False), ("batch 2, set_inputs", 2, True)):
+        half = os.path.join(tmp, "pkg_half")
+        write_package(half, half=True)
+        for name, B, together, pkg in (("batch 1", 1, False, pkg),
+                                       ("batch 2, set_inputs", 2, True, pkg),
+                                       ("float16 encoder input", 1, False, half)):
             feats = rng.standard_normal((B, MELS, 3000)).astype(np.float32)
             want, want_logits = oracle(pkg, feats, 24)
             got, got_logits, _ = ours(pkg, feats, 24, together)
@@ -262,6 +273,10 @@ def main():
                 failures.append(f"{name}: ours {got} vs onnxruntime's {want}, logits {worst:.3g}")
             if B == 2 and got[0] == got[1]:
                 failures.append(f"{name}: two feature sets gave the same ids")
+            if pkg.endswith("_half"):  # it wants float16 outputs with float16 inputs
+                print("  onnxruntime-genai: not compared (it takes a float16 encoder input "
+                      "only with float16 outputs)")
+                continue
             theirs, why = ortgenai(pkg, feats, 24)
             if theirs is None:
                 print(f"  onnxruntime-genai: {why}")
@@ -271,6 +286,7 @@ def main():
                 print(f"  onnxruntime-genai 0.18: ids {'equal' if theirs == got else 'DIFFERENT'}")
                 if theirs != got:
                     failures.append(f"{name}: onnxruntime-genai's ids {theirs}")
+        pkg = os.path.join(tmp, "pkg")
         feats = rng.standard_normal((1, MELS, 3000)).astype(np.float32)
         _, _, gen = ours(pkg, feats, 8)
         # a second request on the same generator: rewind_to(0), new features, the prompt
