@@ -34,6 +34,7 @@ import tempfile
 
 # the package maker and the clips (exits 77 without torch, onnx_ir or the builder)
 from check_whisper_builder import clip, make_package, np, og, torch
+from check_whisper_pipeline import EOT, specials, write_tokenizer
 try:
     import tokenizers
     from transformers import GenerationMixin
@@ -41,66 +42,7 @@ except ImportError as e:
     print(f"SKIP: {e} (this check needs tokenizers and transformers' GenerationMixin)")
     sys.exit(77)
 
-VOCAB = 51865
-EOT, SOT = 50257, 50258
-LANGS = ["en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar",
-         "sv", "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu",
-         "ta", "no", "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa",
-         "lv", "bn", "sr", "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn",
-         "bs", "kk", "sq", "sw", "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc",
-         "ka", "be", "tg", "sd", "gu", "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn",
-         "mt", "sa", "lb", "my", "bo", "tl", "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw",
-         "su"]  # 99 languages: ids 50259..50357
-
-
-def specials():
-    names = ["<|endoftext|>", "<|startoftranscript|>"] + [f"<|{x}|>" for x in LANGS] + [
-        "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>",
-        "<|notimestamps|>"] + [f"<|{i * 0.02:.2f}|>" for i in range(1501)]
-    assert len(names) == VOCAB - EOT, len(names)
-    return {n: EOT + i for i, n in enumerate(names)}
-
-
-def write_tokenizer(pkg):
-    """A byte-level BPE of 50257 entries (the 256 byte symbols, then two-symbol fillers no
-    merge reaches) with Whisper's special tokens at their ids."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
-        range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    alphabet = [chr(c) for c in cs]
-    vocab = {ch: i for i, ch in enumerate(alphabet)}
-    for a in alphabet:
-        for b in alphabet:
-            if len(vocab) == EOT:
-                break
-            vocab.setdefault(a + b, len(vocab))
-    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for s, i in specials().items()]
-    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-           "normalizer": None,
-           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                             "use_regex": True},
-           "post_processor": None,
-           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                       "use_regex": True},
-           "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                     "continuing_subword_prefix": "", "end_of_word_suffix": "",
-                     "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                     "vocab": vocab, "merges": []}}
-    with open(os.path.join(pkg, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump(tok, f, ensure_ascii=False)
-    with open(os.path.join(pkg, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|endoftext|>",
-                   "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
-                   "model_max_length": 448}, f)
-    return tokenizers.Tokenizer.from_file(os.path.join(pkg, "tokenizer.json"))
-
-
+SOT = 50258
 def hf_generate(model, feats, prompt_ids, max_length, num_beams=1):
     """transformers' greedy search (GenerationMixin, not Whisper's override, which adds its
     own logits processors: onnxruntime-genai applies none) from the decoder prompt."""

@@ -12,7 +12,9 @@ within TOL. Batch 1 and a batch of two feature sets; set_inputs with both names;
 features refused after the prompt, and features of the wrong bin count; `onnx-genai serve`
 refuses the package (when the CLI is beside the library); a second request on the same
 generator after rewind_to(0) equals a fresh one; float32 features for an encoder taking
-float16 are converted (onnxruntime fed them as float16). onnxruntime-genai
+float16 are converted (onnxruntime fed them as float16); processor(prompt, audios=...)
+gives onnxruntime-genai's input_ids (Whisper's special tokens written into a tokenizer.json
+here). onnxruntime-genai
 0.18 runs this package (its standard ops avoid the builder's Attention that onnxruntime
 crashes on): its ids must equal ours too (set_model_input("audio_features"),
 append_tokens); without it that part is skipped, saying so.
@@ -42,6 +44,67 @@ LAYERS, HEADS, HS, VOCAB, MELS = 2, 2, 8, 96, 80
 D = HEADS * HS
 EOS = 95
 PROMPT = [90, 91, 92]
+
+
+WHISPER_VOCAB, EOT = 51865, 50257  # Whisper's ids, for the processor's prompt check
+LANGS = ["en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar",
+         "sv", "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu",
+         "ta", "no", "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa",
+         "lv", "bn", "sr", "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn",
+         "bs", "kk", "sq", "sw", "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc",
+         "ka", "be", "tg", "sd", "gu", "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn",
+         "mt", "sa", "lb", "my", "bo", "tl", "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw",
+         "su"]  # 99 languages: ids 50259..50357
+
+
+def specials():
+    names = ["<|endoftext|>", "<|startoftranscript|>"] + [f"<|{x}|>" for x in LANGS] + [
+        "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>",
+        "<|notimestamps|>"] + [f"<|{i * 0.02:.2f}|>" for i in range(1501)]
+    assert len(names) == WHISPER_VOCAB - EOT, len(names)
+    return {n: EOT + i for i, n in enumerate(names)}
+
+
+def write_tokenizer(pkg):
+    """A byte-level BPE of 50257 entries (the 256 byte symbols, then two-symbol fillers no
+    merge reaches) with Whisper's special tokens at their ids."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
+        range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    alphabet = [chr(c) for c in cs]
+    vocab = {ch: i for i, ch in enumerate(alphabet)}
+    for a in alphabet:
+        for b in alphabet:
+            if len(vocab) == EOT:
+                break
+            vocab.setdefault(a + b, len(vocab))
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for s, i in specials().items()]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                             "use_regex": True},
+           "post_processor": None,
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                       "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                     "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                     "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                     "vocab": vocab, "merges": []}}
+    with open(os.path.join(pkg, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(pkg, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|endoftext|>",
+                   "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+                   "model_max_length": 448}, f)
+    import tokenizers
+    return tokenizers.Tokenizer.from_file(os.path.join(pkg, "tokenizer.json"))
+
 
 
 def init(name, arr):
@@ -251,6 +314,55 @@ def check_serve_refuses(pkg):
     return []
 
 
+def check_processor(tmp):
+    """processor(prompt, audios=...) against onnxruntime-genai 0.18's on one package (ours
+    written here: Whisper's special tokens, the builder's audio_processor_config.json): the
+    decoder prompt's input_ids equal, audio_features of the same shape. (The features'
+    values differ as measured in check_whisper_features.py: theirs are not
+    transformers'.)"""
+    try:
+        import onnxruntime_genai as oga
+    except ImportError:
+        print("SKIP the processor case: onnxruntime-genai is not installed")
+        return []
+    import wave
+    pkg = os.path.join(tmp, "pkg_proc")
+    write_package(pkg)
+    write_tokenizer(pkg)
+    ops = [{"operation": {"name": "audio_decoder", "type": "AudioDecoder"}},
+           {"operation": {"name": "STFT", "type": "STFTNorm",
+                          "attrs": {"n_fft": 400, "frame_length": 400, "hop_length": 160}}},
+           {"operation": {"name": "log_mel_spectrogram", "type": "LogMelSpectrum",
+                          "attrs": {"chunk_size": 30, "hop_length": 160, "n_fft": 400,
+                                    "n_mel": MELS}}}]
+    with open(os.path.join(pkg, "audio_processor_config.json"), "w") as f:
+        json.dump({"feature_extraction": {"sequence": ops}}, f)
+    wav = os.path.join(tmp, "tone.wav")
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        t = np.arange(32000) / 16000
+        w.writeframes(np.round(0.3 * np.sin(2 * np.pi * 440 * t) * 32767).astype("<i2").tobytes())
+    failures = []
+    ours_p = og.Model(pkg).create_multimodal_processor()
+    theirs_p = oga.Model(pkg).create_multimodal_processor()
+    for prompt in ("<|startoftranscript|><|en|><|transcribe|><|notimestamps|>",
+                   "<|startoftranscript|><|de|><|translate|>",
+                   "<|startoftranscript|><|ja|><|transcribe|><|0.00|>"):
+        a = ours_p(prompt, audios=og.Audios.open(wav))
+        b = theirs_p(prompt, audios=oga.Audios.open(wav))
+        ids_a, ids_b = a["input_ids"].as_numpy(), b["input_ids"].as_numpy()
+        fa, fb = a["audio_features"].as_numpy(), b["audio_features"].as_numpy()
+        same = ids_a.tolist() == ids_b.tolist() and fa.shape == fb.shape
+        print(f"processor {prompt!r}: input_ids {ids_a.tolist()} "
+              f"{'equal' if same else 'DIFFERENT: ' + str(ids_b.tolist())}, features {fa.shape}")
+        if not same:
+            failures.append(f"processor: {ids_a.tolist()} {fa.shape} vs onnxruntime-genai's "
+                            f"{ids_b.tolist()} {fb.shape}")
+    return failures
+
+
 def main():
     failures = []
     rng = np.random.default_rng(5)
@@ -306,6 +418,7 @@ def main():
         except og.OgError as e:
             print(f"features after the prompt refused: {e}")
         failures += check_serve_refuses(pkg)
+        failures += check_processor(tmp)
         try:
             ours(pkg, feats[:, :40], 8)
             failures.append("features of 40 mel bins taken by an 80-bin encoder")
