@@ -161,22 +161,25 @@ static inline vf v_sigmoid(vf x) {
     return VMIN(VSET(1.0f), VMAX(VSET(0.0f), r));
 }
 
-/* |x| < 0.625: x + x^3 Q(x^2). Above: 1 - 2 / (e^2|x| + 1), where the subtraction loses
- * at most a bit; |x| > 9.5 gives 1 exactly. */
+/* The hyperbolic tangent as onnxruntime computes it (MLAS's FMA3 / AVX-512 kernels, the
+ * rational approximation MLAS took from Eigen; its coefficients): x clamped to [-9, 9],
+ * odd polynomial p over even q by fused multiply-adds, then p / q. Like the sigmoid, not
+ * a fit of ours: Tanh, the tanh GELU and attention softcaps are onnxruntime's, whose bits
+ * an int8-quantizing MatMulNBits after them amplifies. NaN stays NaN. */
 static inline vf v_tanh(vf x) {
-    vf a = VABS(x), u = VMUL(a, a);
-    vf q = VSET(2.293378115e-03f);
-    q = VFMA(q, u, VSET(-8.344619535e-03f));
-    q = VFMA(q, u, VSET(2.176917903e-02f));
-    q = VFMA(q, u, VSET(-5.395930260e-02f));
-    q = VFMA(q, u, VSET(1.333330423e-01f));
-    q = VFMA(q, u, VSET(-3.333333433e-01f));
-    vf ys = VFMA(VMUL(a, u), q, a);
-    vf am = VMIN(a, VSET(9.5f));
-    vf e = v_exp(VADD(am, am));
-    vf yb = VSUB(VSET(1.0f), VDIV(VSET(2.0f), VADD(e, VSET(1.0f))));
-    vf y = VCOPYSIGN(VSEL(VLT(a, VSET(0.625f)), ys, yb), x);
-    return VSEL(VISNAN(x), x, y);
+    vf v = VMIN(VSET(9.0f), VMAX(VSET(-9.0f), x));
+    vf v2 = VMUL(v, v);
+    vf p = VFMA(v2, VSET(-2.76076847742355e-16f), VSET(2.00018790482477e-13f));
+    p = VFMA(p, v2, VSET(-8.60467152213735e-11f));
+    p = VFMA(p, v2, VSET(5.12229709037114e-08f));
+    p = VFMA(p, v2, VSET(1.48572235717979e-05f));
+    p = VFMA(p, v2, VSET(6.37261928875436e-04f));
+    p = VFMA(p, v2, VSET(4.89352455891786e-03f));
+    p = VMUL(p, v);
+    vf q = VFMA(v2, VSET(1.19825839466702e-06f), VSET(1.18534705686654e-04f));
+    q = VFMA(q, v2, VSET(2.26843463243900e-03f));
+    q = VFMA(q, v2, VSET(4.89352518554385e-03f));
+    return VDIV(p, q);
 }
 
 /* |x| < 1: x (2/sqrt(pi) + x^2 P(x^2)). Above: 1 - e^-x^2 Q(|x| - 2.4), Q fitted to erfc(x) e^(x^2) on
@@ -221,11 +224,12 @@ static inline vf gelu_erf_one(vf x) {
     return VFMA(h, v_erf(VMUL(x, VSET(0.70710678118654752f))), h);
 }
 
+/* onnxruntime's tanh GELU: u = x (C x x + B) with each product and the sum rounded
+ * (B = sqrt(2/pi), C = 0.044715 B), then (x / 2) (tanh(u) + 1). */
 static inline vf gelu_tanh_one(vf x) {
-    vf h = VMUL(VSET(0.5f), x);
-    vf u = VMUL(VMUL(VSET(0.79788456080286536f), x),
-                VFMA(VMUL(VSET(0.044715f), x), x, VSET(1.0f)));
-    return VFMA(h, v_tanh(u), h);
+    vf u = VMUL(x, VADD(VMUL(VMUL(VSET(0.035677408136300125f), x), x),
+                        VSET(0.7978845608028654f)));
+    return VMUL(VMUL(VSET(0.5f), x), VADD(v_tanh(u), VSET(1.0f)));
 }
 
 /* Applies F (a macro of one vf) to n floats: whole vectors, then the tail through a

@@ -112,7 +112,17 @@ TEST(vmath_sigmoid_sweep) {
     printf("  vmath[%s] sigmoid    max abs error %.3g (at %.9g)\n", vmath_isa(), e, (double)w);
     CHECK(e <= 2e-7);
 }
-TEST(vmath_tanh_sweep) { SWEEP("tanh", vtanh_f32, ref_tanh, 0, INFINITY, 2.0); }
+/* The tanh is onnxruntime's too (MLAS's rational approximation, vmath.c): a few ulp over
+ * the normal range; near the smallest normals the odd polynomial's product underflows,
+ * so there the bound is an absolute one. Its bits are held to onnxruntime's by the
+ * contrib_llm ort-order cases. */
+TEST(vmath_tanh_sweep) {
+    SWEEP("tanh", vtanh_f32, ref_tanh, 1e-30, INFINITY, 6.0);
+    float w = 0;
+    double e = sweep_as(vtanh_f32, ref_tanh, 0, 1e-30, &w, true);
+    printf("  vmath[%s] tanh tiny  max abs error %.3g (at %.9g)\n", vmath_isa(), e, (double)w);
+    CHECK(e <= 1e-37);
+}
 TEST(vmath_erf_sweep) { SWEEP("erf", verf_f32, ref_erf, 0, INFINITY, 2.0); }
 /* SiLU and GELU: x * f(x) adds a rounding (and below -87 SiLU scales a subnormal
  * sigmoid up, so the bound holds to |x| <= 80); GELU's 1 + erf cancels for x below about -1,
@@ -138,7 +148,9 @@ TEST(vmath_special_values) {
     CHECK(y[9] == 0 && y[10] == 0 && y[11] == 1 && isinf(y[13]) && y[14] == 0);
     vtanh_f32(x, y, N);
     CHECK(y[0] == 0 && !signbit(y[0]) && y[1] == 0 && signbit(y[1]));
-    CHECK(y[2] == 1 && y[3] == -1 && isnan(y[4]) && y[11] == 1e-40f && y[12] == -1e-40f);
+    CHECK(y[2] == 1 && y[3] == -1 && isnan(y[4]));
+    /* a subnormal: MLAS's polynomial rounds in the subnormals (within 1e-43 of x) */
+    CHECK(fabsf(y[11] - 1e-40f) < 1e-43f && y[12] == -y[11]);
     CHECK(y[13] == 1 && y[14] == -1);
     verf_f32(x, y, N);
     CHECK(y[0] == 0 && signbit(y[1]) && y[2] == 1 && y[3] == -1 && isnan(y[4]));
