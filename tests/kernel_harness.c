@@ -4,6 +4,8 @@
 #include <string.h>
 
 threadpool *kh_pool;
+const uint8_t *kh_row_forms;
+int64_t kh_n_row_forms;
 
 static og_status *kh_output(kernel_ctx *c, int i, og_dtype dt, int rank, const int64_t *dims,
                             tensor **o) {
@@ -34,7 +36,8 @@ og_status *kh_call_ex(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs,
                           .n_outputs = nout, .pool = kh_pool, .output = kh_output,
                           .scratch = kh_scratch, .exec = r, .where = "test",
                           .hold = kh_scratch /* both live until kh_free */,
-                          .graph = g, .paged_kv = paged_kv};
+                          .graph = g, .paged_kv = paged_kv, .row_forms = kh_row_forms,
+                          .n_row_forms = kh_n_row_forms};
     return fn(&r->ctx);
 }
 

@@ -17,6 +17,10 @@ typedef struct kh_run {
 
 /* The pool kernels get (NULL: inline); tests of parallel paths set it. */
 extern threadpool *kh_pool;
+/* The row forms kernels get (kernel_ctx.row_forms; NULL: none), as the generator and the
+ * engine give them: tests of a token computed in other runs than its own set them. */
+extern const uint8_t *kh_row_forms;
+extern int64_t kh_n_row_forms;
 
 /* Calls fn as a node of the given opset with these attributes and inputs. */
 og_status *kh_call(kh_run *r, kernel_fn fn, int64_t opset, graph_attr *attrs, int na,

@@ -595,7 +595,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     }
     gqa_tiles tiles = {.dt = direct ? kdt : OG_FLOAT32, .fixed = direct ? j.fixed : NULL, .N = N, .KV = KV, .D = D, .scale = j.scale,
                     .softcap = j.softcap, .smooth = j.smooth, .sink = j.sink, .q = j.qrot,
-                    .q_ld = N * D, .out = outf, .n_seqs = (int)B, .seqs = ts,
+                    .q_ld = N * D, .out = outf, .n_tokens = B * S, .n_seqs = (int)B, .seqs = ts,
                     .range = gqa_tile_range, .bias = j.abias ? gqa_tile_bias : NULL, .arg = &j};
     OG_TRY(gqa_tiles_run(ctx, &tiles));
     cpu_out_f32_done(out, outf);

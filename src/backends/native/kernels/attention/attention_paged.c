@@ -205,7 +205,7 @@ og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer, const kv_fixed *fixed) {
     }
     gqa_tiles tl = {.dt = j.dt, .fixed = fixed, .N = N, .KV = KV, .D = D, .scale = g.scale,
                     .softcap = g.softcap, .smooth = g.smooth, .sink = g.sink, .q = j.qrot,
-                    .q_ld = N * D, .out = outf, .n_seqs = pk->n_seqs, .seqs = ts,
+                    .q_ld = N * D, .out = outf, .n_tokens = j.B * j.S, .n_seqs = pk->n_seqs, .seqs = ts,
                     .range = pg_range, .arg = &j};
     OG_TRY(gqa_tiles_run(ctx, &tl));
     cpu_out_f32_done(out, outf);

@@ -15,6 +15,7 @@
 #include "backends/native/kernels/attention/attention_tiles.h"
 
 #include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/attention_ort.h"
 #include "backends/native/kernels/attention/kv_rows.h"
 
 #include "backends/native/kernels/kernel_util.h"
@@ -388,6 +389,7 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
 }
 
 og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
+    if (gqa_ort_applies(t)) return gqa_ort_run(ctx, t);
     tl_job j = {.t = t, .R = t->N / t->KV,
                 .row_bytes = t->fixed ? kv_fixed_row_bytes(t->fixed, t->D)
                                       : kv_row_bytes(t->dt, t->D)};

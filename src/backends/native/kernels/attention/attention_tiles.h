@@ -1,6 +1,8 @@
 /* The attention arithmetic GroupQueryAttention shares between its contiguous caches and
  * the serving engine's paged cache: softmax(scale q.k [softcap, bias]) . v over key
- * tiles of fixed absolute positions, merged in order.
+ * tiles of fixed absolute positions, merged in order. gqa_tiles_run hands float32 caches
+ * without softcap, bias or sinks to onnxruntime's own order (attention_ort.h), which
+ * keeps the invariance below through the row forms; the tiles compute the rest.
  *
  * Batch invariance. A query's output depends only on its own (rotated) query, the keys
  * and values of its sequence, and the key range it sees, never on how many queries,
@@ -49,6 +51,7 @@ typedef struct gqa_tiles {
     const float *q;         /* rotated queries: token t, head h at q + t * q_ld + h * D */
     int64_t q_ld;
     float *out;             /* token t, head h at out + t * N * D + h * D */
+    int64_t n_tokens;       /* query rows of the whole run ([batch, sequence] flattened) */
     int n_seqs;
     const gqa_tiles_seq *seqs;
     /* The key positions [*lo, *hi] query row i (0-based in its sequence) sees; lo > hi:
