@@ -18,6 +18,10 @@
                  the other types and dtypes of the same (int4: MatMulNBits at
                  accuracy_level 4); the engine batches them all with state slots, which
                  their engine and serve tests check
+  window-gemma3-int4/  tools/make_model.py --type gemma3_text (seed 1, int4 level 4):
+                 sliding-window layers with window-sized caches beside full ones, so the
+                 engine's paged attention (all positions) meets the generator's window
+                 caches (the resident rows only) and both must give the same bits
 
 Usage: make_packages.py OUT. Exits 77 (skipped) when the shared stories260K checkpoint is
 missing."""
@@ -112,12 +116,13 @@ def main():
                               ("hybrid-qwen3_5-int4", "qwen3_5_text", "int4"),
                               ("hybrid-qwen3_5_moe", "qwen3_5_moe_text", "fp32"),
                               ("hybrid-qwen3_5_moe-int4", "qwen3_5_moe_text", "int4"),
-                              ("hybrid-lfm2-fp32", "lfm2", "fp32")):
+                              ("hybrid-lfm2-fp32", "lfm2", "fp32"),
+                              ("window-gemma3-int4", "gemma3_text", "int4")):
         d = os.path.join(out, sub)
         if not os.path.exists(os.path.join(d, "genai_config.json")):
             hybrid(d, mtype, dtype)
     print(f"wrote {out}: stories260K, tiny-int4, tiny-fp16, hybrid-qwen3_5(-int4), hybrid-qwen3_5_moe(-int4), "
-          "hybrid-lfm2(-fp32)")
+          "hybrid-lfm2(-fp32), window-gemma3-int4")
     return 0
 
 
