@@ -73,6 +73,15 @@ def main():
     prompt("window64_past500", 1, 1, 64, 40, past=500, local_window_size=64)
     prompt("d64_past600", 1, 1, 64, 5, past=600)
     prompt("d64_past800", 2, 1, 64, 8, past=800)
+    # a softcap: onnxruntime's plain path (scores by GEMM, libm's tanhf, p . V by its one-row
+    # kernel for a decode step and by GEMM for a prompt)
+    decode("softcap", 2, 1, 64, 40, softcap=5.0)
+    decode("softcap_d256_p300", 2, 1, 256, 300, softcap=30.0)
+    decode("softcap_window", 4, 2, 64, 100, softcap=2.0, local_window_size=16)
+    prompt("softcap", 2, 1, 64, 40, softcap=5.0)
+    prompt("softcap_past", 2, 1, 64, 7, past=20, softcap=5.0)
+    prompt("softcap_window", 1, 1, 64, 30, softcap=5.0, local_window_size=8)
+    prompt("softcap_d256", 1, 1, 256, 20, softcap=50.0)
     # the tanh family (MLAS's tanh under Tanh, the tanh GELU and FastGelu)
     x = (mc.rng.randn(3, 700) * 3).astype(F)
     x[0, :6] = [0.0, -0.0, 9.5, -12.0, 1e-20, 88.0]

@@ -484,15 +484,101 @@ static void run_block_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
     }
 }
 
+/* The values of keys [x0, x1] weighed by p (zero elsewhere) as MLAS's one-row kernel sums
+ * a decode step's product over all T keys: groups of four keys from key 0 (each product
+ * rounded, the group summed in order, then added onto the sum), then a pair and a single
+ * key for T mod 4. acc = the sum. */
+static void weighted_m1(const float *p, const float *const *v, int64_t x0, int64_t x1,
+                        int64_t T, int64_t D, float *restrict acc, float *restrict grp) {
+    for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
+    int64_t T4 = T - T % 4;
+    for (int64_t a = 0; a < T; ) {
+        int64_t len = a < T4 ? 4 : (T - a >= 2 && ((T - T4) & 2) && a == T4 ? 2 : 1);
+        if (a + len - 1 >= x0 && a <= x1) {
+            for (int64_t d = 0; d < D; d++) grp[d] = 0.0f;
+            for (int64_t x = a; x < a + len; x++) {
+                if (x < x0 || x > x1) continue; /* a zero weight adds a zero product */
+                const float *vx = v[x - x0];
+                float w = p[x - x0];
+                if (x == a)
+                    for (int64_t d = 0; d < D; d++) grp[d] = w * vx[d];
+                else
+                    for (int64_t d = 0; d < D; d++) grp[d] = grp[d] + w * vx[d];
+            }
+            for (int64_t d = 0; d < D; d++) acc[d] = grp[d] + acc[d];
+        }
+        a += len;
+    }
+}
+
+/* Rows [i0, i1) of kv head g when the node has a softcap: onnxruntime's plain path (no
+ * flash, no decode kernel): the scores a GEMM as a prompt block's (fused chains over d in
+ * K-stride pieces, times scale) over all T keys, then on the row's window
+ * cap * tanhf(x / cap) (libm's tanhf, as onnxruntime calls it), the softmax (MLAS's
+ * exponential and sum, lanes from the window's first key) and p = e * (1 / sum); then
+ * p . V as MLAS's one-row kernel sums it for a decode step, as its GEMM (chains over keys
+ * in K-stride pieces) for a prompt row. Worker memory: row pointers (4 T), scores (T),
+ * two D sums. */
+static void run_plain_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, int64_t i0,
+                           int64_t i1, float *w) {
+    const gqa_tiles *t = j->t;
+    int64_t D = t->D, R = j->R, T = s->keys, K0 = s->key0, TR = T - K0;
+    const float *kt = j->kt + j->kt_base[s - t->seqs] + g * D * TR;
+    const float **kp = (const float **)w, **vp = kp + TR;
+    float *sc = (float *)(vp + TR), *tmp = sc + TR, *acc = tmp + TR, *grp = acc + D;
+    int64_t skq = mlas_stride_k(T, D), skv = mlas_stride_k(D, T);
+    float cap = t->softcap;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t lo, hi;
+        if (!row_range(j, (int)(s - t->seqs), i, &lo, &hi)) continue;
+        int64_t n = hi - lo + 1;
+        bool alone = row_alone(j, s, i);
+        row_ptrs(j, s, g, lo, n, kp, vp);
+        for (int64_t r = 0; r < R; r++) {
+            const float *q = t->q + (s->tok0 + i) * t->q_ld + (g * R + r) * D;
+            for (int64_t d0 = 0; d0 < D; d0 += skq) {
+                int64_t d1 = d0 + skq < D ? d0 + skq : D;
+                float *c = d0 == 0 ? sc : tmp;
+                chains_across(q + d0, kt + d0 * TR + (lo - K0), TR, d1 - d0, n, c);
+                if (d0 == 0)
+                    for (int64_t x = 0; x < n; x++) sc[x] = sc[x] * t->scale;
+                else
+                    for (int64_t x = 0; x < n; x++) sc[x] = fmaf(tmp[x], t->scale, sc[x]);
+            }
+            for (int64_t x = 0; x < n; x++) sc[x] = tanhf(sc[x] / cap) * cap;
+            float mx = sc[0];
+            for (int64_t x = 1; x < n; x++) mx = sc[x] > mx ? sc[x] : mx;
+            exp_shift(sc, sc, n, mx);
+            float inv = 1.0f / lane_sum(sc, n, 0);
+            for (int64_t x = 0; x < n; x++) sc[x] = sc[x] * inv;
+            float *out = t->out + (s->tok0 + i) * t->N * D + (g * R + r) * D;
+            if (alone) {
+                weighted_m1(sc, vp, lo, hi, T, D, acc, grp);
+            } else {
+                for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
+                for (int64_t p0 = 0; p0 <= hi; p0 += skv) {
+                    int64_t x0 = p0 > lo ? p0 : lo, x1 = p0 + skv - 1 < hi ? p0 + skv - 1 : hi;
+                    if (x0 <= x1) weighted_piece(sc + (x0 - lo), vp + (x0 - lo), x1 - x0 + 1, D, acc);
+                }
+            }
+            memcpy(out, acc, sizeof(float) * (size_t)D);
+        }
+    }
+}
+
 static void run_task(const or_job *j, const or_task *tk, float *w) {
     const gqa_tiles *t = j->t;
     const gqa_tiles_seq *s = &t->seqs[tk->seq];
     int64_t D = t->D;
-    run_block_rows(j, s, tk->g, tk->i0, tk->i1, w);
+    bool plain = t->softcap > 0.0f;
+    if (plain)
+        run_plain_rows(j, s, tk->g, tk->i0, tk->i1, w);
+    else
+        run_block_rows(j, s, tk->g, tk->i0, tk->i1, w);
     for (int64_t i = tk->i0; i < tk->i1; i++) {
         int64_t lo, hi;
         bool vis = row_range(j, tk->seq, i, &lo, &hi);
-        if (vis && !row_alone(j, s, i)) continue;
+        if (vis && (plain || !row_alone(j, s, i))) continue;
         if (!vis) { /* no key: zero, as the tiles give */
             for (int64_t r = 0; r < j->R; r++)
                 memset(t->out + (s->tok0 + i) * t->N * D + (tk->g * j->R + r) * D, 0,
@@ -551,8 +637,10 @@ static bool tiles_forced(void) {
 }
 
 bool gqa_ort_applies(const gqa_tiles *t) {
-    return !tiles_forced() && t->dt == OG_FLOAT32 && !t->fixed && !(t->softcap > 0.0f) && !t->smooth && !t->sink &&
-           !t->bias;
+    /* with a softcap and a scale of exactly 1 onnxruntime's decode scores take MLAS's
+     * one-row kernel for a transposed B, whose order is not reproduced: the tiles */
+    if (t->softcap > 0.0f && t->scale == 1.0f) return false;
+    return !tiles_forced() && t->dt == OG_FLOAT32 && !t->fixed && !t->smooth && !t->sink && !t->bias;
 }
 
 og_status *gqa_ort_run(kernel_ctx *ctx, const gqa_tiles *t) {
@@ -592,6 +680,7 @@ og_status *gqa_ort_run(kernel_ctx *ctx, const gqa_tiles *t) {
         const gqa_tiles_seq *s = &t->seqs[i];
         bool prompt_rows = false;
         for (int64_t r = 0; r < s->n && !prompt_rows; r++) prompt_rows = !row_alone(&j, s, r);
+        prompt_rows |= t->softcap > 0.0f; /* the softcap path scores every row so */
         j.kt_base[i] = prompt_rows ? kt_floats : -1;
         if (prompt_rows) kt_floats += t->KV * D * (s->keys - s->key0);
     }
@@ -604,7 +693,8 @@ og_status *gqa_ort_run(kernel_ctx *ctx, const gqa_tiles *t) {
     /* a prompt block's panel, scores and piece sums, the rows' states; or a decode row's
      * scores and output sums */
     int64_t prompt = 4 * j.kvb + 2 * j.kvb + OQB * j.R * (D + 2),
-            alone = 4 * span + j.R * span + 2 * D + j.R;
+            alone = 4 * span + j.R * span + 2 * D + j.R, plain = 6 * span + 2 * D;
+    if (alone < plain) alone = plain;
     j.per_worker = (prompt > alone ? prompt : alone) + 16;
     int64_t workers = threadpool_size(ctx->pool);
     if (workers > ntasks) workers = ntasks;
