@@ -27,14 +27,14 @@
  *    start (per row), so that the update is S~ += (e^-G . k) d^T with no multiply by the
  *    decay; the decay is folded back into the block (S~ = e^G S~, G = 0) at the chunk's
  *    last token and whenever G would pass -30, where e^-G could overflow.
- * Small heads (d_k d_v below 4096) run instead exactly as onnxruntime's scalar loops run
- * them (la_head_ort): its bits feed MatMulNBits' int8 quantization at accuracy_level 4.
- * That holds on CPUs without AVX-512: on AVX-512 ones onnxruntime 1.31's results differ
- * in the last bits (its state update there matches fused multiply-adds, its readout no
- * order tried yet), and ours are those loops' still. (Larger heads onnxruntime runs
- * through MLAS's SGEMM, whose order is not reproduced: per output a fused multiply-add
- * chain over K in pieces of 256, each piece's sum added to the last, on the machines
- * checked.)
+ * Where onnxruntime's bits are known they are taken instead (they feed MatMulNBits' int8
+ * quantization at accuracy_level 4): on CPUs with AVX-512 F/BW/DQ/VL, the delta rules at
+ * value head sizes a multiple of 32 run as onnxruntime 1.31 runs them there
+ * (la_head_ort512); elsewhere small heads (d_k d_v below 4096) run as its scalar loops do
+ * (la_head_ort; on AVX-512 CPUs the rules without delta and other value sizes differ
+ * from onnxruntime in the last bits, its order there not found). Larger heads on CPUs
+ * without AVX-512 take the fast path below (onnxruntime runs them through MLAS's SGEMM,
+ * whose order for them is not reproduced).
  * Work is split over (batch, kv head) pairs; the state is float32 (the present buffer
  * itself when it is float32; past and present may be one buffer). This file is compiled
  * without contraction to fused multiply-adds (the fast path's are explicit). */
