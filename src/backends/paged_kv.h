@@ -59,6 +59,9 @@ typedef struct paged_kv {
     int n_seqs;
     const paged_kv_seq *seqs;
     int32_t *layer_runs;            /* [n_layers] or NULL: nodes run per layer */
+    /* [n_layers] or NULL: the capacity of the window-sized cache the generator keeps for
+     * the layer (0: one that grows), so that attention counts as it does there */
+    const int32_t *layer_swc_caps;
 } paged_kv;
 
 #endif

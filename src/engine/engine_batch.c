@@ -99,7 +99,8 @@ static og_status *run_rows(eng_engine *e, int R, int N, int W, int n_seqs, const
                    .head_size = e->pool->head_size, .block_size = e->pool->block_size,
                    .n_blocks = e->pool->n_blocks, .n_layers = e->pool->n_layers,
                    .layer_names = e->layer_names, .k = e->pool->k, .v = e->pool->v,
-                   .n_seqs = n_seqs, .seqs = e->pseqs, .layer_runs = e->layer_runs};
+                   .n_seqs = n_seqs, .seqs = e->pseqs, .layer_runs = e->layer_runs,
+                   .layer_swc_caps = e->layer_swc_caps};
     memset(e->layer_runs, 0, sizeof *e->layer_runs * (size_t)pk.n_layers);
     for (int i = 0; i < R * W; i++) e->mask[i] = 1;
     if (m->position_rank == 3) /* text tokens: the same position on every mRoPE axis */
@@ -319,6 +320,7 @@ og_status *eng_batch_init(eng_engine *e) {
     OG_TRY(kv_pool_create(n_layers, c0->heads, c0->head_size, c0->dtype, bs, (int32_t)blocks, &e->pool));
     e->layer_names = calloc((size_t)n_layers, sizeof *e->layer_names);
     e->layer_runs = calloc((size_t)n_layers, sizeof *e->layer_runs);
+    e->layer_swc_caps = calloc((size_t)n_layers, sizeof *e->layer_swc_caps);
     e->pseqs = calloc((size_t)e->o.max_batch + 1, sizeof *e->pseqs);
     int T = e->step_tokens;
     e->tok_cap = T;
@@ -335,15 +337,17 @@ og_status *eng_batch_init(eng_engine *e) {
     e->logit_rows = malloc(sizeof *e->logit_rows * ((size_t)e->o.max_batch + 1));
     e->groups = malloc(sizeof *e->groups * ((size_t)e->o.max_batch + 1));
     e->logits = malloc(esize(m->logits.dtype) * ((size_t)e->o.max_batch + 1) * (size_t)e->vocab + 64);
-    if (!e->layer_names || !e->layer_runs || !e->pseqs || !e->ids || !e->pos || !e->mask ||
+    if (!e->layer_names || !e->layer_runs || !e->layer_swc_caps || !e->pseqs || !e->ids || !e->pos || !e->mask ||
         !e->ids32 || !e->forms || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows ||
         !e->groups)
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
     OG_TRY(gen_step_io_init(&e->io, m));
     int l = 0;
     for (int i = 0; i < m->n_cache; i++)
-        if (m->cache[i].kind == GEN_CACHE_KV && !strcmp(m->cache[i].what, "key"))
+        if (m->cache[i].kind == GEN_CACHE_KV && !strcmp(m->cache[i].what, "key")) {
+            e->layer_swc_caps[l] = m->cache[i].window;
             e->layer_names[l++] = m->cache[i].past;
+        }
     e->batched = true;
     og_status *st = probe(e);
     if (st) e->batched = false;
@@ -355,6 +359,7 @@ void eng_batch_free(eng_engine *e) {
     e->pool = NULL;
     free(e->layer_names);
     free(e->layer_runs);
+    free(e->layer_swc_caps);
     free(e->pseqs);
     free(e->ids);
     free(e->pos);
@@ -370,7 +375,7 @@ void eng_batch_free(eng_engine *e) {
     eng_state_free(e);
     e->logit_rows = NULL;
     e->groups = NULL;
-    e->layer_names = NULL, e->layer_runs = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
+    e->layer_names = NULL, e->layer_runs = NULL, e->layer_swc_caps = NULL, e->pseqs = NULL, e->ids = e->pos = e->mask = NULL;
     e->ids32 = e->pos32 = e->mask32 = NULL, e->logits = NULL;
     e->forms = NULL;
     e->batched = false;

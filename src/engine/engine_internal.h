@@ -96,6 +96,7 @@ struct eng_engine {
     bool kv_codes;       /* the pool holds the codes of the attention nodes' own scales */
     const char **layer_names;
     int32_t *layer_runs;
+    int32_t *layer_swc_caps;  /* [layers]: the generator's window-sized cache capacity, or 0 */
     paged_kv_seq *pseqs;
     int64_t *ids, *pos, *mask;
     int32_t *ids32, *pos32, *mask32;

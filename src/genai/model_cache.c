@@ -87,8 +87,8 @@ static bool node_scaled(const og_session *s, const char *present) {
 
 /* A KV cache the attention op keeps window-sized (GroupQueryAttention with
  * sliding_window_cache=1 holds the last C >= local_window_size positions, evicting the
- * oldest): its capacity, the config's window plus cache_slack as onnxruntime-genai
- * allocates it (or the past input's fixed length). 0 for a cache that grows. */
+ * oldest): its capacity as onnxruntime-genai allocates it (below), or the past input's
+ * fixed length. 0 for a cache that grows. */
 static og_status *window_capacity(const og_model *m, const gen_stage *st, const og_value_info *past,
                                   const char *present, int *cap) {
     *cap = 0;
@@ -103,7 +103,14 @@ static og_status *window_capacity(const og_model *m, const gen_stage *st, const 
                          st->file, n->name, (long long)w);
     const gen_sliding_window *sw = &m->cfg->model.decoder.sliding_window;
     int64_t c = w > sw->window_size ? w : sw->window_size;
-    c += sw->cache_slack > 0 ? sw->cache_slack : 0;
+    /* onnxruntime-genai 0.18's capacity: the window plus cache_slack, or plus 16 when the
+     * slack is not positive, at most max_length (read back from its generator's caches:
+     * window 8 gives 24 rows at slack 0 or -1, 9 / 12 / 24 at slack 1 / 4 / 16, 20 at
+     * max_length 20). It sets the bits too: a decode step's sum counts from the cache's
+     * row 0, whose position follows the capacity. */
+    c += sw->cache_slack > 0 ? sw->cache_slack : 16;
+    if (m->cfg->search.max_length > 0 && c > m->cfg->search.max_length) c = m->cfg->search.max_length;
+    if (c < w) c = w; /* a max_length below the window: the window still fits */
     if (past->rank == 4 && past->dims[2] > 0) c = past->dims[2];
     if (c < w || c > (1 << 30))
         return og_errorf(OG_ERR_INVALID_MODEL, "%s: input '%s' holds %lld positions, fewer than "

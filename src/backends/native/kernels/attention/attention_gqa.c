@@ -108,12 +108,6 @@ static inline void slab_lengths(const gqa_job *j, int64_t b, int64_t *P, int64_t
     *T = (int64_t)j->seqlens[b] + 1 - base;
 }
 
-/* Rows a window-sized cache of capacity C keeps after T positions (see the top). */
-static inline int64_t swc_resident(int64_t T, int64_t C, int64_t W) {
-    if (T <= C) return T;
-    int64_t G = C - W + 1;
-    return T - G * ((T - C + G - 1) / G);
-}
 
 /* The new row i of entry b, kv head g, as float32 (the key rotated) into r. */
 static void gqa_new_row(const gqa_job *j, int pass, int64_t b, int64_t g, int64_t i, float *r) {
@@ -136,7 +130,7 @@ static void gqa_swc_kv_fn(void *arg, int64_t begin, int64_t end) {
     size_t row = j->row;
     for (int64_t bg = begin; bg < end; bg++) {
         int64_t b = bg / KV, g = bg % KV, T0 = past_len(j, b), T = j->seqlens[b] + 1;
-        int64_t L0 = T0 - j->base[b], L1 = swc_resident(T, C, j->window);
+        int64_t L0 = T0 - j->base[b], L1 = gqa_swc_resident(T, C, j->window);
         int64_t off = T - L1 - j->base[b]; /* slab row of present row 0 */
         float *tmp = j->rowbuf + bg * D;
         for (int pass = 0; pass < 2; pass++) {
@@ -346,7 +340,7 @@ static og_status *gqa_swc_setup(kernel_ctx *ctx, gqa_job *j, bool has_past) {
                                  "length %lld", (long long)b, j->seqlens[b],
                                  j->first ? "at most" : "at least", (long long)j->S);
         int64_t T0 = past_len(j, b);
-        base[b] = T0 - swc_resident(T0, j->M, j->window);
+        base[b] = T0 - gqa_swc_resident(T0, j->M, j->window);
     }
     j->base = base;
     return NULL;
@@ -590,6 +584,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
         const char *vb = direct ? (const char *)j.pres_v : (const char *)j.vs;
         ts[b] = (gqa_tiles_seq){.tok0 = b * S, .n = S, .key0 = base,
                                 .keys = (int64_t)j.seqlens[b] + 1,
+                                .swc_cap = j.swc ? j.window_cap : 0, .swc_window = j.window,
                                 .kbase = kb + (size_t)b * per_b, .vbase = vb + (size_t)b * per_b,
                                 .block_size = j.Tk, .block_bytes = per_b};
     }

@@ -12,7 +12,9 @@
  *            added; the lanes summed as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)))
  *            times scale;
  *   e      = exp(score - max) by MLAS's exponential (below); their sum in sixteen lanes
- *            (key lo + i in lane i mod 16, in order), the lanes folded as MLAS folds them;
+ *            (the key in the cache's row r in lane r mod 16: row r is position r, or with
+ *            a window-sized cache the r-th oldest it holds), the lanes folded as MLAS
+ *            folds them;
  *   out    = (sum over the keys in order of e * v, each product rounded) * (1 / sum).
  *
  * A run of several tokens - MLAS's flash attention: keys in blocks of
@@ -364,6 +366,10 @@ static void run_alone(const or_job *j, const gqa_tiles_seq *s, int64_t g, int64_
     const float **kp = (const float **)w, **vp = kp + n;
     float *sc = (float *)(vp + n), *acc = sc + R * n, *inv = acc + 2 * D;
     row_ptrs(j, s, g, lo, n, kp, vp);
+    /* the sum's lanes count from the cache's row 0: position 0, or with a window-sized cache
+     * the oldest position it holds once this token is written */
+    int64_t lane0 =
+        s->swc_cap > 0 ? hi + 1 - gqa_swc_resident(hi + 1, s->swc_cap, s->swc_window) : 0;
     for (int64_t r = 0; r < R; r++) {
         const float *q = t->q + (s->tok0 + i) * t->q_ld + (g * R + r) * D;
         float *sr = sc + r * n;
@@ -374,7 +380,7 @@ static void run_alone(const or_job *j, const gqa_tiles_seq *s, int64_t g, int64_
         float mx = sr[0];
         for (int64_t y = 1; y < n; y++) mx = sr[y] > mx ? sr[y] : mx;
         exp_shift(sr, sr, n, mx);
-        inv[r] = 1.0f / lane_sum(sr, n, 0);
+        inv[r] = 1.0f / lane_sum(sr, n, (lo - lane0) & 15);
     }
     float *out = t->out + (s->tok0 + i) * t->N * D + g * R * D;
     for (int64_t r = 0; r < R; r += 2) {

@@ -200,6 +200,8 @@ og_status *cpu_gqa_paged(kernel_ctx *ctx, int layer, const kv_fixed *fixed) {
         const paged_kv_seq *s = &pk->seqs[i];
         ts[i] = (gqa_tiles_seq){.tok0 = pg_token(&j, s, 0), .n = s->n, .key0 = 0,
                                 .keys = (int64_t)s->past + s->n, .kbase = j.kpool,
+                                .swc_cap = pk->layer_swc_caps ? pk->layer_swc_caps[layer] : 0,
+                                .swc_window = j.window,
                                 .vbase = j.vpool, .blocks = s->blocks,
                                 .block_size = pk->block_size, .block_bytes = j.block_bytes};
     }

@@ -30,6 +30,11 @@ enum { GQA_TILE = 256 };
 typedef struct gqa_tiles_seq {
     int64_t tok0, n;      /* query rows tok0 .. tok0 + n of the flat [tokens] order */
     int64_t key0, keys;   /* key positions [key0, keys) are held */
+    /* A window-sized cache as onnxruntime keeps it (sliding_window_cache=1): its capacity C
+     * and window W (0, 0: a cache that grows). Its row 0 after position p is written holds
+     * position p + 1 - gqa_swc_resident(p + 1, C, W); a decode step's sum counts its lanes
+     * from that row (attention_ort.c). */
+    int64_t swc_cap, swc_window;
     /* Position p of kv head g: base + blocks[(p - key0) / block_size] * block_bytes +
      * (g * block_size + (p - key0) % block_size) * head_size elements (blocks NULL: block
      * 0), in rows of the storage dtype (kv_row_bytes each). */
@@ -61,6 +66,14 @@ typedef struct gqa_tiles {
     const float *(*bias)(const void *arg, int seq, int64_t i, int64_t h);
     const void *arg;
 } gqa_tiles;
+
+/* Rows a window-sized cache of capacity C keeps after T positions: all while T <= C, then
+ * it drops the oldest G = C - W + 1 at once whenever it is full (onnxruntime's contract). */
+static inline int64_t gqa_swc_resident(int64_t T, int64_t C, int64_t W) {
+    if (T <= C) return T;
+    int64_t G = C - W + 1;
+    return T - G * ((T - C + G - 1) / G);
+}
 
 /* Runs the tiles and the merge on ctx->pool, scratch from ctx. */
 og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t);
