@@ -55,6 +55,8 @@ def main():
     decode("d80_g3", 3, 1, 80, 50)
     decode("d8", 2, 1, 8, 40)
     decode("window16", 2, 1, 64, 100, local_window_size=16)
+    decode("window8_p37", 16, 4, 64, 37, local_window_size=8)  # the sum's lanes from row 0
+    decode("window8_batch", 16, 2, 32, 0, B=2, lens=[62, 45], local_window_size=8)
     decode("rotary", 4, 2, 64, 30, rotary_half=32, max_pos=64)
     decode("batch2", 4, 2, 64, 0, B=2, lens=[25, 9])
     decode("scale", 2, 1, 64, 40, scale=0.1)
