@@ -405,8 +405,6 @@ static void run_block_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
     int64_t D = t->D, R = j->R, kvb = j->kvb, T = s->keys, K0 = s->key0, TR = T - K0;
     const float **kp = (const float **)w, **vp = kp + kvb;
     float *sc = (float *)(vp + kvb), *tmp = sc + kvb, *st = tmp + kvb;
-    /* the sequence's held keys of head g laid across (see or_job.kt): kt[d * TR + p - K0] */
-    const float *kt = j->kt + j->kt_base[s - t->seqs] + g * D * TR;
     int64_t nrow = i1 - i0;
     int64_t lo[OQB], hi[OQB];
     bool any = false, alone[OQB];
@@ -424,6 +422,9 @@ static void run_block_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
         lmin = lo[i - i0] < lmin ? lo[i - i0] : lmin;
     }
     if (!any) return;
+    /* the sequence's held keys of head g laid across (see or_job.kt): kt[d * TR + p - K0]
+     * (made only for sequences with prompt rows) */
+    const float *kt = j->kt + j->kt_base[s - t->seqs] + g * D * TR;
     /* per (row, head): [0] m, [1] l, then o */
     int64_t sst = D + 2;
     for (int64_t k = 0; k < nrow * R; k++) st[k * sst + 1] = -1.0f; /* no block yet */
@@ -701,7 +702,8 @@ og_status *gqa_ort_run(kernel_ctx *ctx, const gqa_tiles *t) {
     int64_t prompt = 4 * j.kvb + 2 * j.kvb + OQB * j.R * (D + 2),
             alone = 4 * span + j.R * span + 2 * D + j.R, plain = 6 * span + 2 * D;
     if (alone < plain) alone = plain;
-    j.per_worker = (prompt > alone ? prompt : alone) + 16;
+    /* whole 64-byte lines per worker: its memory starts with row pointers */
+    j.per_worker = ((prompt > alone ? prompt : alone) + 16 + 15) / 16 * 16;
     int64_t workers = threadpool_size(ctx->pool);
     if (workers > ntasks) workers = ntasks;
     OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
