@@ -40,6 +40,9 @@ import numpy as np
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The CLI runs without the sanitizer runtime the sanitizer suite preloads into python3 (a
+# sanitized CLI carries its own: two are 'incompatible ASan runtimes').
+CLI_ENV = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 try:
@@ -161,7 +164,7 @@ def chat_checks(tmp, cli, pkg, vl_type, theirs_model, paths, eos):
     _, g1 = generate(ort_og, theirs_model, render([("user", IMG + "describe")]), [paths["a"]])
     r = subprocess.run([cli, "generate", "--chat", pkg, "--template-file", tpl, "-p", "describe",
                         "--image", paths["a"], "--json", "--max-new-tokens", str(STEPS)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=CLI_ENV)
     got = json.loads(r.stdout)["tokens"] if r.returncode == 0 else r.stderr
     report(got == answer(g1), f"{vl_type}, CLI generate --chat --image", got, answer(g1))
     # two turns of run, short answers (a random model's text of many tokens holds broken
@@ -173,7 +176,7 @@ def chat_checks(tmp, cli, pkg, vl_type, theirs_model, paths, eos):
     _, g2 = generate(ort_og, theirs_model, render(msgs), [paths["a"], paths["b"]], steps=2)
     lines = f"/image {paths['a']}\ndescribe\n/image {paths['b']}\nand this\n"
     r = subprocess.run([cli, "run", pkg, "--template-file", tpl, "--json", "--max-new-tokens", "2"],
-                       input=lines, capture_output=True, text=True)
+                       input=lines, capture_output=True, text=True, env=CLI_ENV)
     got = [json.loads(x)["tokens"] for x in r.stdout.splitlines()] if r.returncode == 0 \
         else r.stderr
     want = [answer(g1), answer(g2)]
@@ -211,7 +214,7 @@ def family(tmp, vl_type, paths):
         cmd = [cli, "generate", pkg, "-p", prompt, "--json", "--max-new-tokens", str(STEPS)]
         for f in files:
             cmd += ["--image", f]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=CLI_ENV)
         got = json.loads(r.stdout)["sequences"][0] if r.returncode == 0 else r.stderr
         want = ids + gen
         if gen and gen[-1] in eos:  # the CLI's sequence ends before the EOS it stopped on
