@@ -30,12 +30,14 @@ void gen_logits_to_f32(og_dtype dt, const void *src, size_t n, float *dst) {
 
 og_status *gen_step_io_init(gen_step_io *io, const og_model *m) {
     memset(io, 0, sizeof *io);
-    int n = 1;
+    int n = 1, outs = 1;
     for (int s = 0; s < m->n_stages; s++) {
         n = m->stages[s].n_feeds > n ? m->stages[s].n_feeds : n;
-        n = m->stages[s].n_outs > n ? m->stages[s].n_outs : n;
+        outs = m->stages[s].n_outs > outs ? m->stages[s].n_outs : outs;
     }
+    n = outs > n ? outs : n;
     io->max_io = n;
+    io->max_outs = outs;
     io->n_stages = m->n_stages;
     io->in_views = calloc((size_t)n, sizeof *io->in_views);
     io->out_views = calloc((size_t)n, sizeof *io->out_views);
@@ -45,7 +47,7 @@ og_status *gen_step_io_init(gen_step_io *io, const og_model *m) {
     io->in_names = calloc((size_t)n, sizeof *io->in_names);
     io->out_names = calloc((size_t)n, sizeof *io->out_names);
     io->out_of = calloc((size_t)n, sizeof *io->out_of);
-    io->vals = calloc((size_t)m->n_stages * GEN_STEP_MAX_OUTS + 1, sizeof *io->vals);
+    io->vals = calloc((size_t)m->n_stages * (size_t)outs + 1, sizeof *io->vals);
     if (!io->in_views || !io->out_views || !io->ins || !io->outs || !io->in_owned ||
         !io->in_names || !io->out_names || !io->out_of || !io->vals) {
         gen_step_io_free(io);
@@ -128,7 +130,7 @@ static og_status *feed_tensor(const og_model *m, const gen_step_io *io,
                              "generator)", m->dir, f->name);
         return c->cross(c->ctx, f->index, slot, out);
     case GEN_SRC_VALUE: {
-        const og_tensor *v = io->vals[f->index * GEN_STEP_MAX_OUTS + f->out];
+        const og_tensor *v = io->vals[f->index * io->max_outs + f->out];
         if (!v)
             return og_errorf(OG_ERR_INVALID_MODEL, "%s: '%s' is needed, but the stage that "
                              "makes it did not run in this step", m->dir, f->name);
@@ -146,7 +148,7 @@ static void release(gen_step_io *io, gen_step_logits *lg) {
         io->ins[k] = io->outs[k] = NULL;
         io->in_owned[k] = false;
     }
-    for (int k = 0; k < io->n_stages * GEN_STEP_MAX_OUTS; k++) {
+    for (int k = 0; k < io->n_stages * io->max_outs; k++) {
         og_tensor_free(io->vals[k]);
         io->vals[k] = NULL;
     }
@@ -207,11 +209,6 @@ og_status *gen_step_run(og_model *m, gen_step_io *io, const gen_step_tokens *tk,
     for (int s = 0; s < m->n_stages && !st; s++) {
         const gen_stage *sg = &m->stages[s];
         if ((tk->n > 1 && !sg->on_prompt) || (tk->n == 1 && !sg->on_token)) continue;
-        if (sg->n_outs > GEN_STEP_MAX_OUTS) {
-            st = og_errorf(OG_ERR_UNSUPPORTED, "%s: %s has more than %d outputs", m->dir,
-                           sg->file, GEN_STEP_MAX_OUTS);
-            break;
-        }
         int ni, no;
         og_output_rows sel = {NULL, NULL, 0};
         st = bind_stage(m, io, tk, c, lg, sg, &ni, &no, &sel);
@@ -234,7 +231,7 @@ og_status *gen_step_run(og_model *m, gen_step_io *io, const gen_step_tokens *tk,
             bool view = t == &io->out_views[k];
             io->outs[k] = NULL;
             if (o->sink == GEN_SINK_VALUE) {
-                io->vals[s * GEN_STEP_MAX_OUTS + io->out_of[k]] = t;
+                io->vals[s * io->max_outs + io->out_of[k]] = t;
                 continue;
             }
             if (o->sink == GEN_SINK_LOGITS) {

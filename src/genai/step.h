@@ -16,9 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The most outputs of one stage (a stage's values are kept per (stage, output)). */
-enum { GEN_STEP_MAX_OUTS = 64 };
-
 /* A run's token inputs, staged by the caller: input_ids [rows, n], attention_mask
  * [rows, mask_cols], position_ids [rows, n], or [3, rows, n] for mRoPE (all three axes
  * staged: axis a at pos + a * rows * n). The int32 arrays, each as long as its int64
@@ -85,12 +82,14 @@ typedef struct gen_step_logits {
 /* The arrays a run hands to og_session_run, made once per generator or engine. */
 typedef struct gen_step_io {
     int max_io;                   /* the most feeds or outputs of any stage */
+    int max_outs;                 /* the most outputs of any stage: vals' stride */
     og_tensor *in_views, *out_views; /* [max_io] tensor structs that views are made in */
     og_tensor **ins, **outs;      /* [max_io] */
     bool *in_owned;               /* [max_io] ins[k] was made for this run: free it */
     const char **in_names, **out_names;
     int *out_of;                  /* [max_io] which of the stage's outputs outs[k] is */
-    og_tensor **vals;             /* [n_stages * GEN_STEP_MAX_OUTS] values later stages read */
+    og_tensor **vals;             /* [n_stages * max_outs] values later stages read,
+                                     (stage, output) at stage * max_outs + output */
     int n_stages;
 } gen_step_io;
 
