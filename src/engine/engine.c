@@ -307,9 +307,6 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     }
     if (opt.per_sequence) {
         snprintf(e->note, sizeof e->note, "per-sequence mode was asked for");
-    } else if (opt.spec_ngram > 0 || opt.spec_mtp) {
-        snprintf(e->note, sizeof e->note, "speculative decoding runs one generator per "
-                 "sequence (a batched verification is not built)");
     } else {
         og_status *why = eng_batch_init(e);
         if (why) {

@@ -61,10 +61,11 @@ typedef struct eng_options {
     bool prefix_cache;  /* reuse cached prompt blocks (true) */
     bool per_sequence;  /* force per-sequence mode (tests, comparisons) */
     /* Speculative decoding by prompt lookup or the package's MTP head
-     * (og_generator_params' speculative_* fields; ngram 0 and mtp false: off). It runs in
-     * per-sequence mode: each request's generator verifies its own drafts (a batched
-     * verification of every row's drafts is not built), so asking for it chooses that
-     * mode. */
+     * (og_generator_params' speculative_* fields; ngram 0 and mtp false: off). Batched
+     * mode verifies prompt-lookup drafts inside its steps, beside the other sequences'
+     * rows (engine_spec.c); an MTP head, and a model with recurrent/conv state or a
+     * LongRoPE width test, run per sequence: each request's generator verifies its own
+     * drafts. */
     int spec_ngram, spec_max_draft;
     bool spec_chained, spec_fixed, spec_mtp;
 } eng_options;
@@ -229,6 +230,9 @@ typedef struct eng_stats {
      * and the snapshots taken so far */
     int64_t state_slots_total, state_slots_used, state_snapshots;
     uint64_t state_snapshots_taken;
+    /* speculative decoding in batched mode: verifications run in steps, the tokens they
+     * drafted and those of them kept */
+    uint64_t spec_verifications, spec_drafted, spec_accepted;
 } eng_stats;
 
 void eng_get_stats(eng_engine *e, eng_stats *out);

@@ -302,6 +302,21 @@ og_status *eng_batch_init(eng_engine *e) {
     double limit = e->o.kv_memory ? (double)e->o.kv_memory - keep : gen_available_memory() / 4;
     e->state_reserve = eng_state_plan(m, &e->o, limit, &e->n_slots, &e->n_snaps);
     OG_TRY(eng_state_init(e));
+    /* drafted tokens are verified in the step's flat row; a state op would need the
+     * state at each drafted position, a width test (LongRoPE) a side per token: such
+     * models speculate per sequence, where the generator restores and recomputes */
+    if (e->o.spec_ngram > 0 || e->o.spec_mtp) {
+        if (e->o.spec_mtp)
+            return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding by an MTP head runs one "
+                             "generator per sequence (the head's hidden-state rows are not "
+                             "batched)");
+        if (e->hybrid || e->width_threshold >= 0)
+            return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding of a model with %s runs "
+                             "one generator per sequence", e->hybrid ? "recurrent/conv state"
+                             : "a LongRoPE width test");
+        e->spec = true;
+        e->spec_rows = eng_spec_rows(e);
+    }
     double want = (double)e->o.kv_memory;
     if (want <= 0) {
         want = (double)e->o.max_batch * (double)e->context * (double)pos_bytes;
@@ -333,13 +348,15 @@ og_status *eng_batch_init(eng_engine *e) {
     e->forms = malloc((size_t)T + 64);
     e->pos32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
     e->mask32 = malloc(sizeof(int32_t) * W + 64);
-    /* a step samples at most one token per sequence */
-    e->logit_rows = malloc(sizeof *e->logit_rows * ((size_t)e->o.max_batch + 1));
+    /* a step samples at most one token per sequence, and a verification's drafted ones */
+    size_t lrows = (size_t)e->o.max_batch + 1 + (size_t)e->spec_rows;
+    e->logit_rows = malloc(sizeof *e->logit_rows * lrows);
     e->groups = malloc(sizeof *e->groups * ((size_t)e->o.max_batch + 1));
-    e->logits = malloc(esize(m->logits.dtype) * ((size_t)e->o.max_batch + 1) * (size_t)e->vocab + 64);
+    e->logits = malloc(esize(m->logits.dtype) * lrows * (size_t)e->vocab + 64);
+    e->spec_seen = e->spec ? calloc((size_t)T + 1, 1) : NULL;
     if (!e->layer_names || !e->layer_runs || !e->layer_swc_caps || !e->pseqs || !e->ids || !e->pos || !e->mask ||
         !e->ids32 || !e->forms || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows ||
-        !e->groups)
+        !e->groups || (e->spec && !e->spec_seen))
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
     OG_TRY(gen_step_io_init(&e->io, m));
     int l = 0;
@@ -371,6 +388,10 @@ void eng_batch_free(eng_engine *e) {
     free(e->logits);
     free(e->logit_rows);
     free(e->groups);
+    free(e->spec_seen);
+    e->spec_seen = NULL;
+    e->spec = false;
+    e->spec_rows = 0;
     gen_step_io_free(&e->io);
     eng_state_free(e);
     e->logit_rows = NULL;
@@ -490,6 +511,7 @@ static void preempt(eng_engine *e, int i) {
     eng_unadmit(e, s);
     eng_batch_drop_blocks(e, s);
     s->step_n = 0;
+    s->n_draft = 0;
     pthread_mutex_lock(&e->mu);
     bool room = true;
     if (e->n_waiting == e->cap_waiting) {
@@ -592,11 +614,12 @@ static int chunk_of(const eng_engine *e, const eng_seq *s, int budget) {
 static int schedule(eng_engine *e) {
     int budget = e->step_tokens;
     const eng_sampling *g = e->step_group = step_group(e);
-    for (int i = 0; i < e->n_running; i++) e->running[i]->step_n = 0;
+    for (int i = 0; i < e->n_running; i++) e->running[i]->step_n = 0, e->running[i]->n_draft = 0;
     for (int i = 0; i < e->n_running && budget > 0; i++) {
         eng_seq *s = e->running[i];
         if (one_by_one(e, s) && same_group(&s->req->s, g)) s->step_n = 1, budget--;
     }
+    budget -= eng_spec_plan(e, budget); /* drafts verified beside the decode rows */
     for (int i = 0; i < e->n_running && budget > 0; i++) {
         eng_seq *s = e->running[i];
         if (!one_by_one(e, s) && same_group(&s->req->s, g)) {
@@ -633,6 +656,11 @@ static int schedule(eng_engine *e) {
         eng_seq *s = e->running[i];
         if (!s->step_n) continue;
         while (!grow_blocks(e, s)) {
+            if (s->n_draft > 0) { /* its drafts go before anyone is preempted */
+                s->step_n -= s->n_draft;
+                s->n_draft = 0;
+                continue;
+            }
             int victim = e->n_running - 1;
             preempt(e, victim);
             if (victim == i) break;
@@ -643,12 +671,78 @@ static int schedule(eng_engine *e) {
     return n;
 }
 
+/* After a verification: s ran its pending token and n_draft drafted ones. It chooses its
+ * tokens from their logits one by one as plain steps would (eng_choose: guidance, greedy
+ * or one draw of its generator), keeping drafted tokens while they equal the choice; the
+ * first that differs (or the bonus token after a wholly kept draft, an EOS, max_tokens,
+ * the context, a complete constrained output) ends the block. Its cache then ends after
+ * the kept tokens: the positions past them are written over by its next step, and blocks
+ * wholly past that go back to the pool. True when it ended (taken out of running). */
+static bool verify(eng_engine *e, int i) {
+    eng_seq *s = e->running[i];
+    int K = s->n_draft, kept = 0, emitted = 0;
+    s->n_draft = 0;
+    s->n_cached++; /* the pending token's keys and values */
+    register_blocks(e, s);
+    if (atomic_load(&s->req->cancel)) {
+        remove_running(e, i);
+        eng_finish_seq(e, s, ENG_FINISH_CANCELLED, NULL);
+        return true;
+    }
+    eng_finish why = ENG_RUNNING;
+    og_status *st = NULL;
+    for (int j = 0; j <= K; j++) {
+        eng_token t;
+        bool done = false;
+        st = eng_choose(e, s, logits_row(e, s->logit_row + j), &t);
+        if (!st && eng_is_eos(e, s, t.id)) {
+            why = ENG_FINISH_STOP;
+            break;
+        }
+        if (!st) st = eng_guide_advance(s, t.id, &done);
+        if (st) {
+            why = ENG_FINISH_ERROR;
+            break;
+        }
+        s->tokens[s->n_tokens++] = t.id;
+        eng_deliver(e, s, &t);
+        emitted++;
+        if (done || s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
+            why = done ? ENG_FINISH_STOP : ENG_FINISH_LENGTH;
+            break;
+        }
+        if (j == K || t.id != s->draft[j]) break;
+        kept++;
+        s->n_cached++; /* the drafted token is the chosen one: its keys and values stand */
+    }
+    gen_spec_verified(&s->spec, K, kept, emitted, 0);
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.spec_verifications++;
+    e->st.spec_drafted += (uint64_t)K;
+    e->st.spec_accepted += (uint64_t)kept;
+    pthread_mutex_unlock(&e->stats_mu);
+    if (why != ENG_RUNNING) {
+        remove_running(e, i);
+        eng_finish_seq(e, s, why, st ? og_status_message(st) : NULL);
+        og_status_free(st);
+        return true;
+    }
+    register_blocks(e, s);
+    for (int need = blocks_for(e, s->n_cached + 1); s->n_blocks > need;)
+        kv_pool_release(e->pool, s->blocks[--s->n_blocks]);
+    return false;
+}
+
 /* After a run: the cache grew; sequences at the end of their tokens choose the next. */
 static void advance(eng_engine *e) {
     for (int i = 0; i < e->n_running;) {
         eng_seq *s = e->running[i];
         if (!s->step_n) {
             i++;
+            continue;
+        }
+        if (s->n_draft > 0) {
+            if (!verify(e, i)) i++;
             continue;
         }
         s->n_cached += s->step_n;
@@ -681,6 +775,7 @@ static void advance(eng_engine *e) {
         }
         s->tokens[s->n_tokens++] = t.id;
         eng_deliver(e, s, &t);
+        if (s->spec_on) gen_spec_plain_step(&s->spec, t.id, 0); /* scores its shadow */
         /* a complete constrained output ends here, also at max_tokens: nothing was cut */
         if (done || s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
             remove_running(e, i);
@@ -776,7 +871,10 @@ void eng_batch_step(eng_engine *e) {
             }
             if (from >= to) continue;
             if (from == s->n_cached) s->logit_row = -1;
-            if (to == s->n_tokens) { /* it chooses a token after the step */
+            if (s->n_draft > 0) { /* a verification: every token's logits */
+                s->logit_row = n_rows;
+                for (int j = 0; j <= s->n_draft; j++) e->logit_rows[n_rows++] = T - T0 + j;
+            } else if (to == s->n_tokens) { /* it chooses a token after the step */
                 s->logit_row = n_rows;
                 e->logit_rows[n_rows++] = T - T0 + (to - from) - 1;
             }
@@ -784,8 +882,8 @@ void eng_batch_step(eng_engine *e) {
             /* each token in the form of its sequence's run alone: the whole prompt at
              * once, then one token per step */
             int prompt_len = s->n_tokens - s->n_gen;
-            for (int p = from; p < to; p++) {
-                e->ids[T - T0 + p - from] = s->tokens[p];
+            for (int p = from; p < to; p++) { /* a verification's drafts after its tokens */
+                e->ids[T - T0 + p - from] = p < s->n_tokens ? s->tokens[p] : s->draft[p - s->n_tokens];
                 e->pos[T - T0 + p - from] = p;
                 e->forms[T - T0 + p - from] = gen_step_form_at(p, prompt_len);
             }
@@ -793,8 +891,10 @@ void eng_batch_step(eng_engine *e) {
         }
         if (T == T0) continue;
         if (n_rows == rows0) e->logit_rows[n_rows++] = T - T0 - 1; /* only prompt chunks */
+        double t0 = eng_now();
         st = run_rows(e, 1, T - T0, C >= 0 ? W : T - T0, k, e->logit_rows + rows0, n_rows - rows0,
                       rows0, 0);
+        if (!st) eng_spec_timed(e, T - T0, eng_now() - t0);
     }
     if (st) { /* every sequence of the step ends with the error */
         for (int i = 0; i < e->n_running;) {

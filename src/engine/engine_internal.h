@@ -10,6 +10,7 @@
 #include "backends/paged_kv.h"
 #include "genai/model.h"
 #include "genai/search.h"
+#include "genai/speculative.h"
 #include "genai/step.h"
 
 #include <pthread.h>
@@ -67,6 +68,13 @@ struct eng_seq {
     enum { THINK_MAY, THINK_IN, THINK_DONE } think; /* under guidance with
                             eng_sampling.think: before the first token, inside the
                             reasoning block, or past it (the grammar applies) */
+    /* speculative decoding in batched mode (engine_spec.c): the acceptance estimate, the
+     * shadow draft and the counts (made at its first decode step: spec_on), and the
+     * tokens drafted after its pending one for this step (n_draft; step_n = 1 + n_draft) */
+    bool spec_on;
+    gen_spec spec;
+    int32_t draft[GEN_SPEC_MAX_DRAFT];
+    int n_draft;
 };
 
 struct eng_engine {
@@ -142,6 +150,15 @@ struct eng_engine {
     bool *slot_mark;     /* [n_slots] scratch of eng_state_gather */
     int n_snaps_held;    /* snapshots in use (snap_hash != 0) */
     uint64_t snaps_taken;
+    /* Speculative decoding in batched mode (engine_spec.c): prompt-lookup drafts verified
+     * within the step. spec_rows: logits rows for drafted tokens beyond one per sequence;
+     * the step's time as a function of its tokens, a decayed least-squares line over
+     * timed runs (sums of weight, tokens, seconds, tokens^2, tokens*seconds), the first
+     * run of each token count (which makes its plan) left out (spec_seen[tokens]). */
+    bool spec;
+    int spec_rows;
+    double spec_w, spec_x, spec_y, spec_xx, spec_xy;
+    uint8_t *spec_seen;  /* [tok_cap + 1] */
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */
     size_t gmask_words;
@@ -167,6 +184,16 @@ void eng_batch_free(eng_engine *e);
 void eng_batch_step(eng_engine *e);
 /* Gives back a sequence's blocks (last first). */
 void eng_batch_drop_blocks(eng_engine *e, eng_seq *s);
+
+/* engine_spec.c: speculative decoding in batched mode */
+/* Logits rows set aside for drafted tokens (0 without speculation). */
+int eng_spec_rows(const eng_engine *e);
+/* After the decode rows are scheduled (each running sequence with one pending token has
+ * step_n 1): drafts for the decoding sequences of the step's group where the cost model
+ * expects them to pay, within `budget` tokens; returns the tokens they take. */
+int eng_spec_plan(eng_engine *e, int budget);
+/* A run of T tokens took `seconds`. */
+void eng_spec_timed(eng_engine *e, int T, double seconds);
 
 /* engine_state.c: state slots and snapshots of hybrid models. A hybrid's prompt chunks
  * end at multiples of ENG_SNAP_ALIGN tokens where they can (a kernel that runs a long

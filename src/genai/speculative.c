@@ -53,8 +53,7 @@ int gen_spec_draft(const gen_spec_options *o, const int32_t *seq, int len, int m
     return 0;
 }
 
-/* Expected tokens decided by a verification of k drafts: 1 + a + a^2 + ... + a^k. */
-static double expected_tokens(double a, int k) {
+double gen_spec_expected(double a, int k) {
     double e = 0, p = 1;
     for (int i = 0; i <= k; i++, p *= a) e += p;
     return e;
@@ -108,7 +107,7 @@ int gen_spec_choose(gen_spec *s, int k) {
     int lo = s->o.min_k < 1 ? 1 : s->o.min_k < k ? s->o.min_k : k;
     for (int c = lo; c <= k; c++) {
         if (c != lo && c != k && (c & (c - 1))) continue;
-        double rate = expected_tokens(s->alpha, c) / (run_time(s, c + 1) + c * s->t_draft);
+        double rate = gen_spec_expected(s->alpha, c) / (run_time(s, c + 1) + c * s->t_draft);
         if (rate > best_rate) {
             best_rate = rate;
             best = c;
@@ -131,13 +130,16 @@ int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *
     if (max_k > s->o.max_draft) max_k = s->o.max_draft;
     int k = gen_spec_draft(&s->o, seq, len, max_k, out);
     int best = gen_spec_choose(s, k);
-    /* a plain step: the draft is scored as the shadow (unless one is being scored) */
-    if (best == 0 && k > 0 && s->shadow_at >= s->n_shadow) {
-        memcpy(s->shadow, out, sizeof *out * (size_t)k);
-        s->n_shadow = k;
-        s->shadow_at = 0;
-    }
+    if (best == 0) gen_spec_shadow(s, out, k); /* a plain step: the draft is its shadow */
     return best;
+}
+
+void gen_spec_shadow(gen_spec *s, const int32_t *draft, int k) {
+    if (k <= 0 || s->shadow_at < s->n_shadow) return; /* one is being scored */
+    if (k > GEN_SPEC_MAX_DRAFT) k = GEN_SPEC_MAX_DRAFT;
+    memcpy(s->shadow, draft, sizeof *draft * (size_t)k);
+    s->n_shadow = k;
+    s->shadow_at = 0;
 }
 
 void gen_spec_drafted(gen_spec *s, int k, double seconds) {

@@ -86,6 +86,14 @@ int gen_spec_choose(gen_spec *s, int k);
  * the draft in out[0..K); 0: take a plain step (a draft, if any, becomes the shadow). */
 int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *out);
 
+/* A draft of k tokens that a plain step follows instead of a verification: scored against
+ * the tokens plain steps choose (gen_spec_plain_step), unless one is being scored. */
+void gen_spec_shadow(gen_spec *s, const int32_t *draft, int k);
+
+/* Expected tokens decided by a verification of k drafts at acceptance a:
+ * 1 + a + a^2 + ... + a^k. */
+double gen_spec_expected(double a, int k);
+
 /* A draft model drafted k tokens in `seconds`. */
 void gen_spec_drafted(gen_spec *s, int k, double seconds);
 

@@ -47,6 +47,7 @@ GET(last_batch) GET(kv_blocks_total) GET(kv_blocks_used) GET(kv_blocks_cached)
 GET(prefix_lookups) GET(prefix_hits) GET(last_step_tokens) GET(plan_bytes) GET(plans_evicted)
 GET(kv_bytes_total) GET(kv_bytes_used) GET(state_slots_total) GET(state_slots_used)
 GET(state_snapshots) GET(state_snapshots_taken)
+GET(spec_verifications) GET(spec_drafted) GET(spec_accepted)
 #undef GET
 static double get_kv_ratio(const eng_stats *s) { /* blocks in batched mode, generators per sequence */
     return s->kv_bytes_total ? (double)s->kv_bytes_used / (double)s->kv_bytes_total : 0;
@@ -164,6 +165,12 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
            "cached prefix is usable up to one)", l, n, get_state_snapshots);
     family(&b, COUNTER, "og_state_snapshots_taken_total", "state snapshots taken at block "
            "boundaries", l, n, get_state_snapshots_taken);
+    family(&b, COUNTER, "og_spec_verifications_total", "speculative verifications run inside "
+           "batched steps (--speculative ngram)", l, n, get_spec_verifications);
+    family(&b, COUNTER, "og_spec_draft_tokens_total", "tokens drafted to those verifications", l,
+           n, get_spec_drafted);
+    family(&b, COUNTER, "og_spec_accepted_tokens_total", "drafted tokens kept (equal to the "
+           "tokens chosen)", l, n, get_spec_accepted);
     family(&b, GAUGE, "og_plan_bytes", "bytes of the execution plans the model's sessions cache "
            "(bounded by the plan memory budget)", l, n, get_plan_bytes);
     family(&b, COUNTER, "og_plan_evictions_total", "cached execution plans evicted for the plan "

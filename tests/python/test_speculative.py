@@ -437,7 +437,8 @@ def test_cli_generate_run_bench(og):
 
 
 def completion(args, prompt, max_tokens):
-    """A greedy /v1/completions answer from `onnx-genai serve ARGS` (and /health's mode)."""
+    """A greedy /v1/completions answer from `onnx-genai serve ARGS`, /health, and the
+    speculative counters of /metrics."""
     if not os.access(CLI, os.X_OK):
         pytest.skip(f"{CLI} is missing")
     p = subprocess.Popen([CLI, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
@@ -454,6 +455,11 @@ def completion(args, prompt, max_tokens):
         assert r.status == 200, answer
         c.request("GET", "/health")
         health = json.loads(c.getresponse().read())
+        c.request("GET", "/metrics")
+        metrics = c.getresponse().read().decode()
+        for name in ("verifications", "draft_tokens", "accepted_tokens"):
+            m = re.search(r"^og_spec_%s_total\{[^}]*\} (\S+)$" % name, metrics, re.M)
+            health[name] = float(m.group(1)) if m else None
         return answer["choices"][0]["text"], health
     finally:
         p.terminate()
@@ -461,12 +467,14 @@ def completion(args, prompt, max_tokens):
 
 
 def test_serve_speculative(og):
-    """serve --speculative ngram: each request's generator verifies its own drafts (the
-    per-sequence mode, which /health reports); the answer is the plain server's."""
+    """serve --speculative ngram: the batched engine verifies the drafts inside its steps
+    (/health says batched, /metrics counts verifications and kept drafts); the answer is
+    the plain server's."""
     pkg = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
     plain, _ = completion(["-m", pkg], STORY, 60)
     got, health = completion(["-m", pkg, "--speculative", "ngram", "--draft-fixed"], STORY, 60)
     assert got == plain
-    assert health.get("mode") != "batched", health
+    assert health.get("mode") == "batched", health
+    assert health["verifications"] > 0 and health["accepted_tokens"] > 0, health
     r = cli("serve", "-m", pkg, "--port", "0", "--speculative", "draft", "--draft-model", pkg)
     assert r.returncode != 0 and "ngram" in r.stderr, r.stderr

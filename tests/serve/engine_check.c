@@ -42,6 +42,18 @@
  *                     early): every request asks for ignore_eos and exactly its oracle's
  *                     max_tokens, EOS tokens included, and ends for its length; then each
  *                     again without ignore_eos must stop at its first EOS
+ *   --speculative N   the engine drafts by prompt lookup (ngram_size N; --draft-tokens K,
+ *                     --draft-fixed, --ngram-chained as serve takes them) and verifies the
+ *                     drafts inside its batched steps: the tokens must still be the oracle's
+ *   --want-verifications  fail unless drafts were verified and some of them kept
+ *   --repeat          each prompt's random tail comes twice (text a model may go on
+ *                     repeating: lookups find it, drafts get kept)
+ *   --eos-at K        the model's EOS becomes prompt 0's K-th greedy token (before the
+ *                     oracle runs: generator and engine alike stop on it), so that answers
+ *                     end early, also inside a verified block; fails unless some do
+ *   --sample          requests sample (temperature 0.8, top-k 40, seed 1000 + i); the oracle
+ *                     is the engine with one request at a time and no speculation (the
+ *                     same draws must give the same tokens)
  * Every case also checks the statistics against what the requests saw (counters, the
  * KV pool empty at the end, first-token latencies counted once per request).
  * Prints one line per request and a summary; exits 1 on any difference. */
@@ -65,7 +77,11 @@ static int fail(og_status *st) {
     return 2;
 }
 
-/* Prompt i: K shared tokens then a tail of 3 + 7i tokens, ids from a fixed stream. */
+/* --repeat: each prompt's tail is followed by a copy of itself */
+static bool repeat_tail;
+
+/* Prompt i: K shared tokens then a tail of 3 + 7i tokens, ids from a fixed stream (with
+ * --repeat, twice). */
 static int make_prompt(int i, int shared, int vocab, int32_t *out) {
     uint32_t s = 7;
     int n = 0;
@@ -78,6 +94,10 @@ static int make_prompt(int i, int shared, int vocab, int32_t *out) {
         s = s * 1103515245u + 12345u;
         out[n++] = 3 + (int32_t)((s >> 8) % (uint32_t)(vocab - 3));
     }
+    if (repeat_tail) {
+        memcpy(out + n, out + shared, sizeof *out * (size_t)(n - shared));
+        n += n - shared;
+    }
     return n;
 }
 
@@ -88,6 +108,20 @@ static double charge_short = -1e300;
 static int charge_runs;
 /* --guide */
 static const char *guide_type, *guide_data;
+/* --sample */
+static bool sample_mode;
+
+/* Request i's sampling (greedy unless --sample) with max_tokens new tokens. */
+static eng_sampling sampling_of(int i, int max_tokens) {
+    eng_sampling s = {.max_tokens = max_tokens, .top_p = 1, .logprobs = -1};
+    if (sample_mode) {
+        s.sample = true;
+        s.temperature = 0.8f;
+        s.top_k = 40;
+        s.seed = 1000u + (uint64_t)i;
+    }
+    return s;
+}
 
 static og_status *alone(og_model *m, const int32_t *prompt, int n, int max_new, int32_t *out, int *n_out) {
     og_generator_params p = og_generator_params_default(m);
@@ -162,14 +196,15 @@ static og_status *alone_think(og_model *m, const int32_t *prompt, int n, int32_t
 }
 
 /* The request alone through an engine of its own (no prefix cache). */
-static og_status *alone_engine(og_model *m, const eng_options *o, const int32_t *prompt, int n,
-                               int max_new, int32_t *out, int *n_out) {
+static og_status *alone_engine(og_model *m, const eng_options *o, int idx, const int32_t *prompt,
+                               int n, int max_new, int32_t *out, int *n_out) {
     eng_options one = *o;
     one.max_batch = 1;
     one.prefix_cache = false;
+    if (sample_mode) one.spec_ngram = 0; /* the oracle of sampling: plain steps */
     eng_engine *e;
     OG_TRY(eng_create(m, &one, &e));
-    eng_sampling s = {.max_tokens = max_new, .top_p = 1, .logprobs = -1};
+    eng_sampling s = sampling_of(idx, max_new);
     eng_request *r;
     char msg[256];
     if (eng_submit(e, prompt, n, &s, &r, msg, sizeof msg) != ENG_SUBMIT_OK) {
@@ -335,10 +370,10 @@ int main(int argc, char **argv) {
                         "[--backend native|ort] [--want-per-sequence]\n");
         return 2;
     }
-    int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0;
+    int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0, eos_at = -1;
     const char *ignore_file = NULL;
     bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
-         want_single = false, want_batched = false, think = false;
+         want_single = false, want_batched = false, think = false, want_verify = false;
     og_model_options mo = og_model_options_default();
     eng_options o = eng_options_default();
     for (int i = 2; i < argc; i++) {
@@ -361,6 +396,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--ignore-eos") && i + 1 < argc) ignore_file = v, i++;
         else if (!strcmp(a, "--guide") && i + 2 < argc) guide_type = v, guide_data = argv[i + 2], i += 2;
         else if (!strcmp(a, "--think")) think = true;
+        else if (!strcmp(a, "--speculative")) o.spec_ngram = atoi(v), i++;
+        else if (!strcmp(a, "--draft-tokens")) o.spec_max_draft = atoi(v), i++;
+        else if (!strcmp(a, "--draft-fixed")) o.spec_fixed = true;
+        else if (!strcmp(a, "--ngram-chained")) o.spec_chained = true;
+        else if (!strcmp(a, "--want-verifications")) want_verify = true;
+        else if (!strcmp(a, "--eos-at")) eos_at = atoi(v), i++;
+        else if (!strcmp(a, "--repeat")) repeat_tail = true;
+        else if (!strcmp(a, "--sample")) sample_mode = oracle_engine = true;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
         else if (!strcmp(a, "--kv-dtype") && !strcmp(v, "int8")) mo.kv_dtype = OG_INT8, i++;
@@ -372,7 +415,7 @@ int main(int argc, char **argv) {
         }
     }
     if (n_prompts < 1 || n_prompts > MAX_PROMPTS || rounds < 1 || (guide_type && oracle_engine) ||
-        (think && !guide_type))
+        (think && !guide_type) || (sample_mode && ignore_file))
         return 2;
     char cfg[4096];
     snprintf(cfg, sizeof cfg, "%s/genai_config.json", argv[1]);
@@ -427,9 +470,22 @@ int main(int argc, char **argv) {
         printf("oracle %s: %d prompts, %d EOS tokens in their answers with ignore_eos\n",
                ignore_file, n_prompts, n_eos);
     }
+    if (eos_at >= 0 && eos_at < MAX_NEW && !ignore_file && m->n_eos > 0) {
+        plen[0] = make_prompt(0, shared, m->vocab_size, prompts[0]);
+        m->n_eos = 0; /* no EOS: all MAX_NEW tokens */
+        st = alone(m, prompts[0], plen[0], MAX_NEW, want[0], &wlen[0]);
+        m->n_eos = 1;
+        if (st) return fail(st);
+        if (wlen[0] <= eos_at) {
+            printf("FAIL: prompt 0's answer has %d tokens (--eos-at %d)\n", wlen[0], eos_at);
+            return 1;
+        }
+        m->eos_ids[0] = want[0][eos_at];
+        printf("EOS: id %d (prompt 0's greedy token %d)\n", m->eos_ids[0], eos_at);
+    }
     for (int i = 0; i < n_prompts && !ignore_file; i++) {
         plen[i] = make_prompt(i, shared, m->vocab_size, prompts[i]);
-        if (oracle_engine) st = alone_engine(m, &o, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
+        if (oracle_engine) st = alone_engine(m, &o, i, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
         else if (think)
             st = alone_think(m, prompts[i], plen[i], want[i], &wlen[i], &think_open[i], &think_close[i]);
         else st = alone(m, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
@@ -476,11 +532,13 @@ int main(int argc, char **argv) {
     for (int round = 0; round < rounds; round++) {
         eng_request *req[MAX_PROMPTS];
         for (int i = 0; i < n_prompts; i++) {
-            eng_sampling s = {.max_tokens = ignore_file ? wlen[i] : MAX_NEW, .top_p = 1,
-                              .logprobs = -1, .ignore_eos = ignore_file != NULL,
-                              .guide = grammar, .guide_tokens = guide_tokens, .think = think,
-                              .think_open = think ? think_open[i] : -1,
-                              .think_close = think ? think_close[i] : -1};
+            eng_sampling s = sampling_of(i, ignore_file ? wlen[i] : MAX_NEW);
+            s.ignore_eos = ignore_file != NULL;
+            s.guide = grammar;
+            s.guide_tokens = guide_tokens;
+            s.think = think;
+            s.think_open = think ? think_open[i] : -1;
+            s.think_close = think ? think_close[i] : -1;
             char msg[256];
             if (eng_submit(e, prompts[i], plen[i], &s, &req[i], msg, sizeof msg) != ENG_SUBMIT_OK) {
                 fprintf(stderr, "engine-check: submit %d: %s\n", i, msg);
@@ -551,6 +609,21 @@ int main(int argc, char **argv) {
            (long long)es.kv_blocks_cached);
     bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
                        (uint64_t)with_tokens, eng_batched(e));
+    if (o.spec_ngram > 0)
+        printf("speculative: %llu verifications in steps, %llu tokens drafted, %llu kept\n",
+               (unsigned long long)es.spec_verifications, (unsigned long long)es.spec_drafted,
+               (unsigned long long)es.spec_accepted);
+    int ended_early = 0;
+    for (int i = 0; i < n_prompts; i++) ended_early += wlen[i] < MAX_NEW;
+    if (eos_at >= 0) printf("%d of %d answers end on EOS\n", ended_early, n_prompts);
+    if (eos_at >= 0 && ended_early == 0) {
+        printf("FAIL: no answer ends on the EOS (--eos-at)\n");
+        bad++;
+    }
+    if (want_verify && !(es.spec_verifications > 0 && es.spec_accepted > 0)) {
+        printf("FAIL: no drafted token was verified and kept\n");
+        bad++;
+    }
     if (cancel) bad += cancel_alone(e, prompts[0], plen[0]);
     if (ignore_file) {
         bad += stops_on_eos(e, n_prompts, prompts, plen, stop, slen, wlen);

@@ -1,0 +1,140 @@
+/* Speculative decoding in batched mode: prompt-lookup drafts verified inside the step.
+ *
+ * A decoding sequence whose text so far repeats itself (its last ngram_size - 1 tokens
+ * occur earlier in its prompt or output) may run its pending token and K drafted ones in
+ * the step, beside the other sequences' decode rows and prefill chunks: the weights are
+ * read once for all of them. Each drafted token runs in a decode step's form, so its
+ * logits are the bits a one-token step gives (batch invariance), and after the run the
+ * sequence chooses its tokens one by one exactly as plain steps would (eng_choose:
+ * guidance, greedy or one draw of its generator), keeping drafted tokens while they
+ * equal the choice (engine_batch.c, advance). Its KV positions past the kept ones are
+ * left as they are: the sequence's length says where its cache ends, the next step
+ * writes over them, and blocks wholly past it go back to the pool.
+ *
+ * The cost model. Each sequence keeps an acceptance estimate (gen_spec: decayed counts,
+ * drafts not verified scored against the tokens then chosen, the shadow), and the engine
+ * a line fitted to its runs' times against their tokens: t(T) = a + b T. With D decode
+ * rows in the step, planned in running order, a sequence gets the K among powers of two
+ * and its whole draft that maximises the step's expected tokens per second,
+ * (D + E(K) - 1) / t(T + K) with E(K) = 1 + a + ... + a^K, and only when that beats the
+ * step without it by 5 % of one row's tokens, (D + 0.05) / t(T); otherwise its draft
+ * becomes its shadow (the sequences planned before it count in D and T with their
+ * expected tokens). At batch 1 this is the
+ * generator's rule (gen_spec_choose). Until a run has been timed nothing is drafted; with
+ * too little spread in the timed token counts for a slope, an extra token is taken to
+ * cost 0.35 of a one-token step. Fixed K (spec_fixed) drafts whatever lookup finds. */
+#include "engine/engine_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* as speculative.c's: the factor a plan must beat a plain step by, the prior cost of an
+ * extra token relative to a one-token step, the decay of the timing sums */
+static const double GAIN_NEEDED = 1.05, PRIOR_EXTRA_PER_TOKEN = 0.35, TIME_DECAY = 0.95;
+/* logits rows for drafted tokens: at most this many bytes of them */
+static const double SPEC_ROW_BYTES = 64.0 * 1024 * 1024;
+
+int eng_spec_rows(const eng_engine *e) {
+    if (e->o.spec_ngram <= 0 || e->o.spec_mtp) return 0;
+    int k = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
+    if (k > GEN_SPEC_MAX_DRAFT) k = GEN_SPEC_MAX_DRAFT;
+    double rows = (double)e->o.max_batch * k, most = SPEC_ROW_BYTES / (4.0 * e->vocab);
+    if (rows > most) rows = most > k ? most : k;
+    return (int)rows;
+}
+
+void eng_spec_timed(eng_engine *e, int T, double seconds) {
+    if (!e->spec || T < 1 || T > e->tok_cap || seconds <= 0) return;
+    if (!e->spec_seen[T]) { /* the first run of a length makes its plan */
+        e->spec_seen[T] = 1;
+        return;
+    }
+    double x = T;
+    e->spec_w = TIME_DECAY * e->spec_w + 1;
+    e->spec_x = TIME_DECAY * e->spec_x + x;
+    e->spec_y = TIME_DECAY * e->spec_y + seconds;
+    e->spec_xx = TIME_DECAY * e->spec_xx + x * x;
+    e->spec_xy = TIME_DECAY * e->spec_xy + x * seconds;
+}
+
+/* The fitted line: *a + *b T seconds for a run of T tokens; false before any timed run. */
+static bool time_line(const eng_engine *e, double *a, double *b) {
+    if (e->spec_w <= 0) return false;
+    double mx = e->spec_x / e->spec_w, my = e->spec_y / e->spec_w;
+    double var = e->spec_xx / e->spec_w - mx * mx, cov = e->spec_xy / e->spec_w - mx * my;
+    /* a slope needs token counts that differ (a variance of a token or more) */
+    double slope = var >= 1 ? cov / var : -1;
+    if (!(slope > 0)) /* the prior: t(T) = t1 (1 + 0.35 (T - 1)) through the mean */
+        slope = PRIOR_EXTRA_PER_TOKEN * my / (1 + PRIOR_EXTRA_PER_TOKEN * (mx - 1));
+    *b = slope;
+    *a = my - slope * mx;
+    if (*a < slope) *a = slope; /* a run of one token costs at least an extra token */
+    return true;
+}
+
+/* Drafts of up to max_k tokens after s's text (prompt lookup). */
+static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
+    gen_spec_options o = {.ngram = e->o.spec_ngram - 1, .max_draft = max_k,
+                          .chained = e->o.spec_chained, .adaptive = !e->o.spec_fixed};
+    if (!s->spec_on) {
+        gen_spec_options so = o;
+        so.max_draft = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
+        gen_spec_init(&s->spec, &so);
+        s->spec_on = true;
+    }
+    return gen_spec_draft(&o, s->tokens, s->n_tokens, max_k, s->draft);
+}
+
+int eng_spec_plan(eng_engine *e, int budget) {
+    if (!e->spec) return 0;
+    int rows_left = e->spec_rows, used = 0, max_k = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
+    if (max_k > GEN_SPEC_MAX_DRAFT) max_k = GEN_SPEC_MAX_DRAFT;
+    /* the step as scheduled so far: its decode rows */
+    int D = 0;
+    for (int i = 0; i < e->n_running; i++) D += e->running[i]->step_n == 1;
+    double a = 0, b = 0;
+    bool timed = time_line(e, &a, &b);
+    double tokens = D, secs = timed ? a + b * D : 0;
+    /* drafts leave at least half of the budget after the decode rows to prefill */
+    int room = budget / 2;
+    for (int i = 0; i < e->n_running && room > 0 && rows_left > 0; i++) {
+        eng_seq *s = e->running[i];
+        s->n_draft = 0;
+        /* a decode step of a sequence that has generated: its one pending token is the
+         * last it chose */
+        if (s->step_n != 1 || s->n_gen < 1 || s->n_tokens - s->n_cached != 1) continue;
+        int k = max_k;
+        int by_len = s->req->s.max_tokens - s->n_gen - 1, by_ctx = e->context - s->n_tokens - 1;
+        if (k > by_len) k = by_len;
+        if (k > by_ctx) k = by_ctx;
+        if (k > room) k = room;
+        if (k > rows_left) k = rows_left;
+        if (k <= 0) continue;
+        k = draft_for(e, s, k);
+        if (k <= 0) continue;
+        int best = 0;
+        if (e->o.spec_fixed) {
+            best = k;
+        } else if (timed) {
+            /* the margin: 5 % of one row's share of the step */
+            double alpha = s->spec.alpha, best_rate = (tokens + GAIN_NEEDED - 1) / secs;
+            for (int c = 1; c <= k; c++) {
+                if (c != k && (c & (c - 1))) continue;
+                double rate = (tokens + gen_spec_expected(alpha, c) - 1) / (secs + b * c);
+                if (rate > best_rate) best_rate = rate, best = c;
+            }
+        }
+        if (best == 0) {
+            gen_spec_shadow(&s->spec, s->draft, k);
+            continue;
+        }
+        s->n_draft = best;
+        s->step_n = 1 + best;
+        tokens += gen_spec_expected(s->spec.alpha, best) - 1;
+        secs += b * best;
+        room -= best;
+        rows_left -= best;
+        used += best;
+    }
+    return used;
+}
