@@ -309,12 +309,19 @@ static og_status *run_alone(og_generator *g) {
  * the engine's chunked prefill relies on the same), the last position's logits only, no
  * state (its prompt path keeps snapshots) and no LongRoPE width test (a piece's mask
  * width would choose the short caches where the whole prompt chooses the long ones). */
-static bool prompt_in_pieces(const og_generator *g) {
-    const og_model *m = g->m;
-    if (!m->compact || m->snapshots || m->width_threshold >= 0 || g->p.all_logits) return false;
+/* Whether every stage's kernels take row forms, so that a prompt split into runs still
+ * computes each token as the whole prompt's run would (a backend without them, such as
+ * onnxruntime, computes the tokens of a later run as decode steps). */
+static bool stages_take_forms(const og_model *m) {
     for (int s = 0; s < m->n_stages; s++)
         if (!runtime_session_ops(m->stages[s].s)->set_row_forms) return false;
     return true;
+}
+
+static bool prompt_in_pieces(const og_generator *g) {
+    const og_model *m = g->m;
+    if (!m->compact || m->snapshots || m->width_threshold >= 0 || g->p.all_logits) return false;
+    return stages_take_forms(m);
 }
 
 og_status *gen_compute_logits(og_generator *g) {
@@ -359,9 +366,11 @@ og_status *gen_compute_logits(og_generator *g) {
         }
     }
     /* A prompt chunk of a model with state runs in two parts, keeping a snapshot before
-     * its last token so that rewinding to the end of the prompt costs one token. */
+     * its last token so that rewinding to the end of the prompt costs one token. Without
+     * row forms the prompt runs whole, as onnxruntime-genai runs it (a rewind into it
+     * then runs it again from the start). */
     run_spec rs = {.r0 = 0, .nr = g->rows, .n = n};
-    if (m->snapshots && g->rows == 1 && n > 1) {
+    if (m->snapshots && g->rows == 1 && n > 1 && stages_take_forms(m)) {
         /* both parts take their tokens' forms in the whole prompt's run */
         run_spec a = {.run_len = n, .r0 = 0, .nr = 1, .n = n - 1};
         OG_TRY(run_rows(g, &a));
