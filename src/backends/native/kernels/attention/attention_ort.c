@@ -195,41 +195,93 @@ static void row_ptrs(const or_job *j, const gqa_tiles_seq *s, int64_t g, int64_t
     }
 }
 
-/* Eight decode scores (dot8 each, see there) of q against keys k[0..8), D a multiple of
- * 8: the lanes of each key in a vector, then the pair tree across eight keys at once
- * (horizontal adds pair lanes 2i and 2i + 1, as the fold wants). */
-static void scores_alone8(const float *q, const float *const *k, int64_t D, float scale,
-                          float *out) {
 #if defined(__AVX2__)
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-           a7 = a0;
-    const float *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3], *k4 = k[4], *k5 = k[5],
-                *k6 = k[6], *k7 = k[7];
-    for (int64_t d = 0; d < D; d += 8) {
-        __m256 qv = _mm256_loadu_ps(q + d);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(qv, _mm256_loadu_ps(k0 + d)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(qv, _mm256_loadu_ps(k1 + d)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(qv, _mm256_loadu_ps(k2 + d)));
-        a3 = _mm256_add_ps(a3, _mm256_mul_ps(qv, _mm256_loadu_ps(k3 + d)));
-        a4 = _mm256_add_ps(a4, _mm256_mul_ps(qv, _mm256_loadu_ps(k4 + d)));
-        a5 = _mm256_add_ps(a5, _mm256_mul_ps(qv, _mm256_loadu_ps(k5 + d)));
-        a6 = _mm256_add_ps(a6, _mm256_mul_ps(qv, _mm256_loadu_ps(k6 + d)));
-        a7 = _mm256_add_ps(a7, _mm256_mul_ps(qv, _mm256_loadu_ps(k7 + d)));
-    }
-    /* per 128-bit half: keys x, x+1 lanes paired, then the pairs of pairs */
-    __m256 h01 = _mm256_hadd_ps(a0, a1), h23 = _mm256_hadd_ps(a2, a3);
-    __m256 h45 = _mm256_hadd_ps(a4, a5), h67 = _mm256_hadd_ps(a6, a7);
+/* The pair tree of eight keys' lane sums at once (horizontal adds pair lanes 2i and
+ * 2i + 1, as the fold wants), times the scale, into out[0..8). */
+static inline __attribute__((always_inline)) void fold8(const __m256 *a, float scale,
+                                                        float *out) {
+    __m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
+    __m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
     __m256 g0 = _mm256_hadd_ps(h01, h23), g1 = _mm256_hadd_ps(h45, h67);
+    /* per 128-bit half: keys x, x+1 lanes paired, then the pairs of pairs */
     __m256 lo = _mm256_permute2f128_ps(g0, g1, 0x20), hi = _mm256_permute2f128_ps(g0, g1, 0x31);
     _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_add_ps(lo, hi), _mm256_set1_ps(scale)));
-#else
-    for (int x = 0; x < 8; x++) out[x] = dot8(q, k[x], D) * scale;
+}
+
+/* Decode scores (dot8 each, see there) of q against keys k[0..n), n a multiple of 8, D =
+ * 8 NC: q held in NC registers across all keys, each key's lanes summed with one key
+ * pointer live at a time (eight pointers at once spill), eight keys folded together. */
+static inline __attribute__((always_inline)) void scores_q_held(const float *q,
+                                                                const float *const *k,
+                                                                int64_t n, float scale,
+                                                                float *out, const int NC) {
+    __m256 qv[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) qv[c] = _mm256_loadu_ps(q + 8 * c);
+    for (int64_t x = 0; x < n; x += 8) {
+        __m256 a[8];
+#pragma GCC unroll 8
+        for (int y = 0; y < 8; y++) {
+            const float *ky = k[x + y];
+            __m256 acc = _mm256_mul_ps(qv[0], _mm256_loadu_ps(ky));
+#pragma GCC unroll 16
+            for (int c = 1; c < NC; c++)
+                acc = _mm256_add_ps(acc, _mm256_mul_ps(qv[c], _mm256_loadu_ps(ky + 8 * c)));
+            a[y] = acc;
+        }
+        fold8(a, scale, out + x);
+    }
+}
 #endif
+
+/* Decode scores sr[x] = dot8(q, k[x]) * scale for x < n. */
+static void scores_alone(const float *q, const float *const *k, int64_t n, int64_t D,
+                         float scale, float *sr) {
+    int64_t x = 0, n8 = n & ~(int64_t)7;
+#if defined(__AVX2__)
+    if (D == 64) {
+        scores_q_held(q, k, n8, scale, sr, 8);
+        x = n8;
+    } else if (D == 128) {
+        scores_q_held(q, k, n8, scale, sr, 16);
+        x = n8;
+    } else if (D % 8 == 0) {
+        for (; x < n8; x += 8) {
+            __m256 a[8];
+            for (int y = 0; y < 8; y++) {
+                const float *ky = k[x + y];
+                __m256 acc = _mm256_setzero_ps();
+                for (int64_t d = 0; d < D; d += 8)
+                    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + d),
+                                                           _mm256_loadu_ps(ky + d)));
+                a[y] = acc;
+            }
+            fold8(a, scale, sr + x);
+        }
+    }
+#endif
+    for (; x < n; x++) sr[x] = dot8(q, k[x], D) * scale;
+}
+
+/* The largest of n scores (exact in any order). */
+static float max_of(const float *s, int64_t n) {
+    float mx = s[0];
+    int64_t i = 1;
+#if defined(__AVX512F__)
+    if (n >= 16) {
+        __m512 m = _mm512_loadu_ps(s);
+        for (i = 16; i + 16 <= n; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + i));
+        mx = _mm512_reduce_max_ps(m);
+    }
+#endif
+    for (; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+    return mx;
 }
 
 /* The sum over x < n in order of w[x] * v[x][.]: each product rounded then added (fused
- * false: a decode step's, acc = the sum) or fused chains (a piece of MLAS's GEMM with
- * beta 1: acc += the chain). Inlined with constant flags, one loop per use. */
+ * false: a decode step's, continued from acc, so that keys can come in blocks) or fused
+ * chains (a piece of MLAS's GEMM with beta 1: acc += the chain from zero). Inlined with
+ * constant flags, one loop per use. */
 static inline __attribute__((always_inline)) void weighted(const float *w, const float *const *v,
                                                            int64_t n, int64_t D, float *acc,
                                                            bool fused) {
@@ -238,8 +290,10 @@ static inline __attribute__((always_inline)) void weighted(const float *w, const
 #define OR_STEP(a, x, p) (fused ? _mm512_fmadd_ps(x, _mm512_loadu_ps(p), a) \
                                 : _mm512_add_ps(a, _mm512_mul_ps(x, _mm512_loadu_ps(p))))
 #define OR_OUT(p, a) _mm512_storeu_ps(p, fused ? _mm512_add_ps(a, _mm512_loadu_ps(p)) : (a))
+#define OR_IN(p) (fused ? _mm512_setzero_ps() : _mm512_loadu_ps(p))
     for (; d0 + 64 <= D; d0 += 64) {
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m512 a0 = OR_IN(acc + d0), a1 = OR_IN(acc + d0 + 16), a2 = OR_IN(acc + d0 + 32),
+               a3 = OR_IN(acc + d0 + 48);
         for (int64_t x = 0; x < n; x++) {
             __m512 wx = _mm512_set1_ps(w[x]);
             const float *vx = v[x] + d0;
@@ -254,15 +308,16 @@ static inline __attribute__((always_inline)) void weighted(const float *w, const
         OR_OUT(acc + d0 + 48, a3);
     }
     for (; d0 + 16 <= D; d0 += 16) {
-        __m512 a0 = _mm512_setzero_ps();
+        __m512 a0 = OR_IN(acc + d0);
         for (int64_t x = 0; x < n; x++) a0 = OR_STEP(a0, _mm512_set1_ps(w[x]), v[x] + d0);
         OR_OUT(acc + d0, a0);
     }
 #undef OR_STEP
 #undef OR_OUT
+#undef OR_IN
 #endif
     for (int64_t d = d0; d < D; d++) {
-        float c = 0.0f;
+        float c = fused ? 0.0f : acc[d];
         for (int64_t x = 0; x < n; x++) c = fused ? fmaf(w[x], v[x][d], c) : c + w[x] * v[x][d];
         acc[d] = fused ? c + acc[d] : c;
     }
@@ -279,13 +334,14 @@ static void weighted_piece(const float *w, const float *const *v, int64_t n, int
 }
 
 /* weighted_alone for two heads at once (twice the independent sums in flight): the same
- * bits as two calls. */
+ * bits as two calls; continued from acc0 and acc1. */
 static void weighted_alone2(const float *w0, const float *w1, const float *const *v, int64_t n,
                             int64_t D, float *acc0, float *acc1) {
 #if defined(__AVX512F__)
     if (D % 32 == 0) {
         for (int64_t d0 = 0; d0 < D; d0 += 32) {
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+            __m512 a0 = _mm512_loadu_ps(acc0 + d0), a1 = _mm512_loadu_ps(acc0 + d0 + 16),
+                   b0 = _mm512_loadu_ps(acc1 + d0), b1 = _mm512_loadu_ps(acc1 + d0 + 16);
             for (int64_t x = 0; x < n; x++) {
                 __m512 u = _mm512_set1_ps(w0[x]), t = _mm512_set1_ps(w1[x]);
                 __m512 v0 = _mm512_loadu_ps(v[x] + d0), v1 = _mm512_loadu_ps(v[x] + d0 + 16);
@@ -356,41 +412,52 @@ static bool row_range(const or_job *j, int seq, int64_t i, int64_t *lo, int64_t 
     return *lo <= *hi;
 }
 
-/* A decode-step row: all heads of the group (the first way, see the top). Worker memory:
- * the keys' and values' row pointers (2 n), each head's scores (R n), two heads' output
- * sums (2 D) and the heads' 1 / sum (R). */
+/* Keys (or values) of a decode row per block: a block of D-float rows that stays in the
+ * first-level cache while every head of the group reads it (a multiple of 8). */
+static int64_t alone_block(int64_t D) {
+    int64_t xb = (16384 / (int64_t)sizeof(float) / D) & ~(int64_t)7;
+    return xb < 8 ? 8 : xb;
+}
+
+/* A decode-step row: all heads of the group (the first way, see the top), keys and values
+ * in blocks read by every head in turn. Worker memory: the keys' and values' row pointers
+ * (2 n), each head's scores (R n), output sums (R D) and 1 / sum (R). */
 static void run_alone(const or_job *j, const gqa_tiles_seq *s, int64_t g, int64_t i,
                       int64_t lo, int64_t hi, float *w) {
     const gqa_tiles *t = j->t;
-    int64_t D = t->D, R = j->R, n = hi - lo + 1;
+    int64_t D = t->D, R = j->R, n = hi - lo + 1, xb = alone_block(D);
     const float **kp = (const float **)w, **vp = kp + n;
-    float *sc = (float *)(vp + n), *acc = sc + R * n, *inv = acc + 2 * D;
+    float *sc = (float *)(vp + n), *acc = sc + R * n, *inv = acc + R * D;
     row_ptrs(j, s, g, lo, n, kp, vp);
+    const float *q = t->q + (s->tok0 + i) * t->q_ld + g * R * D;
+    for (int64_t x0 = 0; x0 < n; x0 += xb) {
+        int64_t nb = n - x0 < xb ? n - x0 : xb;
+        for (int64_t r = 0; r < R; r++) scores_alone(q + r * D, kp + x0, nb, D, t->scale,
+                                                     sc + r * n + x0);
+    }
     /* the sum's lanes count from the cache's row 0: position 0, or with a window-sized cache
      * the oldest position it holds once this token is written */
     int64_t lane0 =
         s->swc_cap > 0 ? hi + 1 - gqa_swc_resident(hi + 1, s->swc_cap, s->swc_window) : 0;
     for (int64_t r = 0; r < R; r++) {
-        const float *q = t->q + (s->tok0 + i) * t->q_ld + (g * R + r) * D;
         float *sr = sc + r * n;
-        int64_t x = 0;
-        if (D % 8 == 0)
-            for (; x + 8 <= n; x += 8) scores_alone8(q, kp + x, D, t->scale, sr + x);
-        for (; x < n; x++) sr[x] = dot8(q, kp[x], D) * t->scale;
-        float mx = sr[0];
-        for (int64_t y = 1; y < n; y++) mx = sr[y] > mx ? sr[y] : mx;
-        exp_shift(sr, sr, n, mx);
+        exp_shift(sr, sr, n, max_of(sr, n));
         inv[r] = 1.0f / lane_sum(sr, n, (lo - lane0) & 15);
     }
-    float *out = t->out + (s->tok0 + i) * t->N * D + g * R * D;
-    for (int64_t r = 0; r < R; r += 2) {
-        if (r + 1 < R)
-            weighted_alone2(sc + r * n, sc + (r + 1) * n, vp, n, D, acc, acc + D);
-        else
-            weighted_alone(sc + r * n, vp, n, D, acc);
-        for (int64_t k = 0; k < 2 && r + k < R; k++)
-            for (int64_t d = 0; d < D; d++) out[(r + k) * D + d] = acc[k * D + d] * inv[r + k];
+    memset(acc, 0, sizeof(float) * (size_t)(R * D));
+    for (int64_t x0 = 0; x0 < n; x0 += xb) {
+        int64_t nb = n - x0 < xb ? n - x0 : xb;
+        for (int64_t r = 0; r < R; r += 2) {
+            if (r + 1 < R)
+                weighted_alone2(sc + r * n + x0, sc + (r + 1) * n + x0, vp + x0, nb, D,
+                                acc + r * D, acc + (r + 1) * D);
+            else
+                weighted_alone(sc + r * n + x0, vp + x0, nb, D, acc + r * D);
+        }
     }
+    float *out = t->out + (s->tok0 + i) * t->N * D + g * R * D;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t d = 0; d < D; d++) out[r * D + d] = acc[r * D + d] * inv[r];
 }
 
 /* Prompt rows [i0, i1) of kv head g (the second way, see the top). Worker memory: the
@@ -455,8 +522,7 @@ static void run_block_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
                         for (int64_t x = 0; x < n; x++) c[x] = fmaf(tmp[x], t->scale, c[x]);
                 }
                 float *sr = st + (li * R + r) * sst, *o = sr + 2;
-                float mx = c[0];
-                for (int64_t x = 1; x < n; x++) mx = c[x] > mx ? c[x] : mx;
+                float mx = max_of(c, n);
                 bool first = sr[1] < 0.0f;
                 float m = first || mx > sr[0] ? mx : sr[0];
                 exp_shift(c, c, n, m);
@@ -553,9 +619,7 @@ static void run_plain_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
                     for (int64_t x = 0; x < n; x++) sc[x] = fmaf(tmp[x], t->scale, sc[x]);
             }
             for (int64_t x = 0; x < n; x++) sc[x] = tanhf(sc[x] / cap) * cap;
-            float mx = sc[0];
-            for (int64_t x = 1; x < n; x++) mx = sc[x] > mx ? sc[x] : mx;
-            exp_shift(sc, sc, n, mx);
+            exp_shift(sc, sc, n, max_of(sc, n));
             float inv = 1.0f / lane_sum(sc, n, 0);
             for (int64_t x = 0; x < n; x++) sc[x] = sc[x] * inv;
             float *out = t->out + (s->tok0 + i) * t->N * D + (g * R + r) * D;
@@ -700,7 +764,7 @@ og_status *gqa_ort_run(kernel_ctx *ctx, const gqa_tiles *t) {
     /* a prompt block's panel, scores and piece sums, the rows' states; or a decode row's
      * scores and output sums */
     int64_t prompt = 4 * j.kvb + 2 * j.kvb + OQB * j.R * (D + 2),
-            alone = 4 * span + j.R * span + 2 * D + j.R, plain = 6 * span + 2 * D;
+            alone = 4 * span + j.R * span + j.R * D + j.R, plain = 6 * span + 2 * D;
     if (alone < plain) alone = plain;
     /* whole 64-byte lines per worker: its memory starts with row pointers */
     j.per_worker = ((prompt > alone ? prompt : alone) + 16 + 15) / 16 * 16;
