@@ -715,12 +715,7 @@ static bool verify(eng_engine *e, int i) {
         kept++;
         s->n_cached++; /* the drafted token is the chosen one: its keys and values stand */
     }
-    gen_spec_verified(&s->spec, K, kept, emitted, 0);
-    pthread_mutex_lock(&e->stats_mu);
-    e->st.spec_verifications++;
-    e->st.spec_drafted += (uint64_t)K;
-    e->st.spec_accepted += (uint64_t)kept;
-    pthread_mutex_unlock(&e->stats_mu);
+    eng_spec_verified(e, s, K, kept, emitted);
     if (why != ENG_RUNNING) {
         remove_running(e, i);
         eng_finish_seq(e, s, why, st ? og_status_message(st) : NULL);

@@ -158,6 +158,9 @@ struct eng_engine {
     bool spec;
     int spec_rows;
     double spec_w, spec_x, spec_y, spec_xx, spec_xy;
+    /* drafted tokens kept and tried in verifications of all sequences (decayed): a new
+     * sequence's acceptance starts from them (eng_spec_verified) */
+    double spec_succ, spec_tries;
     uint8_t *spec_seen;  /* [tok_cap + 1] */
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */
@@ -194,6 +197,9 @@ int eng_spec_rows(const eng_engine *e);
 int eng_spec_plan(eng_engine *e, int budget);
 /* A run of T tokens took `seconds`. */
 void eng_spec_timed(eng_engine *e, int T, double seconds);
+/* A verification of k drafted tokens of s kept `kept` of them, deciding `emitted` tokens
+ * (s's estimate, the engine's counts and statistics). */
+void eng_spec_verified(eng_engine *e, eng_seq *s, int k, int kept, int emitted);
 
 /* engine_state.c: state slots and snapshots of hybrid models. A hybrid's prompt chunks
  * end at multiples of ENG_SNAP_ALIGN tokens where they can (a kernel that runs a long

@@ -72,6 +72,23 @@ static bool time_line(const eng_engine *e, double *a, double *b) {
     return true;
 }
 
+/* The weight (in draft tokens) of the other sequences' acceptance in a new sequence's
+ * estimate, and the decay of the engine's counts per token tried */
+static const double SEED_TRIES = 8, SEED_DECAY = 0.98;
+
+void eng_spec_verified(eng_engine *e, eng_seq *s, int k, int kept, int emitted) {
+    gen_spec_verified(&s->spec, k, kept, emitted, 0);
+    for (int i = 0; i < kept + (kept < k); i++) {
+        e->spec_succ = e->spec_succ * SEED_DECAY + (i < kept);
+        e->spec_tries = e->spec_tries * SEED_DECAY + 1;
+    }
+    pthread_mutex_lock(&e->stats_mu);
+    e->st.spec_verifications++;
+    e->st.spec_drafted += (uint64_t)k;
+    e->st.spec_accepted += (uint64_t)kept;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
 /* Drafts of up to max_k tokens after s's text (prompt lookup). */
 static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
     gen_spec_options o = {.ngram = e->o.spec_ngram - 1, .max_draft = max_k,
@@ -80,6 +97,10 @@ static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
         gen_spec_options so = o;
         so.max_draft = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
         gen_spec_init(&s->spec, &so);
+        /* it starts from what the other sequences' drafts did: where none was kept, a
+         * new request does not pay for trying again (its shadow still can lift it) */
+        if (e->spec_tries >= 1)
+            gen_spec_seed(&s->spec, SEED_TRIES * e->spec_succ / e->spec_tries, SEED_TRIES);
         s->spec_on = true;
     }
     return gen_spec_draft(&o, s->tokens, s->n_tokens, max_k, s->draft);

@@ -142,6 +142,13 @@ void gen_spec_shadow(gen_spec *s, const int32_t *draft, int k) {
     s->shadow_at = 0;
 }
 
+void gen_spec_seed(gen_spec *s, double succ, double tries) {
+    if (!(tries > 0) || succ < 0 || succ > tries) return;
+    s->succ += succ;
+    s->tries += tries;
+    s->alpha = (s->succ + 0.5 * PRIOR_TRIES) / (s->tries + PRIOR_TRIES);
+}
+
 void gen_spec_drafted(gen_spec *s, int k, double seconds) {
     if (k <= 0 || seconds <= 0) return;
     double per = seconds / k;

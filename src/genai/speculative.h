@@ -90,6 +90,10 @@ int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *
  * the tokens plain steps choose (gen_spec_plain_step), unless one is being scored. */
 void gen_spec_shadow(gen_spec *s, const int32_t *draft, int k);
 
+/* Adds pseudo-counts to the acceptance estimate: `succ` accepted of `tries` draft tokens
+ * (a prior from elsewhere, such as other sequences of the same model). */
+void gen_spec_seed(gen_spec *s, double succ, double tries);
+
 /* Expected tokens decided by a verification of k drafts at acceptance a:
  * 1 + a + a^2 + ... + a^k. */
 double gen_spec_expected(double a, int k);

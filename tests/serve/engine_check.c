@@ -46,6 +46,8 @@
  *                     --draft-fixed, --ngram-chained as serve takes them) and verifies the
  *                     drafts inside its batched steps: the tokens must still be the oracle's
  *   --want-verifications  fail unless drafts were verified and some of them kept
+ *   --max-wasted P    fail when drafted tokens that were not kept exceed P % of the
+ *                     tokens delivered (the cost model's bound where drafts seldom hit)
  *   --repeat          each prompt's random tail comes twice (text a model may go on
  *                     repeating: lookups find it, drafts get kept)
  *   --eos-at K        the model's EOS becomes prompt 0's K-th greedy token (before the
@@ -371,6 +373,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0, eos_at = -1;
+    double max_wasted = -1;
     const char *ignore_file = NULL;
     bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
          want_single = false, want_batched = false, think = false, want_verify = false;
@@ -403,6 +406,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--want-verifications")) want_verify = true;
         else if (!strcmp(a, "--eos-at")) eos_at = atoi(v), i++;
         else if (!strcmp(a, "--repeat")) repeat_tail = true;
+        else if (!strcmp(a, "--max-wasted")) max_wasted = atof(v), i++;
         else if (!strcmp(a, "--sample")) sample_mode = oracle_engine = true;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
@@ -613,6 +617,16 @@ int main(int argc, char **argv) {
         printf("speculative: %llu verifications in steps, %llu tokens drafted, %llu kept\n",
                (unsigned long long)es.spec_verifications, (unsigned long long)es.spec_drafted,
                (unsigned long long)es.spec_accepted);
+    double wasted = (double)(es.spec_drafted - es.spec_accepted);
+    if (max_wasted >= 0 && wasted > max_wasted / 100 * (double)delivered) {
+        printf("FAIL: %.0f drafted tokens were run and not kept, %.1f %% of the %llu delivered "
+               "(at most %g %%)\n", wasted, 100 * wasted / (double)delivered,
+               (unsigned long long)delivered, max_wasted);
+        bad++;
+    } else if (max_wasted >= 0) {
+        printf("ok   %.0f drafted tokens run and not kept: %.1f %% of the %llu delivered\n", wasted,
+               delivered ? 100 * wasted / (double)delivered : 0.0, (unsigned long long)delivered);
+    }
     int ended_early = 0;
     for (int i = 0; i < n_prompts; i++) ended_early += wlen[i] < MAX_NEW;
     if (eos_at >= 0) printf("%d of %d answers end on EOS\n", ended_early, n_prompts);
