@@ -33,6 +33,19 @@ void threadpool_parallel_for(threadpool *pool, int64_t n, int64_t grain, paralle
 void threadpool_parallel_for_cost(threadpool *pool, int64_t n, double item_ns, parallel_fn fn,
                                   void *arg);
 
+/* The cost model the kernels share for threadpool_parallel_for_cost, so that one rule
+ * (work below the inline threshold stays on its caller) holds whatever the kernel: about
+ * how long one core takes for work that streams `bytes` through memory or the caches and
+ * does `ops` arithmetic operations in vector code (a multiply-add counts two). The rates
+ * are one modest core's on data in its caches (where work near the threshold, a few
+ * hundred kilobytes at most, lives): 16 bytes and 32 operations per nanosecond. They
+ * overestimate a fast core's time, so that work is split a little early rather than
+ * late, and they decide nothing for work well above the threshold, split anyway. */
+enum { THREADPOOL_BYTES_PER_NS = 16, THREADPOOL_OPS_PER_NS = 32 };
+static inline double threadpool_work_ns(double bytes, double ops) {
+    return bytes / THREADPOOL_BYTES_PER_NS + ops / THREADPOOL_OPS_PER_NS;
+}
+
 /* The threshold of threadpool_parallel_for_cost, in nanoseconds: THREADPOOL_INLINE_NS,
  * or the environment variable OG_INLINE_NS when a pool is created (the tests set 0 so
  * that every parallel path runs split, whatever the size of their cases). */

@@ -424,3 +424,48 @@ TEST(mnb_pack_bytes_follow_the_documented_layout) {
     check_pack_layout(128, 64, 1024, false); /* exactly two runs, whole panels */
     check_pack_layout(256, 17, 300, true);
 }
+
+/* A decode product runs on its caller when its work, by the pool's cost model
+ * (threadpool_work_ns: the weights streamed once, two operations per weight), is below
+ * the pool's inline threshold, and is split over the workers when above it; the outputs
+ * are the same bits either way. K 256 x N 512 (80 KiB of weights and scales, about 13 us
+ * by the model) was handed out in two pieces before; K 2048 x N 2048 (2.5 MiB) is split. */
+TEST(mnb_pack_decode_split_follows_work) {
+    threadpool *pool;
+    CHECK_OK(threadpool_create(2, &pool));
+    threadpool_set_inline_ns(pool, THREADPOOL_INLINE_NS); /* the suite sets 0 */
+    const int64_t shapes[2][2] = {{256, 512}, {2048, 2048}};
+    for (int s = 0; s < 2; s++) {
+        int64_t K = shapes[s][0], N = shapes[s][1], kb = K / 32;
+        uint8_t *B = malloc((size_t)(N * kb * 16));
+        float *S = malloc(sizeof(float) * (size_t)(N * kb)), *A = malloc(sizeof(float) * (size_t)K);
+        float *Y0 = malloc(sizeof(float) * (size_t)N), *Y1 = malloc(sizeof(float) * (size_t)N);
+        CHECK(B && S && A && Y0 && Y1);
+        for (int64_t i = 0; i < N * kb * 16; i++) B[i] = (uint8_t)next_u32();
+        for (int64_t i = 0; i < N * kb; i++) S[i] = 0.01f + 0.05f * (next_f() + 1.0f);
+        for (int64_t i = 0; i < K; i++) A[i] = next_f();
+        mnb_problem p = {.M = 1, .N = N, .K = K, .bits = 4, .block_size = 32, .k_blocks = kb,
+                         .blob = 16, .B = B, .scales = S, .int8 = true};
+        mnb_pack *pk;
+        CHECK_OK(mnb_pack_create(&p, &pk));
+        size_t ws = mnb_pack_work_size(pk, 1, 2);
+        void *work = aligned_alloc(64, (ws + 63) / 64 * 64);
+        CHECK(work);
+        mnb_pack_run(NULL, pk, A, 1, NULL, NULL, Y0, work);
+        uint64_t jobs0 = threadpool_jobs(pool);
+        mnb_pack_run(pool, pk, A, 1, NULL, NULL, Y1, work);
+        uint64_t jobs = threadpool_jobs(pool) - jobs0;
+        double ns = threadpool_work_ns((double)pk->bytes, 2.0 * (double)(N * K));
+        if (s == 0) CHECK(ns < THREADPOOL_INLINE_NS && jobs == 0);
+        else CHECK(ns > THREADPOOL_INLINE_NS && jobs > 0);
+        CHECK(memcmp(Y0, Y1, sizeof(float) * (size_t)N) == 0);
+        free(work);
+        mnb_pack_free(pk);
+        free(B);
+        free(S);
+        free(A);
+        free(Y0);
+        free(Y1);
+    }
+    threadpool_free(pool);
+}

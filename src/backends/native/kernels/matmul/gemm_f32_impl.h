@@ -438,7 +438,9 @@ static void gemv(threadpool *pool, const gemv_job *J, bool rows) {
         int64_t macs = J->N * J->K;
         if (macs < 65536 * items) items = macs / 65536 > 1 ? macs / 65536 : 1;
         gemv_split S = {J, round_up(ceil_div(J->N, items), VL)};
-        threadpool_parallel_for(pool, ceil_div(J->N, S.per), 1, gemv_rows_items, &S);
+        int64_t n = ceil_div(J->N, S.per);
+        double ns = threadpool_work_ns(4.0 * (double)macs, 2.0 * (double)macs);
+        threadpool_parallel_for_cost(pool, n, ns / (double)n, gemv_rows_items, &S);
     } else {
         int64_t grain = ceil_div(32768, J->K > 0 ? J->K : 1);
         threadpool_parallel_for(pool, J->N, grain, gemv_dots_items, (void *)J);
@@ -579,9 +581,9 @@ void GEMM_NAME(run)(threadpool *pool, const gemm_f32_args *g, const gemm_f32_bsr
     if (src && src->packed && g->M <= 2 * GEMV_MAX_M && !g->trans_a) {
         packed_rows_job J = {g, src->packed};
         int64_t panels = ceil_div(g->N, NR);
-        /* enough multiply-adds per item to be worth handing to another thread */
-        int64_t grain = 1 + 65536 / (g->K * NR + 1);
-        threadpool_parallel_for(pool, panels, grain, packed_rows_items, &J);
+        /* a panel: NR columns of B streamed once against the M rows */
+        double ns = threadpool_work_ns(4.0 * (double)(g->K * NR), 2.0 * (double)(g->M * g->K * NR));
+        threadpool_parallel_for_cost(pool, panels, ns, packed_rows_items, &J);
         return;
     }
     if (src) {

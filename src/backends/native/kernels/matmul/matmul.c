@@ -172,7 +172,12 @@ static og_status *matmul_f32(kernel_ctx *ctx, const mm_shape *s, const float *a,
         J.items = s->batch < threads ? s->batch : threads;
     if (per) OG_TRY(kernel_scratch(ctx, per * (size_t)J.items, (void **)&J.work));
     if (J.items > 1) {
-        threadpool_parallel_for(ctx->pool, J.items, 1, mm_batch_items, &J);
+        /* every product's A, B and C streamed once, a multiply-add per M N K */
+        double mnk = (double)s->M * (double)s->N * (double)s->K;
+        double ns = threadpool_work_ns(4.0 * (double)s->batch *
+                                           (double)(s->M * s->K + s->K * s->N + s->M * s->N),
+                                       2.0 * (double)s->batch * mnk);
+        threadpool_parallel_for_cost(ctx->pool, J.items, ns / (double)J.items, mm_batch_items, &J);
         return NULL;
     }
     for (int64_t t = 0; t < s->batch; t++) {

@@ -602,7 +602,12 @@ void mnb_pack_run_qa(threadpool *pool, const mnb_pack *pk, const float *A, int64
         J.parts = 2 * (int64_t)threads;
         J.sub_panels = round_up(SUB_BYTES / panel_bytes + 1, 2);
         int64_t items = (pk->panels + J.piece_min - 1) / J.piece_min;
-        threadpool_parallel_for(pool, threads < items ? threads : items, 1, small_worker, &J);
+        items = threads < items ? threads : items;
+        /* the weights and scales streamed once, two operations per weight and row: a
+         * product too small to pay for waking a worker runs on the caller */
+        double ns = threadpool_work_ns((double)pk->panels * (double)panel_bytes,
+                                       2.0 * (double)M * (double)pk->N * (double)pk->K);
+        threadpool_parallel_for_cost(pool, items, ns / (double)items, small_worker, &J);
         return;
     }
     J.row_block = round_up(ROW_BLOCK_BYTES / l.q_stride, 16);
