@@ -3,7 +3,8 @@
 
   make_model.py --from-llama2c CKPT --tokenizer TOK --out DIR [--dtype fp32|fp16|int4]
                 [--accuracy-level 0|4] [--rotary-interleaved] [--asymmetric]
-  make_model.py --synthetic qwen2.5-0.5b|qwen2.5-1.5b|qwen2.5-3b|qwen3-0.6b|llama-3.2-1b|llama-3.1-8b|phi-3-mini --out DIR
+  make_model.py --synthetic qwen2.5-0.5b|qwen2.5-1.5b|qwen2.5-3b|qwen3-0.6b|llama-3.2-1b|llama-3.1-8b|phi-3-mini|phi-4-mini
+                --out DIR
                 [--dtype int4] [--seed N] [--layers N]
   make_model.py --type MODEL_TYPE --out DIR [--dtype fp32|int4] [--seed N] [--layers N]
                 a tiny random model of an onnxruntime-genai model type (llama, qwen3, gemma2,

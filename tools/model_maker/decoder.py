@@ -30,6 +30,7 @@ class DecoderSpec:
     qk_norm: bool = False
     rotary_interleaved: int = 0
     rope_scaling: dict = field(default_factory=dict)  # llama3: factor, low/high_freq_factor, original_max
+    partial_rotary: float = 1.0  # share of each head the rotary embedding turns (Phi-4-mini: 0.75)
     true_head_size: int = 0    # when head_size was padded (see pad_heads): the model's own
     bos_token_id: int = 1
     eos_token_id: object = 2   # int or list
@@ -111,6 +112,7 @@ def arch_from_spec(spec, shared_embeddings=False):
                 layers=spec.num_layers, heads=spec.num_heads, kv_heads=spec.num_kv_heads,
                 head_dim=spec.head_size, vocab=spec.vocab_size, context=spec.context_length,
                 eps=spec.rms_eps, rope_theta=spec.rope_theta, rope_scaling=dict(spec.rope_scaling),
+                partial_rotary=spec.partial_rotary,
                 rotary_interleaved=spec.rotary_interleaved, qkv_bias=spec.qkv_bias, qk_norm=spec.qk_norm,
                 attn_scale=1.0 / math.sqrt(true), tied=shared_embeddings, bos=spec.bos_token_id,
                 eos=spec.eos_token_id, pad=spec.pad_token_id)

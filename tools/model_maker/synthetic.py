@@ -57,6 +57,17 @@ SPECS = {
         model_type="phi3", hidden_size=3072, intermediate_size=8192, num_layers=32, num_heads=32,
         num_kv_heads=32, head_size=96, vocab_size=32064, context_length=4096, rms_eps=1e-5,
         rope_theta=10000.0, bos_token_id=1, eos_token_id=[32007, 32001, 32000], pad_token_id=32000),
+    # microsoft/Phi-4-mini-instruct config.json: 24 heads of 128 over 8 KV heads, a 200K
+    # vocabulary, rotary over 3/4 of each head, LongRoPE from 4096 to 131072 positions (the
+    # builder's Phi-3 LongRoPE class: two caches under an If). The 48 short and long factors
+    # here are stand-ins (1.0, and a ramp to 48), not the released ones: the speed is the same.
+    "phi-4-mini": dict(
+        model_type="phi3", hidden_size=3072, intermediate_size=8192, num_layers=32, num_heads=24,
+        num_kv_heads=8, head_size=128, vocab_size=200064, context_length=131072, rms_eps=1e-5,
+        rope_theta=10000.0, partial_rotary=0.75,
+        rope_scaling=dict(rope_type="longrope", original_max_position_embeddings=4096,
+                          short_factor=[1.0] * 48, long_factor=[1.0 + i for i in range(48)]),
+        bos_token_id=199999, eos_token_id=[200020, 199999], pad_token_id=199999),
 }
 
 # Special tokens at their real ids (contiguous, as in the real tokenizers).
@@ -75,6 +86,10 @@ SPECIAL_TOKENS = {
     + [(32000 + i, f"<|placeholder{i - 1}|>") for i in range(2, 6)]
     + [(32006, "<|system|>"), (32007, "<|end|>"), (32008, "<|placeholder5|>"),
        (32009, "<|placeholder6|>"), (32010, "<|user|>")],
+    "phi-4-mini": [(199999, "<|endoftext|>")]
+    + [(200000 + i, f"<|dummy_{i}|>") for i in range(18)]
+    + [(200018, "<|endofprompt|>"), (200019, "<|assistant|>"), (200020, "<|end|>"), (200021, "<|user|>"),
+       (200022, "<|system|>"), (200023, "<|tool|>")],
 }
 
 
@@ -248,6 +263,9 @@ def tokenizer_config(name, context_length):
     }
     if name.startswith("llama"):
         cfg.update(bos_token=specials[0][1], eos_token=specials[1][1], tokenizer_class="PreTrainedTokenizerFast")
+    elif name.startswith("phi-4"):
+        cfg.update(bos_token=specials[0][1], eos_token=specials[0][1], pad_token=specials[0][1],
+                   tokenizer_class="GPT2Tokenizer")
     else:
         cfg.update(bos_token=None, eos_token=specials[2][1] if name.startswith("qwen3") else specials[0][1],
                    pad_token=specials[0][1], errors="replace", split_special_tokens=False,
