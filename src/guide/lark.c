@@ -65,6 +65,9 @@ typedef struct ldef {
     bool ext;              /* terminal: its expression uses '&', '~' or %regex */
     bool lazy;             /* rule [lazy]: its body one lazy lexeme */
     ln *suffix;            /* rule [suffix=X]: X (a terminal) after the lazy body */
+    ln *stop;              /* rule [stop="..."]: the string after the lazy body, hidden */
+    int max_tokens;        /* rule [max_tokens=N]: its body one lexeme of at most N tokens;
+                            * -1 when not given */
     int lexeme;            /* terminal: its lexeme once added, else -1 */
     gsym nt;               /* rule: its nonterminal once queued */
 } ldef;
@@ -819,7 +822,8 @@ static og_status *add_def(lk *p, const char *name, size_t n, size_t at, bool ter
                           const char *common_re) {
     if (!grow((void **)&p->defs, &p->cap_defs, p->n_defs + 1, sizeof *p->defs)) return og_oom();
     p->defs[p->n_defs++] = (ldef){.name = name, .nlen = n, .off = at, .terminal = terminal,
-                                  .body = body, .common_re = common_re, .lexeme = -1};
+                                  .body = body, .common_re = common_re, .lexeme = -1,
+                                  .max_tokens = -1};
     return NULL;
 }
 
@@ -921,15 +925,22 @@ static og_status *read_llguidance(lk *p) {
     return st;
 }
 
-/* A rule's [attributes]. capture and capture="name" name a part of the output for
- * llguidance's caller and leave the language as it is; the others (lazy, stop, suffix,
- * max_tokens, temperature, ...) change the language or the sampling, and are refused. */
 /* A rule's attributes, as llguidance takes them: lazy; capture and capture="name" and
  * stop_capture="name" (no bearing on the language); suffix=X with X a terminal (a string,
  * a regex or a terminal's name): the body and then X as one lazy lexeme, which is the
- * language llguidance gives it. Every other attribute (stop, max_tokens, temperature) is
- * refused by name. */
-static og_status *read_attributes(lk *p, bool *lazy, ln **suffix) {
+ * language llguidance gives it; stop="..." (a non-empty string): the same lexeme with the
+ * string hidden (lexer.h's glex_attrs: it starts what follows where that begins with it,
+ * else it ends the token); max_tokens=N: the body one lexeme that spans at most N tokens.
+ * One of lazy, suffix and stop (lazy after either is nothing more; either after lazy is
+ * an error, as in llguidance). Every other attribute (temperature, a regex stop, stop="")
+ * is refused by name. */
+typedef struct lattrs {
+    bool lazy;
+    ln *suffix, *stop;
+    int max_tokens;
+} lattrs;
+
+static og_status *read_attributes(lk *p, lattrs *a) {
     char buf[8];
     p->pos++;
     for (;;) {
@@ -941,18 +952,23 @@ static og_status *read_attributes(lk *p, bool *lazy, ln **suffix) {
                           shown(p, at, buf, sizeof buf));
         bool is_lazy = n == 4 && !memcmp(p->src + at, "lazy", 4);
         bool is_suffix = n == 6 && !memcmp(p->src + at, "suffix", 6);
+        bool is_stop = n == 4 && !memcmp(p->src + at, "stop", 4);
+        bool is_max = n == 10 && !memcmp(p->src + at, "max_tokens", 10);
         bool is_capture = (n == 7 && !memcmp(p->src + at, "capture", 7)) ||
                           (n == 12 && !memcmp(p->src + at, "stop_capture", 12));
-        if (!is_lazy && !is_suffix && !is_capture)
+        if (!is_lazy && !is_suffix && !is_stop && !is_max && !is_capture)
             return lk_err(p, at, "rule attribute '%.*s' is not supported", (int)n, p->src + at);
         p->pos += n;
         skip_ws(p);
-        *lazy |= is_lazy || is_suffix;
         if (is_lazy && p->pos < p->len && p->src[p->pos] == '=')
             return lk_err(p, p->pos, "lazy takes no value");
-        if (is_suffix) {
+        if ((is_suffix || is_stop) && (a->lazy || a->suffix || a->stop))
+            return lk_err(p, at, "a rule takes one of lazy, stop= and suffix=");
+        a->lazy |= is_lazy || is_suffix || is_stop;
+        if (is_suffix || is_stop) {
             if (p->pos >= p->len || p->src[p->pos] != '=')
-                return lk_err(p, p->pos, "suffix takes a terminal (suffix=\"...\")");
+                return lk_err(p, p->pos, "%s takes a terminal (%s=\"...\")",
+                              is_stop ? "stop" : "suffix", is_stop ? "stop" : "suffix");
             p->pos++;
             skip_ws(p);
             size_t vat = p->pos;
@@ -961,9 +977,23 @@ static og_status *read_attributes(lk *p, bool *lazy, ln **suffix) {
             bool term = x->kind == LN_STR || x->kind == LN_REGEX ||
                         (x->kind == LN_NAME && x->nlen && isupper((unsigned char)x->name[0]));
             if (!term)
-                return lk_err(p, vat, "suffix takes a terminal: a string, a regex or a "
-                                      "TERMINAL's name");
-            *suffix = x;
+                return lk_err(p, vat, "%s takes a terminal: a string, a regex or a "
+                                      "TERMINAL's name", is_stop ? "stop" : "suffix");
+            if (is_stop && (x->kind != LN_STR || x->icase))
+                return lk_err(p, vat, "stop= with a regex or a terminal's name is not supported "
+                                      "(a string is)");
+            if (is_stop && !x->tlen)
+                return lk_err(p, vat, "stop=\"\" (the rule ended by the end of the output) is "
+                                      "not supported");
+            if (is_stop) a->stop = x;
+            else a->suffix = x;
+            skip_ws(p);
+        } else if (is_max) {
+            if (p->pos >= p->len || p->src[p->pos] != '=')
+                return lk_err(p, p->pos, "max_tokens takes a number (max_tokens=N)");
+            p->pos++;
+            skip_ws(p);
+            OG_TRY(read_number(p, &a->max_tokens));
             skip_ws(p);
         } else if (p->pos < p->len && p->src[p->pos] == '=') {
             p->pos++;
@@ -1030,11 +1060,10 @@ static og_status *read_statement(lk *p) {
     skip_ws(p);
     char c = p->pos < p->len ? p->src[p->pos] : 0;
     if (c == '{') return lk_err(p, p->pos, "templates (rules with parameters) are not supported");
-    bool lazy = false;
-    ln *suffix = NULL;
+    lattrs attrs = {.max_tokens = -1};
     if (c == '[') {
         if (terminal) return lk_err(p, p->pos, "a terminal takes no attributes");
-        OG_TRY(read_attributes(p, &lazy, &suffix));
+        OG_TRY(read_attributes(p, &attrs));
         skip_ws(p);
         c = p->pos < p->len ? p->src[p->pos] : 0;
     }
@@ -1046,8 +1075,10 @@ static og_status *read_statement(lk *p) {
     ln *body = NULL;
     OG_TRY(read_alts(p, 0, &body));
     OG_TRY(add_def(p, name, n, name_at, terminal, body, NULL));
-    p->defs[p->n_defs - 1].lazy = lazy;
-    p->defs[p->n_defs - 1].suffix = suffix;
+    p->defs[p->n_defs - 1].lazy = attrs.lazy;
+    p->defs[p->n_defs - 1].suffix = attrs.suffix;
+    p->defs[p->n_defs - 1].stop = attrs.stop;
+    p->defs[p->n_defs - 1].max_tokens = attrs.max_tokens;
     return NULL;
 }
 
@@ -1639,26 +1670,36 @@ static og_status *compile_seq(lk *p, const ln *seq, const ldef *ctx, symvec *out
     return NULL;
 }
 
-/* A [lazy] rule: its body (terminals, strings, regexes only) one lazy lexeme. */
-static og_status *compile_lazy(lk *p, ldef *d) {
+/* A rule with [lazy], suffix=, stop= or max_tokens=: its body (terminals, strings,
+ * regexes only) one lexeme, lazy unless max_tokens alone; max_tokens=0 is the empty
+ * string (llguidance). */
+static og_status *compile_gen(lk *p, ldef *d) {
+    if (d->max_tokens == 0) return gcfg_add_rule(p->cfg, d->nt, NULL, 0);
     char ctx[160];
-    snprintf(ctx, sizeof ctx, "lazy rule '%.*s'", (int)(d->nlen < 100 ? d->nlen : 100), d->name);
+    snprintf(ctx, sizeof ctx, "rule '%.*s' (one lexeme: lazy, stop=, suffix= or max_tokens=)",
+             (int)(d->nlen < 100 ? d->nlen : 100), d->name);
     sbuf b = {0};
     sb_put(&b, "", 0);
     p->ext = false;
     sb_str(&b, "(?:");
     og_status *st = put_term(p, &b, d->body, ctx);
     sb_str(&b, ")");
-    if (!st && d->suffix) { /* suffix=X: the body, then X */
+    ln *tail = d->suffix ? d->suffix : d->stop;
+    if (!st && tail) { /* suffix=X or stop="X": the body, then X */
         sb_str(&b, "(?:");
-        st = put_term(p, &b, d->suffix, ctx);
+        st = put_term(p, &b, tail, ctx);
         sb_str(&b, ")");
     }
     int id = -1;
     if (!st && b.oom) st = og_oom();
+    glex_attrs attrs = {
+        .hidden = d->stop ? (const uint8_t *)d->stop->text : NULL,
+        .n_hidden = d->stop ? d->stop->tlen : 0,
+        .max_tokens = d->max_tokens > 0 ? (uint32_t)d->max_tokens : 0,
+    };
+    unsigned opts = (d->lazy ? GLEX_LAZY : 0) | (p->ext ? GLEX_EXT : 0);
     if (!st)
-        st = lk_wrap(p, d->off, glex_add_regex_opts(p->lex, b.p, b.len, ctx,
-                                                    GLEX_LAZY | (p->ext ? GLEX_EXT : 0), &id));
+        st = lk_wrap(p, d->off, glex_add_regex_attrs(p->lex, b.p, b.len, ctx, opts, &attrs, &id));
     free(b.p);
     OG_TRY(st);
     bool has;
@@ -1686,7 +1727,8 @@ static og_status *compile(lk *p) {
     /* Rules join the queue as they are first named. */
     for (size_t i = 0; i < p->n_queue; i++) {
         ldef *d = p->queue[i];
-        OG_TRY(d->lazy ? compile_lazy(p, d) : compile_alts(p, d->body, d->nt, d));
+        OG_TRY(d->lazy || d->max_tokens >= 0 ? compile_gen(p, d)
+                                             : compile_alts(p, d->body, d->nt, d));
     }
     for (size_t i = 0; i < p->n_ignores; i++) {
         sbuf b = {0};

@@ -21,14 +21,18 @@ typedef struct lexeme {
     uint32_t *vetos; /* entries of its exclusions' branches */
     size_t n_vetos;
     char *desc;
-    char *key; /* dedup key: kind byte + text */
+    char *key; /* dedup key: kind byte + text (+ attributes) */
     size_t key_len;
+    uint8_t *hidden; /* Lark's stop=: the stop string that ends it, hidden (glex_attrs) */
+    size_t n_hidden;
+    uint32_t max_tokens; /* 0: no limit */
 } lexeme;
 
 typedef struct dstate {
     uint32_t set_off, set_len; /* into glex.sets */
     const uint64_t *acc;       /* complete lexemes (glex_words words), or NULL */
     bool extend;               /* some non-veto byte range is alive */
+    int32_t hidden;            /* cut by a lazy lexeme that has hidden bytes: it; else -1 */
 } dstate;
 
 /* Open addressing over uint32 values (0 = empty slot, else value + 1). */
@@ -67,6 +71,10 @@ struct glex {
     uint64_t *veto_bits;
     uint64_t *lazy_bits; /* the lazy lexemes (lazy_words words), NULL when none */
     size_t lazy_words;
+
+    uint32_t *owner; /* per NFA state, the lexeme it belongs to (built by glex_limit) */
+    size_t n_owner;
+    bool any_max_tokens;
 
     size_t max_states, max_bytes, bytes;
     size_t work; /* NFA states the closures have visited, in all */
@@ -155,6 +163,9 @@ static void dfa_reset(glex *lex)
     for (size_t i = 0; i < lex->n_acc_blocks; i++) free(lex->acc_blocks[i]);
     free(lex->acc_blocks);
     free(lex->starts);
+    free(lex->owner);
+    lex->owner = NULL;
+    lex->n_owner = 0;
     imap_free(&lex->by_set);
     imap_free(&lex->by_start);
     lex->ds = NULL;
@@ -176,6 +187,7 @@ void glex_free(glex *lex)
         free(lex->lex[i].vetos);
         free(lex->lex[i].desc);
         free(lex->lex[i].key);
+        free(lex->lex[i].hidden);
     }
     free(lex->lex);
     imap_free(&lex->by_key);
@@ -311,15 +323,23 @@ static char *token_desc(const uint8_t *text, size_t len)
 }
 
 /* Adds a lexeme whose NFA part `build` makes (regex or literal), unless its key exists. */
-static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t len,
-                             const char *what, const gre_part *parts, size_t n_parts, int *id)
+static og_status *add_lexeme_key(glex *lex, char kind, const uint8_t *text, size_t len,
+                                 const char *what, const gre_part *parts, size_t n_parts,
+                                 const uint8_t *ksuf, size_t n_ksuf, int *id)
 {
-    char *key = malloc(len + 1);
+    /* with attributes: its own kind byte (high bit set), and the text's length last, so
+     * that two keys are equal only when text and attributes are */
+    size_t klen = len + 1 + (n_ksuf ? n_ksuf + sizeof len : 0);
+    char *key = malloc(klen);
     if (!key) return og_oom_context(og_oom(), "lexer");
-    key[0] = kind;
+    key[0] = n_ksuf ? (char)(kind | 0x80) : kind;
     memcpy(key + 1, text, len);
-    keyref kr = {lex, key, len + 1};
-    uint64_t h = hash_words(key, len + 1);
+    if (n_ksuf) {
+        memcpy(key + 1 + len, ksuf, n_ksuf);
+        memcpy(key + 1 + len + n_ksuf, &len, sizeof len);
+    }
+    keyref kr = {lex, key, klen};
+    uint64_t h = hash_words(key, klen);
     if (!imap_grow(&lex->by_key)) {
         free(key);
         return og_oom_context(og_oom(), "lexer");
@@ -376,7 +396,7 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
     l->lazy = kind == 'z' || kind == 'Z';
     l->desc = desc;
     l->key = key;
-    l->key_len = len + 1;
+    l->key_len = klen;
     lex->n_lex++;
     lex->by_key.slot[j] = (uint32_t)me + 1;
     lex->by_key.hash[j] = h;
@@ -384,6 +404,12 @@ static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t l
     if (lex->n_ds) dfa_reset(lex);
     *id = me;
     return NULL;
+}
+
+static og_status *add_lexeme(glex *lex, char kind, const uint8_t *text, size_t len,
+                             const char *what, const gre_part *parts, size_t n_parts, int *id)
+{
+    return add_lexeme_key(lex, kind, text, len, what, parts, n_parts, NULL, 0, id);
 }
 
 og_status *glex_add_regex(glex *lex, const char *re, size_t len, const char *what, int *id)
@@ -399,9 +425,42 @@ og_status *glex_add_regex_ext(glex *lex, const char *re, size_t len, const char 
 og_status *glex_add_regex_opts(glex *lex, const char *re, size_t len, const char *what,
                                unsigned opts, int *id)
 {
+    return glex_add_regex_attrs(lex, re, len, what, opts, NULL, id);
+}
+
+og_status *glex_add_regex_attrs(glex *lex, const char *re, size_t len, const char *what,
+                                unsigned opts, const glex_attrs *attrs, int *id)
+{
     bool ext = opts & GLEX_EXT, lazy = opts & GLEX_LAZY;
     char kind = lazy ? (ext ? 'Z' : 'z') : ext ? 'x' : 'r';
-    OG_TRY(add_lexeme(lex, kind, (const uint8_t *)re, len, what ? what : "regex", NULL, 0, id));
+    /* the attributes as the key's tail: max_tokens, then the hidden bytes */
+    size_t n_hidden = attrs ? attrs->n_hidden : 0;
+    uint32_t max_tokens = attrs ? attrs->max_tokens : 0;
+    if (n_hidden && !lazy)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "lexer: hidden bytes on a lexeme that is not lazy");
+    uint8_t *ksuf = NULL;
+    size_t n_ksuf = 0;
+    if (n_hidden || max_tokens) {
+        n_ksuf = sizeof max_tokens + n_hidden;
+        if (!(ksuf = malloc(n_ksuf))) return og_oom_context(og_oom(), "lexer");
+        memcpy(ksuf, &max_tokens, sizeof max_tokens);
+        if (n_hidden) memcpy(ksuf + sizeof max_tokens, attrs->hidden, n_hidden);
+    }
+    int before = lex->n_lex;
+    og_status *st = add_lexeme_key(lex, kind, (const uint8_t *)re, len, what ? what : "regex",
+                                   NULL, 0, ksuf, n_ksuf, id);
+    free(ksuf);
+    OG_TRY(st);
+    if (lex->n_lex > before) { /* new: its attributes */
+        lexeme *l = &lex->lex[*id];
+        l->max_tokens = max_tokens;
+        lex->any_max_tokens |= max_tokens != 0;
+        if (n_hidden) {
+            if (!(l->hidden = malloc(n_hidden))) return og_oom_context(og_oom(), "lexer");
+            memcpy(l->hidden, attrs->hidden, n_hidden);
+            l->n_hidden = n_hidden;
+        }
+    }
     if (!lazy) return NULL;
     size_t words = glex_words(lex);
     uint64_t *b = realloc(lex->lazy_bits, words * sizeof *b);
@@ -669,7 +728,7 @@ static bool add_dead(glex *lex)
     lex->trans = calloc(16 * 256, sizeof *lex->trans);
     if (!lex->ds || !lex->trans) return false;
     lex->cap_ds = 16;
-    lex->ds[0] = (dstate){0, 0, NULL, false};
+    lex->ds[0] = (dstate){0, 0, NULL, false, -1};
     lex->n_ds = 1;
     lex->words = glex_words(lex);
     lex->bytes = 256 * sizeof *lex->trans + sizeof *lex->ds;
@@ -770,7 +829,14 @@ static uint32_t intern(glex *lex, size_t n)
     if (!acc && !extend) return GLEX_DEAD;
     uint32_t id = lex->n_ds++;
     memcpy(lex->sets + lex->n_sets, set, n * sizeof *set);
-    lex->ds[id] = (dstate){(uint32_t)lex->n_sets, (uint32_t)n, acc, extend};
+    int32_t hidden = -1;
+    for (size_t w = 0; cut && w < words && w < lex->lazy_words && hidden < 0; w++)
+        if (acc[w]) {
+            int first = (int)(w * 64) + __builtin_ctzll(acc[w]);
+            hidden = lex->lex[first].n_hidden ? first : -1;
+            break;
+        }
+    lex->ds[id] = (dstate){(uint32_t)lex->n_sets, (uint32_t)n, acc, extend, hidden};
     lex->n_sets += n;
     for (int b = 0; b < 256; b++) lex->trans[(size_t)id * 256 + b] = cut ? GLEX_DEAD : UNKNOWN;
     size_t j = imap_find(&lex->by_set, h, set_eq, &r);
@@ -884,3 +950,114 @@ og_status *glex_error(const glex *lex)
 size_t glex_states(const glex *lex) { return lex->n_ds; }
 
 size_t glex_work(const glex *lex) { return lex->work; }
+
+/* ---- attributes: hidden stops and token counts ---- */
+
+int glex_hidden_lexeme(const glex *lex, uint32_t state)
+{
+    return state < lex->n_ds ? lex->ds[state].hidden : -1;
+}
+
+const uint8_t *glex_hidden(const glex *lex, int id, size_t *len)
+{
+    *len = id >= 0 && id < lex->n_lex ? lex->lex[id].n_hidden : 0;
+    return *len ? lex->lex[id].hidden : NULL;
+}
+
+uint32_t glex_max_tokens(const glex *lex, int id)
+{
+    return id >= 0 && id < lex->n_lex ? lex->lex[id].max_tokens : 0;
+}
+
+bool glex_any_max_tokens(const glex *lex) { return lex->any_max_tokens; }
+
+/* owner[s]: the lexeme whose fragment (or exclusion branch) holds NFA state s; each
+ * lexeme's states are reached only from its own entries. */
+static bool owners(glex *lex)
+{
+    if (lex->owner && lex->n_owner == lex->nfa.n) return true;
+    free(lex->owner);
+    uint32_t n = lex->nfa.n;
+    lex->owner = malloc((n ? n : 1) * sizeof *lex->owner);
+    uint32_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    if (!lex->owner || !stack) {
+        free(stack);
+        free(lex->owner);
+        lex->owner = NULL;
+        lex->n_owner = 0;
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) lex->owner[i] = UINT32_MAX;
+    for (int i = 0; i < lex->n_lex; i++) {
+        const lexeme *l = &lex->lex[i];
+        for (size_t e = 0; e <= l->n_vetos; e++) {
+            uint32_t s0 = e ? l->vetos[e - 1] : l->start;
+            if (s0 == GN_NONE || s0 >= n || lex->owner[s0] != UINT32_MAX) continue;
+            size_t sp = 0;
+            lex->owner[s0] = (uint32_t)i;
+            stack[sp++] = s0;
+            while (sp) {
+                const gnfa_state *st = &lex->nfa.st[stack[--sp]];
+                if (st->kind != GN_RANGE && st->kind != GN_SPLIT) continue;
+                uint32_t nx[2] = {st->out, st->kind == GN_SPLIT ? st->out2 : GN_NONE};
+                for (int k = 0; k < 2; k++)
+                    if (nx[k] != GN_NONE && nx[k] < n && lex->owner[nx[k]] == UINT32_MAX) {
+                        lex->owner[nx[k]] = (uint32_t)i;
+                        stack[sp++] = nx[k];
+                    }
+            }
+        }
+    }
+    free(stack);
+    lex->n_owner = n;
+    return true;
+}
+
+bool glex_possible(glex *lex, uint32_t state, uint64_t *out)
+{
+    memset(out, 0, glex_words(lex) * sizeof *out);
+    if (state == GLEX_DEAD || state >= lex->n_ds) return true;
+    if (!owners(lex)) return false;
+    const dstate *d = &lex->ds[state];
+    for (uint32_t i = 0; i < d->set_len; i++) {
+        uint32_t o = lex->owner[lex->sets[d->set_off + i]];
+        if (o != UINT32_MAX) out[o / 64] |= 1ull << (o % 64);
+    }
+    return true;
+}
+
+uint32_t glex_limit(glex *lex, uint32_t state, const uint64_t *allowed)
+{
+    if (state == GLEX_DEAD || state >= lex->n_ds) return GLEX_DEAD;
+    if (!owners(lex) || !scratch(lex)) return OOM_STATES(lex);
+    const dstate *d = &lex->ds[state];
+    size_t n = 0;
+    for (uint32_t i = 0; i < d->set_len; i++) {
+        uint32_t s = lex->sets[d->set_off + i], o = lex->owner[s];
+        if (o != UINT32_MAX && (allowed[o / 64] >> (o % 64) & 1)) lex->buf[n++] = s;
+    }
+    return intern(lex, n);
+}
+
+bool glex_forced_prefix(glex *lex, int id, const uint8_t *bytes, size_t len, bool *out)
+{
+    *out = false;
+    size_t words = glex_words(lex);
+    uint64_t *one = calloc(words ? words : 1, sizeof *one);
+    if (!one) return false;
+    one[id / 64] |= 1ull << (id % 64);
+    uint32_t s = glex_start(lex, one);
+    free(one);
+    if (s == GLEX_FAILED) return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s == GLEX_DEAD || glex_accepts(lex, s)) return true;
+        for (int b = 0; b < 256; b++) {
+            uint32_t nx = glex_next(lex, s, (uint8_t)b);
+            if (nx == GLEX_FAILED) return false;
+            if (nx != GLEX_DEAD && b != bytes[i]) return true;
+        }
+        s = glex_next(lex, s, bytes[i]);
+    }
+    *out = s != GLEX_DEAD;
+    return true;
+}

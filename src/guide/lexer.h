@@ -53,6 +53,36 @@ og_status *glex_add_regex_ext(glex *lex, const char *re, size_t len, const char 
 enum { GLEX_EXT = 1, GLEX_LAZY = 2 };
 og_status *glex_add_regex_opts(glex *lex, const char *re, size_t len, const char *what,
                                unsigned opts, int *id);
+/* Lark's gen attributes, as llguidance gives them to a lexeme. hidden (with GLEX_LAZY
+ * only): the lexeme's regex ends with these bytes (stop="..."), which end it and are
+ * then handed to what follows: where every lexeme the parser allows next begins with
+ * them they start that lexeme, else they end the token (no byte of it may follow) and
+ * the grammar goes on as if they were not there (llguidance backtracks them). max_tokens
+ * (0: none): the lexeme may span at most that many tokens (the matcher's rule). A lexeme
+ * with attributes is not the same lexeme as one of the same text without. */
+typedef struct glex_attrs {
+    const uint8_t *hidden;
+    size_t n_hidden;
+    uint32_t max_tokens;
+} glex_attrs;
+og_status *glex_add_regex_attrs(glex *lex, const char *re, size_t len, const char *what,
+                                unsigned opts, const glex_attrs *attrs, int *id);
+/* The lazy lexeme with hidden bytes that cut the lexeme in `state` (where the first
+ * lazy lexeme complete there has them), else -1; its hidden bytes; its max_tokens (0:
+ * none), and whether any lexeme has one. */
+int glex_hidden_lexeme(const glex *lex, uint32_t state);
+const uint8_t *glex_hidden(const glex *lex, int id, size_t *len);
+uint32_t glex_max_tokens(const glex *lex, int id);
+bool glex_any_max_tokens(const glex *lex);
+/* The lexemes that have an NFA state in `state` (glex_words words into out): those it
+ * may still match. False when out of memory. */
+bool glex_possible(glex *lex, uint32_t state, uint64_t *out);
+/* `state` with only the NFA states of the lexemes in `allowed`: GLEX_DEAD when none is
+ * left; GLEX_FAILED past the limits. */
+uint32_t glex_limit(glex *lex, uint32_t state, const uint64_t *allowed);
+/* *out: every string of lexeme `id` begins with bytes[0..len) (one way on at each of
+ * them, and no proper prefix of them complete). False when the lexer failed. */
+bool glex_forced_prefix(glex *lex, int id, const uint8_t *bytes, size_t len, bool *out);
 /* Adds a lexeme that matches exactly these bytes. The same bytes twice give the same id
  * (and the same id as a regex whose language is only these bytes need not). */
 og_status *glex_add_literal(glex *lex, const uint8_t *bytes, size_t len, int *id);

@@ -24,10 +24,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* llguidance's bookkeeping of the Earley row being read, for max_tokens: its start byte
+ * as llguidance records it (one past the true start when a byte before it exists, less the
+ * previous row's start past a byte that ended the previous lexeme) and the token its
+ * count starts from (reset at the end of each token whose first byte is at or before
+ * that start); bytes consumed before it. Followed byte for byte, as the counts it gives
+ * are what the masks show. */
+typedef struct grow_info {
+    size_t start_byte, tok_start, nbytes;
+} grow_info;
+
 typedef struct gcheck {
     size_t depth; /* Earley sets */
     uint32_t lex;
     bool pending, stopped;
+    grow_info row;
 } gcheck;
 
 struct guide_matcher {
@@ -36,12 +47,14 @@ struct guide_matcher {
     uint32_t lex;  /* the lexer state of the lexeme being read */
     bool pending;  /* some byte of it has been read */
     bool stopped;  /* a stop id was consumed */
+    grow_info row; /* llguidance's row of the lexeme being read (max_tokens) */
     int32_t *stops;
     size_t n_stop;
     gcheck *checks; /* the state before each consumed token */
     size_t n_checks, cap_checks;
     uint64_t *allowed;  /* scratch: a lexeme set */
     uint64_t *one;      /* scratch: a lexeme set of one token-set lexeme */
+    uint64_t *poss;     /* scratch: a lexeme set (glex_possible) */
     uint32_t *lv_lex;   /* the walk's lexer state per trie depth */
     size_t *lv_depth;   /* and Earley depth */
     size_t *lv_ended;   /* and Earley depth once its lexeme was ended there (0: not yet),
@@ -110,6 +123,50 @@ static og_status *restart_next(guide_matcher *m, uint8_t byte, uint32_t *out) {
     }
 }
 
+/* After a lexeme with hidden bytes (Lark's stop=, lexeme h) ended, the parser past it:
+ * where every lexeme that may start next begins with those bytes (llguidance's rule),
+ * *fed and *s is the lexer state after them; else not *fed (they end the token, and the
+ * grammar goes on from the start state as if they were not there). */
+static og_status *hidden_restart(guide_matcher *m, int h, uint32_t *s, bool *fed) {
+    glex *lex = m->g->lex;
+    size_t n = 0;
+    const uint8_t *hb = glex_hidden(lex, h, &n);
+    uint32_t s0;
+    *fed = false;
+    OG_TRY(start_state(m, &s0));
+    *s = s0;
+    if (!glex_possible(lex, s0, m->poss)) return og_oom();
+    bool all = true, any = false;
+    size_t w = glex_words(lex);
+    for (size_t i = 0; i < w && all; i++)
+        for (uint64_t bits = m->poss[i]; bits && all; bits &= bits - 1) {
+            int id = (int)(i * 64) + __builtin_ctzll(bits);
+            if (!glex_forced_prefix(lex, id, hb, n, &all)) return lex_failed(m);
+            any = true;
+        }
+    if (!any || !all) return NULL;
+    for (size_t i = 0; i < n && s0 != GLEX_DEAD; i++) {
+        s0 = glex_next(lex, s0, hb[i]);
+        if (s0 == GLEX_FAILED) return lex_failed(m);
+    }
+    *fed = s0 != GLEX_DEAD;
+    if (*fed) *s = s0;
+    return NULL;
+}
+
+/* The first byte after the lexeme read to lexer state `ended` ended, the parser past it,
+ * inside a token: restart_next, but after a lexeme with hidden bytes only where they
+ * start what follows. */
+static og_status *restart_after(guide_matcher *m, uint32_t ended, uint8_t byte, uint32_t *out) {
+    int h = glex_hidden_lexeme(m->g->lex, ended);
+    if (h < 0) return restart_next(m, byte, out);
+    uint32_t s;
+    bool fed;
+    OG_TRY(hidden_restart(m, h, &s, &fed));
+    *out = fed ? glex_next(m->g->lex, s, byte) : GLEX_DEAD;
+    return *out == GLEX_FAILED ? lex_failed(m) : NULL;
+}
+
 /* One byte from lexer state `cur` with the parser at its top: *out is the new lexer
  * state, GLEX_DEAD when the byte is refused (the parser may then hold a pushed set that
  * the caller pops). */
@@ -121,7 +178,7 @@ static og_status *step(guide_matcher *m, uint32_t cur, uint8_t byte, uint32_t *o
         return NULL;
     }
     OG_TRY(end_lexeme(m, cur));
-    return restart_next(m, byte, out);
+    return restart_after(m, cur, byte, out);
 }
 
 /* The output is complete: the lexeme being read can end here and leave the start
@@ -566,14 +623,14 @@ static og_status *cache_get(guide_matcher *m, uint32_t s, const gcache **out) {
  * another), every byte below with the full rule. The tokens reached are marked in mask,
  * or with mask NULL counted in *found (the walk stops at the first). The parser is back
  * at its depth after. */
-static og_status *walk_subtree(guide_matcher *m, uint32_t first, uint32_t from, uint32_t *mask,
-                               size_t *found) {
+static og_status *walk_subtree(guide_matcher *m, uint32_t first, uint32_t from, uint32_t ended,
+                               uint32_t *mask, size_t *found) {
     const guide_vocab *v = m->g->vocab;
     const gtrie_node *nodes = v->nodes;
     unsigned d0 = nodes[first].depth;
     size_t depth0 = gearley_depth(m->p);
     uint32_t nx = GLEX_DEAD;
-    og_status *st = from == GLEX_DEAD ? restart_next(m, nodes[first].byte, &nx)
+    og_status *st = from == GLEX_DEAD ? restart_after(m, ended, nodes[first].byte, &nx)
                                       : step(m, from, nodes[first].byte, &nx);
     if (st || nx == GLEX_DEAD) {
         gearley_pop_to(m->p, depth0);
@@ -605,7 +662,7 @@ static og_status *walk_subtree(guide_matcher *m, uint32_t first, uint32_t from, 
                     if ((st = end_lexeme(m, cur))) break;
                     m->lv_ended[d - 1] = gearley_depth(m->p);
                 }
-                if ((st = restart_next(m, nd->byte, &nx))) break;
+                if ((st = restart_after(m, cur, nd->byte, &nx))) break;
             }
             if (nx == GLEX_DEAD) {
                 i = nd->skip;
@@ -649,7 +706,7 @@ static og_status *merge_point(guide_matcher *m, const uint8_t *buf, size_t len, 
         if (!node) continue;
         size_t found = 0;
         for (uint32_t c = node + 1; c < v->nodes[node].skip && !found; c = v->nodes[c].skip)
-            OG_TRY(walk_subtree(m, c, cur, NULL, &found));
+            OG_TRY(walk_subtree(m, c, cur, GLEX_DEAD, NULL, &found));
         if (found) {
             *out = p;
             return NULL;
@@ -699,7 +756,7 @@ static og_status *forced_bytes(guide_matcher *m, uint8_t *buf, size_t *len, bool
             for (int b = 0; !st && b < 256 && count < 2; b++) {
                 if (glex_next(lex, cur, (uint8_t)b) != GLEX_DEAD) continue;
                 uint32_t nx;
-                st = restart_next(m, (uint8_t)b, &nx);
+                st = restart_after(m, cur, (uint8_t)b, &nx);
                 gearley_pop_to(m->p, d2);
                 if (!st && nx != GLEX_DEAD) count++, only = b;
             }
@@ -825,7 +882,7 @@ static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
             uint32_t state = c->ends[i].state;
             og_status *st = end_lexeme(m, state);
             for (; !st && i < c->n_ends && c->ends[i].state == state; i++)
-                st = walk_subtree(m, c->ends[i].node, GLEX_DEAD, mask, NULL);
+                st = walk_subtree(m, c->ends[i].node, GLEX_DEAD, state, mask, NULL);
             gearley_pop_to(m->p, depth0);
             if (st) return st;
         }
@@ -856,12 +913,13 @@ og_status *guide_matcher_new(guide_grammar *g, const int32_t *stop_ids, size_t n
     m->stops = malloc((n_stop ? n_stop : 1) * sizeof *m->stops);
     m->allowed = calloc(gearley_words(g->tab), sizeof *m->allowed);
     m->one = calloc(gearley_words(g->tab), sizeof *m->one);
+    m->poss = calloc(glex_words(g->lex) ? glex_words(g->lex) : 1, sizeof *m->poss);
     m->lv_lex = malloc(depth * sizeof *m->lv_lex);
     m->lv_depth = malloc(depth * sizeof *m->lv_depth);
     m->lv_ended = malloc(depth * sizeof *m->lv_ended);
     m->scratch = malloc((guide_mask_words(n) ? guide_mask_words(n) : 1) * sizeof *m->scratch);
     og_status *st = NULL;
-    if (!m->stops || !m->allowed || !m->one || !m->lv_lex || !m->lv_depth || !m->lv_ended || !m->scratch)
+    if (!m->stops || !m->allowed || !m->one || !m->poss || !m->lv_lex || !m->lv_depth || !m->lv_ended || !m->scratch)
         st = og_oom();
     if (!st) {
         if (n_stop) memcpy(m->stops, stop_ids, n_stop * sizeof *stop_ids);
@@ -888,6 +946,7 @@ void guide_matcher_free(guide_matcher *m) {
     free(m->checks);
     free(m->allowed);
     free(m->one);
+    free(m->poss);
     free(m->lv_lex);
     free(m->lv_depth);
     free(m->lv_ended);
@@ -936,6 +995,68 @@ static void describe_token(const guide_vocab *v, int32_t token, char *buf, size_
     buf[o] = 0;
 }
 
+/* Where llguidance's lexer ends the lexeme at the byte that brought it to `state`
+ * (complete, and no byte can extend it) rather than at the next. */
+static bool ends_there(guide_matcher *m, uint32_t state) {
+    return state != GLEX_DEAD && glex_accepts(m->g->lex, state) && !glex_can_extend(m->g->lex, state);
+}
+
+/* What llguidance does at the end of a consumed token (the lexeme being read in m->lex,
+ * its tokens counted from m->row.tok_start; this token is number m->n_checks): a lexeme cut
+ * by hidden bytes ends here (hidden_restart); otherwise the lexemes that have now spanned
+ * their max_tokens tokens are dropped from the lexer state (not where a row began at the
+ * token's last byte: llguidance's check), and where none is left the
+ * lexeme ends here: llguidance's forced end scans the first lexeme the state could still
+ * match, complete or not. */
+static og_status *after_token(guide_matcher *m, bool new_row_last) {
+    glex *lex = m->g->lex;
+    int h = glex_hidden_lexeme(lex, m->lex);
+    if (h >= 0) {
+        OG_TRY(end_lexeme(m, m->lex));
+        bool fed;
+        OG_TRY(hidden_restart(m, h, &m->lex, &fed));
+        m->pending = fed;
+        return NULL;
+    }
+    if (!glex_any_max_tokens(lex) || !m->pending || new_row_last) return NULL;
+    size_t count = m->n_checks + 1 - m->row.tok_start;
+    if (!glex_possible(lex, m->lex, m->poss)) return og_oom();
+    bool cut = false;
+    size_t w = glex_words(lex);
+    for (size_t i = 0; i < w; i++)
+        for (uint64_t bits = m->poss[i]; bits; bits &= bits - 1) {
+            int id = (int)(i * 64) + __builtin_ctzll(bits);
+            uint32_t mt = glex_max_tokens(lex, id);
+            if (mt && count >= mt) {
+                m->poss[i] &= ~(1ull << (id % 64));
+                cut = true;
+            }
+        }
+    if (!cut) return NULL;
+    uint32_t s = glex_limit(lex, m->lex, m->poss);
+    if (s == GLEX_FAILED) return lex_failed(m);
+    if (s != GLEX_DEAD) {
+        m->lex = s;
+        return NULL;
+    }
+    if (!glex_possible(lex, m->lex, m->poss)) return og_oom();
+    int first = -1;
+    for (size_t i = 0; i < w && first < 0; i++)
+        if (m->poss[i]) first = (int)(i * 64) + __builtin_ctzll(m->poss[i]);
+    if (first < 0) return NULL;
+    size_t lw = gearley_words(m->g->tab);
+    memset(m->one, 0, lw * sizeof *m->one);
+    m->one[first / 64] |= 1ull << (first % 64);
+    bool pushed = false;
+    OG_TRY(gearley_scan(m->p, m->one, &pushed));
+    if (!pushed) return NULL;
+    OG_TRY(start_state(m, &m->lex));
+    m->pending = false;
+    m->row.start_byte = m->row.nbytes + (m->row.nbytes > 0);
+    m->row.tok_start = m->n_checks;
+    return NULL;
+}
+
 static og_status *consume_locked(guide_matcher *m, int32_t token) {
     const guide_vocab *v = m->g->vocab;
     if (m->stopped)
@@ -951,7 +1072,7 @@ static og_status *consume_locked(guide_matcher *m, int32_t token) {
         m->checks = q;
         m->cap_checks = c;
     }
-    gcheck before = {gearley_depth(m->p), m->lex, m->pending, m->stopped};
+    gcheck before = {gearley_depth(m->p), m->lex, m->pending, m->stopped, m->row};
     if (m->g->n_tok && (m->g->tok_any[token >> 5] >> (token & 31) & 1)) {
         bool taken = false;
         OG_TRY(specials(m, token, NULL, NULL, &taken));
@@ -962,6 +1083,7 @@ static og_status *consume_locked(guide_matcher *m, int32_t token) {
                 return st;
             }
             m->pending = false;
+            m->row = (grow_info){0, m->n_checks, m->row.nbytes + v->off[token + 1] - v->off[token]};
             m->checks[m->n_checks++] = before;
             return NULL;
         }
@@ -986,8 +1108,21 @@ static og_status *consume_locked(guide_matcher *m, int32_t token) {
                              : "it has no bytes");
     const uint8_t *b = v->blob + v->off[token];
     uint32_t cur = m->lex;
+    grow_info row = m->row;
+    size_t k = m->n_checks, applied0 = row.nbytes;
+    bool new_row_last = false; /* llguidance began a row at the token's last byte */
     for (size_t i = 0; i < len; i++) {
         uint32_t nx = GLEX_DEAD;
+        size_t p = applied0 + i, s = p + (p > 0);
+        new_row_last = false;
+        /* The byte ends the lexeme (a row begins here in llguidance, unless it ended the
+         * lexeme at its last byte already: complete and unable to go on) */
+        if (glex_next(m->g->lex, cur, b[i]) == GLEX_DEAD && !ends_there(m, cur)) {
+            size_t back = row.start_byte ? row.start_byte - 1 : 0;
+            row.start_byte = s - back;
+            row.tok_start = k;
+            new_row_last = true;
+        }
         og_status *st = step(m, cur, b[i], &nx);
         if (st || nx == GLEX_DEAD) {
             gearley_pop_to(m->p, before.depth);
@@ -999,9 +1134,25 @@ static og_status *consume_locked(guide_matcher *m, int32_t token) {
                              "follow", token, desc, i);
         }
         cur = nx;
+        if (ends_there(m, cur)) { /* llguidance ends it at this byte: the next row */
+            row.start_byte = s;
+            row.tok_start = k;
+            new_row_last = true;
+        }
     }
     m->lex = cur;
     m->pending = true;
+    if (row.start_byte >= applied0) row.tok_start = k;
+    row.nbytes = applied0 + len;
+    m->row = row;
+    og_status *st = after_token(m, new_row_last);
+    if (st) {
+        gearley_pop_to(m->p, before.depth);
+        m->lex = before.lex;
+        m->pending = before.pending;
+        m->row = before.row;
+        return st;
+    }
     m->checks[m->n_checks++] = before;
     return NULL;
 }
@@ -1025,6 +1176,7 @@ og_status *guide_matcher_rollback(guide_matcher *m, size_t n) {
     m->lex = c->lex;
     m->pending = c->pending;
     m->stopped = c->stopped;
+    m->row = c->row;
     m->n_checks -= n;
     pthread_mutex_unlock(&m->g->lock);
     return NULL;
