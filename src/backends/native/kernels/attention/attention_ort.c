@@ -333,6 +333,37 @@ static void weighted_piece(const float *w, const float *const *v, int64_t n, int
     weighted(w, v, n, D, acc, true);
 }
 
+/* weighted_piece for nh <= OR_HEADS heads over the same values (loaded once for all):
+ * the same bits as nh calls. */
+static void weighted_pieces(const float *const *w, int nh, const float *const *v, int64_t n,
+                            int64_t D, float *const *acc) {
+#if defined(__AVX512F__)
+    if (D % 32 == 0) {
+        for (int64_t d0 = 0; d0 < D; d0 += 32) {
+            __m512 a[4][2];
+            for (int h = 0; h < 4; h++) a[h][0] = a[h][1] = _mm512_setzero_ps();
+            for (int64_t x = 0; x < n; x++) {
+                __m512 v0 = _mm512_loadu_ps(v[x] + d0), v1 = _mm512_loadu_ps(v[x] + d0 + 16);
+#pragma GCC unroll 4
+                for (int h = 0; h < 4; h++) {
+                    if (h >= nh) break;
+                    __m512 wx = _mm512_set1_ps(w[h][x]);
+                    a[h][0] = _mm512_fmadd_ps(wx, v0, a[h][0]);
+                    a[h][1] = _mm512_fmadd_ps(wx, v1, a[h][1]);
+                }
+            }
+            for (int h = 0; h < nh; h++) {
+                float *o = acc[h] + d0;
+                _mm512_storeu_ps(o, _mm512_add_ps(a[h][0], _mm512_loadu_ps(o)));
+                _mm512_storeu_ps(o + 16, _mm512_add_ps(a[h][1], _mm512_loadu_ps(o + 16)));
+            }
+        }
+        return;
+    }
+#endif
+    for (int h = 0; h < nh; h++) weighted_piece(w[h], v, n, D, acc[h]);
+}
+
 /* weighted_alone for two heads at once (twice the independent sums in flight): the same
  * bits as two calls; continued from acc0 and acc1. */
 static void weighted_alone2(const float *w0, const float *w1, const float *const *v, int64_t n,
@@ -362,39 +393,91 @@ static void weighted_alone2(const float *w0, const float *w1, const float *const
     weighted_alone(w1, v, n, D, acc1);
 }
 
-/* acc[x] = the fused chain over d < nd of q[d] * kt[d * ld + x], from zero, for x < n:
- * a prompt row's scores before the scale, the keys laid across (kt), 64 keys in
- * registers at a time. */
-static void chains_across(const float *q, const float *kt, int64_t ld, int64_t nd, int64_t n,
-                          float *restrict acc) {
+/* Heads of one row scored together (the keys laid across are loaded once for all). */
+enum { OR_HEADS = 4 };
+
+/* acc[h][x] = the fused chain over d < nd of q[h][d] * kt[d * ld + x], from zero, for
+ * x < n and h < NH: a prompt row's scores before the scale for NH heads, the keys laid
+ * across (kt), 64 keys (32 for four heads) in registers at a time. */
+static inline __attribute__((always_inline)) void chains_heads(const float *const *q,
+                                                               const float *kt, int64_t ld,
+                                                               int64_t nd, int64_t n,
+                                                               float *const *acc, const int NH) {
     int64_t x = 0;
 #if defined(__AVX512F__)
-    for (; x + 64 <= n; x += 64) {
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const int W = NH > 2 ? 2 : 4; /* vectors of 16 keys per head */
+    for (; x + 16 * W <= n; x += 16 * W) {
+        __m512 a[OR_HEADS][4];
+#pragma GCC unroll 4
+        for (int h = 0; h < NH; h++)
+#pragma GCC unroll 4
+            for (int v = 0; v < W; v++) a[h][v] = _mm512_setzero_ps();
         for (int64_t d = 0; d < nd; d++) {
-            __m512 qd = _mm512_set1_ps(q[d]);
             const float *r = kt + d * ld + x;
-            a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r), a0);
-            a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 16), a1);
-            a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 32), a2);
-            a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 48), a3);
+            __m512 kv[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < W; v++) kv[v] = _mm512_loadu_ps(r + 16 * v);
+#pragma GCC unroll 4
+            for (int h = 0; h < NH; h++) {
+                __m512 qd = _mm512_set1_ps(q[h][d]);
+#pragma GCC unroll 4
+                for (int v = 0; v < W; v++) a[h][v] = _mm512_fmadd_ps(qd, kv[v], a[h][v]);
+            }
         }
-        _mm512_storeu_ps(acc + x, a0);
-        _mm512_storeu_ps(acc + x + 16, a1);
-        _mm512_storeu_ps(acc + x + 32, a2);
-        _mm512_storeu_ps(acc + x + 48, a3);
+#pragma GCC unroll 4
+        for (int h = 0; h < NH; h++)
+#pragma GCC unroll 4
+            for (int v = 0; v < W; v++) _mm512_storeu_ps(acc[h] + x + 16 * v, a[h][v]);
     }
-    for (; x + 16 <= n; x += 16) {
-        __m512 a0 = _mm512_setzero_ps();
-        for (int64_t d = 0; d < nd; d++)
-            a0 = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), _mm512_loadu_ps(kt + d * ld + x), a0);
-        _mm512_storeu_ps(acc + x, a0);
+    /* the last keys in 16 lanes, those past n masked off (each lane is its own chain) */
+    for (; x < n; x += 16) {
+        __mmask16 mk = n - x >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - x)) - 1);
+        __m512 a[OR_HEADS];
+#pragma GCC unroll 4
+        for (int h = 0; h < NH; h++) a[h] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < nd; d++) {
+            __m512 kv = _mm512_maskz_loadu_ps(mk, kt + d * ld + x);
+#pragma GCC unroll 4
+            for (int h = 0; h < NH; h++) a[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h][d]), kv, a[h]);
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < NH; h++) _mm512_mask_storeu_ps(acc[h] + x, mk, a[h]);
     }
 #endif
-    for (; x < n; x++) {
-        float c = 0.0f;
-        for (int64_t d = 0; d < nd; d++) c = fmaf(q[d], kt[d * ld + x], c);
-        acc[x] = c;
+    for (; x < n; x++)
+        for (int h = 0; h < NH; h++) {
+            float c = 0.0f;
+            for (int64_t d = 0; d < nd; d++) c = fmaf(q[h][d], kt[d * ld + x], c);
+            acc[h][x] = c;
+        }
+}
+
+/* A prompt row's scores c[h][x] of nh <= OR_HEADS heads q[h] against n keys laid across
+ * from kt (row stride ld), as MLAS's SGEMM gives them: fused chains over the head size in
+ * pieces of skq, the first piece times the scale, each later one fma(piece, scale, c).
+ * tmp[h]: n floats each. */
+static void scores_gemm(const float *const *q, int nh, const float *kt, int64_t ld, int64_t D,
+                        int64_t skq, int64_t n, float scale, float *const *c,
+                        float *const *tmp) {
+    for (int64_t d0 = 0; d0 < D; d0 += skq) {
+        int64_t nd = (d0 + skq < D ? d0 + skq : D) - d0;
+        const float *qd[OR_HEADS];
+        for (int h = 0; h < nh; h++) qd[h] = q[h] + d0;
+        float *const *acc = d0 == 0 ? c : tmp;
+        const float *k = kt + d0 * ld;
+        switch (nh) {
+        case 4: chains_heads(qd, k, ld, nd, n, acc, 4); break;
+        case 3: chains_heads(qd, k, ld, nd, n, acc, 3); break;
+        case 2: chains_heads(qd, k, ld, nd, n, acc, 2); break;
+        default: chains_heads(qd, k, ld, nd, n, acc, 1); break;
+        }
+        for (int h = 0; h < nh; h++) {
+            float *ch = c[h], *th = tmp[h];
+            if (d0 == 0)
+                for (int64_t x = 0; x < n; x++) ch[x] = ch[x] * scale;
+            else
+                for (int64_t x = 0; x < n; x++) ch[x] = fmaf(th[x], scale, ch[x]);
+        }
     }
 }
 
@@ -471,7 +554,7 @@ static void run_block_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
      * holds: a prompt cut into pieces gets the bits of its run whole. */
     int64_t D = t->D, R = j->R, kvb = j->kvb, T = s->keys, K0 = s->key0, TR = T - K0;
     const float **kp = (const float **)w, **vp = kp + kvb;
-    float *sc = (float *)(vp + kvb), *tmp = sc + kvb, *st = tmp + kvb;
+    float *sc = (float *)(vp + kvb), *tmp = sc + OR_HEADS * kvb, *st = tmp + OR_HEADS * kvb;
     int64_t nrow = i1 - i0;
     int64_t lo[OQB], hi[OQB];
     bool any = false, alone[OQB];
@@ -508,39 +591,42 @@ static void run_block_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
             if (v1 > b) v1 = b;
             if (v0 >= v1) continue; /* a block the row does not see changes nothing */
             int64_t n = v1 - v0;
-            for (int64_t r = 0; r < R; r++) {
-                int64_t h = g * R + r;
-                const float *q = t->q + (s->tok0 + i) * t->q_ld + h * D;
-                float *c = sc + (v0 - a);
-                for (int64_t d0 = 0; d0 < D; d0 += skq) {
-                    int64_t d1 = d0 + skq < D ? d0 + skq : D;
-                    float *acc = d0 == 0 ? c : tmp;
-                    chains_across(q + d0, kt + d0 * TR + (v0 - K0), TR, d1 - d0, n, acc);
-                    if (d0 == 0)
-                        for (int64_t x = 0; x < n; x++) c[x] = c[x] * t->scale;
-                    else
-                        for (int64_t x = 0; x < n; x++) c[x] = fmaf(tmp[x], t->scale, c[x]);
+            const float *qrow = t->q + (s->tok0 + i) * t->q_ld + g * R * D;
+            for (int64_t r0 = 0; r0 < R; r0 += OR_HEADS) {
+                int nh = R - r0 < OR_HEADS ? (int)(R - r0) : OR_HEADS;
+                const float *qh[OR_HEADS], *eh[OR_HEADS];
+                float *ch[OR_HEADS], *th[OR_HEADS], *oh[OR_HEADS];
+                for (int h = 0; h < nh; h++) {
+                    qh[h] = qrow + (r0 + h) * D;
+                    ch[h] = sc + h * kvb + (v0 - a);
+                    th[h] = tmp + h * kvb;
                 }
-                float *sr = st + (li * R + r) * sst, *o = sr + 2;
-                float mx = max_of(c, n);
-                bool first = sr[1] < 0.0f;
-                float m = first || mx > sr[0] ? mx : sr[0];
-                exp_shift(c, c, n, m);
-                float rs = lane_sum(c, n, v0 - a);
-                if (first) {
-                    sr[1] = rs;
-                    for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-                } else {
-                    float ed = expf(sr[0] - m);
-                    sr[1] = ed * sr[1] + rs;
-                    for (int64_t d = 0; d < D; d++) o[d] = ed * o[d];
+                scores_gemm(qh, nh, kt + (v0 - K0), TR, D, skq, n, t->scale, ch, th);
+                for (int h = 0; h < nh; h++) {
+                    float *c = ch[h];
+                    float *sr = st + (li * R + r0 + h) * sst, *o = sr + 2;
+                    float mx = max_of(c, n);
+                    bool first = sr[1] < 0.0f;
+                    float m = first || mx > sr[0] ? mx : sr[0];
+                    exp_shift(c, c, n, m);
+                    float rs = lane_sum(c, n, v0 - a);
+                    if (first) {
+                        sr[1] = rs;
+                        for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+                    } else {
+                        float ed = expf(sr[0] - m);
+                        sr[1] = ed * sr[1] + rs;
+                        for (int64_t d = 0; d < D; d++) o[d] = ed * o[d];
+                    }
+                    sr[0] = m;
+                    oh[h] = o;
                 }
-                sr[0] = m;
                 /* o += e . V over the block, in pieces of skv keys from the block's start */
                 for (int64_t p0 = a; p0 < b; p0 += skv) {
                     int64_t x0 = p0 > v0 ? p0 : v0, x1 = p0 + skv < v1 ? p0 + skv : v1;
                     if (x0 >= x1) continue;
-                    weighted_piece(sc + (x0 - a), vp + (x0 - a), x1 - x0, D, o);
+                    for (int h = 0; h < nh; h++) eh[h] = sc + h * kvb + (x0 - a);
+                    weighted_pieces(eh, nh, vp + (x0 - a), x1 - x0, D, oh);
                 }
             }
         }
@@ -609,15 +695,7 @@ static void run_plain_rows(const or_job *j, const gqa_tiles_seq *s, int64_t g, i
         row_ptrs(j, s, g, lo, n, kp, vp);
         for (int64_t r = 0; r < R; r++) {
             const float *q = t->q + (s->tok0 + i) * t->q_ld + (g * R + r) * D;
-            for (int64_t d0 = 0; d0 < D; d0 += skq) {
-                int64_t d1 = d0 + skq < D ? d0 + skq : D;
-                float *c = d0 == 0 ? sc : tmp;
-                chains_across(q + d0, kt + d0 * TR + (lo - K0), TR, d1 - d0, n, c);
-                if (d0 == 0)
-                    for (int64_t x = 0; x < n; x++) sc[x] = sc[x] * t->scale;
-                else
-                    for (int64_t x = 0; x < n; x++) sc[x] = fmaf(tmp[x], t->scale, sc[x]);
-            }
+            scores_gemm(&q, 1, kt + (lo - K0), TR, D, skq, n, t->scale, &sc, &tmp);
             for (int64_t x = 0; x < n; x++) sc[x] = tanhf(sc[x] / cap) * cap;
             exp_shift(sc, sc, n, max_of(sc, n));
             float inv = 1.0f / lane_sum(sc, n, 0);
@@ -763,9 +841,10 @@ og_status *gqa_ort_run(kernel_ctx *ctx, const gqa_tiles *t) {
     }
     /* a prompt block's panel, scores and piece sums, the rows' states; or a decode row's
      * scores and output sums */
-    int64_t prompt = 4 * j.kvb + 2 * j.kvb + OQB * j.R * (D + 2),
+    int64_t prompt = 4 * j.kvb + 2 * OR_HEADS * j.kvb + OQB * j.R * (D + 2),
             alone = 4 * span + j.R * span + j.R * D + j.R, plain = 6 * span + 2 * D;
     if (alone < plain) alone = plain;
+    if (kt_floats == 0) prompt = 0; /* decode rows only */
     /* whole 64-byte lines per worker: its memory starts with row pointers */
     j.per_worker = ((prompt > alone ? prompt : alone) + 16 + 15) / 16 * 16;
     int64_t workers = threadpool_size(ctx->pool);
