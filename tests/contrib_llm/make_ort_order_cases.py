@@ -60,6 +60,10 @@ def main():
     decode("rotary", 4, 2, 64, 30, rotary_half=32, max_pos=64)
     decode("batch2", 4, 2, 64, 0, B=2, lens=[25, 9])
     decode("scale", 2, 1, 64, 40, scale=0.1)
+    # groups of 7 and 6 heads (Qwen2.5-0.5B's and 1.5B's): key blocks read by every head in
+    # turn, heads summed in pairs and one alone
+    decode("g7_p200", 14, 2, 64, 200)
+    decode("d128_g5_p100", 5, 1, 128, 100)
     # several-token runs
     prompt("d64_s20", 4, 2, 64, 20)
     prompt("d64_s300", 2, 1, 64, 300)
@@ -75,6 +79,10 @@ def main():
     prompt("window64_past500", 1, 1, 64, 40, past=500, local_window_size=64)
     prompt("d64_past600", 1, 1, 64, 5, past=600)
     prompt("d64_past800", 2, 1, 64, 8, past=800)
+    # a row's heads scored four at a time: groups of 7, 5 and 4 heads
+    prompt("g7_s45", 14, 2, 64, 45)
+    prompt("d128_g5_s37", 5, 1, 128, 37)
+    prompt("g4_past30", 4, 1, 64, 19, past=30)
     # a softcap: onnxruntime's plain path (scores by GEMM, libm's tanhf, p . V by its one-row
     # kernel for a decode step and by GEMM for a prompt)
     decode("softcap", 2, 1, 64, 40, softcap=5.0)
