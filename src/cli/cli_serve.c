@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char serve_usage[] =
     "usage: onnx-genai serve [-m] DIR [options]\n"
@@ -66,6 +67,9 @@ static const char serve_usage[] =
     "                        status, model, prompt and completion tokens, time to the\n"
     "                        first token, duration): text, json (one object a line) or\n"
     "                        none (the default)\n"
+    "  --slot-save-path DIR  POST /slots/{id}?action=save|restore|erase (llama-server's)\n"
+    "                        save a slot's cached prefix (KV, a hybrid's state) to a file\n"
+    "                        in DIR and restore it into the prefix cache (without: 501)\n"
     "  --pooling MODE        /v1/embeddings: one vector of an input's hidden states by\n"
     "                        last (the last token's), mean or cls (the first token's);\n"
     "                        default: the package's sentence-transformers files\n"
@@ -81,7 +85,8 @@ static const char serve_usage_tail[] =
     "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
     "GET /metrics, POST /tokenize, POST /detokenize, POST /v1/messages (Anthropic's\n"
     "Messages API), POST /v1/responses (OpenAI's Responses API), GET /props and GET /slots\n"
-    "(llama-server's), POST /v1/embeddings, and a chat page at /. POST bodies\n"
+    "(llama-server's; POST /slots/{id}?action=save|restore|erase with --slot-save-path),\n"
+    "POST /v1/embeddings, and a chat page at /. POST bodies\n"
     "are JSON (Content-Type: application/json, else 415) in UTF-8 (else 400).\n"
     "Listening on an address other than loopback without an API key prints a warning.\n"
     "SIGINT stops the server; SIGTERM drains it first (--drain-timeout). GET /health/live\n"
@@ -205,7 +210,7 @@ int cli_serve(int argc, char **argv) {
                                              "--max-connections", "--max-per-address",
                                              "--read-timeout", "--api-key", "--api-key-file",
                                              "--cors-origin", "--template-file", "--drain-timeout",
-                                             "--adapter", "--log-format", "--pooling",
+                                             "--adapter", "--log-format", "--pooling", "--slot-save-path",
                                              "--embeddings-normalize", NULL};
         bool known = false;
         for (int k = 0; valued[k] && !known; k++) known = !strcmp(a, valued[k]);
@@ -237,6 +242,13 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--api-key-file")) key_file = v;
         else if (!strcmp(a, "--cors-origin")) { if (!(rc = header_safe(a, v))) o.cors_origin = v; }
         else if (!strcmp(a, "--template-file")) o.template_file = v;
+        else if (!strcmp(a, "--slot-save-path")) {
+            struct stat sp;
+            if (stat(v, &sp) != 0 || !S_ISDIR(sp.st_mode))
+                rc = cli_fail("serve: --slot-save-path: '%s' is not a folder", v);
+            else
+                o.slot_save_path = v;
+        }
         else if (!strcmp(a, "--adapter")) rc = adapter_option(&o, v);
         else if (!strcmp(a, "--log-format")) {
             if (!strcmp(v, "text")) o.log_format = SERVE_LOG_TEXT;

@@ -220,15 +220,57 @@ static void drop_cancelled_waiting(eng_engine *e) {
     e->n_waiting = k;
 }
 
+struct eng_ctl {
+    void (*fn)(eng_engine *, void *);
+    void *arg;
+    bool done, ran;
+};
+
+bool eng_on_thread(eng_engine *e, void (*fn)(eng_engine *, void *), void *arg) {
+    struct eng_ctl job = {fn, arg, false, false};
+    pthread_mutex_lock(&e->mu);
+    while (e->ctl && !e->stopping) pthread_cond_wait(&e->ctl_cv, &e->mu); /* one at a time */
+    if (!e->stopping && e->thread_started) {
+        e->ctl = &job;
+        pthread_cond_broadcast(&e->cv);
+        while (!job.done) pthread_cond_wait(&e->ctl_cv, &e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return job.ran;
+}
+
+/* The job waiting for the thread (under mu, which it leaves held): run, or when the
+ * engine stops, ended without running. */
+static void run_ctl(eng_engine *e, bool run) {
+    struct eng_ctl *job = e->ctl;
+    if (!job) return;
+    if (run) {
+        pthread_mutex_unlock(&e->mu);
+        job->fn(e, job->arg);
+        pthread_mutex_lock(&e->mu);
+    }
+    job->ran = run;
+    job->done = true;
+    e->ctl = NULL;
+    pthread_cond_broadcast(&e->ctl_cv);
+}
+
 static void *engine_main(void *arg) {
     eng_engine *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->stopping && e->n_incoming == 0 && e->n_waiting == 0 && e->n_running == 0)
+        while (!e->stopping && !e->ctl && e->n_incoming == 0 && e->n_waiting == 0 &&
+               e->n_running == 0)
             pthread_cond_wait(&e->cv, &e->mu);
         if (e->stopping) {
+            run_ctl(e, false);
             pthread_mutex_unlock(&e->mu);
             break;
+        }
+        if (e->ctl) {
+            run_ctl(e, true);
+            pthread_mutex_unlock(&e->mu);
+            continue;
         }
         take_incoming(e);
         pthread_mutex_unlock(&e->mu);
@@ -295,6 +337,7 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     e->step_tokens = budget < opt.max_batch ? opt.max_batch : budget;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
+    pthread_cond_init(&e->ctl_cv, NULL);
     pthread_mutex_init(&e->stats_mu, NULL);
     og_status *st = NULL;
     e->running = calloc((size_t)opt.max_batch, sizeof *e->running);
@@ -347,6 +390,7 @@ void eng_destroy(eng_engine *e) {
         pthread_mutex_lock(&e->mu);
         e->stopping = true;
         pthread_cond_broadcast(&e->cv);
+        pthread_cond_broadcast(&e->ctl_cv);
         pthread_mutex_unlock(&e->mu);
         pthread_join(e->thread, NULL);
     }
@@ -360,6 +404,7 @@ void eng_destroy(eng_engine *e) {
     free(e->gmask);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->ctl_cv);
     pthread_mutex_destroy(&e->stats_mu);
     free(e);
 }

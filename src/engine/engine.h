@@ -237,4 +237,23 @@ typedef struct eng_stats {
 
 void eng_get_stats(eng_engine *e, eng_stats *out);
 
+/* A cached prefix to a file and back (engine_prefix.c; serve's /slots save and restore).
+ * Batched mode with the prefix cache only (else OG_ERR_UNSUPPORTED saying why); safe from
+ * any thread (the pool is touched on the engine's thread, between steps).
+ * eng_prefix_save writes the positions of tokens[0..n) the prefix cache holds (its full
+ * blocks; a hybrid's up to the last one with a state snapshot, and that snapshot) to
+ * path: *n_saved positions, *bytes bytes. eng_prefix_restore reads such a file and puts
+ * its whole blocks into the prefix cache as cached blocks (a hybrid's snapshot with them),
+ * where requests starting with its tokens find them: *tokens (malloc'd, n_tokens) the
+ * file's tokens, *n_restored the positions now cached, *bytes read. A file of another
+ * model (a fingerprint of the weight files' names, sizes and sampled bytes, and the KV
+ * layout) or a damaged one is OG_ERR_INVALID_ARGUMENT naming why; no room in the pool
+ * too. eng_prefix_erase takes the cached blocks of tokens' prefix out of the cache (those
+ * a running request holds stay) and returns the positions freed. */
+og_status *eng_prefix_save(eng_engine *e, const int32_t *tokens, int n, const char *path,
+                           int *n_saved, size_t *bytes);
+og_status *eng_prefix_restore(eng_engine *e, const char *path, int32_t **tokens, int *n_tokens,
+                              int *n_restored, size_t *bytes);
+int eng_prefix_erase(eng_engine *e, const int32_t *tokens, int n);
+
 #endif

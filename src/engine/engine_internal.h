@@ -165,12 +165,19 @@ struct eng_engine {
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */
     size_t gmask_words;
+    /* a job the thread runs between steps (eng_on_thread; under mu), and its end */
+    struct eng_ctl *ctl;
+    pthread_cond_t ctl_cv;
+    uint64_t fingerprint; /* of the model's weights (engine_prefix.c; 0: not read yet) */
     /* statistics */
     pthread_mutex_t stats_mu;
     eng_stats st;
 };
 
 double eng_now(void);
+/* Runs fn(e, arg) on the engine's thread between two steps (nothing of a step in flight)
+ * and waits for it; false, without running it, when the engine is stopping. */
+bool eng_on_thread(eng_engine *e, void (*fn)(eng_engine *, void *), void *arg);
 void eng_hist_add(eng_hist *h, double v);
 
 /* engine.c: delivering results (engine thread) */
@@ -232,6 +239,12 @@ void eng_state_settle(eng_engine *e, int r0, int nr);
 int eng_state_match(eng_engine *e, const int32_t *blocks, int got, int *snap);
 /* After a run: a snapshot of s's slot at its boundary, when it is one worth keeping. */
 void eng_state_snapshot(eng_engine *e, eng_seq *s);
+/* Snapshots by the chained hash of the prefix they end (engine_prefix.c): the one kept
+ * under h (slot_bytes, every entry's row in order) or NULL; keeping state[0..slot_bytes)
+ * under h (false without snapshots); dropping the one under h. */
+const char *eng_state_kept(const eng_engine *e, uint64_t h);
+bool eng_state_keep(eng_engine *e, uint64_t h, const void *state);
+void eng_state_forget(eng_engine *e, uint64_t h);
 
 /* engine_single.c */
 /* Sets the memory budget of per-sequence mode (o.kv_memory, or its default). */

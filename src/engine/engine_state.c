@@ -251,16 +251,13 @@ int eng_state_match(eng_engine *e, const int32_t *blocks, int got, int *snap) {
     return 0;
 }
 
-void eng_state_snapshot(eng_engine *e, eng_seq *s) {
-    int bs = e->pool->block_size, p = s->n_cached, prompt = s->n_tokens - s->n_gen;
-    if (e->n_snaps == 0 || s->slot < 0 || p == 0 || p % e->snap_stride || p > prompt - 1 ||
-        s->n_reg != p / bs)
-        return;
-    uint64_t h = s->reg_hash; /* of the blocks up to p (registered by s or another) */
+/* The snapshot to fill for hash h: -1 when one is kept under h already (its use
+ * refreshed), else a free one or the least recently used, now under h. */
+static int snap_claim(eng_engine *e, uint64_t h) {
     int have = snap_find(e, h);
     if (have >= 0) {
         e->snap_used[have] = ++e->snap_tick;
-        return;
+        return -1;
     }
     int victim = 0;
     for (int i = 0; i < e->n_snaps; i++) {
@@ -271,6 +268,19 @@ void eng_state_snapshot(eng_engine *e, eng_seq *s) {
         }
         if (e->snap_used[i] < e->snap_used[victim]) victim = i;
     }
+    e->snap_hash[victim] = h;
+    e->snap_used[victim] = ++e->snap_tick;
+    e->snaps_taken++;
+    return victim;
+}
+
+void eng_state_snapshot(eng_engine *e, eng_seq *s) {
+    int bs = e->pool->block_size, p = s->n_cached, prompt = s->n_tokens - s->n_gen;
+    if (e->n_snaps == 0 || s->slot < 0 || p == 0 || p % e->snap_stride || p > prompt - 1 ||
+        s->n_reg != p / bs)
+        return;
+    int victim = snap_claim(e, s->reg_hash); /* of the blocks up to p (registered by s or another) */
+    if (victim < 0) return;
     size_t off = 0;
     char *dst = e->snap_mem + (size_t)victim * e->slot_bytes;
     for (int k = 0; k < e->n_state; k++) {
@@ -278,7 +288,24 @@ void eng_state_snapshot(eng_engine *e, eng_seq *s) {
         memcpy(dst + off, slot_row(e, k, s->slot), rb);
         off += rb;
     }
-    e->snap_hash[victim] = h;
-    e->snap_used[victim] = ++e->snap_tick;
-    e->snaps_taken++;
+}
+
+const char *eng_state_kept(const eng_engine *e, uint64_t h) {
+    int i = h ? snap_find(e, h) : -1;
+    return i >= 0 ? e->snap_mem + (size_t)i * e->slot_bytes : NULL;
+}
+
+bool eng_state_keep(eng_engine *e, uint64_t h, const void *state) {
+    if (e->n_snaps == 0 || !h) return false;
+    int i = snap_claim(e, h);
+    if (i >= 0) memcpy(e->snap_mem + (size_t)i * e->slot_bytes, state, e->slot_bytes);
+    return true;
+}
+
+void eng_state_forget(eng_engine *e, uint64_t h) {
+    int i = h ? snap_find(e, h) : -1;
+    if (i < 0) return;
+    e->snap_hash[i] = 0;
+    e->snap_used[i] = 0;
+    e->n_snaps_held--;
 }

@@ -187,3 +187,10 @@ void kv_pool_register(kv_pool *p, int32_t block, int32_t parent, uint64_t hash,
     p->chain[block] = p->bucket[bk];
     p->bucket[bk] = block;
 }
+
+void kv_pool_forget(kv_pool *p, int32_t block) {
+    if (block < 0 || block >= p->n_blocks || p->ref[block] != 0 || !p->hash[block]) return;
+    lru_unlink(p, block);
+    unregister(p, block);
+    p->free_list[p->n_free++] = block;
+}

@@ -82,5 +82,8 @@ int kv_pool_match(kv_pool *p, const int32_t *tokens, int n, int max_blocks, int3
  * unregistered (another sequence computed the same positions at the same time). */
 void kv_pool_register(kv_pool *p, int32_t block, int32_t parent, uint64_t hash,
                       const int32_t *tokens);
+/* Takes a cached block (registered, no user) out of the prefix cache onto the free list;
+ * a block in use or not registered is left as it is. */
+void kv_pool_forget(kv_pool *p, int32_t block);
 
 #endif

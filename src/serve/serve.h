@@ -35,6 +35,8 @@ typedef struct serve_options {
     int drain_timeout;      /* SIGTERM: seconds the requests being answered get to finish
                                while new ones are refused with 503 (0: stop at once) */
     int log_format;         /* SERVE_LOG_*: a line per request on stderr (none by default) */
+    const char *slot_save_path; /* --slot-save-path: the folder POST /slots/{id}?action=save
+                               and restore use (NULL: those answer 501) */
     /* --adapter NAME=FILE (-m only): LoRA adapters over the model, loaded with it; a request
      * names one as model "MODEL:NAME" (eng_sampling.adapter) */
     const char *adapters[SERVE_MAX_ADAPTERS];

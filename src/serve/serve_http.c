@@ -27,7 +27,7 @@
 const char *const srv_route_names[SRV_ROUTES] = {
     "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
     "/tokenize", "/detokenize", "/", "/v1/messages", "/v1/responses", "/props", "/slots", "/v1/embeddings",
-    "other"};
+    "/slots/{id}", "other"};
 
 serve_options serve_options_default(void) {
     serve_options o = {0};
@@ -79,13 +79,14 @@ static srv_route route_of(const char *url) {
     if (!strcmp(url, "/props")) return SRV_PROPS;
     if (!strcmp(url, "/slots")) return SRV_SLOTS;
     if (!strcmp(url, "/v1/embeddings")) return SRV_EMBEDDINGS;
+    if (!strncmp(url, "/slots/", 7)) return SRV_SLOT_ACTION;
     return SRV_OTHER;
 }
 
 static const char *route_method(srv_route r) {
     switch (r) {
     case SRV_CHAT: case SRV_COMPLETIONS: case SRV_TOKENIZE: case SRV_DETOKENIZE: case SRV_MESSAGES:
-    case SRV_RESPONSES: case SRV_EMBEDDINGS: return "POST";
+    case SRV_RESPONSES: case SRV_EMBEDDINGS: case SRV_SLOT_ACTION: return "POST";
     default: return "GET";
     }
 }
@@ -289,7 +290,10 @@ static bool admit(srv_server *s, struct MHD_Connection *c, srv_route rt, const c
             return false;
         }
     }
-    if (json_route(rt) &&
+    /* a slot action's body is optional (erase has none) */
+    bool body_announced = (length && strtoull(length, NULL, 10) > 0) ||
+                          MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if ((json_route(rt) || (rt == SRV_SLOT_ACTION && body_announced)) &&
         !json_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         srv_fail(&err, 415, "", "%s takes a JSON body: send the header 'Content-Type: application/json'",
                  srv_route_names[rt]);
@@ -310,7 +314,7 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
         srv_reply_error(r, &err);
         return;
     }
-    if (json_route(rt)) {
+    if (json_route(rt) || rt == SRV_SLOT_ACTION) {
         size_t ok = tok_utf8_valid_prefix(body, len);
         if (ok < len) {
             srv_fail(&err, 400, "", "the request body is not valid UTF-8 (byte %zu)", ok);
@@ -342,6 +346,7 @@ static void dispatch(srv_server *s, struct MHD_Connection *c, srv_conn *k, srv_r
     case SRV_RESPONSES: srv_handle_dialect(s, &srv_responses_api, body, len, fd, r); return;
     case SRV_PROPS: srv_handle_props(s, c, r); return;
     case SRV_SLOTS: srv_handle_slots(s, c, r); return;
+    case SRV_SLOT_ACTION: srv_handle_slot_action(s, c, url, body, len, r); return;
     case SRV_EMBEDDINGS: srv_handle_embeddings(s, body, len, r); return;
     default: return;
     }
@@ -474,6 +479,7 @@ int serve_main(const serve_options *o) {
     }
     s->o = *o;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->slot_cv, NULL);
     int rc = 1;
     bool models = srv_models_init(s) && srv_slots_init(s);
     /* Signals go to sigwait below: every thread started from here on has them blocked. */
@@ -573,6 +579,7 @@ out:
     if (s->models) srv_models_free(s);
     srv_slots_free(s);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->slot_cv);
     free(s);
     return rc;
 }

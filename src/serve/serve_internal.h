@@ -106,7 +106,7 @@ typedef struct srv_model {
 typedef enum srv_route {
     SRV_CHAT, SRV_COMPLETIONS, SRV_MODELS, SRV_HEALTH, SRV_METRICS, SRV_TOKENIZE,
     SRV_DETOKENIZE, SRV_PAGE, SRV_MESSAGES, SRV_RESPONSES, SRV_PROPS, SRV_SLOTS, SRV_EMBEDDINGS,
-    SRV_OTHER,
+    SRV_SLOT_ACTION, SRV_OTHER,
     SRV_ROUTES
 } srv_route;
 
@@ -136,6 +136,7 @@ typedef struct srv_server {
     struct srv_slot *slots;  /* (under mu) --max-batch per model, model by model (serve_slots.c;
                                 a model uses the first srv_model.slots of its own) */
     int n_slots;             /* per model */
+    pthread_cond_t slot_cv;  /* (with mu) a slot was given back */
 } srv_server;
 
 /* The models: one (-m) or every package folder under --models-dir. */
@@ -457,12 +458,19 @@ void srv_slots_free(srv_server *s);
 int srv_slot_take(srv_server *s, const srv_job *j, int choice, int n_prompt);
 /* The tokens the choice in slot (1 + index; 0: none) has taken so far. */
 void srv_slot_progress(srv_server *s, const srv_model *m, int slot, int n_decoded);
-void srv_slot_give(srv_server *s, const srv_model *m, int slot);
+/* The choice leaves the slot; the slot keeps its tokens (prompt[0..n_prompt), then the
+ * ids of out[0..n_out)), what /slots/{id}?action=save saves the cached KV of. */
+void srv_slot_give(srv_server *s, const srv_model *m, int slot, const int32_t *prompt,
+                   int n_prompt, const int32_t *out, int n_out);
 /* GET /props (the model's defaults, slots, path, chat template, build) and GET /slots (each
  * slot: its request's id, prompt and generated tokens) as llama-server answers them; the
  * model by ?model=NAME or the only one. */
 void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r);
 void srv_handle_slots(srv_server *s, struct MHD_Connection *c, srv_reply *r);
+/* POST /slots/{id}?action=save|restore|erase as llama-server answers it (--slot-save-path):
+ * a slot's tokens' cached KV to a file / a file's into the prefix cache / out of it. */
+void srv_handle_slot_action(srv_server *s, struct MHD_Connection *c, const char *url,
+                            const char *body, size_t len, srv_reply *r);
 
 /* ---- embeddings (serve_embed.c) --------------------------------------------------------- */
 

@@ -277,6 +277,23 @@ bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int f
     return ok;
 }
 
+/* The choice leaves its slot, which keeps the tokens its sequence ran: the prompt and
+ * the ids the engine gave (/slots/{id}?action=save). */
+static void give_slot(srv_job *j, srv_choice *c) {
+    if (!c->slot) return;
+    int n = c->req ? eng_request_wait(c->req, 0, 0) : 0;
+    int32_t *ids = n > 0 ? malloc(sizeof *ids * (size_t)n) : NULL;
+    eng_token t[32];
+    if (!ids) n = 0;
+    for (int at = 0; at < n; at += 32) {
+        int k = n - at < 32 ? n - at : 32;
+        eng_request_tokens(c->req, at, k, t);
+        for (int i = 0; i < k; i++) ids[at + i] = t[i].id;
+    }
+    srv_slot_give(j->srv, j->m, c->slot, j->ids[c->prompt], j->n_ids[c->prompt], ids, n);
+    free(ids);
+}
+
 static bool keep_token(srv_choice *c, const eng_token *t) {
     if (c->n_toks == c->cap_toks) {
         int cap = c->cap_toks ? 2 * c->cap_toks : 16;
@@ -489,7 +506,7 @@ static bool choice_step(srv_job *j, srv_choice *c) {
         c->slot = srv_slot_take(j->srv, j, c->index, j->n_ids[c->prompt]);
     if (progressed) srv_slot_progress(j->srv, j->m, c->slot, c->have);
     if (c->finish) { /* its place is free for the next request (/slots) */
-        srv_slot_give(j->srv, j->m, c->slot);
+        give_slot(j, c);
         c->slot = 0;
     }
     return progressed;
@@ -525,7 +542,7 @@ bool srv_client_gone(srv_job *j) {
 void srv_job_free(srv_job *j) {
     for (int i = 0; j->c && i < j->n_choices; i++) {
         srv_choice *c = &j->c[i];
-        srv_slot_give(j->srv, j->m, c->slot);
+        give_slot(j, c);
         if (c->req) {
             eng_request_cancel(c->req); /* a no-op once it has finished */
             eng_request_release(c->req);

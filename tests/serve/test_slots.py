@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""`onnx-genai serve`'s POST /slots/{id}?action=save|restore|erase (llama-server's slot
+persistence, --slot-save-path), over real HTTP:
+
+  slot_save  Without --slot-save-path: 501 with llama-server's message and error type.
+             stories260K (blocks of 16): a greedy completion of a 40-token id prompt (its
+             text `generate --ids`'s) leaves its tokens in slot 0; save writes the cached
+             whole blocks (48 of the 51 positions computed) and n_written is the file's size;
+             llama-server's refusals (Invalid filename for a path or "..", Invalid action,
+             Invalid slot ID for a non-number and one out of range, 400 for a missing file),
+             415 for a body that is not JSON; erase (n_erased: the slot's 52 tokens) takes the
+             blocks out of the cache. A fresh server with blocks of 8 restores the file (48
+             positions, n_read = the size): the same prompt takes 32 positions from the cache
+             (usage.prompt_tokens_details, and a hit in /metrics) and a prompt of the first 51
+             tokens of the answered sequence all 48, and both answers equal the first
+             server's without the file, text and log-probabilities to the bit (the check
+             fails when the restore writes no KV); erase empties it again. A file of another
+             package (tiny-int4), a cut one, one with a flipped byte and one that is not a
+             slot file are refused with 400 naming why. hybrid-qwen3_5 (recurrent and conv
+             states): a 140-token prompt's save holds 128 positions (its last state snapshot,
+             at a multiple of 64) and the state; restored in a fresh server the prompt takes
+             128 from the cache and its answer's log-probabilities equal the first server's
+             (they differ when the state and KV are not restored).
+
+Usage: test_slots.py BUILD_DIR PACKAGES_DIR CASE. Exits 77 when a package is missing."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from prompt_ids import token_prompts
+from test_server import SKIP, Server, check, run
+
+
+def generate_ids(build, pkg, ids, max_new):
+    """`generate --ids`: (the new ids, the whole sequence's text)."""
+    out = subprocess.run([os.path.join(build, "onnx-genai"), "generate", "-m", pkg, "--ids",
+                          ",".join(map(str, ids)), "--max-length", str(len(ids) + max_new), "--json"],
+                         capture_output=True, text=True, check=True, timeout=300)
+    j = json.loads(out.stdout)
+    return j["sequences"][0][len(ids):], j["text"][0]
+
+
+def complete(s, ids, max_tokens, logprobs=False):
+    """Greedy /v1/completions of a token-id prompt: (the answer's text, or with logprobs its
+    tokens' log-probabilities, and the cached tokens)."""
+    body = {"prompt": ids, "max_tokens": max_tokens, "temperature": 0}
+    if logprobs:
+        body["logprobs"] = 0
+    st, _, j, text = s.post("/v1/completions", body)
+    if st != 200:
+        raise SystemExit(f"completion failed: {st} {text!r}")
+    cached = j["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)
+    c = j["choices"][0]
+    return (c["text"], c["logprobs"]["token_logprobs"]) if logprobs else c["text"], cached
+
+
+def action(s, slot, what, filename=None, model=None):
+    q = f"/slots/{slot}?action={what}" + (f"&model={model}" if model else "")
+    st, _, j, text = s.request("POST", q, {"filename": filename} if filename is not None else None)
+    return st, j if j is not None else text
+
+
+def error_is(st, j, status, message, what):
+    got = (j or {}).get("error", {}) if isinstance(j, dict) else {}
+    return check(st == status and message in got.get("message", ""),
+                 f"{what}: {status} '{message}' (got {st} {got.get('message')!r})")
+
+
+def case_slot_save(build, pkgs):
+    stories = os.path.join(pkgs, "stories260K")
+    tiny = os.path.join(pkgs, "tiny-int4")
+    hybrid = os.path.join(pkgs, "hybrid-qwen3_5")
+    for p in (stories, tiny, hybrid):
+        if not os.path.exists(os.path.join(p, "genai_config.json")):
+            print(f"SKIP: {p} is missing (serve_packages did not write it)")
+            return SKIP
+    tmp = tempfile.mkdtemp(prefix="og-slots-")
+    vocab = json.load(open(os.path.join(stories, "genai_config.json")))["model"]["vocab_size"]
+    prompt = token_prompts(vocab, [40], 4242)[0]
+    want, want_text = generate_ids(build, stories, prompt, 12)
+    longer = (prompt + want)[:51]  # the answered sequence's first 51 tokens
+
+    s = Server(build, stories)  # no --slot-save-path
+    try:
+        st, j = action(s, 0, "save", "x.bin")
+        error_is(st, j, 501, "This server does not support slots action. Start it with `--slot-save-path`",
+                 "without --slot-save-path")
+        check(isinstance(j, dict) and j["error"].get("type") == "not_supported_error",
+              f"... error type not_supported_error ({j})")
+    finally:
+        s.stop()
+
+    s = Server(build, stories, "--slot-save-path", tmp, "--block-size", "16", "--max-batch", "4")
+    try:
+        # the answers without a restored cache first (the longer prompt's blocks stay cached
+        # here but are not the slot's), then the prompt whose tokens slot 0 keeps
+        text_longer, _ = complete(s, longer, 6, logprobs=True)
+        text_a, _ = complete(s, prompt, 12, logprobs=True)
+        check(len(text_a[1]) == 12, f"a 12-token completion ({len(text_a[1])})")
+        prompt_text = s.post("/detokenize", {"tokens": prompt})[2]["prompt"]
+        check(want_text == prompt_text + text_a[0], f"... generate's answer ({want_text[len(prompt_text):]!r} "
+              f"vs {text_a[0]!r})")
+        st, _, slots, _ = s.request("GET", "/slots")
+        check(st == 200 and not slots[0]["is_processing"], "slot 0 idle after it")
+        st, j = action(s, 0, "save", "story.bin")
+        size = os.path.getsize(os.path.join(tmp, "story.bin")) if os.path.exists(os.path.join(tmp, "story.bin")) else -1
+        check(st == 200 and j.get("id_slot") == 0 and j.get("filename") == "story.bin" and
+              j.get("n_saved") == 48 and j.get("n_written") == size and "save_ms" in j.get("timings", {}),
+              f"save: 48 positions (3 blocks of 16 of the 51 computed), n_written = the file's {size} bytes ({j})")
+        check(not os.path.exists(os.path.join(tmp, "story.bin.tmp")), "no temporary file left")
+        for bad in ("../story.bin", "a/b.bin", "..", "", " x"):
+            st, j = action(s, 0, "save", bad)
+            error_is(st, j, 400, "Invalid filename", f"save to {bad!r}")
+        st, j = action(s, 0, "restore", "../../etc/passwd")
+        error_is(st, j, 400, "Invalid filename", "restore from a path")
+        st, j = action(s, 0, "frobnicate", "story.bin")
+        error_is(st, j, 400, "Invalid action", "an unknown action")
+        st, j = action(s, "x", "save", "story.bin")
+        error_is(st, j, 400, "Invalid slot ID", "a slot id that is not a number")
+        st, j = action(s, 9, "save", "story.bin")
+        error_is(st, j, 400, "Invalid slot ID", "a slot beyond --max-batch")
+        st, j = action(s, 0, "restore", "never-saved.bin")
+        check(st == 400, f"restoring a file never saved: 400 ({st} {j})")
+        st, _, j, _ = s.request("POST", "/slots/0?action=save", raw=b"filename=x",
+                                headers={"Content-Type": "text/plain"})
+        check(st == 415, f"a body that is not JSON: 415 ({st})")
+        # erase: the slot's tokens (40 + 12) and their cached blocks go
+        st, j = action(s, 0, "erase")
+        check(st == 200 and j == {"id_slot": 0, "n_erased": 52}, f"erase: n_erased 52 ({j})")
+        _, cached = complete(s, prompt, 4)
+        check(cached == 0, f"after erase the prompt finds nothing cached ({cached})")
+    finally:
+        s.stop()
+
+    # a fresh server, blocks of 8: the file's 48 positions are 6 of its blocks
+    s = Server(build, stories, "--slot-save-path", tmp, "--block-size", "8", "--max-batch", "4")
+    try:
+        st, j = action(s, 1, "restore", "story.bin")
+        check(st == 200 and j.get("id_slot") == 1 and j.get("n_restored") == 48 and
+              j.get("n_read") == size and "restore_ms" in j.get("timings", {}),
+              f"restore into a server with blocks of 8: 48 positions, n_read {size} ({j})")
+        m0 = s.metrics()
+        text, cached = complete(s, prompt, 12, logprobs=True)
+        check(cached == 32, f"the same prompt takes 32 positions (4 blocks short of its last token) "
+              f"from the restored cache ({cached})")
+        check(text == text_a, f"... and answers as the server did without it ({text!r} vs {text_a!r})")
+        m1 = s.metrics()
+        check(m1["og_prefix_cache_hits_total"] > m0.get("og_prefix_cache_hits_total", 0),
+              "the hit is counted in /metrics")
+        text, cached = complete(s, longer, 6, logprobs=True)
+        check(cached == 48 and text == text_longer,
+              f"the answered sequence's first 51 tokens take all 48 restored positions ({cached}) "
+              f"and answer as without them ({text!r} vs {text_longer!r})")
+        st, j = action(s, 1, "erase")
+        check(st == 200 and j.get("n_erased") == 48, f"erase the restored slot: its 48 tokens ({j})")
+        _, cached = complete(s, prompt, 2)
+        check(cached == 0, f"... and the prompt finds nothing cached after it ({cached})")
+        # damaged files
+        raw = open(os.path.join(tmp, "story.bin"), "rb").read()
+        open(os.path.join(tmp, "cut.bin"), "wb").write(raw[:len(raw) // 2])
+        flipped = bytearray(raw)
+        flipped[len(raw) // 2] ^= 0x40
+        open(os.path.join(tmp, "flipped.bin"), "wb").write(bytes(flipped))
+        open(os.path.join(tmp, "junk.bin"), "wb").write(b"not a slot file at all")
+        for name, why in (("cut.bin", "cut or damaged"), ("flipped.bin", "cut or damaged"),
+                          ("junk.bin", "not a slot file")):
+            st, j = action(s, 0, "restore", name)
+            error_is(st, j, 400, why, f"restore {name}")
+    finally:
+        s.stop()
+
+    s = Server(build, tiny, "--slot-save-path", tmp)
+    try:
+        st, j = action(s, 0, "restore", "story.bin")
+        error_is(st, j, 400, "saved from the model 'stories260K'", "a file of another package")
+    finally:
+        s.stop()
+
+    # a hybrid: the KV up to its last state snapshot, and that state
+    hv = json.load(open(os.path.join(hybrid, "genai_config.json")))["model"]["vocab_size"]
+    hp = token_prompts(hv, [140], 99)[0]
+    s = Server(build, hybrid, "--slot-save-path", tmp, "--max-batch", "4")
+    try:
+        htext, _ = complete(s, hp, 8, logprobs=True)
+        st, j = action(s, 0, "save", "hybrid.bin")
+        check(st == 200 and j.get("n_saved") == 128, f"hybrid save: 128 positions (the snapshot at 128) ({j})")
+    finally:
+        s.stop()
+    s = Server(build, hybrid, "--slot-save-path", tmp, "--max-batch", "4")
+    try:
+        st, j = action(s, 0, "restore", "hybrid.bin")
+        check(st == 200 and j.get("n_restored") == 128, f"hybrid restore: 128 positions ({j})")
+        text, cached = complete(s, hp, 8, logprobs=True)
+        check(cached == 128 and text == htext,
+              f"hybrid: the prompt takes 128 positions and the restored state ({cached}), and answers "
+              f"as without them ({text!r} vs {htext!r})")
+    finally:
+        s.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run({"slot_save": case_slot_save}, __doc__))
