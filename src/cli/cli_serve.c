@@ -37,7 +37,7 @@ static const char serve_usage[] =
     "                        answers are unchanged; --ngram N, --draft-tokens K,\n"
     "                        --ngram-chained, --draft-fixed as for generate): each step\n"
     "                        verifies the drafts of its sequences beside the others' rows\n"
-    "                        (hybrid and LongRoPE models: one generator per sequence)\n"
+    "                        (LongRoPE models: one generator per sequence)\n"
     "  --speculative mtp     drafts from the package's MTP head (one generator per sequence)\n"
     "  --max-body SIZE       larger request bodies are answered 413, on their Content-Length\n"
     "                        before any of the body is read (8M)\n"

@@ -63,11 +63,17 @@ typedef struct eng_options {
     /* Speculative decoding by prompt lookup or the package's MTP head
      * (og_generator_params' speculative_* fields; ngram 0 and mtp false: off). Batched
      * mode verifies prompt-lookup drafts inside its steps, beside the other sequences'
-     * rows (engine_spec.c); an MTP head, and a model with recurrent/conv state or a
-     * LongRoPE width test, run per sequence: each request's generator verifies its own
+     * rows (engine_spec.c; a hybrid's in a run over its state slot); an MTP head and a
+     * LongRoPE width test run per sequence: each request's generator verifies its own
      * drafts. */
     int spec_ngram, spec_max_draft;
     bool spec_chained, spec_fixed, spec_mtp;
+    /* Batched mode: drafts from this function instead of prompt lookup (NULL: lookup),
+     * which speculates also with spec_ngram 0: up to max_k tokens that might follow
+     * seq[0..len) into out, returning how many (tests give drafts that are right or wrong
+     * where they choose). Per-sequence mode does not call it. */
+    int (*spec_drafter)(void *ctx, const int32_t *seq, int len, int max_k, int32_t *out);
+    void *spec_drafter_ctx;
 } eng_options;
 
 eng_options eng_options_default(void);

@@ -302,20 +302,26 @@ og_status *eng_batch_init(eng_engine *e) {
     double limit = e->o.kv_memory ? (double)e->o.kv_memory - keep : gen_available_memory() / 4;
     e->state_reserve = eng_state_plan(m, &e->o, limit, &e->n_slots, &e->n_snaps);
     OG_TRY(eng_state_init(e));
-    /* drafted tokens are verified in the step's flat row; a state op would need the
-     * state at each drafted position, a width test (LongRoPE) a side per token: such
-     * models speculate per sequence, where the generator restores and recomputes */
-    if (e->o.spec_ngram > 0 || e->o.spec_mtp) {
+    /* drafted tokens are verified in the step's flat row (a hybrid's in a run over its
+     * slot); a width test (LongRoPE) would need a side per token: such a model speculates
+     * per sequence, as an MTP head does */
+    if (e->o.spec_ngram > 0 || e->o.spec_mtp || e->o.spec_drafter) {
         if (e->o.spec_mtp)
             return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding by an MTP head runs one "
                              "generator per sequence (the head's hidden-state rows are not "
                              "batched)");
-        if (e->hybrid || e->width_threshold >= 0)
-            return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding of a model with %s runs "
-                             "one generator per sequence", e->hybrid ? "recurrent/conv state"
-                             : "a LongRoPE width test");
+        if (e->width_threshold >= 0)
+            return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding of a model with a "
+                             "LongRoPE width test runs one generator per sequence");
         e->spec = true;
         e->spec_rows = eng_spec_rows(e);
+        if (e->hybrid) { /* copies of the verifying sequences' slots: at most 64 MiB */
+            double most = 64.0 * 1024 * 1024 / (double)e->slot_bytes;
+            e->spec_baks = most < 1 ? 1 : most > e->o.max_batch ? e->o.max_batch : (int)most;
+            if (!(e->spec_bak = malloc((size_t)e->spec_baks * e->slot_bytes)))
+                return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for %d state "
+                                 "copies of %zu bytes", e->spec_baks, e->slot_bytes);
+        }
     }
     double want = (double)e->o.kv_memory;
     if (want <= 0) {
@@ -349,7 +355,8 @@ og_status *eng_batch_init(eng_engine *e) {
     e->pos32 = malloc(sizeof(int32_t) * (size_t)T * 3 + 64);
     e->mask32 = malloc(sizeof(int32_t) * W + 64);
     /* a step samples at most one token per sequence, and a verification's drafted ones */
-    size_t lrows = (size_t)e->o.max_batch + 1 + (size_t)e->spec_rows;
+    size_t lrows = (size_t)e->o.max_batch + 1 + (size_t)e->spec_rows + (e->spec ? 1 : 0);
+    e->spec_scratch = (int)lrows - 1;
     e->logit_rows = malloc(sizeof *e->logit_rows * lrows);
     e->groups = malloc(sizeof *e->groups * ((size_t)e->o.max_batch + 1));
     e->logits = malloc(esize(m->logits.dtype) * lrows * (size_t)e->vocab + 64);
@@ -389,7 +396,10 @@ void eng_batch_free(eng_engine *e) {
     free(e->logit_rows);
     free(e->groups);
     free(e->spec_seen);
+    free(e->spec_bak);
     e->spec_seen = NULL;
+    e->spec_bak = NULL;
+    e->spec_baks = 0;
     e->spec = false;
     e->spec_rows = 0;
     gen_step_io_free(&e->io);
@@ -680,7 +690,7 @@ static int schedule(eng_engine *e) {
  * wholly past that go back to the pool. True when it ended (taken out of running). */
 static bool verify(eng_engine *e, int i) {
     eng_seq *s = e->running[i];
-    int K = s->n_draft, kept = 0, emitted = 0;
+    int K = s->n_draft, kept = 0, emitted = 0, from = s->n_cached;
     s->n_draft = 0;
     s->n_cached++; /* the pending token's keys and values */
     register_blocks(e, s);
@@ -716,6 +726,23 @@ static bool verify(eng_engine *e, int i) {
         s->n_cached++; /* the drafted token is the chosen one: its keys and values stand */
     }
     eng_spec_verified(e, s, K, kept, emitted);
+    if (why == ENG_RUNNING && e->hybrid && kept < K) {
+        /* the states ran past the kept tokens: back to before the run, and the kept ones
+         * (with the pending one) again as one run, as the generator does (spec_cut) */
+        eng_state_copy(e, s->slot, e->spec_bak + (size_t)s->spec_bak * e->slot_bytes, true);
+        int L = 1 + kept, P = s->n_tokens - s->n_gen;
+        for (int t = 0; t < L; t++) {
+            e->ids[t] = s->tokens[from + t];
+            e->pos[t] = from + t;
+            e->forms[t] = gen_step_form_at(from + t, P);
+        }
+        e->pseqs[0] = (paged_kv_seq){0, 0, L, from, s->blocks};
+        int64_t last = L - 1;
+        double t0 = eng_now();
+        st = run_rows(e, 1, L, L, 1, &last, 1, e->spec_scratch, s->slot);
+        if (!st) eng_spec_timed(e, L, eng_now() - t0);
+        else why = ENG_FINISH_ERROR;
+    }
     if (why != ENG_RUNNING) {
         remove_running(e, i);
         eng_finish_seq(e, s, why, st ? og_status_message(st) : NULL);
@@ -791,7 +818,7 @@ static og_status *hybrid_runs(eng_engine *e, int *T) {
     int nd = 0, P;
     for (int i = 0; i < e->n_running; i++) {
         eng_seq *s = e->running[i];
-        if (s->step_n && one_by_one(e, s)) e->state_rows[nd++] = s;
+        if (s->step_n && one_by_one(e, s) && !s->n_draft) e->state_rows[nd++] = s;
     }
     if (nd > 0) eng_state_gather(e, e->state_rows, nd);
     for (int r0 = 0; r0 < nd; r0 += e->max_rows) { /* rows [r0, r0 + n): slots and logits rows */
@@ -807,7 +834,9 @@ static og_status *hybrid_runs(eng_engine *e, int *T) {
             e->logit_rows[r] = r;
             s->logit_row = p + 1 == s->n_tokens ? r0 + r : -1;
         }
+        double t0 = eng_now();
         OG_TRY(run_rows(e, n, 1, 1, n, e->logit_rows, n, r0, r0));
+        eng_spec_timed(e, n, eng_now() - t0);
         *T += n;
     }
     for (int i = 0; i < e->n_running; i++) {
@@ -824,6 +853,31 @@ static og_status *hybrid_runs(eng_engine *e, int *T) {
         s->logit_row = -1; /* a chunk never ends the prompt: its logits are not used */
         int64_t last = L - 1;
         OG_TRY(run_rows(e, 1, L, L, 1, &last, 1, e->o.max_batch, s->slot));
+        *T += L;
+    }
+    /* verifications last (their logits rows follow the decode rows' and may cover the
+     * chunks' unused one): each a run over its sequence's slot, whose states are copied
+     * first (verify goes back to them when fewer drafts are kept than ran) */
+    for (int i = 0, row0 = nd, b = 0; i < e->n_running; i++) {
+        eng_seq *s = e->running[i];
+        if (!s->step_n || !s->n_draft) continue;
+        int L = s->step_n, from = s->n_cached;
+        P = s->n_tokens - s->n_gen;
+        for (int t = 0; t < L; t++) {
+            int p = from + t;
+            e->ids[t] = p < s->n_tokens ? s->tokens[p] : s->draft[p - s->n_tokens];
+            e->pos[t] = p;
+            e->forms[t] = gen_step_form_at(p, P);
+            e->logit_rows[row0 + t] = t;
+        }
+        s->spec_bak = b++;
+        eng_state_copy(e, s->slot, e->spec_bak + (size_t)s->spec_bak * e->slot_bytes, false);
+        e->pseqs[0] = (paged_kv_seq){0, 0, L, from, s->blocks};
+        s->logit_row = row0;
+        double t0 = eng_now();
+        OG_TRY(run_rows(e, 1, L, L, 1, e->logit_rows + row0, L, row0, s->slot));
+        eng_spec_timed(e, L, eng_now() - t0);
+        row0 += L;
         *T += L;
     }
     return NULL;

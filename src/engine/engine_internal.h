@@ -75,6 +75,7 @@ struct eng_seq {
     gen_spec spec;
     int32_t draft[GEN_SPEC_MAX_DRAFT];
     int n_draft;
+    int spec_bak;        /* a hybrid's verification: its slot's copy in e->spec_bak */
 };
 
 struct eng_engine {
@@ -162,6 +163,11 @@ struct eng_engine {
      * sequence's acceptance starts from them (eng_spec_verified) */
     double spec_succ, spec_tries;
     uint8_t *spec_seen;  /* [tok_cap + 1] */
+    /* a hybrid's verifications run apart, each over its sequence's slot, whose states are
+     * copied first (spec_baks of them a step, slot_bytes each) to go back to when fewer
+     * drafts are kept than ran; spec_scratch: a logits row no sequence reads */
+    char *spec_bak;
+    int spec_baks, spec_scratch;
     float *row, *work, *lp; /* [vocab], [2 vocab], [vocab] */
     uint32_t *gmask;     /* a matcher's token mask, gmask_words words */
     size_t gmask_words;
@@ -237,6 +243,9 @@ void eng_state_settle(eng_engine *e, int r0, int nr);
 /* The longest usable prefix of blocks[0..got): the last block with a snapshot at its end,
  * its snapshot in *snap (-1: none, 0 blocks). */
 int eng_state_match(eng_engine *e, const int32_t *blocks, int got, int *snap);
+/* Slot `slot`'s states to buf (slot_bytes: every entry's row in order), or back from it
+ * (into_slot). */
+void eng_state_copy(eng_engine *e, int slot, void *buf, bool into_slot);
 /* After a run: a snapshot of s's slot at its boundary, when it is one worth keeping. */
 void eng_state_snapshot(eng_engine *e, eng_seq *s);
 /* Snapshots by the chained hash of the prefix they end (engine_prefix.c): the one kept

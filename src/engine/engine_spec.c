@@ -35,7 +35,7 @@ static const double GAIN_NEEDED = 1.05, PRIOR_EXTRA_PER_TOKEN = 0.35, TIME_DECAY
 static const double SPEC_ROW_BYTES = 64.0 * 1024 * 1024;
 
 int eng_spec_rows(const eng_engine *e) {
-    if (e->o.spec_ngram <= 0 || e->o.spec_mtp) return 0;
+    if ((e->o.spec_ngram <= 0 && !e->o.spec_drafter) || e->o.spec_mtp) return 0;
     int k = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
     if (k > GEN_SPEC_MAX_DRAFT) k = GEN_SPEC_MAX_DRAFT;
     double rows = (double)e->o.max_batch * k, most = SPEC_ROW_BYTES / (4.0 * e->vocab);
@@ -89,6 +89,18 @@ void eng_spec_verified(eng_engine *e, eng_seq *s, int k, int kept, int emitted) 
     pthread_mutex_unlock(&e->stats_mu);
 }
 
+/* The seconds a verification of c drafts adds to the step (fitted line a + bT per run):
+ * in the flat row, c tokens; a hybrid's is a run of its own of c + 1 tokens instead of a
+ * decode row (the decode run goes when it was the last of `plain` rows), and when not
+ * every draft is kept (1 - alpha^c) a run of the kept ones again. */
+static double extra(const eng_engine *e, double a, double b, double alpha, int c, int plain) {
+    if (!e->hybrid) return b * c;
+    double keep_all = 1;
+    for (int i = 0; i < c; i++) keep_all *= alpha;
+    double redo = (1 - keep_all) * (a + b * gen_spec_expected(alpha, c) - b);
+    return a + b * c + redo - (plain <= 1 ? a : 0);
+}
+
 /* Drafts of up to max_k tokens after s's text (prompt lookup). */
 static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
     gen_spec_options o = {.ngram = e->o.spec_ngram - 1, .max_draft = max_k,
@@ -103,6 +115,10 @@ static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
             gen_spec_seed(&s->spec, SEED_TRIES * e->spec_succ / e->spec_tries, SEED_TRIES);
         s->spec_on = true;
     }
+    if (e->o.spec_drafter) {
+        int k = e->o.spec_drafter(e->o.spec_drafter_ctx, s->tokens, s->n_tokens, max_k, s->draft);
+        return k < 0 ? 0 : k > max_k ? max_k : k;
+    }
     return gen_spec_draft(&o, s->tokens, s->n_tokens, max_k, s->draft);
 }
 
@@ -116,9 +132,10 @@ int eng_spec_plan(eng_engine *e, int budget) {
     double a = 0, b = 0;
     bool timed = time_line(e, &a, &b);
     double tokens = D, secs = timed ? a + b * D : 0;
-    /* drafts leave at least half of the budget after the decode rows to prefill */
-    int room = budget / 2;
-    for (int i = 0; i < e->n_running && room > 0 && rows_left > 0; i++) {
+    /* drafts leave at least half of the budget after the decode rows to prefill; a
+     * hybrid's verifications are runs of their own, as many as its slot copies */
+    int room = budget / 2, runs_left = e->hybrid ? e->spec_baks : e->n_running, plain = D;
+    for (int i = 0; i < e->n_running && room > 0 && rows_left > 0 && runs_left > 0; i++) {
         eng_seq *s = e->running[i];
         s->n_draft = 0;
         /* a decode step of a sequence that has generated: its one pending token is the
@@ -141,7 +158,7 @@ int eng_spec_plan(eng_engine *e, int budget) {
             double alpha = s->spec.alpha, best_rate = (tokens + GAIN_NEEDED - 1) / secs;
             for (int c = 1; c <= k; c++) {
                 if (c != k && (c & (c - 1))) continue;
-                double rate = (tokens + gen_spec_expected(alpha, c) - 1) / (secs + b * c);
+                double rate = (tokens + gen_spec_expected(alpha, c) - 1) / (secs + extra(e, a, b, alpha, c, plain));
                 if (rate > best_rate) best_rate = rate, best = c;
             }
         }
@@ -152,7 +169,9 @@ int eng_spec_plan(eng_engine *e, int budget) {
         s->n_draft = best;
         s->step_n = 1 + best;
         tokens += gen_spec_expected(s->spec.alpha, best) - 1;
-        secs += b * best;
+        secs += extra(e, a, b, s->spec.alpha, best, plain);
+        plain--;
+        runs_left--;
         room -= best;
         rows_left -= best;
         used += best;

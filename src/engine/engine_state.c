@@ -139,6 +139,16 @@ static char *slot_row(const eng_engine *e, int k, int slot) {
     return e->slot_mem[k] + (size_t)slot * e->m->cache[e->state_idx[k]].row_bytes;
 }
 
+void eng_state_copy(eng_engine *e, int slot, void *buf, bool into_slot) {
+    char *b = buf;
+    for (int k = 0; k < e->n_state; k++) {
+        size_t rb = e->m->cache[e->state_idx[k]].row_bytes;
+        if (into_slot) memcpy(slot_row(e, k, slot), b, rb);
+        else memcpy(b, slot_row(e, k, slot), rb);
+        b += rb;
+    }
+}
+
 /* The snapshot kept under hash h (never 0), or -1. */
 static int snap_find(const eng_engine *e, uint64_t h) {
     for (int i = 0; i < e->n_snaps; i++)

@@ -46,6 +46,10 @@
  *                     --draft-fixed, --ngram-chained as serve takes them) and verifies the
  *                     drafts inside its batched steps: the tokens must still be the oracle's
  *   --want-verifications  fail unless drafts were verified and some of them kept
+ *   --oracle-drafts   drafts (instead of prompt lookup) are the oracle's own next tokens
+ *                     but every seventh position of an answer, which is drafted wrong:
+ *                     verifications keep drafts and reject them on any model, random
+ *                     weights included
  *   --max-wasted P    fail when drafted tokens that were not kept exceed P % of the
  *                     tokens delivered (the cost model's bound where drafts seldom hit)
  *   --repeat          each prompt's random tail comes twice (text a model may go on
@@ -112,6 +116,29 @@ static int charge_runs;
 static const char *guide_type, *guide_data;
 /* --sample */
 static bool sample_mode;
+
+/* --oracle-drafts: the prompts and the oracle's answers */
+static struct {
+    int n, vocab;
+    int32_t (*prompts)[4096], (*want)[MAX_NEW];
+    const int *plen, *wlen;
+} od;
+
+/* The drafts of a sequence that starts with prompt i and agrees with its oracle answer so
+ * far: the answer's next tokens, wrong (+1) at every seventh position (3, 10, 17, ...). */
+static int oracle_drafter(void *ctx, const int32_t *seq, int len, int max_k, int32_t *out) {
+    for (int i = 0; i < od.n; i++) {
+        int p = od.plen[i], g = len - p, k = 0;
+        if (g < 0 || memcmp(seq, od.prompts[i], sizeof *seq * (size_t)p)) continue;
+        if (g > od.wlen[i] || memcmp(seq + p, od.want[i], sizeof *seq * (size_t)g)) return 0;
+        for (; k < max_k && g + k < od.wlen[i]; k++) {
+            int32_t t = od.want[i][g + k];
+            out[k] = (g + k) % 7 == 3 ? (t + 1) % od.vocab : t;
+        }
+        return k;
+    }
+    return 0;
+}
 
 /* Request i's sampling (greedy unless --sample) with max_tokens new tokens. */
 static eng_sampling sampling_of(int i, int max_tokens) {
@@ -407,6 +434,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--eos-at")) eos_at = atoi(v), i++;
         else if (!strcmp(a, "--repeat")) repeat_tail = true;
         else if (!strcmp(a, "--max-wasted")) max_wasted = atof(v), i++;
+        else if (!strcmp(a, "--oracle-drafts")) o.spec_drafter = oracle_drafter;
         else if (!strcmp(a, "--sample")) sample_mode = oracle_engine = true;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
@@ -495,6 +523,8 @@ int main(int argc, char **argv) {
         else st = alone(m, prompts[i], plen[i], MAX_NEW, want[i], &wlen[i]);
         if (st) return fail(st);
     }
+    od.n = n_prompts, od.vocab = m->vocab_size, od.prompts = prompts, od.want = want;
+    od.plen = plen, od.wlen = wlen;
     if (charge_runs > 0) {
         if (charge_short <= 0)
             printf("ok   every generator gave back less than its estimate (the closest by %.0f "
@@ -613,7 +643,7 @@ int main(int argc, char **argv) {
            (long long)es.kv_blocks_cached);
     bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
                        (uint64_t)with_tokens, eng_batched(e));
-    if (o.spec_ngram > 0)
+    if (o.spec_ngram > 0 || o.spec_drafter)
         printf("speculative: %llu verifications in steps, %llu tokens drafted, %llu kept\n",
                (unsigned long long)es.spec_verifications, (unsigned long long)es.spec_drafted,
                (unsigned long long)es.spec_accepted);
