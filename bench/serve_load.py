@@ -32,11 +32,20 @@ Every round is bounded by --max-seconds (streams still open then are dropped, th
 chunks counted as tokens and each reported as an error); each server is stopped after
 its round.
 --json-out FILE gets every round as it ends; Ctrl-C prints the rounds done so far.
+With --soak S, each level is instead a soak round (issue 22's "256 streaming clients for
+2 minutes"): the server runs --soak-batch sequences at once (its KV pool sized for them;
+its queue is --max-queue among the extra options), and C clients send streamed requests
+back to back for S seconds. A 429 or 503 answer is a refusal, not an error, when it
+carries Retry-After: the client waits that long (at most 5 s) and goes on; one without the
+header, or any other failure, is an error. The server's resident memory is sampled every
+second (VmRSS, RssAnon) and reported beside the budgets it was given (the KV pool's, and
+--plan-memory's when among the extra options), with the weights' file size.
 
 Usage: serve_load.py BUILD_DIR PACKAGE [--clients 1,4,16,64] [--requests 4] [--min-requests 0]
        [--max-tokens 64] [--threads 2[,1]] [--max-seconds 120] [--ctx 1024]
        [--endpoint chat|completions] [--llama-server PATH --gguf FILE [--first ours|llama]]
-       [--prefix K [--prefix-reps 3]] [--json-out FILE] [-- extra serve options]"""
+       [--prefix K [--prefix-reps 3]] [--soak S [--soak-batch 16]] [--json-out FILE]
+       [-- extra serve options]"""
 import argparse
 import http.client
 import json
@@ -97,8 +106,13 @@ def one_request(host, port, endpoint, prompt, max_tokens, out, deadline):
                   headers={"Content-Type": "application/json"})
         r = c.getresponse()
         if r.status != 200:
-            out["errors"].append(f"HTTP {r.status}")
+            retry = r.getheader("Retry-After")
             r.read()
+            c.close()
+            if r.status in (429, 503) and retry and retry.isdigit():
+                out.setdefault("refused", []).append(r.status)
+                return int(retry)
+            out["errors"].append(f"HTTP {r.status}" + (" without Retry-After" if r.status in (429, 503) else ""))
             return
         first, last, gaps, tokens, ptoks, chunks = None, None, [], 0, 0, 0
         for line in r:
@@ -155,6 +169,7 @@ def round_(host, port, endpoint, clients, requests, max_tokens, max_seconds):
             with lock:
                 for key in ("ttft", "itl", "errors", "prompt_tokens"):
                     out[key].extend(local[key])
+                out["errors"].extend(f"HTTP {x} (Retry-After)" for x in local.get("refused", []))
                 out["tokens"] += local["tokens"]
     ts = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
     t0 = time.perf_counter()
@@ -164,6 +179,100 @@ def round_(host, port, endpoint, clients, requests, max_tokens, max_seconds):
         t.join()
     out["wall"] = time.perf_counter() - t0
     return out
+
+
+def soak_round(host, port, endpoint, clients, max_tokens, seconds, pid):
+    """clients threads sending streamed requests back to back for `seconds`; refusals with
+    Retry-After are waited out. The server's RSS is sampled every second."""
+    out = {"ttft": [], "itl": [], "tokens": 0, "errors": [], "prompt_tokens": [], "refused": [],
+           "rss": [], "anon": []}
+    lock = threading.Lock()
+    t_end = time.time() + seconds
+    done = threading.Event()
+
+    def client(k):
+        i = 0
+        while time.time() < t_end:
+            local = {"ttft": [], "itl": [], "tokens": 0, "errors": [], "prompt_tokens": []}
+            # a stream still open at the end is cut there: counted apart, not as an error
+            retry = one_request(host, port, endpoint, f"Once upon a time, client {k} asked story {i}",
+                                max_tokens, local, t_end + 60)
+            i += 1
+            with lock:
+                for key in ("ttft", "itl", "errors", "prompt_tokens", "refused"):
+                    out[key].extend(local.get(key, []))
+                out["tokens"] += local["tokens"]
+            if retry:
+                time.sleep(min(retry, 5))
+
+    def sample():
+        while not done.wait(1.0):
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    st = dict(line.split(":", 1) for line in f if ":" in line)
+                out["rss"].append(int(st["VmRSS"].split()[0]) * 1024)
+                out["anon"].append(int(st["RssAnon"].split()[0]) * 1024)
+            except (OSError, KeyError, ValueError):
+                pass
+    ts = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    sampler = threading.Thread(target=sample, daemon=True)
+    t0 = time.perf_counter()
+    sampler.start()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    out["wall"] = time.perf_counter() - t0
+    done.set()
+    return out
+
+
+def weights_bytes(package):
+    return sum(os.path.getsize(os.path.join(package, f)) for f in os.listdir(package)
+               if ".onnx" in f or f.endswith(".data"))
+
+
+def extra_option(extra, name):
+    for i, x in enumerate(extra[:-1]):
+        if x == name:
+            return extra[i + 1]
+    return None
+
+
+def soak(a, clients, threads, cpu):
+    batch = a.soak_batch
+    srv = Server(a, "ours", batch, threads, a.ctx)
+    try:
+        warm_up(srv, a)
+        before = loadavg()
+        start = time.strftime("%H:%M:%S", time.gmtime())
+        r = soak_round(srv.host, srv.port, a.endpoint, clients, a.max_tokens, a.soak, srv.p.pid)
+        hwm, anon = proc_status(srv.p.pid)
+        after = loadavg()
+    finally:
+        srv.stop()
+    plan = extra_option(a.extra, "--plan-memory")
+    row = {"server": "ours", "soak_s": a.soak, "threads": threads, "clients": clients, "max_batch": batch,
+           "start_utc": start, "wall_s": r["wall"], "requests": len(r["ttft"]), "tokens": r["tokens"],
+           "tok_s": r["tokens"] / r["wall"], "refused": len(r["refused"]),
+           "refused_by_status": {str(k): r["refused"].count(k) for k in set(r["refused"])},
+           "n_errors": len(r["errors"]), "errors": r["errors"][:5],
+           "ttft_p50_ms": pct(r["ttft"], 50) * 1e3, "ttft_p99_ms": pct(r["ttft"], 99) * 1e3,
+           "itl_p50_ms": pct(r["itl"], 50) * 1e3, "itl_p99_ms": pct(r["itl"], 99) * 1e3,
+           "rss_max_mb": max(r["rss"], default=0) / 2**20, "rss_first_mb": (r["rss"][0] if r["rss"] else 0) / 2**20,
+           "rss_last_mb": (r["rss"][-1] if r["rss"] else 0) / 2**20, "anon_max_mb": max(r["anon"], default=0) / 2**20,
+           "peak_rss_mb": hwm / 2**20, "kv_budget_mb": batch * a.ctx * a.kv_pos_bytes / 2**20,
+           "plan_memory": plan, "weights_mb": weights_bytes(a.package) / 2**20,
+           "load_before": before, "load_after": after, "cpu": cpu, "cmd": " ".join(srv.cmd)}
+    print(f"soak {clients} clients x {a.soak:.0f} s on --max-batch {batch}, {threads} threads: "
+          f"{row['requests']} answered, {row['tokens']} tokens ({row['tok_s']:.1f} tok/s), "
+          f"{row['refused']} refused with Retry-After {row['refused_by_status']}, {row['n_errors']} errors "
+          f"{row['errors']}; TTFT p50 {row['ttft_p50_ms']:.0f} ms p99 {row['ttft_p99_ms']:.0f} ms; "
+          f"RSS first {row['rss_first_mb']:.0f} MB, max {row['rss_max_mb']:.0f} MB, last {row['rss_last_mb']:.0f} MB "
+          f"(anon max {row['anon_max_mb']:.0f} MB; KV budget {row['kv_budget_mb']:.0f} MB, plan memory "
+          f"{plan or 'default'}, weights {row['weights_mb']:.0f} MB); load {before} -> {after} ({start} UTC)",
+          flush=True)
+    return row
 
 
 def proc_status(pid):
@@ -385,9 +494,15 @@ def main():
     ap.add_argument("--first", choices=("ours", "llama"), default="ours", help="who runs first at the first level")
     ap.add_argument("--prefix", type=int, default=0, help="prefix-cache TTFT test with a K-token prompt prefix")
     ap.add_argument("--prefix-reps", type=int, default=3)
+    ap.add_argument("--soak", type=float, default=0, help="soak rounds of this many seconds instead")
+    ap.add_argument("--soak-batch", type=int, default=16, help="the server's --max-batch in soak rounds")
     ap.add_argument("--json-out")
     ap.add_argument("extra", nargs="*")
-    a = ap.parse_args()
+    argv, extra = sys.argv[1:], []
+    if "--" in argv:  # argparse drops a "--" that follows the positionals
+        argv, extra = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    a = ap.parse_args(argv)
+    a.extra = list(a.extra or []) + extra
     if bool(a.llama_server) != bool(a.gguf):
         ap.error("--llama-server and --gguf go together")
     a.kv_pos_bytes = kv_position_bytes(a.package)
@@ -401,6 +516,12 @@ def main():
         if a.json_out:
             with open(a.json_out, "w") as f:
                 json.dump({"rounds": rows, "prefix": prefix, "cpu": cpu, "commit": commit()}, f, indent=1)
+    if a.soak:
+        for t in [int(x) for x in a.threads.split(",")]:
+            for c in [int(x) for x in a.clients.split(",") if x]:
+                rows.append(soak(a, c, t, cpu))
+                save()
+        return
     try:
         turn = 0
         for t in [int(x) for x in a.threads.split(",")]:
