@@ -38,6 +38,10 @@ static void request_free(eng_request *r) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->prompt);
+    for (int i = 0; i < r->n_inputs; i++) {
+        free(r->input_names[i]);
+        og_tensor_free(r->inputs[i]);
+    }
     free(r->out);
     free(r->error);
     free(r);
@@ -421,8 +425,48 @@ size_t eng_request_bytes(const eng_engine *e, int n_prompt, const eng_sampling *
     return (size_t)blocks * 2u * (size_t)e->pool->n_layers * e->pool->block_bytes + e->slot_bytes;
 }
 
+/* Copies of the request's encoder inputs in r; false when memory runs out. */
+static bool copy_inputs(eng_request *r, const char *const *names, const og_tensor *const *ts,
+                        int count) {
+    for (int i = 0; i < count; i++) {
+        og_tensor *t = (og_tensor *)ts[i];
+        r->n_inputs = i + 1; /* freed up to here on failure (r is calloc'd) */
+        r->input_names[i] = strdup(names[i]);
+        og_status *st = og_tensor_create(og_tensor_dtype(t), og_tensor_dims(t), og_tensor_rank(t),
+                                         &r->inputs[i]);
+        if (st || !r->input_names[i]) {
+            og_status_free(st);
+            return false;
+        }
+        if (og_tensor_size_bytes(t))
+            memcpy(og_tensor_data(r->inputs[i]), og_tensor_data(t), og_tensor_size_bytes(t));
+    }
+    return true;
+}
+
 eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
                            eng_request **out, char *msg, size_t size) {
+    return eng_submit_inputs(e, prompt, n, NULL, NULL, 0, s, out, msg, size);
+}
+
+eng_submit_code eng_submit_inputs(eng_engine *e, const int32_t *prompt, int n,
+                                  const char *const *names, const og_tensor *const *tensors,
+                                  int count, const eng_sampling *s, eng_request **out,
+                                  char *msg, size_t size) {
+    if (count < 0 || count > ENG_MAX_INPUTS) {
+        snprintf(msg, size, "%d encoder inputs (at most %d)", count, ENG_MAX_INPUTS);
+        return ENG_SUBMIT_INVALID;
+    }
+    for (int i = 0; i < count; i++)
+        if (!names[i] || !tensors[i] || og_tensor_dtype(tensors[i]) == OG_STRING) {
+            snprintf(msg, size, "encoder input %d has no name or tensor, or holds strings", i);
+            return ENG_SUBMIT_INVALID;
+        }
+    if (count && e->batched) {
+        snprintf(msg, size, "images and audio run one generator per request, and this engine "
+                 "batches (its steps have no encoder outputs or image positions to feed)");
+        return ENG_SUBMIT_INVALID;
+    }
     if (n < 1) {
         snprintf(msg, size, "the prompt is empty");
         return ENG_SUBMIT_INVALID;
@@ -496,9 +540,13 @@ eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const en
     int cap = n + (s->max_tokens < e->context ? s->max_tokens : e->context) + 1;
     if (r) r->prompt = malloc(sizeof *r->prompt * (size_t)n);
     if (q) q->tokens = malloc(sizeof *q->tokens * (size_t)cap);
-    if (!r || !q || !r->prompt || !q->tokens) {
+    if (!r || !q || !r->prompt || !q->tokens || !copy_inputs(r, names, tensors, count)) {
         if (r) free(r->prompt);
         if (q) free(q->tokens);
+        for (int i = 0; r && i < r->n_inputs; i++) {
+            free(r->input_names[i]);
+            og_tensor_free(r->inputs[i]);
+        }
         free(r);
         free(q);
         guide_matcher_free(matcher);

@@ -163,6 +163,18 @@ typedef enum eng_submit_code {
 eng_submit_code eng_submit(eng_engine *e, const int32_t *prompt, int n, const eng_sampling *s,
                            eng_request **out, char *msg, size_t size);
 
+/* As eng_submit, with a prompt that carries encoder inputs: images (pixel_values,
+ * image_grid_thw) or audio (audio_features) from a package's processor, names[0..count)
+ * as og_generator_set_inputs takes them (the prompt is its input_ids; at most
+ * ENG_MAX_INPUTS; the engine copies them). Such a request runs as one generator of its
+ * own (per-sequence mode): a batched engine refuses it (ENG_SUBMIT_INVALID), its steps
+ * having no encoder outputs or image positions to feed. */
+enum { ENG_MAX_INPUTS = 4 };
+eng_submit_code eng_submit_inputs(eng_engine *e, const int32_t *prompt, int n,
+                                  const char *const *names, const og_tensor *const *tensors,
+                                  int count, const eng_sampling *s, eng_request **out,
+                                  char *msg, size_t size);
+
 /* Bytes the batched engine sets aside within kv_memory for a hybrid model's states: one
  * slot of every conv / recurrent state per max_batch sequence, and as many snapshots for
  * the prefix cache (at least 8; when it is on); 0 for a model without states. */

@@ -26,6 +26,11 @@ struct eng_request {
     eng_sampling s;
     int32_t *prompt;
     int n_prompt;
+    /* encoder inputs beside the prompt (eng_submit_inputs): the request's copies, given
+     * with input_ids to its generator's og_generator_set_inputs */
+    int n_inputs;
+    char *input_names[ENG_MAX_INPUTS];
+    og_tensor *inputs[ENG_MAX_INPUTS];
     /* under mu */
     eng_token *out;
     int n_out, cap_out;

@@ -63,7 +63,22 @@ static og_status *start(eng_engine *e, eng_seq *s) {
     OG_TRY(og_generator_create(e->m, &p, &s->gen));
     if (s->req->s.adapter)
         OG_TRY(og_generator_set_active_adapter(s->gen, s->req->s.adapters, s->req->s.adapter));
-    return og_generator_append_tokens(s->gen, s->tokens, (size_t)s->n_tokens);
+    eng_request *r = s->req;
+    if (!r->n_inputs) return og_generator_append_tokens(s->gen, s->tokens, (size_t)s->n_tokens);
+    /* a prompt with images or audio: the prompt is input_ids beside the encoder inputs */
+    og_tensor *ids = NULL;
+    int64_t d[2] = {1, s->n_tokens};
+    OG_TRY(og_tensor_wrap(OG_INT32, d, 2, s->tokens, sizeof *s->tokens * (size_t)s->n_tokens,
+                          &ids));
+    const char *names[ENG_MAX_INPUTS + 1] = {"input_ids"};
+    const og_tensor *ts[ENG_MAX_INPUTS + 1] = {ids};
+    for (int i = 0; i < r->n_inputs; i++) {
+        names[i + 1] = r->input_names[i];
+        ts[i + 1] = r->inputs[i];
+    }
+    og_status *st = og_generator_set_inputs(s->gen, names, ts, (size_t)r->n_inputs + 1);
+    og_tensor_free(ids);
+    return st;
 }
 
 /* Ends s with st's message (frees st); false. */

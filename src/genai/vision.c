@@ -3,6 +3,7 @@
 
 #include "base/tensor.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,5 +210,79 @@ og_status *gen_vision_rope_index(const og_model *m, const int32_t *ids, int64_t 
         }
     }
     *delta = max_pos + 1 - n;
+    return NULL;
+}
+
+static const char VSTART[] = "<|vision_start|>", VEND[] = "<|vision_end|>",
+                  VPAD[] = "<|image_pad|>";
+
+size_t gen_vision_placeholders(const char *text) {
+    size_t found = 0;
+    for (const char *p = strstr(text, VSTART); p; p = strstr(p + 1, VSTART)) found++;
+    return found;
+}
+
+og_status *gen_vision_expand_prompt(const og_model *m, const char *text, const int64_t *grid,
+                                    int n, bool add_missing, char **out) {
+    size_t tl = strlen(text), pads = 0, found = gen_vision_placeholders(text);
+    int64_t merge = m->spatial_merge > 0 ? m->spatial_merge : 1;
+    if (found != (size_t)n && (found || !add_missing))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "the prompt has %zu image placeholder%s (%s) "
+                         "for %d image%s", found, found == 1 ? "" : "s", VSTART, n,
+                         n == 1 ? "" : "s");
+    for (int k = 0; k < n; k++)
+        pads += (size_t)(grid[3 * k] * grid[3 * k + 1] * grid[3 * k + 2] / (merge * merge));
+    size_t cap = tl + (size_t)n * (sizeof VSTART + sizeof VEND) + pads * (sizeof VPAD - 1) + 1;
+    char *buf = malloc(cap), *w = buf;
+    if (!buf) return og_oom();
+    const char *pos = text;
+    for (int k = 0; k < n; k++) {
+        const char *at = found ? strstr(pos, VSTART) : pos;
+        memcpy(w, pos, (size_t)(at - pos));
+        w += at - pos;
+        w += sprintf(w, "%s", VSTART);
+        int64_t np = grid[3 * k] * grid[3 * k + 1] * grid[3 * k + 2] / (merge * merge);
+        for (int64_t i = 0; i < np; i++) w += sprintf(w, "%s", VPAD);
+        w += sprintf(w, "%s", VEND);
+        pos = at;
+        if (found) {
+            pos = at + strlen(VSTART);
+            const char *end = strstr(pos, VEND);
+            if (end) pos = end + strlen(VEND);
+        }
+    }
+    strcpy(w, pos);
+    *out = buf;
+    return NULL;
+}
+
+og_status *gen_vision_encode_phi3(og_model *m, const og_tensor *pixel_values,
+                                  const og_tensor *sizes, og_tensor **out) {
+    *out = NULL;
+    if (!m->vision.s || !m->vision_phi3)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: the package takes no Phi-3-vision images (%s)",
+                         m->dir, m->text_only ? m->text_only : "no such vision encoder");
+    const int64_t *pd = og_tensor_dims(pixel_values), *sd = og_tensor_dims(sizes);
+    if (og_tensor_dtype(pixel_values) != OG_FLOAT32 || og_tensor_rank(pixel_values) != 5 ||
+        pd[2] != 3)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: pixel_values must be float32 [images, "
+                         "crops, 3, height, width] (the image processor's output)", m->dir);
+    if (og_tensor_dtype(sizes) != OG_INT64 || og_tensor_rank(sizes) != 2 || sd[1] != 2 ||
+        sd[0] != pd[0])
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: image_sizes must be int64 [%lld, 2], one "
+                         "row per image of pixel_values", m->dir, (long long)pd[0]);
+    const char *in_names[2] = {m->vision_pixels, m->vision_grid};
+    og_tensor *ins[2] = {(og_tensor *)pixel_values, (og_tensor *)sizes};
+    const char *out_names[1] = {m->vision_features};
+    og_status *st = og_session_run(m->vision.s, in_names, ins, 2, out_names, out, 1);
+    if (st) return og_status_wrap(st, "%s: the vision encoder (%s)", m->dir, m->vision.file);
+    og_dtype dt = og_tensor_dtype(*out);
+    if (og_tensor_rank(*out) != 2 || (dt != OG_FLOAT32 && dt != OG_FLOAT16 && dt != OG_BFLOAT16)) {
+        og_tensor_free(*out);
+        *out = NULL;
+        return og_errorf(OG_ERR_INVALID_MODEL, "%s: the vision encoder %s returned '%s' that is "
+                         "not [image tokens, hidden] (float)", m->dir, m->vision.file,
+                         m->vision_features);
+    }
     return NULL;
 }

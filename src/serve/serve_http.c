@@ -554,7 +554,10 @@ int serve_main(const serve_options *o) {
         } else {
             printf("ready: model '%s', context %d, %s%s%s\n", m->name, m->context,
                    eng_batched(m->eng) ? "continuous batching" : "per-sequence mode",
-                   eng_batched(m->eng) ? "" : ": ", eng_mode_note(m->eng));
+                   eng_batched(m->eng) ? "" : ": ",
+                   srv_model_takes_images(m) || srv_model_takes_audio(m)
+                       ? "a package that takes images or audio runs a generator per request"
+                       : eng_mode_note(m->eng));
             if (!m->tpl) printf("no chat template (%s): /v1/chat/completions answers 400\n", m->tpl_error);
             else printf("tool calls: %s\n", m->tools_fmt == TC_NONE
                                                  ? "none taught by the chat template (text stays in content)"

@@ -191,9 +191,44 @@ void srv_gate_released(srv_gate *g, void *held); /* closed */
 enum { SRV_MAX_STOPS = 4 };
 
 /* A chat or completions request, checked. */
+/* Images and audio of a chat request (serve_media.c): the parts' bytes in order, then
+ * what the processor made of them for the engine (inputs[0..count), owned by nt /
+ * features). */
+enum { SRV_MAX_MEDIA = 16 };
+typedef struct srv_media {
+    int n, n_images, n_audio;
+    bool audio[SRV_MAX_MEDIA];
+    unsigned char *data[SRV_MAX_MEDIA];
+    size_t size[SRV_MAX_MEDIA];
+    char names[SRV_MAX_MEDIA][48]; /* the parts' parameter names */
+    int count;
+    const char *input_names[ENG_MAX_INPUTS];
+    og_tensor *inputs[ENG_MAX_INPUTS];
+    og_named_tensors *nt;
+    og_tensor *features;
+} srv_media;
+
+bool srv_model_takes_images(const srv_model *m);
+bool srv_model_takes_audio(const srv_model *m);
+/* A message's content part named `name`: an image or audio part is decoded into md and
+ * replaced in place by {"type": "image"} / {"type": "audio"} (1); another part is left (0);
+ * a part the model cannot take, a URL to fetch, bad base64 or too many parts: 400 (-1). */
+int srv_media_part(const srv_model *m, cJSON *part, const char *name, srv_media *md,
+                   srv_error *err);
+/* The ids of a rendered chat with md's images: the template's placeholders checked
+ * against the images and expanded by the processor's grids; md's inputs set. */
+bool srv_media_images_prompt(srv_model *m, srv_media *md, const char *text, int32_t **ids,
+                             size_t *n, srv_error *err);
+/* A Whisper chat: md's one audio part as audio_features, the decoder prompt from the
+ * messages' text (or the default) as ids. */
+bool srv_media_audio_prompt(srv_model *m, srv_media *md, const char *messages_json,
+                            int32_t **ids, size_t *n, srv_error *err);
+void srv_media_free(srv_media *md);
+
 typedef struct srv_params {
     bool chat;
     char *messages_json;   /* chat: the messages as the template gets them */
+    srv_media media;       /* chat: their images and audio */
     char *tools_json;      /* chat: tools, or NULL (also with tool_choice "none") */
     bool parse_tools;      /* chat: tools given and the template has a format: parse calls */
     bool parallel_tool_calls; /* false: only the first call of an answer is returned */
@@ -231,8 +266,10 @@ bool srv_guide_compile(srv_model *m, const srv_params *p, guide_grammar **g, siz
                        srv_error *err);
 /* Checks a chat request's messages and gives them as model m's template wants them (an
  * assistant's tool call arguments as an object when the template takes objects), as JSON
- * text in *out (free with cJSON_free). */
-bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_error *err);
+ * text in *out (free with cJSON_free); image and audio parts into *media
+ * (srv_media_part). */
+bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_media *media,
+                       srv_error *err);
 /* Parses a JSON object body; on failure err says why (400). */
 cJSON *srv_parse_object(const char *body, size_t len, srv_error *err);
 /* Every field of body is among keys (NULL-terminated); else err names the first that is not. */

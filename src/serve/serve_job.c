@@ -98,6 +98,13 @@ static void fail_status(srv_error *err, og_status *st, const char *param, const 
 
 static bool chat_prompt(srv_job *j, srv_error *err) {
     srv_model *m = j->m;
+    size_t n = 0;
+    if (srv_model_takes_audio(m)) { /* Whisper: no template; the audio and a decoder prompt */
+        if (!srv_media_audio_prompt(m, &j->p->media, j->p->messages_json, &j->ids[0], &n, err))
+            return false;
+        j->n_ids[0] = (int)n;
+        return true;
+    }
     if (!m->tpl) {
         srv_fail(err, 400, "messages", "this model has no chat template (%s): use /v1/completions",
                  m->tpl_error);
@@ -113,8 +120,13 @@ static bool chat_prompt(srv_job *j, srv_error *err) {
         fail_status(err, st, "messages", "the chat template could not render the messages");
         return false;
     }
-    size_t n = 0;
     j->think_in = m->think_open && chat_text_in_block(text, m->think_open, m->think_close);
+    if (j->p->media.n_images) { /* the placeholders expanded for the images */
+        bool ok = srv_media_images_prompt(m, &j->p->media, text, &j->ids[0], &n, err);
+        og_free(text);
+        j->n_ids[0] = (int)n;
+        return ok;
+    }
     st = og_tokenizer_encode(m->tok, text, strlen(text), 0, &j->ids[0], &n);
     og_free(text);
     if (st) {
@@ -189,7 +201,10 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
         s.think_in = think_in;
     }
     char msg[512];
-    eng_submit_code code = eng_submit(m->eng, ids, n, &s, &c->req, msg, sizeof msg);
+    const srv_media *md = &j->p->media; /* images or audio: with their encoder inputs */
+    eng_submit_code code = eng_submit_inputs(m->eng, ids, n, md->input_names,
+                                             (const og_tensor *const *)md->inputs, md->count, &s,
+                                             &c->req, msg, sizeof msg);
     switch (code) {
     case ENG_SUBMIT_OK:
         break;

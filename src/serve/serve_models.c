@@ -217,12 +217,6 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
         unload(m);
         return st;
     }
-    if (!strcmp(og_model_type(m->model), "whisper")) { /* its engine steps need the encoder */
-        unload(m);
-        return og_errorf(OG_ERR_UNSUPPORTED, "a Whisper package is not served (no "
-                         "/v1/audio/transcriptions yet); onnx-genai transcribe or generate "
-                         "--audio runs it");
-    }
     for (size_t i = 0; !st && i < og_model_warning_count(m->model); i++) /* auto's fallback */
         fprintf(stderr, "onnx-genai serve: %s: warning: %s\n", m->dir,
                 og_model_warning(m->model, i));
@@ -254,7 +248,11 @@ og_status *srv_model_load(srv_server *s, srv_model *m) {
                                            m->bor >= 0 && m->eor >= 0, &m->think_close);
         m->vocab = og_model_vocab_size(m->model);
         m->created = (long)time(NULL);
-        st = eng_create(m->model, &s->o.eng, &m->eng);
+        /* images and audio go to a request's own generator (og_generator_set_inputs): a
+         * package that takes them is served per sequence (serve_media.c) */
+        eng_options eo = s->o.eng;
+        if (srv_model_takes_images(m) || srv_model_takes_audio(m)) eo.per_sequence = true;
+        st = eng_create(m->model, &eo, &m->eng);
     }
     if (st) {
         unload(m);

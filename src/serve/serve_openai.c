@@ -552,6 +552,7 @@ void srv_handle_models(srv_server *s, const char *url, srv_reply *r) {
 
 void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply *r) {
     srv_error err = {0};
+    srv_media md = {0}; /* the messages' images: their placeholders expanded */
     cJSON *j = srv_parse_object(body, len, &err);
     srv_model *m = j ? srv_acquire(s, j, &err) : NULL;
     if (!m) {
@@ -602,7 +603,7 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
             goto out;
         }
         char *mj = NULL, *tj = tools && !cJSON_IsNull(tools) ? cJSON_PrintUnformatted(tools) : NULL;
-        if (!srv_messages_json(m, msgs, &mj, &err)) {
+        if (!srv_messages_json(m, msgs, &mj, &md, &err)) {
             cJSON_free(tj);
             goto out;
         }
@@ -623,8 +624,14 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
     }
     int32_t *ids = NULL;
     size_t n = 0;
-    og_status *st = og_tokenizer_encode(m->tok, text, strlen(text), special, &ids, &n);
-    og_free(rendered);
+    if (md.n_images) {
+        bool ok = srv_media_images_prompt(m, &md, text, &ids, &n, &err);
+        og_free(rendered);
+        if (!ok) goto out;
+    }
+    og_status *st = md.n_images ? NULL : og_tokenizer_encode(m->tok, text, strlen(text), special,
+                                                            &ids, &n);
+    if (!md.n_images) og_free(rendered);
     if (st) {
         srv_fail(&err, 400, prompt ? "prompt" : "messages", "tokenizing: %s", og_status_message(st));
         og_status_free(st);
@@ -636,11 +643,13 @@ void srv_handle_tokenize(srv_server *s, const char *body, size_t len, srv_reply 
     cJSON *arr = cJSON_AddArrayToObject(o, "tokens");
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
     og_free(ids);
+    srv_media_free(&md);
     cJSON_Delete(j);
     srv_release(s, m);
     srv_reply_json(r, 200, o);
     return;
 out:
+    srv_media_free(&md);
     cJSON_Delete(j);
     srv_release(s, m);
     srv_reply_error(r, &err);

@@ -259,31 +259,23 @@ static bool tool_calls_of(const srv_model *m, cJSON *msg, int i, srv_error *err)
     return true;
 }
 
-/* Content parts the model can read: images and audio are refused (400), where a template
- * would paste the part's JSON into the prompt as text. */
-static bool text_parts_only(const srv_model *m, const cJSON *content, int i, srv_error *err) {
+/* Content parts: images and audio go to media (serve_media.c), or are refused (400) by a
+ * model that takes none, where a template would paste the part's JSON into the prompt. */
+static bool media_parts(const srv_model *m, cJSON *content, int i, srv_media *md,
+                        srv_error *err) {
     if (!cJSON_IsArray(content)) return true;
     int k = 0;
-    const cJSON *part;
+    cJSON *part;
     cJSON_ArrayForEach(part, content) {
-        const cJSON *type = cJSON_IsObject(part) ? cJSON_GetObjectItemCaseSensitive(part, "type") : NULL;
-        const char *t = cJSON_IsString(type) ? type->valuestring : "";
-        const char *what = !strcmp(t, "image_url") || !strcmp(t, "image") || !strcmp(t, "input_image")
-                               ? "images"
-                           : !strcmp(t, "input_audio") || !strcmp(t, "audio") ? "audio" : NULL;
-        if (what) {
-            char name[64];
-            snprintf(name, sizeof name, "messages[%d].content[%d]", i, k);
-            srv_fail(err, 400, name, "'%s' is an %s part, but model '%.100s' takes no %s (this "
-                     "server reads text only)", name, t, m->name, what);
-            return false;
-        }
-        k++;
+        char name[48];
+        snprintf(name, sizeof name, "messages[%d].content[%d]", i, k++);
+        if (srv_media_part(m, part, name, md, err) < 0) return false;
     }
     return true;
 }
 
-bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_error *err) {
+bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_media *media,
+                       srv_error *err) {
     *out = NULL;
     if (!cJSON_IsArray(msgs) || !msgs->child) {
         srv_fail(err, 400, "messages", "'messages' must be a non-empty array of messages");
@@ -312,7 +304,7 @@ bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_er
             ok = false;
             break;
         }
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+        cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
         if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) && !cJSON_IsArray(content)) {
             snprintf(name, sizeof name, "messages[%d].content", i);
             srv_fail(err, 400, name, "'%s' must be a string, an array of content parts or null",
@@ -320,7 +312,7 @@ bool srv_messages_json(const srv_model *m, const cJSON *msgs, char **out, srv_er
             ok = false;
             break;
         }
-        if (!(ok = tool_calls_of(m, msg, i, err)) || !(ok = text_parts_only(m, content, i, err)))
+        if (!(ok = tool_calls_of(m, msg, i, err)) || !(ok = media_parts(m, content, i, media, err)))
             break;
         i++;
     }
@@ -376,7 +368,7 @@ static bool read_messages(const srv_model *m, const cJSON *body, srv_params *p, 
         srv_fail(err, 400, "messages", "'messages' is required");
         return false;
     }
-    if (!srv_messages_json(m, msgs, &p->messages_json, err) || !read_tools(m, body, p, err) ||
+    if (!srv_messages_json(m, msgs, &p->messages_json, &p->media, err) || !read_tools(m, body, p, err) ||
         !json_field(body, "chat_template_kwargs", false, &p->extra_json, err))
         return false;
     return true;
@@ -569,6 +561,7 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
 
 void srv_params_free(srv_params *p) {
     cJSON_free(p->messages_json);
+    srv_media_free(&p->media);
     cJSON_free(p->tools_json);
     cJSON_free(p->extra_json);
     cJSON_Delete(p->prompts);
