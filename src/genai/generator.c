@@ -103,6 +103,7 @@ void gen_generator_free(og_generator *g) {
     free(g->spec_state);
     og_tensor_free(g->img_features);
     free(g->mpos);
+    free(g->mids);
     free(g->steps_raw);
     og_generator_destroy(g->spec_gen);
     gen_mtp_free(g);
@@ -689,25 +690,9 @@ static const og_tensor *named(const char *const *names, const og_tensor *const *
     return NULL;
 }
 
-og_status *og_generator_set_inputs(og_generator *g, const char *const *names,
-                                   const og_tensor *const *tensors, size_t count) {
-    if (!g || (count && (!names || !tensors)))
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_set_inputs: NULL argument");
-    if (g->m->encoder) return gen_encoder_set_inputs(g, names, tensors, count);
-    og_model *m = g->m;
-    for (size_t i = 0; i < count; i++) {
-        static const char *const known[] = {"input_ids", "pixel_values", "image_grid_thw",
-                                            "num_image_tokens", NULL};
-        bool ok = false;
-        for (int k = 0; names[i] && known[k] && !ok; k++) ok = !strcmp(names[i], known[k]);
-        if (!ok || !tensors[i])
-            return og_errorf(OG_ERR_UNSUPPORTED, "generator: input '%s' is not taken (inputs: "
-                             "input_ids, and pixel_values with image_grid_thw for a Qwen "
-                             "vision-language package)", names[i] ? names[i] : "(null)");
-    }
-    const og_tensor *ids_t = named(names, tensors, count, "input_ids");
-    const og_tensor *pv = named(names, tensors, count, "pixel_values");
-    const og_tensor *grid = named(names, tensors, count, "image_grid_thw");
+/* The prompt's ids ([1, n], int32 or int64) as int32 into *out (malloc'd), checked for a
+ * set_inputs into an empty one-row generator. */
+static og_status *prompt_ids(og_generator *g, const og_tensor *ids_t, int32_t **out, int64_t *len) {
     if (!ids_t)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: set_inputs needs input_ids");
     og_dtype dt = og_tensor_dtype(ids_t);
@@ -719,17 +704,111 @@ og_status *og_generator_set_inputs(og_generator *g, const char *const *names,
     if (g->p.batch_size != 1 || g->len[0] != 0)
         return og_errorf(OG_ERR_UNSUPPORTED, "generator: set_inputs takes one prompt "
                          "(batch_size 1) into an empty generator");
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) return og_oom();
+    const void *src = og_tensor_data((og_tensor *)ids_t);
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = dt == OG_INT32 ? ((const int32_t *)src)[i] : (int32_t)((const int64_t *)src)[i];
+    *out = ids;
+    *len = n;
+    return NULL;
+}
+
+/* Phi-3-vision: image k's tokens are the prompt's ids -k, as many as its features; the
+ * sequence holds a stand-in id there (the pad id) and the runs feed the negative ids to
+ * the embedding, which puts the features in their place. Positions are plain. */
+static og_status *set_inputs_phi3(og_generator *g, const og_tensor *ids_t, const og_tensor *pv,
+                                  const og_tensor *sizes) {
+    og_model *m = g->m;
+    if (!pv != !sizes)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: pixel_values and image_sizes "
+                         "come together");
+    if (pv && g->rows != 1)
+        return og_errorf(OG_ERR_UNSUPPORTED, "generator: images with beam search are not "
+                         "supported");
+    int32_t *ids = NULL, *neg = NULL;
+    int64_t n = 0, image_tokens = 0;
+    OG_TRY(prompt_ids(g, ids_t, &ids, &n));
+    int64_t n_images = pv ? og_tensor_dims(pv)[0] : 0;
+    og_status *st = NULL;
+    for (int64_t i = 0; i < n && !st; i++)
+        if (ids[i] < 0) {
+            image_tokens++;
+            if (-(int64_t)ids[i] > n_images)
+                st = og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: token %lld is image %d's, "
+                               "and %lld images were given", (long long)i, -ids[i],
+                               (long long)n_images);
+        }
+    og_tensor *feats = NULL;
+    if (!st && pv) st = gen_vision_encode_phi3(m, pv, sizes, &feats);
+    if (!st && pv && og_tensor_dims(feats)[0] != image_tokens)
+        st = og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: the prompt has %lld image tokens, "
+                       "its images %lld (expand each <|image_N|> as the processor does)",
+                       (long long)image_tokens, (long long)og_tensor_dims(feats)[0]);
+    if (!st && pv && (og_tensor_dtype(feats) != m->image_feature_dtype ||
+                      og_tensor_dims(feats)[1] != m->image_feature_dims[1]))
+        st = og_errorf(OG_ERR_INVALID_MODEL, "%s: the vision encoder's features do not fit "
+                       "the embedding's '%s' (dtype or width)", m->dir, m->image_features);
+    if (!st && image_tokens && !(neg = malloc((size_t)n * sizeof *neg))) st = og_oom();
+    if (!st && neg) {
+        int32_t stand_in = m->pad_id >= 0 && m->pad_id < m->vocab_size ? m->pad_id : 0;
+        memcpy(neg, ids, (size_t)n * sizeof *ids);
+        for (int64_t i = 0; i < n; i++)
+            if (ids[i] < 0) ids[i] = stand_in;
+    }
+    if (!st) {
+        og_tensor_free(g->img_features);
+        free(g->mids);
+        g->img_features = feats;
+        g->mids = neg;
+        g->mids_len = neg ? n : 0;
+        feats = NULL;
+        neg = NULL;
+        st = og_generator_append_tokens(g, ids, (size_t)n);
+    }
+    og_tensor_free(feats);
+    free(neg);
+    free(ids);
+    return st;
+}
+
+og_status *og_generator_set_inputs(og_generator *g, const char *const *names,
+                                   const og_tensor *const *tensors, size_t count) {
+    if (!g || (count && (!names || !tensors)))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_set_inputs: NULL argument");
+    if (g->m->encoder) return gen_encoder_set_inputs(g, names, tensors, count);
+    og_model *m = g->m;
+    for (size_t i = 0; i < count; i++) {
+        static const char *const known[] = {"input_ids", "pixel_values", "image_grid_thw",
+                                            "image_sizes", "num_image_tokens", NULL};
+        bool ok = false;
+        for (int k = 0; names[i] && known[k] && !ok; k++) ok = !strcmp(names[i], known[k]);
+        if (!ok || !tensors[i])
+            return og_errorf(OG_ERR_UNSUPPORTED, "generator: input '%s' is not taken (inputs: "
+                             "input_ids, and pixel_values with image_grid_thw for a Qwen "
+                             "vision-language package, with image_sizes for Phi-3-vision)",
+                             names[i] ? names[i] : "(null)");
+    }
+    const og_tensor *ids_t = named(names, tensors, count, "input_ids");
+    const og_tensor *pv = named(names, tensors, count, "pixel_values");
+    const og_tensor *grid = named(names, tensors, count, "image_grid_thw");
+    const og_tensor *sizes = named(names, tensors, count, "image_sizes");
+    if (m->vision_phi3 && grid)
+        return og_errorf(OG_ERR_UNSUPPORTED, "generator: image_grid_thw is Qwen's input; %s "
+                         "takes image_sizes", m->dir);
+    if (m->vision_phi3) return set_inputs_phi3(g, ids_t, pv, sizes);
+    if (sizes)
+        return og_errorf(OG_ERR_UNSUPPORTED, "generator: image_sizes is Phi-3-vision's input; "
+                         "%s is not such a package", m->dir);
     if (!pv != !grid)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: pixel_values and image_grid_thw "
                          "come together");
     if (pv && g->rows != 1)
         return og_errorf(OG_ERR_UNSUPPORTED, "generator: images with beam search are not "
                          "supported");
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    if (!ids) return og_oom();
-    const void *src = og_tensor_data((og_tensor *)ids_t);
-    for (int64_t i = 0; i < n; i++)
-        ids[i] = dt == OG_INT32 ? ((const int32_t *)src)[i] : (int32_t)((const int64_t *)src)[i];
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    OG_TRY(prompt_ids(g, ids_t, &ids, &n));
     og_status *st = NULL;
     og_tensor *feats = NULL;
     int64_t *pos = NULL, delta = 0;
@@ -811,8 +890,11 @@ og_status *og_generator_rewind_to(og_generator *g, size_t new_length) {
         gen_cache_reset(g);
         og_tensor_free(g->img_features); /* the request's images go with its prompt */
         free(g->mpos);
+        free(g->mids);
         g->img_features = NULL;
         g->mpos = NULL;
+        g->mids = NULL;
+        g->mids_len = 0;
     } else if ((int)new_length != g->len[0] || g->done[0]) {
         int keep = (int)new_length - 1; /* the last token is fed again for its logits */
         if (g->fed[0] > keep) {

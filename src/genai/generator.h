@@ -120,6 +120,10 @@ struct og_generator {
     og_tensor *img_features;
     int64_t *mpos;
     int64_t media_len, rope_delta;
+    /* Phi-3-vision: the prompt's ids with its image tokens' negative ids ([mids_len];
+     * NULL: none), fed to the embedding where the sequence holds a stand-in */
+    int32_t *mids;
+    int64_t mids_len;
     og_tensor img_view;
     /* LoRA adapters active in this generator (adapters.h), all from one container */
     og_adapters *adapters;

@@ -89,6 +89,7 @@ static int stage_inputs(og_generator *g, const run_spec *rs) {
         for (int i = 0; i < n; i++) {
             int p = start[k] + i;
             int64_t tok = dummy && !m->compact ? m->pad_id : s[p];
+            if (g->mids && r == 0 && p < g->mids_len && g->mids[p] < 0) tok = g->mids[p];
             g->feed_ids[(size_t)k * n + i] = tok;
             for (int a = 0; a < (m->position_rank == 3 ? 3 : 1); a++)
                 g->feed_pos[(size_t)a * rs->nr * n + (size_t)k * n + i] =
@@ -115,7 +116,8 @@ static const og_tensor *run_image_features(og_generator *g, const run_spec *rs) 
     const int32_t *s = g->seq;
     int64_t before = 0, within = 0;
     for (int p = 0; p < g->start[0] + rs->n; p++)
-        if (s[p] == g->m->image_token_id) *(p < g->start[0] ? &before : &within) += 1;
+        if (g->mids ? p < g->mids_len && g->mids[p] < 0 : s[p] == g->m->image_token_id)
+            *(p < g->start[0] ? &before : &within) += 1;
     const og_tensor *f = g->img_features;
     if (!within || before + within > f->dims[0]) return NULL;
     og_tensor *v;

@@ -149,7 +149,11 @@ struct og_model {
      * (vision.s NULL: images are not taken; vision_why says why when it has a vision
      * graph), its graph names, and the config's values the rope index reads. */
     gen_stage vision;
-    const char *vision_pixels, *vision_grid, *vision_features;
+    const char *vision_pixels, *vision_grid, *vision_features; /* vision_grid: image_sizes
+                                for Phi-3-vision */
+    bool vision_phi3;        /* Phi-3-vision: pixel_values [images, crops, 3, H, W] with
+                                image_sizes; image tokens are negative ids (-k: image k) and
+                                positions plain */
     int spatial_merge;
     int32_t image_token_id, video_token_id, vision_start_id;
     char vision_why[512];

@@ -96,7 +96,10 @@ VL = {"qwen2_5_vl": _tiny("qwen2_5_vl", qkv_bias=True, rope_theta=1e6, rotary="m
       # Qwen3-VL: Qwen3 (q/k norms) with interleaved MRoPE (the builder's Qwen3VLTextModel;
       # its DeepStack features stay inside the vision graph)
       "qwen3_vl": _tiny("qwen3_vl", qk_norm=True, rope_theta=5e6, rotary="mrope",
-                        mrope_section=(6, 5, 5), mrope_layout=1)}
+                        mrope_section=(6, 5, 5), mrope_layout=1),
+      # Phi-3-vision: Phi-3 with plain positions; image tokens are negative ids (-k for
+      # image k) that the embedding graph replaces by the vision graph's features
+      "phi3v": _tiny("phi3v", eps=1e-5)}
 
 # Image token ids of the tiny Qwen3.5 vision-language packages (just below the specials).
 QWEN35_VISION_IDS = dict(vision_start_token_id=V - 7, vision_end_token_id=V - 6, image_token_id=V - 5,

@@ -221,7 +221,21 @@ def write_arch_package(out_dir, a, opts, weights, split_ids=None):
     model_path, data_bytes = builder.build(weights)
     cfg = hidden_states_config(kv_quant_config(arch_genai_config(a, split=split_ids is not None), opts), opts)
     extra = []
-    if split_ids is not None:
+    if split_ids is not None and a.model_type == "phi3v":
+        m = cfg["model"]
+        m["type"] = "phi3v"
+        m["embedding"] = {"filename": "embedding.onnx",
+                          "inputs": {"input_ids": "input_ids", "image_features": "image_features"},
+                          "outputs": {"inputs_embeds": "inputs_embeds"}}
+        m["vision"] = {"filename": "vision.onnx",
+                       "inputs": {"pixel_values": "pixel_values", "image_sizes": "image_sizes"},
+                       "outputs": {"image_features": "image_features"}}
+        table = weights.get("embed", (a.vocab, a.hidden), "emb")
+        split_graphs.write_embedding(out_dir, a.hidden, table, None)
+        split_graphs.write_phi3v_vision(out_dir, a.hidden,
+                                        weights.get("vision.proj", (a.hidden, 12)))
+        write_json(os.path.join(out_dir, "processor_config.json"), split_graphs.phi3v_processor_config())
+    elif split_ids is not None:
         vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe",
                    "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl"}[a.model_type]
         patch = 14 if vl_type == "qwen2_5_vl" else 16

@@ -28,17 +28,26 @@ def patch_values(patch):
 
 
 def write_embedding(out_dir, hidden, table, image_token_id):
+    """image_token_id None: Phi-3-vision's layout, where an image token is any negative id
+    (-k for image k, as its processor writes them) and reads token 0's row otherwise."""
     g = GraphWriter(out_dir, "embedding.onnx")
     g.input("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"])
     g.input("image_features", TensorProto.FLOAT, ["num_image_tokens", hidden])
     g.output("inputs_embeds", TensorProto.FLOAT, ["batch_size", "sequence_length", hidden])
     b = "/embedding"
     w = g.initializer("model.embed_tokens.weight", table, np.float32)
-    emb = g.node("Gather", [w, "input_ids"], [f"{b}/Gather/output_0"], f"{b}/Gather")
     flat = g.node("Reshape", ["input_ids", g.const_i64([-1])], [f"{b}/ids_flat/output_0"], f"{b}/ids_flat")
-    tok = g.node("Constant", [], [f"{b}/image_token"], f"{b}/image_token",
-                 value=_scalar_i64(image_token_id))
-    is_img = g.node("Equal", [flat, tok], [f"{b}/is_image/output_0"], f"{b}/is_image")
+    if image_token_id is None:
+        zero = g.const_i64(0)
+        is_img = g.node("Less", [flat, zero], [f"{b}/is_image/output_0"], f"{b}/is_image")
+        neg = g.node("Less", ["input_ids", zero], [f"{b}/negative/output_0"], f"{b}/negative")
+        ids = g.node("Where", [neg, zero, "input_ids"], [f"{b}/ids/output_0"], f"{b}/ids")
+    else:
+        tok = g.node("Constant", [], [f"{b}/image_token"], f"{b}/image_token",
+                     value=_scalar_i64(image_token_id))
+        is_img = g.node("Equal", [flat, tok], [f"{b}/is_image/output_0"], f"{b}/is_image")
+        ids = "input_ids"
+    emb = g.node("Gather", [w, ids], [f"{b}/Gather/output_0"], f"{b}/Gather")
     as_int = g.node("Cast", [is_img], [f"{b}/is_image_i64/output_0"], f"{b}/is_image_i64", to=TensorProto.INT64)
     rank = g.node("CumSum", [as_int, g.const_i64(0)], [f"{b}/rank/output_0"], f"{b}/rank")
     idx = g.node("Sub", [rank, g.const_i64([1])], [f"{b}/index/output_0"], f"{b}/index")
@@ -72,6 +81,66 @@ def write_vision(out_dir, hidden, weight, patch=16):
     w = g.initializer("visual.merger.weight", np.ascontiguousarray(weight.T), np.float32)
     g.node("MatMul", [r, w], ["image_features"], f"{b}/proj")
     g.save()
+
+
+PHI3V_ROW = 1512        # pixel values a row of the Phi-3-vision stand-in's projection reads
+
+
+def write_phi3v_vision(out_dir, hidden, weight):
+    """Phi-3-vision's I/O: pixel_values [images, crops, 3, 336, 336] (the HD crops and the
+    global view) and image_sizes [images, 2] -> image_features [image tokens, hidden]. Each
+    image's values become rows of PHI3V_ROW (means of 12 groups of 126 values, projected
+    by one MatMul), and its first (h/336 * w/336 + 1) * 144 + 1 + (h/336 + 1) * 12 rows
+    are its features: as many as the processor gives it image tokens."""
+    g = GraphWriter(out_dir, "vision.onnx")
+    g.input("pixel_values", TensorProto.FLOAT, ["num_images", "num_crops", 3, 336, 336])
+    g.input("image_sizes", TensorProto.INT64, ["num_images", 2])
+    g.output("image_features", TensorProto.FLOAT, ["num_image_tokens", hidden])
+    b = "/vision"
+    rows = g.node("Reshape", ["pixel_values", g.const_i64([0, -1, 12, PHI3V_ROW // 12])],
+                  [f"{b}/rows/output_0"], f"{b}/rows")
+    mean = g.node("ReduceMean", [rows, g.const_i64([3])], [f"{b}/mean/output_0"], f"{b}/mean",
+                  keepdims=0)
+    # scaled up: a group's mean of normalised values is small, and the features must move
+    # the random decoder's choices (the tests check that another image gives other ids)
+    w = g.initializer("vision.proj.weight", np.ascontiguousarray(weight.T) * 40.0, np.float32)
+    proj = g.node("MatMul", [mean, w], [f"{b}/proj/output_0"], f"{b}/proj")  # [n, R, hidden]
+    flat = g.node("Reshape", [proj, g.const_i64([-1, hidden])], [f"{b}/flat/output_0"], f"{b}/flat")
+    # tokens per image from its padded size
+    side = g.const_i64([336])
+    hw = g.node("Div", ["image_sizes", side], [f"{b}/tiles/output_0"], f"{b}/tiles")  # [n, 2]
+    th = g.node("Gather", [hw, g.const_i64(0)], [f"{b}/th/output_0"], f"{b}/th", axis=1)
+    tw = g.node("Gather", [hw, g.const_i64(1)], [f"{b}/tw/output_0"], f"{b}/tw", axis=1)
+    crops = g.node("Mul", [th, tw], [f"{b}/crops/output_0"], f"{b}/crops")
+    c1 = g.node("Add", [crops, g.const_i64([1])], [f"{b}/crops1/output_0"], f"{b}/crops1")
+    sub = g.node("Mul", [c1, g.const_i64([144])], [f"{b}/sub/output_0"], f"{b}/sub")
+    h1 = g.node("Add", [th, g.const_i64([1])], [f"{b}/th1/output_0"], f"{b}/th1")
+    nl = g.node("Mul", [h1, g.const_i64([12])], [f"{b}/newlines/output_0"], f"{b}/newlines")
+    t0 = g.node("Add", [sub, nl], [f"{b}/t0/output_0"], f"{b}/t0")
+    tokens = g.node("Add", [t0, g.const_i64([1])], [f"{b}/tokens/output_0"], f"{b}/tokens")  # [n]
+    # rows r < tokens[k] of image k
+    shape = g.node("Shape", [mean], [f"{b}/mshape/output_0"], f"{b}/mshape")
+    r_n = g.node("Gather", [shape, g.const_i64(1)], [f"{b}/r_n/output_0"], f"{b}/r_n", axis=0)
+    rng = g.node("Range", [g.const_i64(0), r_n, g.const_i64(1)], [f"{b}/range/output_0"], f"{b}/range")
+    tk = g.node("Unsqueeze", [tokens, g.const_i64([1])], [f"{b}/tokens2/output_0"], f"{b}/tokens2")
+    keep = g.node("Less", [rng, tk], [f"{b}/keep/output_0"], f"{b}/keep")  # [n, R]
+    kf = g.node("Reshape", [keep, g.const_i64([-1])], [f"{b}/keep_flat/output_0"], f"{b}/keep_flat")
+    nz = g.node("NonZero", [kf], [f"{b}/nz/output_0"], f"{b}/nz")
+    idx = g.node("Reshape", [nz, g.const_i64([-1])], [f"{b}/idx/output_0"], f"{b}/idx")
+    g.node("Gather", [flat, idx], ["image_features"], f"{b}/pick", axis=0)
+    g.save()
+
+
+def phi3v_processor_config():
+    """Phi-3-vision's image preprocessing as its packages ship it (the HD transform)."""
+    return {"processor": {"name": "image_processing", "transforms": [
+        {"operation": {"name": "decode_image", "domain": "com.microsoft.extensions",
+                       "type": "DecodeImage", "attrs": {"color_space": "BGR"}}},
+        {"operation": {"name": "convert_to_rgb", "domain": "com.microsoft.extensions",
+                       "type": "ConvertRGB"}},
+        {"operation": {"name": "phi3_image_transform", "domain": "com.microsoft.extensions",
+                       "type": "Phi3ImageTransform", "attrs": {"num_crops": 4, "num_img_tokens": 144}}},
+    ]}}
 
 
 def _scalar_i64(v):
