@@ -32,7 +32,7 @@
  * past JSON_MAX_COUNTED_ITEMS). */
 #define JSON_MAX_COUNT 1099511627776.0
 /* Longest minLength / maxLength a string lexeme counts. */
-#define JSON_MAX_LENGTH 10000
+#define JSON_MAX_LENGTH 1000000
 /* Deepest nesting of allOf / $ref merges (a cycle of references merged into itself). */
 #define JSON_MAX_MERGE_DEPTH 64
 
@@ -656,7 +656,7 @@ static og_status *string_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
     if (hi >= 0 && lo > hi)
         return at_error(c, ptr, "%s", "unsatisfiable schema: minLength is above maxLength");
     if (hi > JSON_MAX_LENGTH || lo > JSON_MAX_LENGTH)
-        return at_error(c, ptr, "%s", "minLength / maxLength above 10000 are not supported");
+        return at_error(c, ptr, "%s", "minLength / maxLength above 1000000 are not supported");
     bool lengths = lo > 0 || hi >= 0;
     if (!pat && !fmt && !lengths) return string_lexeme(c, out);
     jbuf re = {0};

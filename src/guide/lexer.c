@@ -15,6 +15,10 @@
 #define ACC_BLOCK 4096 /* words */
 #define DESC_MAX 60
 
+/* Virtual states (a repeat's copies) one closure may visit, and their hash set's slots. */
+#define VMARK_MAX 2048
+#define VMARK_SLOTS 4096
+
 typedef struct lexeme {
     uint32_t start;  /* NFA entry */
     bool lazy;       /* ends the lexeme where it is complete (glex_add_regex_opts) */
@@ -69,6 +73,9 @@ struct glex {
     uint32_t *stack, *buf;
     size_t cap_scratch;
     uint64_t *veto_bits;
+    uint32_t vmark_key[VMARK_SLOTS], vmark_gen[VMARK_SLOTS]; /* virtual states seen */
+    size_t vmarked;
+    bool vfull; /* a closure met more than VMARK_MAX virtual states */
     uint64_t *lazy_bits; /* the lazy lexemes (lazy_words words), NULL when none */
     size_t lazy_words;
 
@@ -192,6 +199,7 @@ void glex_free(glex *lex)
     free(lex->lex);
     imap_free(&lex->by_key);
     free(lex->nfa.st);
+    free(lex->nfa.reps);
     free(lex->mark);
     free(lex->stack);
     free(lex->buf);
@@ -386,7 +394,7 @@ static og_status *add_lexeme_key(glex *lex, char kind, const uint8_t *text, size
                                : make_desc(text, len, kind == 'l');
     if (!st && !desc) st = og_oom_context(og_oom(), "lexer");
     if (st) {
-        lex->nfa.n = n0;
+        gnfa_truncate(&lex->nfa, n0);
         free(key);
         return st;
     }
@@ -551,13 +559,13 @@ og_status *glex_exclude(glex *lex, int id, const uint8_t *bytes, size_t len)
     lexeme *l = &lex->lex[id];
     uint32_t n0 = lex->nfa.n;
     uint32_t entry = gnfa_add(&lex->nfa, GN_VETO, 0, 0, (uint32_t)id, GN_NONE);
-    if (entry != GN_NONE) lex->nfa.st[entry].veto = 1;
+    if (entry != GN_NONE) lex->nfa.st[entry].veto |= 1;
     for (size_t i = len; i-- > 0 && entry != GN_NONE;) {
         entry = gnfa_add(&lex->nfa, GN_RANGE, bytes[i], bytes[i], entry, GN_NONE);
-        if (entry != GN_NONE) lex->nfa.st[entry].veto = 1;
+        if (entry != GN_NONE) lex->nfa.st[entry].veto |= 1;
     }
     if (entry == GN_NONE) {
-        lex->nfa.n = n0;
+        gnfa_truncate(&lex->nfa, n0);
         return og_oom_context(og_oom(), "lexer: exclusion from %s", l->desc);
     }
     l->vetos[l->n_vetos++] = entry;
@@ -574,10 +582,10 @@ og_status *glex_exclude_regex(glex *lex, int id, const char *re, size_t len, con
     og_status *st = end == GN_NONE ? og_oom_context(og_oom(), "lexer: NFA states")
                                    : gre_compile(&lex->nfa, re, len, what, end, &entry);
     if (st) {
-        lex->nfa.n = n0;
+        gnfa_truncate(&lex->nfa, n0);
         return st;
     }
-    for (uint32_t i = n0; i < lex->nfa.n; i++) lex->nfa.st[i].veto = 1;
+    for (uint32_t i = n0; i < lex->nfa.n; i++) lex->nfa.st[i].veto |= 1;
     l->vetos[l->n_vetos++] = entry;
     if (lex->n_ds) dfa_reset(lex);
     return NULL;
@@ -643,8 +651,8 @@ static bool scratch(glex *lex)
     size_t n = lex->nfa.n;
     if (n <= lex->cap_scratch && lex->veto_bits) return true;
     uint32_t *mark = calloc(n + 1, sizeof *mark);
-    uint32_t *stack = malloc((n + 1) * sizeof *stack);
-    uint32_t *buf = malloc((n + 1) * sizeof *buf);
+    uint32_t *stack = malloc((n + 1 + VMARK_MAX) * sizeof *stack);
+    uint32_t *buf = malloc((n + 1 + VMARK_MAX) * sizeof *buf);
     uint64_t *vb = calloc(glex_words(lex) + 1, sizeof *vb);
     if (!mark || !stack || !buf || !vb) {
         free(mark);
@@ -670,33 +678,56 @@ static void new_gen(glex *lex)
 {
     if (++lex->gen == 0) {
         memset(lex->mark, 0, lex->cap_scratch * sizeof *lex->mark);
+        memset(lex->vmark_gen, 0, sizeof lex->vmark_gen);
         lex->gen = 1;
     }
+    lex->vmarked = 0;
+    lex->vfull = false;
+}
+
+/* Marks state x seen in this generation; false when it already was. Virtual states (a
+ * repeat's copies, regex.h) in a small hash set; past VMARK_MAX of them in one
+ * generation lex->vfull is set and they count as seen. */
+static bool mark_new(glex *lex, uint32_t x)
+{
+    if (x < lex->cap_scratch) {
+        if (lex->mark[x] == lex->gen) return false;
+        lex->mark[x] = lex->gen;
+        return true;
+    }
+    uint32_t h = (x * 2654435761u) & (VMARK_SLOTS - 1);
+    for (;; h = (h + 1) & (VMARK_SLOTS - 1)) {
+        if (lex->vmark_gen[h] != lex->gen) break;
+        if (lex->vmark_key[h] == x) return false;
+    }
+    if (lex->vmarked >= VMARK_MAX) {
+        lex->vfull = true;
+        return false;
+    }
+    lex->vmarked++;
+    lex->vmark_gen[h] = lex->gen;
+    lex->vmark_key[h] = x;
+    return true;
 }
 
 /* Adds the important states reachable from `s` by epsilon moves to lex->buf. */
 static size_t closure(glex *lex, uint32_t s, size_t n)
 {
     size_t sp = 0;
-    if (s == GN_NONE || lex->mark[s] == lex->gen) return n;
-    lex->mark[s] = lex->gen;
+    if (s == GN_NONE || !mark_new(lex, s)) return n;
     lex->stack[sp++] = s;
+    gnfa_state tmp;
     while (sp) {
         uint32_t x = lex->stack[--sp];
-        const gnfa_state *st = &lex->nfa.st[x];
+        const gnfa_state *st = gnfa_get(&lex->nfa, x, &tmp);
         lex->work++;
         if (st->kind != GN_SPLIT) {
             lex->buf[n++] = x;
             continue;
         }
-        if (st->out2 != GN_NONE && lex->mark[st->out2] != lex->gen) {
-            lex->mark[st->out2] = lex->gen;
-            lex->stack[sp++] = st->out2;
-        }
-        if (st->out != GN_NONE && lex->mark[st->out] != lex->gen) {
-            lex->mark[st->out] = lex->gen;
-            lex->stack[sp++] = st->out;
-        }
+        uint32_t o1 = st->out, o2 = st->out2;
+        if (o2 != GN_NONE && mark_new(lex, o2)) lex->stack[sp++] = o2;
+        if (o1 != GN_NONE && mark_new(lex, o1)) lex->stack[sp++] = o1;
     }
     return n;
 }
@@ -759,7 +790,12 @@ static uint32_t intern(glex *lex, size_t n)
 {
     uint32_t *set = lex->buf;
     bool live = false;
-    for (size_t i = 0; i < n && !live; i++) live = !lex->nfa.st[set[i]].veto;
+    if (lex->vfull) {
+        lex->vfull = false;
+        return failed(lex, "lexer: a repeat's copies alive at once passed %d", VMARK_MAX);
+    }
+    gnfa_state tmp;
+    for (size_t i = 0; i < n && !live; i++) live = !(gnfa_get(&lex->nfa, set[i], &tmp)->veto & 1);
     if (!live) return GLEX_DEAD;
     qsort(set, n, sizeof *set, cmp_u32);
     setref r = {lex, set, n};
@@ -795,8 +831,8 @@ static uint32_t intern(glex *lex, size_t n)
     uint64_t *acc = NULL;
     bool extend = false, any_veto = false;
     for (size_t i = 0; i < n; i++) {
-        const gnfa_state *st = &lex->nfa.st[set[i]];
-        if (st->kind == GN_RANGE && !st->veto) extend = true;
+        const gnfa_state *st = gnfa_get(&lex->nfa, set[i], &tmp);
+        if (st->kind == GN_RANGE && !(st->veto & 1)) extend = true;
         if (st->kind == GN_VETO) {
             lex->veto_bits[st->out / 64] |= 1ull << (st->out % 64);
             any_veto = true;
@@ -908,8 +944,9 @@ uint32_t glex_next(glex *lex, uint32_t state, uint8_t byte)
     /* the bytes [lo, hi] around `byte` that every range of the set takes or leaves alike
      * move to the same set: their transitions are this one */
     unsigned lo = 0, hi = 255;
+    gnfa_state tmp;
     for (uint32_t i = 0; i < d->set_len; i++) {
-        const gnfa_state *st = &lex->nfa.st[lex->sets[d->set_off + i]];
+        const gnfa_state *st = gnfa_get(&lex->nfa, lex->sets[d->set_off + i], &tmp);
         if (st->kind != GN_RANGE) continue;
         if (st->lo <= byte && byte <= st->hi) {
             n = closure(lex, st->out, n);
@@ -1020,7 +1057,7 @@ bool glex_possible(glex *lex, uint32_t state, uint64_t *out)
     if (!owners(lex)) return false;
     const dstate *d = &lex->ds[state];
     for (uint32_t i = 0; i < d->set_len; i++) {
-        uint32_t o = lex->owner[lex->sets[d->set_off + i]];
+        uint32_t o = lex->owner[gnfa_template(&lex->nfa, lex->sets[d->set_off + i])];
         if (o != UINT32_MAX) out[o / 64] |= 1ull << (o % 64);
     }
     return true;
@@ -1033,7 +1070,7 @@ uint32_t glex_limit(glex *lex, uint32_t state, const uint64_t *allowed)
     const dstate *d = &lex->ds[state];
     size_t n = 0;
     for (uint32_t i = 0; i < d->set_len; i++) {
-        uint32_t s = lex->sets[d->set_off + i], o = lex->owner[s];
+        uint32_t s = lex->sets[d->set_off + i], o = lex->owner[gnfa_template(&lex->nfa, s)];
         if (o != UINT32_MAX && (allowed[o / 64] >> (o % 64) & 1)) lex->buf[n++] = s;
     }
     return intern(lex, n);

@@ -1087,6 +1087,7 @@ typedef struct rcomp {
     rparse *p;
     gnfa *nfa;
     uint32_t limit; /* nfa->n may not pass this */
+    int in_rep;     /* inside a repeat's template (no repeat in a repeat) */
 } rcomp;
 
 /* UTF-8 byte sequences of a code point range: each is 1..4 byte ranges. */
@@ -1318,7 +1319,7 @@ static bool comp_parts(rcomp *c, const rnode *nd, gnfa *sc, uint32_t **ent, uint
 /* (?&..) and (?~..): built in a scratch NFA, then the product or the complement. */
 static uint32_t comp_ext(rcomp *c, const rnode *nd, uint32_t next)
 {
-    gnfa sc = {.max = GRE_MAX_STATES};
+    gnfa sc = {.max = GRE_MAX_STATES, .plain = 1};
     uint32_t *ent = NULL, *end = NULL, out = GN_NONE;
     size_t n = 0;
     if (comp_parts(c, nd, &sc, &ent, &end, &n)) {
@@ -1337,6 +1338,155 @@ static uint32_t comp_ext(rcomp *c, const rnode *nd, uint32_t next)
     free(ent);
     free(end);
     return out;
+}
+
+/* ---- repeats: x{min,max} with a large max as one copy of x and virtual copies ---- */
+
+/* Most states a repeat's template may have, and the smallest max worth one. */
+#define REP_TEMPLATE_MAX 4096u
+#define REP_VIRTUAL_FROM 64u
+
+static const gnfa_rep *rep_of(const gnfa *nfa, uint32_t x)
+{
+    uint32_t lo = 0, hi = nfa->n_reps;
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (nfa->reps[mid].vbase <= x) lo = mid;
+        else hi = mid;
+    }
+    return hi ? &nfa->reps[lo] : NULL;
+}
+
+static uint32_t rep_entry(const gnfa_rep *r, uint32_t k)
+{
+    return k == 0 ? r->entry : r->vbase + (k - 1) * r->size + (r->entry - r->first);
+}
+
+const gnfa_state *gnfa_virtual(const gnfa *nfa, uint32_t x, gnfa_state *tmp)
+{
+    uint32_t c = 0, s = x;
+    const gnfa_rep *r = NULL;
+    if (x < nfa->n) { /* a repeat's end, copy 0: its repeat's index in lo, hi */
+        r = &nfa->reps[nfa->st[x].lo | (uint32_t)nfa->st[x].hi << 8];
+    } else {
+        r = rep_of(nfa, x);
+        uint32_t off = x - r->vbase;
+        c = 1 + off / r->size;
+        s = r->first + off % r->size;
+    }
+    *tmp = nfa->st[s];
+    tmp->veto &= (uint8_t)~GN_REP_END;
+    if (s == r->end) {
+        tmp->out = c + 1 < r->max ? rep_entry(r, c + 1) : GN_NONE;
+        tmp->out2 = c + 1 >= r->min ? r->after : GN_NONE;
+        return tmp;
+    }
+    if (c) {
+        uint32_t base = r->vbase + (c - 1) * r->size;
+        if (tmp->out != GN_NONE && tmp->out - r->first < r->size) tmp->out = base + (tmp->out - r->first);
+        if (tmp->kind == GN_SPLIT && tmp->out2 != GN_NONE && tmp->out2 - r->first < r->size)
+            tmp->out2 = base + (tmp->out2 - r->first);
+    }
+    return tmp;
+}
+
+uint32_t gnfa_template(const gnfa *nfa, uint32_t x)
+{
+    if (x < nfa->n || x == GN_NONE) return x;
+    const gnfa_rep *r = rep_of(nfa, x);
+    return r->first + (x - r->vbase) % r->size;
+}
+
+void gnfa_truncate(gnfa *nfa, uint32_t n0)
+{
+    nfa->n = n0;
+    while (nfa->n_reps && nfa->reps[nfa->n_reps - 1].first >= n0) {
+        nfa->n_reps--;
+        nfa->vnext = nfa->reps[nfa->n_reps].vbase;
+    }
+}
+
+/* Whether the template's end is reached from its entry by epsilon moves alone (x can be
+ * empty: its copies would all be alive at once, so it is not kept as a repeat). */
+static bool template_nullable(const gnfa *nfa, uint32_t first, uint32_t entry, uint32_t end)
+{
+    uint32_t size = nfa->n - first, sp = 0;
+    uint8_t *seen = calloc(size, 1);
+    uint32_t *stack = malloc(size * sizeof *stack);
+    bool found = !seen || !stack; /* out of memory: say nullable, the plain way follows */
+    if (!found) {
+        stack[sp++] = entry;
+        seen[entry - first] = 1;
+    }
+    while (sp && !found) {
+        uint32_t x = stack[--sp];
+        if (x == end) found = true;
+        const gnfa_state *st = &nfa->st[x];
+        if (st->kind != GN_SPLIT || x == end) continue;
+        uint32_t nx[2] = {st->out, st->out2};
+        for (int k = 0; k < 2; k++)
+            if (nx[k] != GN_NONE && nx[k] - first < size && !seen[nx[k] - first]) {
+                seen[nx[k] - first] = 1;
+                stack[sp++] = nx[k];
+            }
+    }
+    free(seen);
+    free(stack);
+    return found;
+}
+
+static uint32_t comp(rcomp *c, int i, uint32_t next);
+
+/* x{min,max} (max finite and large, or x{min,} with a large min) as a repeat: GN_NONE
+ * when it is not one (then the caller copies x; an error is set only on failure). */
+static uint32_t comp_repeat(rcomp *c, const rnode *nd, uint32_t next)
+{
+    gnfa *nfa = c->nfa;
+    uint32_t min = nd->min, max = nd->max;
+    bool open = max == REP_INF;
+    if (nfa->plain || c->in_rep || (open ? min : max) < REP_VIRTUAL_FROM) return GN_NONE;
+    if (estimate(c->p, nd->first) > REP_TEMPLATE_MAX) return GN_NONE;
+    uint32_t after = next;
+    if (open) { /* x{min,}: x{min} then x*, the loop one more copy */
+        uint32_t loop = add_state(c, GN_SPLIT, 0, 0, GN_NONE, next);
+        if (loop == GN_NONE) return too_big(c, nd->col), GN_NONE;
+        uint32_t body = comp(c, nd->first, loop);
+        if (body == GN_NONE) return GN_NONE;
+        nfa->st[loop].out = body;
+        after = loop;
+        max = min;
+    }
+    uint32_t first = nfa->n;
+    uint32_t end = add_state(c, GN_SPLIT, 0, 0, GN_NONE, after);
+    if (end == GN_NONE) return too_big(c, nd->col), GN_NONE;
+    c->in_rep++;
+    uint32_t entry = comp(c, nd->first, end);
+    c->in_rep--;
+    if (entry == GN_NONE) return GN_NONE;
+    uint32_t size = nfa->n - first;
+    if (nfa->n_reps >= 65536 || template_nullable(nfa, first, entry, end) ||
+        (uint64_t)(nfa->vnext ? nfa->vnext : GNFA_VBASE) + (uint64_t)(max - 1) * size >= GN_NONE - 1) {
+        /* not a repeat: the caller compiles x{min,max} the plain way (these states
+         * stay unused) */
+        return GN_NONE;
+    }
+    if (nfa->n_reps == nfa->cap_reps) {
+        uint32_t cap = nfa->cap_reps ? nfa->cap_reps * 2 : 8;
+        gnfa_rep *r = realloc(nfa->reps, cap * sizeof *r);
+        if (!r) return oom(c->p), GN_NONE;
+        nfa->reps = r;
+        nfa->cap_reps = cap;
+    }
+    if (!nfa->vnext) nfa->vnext = GNFA_VBASE;
+    nfa->reps[nfa->n_reps++] = (gnfa_rep){first, size, entry, end, after, min, max, nfa->vnext};
+    nfa->vnext += (max - 1) * size;
+    nfa->st[end].veto |= GN_REP_END;
+    nfa->st[end].lo = (uint8_t)((nfa->n_reps - 1) & 0xff);
+    nfa->st[end].hi = (uint8_t)((nfa->n_reps - 1) >> 8);
+    if (min > 0) return entry;
+    uint32_t skip = add_state(c, GN_SPLIT, 0, 0, entry, after);
+    if (skip == GN_NONE) too_big(c, nd->col);
+    return skip;
 }
 
 static uint32_t comp(rcomp *c, int i, uint32_t next)
@@ -1376,6 +1526,8 @@ static uint32_t comp(rcomp *c, int i, uint32_t next)
         return entry;
     }
     case RN_REP: {
+        uint32_t r = comp_repeat(c, nd, next);
+        if (r != GN_NONE || c->p->err) return r;
         uint64_t est = estimate(c->p, i);
         if (est > (uint64_t)(c->limit - c->nfa->n)) {
             fail(c->p, nd->col, "repetition is too large (about %llu NFA states, limit %u)",

@@ -22,15 +22,48 @@ enum {
 typedef struct gnfa_state {
     uint8_t kind;
     uint8_t lo, hi;
-    uint8_t veto; /* part of an exclusion's branch: does not keep a DFA state alive */
+    uint8_t veto; /* bit 0: part of an exclusion's branch (does not keep a DFA state
+                   * alive); bit 1 (GN_REP_END): a repeat's end (gnfa_rep) */
     uint32_t out, out2;
 } gnfa_state;
+
+#define GN_REP_END 2
+
+/* A counted repetition x{min,max} with a large max kept as one copy of x (the template:
+ * states [first, first + size), entry `entry`, its exit the SPLIT `end` flagged
+ * GN_REP_END), the other copies virtual: copy c >= 1 of template state s is id
+ * vbase + (c - 1) * size + (s - first), above every real state. The end of copy c goes on
+ * to copy c + 1 while c + 1 < max and to `after` once c + 1 >= min; as stored, `end`
+ * leads to `after` only (what the checks that read stored edges need). */
+typedef struct gnfa_rep {
+    uint32_t first, size, entry, end, after, min, max, vbase;
+} gnfa_rep;
 
 typedef struct gnfa {
     gnfa_state *st;
     uint32_t n, cap;
     uint32_t max; /* states in all, past which adding fails */
+    gnfa_rep *reps; /* by increasing vbase */
+    uint32_t n_reps, cap_reps;
+    uint32_t vnext; /* the next virtual id */
+    uint8_t plain;  /* no repeats (scratch NFAs whose edges are read as stored) */
 } gnfa;
+
+/* The first virtual id: real states stay below it. */
+#define GNFA_VBASE (1u << 26)
+
+/* State x as matching sees it: a real state as stored, a repeat's end or a virtual copy's
+ * state as computed into *tmp. */
+const gnfa_state *gnfa_virtual(const gnfa *nfa, uint32_t x, gnfa_state *tmp);
+static inline const gnfa_state *gnfa_get(const gnfa *nfa, uint32_t x, gnfa_state *tmp)
+{
+    if (x < nfa->n && !(nfa->st[x].veto & GN_REP_END)) return &nfa->st[x];
+    return gnfa_virtual(nfa, x, tmp);
+}
+/* The real (template) state a virtual id copies; x itself when real. */
+uint32_t gnfa_template(const gnfa *nfa, uint32_t x);
+/* Drops the states from n0 on and the repeats among them (a lexeme that failed). */
+void gnfa_truncate(gnfa *nfa, uint32_t n0);
 
 /* Appends a state; GN_NONE when out of memory or past nfa->max. */
 uint32_t gnfa_add(gnfa *nfa, uint8_t kind, uint8_t lo, uint8_t hi, uint32_t out, uint32_t out2);
@@ -73,7 +106,7 @@ og_status *gre_compile_ext(gnfa *nfa, const char *re, size_t len, const char *wh
                            uint32_t next, uint32_t *entry);
 
 /* Most repetitions `{n,m}` may count, and most NFA states one expression may become. */
-#define GRE_MAX_REPEAT 10000u
+#define GRE_MAX_REPEAT 1000000u
 #define GRE_MAX_STATES (1u << 21)
 /* Most NFA states one intersection (product automaton) may become. */
 #define GRE_MAX_PRODUCT (1u << 19)

@@ -471,7 +471,7 @@ og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const cha
     if (n == 0) return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: an empty intersection", what);
     if (n == 1 && parts[0].re) return gre_compile(nfa, parts[0].re, parts[0].len, what, next, entry);
     /* each part in the scratch NFA, ending in its marker */
-    gnfa sc = {.max = GRE_MAX_STATES * 2};
+    gnfa sc = {.max = GRE_MAX_STATES * 2, .plain = 1};
     uint32_t *ent = malloc(sizeof *ent * n), *end = malloc(sizeof *end * n);
     og_status *st = ent && end ? NULL : og_errorf(OG_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
     for (size_t i = 0; i < n && !st; i++) {

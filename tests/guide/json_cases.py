@@ -121,6 +121,11 @@ CASES = [
     ({}, ['1', '{"a":[{"b":null}]}', '[1,2', '{"a" 1}']),
     (False, ['1']),
     ({"type": "string", "enum": ["a", "b", 1]}, ['"a"', '1']),
+    # lengths past 10,000 characters (one copy of a character and virtual copies)
+    ({"type": "string", "minLength": 12000, "maxLength": 12002},
+     ['"' + "x" * 11999 + '"', '"' + "x" * 12000 + '"', '"' + "é" * 12002 + '"',
+      '"' + "ab" * 6002 + '"']),
+    ({"type": "string", "maxLength": 1000000}, ['"abc"', '""']),
     ({"type": "string", "minLength": 2, "maxLength": 3},
      ['"a"', '"ab"', '"abc"', '"abcd"', '"\\n\\n\\n"', '"\\n\\n\\n\\n"', '"ééé"', '"😀😀😀😀"']),
     ({"type": "string", "pattern": "a+b"}, ['"ab"', '"aab"', '"xab"', '"abx"', '"b"',

@@ -351,8 +351,8 @@ TEST(guide_lexer_errors)
         {"[[:foo:]]", "column 2: unknown ASCII class"},
         {"ab\xff", "column 3: invalid UTF-8"},
         {"a\xc3", "column 2: invalid UTF-8"},
-        {"a{0,100000}", "regex at column 2: repetition {0,100000} is too large (limit 10000)"},
-        {"x(a{10001})", "column 4: repetition {10001} is too large"},
+        {"a{0,2000000}", "regex at column 2: repetition {0,2000000} is too large (limit 1000000)"},
+        {"x(a{1000001})", "column 4: repetition {1000001} is too large"},
         {"((a{100}){100}){100}", "column 16: repetition is too large (about 3030301 NFA states"},
     };
     glex *lex;
@@ -616,6 +616,55 @@ TEST(guide_lexer_limits)
     st = glex_error(lex);
     CHECK(st && strstr(og_status_message(st), "limit of 307200 bytes"));
     og_status_free(st);
+    glex_free(lex);
+}
+
+/* A counted repetition with a large count is one copy of its body and virtual copies
+ * (regex.h's repeats): it compiles at once whatever the count, counts exactly at both
+ * ends, and a body that may be empty (its copies all alive at once) is copied the plain
+ * way. */
+TEST(guide_lexer_large_repeats)
+{
+    glex *lex;
+    CHECK_OK(glex_new(&lex));
+    int big, exact, open, nullable;
+    CHECK_OK(glex_add_regex(lex, "x[ab]{0,1000000}c", 17, "regex", &big));
+    CHECK_OK(glex_add_regex(lex, "(?:ab|c){100,103}d", 18, "regex", &exact));
+    CHECK_OK(glex_add_regex(lex, "[0-9]{200,}", 11, "regex", &open));
+    CHECK_OK(glex_add_regex(lex, "(?:a?b?){0,300}z", 16, "regex", &nullable));
+    uint64_t allowed[1];
+    one_set(allowed, glex_words(lex), big);
+    uint32_t s = glex_start(lex, allowed);
+    s = glex_next(lex, s, 'x');
+    unsigned x = 7;
+    for (int i = 0; i < 30000 && s != GLEX_DEAD && s != GLEX_FAILED; i++) {
+        x = x * 1103515245u + 12345u;
+        s = glex_next(lex, s, (x >> 16) & 1 ? 'a' : 'b');
+    }
+    CHECK(s != GLEX_DEAD && s != GLEX_FAILED);
+    CHECK(!has(glex_accepts(lex, s), big));
+    s = glex_next(lex, s, 'c');
+    CHECK(has(glex_accepts(lex, s), big));
+    /* exact bounds: 99, 100, 103 and 104 copies */
+    char buf[512];
+    for (int n = 99; n <= 104; n++) {
+        size_t k = 0;
+        for (int i = 0; i < n; i++) {
+            if (i % 3) buf[k++] = 'c';
+            else buf[k++] = 'a', buf[k++] = 'b';
+        }
+        buf[k++] = 'd';
+        buf[k] = 0;
+        CHECK_EQ_INT(matches(lex, exact, buf), n >= 100 && n <= 103);
+    }
+    memset(buf, '5', 250);
+    for (int n = 198; n <= 250; n += 1) {
+        buf[n] = 0;
+        CHECK_EQ_INT(matches(lex, open, buf), n >= 200);
+        buf[n] = '5';
+    }
+    CHECK_EQ_INT(matches(lex, nullable, "abbaz"), 1);
+    CHECK_EQ_INT(matches(lex, nullable, "z"), 1);
     glex_free(lex);
 }
 
