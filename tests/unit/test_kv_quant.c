@@ -522,3 +522,77 @@ TEST(kv_fixed_load_exact_on_every_isa) {
     }
     isa_set(saved);
 }
+
+/* The quantized path of the tiles (attention_tiles.c's top comment; AVX-512 builds on
+ * AVX-512 CPUs, head sizes 16..256 with a streaming sum) never loads the rows into
+ * float32 tiles: a decode step dequantizes 16 rows at a time into L1 blocks, a prompt
+ * lays its keys across the lanes from the codes (kv_lanes.h). Below the AVX-512 level the
+ * tiles load the rows first. Both must give the same bits: a prompt of KQ_T tokens and a
+ * token decoded over its first KQ_T - 1, for every format, head sizes 16..256 and
+ * grouped heads, and float8 rows whose scale is above 2^8 (the two-step product). */
+static bool kq_levels_equal(const kq_case *c, float amp) {
+    int64_t D = c->D;
+    int T = KQ_T, N = c->N, KV = c->KV;
+    size_t qn = (size_t)T * N * D, kn = (size_t)T * KV * D;
+    float *q = malloc(sizeof(float) * qn), *k = malloc(sizeof(float) * kn),
+          *v = malloc(sizeof(float) * kn), *out[2], *dec[2];
+    for (size_t i = 0; i < qn; i++) q[i] = 2.0f * kq_rand() / amp;
+    for (size_t i = 0; i < kn; i++) k[i] = amp * kq_rand() * (i % 13 == 0 ? 4.0f : 1.0f);
+    for (size_t i = 0; i < kn; i++) v[i] = amp * kq_rand();
+    for (int p = 0; c->bits && p < 2; p++)
+        for (int64_t i = 0; i < KV * D; i++)
+            kq_scale[p][i] = (p ? 1.0f : 3.0f) / (c->bits == 8 ? 127.0f : 7.0f) *
+                             (c->per_channel ? 0.5f + (float)((i * 29) % 13) / 10.0f : 1.0f);
+    bool ok = true;
+    isa_level saved = isa_active();
+    for (int l = 0; l < 2 && ok; l++) {
+        isa_set(l ? ISA_AVX512 : ISA_AVX2);
+        uint8_t *pres = NULL, *pres1 = NULL, *pres2 = NULL;
+        out[l] = malloc(sizeof(float) * qn);
+        dec[l] = malloc(sizeof(float) * (size_t)N * D);
+        ok = kq_ok(c, kq_run(c, q, k, v, NULL, 0, T, out[l], &pres)) &&
+             kq_ok(c, kq_run(c, q, k, v, NULL, 0, T - 1, out[l], &pres1)) &&
+             kq_ok(c, kq_run(c, q + (size_t)(T - 1) * N * D, k + (size_t)(T - 1) * KV * D,
+                             v + (size_t)(T - 1) * KV * D, pres1, T - 1, 1, dec[l], &pres2)) &&
+             kq_ok(c, kq_run(c, q, k, v, NULL, 0, T, out[l], &pres));
+        free(pres), free(pres1), free(pres2);
+    }
+    isa_set(saved);
+    if (ok && memcmp(out[0], out[1], sizeof(float) * qn)) {
+        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d amp %g: a prompt without float tiles differs "
+                  "from its rows loaded as float32", kq_name(c), (long long)D, N, KV, (double)amp);
+        ok = false;
+    }
+    if (ok && memcmp(dec[0], dec[1], sizeof(float) * (size_t)N * D)) {
+        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d amp %g: a decoded token without float tiles "
+                  "differs from its rows loaded as float32", kq_name(c), (long long)D, N, KV,
+                  (double)amp);
+        ok = false;
+    }
+    free(q), free(k), free(v);
+    for (int l = 0; l < 2; l++) free(out[l]), free(dec[l]);
+    return ok;
+}
+
+TEST(gqa_quantized_cache_without_float_tiles_equals_loaded_rows) {
+    if (isa_supported() < ISA_AVX512 || !isa_compiled(ISA_AVX512)) {
+        test_skip("this CPU has no AVX-512: the quantized path is not taken here");
+        return;
+    }
+    static const kq_case kinds[] = {{.dt = OG_INT8}, {.dt = OG_FLOAT8E4M3FN},
+                                    {.dt = OG_INT8, .bits = 8},
+                                    {.dt = OG_INT8, .bits = 8, .per_channel = true},
+                                    {.dt = OG_UINT8, .bits = 4},
+                                    {.dt = OG_UINT8, .bits = 4, .per_channel = true}};
+    static const int64_t Ds[] = {16, 32, 64, 80, 96, 128, 256};
+    static const int heads[][2] = {{6, 2}, {4, 4}, {8, 1}, {3, 1}};
+    bool ok = true;
+    for (size_t a = 0; a < sizeof kinds / sizeof *kinds && ok; a++)
+        for (size_t b = 0; b < sizeof Ds / sizeof *Ds && ok; b++) {
+            kq_case c = kinds[a];
+            c.D = Ds[b], c.N = heads[(a + b) % 4][0], c.KV = heads[(a + b) % 4][1];
+            ok = kq_levels_equal(&c, 1.0f);
+            if (ok && c.dt == OG_FLOAT8E4M3FN && !c.bits) ok = kq_levels_equal(&c, 1e6f);
+        }
+    CHECK(ok);
+}

@@ -113,6 +113,15 @@ void cpu_attn_scores_t(const float *q, const float *kt, int64_t nb, int64_t D, f
 void cpu_attn_scores_t_heads(const float *q, int64_t q_ld, int64_t nh, const float *kt,
                              int64_t nb, int64_t D, float scale, float *s, int64_t s_ld);
 
+/* cpu_attn_keys_t over quantized rows (kv_lanes.h: kv_format.h's int8 / float8 rows or
+ * the node's fixed-scale codes, f->row_bytes each), dequantized in registers as they are
+ * laid across the lanes: the layout cpu_attn_keys_t writes for the rows' float32 values.
+ * cpu_attn_q_fast says whether this build, CPU level and head size have it (AVX-512, D a
+ * multiple of 16 up to 256). */
+typedef struct kvl_src kvl_src;
+bool cpu_attn_q_fast(int64_t D);
+void cpu_attn_keys_t_q(const kvl_src *f, const char *const *k, int64_t n, float *kt);
+
 /* ---- a GroupQueryAttention node (gqa_node.c) --------------------------------------
  * The attributes and the query, key, value, rotary-cache and head_sink inputs of a
  * com.microsoft GroupQueryAttention node, read and checked once for both of its kernels:

@@ -9,6 +9,7 @@
  * without AVX-512 score on AVX2 where the CPU has it (attention_rows_avx2.c); other head
  * sizes and CPUs use the portable loops of attention.h. */
 #include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/kv_lanes.h"
 
 #include "base/isa.h"
 
@@ -230,12 +231,21 @@ void cpu_attn_scores_heads(const float *q, int64_t q_ld, int64_t nh, const float
     for (; h < nh; h++) cpu_attn_scores(q + h * q_ld, k, n, D, scale, s + h * s_ld);
 }
 
+bool cpu_attn_q_fast(int64_t D) {
+    return D % 16 == 0 && D <= 256 && isa_active() >= ISA_AVX512;
+}
+
 /* Keys with the keys across the lanes (see attention.h): 16 key rows given by pointers
- * (NULL: a zero row) transposed 16 dimensions at a time, kt[d * 16 + j] = key j's d. */
-static void keys_t16(const float *const *k, int64_t D, float *kt) {
+ * (NULL: a zero row) in format fmt (kv_lanes.h; a row of Dr values) transposed 16
+ * dimensions at a time over the first D, kt[d * 16 + j] = key j's d. */
+static inline __attribute__((always_inline)) void keys_t16(kvl_fmt fmt, const char *const *k,
+                                                           const float *ch, int64_t Dr,
+                                                           int64_t D, float *kt) {
+    kvl_row rs[16];
+    for (int j = 0; j < 16; j++) rs[j] = kvl_row_of(fmt, k[j] ? k[j] : k[0], Dr);
     for (int64_t c = 0; c < D / 16; c++) {
         __m512 r[16], t[16], u[16];
-        for (int j = 0; j < 16; j++) r[j] = k[j] ? _mm512_loadu_ps(k[j] + 16 * c) : _mm512_setzero_ps();
+        for (int j = 0; j < 16; j++) r[j] = k[j] ? kvl_load(fmt, k[j], rs[j], ch, c) : _mm512_setzero_ps();
         for (int i = 0; i < 8; i++) {
             t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
             t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -277,11 +287,39 @@ bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt) {
         for (int64_t j = 0; j < 16; j++)
             for (int64_t d = 0; rows[j] && d < D; d += 16) _mm_prefetch((const char *)(rows[j] + d), _MM_HINT_T0);
         float *o = kt + t * D;
-        keys_t16(rows, D16, o);
+        keys_t16(KVL_F32, (const char *const *)rows, NULL, D, D16, o);
         for (int64_t d = D16; d < D; d++) /* the last 8 dimensions of a D % 16 == 8 head */
             for (int64_t j = 0; j < 16; j++) o[d * 16 + j] = rows[j] ? rows[j][d] : 0.0f;
     }
     return true;
+}
+
+#define KEYS_T_Q(F)                                                                       \
+    static void keys_t_##F(const char *const *k, int64_t n, const float *ch, int64_t D,  \
+                           size_t row_bytes, float *kt) {                                 \
+        for (int64_t t = 0; t < n; t += 16) {                                             \
+            const char *rows[16];                                                         \
+            for (int64_t j = 0; j < 16; j++) rows[j] = t + j < n ? k[t + j] : NULL;       \
+            for (int64_t j = 0; j < 16; j++)                                              \
+                for (size_t b = 0; rows[j] && b < row_bytes; b += 64)                     \
+                    _mm_prefetch(rows[j] + b, _MM_HINT_T0);                               \
+            keys_t16(F, rows, ch, D, D, kt + t * D);                                      \
+        }                                                                                 \
+    }
+KEYS_T_Q(KVL_I8)
+KEYS_T_Q(KVL_F8)
+KEYS_T_Q(KVL_FIX8)
+KEYS_T_Q(KVL_FIX4)
+#undef KEYS_T_Q
+
+void cpu_attn_keys_t_q(const kvl_src *f, const char *const *k, int64_t n, float *kt) {
+    switch (f->fmt) {
+    case KVL_I8: keys_t_KVL_I8(k, n, f->ch, f->D, f->row_bytes, kt); return;
+    case KVL_F8: keys_t_KVL_F8(k, n, f->ch, f->D, f->row_bytes, kt); return;
+    case KVL_FIX8: keys_t_KVL_FIX8(k, n, f->ch, f->D, f->row_bytes, kt); return;
+    case KVL_FIX4: keys_t_KVL_FIX4(k, n, f->ch, f->D, f->row_bytes, kt); return;
+    default: cpu_attn_keys_t((const float *const *)k, n, f->D, kt);
+    }
 }
 
 /* Lane j of a block's result is cpu_attn_scores' value for key j (the same value; a zero
@@ -504,6 +542,15 @@ void cpu_attn_weighted(float *y, const float *p, const float *v, int64_t n, int6
 }
 
 #else
+
+bool cpu_attn_q_fast(int64_t D) {
+    (void)D;
+    return false;
+}
+
+void cpu_attn_keys_t_q(const kvl_src *f, const char *const *k, int64_t n, float *kt) {
+    (void)f, (void)k, (void)n, (void)kt;
+}
 
 bool cpu_attn_keys_t(const float *const *k, int64_t n, int64_t D, float *kt) {
     (void)k, (void)n, (void)D, (void)kt;

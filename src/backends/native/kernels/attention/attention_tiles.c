@@ -11,11 +11,23 @@
  * over exactly the row's visible keys of the tile, and the output is the sum over
  * those keys of p * v in an order fixed by their count (tl_weighted). Nothing in it
  * depends on the other rows, the tile's width or how the keys are laid out (blocks of
- * any size, or one contiguous run). */
+ * any size, or one contiguous run).
+ *
+ * Quantized rows (int8 / float8 rows with their scales, or the node's fixed-scale codes)
+ * on AVX-512 builds and CPUs, at head sizes 16, 32, 64, 80, 96, 128 and 256, are never
+ * loaded into float32 tiles: a decode step (a task of one query row) dequantizes its keys
+ * and then its values 16 rows at a time into two small blocks that stay in L1, each row
+ * once for all the group's heads, scores a key block as the tiles score float32 rows and
+ * takes the value blocks into weighted sums whose accumulators carry over from block to
+ * block (tl_wstream_h: the bits of tl_weighted_h over the whole run); a task of several
+ * rows lays its keys across the lanes straight from the codes (cpu_attn_keys_t_q,
+ * dequantized in registers) and loads only its value rows into a tile. Either way a
+ * query gets the bits the float32 tiles give the rows' values. */
 #include "backends/native/kernels/attention/attention_tiles.h"
 
 #include "backends/native/kernels/attention/attention.h"
 #include "backends/native/kernels/attention/attention_ort.h"
+#include "backends/native/kernels/attention/kv_lanes.h"
 #include "backends/native/kernels/attention/kv_rows.h"
 
 #include "backends/native/kernels/kernel_util.h"
@@ -26,7 +38,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-enum { QB = 16, TK = GQA_TILE };
+enum { QB = 16, TK = GQA_TILE, TL_ACC = 16 /* vectors of a head's streaming sums (U C) */ };
 
 typedef struct tl_task {
     int32_t seq, g, i0, i1, tile;
@@ -42,6 +54,13 @@ typedef struct tl_job {
     int64_t ntasks;
     float *wbuf;
     int64_t per_worker;      /* floats per worker slice */
+    /* Quantized rows not loaded into float32 tiles (see the top): keys' format (kv_lanes.h;
+     * the fixed scales' channel scales of kv head g at kch + g * kch_ld) */
+    bool qpath;
+    kvl_src fmt[2];          /* keys', values' formats (ch unset) */
+    const float *ch[2];      /* the fixed scales' channel scales: kv head g's at ch[p] + g * ch_ld[p] */
+    int64_t ch_ld[2];
+    int64_t ktile;           /* floats of the float32 key tile (0 with qpath) */
     atomic_long next;
 } tl_job;
 
@@ -78,12 +97,16 @@ static inline const char *tl_row(const tl_job *j, const gqa_tiles_seq *s, const 
  * last and the head size is an odd multiple of 8 (T8). */
 #define TL_LANES(c, C, T8) ((T8) && (c) == (C) - 1 ? (__mmask16)0x00ff : (__mmask16)0xffff)
 
-/* tl_weighted for H heads at once over the same value rows (o[h] += sum_x w[h][x] v[x]):
- * a value vector is loaded once for all H, and each head takes exactly the one-head
- * operations, so it gets the same bits. */
-static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
+/* tl_weighted_h a block of keys at a time, for value rows dequantized a block at a time:
+ * the H x U x C accumulators wait in am ([H][U][C] vectors) between blocks, so the sums
+ * are tl_weighted_h's over the whole run, bit for bit, when every block but the last
+ * holds a multiple of U keys. Keys x0 .. x1 of the run, their rows at v[x - x0]; the
+ * first block starts from zero, the last adds the n % U keys left to accumulator 0 and
+ * then o += the combined sums. Head sizes 16 C - 8 T8. */
+static inline __attribute__((always_inline)) void tl_wstream_h(__m512 *am, float *const *o,
                                                                const float *const *w,
-                                                               const float *const *v, int64_t n,
+                                                               const float *const *v, int64_t x0,
+                                                               int64_t x1, bool first, bool last,
                                                                int C, int T8, int H) {
     const int U = TL_KEYS(C);
     __m512 acc[6][4][16];
@@ -92,12 +115,13 @@ static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
 #pragma GCC unroll 4
         for (int u = 0; u < U; u++)
 #pragma GCC unroll 16
-            for (int c = 0; c < C; c++) acc[h][u][c] = _mm512_setzero_ps();
-    int64_t x = 0;
-    for (; x + U <= n; x += U)
+            for (int c = 0; c < C; c++)
+                acc[h][u][c] = first ? _mm512_setzero_ps() : _mm512_loadu_ps((const float *)(am + (h * U + u) * C + c));
+    int64_t x = x0;
+    for (; x + U <= x1; x += U)
 #pragma GCC unroll 4
         for (int u = 0; u < U; u++) {
-            const float *r = v[x + u];
+            const float *r = v[x + u - x0];
             __m512 rv[16];
 #pragma GCC unroll 16
             for (int c = 0; c < C; c++) rv[c] = _mm512_maskz_loadu_ps(TL_LANES(c, C, T8), r + 16 * c);
@@ -108,10 +132,19 @@ static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
                 for (int c = 0; c < C; c++) acc[h][u][c] = _mm512_fmadd_ps(wx, rv[c], acc[h][u][c]);
             }
         }
-    for (; x < n; x++) {
+    if (!last) {
+#pragma GCC unroll 6
+        for (int h = 0; h < H; h++)
+#pragma GCC unroll 4
+            for (int u = 0; u < U; u++)
+#pragma GCC unroll 16
+                for (int c = 0; c < C; c++) _mm512_storeu_ps((float *)(am + (h * U + u) * C + c), acc[h][u][c]);
+        return;
+    }
+    for (; x < x1; x++) {
         __m512 rv[16];
 #pragma GCC unroll 16
-        for (int c = 0; c < C; c++) rv[c] = _mm512_maskz_loadu_ps(TL_LANES(c, C, T8), v[x] + 16 * c);
+        for (int c = 0; c < C; c++) rv[c] = _mm512_maskz_loadu_ps(TL_LANES(c, C, T8), v[x - x0] + 16 * c);
 #pragma GCC unroll 6
         for (int h = 0; h < H; h++) {
             __m512 wx = _mm512_set1_ps(w[h][x]);
@@ -132,6 +165,16 @@ static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
             _mm512_mask_storeu_ps(o[h] + 16 * c, m,
                                   _mm512_add_ps(_mm512_maskz_loadu_ps(m, o[h] + 16 * c), a));
         }
+}
+
+/* tl_weighted for H heads at once over the same value rows (o[h] += sum_x w[h][x] v[x]):
+ * a value vector is loaded once for all H, and each head takes exactly the one-head
+ * operations, so it gets the same bits (the whole run as one block of tl_wstream_h). */
+static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
+                                                               const float *const *w,
+                                                               const float *const *v, int64_t n,
+                                                               int C, int T8, int H) {
+    tl_wstream_h(NULL, o, w, v, 0, n, true, true, C, T8, H);
 }
 
 /* Heads per pass: as many as keep the H x U x C accumulators and the C value vectors
@@ -171,6 +214,40 @@ static const struct {
                            TL_ENTRY(9),  TL_ENTRY(10), TL_ENTRY(11), TL_ENTRY(12),
                            TL_ENTRY(13), TL_ENTRY(14), TL_ENTRY(15), TL_ENTRY(16)};
 #undef TL_ENTRY
+
+/* tl_wstream_h for nh heads: TL_HEADS(C) a pass, then one at a time (as
+ * tl_weighted_heads takes them); head h's accumulators at am + h * TL_ACC vectors. */
+typedef void (*tl_ws_fn)(__m512 *am, float *const *o, const float *const *w,
+                         const float *const *v, int64_t x0, int64_t x1, bool first, bool last,
+                         int64_t nh);
+#define TL_WS(C)                                                                            \
+    static void tl_ws_##C(__m512 *am, float *const *o, const float *const *w,             \
+                          const float *const *v, int64_t x0, int64_t x1, bool first,      \
+                          bool last, int64_t nh) {                                        \
+        int64_t h = 0;                                                                     \
+        if (TL_HEADS(C) > 1)                                                               \
+            for (; h + TL_HEADS(C) <= nh; h += TL_HEADS(C))                                \
+                tl_wstream_h(am + h * TL_ACC, o + h, w + h, v, x0, x1, first, last, C, 0,  \
+                             TL_HEADS(C));                                                 \
+        for (; h < nh; h++)                                                                \
+            tl_wstream_h(am + h * TL_ACC, o + h, w + h, v, x0, x1, first, last, C, 0, 1);  \
+    }
+TL_WS(1) TL_WS(2) TL_WS(4) TL_WS(5) TL_WS(6) TL_WS(8) TL_WS(16)
+#undef TL_WS
+
+/* The streaming sum for head size D, or NULL. */
+static tl_ws_fn tl_ws_for(int64_t D) {
+    switch (D) {
+    case 16: return tl_ws_1;
+    case 32: return tl_ws_2;
+    case 64: return tl_ws_4;
+    case 80: return tl_ws_5;
+    case 96: return tl_ws_6;
+    case 128: return tl_ws_8;
+    case 256: return tl_ws_16;
+    default: return NULL;
+    }
+}
 #endif
 
 static void tl_weighted(float *restrict o, const float *w, const float *const *v, int64_t n,
@@ -226,6 +303,111 @@ static void tl_weighted_heads(float *const *o, const float *const *w, const floa
     for (; h < nh; h++) tl_weighted(o[h], w[h], v, n, D);
 }
 
+/* The softmax of query row i's n scores rs (keys from a) for head h, softcap and bias as
+ * the tiles take them, in place: part[0] = their maximum, part[1] = the sum of exp. */
+static void tl_softmax(const gqa_tiles *t, int seq, int64_t i, int64_t h, int64_t a, int64_t n,
+                       float *rs, float *part) {
+    if (t->softcap > 0) {
+        float cap = t->softcap, ic = 1.0f / t->softcap;
+        for (int64_t x = 0; x < n; x++) rs[x] *= ic;
+        vtanh_f32(rs, rs, n);
+        for (int64_t x = 0; x < n; x++) rs[x] *= cap;
+    }
+    const float *bias = t->bias ? t->bias(t->arg, seq, i, h) : NULL;
+    if (bias)
+        for (int64_t x = 0; x < n; x++) rs[x] += bias[a + x];
+    float mx = vmax_f32(rs, n);
+    part[0] = mx;
+    part[1] = vexp_shift_sum_f32(rs, rs, n, mx);
+}
+
+#if defined(__AVX512F__)
+/* n consecutive rows in format fmt (kv_lanes.h) as float32 at dst: the values
+ * kv_rows_load / kv_fixed_load give, 16 a step. */
+static inline __attribute__((always_inline)) void tl_deq_f(kvl_fmt fmt, const char *r, size_t rb,
+                                                           int64_t n, int64_t D, const float *ch,
+                                                           float *dst) {
+    for (int64_t k = 0; k < n; k++, r += rb, dst += D) {
+        kvl_row rs = kvl_row_of(fmt, r, D);
+        for (int64_t c = 0; c < D / 16; c++) _mm512_storeu_ps(dst + 16 * c, kvl_load(fmt, r, rs, ch, c));
+    }
+}
+
+static void tl_deq(const kvl_src *f, const char *r, int64_t n, float *dst) {
+    switch (f->fmt) {
+    case KVL_I8: tl_deq_f(KVL_I8, r, f->row_bytes, n, f->D, f->ch, dst); return;
+    case KVL_F8: tl_deq_f(KVL_F8, r, f->row_bytes, n, f->D, f->ch, dst); return;
+    case KVL_FIX8: tl_deq_f(KVL_FIX8, r, f->row_bytes, n, f->D, f->ch, dst); return;
+    case KVL_FIX4: tl_deq_f(KVL_FIX4, r, f->row_bytes, n, f->D, f->ch, dst); return;
+    default: return;
+    }
+}
+
+/* Rows p .. p + m of kv head g (pass 0 keys, 1 values; format f) as float32 at dst, a run
+ * of consecutive rows per call. */
+static void tl_load_rows(const tl_job *j, const gqa_tiles_seq *s, const kvl_src *f, int pass,
+                         int64_t g, int64_t p, int64_t m, float *dst) {
+    const char *base = pass ? s->vbase : s->kbase;
+    for (int64_t e = p + m; p < e;) {
+        int64_t run = s->block_size - (p - s->key0) % s->block_size;
+        if (run > e - p) run = e - p;
+        tl_deq(f, tl_row(j, s, base, g, p), run, dst);
+        dst += run * f->D;
+        p += run;
+    }
+}
+
+/* A task of one query row over quantized rows (j->qpath; see the top): keys then values
+ * 16 rows at a time into L1 blocks kb and vb, each row dequantized once for the R heads. */
+static void tl_run_decode_q(tl_job *j, const tl_task *tk, float *kb, float *vb, float *sc,
+                            __m512 *am) {
+    const gqa_tiles *t = j->t;
+    const gqa_tiles_seq *s = &t->seqs[tk->seq];
+    int64_t D = t->D, R = j->R, g = tk->g, i = tk->i0;
+    int64_t c0 = (int64_t)tk->tile * TK, c1 = c0 + TK;
+    if (c0 < s->key0) c0 = s->key0;
+    if (c1 > s->keys) c1 = s->keys;
+    int64_t lo, hi;
+    t->range(t->arg, tk->seq, i, &lo, &hi);
+    int64_t a = lo > c0 ? lo : c0, b = hi < c1 - 1 ? hi : c1 - 1, n = b - a + 1;
+    int64_t nt = j->ntiles[tk->seq], ct = tk->tile - j->tile0[tk->seq], sld = tl_round(TK);
+    const float *qg = t->q + (s->tok0 + i) * t->q_ld + g * R * D;
+    kvl_src f[2];
+    for (int p = 0; p < 2; p++) {
+        f[p] = j->fmt[p];
+        f[p].ch = j->ch[p] ? j->ch[p] + g * j->ch_ld[p] : NULL;
+    }
+    for (int64_t x = 0; x < n; x += 16) {
+        int64_t m = n - x < 16 ? n - x : 16;
+        tl_load_rows(j, s, &f[0], 0, g, a + x, m, kb);
+        cpu_attn_scores_heads(qg, D, R, kb, m, D, t->scale, sc + x, sld);
+    }
+    float *oh[64];
+    const float *wh[64];
+    for (int64_t r = 0; r < R; r++) {
+        int64_t h = g * R + r;
+        float *part = j->part + (j->part_base[tk->seq] + (i * t->N + h) * nt + ct) * (D + 2);
+        oh[r] = part + 2;
+        wh[r] = sc + r * sld;
+        for (int64_t d = 0; d < D; d++) oh[r][d] = 0.0f;
+        if (n <= 0) {
+            part[0] = -INFINITY;
+            part[1] = 0.0f;
+            continue;
+        }
+        tl_softmax(t, tk->seq, i, h, a, n, sc + r * sld, part);
+    }
+    tl_ws_fn ws = tl_ws_for(D);
+    const float *vr[16];
+    for (int64_t x = 0; x < n; x += 16) {
+        int64_t m = n - x < 16 ? n - x : 16;
+        tl_load_rows(j, s, &f[1], 1, g, a + x, m, vb);
+        for (int64_t k = 0; k < m; k++) vr[k] = vb + k * D;
+        ws(am, oh, wh, vr, x, x + m, x == 0, x + m == n, R);
+    }
+}
+#endif
+
 static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
     const gqa_tiles *t = j->t;
     const gqa_tiles_seq *s = &t->seqs[tk->seq];
@@ -234,29 +416,34 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
     if (c0 < s->key0) c0 = s->key0;
     if (c1 > s->keys) c1 = s->keys;
     const float **kp = (const float **)slice, **vp = kp + TK;
-    float *kb = (float *)(vp + TK), *vb = kb + tl_round(TK * D), *sc = vb + tl_round(TK * D);
+    float *kb = (float *)(vp + TK), *vb = kb + j->ktile, *sc = vb + tl_round(TK * D);
     int32_t *run_len = (int32_t *)(sc + R * tl_round(TK));
     float *kt = sc + (R + 1) * tl_round(TK);
+#if defined(__AVX512F__)
+    if (j->qpath && tk->i1 - tk->i0 == 1) {
+        tl_run_decode_q(j, tk, vb, vb + 16 * D, sc, (__m512 *)(kt + tl_round(TK * D)));
+        return;
+    }
+#endif
     /* the tile's rows, walked block by block (no division per row) */
     for (int64_t p = c0; p < c1;) {
         int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
         if (run > c1 - p) run = c1 - p;
         const char *kr = tl_row(j, s, s->kbase, g, p), *vr = tl_row(j, s, s->vbase, g, p);
-        if (t->fixed) { /* codes times the node's scales of head g */
-            kv_fixed_load(&t->fixed[0], g, kr, run, D, kb + (p - c0) * D);
+        /* codes times the node's scales of head g, or the run's rows as float32, one call
+         * each (with qpath the keys stay as stored) */
+        if (t->fixed) {
+            if (!j->qpath) kv_fixed_load(&t->fixed[0], g, kr, run, D, kb + (p - c0) * D);
             kv_fixed_load(&t->fixed[1], g, vr, run, D, vb + (p - c0) * D);
-        } else if (t->dt != OG_FLOAT32) { /* the run's rows as float32, one call each */
-            kv_rows_load(t->dt, kr, run, D, kb + (p - c0) * D);
+        } else if (t->dt != OG_FLOAT32) {
+            if (!j->qpath) kv_rows_load(t->dt, kr, run, D, kb + (p - c0) * D);
             kv_rows_load(t->dt, vr, run, D, vb + (p - c0) * D);
         }
         for (int64_t x = 0; x < run; x++, p++) {
-            if (t->dt == OG_FLOAT32) {
-                kp[p - c0] = (const float *)(kr + (size_t)x * j->row_bytes);
-                vp[p - c0] = (const float *)(vr + (size_t)x * j->row_bytes);
-            } else {
-                kp[p - c0] = kb + (p - c0) * D;
-                vp[p - c0] = vb + (p - c0) * D;
-            }
+            bool stored = t->dt == OG_FLOAT32;
+            kp[p - c0] = stored || j->qpath ? (const float *)(kr + (size_t)x * j->row_bytes)
+                                            : kb + (p - c0) * D;
+            vp[p - c0] = stored ? (const float *)(vr + (size_t)x * j->row_bytes) : vb + (p - c0) * D;
         }
     }
     /* Several query rows against these keys: the keys the rows see, from the tile's
@@ -264,7 +451,7 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
      * row (a decode step) reads each key row once for its heads instead: laying them
      * across would cost more than the scores it serves. */
     bool across = false;
-    if (tk->i1 - tk->i0 > 1 && (tk->i1 - tk->i0) * R >= 4) {
+    if (tk->i1 - tk->i0 > 1 && ((tk->i1 - tk->i0) * R >= 4 || j->qpath)) {
         int64_t kn = 0;
         for (int64_t i = tk->i0; i < tk->i1; i++) {
             int64_t lo, hi;
@@ -274,7 +461,14 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
                 kn = e > kn ? e : kn;
             }
         }
-        across = kn > 0 && cpu_attn_keys_t(kp, kn, D, kt);
+        if (j->qpath && kn > 0) { /* the codes laid across, dequantized in registers */
+            kvl_src kf = j->fmt[0];
+            kf.ch = j->ch[0] ? j->ch[0] + g * j->ch_ld[0] : NULL;
+            cpu_attn_keys_t_q(&kf, (const char *const *)kp, kn, kt);
+            across = true;
+        } else {
+            across = kn > 0 && cpu_attn_keys_t(kp, kn, D, kt);
+        }
     }
     /* otherwise run_len[x]: how many keys from x on lie one after the other in memory */
     if (!across)
@@ -312,19 +506,7 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
                 continue;
             }
             float *rs = sc + r * sld + (across ? a - c0 : 0); /* the row's n scores */
-            if (t->softcap > 0) {
-                float cap = t->softcap, ic = 1.0f / t->softcap;
-                for (int64_t x = 0; x < n; x++) rs[x] *= ic;
-                vtanh_f32(rs, rs, n);
-                for (int64_t x = 0; x < n; x++) rs[x] *= cap;
-            }
-            const float *bias = t->bias ? t->bias(t->arg, tk->seq, i, h) : NULL;
-            if (bias)
-                for (int64_t x = 0; x < n; x++) rs[x] += bias[a + x];
-            float mx = vmax_f32(rs, n);
-            float sum = vexp_shift_sum_f32(rs, rs, n, mx);
-            part[0] = mx;
-            part[1] = sum;
+            tl_softmax(t, tk->seq, i, h, a, n, rs, part);
             wh[r] = rs;
         }
         /* the value rows once for several heads of the group */
@@ -388,6 +570,42 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* Whether t's rows take the quantized path (see the top): quantized rows of a head size
+ * with a streaming sum and a register layout on this CPU; then the keys' format and
+ * channel scales (a per-tensor scale repeated into scratch). */
+static og_status *tl_qpath_setup(kernel_ctx *ctx, tl_job *j) {
+    const gqa_tiles *t = j->t;
+    j->qpath = false;
+#if defined(__AVX512F__)
+    if (!(kv_quantized(t->dt) || t->fixed) || !cpu_attn_q_fast(t->D) || !tl_ws_for(t->D))
+        return NULL;
+    for (int p = 0; p < 2; p++) {
+        j->fmt[p] = (kvl_src){.D = t->D, .row_bytes = j->row_bytes};
+        j->ch[p] = NULL;
+        j->ch_ld[p] = 0;
+        if (!t->fixed) {
+            j->fmt[p].fmt = t->dt == OG_INT8 ? KVL_I8 : KVL_F8;
+            continue;
+        }
+        const kv_fixed *f = &t->fixed[p];
+        j->fmt[p].fmt = f->bits == 8 ? KVL_FIX8 : KVL_FIX4;
+        if (f->per_channel) {
+            j->ch[p] = f->scale;
+            j->ch_ld[p] = t->D;
+        } else {
+            float *rep;
+            OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)t->D, (void **)&rep));
+            for (int64_t d = 0; d < t->D; d++) rep[d] = f->scale[0];
+            j->ch[p] = rep;
+        }
+    }
+    j->qpath = true;
+#else
+    (void)ctx;
+#endif
+    return NULL;
+}
+
 og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
     if (gqa_ort_applies(t)) return gqa_ort_run(ctx, t);
     tl_job j = {.t = t, .R = t->N / t->KV,
@@ -438,7 +656,13 @@ og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
     j.ntasks = ntasks;
     int64_t D = t->D;
     int64_t ptr_floats = 2 * TK * 2; /* two row-pointer arrays, 8 bytes an entry */
-    j.per_worker = tl_round(ptr_floats) + 3 * tl_round(TK * D) + (j.R + 1) * tl_round(TK);
+    OG_TRY(tl_qpath_setup(ctx, &j));
+    j.ktile = j.qpath ? 0 : tl_round(TK * D);
+    /* the pointers, the key tile (not with qpath), the value tile (with qpath a decode
+     * step's two L1 blocks), R + 1 rows of scores and run lengths, the keys laid across,
+     * and with qpath a decode step's accumulators */
+    j.per_worker = tl_round(ptr_floats) + j.ktile + 2 * tl_round(TK * D) + (j.R + 1) * tl_round(TK) +
+                   (j.qpath ? j.R * TL_ACC * 16 : 0);
     int64_t workers = threadpool_size(ctx->pool);
     if (workers > ntasks) workers = ntasks;
     /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */

@@ -3,7 +3,7 @@
  *
  * Reading (kv_rows_load) is the hot part: a decode step dequantizes every cached row
  * once per layer into a tile-sized scratch (attention_tiles.c), with AVX2 where the CPU
- * has it. The value of a code does not depend on the path: it is one multiply of the
+ * has it (AVX-512 builds on AVX-512 CPUs dequantize into L1 blocks instead, kv_lanes.h). The value of a code does not depend on the path: it is one multiply of the
  * code's exact float by the scale. */
 #ifndef OG_NATIVE_KERNELS_ATTENTION_KV_ROWS_H
 #define OG_NATIVE_KERNELS_ATTENTION_KV_ROWS_H
