@@ -4,7 +4,7 @@
     make_gguf.py --package DIR --out MODEL.gguf
 
 The package is one tools/make_model.py writes (the model builder's layout: MatMulNBits
-int4, block 32, symmetric, no zero points; qwen2, qwen3 or llama). Q4_0 is the same
+int4, block 32, symmetric, no zero points; qwen2, qwen3, llama or phi3). Q4_0 is the same
 format but for the packing and the scale's precision: 32 values a block, value =
 (q - 8) * d. So the 4-bit values are copied as they are (only reordered: MatMulNBits
 packs elements 2i and 2i+1 into byte i, Q4_0 elements i and i + 16) and each float32
@@ -15,6 +15,12 @@ interleaved pairs convert_hf_to_gguf makes). The embedding table (float32 in the
 package, one row read per token) is quantized to Q4_0 as llama.cpp's own converter
 would; norms stay float32. The vocabulary comes from the package's tokenizer.json
 (byte-level BPE: tokens, merges, special tokens).
+
+phi3 (Phi-4-mini's shape) is written as llama.cpp's phi3 architecture: q, k and v in one
+fused tensor, gate and up in one (gate rows first), rotary over the package's rotary
+dimensions (partial), half-split pairs as the package has them. A LongRoPE package's
+factors are baked into its caches, not kept as such: the GGUF carries none, so llama.cpp
+turns every position by the base frequencies (the same work per token; other values).
 
 Needs numpy, onnx and PyPI's gguf package (bench/requirements.txt).
 """
@@ -62,6 +68,24 @@ def q4_0_from_matmulnbits(packed, scales):
     return np.concatenate([d, qs], axis=2).reshape(n, kb * 18)
 
 
+def rotary_cos(w, graph):
+    """The cos cache: an initializer, or (the builder's LongRoPE If of two caches) the
+    short one, a Constant of the If's else branch."""
+    if "cos_cache" in w:
+        return w["cos_cache"]
+    from onnx import numpy_helper
+    for n in graph.node:
+        if n.op_type != "If":
+            continue
+        for at in n.attribute:
+            if at.name != "else_branch":
+                continue
+            for c in at.g.node:
+                if c.op_type == "Constant" and c.output[0].startswith("cos_cache"):
+                    return numpy_helper.to_array(c.attribute[0].t)
+    raise SystemExit("no cos cache (cos_cache, or a LongRoPE If's) in the package")
+
+
 def permute_rope(rows, heads):
     """convert_hf_to_gguf's permutation of q/k rows for llama's interleaved rotary."""
     n = rows.shape[0]
@@ -79,8 +103,8 @@ def main(argv=None):
         cfg = json.load(f)["model"]
     dec = cfg["decoder"]
     arch = cfg["type"]
-    if arch not in ("qwen2", "qwen3", "llama"):
-        raise SystemExit(f"model type {arch}: only qwen2, qwen3 and llama packages are converted")
+    if arch not in ("qwen2", "qwen3", "llama", "phi3"):
+        raise SystemExit(f"model type {arch}: only qwen2, qwen3, llama and phi3 packages are converted")
     w, graph = load_initializers(os.path.join(a.package, dec["filename"]))
     H, L = dec["hidden_size"], dec["num_hidden_layers"]
     nh, nkv, hd = dec["num_attention_heads"], dec["num_key_value_heads"], dec["head_size"]
@@ -90,9 +114,11 @@ def main(argv=None):
     gqa = next(n for n in graph.node if n.op_type == "GroupQueryAttention")
     if any(at.name == "rotary_interleaved" and at.i for at in gqa.attribute):
         raise SystemExit("rotary_interleaved=1 packages are not converted")
-    # rope theta from the cos cache: row 1 holds cos(theta^(-2j/d)); j = 1
-    cos = np.asarray(w["cos_cache"], dtype=np.float64)
-    theta = float(np.exp(-np.log(np.arccos(cos[1, 1])) * hd / 2))
+    # rope theta from the cos cache: row 1 holds s cos(theta^(-2j/d)), row 0 the scale s;
+    # j = 1, d = the rotary dimensions (2 x the cache's columns)
+    cos = np.asarray(rotary_cos(w, graph), dtype=np.float64)
+    rot = 2 * cos.shape[1]
+    theta = float(np.exp(-np.log(np.arccos(cos[1, 1] / cos[0, 1])) * rot / 2))
     theta = float(f"{theta:.6g}")
     if "lm_head.MatMul.weight_Q4" not in w:
         raise SystemExit("no int4 lm_head (lm_head.MatMul.weight_Q4): write the package with --dtype int4")
@@ -109,6 +135,8 @@ def main(argv=None):
     out.add_key_length(hd)
     out.add_value_length(hd)
     out.add_rope_freq_base(theta)
+    if rot != hd:
+        out.add_rope_dimension_count(rot)
     out.add_layer_norm_rms_eps(eps)
     out.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_0)
 
@@ -154,7 +182,11 @@ def main(argv=None):
         f32(b + "ffn_norm.weight", w[p + "post_attention_layernorm.weight"])
         qkv, qkv_s = np.asarray(w[p + "attn.qkv_proj.MatMul.weight_Q4"]), np.asarray(w[p + "attn.qkv_proj.MatMul.weight_scales"])
         qn, kn = nh * hd, nkv * hd
-        parts = {"attn_q": (0, qn, nh), "attn_k": (qn, qn + kn, nkv), "attn_v": (qn + kn, qn + 2 * kn, 0)}
+        if arch == "phi3":
+            q4(b + "attn_qkv.weight", qkv, qkv_s, H)
+            parts = {}
+        else:
+            parts = {"attn_q": (0, qn, nh), "attn_k": (qn, qn + kn, nkv), "attn_v": (qn + kn, qn + 2 * kn, 0)}
         for name, (r0, r1, heads) in parts.items():
             pk, sc = qkv[r0:r1], qkv_s[r0:r1]
             if arch == "llama" and heads:
@@ -171,10 +203,14 @@ def main(argv=None):
                 f32(b + gname + ".weight", w[key])
         q4(b + "attn_output.weight", w[p + "attn.o_proj.MatMul.weight_Q4"],
            w[p + "attn.o_proj.MatMul.weight_scales"], nh * hd)
-        q4(b + "ffn_gate.weight", w[p + "mlp.gate_proj.MatMul.weight_Q4"],
-           w[p + "mlp.gate_proj.MatMul.weight_scales"], H)
-        q4(b + "ffn_up.weight", w[p + "mlp.up_proj.MatMul.weight_Q4"],
-           w[p + "mlp.up_proj.MatMul.weight_scales"], H)
+        gate = (w[p + "mlp.gate_proj.MatMul.weight_Q4"], w[p + "mlp.gate_proj.MatMul.weight_scales"])
+        up = (w[p + "mlp.up_proj.MatMul.weight_Q4"], w[p + "mlp.up_proj.MatMul.weight_scales"])
+        if arch == "phi3":  # one tensor, gate rows first (llama.cpp's fused SwiGLU)
+            q4(b + "ffn_up.weight", np.concatenate([np.asarray(gate[0]), np.asarray(up[0])]),
+               np.concatenate([np.asarray(gate[1]), np.asarray(up[1])]), H)
+        else:
+            q4(b + "ffn_gate.weight", gate[0], gate[1], H)
+            q4(b + "ffn_up.weight", up[0], up[1], H)
         q4(b + "ffn_down.weight", w[p + "mlp.down_proj.MatMul.weight_Q4"],
            w[p + "mlp.down_proj.MatMul.weight_scales"], ffn)
     f32("output_norm.weight", w[f"model.layers.{L}.final_norm_layernorm.weight"])
