@@ -15,6 +15,15 @@ float32 cache's tokens until a step whose top-two margin there is inside the bou
 leaves it at step 118 of the held 200-step BOS prompt of ../shared/models/README.md,
 where float32's margin is 0.118, and at step 251 of the random llama's 511, margin
 0.0009; float16 keeps all of both).
+Why int8 leaves float32's greedy tokens on stories260K (issue 24 asked for equal ids): a
+double-precision numpy forward pass of the same checkpoint with the same int8 cache
+(llama2c_reference.py: every (position, kv head) row rint(x * 127 / amax) * amax / 127,
+the step's own row included) leaves its float64 greedy tokens at the same step 118, and
+our int8 greedy ids equal that reference's for all 200 steps, our logits within 1e-3 of
+its at every step (measured 2.2e-4; its top-two margin is at least 0.0045 there): the
+departure is the quantization's own, not our kernels'. (onnxruntime-genai 0.18 on the
+builder's int8 caches of this checkpoint, scales calibrated on this very text, leaves the
+float package's greedy tokens at step 185 per channel and 53 per tensor.)
 The cache really is stored so (the present outputs' dtype and width; int8's 68 bytes per
 row of 64 values is 0.27x float32), batches equal their rows run alone, and what cannot
 be stored so is refused with the cache named."""
@@ -26,7 +35,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BUILD, GPT2, ROOT
+from conftest import BUILD, GPT2, ROOT, SHARED
 
 STORIES = os.path.join(BUILD, "parity_packages", "stories260K-fp32")
 QWEN = os.path.join(BUILD, "parity_packages", "qwen2.5-0.5b-int4-acc0")
@@ -109,6 +118,30 @@ def within_bound_of_float_cache(og, name, path, prompt, steps):
             assert free[:200] == ids[:200]
         if kv == "f16" and name == "random":
             assert free == ids
+
+
+def test_int8_greedy_equals_the_int8_reference_on_stories260K(og):
+    """Our int8 cache against a float64 numpy run of the checkpoint with the same int8
+    rows: the held BOS prompt's 200 greedy steps equal, logits within 1e-3 at every step
+    (teacher-forced on the reference's tokens), and both leave their float greedy tokens
+    at the same step."""
+    ckpt = os.path.join(SHARED, "models", "llama2c", "stories260K.bin")
+    if not os.path.isfile(ckpt):
+        pytest.skip(f"{ckpt} is missing")
+    from llama2c_reference import Llama2cReference
+    path, steps = package(STORIES), 200
+    ref = Llama2cReference(ckpt)
+    ref_logits, ref_ids = ref.run(1, steps, int8=True)
+    _, ref_float = ref.run(1, steps)
+    ours = run(og, og.Model(path, kv_dtype="int8"), [1], steps + 1)[0][1:]
+    assert ours == ref_ids
+    got, _ = greedy(og, path, "int8", [1], steps + 1, force=ref_ids)
+    worst = np.abs(got - ref_logits).max(axis=1)
+    print(f"stories int8 vs the float64 int8 reference: max |dlogit| {worst.max():.3g}")
+    assert worst.max() <= 1e-3, (int(worst.argmax()), float(worst.max()))
+    ours_float = run(og, og.Model(path), [1], steps + 1)[0][1:]
+    leave = lambda a, b: next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)  # noqa: E731
+    assert leave(ours, ours_float) == leave(ref_ids, ref_float) == 118
 
 
 def test_cache_is_stored_quantized(og):
