@@ -31,10 +31,12 @@ model and flags, threads, commit and probes are printed with it. Ctrl-C ends a l
 early with the table of the rounds completed so far.
 """
 import argparse
+import datetime
 import json
 import math
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -159,6 +161,10 @@ def lscpu():
             m = re.search(rf"^{re.escape(key)}:\s*(.*)$", text, re.M)
             if m:
                 info[key] = m.group(1).strip()
+        for key in ("CPU family", "Model"):
+            m = re.search(rf"^{key}:\s*(\S+)\s*$", text, re.M)
+            if m:
+                info[key] = m.group(1)
         m = re.search(r"^Flags:\s*(.*)$", text, re.M)
         if m:
             info["flags"] = " ".join(f for f in m.group(1).split() if re.match(
@@ -235,6 +241,10 @@ def main():
 
     env = compare.environment(argparse.Namespace(bin=a.bin, threads=a.threads, backend=None))
     env["lscpu"] = lscpu()
+    # what bench/render_results.py prints above each table
+    env["command"] = shlex.join([os.path.relpath(sys.argv[0], ROOT) if sys.argv[0].startswith(ROOT)
+                                 else sys.argv[0]] + sys.argv[1:])
+    env["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     env["llama_bench"] = a.llama_bench if have_llama else None
     rounds, partial = [], {"results": []}
     # Ctrl-C (SIGINT) ends the run early: the table covers the rounds completed so far
@@ -308,6 +318,7 @@ def main():
             cells += [f(pm), f(om / pm, ".2f") if by.get(eng) and o else "-"]
         gbps = om * b / 1e9 if b and is_tg and o else float("nan")
         cells += [f(gbps, ".2f"), f(100 * gbps / bw, ".0f") if is_tg else "-"]
+        row.update(bytes_per_token=b if is_tg else None, gbps=gbps, probe_gbps=bw)
         m = re.match(r"(tg\d+)@b(\d+)$", test)
         if m and (model, m.group(1)) in samples:
             one = med(samples[(model, m.group(1))].get("ours", []))
