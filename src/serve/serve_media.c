@@ -25,7 +25,10 @@
 
 static const char WHISPER_PROMPT[] = "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>";
 
-bool srv_model_takes_images(const srv_model *m) { return m->model && m->model->vision.s; }
+/* Qwen's placeholders only: Phi-3-vision's <|image_N|> prompts are not built here */
+bool srv_model_takes_images(const srv_model *m) {
+    return m->model && m->model->vision.s && !m->model->vision_phi3;
+}
 bool srv_model_takes_audio(const srv_model *m) { return m->model && m->model->encoder; }
 
 /* RFC 4648 base64 (white space skipped, padding optional); false on any other byte. */
@@ -119,7 +122,7 @@ int srv_media_part(const srv_model *m, cJSON *part, const char *name, srv_media 
     bool takes = image ? srv_model_takes_images(m) : srv_model_takes_audio(m);
     if (!takes) {
         const char *why = m->model && m->model->text_only ? m->model->text_only
-                          : image ? "images are taken by Qwen vision-language packages"
+                          : image ? "images are taken by Qwen vision-language packages here"
                                   : "audio is taken by Whisper packages";
         srv_fail(err, 400, name, "'%s' is an %s part, but model '%.100s' takes no %s (%s)", name,
                  t, m->name, image ? "images" : "audio", why);

@@ -19,6 +19,9 @@ decoding gives ids equal to onnxruntime-genai's on the same package, prompt and 
   attention across patches, so its features of the real patches are the same); a prompt
   without images through set_inputs (plain 3-D positions)
 
+And Phi-3-vision (phi3v_checks): --type phi3v, image tokens as the negative ids its
+processor writes, plain positions.
+
 Exact: ids are integers and the random weights make every greedy choice depend on the
 image features and the 3-D positions (checked: a wrong position or feature row changes
 the ids; see the end). The builder itself needs torch to export a VLM (none here), hence
@@ -320,6 +323,35 @@ def error_checks(tmp, paths):
     report(ok, f"refused: images for a text model ({msg[:110]})", msg, "takes no images")
 
 
+def phi3v_checks(tmp, paths):
+    """Phi-3-vision (tools/make_model.py --type phi3v: a Phi-3 decoder fed inputs_embeds, an
+    embedding graph taking the image tokens' negative ids, a stand-in vision graph with
+    Phi-3-vision's I/O and the HD transform's processor config): greedy ids equal
+    onnxruntime-genai's for one image, another image (other ids), two images of different
+    sizes (each image ~1,900 tokens: 16 crops and the global view)."""
+    pkg = os.path.join(tmp, "phi3v")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type", "phi3v",
+                    "--dtype", "fp32", "--context", "8192", "--out", pkg], check=True,
+                   stdout=subprocess.DEVNULL)
+    ours_model, theirs_model = og.Model(pkg), ort_og.Model(pkg)
+    chat = "<|user|>\n<|image_1|>\nWhat is this?<|end|>\n<|assistant|>\n"
+    got = {}
+    for what, prompt, names in [("one image", chat, ["a"]), ("another image", chat, ["c"]),
+                                ("two images of different sizes",
+                                 "<|image_1|> and <|image_2|> compare", ["a", "c"])]:
+        files = [paths[n] for n in names]
+        try:
+            ours = generate(og, ours_model, prompt, files, steps=8)
+        except Exception as e:  # noqa: BLE001 (reported as a failure)
+            ours = f"error: {e}"
+        theirs = generate(ort_og, theirs_model, prompt, files, steps=8)
+        got[what] = theirs[1]
+        report(ours == theirs, f"phi3v, {what}: prompt {len(theirs[0])} tokens, "
+               f"{len(theirs[1])} generated", ours, theirs)
+    report(got["one image"] != got["another image"], "phi3v: another image gives other ids",
+           got["one image"], got["another image"])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         rng = np.random.default_rng(26)
@@ -331,6 +363,7 @@ def main():
         for vl_type in ("qwen3_5", "qwen2_5_vl", "qwen3_vl"):
             family(tmp, vl_type, paths)
         error_checks(tmp, paths)
+        phi3v_checks(tmp, paths)
         # the shared dummy qwen3-5 package (zero logits: ids 0; its graphs' shapes differ)
         shared_checks(tmp, [paths["a"], paths["b"]])
     if failures:
