@@ -25,9 +25,10 @@
  * hold C rows (C >= local_window_size W) and rows [0, L) hold the L most recent positions
  * in order, L(T) = T for T <= C, else T - G ceil((T - C) / G) with G = C - W + 1, so that
  * eviction moves the rows only every G steps. The past's L(T - S) rows and the S new
- * ones are read into float32 slabs first; attention indexes the slabs (row r is position
- * base + r); then present rows [0, L(T)) are written from the slab (rows after them are
- * zero, or untouched when present is the past's buffer). A first prompt shorter than the
+ * ones are gathered into slabs first (float32 for a float32 cache; a narrower cache's rows
+ * as it stores them, so that the tiles read them as they read the engine's paged cache);
+ * attention indexes the slabs (row r is position base + r); then present rows [0, L(T))
+ * are written (rows after them are zero, or untouched when present is the past's buffer). A first prompt shorter than the
  * batch's (right padding) keeps only its valid positions, which onnxruntime refuses.
  *
  * The attention itself (after the keys and values are in float32 slabs) is the tile
@@ -66,6 +67,8 @@ typedef struct gqa_job {
                                            NULL: rows as kv_rows.h stores them */
     float *ks, *vs;                     /* f32 keys/values (B*KV, Tk, D), or NULL: the tiles
                                            read the present cache as stored */
+    bool slab_stored;                   /* ks / vs hold rows as the cache stores them
+                                           ((B*KV, Tk) rows of `row` bytes), not float32 */
     const int64_t *pos;                 /* rotary positions (B*S) */
     const float *cos, *sin;
     const int32_t *seqlens;
@@ -137,12 +140,21 @@ static void gqa_swc_kv_fn(void *arg, int64_t begin, int64_t end) {
             const char *past = (const char *)(pass ? j->past_v : j->past_k) + (size_t)(bg * C) * row;
             char *pres = pass ? j->pres_v : j->pres_k;
             bool shared = pass ? j->shared_v : j->shared_k;
-            float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
-            rows_load(j, pass, g, past, L0, slab);
-            for (int64_t i = 0; i < S; i++) {
-                float *r = slab + (L0 + i) * D;
-                gqa_new_row(j, pass, b, g, i, r);
-                row_round(j, pass, g, r);
+            if (j->slab_stored) { /* the past's rows as stored, the new ones stored */
+                char *sb = (char *)(pass ? j->vs : j->ks) + (size_t)(bg * j->Tk) * row;
+                memcpy(sb, past, (size_t)L0 * row);
+                for (int64_t i = 0; i < S; i++) {
+                    gqa_new_row(j, pass, b, g, i, tmp);
+                    row_store(j, pass, g, sb + (size_t)(L0 + i) * row, tmp);
+                }
+            } else {
+                float *slab = (pass ? j->vs : j->ks) + bg * j->Tk * D;
+                rows_load(j, pass, g, past, L0, slab);
+                for (int64_t i = 0; i < S; i++) {
+                    float *r = slab + (L0 + i) * D;
+                    gqa_new_row(j, pass, b, g, i, r);
+                    row_round(j, pass, g, r);
+                }
             }
             if (!pres) continue;
             char *dst = pres + (size_t)(bg * C) * row;
@@ -174,7 +186,9 @@ static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
             const void *past = pass ? j->past_v : j->past_k;
             char *pres = pass ? j->pres_v : j->pres_k;
             bool shared = pass ? j->shared_v : j->shared_k;
-            float *slab = j->ks ? (pass ? j->vs : j->ks) + bg * j->Tk * D : NULL;
+            float *slab = j->ks && !j->slab_stored ? (pass ? j->vs : j->ks) + bg * j->Tk * D : NULL;
+            char *sb = j->ks && j->slab_stored ? (char *)(pass ? j->vs : j->ks) + (size_t)(bg * j->Tk) * row
+                                               : NULL;
             if (pres) {
                 char *dst = pres + (size_t)(bg * L) * row;
                 if (!shared && P > 0)
@@ -188,11 +202,15 @@ static void gqa_kv_fn(void *arg, int64_t begin, int64_t end) {
                     memcpy(slab + (P + i) * D, tmp, sizeof(float) * (size_t)D);
                     row_round(j, pass, g, slab + (P + i) * D);
                 }
+                if (sb && P + i < T) row_store(j, pass, g, sb + (size_t)(P + i) * row, tmp);
             }
-            if (slab && P > 0) {
+            if ((slab || sb) && P > 0) {
                 const char *from = pres ? pres + (size_t)(bg * L) * row
                                         : (const char *)past + (size_t)(bg * M) * row;
-                rows_load(j, pass, g, from, P, slab);
+                if (sb)
+                    memcpy(sb, from, (size_t)P * row);
+                else
+                    rows_load(j, pass, g, from, P, slab);
             }
         }
     }
@@ -548,10 +566,14 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     j.shared_k = prk && pk && pk->data == prk->data;
     j.shared_v = prv && pv && pv->data == prv->data;
 
-    /* The tiles read the present cache as stored; float32 slabs only where there is no
-     * present to read (window-sized caches: their slabs hold the past's rows and all new
-     * ones, the present is written after; or a node that returns no present). */
+    /* The tiles read the present cache as stored; slabs only where there is no present to
+     * read (window-sized caches: their slabs hold the past's rows and all new ones, the
+     * present is written after; or a node that returns no present). A float32 cache's
+     * slabs are float32 (onnxruntime's order reads them, attention_ort.h); a narrower
+     * one's hold its rows as stored, read by the tiles as the engine's paged cache is, so
+     * that a window-sized int8 / float8 / float16 cache gives the engine's bits. */
     bool direct = !j.swc && prk && prv;
+    j.slab_stored = !direct && (j.fixed || kdt != OG_FLOAT32);
     int64_t Tk = 0;
     for (int64_t b = 0; b < B; b++) {
         int64_t rows = j.swc ? past_len(&j, b) - j.base[b] + S : j.seqlens[b] + 1;
@@ -559,7 +581,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     }
     j.Tk = direct ? j.L : Tk;
     if (!direct) {
-        size_t slab = sizeof(float) * (size_t)(B * KV * j.Tk * D) + 64;
+        size_t slab = (j.slab_stored ? j.row : sizeof(float) * (size_t)D) * (size_t)(B * KV * j.Tk) + 64;
         OG_TRY(kernel_scratch(ctx, slab, (void **)&j.ks));
         OG_TRY(kernel_scratch(ctx, slab, (void **)&j.vs));
     }
@@ -579,7 +601,7 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
     OG_TRY(kernel_scratch(ctx, sizeof *ts * (size_t)B + 1, (void **)&ts));
     for (int64_t b = 0; b < B; b++) {
         int64_t base = j.base ? j.base[b] : 0;
-        size_t per_b = (direct ? j.row : sizeof(float) * (size_t)D) * (size_t)(KV * j.Tk);
+        size_t per_b = (direct || j.slab_stored ? j.row : sizeof(float) * (size_t)D) * (size_t)(KV * j.Tk);
         const char *kb = direct ? (const char *)j.pres_k : (const char *)j.ks;
         const char *vb = direct ? (const char *)j.pres_v : (const char *)j.vs;
         ts[b] = (gqa_tiles_seq){.tok0 = b * S, .n = S, .key0 = base,
@@ -588,7 +610,8 @@ og_status *cpu_contrib_gqa(kernel_ctx *ctx) {
                                 .kbase = kb + (size_t)b * per_b, .vbase = vb + (size_t)b * per_b,
                                 .block_size = j.Tk, .block_bytes = per_b};
     }
-    gqa_tiles tiles = {.dt = direct ? kdt : OG_FLOAT32, .fixed = direct ? j.fixed : NULL, .N = N, .KV = KV, .D = D, .scale = j.scale,
+    bool as_stored = direct || j.slab_stored;
+    gqa_tiles tiles = {.dt = as_stored ? kdt : OG_FLOAT32, .fixed = as_stored ? j.fixed : NULL, .N = N, .KV = KV, .D = D, .scale = j.scale,
                     .softcap = j.softcap, .smooth = j.smooth, .sink = j.sink, .q = j.qrot,
                     .q_ld = N * D, .out = outf, .n_tokens = B * S, .n_seqs = (int)B, .seqs = ts,
                     .range = gqa_tile_range, .bias = j.abias ? gqa_tile_bias : NULL, .arg = &j};
