@@ -548,8 +548,10 @@ og_status *og_generator_append_tokens(og_generator *gen, const int32_t *ids, siz
  * ("num_image_tokens" is accepted and not needed). The vision encoder runs once on the
  * images (an image repeated in the call once), its features replace the image tokens'
  * embeddings, and positions are mRoPE's 3-D rope index over each image's grid. Then the
- * prompt is appended as og_generator_append_tokens appends it. batch_size 1, an empty
- * generator; images not with beam search. The tensors are borrowed for the call. */
+ * prompt is appended as og_generator_append_tokens appends it. A Phi-3-vision package
+ * (phi3v) takes "pixel_values" and "image_sizes" instead: image k's tokens are the
+ * prompt's ids -k (as its processor writes them) and positions are plain. batch_size 1,
+ * an empty generator; images not with beam search. The tensors are borrowed for the call. */
 og_status *og_generator_set_inputs(og_generator *gen, const char *const *names,
                                    const og_tensor *const *tensors, size_t count);
 /* One model input by name, as onnxruntime-genai's Generator.set_model_input. An

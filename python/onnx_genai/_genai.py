@@ -722,8 +722,9 @@ class Generator(_Owned):
     def set_inputs(self, named_tensors) -> None:
         """The processor's output (``processor(prompt, images=...)``: NamedTensors, or a dict
         of arrays) as the request's inputs, as onnxruntime-genai's Generator.set_inputs:
-        input_ids, and pixel_values with image_grid_thw for a Qwen vision-language package.
-        Runs the vision encoder and the prompt (og_generator_set_inputs)."""
+        input_ids, and pixel_values with image_grid_thw for a Qwen vision-language package
+        (with image_sizes for Phi-3-vision). Runs the vision encoder and the prompt
+        (og_generator_set_inputs)."""
         from ._tensor import Wrapped
         keys = named_tensors.keys() if hasattr(named_tensors, "keys") else None
         if keys is None:
