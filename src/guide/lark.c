@@ -68,6 +68,7 @@ typedef struct ldef {
     ln *stop;              /* rule [stop="..."]: the string after the lazy body, hidden */
     int max_tokens;        /* rule [max_tokens=N]: its body one lexeme of at most N tokens;
                             * -1 when not given */
+    bool eos;              /* rule [stop=""]: its body one lexeme a stop id may end */
     int lexeme;            /* terminal: its lexeme once added, else -1 */
     gsym nt;               /* rule: its nonterminal once queued */
 } ldef;
@@ -930,12 +931,13 @@ static og_status *read_llguidance(lk *p) {
  * a regex or a terminal's name): the body and then X as one lazy lexeme, which is the
  * language llguidance gives it; stop="..." (a non-empty string): the same lexeme with the
  * string hidden (lexer.h's glex_attrs: it starts what follows where that begins with it,
- * else it ends the token); max_tokens=N: the body one lexeme that spans at most N tokens.
- * One of lazy, suffix and stop (lazy after either is nothing more; either after lazy is
- * an error, as in llguidance). Every other attribute (temperature, a regex stop, stop="")
- * is refused by name. */
+ * else it ends the token); stop="": the body one greedy lexeme that a stop id may also
+ * end (the output going on after it); max_tokens=N: the body one lexeme that spans at
+ * most N tokens. One of lazy, suffix and stop (lazy after a non-empty one is nothing
+ * more; either after lazy is an error, as in llguidance). Every other attribute
+ * (temperature, a regex stop) is refused by name. */
 typedef struct lattrs {
-    bool lazy;
+    bool lazy, eos;
     ln *suffix, *stop;
     int max_tokens;
 } lattrs;
@@ -962,7 +964,9 @@ static og_status *read_attributes(lk *p, lattrs *a) {
         skip_ws(p);
         if (is_lazy && p->pos < p->len && p->src[p->pos] == '=')
             return lk_err(p, p->pos, "lazy takes no value");
-        if ((is_suffix || is_stop) && (a->lazy || a->suffix || a->stop))
+        if (is_lazy && a->eos)
+            return lk_err(p, at, "a rule takes one of lazy, stop= and suffix=");
+        if ((is_suffix || is_stop) && (a->lazy || a->suffix || a->stop || a->eos))
             return lk_err(p, at, "a rule takes one of lazy, stop= and suffix=");
         a->lazy |= is_lazy || is_suffix || is_stop;
         if (is_suffix || is_stop) {
@@ -982,10 +986,9 @@ static og_status *read_attributes(lk *p, lattrs *a) {
             if (is_stop && (x->kind != LN_STR || x->icase))
                 return lk_err(p, vat, "stop= with a regex or a terminal's name is not supported "
                                       "(a string is)");
-            if (is_stop && !x->tlen)
-                return lk_err(p, vat, "stop=\"\" (the rule ended by the end of the output) is "
-                                      "not supported");
-            if (is_stop) a->stop = x;
+            if (is_stop && !x->tlen) /* stop="": not lazy, ended by a stop id too */
+                a->eos = true, a->lazy = false;
+            else if (is_stop) a->stop = x;
             else a->suffix = x;
             skip_ws(p);
         } else if (is_max) {
@@ -1079,6 +1082,7 @@ static og_status *read_statement(lk *p) {
     p->defs[p->n_defs - 1].suffix = attrs.suffix;
     p->defs[p->n_defs - 1].stop = attrs.stop;
     p->defs[p->n_defs - 1].max_tokens = attrs.max_tokens;
+    p->defs[p->n_defs - 1].eos = attrs.eos;
     return NULL;
 }
 
@@ -1696,6 +1700,7 @@ static og_status *compile_gen(lk *p, ldef *d) {
         .hidden = d->stop ? (const uint8_t *)d->stop->text : NULL,
         .n_hidden = d->stop ? d->stop->tlen : 0,
         .max_tokens = d->max_tokens > 0 ? (uint32_t)d->max_tokens : 0,
+        .eos_ends = d->eos,
     };
     unsigned opts = (d->lazy ? GLEX_LAZY : 0) | (p->ext ? GLEX_EXT : 0);
     if (!st)
@@ -1727,7 +1732,7 @@ static og_status *compile(lk *p) {
     /* Rules join the queue as they are first named. */
     for (size_t i = 0; i < p->n_queue; i++) {
         ldef *d = p->queue[i];
-        OG_TRY(d->lazy || d->max_tokens >= 0 ? compile_gen(p, d)
+        OG_TRY(d->lazy || d->eos || d->max_tokens >= 0 ? compile_gen(p, d)
                                              : compile_alts(p, d->body, d->nt, d));
     }
     for (size_t i = 0; i < p->n_ignores; i++) {

@@ -30,6 +30,7 @@ typedef struct lexeme {
     uint8_t *hidden; /* Lark's stop=: the stop string that ends it, hidden (glex_attrs) */
     size_t n_hidden;
     uint32_t max_tokens; /* 0: no limit */
+    bool eos_ends;       /* stop="": a stop id may end it (glex_attrs) */
 } lexeme;
 
 typedef struct dstate {
@@ -82,6 +83,8 @@ struct glex {
     uint32_t *owner; /* per NFA state, the lexeme it belongs to (built by glex_limit) */
     size_t n_owner;
     bool any_max_tokens;
+    uint64_t *eos_bits; /* the lexemes a stop id may end (eos_words words), or NULL */
+    size_t eos_words;
 
     size_t max_states, max_bytes, bytes;
     size_t work; /* NFA states the closures have visited, in all */
@@ -205,6 +208,7 @@ void glex_free(glex *lex)
     free(lex->buf);
     free(lex->veto_bits);
     free(lex->lazy_bits);
+    free(lex->eos_bits);
     free(lex);
 }
 
@@ -444,15 +448,17 @@ og_status *glex_add_regex_attrs(glex *lex, const char *re, size_t len, const cha
     /* the attributes as the key's tail: max_tokens, then the hidden bytes */
     size_t n_hidden = attrs ? attrs->n_hidden : 0;
     uint32_t max_tokens = attrs ? attrs->max_tokens : 0;
+    bool eos_ends = attrs && attrs->eos_ends;
     if (n_hidden && !lazy)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "lexer: hidden bytes on a lexeme that is not lazy");
     uint8_t *ksuf = NULL;
     size_t n_ksuf = 0;
-    if (n_hidden || max_tokens) {
-        n_ksuf = sizeof max_tokens + n_hidden;
+    if (n_hidden || max_tokens || eos_ends) {
+        n_ksuf = sizeof max_tokens + 1 + n_hidden;
         if (!(ksuf = malloc(n_ksuf))) return og_oom_context(og_oom(), "lexer");
         memcpy(ksuf, &max_tokens, sizeof max_tokens);
-        if (n_hidden) memcpy(ksuf + sizeof max_tokens, attrs->hidden, n_hidden);
+        ksuf[sizeof max_tokens] = eos_ends;
+        if (n_hidden) memcpy(ksuf + sizeof max_tokens + 1, attrs->hidden, n_hidden);
     }
     int before = lex->n_lex;
     og_status *st = add_lexeme_key(lex, kind, (const uint8_t *)re, len, what ? what : "regex",
@@ -463,6 +469,16 @@ og_status *glex_add_regex_attrs(glex *lex, const char *re, size_t len, const cha
         lexeme *l = &lex->lex[*id];
         l->max_tokens = max_tokens;
         lex->any_max_tokens |= max_tokens != 0;
+        l->eos_ends = eos_ends;
+        if (eos_ends) {
+            size_t words = glex_words(lex);
+            uint64_t *e = realloc(lex->eos_bits, words * sizeof *e);
+            if (!e) return og_oom_context(og_oom(), "lexer");
+            for (size_t w = lex->eos_words; w < words; w++) e[w] = 0;
+            e[*id / 64] |= 1ull << (*id % 64);
+            lex->eos_bits = e;
+            lex->eos_words = words;
+        }
         if (n_hidden) {
             if (!(l->hidden = malloc(n_hidden))) return og_oom_context(og_oom(), "lexer");
             memcpy(l->hidden, attrs->hidden, n_hidden);
@@ -1007,6 +1023,14 @@ uint32_t glex_max_tokens(const glex *lex, int id)
 }
 
 bool glex_any_max_tokens(const glex *lex) { return lex->any_max_tokens; }
+
+bool glex_eos_ends(const glex *lex, uint32_t state)
+{
+    const uint64_t *acc = glex_accepts(lex, state);
+    for (size_t w = 0; acc && w < lex->eos_words; w++)
+        if (acc[w] & lex->eos_bits[w]) return true;
+    return false;
+}
 
 /* owner[s]: the lexeme whose fragment (or exclusion branch) holds NFA state s; each
  * lexeme's states are reached only from its own entries. */

@@ -64,6 +64,8 @@ typedef struct glex_attrs {
     const uint8_t *hidden;
     size_t n_hidden;
     uint32_t max_tokens;
+    bool eos_ends; /* stop="": where it is complete a stop id may end it (and the output
+                    * goes on after it, as llguidance's matcher does) */
 } glex_attrs;
 og_status *glex_add_regex_attrs(glex *lex, const char *re, size_t len, const char *what,
                                 unsigned opts, const glex_attrs *attrs, int *id);
@@ -74,6 +76,8 @@ int glex_hidden_lexeme(const glex *lex, uint32_t state);
 const uint8_t *glex_hidden(const glex *lex, int id, size_t *len);
 uint32_t glex_max_tokens(const glex *lex, int id);
 bool glex_any_max_tokens(const glex *lex);
+/* Whether `state` completes a lexeme that a stop id may end (glex_attrs.eos_ends). */
+bool glex_eos_ends(const glex *lex, uint32_t state);
 /* The lexemes that have an NFA state in `state` (glex_words words into out): those it
  * may still match. False when out of memory. */
 bool glex_possible(glex *lex, uint32_t state, uint64_t *out);

@@ -887,6 +887,8 @@ static og_status *compute_mask(guide_matcher *m, uint32_t *mask) {
             if (st) return st;
         }
         OG_TRY(is_accepting(m, &accepting));
+        /* a stop="" lexeme complete here: a stop id may end it (llguidance) */
+        accepting = accepting || (m->pending && glex_eos_ends(m->g->lex, m->lex));
     } else {
         memset(mask, 0, words * sizeof *mask);
     }
@@ -1087,6 +1089,22 @@ static og_status *consume_locked(guide_matcher *m, int32_t token) {
             m->checks[m->n_checks++] = before;
             return NULL;
         }
+    }
+    if (is_stop(m, token) && m->pending && glex_eos_ends(m->g->lex, m->lex)) {
+        /* a stop="" lexeme ends here and the output goes on after it (llguidance's
+         * matcher: the stop id ends the lexeme, as guidance's gen() ends at EOS) */
+        og_status *st = end_lexeme(m, m->lex);
+        if (!st) st = start_state(m, &m->lex);
+        if (st) {
+            gearley_pop_to(m->p, before.depth);
+            m->lex = before.lex;
+            return st;
+        }
+        m->pending = false;
+        m->row.start_byte = m->row.nbytes + (m->row.nbytes > 0);
+        m->row.tok_start = m->n_checks;
+        m->checks[m->n_checks++] = before;
+        return NULL;
     }
     if (is_stop(m, token)) {
         bool acc;

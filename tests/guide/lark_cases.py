@@ -205,7 +205,9 @@ CASES = [
     ('start: x\nx[lazy, stop="a"]: /b+/', []),  # one of lazy, stop=, suffix= (as llguidance)
     ('start: x\nx[stop="a", suffix="b"]: /b+/', []),
     ('start: x\nx[stop=/[.]/]: /a+/', None),  # a regex stop: accepted by llguidance; refused by us
-    ('start: x\nx[stop=""]: /a+/', None),  # ended by EOS: accepted by llguidance; refused by us
+    ('start: x\nx[stop=""]: /a+/', ["a", "aaa", ""]),  # also ended by a stop id
+    ('start: x "!"\nx[stop=""]: /a+/', ["a!", "a"]),
+    ('start: x\nx[stop="", lazy]: /a+/', []),
     ('start: x\nx[suffix=y]: /a+/\ny: "b"', []),  # a rule as the suffix: refused by both
 ]
 # Grammars only compiled: each must be accepted or refused as llguidance does (the empty

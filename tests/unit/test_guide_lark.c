@@ -186,7 +186,7 @@ TEST(guide_lark_errors_name_the_place) {
     check_error("start: x\nx[temperature=0.5]: /a+/\n", "line 2, column 3: rule attribute 'temperature' is not supported");
     check_error("start: x\nx[capture, lazy=1]: /a+/\n", "line 2, column 16: lazy takes no value");
     check_error("start: x\nx[stop=/a/]: /a+/\n", "line 2, column 8: stop= with a regex or a terminal's name is not supported");
-    check_error("start: x\nx[stop=\"\"]: /a+/\n", "line 2, column 8: stop=\"\" (the rule ended by the end of the output) is not supported");
+    check_error("start: x\nx[stop=\"\", lazy]: /a+/\n", "line 2, column 12: a rule takes one of lazy, stop= and suffix=");
     check_error("start: x\nx[lazy, stop=\"a\"]: /a+/\n", "line 2, column 9: a rule takes one of lazy, stop= and suffix=");
     check_error("start: x\nx[max_tokens=a]: /a+/\n", "line 2, column 14: expected a number, found 'a'");
     check_error("start: x\nx[capture=1]: /a+/\n", "column 11: capture= takes a string, found '1'");
