@@ -2,7 +2,8 @@
 """The current performance tables, rendered from the `peers.py --json-out` files kept in
 bench/results/.
 
-    python3 bench/render_results.py [FILES or DIRS ...] [--all] [--update docs/PERFORMANCE.md]
+    python3 bench/render_results.py [FILES or DIRS ...] [--all]
+        [--update docs/PERFORMANCE.md | --check docs/PERFORMANCE.md]
 
 Each file is one run of bench/peers.py (its environment: command, commit, CPU, date,
 threads, probes; its rows: medians per model and test). Files are grouped by machine
@@ -10,7 +11,8 @@ kind (CPU name, family and model, and whether it has AMX or AVX-512); for each k
 runs that are the newest for at least one of their models are printed, newest first
 (every run with --all), newest kind first. --update replaces the
 text between the markers `<!-- results:begin -->` and `<!-- results:end -->` of the
-given Markdown file with the tables, so the page's opening table is always these files.
+given Markdown file with the tables, so the page's opening table is always these files;
+--check exits 1 (saying so) when that text is not what the files render now.
 
 A file may also be a transcription of a run whose JSON was not kept: it carries
 "transcribed_from" (where the numbers are printed) in its environment, and its table
@@ -170,18 +172,27 @@ def main():
     ap.add_argument("paths", nargs="*", help="JSON files or folders (default bench/results)")
     ap.add_argument("--all", action="store_true", help="every run, not only each machine kind's newest")
     ap.add_argument("--update", metavar="MARKDOWN", help="replace the text between the results markers")
+    ap.add_argument("--check", metavar="MARKDOWN", help="exit 1 unless that text is the render")
     a = ap.parse_args()
     text = render(load(a.paths), a.all)
-    if not a.update:
+    path = a.update or a.check
+    if not path:
         sys.stdout.write(text)
         return 0
-    doc = open(a.update).read()
+    doc = open(path).read()
     if BEGIN not in doc or END not in doc:
-        print(f"{a.update}: no {BEGIN} ... {END} markers", file=sys.stderr)
+        print(f"{path}: no {BEGIN} ... {END} markers", file=sys.stderr)
         return 1
     head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    with open(a.update, "w") as fh:
+    now, tail = rest.split(END, 1)
+    if a.check:
+        if now == "\n" + text:
+            print(f"{path}: the current tables are bench/results' render")
+            return 0
+        print(f"{path}: the tables between the results markers are not what bench/results "
+              f"renders; run python3 bench/render_results.py --update {path}", file=sys.stderr)
+        return 1
+    with open(path, "w") as fh:
         fh.write(head + BEGIN + "\n" + text + END + tail)
     return 0
 
