@@ -23,8 +23,12 @@
  * with another tail (warm: the prefix's full blocks come from the cache); TTFT of each
  * (submission -> first token, N new tokens) and the ratio, medians.
  *
+ * --speculative N (with --draft-tokens K, --draft-fixed) runs the engine with prompt-lookup
+ * speculation (ngram_size N) and prints its verifications, drafted and kept tokens.
+ *
  * Options: --batches 1,4,8,16  -p P (16)  -n N (32)  --reps R (3)  --threads T (0: all)
  *          --per-sequence  --block-size S  --step-tokens T  --prefix K
+ *          --speculative N  --draft-tokens K  --draft-fixed
  *          --warmups W (1: runs before the measured ones at each B) */
 #include "engine/engine.h"
 #include "genai/model.h"
@@ -223,6 +227,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--prefix")) prefix = atoi(v), i++;
         else if (!strcmp(a, "--warmups")) warmups = atoi(v), i++;
         else if (!strcmp(a, "--plan-memory")) plan_mib = atoll(v), i++;
+        else if (!strcmp(a, "--speculative")) o.spec_ngram = atoi(v), i++;
+        else if (!strcmp(a, "--draft-tokens")) o.spec_max_draft = atoi(v), i++;
+        else if (!strcmp(a, "--draft-fixed")) o.spec_fixed = true;
         else {
             fprintf(stderr, "bench-engine: unknown option %s\n", a);
             return 2;
@@ -308,6 +315,10 @@ int main(int argc, char **argv) {
     print_peak_rss();
     eng_stats es;
     eng_get_stats(e, &es);
+    if (o.spec_ngram > 0)
+        printf("speculative (all runs, warm-ups included): %llu verifications, %llu tokens "
+               "drafted, %llu kept\n", (unsigned long long)es.spec_verifications,
+               (unsigned long long)es.spec_drafted, (unsigned long long)es.spec_accepted);
     gen_plan_mem pm;
     gen_model_plan_mem(m, &pm);
     printf("cached plans: %.1f MiB now in %zu (peak %.1f MiB, budget %.1f MiB, %llu evicted)\n",

@@ -436,7 +436,7 @@ def test_cli_generate_run_bench(og):
         assert r.returncode != 0 and what in r.stderr, (bad, r.stderr)
 
 
-def completion(args, prompt, max_tokens):
+def completion(args, prompt, max_tokens, stop=None):
     """A greedy /v1/completions answer from `onnx-genai serve ARGS`, /health, and the
     speculative counters of /metrics."""
     if not os.access(CLI, os.X_OK):
@@ -448,7 +448,10 @@ def completion(args, prompt, max_tokens):
         assert m, p.stderr.read()
         assert p.stdout.readline().startswith("ready:")
         c = http.client.HTTPConnection(m.group(1), int(m.group(2)), timeout=120)
-        body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+        body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
+        if stop:
+            body["stop"] = stop
+        body = json.dumps(body)
         c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
         r = c.getresponse()
         answer = json.loads(r.read())
@@ -469,12 +472,18 @@ def completion(args, prompt, max_tokens):
 def test_serve_speculative(og):
     """serve --speculative ngram: the batched engine verifies the drafts inside its steps
     (/health says batched, /metrics counts verifications and kept drafts); the answer is
-    the plain server's."""
+    the plain server's, also cut by a stop string."""
     pkg = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
     plain, _ = completion(["-m", pkg], STORY, 60)
     got, health = completion(["-m", pkg, "--speculative", "ngram", "--draft-fixed"], STORY, 60)
     assert got == plain
     assert health.get("mode") == "batched", health
     assert health["verifications"] > 0 and health["accepted_tokens"] > 0, health
+    # a stop string inside a verified block: the answer ends before it, as plain
+    stop = plain.split()[len(plain.split()) // 2]
+    cut, _ = completion(["-m", pkg], STORY, 60, stop=[stop])
+    got, health = completion(["-m", pkg, "--speculative", "ngram", "--draft-fixed"], STORY, 60,
+                             stop=[stop])
+    assert got == cut and len(cut) < len(plain), (stop, cut, got)
     r = cli("serve", "-m", pkg, "--port", "0", "--speculative", "draft", "--draft-model", pkg)
     assert r.returncode != 0 and "ngram" in r.stderr, r.stderr
