@@ -159,7 +159,17 @@ void eng_unadmit(eng_engine *e, eng_seq *s) {
 void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error) {
     eng_request *r = s->req;
     if (e->batched) eng_batch_drop_blocks(e, s);
+    /* per-sequence mode: its generator's verifications count when it ends */
+    og_speculative_stats ss = {.struct_size = sizeof ss};
+    og_status *sst = s->gen ? og_generator_get_speculative_stats(s->gen, &ss) : NULL;
+    if (sst || !s->gen) ss.verifications = 0;
+    og_status_free(sst);
     pthread_mutex_lock(&e->stats_mu);
+    if (ss.verifications > 0) {
+        e->st.spec_verifications += (uint64_t)ss.verifications;
+        e->st.spec_drafted += (uint64_t)ss.drafted;
+        e->st.spec_accepted += (uint64_t)ss.accepted;
+    }
     unadmit_locked(e, s); /* the gauge must not count it once its end is told */
     if (s->mem) { /* per-sequence mode: its generator goes below */
         e->seq_used -= s->mem;

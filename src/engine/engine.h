@@ -248,8 +248,9 @@ typedef struct eng_stats {
      * and the snapshots taken so far */
     int64_t state_slots_total, state_slots_used, state_snapshots;
     uint64_t state_snapshots_taken;
-    /* speculative decoding in batched mode: verifications run in steps, the tokens they
-     * drafted and those of them kept */
+    /* speculative decoding: verifications, the tokens they drafted and those of them
+     * kept (batched mode: as the steps run them; per-sequence mode: each request's
+     * generator's, counted when the request ends) */
     uint64_t spec_verifications, spec_drafted, spec_accepted;
 } eng_stats;
 

@@ -165,8 +165,8 @@ void srv_handle_metrics(srv_server *s, srv_reply *r) {
            "cached prefix is usable up to one)", l, n, get_state_snapshots);
     family(&b, COUNTER, "og_state_snapshots_taken_total", "state snapshots taken at block "
            "boundaries", l, n, get_state_snapshots_taken);
-    family(&b, COUNTER, "og_spec_verifications_total", "speculative verifications run inside "
-           "batched steps (--speculative ngram)", l, n, get_spec_verifications);
+    family(&b, COUNTER, "og_spec_verifications_total", "speculative verifications (--speculative; "
+           "in per-sequence mode counted as each request ends)", l, n, get_spec_verifications);
     family(&b, COUNTER, "og_spec_draft_tokens_total", "tokens drafted to those verifications", l,
            n, get_spec_drafted);
     family(&b, COUNTER, "og_spec_accepted_tokens_total", "drafted tokens kept (equal to the "

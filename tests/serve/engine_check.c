@@ -644,7 +644,7 @@ int main(int argc, char **argv) {
     bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
                        (uint64_t)with_tokens, eng_batched(e));
     if (o.spec_ngram > 0 || o.spec_drafter)
-        printf("speculative: %llu verifications in steps, %llu tokens drafted, %llu kept\n",
+        printf("speculative: %llu verifications, %llu tokens drafted, %llu kept\n",
                (unsigned long long)es.spec_verifications, (unsigned long long)es.spec_drafted,
                (unsigned long long)es.spec_accepted);
     double wasted = (double)(es.spec_drafted - es.spec_accepted);
