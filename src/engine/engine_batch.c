@@ -932,7 +932,8 @@ void eng_batch_step(eng_engine *e) {
              * once, then one token per step */
             int prompt_len = s->n_tokens - s->n_gen;
             for (int p = from; p < to; p++) { /* a verification's drafts after its tokens */
-                e->ids[T - T0 + p - from] = p < s->n_tokens ? s->tokens[p] : s->draft[p - s->n_tokens];
+                e->ids[T - T0 + p - from] =
+                    p < s->n_tokens ? s->tokens[p] : s->draft[p - s->n_tokens];
                 e->pos[T - T0 + p - from] = p;
                 e->forms[T - T0 + p - from] = gen_step_form_at(p, prompt_len);
             }

@@ -124,7 +124,8 @@ static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
 
 int eng_spec_plan(eng_engine *e, int budget) {
     if (!e->spec) return 0;
-    int rows_left = e->spec_rows, used = 0, max_k = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
+    int rows_left = e->spec_rows, used = 0;
+    int max_k = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
     if (max_k > GEN_SPEC_MAX_DRAFT) max_k = GEN_SPEC_MAX_DRAFT;
     /* the step as scheduled so far: its decode rows */
     int D = 0;
@@ -158,7 +159,8 @@ int eng_spec_plan(eng_engine *e, int budget) {
             double alpha = s->spec.alpha, best_rate = (tokens + GAIN_NEEDED - 1) / secs;
             for (int c = 1; c <= k; c++) {
                 if (c != k && (c & (c - 1))) continue;
-                double rate = (tokens + gen_spec_expected(alpha, c) - 1) / (secs + extra(e, a, b, alpha, c, plain));
+                double rate = (tokens + gen_spec_expected(alpha, c) - 1) /
+                              (secs + extra(e, a, b, alpha, c, plain));
                 if (rate > best_rate) best_rate = rate, best = c;
             }
         }
