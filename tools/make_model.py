@@ -9,9 +9,9 @@
   make_model.py --type MODEL_TYPE --out DIR [--dtype fp32|int4] [--seed N] [--layers N]
                 a tiny random model of an onnxruntime-genai model type (llama, qwen3, gemma2,
                 gptoss, lfm2, qwen3_5_text, qwen3_5_moe_text, ...; qwen3_5, qwen3_5_moe,
-                qwen2_5_vl, qwen3_vl and phi3v are split vision-language packages: vision +
-                embedding + text decoder; phi3v wants --context 4096 or more, an image taking
-                ~2,000 tokens)
+                qwen2_5_vl, qwen3_vl, phi3v and gemma3 are split vision-language packages:
+                vision + embedding + text decoder; phi3v wants --context 4096 or more, an
+                image taking ~2,000 tokens)
   make_model.py --real qwen3.5-0.8b|lfm2-350m --out DIR [--dtype int4] [--split]
                 random weights at a released model's real shapes (benchmarks)
   ... --pipeline: the same model as a decoder-pipeline package (three graphs)

@@ -716,11 +716,13 @@ static og_status *prompt_ids(og_generator *g, const og_tensor *ids_t, int32_t **
 
 /* Phi-3-vision: image k's tokens are the prompt's ids -k, as many as its features; the
  * sequence holds a stand-in id there (the pad id) and the runs feed the negative ids to
- * the embedding, which puts the features in their place. Positions are plain. */
-static og_status *set_inputs_phi3(og_generator *g, const og_tensor *ids_t, const og_tensor *pv,
-                                  const og_tensor *sizes) {
+ * the embedding, which puts the features in their place. Gemma 3: the image tokens are
+ * image_token_id (<image_soft_token>). Positions are plain. */
+static og_status *set_inputs_plain(og_generator *g, const og_tensor *ids_t, const og_tensor *pv,
+                                   const og_tensor *sizes) {
     og_model *m = g->m;
-    if (!pv != !sizes)
+    bool phi3 = m->vision_phi3;
+    if (phi3 && !pv != !sizes)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: pixel_values and image_sizes "
                          "come together");
     if (pv && g->rows != 1)
@@ -731,7 +733,8 @@ static og_status *set_inputs_phi3(og_generator *g, const og_tensor *ids_t, const
     OG_TRY(prompt_ids(g, ids_t, &ids, &n));
     int64_t n_images = pv ? og_tensor_dims(pv)[0] : 0;
     og_status *st = NULL;
-    for (int64_t i = 0; i < n && !st; i++)
+    for (int64_t i = 0; i < n && !phi3; i++) image_tokens += ids[i] == m->image_token_id;
+    for (int64_t i = 0; i < n && !st && phi3; i++)
         if (ids[i] < 0) {
             image_tokens++;
             if (-(int64_t)ids[i] > n_images)
@@ -740,16 +743,17 @@ static og_status *set_inputs_phi3(og_generator *g, const og_tensor *ids_t, const
                                (long long)n_images);
         }
     og_tensor *feats = NULL;
-    if (!st && pv) st = gen_vision_encode_phi3(m, pv, sizes, &feats);
+    if (!st && pv) st = gen_vision_encode_plain(m, pv, sizes, &feats);
     if (!st && pv && og_tensor_dims(feats)[0] != image_tokens)
         st = og_errorf(OG_ERR_INVALID_ARGUMENT, "generator: the prompt has %lld image tokens, "
-                       "its images %lld (expand each <|image_N|> as the processor does)",
+                       "its images %lld (expand each image's placeholder as the processor "
+                       "does)",
                        (long long)image_tokens, (long long)og_tensor_dims(feats)[0]);
     if (!st && pv && (og_tensor_dtype(feats) != m->image_feature_dtype ||
                       og_tensor_dims(feats)[1] != m->image_feature_dims[1]))
         st = og_errorf(OG_ERR_INVALID_MODEL, "%s: the vision encoder's features do not fit "
                        "the embedding's '%s' (dtype or width)", m->dir, m->image_features);
-    if (!st && image_tokens && !(neg = malloc((size_t)n * sizeof *neg))) st = og_oom();
+    if (!st && phi3 && image_tokens && !(neg = malloc((size_t)n * sizeof *neg))) st = og_oom();
     if (!st && neg) {
         int32_t stand_in = m->pad_id >= 0 && m->pad_id < m->vocab_size ? m->pad_id : 0;
         memcpy(neg, ids, (size_t)n * sizeof *ids);
@@ -781,6 +785,9 @@ og_status *og_generator_set_inputs(og_generator *g, const char *const *names,
     for (size_t i = 0; i < count; i++) {
         static const char *const known[] = {"input_ids", "pixel_values", "image_grid_thw",
                                             "image_sizes", "num_image_tokens", NULL};
+        /* Gemma 3's processor gives token_type_ids (1 at image tokens): not an input here */
+        if (names[i] && !strcmp(names[i], "token_type_ids") && m->vision_gemma3 && tensors[i])
+            continue;
         bool ok = false;
         for (int k = 0; names[i] && known[k] && !ok; k++) ok = !strcmp(names[i], known[k]);
         if (!ok || !tensors[i])
@@ -793,10 +800,13 @@ og_status *og_generator_set_inputs(og_generator *g, const char *const *names,
     const og_tensor *pv = named(names, tensors, count, "pixel_values");
     const og_tensor *grid = named(names, tensors, count, "image_grid_thw");
     const og_tensor *sizes = named(names, tensors, count, "image_sizes");
-    if (m->vision_phi3 && grid)
+    if ((m->vision_phi3 || m->vision_gemma3) && grid)
         return og_errorf(OG_ERR_UNSUPPORTED, "generator: image_grid_thw is Qwen's input; %s "
-                         "takes image_sizes", m->dir);
-    if (m->vision_phi3) return set_inputs_phi3(g, ids_t, pv, sizes);
+                         "does not take it", m->dir);
+    if (m->vision_gemma3 && sizes)
+        return og_errorf(OG_ERR_UNSUPPORTED, "generator: image_sizes is Phi-3-vision's input; %s "
+                         "does not take it", m->dir);
+    if (m->vision_phi3 || m->vision_gemma3) return set_inputs_plain(g, ids_t, pv, sizes);
     if (sizes)
         return og_errorf(OG_ERR_UNSUPPORTED, "generator: image_sizes is Phi-3-vision's input; "
                          "%s is not such a package", m->dir);

@@ -48,7 +48,7 @@ static const char *const llm_types[] = {
     "mistral", "nemotron", "olmo", "phi", "phimoe", "phi3", "phi3small", "qwen2", "qwen3",
     "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "decoder-pipeline", NULL};
 /* Vision-language types: their text decoder runs; images are fed to the Qwen ones
- * (qwen_vl_types) and Phi-3-vision when the package has their vision graph
+ * (qwen_vl_types), Phi-3-vision and Gemma 3 when the package has their vision graph
  * (genai/vision.c). */
 static const char *const vlm_types[] = {"fara", "gemma3", "mistral3", "phi3v", "qwen2_5_vl",
                                         "qwen3_vl", "qwen3_5", "qwen3_5_moe",
@@ -546,7 +546,8 @@ static og_status *text_only_reason(og_model *m, char *why, size_t size) {
         }
         free(buf);
     }
-    if ((in_list(qwen_vl_types, gm->type) || !strcmp(gm->type, "phi3v")) && vis->present)
+    if ((in_list(qwen_vl_types, gm->type) || !strcmp(gm->type, "phi3v") ||
+         !strcmp(gm->type, "gemma3")) && vis->present)
         snprintf(why, size, "%s: model.type '%s': %s; the package is opened for text decoding "
                  "only", m->cfg->path, gm->type, m->vision_why[0] ? m->vision_why
                  : "its vision graph cannot be fed");
@@ -576,8 +577,12 @@ static og_status *open_vision(og_model *m, const og_model_options *o) {
         snprintf(why, wn, "no embedding graph takes image_features");
         return NULL;
     }
-    bool phi3 = !strcmp(gm->type, "phi3v");
-    if (phi3) {
+    bool phi3 = !strcmp(gm->type, "phi3v"), gemma3 = !strcmp(gm->type, "gemma3");
+    if (gemma3 && gm->image_token_id < 0) {
+        snprintf(why, wn, "model.image_token_id (<image_soft_token>) is not set");
+        return NULL;
+    }
+    if (phi3 || gemma3) {
         if (m->position_rank == 3) {
             snprintf(why, wn, "its decoder takes [3, batch, sequence] position_ids");
             return NULL;
@@ -586,7 +591,7 @@ static og_status *open_vision(og_model *m, const og_model_options *o) {
         snprintf(why, wn, "its decoder takes no [3, batch, sequence] position_ids (mRoPE)");
         return NULL;
     }
-    if (!phi3 && (gm->image_token_id < 0 || gm->vision_start_token_id < 0)) {
+    if (!phi3 && !gemma3 && (gm->image_token_id < 0 || gm->vision_start_token_id < 0)) {
         snprintf(why, wn, "model.image_token_id or model.vision_start_token_id is not set");
         return NULL;
     }
@@ -608,6 +613,7 @@ static og_status *open_vision(og_model *m, const og_model_options *o) {
                             gen_kvs_get(&vis->outputs, "image_features")};
     if (!names[1]) names[1] = second;
     for (int k = 0; k < 3; k++) {
+        if (k == 1 && gemma3) continue; /* pixel_values alone */
         bool ok = k < 2 ? has_input(st->s, names[k], NULL) : has_output(st->s, names[k]);
         if (!ok) {
             snprintf(why, wn, "its vision graph %s has no %s '%s'", vis->filename,
@@ -621,6 +627,7 @@ static og_status *open_vision(og_model *m, const og_model_options *o) {
     m->vision_grid = names[1];
     m->vision_features = names[2];
     m->vision_phi3 = phi3;
+    m->vision_gemma3 = gemma3;
     m->spatial_merge = vis->spatial_merge_size > 0 ? vis->spatial_merge_size : 2;
     m->image_token_id = gm->image_token_id;
     m->video_token_id = gm->video_token_id;
@@ -720,7 +727,9 @@ static og_status *open_model(og_model *m, const og_model_options *o) {
     for (int si = 0; si < m->n_stages && m->width_threshold < 0; si++)
         m->width_threshold = gen_mask_width_threshold(runtime_session_graph(m->stages[si].s),
                                                       m->attention_mask);
-    if (in_list(qwen_vl_types, gm->type) || !strcmp(gm->type, "phi3v")) OG_TRY(open_vision(m, o));
+    if (in_list(qwen_vl_types, gm->type) || !strcmp(gm->type, "phi3v") ||
+        !strcmp(gm->type, "gemma3"))
+        OG_TRY(open_vision(m, o));
     char why[1024];
     OG_TRY(text_only_reason(m, why, sizeof why));
     if (why[0]) {

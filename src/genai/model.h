@@ -154,6 +154,8 @@ struct og_model {
     bool vision_phi3;        /* Phi-3-vision: pixel_values [images, crops, 3, H, W] with
                                 image_sizes; image tokens are negative ids (-k: image k) and
                                 positions plain */
+    bool vision_gemma3;      /* Gemma 3: pixel_values [images, 3, H, W] alone; image tokens
+                                are image_token_id (<image_soft_token>), positions plain */
     int spatial_merge;
     int32_t image_token_id, video_token_id, vision_start_id;
     char vision_why[512];

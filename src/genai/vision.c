@@ -256,25 +256,31 @@ og_status *gen_vision_expand_prompt(const og_model *m, const char *text, const i
     return NULL;
 }
 
-og_status *gen_vision_encode_phi3(og_model *m, const og_tensor *pixel_values,
-                                  const og_tensor *sizes, og_tensor **out) {
+og_status *gen_vision_encode_plain(og_model *m, const og_tensor *pixel_values,
+                                   const og_tensor *sizes, og_tensor **out) {
     *out = NULL;
-    if (!m->vision.s || !m->vision_phi3)
-        return og_errorf(OG_ERR_UNSUPPORTED, "%s: the package takes no Phi-3-vision images (%s)",
-                         m->dir, m->text_only ? m->text_only : "no such vision encoder");
-    const int64_t *pd = og_tensor_dims(pixel_values), *sd = og_tensor_dims(sizes);
-    if (og_tensor_dtype(pixel_values) != OG_FLOAT32 || og_tensor_rank(pixel_values) != 5 ||
-        pd[2] != 3)
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: pixel_values must be float32 [images, "
-                         "crops, 3, height, width] (the image processor's output)", m->dir);
-    if (og_tensor_dtype(sizes) != OG_INT64 || og_tensor_rank(sizes) != 2 || sd[1] != 2 ||
-        sd[0] != pd[0])
-        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: image_sizes must be int64 [%lld, 2], one "
-                         "row per image of pixel_values", m->dir, (long long)pd[0]);
+    bool phi3 = m->vision_phi3;
+    if (!m->vision.s || (!phi3 && !m->vision_gemma3))
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s: the package takes no Phi-3-vision or Gemma 3 "
+                         "images (%s)", m->dir, m->text_only ? m->text_only : "no such encoder");
+    const int64_t *pd = og_tensor_dims(pixel_values);
+    int rank = phi3 ? 5 : 4;
+    if (og_tensor_dtype(pixel_values) != OG_FLOAT32 || og_tensor_rank(pixel_values) != rank ||
+        pd[rank - 3] != 3)
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: pixel_values must be float32 [images, %s3, "
+                         "height, width] (the image processor's output)", m->dir,
+                         phi3 ? "crops, " : "");
+    if (phi3) {
+        const int64_t *sd = og_tensor_dims(sizes);
+        if (og_tensor_dtype(sizes) != OG_INT64 || og_tensor_rank(sizes) != 2 || sd[1] != 2 ||
+            sd[0] != pd[0])
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: image_sizes must be int64 [%lld, 2], "
+                             "one row per image of pixel_values", m->dir, (long long)pd[0]);
+    }
     const char *in_names[2] = {m->vision_pixels, m->vision_grid};
     og_tensor *ins[2] = {(og_tensor *)pixel_values, (og_tensor *)sizes};
     const char *out_names[1] = {m->vision_features};
-    og_status *st = og_session_run(m->vision.s, in_names, ins, 2, out_names, out, 1);
+    og_status *st = og_session_run(m->vision.s, in_names, ins, phi3 ? 2 : 1, out_names, out, 1);
     if (st) return og_status_wrap(st, "%s: the vision encoder (%s)", m->dir, m->vision.file);
     og_dtype dt = og_tensor_dtype(*out);
     if (og_tensor_rank(*out) != 2 || (dt != OG_FLOAT32 && dt != OG_FLOAT16 && dt != OG_BFLOAT16)) {

@@ -1,5 +1,5 @@
 /* Images through a Qwen vision-language package (Qwen2.5-VL, Qwen3-VL, Qwen3.5) or a
- * Phi-3-vision one (gen_vision_encode_phi3: plain positions, negative image ids): the
+ * Phi-3-vision or Gemma 3 one (gen_vision_encode_plain: plain positions): the
  * vision encoder run on the processor's pixel_values and image_grid_thw, and the 3-D
  * mRoPE positions of a prompt with image tokens (the rope index over each image's grid,
  * as onnxruntime-genai 0.18 computes it from Hugging Face's get_rope_index).
@@ -23,11 +23,12 @@ og_status *gen_vision_encode(og_model *m, const og_tensor *pixel_values, const o
                              og_tensor **out);
 
 /* Phi-3-vision's encoder on pixel_values [images, crops, 3, H, W] (float32) and
- * image_sizes [images, 2] (int64): *out = image_features [image tokens, hidden], a new
- * tensor (every image's tokens in order; the generator checks their count against the
- * prompt's negative ids). */
-og_status *gen_vision_encode_phi3(og_model *m, const og_tensor *pixel_values,
-                                  const og_tensor *sizes, og_tensor **out);
+ * image_sizes [images, 2] (int64), or Gemma 3's on pixel_values [images, 3, H, W] alone
+ * (sizes unused): *out = image_features [image tokens, hidden], a new tensor (every
+ * image's tokens in order; the generator checks their count against the prompt's image
+ * tokens). */
+og_status *gen_vision_encode_plain(og_model *m, const og_tensor *pixel_values,
+                                   const og_tensor *sizes, og_tensor **out);
 
 /* The rope index of one prompt: ids[0..n), the grids of its images in order ([images][3]),
  * pos[a * n + i] for axis a (temporal, height, width) of token i, and *delta such that

@@ -25,9 +25,10 @@
 
 static const char WHISPER_PROMPT[] = "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>";
 
-/* Qwen's placeholders only: Phi-3-vision's <|image_N|> prompts are not built here */
+/* Qwen's placeholders only: Phi-3-vision's <|image_N|> and Gemma 3's <start_of_image>
+ * prompts are not built here */
 bool srv_model_takes_images(const srv_model *m) {
-    return m->model && m->model->vision.s && !m->model->vision_phi3;
+    return m->model && m->model->vision.s && !m->model->vision_phi3 && !m->model->vision_gemma3;
 }
 bool srv_model_takes_audio(const srv_model *m) { return m->model && m->model->encoder; }
 

@@ -99,7 +99,9 @@ VL = {"qwen2_5_vl": _tiny("qwen2_5_vl", qkv_bias=True, rope_theta=1e6, rotary="m
                         mrope_section=(6, 5, 5), mrope_layout=1),
       # Phi-3-vision: Phi-3 with plain positions; image tokens are negative ids (-k for
       # image k) that the embedding graph replaces by the vision graph's features
-      "phi3v": _tiny("phi3v", eps=1e-5)}
+      "phi3v": _tiny("phi3v", eps=1e-5),
+      # Gemma 3: gemma3_text's layers; 256 <image_soft_token>s an image take its features
+      "gemma3": replace(TINY["gemma3_text"], model_type="gemma3")}
 
 # Image token ids of the tiny Qwen3.5 vision-language packages (just below the specials).
 QWEN35_VISION_IDS = dict(vision_start_token_id=V - 7, vision_end_token_id=V - 6, image_token_id=V - 5,

@@ -235,6 +235,24 @@ def write_arch_package(out_dir, a, opts, weights, split_ids=None):
         split_graphs.write_phi3v_vision(out_dir, a.hidden,
                                         weights.get("vision.proj", (a.hidden, 12)))
         write_json(os.path.join(out_dir, "processor_config.json"), split_graphs.phi3v_processor_config())
+    elif split_ids is not None and a.model_type == "gemma3":
+        # the image tokens of Gemma 3's processor (<start_of_image> expands to them) below
+        # the other specials
+        img = {"boi_token_id": a.vocab - 8, "image_token_id": a.vocab - 7, "eoi_token_id": a.vocab - 6}
+        m = cfg["model"]
+        m["type"] = "gemma3"
+        m["image_token_id"] = img["image_token_id"]
+        m["embedding"] = {"filename": "embedding.onnx",
+                          "inputs": {"input_ids": "input_ids", "image_features": "image_features"},
+                          "outputs": {"inputs_embeds": "inputs_embeds"}}
+        m["vision"] = {"filename": "vision.onnx", "inputs": {"pixel_values": "pixel_values"},
+                       "outputs": {"image_features": "image_features"}}
+        table = weights.get("embed", (a.vocab, a.hidden), "emb")
+        split_graphs.write_embedding(out_dir, a.hidden, table, img["image_token_id"])
+        split_graphs.write_gemma3_vision(out_dir, a.hidden, weights.get("vision.proj", (a.hidden, 12)))
+        write_json(os.path.join(out_dir, "processor_config.json"), split_graphs.gemma3_processor_config())
+        extra = [(img["boi_token_id"], "<start_of_image>"), (img["image_token_id"], "<image_soft_token>"),
+                 (img["eoi_token_id"], "<end_of_image>")]
     elif split_ids is not None:
         vl_type = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe",
                    "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl"}[a.model_type]

@@ -131,6 +131,39 @@ def write_phi3v_vision(out_dir, hidden, weight):
     g.save()
 
 
+GEMMA3_TOKENS = 256      # image tokens an image takes (mm_tokens_per_image)
+
+
+def write_gemma3_vision(out_dir, hidden, weight):
+    """Gemma 3's I/O: pixel_values [images, 3, 896, 896] -> image_features [images * 256,
+    hidden]: each image's values as 256 rows (means of 12 groups), projected by one MatMul
+    (scaled up as Phi-3-vision's stand-in is, so the features move the decoder)."""
+    g = GraphWriter(out_dir, "vision.onnx")
+    g.input("pixel_values", TensorProto.FLOAT, ["num_images", 3, 896, 896])
+    g.output("image_features", TensorProto.FLOAT, ["num_image_tokens", hidden])
+    b = "/vision"
+    rows = g.node("Reshape", ["pixel_values", g.const_i64([-1, GEMMA3_TOKENS, 12, 3 * 896 * 896 // (GEMMA3_TOKENS * 12)])],
+                  [f"{b}/rows/output_0"], f"{b}/rows")
+    mean = g.node("ReduceMean", [rows, g.const_i64([3])], [f"{b}/mean/output_0"], f"{b}/mean", keepdims=0)
+    w = g.initializer("vision.proj.weight", np.ascontiguousarray(weight.T) * 40.0, np.float32)
+    proj = g.node("MatMul", [mean, w], [f"{b}/proj/output_0"], f"{b}/proj")
+    g.node("Reshape", [proj, g.const_i64([-1, hidden])], ["image_features"], f"{b}/flat")
+    g.save()
+
+
+def gemma3_processor_config():
+    """Gemma 3's image preprocessing (SigLIP: bicubic to 896 x 896, rescale, mean = std =
+    0.5, channels first), as its packages ship it."""
+    return {"processor": {"name": "gemma_3_image_processing", "transforms": [
+        {"operation": {"name": "decode_image", "type": "DecodeImage", "attrs": {"color_space": "RGB"}}},
+        {"operation": {"name": "resize", "type": "Resize",
+                       "attrs": {"interpolation": "CUBIC", "width": 896, "height": 896, "keep_aspect_ratio": 0}}},
+        {"operation": {"name": "rescale", "type": "Rescale"}},
+        {"operation": {"name": "normalize", "type": "Normalize",
+                       "attrs": {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}}},
+        {"operation": {"name": "to_channel_first", "type": "Permute3D", "attrs": {"dims": [2, 0, 1]}}}]}}
+
+
 def phi3v_processor_config():
     """Phi-3-vision's image preprocessing as its packages ship it (the HD transform)."""
     return {"processor": {"name": "image_processing", "transforms": [
