@@ -216,6 +216,10 @@ TEST(batch_invariance_matmul_nbits_rows_do_not_depend_on_m) {
         {4, 16, 70, 96, false, 1},  {4, 128, 19, 300, false, 2}, {8, 32, 45, 160, false, 1},
         {2, 32, 21, 64, false, 0},  {4, 32, 67, 128, true, 0, true}, {4, 32, 64, 896, true, 1, true},
         {4, 16, 70, 96, true, 0, true}, {4, 128, 40, 512, true, 1, true},
+        /* block 32 in onnxruntime's order with 1 to 3 blocks after the last four (kb 5,
+         * 7, 30): a decode batch's row groups against the row streamed alone */
+        {4, 32, 45, 160, true, 1, true}, {4, 32, 67, 200, true, 0, true},
+        {4, 32, 33, 960, true, 1, true},
         /* float arithmetic on the packs (three int8 digits of A) */
         {4, 32, 67, 128, false, 0, true}, {4, 32, 64, 896, false, 1, true},
     };
