@@ -79,6 +79,13 @@ def png_bytes(arr):
             chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
+def make_package(model_type, out, *extra):
+    """A random fp32 package of model_type from the model maker."""
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type",
+                    model_type, "--dtype", "fp32", *extra, "--out", out], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def generate(mod, model, prompt, paths, steps=None):
     proc = model.create_multimodal_processor()
     images = mod.Images.open(*paths) if paths else None
@@ -191,9 +198,7 @@ def chat_checks(tmp, cli, pkg, vl_type, theirs_model, paths, eos):
 def family(tmp, vl_type, paths):
     """Every case on a random package of model.type vl_type."""
     pkg = os.path.join(tmp, vl_type)
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type",
-                    vl_type, "--dtype", "fp32", "--out", pkg], check=True,
-                   stdout=subprocess.DEVNULL)
+    make_package(vl_type, pkg)
     ours_model = og.Model(pkg)
     theirs_model = ort_og.Model(pkg)
     with open(os.path.join(pkg, "genai_config.json"), encoding="utf-8") as f:
@@ -310,8 +315,7 @@ def error_checks(tmp, paths):
     report(bool(why), f"a broken vision graph: text only ({why[0][:120] if why else bm.warnings})",
            bm.warnings, "vision graph cannot be run")
     text = os.path.join(tmp, "qwen2")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type", "qwen2",
-                    "--dtype", "fp32", "--out", text], check=True, stdout=subprocess.DEVNULL)
+    make_package("qwen2", text)
     tm = og.Model(text)
     p = og.GeneratorParams(tm)
     p.set_search_options(max_length=200)
@@ -331,9 +335,7 @@ def phi3v_checks(tmp, paths):
     onnxruntime-genai's for one image, another image (other ids), two images of different
     sizes (each image ~1,900 tokens: 16 crops and the global view)."""
     pkg = os.path.join(tmp, "phi3v")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type", "phi3v",
-                    "--dtype", "fp32", "--context", "8192", "--out", pkg], check=True,
-                   stdout=subprocess.DEVNULL)
+    make_package("phi3v", pkg, "--context", "8192")
     ours_model, theirs_model = og.Model(pkg), ort_og.Model(pkg)
     chat = "<|user|>\n<|image_1|>\nWhat is this?<|end|>\n<|assistant|>\n"
     got = {}
@@ -361,9 +363,7 @@ def gemma3_checks(tmp, paths):
     images in one prompt: onnxruntime-genai 0.18 gives the vision graph an output buffer of
     one image's 256 rows and fails, so that case has no oracle.)"""
     pkg = os.path.join(tmp, "gemma3")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type", "gemma3",
-                    "--dtype", "fp32", "--context", "1024", "--out", pkg], check=True,
-                   stdout=subprocess.DEVNULL)
+    make_package("gemma3", pkg, "--context", "1024")
     ours_model, theirs_model = og.Model(pkg), ort_og.Model(pkg)
     prompt = "<start_of_turn>user\n<start_of_image>Describe it.<end_of_turn>\n"
     got = {}
