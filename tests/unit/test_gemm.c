@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t gemm_rng = 0x9e3779b97f4a7c15ull;
 static float rand_unit(void) {
@@ -156,6 +157,43 @@ TEST(gemm_f32_large_and_edge_shapes) {
                 CHECK(check_shape(p ? pool : NULL, shapes[s][0], shapes[s][1], shapes[s][2],
                                   t & 1, t >> 1, t == 3 ? 2.0f : 1.0f, t == 2 ? 0.5f : 0.0f,
                                   __LINE__));
+    threadpool_free(pool);
+}
+
+/* The sgemm's split follows its work (threadpool_work_ns: bytes and multiply-adds): at
+ * the pool's default threshold a small prompt product (M 64, N 64, K 32: a tiny model's,
+ * about 11 us by the model) runs on its caller, where the blocked path handed its packing
+ * and its two tiles to the worker before; a large one (256 x 512 x 512) is split. Same
+ * bits either way. */
+TEST(gemm_f32_split_follows_work) {
+    threadpool *pool = NULL;
+    CHECK_OK(threadpool_create(2, &pool));
+    threadpool_set_inline_ns(pool, THREADPOOL_INLINE_NS); /* the suite sets 0 */
+    static const int64_t shapes[2][3] = {{64, 64, 32}, {256, 512, 512}};
+    for (int s = 0; s < 2; s++) {
+        int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+        float *C0 = malloc(sizeof(float) * (size_t)(M * N)), *C1 = malloc(sizeof(float) * (size_t)(M * N));
+        CHECK(A && B && C0 && C1);
+        for (int64_t i = 0; i < M * K; i++) A[i] = (float)((i * 7919) % 13) - 6.0f;
+        for (int64_t i = 0; i < K * N; i++) B[i] = (float)((i * 104729) % 11) * 0.25f - 1.0f;
+        gemm_f32_args g = {false, false, M, N, K, 1.0f, 0.0f, A, K, B, N, C0, N};
+        void *work = malloc(gemm_f32_work_size(&g) + 64);
+        CHECK(work);
+        CHECK_OK(gemm_f32(NULL, &g, work));
+        g.C = C1;
+        uint64_t jobs0 = threadpool_jobs(pool);
+        CHECK_OK(gemm_f32(pool, &g, work));
+        uint64_t jobs = threadpool_jobs(pool) - jobs0;
+        if (s == 0) CHECK(jobs == 0);
+        else CHECK(jobs > 0);
+        CHECK(memcmp(C0, C1, sizeof(float) * (size_t)(M * N)) == 0);
+        free(A);
+        free(B);
+        free(C0);
+        free(C1);
+        free(work);
+    }
     threadpool_free(pool);
 }
 

@@ -272,7 +272,9 @@ static void gemm_blocked(threadpool *pool, const gemm_f32_args *g, const gemm_f3
                 J.nap = ceil_div(J.mb, MR);
                 /* B is packed again for every A block; with MB rows per A block that
                  * repetition is rare and keeps both buffers bounded. */
-                threadpool_parallel_for(pool, J.nbp + J.nap, 4, pack_items, &J);
+                /* a panel is read and written once (NR or MR rows of kc floats) */
+                double pack_ns = threadpool_work_ns(8.0 * (double)(J.kc * NR), 0);
+                threadpool_parallel_for_cost(pool, J.nbp + J.nap, pack_ns, pack_items, &J);
                 J.mc = MC_PANELS * MR;
                 J.m_tiles = ceil_div(J.mb, J.mc);
                 int64_t want = ceil_div(4 * threads, J.m_tiles);
@@ -280,7 +282,12 @@ static void gemm_blocked(threadpool *pool, const gemm_f32_args *g, const gemm_f3
                 if (n_tiles < 1) n_tiles = 1;
                 J.nct = round_up(ceil_div(J.nc, n_tiles), NR);
                 n_tiles = ceil_div(J.nc, J.nct);
-                threadpool_parallel_for(pool, J.m_tiles * n_tiles, 1, compute_tiles, &J);
+                /* a tile: its packed A and B read, C read and written, a multiply-add per
+                 * element pair */
+                int64_t mc = min64(J.mc, J.mb);
+                double tile_ns = threadpool_work_ns(4.0 * (double)((mc + J.nct) * J.kc + 2 * mc * J.nct),
+                                                    2.0 * (double)(mc * J.nct * J.kc));
+                threadpool_parallel_for_cost(pool, J.m_tiles * n_tiles, tile_ns, compute_tiles, &J);
             }
         }
     }
