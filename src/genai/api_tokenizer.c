@@ -1,4 +1,5 @@
 /* The public og_tokenizer functions over the tokenizer layer. */
+#include "genai/api_tokenizer.h"
 #include "genai/model.h"
 #include "genai/config.h"
 #include "tokenizer/tokenizer.h"
@@ -13,6 +14,11 @@ struct og_tokenizer {
 struct og_tokenizer_stream {
     tok_stream *s;
 };
+
+og_status *gen_tokenizer_token_bytes(const og_tokenizer *tok, int32_t id, uint8_t *buf,
+                                     size_t cap, size_t *len) {
+    return tok_token_bytes(tok->t, id, buf, cap, len);
+}
 
 og_status *og_tokenizer_open(const char *path, og_tokenizer **out) {
     if (!path || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_tokenizer_open: NULL argument");

@@ -3,6 +3,8 @@
  * vLLM-style /tokenize and /detokenize. */
 #include "serve/serve_internal.h"
 
+#include "genai/api_tokenizer.h"
+
 #include "base/status.h"
 
 #include <math.h>
@@ -47,7 +49,8 @@ void srv_reply_error(srv_reply *r, const srv_error *e) {
  * (" there", where the token alone decodes as the start of a text, "there"). A token that
  * adds nothing there (part of a character, a special token) is decoded alone. The text
  * comes as valid UTF-8 (a byte-level piece of a longer character becomes U+FFFD; its
- * bytes are given as numbers beside), *text_len bytes (it may hold NUL bytes). */
+ * own bytes are given as numbers beside, as OpenAI's `bytes` has them), *text_len bytes
+ * (it may hold NUL bytes). */
 static char *token_text(srv_model *m, og_tokenizer_stream *ts, const int32_t *ctx, int n_ctx,
                         int32_t id, cJSON **bytes, size_t *text_len) {
     char *raw = NULL;
@@ -66,8 +69,15 @@ static char *token_text(srv_model *m, og_tokenizer_stream *ts, const int32_t *ct
         n = 0;
     }
     const unsigned char *s = (const unsigned char *)(piece ? piece : raw ? raw : "");
+    /* decoded alone: the token's own bytes (a part of a character is not U+FFFD there) */
+    uint8_t own[64];
+    size_t own_n = 0;
+    og_status *bs = piece ? NULL : gen_tokenizer_token_bytes(m->tok, id, own, sizeof own, &own_n);
+    bool use_own = !piece && !bs && own_n > 0 && own_n <= sizeof own;
+    og_status_free(bs);
     if (bytes && (*bytes = cJSON_CreateArray()))
-        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(*bytes, cJSON_CreateNumber(s[i]));
+        for (size_t i = 0; i < (use_own ? own_n : n); i++)
+            cJSON_AddItemToArray(*bytes, cJSON_CreateNumber(use_own ? own[i] : s[i]));
     char *out = malloc(3 * n + 1);
     size_t k = 0;
     for (size_t i = 0; out && i < n;) {
