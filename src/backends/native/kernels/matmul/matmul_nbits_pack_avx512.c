@@ -282,9 +282,10 @@ static void ort512_row_panel(const mnb_pack *pk, const mnb_qa *qa, int64_t m, in
  * each over every fourth block with the group's 4 lanes of that j in registers (4 R
  * accumulators, the block's 8 masked weight vectors, A broadcast from memory): every
  * lane still sums its blocks in ascending order. `pf`: the first group over the panel
- * asks for the panel ORT_PF_PANELS on, a block's lines and scales per block it takes
- * (the later groups find the panel in L1/L2). Measured at 8 rows on the lm_head's
- * 68 MB, one thread: 16.6-17.2 ms a call without, 13.3-14.6 at 1, 2 or 4 panels on. */
+ * asks for the panel ORT_PF_PANELS on, a block's lines and scales per block it takes,
+ * into L2 (the later groups find the panel in L1/L2). Measured at 8 rows on the
+ * lm_head's 68 MB, one thread: 16.6-17.2 ms a call without, 13.3-14.6 into L1 at 1, 2
+ * or 4 panels on (three panels and the rows' A overflow L1), 11.6-12.3 into L2. */
 enum { ORT_GROUP = 4, ORT_PF_PANELS = 2 };
 MNBP_INLINE void ort512_group(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, const int R,
                               int64_t p, const mnb_out *o, bool pf) {
@@ -305,8 +306,8 @@ MNBP_INLINE void ort512_group(const mnb_pack *pk, const mnb_qa *qa, int64_t m0, 
             if (pf) {
                 int64_t t = j * (kb4 / 4) + b / 4;
                 UNROLL for (int l = 0; l < 4; l++)
-                    _mm_prefetch(pf_src + t * 256 + 64 * l, _MM_HINT_T0);
-                _mm_prefetch(pf_sc + t * 64, _MM_HINT_T0);
+                    _mm_prefetch(pf_src + t * 256 + 64 * l, _MM_HINT_T1);
+                _mm_prefetch(pf_sc + t * 64, _MM_HINT_T1);
             }
             __m512i w[8];
             UNROLL for (int s = 0; s < 2; s++) {
