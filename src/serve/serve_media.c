@@ -7,10 +7,12 @@
  * messages are checked (srv_messages_json), each such part is decoded into a srv_media
  * and replaced, in the messages the template gets, by {"type": "image"} or
  * {"type": "audio"}, the form vision templates test for (Qwen's write
- * <|vision_start|><|image_pad|><|vision_end|> for it); the payload never reaches the
- * template. After rendering, the placeholders the template wrote must be as many as the
- * images; the processor's grid expands each (genai/vision.c) as onnxruntime-genai's
- * processor does, and the prompt goes to the engine with pixel_values and image_grid_thw.
+ * <|vision_start|><|image_pad|><|vision_end|> for it, Gemma 3's <start_of_image>); the
+ * payload never reaches the template. After rendering, the placeholders the template
+ * wrote must be as many as the images; each is expanded as onnxruntime-genai's processor
+ * expands it (Qwen's by the processor's grid, genai/vision.c; Gemma 3's to 256 soft
+ * tokens between blank lines), and the prompt goes to the engine with pixel_values (and
+ * Qwen's image_grid_thw).
  * A Whisper package has no template: its chat takes one audio part and, optionally, the
  * decoder prompt as text (default <|startoftranscript|><|en|><|transcribe|><|notimestamps|>),
  * and the request gets the audio's features as audio_features. */
@@ -25,10 +27,40 @@
 
 static const char WHISPER_PROMPT[] = "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>";
 
-/* Qwen's placeholders only: Phi-3-vision's <|image_N|> and Gemma 3's <start_of_image>
- * prompts are not built here */
+/* Qwen's and Gemma 3's placeholders: Phi-3-vision's <|image_N|> prompts are not built
+ * here */
 bool srv_model_takes_images(const srv_model *m) {
-    return m->model && m->model->vision.s && !m->model->vision_phi3 && !m->model->vision_gemma3;
+    return m->model && m->model->vision.s && !m->model->vision_phi3;
+}
+
+static const char GEMMA_IMAGE[] = "<start_of_image>", GEMMA_SOFT[] = "<image_soft_token>",
+                  GEMMA_END[] = "<end_of_image>";
+enum { GEMMA_SOFT_TOKENS = 256 };
+
+static size_t count_of(const char *text, const char *what) {
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+/* Gemma 3's prompt as onnxruntime-genai's processor makes it: each <start_of_image>
+ * becomes "\n\n<start_of_image>", 256 <image_soft_token>, "<end_of_image>\n\n". */
+static char *gemma_expand(const char *text, size_t n) {
+    size_t one = 2 + strlen(GEMMA_IMAGE) + GEMMA_SOFT_TOKENS * strlen(GEMMA_SOFT) +
+                 strlen(GEMMA_END) + 2;
+    char *out = malloc(strlen(text) + n * one + 1), *w = out;
+    if (!out) return NULL;
+    const char *p = text;
+    for (const char *at = strstr(p, GEMMA_IMAGE); at; at = strstr(p, GEMMA_IMAGE)) {
+        memcpy(w, p, (size_t)(at - p));
+        w += at - p;
+        w += sprintf(w, "\n\n%s", GEMMA_IMAGE);
+        for (int i = 0; i < GEMMA_SOFT_TOKENS; i++) w += sprintf(w, "%s", GEMMA_SOFT);
+        w += sprintf(w, "%s\n\n", GEMMA_END);
+        p = at + strlen(GEMMA_IMAGE);
+    }
+    strcpy(w, p);
+    return out;
 }
 bool srv_model_takes_audio(const srv_model *m) { return m->model && m->model->encoder; }
 
@@ -229,11 +261,13 @@ static bool encode(srv_model *m, const char *text, int32_t **ids, size_t *n, srv
 
 bool srv_media_images_prompt(srv_model *m, srv_media *md, const char *text, int32_t **ids,
                              size_t *n, srv_error *err) {
-    size_t found = gen_vision_placeholders(text);
+    bool gemma = m->model->vision_gemma3;
+    size_t found = gemma ? count_of(text, GEMMA_IMAGE) : gen_vision_placeholders(text);
     if (found != (size_t)md->n_images) {
         srv_fail(err, 400, "messages", "the chat template wrote %zu image placeholder%s "
-                 "(<|vision_start|>) for the %d image%s of the messages; it must write one for "
-                 "each {\"type\": \"image\"} part", found, found == 1 ? "" : "s", md->n_images,
+                 "(%s) for the %d image%s of the messages; it must write one for "
+                 "each {\"type\": \"image\"} part", found, found == 1 ? "" : "s",
+                 gemma ? GEMMA_IMAGE : "<|vision_start|>", md->n_images,
                  md->n_images == 1 ? "" : "s");
         return false;
     }
@@ -245,10 +279,11 @@ bool srv_media_images_prompt(srv_model *m, srv_media *md, const char *text, int3
     if (!st) st = og_image_processor_process(pr, im, &md->nt);
     og_tensor *grid = st ? NULL : og_named_tensors_find(md->nt, "image_grid_thw");
     og_tensor *pv = st ? NULL : og_named_tensors_find(md->nt, "pixel_values");
-    if (!st && (!grid || !pv))
-        st = og_errorf(OG_ERR_UNSUPPORTED, "the processor (%s) gives no pixel_values and "
-                       "image_grid_thw", og_image_processor_name(pr));
-    if (!st)
+    if (!st && (!pv || (!grid && !gemma)))
+        st = og_errorf(OG_ERR_UNSUPPORTED, "the processor (%s) gives no pixel_values%s",
+                       og_image_processor_name(pr), gemma ? "" : " and image_grid_thw");
+    if (!st && gemma && !(expanded = gemma_expand(text, found))) st = og_oom();
+    if (!st && !gemma)
         st = gen_vision_expand_prompt(m->model, text, og_tensor_data(grid), md->n_images, false,
                                       &expanded);
     og_image_processor_free(pr);
@@ -259,7 +294,7 @@ bool srv_media_images_prompt(srv_model *m, srv_media *md, const char *text, int3
     }
     bool ok = encode(m, expanded, ids, n, err);
     free(expanded);
-    md->count = 2;
+    md->count = gemma ? 1 : 2;
     md->input_names[0] = "pixel_values";
     md->inputs[0] = pv;
     md->input_names[1] = "image_grid_thw";

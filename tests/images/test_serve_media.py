@@ -15,6 +15,9 @@ there, as OpenAI's `bytes` has them). /tokenize with an image gives the processo
 Refused with a 400 naming the part: an http URL (the server fetches nothing), a file path,
 bad base64, an image that does not decode, an audio part on this package.
 
+Gemma 3 the same way on make_model --type gemma3 with a template in the form of Gemma 3's
+(<start_of_image> for an image part, expanded to 256 soft tokens between blank lines).
+
 Audio: the Whisper package of tests/audio/check_whisper_pipeline.py (plain ONNX ops, which
 onnxruntime-genai runs) with a tokenizer written here whose decoder-prompt tokens lie in its
 96-id vocabulary. An `input_audio` part (a WAV) gives the ids onnxruntime-genai gives for the
@@ -241,6 +244,53 @@ def images_case(tmp, paths):
         s.stop()
 
 
+GEMMA_TEMPLATE = (
+    "{% for m in messages %}<start_of_turn>{{ m.role }}\n{% if m.content is string %}"
+    "{{ m.content }}{% else %}{% for c in m.content %}{% if c.type == 'image' %}"
+    "<start_of_image>{% elif c.type == 'text' %}{{ c.text }}{% endif %}{% endfor %}{% endif %}"
+    "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+
+def gemma3_case(tmp, paths):
+    """Gemma 3 (make_model --type gemma3) with a template in the form of Gemma 3's (an image
+    part becomes <start_of_image>): one image, and an image in each of two turns, against
+    onnxruntime-genai's processor on the template's text; /tokenize's ids."""
+    pkg = os.path.join(tmp, "gemma3")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_model.py"), "--type",
+                    "gemma3", "--dtype", "fp32", "--context", "1024", "--out", pkg], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(os.path.join(pkg, "chat_template.jinja"), "w", encoding="utf-8") as f:
+        f.write(GEMMA_TEMPLATE)
+    vocab, theirs = byte_vocab(pkg), ort_og.Model(pkg)
+    with open(os.path.join(pkg, "genai_config.json"), encoding="utf-8") as f:
+        eos = json.load(f)["model"]["eos_token_id"]
+    eos = set(eos if isinstance(eos, list) else [eos])
+    s = Server(pkg)
+    try:
+        a, c = paths["a"], paths["c"]
+        one = [{"role": "user", "content": [image_part(a), {"type": "text", "text": "Describe it."}]}]
+        text = "<start_of_turn>user\n<start_of_image>Describe it.<end_of_turn>\n<start_of_turn>model\n"
+        st, j = s.post("/v1/chat/completions", {"messages": one, "max_tokens": STEPS,
+                                                "temperature": 0, "logprobs": True})
+        ids, want = theirs_generate(theirs, text, [a], eos)
+        got = answer_ids(j, vocab) if st == 200 else f"{st} {j}"
+        report(got == want, f"gemma3 chat, one image: {len(want)} ids equal onnxruntime-genai's "
+               f"(prompt {len(ids)} tokens)", f"ours {got} theirs {want}")
+        st, tj = s.post("/tokenize", {"messages": one})
+        report(st == 200 and tj.get("tokens") == ids, f"gemma3 /tokenize with an image: the "
+               f"processor's {len(ids)} input_ids", f"ours {tj} theirs {ids}")
+        two = [{"role": "user", "content": [image_part(c), {"type": "text", "text": "this?"}]}]
+        text = "<start_of_turn>user\n<start_of_image>this?<end_of_turn>\n<start_of_turn>model\n"
+        st, j = s.post("/v1/chat/completions", {"messages": two, "max_tokens": STEPS,
+                                                "temperature": 0, "logprobs": True})
+        ids, want2 = theirs_generate(theirs, text, [c], eos)
+        got = answer_ids(j, vocab) if st == 200 else f"{st} {j}"
+        report(got == want2, f"gemma3 chat, another image: {len(want2)} ids equal "
+               "onnxruntime-genai's", f"ours {got} theirs {want2}")
+    finally:
+        s.stop()
+
+
 def write_whisper_tokenizer(pkg):
     """A byte-level tokenizer whose ids fit the package's 96: 90 byte symbols, then
     <|startoftranscript|>, <|en|>, <|transcribe|>, <|notimestamps|> at 90..93 and
@@ -328,6 +378,7 @@ def main():
             else:
                 print(f"no JPEG: {r.stderr.decode()[:200]}")
         images_case(tmp, paths)
+        gemma3_case(tmp, paths)
         audio_case(tmp, paths["a"])
     if failures:
         print(f"{len(failures)} FAILED")
