@@ -38,6 +38,8 @@ static const char serve_usage[] =
     "                        --ngram-chained, --draft-fixed as for generate): each step\n"
     "                        verifies the drafts of its sequences beside the others' rows\n"
     "                        (LongRoPE models: one generator per sequence)\n"
+    "  --speculative draft --draft-model DIR  the same with drafts from a package with the\n"
+    "                        same tokenizer (each sequence's own generator of it; -m only)\n"
     "  --speculative mtp     drafts from the package's MTP head (one generator per sequence)\n"
     "  --max-body SIZE       larger request bodies are answered 413, on their Content-Length\n"
     "                        before any of the body is read (8M)\n"
@@ -275,10 +277,10 @@ int cli_serve(int argc, char **argv) {
     if (o.models_dir && o.n_adapters) return cli_fail("serve: --adapter goes with -m (an adapter is made for one base model)");
     int rc = cli_backend_check(&be);
     if (rc) return rc;
-    if (spec.method == CLI_SPEC_DRAFT)
-        return cli_fail("serve: --speculative draft is not built for the server; use "
-                        "--speculative ngram or mtp");
-    if (spec.method == CLI_SPEC_NGRAM || spec.method == CLI_SPEC_MTP) {
+    if (spec.method == CLI_SPEC_DRAFT && o.models_dir)
+        return cli_fail("serve: --speculative draft goes with -m (a draft model shares one "
+                        "model's tokenizer)");
+    if (spec.method != CLI_SPEC_OFF) {
         o.eng.spec_mtp = spec.method == CLI_SPEC_MTP;
         o.eng.spec_ngram = spec.method == CLI_SPEC_NGRAM ? spec.ngram : 0;
         o.eng.spec_max_draft = spec.draft_tokens;
@@ -296,7 +298,16 @@ int cli_serve(int argc, char **argv) {
         }
         o.api_key = key;
     }
+    og_status *dst = cli_speculative_open(&spec, &o.model); /* --speculative draft */
+    if (dst) {
+        rc = cli_fail("serve: %s", og_status_message(dst));
+        og_status_free(dst);
+        free(key);
+        return rc;
+    }
+    o.eng.spec_draft_model = spec.draft;
     rc = serve_main(&o);
     free(key);
+    cli_speculative_close(&spec);
     return rc;
 }

@@ -125,6 +125,7 @@ void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t) {
 static void seq_free(eng_engine *e, eng_seq *s) {
     if (e->batched) eng_batch_drop_blocks(e, s);
     og_generator_destroy(s->gen);
+    og_generator_destroy(s->dgen);
     guide_matcher_free(s->matcher);
     free(s->tokens);
     free(s->blocks);
@@ -321,6 +322,15 @@ og_status *eng_create(og_model *model, const eng_options *o, eng_engine **out) {
     if (opt.spec_mtp && !model->mtp)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "engine: speculative mtp: the package %s has "
                          "no MTP head (genai_config.json model.mtp)", model->dir);
+    if (opt.spec_draft_model) { /* the generator's checks: the same tokenizer, one drafter */
+        og_generator_params p = og_generator_params_default(model);
+        p.speculative_draft_model = opt.spec_draft_model;
+        p.speculative_mtp = opt.spec_mtp;
+        p.speculative_ngram_size = opt.spec_ngram;
+        og_generator *g = NULL;
+        OG_TRY(og_status_wrap(og_generator_create(model, &p, &g), "engine"));
+        og_generator_destroy(g);
+    }
     if (opt.block_size < 1 || opt.block_size > 1024 || opt.max_batch < 1 || opt.max_queue < 0 ||
         opt.step_tokens < 0 || opt.threads < 0)
         return og_errorf(OG_ERR_INVALID_ARGUMENT, "engine: block size %d (1 to 1024), max batch %d "

@@ -74,6 +74,11 @@ typedef struct eng_options {
      * where they choose). Per-sequence mode does not call it. */
     int (*spec_drafter)(void *ctx, const int32_t *seq, int len, int max_k, int32_t *out);
     void *spec_drafter_ctx;
+    /* Drafts from a draft model (borrowed: it must outlive the engine; it must share the
+     * model's tokenizer, which eng_create checks): each sequence's own generator of it,
+     * kept in step with the sequence, drafts greedily (batched mode), or each request's
+     * generator uses it (per-sequence mode). Speculates also with spec_ngram 0. */
+    og_model *spec_draft_model;
 } eng_options;
 
 eng_options eng_options_default(void);

@@ -305,7 +305,7 @@ og_status *eng_batch_init(eng_engine *e) {
     /* drafted tokens are verified in the step's flat row (a hybrid's in a run over its
      * slot); a width test (LongRoPE) would need a side per token: such a model speculates
      * per sequence, as an MTP head does */
-    if (e->o.spec_ngram > 0 || e->o.spec_mtp || e->o.spec_drafter) {
+    if (e->o.spec_ngram > 0 || e->o.spec_mtp || e->o.spec_drafter || e->o.spec_draft_model) {
         if (e->o.spec_mtp)
             return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding by an MTP head runs one "
                              "generator per sequence (the head's hidden-state rows are not "

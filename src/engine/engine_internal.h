@@ -81,6 +81,7 @@ struct eng_seq {
     int32_t draft[GEN_SPEC_MAX_DRAFT];
     int n_draft;
     int spec_bak;        /* a hybrid's verification: its slot's copy in e->spec_bak */
+    og_generator *dgen;  /* with a draft model: its generator of the sequence */
 };
 
 struct eng_engine {

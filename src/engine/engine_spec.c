@@ -35,7 +35,8 @@ static const double GAIN_NEEDED = 1.05, PRIOR_EXTRA_PER_TOKEN = 0.35, TIME_DECAY
 static const double SPEC_ROW_BYTES = 64.0 * 1024 * 1024;
 
 int eng_spec_rows(const eng_engine *e) {
-    if ((e->o.spec_ngram <= 0 && !e->o.spec_drafter) || e->o.spec_mtp) return 0;
+    if ((e->o.spec_ngram <= 0 && !e->o.spec_drafter && !e->o.spec_draft_model) || e->o.spec_mtp)
+        return 0;
     int k = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
     if (k > GEN_SPEC_MAX_DRAFT) k = GEN_SPEC_MAX_DRAFT;
     double rows = (double)e->o.max_batch * k, most = SPEC_ROW_BYTES / (4.0 * e->vocab);
@@ -101,20 +102,69 @@ static double extra(const eng_engine *e, double a, double b, double alpha, int c
     return a + b * c + redo - (plain <= 1 ? a : 0);
 }
 
+/* s's estimate, made at its first decode step: it starts from what the other sequences'
+ * drafts did (where none was kept, a new request does not pay for trying again; its
+ * shadow still can lift it) */
+static void spec_start(const eng_engine *e, eng_seq *s) {
+    if (s->spec_on) return;
+    gen_spec_options so = {.ngram = e->o.spec_ngram - 1, .chained = e->o.spec_chained,
+                           .max_draft = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4,
+                           .adaptive = !e->o.spec_fixed,
+                           .draft_model = e->o.spec_draft_model != NULL};
+    gen_spec_init(&s->spec, &so);
+    if (e->spec_tries >= 1)
+        gen_spec_seed(&s->spec, SEED_TRIES * e->spec_succ / e->spec_tries, SEED_TRIES);
+    s->spec_on = true;
+}
+
+/* Up to k tokens from the draft model: s's generator of it is brought to s's tokens
+ * (rewound to the prefix they share, the rest appended: after a verification, the cut
+ * and one new token), then steps greedily. Its time counts as drafting time. */
+static int draft_model_tokens(const eng_engine *e, eng_seq *s, int k) {
+    double t0 = gen_spec_now();
+    og_status *st = NULL;
+    if (!s->dgen) {
+        og_generator_params p = og_generator_params_default(e->o.spec_draft_model);
+        int64_t most = (int64_t)(s->n_tokens - s->n_gen) + s->req->s.max_tokens + 1;
+        p.max_length = most < e->context ? (int)most : e->context;
+        p.all_logits = 0;
+        p.min_length = 0;
+        p.do_sample = 0;
+        p.speculative_ngram_size = 0;
+        p.speculative_draft_model = NULL;
+        st = og_generator_create(e->o.spec_draft_model, &p, &s->dgen);
+    }
+    const int32_t *seq = NULL;
+    size_t len = 0;
+    if (!st) st = og_generator_get_sequence(s->dgen, 0, &seq, &len);
+    int c = 0;
+    while (!st && (size_t)c < len && c < s->n_tokens && seq[c] == s->tokens[c]) c++;
+    if (!st && ((size_t)c < len || og_generator_is_done(s->dgen)))
+        st = og_generator_rewind_to(s->dgen, (size_t)c);
+    if (!st && c < s->n_tokens)
+        st = og_generator_append_tokens(s->dgen, s->tokens + c, (size_t)(s->n_tokens - c));
+    int got = 0;
+    while (!st && got < k && !og_generator_is_done(s->dgen)) {
+        const int32_t *next;
+        size_t n = 0;
+        st = og_generator_generate_next_token(s->dgen);
+        if (!st) st = og_generator_get_next_tokens(s->dgen, &next, &n);
+        if (!st && n > 0) s->draft[got++] = next[0];
+    }
+    if (st) { /* the draft's failure costs the drafts, not the request: it starts over */
+        og_status_free(st);
+        og_generator_destroy(s->dgen);
+        s->dgen = NULL;
+        return 0;
+    }
+    gen_spec_drafted(&s->spec, got, gen_spec_now() - t0);
+    return got;
+}
+
 /* Drafts of up to max_k tokens after s's text (prompt lookup). */
 static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
     gen_spec_options o = {.ngram = e->o.spec_ngram - 1, .max_draft = max_k,
                           .chained = e->o.spec_chained, .adaptive = !e->o.spec_fixed};
-    if (!s->spec_on) {
-        gen_spec_options so = o;
-        so.max_draft = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
-        gen_spec_init(&s->spec, &so);
-        /* it starts from what the other sequences' drafts did: where none was kept, a
-         * new request does not pay for trying again (its shadow still can lift it) */
-        if (e->spec_tries >= 1)
-            gen_spec_seed(&s->spec, SEED_TRIES * e->spec_succ / e->spec_tries, SEED_TRIES);
-        s->spec_on = true;
-    }
     if (e->o.spec_drafter) {
         int k = e->o.spec_drafter(e->o.spec_drafter_ctx, s->tokens, s->n_tokens, max_k, s->draft);
         return k < 0 ? 0 : k > max_k ? max_k : k;
@@ -149,8 +199,11 @@ int eng_spec_plan(eng_engine *e, int budget) {
         if (k > room) k = room;
         if (k > rows_left) k = rows_left;
         if (k <= 0) continue;
-        k = draft_for(e, s, k);
-        if (k <= 0) continue;
+        spec_start(e, s);
+        /* lookup drafts first (they are free; one not verified is the shadow), a draft
+         * model's after K is chosen (they cost their time) */
+        bool model = e->o.spec_draft_model != NULL;
+        if (!model && (k = draft_for(e, s, k)) <= 0) continue;
         int best = 0;
         if (e->o.spec_fixed) {
             best = k;
@@ -160,12 +213,14 @@ int eng_spec_plan(eng_engine *e, int budget) {
             for (int c = 1; c <= k; c++) {
                 if (c != k && (c & (c - 1))) continue;
                 double rate = (tokens + gen_spec_expected(alpha, c) - 1) /
-                              (secs + extra(e, a, b, alpha, c, plain));
+                              (secs + extra(e, a, b, alpha, c, plain) + c * s->spec.t_draft);
                 if (rate > best_rate) best_rate = rate, best = c;
             }
         }
+        if (model && !e->o.spec_fixed) best = gen_spec_probe(&s->spec, best, 1);
+        if (model && best > 0 && (best = draft_model_tokens(e, s, best)) <= 0) continue;
         if (best == 0) {
-            gen_spec_shadow(&s->spec, s->draft, k);
+            if (!model) gen_spec_shadow(&s->spec, s->draft, k);
             continue;
         }
         s->n_draft = best;

@@ -113,6 +113,10 @@ int gen_spec_choose(gen_spec *s, int k) {
             best = c;
         }
     }
+    return gen_spec_probe(s, best, lo);
+}
+
+int gen_spec_probe(gen_spec *s, int best, int lo) {
     /* a draft model has no free shadow: after a run of plain steps one short
      * verification measures the acceptance again, twice as far apart each time it does
      * not lead to speculating (a probe costs the draft's catching up) */

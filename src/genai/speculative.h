@@ -82,6 +82,11 @@ int gen_spec_draft(const gen_spec_options *o, const int32_t *seq, int len, int m
  * K), 0 for a plain step. A draft model asks before drafting (k: the most it may draft). */
 int gen_spec_choose(gen_spec *s, int k);
 
+/* After a choice of `best` drafts (0: a plain step): with a draft model, which has no free
+ * shadow, a plain step after 16 of them (32, 64, ... while that does not pay) verifies lo
+ * drafts instead (a probe of the acceptance). Returns the number to verify. */
+int gen_spec_probe(gen_spec *s, int best, int lo);
+
 /* Prompt lookup: the number of tokens to verify after seq[0..len) (at most max_k), with
  * the draft in out[0..K); 0: take a plain step (a draft, if any, becomes the shadow). */
 int gen_spec_plan(gen_spec *s, const int32_t *seq, int len, int max_k, int32_t *out);

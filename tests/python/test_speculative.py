@@ -470,9 +470,10 @@ def completion(args, prompt, max_tokens, stop=None):
 
 
 def test_serve_speculative(og):
-    """serve --speculative ngram: the batched engine verifies the drafts inside its steps
-    (/health says batched, /metrics counts verifications and kept drafts); the answer is
-    the plain server's, also cut by a stop string."""
+    """serve --speculative ngram|draft: the batched engine verifies the drafts inside its
+    steps (/health says batched, /metrics counts verifications and kept drafts); the answer
+    is the plain server's, also cut by a stop string; a draft model of another tokenizer
+    is refused."""
     pkg = package(os.path.join(BUILD, "parity_packages", "stories260K-fp32"))
     plain, _ = completion(["-m", pkg], STORY, 60)
     got, health = completion(["-m", pkg, "--speculative", "ngram", "--draft-fixed"], STORY, 60)
@@ -485,5 +486,14 @@ def test_serve_speculative(og):
     got, health = completion(["-m", pkg, "--speculative", "ngram", "--draft-fixed"], STORY, 60,
                              stop=[stop])
     assert got == cut and len(cut) < len(plain), (stop, cut, got)
-    r = cli("serve", "-m", pkg, "--port", "0", "--speculative", "draft", "--draft-model", pkg)
-    assert r.returncode != 0 and "ngram" in r.stderr, r.stderr
+    # a draft model: its int4 copy drafts in each sequence's own generator of it
+    draft = package(os.path.join(BUILD, "parity_packages", "stories260K-int4-acc0"))
+    got, health = completion(["-m", pkg, "--speculative", "draft", "--draft-model", draft,
+                              "--draft-fixed"], STORY, 60)
+    assert got == plain and health.get("mode") == "batched", health
+    assert health["verifications"] > 0 and health["accepted_tokens"] > 0, health
+    other = os.path.join(BUILD, "parity_packages", "qwen2.5-0.5b-int4-acc0")
+    r = cli("serve", "-m", pkg, "--port", "0", "--speculative", "draft", "--draft-model", other)
+    assert r.returncode != 0 and "must share the tokenizer" in r.stderr, r.stderr
+    r = cli("serve", "-m", pkg, "--port", "0", "--speculative", "draft")
+    assert r.returncode != 0 and "--draft-model" in r.stderr, r.stderr

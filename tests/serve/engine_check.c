@@ -50,6 +50,8 @@
  *                     but every seventh position of an answer, which is drafted wrong:
  *                     verifications keep drafts and reject them on any model, random
  *                     weights included
+ *   --draft-model DIR  drafts from that package's model (each sequence's own generator of
+ *                     it, in step with the sequence)
  *   --max-wasted P    fail when drafted tokens that were not kept exceed P % of the
  *                     tokens delivered (the cost model's bound where drafts seldom hit)
  *   --repeat          each prompt's random tail comes twice (text a model may go on
@@ -401,6 +403,7 @@ int main(int argc, char **argv) {
     }
     int n_prompts = 16, shared = 0, kv_blocks = 0, rounds = 1, kv_fit = 0, eos_at = -1;
     double max_wasted = -1;
+    const char *draft_dir = NULL;
     const char *ignore_file = NULL;
     bool oracle_engine = false, want_preempt = false, want_hits = false, cancel = false,
          want_single = false, want_batched = false, think = false, want_verify = false;
@@ -435,6 +438,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--repeat")) repeat_tail = true;
         else if (!strcmp(a, "--max-wasted")) max_wasted = atof(v), i++;
         else if (!strcmp(a, "--oracle-drafts")) o.spec_drafter = oracle_drafter;
+        else if (!strcmp(a, "--draft-model") && i + 1 < argc) draft_dir = v, i++;
         else if (!strcmp(a, "--sample")) sample_mode = oracle_engine = true;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
@@ -466,6 +470,12 @@ int main(int argc, char **argv) {
         return 77;
     }
     if (st) return fail(st);
+    og_model *draft = NULL;
+    if (draft_dir) {
+        og_model_options dmo = og_model_options_default();
+        if ((st = og_model_open(draft_dir, &dmo, &draft))) return fail(st);
+        o.spec_draft_model = draft;
+    }
     guide_grammar *grammar = NULL;
     size_t guide_tokens = 0;
     if (guide_type) {
@@ -643,7 +653,7 @@ int main(int argc, char **argv) {
            (long long)es.kv_blocks_cached);
     bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
                        (uint64_t)with_tokens, eng_batched(e));
-    if (o.spec_ngram > 0 || o.spec_drafter)
+    if (o.spec_ngram > 0 || o.spec_drafter || draft)
         printf("speculative: %llu verifications, %llu tokens drafted, %llu kept\n",
                (unsigned long long)es.spec_verifications, (unsigned long long)es.spec_drafted,
                (unsigned long long)es.spec_accepted);
@@ -680,6 +690,7 @@ int main(int argc, char **argv) {
     eng_destroy(e);
     guide_grammar_unref(grammar);
     og_model_close(m);
+    if (draft) og_model_close(draft);
     if (want_preempt && es.preempted == 0) {
         printf("FAIL: no sequence was preempted (the case needs a smaller pool)\n");
         bad++;
