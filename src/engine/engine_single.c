@@ -35,7 +35,8 @@ static og_generator_params seq_params(const eng_engine *e, int n_tokens, const e
     p.speculative_ngram_chained_lookup = e->o.spec_ngram > 0 && e->o.spec_chained;
     p.speculative_fixed_k = e->o.spec_fixed;
     p.speculative_mtp = e->o.spec_mtp;
-    p.speculative_draft_model = e->o.spec_draft_model;
+    if (e->o.spec_draft_model) /* else the package's own model.draft, as the generator has it */
+        p.speculative_draft_model = e->o.spec_draft_model;
     return p;
 }
 
