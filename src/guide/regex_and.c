@@ -464,6 +464,181 @@ uint32_t gre_fold(gnfa *sc, const uint32_t *ent, const uint32_t *end, size_t n, 
     return acc;
 }
 
+/* ---- lazy intersections ---- */
+
+typedef struct gnfa_prod {
+    gnfa sc;          /* the parts, each ending in its marker */
+    uint32_t k;       /* parts */
+    uint32_t *ent, *end;
+    uint32_t entry, next; /* the real flagged entry; the state after */
+    uint32_t *tup;    /* k states per tuple */
+    uint32_t n_tup, cap_tup;
+    uint32_t *slot;   /* open addressing: tuple index + 1 */
+    uint32_t cap_slot;
+} gnfa_prod;
+
+static uint32_t tup_hash(const uint32_t *t, uint32_t k)
+{
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < k; i++) h = (h ^ t[i]) * 16777619u;
+    return h;
+}
+
+/* The id of tuple t (interned); GN_NONE past the product's room (nfa->overflow). */
+static uint32_t tup_id(gnfa *nfa, uint32_t pi, const uint32_t *t)
+{
+    gnfa_prod *p = nfa->prods[pi];
+    uint32_t k = p->k;
+    if (2 * (p->n_tup + 1) > p->cap_slot) {
+        uint32_t cap = p->cap_slot ? p->cap_slot * 2 : 1024;
+        uint32_t *slot = calloc(cap, sizeof *slot);
+        if (!slot) {
+            nfa->overflow = 1;
+            return GN_NONE;
+        }
+        for (uint32_t i = 0; i < p->n_tup; i++) {
+            uint32_t h = tup_hash(p->tup + (size_t)i * k, k) & (cap - 1);
+            while (slot[h]) h = (h + 1) & (cap - 1);
+            slot[h] = i + 1;
+        }
+        free(p->slot);
+        p->slot = slot;
+        p->cap_slot = cap;
+    }
+    uint32_t h = tup_hash(t, k) & (p->cap_slot - 1);
+    for (; p->slot[h]; h = (h + 1) & (p->cap_slot - 1))
+        if (!memcmp(p->tup + (size_t)(p->slot[h] - 1) * k, t, k * sizeof *t))
+            return GNFA_PBASE + (pi << GNFA_PROD_BITS) + p->slot[h] - 1;
+    if (p->n_tup + 1 >= (1u << GNFA_PROD_BITS)) {
+        nfa->overflow = 1;
+        return GN_NONE;
+    }
+    if (p->n_tup == p->cap_tup) {
+        uint32_t cap = p->cap_tup ? p->cap_tup * 2 : 256;
+        uint32_t *tup = realloc(p->tup, (size_t)cap * k * sizeof *tup);
+        if (!tup) {
+            nfa->overflow = 1;
+            return GN_NONE;
+        }
+        p->tup = tup;
+        p->cap_tup = cap;
+    }
+    memcpy(p->tup + (size_t)p->n_tup * k, t, k * sizeof *t);
+    p->slot[h] = ++p->n_tup;
+    return GNFA_PBASE + (pi << GNFA_PROD_BITS) + p->n_tup - 1;
+}
+
+/* The product's states: a tuple with a SPLIT part moves that part alone (epsilon on
+ * either side, the first such part); one of RANGE parts takes the bytes all take; one of
+ * markers goes on after the intersection; any other tuple is dead. */
+const gnfa_state *gnfa_product_state(const gnfa *cnfa, uint32_t x, gnfa_state *tmp)
+{
+    gnfa *nfa = (gnfa *)cnfa; /* tuples are interned as they are met */
+    *tmp = (gnfa_state){GN_SPLIT, 0, 0, 0, GN_NONE, GN_NONE};
+    if (x < nfa->n) { /* the entry: its product's index in lo, hi */
+        uint32_t pi = nfa->st[x].lo | (uint32_t)nfa->st[x].hi << 8;
+        tmp->out = tup_id(nfa, pi, nfa->prods[pi]->ent);
+        return tmp;
+    }
+    uint32_t pi = (x - GNFA_PBASE) >> GNFA_PROD_BITS, ti = (x - GNFA_PBASE) & ((1u << GNFA_PROD_BITS) - 1);
+    gnfa_prod *p = nfa->prods[pi];
+    uint32_t k = p->k, t[16];
+    memcpy(t, p->tup + (size_t)ti * k, k * sizeof *t);
+    bool markers = true, ranges = true;
+    uint8_t lo = 0, hi = 255;
+    for (uint32_t i = 0; i < k; i++) {
+        const gnfa_state *st = &p->sc.st[t[i]];
+        if (st->kind == GN_SPLIT) {
+            uint32_t a = st->out, b = st->out2;
+            if (a != GN_NONE) {
+                t[i] = a;
+                tmp->out = tup_id(nfa, pi, t);
+            }
+            if (b != GN_NONE) {
+                t[i] = b;
+                tmp->out2 = tup_id(nfa, pi, t);
+            }
+            return tmp;
+        }
+        markers = markers && t[i] == p->end[i];
+        ranges = ranges && st->kind == GN_RANGE;
+        if (st->kind == GN_RANGE) {
+            lo = st->lo > lo ? st->lo : lo;
+            hi = st->hi < hi ? st->hi : hi;
+        }
+    }
+    if (markers) {
+        tmp->out = p->next;
+    } else if (ranges && lo <= hi) {
+        for (uint32_t i = 0; i < k; i++) t[i] = p->sc.st[t[i]].out;
+        *tmp = (gnfa_state){GN_RANGE, lo, hi, 0, tup_id(nfa, pi, t), GN_NONE};
+        if (tmp->out == GN_NONE) tmp->kind = GN_SPLIT;
+    }
+    return tmp;
+}
+
+uint32_t gnfa_product_entry(const gnfa *nfa, uint32_t x)
+{
+    return nfa->prods[(x - GNFA_PBASE) >> GNFA_PROD_BITS]->entry;
+}
+
+static void prod_free(gnfa_prod *p)
+{
+    if (!p) return;
+    free(p->sc.st);
+    free(p->ent);
+    free(p->end);
+    free(p->tup);
+    free(p->slot);
+    free(p);
+}
+
+void gnfa_drop_products(gnfa *nfa, uint32_t n0)
+{
+    while (nfa->n_prods && nfa->prods[nfa->n_prods - 1]->entry >= n0)
+        prod_free(nfa->prods[--nfa->n_prods]);
+}
+
+void gnfa_free_extra(gnfa *nfa)
+{
+    for (uint32_t i = 0; i < nfa->n_prods; i++) prod_free(nfa->prods[i]);
+    free(nfa->prods);
+    free(nfa->reps);
+    nfa->prods = NULL;
+    nfa->reps = NULL;
+    nfa->n_prods = nfa->n_reps = 0;
+}
+
+/* The intersection of the parts in sc (entries ent, markers end) as a lazy one leading to
+ * next; takes sc, ent and end (frees them on failure). GN_NONE when it cannot be one. */
+static uint32_t lazy_product(gnfa *nfa, gnfa *sc, uint32_t *ent, uint32_t *end, size_t n,
+                             uint32_t next)
+{
+    gnfa_prod *p = NULL;
+    gnfa_prod **ps = NULL;
+    uint32_t entry = GN_NONE;
+    if (nfa->plain || n > 16 || nfa->n_prods >= GNFA_MAX_PRODS ||
+        !(ps = realloc(nfa->prods, (nfa->n_prods + 1) * sizeof *ps)) ||
+        !(p = calloc(1, sizeof *p)) ||
+        (entry = gnfa_add(nfa, GN_SPLIT, 0, 0, GN_NONE, next)) == GN_NONE) {
+        if (ps) nfa->prods = ps;
+        free(p);
+        free(sc->st);
+        free(ent);
+        free(end);
+        return GN_NONE;
+    }
+    nfa->prods = ps;
+    *p = (gnfa_prod){.sc = *sc, .k = (uint32_t)n, .ent = ent, .end = end, .entry = entry,
+                     .next = next};
+    uint32_t pi = nfa->n_prods++;
+    nfa->prods[pi] = p;
+    nfa->st[entry].veto |= GN_PRODUCT;
+    nfa->st[entry].lo = (uint8_t)(pi & 0xff);
+    nfa->st[entry].hi = (uint8_t)(pi >> 8);
+    return entry;
+}
+
 og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const char *what,
                            uint32_t next, uint32_t *entry)
 {
@@ -493,12 +668,18 @@ og_status *gre_compile_and(gnfa *nfa, const gre_part *parts, size_t n, const cha
     }
     /* fold: (p0 & p1) into the scratch with a marker of its own, ..., the last into nfa */
     if (!st) {
-        uint64_t room = (uint64_t)nfa->n + GRE_MAX_PRODUCT;
-        uint32_t limit = room > nfa->max ? nfa->max : (uint32_t)room;
+        /* built as a product automaton up to GRE_EAGER_PRODUCT states, lazily past */
+        uint64_t room = (uint64_t)nfa->n + (nfa->plain ? GRE_MAX_PRODUCT : GRE_EAGER_PRODUCT);
+        uint32_t limit = room > nfa->max ? nfa->max : (uint32_t)room, n0 = nfa->n;
         *entry = gre_fold(&sc, ent, end, n, nfa, next, limit);
-        if (*entry == GN_NONE)
-            st = og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: the intersection is too large (more "
-                           "than %u NFA states)", what, GRE_MAX_PRODUCT);
+        if (*entry == GN_NONE) {
+            /* too large to build: a lazy one, its states made as matching meets them */
+            gnfa_truncate(nfa, n0);
+            *entry = lazy_product(nfa, &sc, ent, end, n, next);
+            if (*entry != GN_NONE) return NULL;
+            return og_errorf(OG_ERR_INVALID_ARGUMENT, "%s: the intersection is too large "
+                             "(more than %u NFA states)", what, GRE_MAX_PRODUCT);
+        }
     }
     free(sc.st);
     free(ent);
