@@ -5,8 +5,13 @@
  * cut into consecutive windows of 3000 frames, the last zero-padded to 3000 as
  * transformers pads a segment. Each window is one request (og_generator_set_inputs with
  * the decoder prompt); its tokens after the prompt, less a final EOS, are appended to the
- * transcript. The windows do not seek by predicted timestamps (transformers' sequential
- * long-form decoding does): a window always advances by 30 s. */
+ * transcript. Without timestamps a window advances by 30 s. With --timestamps the next
+ * window starts where transformers' sequential long-form decoding seeks to
+ * (WhisperGenerationMixin._retrieve_segment): after the last pair of consecutive timestamp
+ * tokens, at the first of them (its position times the encoder's stride of 2 frames), the
+ * tokens after that pair dropped; a window ending in a single timestamp, or without a
+ * pair, advances by its whole length. Whisper's timestamp logits rules are not applied
+ * (onnxruntime-genai applies none either). */
 #include "cli/cli.h"
 
 #include "base/status.h"
@@ -22,7 +27,8 @@ static const char transcribe_usage[] =
     "usage: onnx-genai transcribe [-m] DIR FILE.wav [options]\n"
     "  --language XX        the language token <|XX|> (default en)\n"
     "  --task T             transcribe (default) or translate\n"
-    "  --timestamps         leave <|notimestamps|> out of the decoder prompt\n"
+    "  --timestamps         leave <|notimestamps|> out of the decoder prompt, and seek\n"
+    "                       by the timestamps as transformers' long form does\n"
     "  --max-length N       tokens per 30 s window, prompt included (default the\n"
     "                       model's context_length)\n"
     "  --ids                print the generated ids (comma-separated) instead of text\n";
@@ -71,9 +77,29 @@ static int parse(int argc, char **argv, transcribe_opts *o) {
     return -1;
 }
 
-/* One window's greedy tokens after the prompt, less a final EOS, appended to *out. */
+/* Where transformers' long-form decoding seeks after a window's tokens t[0..n) (its
+ * _retrieve_segment): the frames to advance, and in *keep the tokens the transcript keeps.
+ * ts0 is <|0.00|>'s id, frames the window's frames (3000, or fewer for the clip's last);
+ * eos: an EOS followed t (transformers keeps it in the clip's last window, where it is
+ * the last token: no single timestamp ending then). */
+static int64_t seek_advance(const int32_t *t, size_t n, int32_t ts0, int64_t frames, bool eos,
+                            size_t *keep) {
+    *keep = n;
+    size_t last_pair = 0; /* index of the second timestamp of the last pair, + 1; 0: none */
+    for (size_t i = 0; i + 1 < n; i++)
+        if (t[i] >= ts0 && t[i + 1] >= ts0) last_pair = i + 2;
+    bool single_ending = !eos && n >= 2 && t[n - 2] < ts0 && t[n - 1] >= ts0;
+    if (!last_pair || single_ending) return frames;
+    *keep = last_pair;
+    int64_t advance = (int64_t)(t[last_pair - 2] - ts0) * 2; /* the encoder's stride */
+    return advance > 0 ? advance : frames; /* <|0.00|> would not move: the whole window */
+}
+
+/* One window's greedy tokens after the prompt, less a final EOS, appended to *out from
+ * index *n_out (which the caller may cut back). */
 static og_status *window(og_model *m, const transcribe_opts *o, og_tensor *feats,
-                         og_tensor *prompt, int32_t **out, size_t *n_out) {
+                         og_tensor *prompt, int32_t **out, size_t *n_out, bool *had_eos) {
+    *had_eos = false;
     og_generator_params p = og_generator_params_default(m);
     p.max_length = o->max_length;
     p.do_sample = 0;
@@ -91,6 +117,7 @@ static og_status *window(og_model *m, const transcribe_opts *o, og_tensor *feats
     for (size_t k = 0; !st && len > skip && k < n_eos; k++)
         if (seq[len - 1] == eos[k]) {
             len--;
+            *had_eos = true;
             break;
         }
     if (!st && len > skip) {
@@ -127,6 +154,8 @@ static og_status *transcribe(og_model *m, const transcribe_opts *o, int32_t **id
         st = og_errorf(OG_ERR_INVALID_ARGUMENT, "--language: the tokenizer has no %s token",
                        lang);
     if (!st) st = og_tokenizer_encode(tok, text, strlen(text), 0, &pids, &n_p);
+    /* timestamps: <|0.00|> and the ids after it are timestamp tokens */
+    int32_t ts0 = !st && o->timestamps ? og_tokenizer_token_to_id(tok, "<|0.00|>") : -1;
     if (!st) {
         int64_t d[2] = {1, (int64_t)n_p};
         st = og_tensor_wrap(OG_INT32, d, 2, pids, n_p * sizeof *pids, &prompt);
@@ -136,7 +165,8 @@ static og_status *transcribe(og_model *m, const transcribe_opts *o, int32_t **id
     int64_t frames = st ? 0 : og_tensor_dims(whole)[2];
     int64_t wd[3] = {1, mels, WINDOW};
     if (!st) st = og_tensor_create(OG_FLOAT32, wd, 3, &win);
-    for (int64_t at = 0; !st && (at == 0 || at < frames); at += WINDOW) {
+    int64_t advance = WINDOW;
+    for (int64_t at = 0; !st && (at == 0 || at < frames); at += advance) {
         int64_t take = frames - at < WINDOW ? frames - at : WINDOW;
         const float *src = og_tensor_data(whole);
         float *dst = og_tensor_data(win);
@@ -144,7 +174,15 @@ static og_status *transcribe(og_model *m, const transcribe_opts *o, int32_t **id
         for (int b = 0; b < mels; b++)
             memcpy(dst + (size_t)b * WINDOW, src + (size_t)b * (size_t)frames + (size_t)at,
                    sizeof(float) * (size_t)take);
-        st = window(m, o, win, prompt, ids, n_ids);
+        size_t before = *n_ids, keep;
+        bool had_eos = false, last = at + take >= frames;
+        st = window(m, o, win, prompt, ids, n_ids, &had_eos);
+        advance = WINDOW;
+        if (!st && ts0 >= 0) {
+            advance = seek_advance(*ids + before, *n_ids - before, ts0, take, had_eos && last,
+                                   &keep);
+            *n_ids = before + keep;
+        }
     }
     og_tensor_free(win);
     og_tensor_free(whole);

@@ -49,15 +49,18 @@ import onnx_genai as og  # noqa: E402
 LAYERS, HEADS, DIM = 2, 4, 64
 
 
-def make_package(tmp, **config):
+def make_package(tmp, prepare=None, **config):
     """A random-initialised model (seed 26; WhisperConfig keys in config override ours) and
-    the builder's package of it (also check_whisper_generate.py's)."""
+    the builder's package of it (also check_whisper_generate.py's); prepare(model), when
+    given, changes the weights before the export."""
     torch.manual_seed(26)
     cfg = WhisperConfig(vocab_size=51865, d_model=DIM, encoder_layers=LAYERS,
                         decoder_layers=LAYERS, encoder_attention_heads=HEADS,
                         decoder_attention_heads=HEADS, encoder_ffn_dim=2 * DIM,
                         decoder_ffn_dim=2 * DIM, num_mel_bins=80, **config)
     model = WhisperForConditionalGeneration(cfg).eval()
+    if prepare:
+        prepare(model)
     hf = os.path.join(tmp, "hf")
     model.save_pretrained(hf)
     pkg = os.path.join(tmp, "pkg")

@@ -86,14 +86,24 @@ def check_cli_generate(pkg, wav, want):
     return [] if got == want else [f"generate --audio: {got} vs transformers' {want}"]
 
 
+def long_features(path):
+    """A WAV's features as transformers computes long-form input (WhisperFeatureExtractor,
+    truncation=False, padding="longest")."""
+    import wave
+    from transformers import WhisperFeatureExtractor
+    with wave.open(path) as w:
+        x = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768
+    return WhisperFeatureExtractor(feature_size=80)(
+        x, sampling_rate=16000, truncation=False, padding="longest",
+        return_tensors="np").input_features
+
+
 def check_cli_windows(tmp, pkg, hf_model, hf_tok):
     """`onnx-genai transcribe --ids` on a 65 s clip: three 30 s windows of the whole clip's
     features (the last zero-padded to 3000 frames), each generated from the decoder prompt,
     the tokens after it (less a final EOS) concatenated; against transformers' features
     (WhisperFeatureExtractor, truncation=False, padding="longest") cut the same way and
     transformers' greedy ids per window."""
-    import wave
-    from transformers import WhisperFeatureExtractor
     exe = os.path.join(os.path.dirname(os.environ.get("ONNX_GENAI_LIBRARY", "")), "onnx-genai")
     if not os.access(exe, os.X_OK):
         print(f"SKIP the CLI case: no {exe}")
@@ -104,11 +114,7 @@ def check_cli_windows(tmp, pkg, hf_model, hf_tok):
     if r.returncode != 0:
         return [f"transcribe failed: {r.stderr.strip()}"]
     got = [int(x) for x in r.stdout.strip().split(",") if x]
-    with wave.open(path) as w:
-        x = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768
-    feats = WhisperFeatureExtractor(feature_size=80)(
-        x, sampling_rate=16000, truncation=False, padding="longest",
-        return_tensors="np").input_features
+    feats = long_features(path)
     prompt = hf_tok.encode("<|startoftranscript|><|en|><|transcribe|><|notimestamps|>",
                            add_special_tokens=False).ids
     want, windows = [], 0
@@ -125,12 +131,67 @@ def check_cli_windows(tmp, pkg, hf_model, hf_tok):
     return [] if same else ["transcribe's windows differ from transformers'"]
 
 
+def favour_timestamps(model):
+    with torch.no_grad():
+        model.model.decoder.embed_tokens.weight[specials()["<|0.00|>"]:] *= 1.5
+
+
+def check_cli_seek(tmp, pkg, hf_model, hf_tok):
+    """`onnx-genai transcribe --timestamps --ids` on the 65 s clip: each window where
+    transformers' sequential long-form decoding seeks (WhisperGenerationMixin.
+    _retrieve_segment on the window's tokens: to the first timestamp of the last pair,
+    times the stride 2; the whole window after a single timestamp ending or without a
+    pair), the kept tokens its segments' tokens; against transformers' greedy ids per
+    window (GenerationMixin.generate: no timestamp logits rules, which neither we nor
+    onnxruntime-genai apply) and its own seeking."""
+    from transformers.models.whisper.generation_whisper import WhisperGenerationMixin
+    exe = os.path.join(os.path.dirname(os.environ.get("ONNX_GENAI_LIBRARY", "")), "onnx-genai")
+    if not os.access(exe, os.X_OK):
+        print(f"SKIP the seek case: no {exe}")
+        return []
+    path = os.path.join(tmp, "long.wav")
+    r = subprocess.run([exe, "transcribe", pkg, path, "--language", "en", "--max-length", "40",
+                        "--timestamps", "--ids"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return [f"transcribe --timestamps failed: {r.stderr.strip()}"]
+    got = [int(x) for x in r.stdout.strip().split(",") if x]
+    feats = long_features(path)
+    prompt = hf_tok.encode("<|startoftranscript|><|en|><|transcribe|>",
+                           add_special_tokens=False).ids
+    ts0 = specials()["<|0.00|>"]
+    total, seek, want, offsets = feats.shape[2], 0, [], []
+    while seek < total:
+        take = min(3000, total - seek)
+        win = np.zeros((1, 80, 3000), np.float32)
+        win[:, :, :take] = feats[:, :, seek:seek + take]
+        seq = hf_generate(hf_model, win, [prompt], 40)[0][len(prompt):]
+        final = seek + take >= total
+        if not final and seq and seq[-1] == EOT:
+            seq = seq[:-1]
+        segments, offset = WhisperGenerationMixin._retrieve_segment(
+            torch.tensor(seq), [None], [0.0], ts0, [take], 0.02, 0.01, 2, 0, 0, False,
+            torch.zeros((1, len(prompt)), dtype=torch.long))
+        kept = [int(t) for s in segments for t in s["tokens"]]
+        want += kept[:-1] if final and kept and kept[-1] == EOT else kept
+        offsets.append(int(offset))
+        seek += int(offset)
+    same = got == want and any(o != 3000 for o in offsets[:-1])
+    print(f"transcribe --timestamps --ids, 65 s: windows advanced by {offsets} frames "
+          f"(a seek by a timestamp pair needed); "
+          f"{'same' if same else 'DIFFERENT'} ids ({len(got)} tokens)" +
+          ("" if same else f"\n    ours {got}\n    transformers {want}"))
+    return [] if same else ["transcribe's timestamp seeking differs from transformers'"]
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         # init_std 0.3, not 0.02: at the default the random decoder repeats one token
-        # whatever the audio; at 0.3 each clip gives its own varied ids
-        hf_model, pkg = make_package(tmp, init_std=0.3)
+        # whatever the audio; at 0.3 each clip gives its own varied ids. The timestamp
+        # tokens' embedding rows (the output projection is tied to them) scaled by 1.5, so
+        # that timestamps, and pairs of them, come up among the text (the seek case needs
+        # them; unscaled, a random model never writes one)
+        hf_model, pkg = make_package(tmp, prepare=favour_timestamps, init_std=0.3)
         hf_tok = write_tokenizer(pkg)
         model = og.Model(pkg)
         processor = model.create_multimodal_processor()
@@ -175,6 +236,7 @@ def main():
             if max_length > 10 and len(set(got[0][len(expect[0]):])) < 3:
                 failures.append(f"{name}: a degenerate model (one token repeated): no test")
         failures += check_cli_windows(tmp, pkg, hf_model, hf_tok)
+        failures += check_cli_seek(tmp, pkg, hf_model, hf_tok)
         failures += check_cli_generate(pkg, a, first_ids)
         # the C API's order: features before the prompt, both required
         params = og.GeneratorParams(model)
