@@ -655,8 +655,11 @@ static og_status *string_schema(jctx *c, const cJSON *s, const char *ptr, gsym *
     double hi = cJSON_IsNumber(mx) ? mx->valuedouble : -1;
     if (hi >= 0 && lo > hi)
         return at_error(c, ptr, "%s", "unsatisfiable schema: minLength is above maxLength");
-    if (hi > JSON_MAX_LENGTH || lo > JSON_MAX_LENGTH)
-        return at_error(c, ptr, "%s", "minLength / maxLength above 1000000 are not supported");
+    /* a maximum past JSON_MAX_LENGTH characters is no maximum: no output reaches it (a
+     * counted string that long passes the lexer's DFA states first) */
+    if (hi > JSON_MAX_LENGTH) hi = -1;
+    if (lo > JSON_MAX_LENGTH)
+        return at_error(c, ptr, "%s", "minLength above 1000000 is not supported");
     bool lengths = lo > 0 || hi >= 0;
     if (!pat && !fmt && !lengths) return string_lexeme(c, out);
     jbuf re = {0};

@@ -1343,7 +1343,7 @@ static uint32_t comp_ext(rcomp *c, const rnode *nd, uint32_t next)
 /* ---- repeats: x{min,max} with a large max as one copy of x and virtual copies ---- */
 
 /* Most states a repeat's template may have, and the smallest max worth one. */
-#define REP_TEMPLATE_MAX 4096u
+#define REP_TEMPLATE_MAX 65536u
 #define REP_VIRTUAL_FROM 64u
 
 static const gnfa_rep *rep_of(const gnfa *nfa, uint32_t x)

@@ -126,6 +126,9 @@ CASES = [
      ['"' + "x" * 11999 + '"', '"' + "x" * 12000 + '"', '"' + "é" * 12002 + '"',
       '"' + "ab" * 6002 + '"']),
     ({"type": "string", "maxLength": 1000000}, ['"abc"', '""']),
+    ({"type": "string", "maxLength": 2147483647}, ['"abc"', '""']),  # no maximum in effect
+    # a large Unicode class counted (its template thousands of states, public schemas)
+    ({"type": "string", "pattern": "^\\P{C}*$", "maxLength": 1000}, ['"abc"', '"\\u0001"', '""']),
     ({"type": "string", "minLength": 2, "maxLength": 3},
      ['"a"', '"ab"', '"abc"', '"abcd"', '"\\n\\n\\n"', '"\\n\\n\\n\\n"', '"ééé"', '"😀😀😀😀"']),
     ({"type": "string", "pattern": "a+b"}, ['"ab"', '"aab"', '"xab"', '"abx"', '"b"',
