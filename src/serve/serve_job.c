@@ -274,6 +274,11 @@ bool srv_job_start(srv_job *j, srv_server *s, srv_model *m, srv_params *p, int f
     }
     /* guidance first: an invalid schema is refused before anything is tokenized or run */
     bool ok = srv_guide_compile(m, p, &j->grammar, &j->guide_tokens, err);
+    if (ok && !p->chat && srv_model_takes_audio(m)) { /* its decoder needs the encoder's input */
+        srv_fail(err, 400, "prompt", "model '%.100s' is a Whisper package: it takes audio, as an "
+                 "input_audio part of a chat request", m->name);
+        ok = false;
+    }
     if (ok && p->chat) {
         ok = chat_prompt(j, err);
     } else if (ok) {

@@ -340,6 +340,10 @@ def audio_case(tmp, png_path):
         got = answer_ids(j, vocab) if st == 200 else f"{st} {j}"
         report(got == want, f"Whisper, an input_audio part: {len(want)} ids equal "
                "onnxruntime-genai's (default decoder prompt)", f"ours {got} theirs {want}")
+        st, j = s.post("/v1/completions", {"prompt": "<|startoftranscript|>", "max_tokens": 2})
+        msg = j["error"]["message"] if isinstance(j, dict) and "error" in j else str(j)
+        report(st == 400 and "input_audio" in msg, f"Whisper: a completion refused (400, "
+               f"{msg[:80]!r})", f"{st} {msg}")
         for what, p, words in [
                 ("mp3", {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "mp3"}},
                  "not read"),
