@@ -32,10 +32,12 @@ Drift at accuracy_level 4. An activation one ulp away from onnxruntime's is enou
 move a product by a whole int8 step. Our MatMulNBits (at 32-value blocks, in the order
 of the MLAS kernels onnxruntime runs on this CPU: its AVX2 or its AVX-512 class) and the
 ops between its roundings on a hybrid's linear-attention layer give onnxruntime's bits
-(docs/ARCHITECTURE.md, "onnxruntime's arithmetic, and row forms"); what still differs in
-the last bit (GroupQueryAttention and its rotary embeddings, the MoE ops,
-LinearAttention at head sizes onnxruntime runs through its SGEMM) can, on random weights,
-grow past the tolerance on the hybrids (linear attention, conv state, MoE). Such a
+(docs/ARCHITECTURE.md, "onnxruntime's arithmetic, and row forms"), and so do, on CPUs
+with AVX-512, GroupQueryAttention in float32 (decode and prompt, softcap, window-sized
+caches) and LinearAttention's delta rules at head sizes that are multiples of 32. What
+still differs in the last bit (the other attention forms, the MoE ops, LinearAttention's
+other rules and sizes, the AVX2 and AMX classes of those ops) can, on random weights,
+grow past the tolerance, most on the hybrids (linear attention, conv state, MoE). Such a
 failure is "drift" when it is against onnxruntime (parity, or onnxruntime-genai's
 tokens) at accuracy_level 4 and the same package at accuracy_level 1 (float32
 arithmetic, same weights and graph) passes everything: the matrix reports it as drift,
