@@ -305,12 +305,6 @@ static og_status *run_alone(og_generator *g) {
     return NULL;
 }
 
-/* Whether the pending prompt of every row may run in pieces with the bits of one run:
- * GroupQueryAttention's compact cache (a piece continues the rows like appended tokens),
- * backends whose kernels take row forms (their bits do not depend on how a run is cut,
- * the engine's chunked prefill relies on the same), the last position's logits only, no
- * state (its prompt path keeps snapshots) and no LongRoPE width test (a piece's mask
- * width would choose the short caches where the whole prompt chooses the long ones). */
 /* Whether every stage's kernels take row forms, so that a prompt split into runs still
  * computes each token as the whole prompt's run would (a backend without them, such as
  * onnxruntime, computes the tokens of a later run as decode steps). */
@@ -320,6 +314,12 @@ static bool stages_take_forms(const og_model *m) {
     return true;
 }
 
+/* Whether the pending prompt of every row may run in pieces with the bits of one run:
+ * GroupQueryAttention's compact cache (a piece continues the rows like appended tokens),
+ * backends whose kernels take row forms (their bits do not depend on how a run is cut,
+ * the engine's chunked prefill relies on the same), the last position's logits only, no
+ * state (its prompt path keeps snapshots) and no LongRoPE width test (a piece's mask
+ * width would choose the short caches where the whole prompt chooses the long ones). */
 static bool prompt_in_pieces(const og_generator *g) {
     const og_model *m = g->m;
     if (!m->compact || m->snapshots || m->width_threshold >= 0 || g->p.all_logits) return false;
