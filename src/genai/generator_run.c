@@ -129,7 +129,9 @@ static const og_tensor *run_image_features(og_generator *g, const run_spec *rs) 
 }
 
 /* The row forms of a run (step.h): a position computed before keeps its form (a rewind
- * feeds it again), a new one takes its place in the run. */
+ * feeds it again), a new one takes its place in the run. A stopped row of the
+ * shared-column layout is fed a masked pad past its last position, whose form is not
+ * kept (it may lie past max_length). */
 static void stage_forms(og_generator *g, const run_spec *rs) {
     int L = rs->run_len ? rs->run_len : rs->n;
     for (int k = 0; k < rs->nr; k++) {
@@ -137,12 +139,14 @@ static void stage_forms(og_generator *g, const run_spec *rs) {
         uint8_t *pf = g->pos_form + (size_t)r * g->max_len;
         for (int i = 0; i < rs->n; i++) {
             int p = g->start[k] + i;
-            if (p >= g->form_len[r])
-                pf[p] = rs->as_steps ? gen_step_form_in_run(0, 1)
-                                     : gen_step_form_in_run(rs->run_off + i, L);
-            g->feed_forms[(size_t)k * rs->n + i] = pf[p];
+            uint8_t f = p < g->form_len[r] ? pf[p]
+                        : rs->as_steps ? gen_step_form_in_run(0, 1)
+                                       : gen_step_form_in_run(rs->run_off + i, L);
+            if (p >= g->form_len[r] && p < g->max_len) pf[p] = f;
+            g->feed_forms[(size_t)k * rs->n + i] = f;
         }
-        if (g->start[k] + rs->n > g->form_len[r]) g->form_len[r] = g->start[k] + rs->n;
+        int end = g->start[k] + rs->n < g->max_len ? g->start[k] + rs->n : g->max_len;
+        if (end > g->form_len[r]) g->form_len[r] = end;
     }
 }
 
