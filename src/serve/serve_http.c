@@ -579,8 +579,8 @@ out:
     srv_gate_stop(s->gate); /* nothing more is handed over */
     if (s->daemon) MHD_stop_daemon(s->daemon);
     srv_gate_free(s->gate); /* after the daemon: its closing connections report to the gate */
+    srv_slots_free(s); /* before the models: it walks n_models of them */
     if (s->models) srv_models_free(s);
-    srv_slots_free(s);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->slot_cv);
     free(s);

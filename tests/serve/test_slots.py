@@ -20,7 +20,8 @@ persistence, --slot-save-path), over real HTTP:
              states): a 140-token prompt's save holds 128 positions (its last state snapshot,
              at a multiple of 64) and the state; restored in a fresh server the prompt takes
              128 from the cache and its answer's log-probabilities equal the first server's
-             (they differ when the state and KV are not restored).
+             (they differ when the state and KV are not restored). A model served per
+             sequence (on onnxruntime, when it loads) answers 501 naming why.
 
 Usage: test_slots.py BUILD_DIR PACKAGES_DIR CASE. Exits 77 when a package is missing."""
 import json
@@ -177,6 +178,20 @@ def case_slot_save(build, pkgs):
         error_is(st, j, 400, "saved from the model 'stories260K'", "a file of another package")
     finally:
         s.stop()
+
+    # per-sequence mode (the model on onnxruntime) has no pool to save from
+    try:
+        s = Server(build, tiny, "--slot-save-path", tmp, "--backend", "ort")
+    except SystemExit as e:
+        print(f"note: no per-sequence check, the server does not start on onnxruntime ({e})")
+        s = None
+    if s:
+        try:
+            complete(s, [5, 6, 7], 2)
+            st, j = action(s, 0, "save", "ort.bin")
+            error_is(st, j, 501, "needs the batched engine", "save in per-sequence mode")
+        finally:
+            s.stop()
 
     # a hybrid: the KV up to its last state snapshot, and that state
     hv = json.load(open(os.path.join(hybrid, "genai_config.json")))["model"]["vocab_size"]
