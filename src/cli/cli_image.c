@@ -23,12 +23,14 @@ og_status *cli_images_prepare(og_model *model, og_tokenizer *tok, const char *co
     if (!st) st = og_image_processor_open(model->dir, &pr);
     if (!st) st = og_image_processor_process(pr, im, &nt);
     og_tensor *grid = st ? NULL : og_named_tensors_find(nt, "image_grid_thw");
-    if (!st && (!grid || !model->vision.s))
+    bool gemma = model->vision_gemma3;
+    if (!st && ((!grid && !gemma) || !model->vision.s))
         st = og_errorf(OG_ERR_UNSUPPORTED, "--image: %s takes no images here (%s)", model->dir,
                        model->text_only ? model->text_only
-                                        : "images are fed to Qwen vision-language packages");
-    if (!st && (st = gen_vision_expand_prompt(model, text, og_tensor_data(grid), n_paths, true,
-                                              &expanded)))
+                                        : "images are fed to Qwen and Gemma 3 packages here");
+    if (!st && (st = gemma ? gen_vision_expand_gemma(text, n_paths, true, &expanded)
+                           : gen_vision_expand_prompt(model, text, og_tensor_data(grid), n_paths,
+                                                      true, &expanded)))
         st = og_status_wrap(st, "--image");
     if (!st) st = og_tokenizer_encode(tok, expanded, strlen(expanded), add_special, &enc, &n);
     if (!st && n == 0) st = og_errorf(OG_ERR_INVALID_ARGUMENT, "the prompt encodes to no tokens");
@@ -54,7 +56,7 @@ og_status *cli_images_set(og_generator *gen, int32_t *ids, size_t n, og_named_te
     const char *names[3] = {"input_ids", "pixel_values", "image_grid_thw"};
     const og_tensor *ts[3] = {idt, og_named_tensors_find(nt, "pixel_values"),
                               og_named_tensors_find(nt, "image_grid_thw")};
-    og_status *st = og_generator_set_inputs(gen, names, ts, 3);
+    og_status *st = og_generator_set_inputs(gen, names, ts, ts[2] ? 3 : 2); /* Gemma 3: no grid */
     og_tensor_free(idt);
     return st;
 }

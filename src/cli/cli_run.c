@@ -16,6 +16,7 @@
 #include "chat/chat.h"
 #include "chat/chat_stream.h"
 #include "cli/cli.h"
+#include "genai/vision.h"
 
 #include "base/status.h"
 #include "onnx_genai.h"
@@ -33,7 +34,6 @@
 enum { MAX_STOPS = 16 };
 
 /* A message's image, as Qwen's chat templates write an image content part. */
-static const char IMAGE_PLACEHOLDER[] = "<|vision_start|><|image_pad|><|vision_end|>";
 
 static const char run_usage[] =
     "usage: onnx-genai run [-m] DIR [options]\n"
@@ -485,13 +485,15 @@ static og_status *dup_text(const chat_stream *cs, chat_channel ch, char **out, s
 static og_status *run_turn(chat_session *s, const char *user, turn_result *r) {
     memset(r, 0, sizeof *r);
     double t0 = now_s();
-    /* the message's images as Qwen's placeholders in front of its text */
+    /* the message's images as the model's placeholders in front of its text (what Qwen's
+     * and Gemma 3's templates write for an image part) */
     int added = s->n_pending;
     s->n_pending = 0;
-    size_t ul = strlen(user), pl = strlen(IMAGE_PLACEHOLDER);
+    const char *ph = gen_vision_placeholder(s->model);
+    size_t ul = strlen(user), pl = strlen(ph);
     char *content = malloc(ul + (size_t)added * pl + 1);
     if (!content) return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int i = 0; i < added; i++) memcpy(content + (size_t)i * pl, IMAGE_PLACEHOLDER, pl);
+    for (int i = 0; i < added; i++) memcpy(content + (size_t)i * pl, ph, pl);
     memcpy(content + (size_t)added * pl, user, ul + 1);
     bool added_msg = add_message(s->history, "user", content, NULL);
     free(content);

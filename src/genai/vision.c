@@ -292,3 +292,42 @@ og_status *gen_vision_encode_plain(og_model *m, const og_tensor *pixel_values,
     }
     return NULL;
 }
+
+static const char GEMMA_IMAGE[] = "<start_of_image>", GEMMA_SOFT[] = "<image_soft_token>",
+                  GEMMA_END[] = "<end_of_image>";
+enum { GEMMA_SOFT_TOKENS = 256 };
+
+const char *gen_vision_placeholder(const og_model *m) {
+    return m->vision_gemma3 ? GEMMA_IMAGE : "<|vision_start|><|image_pad|><|vision_end|>";
+}
+
+size_t gen_vision_gemma_placeholders(const char *text) {
+    size_t n = 0;
+    for (const char *p = strstr(text, GEMMA_IMAGE); p; p = strstr(p + 1, GEMMA_IMAGE)) n++;
+    return n;
+}
+
+og_status *gen_vision_expand_gemma(const char *text, int n, bool add_missing, char **out) {
+    size_t found = gen_vision_gemma_placeholders(text), count = found ? found : (size_t)n;
+    if (found != (size_t)n && (found || !add_missing))
+        return og_errorf(OG_ERR_INVALID_ARGUMENT, "the prompt has %zu image placeholder%s (%s) "
+                         "for %d image%s", found, found == 1 ? "" : "s", GEMMA_IMAGE, n,
+                         n == 1 ? "" : "s");
+    size_t one = 2 + strlen(GEMMA_IMAGE) + GEMMA_SOFT_TOKENS * strlen(GEMMA_SOFT) +
+                 strlen(GEMMA_END) + 2;
+    char *buf = malloc(strlen(text) + count * one + 1), *w = buf;
+    if (!buf) return og_oom();
+    const char *p = text;
+    for (size_t k = 0; k < count; k++) {
+        const char *at = found ? strstr(p, GEMMA_IMAGE) : p;
+        memcpy(w, p, (size_t)(at - p));
+        w += at - p;
+        w += sprintf(w, "\n\n%s", GEMMA_IMAGE);
+        for (int i = 0; i < GEMMA_SOFT_TOKENS; i++) w += sprintf(w, "%s", GEMMA_SOFT);
+        w += sprintf(w, "%s\n\n", GEMMA_END);
+        p = found ? at + strlen(GEMMA_IMAGE) : at;
+    }
+    strcpy(w, p);
+    *out = buf;
+    return NULL;
+}

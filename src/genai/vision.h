@@ -47,5 +47,13 @@ og_status *gen_vision_rope_index(const og_model *m, const int32_t *ids, int64_t 
 size_t gen_vision_placeholders(const char *text);
 og_status *gen_vision_expand_prompt(const og_model *m, const char *text, const int64_t *grid,
                                     int n, bool add_missing, char **out);
+/* Gemma 3's: each <start_of_image> becomes "\n\n<start_of_image>", 256
+ * <image_soft_token>, "<end_of_image>\n\n" as onnxruntime-genai's processor expands it
+ * (with add_missing, a text without any gets one per image in front); the count of
+ * <start_of_image>; and the placeholder a chat message carries for an image of model m
+ * (Gemma 3's, else Qwen's <|vision_start|><|image_pad|><|vision_end|>). */
+og_status *gen_vision_expand_gemma(const char *text, int n, bool add_missing, char **out);
+size_t gen_vision_gemma_placeholders(const char *text);
+const char *gen_vision_placeholder(const og_model *m);
 
 #endif

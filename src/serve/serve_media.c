@@ -32,36 +32,6 @@ static const char WHISPER_PROMPT[] = "<|startoftranscript|><|en|><|transcribe|><
 bool srv_model_takes_images(const srv_model *m) {
     return m->model && m->model->vision.s && !m->model->vision_phi3;
 }
-
-static const char GEMMA_IMAGE[] = "<start_of_image>", GEMMA_SOFT[] = "<image_soft_token>",
-                  GEMMA_END[] = "<end_of_image>";
-enum { GEMMA_SOFT_TOKENS = 256 };
-
-static size_t count_of(const char *text, const char *what) {
-    size_t n = 0;
-    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
-    return n;
-}
-
-/* Gemma 3's prompt as onnxruntime-genai's processor makes it: each <start_of_image>
- * becomes "\n\n<start_of_image>", 256 <image_soft_token>, "<end_of_image>\n\n". */
-static char *gemma_expand(const char *text, size_t n) {
-    size_t one = 2 + strlen(GEMMA_IMAGE) + GEMMA_SOFT_TOKENS * strlen(GEMMA_SOFT) +
-                 strlen(GEMMA_END) + 2;
-    char *out = malloc(strlen(text) + n * one + 1), *w = out;
-    if (!out) return NULL;
-    const char *p = text;
-    for (const char *at = strstr(p, GEMMA_IMAGE); at; at = strstr(p, GEMMA_IMAGE)) {
-        memcpy(w, p, (size_t)(at - p));
-        w += at - p;
-        w += sprintf(w, "\n\n%s", GEMMA_IMAGE);
-        for (int i = 0; i < GEMMA_SOFT_TOKENS; i++) w += sprintf(w, "%s", GEMMA_SOFT);
-        w += sprintf(w, "%s\n\n", GEMMA_END);
-        p = at + strlen(GEMMA_IMAGE);
-    }
-    strcpy(w, p);
-    return out;
-}
 bool srv_model_takes_audio(const srv_model *m) { return m->model && m->model->encoder; }
 
 /* RFC 4648 base64 (white space skipped, padding optional); false on any other byte. */
@@ -262,12 +232,12 @@ static bool encode(srv_model *m, const char *text, int32_t **ids, size_t *n, srv
 bool srv_media_images_prompt(srv_model *m, srv_media *md, const char *text, int32_t **ids,
                              size_t *n, srv_error *err) {
     bool gemma = m->model->vision_gemma3;
-    size_t found = gemma ? count_of(text, GEMMA_IMAGE) : gen_vision_placeholders(text);
+    size_t found = gemma ? gen_vision_gemma_placeholders(text) : gen_vision_placeholders(text);
     if (found != (size_t)md->n_images) {
         srv_fail(err, 400, "messages", "the chat template wrote %zu image placeholder%s "
                  "(%s) for the %d image%s of the messages; it must write one for "
                  "each {\"type\": \"image\"} part", found, found == 1 ? "" : "s",
-                 gemma ? GEMMA_IMAGE : "<|vision_start|>", md->n_images,
+                 gemma ? "<start_of_image>" : "<|vision_start|>", md->n_images,
                  md->n_images == 1 ? "" : "s");
         return false;
     }
@@ -282,7 +252,7 @@ bool srv_media_images_prompt(srv_model *m, srv_media *md, const char *text, int3
     if (!st && (!pv || (!grid && !gemma)))
         st = og_errorf(OG_ERR_UNSUPPORTED, "the processor (%s) gives no pixel_values%s",
                        og_image_processor_name(pr), gemma ? "" : " and image_grid_thw");
-    if (!st && gemma && !(expanded = gemma_expand(text, found))) st = og_oom();
+    if (!st && gemma) st = gen_vision_expand_gemma(text, md->n_images, false, &expanded);
     if (!st && !gemma)
         st = gen_vision_expand_prompt(m->model, text, og_tensor_data(grid), md->n_images, false,
                                       &expanded);

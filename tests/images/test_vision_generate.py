@@ -378,6 +378,19 @@ def gemma3_checks(tmp, paths):
                f"{len(theirs[1])} generated", ours, theirs)
     report(got["one image"] != got["another image"], "gemma3: another image gives other ids",
            got["one image"], got["another image"])
+    # the CLI: generate --image expands <start_of_image> as the processor does
+    cli = os.path.join(BUILD, "onnx-genai") if BUILD else ""
+    if not os.path.exists(cli):
+        print(f"SKIP the gemma3 CLI case: no {cli or 'build folder given'}")
+        return
+    ids, gen = generate(ort_og, theirs_model, prompt, [paths["a"]], steps=8)
+    r = subprocess.run([cli, "generate", pkg, "-p", prompt, "--json", "--max-new-tokens", "8",
+                        "--image", paths["a"]], capture_output=True, text=True, env=CLI_ENV)
+    out = json.loads(r.stdout)["sequences"][0] if r.returncode == 0 else r.stderr
+    eos = json.load(open(os.path.join(pkg, "genai_config.json"), encoding="utf-8"))["model"][
+        "eos_token_id"]
+    want = ids + (gen[:-1] if gen and gen[-1] in (eos if isinstance(eos, list) else [eos]) else gen)
+    report(out == want, "gemma3, CLI generate --image", out, want)
 
 
 def main():
