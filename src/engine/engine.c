@@ -95,7 +95,7 @@ int eng_request_cached_tokens(eng_request *r) {
 
 /* ---- delivering (engine thread) --------------------------------------------------- */
 
-void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t) {
+og_status *eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t) {
     eng_request *r = s->req;
     double now = eng_now();
     pthread_mutex_lock(&r->mu);
@@ -104,8 +104,7 @@ void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t) {
         eng_token *o = realloc(r->out, sizeof *o * (size_t)cap);
         if (!o) {
             pthread_mutex_unlock(&r->mu);
-            eng_finish_seq(e, s, ENG_FINISH_ERROR, "out of memory for the generated tokens");
-            return;
+            return og_errorf(OG_ERR_OUT_OF_MEMORY, "out of memory for the generated tokens");
         }
         r->out = o;
         r->cap_out = cap;
@@ -120,6 +119,7 @@ void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t) {
     pthread_mutex_unlock(&e->stats_mu);
     r->t_last = now;
     s->n_gen++;
+    return NULL;
 }
 
 static void seq_free(eng_engine *e, eng_seq *s) {

@@ -715,7 +715,10 @@ static bool verify(eng_engine *e, int i) {
             break;
         }
         s->tokens[s->n_tokens++] = t.id;
-        eng_deliver(e, s, &t);
+        if ((st = eng_deliver(e, s, &t))) {
+            why = ENG_FINISH_ERROR;
+            break;
+        }
         emitted++;
         if (done || s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
             why = done ? ENG_FINISH_STOP : ENG_FINISH_LENGTH;
@@ -789,14 +792,16 @@ static void advance(eng_engine *e) {
             continue;
         }
         if (!st) st = eng_guide_advance(s, t.id, &done);
+        if (!st) {
+            s->tokens[s->n_tokens++] = t.id;
+            st = eng_deliver(e, s, &t);
+        }
         if (st) {
             remove_running(e, i);
             eng_finish_seq(e, s, ENG_FINISH_ERROR, og_status_message(st));
             og_status_free(st);
             continue;
         }
-        s->tokens[s->n_tokens++] = t.id;
-        eng_deliver(e, s, &t);
         if (s->spec_on) gen_spec_plain_step(&s->spec, t.id, 0); /* scores its shadow */
         /* a complete constrained output ends here, also at max_tokens: nothing was cut */
         if (done || s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {

@@ -193,7 +193,9 @@ bool eng_on_thread(eng_engine *e, void (*fn)(eng_engine *, void *), void *arg);
 void eng_hist_add(eng_hist *h, double v);
 
 /* engine.c: delivering results (engine thread) */
-void eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t);
+/* Hands a chosen token to the request; an error (out of memory) leaves the sequence
+ * running for the caller to end on its own error path. */
+og_status *eng_deliver(eng_engine *e, eng_seq *s, const eng_token *t);
 void eng_finish_seq(eng_engine *e, eng_seq *s, eng_finish why, const char *error);
 /* A sequence enters running / leaves it without ending (preempted): the running gauge. */
 void eng_admit(eng_engine *e, eng_seq *s);

@@ -108,7 +108,7 @@ static bool step_guided(eng_engine *e, eng_seq *s) {
     if (!st) st = eng_guide_advance(s, t.id, &done);
     if (st) return fail(e, s, st);
     s->tokens[s->n_tokens++] = t.id;
-    eng_deliver(e, s, &t);
+    if ((st = eng_deliver(e, s, &t))) return fail(e, s, st);
     if (done || s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
         eng_finish_seq(e, s, done ? ENG_FINISH_STOP : ENG_FINISH_LENGTH, NULL);
         return false;
@@ -154,7 +154,7 @@ static bool step_one(eng_engine *e, eng_seq *s) {
     }
     og_tensor_free(lg);
     s->tokens[s->n_tokens++] = t.id;
-    eng_deliver(e, s, &t);
+    if ((st = eng_deliver(e, s, &t))) return fail(e, s, st);
     if (s->n_gen >= s->req->s.max_tokens || s->n_tokens >= e->context) {
         eng_finish_seq(e, s, ENG_FINISH_LENGTH, NULL);
         return false;
