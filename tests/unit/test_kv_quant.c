@@ -23,6 +23,7 @@
 #include "testing.h"
 
 #include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/attention_tiles.h"
 #include "backends/native/kernels/attention/kv_fixed.h"
 #include "backends/native/kernels/attention/kv_rows.h"
 #include "backends/paged_kv.h"
@@ -523,14 +524,15 @@ TEST(kv_fixed_load_exact_on_every_isa) {
     isa_set(saved);
 }
 
-/* The quantized path of the tiles (attention_tiles.c's top comment; AVX-512 builds on
- * AVX-512 CPUs, head sizes 16..256 with a streaming sum) never loads the rows into
- * float32 tiles: a decode step dequantizes 16 rows at a time into L1 blocks, a prompt
- * lays its keys across the lanes from the codes (kv_lanes.h). Below the AVX-512 level the
- * tiles load the rows first. Both must give the same bits: a prompt of KQ_T tokens and a
- * token decoded over its first KQ_T - 1, for every format, head sizes 16..256 and
+/* The quantized paths of the tiles (attention_tiles.c's top comment) never load the rows
+ * into float32 tiles: a decode step dequantizes 16 rows at a time into L1 blocks (AVX-512
+ * 16 values a step where kv_lanes.h takes the head size, else kv_rows_load), and on
+ * AVX-512 a prompt lays its keys across the lanes from the codes. gqa_tiles_float_tiles
+ * sends the same rows through the float32 tiles. Both must give the same bits, at every
+ * ISA level: a prompt of KQ_T tokens and a token decoded over its first KQ_T - 1, for
+ * every format, head sizes 8..256 (with the odd multiples of 8 and one that is none) and
  * grouped heads, and float8 rows whose scale is above 2^8 (the two-step product). */
-static bool kq_levels_equal(const kq_case *c, float amp) {
+static bool kq_paths_equal(const kq_case *c, float amp) {
     int64_t D = c->D;
     int T = KQ_T, N = c->N, KV = c->KV;
     size_t qn = (size_t)T * N * D, kn = (size_t)T * KV * D;
@@ -544,29 +546,30 @@ static bool kq_levels_equal(const kq_case *c, float amp) {
             kq_scale[p][i] = (p ? 1.0f : 3.0f) / (c->bits == 8 ? 127.0f : 7.0f) *
                              (c->per_channel ? 0.5f + (float)((i * 29) % 13) / 10.0f : 1.0f);
     bool ok = true;
-    isa_level saved = isa_active();
-    for (int l = 0; l < 2 && ok; l++) {
-        isa_set(l ? ISA_AVX512 : ISA_AVX2);
-        uint8_t *pres = NULL, *pres1 = NULL, *pres2 = NULL;
+    for (int l = 0; l < 2; l++) {
         out[l] = malloc(sizeof(float) * qn);
         dec[l] = malloc(sizeof(float) * (size_t)N * D);
-        ok = kq_ok(c, kq_run(c, q, k, v, NULL, 0, T, out[l], &pres)) &&
-             kq_ok(c, kq_run(c, q, k, v, NULL, 0, T - 1, out[l], &pres1)) &&
+    }
+    for (int l = 0; l < 2 && ok; l++) {
+        gqa_tiles_float_tiles = l == 0;
+        uint8_t *pres = NULL, *pres1 = NULL, *pres2 = NULL;
+        ok = kq_ok(c, kq_run(c, q, k, v, NULL, 0, T - 1, out[l], &pres1)) &&
              kq_ok(c, kq_run(c, q + (size_t)(T - 1) * N * D, k + (size_t)(T - 1) * KV * D,
                              v + (size_t)(T - 1) * KV * D, pres1, T - 1, 1, dec[l], &pres2)) &&
              kq_ok(c, kq_run(c, q, k, v, NULL, 0, T, out[l], &pres));
         free(pres), free(pres1), free(pres2);
     }
-    isa_set(saved);
+    gqa_tiles_float_tiles = false;
     if (ok && memcmp(out[0], out[1], sizeof(float) * qn)) {
-        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d amp %g: a prompt without float tiles differs "
-                  "from its rows loaded as float32", kq_name(c), (long long)D, N, KV, (double)amp);
+        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d amp %g at %s: a prompt without float tiles "
+                  "differs from its rows loaded as float32", kq_name(c), (long long)D, N, KV,
+                  (double)amp, isa_name(isa_active()));
         ok = false;
     }
     if (ok && memcmp(dec[0], dec[1], sizeof(float) * (size_t)N * D)) {
-        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d amp %g: a decoded token without float tiles "
-                  "differs from its rows loaded as float32", kq_name(c), (long long)D, N, KV,
-                  (double)amp);
+        test_fail(__FILE__, __LINE__, "%s D=%lld %d:%d amp %g at %s: a decoded token without float "
+                  "tiles differs from its rows loaded as float32", kq_name(c), (long long)D, N,
+                  KV, (double)amp, isa_name(isa_active()));
         ok = false;
     }
     free(q), free(k), free(v);
@@ -575,24 +578,25 @@ static bool kq_levels_equal(const kq_case *c, float amp) {
 }
 
 TEST(gqa_quantized_cache_without_float_tiles_equals_loaded_rows) {
-    if (isa_supported() < ISA_AVX512 || !isa_compiled(ISA_AVX512)) {
-        test_skip("this CPU has no AVX-512: the quantized path is not taken here");
-        return;
-    }
     static const kq_case kinds[] = {{.dt = OG_INT8}, {.dt = OG_FLOAT8E4M3FN},
                                     {.dt = OG_INT8, .bits = 8},
                                     {.dt = OG_INT8, .bits = 8, .per_channel = true},
                                     {.dt = OG_UINT8, .bits = 4},
                                     {.dt = OG_UINT8, .bits = 4, .per_channel = true}};
-    static const int64_t Ds[] = {16, 32, 64, 80, 96, 128, 256};
+    static const int64_t Ds[] = {8, 12, 16, 24, 32, 64, 80, 96, 128, 256};
     static const int heads[][2] = {{6, 2}, {4, 4}, {8, 1}, {3, 1}};
+    isa_level saved = isa_active();
     bool ok = true;
-    for (size_t a = 0; a < sizeof kinds / sizeof *kinds && ok; a++)
-        for (size_t b = 0; b < sizeof Ds / sizeof *Ds && ok; b++) {
-            kq_case c = kinds[a];
-            c.D = Ds[b], c.N = heads[(a + b) % 4][0], c.KV = heads[(a + b) % 4][1];
-            ok = kq_levels_equal(&c, 1.0f);
-            if (ok && c.dt == OG_FLOAT8E4M3FN && !c.bits) ok = kq_levels_equal(&c, 1e6f);
-        }
+    for (int level = ISA_GENERIC; level <= (int)isa_supported() && ok; level++) {
+        isa_set((isa_level)level);
+        for (size_t a = 0; a < sizeof kinds / sizeof *kinds && ok; a++)
+            for (size_t b = 0; b < sizeof Ds / sizeof *Ds && ok; b++) {
+                kq_case c = kinds[a];
+                c.D = Ds[b], c.N = heads[(a + b) % 4][0], c.KV = heads[(a + b) % 4][1];
+                ok = kq_paths_equal(&c, 1.0f);
+                if (ok && c.dt == OG_FLOAT8E4M3FN && !c.bits) ok = kq_paths_equal(&c, 1e6f);
+            }
+    }
+    isa_set(saved);
     CHECK(ok);
 }

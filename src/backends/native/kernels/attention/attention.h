@@ -98,6 +98,12 @@ void cpu_attn_scores_heads_avx2(const float *q, int64_t q_ld, int64_t nh, const 
  * AVX-512; D a multiple of 8 up to 256): o[h] += sum over x < n of w[h][x] * v[x]. */
 void cpu_attn_weighted_heads_avx2(float *const *o, const float *const *w, const float *const *v,
                                   int64_t n, int64_t D, int64_t nh);
+/* The same a block of keys at a time (x0 .. x1 of the run, rows v[x - x0]), each head's
+ * 2 D accumulators waiting in am (nh * 2 * D floats) between blocks; every block but the
+ * last an even number of keys: the whole run's bits (attention_tiles.c's decode blocks). */
+void cpu_attn_weighted_heads_avx2_block(float *am, float *const *o, const float *const *w,
+                                        const float *const *v, int64_t x0, int64_t x1, bool first,
+                                        bool last, int64_t D, int64_t nh);
 
 /* The same scores with the keys laid across the lanes, for many queries against the same
  * keys: cpu_attn_keys_t writes keys k[0..n) (rows of D floats) as blocks of 16 keys,

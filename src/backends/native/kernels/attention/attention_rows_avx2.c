@@ -10,6 +10,7 @@
 #include "backends/native/kernels/attention/attention.h"
 
 #include <immintrin.h>
+#include <stdbool.h>
 
 /* The lane sums of four keys' accumulators, key j in lane j. */
 static inline __m128 sum4_keys(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
@@ -65,26 +66,39 @@ void cpu_attn_scores_heads_avx2(const float *q, int64_t q_ld, int64_t nh, const 
 /* o[h][0..D) += sum over x < n of w[h][x] * v[x][0..D) for the nh heads of a kv group, on
  * AVX2 (attention_tiles.c's weighted sum on builds without AVX-512; D a multiple of 8 up
  * to 256). A head's sum is fixed whatever heads share its pass: per 8-float column, keys
- * in order into two accumulators by parity (fused multiply-adds), their sum added to o. */
-static inline __attribute__((always_inline)) void weighted_h(float *const *o,
+ * in order into two accumulators by parity (fused multiply-adds), their sum added to o.
+ * Taken a block of keys at a time (x0 .. x1 of the run, rows v[x - x0]), the two
+ * accumulators of each column wait in am ([H][C][2] vectors) between blocks: the first
+ * block starts from zero, the last adds an odd key left and then to o; blocks before the
+ * last hold an even number of keys, so the sums are the whole run's, bit for bit. */
+static inline __attribute__((always_inline)) void weighted_h(float *am, float *const *o,
                                                             const float *const *w,
-                                                            const float *const *v, int64_t n,
+                                                            const float *const *v, int64_t x0,
+                                                            int64_t x1, bool first, bool last,
                                                             int64_t C, int H) {
     for (int64_t c = 0; c < C; c++) {
         __m256 a[6][2];
 #pragma GCC unroll 6
-        for (int h = 0; h < H; h++) a[h][0] = a[h][1] = _mm256_setzero_ps();
-        int64_t x = 0;
-        for (; x + 2 <= n; x += 2) {
-            __m256 v0 = _mm256_loadu_ps(v[x] + 8 * c), v1 = _mm256_loadu_ps(v[x + 1] + 8 * c);
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < 2; e++)
+                a[h][e] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(am + ((h * C + c) * 2 + e) * 8);
+        int64_t x = x0;
+        for (; x + 2 <= x1; x += 2) {
+            __m256 v0 = _mm256_loadu_ps(v[x - x0] + 8 * c), v1 = _mm256_loadu_ps(v[x + 1 - x0] + 8 * c);
 #pragma GCC unroll 6
             for (int h = 0; h < H; h++) {
                 a[h][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(w[h] + x), v0, a[h][0]);
                 a[h][1] = _mm256_fmadd_ps(_mm256_broadcast_ss(w[h] + x + 1), v1, a[h][1]);
             }
         }
-        if (x < n) {
-            __m256 v0 = _mm256_loadu_ps(v[x] + 8 * c);
+        if (!last) {
+#pragma GCC unroll 6
+            for (int h = 0; h < H; h++)
+                for (int e = 0; e < 2; e++) _mm256_storeu_ps(am + ((h * C + c) * 2 + e) * 8, a[h][e]);
+            continue;
+        }
+        if (x < x1) {
+            __m256 v0 = _mm256_loadu_ps(v[x - x0] + 8 * c);
 #pragma GCC unroll 6
             for (int h = 0; h < H; h++)
                 a[h][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(w[h] + x), v0, a[h][0]);
@@ -97,20 +111,28 @@ static inline __attribute__((always_inline)) void weighted_h(float *const *o,
 }
 
 #define WEIGHTED(H)                                                                           \
-    static void weighted_##H(float *const *o, const float *const *w, const float *const *v, \
-                             int64_t n, int64_t C) {                                         \
-        weighted_h(o, w, v, n, C, H);                                                        \
+    static void weighted_##H(float *am, float *const *o, const float *const *w,             \
+                             const float *const *v, int64_t x0, int64_t x1, bool first,     \
+                             bool last, int64_t C) {                                         \
+        weighted_h(am, o, w, v, x0, x1, first, last, C, H);                                  \
     }
 WEIGHTED(1) WEIGHTED(2) WEIGHTED(3) WEIGHTED(4) WEIGHTED(5) WEIGHTED(6)
 #undef WEIGHTED
 
-void cpu_attn_weighted_heads_avx2(float *const *o, const float *const *w, const float *const *v,
-                                  int64_t n, int64_t D, int64_t nh) {
-    static void (*const by_heads[6])(float *const *, const float *const *, const float *const *,
-                                     int64_t, int64_t) = {weighted_1, weighted_2, weighted_3,
-                                                          weighted_4, weighted_5, weighted_6};
+void cpu_attn_weighted_heads_avx2_block(float *am, float *const *o, const float *const *w,
+                                        const float *const *v, int64_t x0, int64_t x1, bool first,
+                                        bool last, int64_t D, int64_t nh) {
+    static void (*const by_heads[6])(float *, float *const *, const float *const *,
+                                     const float *const *, int64_t, int64_t, bool, bool,
+                                     int64_t) = {weighted_1, weighted_2, weighted_3,
+                                                 weighted_4, weighted_5, weighted_6};
     for (int64_t h = 0; h < nh; h += 6) {
         int64_t k = nh - h < 6 ? nh - h : 6;
-        by_heads[k - 1](o + h, w + h, v, n, D / 8);
+        by_heads[k - 1](am ? am + h * 2 * D : NULL, o + h, w + h, v, x0, x1, first, last, D / 8);
     }
+}
+
+void cpu_attn_weighted_heads_avx2(float *const *o, const float *const *w, const float *const *v,
+                                  int64_t n, int64_t D, int64_t nh) {
+    cpu_attn_weighted_heads_avx2_block(NULL, o, w, v, 0, n, true, true, D, nh);
 }

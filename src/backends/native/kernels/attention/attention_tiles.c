@@ -14,15 +14,17 @@
  * any size, or one contiguous run).
  *
  * Quantized rows (int8 / float8 rows with their scales, or the node's fixed-scale codes)
- * on AVX-512 builds and CPUs, at head sizes 16, 32, 64, 80, 96, 128 and 256, are never
- * loaded into float32 tiles: a decode step (a task of one query row) dequantizes its keys
- * and then its values 16 rows at a time into two small blocks that stay in L1, each row
- * once for all the group's heads, scores a key block as the tiles score float32 rows and
+ * are never loaded into float32 tiles for a decode step (a task of one query row): it
+ * dequantizes its keys and then its values 16 rows at a time into two small blocks that
+ * stay in L1, each row once for all the group's heads (AVX-512, 16 values a step,
+ * kv_lanes.h, where that takes the head size: a multiple of 16 up to 256; else
+ * kv_rows_load / kv_fixed_load), scores a key block as the tiles score float32 rows, and
  * takes the value blocks into weighted sums whose accumulators carry over from block to
- * block (tl_wstream_h: the bits of tl_weighted_h over the whole run); a task of several
- * rows lays its keys across the lanes straight from the codes (cpu_attn_keys_t_q,
- * dequantized in registers) and loads only its value rows into a tile. Either way a
- * query gets the bits the float32 tiles give the rows' values. */
+ * block (tl_weighted_block: the bits of tl_weighted_heads over the whole run, on AVX-512,
+ * AVX2 and the portable loops). On AVX-512 a task of several rows lays its keys across
+ * the lanes straight from the codes (cpu_attn_keys_t_q, dequantized in registers) and
+ * loads only its values into a tile. Either way a query gets the bits the float32 tiles
+ * give the rows' values (gqa_tiles_float_tiles takes the tiles, for the tests). */
 #include "backends/native/kernels/attention/attention_tiles.h"
 
 #include "backends/native/kernels/attention/attention.h"
@@ -56,11 +58,13 @@ typedef struct tl_job {
     int64_t per_worker;      /* floats per worker slice */
     /* Quantized rows not loaded into float32 tiles (see the top): keys' format (kv_lanes.h;
      * the fixed scales' channel scales of kv head g at kch + g * kch_ld) */
-    bool qpath;
+    bool qdec;               /* a decode step's task reads its rows in L1 blocks */
+    bool qkeys;              /* a prompt's task lays its keys across from the codes */
+    bool qlanes;             /* the L1 blocks dequantize with kv_lanes.h (else kv_rows_load) */
     kvl_src fmt[2];          /* keys', values' formats (ch unset) */
     const float *ch[2];      /* the fixed scales' channel scales: kv head g's at ch[p] + g * ch_ld[p] */
     int64_t ch_ld[2];
-    int64_t ktile;           /* floats of the float32 key tile (0 with qpath) */
+    int64_t ktile;           /* floats of the float32 key tile (0 with qkeys) */
     atomic_long next;
 } tl_job;
 
@@ -167,33 +171,28 @@ static inline __attribute__((always_inline)) void tl_wstream_h(__m512 *am, float
         }
 }
 
-/* tl_weighted for H heads at once over the same value rows (o[h] += sum_x w[h][x] v[x]):
- * a value vector is loaded once for all H, and each head takes exactly the one-head
- * operations, so it gets the same bits (the whole run as one block of tl_wstream_h). */
-static inline __attribute__((always_inline)) void tl_weighted_h(float *const *o,
-                                                               const float *const *w,
-                                                               const float *const *v, int64_t n,
-                                                               int C, int T8, int H) {
-    tl_wstream_h(NULL, o, w, v, 0, n, true, true, C, T8, H);
-}
-
 /* Heads per pass: as many as keep the H x U x C accumulators and the C value vectors
  * within 30 registers (a broadcast weight beside them), at most 6. */
 #define TL_HEADS_FIT(C) ((30 - (C)) / (TL_KEYS(C) * (C)))
 #define TL_HEADS(C) (TL_HEADS_FIT(C) > 6 ? 6 : TL_HEADS_FIT(C) < 1 ? 1 : TL_HEADS_FIT(C))
 
-typedef void (*tl_weighted_fn)(float *const *o, const float *const *w, const float *const *v,
-                               int64_t n);
-
-/* One head and TL_HEADS(C) heads a pass, for the head size 16 C - 8 T8. */
+/* tl_wstream_h for one head and for TL_HEADS(C) heads a pass (H heads at once over the
+ * same value rows: a value vector is loaded once for all H, and each head takes exactly
+ * the one-head operations, so it gets the same bits), for the head size 16 C - 8 T8; the
+ * whole run is one block (am NULL, x0 0, x1 n, first and last). */
+typedef void (*tl_weighted_fn)(__m512 *am, float *const *o, const float *const *w,
+                               const float *const *v, int64_t x0, int64_t x1, bool first,
+                               bool last);
 #define TL_WEIGHTED(C, T8)                                                                  \
-    static void tl_weighted_##C##_##T8##_1(float *const *o, const float *const *w,        \
-                                           const float *const *v, int64_t n) {            \
-        tl_weighted_h(o, w, v, n, C, T8, 1);                                               \
+    static void tl_weighted_##C##_##T8##_1(__m512 *am, float *const *o,                   \
+                                           const float *const *w, const float *const *v,  \
+                                           int64_t x0, int64_t x1, bool first, bool last) { \
+        tl_wstream_h(am, o, w, v, x0, x1, first, last, C, T8, 1);                          \
     }                                                                                      \
-    static void tl_weighted_##C##_##T8##_h(float *const *o, const float *const *w,        \
-                                           const float *const *v, int64_t n) {            \
-        tl_weighted_h(o, w, v, n, C, T8, TL_HEADS(C));                                     \
+    static void tl_weighted_##C##_##T8##_h(__m512 *am, float *const *o,                   \
+                                           const float *const *w, const float *const *v,  \
+                                           int64_t x0, int64_t x1, bool first, bool last) { \
+        tl_wstream_h(am, o, w, v, x0, x1, first, last, C, T8, TL_HEADS(C));                \
     }
 #define TL_WEIGHTED2(C) TL_WEIGHTED(C, 1) TL_WEIGHTED(C, 0)
 TL_WEIGHTED2(1) TL_WEIGHTED2(2) TL_WEIGHTED2(3) TL_WEIGHTED2(4) TL_WEIGHTED2(5) TL_WEIGHTED2(6)
@@ -215,39 +214,6 @@ static const struct {
                            TL_ENTRY(13), TL_ENTRY(14), TL_ENTRY(15), TL_ENTRY(16)};
 #undef TL_ENTRY
 
-/* tl_wstream_h for nh heads: TL_HEADS(C) a pass, then one at a time (as
- * tl_weighted_heads takes them); head h's accumulators at am + h * TL_ACC vectors. */
-typedef void (*tl_ws_fn)(__m512 *am, float *const *o, const float *const *w,
-                         const float *const *v, int64_t x0, int64_t x1, bool first, bool last,
-                         int64_t nh);
-#define TL_WS(C)                                                                            \
-    static void tl_ws_##C(__m512 *am, float *const *o, const float *const *w,             \
-                          const float *const *v, int64_t x0, int64_t x1, bool first,      \
-                          bool last, int64_t nh) {                                        \
-        int64_t h = 0;                                                                     \
-        if (TL_HEADS(C) > 1)                                                               \
-            for (; h + TL_HEADS(C) <= nh; h += TL_HEADS(C))                                \
-                tl_wstream_h(am + h * TL_ACC, o + h, w + h, v, x0, x1, first, last, C, 0,  \
-                             TL_HEADS(C));                                                 \
-        for (; h < nh; h++)                                                                \
-            tl_wstream_h(am + h * TL_ACC, o + h, w + h, v, x0, x1, first, last, C, 0, 1);  \
-    }
-TL_WS(1) TL_WS(2) TL_WS(4) TL_WS(5) TL_WS(6) TL_WS(8) TL_WS(16)
-#undef TL_WS
-
-/* The streaming sum for head size D, or NULL. */
-static tl_ws_fn tl_ws_for(int64_t D) {
-    switch (D) {
-    case 16: return tl_ws_1;
-    case 32: return tl_ws_2;
-    case 64: return tl_ws_4;
-    case 80: return tl_ws_5;
-    case 96: return tl_ws_6;
-    case 128: return tl_ws_8;
-    case 256: return tl_ws_16;
-    default: return NULL;
-    }
-}
 #endif
 
 static void tl_weighted(float *restrict o, const float *w, const float *const *v, int64_t n,
@@ -256,7 +222,7 @@ static void tl_weighted(float *restrict o, const float *w, const float *const *v
     if (D % 8 == 0 && D >= 8 && D <= 256) {
         float *const oh[1] = {o};
         const float *const wh[1] = {w};
-        tl_weighted_table[D / 8 - 1].one(oh, wh, v, n);
+        tl_weighted_table[D / 8 - 1].one(NULL, oh, wh, v, 0, n, true, true);
         return;
     }
 #endif
@@ -297,7 +263,8 @@ static void tl_weighted_heads(float *const *o, const float *const *w, const floa
     if (D % 8 == 0 && D >= 8 && D <= 256) {
         int hp = tl_weighted_table[D / 8 - 1].heads;
         if (hp > 1)
-            for (; h + hp <= nh; h += hp) tl_weighted_table[D / 8 - 1].many(o + h, w + h, v, n);
+            for (; h + hp <= nh; h += hp)
+                tl_weighted_table[D / 8 - 1].many(NULL, o + h, w + h, v, 0, n, true, true);
     }
 #endif
     for (; h < nh; h++) tl_weighted(o[h], w[h], v, n, D);
@@ -321,6 +288,46 @@ static void tl_softmax(const gqa_tiles *t, int seq, int64_t i, int64_t h, int64_
     part[1] = vexp_shift_sum_f32(rs, rs, n, mx);
 }
 
+/* Floats of one head's accumulators for tl_weighted_block. */
+static inline int64_t tl_acc_floats(int64_t D) {
+    return 2 * D > TL_ACC * 16 ? 2 * D : TL_ACC * 16;
+}
+
+/* tl_weighted_heads a block of keys at a time (keys x0 .. x1 of the run, rows v[x - x0];
+ * every block but the last a multiple of 16 keys), the heads' accumulators at am
+ * (tl_acc_floats(D) a head) between blocks: the bits of tl_weighted_heads over the run.
+ * The portable loops accumulate into o itself, four keys at a time from the run's first. */
+static void tl_weighted_block(float *am, float *const *o, const float *const *w,
+                              const float *const *v, int64_t x0, int64_t x1, bool first, bool last,
+                              int64_t D, int64_t nh) {
+    int64_t h = 0;
+#if !defined(__AVX512F__) && defined(__x86_64__)
+    if (D % 8 == 0 && D <= 256 && isa_active() >= ISA_AVX2) {
+        cpu_attn_weighted_heads_avx2_block(am, o, w, v, x0, x1, first, last, D, nh);
+        return;
+    }
+#endif
+#if defined(__AVX512F__)
+    if (D % 8 == 0 && D >= 8 && D <= 256) {
+        int hp = tl_weighted_table[D / 8 - 1].heads;
+        int64_t A = tl_acc_floats(D);
+        if (hp > 1)
+            for (; h + hp <= nh; h += hp)
+                tl_weighted_table[D / 8 - 1].many((__m512 *)(am + h * A), o + h, w + h, v, x0, x1,
+                                                  first, last);
+        for (; h < nh; h++)
+            tl_weighted_table[D / 8 - 1].one((__m512 *)(am + h * A), o + h, w + h, v, x0, x1,
+                                             first, last);
+        return;
+    }
+#endif
+    (void)am, (void)first, (void)last;
+    for (; h < nh; h++) {
+        const float *wx = w[h] + x0;
+        tl_weighted(o[h], wx, v, x1 - x0, D);
+    }
+}
+
 #if defined(__AVX512F__)
 /* n consecutive rows in format fmt (kv_lanes.h) as float32 at dst: the values
  * kv_rows_load / kv_fixed_load give, 16 a step. */
@@ -342,25 +349,38 @@ static void tl_deq(const kvl_src *f, const char *r, int64_t n, float *dst) {
     default: return;
     }
 }
+#endif
 
-/* Rows p .. p + m of kv head g (pass 0 keys, 1 values; format f) as float32 at dst, a run
- * of consecutive rows per call. */
+/* Rows p .. p + m of kv head g (pass 0 keys, 1 values; format f with the head's scales)
+ * as float32 at dst, a run of consecutive rows per call. */
 static void tl_load_rows(const tl_job *j, const gqa_tiles_seq *s, const kvl_src *f, int pass,
                          int64_t g, int64_t p, int64_t m, float *dst) {
+    const gqa_tiles *t = j->t;
     const char *base = pass ? s->vbase : s->kbase;
     for (int64_t e = p + m; p < e;) {
         int64_t run = s->block_size - (p - s->key0) % s->block_size;
         if (run > e - p) run = e - p;
-        tl_deq(f, tl_row(j, s, base, g, p), run, dst);
-        dst += run * f->D;
+        const char *src = tl_row(j, s, base, g, p);
+#if defined(__AVX512F__)
+        if (j->qlanes) tl_deq(f, src, run, dst);
+        else
+#endif
+        if (t->fixed) kv_fixed_load(&t->fixed[pass], g, src, run, t->D, dst);
+        else kv_rows_load(t->dt, src, run, t->D, dst);
+        (void)f;
+        dst += run * t->D;
         p += run;
     }
 }
 
-/* A task of one query row over quantized rows (j->qpath; see the top): keys then values
+static void tl_weighted_block(float *am, float *const *o, const float *const *w,
+                              const float *const *v, int64_t x0, int64_t x1, bool first, bool last,
+                              int64_t D, int64_t nh);
+
+/* A task of one query row over quantized rows (j->qdec; see the top): keys then values
  * 16 rows at a time into L1 blocks kb and vb, each row dequantized once for the R heads. */
 static void tl_run_decode_q(tl_job *j, const tl_task *tk, float *kb, float *vb, float *sc,
-                            __m512 *am) {
+                            float *am) {
     const gqa_tiles *t = j->t;
     const gqa_tiles_seq *s = &t->seqs[tk->seq];
     int64_t D = t->D, R = j->R, g = tk->g, i = tk->i0;
@@ -397,16 +417,14 @@ static void tl_run_decode_q(tl_job *j, const tl_task *tk, float *kb, float *vb, 
         }
         tl_softmax(t, tk->seq, i, h, a, n, sc + r * sld, part);
     }
-    tl_ws_fn ws = tl_ws_for(D);
     const float *vr[16];
     for (int64_t x = 0; x < n; x += 16) {
         int64_t m = n - x < 16 ? n - x : 16;
         tl_load_rows(j, s, &f[1], 1, g, a + x, m, vb);
         for (int64_t k = 0; k < m; k++) vr[k] = vb + k * D;
-        ws(am, oh, wh, vr, x, x + m, x == 0, x + m == n, R);
+        tl_weighted_block(am, oh, wh, vr, x, x + m, x == 0, x + m == n, D, R);
     }
 }
-#endif
 
 static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
     const gqa_tiles *t = j->t;
@@ -419,29 +437,27 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
     float *kb = (float *)(vp + TK), *vb = kb + j->ktile, *sc = vb + tl_round(TK * D);
     int32_t *run_len = (int32_t *)(sc + R * tl_round(TK));
     float *kt = sc + (R + 1) * tl_round(TK);
-#if defined(__AVX512F__)
-    if (j->qpath && tk->i1 - tk->i0 == 1) {
-        tl_run_decode_q(j, tk, vb, vb + 16 * D, sc, (__m512 *)(kt + tl_round(TK * D)));
+    if (j->qdec && tk->i1 - tk->i0 == 1) {
+        tl_run_decode_q(j, tk, vb, vb + 16 * D, sc, kt + tl_round(TK * D));
         return;
     }
-#endif
     /* the tile's rows, walked block by block (no division per row) */
     for (int64_t p = c0; p < c1;) {
         int64_t r = p - s->key0, run = s->block_size - r % s->block_size;
         if (run > c1 - p) run = c1 - p;
         const char *kr = tl_row(j, s, s->kbase, g, p), *vr = tl_row(j, s, s->vbase, g, p);
         /* codes times the node's scales of head g, or the run's rows as float32, one call
-         * each (with qpath the keys stay as stored) */
+         * each (with qkeys the keys stay as stored) */
         if (t->fixed) {
-            if (!j->qpath) kv_fixed_load(&t->fixed[0], g, kr, run, D, kb + (p - c0) * D);
+            if (!j->qkeys) kv_fixed_load(&t->fixed[0], g, kr, run, D, kb + (p - c0) * D);
             kv_fixed_load(&t->fixed[1], g, vr, run, D, vb + (p - c0) * D);
         } else if (t->dt != OG_FLOAT32) {
-            if (!j->qpath) kv_rows_load(t->dt, kr, run, D, kb + (p - c0) * D);
+            if (!j->qkeys) kv_rows_load(t->dt, kr, run, D, kb + (p - c0) * D);
             kv_rows_load(t->dt, vr, run, D, vb + (p - c0) * D);
         }
         for (int64_t x = 0; x < run; x++, p++) {
             bool stored = t->dt == OG_FLOAT32;
-            kp[p - c0] = stored || j->qpath ? (const float *)(kr + (size_t)x * j->row_bytes)
+            kp[p - c0] = stored || j->qkeys ? (const float *)(kr + (size_t)x * j->row_bytes)
                                             : kb + (p - c0) * D;
             vp[p - c0] = stored ? (const float *)(vr + (size_t)x * j->row_bytes) : vb + (p - c0) * D;
         }
@@ -451,7 +467,7 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
      * row (a decode step) reads each key row once for its heads instead: laying them
      * across would cost more than the scores it serves. */
     bool across = false;
-    if (tk->i1 - tk->i0 > 1 && ((tk->i1 - tk->i0) * R >= 4 || j->qpath)) {
+    if (tk->i1 - tk->i0 > 1 && ((tk->i1 - tk->i0) * R >= 4 || j->qkeys)) {
         int64_t kn = 0;
         for (int64_t i = tk->i0; i < tk->i1; i++) {
             int64_t lo, hi;
@@ -461,7 +477,7 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
                 kn = e > kn ? e : kn;
             }
         }
-        if (j->qpath && kn > 0) { /* the codes laid across, dequantized in registers */
+        if (j->qkeys && kn > 0) { /* the codes laid across, dequantized in registers */
             kvl_src kf = j->fmt[0];
             kf.ch = j->ch[0] ? j->ch[0] + g * j->ch_ld[0] : NULL;
             cpu_attn_keys_t_q(&kf, (const char *const *)kp, kn, kt);
@@ -570,15 +586,21 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Whether t's rows take the quantized path (see the top): quantized rows of a head size
- * with a streaming sum and a register layout on this CPU; then the keys' format and
- * channel scales (a per-tensor scale repeated into scratch). */
-static og_status *tl_qpath_setup(kernel_ctx *ctx, tl_job *j) {
+bool gqa_tiles_float_tiles = false;
+
+/* Which of the quantized paths t's rows take (see the top): a decode step's L1 blocks
+ * for any quantized rows (unless gqa_tiles_float_tiles); the codes laid across for a
+ * prompt, and the blocks' AVX-512 dequantization, where kv_lanes.h takes the head size
+ * on this CPU; then the formats and channel scales (a per-tensor scale repeated into
+ * scratch). */
+static og_status *tl_quant_setup(kernel_ctx *ctx, tl_job *j) {
     const gqa_tiles *t = j->t;
-    j->qpath = false;
+    j->qdec = j->qkeys = j->qlanes = false;
+    if (!(kv_quantized(t->dt) || t->fixed) || gqa_tiles_float_tiles) return NULL;
+    j->qdec = true;
 #if defined(__AVX512F__)
-    if (!(kv_quantized(t->dt) || t->fixed) || !cpu_attn_q_fast(t->D) || !tl_ws_for(t->D))
-        return NULL;
+    j->qkeys = j->qlanes = cpu_attn_q_fast(t->D);
+#endif
     for (int p = 0; p < 2; p++) {
         j->fmt[p] = (kvl_src){.D = t->D, .row_bytes = j->row_bytes};
         j->ch[p] = NULL;
@@ -592,17 +614,13 @@ static og_status *tl_qpath_setup(kernel_ctx *ctx, tl_job *j) {
         if (f->per_channel) {
             j->ch[p] = f->scale;
             j->ch_ld[p] = t->D;
-        } else {
+        } else if (j->qkeys) {
             float *rep;
             OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)t->D, (void **)&rep));
             for (int64_t d = 0; d < t->D; d++) rep[d] = f->scale[0];
             j->ch[p] = rep;
         }
     }
-    j->qpath = true;
-#else
-    (void)ctx;
-#endif
     return NULL;
 }
 
@@ -656,13 +674,13 @@ og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
     j.ntasks = ntasks;
     int64_t D = t->D;
     int64_t ptr_floats = 2 * TK * 2; /* two row-pointer arrays, 8 bytes an entry */
-    OG_TRY(tl_qpath_setup(ctx, &j));
-    j.ktile = j.qpath ? 0 : tl_round(TK * D);
-    /* the pointers, the key tile (not with qpath), the value tile (with qpath a decode
-     * step's two L1 blocks), R + 1 rows of scores and run lengths, the keys laid across,
-     * and with qpath a decode step's accumulators */
+    OG_TRY(tl_quant_setup(ctx, &j));
+    j.ktile = j.qkeys ? 0 : tl_round(TK * D);
+    /* the pointers, the key tile (not with qkeys), the value tile (a decode step's two L1
+     * blocks with qdec), R + 1 rows of scores and run lengths, the keys laid across, and
+     * with qdec a decode step's accumulators */
     j.per_worker = tl_round(ptr_floats) + j.ktile + 2 * tl_round(TK * D) + (j.R + 1) * tl_round(TK) +
-                   (j.qpath ? j.R * TL_ACC * 16 : 0);
+                   (j.qdec ? tl_round(j.R * tl_acc_floats(D)) : 0);
     int64_t workers = threadpool_size(ctx->pool);
     if (workers > ntasks) workers = ntasks;
     /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */

@@ -75,6 +75,12 @@ static inline int64_t gqa_swc_resident(int64_t T, int64_t C, int64_t W) {
     return T - G * ((T - C + G - 1) / G);
 }
 
+/* Quantized rows (int8 / float8 rows, the node's fixed-scale codes) are read without
+ * float32 tiles where a path exists (attention_tiles.c's top); true makes them take the
+ * float32 tiles, the same bits (tests compare the two). Not thread-safe against running
+ * kernels. */
+extern bool gqa_tiles_float_tiles;
+
 /* Runs the tiles and the merge on ctx->pool, scratch from ctx. */
 og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t);
 
