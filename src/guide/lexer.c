@@ -15,10 +15,9 @@
 #define ACC_BLOCK 4096 /* words */
 #define DESC_MAX 60
 
-/* Virtual states (a repeat's copies, a lazy intersection's tuples) one closure may visit,
- * and their hash set's slots. */
-#define VMARK_MAX 16384
-#define VMARK_SLOTS 32768
+/* Virtual states (a repeat's copies) one closure may visit, and their hash set's slots. */
+#define VMARK_MAX 2048
+#define VMARK_SLOTS 4096
 
 typedef struct lexeme {
     uint32_t start;  /* NFA entry */
@@ -203,7 +202,7 @@ void glex_free(glex *lex)
     free(lex->lex);
     imap_free(&lex->by_key);
     free(lex->nfa.st);
-    gnfa_free_extra(&lex->nfa);
+    free(lex->nfa.reps);
     free(lex->mark);
     free(lex->stack);
     free(lex->buf);
@@ -809,12 +808,7 @@ static uint32_t intern(glex *lex, size_t n)
     bool live = false;
     if (lex->vfull) {
         lex->vfull = false;
-        return failed(lex, "lexer: one step met more than %d virtual states (a repeat's copies, "
-                           "a lazy intersection's tuples)", VMARK_MAX);
-    }
-    if (lex->nfa.overflow) {
-        lex->nfa.overflow = 0;
-        return failed(lex, "lexer: a lazy intersection passed %u states", 1u << GNFA_PROD_BITS);
+        return failed(lex, "lexer: a repeat's copies alive at once passed %d", VMARK_MAX);
     }
     gnfa_state tmp;
     for (size_t i = 0; i < n && !live; i++) live = !(gnfa_get(&lex->nfa, set[i], &tmp)->veto & 1);

@@ -1366,8 +1366,6 @@ const gnfa_state *gnfa_virtual(const gnfa *nfa, uint32_t x, gnfa_state *tmp)
 {
     uint32_t c = 0, s = x;
     const gnfa_rep *r = NULL;
-    if (x >= GNFA_PBASE || (x < nfa->n && (nfa->st[x].veto & GN_PRODUCT)))
-        return gnfa_product_state(nfa, x, tmp);
     if (x < nfa->n) { /* a repeat's end, copy 0: its repeat's index in lo, hi */
         r = &nfa->reps[nfa->st[x].lo | (uint32_t)nfa->st[x].hi << 8];
     } else {
@@ -1395,14 +1393,12 @@ const gnfa_state *gnfa_virtual(const gnfa *nfa, uint32_t x, gnfa_state *tmp)
 uint32_t gnfa_template(const gnfa *nfa, uint32_t x)
 {
     if (x < nfa->n || x == GN_NONE) return x;
-    if (x >= GNFA_PBASE) return gnfa_product_entry(nfa, x);
     const gnfa_rep *r = rep_of(nfa, x);
     return r->first + (x - r->vbase) % r->size;
 }
 
 void gnfa_truncate(gnfa *nfa, uint32_t n0)
 {
-    gnfa_drop_products(nfa, n0);
     nfa->n = n0;
     while (nfa->n_reps && nfa->reps[nfa->n_reps - 1].first >= n0) {
         nfa->n_reps--;

@@ -28,7 +28,6 @@ typedef struct gnfa_state {
 } gnfa_state;
 
 #define GN_REP_END 2
-#define GN_PRODUCT 4 /* bit 2: a lazy intersection's entry (gnfa_prod) */
 
 /* A counted repetition x{min,max} with a large max kept as one copy of x (the template:
  * states [first, first + size), entry `entry`, its exit the SPLIT `end` flagged
@@ -40,8 +39,6 @@ typedef struct gnfa_rep {
     uint32_t first, size, entry, end, after, min, max, vbase;
 } gnfa_rep;
 
-struct gnfa_prod;
-
 typedef struct gnfa {
     gnfa_state *st;
     uint32_t n, cap;
@@ -50,25 +47,7 @@ typedef struct gnfa {
     uint32_t n_reps, cap_reps;
     uint32_t vnext; /* the next virtual id */
     uint8_t plain;  /* no repeats (scratch NFAs whose edges are read as stored) */
-    uint8_t overflow; /* a lazy intersection passed its states (the lexer reports it) */
-    struct gnfa_prod **prods; /* lazy intersections (regex_and.c) */
-    uint32_t n_prods;
 } gnfa;
-
-/* Lazy intersections: an intersection too large to build as a product automaton keeps
- * its parts (each ending in its marker) and makes the product's states as matching
- * reaches them: tuples of the parts' states, interned, id GNFA_PBASE + (product <<
- * GNFA_PROD_BITS) + tuple. The entry is a real SPLIT flagged GN_PRODUCT (stored: out
- * none, out2 the state after, for the checks that read stored edges). */
-#define GNFA_PBASE (1u << 31)
-#define GNFA_PROD_BITS 24
-#define GNFA_MAX_PRODS 127u
-/* Frees the repeats and lazy intersections (not the states). */
-void gnfa_free_extra(gnfa *nfa);
-/* The real entry of the lazy intersection that state x (>= GNFA_PBASE) belongs to; drops
- * the lazy intersections whose entries are at or past n0. */
-uint32_t gnfa_product_entry(const gnfa *nfa, uint32_t x);
-void gnfa_drop_products(gnfa *nfa, uint32_t n0);
 
 /* The first virtual id: real states stay below it. */
 #define GNFA_VBASE (1u << 26)
@@ -78,11 +57,9 @@ void gnfa_drop_products(gnfa *nfa, uint32_t n0);
 const gnfa_state *gnfa_virtual(const gnfa *nfa, uint32_t x, gnfa_state *tmp);
 static inline const gnfa_state *gnfa_get(const gnfa *nfa, uint32_t x, gnfa_state *tmp)
 {
-    if (x < nfa->n && !(nfa->st[x].veto & (GN_REP_END | GN_PRODUCT))) return &nfa->st[x];
+    if (x < nfa->n && !(nfa->st[x].veto & GN_REP_END)) return &nfa->st[x];
     return gnfa_virtual(nfa, x, tmp);
 }
-/* A lazy intersection's state (x >= GNFA_PBASE, or its flagged entry), regex_and.c. */
-const gnfa_state *gnfa_product_state(const gnfa *nfa, uint32_t x, gnfa_state *tmp);
 /* The real (template) state a virtual id copies; x itself when real. */
 uint32_t gnfa_template(const gnfa *nfa, uint32_t x);
 /* Drops the states from n0 on and the repeats among them (a lexeme that failed). */
@@ -133,9 +110,6 @@ og_status *gre_compile_ext(gnfa *nfa, const char *re, size_t len, const char *wh
 #define GRE_MAX_STATES (1u << 21)
 /* Most NFA states one intersection (product automaton) may become. */
 #define GRE_MAX_PRODUCT (1u << 19)
-/* Most NFA states an intersection lexeme's product automaton is built with; past it the
- * intersection is lazy (regex_and.c). */
-#define GRE_EAGER_PRODUCT (1u << 16)
 /* Most NFA states of all lexemes together (16 bytes each). */
 #define GNFA_MAX_STATES (1u << 24)
 
