@@ -237,8 +237,9 @@ static inline __attribute__((always_inline)) void scores_q_held(const float *q,
 /* Decode scores sr[x] = dot8(q, k[x]) * scale for x < n. */
 static void scores_alone(const float *q, const float *const *k, int64_t n, int64_t D,
                          float scale, float *sr) {
-    int64_t x = 0, n8 = n & ~(int64_t)7;
+    int64_t x = 0;
 #if defined(__AVX2__)
+    int64_t n8 = n & ~(int64_t)7;
     if (D == 64) {
         scores_q_held(q, k, n8, scale, sr, 8);
         x = n8;

@@ -54,14 +54,18 @@
 enum { JB = 32, TC = 64 };   /* state columns per block; tokens per chunk */
 static const float FOLD_AT = -30.0f; /* fold the decay back before G passes this */
 
-/* The block's 32 columns as vectors: two of 16 with AVX-512, four of 8 otherwise.
- * EACH(X) expands X once per vector of a block row. */
+/* The block's 32 columns as vectors: two of 16 with AVX-512, four of 8 with AVX, eight
+ * of 4 otherwise (no wider vector than the target has, which would change the ABI of
+ * these helpers). EACH(X) expands X once per vector of a block row. */
 #if defined(__AVX512F__)
 enum { VW = 16 };
 #define EACH(X) X(0) X(1)
-#else
+#elif defined(__AVX__)
 enum { VW = 8 };
 #define EACH(X) X(0) X(1) X(2) X(3)
+#else
+enum { VW = 4 };
+#define EACH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #endif
 typedef float vf __attribute__((vector_size(VW * 4)));
 
