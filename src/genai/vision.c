@@ -246,9 +246,10 @@ og_status *gen_vision_expand_prompt(const og_model *m, const char *text, const i
         w += sprintf(w, "%s", VEND);
         pos = at;
         if (found) {
+            /* the placeholder's own end marker, not one after the next placeholder */
             pos = at + strlen(VSTART);
-            const char *end = strstr(pos, VEND);
-            if (end) pos = end + strlen(VEND);
+            const char *end = strstr(pos, VEND), *next = strstr(pos, VSTART);
+            if (end && (!next || end < next)) pos = end + strlen(VEND);
         }
     }
     strcpy(w, pos);
