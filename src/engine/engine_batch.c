@@ -257,6 +257,7 @@ static og_status *probe(eng_engine *e) {
     if (b < 0) return og_errorf(OG_ERR_RUNTIME, "engine: the KV pool has no block");
     e->ids[0] = e->m->bos_id >= 0 && e->m->bos_id < e->vocab ? e->m->bos_id : 0;
     e->pos[0] = 0;
+    e->forms[0] = gen_step_form_at(0, 1);
     e->pseqs[0] = (paged_kv_seq){0, 0, 1, 0, &b};
     int64_t row = 0;
     og_status *st = run_rows(e, 1, 1, 1, 1, &row, 1, 0, 0); /* a hybrid's slot 0, unowned */
