@@ -121,12 +121,18 @@ static void spec_start(const eng_engine *e, eng_seq *s) {
  * (rewound to the prefix they share, the rest appended: after a verification, the cut
  * and one new token), then steps greedily. Its time counts as drafting time. */
 static int draft_model_tokens(const eng_engine *e, eng_seq *s, int k) {
+    /* the draft's own context bounds it (it may be shorter than the target's): past it, no
+     * drafts */
+    const og_model *dm = e->o.spec_draft_model;
+    int ctx = dm->context_length > 0 && dm->context_length < e->context ? dm->context_length
+                                                                        : e->context;
+    if (s->n_tokens + 1 >= ctx) return 0;
     double t0 = gen_spec_now();
     og_status *st = NULL;
     if (!s->dgen) {
         og_generator_params p = og_generator_params_default(e->o.spec_draft_model);
         int64_t most = (int64_t)(s->n_tokens - s->n_gen) + s->req->s.max_tokens + 1;
-        p.max_length = most < e->context ? (int)most : e->context;
+        p.max_length = most < ctx ? (int)most : ctx;
         p.all_logits = 0;
         p.min_length = 0;
         p.do_sample = 0;
