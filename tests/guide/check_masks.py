@@ -519,13 +519,17 @@ class Walker:
         if not getattr(self.ref, "can_rollback", True):
             # llguidance cannot roll this grammar back: ours rolls back, llguidance is
             # replayed from the start along the tokens kept
-            if not self.ours.rollback(k):
+            if isinstance(self.ours, Ours) and not self.ours.rollback(k):
                 raise Diff(f"rollback {k} failed (ours): {self.where()}")
             del self.path[-k:]
-            self.ref.reset()
-            for t in self.path:
-                if not self.ref.consume(t)[0]:
-                    raise Diff(f"llguidance's replay refused {self.show([t])}: {self.where()}")
+            # --self: both sides are llguidance, both replayed
+            sides = [self.ref] + ([] if isinstance(self.ours, Ours) else [self.ours])
+            for side in sides:
+                side.reset()
+                for t in self.path:
+                    if not side.consume(t)[0]:
+                        raise Diff(f"llguidance's replay refused {self.show([t])}: "
+                                   f"{self.where()}")
             self.compare(f" after rollback {k} (llguidance replayed)")
             self.check_state()
             for t in undone:
