@@ -8,7 +8,7 @@
  * so a later request whose prompt starts with those tokens finds them as it finds any
  * cached prefix: a restored slot is a prefix-cache entry, evicted like the others.
  *
- * The file (host byte order; written to NAME.tmp, then renamed):
+ * The file (host byte order; written to NAME.XXXXXX (mkstemp), then renamed):
  *   "OGKVSLOT" | u32 version (1) | u64 weights fingerprint | u32 name bytes, the name
  *   (the package folder's, for messages) | i32 layers, kv heads, row bytes, dtype, codes |
  *   i32 positions n | u64 state bytes | i32 tokens[n] | rows | state | u64 FNV-1a of all
@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char PREFIX_MAGIC[8] = {'O', 'G', 'K', 'V', 'S', 'L', 'O', 'T'};
 enum { PREFIX_VERSION = 1 };
@@ -345,12 +346,19 @@ og_status *eng_prefix_save(eng_engine *e, const int32_t *tokens, int n, const ch
         prefix_free(&p);
         return j.st;
     }
+    /* a temporary name of its own (two saves to one name at once must not share it) */
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    wfile w = {fopen(tmp, "wb"), 0xcbf29ce484222325ull, 0, false};
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    wfile w = {fd >= 0 ? fdopen(fd, "wb") : NULL, 0xcbf29ce484222325ull, 0, false};
     if (!w.f) {
+        og_status *st = og_errorf(OG_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            remove(tmp);
+        }
         prefix_free(&p);
-        return og_errorf(OG_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+        return st;
     }
     head hd = head_of(e, fp, p.n, p.state_bytes);
     const char *name = base_name(e->m->dir);

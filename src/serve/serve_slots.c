@@ -347,6 +347,9 @@ void srv_handle_slot_action(srv_server *s, struct MHD_Connection *c, const char 
         cJSON_AddNumberToObject(o, "n_read", (double)bytes);
         cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "timings"), "restore_ms", ms_since(&t0));
     } else {
+        /* llama-server answers the slot's token count, which is what the slot forgets;
+         * the positions the prefix cache frees may be fewer (blocks a running request
+         * shares stay) */
         eng_prefix_erase(m->eng, tokens, n);
         free(tokens);
         pthread_mutex_lock(&s->mu);
