@@ -102,3 +102,10 @@ void srv_fail(srv_error *e, int status, const char *param, const char *fmt, ...)
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
 }
+
+void srv_fail_status(srv_error *e, og_status *st, const char *param, const char *what) {
+    og_code code = og_status_code(st);
+    int status = code == OG_ERR_OUT_OF_MEMORY || code == OG_ERR_RUNTIME ? 500 : 400;
+    srv_fail(e, status, status == 400 ? param : "", "%s: %s", what, og_status_message(st));
+    og_status_free(st);
+}

@@ -54,6 +54,9 @@ typedef struct srv_error {
 
 void srv_fail(srv_error *e, int status, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* A status from the library as an answer ("what: message"): bad input is the client's (400,
+ * naming param), out of memory and run-time failures ours (500). Frees st. */
+void srv_fail_status(srv_error *e, og_status *st, const char *param, const char *what);
 
 /* ---- models ------------------------------------------------------------------------- */
 

@@ -88,14 +88,6 @@ static bool script_tokens(srv_job *j, srv_choice *c, srv_error *err) {
 }
 #endif
 
-/* A status from the library as an answer: bad input is the client's (400), the rest ours. */
-static void fail_status(srv_error *err, og_status *st, const char *param, const char *what) {
-    og_code code = og_status_code(st);
-    int status = code == OG_ERR_OUT_OF_MEMORY || code == OG_ERR_RUNTIME ? 500 : 400;
-    srv_fail(err, status, status == 400 ? param : "", "%s: %s", what, og_status_message(st));
-    og_status_free(st);
-}
-
 static bool chat_prompt(srv_job *j, srv_error *err) {
     srv_model *m = j->m;
     size_t n = 0;
@@ -117,7 +109,7 @@ static bool chat_prompt(srv_job *j, srv_error *err) {
     char *text = NULL;
     og_status *st = og_chat_template_apply(m->tpl, j->p->messages_json, &co, &text);
     if (st) {
-        fail_status(err, st, "messages", "the chat template could not render the messages");
+        srv_fail_status(err, st, "messages", "the chat template could not render the messages");
         return false;
     }
     j->think_in = m->think_open && chat_text_in_block(text, m->think_open, m->think_close);
@@ -130,7 +122,7 @@ static bool chat_prompt(srv_job *j, srv_error *err) {
     st = og_tokenizer_encode(m->tok, text, strlen(text), 0, &j->ids[0], &n);
     og_free(text);
     if (st) {
-        fail_status(err, st, "messages", "tokenizing the rendered messages");
+        srv_fail_status(err, st, "messages", "tokenizing the rendered messages");
         return false;
     }
     j->n_ids[0] = (int)n;
@@ -144,7 +136,7 @@ static bool completion_prompt(srv_job *j, int i, const cJSON *pr, srv_error *err
         og_status *st = og_tokenizer_encode(m->tok, pr->valuestring, strlen(pr->valuestring), 1,
                                             &j->ids[i], &n);
         if (st) {
-            fail_status(err, st, "prompt", "tokenizing the prompt");
+            srv_fail_status(err, st, "prompt", "tokenizing the prompt");
             return false;
         }
         j->n_ids[i] = (int)n;
@@ -227,7 +219,7 @@ static bool submit(srv_job *j, srv_choice *c, srv_error *err) {
     og_status *st = og_tokenizer_stream_create(m->tok, &c->ts);
     if (!st) st = og_tokenizer_stream_set_context(c->ts, ids, (size_t)n);
     if (st) {
-        fail_status(err, st, "", "creating a streaming detokenizer");
+        srv_fail_status(err, st, "", "creating a streaming detokenizer");
         return false;
     }
     c->n_lp_ctx = n < SRV_LP_CONTEXT ? n : SRV_LP_CONTEXT;

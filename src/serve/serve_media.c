@@ -191,13 +191,6 @@ static int gather(const srv_media *md, bool audio, const void **data, size_t *si
     return k;
 }
 
-static void fail_status(srv_error *err, og_status *st, const char *param, const char *what) {
-    og_code code = og_status_code(st);
-    int status = code == OG_ERR_OUT_OF_MEMORY || code == OG_ERR_RUNTIME ? 500 : 400;
-    srv_fail(err, status, status == 400 ? param : "", "%s: %s", what, og_status_message(st));
-    og_status_free(st);
-}
-
 /* The images decoded; a file that does not decode is named by its part. */
 static bool load_images(const srv_media *md, og_images **im, srv_error *err) {
     const void *data[SRV_MAX_MEDIA] = {0};
@@ -212,18 +205,18 @@ static bool load_images(const srv_media *md, og_images **im, srv_error *err) {
         og_images_free(one);
         if (s1) {
             og_status_free(st);
-            fail_status(err, s1, names[i], names[i]);
+            srv_fail_status(err, s1, names[i], names[i]);
             return false;
         }
     }
-    fail_status(err, st, "messages", "decoding the images");
+    srv_fail_status(err, st, "messages", "decoding the images");
     return false;
 }
 
 static bool encode(srv_model *m, const char *text, int32_t **ids, size_t *n, srv_error *err) {
     og_status *st = og_tokenizer_encode(m->tok, text, strlen(text), 0, ids, n);
     if (st) {
-        fail_status(err, st, "messages", "tokenizing the rendered messages");
+        srv_fail_status(err, st, "messages", "tokenizing the rendered messages");
         return false;
     }
     return true;
@@ -259,7 +252,7 @@ bool srv_media_images_prompt(srv_model *m, srv_media *md, const char *text, int3
     og_image_processor_free(pr);
     og_images_free(im);
     if (st) {
-        fail_status(err, st, "messages", "preprocessing the images");
+        srv_fail_status(err, st, "messages", "preprocessing the images");
         return false;
     }
     bool ok = encode(m, expanded, ids, n, err);
@@ -319,7 +312,7 @@ bool srv_media_audio_prompt(srv_model *m, srv_media *md, const char *messages_js
     og_audios *a = NULL;
     og_status *st = og_audios_load(data, size, 1, &a);
     if (st) {
-        fail_status(err, st, names[0], names[0]);
+        srv_fail_status(err, st, names[0], names[0]);
         return false;
     }
     const og_model *om = m->model;
@@ -327,7 +320,7 @@ bool srv_media_audio_prompt(srv_model *m, srv_media *md, const char *messages_js
                                     &md->features);
     og_audios_free(a);
     if (st) {
-        fail_status(err, st, names[0], names[0]);
+        srv_fail_status(err, st, names[0], names[0]);
         return false;
     }
     char *text = NULL;
