@@ -742,6 +742,9 @@ static bool verify(eng_engine *e, int i) {
         }
         e->pseqs[0] = (paged_kv_seq){0, 0, L, from, s->blocks};
         int64_t last = L - 1;
+        /* the step's group by this sequence's own request: the request step_group named
+         * may have finished earlier in this advance, and freed its sampling */
+        e->step_group = &s->req->s;
         double t0 = eng_now();
         st = run_rows(e, 1, L, L, 1, &last, 1, e->spec_scratch, s->slot);
         if (!st) eng_spec_timed(e, L, eng_now() - t0);
