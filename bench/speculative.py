@@ -2,6 +2,7 @@
 """Speculative decoding against plain decoding, and against onnxruntime-genai's, in one run.
 
   speculative.py [--build build] [--tokens 160] [--rounds 3] [--ort] [--case NAME ...]
+                 [--llama-server PATH [--gguf FILE] [--llama-draft FILE] [--llama-threads T]]
 
 Each case is a package and a prompt; each runs plain and speculative decoding (ours, in
 this process through the Python binding; onnxruntime-genai 0.18's with --ort), alternating
@@ -9,6 +10,18 @@ over the rounds after an untimed one (which makes the plans of the runs' lengths
 prints decode tokens/s (the median of the rounds), the ratio to
 plain decoding measured in the same run, the acceptance rate and the tokens decided per
 verification. The ids of every speculative run are checked against plain decoding's.
+
+With --llama-server (llama.cpp's binary, as bench/README.md builds it), the qwen-code
+case also runs llama.cpp on the same weights as GGUF (--gguf, default
+/tmp/og-peers/qwen05-int4.Q4_0.gguf: tools/make_gguf.py's Q4_0 of the package) and the
+same prompt ids: one llama-server per variant (-np 1, -t/-tb --llama-threads), plain, its
+n-gram lookup (--spec-type ngram-simple, lookup n-gram 2 and drafts of 4: our ngram_size
+3 and K 4) and, with --llama-draft GGUF, a draft model (--spec-draft-n-max 4); each is
+asked /completion for the same greedy tokens over the rounds after an untimed request,
+and prints its decode tokens/s (timings.predicted_per_second, the median) against our
+plain decoding's, its own speculative / plain ratio, and its acceptance
+(timings.draft_n_accepted / draft_n). Whether its speculative text equals its plain text
+is printed, not required (llama.cpp's numerics are its own).
 
 Cases:
   stories-repeat   stories260K continuing a text that it goes on to repeat (input-grounded)
@@ -19,10 +32,16 @@ Cases:
                    overhead, as the draft costs what the target does) and by its int4 copy
 """
 import argparse
+import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import urllib.error
+import urllib.request
 
 import numpy as np
 
@@ -71,7 +90,7 @@ def row(name, rates, base, stats):
     return r
 
 
-def run_case(a, og, ort, title, pkg, text, variants):
+def run_case(a, og, ort, title, pkg, text, variants, llama=False):
     print(f"{title}: {os.path.basename(pkg)}, {a.tokens} tokens")
     model = og.Model(pkg)
     ids = np.array(og.Tokenizer(model).encode(text), dtype=np.int32)
@@ -109,7 +128,95 @@ def run_case(a, og, ort, title, pkg, text, variants):
             base, ost)
         print(f"  (onnxruntime-genai's speculative / its plain: "
               f"{statistics.median(orates['onnxruntime-genai ngram_size=3 K=4']) / ob:.2f}x)")
+    if llama:
+        llama_rows(a, ids, base)
     print()
+
+
+class LlamaServer:
+    """llama-server on a free loopback port for one variant (extra: its speculative
+    options), ready once /health answers 200."""
+
+    def __init__(self, a, extra):
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            self.port = sk.getsockname()[1]
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="speculative-llama-", suffix=".log",
+                                               delete=False)
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = (os.path.dirname(a.llama_server) + ":" +
+                                  env.get("LD_LIBRARY_PATH", ""))
+        t = str(a.llama_threads)
+        cmd = [a.llama_server, "-m", a.gguf, "--host", "127.0.0.1", "--port", str(self.port),
+               "-np", "1", "-c", str(a.llama_ctx), "-t", t, "-tb", t, *extra]
+        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        end = time.time() + 600
+        while True:
+            if self.p.poll() is not None or time.time() > end:
+                self.stop()
+                raise SystemExit(f"llama-server did not get ready: {' '.join(cmd)}; "
+                                 f"log {self.log.name}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.5)
+
+    def complete(self, ids, tokens):
+        body = json.dumps({"prompt": [int(x) for x in ids], "n_predict": tokens,
+                           "temperature": 0, "top_k": 1, "cache_prompt": False,
+                           "stream": False}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/completion", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=3600) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        self.p.terminate()  # (SIGTERM: it exits cleanly; a process that ended ignores it)
+        try:
+            self.p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.communicate()
+        self.log.close()
+
+
+def llama_rows(a, ids, base):
+    """llama.cpp's plain and speculative decoding of the same ids (see the docstring)."""
+    variants = [("llama.cpp plain", []),
+                ("llama.cpp ngram-simple N=2 M=4",
+                 ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2",
+                  "--spec-ngram-simple-size-m", "4"])]
+    if a.llama_draft:
+        variants.append((f"llama.cpp draft {os.path.basename(a.llama_draft)} K=4",
+                         ["-md", a.llama_draft, "--spec-draft-n-max", "4"]))
+    rates, text = {}, {}
+    for name, extra in variants:
+        srv = LlamaServer(a, extra)
+        try:
+            got = []
+            for r in range(a.rounds + 1):  # the first untimed
+                out = srv.complete(ids, a.tokens)
+                if r:
+                    got.append(out)
+        finally:
+            srv.stop()
+        rates[name] = [o["timings"]["predicted_per_second"] for o in got]
+        text[name] = got[-1].get("content")
+        tm = got[-1]["timings"]
+        st = None
+        if tm.get("draft_n"):
+            st = {"draft_tokens_proposed": tm["draft_n"],
+                  "draft_tokens_accepted": tm.get("draft_n_accepted", 0)}
+        row(name, rates[name], base, st)
+    lp = statistics.median(rates["llama.cpp plain"])
+    for name, _ in variants[1:]:
+        same = "same text as its plain" if text[name] == text["llama.cpp plain"] else \
+            "text DIFFERS from its plain"
+        print(f"  (llama.cpp's {name[10:]} / its plain: "
+              f"{statistics.median(rates[name]) / lp:.2f}x; {same})")
 
 
 def main():
@@ -121,7 +228,16 @@ def main():
     ap.add_argument("--qwen", default="/work/bench-pkgs/qwen05-int4",
                     help="the Qwen2.5-0.5B-shaped int4 package")
     ap.add_argument("--case", action="append")
+    ap.add_argument("--llama-server", help="llama.cpp's llama-server: its plain and speculative "
+                    "decoding of the qwen-code case in the same run")
+    ap.add_argument("--gguf", default="/tmp/og-peers/qwen05-int4.Q4_0.gguf",
+                    help="the Qwen package's weights as GGUF (with --llama-server)")
+    ap.add_argument("--llama-draft", help="a GGUF draft model for llama.cpp (with --llama-server)")
+    ap.add_argument("--llama-threads", type=int, default=os.cpu_count())
+    ap.add_argument("--llama-ctx", type=int, default=2048)
     a = ap.parse_args()
+    if a.llama_server and not os.path.isfile(a.gguf):
+        ap.error(f"--llama-server needs the GGUF weights: {a.gguf} is missing (--gguf)")
     og = load(a.build)
     ort = None
     if a.ort:
@@ -138,7 +254,8 @@ def main():
     if "stories-free" in cases:
         run_case(a, og, ort, "free generation", stories, "Once upon a time", ngram)
     if "qwen-code" in cases and os.path.isdir(a.qwen):
-        run_case(a, og, ort, "input-grounded (loops)", a.qwen, CODE, ngram)
+        run_case(a, og, ort, "input-grounded (loops)", a.qwen, CODE, ngram,
+                 llama=bool(a.llama_server))
     if "draft-curve" in cases:
         drafts = [("plain", None)]
         for d in ("stories260K-fp32", "stories260K-int4-acc0"):
