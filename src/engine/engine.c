@@ -3,6 +3,7 @@
 
 #include "genai/adapters.h"
 #include "genai/budget.h"
+#include "genai/mtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ static void seq_free(eng_engine *e, eng_seq *s) {
     if (e->batched) eng_batch_drop_blocks(e, s);
     og_generator_destroy(s->gen);
     og_generator_destroy(s->dgen);
+    gen_mtp_delete(s->mtp);
     guide_matcher_free(s->matcher);
     free(s->tokens);
     free(s->blocks);

@@ -62,10 +62,10 @@ typedef struct eng_options {
     bool per_sequence;  /* force per-sequence mode (tests, comparisons) */
     /* Speculative decoding by prompt lookup or the package's MTP head
      * (og_generator_params' speculative_* fields; ngram 0 and mtp false: off). Batched
-     * mode verifies prompt-lookup drafts inside its steps, beside the other sequences'
-     * rows (engine_spec.c; a hybrid's in a run over its state slot); an MTP head and a
-     * LongRoPE width test run per sequence: each request's generator verifies its own
-     * drafts. */
+     * mode verifies the drafts inside its steps, beside the other sequences' rows
+     * (engine_spec.c; a hybrid's in a run over its state slot; an MTP head drafts from the
+     * hidden rows the steps return for each sequence); per-sequence mode, each request's
+     * generator verifies its own drafts. */
     int spec_ngram, spec_max_draft;
     bool spec_chained, spec_fixed, spec_mtp;
     /* Batched mode: drafts from this function instead of prompt lookup (NULL: lookup),

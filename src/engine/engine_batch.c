@@ -32,6 +32,7 @@
 #include "genai/adapters.h"
 #include "genai/budget.h"
 #include "genai/mask_width.h"
+#include "genai/mtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,23 @@ static void take_pool_back(void *ctx, const gen_stage *sg) {
     og_status_free(runtime_session_set_paged_kv(sg->s, NULL)); /* never fails */
 }
 
+/* With an MTP head: each sequence of a run keeps the hidden rows of its tokens (by
+ * position) for its head to read when it drafts (its drafter made at its first run; out
+ * of memory, it drafts nothing). */
+static void keep_hidden(eng_engine *e, const og_tensor *h, int N, int n_seqs) {
+    for (int k = 0; k < n_seqs; k++) {
+        eng_seq *s = e->pseq_of[k];
+        const paged_kv_seq *q = &e->pseqs[k];
+        if (!s) continue;
+        og_status *st = s->mtp ? NULL : gen_mtp_new(e->m, &s->mtp);
+        if (st) {
+            og_status_free(st);
+            continue;
+        }
+        gen_mtp_keep_rows(s->mtp, h, (int64_t)q->row * N + q->q_off, q->n, q->past);
+    }
+}
+
 /* Runs the staged tokens ids/pos [0, R * N), R rows of N tokens (the flat step: one row
  * of every sequence's tokens; a hybrid model's runs: R decoding sequences of one token,
  * or one sequence's prompt chunk), with e->pseqs' sequences and a mask of ones W wide;
@@ -122,7 +140,12 @@ static og_status *run_rows(eng_engine *e, int R, int N, int W, int n_seqs, const
     char *at = (char *)e->logits + (size_t)row0 * (size_t)e->vocab * esize(m->logits.dtype);
     OG_TRY(gen_step_view(m->logits.dtype, d, 2, at, &into, &v));
     gen_step_logits lg = {.into = &into, .select = true, .rows = rows, .n_rows = (size_t)n_rows};
+    lg.want_hidden = e->o.spec_mtp && m->hidden_out; /* the rows an MTP head reads */
     OG_TRY(gen_step_run(m, &e->io, &tk, &cache, &lg));
+    if (lg.hidden) {
+        keep_hidden(e, lg.hidden, N, n_seqs);
+        og_tensor_free(lg.hidden);
+    }
     if (lg.out != &into) {
         og_tensor_free(lg.out);
         return og_errorf(OG_ERR_INVALID_MODEL, "engine: the model returned no logits '%s'",
@@ -259,6 +282,7 @@ static og_status *probe(eng_engine *e) {
     e->pos[0] = 0;
     e->forms[0] = gen_step_form_at(0, 1);
     e->pseqs[0] = (paged_kv_seq){0, 0, 1, 0, &b};
+    e->pseq_of[0] = NULL;
     int64_t row = 0;
     og_status *st = run_rows(e, 1, 1, 1, 1, &row, 1, 0, 0); /* a hybrid's slot 0, unowned */
     kv_pool_release(e->pool, b);
@@ -304,16 +328,9 @@ og_status *eng_batch_init(eng_engine *e) {
     e->state_reserve = eng_state_plan(m, &e->o, limit, &e->n_slots, &e->n_snaps);
     OG_TRY(eng_state_init(e));
     /* drafted tokens are verified in the step's flat row (a hybrid's in a run over its
-     * slot); a width test (LongRoPE) would need a side per token: such a model speculates
-     * per sequence, as an MTP head does */
+     * slot; with a LongRoPE width test on one side of it: eng_spec_plan's drafts stop
+     * before the switch); an MTP head drafts from the hidden rows the runs return */
     if (e->o.spec_ngram > 0 || e->o.spec_mtp || e->o.spec_drafter || e->o.spec_draft_model) {
-        if (e->o.spec_mtp)
-            return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding by an MTP head runs one "
-                             "generator per sequence (the head's hidden-state rows are not "
-                             "batched)");
-        if (e->width_threshold >= 0)
-            return og_errorf(OG_ERR_UNSUPPORTED, "speculative decoding of a model with a "
-                             "LongRoPE width test runs one generator per sequence");
         e->spec = true;
         e->spec_rows = eng_spec_rows(e);
         if (e->hybrid) { /* copies of the verifying sequences' slots: at most 64 MiB */
@@ -344,6 +361,7 @@ og_status *eng_batch_init(eng_engine *e) {
     e->layer_runs = calloc((size_t)n_layers, sizeof *e->layer_runs);
     e->layer_swc_caps = calloc((size_t)n_layers, sizeof *e->layer_swc_caps);
     e->pseqs = calloc((size_t)e->o.max_batch + 1, sizeof *e->pseqs);
+    e->pseq_of = calloc((size_t)e->o.max_batch + 1, sizeof *e->pseq_of);
     int T = e->step_tokens;
     e->tok_cap = T;
     e->ids = malloc(sizeof(int64_t) * (size_t)T * 3 + 64);
@@ -366,6 +384,7 @@ og_status *eng_batch_init(eng_engine *e) {
         !e->ids32 || !e->forms || !e->pos32 || !e->mask32 || !e->logits || !e->logit_rows ||
         !e->groups || (e->spec && !e->spec_seen))
         return og_errorf(OG_ERR_OUT_OF_MEMORY, "engine: out of memory for a step of %d tokens", T);
+    if (!e->pseq_of) return og_oom();
     OG_TRY(gen_step_io_init(&e->io, m));
     int l = 0;
     for (int i = 0; i < m->n_cache; i++)
@@ -386,6 +405,8 @@ void eng_batch_free(eng_engine *e) {
     free(e->layer_runs);
     free(e->layer_swc_caps);
     free(e->pseqs);
+    free(e->pseq_of);
+    e->pseq_of = NULL;
     free(e->ids);
     free(e->pos);
     free(e->mask);
@@ -741,6 +762,7 @@ static bool verify(eng_engine *e, int i) {
             e->forms[t] = gen_step_form_at(from + t, P);
         }
         e->pseqs[0] = (paged_kv_seq){0, 0, L, from, s->blocks};
+        e->pseq_of[0] = s;
         int64_t last = L - 1;
         /* the step's group by this sequence's own request: the request step_group named
          * may have finished earlier in this advance, and freed its sampling */
@@ -840,6 +862,7 @@ static og_status *hybrid_runs(eng_engine *e, int *T) {
             e->pos[r] = p;
             e->forms[r] = gen_step_form_at(p, P);
             e->pseqs[r] = (paged_kv_seq){r, 0, 1, p, s->blocks};
+            e->pseq_of[r] = s;
             e->logit_rows[r] = r;
             s->logit_row = p + 1 == s->n_tokens ? r0 + r : -1;
         }
@@ -859,6 +882,7 @@ static og_status *hybrid_runs(eng_engine *e, int *T) {
             e->forms[t] = gen_step_form_at(from + t, P);
         }
         e->pseqs[0] = (paged_kv_seq){0, 0, L, from, s->blocks};
+        e->pseq_of[0] = s;
         s->logit_row = -1; /* a chunk never ends the prompt: its logits are not used */
         int64_t last = L - 1;
         OG_TRY(run_rows(e, 1, L, L, 1, &last, 1, e->o.max_batch, s->slot));
@@ -882,6 +906,7 @@ static og_status *hybrid_runs(eng_engine *e, int *T) {
         s->spec_bak = b++;
         eng_state_copy(e, s->slot, e->spec_bak + (size_t)s->spec_bak * e->slot_bytes, false);
         e->pseqs[0] = (paged_kv_seq){0, 0, L, from, s->blocks};
+        e->pseq_of[0] = s;
         s->logit_row = row0;
         double t0 = eng_now();
         OG_TRY(run_rows(e, 1, L, L, 1, e->logit_rows + row0, L, row0, s->slot));
@@ -936,6 +961,7 @@ void eng_batch_step(eng_engine *e) {
                 s->logit_row = n_rows;
                 e->logit_rows[n_rows++] = T - T0 + (to - from) - 1;
             }
+            e->pseq_of[k] = s;
             e->pseqs[k++] = (paged_kv_seq){0, T - T0, to - from, from, s->blocks};
             /* each token in the form of its sequence's run alone: the whole prompt at
              * once, then one token per step */

@@ -82,6 +82,9 @@ struct eng_seq {
     int n_draft;
     int spec_bak;        /* a hybrid's verification: its slot's copy in e->spec_bak */
     og_generator *dgen;  /* with a draft model: its generator of the sequence */
+    struct gen_mtp *mtp; /* with an MTP head (genai/mtp.h): the main model's hidden rows at
+                            its positions, as the steps return them, and the head's
+                            generator of the sequence; made at its first run */
 };
 
 struct eng_engine {
@@ -113,6 +116,8 @@ struct eng_engine {
     int32_t *layer_runs;
     int32_t *layer_swc_caps;  /* [layers]: the generator's window-sized cache capacity, or 0 */
     paged_kv_seq *pseqs;
+    eng_seq **pseq_of;   /* [max_batch + 1] the sequence of each of a run's pseqs (with an
+                            MTP head its hidden rows are kept for it) */
     int64_t *ids, *pos, *mask;
     int32_t *ids32, *pos32, *mask32;
     uint8_t *forms; /* the staged tokens' row forms (step.h) */

@@ -24,6 +24,7 @@
  * too little spread in the timed token counts for a slope, an extra token is taken to
  * cost 0.35 of a one-token step. Fixed K (spec_fixed) drafts whatever lookup finds. */
 #include "engine/engine_internal.h"
+#include "genai/mtp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ static const double GAIN_NEEDED = 1.05, PRIOR_EXTRA_PER_TOKEN = 0.35, TIME_DECAY
 static const double SPEC_ROW_BYTES = 64.0 * 1024 * 1024;
 
 int eng_spec_rows(const eng_engine *e) {
-    if ((e->o.spec_ngram <= 0 && !e->o.spec_drafter && !e->o.spec_draft_model) || e->o.spec_mtp)
+    if (e->o.spec_ngram <= 0 && !e->o.spec_drafter && !e->o.spec_draft_model && !e->o.spec_mtp)
         return 0;
     int k = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4;
     if (k > GEN_SPEC_MAX_DRAFT) k = GEN_SPEC_MAX_DRAFT;
@@ -110,7 +111,7 @@ static void spec_start(const eng_engine *e, eng_seq *s) {
     gen_spec_options so = {.ngram = e->o.spec_ngram - 1, .chained = e->o.spec_chained,
                            .max_draft = e->o.spec_max_draft > 0 ? e->o.spec_max_draft : 4,
                            .adaptive = !e->o.spec_fixed,
-                           .draft_model = e->o.spec_draft_model != NULL};
+                           .draft_model = e->o.spec_draft_model || e->o.spec_mtp};
     gen_spec_init(&s->spec, &so);
     if (e->spec_tries >= 1)
         gen_spec_seed(&s->spec, SEED_TRIES * e->spec_succ / e->spec_tries, SEED_TRIES);
@@ -167,6 +168,27 @@ static int draft_model_tokens(const eng_engine *e, eng_seq *s, int k) {
     return got;
 }
 
+/* Up to k tokens from the package's MTP head (genai/mtp.h): s's drafter reads the hidden
+ * rows the steps kept for s and brings its head's generator to s's tokens, as the
+ * generator's does. Its time counts as drafting time; a failure of the head costs the
+ * drafts (it starts over). */
+static int mtp_tokens(const eng_engine *e, eng_seq *s, int k) {
+    if (!s->mtp) return 0; /* no rows kept for it (out of memory) */
+    double t0 = gen_spec_now();
+    int64_t most = (int64_t)(s->n_tokens - s->n_gen) + s->req->s.max_tokens + 1;
+    int got = 0;
+    og_status *st = gen_mtp_draft_seq(s->mtp, e->m, s->tokens, s->n_tokens,
+                                      most < e->context ? (int)most : e->context, k, s->draft,
+                                      &got);
+    if (st) {
+        og_status_free(st);
+        gen_mtp_forget_head(s->mtp);
+        return 0;
+    }
+    gen_spec_drafted(&s->spec, got, gen_spec_now() - t0);
+    return got;
+}
+
 /* Drafts of up to max_k tokens after s's text (prompt lookup). */
 static int draft_for(const eng_engine *e, eng_seq *s, int max_k) {
     gen_spec_options o = {.ngram = e->o.spec_ngram - 1, .max_draft = max_k,
@@ -202,13 +224,17 @@ int eng_spec_plan(eng_engine *e, int budget) {
         int by_len = s->req->s.max_tokens - s->n_gen - 1, by_ctx = e->context - s->n_tokens - 1;
         if (k > by_len) k = by_len;
         if (k > by_ctx) k = by_ctx;
+        /* a LongRoPE width test: drafts stop before the switch, as the generator's do (a
+         * verification runs on one side of it; the step at the switch is plain) */
+        int64_t C = e->width_threshold;
+        if (C >= 0 && s->n_tokens <= C && k > C - s->n_tokens) k = (int)(C - s->n_tokens);
         if (k > room) k = room;
         if (k > rows_left) k = rows_left;
         if (k <= 0) continue;
         spec_start(e, s);
         /* lookup drafts first (they are free; one not verified is the shadow), a draft
-         * model's after K is chosen (they cost their time) */
-        bool model = e->o.spec_draft_model != NULL;
+         * model's or an MTP head's after K is chosen (they cost their time) */
+        bool model = e->o.spec_draft_model || e->o.spec_mtp;
         if (!model && (k = draft_for(e, s, k)) <= 0) continue;
         int best = 0;
         if (e->o.spec_fixed) {
@@ -224,7 +250,9 @@ int eng_spec_plan(eng_engine *e, int budget) {
             }
         }
         if (model && !e->o.spec_fixed) best = gen_spec_probe(&s->spec, best, 1);
-        if (model && best > 0 && (best = draft_model_tokens(e, s, best)) <= 0) continue;
+        if (model && best > 0 &&
+            (best = e->o.spec_mtp ? mtp_tokens(e, s, best) : draft_model_tokens(e, s, best)) <= 0)
+            continue;
         if (best == 0) {
             if (!model) gen_spec_shadow(&s->spec, s->draft, k);
             continue;

@@ -538,6 +538,11 @@ og_status *og_generator_generate_next_token(og_generator *g) {
         if (spec_applies(g)) {
             /* (an MTP head drafts up to the last position, as onnxruntime-genai's does) */
             int room = gen_row_limit(g, 0) - g->len[0] - (g->mtp ? 0 : 1), k = 0;
+            /* a LongRoPE width test: a verification's run takes the side of its last
+             * position for all its tokens, a plain step the side of its own; so drafts stop
+             * before the switch (the step at the switch is plain) */
+            int64_t C = g->m->width_threshold;
+            if (C >= 0 && g->len[0] <= C && room > C - g->len[0]) room = (int)(C - g->len[0]);
             if (room > 0 && g->spec->o.draft_model) {
                 int want = gen_spec_choose(g->spec, room);
                 double t = gen_spec_now();

@@ -45,39 +45,60 @@ og_status *gen_mtp_check(const og_model *m, const og_generator_params *p) {
     return NULL;
 }
 
-og_status *gen_mtp_init(og_generator *g) {
+og_status *gen_mtp_new(const og_model *m, struct gen_mtp **out) {
+    *out = NULL;
     struct gen_mtp *t = calloc(1, sizeof *t);
     if (!t) return og_oom();
-    g->mtp = t;
-    const og_model *m = g->m;
     for (int i = 0; i < MTP_RING; i++) t->pos[i] = -1;
-    if (!m->hidden_out) return NULL;
-    t->hidden = m->hidden_size;
-    t->dtype = m->hidden_dtype;
-    t->row_bytes = dtype_size(t->dtype) * (size_t)t->hidden;
-    if (!t->row_bytes || !(t->ring = malloc(MTP_RING * t->row_bytes))) return og_oom();
+    if (m->hidden_out) {
+        t->hidden = m->hidden_size;
+        t->dtype = m->hidden_dtype;
+        t->row_bytes = dtype_size(t->dtype) * (size_t)t->hidden;
+        if (!t->row_bytes || !(t->ring = malloc(MTP_RING * t->row_bytes))) {
+            free(t);
+            return og_oom();
+        }
+    }
+    *out = t;
     return NULL;
 }
 
-void gen_mtp_free(og_generator *g) {
-    struct gen_mtp *t = g->mtp;
+void gen_mtp_delete(struct gen_mtp *t) {
     if (!t) return;
     og_generator_destroy(t->head);
     free(t->ring);
     free(t->feed);
     free(t);
+}
+
+void gen_mtp_forget_head(struct gen_mtp *t) {
+    if (!t) return;
+    og_generator_destroy(t->head);
+    t->head = NULL;
+}
+
+og_status *gen_mtp_init(og_generator *g) { return gen_mtp_new(g->m, &g->mtp); }
+
+void gen_mtp_free(og_generator *g) {
+    gen_mtp_delete(g->mtp);
     g->mtp = NULL;
 }
 
-void gen_mtp_keep(og_generator *g, const og_tensor *h, int first_pos) {
-    struct gen_mtp *t = g->mtp;
-    if (!t || !t->ring || h->rank != 3 || h->dims[2] != t->hidden || h->dtype != t->dtype) return;
-    for (int64_t i = 0; i < h->dims[1]; i++) {
-        int p = first_pos + (int)i, s = p % MTP_RING;
+void gen_mtp_keep_rows(struct gen_mtp *t, const og_tensor *h, int64_t row0, int n,
+                       int first_pos) {
+    if (!t || !t->ring || h->rank != 3 || h->dims[2] != t->hidden || h->dtype != t->dtype ||
+        row0 < 0 || row0 + n > h->dims[0] * h->dims[1])
+        return;
+    for (int i = 0; i < n; i++) {
+        int p = first_pos + i, s = p % MTP_RING;
         memcpy(t->ring + (size_t)s * t->row_bytes,
-               (const char *)h->data + (size_t)i * t->row_bytes, t->row_bytes);
+               (const char *)h->data + (size_t)(row0 + i) * t->row_bytes, t->row_bytes);
         t->pos[s] = p;
     }
+}
+
+void gen_mtp_keep(og_generator *g, const og_tensor *h, int first_pos) {
+    if (h->rank == 3) gen_mtp_keep_rows(g->mtp, h, 0, (int)h->dims[1], first_pos);
 }
 
 /* The kept row of position p, NULL when it is gone. */
@@ -100,11 +121,9 @@ const og_tensor *gen_mtp_feed(og_generator *g, int first_pos, int n, og_tensor *
 }
 
 /* The head's generator, made on first use (its positions start at the pending token). */
-static og_status *head_open(og_generator *g) {
-    struct gen_mtp *t = g->mtp;
-    og_model *hm = g->m->mtp;
+static og_status *head_open(struct gen_mtp *t, og_model *hm, int max_len) {
     og_generator_params hp = og_generator_params_default(hm);
-    hp.max_length = g->max_len;
+    hp.max_length = max_len;
     hp.min_length = 0;
     hp.all_logits = 0;
     hp.speculative_ngram_size = 0;
@@ -112,8 +131,7 @@ static og_status *head_open(og_generator *g) {
     og_generator *h;
     OG_TRY(og_status_wrap(og_generator_create(hm, &hp, &h), "the MTP head"));
     og_status *st = gen_mtp_init(h);
-    if (!st && !(h->mtp->feed = malloc(MTP_RING * dtype_size(g->mtp->dtype) *
-                                       (size_t)g->mtp->hidden)))
+    if (!st && !(h->mtp->feed = malloc(MTP_RING * dtype_size(t->dtype) * (size_t)t->hidden)))
         st = og_oom();
     if (st) {
         gen_mtp_free(h);
@@ -130,8 +148,7 @@ static og_status *head_open(og_generator *g) {
  * again), each with the row it pairs with: a main-model row below `trusted`, the head's
  * own row of the position before above it. *d: the argmax of the last position's logits
  * (the first index of the largest). */
-static og_status *head_run(og_generator *g, const int32_t *tokens, int n, int32_t *d) {
-    struct gen_mtp *t = g->mtp;
+static og_status *head_run(struct gen_mtp *t, const int32_t *tokens, int n, int32_t *d) {
     og_generator *h = t->head;
     struct gen_mtp *ht = h->mtp;
     int from = h->fed[0], to = h->len[0] + n;
@@ -155,12 +172,11 @@ static og_status *head_run(og_generator *g, const int32_t *tokens, int n, int32_
     return NULL;
 }
 
-og_status *gen_mtp_draft(og_generator *g, int k, int *got) {
-    struct gen_mtp *t = g->mtp;
+og_status *gen_mtp_draft_seq(struct gen_mtp *t, og_model *m, const int32_t *seq, int L,
+                             int max_len, int k, int32_t *out, int *got) {
     *got = 0;
-    int L = g->len[0];
     if (!t->head) {
-        OG_TRY(head_open(g));
+        OG_TRY(head_open(t, m->mtp, max_len));
         t->base = L - 1;
         t->trusted = 0;
     }
@@ -170,7 +186,7 @@ og_status *gen_mtp_draft(og_generator *g, int k, int *got) {
     if (lim > t->trusted) lim = t->trusted;
     if (lim > h->len[0]) lim = h->len[0];
     if (t->base > L - 1) lim = 0;
-    while (c < lim && h->seq[c] == g->seq[t->base + c]) c++;
+    while (c < lim && h->seq[c] == seq[t->base + c]) c++;
     if (c == L - t->base) c--; /* (it holds the pending token: run it again for its logits) */
     /* the main-model rows the rest needs (a rewind re-feeds the head's last kept token) */
     int first = c > 0 ? c - 1 : 0;
@@ -184,13 +200,17 @@ og_status *gen_mtp_draft(og_generator *g, int k, int *got) {
     if (c < h->len[0]) OG_TRY(og_generator_rewind_to(h, (size_t)c));
     t->trusted = L - t->base;
     int32_t d;
-    OG_TRY(head_run(g, g->seq + t->base + c, L - t->base - c, &d));
-    g->spec_draft[(*got)++] = d;
+    OG_TRY(head_run(t, seq + t->base + c, L - t->base - c, &d));
+    out[(*got)++] = d;
     /* further drafts chain the head's own hidden state (when the head returns it) */
-    while (*got < k && g->m->mtp->hidden_out && h->len[0] < h->max_len) {
+    while (*got < k && m->mtp->hidden_out && h->len[0] < h->max_len) {
         int32_t prev = d;
-        OG_TRY(head_run(g, &prev, 1, &d));
-        g->spec_draft[(*got)++] = d;
+        OG_TRY(head_run(t, &prev, 1, &d));
+        out[(*got)++] = d;
     }
     return NULL;
+}
+
+og_status *gen_mtp_draft(og_generator *g, int k, int *got) {
+    return gen_mtp_draft_seq(g->mtp, g->m, g->seq, g->len[0], g->max_len, k, g->spec_draft, got);
 }

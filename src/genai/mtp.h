@@ -14,16 +14,41 @@
  *
  * A generator that drafts this way (og_generator_params.speculative_mtp), and the head's
  * own generator, keep the hidden rows their runs return (og_model.hidden_out) in a ring
- * by position; the head's runs read theirs from the feed made here (GEN_SRC_HIDDEN). */
+ * by position; the head's runs read theirs from the feed made here (GEN_SRC_HIDDEN).
+ *
+ * The serving engine drafts for each sequence of its batched steps with a drafter of its
+ * own (gen_mtp_new): it keeps the rows its runs return for the sequence's positions and
+ * drafts after the sequence's tokens (gen_mtp_draft_seq), as the generator does. */
 #ifndef OG_GENAI_MTP_H
 #define OG_GENAI_MTP_H
 
 #include "base/status.h"
 #include "onnx_genai.h"
 
+#include <stdint.h>
+
+struct gen_mtp;
+
 /* Refuses what MTP drafting cannot do: a package without a head, another drafter with
  * it, beam search. */
 og_status *gen_mtp_check(const og_model *m, const og_generator_params *p);
+
+/* A drafter for main model m: a ring of its hidden rows by position (none when m has no
+ * og_model.hidden_out: it never drafts), and the head's generator, made at its first
+ * drafting. */
+og_status *gen_mtp_new(const og_model *m, struct gen_mtp **out);
+void gen_mtp_delete(struct gen_mtp *t);
+/* The head's generator goes (after a failure of it): the next drafting starts it again. */
+void gen_mtp_forget_head(struct gen_mtp *t);
+/* Rows [row0, row0 + n) of a run's hidden output [rows, n, hidden] (flat over its leading
+ * axes) kept for positions first_pos .. first_pos + n - 1. */
+void gen_mtp_keep_rows(struct gen_mtp *t, const og_tensor *hidden, int64_t row0, int n,
+                       int first_pos);
+/* Up to k drafts for the token after seq[L - 1] (the pending token, whose row is not
+ * needed: those of seq[.. L - 2] are) into out (*got of them; 0 when the rows the head
+ * needs are gone). max_len bounds the head's generator when it is made. */
+og_status *gen_mtp_draft_seq(struct gen_mtp *t, og_model *m, const int32_t *seq, int L,
+                             int max_len, int k, int32_t *out, int *got);
 
 /* The ring of hidden rows of a generator whose model has og_model.hidden_out. */
 og_status *gen_mtp_init(og_generator *g);

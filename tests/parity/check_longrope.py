@@ -21,6 +21,15 @@ model maker's phi3 package (fp32, transformers' init) and rewrites it into that 
      that of p + 1, as in a run alone). Also with prompts cut into chunks, and with
      preemption recomputing sequences across the switch. (Before, every decode step took
      the short cache and stopped at position 64 with 'outside the cos/sin caches'.)
+  4. speculative decoding across the switch: a verification's run takes one side for all
+     its tokens (its mask as wide as its last position), a plain step the side of its own
+     position, so drafts stop before the switch. The generator drafting 8 tokens a time
+     from the package itself (every draft kept; the verification after the 56-token
+     prompt would run positions 56..64) gives the plain greedy tokens; the engine in
+     batched mode too, with the oracle's drafts (--oracle-drafts: kept and rejected) and
+     with the package as its draft model. (Before, the generator's verification at the
+     switch rotated positions 56..63 with the long factors, and the engine served such a
+     model per sequence when asked to speculate.)
 
 usage: check_longrope.py BUILD WORK
 """
@@ -120,15 +129,31 @@ def main(argv):
     print(f"greedy tokens {'equal' if ours == theirs else 'DIFFER from'} onnxruntime-genai's")
     if ours != theirs:
         bad.append("tokens")
+    spec = ["--speculative", "draft", "--draft-model", d, "--draft-fixed", "--draft-tokens", "8"]
+    r = subprocess.run([os.path.join(build, "onnx-genai"), "generate", "-m", d, "--max-length",
+                        str(L), "--min-length", str(L), "--json", "--ids", ",".join(map(str, prompt)),
+                        *spec], capture_output=True, text=True)
+    res = json.loads(r.stdout) if r.returncode == 0 else {}
+    drafted = res.get("speculative", {}).get("verifications", 0)
+    same = res.get("sequences", [None])[0] == ours
+    print(f"speculative (the package drafting for itself, 8 tokens): {drafted} verifications, "
+          f"greedy tokens {'equal' if same else 'DIFFER from'} plain decoding's"
+          + ("" if r.returncode == 0 else f": {r.stderr.strip()}"))
+    if not same or drafted == 0:
+        bad.append("speculative generator")
     # as served; prompts cut into chunks across the switch; preemption (recomputation
-    # across it) with small blocks and a small pool
+    # across it) with small blocks and a small pool; speculation across the switch
     for extra in ([], ["--step-tokens", "16"],
-                  ["--step-tokens", "7", "--kv-blocks", "60", "--block-size", "4"]):
+                  ["--step-tokens", "7", "--kv-blocks", "60", "--block-size", "4"],
+                  ["--oracle-drafts", "--draft-fixed", "--want-verifications"],
+                  ["--draft-model", d, "--draft-fixed", "--draft-tokens", "8",
+                   "--want-verifications"]):
         e = subprocess.run([os.path.join(build, "tests", "engine-check"), d, *extra],
                            capture_output=True, text=True)
         out = (e.stdout + e.stderr).strip().splitlines()
         print(f"engine {' '.join(extra) or '(defaults)'}: " +
-              " | ".join(x for x in out if x.startswith(("mode", "steps", "ok:", "FAIL"))))
+              " | ".join(x for x in out if x.startswith(("mode", "steps", "ok:", "FAIL",
+                                                        "speculative"))))
         if e.returncode != 0:
             bad.append(f"engine {' '.join(extra)}")
         if not any(x.startswith("mode: batched") for x in out):

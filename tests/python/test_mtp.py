@@ -243,15 +243,15 @@ def test_cli_generate(pkg):
 
 
 def test_serve(pkg):
-    """serve --speculative mtp: each request's generator drafts with the head (the
-    per-sequence mode, which /health reports); the answer is the plain server's. A package
-    without a head is refused when the server starts."""
+    """serve --speculative mtp: each request's head drafts from the hidden rows the
+    batched steps return (batched mode, which /health reports); the answer is the plain
+    server's. A package without a head is refused when the server starts."""
     from test_speculative import cli, completion
     prompt = "<unk>" * 6  # (the made-up tokenizer encodes its special tokens only)
     plain, _ = completion(["-m", pkg], prompt, 30)
     got, health = completion(["-m", pkg, "--speculative", "mtp", "--draft-fixed"], prompt, 30)
     assert got == plain and plain
-    assert health.get("mode") != "batched", health
+    assert health.get("mode") == "batched", health
     r = cli("serve", "-m", os.path.join(pkg, "ort", "head"), "--port", "0", "--speculative", "mtp")
     assert r.returncode != 0 and "no MTP head" in r.stderr, r.stderr
 

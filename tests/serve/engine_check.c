@@ -52,6 +52,8 @@
  *                     weights included
  *   --draft-model DIR  drafts from that package's model (each sequence's own generator of
  *                     it, in step with the sequence)
+ *   --mtp             drafts from the package's MTP head (each sequence's own generator of
+ *                     it, fed the hidden rows the engine's steps return for the sequence)
  *   --max-wasted P    fail when drafted tokens that were not kept exceed P % of the
  *                     tokens delivered (the cost model's bound where drafts seldom hit)
  *   --repeat          each prompt's random tail comes twice (text a model may go on
@@ -232,7 +234,10 @@ static og_status *alone_engine(og_model *m, const eng_options *o, int idx, const
     eng_options one = *o;
     one.max_batch = 1;
     one.prefix_cache = false;
-    if (sample_mode) one.spec_ngram = 0; /* the oracle of sampling: plain steps */
+    if (sample_mode) { /* the oracle of sampling: plain steps */
+        one.spec_ngram = 0;
+        one.spec_mtp = false;
+    }
     eng_engine *e;
     OG_TRY(eng_create(m, &one, &e));
     eng_sampling s = sampling_of(idx, max_new);
@@ -439,6 +444,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-wasted")) max_wasted = atof(v), i++;
         else if (!strcmp(a, "--oracle-drafts")) o.spec_drafter = oracle_drafter;
         else if (!strcmp(a, "--draft-model") && i + 1 < argc) draft_dir = v, i++;
+        else if (!strcmp(a, "--mtp")) o.spec_mtp = true;
         else if (!strcmp(a, "--sample")) sample_mode = oracle_engine = true;
         else if (!strcmp(a, "--backend") && !strcmp(v, "ort")) mo.backend = OG_BACKEND_ORT, i++;
         else if (!strcmp(a, "--backend") && !strcmp(v, "native")) mo.backend = OG_BACKEND_NATIVE, i++;
@@ -653,7 +659,7 @@ int main(int argc, char **argv) {
            (long long)es.kv_blocks_cached);
     bad += check_stats(&es, (uint64_t)(n_prompts * rounds), (uint64_t)n_cancelled, delivered,
                        (uint64_t)with_tokens, eng_batched(e));
-    if (o.spec_ngram > 0 || o.spec_drafter || draft)
+    if (o.spec_ngram > 0 || o.spec_drafter || draft || o.spec_mtp)
         printf("speculative: %llu verifications, %llu tokens drafted, %llu kept\n",
                (unsigned long long)es.spec_verifications, (unsigned long long)es.spec_drafted,
                (unsigned long long)es.spec_accepted);
