@@ -65,7 +65,7 @@ typedef struct ldef {
     bool ext;              /* terminal: its expression uses '&', '~' or %regex */
     bool lazy;             /* rule [lazy]: its body one lazy lexeme */
     ln *suffix;            /* rule [suffix=X]: X (a terminal) after the lazy body */
-    ln *stop;              /* rule [stop="..."]: the string after the lazy body, hidden */
+    ln *stop;              /* rule [stop=X]: X (a terminal) after the lazy body, hidden */
     int max_tokens;        /* rule [max_tokens=N]: its body one lexeme of at most N tokens;
                             * -1 when not given */
     bool eos;              /* rule [stop=""]: its body one lexeme a stop id may end */
@@ -931,11 +931,13 @@ static og_status *read_llguidance(lk *p) {
  * a regex or a terminal's name): the body and then X as one lazy lexeme, which is the
  * language llguidance gives it; stop="..." (a non-empty string): the same lexeme with the
  * string hidden (lexer.h's glex_attrs: it starts what follows where that begins with it,
- * else it ends the token); stop="": the body one greedy lexeme that a stop id may also
- * end (the output going on after it); max_tokens=N: the body one lexeme that spans at
- * most N tokens. One of lazy, suffix and stop (lazy after a non-empty one is nothing
- * more; either after lazy is an error, as in llguidance). Every other attribute
- * (temperature, a regex stop) is refused by name. */
+ * else it ends the token); stop=X with X a regex, a "..."i string or a terminal's name:
+ * the same for each of X's strings where they are finitely many and of one length
+ * (compile_gen; else refused by name); stop="": the body one greedy lexeme that a stop id
+ * may also end (the output going on after it); max_tokens=N: the body one lexeme that
+ * spans at most N tokens. One of lazy, suffix and stop (lazy after a non-empty one is
+ * nothing more; either after lazy is an error, as in llguidance). Every other attribute
+ * (temperature) is refused by name. */
 typedef struct lattrs {
     bool lazy, eos;
     ln *suffix, *stop;
@@ -983,10 +985,7 @@ static og_status *read_attributes(lk *p, lattrs *a) {
             if (!term)
                 return lk_err(p, vat, "%s takes a terminal: a string, a regex or a "
                                       "TERMINAL's name", is_stop ? "stop" : "suffix");
-            if (is_stop && (x->kind != LN_STR || x->icase))
-                return lk_err(p, vat, "stop= with a regex or a terminal's name is not supported "
-                                      "(a string is)");
-            if (is_stop && !x->tlen) /* stop="": not lazy, ended by a stop id too */
+            if (is_stop && x->kind == LN_STR && !x->tlen) /* stop="": not lazy, ended by a stop id too */
                 a->eos = true, a->lazy = false;
             else if (is_stop) a->stop = x;
             else a->suffix = x;
@@ -1674,9 +1673,57 @@ static og_status *compile_seq(lk *p, const ln *seq, const ldef *ctx, symvec *out
     return NULL;
 }
 
+/* Most strings, and longest, of a stop=/regex/ (compile_gen). */
+#define LK_STOP_STRINGS 256
+#define LK_STOP_LEN 64
+
+/* True when stop=X is one plain string (its bytes the hidden ones as written). */
+static bool plain_stop(const ln *x) { return x->kind == LN_STR && !x->icase; }
+
+/* The strings of stop=X for X not a plain string: finitely many, all of one length, as
+ * llguidance's lookahead hides them. llguidance hides the longest part of any stop string
+ * begun when one completes; where every stop string has one length L that is always L,
+ * the bytes of the one that completed, so X's strings as separate hidden stops are the
+ * same language and the same hidden bytes. Other stop regexes are refused by name. */
+static og_status *stop_strings(lk *p, const ldef *d, const char *ctx, uint8_t **strs,
+                               size_t **lens, size_t *n) {
+    sbuf b = {0};
+    sb_put(&b, "", 0);
+    bool ext = p->ext;
+    p->ext = false;
+    og_status *st = put_term(p, &b, d->stop, ctx);
+    if (!st && b.oom) st = og_oom();
+    if (!st)
+        st = glex_regex_strings(b.p, b.len, p->ext, "stop=", LK_STOP_STRINGS, LK_STOP_LEN, strs,
+                                lens, n);
+    p->ext = ext;
+    free(b.p);
+    if (st && og_status_code(st) == OG_ERR_UNSUPPORTED) {
+        og_status *why = lk_err(p, d->stop->off, "%s: stop= with a regex is supported where it "
+                                "matches at most %d strings of at most %d bytes (%s)", ctx,
+                                LK_STOP_STRINGS, LK_STOP_LEN, og_status_message(st));
+        og_status_free(st);
+        return why;
+    }
+    if (st) return lk_wrap(p, d->stop->off, st);
+    for (size_t i = 0; i < *n; i++)
+        if (!(*lens)[i] || (*lens)[i] != (*lens)[0]) {
+            size_t a = (*lens)[0], c = (*lens)[i];
+            free(*strs);
+            free(*lens);
+            *strs = NULL;
+            *lens = NULL;
+            return lk_err(p, d->stop->off, "%s: stop= with a regex is supported where its strings "
+                          "all have one length, none empty (this one has strings of %zu and %zu "
+                          "bytes)", ctx, a, c);
+        }
+    return NULL;
+}
+
 /* A rule with [lazy], suffix=, stop= or max_tokens=: its body (terminals, strings,
  * regexes only) one lexeme, lazy unless max_tokens alone; max_tokens=0 is the empty
- * string (llguidance). */
+ * string (llguidance). A stop= that is not one plain string is one such lexeme per stop
+ * string (stop_strings), each an alternative of the rule. */
 static og_status *compile_gen(lk *p, ldef *d) {
     if (d->max_tokens == 0) return gcfg_add_rule(p->cfg, d->nt, NULL, 0);
     char ctx[160];
@@ -1688,29 +1735,49 @@ static og_status *compile_gen(lk *p, ldef *d) {
     sb_str(&b, "(?:");
     og_status *st = put_term(p, &b, d->body, ctx);
     sb_str(&b, ")");
-    ln *tail = d->suffix ? d->suffix : d->stop;
-    if (!st && tail) { /* suffix=X or stop="X": the body, then X */
-        sb_str(&b, "(?:");
-        st = put_term(p, &b, tail, ctx);
-        sb_str(&b, ")");
+    uint8_t *strs = NULL;
+    size_t *lens = NULL, n_stops = 1, body_len = b.len;
+    if (!st && d->stop && !plain_stop(d->stop)) st = stop_strings(p, d, ctx, &strs, &lens, &n_stops);
+    for (size_t k = 0; k < n_stops && !st; k++) {
+        b.len = body_len;
+        ln *tail = d->suffix ? d->suffix : d->stop;
+        const uint8_t *hidden = NULL;
+        size_t n_hidden = 0;
+        if (strs) { /* stop string k of a stop regex */
+            hidden = strs + k * LK_STOP_LEN;
+            n_hidden = lens[k];
+            sb_str(&b, "(?:");
+            put_escaped(&b, (const char *)hidden, n_hidden);
+            sb_str(&b, ")");
+        } else if (tail) { /* suffix=X or stop="X": the body, then X */
+            sb_str(&b, "(?:");
+            st = put_term(p, &b, tail, ctx);
+            sb_str(&b, ")");
+            if (d->stop) {
+                hidden = (const uint8_t *)d->stop->text;
+                n_hidden = d->stop->tlen;
+            }
+        }
+        int id = -1;
+        if (!st && b.oom) st = og_oom();
+        glex_attrs attrs = {
+            .hidden = hidden,
+            .n_hidden = n_hidden,
+            .max_tokens = d->max_tokens > 0 ? (uint32_t)d->max_tokens : 0,
+            .eos_ends = d->eos,
+        };
+        unsigned opts = (d->lazy ? GLEX_LAZY : 0) | (p->ext ? GLEX_EXT : 0);
+        if (!st)
+            st = lk_wrap(p, d->off, glex_add_regex_attrs(p->lex, b.p, b.len, ctx, opts, &attrs, &id));
+        bool has = false;
+        gsym g;
+        if (!st) st = lexeme_sym(p, id, &has, &g);
+        if (!st) st = gcfg_add_rule(p->cfg, d->nt, has ? &g : NULL, has ? 1 : 0);
     }
-    int id = -1;
-    if (!st && b.oom) st = og_oom();
-    glex_attrs attrs = {
-        .hidden = d->stop ? (const uint8_t *)d->stop->text : NULL,
-        .n_hidden = d->stop ? d->stop->tlen : 0,
-        .max_tokens = d->max_tokens > 0 ? (uint32_t)d->max_tokens : 0,
-        .eos_ends = d->eos,
-    };
-    unsigned opts = (d->lazy ? GLEX_LAZY : 0) | (p->ext ? GLEX_EXT : 0);
-    if (!st)
-        st = lk_wrap(p, d->off, glex_add_regex_attrs(p->lex, b.p, b.len, ctx, opts, &attrs, &id));
     free(b.p);
-    OG_TRY(st);
-    bool has;
-    gsym g;
-    OG_TRY(lexeme_sym(p, id, &has, &g));
-    return gcfg_add_rule(p->cfg, d->nt, has ? &g : NULL, has ? 1 : 0);
+    free(strs);
+    free(lens);
+    return st;
 }
 
 static og_status *compile_alts(lk *p, const ln *alt, gsym lhs, const ldef *ctx) {

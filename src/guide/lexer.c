@@ -1004,6 +1004,120 @@ size_t glex_states(const glex *lex) { return lex->n_ds; }
 
 size_t glex_work(const glex *lex) { return lex->work; }
 
+/* ---- the strings of a finite expression (Lark's stop=/regex/) ---- */
+
+typedef struct strwalk {
+    const gnfa *nfa;
+    uint8_t *mark;     /* per NFA state: in the set being built */
+    uint8_t *buf;      /* the string so far */
+    size_t max_n, max_len, n;
+    uint8_t *out;      /* the strings, each max_len bytes */
+    size_t *lens;
+    size_t nodes;      /* sets visited, bounded */
+    int why;           /* 0 ok; 1 too many strings; 2 too long (or endless); 3 memory */
+} strwalk;
+
+/* Adds the epsilon closure of x to set (n states so far; the NFA has no virtual states). */
+static bool sw_close(strwalk *w, uint32_t x, uint32_t *set, size_t *n)
+{
+    if (x == GN_NONE || w->mark[x]) return true;
+    w->mark[x] = 1;
+    set[(*n)++] = x;
+    const gnfa_state *st = &w->nfa->st[x];
+    if (st->kind == GN_SPLIT) return sw_close(w, st->out, set, n) && sw_close(w, st->out2, set, n);
+    return true;
+}
+
+static void sw_walk(strwalk *w, const uint32_t *set, size_t n, size_t len)
+{
+    if (w->why || ++w->nodes > (size_t)1 << 16) {
+        if (!w->why) w->why = 1;
+        return;
+    }
+    bool any_range = false;
+    for (size_t i = 0; i < n; i++) {
+        const gnfa_state *st = &w->nfa->st[set[i]];
+        if (st->kind == GN_ACCEPT) {
+            if (w->n == w->max_n) {
+                w->why = 1;
+                return;
+            }
+            memcpy(w->out + w->n * w->max_len, w->buf, len);
+            w->lens[w->n++] = len;
+        }
+        any_range |= st->kind == GN_RANGE;
+    }
+    if (!any_range) return;
+    if (len == w->max_len) {
+        w->why = 2;
+        return;
+    }
+    uint32_t *next = malloc(sizeof *next * w->nfa->n);
+    if (!next) {
+        w->why = 3;
+        return;
+    }
+    for (int b = 0; b < 256 && !w->why; b++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n && m < w->nfa->n; i++) {
+            const gnfa_state *st = &w->nfa->st[set[i]];
+            if (st->kind == GN_RANGE && b >= st->lo && b <= st->hi) sw_close(w, st->out, next, &m);
+        }
+        for (size_t i = 0; i < m; i++) w->mark[next[i]] = 0;
+        if (!m) continue;
+        w->buf[len] = (uint8_t)b;
+        sw_walk(w, next, m, len + 1);
+    }
+    free(next);
+}
+
+og_status *glex_regex_strings(const char *re, size_t len, bool ext, const char *what,
+                              size_t max_n, size_t max_len, uint8_t **strs, size_t **lens,
+                              size_t *n)
+{
+    *strs = NULL;
+    *lens = NULL;
+    *n = 0;
+    gnfa sc = {.max = GRE_MAX_STATES, .plain = 1};
+    uint32_t acc = gnfa_add(&sc, GN_ACCEPT, 0, 0, 0, GN_NONE), entry = GN_NONE;
+    og_status *st = acc == GN_NONE ? og_oom_context(og_oom(), "lexer")
+                    : (ext ? gre_compile_ext : gre_compile)(&sc, re, len, what, acc, &entry);
+    if (!st && !prune(&sc, 0)) st = og_oom_context(og_oom(), "lexer");
+    if (!st && sc.n > 65536) /* its closures recurse: bounded by states, not strings */
+        st = og_errorf(OG_ERR_UNSUPPORTED, "%s: has too many strings", what ? what : "regex");
+    strwalk w = {.nfa = &sc, .max_n = max_n, .max_len = max_len};
+    uint32_t *set = st ? NULL : malloc(sizeof *set * (sc.n + 1));
+    w.mark = st ? NULL : calloc(sc.n + 1, 1);
+    w.buf = st ? NULL : malloc(max_len + 1);
+    w.out = st ? NULL : malloc(max_n * max_len + 1);
+    w.lens = st ? NULL : malloc(sizeof *w.lens * (max_n + 1));
+    if (!st && (!set || !w.mark || !w.buf || !w.out || !w.lens)) st = og_oom_context(og_oom(), "lexer");
+    if (!st) {
+        size_t m = 0;
+        sw_close(&w, entry, set, &m);
+        for (size_t i = 0; i < m; i++) w.mark[set[i]] = 0;
+        sw_walk(&w, set, m, 0);
+        if (w.why == 3) st = og_oom_context(og_oom(), "lexer");
+        else if (w.why)
+            st = og_errorf(OG_ERR_UNSUPPORTED, "%s: %s", what ? what : "regex",
+                           w.why == 1 ? "has too many strings" : "has strings too long (or endless)");
+    }
+    free(set);
+    free(w.mark);
+    free(w.buf);
+    free(sc.st);
+    free(sc.reps);
+    if (st) {
+        free(w.out);
+        free(w.lens);
+        return st;
+    }
+    *strs = w.out;
+    *lens = w.lens;
+    *n = w.n;
+    return NULL;
+}
+
 /* ---- attributes: hidden stops and token counts ---- */
 
 int glex_hidden_lexeme(const glex *lex, uint32_t state)

@@ -69,6 +69,14 @@ typedef struct glex_attrs {
 } glex_attrs;
 og_status *glex_add_regex_attrs(glex *lex, const char *re, size_t len, const char *what,
                                 unsigned opts, const glex_attrs *attrs, int *id);
+/* The strings of the regular expression re (ext: glex_add_regex_ext's syntax) where it
+ * has at most max_n, each at most max_len bytes: *n of them, string i the (*lens)[i]
+ * bytes at *strs + i * max_len (both to free). Otherwise refused (UNSUPPORTED: `what`
+ * has too many strings, or strings too long or endless); an invalid expression as
+ * glex_add_regex refuses it. */
+og_status *glex_regex_strings(const char *re, size_t len, bool ext, const char *what,
+                              size_t max_n, size_t max_len, uint8_t **strs, size_t **lens,
+                              size_t *n);
 /* The lazy lexeme with hidden bytes that cut the lexeme in `state` (where the first
  * lazy lexeme complete there has them), else -1; its hidden bytes; its max_tokens (0:
  * none), and whether any lexeme has one. */

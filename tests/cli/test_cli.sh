@@ -78,6 +78,17 @@ else
   expect_out chat_regex '^[0-9]{3}-[a-z]+$' \
     "$bin" generate --chat "$gpt2" --template-file "$tmp/plain.jinja" -p a --max-length 16 \
     --regex '[0-9]{3}-[a-z]+'
+  # run: every answer of a conversation under the guidance (the matcher starts again at
+  # each answer); the random model's answers are noise unless constrained
+  out=$(printf 'a\nb\nc\n' | "$bin" run "$gpt2" --template-file "$tmp/plain.jinja" --regex '(yes|no)' \
+    --max-length 200 2>&1); rc=$?
+  if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c .)" = 3 ] &&
+     [ "$(printf '%s\n' "$out" | grep -Ecx '(yes|no)')" = 3 ]; then ok run_regex_answers
+  else bad run_regex_answers "exit $rc, want three lines yes|no: $out"; fi
+  out=$(printf 'a\nb\n' | "$bin" run "$gpt2" --template-file "$tmp/plain.jinja" --json-schema "$tmp/yn.json" \
+    --max-length 200 2>&1); rc=$?
+  if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -Ecx ' *"(yes|no)" *')" = 2 ]; then ok run_json_schema_answers
+  else bad run_json_schema_answers "exit $rc, want two lines \"yes\"|\"no\": $out"; fi
   expect_err generate_bad_regex 'regex.*column 1' "$bin" generate "$gpt2" --ids 1 --regex '[0-9'
   expect_err generate_two_guidances 'already given by --regex' \
     "$bin" generate "$gpt2" --ids 1 --regex a --json-object

@@ -204,7 +204,16 @@ CASES = [
     ('start: x\nx[max_tokens=0]: /a+/', ["", "a"]),
     ('start: x\nx[lazy, stop="a"]: /b+/', []),  # one of lazy, stop=, suffix= (as llguidance)
     ('start: x\nx[stop="a", suffix="b"]: /b+/', []),
-    ('start: x\nx[stop=/[.]/]: /a+/', None),  # a regex stop: accepted by llguidance; refused by us
+    # stop=/regex/, "..."i, TERMINAL: the stop's strings when finitely many and of one length
+    ('start: x\nx[stop=/[.]/]: /a+/', ["a.", "aaa.", "a", ".", "a.a"]),
+    ('start: x\nx[stop=/[.!]/]: /[a-z ]+/', ["ab.", "ab!", "ab", "a b!", "!", "ab.c", "ab?"]),
+    ('start: x "!"\nx[stop=/;|,/]: /[a-z]+/', ["ab;!", "ab,!", "ab!", "ab;", ";!"]),
+    ('start: x "=" /[0-9]/\nx[stop=/=|:/]: /[a-z]+/', ["ab=1", "ab==1", "ab:=1", "ab1", "ab:1"]),
+    ('start: x\nx[stop="ab"i]: /[0-9]+/', ["1ab", "1AB", "1aB", "1", "1a"]),
+    ('start: x\nx[stop=END]: /[a-z]+/\nEND: /[.;]/', ["ab.", "ab;", "ab", "a.b;"]),
+    ('start: x\nx[stop=/\\n\\n|##/]: /(?s:.)+/', ["ab\n\n", "ab##", "a#b##", "a\nb##", "ab#"]),
+    ('start: x\nx[stop=/a+/]: /[0-9]+/', None),  # endless: accepted by llguidance; refused by us
+    ('start: x\nx[stop=/b|abc/]: /[a-z]+/', None),  # lengths 1 and 3: the same
     ('start: x\nx[stop=""]: /a+/', ["a", "aaa", ""]),  # also ended by a stop id
     ('start: x "!"\nx[stop=""]: /a+/', ["a!", "a"]),
     ('start: x\nx[stop="", lazy]: /a+/', []),

@@ -185,7 +185,14 @@ TEST(guide_lark_errors_name_the_place) {
     check_error("start.2: \"a\"\n", "priorities are not supported");
     check_error("start: x\nx[temperature=0.5]: /a+/\n", "line 2, column 3: rule attribute 'temperature' is not supported");
     check_error("start: x\nx[capture, lazy=1]: /a+/\n", "line 2, column 16: lazy takes no value");
-    check_error("start: x\nx[stop=/a/]: /a+/\n", "line 2, column 8: stop= with a regex or a terminal's name is not supported");
+    check_error("start: x\nx[stop=/a+/]: /[0-9]+/\n", "line 2, column 8: rule 'x' (one lexeme: lazy, "
+                "stop=, suffix= or max_tokens=): stop= with a regex is supported where it matches at "
+                "most 256 strings of at most 64 bytes (stop=: has strings too long (or endless))");
+    check_error("start: x\nx[stop=/b|abc/]: /[a-z]+/\n", "line 2, column 8: rule 'x' (one lexeme: "
+                "lazy, stop=, suffix= or max_tokens=): stop= with a regex is supported where its "
+                "strings all have one length, none empty (this one has strings of 3 and 1 bytes)");
+    check_error("start: x\nx[stop=/a?/]: /[0-9]+/\n", "none empty");
+    check_error("start: x\nx[stop=/[^\\n]/]: /[0-9]+/\n", "has too many strings");
     check_error("start: x\nx[stop=\"\", lazy]: /a+/\n", "line 2, column 12: a rule takes one of lazy, stop= and suffix=");
     check_error("start: x\nx[lazy, stop=\"a\"]: /a+/\n", "line 2, column 9: a rule takes one of lazy, stop= and suffix=");
     check_error("start: x\nx[max_tokens=a]: /a+/\n", "line 2, column 14: expected a number, found 'a'");
