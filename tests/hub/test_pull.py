@@ -39,10 +39,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "serve")]
 from hub_server import Hub, Repo  # noqa: E402
+import server_harness as harness  # noqa: E402 (the server harness the serve tests share)
 
 REPO = "test-org/tiny-stories-onnx"
 SUB = "cpu/stories"
@@ -372,27 +373,18 @@ def case_auto(env, repo, pkg):
           f"package:     {snap}" in show.stdout,
           f"the repository given first without -m (generate, show) is the snapshot folder "
           f"({show.stdout[:120]!r}; {pos.stderr.strip()[-200:]} {show.stderr.strip()[-200:]})")
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    p = subprocess.Popen([env.cli, "serve", "-m", f"{REPO}/{SUB}", "--port", str(port)],
-                         env=env.env(home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        models = None
-        import time
-        for _ in range(200):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as resp:
-                    models = json.loads(resp.read())
-                break
-            except OSError:
-                time.sleep(0.05)
-        ids = [m.get("id") for m in (models or {}).get("data", [])]
+        s = harness.Server(None, None, "-m", f"{REPO}/{SUB}", binary=env.cli, base_env=env.env(home),
+                           check=None)
+    except SystemExit as e:
+        check(False, f"serve -m REPO starts ({e})")
+        return
+    try:
+        models = s.call("GET", "/v1/models")[1]
+        ids = [m.get("id") for m in (models if isinstance(models, dict) else {}).get("data", [])]
         check(ids == [f"{REPO}/{SUB}"], f"serve -m REPO answers to the repository's name ({ids})")
     finally:
-        p.terminate()
-        p.wait(timeout=30)
+        s.stop(timeout=30)
 
 
 CASES = {"full": case_full, "again": case_again, "resume": case_resume, "mismatch": case_mismatch,

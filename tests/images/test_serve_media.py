@@ -30,15 +30,12 @@ Exact: ids are integers. Usage: test_serve_media.py BUILD_DIR. Exit 77 without
 onnxruntime-genai, onnx or the server binary. About 20 s.
 """
 import base64
-import http.client
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import threading
 import wave
 
 import numpy as np
@@ -63,8 +60,9 @@ if not os.access(EXE, os.X_OK):
 
 import onnx_genai as og  # noqa: E402 (PYTHONPATH and ONNX_GENAI_LIBRARY set by CTest)
 
-sys.path.insert(0, os.path.join(ROOT, "tests", "audio"))
+sys.path[:0] = [os.path.join(ROOT, "tests", "audio"), os.path.join(ROOT, "tests", "serve")]
 import check_whisper_pipeline as wp  # noqa: E402 (the Whisper package and tokenizer writers)
+import server_harness as harness  # noqa: E402
 from test_vision_generate import png_bytes  # noqa: E402
 
 failures = []
@@ -83,37 +81,15 @@ def report(ok, what, detail=""):
         failures.append(what)
 
 
-class Server:
+class Server(harness.Server):
+    """The shared server harness (tests/serve/server_harness.py), its post answering
+    (status, the JSON or the raw body) as these cases read it."""
+
     def __init__(self, pkg):
-        self.p = subprocess.Popen([EXE, "serve", "-m", pkg, "--port", "0"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=CLI_ENV)
-        line = self.p.stdout.readline()
-        m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", line)
-        ready = self.p.stdout.readline() if m else ""
-        if not m or not ready.startswith("ready:"):
-            self.p.kill()
-            raise SystemExit(f"server did not start: {line!r} {ready!r} {self.p.stderr.read()}")
-        print(ready.strip())
-        self.host, self.port = m.group(1), int(m.group(2))
-        threading.Thread(target=lambda: [None for _ in self.p.stdout], daemon=True).start()
-        threading.Thread(target=lambda: [None for _ in self.p.stderr], daemon=True).start()
+        super().__init__(BUILD, pkg, drop_preload=True, check=report)
 
     def post(self, path, body):
-        c = http.client.HTTPConnection(self.host, self.port, timeout=120)
-        c.request("POST", path, body=json.dumps(body).encode(),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        text = r.read()
-        c.close()
-        try:
-            return r.status, json.loads(text)
-        except ValueError:
-            return r.status, text
-
-    def stop(self):
-        self.p.terminate()
-        rc = self.p.wait(timeout=60)
-        report(rc == 0, f"the server stops on SIGTERM with status 0 ({rc})", rc)
+        return self.call("POST", path, body)
 
 
 def byte_vocab(pkg):

@@ -9,10 +9,8 @@ switched between generators of one model. An adapter for another base model (a n
 dtype or shape the model does not take) and corrupt files are refused with messages that
 name the file and the parameter. Missing oracles (onnx, onnxruntime, onnxruntime_genai)
 skip loudly."""
-import http.client
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -21,6 +19,9 @@ import numpy as np
 import pytest
 
 from conftest import BUILD, ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "serve"))
+import server_harness as harness  # noqa: E402 (the server harness the serve tests share)
 
 PROMPT = [5, 17, 42, 99, 3]
 MAX_LENGTH = 28
@@ -293,27 +294,18 @@ def test_serve_adapters(og, pkg, adapters, oracle, mode):
     exe = os.path.join(BUILD, "onnx-genai")
     if not os.access(exe, os.X_OK):
         pytest.skip(f"{exe} is not built")
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    args = [exe, "serve", "-m", pkg, "--port", "0"] + (["--per-sequence"] if mode != "batched" else [])
+    args = ["--per-sequence"] if mode != "batched" else []
     for name in adapters:
         args += ["--adapter", f"{name}={adapters[name]}"]
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    s = harness.Server(BUILD, pkg, *args, drop_preload=True, check=None)
     base = os.path.basename(pkg)
     tok = og.Tokenizer(og.Model(pkg))
     try:
-        m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", p.stdout.readline())
-        assert m, p.stderr.read()
-        ready = p.stdout.readline()
-        assert ready.startswith("ready:") and ("continuous batching" in ready) == (mode == "batched"), ready
-        host, port = m.group(1), int(m.group(2))
+        assert ("continuous batching" in s.ready) == (mode == "batched"), s.ready
 
         def post(model, out, key=None):
-            c = http.client.HTTPConnection(host, port, timeout=120)
             body = {"model": model, "prompt": PROMPT, "max_tokens": MAX_LENGTH - len(PROMPT), "temperature": 0}
-            c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
-            r = c.getresponse()
-            out[key or model] = (r.status, json.loads(r.read()))
+            out[key or model] = s.call("POST", "/v1/completions", body)
 
         got = {}
         names = [base] + [f"{base}:{n}" for n in adapters]
@@ -331,13 +323,11 @@ def test_serve_adapters(og, pkg, adapters, oracle, mode):
             assert answer["choices"][0]["text"] == tok.decode(want[len(PROMPT):]), n
         post(f"{base}:nope", got)
         assert got[f"{base}:nope"][0] == 404
-        c = http.client.HTTPConnection(host, port, timeout=60)
-        c.request("GET", "/v1/models")
-        ids = [d["id"] for d in json.loads(c.getresponse().read())["data"]]
+        ids = [d["id"] for d in s.call("GET", "/v1/models")[1]["data"]]
         assert ids == names, ids
     finally:
-        p.terminate()
-        p.wait(timeout=60)
+        s.stop(timeout=60)
+    env = harness.cli_env(drop_preload=True)
     bad = write_adapter(os.path.join(os.path.dirname(adapters["a1"]), "bad.onnx_adapter"),
                         {"not.an.input": np.zeros((2, 2), np.float32)})
     r = subprocess.run([exe, "serve", "-m", pkg, "--port", "0", "--adapter", f"x={bad}"],

@@ -13,16 +13,19 @@ chained lookup make the verifications happen (their count is asserted), and
 onnxruntime-genai 0.18 with the same n-gram options gives the same ids on the same
 prompt ids.
 """
-import http.client
 import json
 import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from conftest import BUILD, GPT2
+from conftest import BUILD, GPT2, ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "serve"))
+import server_harness as harness  # noqa: E402 (the server harness the serve tests share)
 
 FIXED = dict(ngram_size=2, max_draft_tokens=6, ngram_chained_lookup=True, fixed_k=True)
 FIXED3 = dict(ngram_size=3, max_draft_tokens=4, fixed_k=True)
@@ -441,32 +444,21 @@ def completion(args, prompt, max_tokens, stop=None):
     speculative counters of /metrics."""
     if not os.access(CLI, os.X_OK):
         pytest.skip(f"{CLI} is missing")
-    p = subprocess.Popen([CLI, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=cli_env())
+    s = harness.Server(BUILD, None, *args, drop_preload=True, check=None)
     try:
-        m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", p.stdout.readline())
-        assert m, p.stderr.read()
-        assert p.stdout.readline().startswith("ready:")
-        c = http.client.HTTPConnection(m.group(1), int(m.group(2)), timeout=120)
         body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
         if stop:
             body["stop"] = stop
-        body = json.dumps(body)
-        c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-        r = c.getresponse()
-        answer = json.loads(r.read())
-        assert r.status == 200, answer
-        c.request("GET", "/health")
-        health = json.loads(c.getresponse().read())
-        c.request("GET", "/metrics")
-        metrics = c.getresponse().read().decode()
+        status, answer = s.call("POST", "/v1/completions", body)
+        assert status == 200, answer
+        health = s.call("GET", "/health")[1]
+        metrics = s.request("GET", "/metrics")[3].decode()
         for name in ("verifications", "draft_tokens", "accepted_tokens"):
             m = re.search(r"^og_spec_%s_total\{[^}]*\} (\S+)$" % name, metrics, re.M)
             health[name] = float(m.group(1)) if m else None
         return answer["choices"][0]["text"], health
     finally:
-        p.terminate()
-        p.wait(timeout=60)
+        s.stop(timeout=60)
 
 
 def test_serve_speculative(og):

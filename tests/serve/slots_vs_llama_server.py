@@ -12,68 +12,16 @@ every token its slot holds, we the whole KV blocks the prefix cache holds (READM
 Usage: slots_vs_llama_server.py BUILD_DIR PACKAGES_DIR, with OG_LLAMA_SERVER=PATH of a
 llama-server binary (bench/README.md, "Building the peers"). Exits 77 without it or without
 the gguf / onnx Python packages make_gguf.py needs."""
-import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+from server_harness import FAILS, SKIP, Process, check, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SKIP = 77
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proc:
-    def __init__(self, cmd, port, env=None):
-        self.log = tempfile.TemporaryFile()
-        self.port = port
-        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        t_end = time.time() + 120
-        while True:
-            if self.p.poll() is not None or time.time() > t_end:
-                self.log.seek(0)
-                raise SystemExit(f"{cmd[0]} did not start: {self.log.read()[-2000:]!r}")
-            try:
-                if self.call("GET", "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.3)
-
-    def call(self, method, path, body=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        c.request(method, path, body=json.dumps(body).encode() if body is not None else None,
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        text = r.read()
-        c.close()
-        try:
-            return r.status, json.loads(text)
-        except ValueError:
-            return r.status, text
-
-    def stop(self):
-        self.p.terminate()
-        try:
-            self.p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
 
 
 def shape(v):
@@ -144,13 +92,13 @@ def main():
             cmd = [os.path.join(build, "onnx-genai"), "serve", "-m", pkg, "--port", str(port), "--max-batch", "2",
                    "--threads", "1", "--slot-save-path", d]
             plain = [os.path.join(build, "onnx-genai"), "serve", "-m", pkg, "--max-batch", "2", "--threads", "1"]
-        s = Proc(cmd, port, env)
+        s = Process(cmd, port, env)
         try:
             answers[kind] = session(s)
         finally:
             s.stop()
         port = free_port()
-        s = Proc(plain + ["--port", str(port)], port, env)
+        s = Process(plain + ["--port", str(port)], port, env)
         try:
             answers[kind]["no_path"] = s.call("POST", "/slots/0?action=save", {"filename": "a.bin"})
         finally:

@@ -33,8 +33,8 @@ import shutil
 import sys
 import tempfile
 
-from test_server import (CALL_A, HERMES_CALLS, PLAIN, ROOT_TEMPLATES, SKIP, TOOLS, Server, check, run,
-                         scripted_server, templated_package)
+from server_harness import SKIP, Server, check, run
+from test_server import CALL_A, HERMES_CALLS, PLAIN, ROOT_TEMPLATES, TOOLS, scripted_server, templated_package
 
 KEY = "sk-dialect-0123456789"
 PROMPT = "Once upon a time"

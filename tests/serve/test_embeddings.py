@@ -38,7 +38,8 @@ import subprocess
 import sys
 import tempfile
 
-from test_server import FAILS, SKIP, Server, check, openai_client
+from server_harness import FAILS, SKIP, Server, check
+from test_server import openai_client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOL = 1e-5  # float32 hidden states of two runtimes (sums in another order), after pooling (measured: 3.2e-7 at most)

@@ -29,7 +29,8 @@ import tempfile
 import threading
 import time
 
-from test_server import SKIP, Server, chat_body, check, run
+from server_harness import SKIP, Server, check, run
+from test_server import chat_body
 
 KEY = "sk-test-0123456789abcdef"
 

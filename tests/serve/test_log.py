@@ -17,7 +17,7 @@ import re
 import sys
 import time
 
-from test_server import Server, check, run
+from server_harness import Server, check, run
 
 KEY = "sk-log-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from test_server import Server, check, run
+from server_harness import Server, check, run
 
 
 def wait_line(s, text, timeout=20.0):

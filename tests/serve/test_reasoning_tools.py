@@ -36,9 +36,10 @@ import sys
 import tempfile
 
 from test_dialects import sse_events
+from server_harness import SKIP, Server, check, run
 from test_server import (CALL_A, CALL_B, DEEPSEEK_CALLS, HERMES_BAD, HERMES_CALLS, LLAMA_CALL, MISTRAL_ARGS_CALLS,
-                         MISTRAL_CALLS, PYTHONIC_CALLS, SKIP, TOOLS, Server, check, openai_client, run, scripted_needs,
-                         scripted_server, templated_package)
+                         MISTRAL_CALLS, PYTHONIC_CALLS, TOOLS, openai_client, scripted_needs, scripted_server,
+                         templated_package)
 
 
 def template_split(answer):

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,142 +29,7 @@ import threading
 import time
 
 from prompt_ids import token_prompts
-
-SKIP = 77
-FAILS = []
-
-
-def check(cond, what):
-    if cond:
-        print(f"ok   {what}")
-    else:
-        print(f"FAIL {what}")
-        FAILS.append(what)
-    return cond
-
-
-class Server:
-    def __init__(self, build, pkg, *args, env=None, wait_ready=True, binary=None):
-        self.bin = binary or os.path.join(build, "onnx-genai")
-        self.err = tempfile.TemporaryFile()
-        e = dict(os.environ)
-        e.update(env or {})
-        where = ["--models-dir", pkg] if not os.path.exists(os.path.join(pkg, "genai_config.json")) else ["-m", pkg]
-        self.p = subprocess.Popen([self.bin, "serve", *where, "--port", "0", *args],
-                                  stdout=subprocess.PIPE, stderr=self.err, text=True, env=e)
-        line = self.p.stdout.readline()
-        m = re.match(r"listening on http://\[?([^\]/]+?)\]?:(\d+)", line)
-        if not m:
-            self.p.kill()
-            raise SystemExit(f"server did not start: {line!r} {self.stderr()}")
-        self.host, self.port = m.group(1), int(m.group(2))
-        if wait_ready:
-            self.wait_ready()
-
-    def wait_ready(self):
-        line = self.p.stdout.readline()
-        if not line.startswith("ready:"):
-            self.p.kill()
-            raise SystemExit(f"server not ready: {line!r} {self.stderr()}")
-        print(line.strip())
-        # keep reading what it prints (loads, unloads), so that a full pipe never blocks it
-        self.lines = []
-        threading.Thread(target=lambda: self.lines.extend(self.p.stdout), daemon=True).start()
-
-    def stderr(self):
-        self.err.seek(0)
-        return self.err.read().decode(errors="replace")
-
-    def conn(self, timeout=120):
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-
-    def request(self, method, path, body=None, raw=None, headers=None):
-        c = self.conn()
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        h = {"Content-Type": "application/json"}
-        h.update(headers or {})
-        c.request(method, path, body=data, headers=h)
-        r = c.getresponse()
-        text = r.read()
-        c.close()
-        try:
-            j = json.loads(text)
-        except ValueError:
-            j = None
-        return r.status, dict(r.getheaders()), j, text
-
-    def post(self, path, body):
-        return self.request("POST", path, body)
-
-    def stream(self, path, body, delay=0.0, stop_after=None):
-        """The data events of a streamed answer, parsed (the final "[DONE]" as a string)."""
-        c = self.conn()
-        c.request("POST", path, body=json.dumps(body).encode(),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        if r.status != 200:
-            text = r.read()
-            c.close()
-            return r.status, json.loads(text)
-        events = []
-        while True:
-            line = r.readline()
-            if not line:
-                break
-            line = line.decode().rstrip("\n")
-            if not line:
-                continue
-            check_sse = line.startswith("data: ")
-            if not check_sse:
-                events.append(("bad line", line))
-                continue
-            data = line[6:]
-            events.append(data if data == "[DONE]" else json.loads(data))
-            if stop_after is not None and len(events) >= stop_after:
-                c.sock.shutdown(socket.SHUT_RDWR)
-                c.close()
-                return 200, events
-            if delay:
-                time.sleep(delay)
-        c.close()
-        return 200, events
-
-    def metrics(self):
-        st, _, _, text = self.request("GET", "/metrics")
-        out = {}
-        for line in text.decode().splitlines():
-            if line and not line.startswith("#"):
-                k, v = line.rsplit(" ", 1)
-                out[k] = float(v)
-                # engine samples carry only a model label: also summed under the bare name
-                m = re.fullmatch(r'([a-z_]+)\{model="[^"]*"\}', k)
-                if m:
-                    out[m.group(1)] = out.get(m.group(1), 0) + float(v)
-        return out
-
-    def wait_cancelled(self, before, used):
-        """Waits (10 s at most) until a request more than in `before` ended cancelled, nothing
-        runs and the gauge `used` is 0; returns (whether it came, the last metrics)."""
-        for _ in range(200):
-            m = self.metrics()
-            if m["og_running"] == 0 and m[used] == 0 and \
-                    m["og_requests_cancelled_total"] > before["og_requests_cancelled_total"]:
-                return True, m
-            time.sleep(0.05)
-        return False, m
-
-    def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            rc = self.p.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = "hung"
-        err = self.stderr()
-        check(rc == 0, f"server exits 0 on SIGTERM (got {rc})")
-        if rc != 0 or "ERROR: AddressSanitizer" in err or "runtime error:" in err:
-            print(err[-6000:])
-            FAILS.append("server stderr")
+from server_harness import SKIP, Server, check, run
 
 
 def chat_body(text, **kw):
@@ -1891,23 +1755,6 @@ def case_probe(build, pkgs):
           f"response ids differ across restarts ({first[0]}, {again[0]})")
     check(re.fullmatch(r"cmpl-[0-9a-f]{16}", first[0]) and re.fullmatch(r"chatcmpl-[0-9a-f]{16}", chat_id),
           "ids keep their form")
-
-
-def run(cases, doc):
-    """Runs the case the command line names (BUILD_DIR PACKAGES_DIR CASE), one of cases;
-    returns the exit status. test_guard.py runs its cases through it too."""
-    if len(sys.argv) != 4 or sys.argv[3] not in cases:
-        print(doc)
-        return 2
-    build, pkgs, case = sys.argv[1:]
-    if not os.path.exists(os.path.join(pkgs, "stories260K", "genai_config.json")):
-        print(f"SKIP: {pkgs} has no packages (serve_packages did not write them)")
-        return SKIP
-    rc = cases[case](build, pkgs)
-    if rc == SKIP:
-        return SKIP
-    print(f"{case}: {len(FAILS)} failed")
-    return 1 if FAILS else 0
 
 
 def main():

@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 from prompt_ids import token_prompts
-from test_server import SKIP, Server, check, run
+from server_harness import SKIP, Server, check, run
 
 
 def generate_ids(build, pkg, ids, max_new):
