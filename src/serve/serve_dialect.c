@@ -5,6 +5,7 @@
  * request run as one answer or as a stream whose events the dialect writes. */
 #include "serve/serve_internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,29 @@ static bool run_chat(srv_server *s, const cJSON *chat, bool stream, int fd, cons
     return ok;
 }
 
+/* s (capacity cap) with chat's field names as d's (d->renamed): a name replaced where it
+ * starts a field path (not inside a longer name). */
+static void rename_in(const srv_dialect *d, char *s, size_t cap) {
+    char out[sizeof ((srv_error *)0)->msg];
+    size_t o = 0;
+    for (size_t i = 0; s[i] && o + 1 < sizeof out;) {
+        bool done = false;
+        bool at_start = i == 0 || !(isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_' || s[i - 1] == '.');
+        for (int k = 0; at_start && !done && d->renamed[k][0]; k++) {
+            size_t n = strlen(d->renamed[k][0]);
+            char next = s[i + n];
+            if (strncmp(s + i, d->renamed[k][0], n) || isalnum((unsigned char)next) || next == '_') continue;
+            o += (size_t)snprintf(out + o, sizeof out - o, "%s", d->renamed[k][1]);
+            if (o >= sizeof out) o = sizeof out - 1;
+            i += n;
+            done = true;
+        }
+        if (!done) out[o++] = s[i++];
+    }
+    out[o] = 0;
+    snprintf(s, cap, "%s", out);
+}
+
 void srv_handle_dialect(srv_server *s, const srv_dialect *d, const char *body, size_t len, int fd,
                         srv_reply *r) {
     srv_error err = {0};
@@ -131,6 +155,10 @@ void srv_handle_dialect(srv_server *s, const srv_dialect *d, const char *body, s
     cJSON_Delete(j);
     bool ok = chat && run_chat(s, chat, stream, fd, d, r, &err);
     cJSON_Delete(chat);
+    if (!ok && d->renamed) {
+        rename_in(d, err.param, sizeof err.param);
+        rename_in(d, err.msg, sizeof err.msg);
+    }
     /* OpenAI's error shape; serve_http.c reshapes it for an API that has its own */
     if (!ok) srv_reply_error(r, &err);
 }

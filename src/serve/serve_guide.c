@@ -120,6 +120,7 @@ bool srv_read_response_format(const cJSON *body, srv_params *p, srv_error *err) 
         return false;
     }
     char *text = schema && !cJSON_IsNull(schema) ? cJSON_PrintUnformatted(schema) : strdup("{}");
+    snprintf(p->guide_name, sizeof p->guide_name, "%s", name->valuestring);
     return set_guide(p, GUIDE_JSON_SCHEMA, text, "response_format.json_schema.schema", err);
 }
 

@@ -248,6 +248,7 @@ typedef struct srv_params {
     int guide_kind;
     char *guide_text;
     char guide_param[48];  /* the request field an invalid guidance came from */
+    char guide_name[65];   /* response_format.json_schema.name ("": none), echoed by /v1/responses */
 } srv_params;
 
 /* Reads body as a chat (chat true) or completions request for model m; on failure fills
@@ -455,6 +456,9 @@ typedef struct srv_dialect {
      * event is written. */
     bool (*events)(srv_dstream *st, bool finished);
     cJSON *(*whole)(srv_dstream *st); /* the answer of a finished job */
+    /* chat's field names as this API's, in the param and message of an error: {chat's
+     * prefix, the API's} pairs, longest chat prefix first, up to {NULL} (NULL: none) */
+    const char *const (*renamed)[2];
 } srv_dialect;
 
 /* serve_messages.c: Anthropic's Messages API; serve_responses.c: OpenAI's Responses API

@@ -6,6 +6,8 @@
  * Nothing is stored: previous_response_id is refused. Errors keep OpenAI's shape. */
 #include "serve/serve_internal.h"
 
+#include "genai/guidance.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,15 +168,64 @@ static bool refused(const cJSON *body, srv_error *err) {
             return true;
         }
     }
-    const cJSON *text = cJSON_GetObjectItemCaseSensitive(body, "text");
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(text, "format");
-    const cJSON *ft = cJSON_GetObjectItemCaseSensitive(fmt, "type");
-    if (text && !cJSON_IsNull(text) && fmt && !(cJSON_IsString(ft) && !strcmp(ft->valuestring, "text"))) {
-        srv_fail(err, 400, "text.format", "'text.format' other than {\"type\": \"text\"} is not "
-                 "supported on /v1/responses (use /v1/chat/completions' response_format)");
-        return true;
-    }
     return false;
+}
+
+/* text: {"format": {"type": "text"} | {"type": "json_object"} | {"type": "json_schema",
+ * "name", "schema", "description"?, "strict"?}} as chat's response_format (json_schema's
+ * fields nested under "json_schema"); the chat parser checks them, and its errors name
+ * text.format's fields (srv_responses_api.renamed). */
+static bool read_format(const cJSON *body, cJSON *chat, srv_error *err) {
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(body, "text");
+    if (!text || cJSON_IsNull(text)) return true;
+    if (!cJSON_IsObject(text)) {
+        srv_fail(err, 400, "text", "'text' must be an object ({\"format\": {...}})");
+        return false;
+    }
+    const cJSON *f;
+    cJSON_ArrayForEach(f, text) if (strcmp(f->string, "format") != 0) {
+        char param[64];
+        snprintf(param, sizeof param, "text.%.40s", f->string);
+        srv_fail(err, 400, param, "Unrecognized field '%s' in 'text'", f->string);
+        return false;
+    }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(text, "format");
+    if (!fmt || cJSON_IsNull(fmt)) return true;
+    if (!cJSON_IsObject(fmt)) {
+        srv_fail(err, 400, "text.format", "'text.format' must be an object with a string 'type': "
+                 "\"text\", \"json_object\" or \"json_schema\"");
+        return false;
+    }
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(fmt, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "json_schema") != 0)
+        return srv_dialect_put(chat, "response_format", cJSON_Duplicate(fmt, 1), err);
+    cJSON *rf = cJSON_CreateObject(), *js = cJSON_CreateObject();
+    if (!srv_dialect_put(chat, "response_format", rf, err)) {
+        cJSON_Delete(js);
+        return false;
+    }
+    if (!cJSON_AddStringToObject(rf, "type", "json_schema") || !srv_dialect_put(rf, "json_schema", js, err))
+        return false;
+    cJSON_ArrayForEach(f, fmt) if (strcmp(f->string, "type") != 0 &&
+                                   !srv_dialect_put(js, f->string, cJSON_Duplicate(f, 1), err)) return false;
+    return true;
+}
+
+/* The response's text.format: what the request asked (a forced tool call is no format). */
+static void put_format(cJSON *o, const srv_params *p) {
+    cJSON *fmt = cJSON_AddObjectToObject(cJSON_AddObjectToObject(o, "text"), "format");
+    bool asked = p->guide_kind >= 0 && !strncmp(p->guide_param, "response_format", 15);
+    if (!asked) {
+        cJSON_AddStringToObject(fmt, "type", "text");
+    } else if (p->guide_kind == GUIDE_JSON_OBJECT) {
+        cJSON_AddStringToObject(fmt, "type", "json_object");
+    } else {
+        cJSON_AddStringToObject(fmt, "type", "json_schema");
+        cJSON_AddStringToObject(fmt, "name", p->guide_name);
+        cJSON *schema = p->guide_text ? cJSON_Parse(p->guide_text) : NULL;
+        cJSON_AddItemToObject(fmt, "schema", schema ? schema : cJSON_CreateObject());
+        cJSON_AddTrueToObject(fmt, "strict"); /* the output always follows the schema */
+    }
 }
 
 static cJSON *chat_request(const cJSON *body, bool *stream, srv_error *err) {
@@ -196,7 +247,8 @@ static cJSON *chat_request(const cJSON *body, bool *stream, srv_error *err) {
     static const char *const renamed[][2] = {{"max_output_tokens", "max_tokens"}, {NULL, NULL}};
     cJSON *chat = srv_dialect_chat(body, same, renamed, stream, err);
     if (!chat) return NULL;
-    if (!read_input(body, chat, err) || !read_tools(body, chat, err)) goto fail;
+    if (!read_input(body, chat, err) || !read_tools(body, chat, err) || !read_format(body, chat, err))
+        goto fail;
     return chat;
 fail:
     cJSON_Delete(chat);
@@ -282,7 +334,7 @@ static cJSON *response(const srv_dstream *st, bool done) {
     cJSON_AddStringToObject(o, "tool_choice", st->p.tools_json ? "auto" : "none");
     cJSON *tools = st->p.tools_json ? cJSON_Parse(st->p.tools_json) : NULL;
     cJSON_AddItemToObject(o, "tools", tools ? tools : cJSON_CreateArray());
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(o, "text"), "format"), "type", "text");
+    put_format(o, &st->p);
     if (done) {
         cJSON *u = cJSON_AddObjectToObject(o, "usage");
         cJSON_AddNumberToObject(u, "input_tokens", j->prompt_tokens);
@@ -452,4 +504,7 @@ static bool events(srv_dstream *st, bool finished) {
     return true;
 }
 
-const srv_dialect srv_responses_api = {"resp_", chat_request, events, whole};
+static const char *const renamed_fields[][2] = {{"response_format.json_schema", "text.format"},
+                                                 {"response_format", "text.format"},
+                                                 {NULL, NULL}};
+const srv_dialect srv_responses_api = {"resp_", chat_request, events, whole, renamed_fields};

@@ -14,7 +14,8 @@
              items with instructions), status incomplete at max_output_tokens, usage; the
              stream's event order and text; function_call items from a scripted hermes
              answer (streamed: arguments in several deltas), and function_call_output items
-             rendered as chat's tool messages.
+             rendered as chat's tool messages; text.format (json_schema, json_object) as
+             chat's response_format, streamed too, echoed, its errors naming its fields.
 
   props      GET /props and /slots as llama-server has them (behind --api-key): n_ctx,
              the default sampling and the chat template against the package's files,
@@ -245,7 +246,8 @@ def messages_tools(build, pkgs, tmp, anthropic):
 # ---- /v1/responses ---------------------------------------------------------------------------
 
 def case_responses(build, pkgs):
-    return both_parts(build, pkgs, "openai", [], [responses_text, responses_stream], responses_tools)
+    return both_parts(build, pkgs, "openai", [], [responses_text, responses_stream, responses_format],
+                      responses_tools)
 
 
 def responses_text(s, openai):
@@ -287,6 +289,61 @@ def responses_stream(s, openai):
     check(text == want and events[-4].text == want, f"responses stream: text equals chat's ({text!r})")
     final = events[-1].response
     check(final.output_text == want and final.usage.output_tokens == 24, "responses stream: the final response")
+
+
+FORMAT_SCHEMA = {"type": "object", "properties": {"mood": {"enum": ["happy", "sad"]},
+                                                  "n": {"type": "integer", "minimum": 0, "maximum": 9}},
+                 "required": ["mood", "n"], "additionalProperties": False,
+                 # compact: free JSON white space lets this small model spend its tokens on it
+                 "x-guidance": {"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"}}
+
+
+def responses_format(s, openai):
+    """text.format as chat's response_format: json_schema and json_object answers equal
+    chat's under the same format (greedy), streamed too; the response echoes the format;
+    a bad format is a 400 naming text.format's field."""
+    client = openai.OpenAI(base_url=f"http://{s.host}:{s.port}/v1", api_key="none", max_retries=0)
+    msgs = [{"role": "user", "content": PROMPT}]
+    rf = {"type": "json_schema", "json_schema": {"name": "mood", "schema": FORMAT_SCHEMA, "strict": True}}
+    want = chat(s, msgs, 60, response_format=rf)["choices"][0]["message"]["content"]
+    fmt = {"type": "json_schema", "name": "mood", "schema": FORMAT_SCHEMA, "strict": True}
+    r = client.responses.create(model="stories260K", input=PROMPT, max_output_tokens=60, temperature=0,
+                                text={"format": fmt})
+    out = json.loads(r.output_text) if r.status == "completed" else {}
+    check(r.output_text == want and out.get("mood") in ("happy", "sad") and set(out) == {"mood", "n"},
+          f"responses text.format json_schema: chat's constrained answer, valid ({r.output_text!r})")
+    check(r.to_dict()["text"]["format"] == fmt, f"responses text.format: echoed ({r.to_dict()['text']})")
+    events = list(client.responses.create(model="stories260K", input=PROMPT, max_output_tokens=60,
+                                          temperature=0, text={"format": fmt}, stream=True))
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    check(text == want and events[-1].type == "response.completed" and
+          events[-1].response.to_dict()["text"]["format"] == fmt,
+          f"responses text.format streamed: the same text ({text!r}), the format echoed")
+    want = chat(s, msgs, 40, response_format={"type": "json_object"})["choices"][0]["message"]["content"]
+    r = client.responses.create(model="stories260K", input=PROMPT, max_output_tokens=40, temperature=0,
+                                text={"format": {"type": "json_object"}})
+    check(r.output_text == want and want.lstrip().startswith("{") and
+          r.to_dict()["text"]["format"] == {"type": "json_object"},
+          f"responses text.format json_object: chat's answer ({want[:40]!r})")
+    r = client.responses.create(model="stories260K", input=PROMPT, max_output_tokens=4, temperature=0,
+                                text={"format": {"type": "text"}})
+    check(r.to_dict()["text"]["format"] == {"type": "text"}, "responses text.format text: as without it")
+    bad = [({"type": "json_schema", "name": "t", "schema": {"type": "nonsense"}}, "text.format.schema"),
+           ({"type": "json_schema", "name": "t", "schema": {"type": "string", "pattern": "(("}}, "text.format.schema"),
+           ({"type": "json_schema", "schema": FORMAT_SCHEMA}, "text.format.name"),
+           ({"type": "json_schema", "name": "t", "schema": FORMAT_SCHEMA, "strict": "yes"}, "text.format.strict"),
+           ({"type": "json_schema", "name": "t", "schema": FORMAT_SCHEMA, "extra": 1}, "text.format.extra"),
+           ({"type": "xml"}, "text.format.type"),
+           ({"type": "json_object", "extra": 1}, "text.format.extra"),
+           ("json", "text.format")]
+    for f, param in bad:
+        st, _, j, _ = s.request("POST", "/v1/responses", {"model": "stories260K", "input": "x",
+                                                          "max_output_tokens": 4, "text": {"format": f}})
+        err = (j or {}).get("error") or {}
+        check(st == 400 and err.get("param") == param and "response_format" not in err.get("message", ""),
+              f"responses text.format {json.dumps(f)[:60]}: 400 naming {param} ({err.get('message', '')[:100]!r})")
+    st, _, j, _ = s.request("POST", "/v1/responses", {"model": "stories260K", "input": "x", "text": {"verbosity": "low"}})
+    check(st == 400 and j["error"]["param"] == "text.verbosity", "responses text.verbosity: 400 naming it")
 
 
 def responses_tools(build, pkgs, tmp, openai):
