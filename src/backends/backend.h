@@ -64,6 +64,8 @@ typedef struct backend_prep_stats {
     int nodes;
     double secs;      /* spent preparing (wall) */
     double cpu_secs;  /* CPU time of all threads meanwhile */
+    const char *cache; /* the pack cache's outcome: "off", "hit", "written", "rebuilt",
+                          "failed" (base/pack_cache.h); NULL: the backend has none */
 } backend_prep_stats;
 
 /* How far a backend gets with an op (backend_ops.op_support). */

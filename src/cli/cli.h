@@ -44,6 +44,7 @@ typedef struct cli_prep {
     int nodes;
     double secs;     /* spent preparing (wall) */
     double cpu_secs; /* CPU time of all threads meanwhile */
+    const char *cache; /* the pack cache's outcome of the sessions that used one, else "off" */
 } cli_prep;
 void cli_prep_add(const og_session *s, cli_prep *acc);
 void cli_prep_of_model(const og_model *m, cli_prep *out);

@@ -25,7 +25,6 @@
  * A prompt computes the logits of its last position only (og_generator_params.all_logits
  * = 0), as generate and serve do; --all-logits computes every position's, as
  * onnxruntime-genai's generator does, for comparison. */
-#include "genai/budget.h"
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/model.h"
@@ -349,8 +348,7 @@ static double kv_bytes_per_position(const og_model *m) {
 
 /* Past and present in one buffer (the generator's rule): no per-step copy of the past. */
 static bool kv_shared(const og_model *m) {
-    og_generator_params p = og_generator_params_default(m);
-    return m->cfg && gen_shares_kv(m, &p);
+    return m->cfg && m->cfg->search.past_present_share_buffer && m->kv == GEN_KV_SEPARATE;
 }
 
 /* ---- the runs -------------------------------------------------------------------- */
@@ -804,14 +802,16 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
         printf("\"isa\": \"%s\", \"kernels\": {\"matmulnbits_int8_short\": \"%s\", "
                "\"matmulnbits_int8_long\": \"%s\", \"gemm_f32\": \"%s\"}, "
                "\"prepared_bytes\": %zu, \"prepared_nodes\": %d, \"released_bytes\": %zu, "
-               "\"prepare_s\": %.6f, \"prepare_cpu_s\": %.6f, \"rss_after_open_bytes\": %zu, "
+               "\"prepare_s\": %.6f, \"prepare_cpu_s\": %.6f, \"pack_cache\": \"%s\", "
+               "\"rss_after_open_bytes\": %zu, "
                "\"rss_decoding_bytes\": %zu, \"rss_end_bytes\": %zu, \"all_logits\": %s, "
                "\"plan_bytes\": %zu, \"plan_bytes_peak\": %zu, \"plans\": %zu, "
                "\"plans_evicted\": %zu, \"plan_budget_bytes\": %zu, ",
                isa_name(isa_active()), kn.matmulnbits_short, kn.matmulnbits_long,
                kn.gemm_f32, prep.bytes, prep.nodes, prep.released, prep.secs, prep.cpu_secs,
-               rss_open, rss_decoding, rss_end, o.all_logits ? "true" : "false", plans.bytes,
-               plans.peak, plans.plans, plans.evicted, plans.budget);
+               prep.cache ? prep.cache : "off", rss_open, rss_decoding, rss_end,
+               o.all_logits ? "true" : "false", plans.bytes, plans.peak, plans.plans,
+               plans.evicted, plans.budget);
         print_probe_json(&pr);
         printf(", \"tests\": [");
         for (int k = 0; k < n_tests; k++) {
@@ -858,9 +858,10 @@ static int bench_backend(const bench_opts *op, og_backend backend, probe_result 
         bool native = !strcmp(og_model_backend(m), "native"); /* its kernels and preparation */
         if (native)
             printf("prepared at open: %d node%s, %s in %.1f ms (%.1f ms CPU; %s of mapped "
-                   "weights released); ", prep.nodes, prep.nodes == 1 ? "" : "s",
+                   "weights released; pack cache: %s); ", prep.nodes, prep.nodes == 1 ? "" : "s",
                    human_bytes((double)prep.bytes, b1, sizeof b1), prep.secs * 1e3,
-                   prep.cpu_secs * 1e3, human_bytes((double)prep.released, b2, sizeof b2));
+                   prep.cpu_secs * 1e3, human_bytes((double)prep.released, b2, sizeof b2),
+                   prep.cache ? prep.cache : "off");
         printf("RSS after open %s, decoding %s, at the end %s\n",
                human_bytes((double)rss_open, b3, sizeof b3),
                human_bytes((double)rss_decoding, b5, sizeof b5),

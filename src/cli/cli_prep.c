@@ -19,6 +19,7 @@ void cli_prep_add(const og_session *s, cli_prep *acc) {
     acc->nodes += p.nodes;
     acc->secs += p.secs;
     acc->cpu_secs += p.cpu_secs;
+    if (!acc->cache || (p.cache && strcmp(p.cache, "off"))) acc->cache = p.cache ? p.cache : "off";
 }
 
 void cli_prep_of_model(const og_model *m, cli_prep *out) {

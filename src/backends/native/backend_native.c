@@ -65,6 +65,7 @@ static void native_prep_stats(const void *ctx, backend_prep_stats *out) {
     out->nodes = s->prepared_nodes;
     out->secs = s->prepare_s;
     out->cpu_secs = s->prepare_cpu_s;
+    out->cache = s->pack_cache_outcome ? s->pack_cache_outcome : "off";
 }
 
 static int native_threads(const void *ctx) {

@@ -5,6 +5,8 @@
 #include "backends/native/fuse.h"
 #include "backends/native/plan.h"
 #include "backends/native/rows_plan.h"
+#include "base/mapped_file.h"
+#include "base/pack_cache.h"
 #include "onnx/loader.h"
 
 #include <stdatomic.h>
@@ -85,7 +87,32 @@ typedef struct prep_run {
     atomic_int *consumed;        /* [n_values] readers that consumed it so far */
     atomic_size_t released, bytes;
     atomic_int prepared;
+    pack_cache *cache;           /* lent to the kernels, or NULL */
+    atomic_bool *deferred;       /* [n_nodes] wrote its state to the cache: prepare again */
 } prep_run;
+
+/* Names node ni and its constant inputs within the model's files (which the pack cache's
+ * key identifies): the graph, the node's place, and each input's name, type, shape and
+ * first and last bytes. */
+static uint64_t cache_id(const exec_graph *eg, int ni, const tensor *const *ins) {
+    const graph_node *n = &eg->graph->nodes[ni];
+    uint64_t h = pack_cache_hash(PACK_HASH_SEED, eg->where[ni], strlen(eg->where[ni]) + 1);
+    h = pack_cache_hash(h, &ni, sizeof ni);
+    for (int k = 0; k < n->n_inputs; k++) {
+        const tensor *t = ins[k];
+        if (!t) continue;
+        const char *name = eg->graph->values[n->inputs[k]].name;
+        size_t edge = t->nbytes < 64 ? t->nbytes : 64;
+        h = pack_cache_hash(h, &k, sizeof k);
+        if (name) h = pack_cache_hash(h, name, strlen(name) + 1);
+        h = pack_cache_hash(h, &t->dtype, sizeof t->dtype);
+        h = pack_cache_hash(h, t->dims, sizeof *t->dims * (size_t)t->rank);
+        h = pack_cache_hash(h, &t->nbytes, sizeof t->nbytes);
+        h = pack_cache_hash(h, t->data, edge);
+        h = pack_cache_hash(h, (const uint8_t *)t->data + t->nbytes - edge, edge);
+    }
+    return h;
+}
 
 static og_status *prepare_node(prep_run *pr, int ni) {
     exec_graph *eg = pr->eg;
@@ -102,13 +129,15 @@ static og_status *prepare_node(prep_run *pr, int ni) {
         if (k < 32) constant |= KERNEL_INPUT(k);
     }
     kernel_prep kp = {.node = n, .opset = n->opset, .n_inputs = n->n_inputs, .inputs = ins,
-                      .where = eg->where[ni]};
+                      .where = eg->where[ni], .cache = pr->cache,
+                      .cache_id = pr->cache ? cache_id(eg, ni, ins) : 0};
     og_status *st = def->prepare(&kp);
     free(ins);
     if (st) {
         if (kp.state) def->release(kp.state);
         return og_oom_context(st, "%s: preparing", eg->where[ni]);
     }
+    if (kp.deferred && !kp.state) atomic_store(&pr->deferred[ni], true);
     if (!kp.state) return NULL;
     eg->prepared[ni] = kp.state;
     eg->prep_const[ni] = constant;
@@ -143,6 +172,21 @@ typedef struct weighed {
 static int heaviest_first(const void *a, const void *b) {
     const weighed *x = a, *y = b;
     return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : x->node - y->node;
+}
+
+/* The pack cache of the model's files (base/pack_cache.h) when its prepared states are
+ * worth one; none for a model given as bytes (nothing names its graph). */
+static void open_pack_cache(native_session *s, size_t bytes) {
+    const model *m = s->model;
+    if (!m->path || !strcmp(m->path, "<memory>") || m->n_mappings <= 0) return;
+    const char **paths = calloc((size_t)m->n_mappings + 1, sizeof *paths);
+    if (!paths) return;
+    int n = 0;
+    paths[n++] = m->path;
+    for (int i = 0; i < m->n_mappings; i++)
+        if (m->mappings[i].path && strcmp(m->mappings[i].path, m->path)) paths[n++] = m->mappings[i].path;
+    s->pack_cache = pack_cache_open(paths, n, KERNEL_PREP_CACHE_TAG, bytes, s->pool);
+    free(paths);
 }
 
 static og_status *prepare_graph(exec_graph *eg) {
@@ -191,9 +235,30 @@ static og_status *prepare_graph(exec_graph *eg) {
         atomic_init(&pr.prepared, 0);
         /* largest first, so that the last ones to finish are short */
         qsort(w, (size_t)pr.n, sizeof *w, heaviest_first);
-        for (int i = 0; i < pr.n; i++) pr.items[i] = w[i].node;
+        size_t total = 0;
+        for (int i = 0; i < pr.n; i++) pr.items[i] = w[i].node, total += w[i].bytes;
+        if (!eg->parent) open_pack_cache(s, total);
+        pr.cache = s->pack_cache;
+        if (pr.cache && !(pr.deferred = calloc(nn, sizeof *pr.deferred))) pr.cache = NULL;
+        for (size_t i = 0; pr.deferred && i < nn; i++) atomic_init(&pr.deferred[i], false);
         int threads = threadpool_size(s->pool);
         threadpool_parallel_for(s->pool, threads < pr.n ? threads : pr.n, 1, prepare_items, &pr);
+        /* nodes that wrote their states to a new cache file: again, from the file */
+        int again = 0;
+        for (int i = 0; pr.deferred && i < pr.n; i++)
+            if (atomic_load(&pr.deferred[pr.items[i]])) pr.items[again++] = pr.items[i];
+        if (again > 0) {
+            pack_cache_finish(pr.cache);
+            for (int i = 0; i < pr.n; i++) {
+                if (pr.status[i] && !st) st = pr.status[i];
+                else og_status_free(pr.status[i]);
+                pr.status[i] = NULL;
+            }
+            pr.n = st ? 0 : again;
+            atomic_store(&pr.next, 0);
+            threadpool_parallel_for(s->pool, threads < pr.n ? threads : pr.n, 1, prepare_items, &pr);
+        }
+        s->pack_cache_outcome = pack_cache_outcome(s->pack_cache);
         for (int i = 0; i < pr.n; i++) {
             if (pr.status[i] && !st) st = pr.status[i];
             else og_status_free(pr.status[i]);
@@ -211,6 +276,7 @@ static og_status *prepare_graph(exec_graph *eg) {
     free(pr.status);
     free(pr.readers);
     free(pr.consumed);
+    free(pr.deferred);
     return st;
 }
 
@@ -471,6 +537,7 @@ fail:
 void native_session_close(native_session *s) {
     if (!s) return;
     exec_graph_free(s->main); /* kernels' prepared states first: they may use the model */
+    pack_cache_close(s->pack_cache); /* and the cache file */
     fuse_graph_free(s->fused);
     for (int i = 0; i < s->scratch.n; i++) free(s->scratch.chunks[i].base);
     free(s->scratch.chunks);

@@ -131,6 +131,9 @@ struct native_session {
     size_t released_bytes;        /* mapped pages of consumed initializers given back */
     double prepare_s;             /* wall time spent preparing */
     double prepare_cpu_s;         /* CPU time of the process meanwhile (all threads) */
+    struct pack_cache *pack_cache; /* the main graph's prepared states kept between runs
+                                      (base/pack_cache.h), or NULL; closed after them */
+    const char *pack_cache_outcome; /* pack_cache_outcome(): "off", "hit", "written"... */
     const struct paged_kv *paged_kv; /* lent to the kernels of every run (see below) */
     const uint8_t *row_forms;        /* kernel_ctx.row_forms of every run, n_row_forms rows */
     int64_t n_row_forms;

@@ -101,13 +101,25 @@ typedef struct kernel_prep {
     const tensor *const *inputs;  /* the constant inputs (initializers of the node's own
                                      graph); NULL for inputs given at run time and omitted ones */
     const char *where;            /* as kernel_ctx.where */
+    /* A file of prepared states kept between runs (base/pack_cache.h), or NULL. A kernel
+     * that keeps its state there looks it up (pack_cache_find) by an id derived from
+     * cache_id, which names the node and its constant inputs in this model's files;
+     * while the cache is being written it writes its entry instead, sets `deferred` and
+     * no state, and is called again once the file is complete. */
+    struct pack_cache *cache;
+    uint64_t cache_id;
     /* results */
     void *state;                  /* given to every run as kernel_ctx.prepared; NULL: none */
     size_t bytes;                 /* memory the state holds (`show` and `bench` report it) */
     unsigned consumed;            /* bit i (KERNEL_INPUT(i)): runs given the state never read
                                      input i's data, so once no other reader needs it the
                                      executor releases its pages from the file mapping */
+    bool deferred;                /* its entry was written to `cache`: prepare again */
 } kernel_prep;
+
+/* Names the layout of every state a kernel keeps in the pack cache: change it whenever
+ * one changes (a file of another tag is never read). */
+#define KERNEL_PREP_CACHE_TAG "onnx-genai prepared states 1: MatMulNBits 4-bit panels of 16"
 
 /* Returns an error only for what makes the session unusable (out of memory). A node the
  * kernel cannot prepare (an input shape or attribute it does not handle, which the run

@@ -22,6 +22,7 @@
 #include "backends/native/kernels/matmul/matmul.h"
 
 #include "base/half.h"
+#include "base/pack_cache.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -371,6 +372,21 @@ og_status *cpu_matmul_nbits_prepare(kernel_prep *kp) {
     }
     p.int8 = int8_math(&a, false);
     if (!mnb_pack_handles(&p)) return NULL;
+    /* the pack cache: the node and its inputs (cache_id) and the pack's shape */
+    int64_t shape[8] = {p.N, p.K, p.bits, p.block_size, p.k_blocks, p.blob, p.zp_packed != NULL,
+                        p.int8};
+    uint64_t id = pack_cache_hash(kp->cache_id, shape, sizeof shape);
+    size_t file_bytes = kp->cache ? mnb_pack_file_size(&p) : 0;
+    const void *cached = file_bytes ? pack_cache_find(kp->cache, id, file_bytes) : NULL;
+    pack_writer *w = file_bytes && !cached ? pack_writer_begin(kp->cache, id, file_bytes) : NULL;
+    if (cached) {
+        mnb_pack *pk;
+        OG_TRY(mnb_pack_from_file(&p, cached, &pk));
+        kp->state = pk;
+        kp->bytes = pk->bytes;
+        kp->consumed = KERNEL_INPUT(1) | KERNEL_INPUT(2) | (Z ? KERNEL_INPUT(3) : 0);
+        return NULL;
+    }
     float *conv = NULL;
     if (S->dtype == OG_FLOAT32) {
         p.scales = S->data;
@@ -379,6 +395,13 @@ og_status *cpu_matmul_nbits_prepare(kernel_prep *kp) {
             return og_oom_for(sizeof(float) * (size_t)(a.N * a.kb), "converted scales");
         half_array_to_f32(S->data, conv, a.N * a.kb, S->dtype == OG_BFLOAT16);
         p.scales = conv;
+    }
+    if (w) { /* prepared again, from the file, once it is complete */
+        mnb_pack_write(&p, w);
+        pack_writer_end(w); /* a failure leaves the cache FAILED: then computed as usual */
+        free(conv);
+        kp->deferred = true;
+        return NULL;
     }
     mnb_pack *pk;
     og_status *st = mnb_pack_create(&p, &pk);

@@ -4,6 +4,7 @@
 #include "backends/native/kernels/matmul/matmul_nbits_pack.h"
 
 #include "base/bigalloc.h"
+#include "base/pack_cache.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -41,9 +42,11 @@ static size_t pack_s_count(const mnb_pack *pk) {
 
 void mnb_pack_free(mnb_pack *pk) {
     if (!pk) return;
-    big_free(pk->B, pack_b_bytes(pk));
-    big_free(pk->scales, pack_s_count(pk) * sizeof(float));
-    big_free(pk->zp, pack_s_count(pk));
+    if (!pk->mapped) {
+        big_free(pk->B, pack_b_bytes(pk));
+        big_free(pk->scales, pack_s_count(pk) * sizeof(float));
+        big_free(pk->zp, pack_s_count(pk));
+    }
     free(pk);
 }
 
@@ -57,10 +60,10 @@ static inline uint32_t regroup(uint32_t o) {
     return b0 | b1 << 8 | b2 << 16 | b3 << 24;
 }
 
-og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out) {
-    *out = NULL;
+/* The pack's shape (no memory yet). */
+static mnb_pack *pack_shape(const mnb_problem *p) {
     mnb_pack *pk = calloc(1, sizeof *pk);
-    if (!pk) return og_oom();
+    if (!pk) return NULL;
     pk->N = p->N;
     pk->K = p->K;
     pk->k_blocks = p->k_blocks;
@@ -68,7 +71,50 @@ og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out) {
     pk->panels = round_up((p->N + MNB_PANEL - 1) / MNB_PANEL, 2);
     pk->panel_bytes = p->k_blocks * p->block_size * 8;
     pk->digits = p->int8 ? 1 : 3;
-    int64_t kb = p->k_blocks, groups = kb * p->block_size / 8;
+    size_t ns = pack_s_count(pk);
+    pk->bytes = pack_b_bytes(pk) + ns * sizeof(float) + (p->zp_packed ? ns : 0);
+    return pk;
+}
+
+/* Panel pn's weights into dst (panel_bytes). */
+static void pack_panel(const mnb_problem *p, int64_t pn, uint32_t *dst) {
+    int64_t groups = p->k_blocks * p->block_size / 8;
+    const int64_t colbytes = p->k_blocks * p->blob;
+    int64_t n0 = pn * MNB_PANEL, cols = p->N - n0 < MNB_PANEL ? p->N - n0 : MNB_PANEL;
+    if (cols < 0) cols = 0;
+    const uint8_t *src = p->B + n0 * colbytes;
+    /* PACK_RUN groups of the 16 columns at a time: each column's run regrouped in
+     * place (one vector loop), then transposed into 64-byte groups */
+    for (int64_t g0 = 0; g0 < groups; g0 += PACK_RUN) {
+        int64_t gn = min64(PACK_RUN, groups - g0);
+        uint32_t t[MNB_PANEL][PACK_RUN];
+        if (cols < MNB_PANEL || gn < PACK_RUN) memset(t, 0, sizeof t);
+        for (int c = 0; c < cols; c++) {
+            memcpy(t[c], src + c * colbytes + g0 * 4, (size_t)gn * 4);
+            for (int j = 0; j < PACK_RUN; j++) t[c][j] = regroup(t[c][j]); /* a vector loop */
+        }
+        for (int64_t j = 0; j < gn; j++)
+            for (int c = 0; c < MNB_PANEL; c++) dst[(g0 + j) * MNB_PANEL + c] = t[c][j];
+    }
+}
+
+/* Panel pn's scales ([k_blocks][16]) and, when zp, zero points. */
+static void pack_panel_scales(const mnb_problem *p, int64_t pn, float *scales, uint8_t *zp) {
+    int64_t kb = p->k_blocks, n0 = pn * MNB_PANEL;
+    for (int c = 0; c < MNB_PANEL; c++) {
+        int64_t n = n0 + c;
+        for (int64_t b = 0; b < kb; b++) {
+            size_t at = (size_t)(b * MNB_PANEL + c);
+            if (scales) scales[at] = n < p->N ? p->scales[n * kb + b] : 0.0f;
+            if (zp) zp[at] = n < p->N ? (uint8_t)mnb_zero_point(p, n, b) : 0;
+        }
+    }
+}
+
+og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out) {
+    *out = NULL;
+    mnb_pack *pk = pack_shape(p);
+    if (!pk) return og_oom();
     size_t nb = pack_b_bytes(pk), ns = pack_s_count(pk);
     pk->B = big_alloc(nb);
     pk->scales = big_alloc(ns * sizeof(float));
@@ -77,35 +123,67 @@ og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out) {
         mnb_pack_free(pk);
         return og_oom_for(nb + ns * 5, "prepacked MatMulNBits weights");
     }
-    pk->bytes = nb + ns * sizeof(float) + (pk->zp ? ns : 0);
-    const int64_t colbytes = kb * p->blob;
+    size_t per = (size_t)(pk->k_blocks * MNB_PANEL);
     for (int64_t pn = 0; pn < pk->panels; pn++) {
-        uint32_t *dst = (uint32_t *)(pk->B + pn * pk->panel_bytes);
-        int64_t n0 = pn * MNB_PANEL, cols = p->N - n0 < MNB_PANEL ? p->N - n0 : MNB_PANEL;
-        if (cols < 0) cols = 0;
-        const uint8_t *src = p->B + n0 * colbytes;
-        /* PACK_RUN groups of the 16 columns at a time: each column's run regrouped in
-         * place (one vector loop), then transposed into 64-byte groups */
-        for (int64_t g0 = 0; g0 < groups; g0 += PACK_RUN) {
-            int64_t gn = min64(PACK_RUN, groups - g0);
-            uint32_t t[MNB_PANEL][PACK_RUN];
-            if (cols < MNB_PANEL || gn < PACK_RUN) memset(t, 0, sizeof t);
-            for (int c = 0; c < cols; c++) {
-                memcpy(t[c], src + c * colbytes + g0 * 4, (size_t)gn * 4);
-                for (int j = 0; j < PACK_RUN; j++) t[c][j] = regroup(t[c][j]); /* a vector loop */
-            }
-            for (int64_t j = 0; j < gn; j++)
-                for (int c = 0; c < MNB_PANEL; c++) dst[(g0 + j) * MNB_PANEL + c] = t[c][j];
-        }
-        for (int c = 0; c < MNB_PANEL; c++) {
-            int64_t n = n0 + c;
-            for (int64_t b = 0; b < kb; b++) {
-                size_t at = (size_t)((pn * kb + b) * MNB_PANEL + c);
-                pk->scales[at] = c < cols ? p->scales[n * kb + b] : 0.0f;
-                if (pk->zp) pk->zp[at] = c < cols ? (uint8_t)mnb_zero_point(p, n, b) : 0;
-            }
-        }
+        pack_panel(p, pn, (uint32_t *)(pk->B + pn * pk->panel_bytes));
+        pack_panel_scales(p, pn, pk->scales + pn * per, pk->zp ? pk->zp + pn * per : NULL);
     }
+    *out = pk;
+    return NULL;
+}
+
+/* The pack as one run of bytes (a pack cache entry): B, then the scales and the zero
+ * points, each at a 64-byte boundary. */
+static size_t file_scales_at(const mnb_pack *pk) { return (size_t)round_up((int64_t)pack_b_bytes(pk), 64); }
+static size_t file_zp_at(const mnb_pack *pk) {
+    return (size_t)round_up((int64_t)(file_scales_at(pk) + pack_s_count(pk) * sizeof(float)), 64);
+}
+
+size_t mnb_pack_file_size(const mnb_problem *p) {
+    mnb_pack *pk = pack_shape(p);
+    if (!pk) return 0;
+    size_t n = p->zp_packed ? file_zp_at(pk) + pack_s_count(pk) : file_zp_at(pk);
+    free(pk);
+    return n;
+}
+
+bool mnb_pack_write(const mnb_problem *p, pack_writer *w) {
+    mnb_pack *pk = pack_shape(p);
+    if (!pk || pk->panel_bytes > PACK_WRITER_MAX_RESERVE) {
+        free(pk);
+        return false;
+    }
+    size_t per = (size_t)(pk->k_blocks * MNB_PANEL), at = 0;
+    bool ok = true;
+    uint8_t *d;
+    for (int64_t pn = 0; ok && pn < pk->panels; pn++, at += (size_t)pk->panel_bytes)
+        if ((ok = (d = pack_writer_reserve(w, (size_t)pk->panel_bytes)) != NULL))
+            pack_panel(p, pn, (uint32_t *)d);
+    if (ok && file_scales_at(pk) > at) ok = pack_writer_reserve(w, file_scales_at(pk) - at) != NULL;
+    at = file_scales_at(pk);
+    for (int64_t pn = 0; ok && pn < pk->panels; pn++, at += per * sizeof(float))
+        if ((ok = (d = pack_writer_reserve(w, per * sizeof(float))) != NULL))
+            pack_panel_scales(p, pn, (float *)d, NULL);
+    if (ok && p->zp_packed) {
+        if (file_zp_at(pk) > at) ok = pack_writer_reserve(w, file_zp_at(pk) - at) != NULL;
+        for (int64_t pn = 0; ok && pn < pk->panels; pn++)
+            if ((ok = (d = pack_writer_reserve(w, per)) != NULL)) pack_panel_scales(p, pn, NULL, d);
+    } else if (ok && file_zp_at(pk) > at) {
+        ok = pack_writer_reserve(w, file_zp_at(pk) - at) != NULL;
+    }
+    free(pk);
+    return ok;
+}
+
+og_status *mnb_pack_from_file(const mnb_problem *p, const void *mem, mnb_pack **out) {
+    *out = NULL;
+    mnb_pack *pk = pack_shape(p);
+    if (!pk) return og_oom();
+    const uint8_t *m = mem;
+    pk->mapped = true;
+    pk->B = (uint8_t *)m;
+    pk->scales = (float *)(m + file_scales_at(pk));
+    if (p->zp_packed) pk->zp = (uint8_t *)(m + file_zp_at(pk));
     *out = pk;
     return NULL;
 }

@@ -75,6 +75,7 @@ typedef struct mnb_pack {
     uint8_t *zp;         /* [panels][k_blocks][16], or NULL: 8 everywhere */
     size_t bytes;        /* held by the pack */
     int digits;          /* int8 rows per row of A: 1 (int8 arithmetic) or 3 (float) */
+    bool mapped;         /* B, scales, zp point into a pack cache file (not freed here) */
 } mnb_pack;
 
 /* Whether a problem (weights, scales, zero points as mnb_run takes them) can be packed:
@@ -83,6 +84,15 @@ bool mnb_pack_handles(const mnb_problem *p);
 /* Packs p's B, scales and zero points (p->A, Y, bias, M are not used). */
 og_status *mnb_pack_create(const mnb_problem *p, mnb_pack **out);
 void mnb_pack_free(mnb_pack *pk);
+
+/* The pack as one entry of a pack cache (base/pack_cache.h): its bytes (0: out of
+ * memory), writing it (false: not written; a K past 131072 is never written), and a
+ * pack over such an entry's memory (which must outlive it). Same bits as
+ * mnb_pack_create. */
+struct pack_writer;
+size_t mnb_pack_file_size(const mnb_problem *p);
+bool mnb_pack_write(const mnb_problem *p, struct pack_writer *w);
+og_status *mnb_pack_from_file(const mnb_problem *p, const void *mem, mnb_pack **out);
 
 /* Bytes of working memory mnb_pack_run needs for M rows on `threads` threads. */
 size_t mnb_pack_work_size(const mnb_pack *pk, int64_t M, int threads);
