@@ -95,6 +95,9 @@ typedef struct eng_sampling {
                            alternatives (<= ENG_MAX_LOGPROBS) */
     bool ignore_eos;    /* an EOS id is a token like any other (delivered, fed back): the
                            request ends at max_tokens or the context, in both modes */
+    bool no_cache;      /* batched mode: the prompt is not looked up in the prefix cache
+                           (all of it is computed; its blocks are still left there for
+                           later requests): llama-server's "cache_prompt": false */
     /* Constrained decoding: the output is a string of this grammar's language (NULL: no
      * constraint). The engine takes its own reference at submission and runs a matcher
      * of its own for the request: before each choice the tokens the matcher does not
@@ -261,8 +264,8 @@ typedef struct eng_stats {
 
 void eng_get_stats(eng_engine *e, eng_stats *out);
 
-/* A cached prefix to a file and back (engine_prefix.c; serve's /slots save and restore).
- * Batched mode with the prefix cache only (else OG_ERR_UNSUPPORTED saying why); safe from
+/* A cached prefix to a file and back (engine_prefix.c; serve's /slots save, restore and
+ * erase). Batched mode with the prefix cache only (else OG_ERR_UNSUPPORTED saying why); safe from
  * any thread (the pool is touched on the engine's thread, between steps).
  * eng_prefix_save writes the positions of tokens[0..n) the prefix cache holds (its full
  * blocks; a hybrid's up to the last one with a state snapshot, and that snapshot) to
@@ -273,11 +276,11 @@ void eng_get_stats(eng_engine *e, eng_stats *out);
  * model (a fingerprint of the weight files' names, sizes and sampled bytes, and the KV
  * layout) or a damaged one is OG_ERR_INVALID_ARGUMENT naming why; no room in the pool
  * too. eng_prefix_erase takes the cached blocks of tokens' prefix out of the cache (those
- * a running request holds stay) and returns the positions freed. */
+ * a running request holds stay): *n_erased the positions freed. */
 og_status *eng_prefix_save(eng_engine *e, const int32_t *tokens, int n, const char *path,
                            int *n_saved, size_t *bytes);
 og_status *eng_prefix_restore(eng_engine *e, const char *path, int32_t **tokens, int *n_tokens,
                               int *n_restored, size_t *bytes);
-int eng_prefix_erase(eng_engine *e, const int32_t *tokens, int n);
+og_status *eng_prefix_erase(eng_engine *e, const int32_t *tokens, int n, int *n_erased);
 
 #endif

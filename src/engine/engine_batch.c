@@ -481,7 +481,7 @@ static void match_prefix(eng_engine *e, eng_seq *s) {
     s->matched = true;
     /* a block's keys and values depend on the adapter too, which the cache's key (the
      * tokens) does not say: requests with an adapter neither find nor leave blocks */
-    if (!e->o.prefix_cache || s->n_blocks > 0 || s->req->s.adapter) return;
+    if (!e->o.prefix_cache || s->n_blocks > 0 || s->req->s.adapter || s->req->s.no_cache) return;
     int bs = e->pool->block_size, max_blocks = (s->n_tokens - 1) / bs;
     if (max_blocks <= 0 || !table_room(s, max_blocks)) return;
     uint64_t h;
@@ -502,7 +502,7 @@ static void match_prefix(eng_engine *e, eng_seq *s) {
 
 /* Counts the prefix-cache lookup and hit of an admitted sequence. */
 static void count_hit(eng_engine *e, eng_seq *s) {
-    if (!e->o.prefix_cache) return;
+    if (!e->o.prefix_cache || s->req->s.no_cache) return; /* not looked up */
     pthread_mutex_lock(&e->stats_mu);
     e->st.prefix_lookups++;
     e->st.prefix_hits += s->n_cached > 0;

@@ -150,8 +150,9 @@ static void copy_block(const kv_pool *pool, int32_t b, int first, prefix *p, boo
 typedef struct take_job {
     const int32_t *tokens;
     int n;
-    prefix *out;
+    prefix *out; /* NULL: the blocks are forgotten instead (erase) */
     og_status *st;
+    int forgotten; /* erase: the positions freed */
 } take_job;
 
 /* The cached whole blocks of tokens[0..n) (kv_pool_match: referenced) in *blocks (malloc'd,
@@ -163,7 +164,22 @@ static int match_blocks(kv_pool *pool, const int32_t *tokens, int n, int32_t **b
     return max_blocks ? kv_pool_match(pool, tokens, n, max_blocks, *blocks, h) : 0;
 }
 
-/* The cached prefix of tokens copied out (engine thread). */
+/* The matched blocks[0..got) out of the cache (those a running request holds stay), freed
+ * (erase). */
+static void forget_blocks(eng_engine *e, int32_t *blocks, int got, take_job *j) {
+    kv_pool *pool = e->pool;
+    for (int i = got - 1; i >= 0; i--) {
+        if (e->hybrid) eng_state_forget(e, pool->hash[blocks[i]]);
+        kv_pool_release(pool, blocks[i]);
+        bool cached = pool->ref[blocks[i]] == 0 && pool->hash[blocks[i]];
+        kv_pool_forget(pool, blocks[i]); /* one a running request holds stays */
+        j->forgotten += cached ? pool->block_size : 0;
+    }
+    free(blocks);
+}
+
+/* The cached prefix of tokens copied out into j->out, or without one taken out of the
+ * cache (engine thread). */
 static void take_on_thread(eng_engine *e, void *arg) {
     take_job *j = arg;
     kv_pool *pool = e->pool;
@@ -173,6 +189,10 @@ static void take_on_thread(eng_engine *e, void *arg) {
     int got = match_blocks(pool, j->tokens, j->n, &blocks, &h);
     if (got < 0) {
         j->st = og_oom();
+        return;
+    }
+    if (!j->out) {
+        forget_blocks(e, blocks, got, j);
         return;
     }
     const char *state = NULL;
@@ -254,29 +274,6 @@ static void put_on_thread(eng_engine *e, void *arg) {
     free(blocks);
 }
 
-typedef struct forget_job {
-    const int32_t *tokens;
-    int n, forgotten;
-} forget_job;
-
-static void forget_on_thread(eng_engine *e, void *arg) {
-    forget_job *j = arg;
-    kv_pool *pool = e->pool;
-    int bs = pool->block_size;
-    int32_t *blocks;
-    uint64_t h;
-    int got = match_blocks(pool, j->tokens, j->n, &blocks, &h);
-    if (got < 0) return;
-    for (int i = got - 1; i >= 0; i--) {
-        if (e->hybrid) eng_state_forget(e, pool->hash[blocks[i]]);
-        kv_pool_release(pool, blocks[i]);
-        bool cached = pool->ref[blocks[i]] == 0 && pool->hash[blocks[i]];
-        kv_pool_forget(pool, blocks[i]); /* one a running request holds stays */
-        j->forgotten += cached ? bs : 0;
-    }
-    free(blocks);
-}
-
 /* ---- the file ------------------------------------------------------------------------ */
 
 typedef struct head {
@@ -326,21 +323,26 @@ static uint64_t fingerprint_of(eng_engine *e) {
     return fp;
 }
 
-static og_status *not_batched(const eng_engine *e) {
-    return og_errorf(OG_ERR_UNSUPPORTED, "saving and restoring KV needs the batched engine's "
-                     "prefix cache; this model is served one generator per sequence (%s)", e->note);
+/* Why e has no prefix cache to save, restore or erase ("saving", ...), or NULL. */
+static og_status *no_prefix_cache(const eng_engine *e, const char *doing) {
+    if (!e->batched)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s KV needs the batched engine's prefix cache; this "
+                         "model is served one generator per sequence (%s)", doing, e->note);
+    if (!e->o.prefix_cache)
+        return og_errorf(OG_ERR_UNSUPPORTED, "%s KV needs the prefix cache (--no-prefix-cache is "
+                         "set)", doing);
+    return NULL;
 }
 
 og_status *eng_prefix_save(eng_engine *e, const int32_t *tokens, int n, const char *path,
                            int *n_saved, size_t *bytes) {
     *n_saved = 0;
     *bytes = 0;
-    if (!e->batched) return not_batched(e);
-    if (!e->o.prefix_cache)
-        return og_errorf(OG_ERR_UNSUPPORTED, "saving KV needs the prefix cache (--no-prefix-cache is set)");
+    og_status *why = no_prefix_cache(e, "saving");
+    if (why) return why;
     uint64_t fp = fingerprint_of(e);
     prefix p = {0};
-    take_job j = {tokens, n < 0 ? 0 : n, &p, NULL};
+    take_job j = {tokens, n < 0 ? 0 : n, &p, NULL, 0};
     if (!eng_on_thread(e, take_on_thread, &j)) return og_errorf(OG_ERR_RUNTIME, "the engine is stopping");
     if (j.st) {
         prefix_free(&p);
@@ -411,9 +413,8 @@ og_status *eng_prefix_restore(eng_engine *e, const char *path, int32_t **tokens,
     *tokens = NULL;
     *n_tokens = *n_restored = 0;
     *bytes = 0;
-    if (!e->batched) return not_batched(e);
-    if (!e->o.prefix_cache)
-        return og_errorf(OG_ERR_UNSUPPORTED, "restoring KV needs the prefix cache (--no-prefix-cache is set)");
+    og_status *why = no_prefix_cache(e, "restoring");
+    if (why) return why;
     uint64_t fp = fingerprint_of(e);
     rfile r = {fopen(path, "rb"), 0xcbf29ce484222325ull, 0, false};
     if (!r.f) return og_errorf(errno == ENOENT ? OG_ERR_NOT_FOUND : OG_ERR_IO, "cannot read %s: %s",
@@ -499,9 +500,12 @@ done:
     return st;
 }
 
-int eng_prefix_erase(eng_engine *e, const int32_t *tokens, int n) {
-    if (!e->batched || !e->o.prefix_cache || n <= 0) return 0;
-    forget_job j = {tokens, n, 0};
-    eng_on_thread(e, forget_on_thread, &j);
-    return j.forgotten;
+og_status *eng_prefix_erase(eng_engine *e, const int32_t *tokens, int n, int *n_erased) {
+    *n_erased = 0;
+    og_status *why = no_prefix_cache(e, "erasing");
+    if (why || n <= 0) return why;
+    take_job j = {tokens, n, NULL, NULL, 0};
+    if (!eng_on_thread(e, take_on_thread, &j)) return og_errorf(OG_ERR_RUNTIME, "the engine is stopping");
+    *n_erased = j.forgotten;
+    return j.st;
 }

@@ -244,6 +244,7 @@ typedef struct srv_params {
     char *stops[SRV_MAX_STOPS];
     int n_stops;
     int logprobs;          /* -1: none */
+    int id_slot;           /* llama-server's id_slot: the slot the one choice takes (-1: any) */
     /* constrained decoding (serve_guide.c): a guide_kind and its text, or -1 */
     int guide_kind;
     char *guide_text;
@@ -497,8 +498,12 @@ cJSON *srv_dialect_text(const cJSON *content, const char *const *types, const ch
 /* The slot table: --max-batch places per model, which the choices being generated take. */
 bool srv_slots_init(srv_server *s);
 void srv_slots_free(srv_server *s);
+/* The slots of model m (its engine's srv_model.slots, at most the table's width). */
+int srv_slot_count(const srv_server *s, const srv_model *m);
 /* A free slot of j's model for its choice `choice` (n_prompt prompt tokens): 1 + its index,
- * or 0 when all are taken (the choice waits in the engine's queue, in no slot). */
+ * or 0 when all are taken (the choice waits in the engine's queue, in no slot). A request
+ * with an id_slot takes that slot, waiting until its request has finished (as llama-server
+ * defers a task to a busy slot); 0 only when the server stops meanwhile. */
 int srv_slot_take(srv_server *s, const srv_job *j, int choice, int n_prompt);
 /* The tokens the choice in slot (1 + index; 0: none) has taken so far. */
 void srv_slot_progress(srv_server *s, const srv_model *m, int slot, int n_decoded);

@@ -194,11 +194,12 @@ static const char *const chat_keys[] = {
     "seed", "stop", "n", "stream", "stream_options", "logprobs", "top_logprobs",
     "frequency_penalty", "presence_penalty", "logit_bias", "tools", "tool_choice",
     "parallel_tool_calls", "user", "metadata", "store", "response_format",
-    "chat_template_kwargs", "ignore_eos", NULL};
+    "chat_template_kwargs", "ignore_eos", "id_slot", "cache_prompt", NULL};
 static const char *const completion_keys[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n",
     "stream", "stream_options", "logprobs", "echo", "best_of", "suffix", "frequency_penalty",
-    "presence_penalty", "logit_bias", "user", "ignore_eos", "response_format", NULL};
+    "presence_penalty", "logit_bias", "user", "ignore_eos", "response_format", "id_slot",
+    "cache_prompt", NULL};
 
 bool srv_known_keys(const cJSON *body, const char *const *keys, srv_error *err) {
     const cJSON *f;
@@ -481,6 +482,30 @@ static bool read_sampling(srv_server *s, srv_model *m, const cJSON *body, srv_pa
     bool b = false;
     if ((r = get_bool(body, "ignore_eos", &b, err)) < 0) return false;
     p->s.ignore_eos = b;
+    b = true; /* llama-server's cache_prompt: true (its default, and ours) */
+    if ((r = get_bool(body, "cache_prompt", &b, err)) < 0) return false;
+    p->s.no_cache = !b;
+    return true;
+}
+
+/* llama-server's id_slot: -1 (any slot, the default) or one of the model's slots, which
+ * the request's one choice takes once that slot's request has finished (serve_slots.c). */
+static bool read_slot(srv_server *s, const srv_model *m, const cJSON *body, srv_params *p,
+                      srv_error *err) {
+    int k = -1, n = srv_slot_count(s, m);
+    if (get_int(body, "id_slot", INT_MIN, INT_MAX, &k, err) < 0) return false;
+    if (k < -1 || k >= n) {
+        srv_fail(err, 400, "id_slot", "Invalid slot ID: 'id_slot' is %d: it must be -1 (any "
+                 "slot) or a slot of this model, 0 to %d", k, n - 1);
+        return false;
+    }
+    int choices = p->n * (p->chat ? 1 : cJSON_GetArraySize(p->prompts));
+    if (k >= 0 && choices > 1) {
+        srv_fail(err, 400, "id_slot", "'id_slot' names one slot: the request must have one "
+                 "choice (n 1 and one prompt), not %d", choices);
+        return false;
+    }
+    p->id_slot = k;
     return true;
 }
 
@@ -492,6 +517,7 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
     p->logprobs = -1;
     p->n = 1;
     p->guide_kind = -1;
+    p->id_slot = -1;
     if (!m->eng) {
         srv_fail(err, 400, "model", "the model '%.100s' is an embeddings-only package (its decoder "
                  "has no logits output): it answers POST /v1/embeddings only", m->name);
@@ -554,6 +580,7 @@ bool srv_parse_params(srv_server *s, srv_model *m, const cJSON *j, bool chat, sr
         srv_fail(err, 400, "prompt", "at most 64 choices in all (prompts times n)");
         ok = false;
     }
+    if (ok) ok = read_slot(s, m, j, p, err);
     p->s.logprobs = p->logprobs;
     if (!ok) srv_params_free(p);
     return ok;
@@ -569,4 +596,5 @@ void srv_params_free(srv_params *p) {
     free(p->guide_text);
     memset(p, 0, sizeof *p);
     p->guide_kind = -1;
+    p->id_slot = -1;
 }

@@ -52,18 +52,29 @@ static srv_slot *slots_of(srv_server *s, const srv_model *m) {
     return s->slots + (m - s->models) * s->n_slots;
 }
 
-/* The places of model m's table it uses: its engine's (srv_model.slots), at most the
- * table's width. */
-static int slot_count(const srv_server *s, const srv_model *m) {
+int srv_slot_count(const srv_server *s, const srv_model *m) {
     return m->slots > 0 && m->slots < s->n_slots ? m->slots : s->n_slots;
+}
+
+/* Waits (under mu) until slot t has no running choice; false when the server stops. */
+static bool wait_idle(srv_server *s, srv_slot *t) {
+    while (t->busy && !atomic_load(&s->stopping)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&s->slot_cv, &s->mu, &ts);
+    }
+    return !t->busy;
 }
 
 int srv_slot_take(srv_server *s, const srv_job *j, int choice, int n_prompt) {
     if (!s->slots) return 0;
     srv_slot *t = slots_of(s, j->m);
-    int got = 0, n = slot_count(s, j->m);
+    int got = 0, first = 0, end = srv_slot_count(s, j->m), want = j->p->id_slot;
     pthread_mutex_lock(&s->mu);
-    for (int k = 0; k < n && !got; k++)
+    if (want >= 0) /* id_slot: that one, once its request has finished (none when stopping) */
+        first = want, end = want < end && wait_idle(s, &t[want]) ? want + 1 : want;
+    for (int k = first; k < end && !got; k++)
         if (!t[k].busy) {
             t[k].busy = true, t[k].choice = choice, t[k].n_prompt = n_prompt;
             t[k].n_decoded = 0, t[k].max_tokens = j->p->max_tokens;
@@ -139,7 +150,7 @@ void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
     cJSON *g = cJSON_AddObjectToObject(o, "default_generation_settings");
     cJSON_AddNumberToObject(g, "n_ctx", m->context);
     cJSON_AddItemToObject(g, "params", default_params(m));
-    cJSON_AddNumberToObject(o, "total_slots", slot_count(s, m));
+    cJSON_AddNumberToObject(o, "total_slots", srv_slot_count(s, m));
     cJSON_AddStringToObject(o, "model_path", m->dir);
     cJSON_AddStringToObject(o, "model_alias", m->name);
     const char *tpl = m->tpl ? chat_template_source(m->tpl) : NULL;
@@ -159,7 +170,7 @@ void srv_handle_props(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
 void srv_handle_slots(srv_server *s, struct MHD_Connection *c, srv_reply *r) {
     srv_model *m = named_model(s, c, r);
     if (!m) return;
-    int n = slot_count(s, m);
+    int n = srv_slot_count(s, m);
     srv_slot *t = slots_of(s, m), *copy = malloc(sizeof *copy * (size_t)n);
     if (!copy) {
         srv_release(s, m);
@@ -211,17 +222,6 @@ static double ms_since(const struct timespec *t0) {
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-6;
-}
-
-/* Waits (under mu) until slot t has no running choice; false when the server stops. */
-static bool wait_idle(srv_server *s, srv_slot *t) {
-    while (t->busy && !atomic_load(&s->stopping)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&s->slot_cv, &s->mu, &ts);
-    }
-    return !t->busy;
 }
 
 static void status_error(srv_error *err, og_status *st) {
@@ -277,9 +277,9 @@ void srv_handle_slot_action(srv_server *s, struct MHD_Connection *c, const char 
         }
     }
     if (!(m = named_model(s, c, r))) goto out;
-    if (slot >= slot_count(s, m)) {
+    if (slot >= srv_slot_count(s, m)) {
         srv_fail(&err, 400, "id_slot", "Invalid slot ID: %ld (this model has %d slots)", slot,
-                 slot_count(s, m));
+                 srv_slot_count(s, m));
         goto fail;
     }
     if (!m->eng) {
@@ -350,8 +350,14 @@ void srv_handle_slot_action(srv_server *s, struct MHD_Connection *c, const char 
         /* llama-server answers the slot's token count, which is what the slot forgets;
          * the positions the prefix cache frees may be fewer (blocks a running request
          * shares stay) */
-        eng_prefix_erase(m->eng, tokens, n);
+        int freed = 0;
+        og_status *st = eng_prefix_erase(m->eng, tokens, n, &freed);
         free(tokens);
+        if (st) { /* no prefix cache: 501 as save and restore answer */
+            cJSON_Delete(o);
+            status_error(&err, st);
+            goto fail;
+        }
         pthread_mutex_lock(&s->mu);
         if (!t->busy) set_cache(t, NULL, 0, NULL, 0);
         pthread_mutex_unlock(&s->mu);

@@ -4,7 +4,9 @@ origin: the same calls to both servers (ours on tiny-int4, llama-server on the s
 as GGUF Q4_0 by tools/make_gguf.py), and their answers compared: the status of every call,
 the fields of save / restore / erase answers and their JSON types, the message of each
 refusal (no --slot-save-path, a path as filename, an unknown action, a slot id that is
-not a number), and n_restored = n_saved, n_erased = n_restored within each server. A slot
+not a number), and n_restored = n_saved, n_erased = n_restored within each server; a
+completion with llama-server's id_slot 1 and cache_prompt false answers as the first did,
+and slot 1 then saves its positions, on both. A slot
 id beyond the slots is the one difference kept: llama-server (0c1e5709, the version
 bench/README.md builds) answers 200 and saves another slot; we answer 400 Invalid slot ID. How many positions a save holds is printed, not compared: llama-server saves
 every token its slot holds, we the whole KV blocks the prefix cache holds (README).
@@ -24,6 +26,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+PROMPT = ("Once upon a time there was a little robot who lived in a quiet town by the sea, and every "
+          "morning it")
+
+
 def shape(v):
     """The JSON value's structure: dicts by key, numbers as 'number'."""
     if isinstance(v, dict):
@@ -38,10 +44,7 @@ def shape(v):
 def session(srv):
     """The calls, in order; returns {name: (status, body)}."""
     out = {}
-    out["completion"] = srv.call("POST", "/v1/completions", {"prompt": "Once upon a time there was a "
-                                                             "little robot who lived in a quiet town by "
-                                                             "the sea, and every morning it",
-                                                             "max_tokens": 8, "temperature": 0})
+    out["completion"] = srv.call("POST", "/v1/completions", {"prompt": PROMPT, "max_tokens": 8, "temperature": 0})
     # llama-server may run it in any slot (ours takes the first free one): save both, keep
     # the one that holds it
     saves = [srv.call("POST", f"/slots/{k}?action=save", {"filename": f"slot{k}.bin"}) for k in (0, 1)]
@@ -54,6 +57,11 @@ def session(srv):
     out["missing"] = srv.call("POST", "/slots/1?action=restore", {"filename": "never.bin"})
     out["restore"] = srv.call("POST", "/slots/1?action=restore", {"filename": f"slot{k}.bin"})
     out["erase"] = srv.call("POST", "/slots/1?action=erase")
+    # llama-server's request fields: the completion runs in slot 1, computing its whole
+    # prompt; slot 1 then saves its positions
+    out["pinned"] = srv.call("POST", "/v1/completions", {"prompt": PROMPT, "max_tokens": 8, "temperature": 0,
+                                                         "id_slot": 1, "cache_prompt": False})
+    out["pinned_save"] = srv.call("POST", "/slots/1?action=save", {"filename": "pinned.bin"})
     return out
 
 
@@ -124,6 +132,10 @@ def main():
         ut = us[name][1].get("error", {}).get("type") if isinstance(us[name][1], dict) else None
         check(lt == ut, f"{name}: the same error type ({lt} / {ut})")
     for kind, a in answers.items():
+        check(a["pinned"][0] == 200 and a["pinned"][1]["choices"][0]["text"] == a["completion"][1]["choices"][0]["text"]
+              and a["pinned_save"][0] == 200 and a["pinned_save"][1]["n_saved"] > 0,
+              f"{kind}: id_slot 1, cache_prompt false: the same answer, and slot 1 then saves "
+              f"{a['pinned_save'][1].get('n_saved') if isinstance(a['pinned_save'][1], dict) else a['pinned_save']} positions")
         if a["save"][0] == 200 and a["restore"][0] == 200 and a["erase"][0] == 200:
             check(a["restore"][1]["n_restored"] == a["save"][1]["n_saved"] and
                   a["restore"][1]["n_read"] == a["save"][1]["n_written"] and

@@ -22,6 +22,14 @@ persistence, --slot-save-path), over real HTTP:
              128 from the cache and its answer's log-probabilities equal the first server's
              (they differ when the state and KV are not restored). A model served per
              sequence (on onnxruntime, when it loads) answers 501 naming why.
+  slot_fields llama-server's request fields: id_slot 2 runs the completion in slot 2 (its
+             save holds the 48 cached positions, slot 0's none; the answer generate's);
+             cache_prompt false takes nothing from the prefix cache and counts no lookup,
+             true (and id_slot -1) takes 32 positions, the answer the same each time; chat
+             takes both; an id_slot beyond the slots, below -1, not an integer or with two
+             choices, and a cache_prompt not a boolean, are 400 naming the field; a request
+             naming a slot whose request runs is answered after that request ends. With
+             --no-prefix-cache save, restore and erase all answer 501 saying why.
 
 Usage: test_slots.py BUILD_DIR PACKAGES_DIR CASE. Exits 77 when a package is missing."""
 import json
@@ -29,6 +37,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 from prompt_ids import token_prompts
 from server_harness import SKIP, Server, check, run
@@ -41,6 +51,14 @@ def generate_ids(build, pkg, ids, max_new):
                          capture_output=True, text=True, check=True, timeout=300)
     j = json.loads(out.stdout)
     return j["sequences"][0][len(ids):], j["text"][0]
+
+
+def story_prompt(build, stories):
+    """A 40-token id prompt for stories260K, `generate --ids`'s 12 new ids for it and the
+    whole sequence's text."""
+    vocab = json.load(open(os.path.join(stories, "genai_config.json")))["model"]["vocab_size"]
+    prompt = token_prompts(vocab, [40], 4242)[0]
+    return (prompt, *generate_ids(build, stories, prompt, 12))
 
 
 def complete(s, ids, max_tokens, logprobs=False):
@@ -78,9 +96,7 @@ def case_slot_save(build, pkgs):
             print(f"SKIP: {p} is missing (serve_packages did not write it)")
             return SKIP
     tmp = tempfile.mkdtemp(prefix="og-slots-")
-    vocab = json.load(open(os.path.join(stories, "genai_config.json")))["model"]["vocab_size"]
-    prompt = token_prompts(vocab, [40], 4242)[0]
-    want, want_text = generate_ids(build, stories, prompt, 12)
+    prompt, want, want_text = story_prompt(build, stories)
     longer = (prompt + want)[:51]  # the answered sequence's first 51 tokens
 
     s = Server(build, stories)  # no --slot-save-path
@@ -216,5 +232,101 @@ def case_slot_save(build, pkgs):
     return 0
 
 
+def case_slot_fields(build, pkgs):
+    """llama-server's request fields id_slot and cache_prompt on /v1/completions and chat."""
+    stories = os.path.join(pkgs, "stories260K")  # run() skips without it
+    tmp = tempfile.mkdtemp(prefix="og-slot-fields-")
+    prompt, _, want_text = story_prompt(build, stories)
+
+    def post(**fields):
+        body = {"prompt": prompt, "max_tokens": 12, "temperature": 0, "logprobs": 0}
+        body.update(fields)
+        st, _, j, text = s.post("/v1/completions", body)
+        return st, j if j is not None else text
+
+    def answer(j):
+        """(the answer's text, cached prompt tokens)"""
+        return j["choices"][0]["text"], j["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)
+
+    s = Server(build, stories, "--slot-save-path", tmp, "--block-size", "16", "--max-batch", "4")
+    try:
+        prompt_text = s.post("/detokenize", {"tokens": prompt})[2]["prompt"]
+        want_tokens = want_text[len(prompt_text):]  # generate's answer
+        st, j = post(id_slot=2)
+        check(st == 200 and answer(j)[0] == want_tokens, f"id_slot 2: generate's answer ({st})")
+        st, j2 = action(s, 2, "save", "two.bin")
+        st0, j0 = action(s, 0, "save", "zero.bin")
+        check(st == 200 and j2.get("n_saved") == 48 and st0 == 200 and j0.get("n_saved") == 0,
+              f"... it ran in slot 2: slot 2 saves its 48 cached positions, slot 0 none ({j2}, {j0})")
+        # cache_prompt false: nothing taken from the cache (and no lookup counted), the same answer
+        m0 = s.metrics()
+        st, j = post(cache_prompt=False)
+        m1 = s.metrics()
+        check(st == 200 and answer(j) == (want_tokens, 0) and
+              m1["og_prefix_cache_lookups_total"] == m0["og_prefix_cache_lookups_total"],
+              f"cache_prompt false: no cached tokens, no lookup, the same answer ({st} {answer(j)[1] if st == 200 else j})")
+        st, j = post(cache_prompt=True, id_slot=-1)
+        check(st == 200 and answer(j) == (want_tokens, 32),
+              f"cache_prompt true, id_slot -1: 32 positions from the cache, the same answer "
+              f"({st} {answer(j)[1] if st == 200 else j})")
+        st, _, j, _ = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                      "max_tokens": 4, "temperature": 0, "id_slot": 3,
+                                                      "cache_prompt": True})
+        check(st == 200, f"chat takes id_slot and cache_prompt too ({st} {j})")
+        for fields, what in (({"id_slot": 4}, "Invalid slot ID"), ({"id_slot": -2}, "Invalid slot ID"),
+                             ({"id_slot": 1.5}, "must be an integer"),
+                             ({"id_slot": 0, "n": 2}, "one choice"),
+                             ({"cache_prompt": "yes"}, "must be true or false")):
+            st, j = post(**fields)
+            got = j.get("error", {}) if isinstance(j, dict) else {}
+            check(st == 400 and what in got.get("message", "") and
+                  got.get("param") == ("cache_prompt" if "cache_prompt" in fields else "id_slot"),
+                  f"{fields}: 400 '{what}' naming the field ({st} {got})")
+        # a busy slot: a request that names it runs once the slot's request has finished,
+        # as llama-server defers it
+        ends = {}
+
+        def long_one():
+            st, ev = s.stream("/v1/completions", {"prompt": prompt, "max_tokens": 400, "temperature": 0,
+                                                  "ignore_eos": True, "stream": True, "id_slot": 1})
+            ends["long"] = (time.monotonic(), st, len(ev))
+
+        t = threading.Thread(target=long_one)
+        t.start()
+        busy = False
+        for _ in range(400):
+            busy = s.request("GET", "/slots")[2][1]["is_processing"]
+            if busy or not t.is_alive():
+                break
+            time.sleep(0.005)
+        st, j = post(id_slot=1)
+        ends["short"] = time.monotonic()
+        t.join()
+        check(st == 200 and answer(j)[0] == want_tokens and ends["long"][1] == 200,
+              f"id_slot 1 while slot 1 runs a request: answered, generate's answer ({st})")
+        print(f"note: slot 1 was {'busy' if busy else 'not seen busy'} when the second request came")
+        # the slot is given back as the request ends, just before its stream's last event
+        # goes out: the second answer may come a moment before the first stream's [DONE],
+        # never while 400 tokens are still being written (it would come seconds before)
+        check(not busy or ends["short"] >= ends["long"][0] - 0.1,
+              f"... after the slot's request ended ({ends['short'] - ends['long'][0]:+.3f} s)")
+    finally:
+        s.stop()
+
+    # without the prefix cache, save, restore and erase alike are 501 saying why
+    s = Server(build, stories, "--slot-save-path", tmp, "--no-prefix-cache")
+    try:
+        st, j = post(cache_prompt=True)
+        check(st == 200 and answer(j)[0] == want_tokens, f"--no-prefix-cache: cache_prompt true answered ({st})")
+        for what, name in (("save", "a.bin"), ("restore", "two.bin"), ("erase", None)):
+            st, j = action(s, 0, what, name)
+            error_is(st, j, 501, "needs the prefix cache", f"--no-prefix-cache: {what}")
+            check(isinstance(j, dict) and j["error"].get("type") == "not_supported_error",
+                  f"... error type not_supported_error ({j})")
+    finally:
+        s.stop()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(run({"slot_save": case_slot_save}, __doc__))
+    sys.exit(run({"slot_save": case_slot_save, "slot_fields": case_slot_fields}, __doc__))
