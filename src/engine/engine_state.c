@@ -6,8 +6,12 @@
  * returned as presents. The engine keeps one slot per running sequence: entry k of the
  * model's states has all its slots as one [n_slots][row_bytes] array, so that a run
  * over the sequences holding slots [r0, r0 + nr) feeds the views [nr, ...] at row r0 of
- * every array, as past and (where the op writes over its past) as present; otherwise the
- * present is written apart and copied back. A decode run puts its sequences' slots first
+ * every array, as past and (where the op writes over its past: a shareable cache, or the
+ * native LinearAttention and CausalConvWithState, which read a row's past before writing
+ * its present: rows_in_place) as present; otherwise the present is written apart and
+ * copied back (eng_state_settle). In place, a decode step reads and writes each row's
+ * state once (16 x 128 x 128 floats a layer in Qwen3.5-0.8B) rather than also copying it
+ * into the present and back into the slot. A decode run puts its sequences' slots first
  * (eng_state_gather swaps contents, which happens when a sequence starts or stops
  * decoding, not every step).
  *
@@ -22,6 +26,10 @@
  * those run in the same form (step.h's BACKEND_ROW_MANY) in every sequence's run alone,
  * so a snapshot is what any sequence with that prefix would compute itself. */
 #include "engine/engine_internal.h"
+
+#include "backends/backend.h"
+#include "graph/graph.h"
+#include "runtime/og_session.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +65,17 @@ size_t eng_state_bytes(const og_model *m, const eng_options *o) {
     return eng_state_plan(m, o, 1e300, NULL, NULL);
 }
 
+/* Whether entry c's present comes from a native kernel that reads each batch row's past
+ * before it writes that row's present (their files say past and present may be one
+ * buffer), so that its slots are fed as both. */
+static bool rows_in_place(const og_model *m, const gen_cache *c) {
+    og_session *s = m->stages[c->stage].s;
+    const graph *g = runtime_session_graph(s);
+    const graph_node *n = graph_producer(g, graph_find_value(g, c->present));
+    return n && runtime_session_ops(s) == &backend_native &&
+           (!strcmp(n->op_type, "LinearAttention") || !strcmp(n->op_type, "CausalConvWithState"));
+}
+
 og_status *eng_state_init(eng_engine *e) {
     const og_model *m = e->m;
     int n = 0;
@@ -80,8 +99,9 @@ og_status *eng_state_init(eng_engine *e) {
         e->state_of[i] = k;
         e->state_idx[k] = i;
         e->slot_mem[k] = calloc(B, c->row_bytes);
-        if (!c->shareable) e->pres_mem[k] = malloc(B * c->row_bytes);
-        if (!e->slot_mem[k] || (!c->shareable && !e->pres_mem[k])) return og_oom();
+        bool in_place = c->shareable || rows_in_place(m, c);
+        if (!in_place) e->pres_mem[k] = malloc(B * c->row_bytes);
+        if (!e->slot_mem[k] || (!in_place && !e->pres_mem[k])) return og_oom();
         e->slot_bytes += c->row_bytes;
         if (c->row_bytes > widest) widest = c->row_bytes;
         k++;

@@ -497,6 +497,17 @@ static float dot16_halved(const float *x, const float *y, int64_t n) {
     return ln[0];
 }
 
+/* Where the target fuses vector multiply-adds (fmav), the chains above run on 32 columns
+ * at a time: sweep's sums start from zero and add c[i] S_i in key-row order with one fused
+ * multiply-add per element, and update's S_i = fma(e_i, S_i, k_i d) rounds k_i d first,
+ * which is each element's scalar chain; the sums of r and of the first query head share
+ * one pass over S. Without fused vectors the scalar loops run. */
+#if defined(__AVX512F__) || defined(__FMA__)
+enum { ORT512_VEC = 1 };
+#else
+enum { ORT512_VEC = 0 };
+#endif
+
 static void la_head_ort512(la_job *j, int64_t task, float *w) {
     int64_t b = task / j->Hkv, h = task % j->Hkv, dk = j->dk, dv = j->dv, R = j->R;
     int64_t hk = h / (j->Hkv / j->Nk), hq0 = j->Hq >= j->Hkv ? h * R : h * j->Hq / j->Hkv;
@@ -504,7 +515,7 @@ static void la_head_ort512(la_job *j, int64_t task, float *w) {
     size_t n_state = (size_t)(dk * dv);
     float *S = j->state_in_pres ? (float *)j->pres + task * dk * dv : w;
     float *r = j->state_in_pres ? w : w + dk * dv, *e = r + dv, *ke = e + dk, *qe = ke + dk,
-          *a = qe + dk;
+          *a = qe + R * dk; /* qe: R rows of d_k, a: R rows of d_v */
     const void *past_here = j->past ? (const char *)j->past + (size_t)task * n_state * 4 : NULL;
     if (past_here && (const void *)S != past_here)
         memcpy(S, past_here, sizeof(float) * n_state);
@@ -518,23 +529,43 @@ static void la_head_ort512(la_job *j, int64_t task, float *w) {
             e[i] = gt ? expf(gt[j->decay_vec ? i : 0]) : 1.0f;
             ke[i] = kt[i] * e[i];
         }
-        for (int64_t c = 0; c < dv; c++) r[c] = 0.0f;
-        for (int64_t i = 0; i < dk; i++)
-            for (int64_t c = 0; c < dv; c++) r[c] = fmaf(ke[i], S[i * dv + c], r[c]);
+        for (int64_t q = 0; q < R; q++) {
+            const float *qt = j->q + (bt * j->Hq + hq0 + q) * dk;
+            for (int64_t i = 0; i < dk; i++) qe[q * dk + i] = qt[i] * e[i];
+        }
+        if (ORT512_VEC) { /* r with the first head's a, then the other heads' a in pairs */
+            for (int64_t c = 0; c < dv; c += JB) {
+                sweep(S + c, dv, dk, NULL, NULL, NULL, ke, qe, r + c, a + c);
+                for (int64_t q = 1; q < R; q += 2) {
+                    int64_t q1 = q + 1 < R ? q + 1 : q;
+                    sweep(S + c, dv, dk, NULL, NULL, NULL, qe + q * dk, qe + q1 * dk,
+                          a + q * dv + c, a + q1 * dv + c);
+                }
+            }
+        } else {
+            for (int64_t c = 0; c < dv; c++) r[c] = 0.0f;
+            for (int64_t i = 0; i < dk; i++)
+                for (int64_t c = 0; c < dv; c++) r[c] = fmaf(ke[i], S[i * dv + c], r[c]);
+            for (int64_t q = 0; q < R; q++) {
+                float *aq = a + q * dv;
+                for (int64_t c = 0; c < dv; c++) aq[c] = 0.0f;
+                for (int64_t i = 0; i < dk; i++)
+                    for (int64_t c = 0; c < dv; c++)
+                        aq[c] = fmaf(qe[q * dk + i], S[i * dv + c], aq[c]);
+            }
+        }
         float rate = j->beta[j->beta_vec ? bt * j->Hkv + h : bt];
         for (int64_t c = 0; c < dv; c++) r[c] = rate * (vt[c] - r[c]); /* now d */
         for (int64_t q = 0; q < R; q++) {
             const float *qt = j->q + (bt * j->Hq + hq0 + q) * dk;
-            float *aq = a + q * dv;
-            for (int64_t i = 0; i < dk; i++) qe[i] = qt[i] * e[i];
-            for (int64_t c = 0; c < dv; c++) aq[c] = 0.0f;
-            for (int64_t i = 0; i < dk; i++)
-                for (int64_t c = 0; c < dv; c++) aq[c] = fmaf(qe[i], S[i * dv + c], aq[c]);
+            const float *aq = a + q * dv;
             float qk = dot16_halved(qt, kt, dk);
             float *ot = j->out + (bt * j->Hout + ho0 + q) * dv;
             for (int64_t c = 0; c < dv; c++) ot[c] = fmaf(qk, r[c], aq[c]) * j->scale;
         }
-        if (gt) {
+        if (ORT512_VEC) {
+            for (int64_t c = 0; c < dv; c += JB) update(S + c, dv, dk, gt ? e : NULL, kt, r + c);
+        } else if (gt) {
             for (int64_t i = 0; i < dk; i++)
                 for (int64_t c = 0; c < dv; c++) {
                     float kd = kt[i] * r[c];
