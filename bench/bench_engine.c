@@ -29,7 +29,10 @@
  * Options: --batches 1,4,8,16  -p P (16)  -n N (32)  --reps R (3)  --threads T (0: all)
  *          --per-sequence  --block-size S  --step-tokens T  --prefix K
  *          --speculative N  --draft-tokens K  --draft-fixed
- *          --warmups W (1: runs before the measured ones at each B) */
+ *          --warmups W (1: runs before the measured ones at each B)
+ *          --kv-dtype auto|f32|f16|bf16|int8|fp8 (the KV cache's storage, as `bench`'s)
+ * A long prompt (-p up to the package's context) measures the engine at depth: its
+ * chunked prefill and the peak resident memory at that cache length. */
 #include "engine/engine.h"
 #include "genai/model.h"
 
@@ -65,7 +68,7 @@ typedef struct run_result {
 
 /* One run of B requests at once. */
 static int run_once(eng_engine *e, int B, int P, int N, int vocab, uint32_t seed, run_result *out) {
-    static int32_t prompt[4096];
+    static int32_t prompt[1 << 20]; /* -p at most 2^20 */
     eng_request *req[MAX_B];
     double first[MAX_B], done[MAX_B];
     bool have_first[MAX_B], ended[MAX_B];
@@ -207,13 +210,15 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench-engine PACKAGE_DIR [--batches 1,4,8,16] [-p P] [-n N] "
                         "[--reps R] [--threads T] [--per-sequence] [--block-size S] "
-                        "[--step-tokens T] [--warmups W] [--prefix K] [--plan-memory MIB]\n");
+                        "[--step-tokens T] [--warmups W] [--prefix K] [--plan-memory MIB] "
+                        "[--kv-dtype auto|f32|f16|bf16|int8|fp8]\n");
         return 2;
     }
     int batches[32], n_batches = 0, P = 16, N = 32, reps = 3, prefix = 0, warmups = 1;
     eng_options o = eng_options_default();
     const char *blist = "1,4,8,16";
     long long plan_mib = -1; /* the sessions' plan_memory; -1: the default */
+    og_dtype kv = OG_UNDEFINED; /* --kv-dtype; auto: the package's */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
         if (!strcmp(a, "--batches")) blist = v, i++;
@@ -230,7 +235,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--speculative")) o.spec_ngram = atoi(v), i++;
         else if (!strcmp(a, "--draft-tokens")) o.spec_max_draft = atoi(v), i++;
         else if (!strcmp(a, "--draft-fixed")) o.spec_fixed = true;
-        else {
+        else if (!strcmp(a, "--kv-dtype")) {
+            static const char *const names[] = {"auto", "f32", "f16", "bf16", "int8", "fp8"};
+            static const og_dtype dts[] = {OG_UNDEFINED, OG_FLOAT32, OG_FLOAT16, OG_BFLOAT16,
+                                           OG_INT8, OG_FLOAT8E4M3FN};
+            size_t k = 0;
+            while (k < 6 && strcmp(v, names[k])) k++;
+            if (k == 6) {
+                fprintf(stderr, "bench-engine: --kv-dtype %s: auto, f32, f16, bf16, int8 or fp8\n", v);
+                return 2;
+            }
+            kv = dts[k], i++;
+        } else {
             fprintf(stderr, "bench-engine: unknown option %s\n", a);
             return 2;
         }
@@ -247,8 +263,8 @@ int main(int argc, char **argv) {
         if (!c) break;
         c++;
     }
-    if (P < 1 || P > 4096 || N < 1 || reps < 1 || reps > MAX_REPS || n_batches == 0 || prefix < 0 || warmups < 0) {
-        fprintf(stderr, "bench-engine: -p 1..4096, -n >= 1, --reps 1..%d, some batch sizes, "
+    if (P < 1 || P > (1 << 20) || N < 1 || reps < 1 || reps > MAX_REPS || n_batches == 0 || prefix < 0 || warmups < 0) {
+        fprintf(stderr, "bench-engine: -p 1..1048576, -n >= 1, --reps 1..%d, some batch sizes, "
                         "--prefix >= 0\n", MAX_REPS);
         return 2;
     }
@@ -256,6 +272,7 @@ int main(int argc, char **argv) {
     og_model_options mo = og_model_options_default();
     mo.num_threads = o.threads; /* --threads: the sessions' compute pool */
     if (plan_mib >= 0) mo.plan_memory = (size_t)plan_mib << 20;
+    mo.kv_dtype = kv;
     og_status *st = og_model_open(argv[1], &mo, &m);
     if (st) {
         fprintf(stderr, "bench-engine: %s\n", og_status_message(st));

@@ -3,8 +3,8 @@
 
     python3 bench/peers.py --package DIR [--package DIR2] [--stories DIR] [--small DIR]
         [--small-threads 1,2] [--threads 2] [--rounds 3] [--reps 3] [-p 512] [-n 128]
-        [--depths 0,2048] [--batches 1,4,8,16] [--llama-bench PATH] [--llama2c DIR]
-        [--json-out FILE]
+        [--depths 0,2048] [--batches 1,4,8,16] [--kv-dtype auto,int8] [--llama-bench PATH]
+        [--llama2c DIR] [--json-out FILE]
 
 Peers (docs/PERFORMANCE.md, ../shared/docs/benchmarking.md):
   - onnxruntime-genai on the very same package folder (bench/compare.py's worker, same
@@ -15,6 +15,16 @@ Peers (docs/PERFORMANCE.md, ../shared/docs/benchmarking.md):
     the same checkpoint (--stories; run.c reads stories260K.bin and tok512.bin from the
     --llama2c folder). run.c stops at a generated BOS, so it is fed a prompt longer than
     its steps: every step is then one forward pass, as each of our decode steps is.
+
+--kv-dtype LIST runs each --package once per KV cache type (ours: `bench --kv-dtype`;
+the rows are labelled "PACKAGE kv TYPE"): llama.cpp gets the matching cache type (int8:
+`-ctk q8_0 -ctv q8_0 -fa 1`, f16/bf16 as they are; f32 and auto its default f16, fp8 none),
+onnxruntime-genai runs only with auto and f32 (its cache is the package's). A third table
+gives each type's decode speed against the first one's (e.g. int8 ÷ f32). The issue's
+long-context line (tg128@d8192, int8 against float32 and llama.cpp q8_0):
+
+    python3 bench/peers.py --package PKG --depths 8192 -p 0 --batches 1 --kv-dtype f32,int8 \
+        --no-ort
 
 Small packages (--small, e.g. the gpt2 test package, and --stories) run pp and tg
 (--small-p/--small-n) against onnxruntime-genai at each of --small-threads.
@@ -67,10 +77,12 @@ MEMORY_KEYS = ("load_s", "prepare_s", "prepared_bytes", "released_bytes", "rss_a
                "peak_rss_bytes", "rss_decoding_bytes", "weight_bytes", "kv_bytes_per_position", "isa", "kernels", "pack_cache")
 
 
-def ours(a, pkg, d, p, n, b=1, threads=None):
+def ours(a, pkg, d, p, n, b=1, threads=None, kv="auto"):
     cmd = [a.bin, "bench", "-m", pkg, "-p", str(p), "-n", str(n), "-d", str(d), "-b", str(b),
            "-r", str(a.reps), "--threads", str(threads or a.threads), "--seed", str(a.seed),
            "--probe-mb", "0", "--json"]
+    if kv != "auto":
+        cmd += ["--kv-dtype", kv]
     r, err = run(cmd)
     if err:
         return {"error": err}
@@ -78,7 +90,8 @@ def ours(a, pkg, d, p, n, b=1, threads=None):
     mem = {k: j.get(k) for k in MEMORY_KEYS}
     # the most cache positions held at once: the depth plus the prompt, or plus the decode
     mem["positions"] = b * (d + max(p, n + 1))
-    mem["run"] = f"-p {p} -n {n} -d {d} -b {b} --threads {threads or a.threads}"
+    mem["run"] = f"-p {p} -n {n} -d {d} -b {b} --threads {threads or a.threads}" + \
+        (f" --kv-dtype {kv}" if kv != "auto" else "")
     return {"tests": {t["name"]: t["samples_tokens_per_s"] for t in j["tests"]},
             "bytes_per_token": {t["name"]: t.get("bytes_per_token") for t in j["tests"]},
             "memory": mem}
@@ -96,7 +109,13 @@ def ort(a, pkg, d, p, n, threads=None):
             "peak_rss": j.get("peak_rss_bytes")}
 
 
-def llama(a, gguf, d, p, n):
+# llama-bench's cache types for ours (fp8: none); quantized V needs flash attention
+# (f32: llama.cpp's default f16 cache; its llama-bench refuses -ctk f32)
+LLAMA_KV = {"auto": [], "f32": [], "f16": ["-ctk", "f16", "-ctv", "f16"],
+            "bf16": ["-ctk", "bf16", "-ctv", "bf16"], "int8": ["-ctk", "q8_0", "-ctv", "q8_0", "-fa", "1"]}
+
+
+def llama(a, gguf, d, p, n, kv="auto"):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.path.dirname(a.llama_bench) + ":" + env.get("LD_LIBRARY_PATH", "")
     tests = {}
@@ -104,7 +123,7 @@ def llama(a, gguf, d, p, n):
         if (pp or tg) == 0:
             continue
         cmd = [a.llama_bench, "-m", gguf, "-p", str(pp), "-n", str(tg), "-d", str(d), "-r",
-               str(a.reps), "-t", str(a.threads), "-o", "jsonl"]
+               str(a.reps), "-t", str(a.threads), "-o", "jsonl"] + LLAMA_KV[kv]
         r, err = run(cmd, env=env)
         if err:
             return {"error": err}
@@ -200,28 +219,37 @@ def main():
                     help="folder with stories260K.bin and tok512.bin")
     ap.add_argument("--gguf-dir", default="/tmp/og-peers")
     ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--kv-dtype", default="auto",
+                    help="KV cache types for --package, comma-separated (auto, f32, f16, bf16, int8, fp8)")
     ap.add_argument("--json-out")
     a = ap.parse_args()
     depths = [int(x) for x in a.depths.split(",") if x.strip()]
+    kvs = [x.strip() for x in a.kv_dtype.split(",") if x.strip()] or ["auto"]
+    for kv in kvs:
+        if kv not in ("auto", "f32", "f16", "bf16", "int8", "fp8"):
+            ap.error(f"--kv-dtype: '{kv}' is not one of auto, f32, f16, bf16, int8, fp8")
     batches = [int(x) for x in a.batches.split(",") if x.strip()]
     have_llama = os.path.exists(a.llama_bench)
     have_l2c = os.path.exists(os.path.join(a.llama2c, "run"))
 
     # jobs: (model label, engine, callable) run once per round, engines rotating
     jobs = []
-    for pkg in a.package:
-        label = os.path.basename(os.path.abspath(pkg))
-        gguf = make_gguf(a, pkg) if have_llama else None
+    kv_labels = {}  # row label -> (package label, kv type), for the table between types
+    for pkg, kv in [(pkg, kv) for pkg in a.package for kv in kvs]:
+        base = os.path.basename(os.path.abspath(pkg))
+        label = base if kv == "auto" else f"{base} kv {kv}"
+        kv_labels[label] = (base, kv)
+        gguf = make_gguf(a, pkg) if have_llama and kv in LLAMA_KV else None
         for d in depths:
             p = a.p if d == 0 else 0  # the prefill is measured from the empty cache
-            jobs.append((label, "ours", lambda pkg=pkg, d=d, p=p: ours(a, pkg, d, p, a.n)))
-            if not a.no_ort:
+            jobs.append((label, "ours", lambda pkg=pkg, d=d, p=p, kv=kv: ours(a, pkg, d, p, a.n, kv=kv)))
+            if not a.no_ort and kv in ("auto", "f32"):
                 jobs.append((label, "ort", lambda pkg=pkg, d=d, p=p: ort(a, pkg, d, p, a.n)))
             if gguf:
-                jobs.append((label, "llama.cpp", lambda g=gguf, d=d, p=p: llama(a, g, d, p, a.n)))
+                jobs.append((label, "llama.cpp", lambda g=gguf, d=d, p=p, kv=kv: llama(a, g, d, p, a.n, kv)))
         for b in batches:
             if b > 1:
-                jobs.append((label, "ours", lambda pkg=pkg, b=b: ours(a, pkg, 0, 0, a.n, b)))
+                jobs.append((label, "ours", lambda pkg=pkg, b=b, kv=kv: ours(a, pkg, 0, 0, a.n, b, kv=kv)))
     # small packages (the gpt2 test package, stories260K): pp and tg against onnxruntime-genai
     # at each of --small-threads; stories260K's long decode also against run.c (one thread)
     small_threads = [int(x) for x in a.small_threads.split(",") if x.strip()] or [a.threads]
@@ -326,6 +354,22 @@ def main():
             row["vs_batch1"] = om / one
         rows.append(row)
         print("| " + " | ".join(cells) + " |")
+    # ours at each KV cache type against the first type given, per package and test
+    by_kv = {}
+    for (model, test), by in samples.items():
+        if model in kv_labels and by.get("ours"):
+            base, kv = kv_labels[model]
+            by_kv.setdefault((base, test), {})[kv] = med(by["ours"])
+    if len(kvs) > 1 and by_kv:
+        print(f"\n| model | test | " + " | ".join(f"ours kv {kv} tok/s" for kv in kvs) + " | "
+              + " | ".join(f"{kv} ÷ {kvs[0]}" for kv in kvs[1:]) + " |")
+        print("|---|---|" + "---:|" * (2 * len(kvs) - 1))
+        for (base, test), t in by_kv.items():
+            first = t.get(kvs[0])
+            cells = [base, test] + [f(t.get(kv, float("nan"))) for kv in kvs]
+            cells += [f(t[kv] / first, ".2f") if first and kv in t else "-" for kv in kvs[1:]]
+            rows.append({"model": base, "test": test, "kv_tok_s": t})
+            print("| " + " | ".join(cells) + " |")
     # opening and memory: per model and run of ours, medians of the times over the kept
     # rounds, the largest resident sizes; the goal is peak RSS <= weights + KV + 10 %
     mems = {}

@@ -25,6 +25,7 @@
  * A prompt computes the logits of its last position only (og_generator_params.all_logits
  * = 0), as generate and serve do; --all-logits computes every position's, as
  * onnxruntime-genai's generator does, for comparison. */
+#include "genai/budget.h"
 #include "genai/config.h"
 #include "genai/generator.h"
 #include "genai/model.h"
@@ -348,7 +349,8 @@ static double kv_bytes_per_position(const og_model *m) {
 
 /* Past and present in one buffer (the generator's rule): no per-step copy of the past. */
 static bool kv_shared(const og_model *m) {
-    return m->cfg && m->cfg->search.past_present_share_buffer && m->kv == GEN_KV_SEPARATE;
+    og_generator_params p = og_generator_params_default(m);
+    return m->cfg && gen_shares_kv(m, &p);
 }
 
 /* ---- the runs -------------------------------------------------------------------- */

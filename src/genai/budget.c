@@ -132,9 +132,14 @@ void gen_budget_estimate(const og_model *m, const og_generator_params *p, bool s
     b->search_s = b->search_ops / GEN_RATE_SEARCH_OPS + copy_seconds(b->copy_bytes, footprint, L);
 }
 
+/* The config's past_present_share_buffer is how onnxruntime-genai binds the caches. Our
+ * own GroupQueryAttention appends in place whatever it says, with the same bits (its
+ * tiles read keys by position, not by the buffer's length), so on the native backend a
+ * package that says false shares too: otherwise every decode step copies the whole past
+ * into a new present, O(context) bytes a step. onnxruntime is bound as the config says. */
 bool gen_shares_kv(const og_model *m, const og_generator_params *p) {
-    return m->cfg->search.past_present_share_buffer && p->num_beams == 1 &&
-           m->kv == GEN_KV_SEPARATE;
+    if (p->num_beams != 1 || m->kv != GEN_KV_SEPARATE) return false;
+    return m->cfg->search.past_present_share_buffer || !strcmp(og_model_backend(m), "native");
 }
 
 double gen_generator_bytes(const og_model *m, const og_generator_params *p, int snapshots) {

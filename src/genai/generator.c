@@ -1003,14 +1003,10 @@ og_status *og_generator_get_output(og_generator *g, const char *name, og_tensor 
     if (!g || !name || !out) return og_errorf(OG_ERR_INVALID_ARGUMENT, "og_generator_get_output: NULL");
     const og_model *m = g->m;
     const og_tensor *src = NULL;
-    og_tensor slot, *view = NULL;
     if (g->last_logits && !strcmp(m->logits.name, name)) src = g->last_logits;
     /* present outputs live in the cache: the current buffer holds the last run's */
-    for (int i = 0; !src && i < m->n_cache; i++) {
-        if (strcmp(m->cache[i].present, name) != 0) continue;
-        OG_TRY(gen_cache_current(g, i, &slot, &view));
-        src = view;
-    }
+    for (int i = 0; !src && i < m->n_cache; i++)
+        if (!strcmp(m->cache[i].present, name)) return gen_cache_output(g, i, out);
     if (!src)
         return og_errorf(OG_ERR_NOT_FOUND, "generator: the last run has no output named '%s' "
                          "(the logits are '%s')", name, m->logits.name);

@@ -63,7 +63,7 @@ struct og_generator {
     size_t cache_block_bytes;
     int *cur;
     bool *inplace;
-    bool share_kv;       /* KV past and present are one max_length buffer */
+    bool share_kv;       /* KV past and present are one max_length buffer (gen_shares_kv) */
     gen_snapshot snaps[GEN_MAX_SNAPSHOTS];
     int n_snaps;
     /* logits of the last run, kept for og_generator_get_output: a tensor of its own after a
@@ -152,8 +152,9 @@ og_status *gen_cache_past(const og_generator *g, int i, int r0, int nr, bool alo
 og_status *gen_cache_present(const og_generator *g, int i, int r0, int nr, int cols, bool alone,
                              og_tensor *slot, og_tensor **out);
 void gen_cache_place(og_generator *g, int i, int r, const og_tensor *t);
-/* Entry i as the last run left it, all rows (og_generator_get_output). */
-og_status *gen_cache_current(const og_generator *g, int i, og_tensor *slot, og_tensor **out);
+/* A copy of entry i as the last run left it, all rows, shaped as the package's config
+ * describes its present (og_generator_get_output). */
+og_status *gen_cache_output(const og_generator *g, int i, og_tensor **out);
 /* Grows the KV buffers of the shared-column layout to hold `cols` columns. */
 og_status *gen_kv_reserve(og_generator *g, int cols);
 /* Cache rows follow the beams: row r takes parent[r]'s state and cache. */

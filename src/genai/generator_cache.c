@@ -3,8 +3,9 @@
  * layouts, beam reordering, rewinding and snapshots.
  *
  * KV: allocated once at max_length columns. A shared buffer (GroupQueryAttention with
- * past_present_share_buffer, one beam) is [rows, heads, max_length, head_size] and the
- * kernel writes the new entries in place. Otherwise each entry has two buffers holding
+ * past_present_share_buffer, or on the native backend whatever the config says; one
+ * beam: gen_shares_kv) is [rows, heads, max_length, head_size] and the kernel writes the
+ * new entries in place. Otherwise each entry has two buffers holding
  * [rows, heads, kv_len, head_size] (or gpt2's [2, rows, ...]) contiguously: past is read
  * from one, present written into the other, then they swap.
  *
@@ -203,9 +204,24 @@ void gen_cache_place(og_generator *g, int i, int r, const og_tensor *t) {
     kv_place_row(g, i, r, t->data, pos, g->m->compact ? 0 : g->kv_len - pos);
 }
 
-og_status *gen_cache_current(const og_generator *g, int i, og_tensor *slot, og_tensor **out) {
-    int cols = g->share_kv && g->inplace[i] ? g->max_len : g->kv_len;
-    return view(g, i, g->cur[i], 0, g->rows, cols, slot, out);
+og_status *gen_cache_output(const og_generator *g, int i, og_tensor **out) {
+    bool shared = g->share_kv && g->inplace[i];
+    og_tensor slot, *v;
+    /* a buffer shared where the config does not share (gen_shares_kv) is returned as the
+     * config's present, kv_len columns, as onnxruntime-genai returns it */
+    bool gather = shared && grows(g, i) && !g->m->cfg->search.past_present_share_buffer;
+    OG_TRY(view(g, i, g->cur[i], 0, g->rows, shared && !gather ? g->max_len : g->kv_len, &slot, &v));
+    OG_TRY(og_tensor_create(v->dtype, v->dims, v->rank, out));
+    if (!gather) {
+        memcpy(og_tensor_data(*out), v->data, v->nbytes);
+        return NULL;
+    }
+    const gen_cache *c = &g->m->cache[i];
+    size_t blk = (size_t)g->kv_len * (size_t)c->head_size * dtype_size(c->dtype);
+    size_t stride = (size_t)g->max_len * (size_t)c->head_size * dtype_size(c->dtype);
+    for (size_t b = 0; b < (size_t)g->rows * (size_t)c->heads; b++)
+        memcpy((char *)og_tensor_data(*out) + b * blk, (const char *)g->buf[0][i] + b * stride, blk);
+    return NULL;
 }
 
 og_status *gen_kv_reserve(og_generator *g, int cols) {

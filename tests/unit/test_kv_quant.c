@@ -577,6 +577,46 @@ static bool kq_paths_equal(const kq_case *c, float amp) {
     return ok;
 }
 
+/* A prompt over a past with its tiles' partial results sliced block by block (as a long
+ * prompt piece over a long cache is, gqa_tiles_part_bytes) gives the bits of one pass:
+ * int8 rows and the node's int4 codes, grouped heads, a first prompt and one after a past. */
+TEST(gqa_quantized_cache_part_slices_do_not_change_bits) {
+    static const kq_case kinds[] = {{.dt = OG_INT8, .D = 64, .N = 6, .KV = 2},
+                                    {.dt = OG_UINT8, .D = 32, .N = 4, .KV = 1, .bits = 4}};
+    int T = KQ_T, P = 150, S = KQ_T - 150;
+    for (size_t a = 0; a < sizeof kinds / sizeof *kinds; a++) {
+        const kq_case *c = &kinds[a];
+        int64_t D = c->D;
+        size_t qn = (size_t)T * c->N * D, kn = (size_t)T * c->KV * D;
+        float *q = malloc(sizeof(float) * qn), *k = malloc(sizeof(float) * kn),
+              *v = malloc(sizeof(float) * kn), *out[2][2];
+        for (size_t i = 0; i < qn; i++) q[i] = 2.0f * kq_rand();
+        for (size_t i = 0; i < kn; i++) k[i] = kq_rand(), v[i] = kq_rand();
+        for (int p = 0; p < 2; p++)
+            for (int64_t i = 0; i < KQ_MAX_SCALES; i++) kq_scale[p][i] = (p ? 1.0f : 3.0f) / 7.0f;
+        bool ok = true;
+        for (int l = 0; l < 2; l++) {
+            out[l][0] = malloc(sizeof(float) * qn);
+            out[l][1] = malloc(sizeof(float) * qn);
+            size_t saved = gqa_tiles_part_bytes;
+            if (l) gqa_tiles_part_bytes = 1; /* every 16-row block a slice of its own */
+            uint8_t *pres = NULL, *past = NULL, *pres2 = NULL;
+            ok = ok && kq_ok(c, kq_run(c, q, k, v, NULL, 0, T, out[l][0], &pres)) &&
+                 kq_ok(c, kq_run(c, q, k, v, NULL, 0, P, out[l][1], &past)) &&
+                 kq_ok(c, kq_run(c, q + (size_t)P * c->N * D, k + (size_t)P * c->KV * D,
+                                 v + (size_t)P * c->KV * D, past, P, S, out[l][1], &pres2));
+            gqa_tiles_part_bytes = saved;
+            free(pres), free(past), free(pres2);
+        }
+        if (ok) {
+            CHECK(memcmp(out[0][0], out[1][0], sizeof(float) * qn) == 0);
+            CHECK(memcmp(out[0][1], out[1][1], sizeof(float) * (size_t)S * c->N * D) == 0);
+        }
+        free(q), free(k), free(v);
+        for (int l = 0; l < 2; l++) free(out[l][0]), free(out[l][1]);
+    }
+}
+
 TEST(gqa_quantized_cache_without_float_tiles_equals_loaded_rows) {
     static const kq_case kinds[] = {{.dt = OG_INT8}, {.dt = OG_FLOAT8E4M3FN},
                                     {.dt = OG_INT8, .bits = 8},

@@ -10,6 +10,7 @@
 
 #include "backends/backend.h"
 #include "backends/native/kernels/attention/attention.h"
+#include "backends/native/kernels/attention/attention_tiles.h"
 #include "backends/paged_kv.h"
 #include "base/half.h"
 
@@ -256,6 +257,28 @@ TEST(paged_gqa_threads_do_not_change_bits) {
     og_status *st = pa_paged(&c, &d, &pre, b);
     kh_pool = saved;
     threadpool_free(pool);
+    CHECK_OK(st);
+    CHECK(memcmp(a, b, sizeof(float) * 62 * PN * PD) == 0);
+    free(a);
+    free(b);
+    pa_free(&d);
+}
+
+/* The tiles' partial results are held in slices of whole 16-row blocks when they exceed
+ * gqa_tiles_part_bytes (a long prompt piece over a long cache): a slice of every block,
+ * across sequences of a batch, gives the bits of one pass (float16: the tiles' own path). */
+TEST(paged_gqa_part_slices_do_not_change_bits) {
+    pa_case c = {OG_FLOAT16, -1, 0, false};
+    pa_data d;
+    pa_setup(&d, c.dt);
+    float *a = calloc(64 * PN * PD, sizeof(float)), *b = calloc(64 * PN * PD, sizeof(float));
+    pa_run pre = {.n_seqs = 3, .B = 1, .S = 62, .which = {0, 1, 2}, .from = {0, 0, 0},
+                  .n = {37, 5, 20}, .row = {0, 0, 0}, .off = {0, 37, 42}};
+    CHECK_OK(pa_paged(&c, &d, &pre, a));
+    size_t saved = gqa_tiles_part_bytes;
+    gqa_tiles_part_bytes = 1;
+    og_status *st = pa_paged(&c, &d, &pre, b);
+    gqa_tiles_part_bytes = saved;
     CHECK_OK(st);
     CHECK(memcmp(a, b, sizeof(float) * 62 * PN * PD) == 0);
     free(a);

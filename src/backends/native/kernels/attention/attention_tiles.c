@@ -42,6 +42,12 @@
 
 enum { QB = 16, TK = GQA_TILE, TL_ACC = 16 /* vectors of a head's streaming sums (U C) */ };
 
+/* The partial results of a run's (row, head, tile)s take at most this many bytes at once
+ * (attention_tiles.h): the rows go in slices of whole QB-row blocks (a prompt piece of 512
+ * rows over 32768 keys would otherwise hold 512 x 14 heads x 128 tiles x (D + 2) floats,
+ * 242 MB at D 64). */
+size_t gqa_tiles_part_bytes = (size_t)16 << 20;
+
 typedef struct tl_task {
     int32_t seq, g, i0, i1, tile;
 } tl_task;
@@ -51,7 +57,8 @@ typedef struct tl_job {
     int64_t R;
     size_t row_bytes;        /* one position of one kv head */
     int64_t *part_base, *tok_base, *tile0, *ntiles; /* per sequence */
-    float *part;             /* per (row, head, tile): m, l, o[D] */
+    int64_t *row0, *row1;    /* per sequence: the slice's rows [row0, row1) */
+    float *part;             /* per (row of the slice, head, tile): m, l, o[D] */
     tl_task *tasks;
     int64_t ntasks;
     float *wbuf;
@@ -406,7 +413,8 @@ static void tl_run_decode_q(tl_job *j, const tl_task *tk, float *kb, float *vb, 
     const float *wh[64];
     for (int64_t r = 0; r < R; r++) {
         int64_t h = g * R + r;
-        float *part = j->part + (j->part_base[tk->seq] + (i * t->N + h) * nt + ct) * (D + 2);
+        float *part =
+            j->part + (j->part_base[tk->seq] + ((i - j->row0[tk->seq]) * t->N + h) * nt + ct) * (D + 2);
         oh[r] = part + 2;
         wh[r] = sc + r * sld;
         for (int64_t d = 0; d < D; d++) oh[r][d] = 0.0f;
@@ -512,7 +520,8 @@ static void tl_run_task(tl_job *j, const tl_task *tk, float *slice) {
         }
         for (int64_t r = 0; r < R; r++) {
             int64_t h = g * R + r;
-            float *part = j->part + (j->part_base[tk->seq] + (i * t->N + h) * nt + ct) * (D + 2);
+            float *part = j->part + (j->part_base[tk->seq] + ((i - j->row0[tk->seq]) * t->N + h) * nt +
+                                     ct) * (D + 2);
             float *o = part + 2;
             oh[r] = o;
             for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
@@ -549,9 +558,10 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
     bool has_sink = t->sink || t->smooth;
     for (int si = 0; si < t->n_seqs; si++) {
         const gqa_tiles_seq *s = &t->seqs[si];
-        int64_t first = j->tok_base[si], nt = j->ntiles[si];
-        if (first >= end || first + s->n <= begin) continue;
-        for (int64_t i = 0; i < s->n; i++) {
+        int64_t first = j->tok_base[si] - j->row0[si], nt = j->ntiles[si];
+        if (j->row0[si] >= j->row1[si] || first + j->row0[si] >= end || first + j->row1[si] <= begin)
+            continue;
+        for (int64_t i = j->row0[si]; i < j->row1[si]; i++) {
             if (first + i < begin || first + i >= end) continue;
             int64_t lo, hi;
             t->range(t->arg, si, i, &lo, &hi);
@@ -559,7 +569,8 @@ static void tl_merge_fn(void *arg, int64_t begin, int64_t end) {
             if (hi > s->keys - 1) hi = s->keys - 1;
             int64_t ca = lo / TK - j->tile0[si], cb = lo > hi ? ca - 1 : hi / TK - j->tile0[si];
             for (int64_t h = 0; h < t->N; h++) {
-                const float *base = j->part + (j->part_base[si] + (i * t->N + h) * nt) * (D + 2);
+                const float *base =
+                    j->part + (j->part_base[si] + ((i - j->row0[si]) * t->N + h) * nt) * (D + 2);
                 float sk = t->sink ? t->sink[h] : 0.0f;
                 float M = has_sink ? sk : -INFINITY;
                 for (int64_t c = ca; c <= cb; c++) M = base[c * (D + 2)] > M ? base[c * (D + 2)] : M;
@@ -624,37 +635,50 @@ static og_status *tl_quant_setup(kernel_ctx *ctx, tl_job *j) {
     return NULL;
 }
 
-og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
-    if (gqa_ort_applies(t)) return gqa_ort_run(ctx, t);
-    tl_job j = {.t = t, .R = t->N / t->KV,
-                .row_bytes = t->fixed ? kv_fixed_row_bytes(t->fixed, t->D)
-                                      : kv_row_bytes(t->dt, t->D)};
-    int ns = t->n_seqs;
-    if (ns == 0) return NULL;
-    if (j.R > 64)
-        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "%lld query heads per kv head (at most 64)",
-                             (long long)j.R);
-    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)ns * 4 + 1, (void **)&j.part_base));
-    j.tok_base = j.part_base + ns;
-    j.tile0 = j.tok_base + ns;
-    j.ntiles = j.tile0 + ns;
-    int64_t nparts = 0, tokens = 0, ntasks = 0;
-    for (int i = 0; i < ns; i++) {
-        const gqa_tiles_seq *s = &t->seqs[i];
-        j.tile0[i] = s->key0 / TK;
-        j.ntiles[i] = s->keys > s->key0 ? (s->keys - 1) / TK - j.tile0[i] + 1 : 0;
-        j.part_base[i] = nparts;
-        j.tok_base[i] = tokens;
-        nparts += s->n * t->N * j.ntiles[i];
-        tokens += s->n;
-        ntasks += t->KV * ((s->n + QB - 1) / QB) * j.ntiles[i];
+/* The next slice from row i0 of sequence si on: whole row blocks in the flat order of
+ * the sequences, their parts within gqa_tiles_part_bytes (at least one block). Sets row0 / row1,
+ * part_base and tok_base, advances (si, i0) and returns the slice's rows; *parts gets
+ * its parts and *ntasks at most its tasks. */
+static int64_t tl_next_slice(tl_job *j, int *si, int64_t *i0, int64_t *parts, int64_t *ntasks) {
+    const gqa_tiles *t = j->t;
+    int64_t tokens = 0;
+    *parts = *ntasks = 0;
+    for (int k = 0; k < t->n_seqs; k++) j->row0[k] = j->row1[k] = 0;
+    while (*si < t->n_seqs) {
+        const gqa_tiles_seq *s = &t->seqs[*si];
+        if (*i0 >= s->n) {
+            (*si)++, *i0 = 0;
+            continue;
+        }
+        int64_t n = s->n - *i0 < QB ? s->n - *i0 : QB, np = n * t->N * j->ntiles[*si];
+        size_t bytes = sizeof(float) * (size_t)((*parts + np) * (t->D + 2));
+        if (tokens > 0 && bytes > gqa_tiles_part_bytes) break;
+        if (j->row1[*si] == j->row0[*si]) { /* the sequence's first block in this slice */
+            j->row0[*si] = j->row1[*si] = *i0;
+            j->part_base[*si] = *parts;
+            j->tok_base[*si] = tokens;
+        }
+        j->row1[*si] += n;
+        *parts += np;
+        *ntasks += t->KV * j->ntiles[*si];
+        tokens += n;
+        *i0 += n;
     }
-    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(nparts * (t->D + 2)) + 1, (void **)&j.part));
-    OG_TRY(kernel_scratch(ctx, sizeof(tl_task) * (size_t)ntasks + 1, (void **)&j.tasks));
-    ntasks = 0;
-    for (int i = 0; i < ns; i++) {
+    return tokens;
+}
+
+/* The tasks of the slice tl_next_slice set: per row block, kv head and tile that a row of
+ * the block sees. Returns their count; *work_ns gets the slice's estimated work. */
+static int64_t tl_slice_tasks(tl_job *j, double *work_ns) {
+    const gqa_tiles *t = j->t;
+    int64_t ntasks = 0;
+    *work_ns = 0;
+    for (int i = 0; i < t->n_seqs; i++) {
         const gqa_tiles_seq *s = &t->seqs[i];
-        for (int64_t i0 = 0; i0 < s->n; i0 += QB) {
+        /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */
+        *work_ns += (double)((j->row1[i] - j->row0[i]) * t->N) * (double)(s->keys - s->key0) *
+                    ((double)t->D * 0.25 + 1.0);
+        for (int64_t i0 = j->row0[i]; i0 < j->row1[i]; i0 += QB) {
             int64_t i1 = i0 + QB < s->n ? i0 + QB : s->n, lo_min = INT64_MAX, hi_max = -1;
             for (int64_t r = i0; r < i1; r++) {
                 int64_t lo, hi;
@@ -668,10 +692,42 @@ og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
             if (hi_max < 0) continue; /* no row sees a key: all zero */
             for (int64_t c = lo_min / TK; c <= hi_max / TK; c++)
                 for (int64_t g = 0; g < t->KV; g++)
-                    j.tasks[ntasks++] = (tl_task){i, (int32_t)g, (int32_t)i0, (int32_t)i1, (int32_t)c};
+                    j->tasks[ntasks++] = (tl_task){i, (int32_t)g, (int32_t)i0, (int32_t)i1, (int32_t)c};
         }
     }
-    j.ntasks = ntasks;
+    return ntasks;
+}
+
+og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
+    if (gqa_ort_applies(t)) return gqa_ort_run(ctx, t);
+    tl_job j = {.t = t, .R = t->N / t->KV,
+                .row_bytes = t->fixed ? kv_fixed_row_bytes(t->fixed, t->D)
+                                      : kv_row_bytes(t->dt, t->D)};
+    int ns = t->n_seqs;
+    if (ns == 0) return NULL;
+    if (j.R > 64)
+        return kernel_errorf(ctx, OG_ERR_UNSUPPORTED, "%lld query heads per kv head (at most 64)",
+                             (long long)j.R);
+    OG_TRY(kernel_scratch(ctx, sizeof(int64_t) * (size_t)ns * 6 + 1, (void **)&j.part_base));
+    j.tok_base = j.part_base + ns;
+    j.tile0 = j.tok_base + ns;
+    j.ntiles = j.tile0 + ns;
+    j.row0 = j.ntiles + ns;
+    j.row1 = j.row0 + ns;
+    for (int i = 0; i < ns; i++) {
+        const gqa_tiles_seq *s = &t->seqs[i];
+        j.tile0[i] = s->key0 / TK;
+        j.ntiles[i] = s->keys > s->key0 ? (s->keys - 1) / TK - j.tile0[i] + 1 : 0;
+    }
+    /* the largest slice's parts and tasks: every slice reuses the same scratch */
+    int64_t max_parts = 0, max_tasks = 0, parts, ntasks, i0 = 0, tokens;
+    int si = 0;
+    while (tl_next_slice(&j, &si, &i0, &parts, &ntasks) > 0) {
+        max_parts = parts > max_parts ? parts : max_parts;
+        max_tasks = ntasks > max_tasks ? ntasks : max_tasks;
+    }
+    OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(max_parts * (t->D + 2)) + 1, (void **)&j.part));
+    OG_TRY(kernel_scratch(ctx, sizeof(tl_task) * (size_t)max_tasks + 1, (void **)&j.tasks));
     int64_t D = t->D;
     int64_t ptr_floats = 2 * TK * 2; /* two row-pointer arrays, 8 bytes an entry */
     OG_TRY(tl_quant_setup(ctx, &j));
@@ -681,20 +737,24 @@ og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t) {
      * with qdec a decode step's accumulators */
     j.per_worker = tl_round(ptr_floats) + j.ktile + 2 * tl_round(TK * D) + (j.R + 1) * tl_round(TK) +
                    (j.qdec ? tl_round(j.R * tl_acc_floats(D)) : 0);
-    int64_t workers = threadpool_size(ctx->pool);
-    if (workers > ntasks) workers = ntasks;
-    /* about 8 multiply-adds a nanosecond and an exponential per (query, head, key) */
-    double work_ns = 0;
-    for (int i = 0; i < ns; i++)
-        work_ns += (double)(t->seqs[i].n * t->N) * (double)(t->seqs[i].keys - t->seqs[i].key0) *
-                   ((double)D * 0.25 + 1.0);
-    if (workers > 0) {
-        OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(workers * j.per_worker), (void **)&j.wbuf));
-        atomic_init(&j.next, 0);
-        /* each call takes tasks until none are left: one call does it all inline */
-        threadpool_parallel_for_cost(ctx->pool, workers, work_ns / (double)workers, tl_worker, &j);
+    int64_t pool = threadpool_size(ctx->pool);
+    int64_t most = pool < max_tasks ? pool : max_tasks;
+    if (most > 0)
+        OG_TRY(kernel_scratch(ctx, sizeof(float) * (size_t)(most * j.per_worker), (void **)&j.wbuf));
+    /* slice by slice (one, unless the parts exceed gqa_tiles_part_bytes): each row's tasks and
+     * merge are those of one pass over all rows, so the bits are too */
+    si = 0, i0 = 0;
+    while ((tokens = tl_next_slice(&j, &si, &i0, &parts, &ntasks)) > 0) {
+        double work_ns;
+        j.ntasks = tl_slice_tasks(&j, &work_ns);
+        int64_t workers = pool < j.ntasks ? pool : j.ntasks;
+        if (workers > 0) {
+            atomic_init(&j.next, 0);
+            /* each call takes tasks until none are left: one call does it all inline */
+            threadpool_parallel_for_cost(ctx->pool, workers, work_ns / (double)workers, tl_worker, &j);
+        }
+        double merge_ns = (double)(t->N * D) * 0.5 * (double)(j.ntasks / tokens + 1);
+        threadpool_parallel_for_cost(ctx->pool, tokens, merge_ns, tl_merge_fn, &j);
     }
-    double merge_ns = (double)(t->N * D) * 0.5 * (double)(ntasks / (tokens > 0 ? tokens : 1) + 1);
-    threadpool_parallel_for_cost(ctx->pool, tokens, merge_ns, tl_merge_fn, &j);
     return NULL;
 }

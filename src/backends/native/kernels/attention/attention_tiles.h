@@ -81,6 +81,11 @@ static inline int64_t gqa_swc_resident(int64_t T, int64_t C, int64_t W) {
  * kernels. */
 extern bool gqa_tiles_float_tiles;
 
+/* The most bytes of partial results a run holds at once (16 MiB): its rows go in slices
+ * of whole 16-row blocks, the same bits whatever the bound (tests lower it to slice every
+ * block). Not thread-safe against running kernels. */
+extern size_t gqa_tiles_part_bytes;
+
 /* Runs the tiles and the merge on ctx->pool, scratch from ctx. */
 og_status *gqa_tiles_run(kernel_ctx *ctx, const gqa_tiles *t);
 
