@@ -308,7 +308,7 @@ static bool make_room(const char *dir, uint64_t bytes, uint64_t max) {
         n++;
     }
     closedir(d);
-    qsort(fs, n, sizeof *fs, oldest_first);
+    if (n) qsort(fs, n, sizeof *fs, oldest_first); /* fs is NULL when the folder is empty */
     for (size_t i = 0; i < n && total + bytes > max; i++)
         if (fs[i].path && unlink(fs[i].path) == 0) total -= fs[i].bytes;
     for (size_t i = 0; i < n; i++) free(fs[i].path);

@@ -213,7 +213,8 @@ static void take_on_thread(eng_engine *e, void *arg) {
     if (!p->tokens || !p->rows || (state && !p->state)) {
         j->st = og_oom();
     } else {
-        memcpy(p->tokens, j->tokens, sizeof *p->tokens * (size_t)p->n);
+        if (p->n) /* nothing matched: j->tokens may be NULL */
+            memcpy(p->tokens, j->tokens, sizeof *p->tokens * (size_t)p->n);
         for (int i = 0; i < got; i++) copy_block(pool, blocks[i], i * bs, p, true);
         if (state) memcpy(p->state, state, e->slot_bytes);
     }
