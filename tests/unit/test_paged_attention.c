@@ -243,20 +243,19 @@ TEST(paged_gqa_matches_contiguous_f16_window_softcap_sink) {
     pa_check_case(&w);
 }
 
-TEST(paged_gqa_threads_do_not_change_bits) {
-    pa_case c = {OG_FLOAT32, -1, 0, false};
+/* A prefill of three sequences of a batch, run once as is and once under vary(true) (put
+ * back by vary(false)): the two give the same bits. */
+static void pa_check_same_bits(og_dtype dt, void (*vary)(bool on)) {
+    pa_case c = {dt, -1, 0, false};
     pa_data d;
     pa_setup(&d, c.dt);
     float *a = calloc(64 * PN * PD, sizeof(float)), *b = calloc(64 * PN * PD, sizeof(float));
     pa_run pre = {.n_seqs = 3, .B = 1, .S = 62, .which = {0, 1, 2}, .from = {0, 0, 0},
                   .n = {37, 5, 20}, .row = {0, 0, 0}, .off = {0, 37, 42}};
     CHECK_OK(pa_paged(&c, &d, &pre, a));
-    threadpool *saved = kh_pool, *pool;
-    CHECK_OK(threadpool_create(3, &pool));
-    kh_pool = pool;
+    vary(true);
     og_status *st = pa_paged(&c, &d, &pre, b);
-    kh_pool = saved;
-    threadpool_free(pool);
+    vary(false);
     CHECK_OK(st);
     CHECK(memcmp(a, b, sizeof(float) * 62 * PN * PD) == 0);
     free(a);
@@ -264,27 +263,34 @@ TEST(paged_gqa_threads_do_not_change_bits) {
     pa_free(&d);
 }
 
+static threadpool *pa_saved_pool, *pa_three;
+static void pa_three_threads(bool on) {
+    if (on) {
+        pa_saved_pool = kh_pool;
+        CHECK_OK(threadpool_create(3, &pa_three));
+        kh_pool = pa_three;
+    } else {
+        kh_pool = pa_saved_pool;
+        threadpool_free(pa_three);
+    }
+}
+
+TEST(paged_gqa_threads_do_not_change_bits) { pa_check_same_bits(OG_FLOAT32, pa_three_threads); }
+
+static size_t pa_saved_part;
+static void pa_one_byte_parts(bool on) {
+    if (on) {
+        pa_saved_part = gqa_tiles_part_bytes;
+        gqa_tiles_part_bytes = 1;
+    } else {
+        gqa_tiles_part_bytes = pa_saved_part;
+    }
+}
+
 /* The tiles' partial results are held in slices of whole 16-row blocks when they exceed
  * gqa_tiles_part_bytes (a long prompt piece over a long cache): a slice of every block,
  * across sequences of a batch, gives the bits of one pass (float16: the tiles' own path). */
-TEST(paged_gqa_part_slices_do_not_change_bits) {
-    pa_case c = {OG_FLOAT16, -1, 0, false};
-    pa_data d;
-    pa_setup(&d, c.dt);
-    float *a = calloc(64 * PN * PD, sizeof(float)), *b = calloc(64 * PN * PD, sizeof(float));
-    pa_run pre = {.n_seqs = 3, .B = 1, .S = 62, .which = {0, 1, 2}, .from = {0, 0, 0},
-                  .n = {37, 5, 20}, .row = {0, 0, 0}, .off = {0, 37, 42}};
-    CHECK_OK(pa_paged(&c, &d, &pre, a));
-    size_t saved = gqa_tiles_part_bytes;
-    gqa_tiles_part_bytes = 1;
-    og_status *st = pa_paged(&c, &d, &pre, b);
-    gqa_tiles_part_bytes = saved;
-    CHECK_OK(st);
-    CHECK(memcmp(a, b, sizeof(float) * 62 * PN * PD) == 0);
-    free(a);
-    free(b);
-    pa_free(&d);
-}
+TEST(paged_gqa_part_slices_do_not_change_bits) { pa_check_same_bits(OG_FLOAT16, pa_one_byte_parts); }
 
 TEST(paged_gqa_refuses_bad_tables) {
     pa_case c = {OG_FLOAT32, -1, 0, false};
